@@ -1,0 +1,166 @@
+# nodeprof build. Targets:
+#   make deps    install missing Debian packages (apt-get, needs root)
+#   make         build build/nodeprof
+#   make test    deps + build + every test (unit, unit under ASan/UBSan, fuzz smoke, integration)
+#   make run     deps + build + start the agent on its embedded default
+#   make bench   deps + build + benchmarks (results in bench/results/)
+#   make fuzz    long fuzzing runs (FUZZ_SECONDS per target)
+#
+# Sources are found by wildcard: a new .c file under agent/, k8s/ or relabel/ is part of
+# the agent; tests/unit/test_*.c is a unit test; tests/fuzz/fuzz_*.c is a fuzz target;
+# bpf/*.bpf.c is a BPF program with a generated skeleton. Nothing needs registering here.
+
+VERSION := 0.1.0
+BUILD ?= build
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+PYTHON ?= python3
+
+# Every Debian 12 package a build, test or benchmark needs. One per line keeps merges easy.
+DEB_PACKAGES := \
+	make \
+	gcc \
+	clang \
+	llvm \
+	libclang-rt-14-dev \
+	bpftool \
+	bpftrace \
+	linux-perf \
+	pkg-config \
+	libbpf-dev \
+	libelf-dev \
+	zlib1g-dev \
+	liblzma-dev \
+	libcmocka-dev \
+	libjansson-dev \
+	libcurl4-openssl-dev \
+	libssl-dev \
+	libpcre2-dev \
+	libwebsockets-dev \
+	libiberty-dev \
+	binutils \
+	xz-utils \
+	openssl \
+	python3 \
+	golang-go \
+	g++ \
+	procps \
+	iproute2 \
+	ca-certificates
+
+PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl
+# Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wformat=2
+BASE_CFLAGS := -std=gnu11 -g -D_GNU_SOURCE -DNP_VERSION=\"$(VERSION)\" -I. -I$(BUILD)/gen $(WARN)
+OPT ?= -O2
+SAN ?=
+ifeq ($(SAN),1)
+  OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  LDSAN := -fsanitize=address,undefined
+endif
+CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS_ALL = $(PKG_LIBS) -l:libiberty.a -lstdc++ -lpthread -lm $(LDSAN)
+
+LIB_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c agent/*/*.c agent/*/*/*.c k8s/*.c relabel/*.c))
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/gen/%.skel.h,$(BPF_SRCS))
+GEN_HDRS = $(SKELS) $(EXTRA_GEN_HDRS)
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+UNIT_HELPERS := $(wildcard tests/unit/helpers/*.c)
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+
+-include mk/*.mk
+
+.PHONY: all deps test run bench fuzz unit unit-asan fuzz-build clean check-root
+all: $(BUILD)/nodeprof
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: these packages are missing; run as root to install them:$$missing" >&2; exit 1; fi; \
+	  echo "make deps: installing$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $$missing >/dev/null; } || \
+	    { echo "make deps: apt-get failed for:$$missing" >&2; exit 1; }; \
+	fi
+
+$(BUILD)/obj/%.o: %.c | $(GEN_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/libnodeprof.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/nodeprof: $(BUILD)/obj/agent/main.o $(BUILD)/libnodeprof.a
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+# BPF: compiled with clang for the bpf target; the skeleton embeds the object in the binary.
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf -I.
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	@mkdir -p $(dir $@)
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPERS) $(BUILD)/libnodeprof.a | $(GEN_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Wno-error=unused-function -o $@ $< $(UNIT_HELPERS) $(BUILD)/libnodeprof.a -lcmocka $(LDLIBS_ALL)
+
+unit: $(UNIT_BINS) $(BUILD)/nodeprof
+
+unit-asan:
+	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 unit
+
+# Fuzz targets: clang + libFuzzer over the same sources, built in their own tree.
+FUZZ_BUILD := build/fuzz
+fuzz-build:
+	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(CLANG) \
+	  OPT="-O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined" \
+	  EXTRA_CFLAGS="-Wno-unused-command-line-argument" $(FUZZ_BUILD)/libnodeprof.a
+	@mkdir -p $(FUZZ_BUILD)/fuzzers
+	@for f in $(FUZZ_SRCS); do \
+	  n=$$(basename $$f .c); \
+	  if [ ! $(FUZZ_BUILD)/fuzzers/$$n -nt $$f ] || [ $(FUZZ_BUILD)/libnodeprof.a -nt $(FUZZ_BUILD)/fuzzers/$$n ]; then \
+	    echo "  FUZZ $$n"; \
+	    $(CLANG) $(BASE_CFLAGS) -I$(FUZZ_BUILD)/gen -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+	      $(PKG_CFLAGS) -o $(FUZZ_BUILD)/fuzzers/$$n $$f $(FUZZ_BUILD)/libnodeprof.a $(PKG_LIBS) \
+	      -l:libiberty.a -lstdc++ -lpthread -lm || exit 1; \
+	  fi; \
+	done
+
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	$(MAKE) --no-print-directory fuzz-build
+	$(PYTHON) tests/run.py --only fuzz --fuzz-seconds $(FUZZ_SECONDS)
+
+test: deps
+	$(MAKE) --no-print-directory all unit
+	$(MAKE) --no-print-directory unit-asan
+	$(MAKE) --no-print-directory fuzz-build
+	$(PYTHON) tests/run.py
+
+run: deps
+	$(MAKE) --no-print-directory all
+	./$(BUILD)/nodeprof run $(RUN_ARGS)
+
+bench: deps
+	$(MAKE) --no-print-directory all
+	$(PYTHON) bench/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

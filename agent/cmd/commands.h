@@ -1,0 +1,9 @@
+/* The subcommands of the nodeprof binary. Each takes the arguments after its own
+ * name (argv[0] is the subcommand) and returns the process exit code. main.c only
+ * dispatches; parsing and behaviour live in agent/cmd/<command>.c. */
+#ifndef NP_CMD_COMMANDS_H
+#define NP_CMD_COMMANDS_H
+
+int cmd_record(int argc, char **argv);
+
+#endif

@@ -1,0 +1,47 @@
+/* nodeprof: the command line. Dispatches to agent/cmd/; nothing else lives here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/cmd/commands.h"
+
+static const char usage[] =
+	"nodeprof " NP_VERSION ": a Kubernetes-native eBPF CPU profiler\n"
+	"\n"
+	"Usage:\n"
+	"  nodeprof record [--pid PID]... [--duration 10s] [--sample-rate 97] [--format folded|pprof] [-o FILE]\n"
+	"                       one-shot profile of the given processes (default: every process), to stdout\n"
+	"                       by default; Ctrl-C ends it early and still writes the output\n"
+	"  nodeprof --version   print the version\n"
+	"  nodeprof --help      print this help\n"
+	"\n"
+	"Run `nodeprof COMMAND --help` for the options of a command.\n";
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+	{ "record", cmd_record },
+};
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 1;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("nodeprof %s\n", NP_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "nodeprof: unknown command \"%s\"; run `nodeprof --help` for the list of commands\n", argv[1]);
+	return 1;
+}

@@ -1,0 +1,36 @@
+/* A minimal protobuf encoder: varints, tags and length-delimited fields written
+ * straight into an np_buf. Hand-written because it is on the hot path of every
+ * collect interval (pprof encoding, push requests) and is ~100 lines; a generated
+ * library would add a code generator to the build for no gain.
+ *
+ * Nested messages: m = pb_begin(b, field); ...fields...; pb_end(b, m). pb_begin
+ * reserves room for the length, pb_end writes it and closes any gap. */
+#ifndef NP_PPROF_PROTO_H
+#define NP_PPROF_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/util/strbuf.h"
+
+enum pb_wire { PB_VARINT = 0, PB_I64 = 1, PB_LEN = 2, PB_I32 = 5 };
+
+void pb_varint(struct np_buf *b, uint64_t v);
+void pb_tag(struct np_buf *b, uint32_t field, enum pb_wire wire);
+/* Scalar fields are written even when zero; callers skip proto3 defaults themselves. */
+void pb_uint64(struct np_buf *b, uint32_t field, uint64_t v);
+void pb_int64(struct np_buf *b, uint32_t field, int64_t v);
+void pb_bool(struct np_buf *b, uint32_t field, int v);
+void pb_bytes(struct np_buf *b, uint32_t field, const void *data, size_t len);
+void pb_string(struct np_buf *b, uint32_t field, const char *s);
+void pb_packed_uint64(struct np_buf *b, uint32_t field, const uint64_t *v, size_t n);
+void pb_packed_int64(struct np_buf *b, uint32_t field, const int64_t *v, size_t n);
+
+/* Starts a length-delimited sub-message; returns a marker for pb_end. */
+size_t pb_begin(struct np_buf *b, uint32_t field);
+void pb_end(struct np_buf *b, size_t marker);
+
+/* Decoding, for tests and for reading what we wrote. Returns bytes consumed, 0 on error. */
+size_t pb_read_varint(const uint8_t *p, size_t len, uint64_t *out);
+
+#endif

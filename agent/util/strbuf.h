@@ -1,0 +1,33 @@
+/* A growable byte buffer, always NUL-terminated, for building text and binary
+ * output (JSON, folded stacks, protobuf). An allocation failure is sticky: the
+ * buffer stops growing, `failed` is set, and the owner reports it once at the end
+ * instead of checking every append. */
+#ifndef NP_UTIL_STRBUF_H
+#define NP_UTIL_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "agent/util/error.h"
+
+struct np_buf {
+	char *p;    /* owned; NULL until the first append */
+	size_t len; /* bytes used, not counting the terminating NUL */
+	size_t cap;
+	int failed; /* an allocation failed; contents are truncated */
+};
+
+#define NP_BUF_INIT { NULL, 0, 0, 0 }
+
+void np_buf_free(struct np_buf *b);
+void np_buf_reset(struct np_buf *b); /* len = 0, keeps the allocation */
+int np_buf_reserve(struct np_buf *b, size_t extra);
+void np_buf_append(struct np_buf *b, const void *data, size_t len);
+void np_buf_puts(struct np_buf *b, const char *s);
+void np_buf_putc(struct np_buf *b, char c);
+void np_buf_printf(struct np_buf *b, const char *fmt, ...) NP_PRINTF(2, 3);
+void np_buf_vprintf(struct np_buf *b, const char *fmt, va_list ap);
+/* Hands the contents to the caller (who frees them) and empties the buffer. */
+char *np_buf_steal(struct np_buf *b, size_t *len);
+
+#endif

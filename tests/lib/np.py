@@ -1,0 +1,37 @@
+"""Helpers shared by the integration tests: where the binary is, running it, building
+small C workloads, temporary directories. Standard library only."""
+import os
+import shutil
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NODEPROF = os.path.join(ROOT, "build", "nodeprof")
+SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+
+
+def nodeprof(*args, timeout=120, check=False, input=None, env=None):
+    """Runs build/nodeprof with args; returns CompletedProcess (text mode)."""
+    p = subprocess.run([NODEPROF, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                       input=input, env=env)
+    if check and p.returncode != 0:
+        raise AssertionError(f"nodeprof {' '.join(map(str, args))} exited {p.returncode}:\n{p.stderr}")
+    return p
+
+
+def tmpdir(test):
+    """A temporary directory removed when the test ends."""
+    d = tempfile.mkdtemp(prefix="nodeprof-test-")
+    test.addCleanup(shutil.rmtree, d, True)
+    return d
+
+
+def compile_c(test, source, name="workload", flags=("-O0", "-fno-omit-frame-pointer", "-g"), libs=()):
+    """Compiles a C source string with gcc; returns the path of the executable."""
+    d = tmpdir(test)
+    src = os.path.join(d, name + ".c")
+    with open(src, "w") as f:
+        f.write(source)
+    out = os.path.join(d, name)
+    subprocess.run(["gcc", *flags, "-o", out, src, *libs], check=True, capture_output=True)
+    return out

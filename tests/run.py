@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Runs every nodeprof test and prints one summary line: "N passed, N failed".
+
+Suites, in order:
+  unit         build/tests/test_*            (cmocka, TAP output, one result per test case)
+  asan         build/asan/tests/test_*       (the same tests under AddressSanitizer + UBSan)
+  fuzz         build/fuzz/fuzzers/fuzz_*     (libFuzzer, a short run each; `make fuzz` runs long)
+  integration  tests/integration/test_*.py   (unittest modules; real BPF, real processes, test servers)
+
+Nothing is skipped for want of root or BPF: those tests fail instead, so CI cannot pass
+without exercising them. Options: --only SUITE[,SUITE], -k SUBSTRING (filters test files),
+--fuzz-seconds N.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUITES = ["unit", "asan", "fuzz", "integration"]
+
+
+class Tally:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+        self.failures = []
+
+    def record(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"PASS {name}", flush=True)
+        else:
+            self.failed += 1
+            self.failures.append(name)
+            print(f"FAIL {name}", flush=True)
+            if detail:
+                print("\n".join("    " + line for line in detail.rstrip().splitlines()[-60:]), flush=True)
+
+
+def run_tap(binary, label, tally, timeout):
+    env = dict(os.environ, CMOCKA_MESSAGE_OUTPUT="TAP")
+    # ASan reports leaks at exit; halt on the first UBSan finding so it counts as a failure.
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    try:
+        p = subprocess.run([binary], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        tally.record(f"{label} (timeout after {timeout}s)", False)
+        return
+    seen = 0
+    last_detail = []
+    lines = p.stdout.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^(ok|not ok) \d+ - (.*)$", line)
+        if not m:
+            continue
+        seen += 1
+        detail = ""
+        if m.group(1) == "not ok":
+            j = i + 1
+            last_detail = []
+            while j < len(lines) and lines[j].startswith("#"):
+                last_detail.append(lines[j])
+                j += 1
+            detail = "\n".join(last_detail)
+        tally.record(f"{label}/{m.group(2)}", m.group(1) == "ok", detail)
+    if p.returncode != 0 and (seen == 0 or "not ok" not in p.stdout):
+        # A crash, a sanitizer report or a leak after the cases passed.
+        tally.record(f"{label} (exit status {p.returncode})", False, p.stdout[-3000:] + p.stderr[-6000:])
+    elif seen == 0:
+        tally.record(f"{label} (no test cases ran)", False, p.stderr[-3000:])
+
+
+def suite_unit(tally, build, label, filt):
+    bins = sorted(glob.glob(os.path.join(ROOT, build, "tests", "test_*")))
+    if not bins:
+        tally.record(f"{label}: no unit test binaries in {build}/tests (did the build run?)", False)
+    for b in bins:
+        if filt and filt not in os.path.basename(b):
+            continue
+        run_tap(b, f"{label}/{os.path.basename(b)}", tally, timeout=300)
+
+
+def suite_fuzz(tally, seconds, filt):
+    fuzzers = sorted(glob.glob(os.path.join(ROOT, "build/fuzz/fuzzers/fuzz_*")))
+    if not fuzzers and glob.glob(os.path.join(ROOT, "tests/fuzz/fuzz_*.c")):
+        tally.record("fuzz: fuzz targets exist but none were built (run make fuzz-build)", False)
+    for f in fuzzers:
+        name = os.path.basename(f)
+        if filt and filt not in name:
+            continue
+        seeds = os.path.join(ROOT, "tests/fuzz/corpus", name)
+        work = os.path.join(ROOT, "build/fuzz/corpus", name)
+        os.makedirs(work, exist_ok=True)
+        cmd = [f, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1", work]
+        if os.path.isdir(seeds):
+            cmd.append(seeds)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120, cwd=ROOT)
+            ok = p.returncode == 0
+            detail = "" if ok else p.stderr[-6000:]
+        except subprocess.TimeoutExpired:
+            ok, detail = False, f"fuzzer did not stop within {seconds + 120}s"
+        tally.record(f"fuzz/{name} ({seconds}s)", ok, detail)
+
+
+def suite_integration(tally, filt):
+    files = sorted(glob.glob(os.path.join(ROOT, "tests/integration/test_*.py")))
+    for f in files:
+        name = os.path.basename(f)[:-3]
+        if filt and filt not in name:
+            continue
+        start = time.time()
+        try:
+            p = subprocess.run([sys.executable, os.path.join(ROOT, "tests/lib/unit_runner.py"), f],
+                               capture_output=True, text=True, timeout=900, cwd=ROOT)
+        except subprocess.TimeoutExpired as e:
+            tally.record(f"integration/{name} (timeout after 900s)", False,
+                         (e.stderr or b"").decode(errors="replace")[-4000:] if isinstance(e.stderr, bytes) else "")
+            continue
+        results = None
+        for line in reversed(p.stdout.splitlines()):
+            if line.startswith("@@RESULTS "):
+                results = json.loads(line[len("@@RESULTS "):])
+                break
+        if results is None:
+            tally.record(f"integration/{name} (runner crashed, exit {p.returncode})", False,
+                         p.stdout[-3000:] + p.stderr[-5000:])
+            continue
+        for r in results:
+            tally.record(f"integration/{name}/{r['name']}", r["ok"], r.get("detail", ""))
+        print(f"     ({name}: {time.time() - start:.1f}s)", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="")
+    ap.add_argument("-k", default="")
+    ap.add_argument("--fuzz-seconds", type=int, default=int(os.environ.get("FUZZ_SMOKE_SECONDS", "8")))
+    args = ap.parse_args()
+    only = [s for s in args.only.split(",") if s] or SUITES
+    for s in only:
+        if s not in SUITES:
+            ap.error(f"unknown suite {s}; choose from {', '.join(SUITES)}")
+    if os.geteuid() != 0:
+        print("note: not running as root; BPF and cgroup tests will fail (they never skip)", flush=True)
+    tally = Tally()
+    start = time.time()
+    if "unit" in only:
+        suite_unit(tally, "build", "unit", args.k)
+    if "asan" in only:
+        suite_unit(tally, "build/asan", "asan", args.k)
+    if "fuzz" in only:
+        suite_fuzz(tally, args.fuzz_seconds, args.k)
+    if "integration" in only:
+        suite_integration(tally, args.k)
+    print(f"\ntotal time {time.time() - start:.0f}s", flush=True)
+    if tally.failures:
+        print("failed:\n" + "\n".join("  " + f for f in tally.failures), flush=True)
+    print(f"{tally.passed} passed, {tally.failed} failed", flush=True)
+    return 1 if tally.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
