@@ -96,28 +96,33 @@ deps:
 
 $(BUILD)/obj/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(BUILD)/libnodeprof.a: $(LIB_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BUILD)/nodeprof: $(BUILD)/obj/agent/main.o $(BUILD)/libnodeprof.a
-	$(CC) -o $@ $^ $(LDLIBS_ALL)
+	@echo "  LD      $@"
+	@$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 # BPF: compiled with clang for the bpf target; the skeleton embeds the object in the binary.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf -I.
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	@echo "  BPF     $<"
+	@$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@mkdir -p $(dir $@)
-	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+	@echo "  SKEL    $@"
+	@$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPERS) $(BUILD)/libnodeprof.a | $(GEN_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Wno-error=unused-function -o $@ $< $(UNIT_HELPERS) $(BUILD)/libnodeprof.a -lcmocka $(LDLIBS_ALL)
+	@echo "  TEST    $@"
+	@$(CC) $(CFLAGS_ALL) -Wno-error=unused-function -o $@ $< $(UNIT_HELPERS) $(BUILD)/libnodeprof.a -lcmocka $(LDLIBS_ALL)
 
 unit: $(UNIT_BINS) $(BUILD)/nodeprof
 

@@ -11,6 +11,8 @@ static const char usage[] =
 	"  nodeprof record [--pid PID]... [--duration 10s] [--sample-rate 97] [--format folded|pprof] [-o FILE]\n"
 	"                       one-shot profile of the given processes (default: every process), to stdout\n"
 	"                       by default; Ctrl-C ends it early and still writes the output\n"
+	"  nodeprof tools TOOL [ARGS]\n"
+	"                       developer utilities; `nodeprof tools --help` lists them\n"
 	"  nodeprof --version   print the version\n"
 	"  nodeprof --help      print this help\n"
 	"\n"
@@ -23,6 +25,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "record", cmd_record },
+	{ "tools", cmd_tools },
 };
 
 int main(int argc, char **argv)

@@ -5,5 +5,6 @@
 #define NP_CMD_COMMANDS_H
 
 int cmd_record(int argc, char **argv);
+int cmd_tools(int argc, char **argv);
 
 #endif

@@ -1,0 +1,41 @@
+/* nodeprof tools ...: developer and test utilities that expose one part of the agent
+ * (relabel, targets, symbolize, container-id) on the command line. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/cmd/commands.h"
+
+struct tool {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *synopsis;
+};
+
+static const struct tool tools[] = {
+	{ NULL, NULL, NULL }, /* keeps the table non-empty; tools are added one line each */
+};
+
+static void print_usage(FILE *f)
+{
+	fputs("Usage: nodeprof tools TOOL [ARGS]\n\nTools:\n", f);
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+		if (tools[i].name)
+			fprintf(f, "  %s\n", tools[i].synopsis);
+}
+
+int cmd_tools(int argc, char **argv)
+{
+	if (argc < 2) {
+		print_usage(stderr);
+		return 1;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		print_usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+		if (tools[i].name && strcmp(argv[1], tools[i].name) == 0)
+			return tools[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "nodeprof tools: unknown tool \"%s\"; run `nodeprof tools --help` for the list\n", argv[1]);
+	return 1;
+}
