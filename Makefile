@@ -78,6 +78,9 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 -include mk/*.mk
 
+# Keep the BPF objects: make would otherwise delete them as intermediates and rebuild every time.
+.SECONDARY: $(BPF_OBJS)
+
 .PHONY: all deps test run bench fuzz unit unit-asan fuzz-build clean check-root
 all: $(BUILD)/nodeprof
 
@@ -108,7 +111,7 @@ $(BUILD)/nodeprof: $(BUILD)/obj/agent/main.o $(BUILD)/libnodeprof.a
 	@$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 # BPF: compiled with clang for the bpf target; the skeleton embeds the object in the binary.
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf -I.
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf -I. -I/usr/include/$(shell gcc -dumpmachine)
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  BPF     $<"
@@ -157,9 +160,13 @@ test: deps
 	$(MAKE) --no-print-directory fuzz-build
 	$(PYTHON) tests/run.py
 
+# Until the agent's embedded default with its local UI lands, `make run` records the
+# whole host for RUN_SECONDS and leaves a folded profile (flamegraph.pl input) here.
+RUN_SECONDS ?= 30
 run: deps
 	$(MAKE) --no-print-directory all
-	./$(BUILD)/nodeprof run $(RUN_ARGS)
+	./$(BUILD)/nodeprof record --duration $(RUN_SECONDS)s -o nodeprof-host.folded $(RUN_ARGS)
+	@echo "make run: profile of every process written to nodeprof-host.folded"
 
 bench: deps
 	$(MAKE) --no-print-directory all
