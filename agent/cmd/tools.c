@@ -13,6 +13,7 @@ struct tool {
 
 static const struct tool tools[] = {
 	{ NULL, NULL, NULL }, /* keeps the table non-empty; tools are added one line each */
+	{ "symbolize", cmd_tools_symbolize, "symbolize [--demangle MODE] ELF_FILE ADDR...   name ELF virtual addresses" },
 };
 
 static void print_usage(FILE *f)
