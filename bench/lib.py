@@ -35,11 +35,13 @@ def bpf_stats(enable):
         f.write("1" if enable else "0")
 
 
-def bpf_prog_costs():
-    """{name: (run_cnt, run_time_ns)} for every loaded BPF program."""
+def bpf_prog_costs(prog_type=None):
+    """{name: (run_cnt, run_time_ns)} for every loaded BPF program (of prog_type, if given)."""
     out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True, check=True).stdout
     costs = {}
     for prog in json.loads(out):
+        if prog_type and prog.get("type") != prog_type:
+            continue
         name = prog.get("name", "")
         cnt, ns = prog.get("run_cnt", 0), prog.get("run_time_ns", 0)
         c0, n0 = costs.get(name, (0, 0))

@@ -36,7 +36,7 @@ static const char record_usage[] =
 	"      --log-level LEVEL  debug, info, warn (default), error\n"
 	"  -h, --help             this help\n"
 	"\n"
-	"Needs root (or CAP_BPF and CAP_PERFMON) and a kernel with BTF.\n";
+	"Needs root (or CAP_BPF and CAP_PERFMON).\n";
 
 #define MAX_PIDS 1024
 

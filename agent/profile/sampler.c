@@ -105,14 +105,6 @@ static int online_cpus(int *cpus, int max, struct np_err *err)
 	return n;
 }
 
-static int check_environment(struct np_err *err)
-{
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-		return np_errf(err, "this kernel has no BTF type information (/sys/kernel/btf/vmlinux is missing); "
-				    "nodeprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (Linux 5.8 or later)");
-	return 0;
-}
-
 static const char *permission_hint(void)
 {
 	return geteuid() == 0 ? "check that BPF is not disabled (kernel.unprivileged_bpf_disabled does not apply to root; "
@@ -211,8 +203,6 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 
 	if (opts->sample_rate == 0)
 		return np_errf(err, "sample rate must be at least 1 Hz");
-	if (check_environment(err))
-		return -1;
 	ncpu = online_cpus(cpus, 1024, err);
 	if (ncpu < 0)
 		return -1;

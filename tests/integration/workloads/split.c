@@ -1,5 +1,6 @@
 /* CPU split 3:1 between two functions that share one leaf: main -> heavy -> spin
- * three times as long as main -> light -> spin. Runs for argv[1] seconds (default 5).
+ * three times as long as main -> light -> spin, in units far shorter than a sampling
+ * period so that the loop cannot alias with the sampler. Runs for argv[1] seconds (default 5).
  * Built -O0 -fno-omit-frame-pointer so every frame is a real call with a frame pointer. */
 #include <stdlib.h>
 #include <time.h>
@@ -14,12 +15,12 @@ __attribute__((noinline)) void spin(unsigned long n)
 
 __attribute__((noinline)) void heavy(void)
 {
-	spin(3000000);
+	spin(30000);
 }
 
 __attribute__((noinline)) void light(void)
 {
-	spin(1000000);
+	spin(10000);
 }
 
 int main(int argc, char **argv)
