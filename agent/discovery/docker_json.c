@@ -489,7 +489,7 @@ out:
 static json_t *load(const char *what, const char *text, size_t len, struct np_err *err)
 {
 	json_error_t jerr;
-	json_t *j = json_loadb(text, len, 0, &jerr);
+	json_t *j = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
 
 	if (!j) {
 		np_errf(err, "%s: invalid JSON at line %d column %d: %s", what, jerr.line, jerr.column, jerr.text);
