@@ -7,5 +7,6 @@
 int cmd_record(int argc, char **argv);
 int cmd_tools(int argc, char **argv);
 int cmd_tools_symbolize(int argc, char **argv);
+int cmd_tools_container_id(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@ struct tool {
 };
 
 static const struct tool tools[] = {
+	{ "container-id", cmd_tools_container_id, "container-id (--pid PID | --cgroup-file FILE)   the container ID of a process" },
 	{ NULL, NULL, NULL }, /* keeps the table non-empty; tools are added one line each */
 	{ "symbolize", cmd_tools_symbolize, "symbolize [--demangle MODE] ELF_FILE ADDR...   name ELF virtual addresses" },
 };
