@@ -7,8 +7,9 @@
 #   make fuzz    long fuzzing runs (FUZZ_SECONDS per target)
 #
 # Sources are found by wildcard: a new .c file under agent/, k8s/ or relabel/ is part of
-# the agent; tests/unit/test_*.c is a unit test; tests/fuzz/fuzz_*.c is a fuzz target;
-# bpf/*.bpf.c is a BPF program with a generated skeleton. Nothing needs registering here.
+# the agent; tests/unit/test_*.c is a unit test; tests/harness/*.c is a test harness
+# (build/harness/*); tests/fuzz/fuzz_*.c is a fuzz target; bpf/*.bpf.c is a BPF program
+# with a generated skeleton. Nothing needs registering here.
 
 VERSION := 0.1.0
 BUILD ?= build
@@ -74,6 +75,8 @@ GEN_HDRS = $(SKELS) $(EXTRA_GEN_HDRS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 UNIT_HELPERS := $(wildcard tests/unit/helpers/*.c)
+HARNESS_SRCS := $(wildcard tests/harness/*.c)
+HARNESS_BINS := $(patsubst tests/harness/%.c,$(BUILD)/harness/%,$(HARNESS_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 -include mk/*.mk
@@ -127,7 +130,13 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPERS) $(BUILD)/libnodeprof.
 	@echo "  TEST    $@"
 	@$(CC) $(CFLAGS_ALL) -Wno-error=unused-function -o $@ $< $(UNIT_HELPERS) $(BUILD)/libnodeprof.a -lcmocka $(LDLIBS_ALL)
 
-unit: $(UNIT_BINS) $(BUILD)/nodeprof
+# Test harnesses: small programs that drive one module from the integration tests.
+$(BUILD)/harness/%: tests/harness/%.c $(BUILD)/libnodeprof.a | $(GEN_HDRS)
+	@mkdir -p $(dir $@)
+	@echo "  HARNESS $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libnodeprof.a $(LDLIBS_ALL)
+
+unit: $(UNIT_BINS) $(HARNESS_BINS) $(BUILD)/nodeprof
 
 unit-asan:
 	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 unit
