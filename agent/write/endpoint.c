@@ -425,6 +425,8 @@ void np_endpoint_stop(struct np_endpoint *ep, int64_t deadline_ns)
 	if (!ep->stopping || deadline_ns < ep->deadline_ns)
 		ep->deadline_ns = deadline_ns;
 	ep->stopping = 1;
+	if (ep->http)
+		np_write_http_set_deadline(ep->http, ep->deadline_ns);
 	pthread_cond_broadcast(&ep->cond);
 	pthread_mutex_unlock(&ep->lock);
 }

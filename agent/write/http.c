@@ -22,6 +22,7 @@ struct np_write_http {
 	CURLM *multi;
 	CURL *easy;
 	atomic_int abort;
+	_Atomic int64_t deadline_ns; /* monotonic; 0: none. Ends a transfer that outlives it. */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -64,6 +65,12 @@ void np_write_http_free(struct np_write_http *h)
 void np_write_http_clear_abort(struct np_write_http *h)
 {
 	atomic_store(&h->abort, 0);
+}
+
+void np_write_http_set_deadline(struct np_write_http *h, int64_t deadline_ns)
+{
+	atomic_store(&h->deadline_ns, deadline_ns);
+	curl_multi_wakeup(h->multi);
 }
 
 void np_write_http_abort(struct np_write_http *h)
@@ -502,7 +509,8 @@ static int run(struct np_write_http *h)
 	if (curl_multi_add_handle(h->multi, h->easy) != CURLM_OK)
 		return CURLE_OUT_OF_MEMORY;
 	while (running) {
-		if (atomic_load(&h->abort)) {
+		int64_t deadline = atomic_load(&h->deadline_ns), wait_ms = 1000;
+		if (atomic_load(&h->abort) || (deadline && np_write_now_ns() >= deadline)) {
 			curl_multi_remove_handle(h->multi, h->easy);
 			return -1;
 		}
@@ -510,7 +518,11 @@ static int run(struct np_write_http *h)
 			result = CURLE_OUT_OF_MEMORY;
 			break;
 		}
-		if (running && curl_multi_poll(h->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
+		if (deadline) {
+			int64_t left_ms = (deadline - np_write_now_ns()) / 1000000 + 1;
+			wait_ms = left_ms < wait_ms ? (left_ms > 0 ? left_ms : 0) : wait_ms;
+		}
+		if (running && curl_multi_poll(h->multi, NULL, 0, (int)wait_ms, NULL) != CURLM_OK) {
 			result = CURLE_OUT_OF_MEMORY;
 			break;
 		}

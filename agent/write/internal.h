@@ -117,6 +117,8 @@ void np_write_http_free(struct np_write_http *h);
  * set, until np_write_http_clear_abort. Thread-safe. */
 void np_write_http_abort(struct np_write_http *h);
 void np_write_http_clear_abort(struct np_write_http *h);
+/* A transfer still running at deadline_ns (monotonic) ends as aborted. Thread-safe. */
+void np_write_http_set_deadline(struct np_write_http *h, int64_t deadline_ns);
 /* POSTs body to <url>/push.v1.PusherService/Push with ep's settings, waiting at most
  * timeout_ns. Always fills r. */
 void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint *ep, const void *body, size_t len,

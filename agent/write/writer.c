@@ -225,7 +225,8 @@ int np_writer_update(struct np_writer *w, const struct np_write_config *cfg, str
 			retired[n_gone++] = w->eps[j];
 		}
 	}
-	memcpy(retired + n_gone, w->retired, w->n_retired * sizeof(*retired));
+	if (w->n_retired)
+		memcpy(retired + n_gone, w->retired, w->n_retired * sizeof(*retired));
 	free(w->retired);
 	w->retired = retired;
 	w->n_retired += n_gone;
