@@ -355,8 +355,6 @@ static int check_endpoint(const struct np_write_endpoint *ep, struct np_err *err
 		return np_errf(err, "debug_info_upload_timeout must not be negative");
 	if (ep->min_backoff_ns < 0 || ep->max_backoff_ns < 0)
 		return np_errf(err, "min_backoff_period and max_backoff_period must not be negative");
-	if (ep->max_backoff_ns < ep->min_backoff_ns)
-		return np_errf(err, "max_backoff_period must not be smaller than min_backoff_period");
 	if (ep->max_backoff_retries < 0)
 		return np_errf(err, "max_backoff_retries must not be negative (0 means retry forever)");
 	if (ep->queue_max_bytes == 0)

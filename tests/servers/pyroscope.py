@@ -550,7 +550,8 @@ class PyroscopeServer:
     def handle_push(self, h):
         started = time.time()
         headers = {k.lower(): v for k, v in h.headers.items()}
-        record = {"time": started, "headers": headers, "status": None, "violations": [], "action": None}
+        record = {"time": started, "headers": headers, "header_list": list(h.headers.items()), "status": None,
+                  "violations": [], "action": None}
         with self._lock:
             self.requests.append(record)
             action = self.actions.pop(0) if self.actions else dict(self.default_action)
@@ -634,7 +635,7 @@ class PyroscopeServer:
         series = decode_push_json(body) if ctype.startswith("application/json") else decode_push_request(body)
         if not series or not any(s["samples"] for s in series):
             raise Reject("invalid_argument", "no profiles received")
-        out = {"time": record["time"], "headers": headers, "series": []}
+        out = {"time": record["time"], "headers": headers, "header_list": record["header_list"], "series": []}
         for s in series:
             labels, notes = check_series_labels(s["labels"])
             record["violations"].extend(notes)
