@@ -247,7 +247,9 @@ static void push_inflight(struct np_endpoint *ep)
 		t0 = np_write_now_ns();
 		np_write_http_push(ep->http, &ep->cfg, req->body, req->len, timeout, &r);
 		pthread_mutex_lock(&ep->lock);
-		if (ep->abandoned) {
+		o = r.aborted ? NP_WRITE_FAIL : np_write_classify(&r, ep->cfg.retry_on_http_429);
+		/* Abandoned while on the wire but delivered anyway: it counts as sent. */
+		if (ep->abandoned && o != NP_WRITE_SENT) {
 			drop_reason = "queue_full";
 			break;
 		}
@@ -256,7 +258,6 @@ static void push_inflight(struct np_endpoint *ep)
 			break;
 		}
 		np_series_observe(ep->m.lat_downstream, (double)(np_write_now_ns() - t0) / 1e9);
-		o = np_write_classify(&r, ep->cfg.retry_on_http_429);
 		if (o == NP_WRITE_SENT) {
 			ep->sent++;
 			np_series_inc(ep->m.sent_profiles);

@@ -60,7 +60,8 @@ struct np_write_tls {
 
 struct np_write_endpoint {
 	char *url;  /* required; base URL such as http://pyroscope:4040 */
-	char *name; /* optional; shown in logs, and identifies the endpoint across reloads */
+	char *name; /* optional; identifies the endpoint across reloads. Metrics and logs
+		     * name endpoints by URL (password redacted), as Alloy's metrics do. */
 	int64_t remote_timeout_ns;	      /* per attempt; default 10s */
 	int64_t debug_info_upload_timeout_ns; /* accepted for compatibility; nodeprof uploads no debug info */
 	struct np_write_headers headers;      /* `headers` (map(string)); X-Scope-OrgID carries the tenant */

@@ -16,7 +16,7 @@
  *   "wait_idle": "10s",                                 before shutdown, wait for empty queues
  *   "metrics_file": "/path"                             metrics text, rewritten every 200 ms
  * }
- * "{n}" in a label value becomes the 0-based append number. */
+ * "{n}" in a label value becomes the 0-based append number, "{ms}" the wall-clock time in ms. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,11 +404,16 @@ static int profile_labels(json_t *prof, unsigned long n, struct np_labels *ls, s
 		char buf[4096];
 		if (!val)
 			return np_errf(err, "profile label %s must be a string", name);
-		at = strstr(val, "{n}");
-		if (at)
+		if ((at = strstr(val, "{n}"))) {
 			snprintf(buf, sizeof(buf), "%.*s%lu%s", (int)(at - val), val, n, at + 3);
-		else
+		} else if ((at = strstr(val, "{ms}"))) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			snprintf(buf, sizeof(buf), "%.*s%lld%s", (int)(at - val), val,
+				 (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, at + 4);
+		} else {
 			snprintf(buf, sizeof(buf), "%s", val);
+		}
 		if (np_labels_set(ls, name, buf, err))
 			return -1;
 	}
