@@ -82,7 +82,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 -include mk/*.mk
 
 # Keep the BPF objects: make would otherwise delete them as intermediates and rebuild every time.
-.SECONDARY: $(BPF_OBJS)
+.SECONDARY: $(BPF_OBJS) $(SKELS)
 
 .PHONY: all deps test run bench fuzz unit unit-asan fuzz-build clean check-root
 all: $(BUILD)/nodeprof
