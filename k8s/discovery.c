@@ -51,7 +51,7 @@ int k8s_discovery_synced(const struct k8s_discovery *d)
 static int all_synced(const struct k8s_discovery *d)
 {
 	for (size_t i = 0; i < d->n_refl; i++)
-		if (!d->refl[i].synced)
+		if (!d->refl[i]->synced)
 			return 0;
 	return 1;
 }
@@ -167,8 +167,8 @@ static void *run(void *arg)
 	d->conn.credentials_read_at = now;
 	k8s_discovery_mark_dirty(d, now); /* an (empty) first publication happens even if nothing lists */
 	for (size_t i = 0; i < d->n_refl; i++) {
-		d->refl[i].state = K8S_R_IDLE;
-		d->refl[i].due = now;
+		d->refl[i]->state = K8S_R_IDLE;
+		d->refl[i]->due = now;
 	}
 	while (!atomic_load(&d->stop)) {
 		int64_t next, running_timeout;
@@ -179,8 +179,8 @@ static void *run(void *arg)
 		now = k8s_now();
 		refresh_credentials(d, now);
 		for (size_t i = 0; i < d->n_refl; i++)
-			if (d->refl[i].state == K8S_R_IDLE && d->refl[i].due <= now)
-				k8s_reflector_start(&d->refl[i], now);
+			if (d->refl[i]->state == K8S_R_IDLE && d->refl[i]->due <= now)
+				k8s_reflector_start(d->refl[i], now);
 		curl_multi_perform(d->multi, &running);
 		while ((m = curl_multi_info_read(d->multi, &left))) {
 			struct k8s_reflector *r = NULL;
@@ -198,8 +198,8 @@ static void *run(void *arg)
 		next = d->conn.credentials_file ? d->conn.credentials_read_at + d->cfg.tunables.credentials_reread_ns
 						: now + 60000 * MS;
 		for (size_t i = 0; i < d->n_refl; i++)
-			if (d->refl[i].state == K8S_R_IDLE && d->refl[i].due < next)
-				next = d->refl[i].due;
+			if (d->refl[i]->state == K8S_R_IDLE && d->refl[i]->due < next)
+				next = d->refl[i]->due;
 		if (d->dirty && publish_due(d) < next)
 			next = publish_due(d);
 		running_timeout = next - now;
@@ -209,15 +209,17 @@ static void *run(void *arg)
 			curl_multi_poll(d->multi, NULL, 0, (int)((running_timeout + MS - 1) / MS), NULL);
 	}
 	for (size_t i = 0; i < d->n_refl; i++)
-		if (d->refl[i].state != K8S_R_IDLE)
-			curl_multi_remove_handle(d->multi, d->refl[i].easy);
+		if (d->refl[i]->state != K8S_R_IDLE)
+			curl_multi_remove_handle(d->multi, d->refl[i]->easy);
 	return NULL;
 }
 
 static void destroy(struct k8s_discovery *d)
 {
-	for (size_t i = 0; i < d->n_refl; i++)
-		k8s_reflector_free(&d->refl[i]);
+	for (size_t i = 0; i < d->n_refl; i++) {
+		k8s_reflector_free(d->refl[i]);
+		free(d->refl[i]);
+	}
 	free(d->refl);
 	if (d->multi)
 		curl_multi_cleanup(d->multi);
@@ -266,15 +268,21 @@ static const struct k8s_selector *selector_for(const struct k8s_sd_config *c, co
 static int add_reflector(struct k8s_discovery *d, enum k8s_resource res, const char *ns, const char *label,
 			 const char *field, struct np_err *err)
 {
-	struct k8s_reflector *nv = realloc(d->refl, (d->n_refl + 1) * sizeof(*nv));
+	struct k8s_reflector **nv = realloc(d->refl, (d->n_refl + 1) * sizeof(*nv));
+	struct k8s_reflector *r;
 
 	if (!nv)
 		return np_errf(err, "out of memory");
 	d->refl = nv;
-	/* Reflectors point back only to d, never into the array, so realloc is safe before the thread starts. */
-	if (k8s_reflector_init(&d->refl[d->n_refl], d, (int)d->n_refl, res, ns, label, field, err))
+	/* Each reflector has its own allocation: curl and the scanner keep pointers to it. */
+	r = malloc(sizeof(*r));
+	if (!r)
+		return np_errf(err, "out of memory");
+	if (k8s_reflector_init(r, d, (int)d->n_refl, res, ns, label, field, err)) {
+		free(r);
 		return -1;
-	d->n_refl++;
+	}
+	d->refl[d->n_refl++] = r;
 	return 0;
 }
 

@@ -532,6 +532,10 @@ static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 		schedule(r, 0, now); /* next page at once */
 		return;
 	}
+	if (!r->page_rv || !*r->page_rv) {
+		backoff_then(r, 0, now, "list failed", "the list has no metadata.resourceVersion");
+		goto restart;
+	}
 	/* The full list is in: it replaces this reflector's objects (deleting the missing ones). */
 	size_t n = r->pending.n;
 	if (k8s_store_replace_owner(k8s_discovery_store(d, r->res), r->id, &r->pending, &err)) {
@@ -546,10 +550,6 @@ static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 		char count[24];
 		snprintf(count, sizeof(count), "%zu", n);
 		logv(r, NP_DEBUG, "listed", "objects", count, "resource_version", r->rv ? r->rv : "", NULL, NULL);
-	}
-	if (!r->rv) {
-		backoff_then(r, 0, now, "list failed", "the list has no metadata.resourceVersion");
-		return;
 	}
 	schedule(r, 1, now);
 	return;
