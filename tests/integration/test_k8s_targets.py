@@ -5,14 +5,10 @@ The expected label sets below are written from the spec's rules and the fixture 
 not produced by the code under test."""
 import json
 import os
-import shutil
-import tempfile
 import unittest
 
 import k8s
 from k8s import pod
-
-FAST = {"debounce_quiet": "20ms", "debounce_max": "100ms", "initial_wait": "2s", "min_watch_timeout": "30s"}
 
 # The annotation of the minikube fixture, byte for byte (JSON with an embedded newline).
 with open(os.path.join(k8s.FIXTURES, "pods-minikube-docker-initcontainer.json")) as f:
@@ -20,33 +16,7 @@ with open(os.path.join(k8s.FIXTURES, "pods-minikube-docker-initcontainer.json"))
         "kubectl.kubernetes.io/last-applied-configuration"]
 
 
-class K8sCase(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="nodeprof-k8s-")
-        cls.pki = k8s.Pki(cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, True)
-
-    def server(self, **kw):
-        kw.setdefault("tokens", ["secret-token-1"])
-        srv = k8s.start_server(self.pki, **kw)
-        self.addCleanup(srv.stop)
-        return srv
-
-    def harness(self, srv, extra=None, nodeprof=None):
-        tok = os.path.join(self.tmp, f"token-{self.id()}")
-        with open(tok, "w") as f:
-            f.write("secret-token-1\n")
-        cfg = {"role": "pod", "api_server": srv.url, "bearer_token_file": tok, "tls_config": {"ca_file": self.pki.ca},
-               "nodeprof": dict(FAST, **(nodeprof or {}))}
-        cfg.update(extra or {})
-        return k8s.Harness(self, self.tmp, cfg)
-
-
-class FixtureTargets(K8sCase):
+class FixtureTargets(k8s.Case):
     def test_kind_containerd_replicaset(self):
         srv = self.server()
         for p in k8s.fixture_pods("pods-kind-containerd-replicaset.json"):
@@ -159,7 +129,7 @@ class FixtureTargets(K8sCase):
         }])
 
 
-class Shapes(K8sCase):
+class Shapes(k8s.Case):
     def test_ports_ipv6_ephemeral_and_last_state(self):
         p = pod("multi", ip="fd00::17", containers=(
             ("web", "nginx:1", ((8080, "http", "TCP"), (8443, "", "TCP"), (53, "dns", "UDP"))),

@@ -4,11 +4,14 @@ openssl CLI, the kube-apiserver test server, and the discovery harness
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "servers"))
@@ -201,3 +204,42 @@ def by_address(targets):
 
 def names(targets):
     return sorted({t["__meta_kubernetes_pod_name"] for t in targets})
+
+
+# Timings that keep tests quick: publish 20 ms after the last change (100 ms at most).
+FAST = {"debounce_quiet": "20ms", "debounce_max": "100ms", "initial_wait": "2s", "min_watch_timeout": "30s"}
+TOKEN = "secret-token-1"
+
+
+class Case(unittest.TestCase):
+    """One PKI per test class; a server and a harness per test."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="nodeprof-k8s-")
+        cls.pki = Pki(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, True)
+
+    def server(self, **kw):
+        kw.setdefault("tokens", [TOKEN])
+        srv = start_server(self.pki, **kw)
+        self.addCleanup(srv.stop)
+        return srv
+
+    def token_file(self, value=TOKEN):
+        path = os.path.join(self.tmp, f"token-{self.id()}")
+        with open(path, "w") as f:
+            f.write(value + "\n")
+        return path
+
+    def config(self, srv, extra=None, nodeprof=None):
+        cfg = {"role": "pod", "api_server": srv.url, "bearer_token_file": self.token_file(),
+               "tls_config": {"ca_file": self.pki.ca}, "nodeprof": dict(FAST, **(nodeprof or {}))}
+        cfg.update(extra or {})
+        return cfg
+
+    def harness(self, srv, extra=None, nodeprof=None, env=None):
+        return Harness(self, self.tmp, self.config(srv, extra, nodeprof), env=env)

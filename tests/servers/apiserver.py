@@ -42,6 +42,7 @@ import time
 import urllib.parse
 import uuid
 
+WATCH_STREAM_OPS = {"cut_event", "error_410", "huge_event"}
 KINDS = {"pods": ("Pod", True), "nodes": ("Node", False), "namespaces": ("Namespace", False)}
 
 # Fields the real apiserver accepts in field selectors, per resource (others are a 400).
@@ -337,17 +338,26 @@ class ApiServer:
         trickle (chunk=B, seconds=S between chunks), cut_event (watch: cut the next event
         in half and close), cut_list (list: send half the body and close), error_410
         (watch: an ERROR 410 event after the initial events), huge_event (watch: an
-        ADDED event of bytes=N), hang (seconds=S without answering, then close)."""
+        ADDED event of bytes=N), hang (seconds=S without answering, then close).
+        if_continue=True limits a list injection to requests carrying a continue token."""
         with self.lock:
             for _ in range(count):
                 self.injections.append(dict(kw, op=op, on=on))
+            self.lock.notify_all()
 
-    def take_injection(self, is_watch, ops=None):
+    def pending_watch_injection(self):
+        """A stream injection (other than a cut, which waits for an event) is queued. Lock held."""
+        return any(i["on"] in ("any", "watch") and i["op"] in WATCH_STREAM_OPS and i["op"] != "cut_event"
+                   for i in self.injections)
+
+    def take_injection(self, is_watch, ops=None, has_continue=False):
         with self.lock:
             for i, inj in enumerate(self.injections):
                 if inj["on"] not in ("any", "watch" if is_watch else "list"):
                     continue
                 if ops and inj["op"] not in ops:
+                    continue
+                if inj.get("if_continue") and not has_continue:
                     continue
                 return self.injections.pop(i)
         return None
@@ -361,6 +371,14 @@ class ApiServer:
                     return hits
                 self.lock.wait(0.05)
         return []
+
+    def wait_open_watches(self, n=1, timeout=10.0):
+        """Waits until at least n watch streams are being served (past their initial events)."""
+        deadline = time.time() + timeout
+        with self.lock:
+            while self.open_watches < n and time.time() < deadline:
+                self.lock.wait(0.02)
+            return self.open_watches >= n
 
     def log_request(self, entry):
         with self.lock:
@@ -531,7 +549,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         except SelectorError as e:
             return self.send_json(400, status(400, "BadRequest", str(e)))
         inj = api.take_injection(is_watch, ops={"http_status", "delay", "hang", "trickle", "cut_list"}
-                                 if not is_watch else {"http_status", "delay", "hang"})
+                                 if not is_watch else {"http_status", "delay", "hang"},
+                                 has_continue=bool(q.get("continue")))
         if inj:
             if inj["op"] == "http_status":
                 code = inj.get("status", 500)
@@ -599,7 +618,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             expired = rv_param not in ("", "0") and start_rv < api.compacted_rv
             generation = api.drop_generation
             compacted = api.compacted_rv
-            api.open_watches += 1
+        counted = False
         try:
             if expired and api.expired_as_http_status:
                 return self.send_json(410, status(410, "Expired", f"too old resource version: {start_rv} ({compacted})"))
@@ -614,10 +633,25 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 return
             for _, typ, obj in initial:
                 self.send_event({"type": typ, "object": obj}, api.watch_chunk_size)
+            with api.lock:
+                api.open_watches += 1
+                counted = True
+                api.lock.notify_all()
             last = start_rv
             next_bookmark = time.time() + api.bookmark_interval
             while True:
-                inj = api.take_injection(True, ops={"cut_event", "error_410", "huge_event"})
+                with api.lock:
+                    evs = api.events_after(sel, last)
+                    while not evs and not api.closing and api.drop_generation == generation and \
+                            not api.pending_watch_injection() and \
+                            time.time() < min(deadline, next_bookmark if bookmarks else deadline):
+                        api.lock.wait(min(0.05, max(0.0, deadline - time.time())))
+                        evs = api.events_after(sel, last)
+                    closing, dropped = api.closing, api.drop_generation != generation
+                    cur_rv = api.rv
+                if closing or dropped:
+                    return self.abort()
+                inj = api.take_injection(True, ops=WATCH_STREAM_OPS)
                 if inj and inj["op"] == "error_410":
                     self.send_event({"type": "ERROR", "object": status(410, "Expired",
                                      f"too old resource version: {last} ({last + 1})")}, api.watch_chunk_size)
@@ -629,16 +663,6 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                         "annotations": {"blob": "x" * inj.get("bytes", 9 << 20)}}}}
                     self.send_event(big, 1 << 20)
                     inj = None
-                with api.lock:
-                    evs = api.events_after(sel, last)
-                    while not evs and not api.closing and api.drop_generation == generation and \
-                            time.time() < min(deadline, next_bookmark if bookmarks else deadline):
-                        api.lock.wait(min(0.05, max(0.0, deadline - time.time())))
-                        evs = api.events_after(sel, last)
-                    closing, dropped = api.closing, api.drop_generation != generation
-                    cur_rv = api.rv
-                if closing or dropped:
-                    return self.abort()
                 for i, (rv, typ, obj) in enumerate(evs):
                     ev = {"type": typ, "object": obj}
                     if inj and inj["op"] == "cut_event":
@@ -652,6 +676,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     # Keep the injection for the next event.
                     with api.lock:
                         api.injections.insert(0, inj)
+                    time.sleep(0.01)
                 if time.time() >= deadline:
                     self.wfile.write(b"0\r\n\r\n")
                     return
@@ -663,8 +688,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
             self.close_connection = True
         finally:
-            with api.lock:
-                api.open_watches -= 1
+            if counted:
+                with api.lock:
+                    api.open_watches -= 1
 
 
 class ControlHandler(http.server.BaseHTTPRequestHandler):
