@@ -1,6 +1,7 @@
 """Helpers for the Kubernetes discovery tests and benchmark: certificates made with the
 openssl CLI, the kube-apiserver test server, and the discovery harness
 (build/harness/k8s_targets) whose stdout carries one JSON target list per change."""
+import itertools
 import json
 import os
 import queue
@@ -102,14 +103,18 @@ def pod(name, namespace="default", node="node-a", ip="10.0.0.1", containers=(("a
     return {"metadata": md, "spec": spec, "status": st}
 
 
+_seq = itertools.count()
+
+
 class Harness:
     """Runs the discovery harness with a config; collects the target lists it prints."""
 
     def __init__(self, test, workdir, config, env=None, log_level="debug"):
-        self.path = os.path.join(workdir, f"k8s-config-{id(self)}.json")
+        n = next(_seq)
+        self.path = os.path.join(workdir, f"k8s-config-{n}.json")
         with open(self.path, "w") as f:
             json.dump(config, f)
-        self.stderr_path = os.path.join(workdir, f"k8s-stderr-{id(self)}.log")
+        self.stderr_path = os.path.join(workdir, f"k8s-stderr-{n}.log")
         self.errf = open(self.stderr_path, "w")
         e = dict(os.environ, NODEPROF_LOG_LEVEL=log_level)
         for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
@@ -190,12 +195,12 @@ class Harness:
         return self.proc.returncode
 
 
-def run_harness_once(workdir, config, timeout=10):
+def run_harness_once(workdir, config, timeout=10, env=None):
     """Runs the harness expecting it to exit by itself (configuration errors)."""
     path = os.path.join(workdir, "k8s-config-once.json")
     with open(path, "w") as f:
         json.dump(config, f)
-    return subprocess.run([HARNESS, path], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([HARNESS, path], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def by_address(targets):
@@ -236,9 +241,11 @@ class Case(unittest.TestCase):
         return path
 
     def config(self, srv, extra=None, nodeprof=None):
-        cfg = {"role": "pod", "api_server": srv.url, "bearer_token_file": self.token_file(),
-               "tls_config": {"ca_file": self.pki.ca}, "nodeprof": dict(FAST, **(nodeprof or {}))}
+        cfg = {"role": "pod", "api_server": srv.url, "tls_config": {"ca_file": self.pki.ca},
+               "nodeprof": dict(FAST, **(nodeprof or {}))}
         cfg.update(extra or {})
+        if not any(k in cfg for k in ("bearer_token_file", "bearer_token", "basic_auth", "authorization")):
+            cfg["bearer_token_file"] = self.token_file()
         return cfg
 
     def harness(self, srv, extra=None, nodeprof=None, env=None):
