@@ -16,7 +16,8 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "servers"))
-HARNESS = os.path.join(ROOT, "build", "harness", "k8s_targets")
+# NODEPROF_K8S_HARNESS runs the tests against another build (e.g. build/asan/harness/k8s_targets).
+HARNESS = os.environ.get("NODEPROF_K8S_HARNESS") or os.path.join(ROOT, "build", "harness", "k8s_targets")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "k8s")
 
 import apiserver  # noqa: E402  (tests/servers)
@@ -191,7 +192,12 @@ class Harness:
                 self.proc.kill()
                 self.proc.wait()
                 raise AssertionError("the harness did not stop within 10 s of SIGTERM")
-        self.errf.close()
+        if not self.errf.closed:
+            self.errf.close()
+            log = self.log()
+            # A clean stop exits 0; sanitizer builds report leaks and errors here.
+            if self.proc.returncode != 0 or "Sanitizer" in log or "runtime error:" in log:
+                raise AssertionError(f"the harness exited with {self.proc.returncode}:\n{log[-6000:]}")
         return self.proc.returncode
 
 
