@@ -126,7 +126,8 @@ NP_MUST_CHECK int k8s_sd_config_validate(const struct k8s_sd_config *cfg, struct
 struct k8s_discovery;
 
 /* Called from the discovery thread with the complete target list, each time it changes
- * (bursts are coalesced; see tunables). The list is only valid during the call. */
+ * (bursts are coalesced; see tunables). The list is only valid during the call. The
+ * callback must not call k8s_discovery_stop() on its own discovery. */
 typedef void (*k8s_targets_cb)(void *ud, const struct np_targets *all_targets);
 
 /* Validates, resolves the connection (kubeconfig, in-cluster files), and starts the

@@ -389,6 +389,15 @@ static void backoff_lvl(struct k8s_reflector *r, enum np_level lvl, int watch, i
 {
 	int64_t delay = k8s_backoff_next(&r->backoff, now, &r->d->rng);
 	char dbuf[32];
+	curl_off_t retry_after = 0;
+
+	/* An overloaded apiserver (429, 503) says when to come back; wait at least that long (at most a minute). */
+	if ((r->http_status == 429 || r->http_status == 503) &&
+	    curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0) {
+		int64_t ra = (int64_t)(retry_after > 60 ? 60 : retry_after) * 1000000000LL;
+		if (ra > delay)
+			delay = ra;
+	}
 
 	np_duration_format(delay / MS * MS, dbuf, sizeof(dbuf));
 	logv(r, lvl, msg, "reason", reason, "retry_in", dbuf, "next", watch ? "watch" : "list");
@@ -416,9 +425,13 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 	curl_slist_free_all(r->headers);
 	r->headers = NULL;
 	pq = build_query(r, watch, timeout_s);
-	if (!pq || k8s_conn_apply(&d->conn, r->easy, pq, &r->headers, &err)) {
+	if (!pq) {
+		backoff_then(r, 0, now, "cannot prepare a request", "out of memory");
+		return;
+	}
+	if (k8s_conn_apply(&d->conn, r->easy, pq, &r->headers, &err)) {
 		free(pq);
-		backoff_then(r, 0, now, "cannot prepare a request", pq ? err.msg : "out of memory");
+		backoff_then(r, 0, now, "cannot prepare a request", err.msg);
 		return;
 	}
 	logv(r, NP_DEBUG, watch ? "watch" : "list", "request", pq, NULL, NULL, NULL, NULL);

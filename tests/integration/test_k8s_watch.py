@@ -153,17 +153,20 @@ class Watch(k8s.Case):
 
     def test_list_backoff_grows_with_jitter(self):
         srv = self.server()
-        srv.inject("http_status", status=503, on="list", count=2)
+        srv.inject("http_status", status=429, on="list", retry_after=2, reason="TooManyRequests")
+        srv.inject("http_status", status=503, on="list")
         srv.put("pods", pod("a"))
         h = self.harness(srv, nodeprof={"initial_wait": "10s"})
         h.wait_for(lambda ts: len(ts) == 1, timeout=20)
         t = [r["time"] for r in lists(srv)]
         self.assertEqual(len(t), 3)
         gaps = [b - a for a, b in zip(t, t[1:])]
-        # 0.8 s, 1.6 s (then 3.2 s...), each stretched by a random factor in [1, 2).
-        for gap, base in zip(gaps, (0.8, 1.6)):
-            self.assertGreaterEqual(gap, base - 0.05)
-            self.assertLess(gap, 2 * base + 0.3)
+        # Retry-After: 2 s is honoured over the first step (0.8 s); then 1.6 s (then 3.2 s...),
+        # each step stretched by a random factor in [1, 2).
+        self.assertGreaterEqual(gaps[0], 1.95)
+        self.assertLess(gaps[0], 2.5)
+        self.assertGreaterEqual(gaps[1], 1.6 - 0.05)
+        self.assertLess(gaps[1], 3.2 + 0.3)
         self.assertIn("HTTP 503", h.log())
 
     def test_paging_and_expired_continue_token(self):

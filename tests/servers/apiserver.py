@@ -334,7 +334,7 @@ class ApiServer:
 
     def inject(self, op, count=1, on="any", **kw):
         """Queues a failure for the next `count` matching requests (`on`: list, watch, any):
-        http_status (status=N, reason, message), delay (seconds=S, then serve normally),
+        http_status (status=N, reason, message, retry_after=S), delay (seconds=S, then serve normally),
         trickle (chunk=B, seconds=S between chunks), cut_event (watch: cut the next event
         in half and close), cut_list (list: send half the body and close), error_410
         (watch: an ERROR 410 event after the initial events), huge_event (watch: an
@@ -498,10 +498,12 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     return v
         return None
 
-    def send_json(self, code, obj, gzip_ok=False):
+    def send_json(self, code, obj, gzip_ok=False, headers=None):
         body = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         if gzip_ok and len(body) > 1024:
             body = gzip.compress(body)
             self.send_header("Content-Encoding", "gzip")
@@ -554,8 +556,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         if inj:
             if inj["op"] == "http_status":
                 code = inj.get("status", 500)
+                extra = {"Retry-After": str(inj["retry_after"])} if "retry_after" in inj else None
                 return self.send_json(code, status(code, inj.get("reason", "InternalError"),
-                                                   inj.get("message", "injected failure")))
+                                                   inj.get("message", "injected failure")), headers=extra)
             if inj["op"] == "hang":
                 time.sleep(inj.get("seconds", 5))
                 return self.abort()
