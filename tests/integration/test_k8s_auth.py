@@ -7,6 +7,7 @@ import os
 import select
 import socket
 import socketserver
+import subprocess
 import threading
 import time
 import unittest
@@ -206,6 +207,55 @@ class Credentials(k8s.Case):
         self.assertTrue(proxy.connects)
         self.assertIn(f"CONNECT 127.0.0.1:{srv.port}", proxy.connects[0])
         self.assertIn("Proxy-Note: hello", proxy.connects[0])
+        # no_proxy bypasses it; proxy_from_environment takes HTTPS_PROXY.
+        n = len(proxy.connects)
+        direct = self.harness(srv, {"proxy_url": proxy.url, "no_proxy": "127.0.0.1"})
+        direct.wait_for(lambda ts: k8s.names(ts) == ["a"])
+        self.assertEqual(len(proxy.connects), n)
+        env_proxy = self.harness(srv, {"proxy_from_environment": True}, env={"HTTPS_PROXY": proxy.url})
+        env_proxy.wait_for(lambda ts: k8s.names(ts) == ["a"])
+        self.assertGreater(len(proxy.connects), n)
+        # Without proxy_from_environment the environment is ignored (as in Prometheus).
+        n = len(proxy.connects)
+        ignored = self.harness(srv, env={"HTTPS_PROXY": proxy.url})
+        ignored.wait_for(lambda ts: k8s.names(ts) == ["a"])
+        self.assertEqual(len(proxy.connects), n)
+
+
+class Http2(k8s.Case):
+    """The real apiserver speaks HTTP/2 (ALPN); curl multiplexes the watches on it."""
+
+    def start_h2(self):
+        binary = os.path.join(self.tmp, "h2apiserver")
+        if not os.path.exists(binary):
+            src = os.path.join(k8s.ROOT, "tests", "servers", "h2apiserver", "main.go")
+            subprocess.run(["go", "build", "-o", binary, src], check=True, capture_output=True,
+                           env=dict(os.environ, GOFLAGS="-mod=mod", GO111MODULE="off"))
+        p = subprocess.Popen([binary, "-cert", self.pki.server_crt, "-key", self.pki.server_key, "-token", k8s.TOKEN],
+                             stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        url = p.stdout.readline().split()[1]
+        lines = []
+        threading.Thread(target=lambda: [lines.append(line) for line in p.stdout], daemon=True).start()
+        return url, lines
+
+    def run_against(self, http2):
+        url, lines = self.start_h2()
+        cfg = {"role": "pod", "api_server": url, "bearer_token_file": self.token_file(), "enable_http2": http2,
+               "tls_config": {"ca_file": self.pki.ca}, "nodeprof": dict(k8s.FAST, min_watch_timeout="1s")}
+        h = k8s.Harness(self, self.tmp, cfg)
+        h.wait_for(lambda ts: k8s.names(ts) == ["h2-a", "h2-b"])
+        deadline = time.time() + 5
+        while len([x for x in lines if "watch=1" in x]) < 2 and time.time() < deadline:
+            time.sleep(0.05)  # a watch ended by its timeout is re-opened
+        self.assertGreaterEqual(len([x for x in lines if "watch=1" in x]), 2, lines)
+        return {x.split()[1] for x in lines}
+
+    def test_http2_by_default(self):
+        self.assertEqual(self.run_against(True), {"HTTP/2.0"})
+
+    def test_http1_when_disabled(self):
+        self.assertEqual(self.run_against(False), {"HTTP/1.1"})
 
 
 class Sources(k8s.Case):
