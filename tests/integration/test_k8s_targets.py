@@ -23,6 +23,7 @@ class FixtureTargets(k8s.Case):
             srv.put("pods", p)
         h = self.harness(srv)
         got = h.wait_for(lambda ts: len(ts) == 1)
+        h.wait_log("synced")
         self.assertEqual(got, [{
             "__address__": "10.244.0.5",
             "__meta_kubernetes_namespace": "default",
@@ -224,6 +225,21 @@ class Shapes(k8s.Case):
         self.assertEqual(k8s.names(got), ["p-ns1", "p-ns2"])
         paths = {r["path"].split("?")[0] for r in srv.requests}
         self.assertEqual(paths, {"/api/v1/namespaces/ns1/pods", "/api/v1/namespaces/ns2/pods"})
+
+    def test_readiness_waits_for_every_namespace(self):
+        srv = self.server()
+        srv.put("pods", pod("p1", namespace="ns1"))
+        srv.put("pods", pod("p2", namespace="ns2"))
+        srv.inject("http_status", status=403, reason="Forbidden", on="list", count=1000, path_contains="/ns2/",
+                   message='pods is forbidden: User "system:serviceaccount:x:y" cannot list resource "pods"')
+        h = self.harness(srv, {"namespaces": {"names": ["ns1", "ns2"]}}, nodeprof={"initial_wait": "300ms"})
+        # The namespace that works is published after the initial wait; readiness waits.
+        h.wait_for(lambda ts: k8s.names(ts) == ["p1"])
+        h.wait_log("list forbidden (RBAC")
+        self.assertNotIn("synced", h.log())
+        srv.clear_injections()
+        h.wait_for(lambda ts: k8s.names(ts) == ["p1", "p2"])
+        h.wait_log("synced")
 
     def test_attach_metadata_node_and_namespace(self):
         srv = self.server()

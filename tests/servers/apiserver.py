@@ -339,7 +339,8 @@ class ApiServer:
         in half and close), cut_list (list: send half the body and close), error_410
         (watch: an ERROR 410 event after the initial events), huge_event (watch: an
         ADDED event of bytes=N), hang (seconds=S without answering, then close).
-        if_continue=True limits a list injection to requests carrying a continue token."""
+        if_continue=True limits a list injection to requests carrying a continue token,
+        path_contains=S to requests whose path contains S."""
         with self.lock:
             for _ in range(count):
                 self.injections.append(dict(kw, op=op, on=on))
@@ -350,10 +351,16 @@ class ApiServer:
         return any(i["on"] in ("any", "watch") and i["op"] in WATCH_STREAM_OPS and i["op"] != "cut_event"
                    for i in self.injections)
 
-    def take_injection(self, is_watch, ops=None, has_continue=False):
+    def clear_injections(self):
+        with self.lock:
+            self.injections.clear()
+
+    def take_injection(self, is_watch, ops=None, has_continue=False, path=""):
         with self.lock:
             for i, inj in enumerate(self.injections):
                 if inj["on"] not in ("any", "watch" if is_watch else "list"):
+                    continue
+                if inj.get("path_contains") and inj["path_contains"] not in path:
                     continue
                 if ops and inj["op"] not in ops:
                     continue
@@ -552,7 +559,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             return self.send_json(400, status(400, "BadRequest", str(e)))
         inj = api.take_injection(is_watch, ops={"http_status", "delay", "hang", "trickle", "cut_list"}
                                  if not is_watch else {"http_status", "delay", "hang"},
-                                 has_continue=bool(q.get("continue")))
+                                 has_continue=bool(q.get("continue")), path=self.path)
         if inj:
             if inj["op"] == "http_status":
                 code = inj.get("status", 500)
