@@ -245,18 +245,6 @@ void k8s_discovery_stop(struct k8s_discovery *d)
 	destroy(d);
 }
 
-static void free_pod_val(void *v)
-{
-	k8s_pod_group_free(v);
-	free(v);
-}
-
-static void free_labels_val(void *v)
-{
-	np_labels_free(v);
-	free(v);
-}
-
 static const struct k8s_selector *selector_for(const struct k8s_sd_config *c, const char *role)
 {
 	for (size_t i = 0; i < c->n_selectors; i++)
@@ -339,9 +327,9 @@ int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void
 	d->cb = cb;
 	d->ud = ud;
 	d->rng = 0;
-	k8s_store_init(&d->pods, free_pod_val);
-	k8s_store_init(&d->nodes, free_labels_val);
-	k8s_store_init(&d->namespaces, free_labels_val);
+	k8s_store_init(&d->pods, k8s_pod_group_destroy);
+	k8s_store_init(&d->nodes, k8s_labels_destroy);
+	k8s_store_init(&d->namespaces, k8s_labels_destroy);
 	pthread_once(&curl_once, curl_init_once);
 	if (k8s_conn_resolve(&d->cfg, &d->conn, err))
 		goto fail;

@@ -158,6 +158,18 @@ void k8s_pod_group_free(struct k8s_pod_group *g)
 	memset(g, 0, sizeof(*g));
 }
 
+void k8s_pod_group_destroy(void *group)
+{
+	k8s_pod_group_free(group);
+	free(group);
+}
+
+void k8s_labels_destroy(void *labels)
+{
+	np_labels_free(labels);
+	free(labels);
+}
+
 /* "Ready" condition status lower-cased (ASCII: statuses are True/False/Unknown); "unknown" without one. */
 static int set_ready(struct np_labels *ls, const json_t *status, struct np_err *err)
 {

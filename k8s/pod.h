@@ -27,6 +27,9 @@ struct k8s_pod_group {
  * wrongly typed fields read as empty, as a lenient decoder would. */
 NP_MUST_CHECK int k8s_pod_build(const json_t *pod, struct k8s_pod_group *out, char **key, struct np_err *err);
 void k8s_pod_group_free(struct k8s_pod_group *g);
+/* Cache value destructors: free the contents and the malloc'ed struct itself. */
+void k8s_pod_group_destroy(void *group);
+void k8s_labels_destroy(void *labels);
 
 /* Appends the pod's flattened targets to out. node_meta / ns_meta are the attach_metadata
  * labels (NULL when not attached). */

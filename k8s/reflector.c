@@ -14,18 +14,6 @@
 #define ERR_BODY_MAX (16u << 10)
 #define MS 1000000LL
 
-static void free_labels_val(void *v)
-{
-	np_labels_free(v);
-	free(v);
-}
-
-static void free_pod_val(void *v)
-{
-	k8s_pod_group_free(v);
-	free(v);
-}
-
 static int on_part(void *ud, enum k8s_jscan_part part, const char *json, size_t len, struct np_err *err);
 
 int k8s_reflector_init(struct k8s_reflector *r, struct k8s_discovery *d, int id, enum k8s_resource res,
@@ -39,7 +27,7 @@ int k8s_reflector_init(struct k8s_reflector *r, struct k8s_discovery *d, int id,
 	r->res = res;
 	r->label_selector = label_selector && *label_selector ? label_selector : NULL;
 	r->field_selector = field_selector && *field_selector ? field_selector : NULL;
-	k8s_store_init(&r->pending, res == K8S_RES_PODS ? free_pod_val : free_labels_val);
+	k8s_store_init(&r->pending, res == K8S_RES_PODS ? k8s_pod_group_destroy : k8s_labels_destroy);
 	k8s_jscan_init(&r->scan, K8S_JSCAN_LIST, d->cfg.tunables.max_object_bytes, on_part, r);
 	k8s_backoff_init(&r->backoff);
 	switch (res) {
@@ -47,8 +35,10 @@ int k8s_reflector_init(struct k8s_reflector *r, struct k8s_discovery *d, int id,
 		if (namespace) {
 			r->namespace = strdup(namespace);
 			rc |= !r->namespace;
-			rc |= asprintf(&r->path, "/api/v1/namespaces/%s/pods", namespace) < 0;
-			rc |= asprintf(&r->what, "pods in namespace %s", namespace) < 0;
+			if (asprintf(&r->path, "/api/v1/namespaces/%s/pods", namespace) < 0)
+				r->path = NULL;
+			if (asprintf(&r->what, "pods in namespace %s", namespace) < 0)
+				r->what = NULL;
 		} else {
 			r->path = strdup("/api/v1/pods");
 			r->what = strdup("pods");
@@ -229,7 +219,7 @@ static int build_value(struct k8s_reflector *r, const json_t *obj, char **key, v
 	}
 	int is_node = r->res == K8S_RES_NODES;
 	if (k8s_meta_labels(obj, is_node ? "node" : "namespace", is_node, ls, err)) {
-		free_labels_val(ls);
+		k8s_labels_destroy(ls);
 		free(*key);
 		*key = NULL;
 		return -1;
@@ -456,9 +446,16 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 	if (watch) {
 		r->watch_started = now;
 		r->watch_events = 0;
-	} else if (!r->continue_token) {
-		k8s_store_free(&r->pending);
-		r->oversize_items = 0;
+	} else {
+		/* The token went into the query; the response brings the next one (or none), so a
+		 * server that forgets it cannot make us page forever. */
+		r->sent_continue = r->continue_token != NULL;
+		set_str(&r->continue_token, NULL);
+		if (!r->sent_continue) {
+			k8s_store_free(&r->pending);
+			set_str(&r->page_rv, NULL);
+			r->oversize_items = 0;
+		}
 	}
 	r->state = watch ? K8S_R_WATCHING : K8S_R_LISTING;
 	mrc = curl_multi_add_handle(d->multi, r->easy);
@@ -502,7 +499,7 @@ static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 	}
 	if (r->http_status == 410) {
 		status_reason(r, reason, sizeof(reason));
-		if (r->continue_token) {
+		if (r->sent_continue) {
 			/* The continue token is too old: list everything at once (client-go's pager does). */
 			logv(r, NP_INFO, "list continue token expired, listing unpaged", "reason", reason, NULL, NULL,
 			     NULL, NULL);

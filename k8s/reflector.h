@@ -50,7 +50,8 @@ struct k8s_reflector {
 
 	char *rv;       /* last resourceVersion seen, NULL before the first list */
 	char *list_rv;  /* resourceVersion to list with: "0", "" (consistent read) or an RV */
-	char *continue_token;
+	char *continue_token; /* for the next page, from the last response */
+	int sent_continue;    /* the running list request is a continuation */
 	char *page_rv;  /* resourceVersion of the list being paged */
 	int unpaged;    /* a continue token expired: list again without paging */
 	int synced;     /* first list committed */
