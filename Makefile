@@ -36,6 +36,7 @@ DEB_PACKAGES := \
 	libcmocka-dev \
 	libjansson-dev \
 	libcurl4-openssl-dev \
+	libyaml-dev \
 	libssl-dev \
 	libpcre2-dev \
 	libwebsockets-dev \
@@ -50,7 +51,7 @@ DEB_PACKAGES := \
 	iproute2 \
 	ca-certificates
 
-PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl
+PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1
 # Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
