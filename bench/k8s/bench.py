@@ -10,7 +10,7 @@ Measures the harness process only: CPU seconds (utime + stime from /proc), peak 
 (VmHWM), publications, and the delay from an apiserver write to the published targets.
 Writes bench/results/k8s.md.
 
-  python3 bench/k8s/run.py [--pods 110] [--other-pods 1000] [--rate 20] [--seconds 60]
+  python3 bench/k8s/bench.py [--pods 110] [--other-pods 1000] [--rate 20] [--seconds 60]
 """
 import argparse
 import copy
@@ -197,7 +197,7 @@ def main():
     wall = end - start + 1.5
     result = f"""# Kubernetes discovery benchmark
 
-`python3 bench/k8s/run.py --pods {args.pods} --other-pods {args.other_pods} --rate {args.rate:g} --seconds {args.seconds:g}`
+`python3 bench/k8s/bench.py --pods {args.pods} --other-pods {args.other_pods} --rate {args.rate:g} --seconds {args.seconds:g}`
 on {platform.node()} ({os.cpu_count()} CPUs, {platform.machine()}, kernel {platform.release()}), {time.strftime('%Y-%m-%d')}.
 
 What runs: `build/harness/k8s_targets` (k8s/ alone, production defaults: debounce 200 ms quiet /
