@@ -314,41 +314,6 @@ static int do_case(const struct rl_rule *r, struct np_labels *ls, const char *va
 	return set(ls, r->target.text, s->a.p, s->a.len, s, 0, err);
 }
 
-/* ReplaceAllString(name, replacement) into s->b, given the first match (Go's replaceAll loop). */
-static int replace_all(const struct rl_rule *r, const struct rx_subject *subj, size_t a0, size_t a1,
-		       struct scratch *s, struct np_err *err)
-{
-	size_t last = 0, search = 0, w;
-	int rc = 1;
-
-	np_buf_reset(&s->b);
-	while (rc > 0) {
-		size_t o_last = rx_subject_orig(subj, last), o_a0 = rx_subject_orig(subj, a0);
-		np_buf_append(&s->b, subj->orig + o_last, o_a0 - o_last);
-		if (a1 > last || a0 == 0)
-			tmpl_expand(&r->replacement, r->re, subj->orig, s->rx.caps, &s->b);
-		last = a1;
-		/* Always advance by at least one rune. */
-		go_decode_rune(subj->s + search, subj->n - search, &w);
-		if (search + w > a1)
-			search += w;
-		else if (search + 1 > a1)
-			search++;
-		else
-			search = a1;
-		if (search > subj->n || (search > 0 && rx_anchored_start(r->re)))
-			break;
-		rc = rx_exec(r->re, subj, search, 1, &s->rx, &a0, &a1, err);
-		if (rc < 0)
-			return -1;
-	}
-	size_t o_last = rx_subject_orig(subj, last);
-	np_buf_append(&s->b, subj->orig + o_last, subj->orig_len - o_last);
-	if (np_buf_reserve(&s->b, 0) < 0)
-		return oom(err);
-	return 0;
-}
-
 static int do_labelmap(const struct rl_rule *r, struct np_labels *ls, struct scratch *s, struct np_err *err)
 {
 	size_t n = ls->n;
@@ -376,8 +341,13 @@ static int do_labelmap(const struct rl_rule *r, struct np_labels *ls, struct scr
 		rc = rx_exec(r->re, &subj, 0, 1, &s->rx, &a0, &a1, err);
 		if (rc <= 0)
 			continue;
-		if ((rc = replace_all(r, &subj, a0, a1, s, err)) < 0)
+		np_buf_reset(&s->b);
+		if ((rc = tmpl_replace_all(&r->replacement, r->re, &subj, a0, a1, &s->rx, &s->b, err)) < 0)
 			break;
+		if (np_buf_reserve(&s->b, 0) < 0) {
+			rc = oom(err);
+			break;
+		}
 		/* The new name is not validated (Prometheus does not either). */
 		rc = set(ls, s->b.p, s->snap[i].value, strlen(s->snap[i].value), s, 1, err);
 	}
