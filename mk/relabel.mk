@@ -18,4 +18,4 @@ unit: $(RELABEL_HARNESS)
 
 .PHONY: bench-relabel
 bench-relabel: $(RELABEL_BENCH)
-	$(PYTHON) bench/relabel/run.py
+	$(PYTHON) bench/relabel/bench.py

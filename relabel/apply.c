@@ -244,6 +244,8 @@ static int matches(const struct rl_rule *r, const char *v, size_t n, struct scra
 	struct rx_subject subj;
 	size_t a, b;
 
+	if (!rx_can_match(r->re, v, n))
+		return 0;
 	if (rx_subject_init(&subj, v, n, &s->rx, err) < 0)
 		return -1;
 	return rx_exec(r->re, &subj, 0, 0, &s->rx, &a, &b, err);
@@ -264,6 +266,8 @@ static int do_replace(const struct rl_rule *r, struct np_labels *ls, const char 
 	/* Prometheus' fast path; same result as the general one, minus the match. */
 	if (len == 0 && r->default_regex && !r->target.has_dollar && !r->replacement.has_dollar)
 		return set(ls, r->target.text, r->replacement.text, r->replacement.len, s, 0, err);
+	if (!rx_can_match(r->re, val, len))
+		return 0;
 	if (rx_subject_init(&subj, val, len, &s->rx, err) < 0)
 		return -1;
 	rc = rx_exec(r->re, &subj, 0, 1, &s->rx, &a, &b, err);
@@ -331,10 +335,13 @@ static int do_labelmap(const struct rl_rule *r, struct np_labels *ls, struct scr
 	s->ngrave = 0;
 	for (size_t i = 0; i < n && rc >= 0; i++) {
 		const char *name = s->snap[i].name;
+		size_t name_len = strlen(name);
 		struct rx_subject subj;
 		size_t a0, a1;
 
-		if (rx_subject_init(&subj, name, strlen(name), &s->rx, err) < 0) {
+		if (!rx_can_match(r->re, name, name_len))
+			continue;
+		if (rx_subject_init(&subj, name, name_len, &s->rx, err) < 0) {
 			rc = -1;
 			break;
 		}
@@ -465,10 +472,25 @@ int relabel_apply(const struct relabel_rules *rules, struct np_labels *ls, int *
 	return rc;
 }
 
-/* Copies the non-empty labels of src, with room for the labels rules add. */
-static int copy_nonempty(struct np_labels *dst, const struct np_labels *src, struct np_err *err)
+/* Room for the labels the rules may add: one per setting rule, and some for labelmap. */
+static size_t added_labels(const struct relabel_rules *rules, size_t n)
 {
-	size_t cap = src->n + 8;
+	size_t add = 0;
+
+	for (size_t i = 0; i < rules->n; i++) {
+		enum rl_action a = rules->v[i].action;
+		if (a == RL_REPLACE || a == RL_HASHMOD || a == RL_LOWERCASE || a == RL_UPPERCASE)
+			add++;
+		else if (a == RL_LABELMAP)
+			add += n / 4 + 4;
+	}
+	return add;
+}
+
+/* Copies the non-empty labels of src, with room for the labels rules add. */
+static int copy_nonempty(struct np_labels *dst, const struct np_labels *src, size_t extra, struct np_err *err)
+{
+	size_t cap = src->n + extra;
 
 	dst->v = malloc(cap * sizeof(*dst->v));
 	dst->n = 0;
@@ -519,7 +541,7 @@ int relabel_targets(const struct relabel_rules *rules, const struct np_targets *
 			keep = rc;
 		}
 		if (rc >= 0 && keep) {
-			if (copy_nonempty(&ls, &in->v[t], err) < 0) {
+			if (copy_nonempty(&ls, &in->v[t], added_labels(rules, in->v[t].n), err) < 0) {
 				scratch_trim(s);
 				return -1;
 			}

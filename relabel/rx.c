@@ -33,7 +33,37 @@ struct rx {
 	char **names; /* [ncap + 1] */
 	int match_all; /* the pattern is (.*) or .*: matches every string at offset 0 */
 	int anchored;
+	char *prefix; /* literal bytes every match at offset 0 starts with (after \A) */
+	size_t prefix_len;
 };
+
+/* The literal text right after the leading \A, e.g. "__meta_kubernetes_pod_label_" in
+ * ^(?s:__meta_kubernetes_pod_label_(.+))$: a subject without it cannot match, which
+ * is cheaper to check than a call into PCRE2 (labelmap tries every label name). */
+static int set_prefix(struct rx *re, const struct rx_ast *ast)
+{
+	const struct rx_node *root = ast->root;
+	struct np_buf b = NP_BUF_INIT;
+	char enc[4];
+
+	if (!re->anchored || root->op != RXO_CONCAT)
+		return 0;
+	for (size_t i = 1; i < root->nsub; i++) {
+		const struct rx_node *nd = root->sub[i];
+		/* U+FFFD is left out: an invalid byte of the subject would match it. */
+		if (nd->op != RXO_LITERAL || nd->fold || (nd->rune >= 0xD800 && nd->rune <= 0xDFFF) ||
+		    nd->rune == GO_RUNE_ERROR)
+			break;
+		np_buf_append(&b, enc, go_encode_rune(nd->rune, enc));
+	}
+	if (b.failed) {
+		np_buf_free(&b);
+		return -1;
+	}
+	re->prefix = b.p;
+	re->prefix_len = b.len;
+	return 0;
+}
 
 static int oom_match(struct np_err *err)
 {
@@ -138,6 +168,10 @@ int rx_compile(const char *pattern, size_t len, struct rx **out, struct np_err *
 			goto fail;
 		rx_emit_out_free(&em_dfa);
 	}
+	if (set_prefix(re, &ast) < 0) {
+		np_errf(err, "out of memory compiling regexp");
+		goto fail;
+	}
 	re->pcre_to_go = em.pcre_to_go;
 	re->npcre = em.npcre;
 	em.pcre_to_go = NULL;
@@ -165,6 +199,7 @@ void rx_free(struct rx *re)
 	pcre2_code_free(re->code);
 	pcre2_code_free(re->dfa_code);
 	free(re->pcre_to_go);
+	free(re->prefix);
 	if (re->names)
 		for (int i = 0; i <= re->ncap; i++)
 			free(re->names[i]);
@@ -180,6 +215,12 @@ int rx_groups(const struct rx *re)
 const char *rx_group_name(const struct rx *re, int i)
 {
 	return i >= 1 && i <= re->ncap ? re->names[i] : NULL;
+}
+
+int rx_can_match(const struct rx *re, const char *s, size_t n)
+{
+	return !re->anchored || re->prefix_len == 0 ||
+	       (n >= re->prefix_len && memcmp(s, re->prefix, re->prefix_len) == 0);
 }
 
 int rx_anchored_start(const struct rx *re)
@@ -337,6 +378,10 @@ int rx_exec(const struct rx *re, const struct rx_subject *subj, size_t start, in
 			}
 		return 1;
 	}
+	/* An anchored pattern cannot match after offset 0 nor without its literal prefix. */
+	if (re->anchored && (start > 0 || subj->n < re->prefix_len ||
+			     (re->prefix_len && memcmp(subj->s, re->prefix, re->prefix_len) != 0)))
+		return 0;
 	if (ensure_match_state(sc, (uint32_t)re->npcre + 1, err) < 0)
 		return -1;
 	rc = pcre2_match(re->code, (PCRE2_SPTR)subj->s, subj->n, start, PCRE2_NO_UTF_CHECK, sc->md, sc->mctx);
