@@ -6,7 +6,9 @@
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #ifndef SYS_openat2
@@ -39,6 +41,17 @@ fail:;
 	close(fd);
 	errno = e;
 	return -1;
+}
+
+int sym_dir_identity(int fd, uint64_t *dev, uint64_t *ino, uint64_t *mnt)
+{
+	struct statx stx;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_INO | STATX_MNT_ID, &stx) < 0)
+		return -1;
+	*dev = (uint64_t)makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	*ino = stx.stx_ino;
+	*mnt = (stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0;
+	return 0;
 }
 
 char *sym_read_small(int dir_fd, const char *path, size_t max, size_t *len, int *truncated)

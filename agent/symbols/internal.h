@@ -25,7 +25,8 @@
 #include "agent/symbols/symtab.h"
 
 struct sym_root {
-	uint64_t dev, ino;        /* of the root directory */
+	uint64_t dev, ino, mnt;   /* of the root directory, and its mount ID: processes in different
+	                           * mount namespaces can share a root inode but not its mounts */
 	int fd;                   /* O_PATH directory */
 	unsigned refs;
 	int host;                 /* the agent's own root: never freed */

@@ -50,14 +50,14 @@ static struct sym_root *root_of(struct symbolizer *s, uint32_t pid)
 	int fd = openat(s->proc_fd, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
+	uint64_t dev, ino, mnt;
+	if (sym_dir_identity(fd, &dev, &ino, &mnt) < 0) {
 		close(fd);
 		return NULL;
 	}
 	size_t n = 0;
 	for (struct sym_root *r = s->roots; r; r = r->next, n++)
-		if (r->dev == (uint64_t)st.st_dev && r->ino == (uint64_t)st.st_ino) {
+		if (r->dev == dev && r->ino == ino && r->mnt == mnt) {
 			close(fd);
 			return sym_root_ref(r);
 		}
@@ -66,8 +66,9 @@ static struct sym_root *root_of(struct symbolizer *s, uint32_t pid)
 		close(fd);
 		return NULL;
 	}
-	r->dev = (uint64_t)st.st_dev;
-	r->ino = (uint64_t)st.st_ino;
+	r->dev = dev;
+	r->ino = ino;
+	r->mnt = mnt;
 	r->fd = fd;
 	r->refs = 1;
 	r->next = s->roots;

@@ -52,14 +52,12 @@ int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct 
 		return -1;
 	}
 	s->host_root->fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct stat st;
-	if (s->host_root->fd < 0 || fstat(s->host_root->fd, &st) < 0) {
+	if (s->host_root->fd < 0 ||
+	    sym_dir_identity(s->host_root->fd, &s->host_root->dev, &s->host_root->ino, &s->host_root->mnt) < 0) {
 		np_errno(err, "open /");
 		symbolizer_free(s);
 		return -1;
 	}
-	s->host_root->dev = (uint64_t)st.st_dev;
-	s->host_root->ino = (uint64_t)st.st_ino;
 	s->host_root->refs = 1;
 	s->host_root->host = 1;
 	s->host_root->next = NULL;
