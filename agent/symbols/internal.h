@@ -70,6 +70,8 @@ struct sym_snapshot {
 	struct sym_maps maps;
 	struct sym_mapstate *st;  /* maps.n entries */
 	struct sym_root *root;    /* ref held; NULL: reach files via /proc/PID/root while alive */
+	char *root_prefix;        /* owned; where the process's root is as we see it ("/srv/jail" for a
+	                           * chroot), NULL for "/": maps paths carry it, paths in the root do not */
 	struct sym_snapshot *next;
 };
 
@@ -119,7 +121,7 @@ struct symbolizer {
 
 	struct sym_kallsyms *kallsyms;
 	struct sym_kallsyms *kallsyms_retired; /* replaced this batch; freed at its end */
-	uint64_t kallsyms_loaded_batch;       /* CLOCK_MONOTONIC ns of the last load */
+	uint64_t kallsyms_loaded_ns;       /* CLOCK_MONOTONIC ns of the last load */
 	int kallsyms_tried;
 	char kernel_build_id[2 * SYM_BUILD_ID_MAX + 1];
 

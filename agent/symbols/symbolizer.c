@@ -20,7 +20,6 @@
 #define UNKNOWN "[unknown]"
 #define KALLSYMS_READ_MAX ((size_t)128 << 20)
 #define KALLSYMS_RELOAD_NS (60ull * 1000000000ull) /* at most this often after a miss */
-#define PERFMAP_RELOAD_BATCHES 10 /* a changed perf map is re-read at least this often */
 
 static const struct sym_module kernel_fallback = { "[kernel.kallsyms]", "", 0, 0, 0, 1 };
 
@@ -264,15 +263,14 @@ static int perfmap_lookup(struct symbolizer *s, struct sym_proc *p, struct sym_s
 {
 	*name = NULL;
 	struct sym_perfmap *pm = p->perfmap;
-	ssize_t i = pm ? sym_symtab_find(pm->tab, addr) : -1;
-	/* Re-read on a miss (new JIT code), or periodically so that moved code is renamed. */
-	int stale = pm && pm->loaded_batch + PERFMAP_RELOAD_BATCHES <= s->batch;
-	if ((i < 0 || stale) && (!pm || pm->checked_batch != s->batch)) {
+	/* Once per batch: has the file changed (the JIT appended code, or moved it)? perfmap_load
+	 * only re-reads when size, mtime or inode differ. */
+	if (!pm || pm->checked_batch != s->batch) {
 		if (perfmap_load(s, p, snap, err) < 0)
 			return -1;
 		pm = p->perfmap;
-		i = sym_symtab_find(pm->tab, addr);
 	}
+	ssize_t i = sym_symtab_find(pm->tab, addr);
 	if (i >= 0)
 		*name = sym_symtab_name(pm->tab, (size_t)i);
 	return 0;
@@ -439,7 +437,7 @@ static void read_kernel_build_id(struct symbolizer *s)
 static int load_kallsyms(struct symbolizer *s, struct np_err *err)
 {
 	s->kallsyms_tried = 1;
-	s->kallsyms_loaded_batch = now_ns();
+	s->kallsyms_loaded_ns = now_ns();
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/kallsyms", s->proc_root);
 	size_t len;
@@ -482,7 +480,7 @@ int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struc
 		const struct sym_module *mod = NULL;
 		ssize_t k = s->kallsyms ? sym_kallsyms_find(s->kallsyms, addr, &mod) : -1;
 		if (k < 0 && addr >= 0xffff800000000000ull && !s->kallsyms_retired &&
-		    now_ns() - s->kallsyms_loaded_batch > KALLSYMS_RELOAD_NS) {
+		    now_ns() - s->kallsyms_loaded_ns > KALLSYMS_RELOAD_NS) {
 			/* A module or BPF program loaded since: reload (rate limited). */
 			if (load_kallsyms(s, err) < 0)
 				return -1;

@@ -115,15 +115,23 @@ static void rereads_maps_after_dlopen(void **state)
 	struct np_err err;
 	uint32_t pid = (uint32_t)getpid();
 	assert_int_equal(symbolizer_note_process(s, pid, 0, &err), 0);
+	/* Resolve the test binary's mapping first: the re-read must carry it over. */
+	uint64_t own[2] = { fn_addr(np_test_marker_fn) + 2, 0 };
+	struct sym_frame f[2];
+	assert_int_equal(symbolizer_user(s, pid, 0, own, 1, SYM_DEMANGLE_NONE, f, &err), 0);
+	assert_string_equal(f[0].name, "np_test_marker_fn");
+	symbolizer_end_batch(s);
+
 	void *h = dlopen("libthread_db.so.1", RTLD_LAZY | RTLD_LOCAL);
 	assert_non_null(h);
 	void *fn = dlsym(h, "td_ta_new");
 	assert_non_null(fn);
-	uint64_t ips[1] = { (uint64_t)(uintptr_t)fn + 4 };
-	struct sym_frame f[1];
-	assert_int_equal(symbolizer_user(s, pid, 0, ips, 1, SYM_DEMANGLE_NONE, f, &err), 0);
+	uint64_t ips[2] = { (uint64_t)(uintptr_t)fn + 4, fn_addr(np_test_marker_fn) + 3 };
+	assert_int_equal(symbolizer_user(s, pid, 0, ips, 2, SYM_DEMANGLE_NONE, f, &err), 0);
 	assert_string_equal(f[0].name, "td_ta_new");
 	assert_non_null(strstr(f[0].module->path, "libthread_db"));
+	assert_string_equal(f[1].name, "np_test_marker_fn");
+	assert_non_null(strstr(f[1].module->path, "test_sym_symbolizer"));
 	symbolizer_free(s);
 	dlclose(h);
 }
