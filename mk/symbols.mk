@@ -9,3 +9,9 @@ $(SYMBOLS_HARNESS): tests/integration/symbols_harness.c $(BUILD)/libnodeprof.a |
 .PHONY: bench-symbols
 bench-symbols: $(BUILD)/nodeprof
 	$(PYTHON) bench/symbols/run.py
+
+SYMBOLS_BENCH := $(BUILD)/bench-symbols-lookup
+$(SYMBOLS_BENCH): bench/symbols/lookup.c $(BUILD)/libnodeprof.a | $(GEN_HDRS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libnodeprof.a $(LDLIBS_ALL)
+bench-symbols: $(SYMBOLS_BENCH)

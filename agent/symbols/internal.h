@@ -63,6 +63,7 @@ struct sym_mapstate {
 	struct sym_elf *elf;      /* ref held when resolved to a file */
 	uint8_t state;
 	struct sym_module module; /* what frames point to */
+	const char *base;         /* basename of module.path, for "libfoo.so+0x1a2b" */
 };
 
 struct sym_snapshot {

@@ -130,7 +130,7 @@ int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, 
 	}
 	for (size_t i = 0; i < k->tab->n; i++) {
 		struct sym_module *m = &k->mods[k->tab->tag[i]];
-		uint64_t s = sym_symtab_addr(k->tab, i), e = s + k->tab->len[i];
+		uint64_t s = sym_symtab_addr(k->tab, i), e = s + sym_symtab_len(k->tab, i);
 		if (s < m->start)
 			m->start = s;
 		if (e > m->limit)

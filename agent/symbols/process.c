@@ -272,6 +272,9 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 			uintptr_t op = (uintptr_t)old->st[j].module.path, ostart = (uintptr_t)sym_map_path(&old->maps, o);
 			if (op >= ostart && op <= ostart + strlen(sym_map_path(&old->maps, o)))
 				snap->st[i].module.path = sym_map_path(&snap->maps, m) + (op - ostart);
+			uintptr_t ob = (uintptr_t)old->st[j].base;
+			if (ob >= ostart && ob <= ostart + strlen(sym_map_path(&old->maps, o)))
+				snap->st[i].base = sym_map_path(&snap->maps, m) + (ob - ostart);
 			if (snap->st[i].elf)
 				snap->st[i].elf->refs++;
 		}
@@ -357,6 +360,8 @@ int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 	if (pl && strncmp(path, snap->root_prefix, pl) == 0 && path[pl] == '/')
 		path += pl; /* the path inside the process's root */
 	st->module.path = path;
+	const char *slash = strrchr(path, '/');
+	st->base = slash && slash[1] ? slash + 1 : path;
 	st->module.build_id = "";
 	st->module.start = m->start;
 	st->module.limit = m->end;
@@ -374,7 +379,7 @@ int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 		return 0;
 	case SYM_MAP_ANON:
 		if (!path[0])
-			st->module.path = "[anon]";
+			st->module.path = st->base = "[anon]";
 		st->state = MAP_RESOLVED;
 		return 0;
 	case SYM_MAP_SPECIAL:

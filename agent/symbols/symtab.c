@@ -271,13 +271,17 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 	if (!t->len || !t->name || !t->pool || (wide ? !t->addr64 : !t->off) || (b->has_tags && !t->tag))
 		goto oom;
 	size_t p = 0;
+	uint64_t reach = 0; /* the furthest end of the symbols so far */
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_stb_entry *e = &b->v[i];
+		uint64_t size = e->size > SYM_LEN_MAX ? SYM_LEN_MAX : e->size;
 		if (wide)
 			t->addr64[i] = e->addr;
 		else
 			t->off[i] = (uint32_t)(e->addr - base);
-		t->len[i] = e->size > UINT32_MAX ? UINT32_MAX : (uint32_t)e->size;
+		t->len[i] = (uint32_t)size | (i && reach > e->addr ? SYM_LEN_NESTED : 0);
+		if (e->addr + size > reach)
+			reach = e->addr + size;
 		if (t->tag)
 			t->tag[i] = e->tag;
 		size_t l = strlen(b->pool + e->name) + 1;
@@ -338,8 +342,10 @@ ssize_t sym_symtab_find(const struct sym_symtab *t, uint64_t addr)
 	for (size_t k = 0; k < NESTED_LOOKBACK && lo > 0; k++) {
 		size_t i = --lo;
 		uint64_t start = sym_symtab_addr(t, i);
-		if (addr - start < t->len[i])
+		if (addr - start < (t->len[i] & SYM_LEN_MAX))
 			return (ssize_t)i;
+		if (!(t->len[i] & SYM_LEN_NESTED))
+			break; /* nothing before i reaches past its start, so nothing reaches addr */
 	}
 	return -1;
 }
