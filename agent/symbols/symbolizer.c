@@ -452,17 +452,12 @@ static int load_kallsyms(struct symbolizer *s, struct np_err *err)
 	s->kallsyms_loaded_ns = now_ns();
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/kallsyms", s->proc_root);
-	size_t len;
-	int trunc;
-	char *txt = sym_read_small(AT_FDCWD, path, KALLSYMS_READ_MAX, &len, &trunc);
-	if (!txt) {
-		if (errno == ENOMEM)
-			return np_errf(err, "read %s: out of memory", path);
-		return 0;
-	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* no kallsyms: kernel frames stay [unknown] */
 	struct sym_kallsyms *k;
-	int rc = sym_kallsyms_parse(txt, len, &k, err);
-	free(txt);
+	int rc = sym_kallsyms_read_fd(fd, KALLSYMS_READ_MAX, &k, err);
+	close(fd);
 	if (rc < 0)
 		return -1;
 	if (!s->kernel_build_id[0])

@@ -39,8 +39,9 @@ enum sym_overlap {
 	SYM_OVERLAP_NEWEST, /* perf maps: a later entry replaces every earlier entry it overlaps */
 };
 
-struct sym_stb_entry {
-	uint64_t addr, size;
+struct sym_stb_entry {     /* 24 bytes: the builder's peak memory is n times this */
+	uint64_t addr;
+	uint32_t size;      /* clamped to SYM_LEN_MAX */
 	uint32_t name;      /* offset into the builder's pool */
 	uint32_t seq;       /* insertion order */
 	uint16_t tag;
