@@ -15,3 +15,9 @@ $(SYMBOLS_BENCH): bench/symbols/lookup.c $(BUILD)/libnodeprof.a | $(GEN_HDRS)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libnodeprof.a $(LDLIBS_ALL)
 bench-symbols: $(SYMBOLS_BENCH)
+
+SYMBOLS_MEASURE := $(BUILD)/bench-measure
+$(SYMBOLS_MEASURE): bench/symbols/measure.c
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $<
+bench-symbols: $(SYMBOLS_MEASURE)

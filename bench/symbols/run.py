@@ -18,6 +18,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODEPROF = os.path.join(ROOT, "build", "nodeprof")
 LOOKUP = os.path.join(ROOT, "build", "bench-symbols-lookup")
+MEASURE = os.path.join(ROOT, "build", "bench-measure")
 
 
 def largest_shared_library():
@@ -62,26 +63,14 @@ class Tool:
         self.name, self.argv, self.stdin = name, argv, stdin
 
     def run(self):
-        # fork + wait4: the child's own rusage (peak RSS), which subprocess does not expose.
-        start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                out_fd = os.open(self.outfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                in_fd = os.open(self.infile, os.O_RDONLY) if self.stdin is not None else os.open(os.devnull, os.O_RDONLY)
-                os.dup2(in_fd, 0)
-                os.dup2(out_fd, 1)
-                err_fd = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(err_fd, 2)
-                os.execvp(self.argv[0], self.argv)
-            finally:
-                os._exit(127)
-        _, status, ru = os.wait4(pid, 0)
-        wall = time.monotonic() - start
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{self.name} failed with status {status}")
+        """One run through build/bench-measure; returns (wall s, peak RSS KiB, stdout, CPU s)."""
+        p = subprocess.run([MEASURE, self.infile if self.stdin else os.devnull, self.outfile] + self.argv,
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"{self.name} failed ({p.returncode}): {p.stderr[-2000:]}")
+        wall, cpu, rss = p.stderr.split()[-3:]
         with open(self.outfile) as f:
-            return wall, ru.ru_maxrss, f.read(), ru.ru_utime + ru.ru_stime
+            return float(wall), int(rss), f.read(), float(cpu)
 
 
 def parse_names(tool, out, n):
