@@ -206,10 +206,6 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 		free(snap);
 		return -1;
 	}
-	if (len == 0) { /* a zombie or kernel thread: nothing mapped */
-		snapshot_free(s, snap);
-		return 0;
-	}
 	snap->st = calloc(snap->maps.n ? snap->maps.n : 1, sizeof(*snap->st));
 	if (!snap->st) {
 		snapshot_free(s, snap);

@@ -224,6 +224,15 @@ static int perfmap_load(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 	int fd = perfmap_open(s, p, snap, &st);
 	if (fd < 0)
 		return 0;
+	/* Like perf: only a map owned by the process's user (or root) speaks for it, so one
+	 * process cannot name another's JIT frames through a shared /tmp. */
+	struct stat pst;
+	char pdir[16];
+	snprintf(pdir, sizeof(pdir), "%" PRIu32, p->pid);
+	if (st.st_uid != 0 && fstatat(s->proc_fd, pdir, &pst, 0) == 0 && pst.st_uid != st.st_uid) {
+		close(fd);
+		return 0;
+	}
 	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	if (pm->tab && pm->dev == (uint64_t)st.st_dev && pm->ino == (uint64_t)st.st_ino &&
 	    pm->size == (uint64_t)st.st_size && pm->mtime_ns == mtime) {
@@ -366,6 +375,8 @@ int symbolizer_user(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint
 {
 	for (size_t i = 0; i < n; i++)
 		frame_init(&out[i], ips[i]);
+	if (n == 0) /* kernel threads: nothing to read /proc for */
+		return 0;
 	s->lookups += n;
 	struct sym_proc *p = sym_proc_find(s, pid);
 	struct sym_snapshot *snap = NULL;

@@ -173,9 +173,10 @@ def main():
         "",
         f"Names: nodeprof named {named:,} of {len(addrs):,} addresses (the library is stripped to `.dynsym`; the rest "
         f"are `??` for every tool). Same name as llvm-symbolizer: {ag_llvm:.1f}% (demangled: {ag_llvm_dm:.1f}%); "
-        f"as addr2line: {ag_a2l:.1f}%. Differences are aliases at one address (nodeprof prefers, like perf, the sized, "
-        "global, least-underscored name) and addresses past a symbol's size (llvm-symbolizer extends the last "
-        "symbol).",
+        f"as addr2line: {ag_a2l:.1f}%. Differences with llvm-symbolizer are aliases at one address (nodeprof "
+        "prefers, like perf, the sized, global, least-underscored name) and addresses past a symbol's size "
+        "(llvm-symbolizer extends the last symbol); addr2line names every address after the preceding symbol, "
+        "whatever its size, so the gaps that nodeprof reports as `??` get a wrong name there.",
         "",
         "Hot path (`build/bench-symbols-lookup`: the library's text mapped into the process, names through "
         "`symbolizer_user` as the profiler calls it):",

@@ -225,6 +225,20 @@ class Processes(unittest.TestCase):
         rows = h.user(pid, [base + 0x10, base + 0x40, base + 0x210])
         self.assertEqual([r[0] for r in rows], ["Builtin:newer", "[unknown]", "py::bar:/run/t.py"])
 
+    def test_perf_map_of_another_user_is_ignored(self):
+        p, (pid, base) = start(self, [self.jit])
+        pid, base = int(pid), int(base, 16)
+        mapfile = f"/tmp/perf-{pid}.map"
+        self.addCleanup(lambda: os.path.exists(mapfile) and os.unlink(mapfile))
+        with open(mapfile, "w") as f:
+            f.write("%x 100 planted_by_someone_else\n" % base)
+        os.chown(mapfile, 12345, 12345)  # the process runs as root, the file is not its user's
+        h = Harness(self)
+        self.assertEqual(h.user(pid, [base + 4])[0][0], "[unknown]")
+        h.cmd("end")
+        os.chown(mapfile, os.getuid(), os.getgid())
+        self.assertEqual(h.user(pid, [base + 4])[0][0], "planted_by_someone_else")
+
     def test_perf_map_inside_pid_and_mount_namespace(self):
         # The JIT sees itself as pid 1 and writes /tmp/perf-1.map in its own private /tmp.
         script = f"mount -t tmpfs tmpfs /tmp && exec {self.jit}"
