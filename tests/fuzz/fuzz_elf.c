@@ -14,6 +14,11 @@
 
 static char dir[64];
 
+static void remove_dir(void)
+{
+	rmdir(dir);
+}
+
 static void in_memory(const uint8_t *data, size_t size)
 {
 	void *copy = malloc(size ? size : 1);
@@ -63,6 +68,7 @@ static void as_file(const uint8_t *data, size_t size)
 		strcpy(dir, "/tmp/np-fuzz-elf-XXXXXX");
 		if (!mkdtemp(dir))
 			abort();
+		atexit(remove_dir);
 	}
 	char path[96];
 	snprintf(path, sizeof(path), "%s/bin", dir);
