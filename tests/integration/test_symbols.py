@@ -137,12 +137,25 @@ class DebugFiles(unittest.TestCase):
         with open(cls.src, "w") as f:
             f.write(PROG_C)
         cls.cleanup_paths = []
+        cls.preexisting = set()
+        for d, dirs, _ in os.walk("/usr/lib/debug"):
+            cls.preexisting.add(d)
+            if d.count("/") > 5:
+                dirs[:] = []
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, True)
         for p in cls.cleanup_paths:
             shutil.rmtree(p, True) if os.path.isdir(p) else (os.path.exists(p) and os.unlink(p))
+            # Directories this test created under /usr/lib/debug, once empty.
+            d = os.path.dirname(p)
+            while d.startswith("/usr/lib/debug/") and d not in cls.preexisting:
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    break
+                d = os.path.dirname(d)
 
     def build(self, name, build_id=None, pie=True):
         """Compiles the program with a unique build ID; returns (path, build_id, nm addresses)."""
