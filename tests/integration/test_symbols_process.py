@@ -1,5 +1,5 @@
 """Symbolizing live and exited processes through the profiler's API (driven by
-build/symbols-harness): JIT code named from perf maps (also inside a PID + mount namespace),
+build/harness/symbols): JIT code named from perf maps (also inside a PID + mount namespace),
 a library that exists only inside a container's root (still named after the process exited,
 with its debug file in the container's build-ID tree), deleted and replaced libraries, and a
 stripped Go PIE."""
@@ -14,8 +14,8 @@ import unittest
 
 import np
 
-# NP_SYMBOLS_HARNESS=build/asan/symbols-harness runs these under ASan/UBSan.
-HARNESS = os.environ.get("NP_SYMBOLS_HARNESS") or os.path.join(np.ROOT, "build", "symbols-harness")
+# NP_SYMBOLS_HARNESS=build/asan/harness/symbols runs these under ASan/UBSan.
+HARNESS = os.environ.get("NP_SYMBOLS_HARNESS") or os.path.join(np.ROOT, "build", "harness", "symbols")
 
 JIT_C = r"""
 #include <stdio.h>
