@@ -37,6 +37,7 @@ DEB_PACKAGES := \
 	libcurl4-openssl-dev \
 	libssl-dev \
 	libpcre2-dev \
+	libicu-dev \
 	libwebsockets-dev \
 	libiberty-dev \
 	binutils \
@@ -49,7 +50,7 @@ DEB_PACKAGES := \
 	iproute2 \
 	ca-certificates
 
-PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl
+PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl icu-uc
 # Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -1,0 +1,24 @@
+/* Translation of a parsed Go regexp (rx_parse.h) into an equivalent PCRE2 pattern. */
+#ifndef NP_RELABEL_RX_EMIT_H
+#define NP_RELABEL_RX_EMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/util/strbuf.h"
+#include "relabel/rx_parse.h"
+
+struct rx_emit_out {
+	struct np_buf pat;    /* the PCRE2 pattern (ASCII) */
+	uint32_t *pcre_to_go; /* [npcre + 1]: PCRE2 group -> Go group, 0 for internal groups */
+	size_t npcre;	      /* PCRE2 capture groups */
+	size_t cap;
+	int has_checks; /* progress checks (backreferences) were emitted */
+};
+
+/* progress_checks: rewrite loops over nullable bodies for Go's capture semantics (needs
+ * backreferences, so off for the DFA matcher). Returns -1 on allocation failure. */
+int rx_emit(const struct rx_ast *ast, int progress_checks, struct rx_emit_out *out);
+void rx_emit_out_free(struct rx_emit_out *out);
+
+#endif
