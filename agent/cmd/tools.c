@@ -13,6 +13,8 @@ struct tool {
 
 static const struct tool tools[] = {
 	{ NULL, NULL, NULL }, /* keeps the table non-empty; tools are added one line each */
+	{ "relabel", tool_relabel, "relabel RULES_FILE             relabel the JSON targets on stdin with rule { } blocks" },
+	{ "targets", tool_targets, "targets --config FILE --component ID [--wait DURATION]   the targets a component exports" },
 };
 
 static void print_usage(FILE *f)

@@ -19,9 +19,10 @@
  * A type whose ops is NULL is fully validated by `check` but refused by `run`.
  *
  * Threading rules:
- *  - start, update and stop are called on the controller's thread, one at a time
- *    for the whole graph, never concurrently for one component. They may block
- *    briefly (seconds at most: they delay every other component).
+ *  - start, update and stop are called one at a time for the whole graph (under
+ *    the controller's lock, from its thread or from the thread loading a file),
+ *    never concurrently. They may block briefly (seconds at most: they delay every
+ *    other component).
  *  - cfg_component_publish*() and cfg_component_set_health() may be called from any
  *    thread at any time between the start of start() and the return of stop(),
  *    including from inside start() and update(). They never call back into the

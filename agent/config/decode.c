@@ -530,6 +530,13 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 		cfg_args_free(a);
 		return oom(d, pos), NULL;
 	}
+	/* Attributes written in the file, even when their value was bad: a bad value is
+	 * one error, not also a "missing required attribute". */
+	unsigned char *seen = calloc(na ? na : 1, 1);
+	if (!seen) {
+		cfg_args_free(a);
+		return oom(d, pos), NULL;
+	}
 	for (size_t i = 0; i < na; i++)
 		if (s->attrs[i].def)
 			a->attrs[i].dflt = default_value(&s->attrs[i]);
@@ -547,10 +554,11 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 				continue;
 			}
 			struct cfg_arg *arg = &a->attrs[idx];
-			if (arg->val) {
+			if (seen[idx]) {
 				cfg_error(d, st->pos, "attribute \"%s\" may only be provided once", st->name);
 				continue;
 			}
+			seen[idx] = 1;
 			struct cfg_value *v = cfg_eval(ev, st->value);
 			if (!v)
 				continue;
@@ -606,8 +614,9 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 	}
 
 	for (size_t i = 0; i < na; i++)
-		if ((s->attrs[i].flags & CFG_REQUIRED) && !a->attrs[i].val)
+		if ((s->attrs[i].flags & CFG_REQUIRED) && !seen[i])
 			cfg_error(d, pos, "missing required attribute \"%s\" in %s", s->attrs[i].name, what);
+	free(seen);
 	for (size_t i = 0; i < nb; i++)
 		if ((s->blocks[i].flags & CFG_REQUIRED) && a->blocks[i].n == 0)
 			cfg_error(d, pos, "missing required block \"%s\" in %s", s->blocks[i].name, what);

@@ -129,3 +129,19 @@ int cfg_diags_to_err(struct cfg_diags *d, struct np_err *err)
 	}
 	return np_errf(err, "%s: invalid configuration", d->file);
 }
+
+char *cfg_diags_text(struct cfg_diags *d)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	cfg_diags_print(d, f);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}

@@ -54,6 +54,9 @@ void cfg_diags_move(struct cfg_diags *dst, struct cfg_diags *src);
  * "FILE:LINE:COL: warning: message". */
 void cfg_diags_print(struct cfg_diags *d, FILE *f);
 
+/* Every line cfg_diags_print would write, as one malloc'd string (NULL on OOM). */
+char *cfg_diags_text(struct cfg_diags *d);
+
 /* The first error as one line into err (for callers that report a single error). */
 int cfg_diags_to_err(struct cfg_diags *d, struct np_err *err);
 
