@@ -88,6 +88,12 @@ static int cmp_diag(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+void cfg_diags_sort(struct cfg_diags *d)
+{
+	if (d->n > 1)
+		qsort(d->v, d->n, sizeof(d->v[0]), cmp_diag);
+}
+
 void cfg_diag_format(const struct cfg_diags *d, const struct cfg_diag *x, char *buf, size_t cap)
 {
 	const char *sev = x->severity == CFG_WARNING ? "warning: " : "";
@@ -102,8 +108,7 @@ void cfg_diags_print(struct cfg_diags *d, FILE *f)
 {
 	char line[1400];
 
-	if (d->n > 1)
-		qsort(d->v, d->n, sizeof(d->v[0]), cmp_diag);
+	cfg_diags_sort(d);
 	for (size_t i = 0; i < d->n; i++) {
 		cfg_diag_format(d, &d->v[i], line, sizeof(line));
 		fprintf(f, "%s\n", line);
@@ -114,8 +119,7 @@ void cfg_diags_print(struct cfg_diags *d, FILE *f)
 
 int cfg_diags_to_err(struct cfg_diags *d, struct np_err *err)
 {
-	if (d->n > 1)
-		qsort(d->v, d->n, sizeof(d->v[0]), cmp_diag);
+	cfg_diags_sort(d);
 	for (size_t i = 0; i < d->n; i++) {
 		if (d->v[i].severity != CFG_ERROR)
 			continue;

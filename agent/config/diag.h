@@ -50,6 +50,9 @@ void cfg_diag_add(struct cfg_diags *d, enum cfg_severity sev, struct cfg_pos pos
 /* Moves every diagnostic of src into dst (src is left empty). */
 void cfg_diags_move(struct cfg_diags *dst, struct cfg_diags *src);
 
+/* Sorts by position (insertion order among equal positions). */
+void cfg_diags_sort(struct cfg_diags *d);
+
 /* Sorts by position (stable), then prints "FILE:LINE:COL: message" lines, warnings as
  * "FILE:LINE:COL: warning: message". */
 void cfg_diags_print(struct cfg_diags *d, FILE *f);

@@ -413,7 +413,7 @@ again:
 			if (c >= 0x80) {
 				uint32_t cp = 0;
 				size_t n = utf8_decode((const unsigned char *)tok->lit, lx->len - start, &cp);
-				if (n)
+				if (n && cp != 0xfeff) /* a BOM was reported by advance() */
 					cfg_error(lx->diags, tok->pos,
 						  "illegal character U+%04X '%.*s' (identifiers may only use ASCII letters, digits "
 						  "and _)",

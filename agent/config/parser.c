@@ -96,13 +96,23 @@ static void next(struct parser *p)
 	cfg_lexer_next(&p->lx, &p->tok);
 }
 
+/* One error per line: later ones on the same line (after a scanner error too) are
+ * usually consequences of the first. */
+static int line_has_error(struct parser *p, uint32_t line)
+{
+	if (p->last_err_line == line)
+		return 1;
+	if (p->d->n > 0 && p->d->v[p->d->n - 1].severity == CFG_ERROR && p->d->v[p->d->n - 1].pos.line == line)
+		return 1;
+	return 0;
+}
+
 static void NP_PRINTF(2, 3) add_error(struct parser *p, const char *fmt, ...)
 {
 	va_list ap;
 	char msg[512];
 
-	/* One error per line: later ones on the same line are usually consequences. */
-	if (p->last_err_line == p->tok.pos.line)
+	if (line_has_error(p, p->tok.pos.line))
 		return;
 	p->last_err_line = p->tok.pos.line;
 	va_start(ap, fmt);
@@ -113,7 +123,7 @@ static void NP_PRINTF(2, 3) add_error(struct parser *p, const char *fmt, ...)
 
 static void error_at(struct parser *p, struct cfg_pos pos, const char *msg)
 {
-	if (p->last_err_line == pos.line)
+	if (line_has_error(p, pos.line))
 		return;
 	p->last_err_line = pos.line;
 	cfg_error(p->d, pos, "%s", msg);
