@@ -381,13 +381,15 @@ static struct cfg_value *default_value(const struct cfg_attr *at)
 	return r;
 }
 
-static void check_constraints(const struct cfg_attr *at, const struct cfg_value *v, struct cfg_pos pos,
-			      struct cfg_diags *d)
+/* Returns the number of errors reported. */
+static size_t check_constraints(const struct cfg_attr *at, const struct cfg_value *v, struct cfg_pos pos,
+				struct cfg_diags *d)
 {
 	char brief[96];
+	size_t errors = d->n_errors;
 
 	if (v->kind == CFG_V_UNKNOWN)
-		return;
+		return 0;
 	if ((at->flags & CFG_NON_EMPTY) && (v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) && v->u.str.len == 0)
 		cfg_error(d, pos, "%s must not be empty", at->name);
 	if (at->one_of && v->kind == CFG_V_STRING) {
@@ -420,7 +422,7 @@ static void check_constraints(const struct cfg_attr *at, const struct cfg_value 
 			 np_duration_parse(v->u.str.s, &ns, &err) == 0)
 			x = (double)ns / 1e9;
 		else
-			return;
+			return d->n_errors - errors;
 		int low = (at->flags & CFG_MIN_EXCLUSIVE) ? x <= at->min : x < at->min;
 		if (low || x > at->max) {
 			char lo[64], hi[64];
@@ -439,6 +441,7 @@ static void check_constraints(const struct cfg_attr *at, const struct cfg_value 
 					  cfg_value_brief(v, brief, sizeof(brief)));
 		}
 	}
+	return d->n_errors - errors;
 }
 
 static void check_flags(const struct cfg_attr *at, struct cfg_arg *arg, struct cfg_diags *d)
@@ -572,8 +575,8 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 			arg->val_pos = vpos;
 			if (contains_unknown(conv))
 				a->has_unknown = 1;
-			check_constraints(at, conv, vpos, d);
-			check_flags(at, arg, d);
+			if (check_constraints(at, conv, vpos, d) == 0)
+				check_flags(at, arg, d);
 			continue;
 		}
 		const struct cfg_block_schema *bs = cfg_schema_block(s, st->name, &idx);

@@ -229,20 +229,26 @@ void cfg_http_client_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
 	static const char *const auth[] = { "basic_auth", "authorization", "oauth2" };
 	int count = 0;
-	struct cfg_pos second = a->pos;
+	struct cfg_pos last = a->pos;
 
-	for (size_t i = 0; i < 3; i++) {
-		if (cfg_args_nblocks(a, auth[i]) > 0) {
-			if (count++ == 1)
-				second = cfg_args_block(a, auth[i], 0)->pos;
+	/* Reported at the auth option written last in the file. */
+	for (size_t i = 0; i < 5; i++) {
+		struct cfg_pos p;
+		if (i < 3) {
+			if (cfg_args_nblocks(a, auth[i]) == 0)
+				continue;
+			p = cfg_args_block(a, auth[i], 0)->pos;
+		} else {
+			const char *name = i == 3 ? "bearer_token" : "bearer_token_file";
+			if (!set_nonempty(a, name))
+				continue;
+			p = cfg_args_name_pos(a, name);
 		}
+		if (count++ == 0 || p.line > last.line || (p.line == last.line && p.col > last.col))
+			last = p;
 	}
-	if (set_nonempty(a, "bearer_token") && count++ == 1)
-		second = cfg_args_name_pos(a, "bearer_token");
-	if (set_nonempty(a, "bearer_token_file") && count++ == 1)
-		second = cfg_args_name_pos(a, "bearer_token_file");
 	if (count > 1)
-		cfg_error(d, second,
+		cfg_error(d, last,
 			  "at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file must be configured");
 
 	for (size_t i = 0; i < cfg_args_map_len(a, "http_headers"); i++) {
