@@ -163,6 +163,7 @@ void cfg_component_publish(struct cfg_component *comp, const char *export_name, 
 		pthread_cond_signal(&c->work_cv);
 	} else {
 		old = v; /* unchanged: keep the value readers already have */
+		v = NULL;
 	}
 	if (first)
 		pthread_cond_broadcast(&c->idle_cv);
