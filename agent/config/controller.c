@@ -335,8 +335,8 @@ static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 			schedule_retry(c, n);
 			return;
 		}
-		n->running = 1;
 		pthread_mutex_lock(&c->mu);
+		n->running = 1;
 		n->retry_at = 0;
 		n->backoff = 0;
 		pthread_mutex_unlock(&c->mu);
@@ -402,7 +402,7 @@ static void *worker(void *arg)
 		int64_t now = now_ns(CLOCK_MONOTONIC), next = 0;
 		for (size_t i = 0; i < c->n; i++) {
 			struct ctl_node *n = c->nodes[i];
-			if (!n || n->running || !n->retry_at)
+			if (!n || !n->retry_at)
 				continue;
 			if (n->retry_at <= now) {
 				n->retry_at = 1; /* due: evaluate even with unchanged arguments */
@@ -475,7 +475,9 @@ static void free_node(struct cfg_controller *c, struct ctl_node *n)
 {
 	if (n->running) {
 		n->type->ops->stop(n->state);
+		pthread_mutex_lock(&c->mu);
 		n->running = 0;
+		pthread_mutex_unlock(&c->mu);
 		np_log(NP_INFO, "config", "component stopped", "component", n->id, NULL);
 	}
 	free_handle(c, n->handle);
@@ -497,11 +499,13 @@ static void stop_all(struct cfg_controller *c)
 	/* Readers first: reverse dependency order. */
 	for (size_t k = c->graph->n; k-- > 0;) {
 		size_t i = c->graph->order[k];
-		if (c->nodes[i]) {
-			free_node(c, c->nodes[i]);
+		struct ctl_node *n = c->nodes[i];
+		if (n) {
+			/* Detached first: status readers must not see a node being freed. */
 			pthread_mutex_lock(&c->mu);
 			c->nodes[i] = NULL;
 			pthread_mutex_unlock(&c->mu);
+			free_node(c, n);
 		}
 	}
 }
@@ -594,8 +598,19 @@ int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct c
 
 	pthread_mutex_lock(&c->apply_mu);
 	struct cfg_graph *old_graph = c->graph;
-	struct ctl_node **old_nodes = c->nodes;
+	struct ctl_node **live_nodes = c->nodes;
 	size_t old_n = c->n;
+	/* Matching works on a private copy: the worker reads the live array under mu. */
+	struct ctl_node **old_nodes = calloc(old_n ? old_n : 1, sizeof(*old_nodes));
+	if (!old_nodes) {
+		pthread_mutex_unlock(&c->apply_mu);
+		cfg_error(d, CFG_NOPOS, "out of memory");
+		goto fail;
+	}
+	pthread_mutex_lock(&c->mu);
+	if (old_n)
+		memcpy(old_nodes, live_nodes, old_n * sizeof(*old_nodes));
+	pthread_mutex_unlock(&c->mu);
 	for (size_t i = 0; i < g->n; i++) {
 		if (!active[i])
 			continue;
@@ -609,15 +624,13 @@ int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct c
 		if (!nodes[i] && !(nodes[i] = new_node(&g->nodes[i]))) {
 			/* Put the kept nodes back: the old graph keeps running unchanged. */
 			for (size_t k = 0; k < i; k++) {
-				for (size_t j = 0; nodes[k] && j < old_n; j++) {
-					if (!old_nodes[j] && old_graph && strcmp(old_graph->nodes[j].id, nodes[k]->id) == 0) {
-						old_nodes[j] = nodes[k];
-						nodes[k] = NULL;
-					}
-				}
-				if (nodes[k])
+				int kept = 0;
+				for (size_t j = 0; nodes[k] && j < old_n; j++)
+					kept |= live_nodes[j] == nodes[k];
+				if (nodes[k] && !kept)
 					free_node(c, nodes[k]);
 			}
+			free(old_nodes);
 			pthread_mutex_unlock(&c->apply_mu);
 			cfg_error(d, CFG_NOPOS, "out of memory");
 			goto fail;
@@ -656,6 +669,7 @@ int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct c
 		}
 	}
 	free(old_nodes);
+	free(live_nodes);
 	cfg_graph_free(old_graph);
 	c->generation++;
 	pthread_mutex_lock(&c->mu);

@@ -113,7 +113,7 @@ static int sink_start(struct cfg_component *c, const struct cfg_args *args, void
 		return np_errf(err, "flaky start");
 	}
 	in->c = c;
-	in->starts++;
+	__atomic_add_fetch(&in->starts, 1, __ATOMIC_RELEASE);
 	in->running = 1;
 	record(in, args);
 	*state = in;
@@ -370,7 +370,7 @@ static void failed_start_is_retried(void **state)
 	struct cfg_controller *c = start_graph("test.sink \"f\" {\n  targets = []\n  flaky = true\n}\n", NULL);
 	assert_int_equal(inst_for("test.sink.f")->starts, 0);
 	assert_int_equal(status_of(c, "test.sink.f").s.health, CFG_HEALTH_UNHEALTHY);
-	for (int i = 0; i < 300 && inst_for("test.sink.f")->starts == 0; i++)
+	for (int i = 0; i < 300 && __atomic_load_n(&inst_for("test.sink.f")->starts, __ATOMIC_ACQUIRE) == 0; i++)
 		usleep(10000);
 	assert_int_equal(inst_for("test.sink.f")->starts, 1);
 	idle(c);
@@ -570,8 +570,7 @@ static void settling(void **state)
 }
 
 struct hammer {
-	volatile int stop;
-	int published;
+	int stop, published; /* atomic */
 };
 
 static void *hammer_thread(void *arg)
@@ -579,19 +578,22 @@ static void *hammer_thread(void *arg)
 	struct hammer *h = arg;
 	char k[32];
 
-	while (!h->stop) {
+	int n = 0;
+
+	while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE)) {
 		struct cfg_component *comp;
 		pthread_mutex_lock(&insts_mu);
 		comp = insts[0].c;
 		pthread_mutex_unlock(&insts_mu);
 		if (!comp)
 			continue;
-		snprintf(k, sizeof(k), "v%d", h->published++);
+		snprintf(k, sizeof(k), "v%d", n);
 		struct np_targets ts = one_target(k);
 		struct np_err err;
 		if (cfg_component_publish_targets(comp, "targets", &ts, &err))
 			fail_msg("%s", err.msg);
 		np_targets_free(&ts);
+		__atomic_store_n(&h->published, ++n, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -606,9 +608,9 @@ static void concurrent_publishing(void **state)
 
 	assert_string_equal(insts[0].id, "test.source.src");
 	assert_int_equal(pthread_create(&t, NULL, hammer_thread, &h), 0);
-	while (h.published < 2000)
+	while (__atomic_load_n(&h.published, __ATOMIC_ACQUIRE) < 2000)
 		usleep(1000);
-	h.stop = 1;
+	__atomic_store_n(&h.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	idle(c);
 	char want[64];
