@@ -7,8 +7,9 @@
 #   make fuzz    long fuzzing runs (FUZZ_SECONDS per target)
 #
 # Sources are found by wildcard: a new .c file under agent/, k8s/ or relabel/ is part of
-# the agent; tests/unit/test_*.c is a unit test; tests/fuzz/fuzz_*.c is a fuzz target;
-# bpf/*.bpf.c is a BPF program with a generated skeleton. Nothing needs registering here.
+# the agent; tests/unit/test_*.c is a unit test; tests/harness/*.c is a test harness
+# (build/harness/*); tests/fuzz/fuzz_*.c is a fuzz target; bpf/*.bpf.c is a BPF program
+# with a generated skeleton. Nothing needs registering here.
 
 VERSION := 0.1.0
 BUILD ?= build
@@ -35,6 +36,7 @@ DEB_PACKAGES := \
 	libcmocka-dev \
 	libjansson-dev \
 	libcurl4-openssl-dev \
+	libyaml-dev \
 	libssl-dev \
 	libpcre2-dev \
 	libicu-dev \
@@ -50,7 +52,7 @@ DEB_PACKAGES := \
 	iproute2 \
 	ca-certificates
 
-PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl icu-uc
+PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1 icu-uc
 # Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -75,9 +77,14 @@ GEN_HDRS = $(SKELS) $(EXTRA_GEN_HDRS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 UNIT_HELPERS := $(wildcard tests/unit/helpers/*.c)
+HARNESS_SRCS := $(wildcard tests/harness/*.c)
+HARNESS_BINS := $(patsubst tests/harness/%.c,$(BUILD)/harness/%,$(HARNESS_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 -include mk/*.mk
+
+# Keep the BPF objects: make would otherwise delete them as intermediates and rebuild every time.
+.SECONDARY: $(BPF_OBJS) $(SKELS)
 
 .PHONY: all deps test run bench fuzz unit unit-asan fuzz-build clean check-root
 all: $(BUILD)/nodeprof
@@ -109,7 +116,7 @@ $(BUILD)/nodeprof: $(BUILD)/obj/agent/main.o $(BUILD)/libnodeprof.a
 	@$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 # BPF: compiled with clang for the bpf target; the skeleton embeds the object in the binary.
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf -I.
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf -I. -I/usr/include/$(shell gcc -dumpmachine)
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  BPF     $<"
@@ -125,7 +132,13 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPERS) $(BUILD)/libnodeprof.
 	@echo "  TEST    $@"
 	@$(CC) $(CFLAGS_ALL) -Wno-error=unused-function -o $@ $< $(UNIT_HELPERS) $(BUILD)/libnodeprof.a -lcmocka $(LDLIBS_ALL)
 
-unit: $(UNIT_BINS) $(BUILD)/nodeprof
+# Test harnesses: small programs that drive one module from the integration tests.
+$(BUILD)/harness/%: tests/harness/%.c $(BUILD)/libnodeprof.a | $(GEN_HDRS)
+	@mkdir -p $(dir $@)
+	@echo "  HARNESS $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libnodeprof.a $(LDLIBS_ALL)
+
+unit: $(UNIT_BINS) $(HARNESS_BINS) $(BUILD)/nodeprof
 
 unit-asan:
 	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 unit
@@ -158,9 +171,13 @@ test: deps
 	$(MAKE) --no-print-directory fuzz-build
 	$(PYTHON) tests/run.py
 
+# Until the agent's embedded default with its local UI lands, `make run` records the
+# whole host for RUN_SECONDS and leaves a folded profile (flamegraph.pl input) here.
+RUN_SECONDS ?= 30
 run: deps
 	$(MAKE) --no-print-directory all
-	./$(BUILD)/nodeprof run $(RUN_ARGS)
+	./$(BUILD)/nodeprof record --duration $(RUN_SECONDS)s -o nodeprof-host.folded $(RUN_ARGS)
+	@echo "make run: profile of every process written to nodeprof-host.folded"
 
 bench: deps
 	$(MAKE) --no-print-directory all

@@ -244,6 +244,8 @@ static int matches(const struct rl_rule *r, const char *v, size_t n, struct scra
 	struct rx_subject subj;
 	size_t a, b;
 
+	if (!rx_can_match(r->re, v, n))
+		return 0;
 	if (rx_subject_init(&subj, v, n, &s->rx, err) < 0)
 		return -1;
 	return rx_exec(r->re, &subj, 0, 0, &s->rx, &a, &b, err);
@@ -264,6 +266,8 @@ static int do_replace(const struct rl_rule *r, struct np_labels *ls, const char 
 	/* Prometheus' fast path; same result as the general one, minus the match. */
 	if (len == 0 && r->default_regex && !r->target.has_dollar && !r->replacement.has_dollar)
 		return set(ls, r->target.text, r->replacement.text, r->replacement.len, s, 0, err);
+	if (!rx_can_match(r->re, val, len))
+		return 0;
 	if (rx_subject_init(&subj, val, len, &s->rx, err) < 0)
 		return -1;
 	rc = rx_exec(r->re, &subj, 0, 1, &s->rx, &a, &b, err);
@@ -314,41 +318,6 @@ static int do_case(const struct rl_rule *r, struct np_labels *ls, const char *va
 	return set(ls, r->target.text, s->a.p, s->a.len, s, 0, err);
 }
 
-/* ReplaceAllString(name, replacement) into s->b, given the first match (Go's replaceAll loop). */
-static int replace_all(const struct rl_rule *r, const struct rx_subject *subj, size_t a0, size_t a1,
-		       struct scratch *s, struct np_err *err)
-{
-	size_t last = 0, search = 0, w;
-	int rc = 1;
-
-	np_buf_reset(&s->b);
-	while (rc > 0) {
-		size_t o_last = rx_subject_orig(subj, last), o_a0 = rx_subject_orig(subj, a0);
-		np_buf_append(&s->b, subj->orig + o_last, o_a0 - o_last);
-		if (a1 > last || a0 == 0)
-			tmpl_expand(&r->replacement, r->re, subj->orig, s->rx.caps, &s->b);
-		last = a1;
-		/* Always advance by at least one rune. */
-		go_decode_rune(subj->s + search, subj->n - search, &w);
-		if (search + w > a1)
-			search += w;
-		else if (search + 1 > a1)
-			search++;
-		else
-			search = a1;
-		if (search > subj->n || (search > 0 && rx_anchored_start(r->re)))
-			break;
-		rc = rx_exec(r->re, subj, search, 1, &s->rx, &a0, &a1, err);
-		if (rc < 0)
-			return -1;
-	}
-	size_t o_last = rx_subject_orig(subj, last);
-	np_buf_append(&s->b, subj->orig + o_last, subj->orig_len - o_last);
-	if (np_buf_reserve(&s->b, 0) < 0)
-		return oom(err);
-	return 0;
-}
-
 static int do_labelmap(const struct rl_rule *r, struct np_labels *ls, struct scratch *s, struct np_err *err)
 {
 	size_t n = ls->n;
@@ -366,18 +335,26 @@ static int do_labelmap(const struct rl_rule *r, struct np_labels *ls, struct scr
 	s->ngrave = 0;
 	for (size_t i = 0; i < n && rc >= 0; i++) {
 		const char *name = s->snap[i].name;
+		size_t name_len = strlen(name);
 		struct rx_subject subj;
 		size_t a0, a1;
 
-		if (rx_subject_init(&subj, name, strlen(name), &s->rx, err) < 0) {
+		if (!rx_can_match(r->re, name, name_len))
+			continue;
+		if (rx_subject_init(&subj, name, name_len, &s->rx, err) < 0) {
 			rc = -1;
 			break;
 		}
 		rc = rx_exec(r->re, &subj, 0, 1, &s->rx, &a0, &a1, err);
 		if (rc <= 0)
 			continue;
-		if ((rc = replace_all(r, &subj, a0, a1, s, err)) < 0)
+		np_buf_reset(&s->b);
+		if ((rc = tmpl_replace_all(&r->replacement, r->re, &subj, a0, a1, &s->rx, &s->b, err)) < 0)
 			break;
+		if (np_buf_reserve(&s->b, 0) < 0) {
+			rc = oom(err);
+			break;
+		}
 		/* The new name is not validated (Prometheus does not either). */
 		rc = set(ls, s->b.p, s->snap[i].value, strlen(s->snap[i].value), s, 1, err);
 	}
@@ -495,10 +472,25 @@ int relabel_apply(const struct relabel_rules *rules, struct np_labels *ls, int *
 	return rc;
 }
 
-/* Copies the non-empty labels of src, with room for the labels rules add. */
-static int copy_nonempty(struct np_labels *dst, const struct np_labels *src, struct np_err *err)
+/* Room for the labels the rules may add: one per setting rule, and some for labelmap. */
+static size_t added_labels(const struct relabel_rules *rules, size_t n)
 {
-	size_t cap = src->n + 8;
+	size_t add = 0;
+
+	for (size_t i = 0; i < rules->n; i++) {
+		enum rl_action a = rules->v[i].action;
+		if (a == RL_REPLACE || a == RL_HASHMOD || a == RL_LOWERCASE || a == RL_UPPERCASE)
+			add++;
+		else if (a == RL_LABELMAP)
+			add += n / 4 + 4;
+	}
+	return add;
+}
+
+/* Copies the non-empty labels of src, with room for the labels rules add. */
+static int copy_nonempty(struct np_labels *dst, const struct np_labels *src, size_t extra, struct np_err *err)
+{
+	size_t cap = src->n + extra;
 
 	dst->v = malloc(cap * sizeof(*dst->v));
 	dst->n = 0;
@@ -549,7 +541,7 @@ int relabel_targets(const struct relabel_rules *rules, const struct np_targets *
 			keep = rc;
 		}
 		if (rc >= 0 && keep) {
-			if (copy_nonempty(&ls, &in->v[t], err) < 0) {
+			if (copy_nonempty(&ls, &in->v[t], added_labels(rules, in->v[t].n), err) < 0) {
 				scratch_trim(s);
 				return -1;
 			}

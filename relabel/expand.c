@@ -173,3 +173,35 @@ void tmpl_expand(const struct tmpl *t, const struct rx *re, const char *src, con
 		}
 	}
 }
+
+int tmpl_replace_all(const struct tmpl *t, const struct rx *re, const struct rx_subject *subj, size_t a0, size_t a1,
+		     struct rx_scratch *sc, struct np_buf *out, struct np_err *err)
+{
+	size_t last = 0, search = 0, w;
+	int rc = 1;
+
+	while (rc > 0) {
+		size_t o_last = rx_subject_orig(subj, last), o_a0 = rx_subject_orig(subj, a0);
+		np_buf_append(out, subj->orig + o_last, o_a0 - o_last);
+		/* No replacement for an empty match right after the previous match. */
+		if (a1 > last || a0 == 0)
+			tmpl_expand(t, re, subj->orig, sc->caps, out);
+		last = a1;
+		/* Advance at least one rune past the search position. */
+		go_decode_rune(subj->s + search, subj->n - search, &w);
+		if (search + w > a1)
+			search += w;
+		else if (search + 1 > a1)
+			search++;
+		else
+			search = a1;
+		if (search > subj->n || (search > 0 && rx_anchored_start(re)))
+			break;
+		rc = rx_exec(re, subj, search, 1, sc, &a0, &a1, err);
+		if (rc < 0)
+			return -1;
+	}
+	size_t o_last = rx_subject_orig(subj, last);
+	np_buf_append(out, subj->orig + o_last, subj->orig_len - o_last);
+	return 0;
+}

@@ -11,6 +11,8 @@
 #include "agent/util/strbuf.h"
 
 struct rx;
+struct rx_subject;
+struct rx_scratch;
 
 struct tmpl_piece {
 	int kind;	/* TMPL_TEXT, TMPL_GROUP or TMPL_NAME */
@@ -34,5 +36,10 @@ void tmpl_free(struct tmpl *t);
 /* Appends the expansion to out. caps: 2 * (rx_groups(re) + 1) offsets into src (-1 unset). */
 void tmpl_expand(const struct tmpl *t, const struct rx *re, const char *src, const ssize_t *caps,
 		 struct np_buf *out);
+
+/* Go's ReplaceAllString(subject, template), appended to out, given the first match
+ * [a0, a1) in subj->s coordinates with its groups in sc->caps (from rx_exec). */
+NP_MUST_CHECK int tmpl_replace_all(const struct tmpl *t, const struct rx *re, const struct rx_subject *subj,
+				   size_t a0, size_t a1, struct rx_scratch *sc, struct np_buf *out, struct np_err *err);
 
 #endif

@@ -33,7 +33,37 @@ struct rx {
 	char **names; /* [ncap + 1] */
 	int match_all; /* the pattern is (.*) or .*: matches every string at offset 0 */
 	int anchored;
+	char *prefix; /* literal bytes every match at offset 0 starts with (after \A) */
+	size_t prefix_len;
 };
+
+/* The literal text right after the leading \A, e.g. "__meta_kubernetes_pod_label_" in
+ * ^(?s:__meta_kubernetes_pod_label_(.+))$: a subject without it cannot match, which
+ * is cheaper to check than a call into PCRE2 (labelmap tries every label name). */
+static int set_prefix(struct rx *re, const struct rx_ast *ast)
+{
+	const struct rx_node *root = ast->root;
+	struct np_buf b = NP_BUF_INIT;
+	char enc[4];
+
+	if (!re->anchored || root->op != RXO_CONCAT)
+		return 0;
+	for (size_t i = 1; i < root->nsub; i++) {
+		const struct rx_node *nd = root->sub[i];
+		/* U+FFFD is left out: an invalid byte of the subject would match it. */
+		if (nd->op != RXO_LITERAL || nd->fold || (nd->rune >= 0xD800 && nd->rune <= 0xDFFF) ||
+		    nd->rune == GO_RUNE_ERROR)
+			break;
+		np_buf_append(&b, enc, go_encode_rune(nd->rune, enc));
+	}
+	if (b.failed) {
+		np_buf_free(&b);
+		return -1;
+	}
+	re->prefix = b.p;
+	re->prefix_len = b.len;
+	return 0;
+}
 
 static int oom_match(struct np_err *err)
 {
@@ -42,35 +72,65 @@ static int oom_match(struct np_err *err)
 	return -1;
 }
 
-static pcre2_code *compile_pcre(const struct np_buf *pat, const char *go_pattern, size_t go_len, struct np_err *err)
+/* Compiles a translated pattern; *ec receives PCRE2's error code on failure. */
+static pcre2_code *compile_pcre(const struct np_buf *pat, int *ec)
 {
 	pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
 	pcre2_code *code;
-	int ec;
 	PCRE2_SIZE eo;
-	char msg[256];
 
-	if (!cc) {
-		np_errf(err, "out of memory compiling regexp");
+	*ec = PCRE2_ERROR_NOMEMORY;
+	if (!cc)
 		return NULL;
-	}
 	pcre2_set_newline(cc, PCRE2_NEWLINE_LF);
 	pcre2_set_parens_nest_limit(cc, PARENS_NEST_LIMIT);
 	code = pcre2_compile((PCRE2_SPTR)pat->p, pat->len,
-			     PCRE2_UTF | PCRE2_ALT_CIRCUMFLEX | PCRE2_NEVER_BACKSLASH_C | PCRE2_NEVER_UCP, &ec, &eo,
+			     PCRE2_UTF | PCRE2_ALT_CIRCUMFLEX | PCRE2_NEVER_BACKSLASH_C | PCRE2_NEVER_UCP, ec, &eo,
 			     cc);
 	pcre2_compile_context_free(cc);
-	if (!code) {
-		/* The pattern is valid Go syntax (it parsed); PCRE2 can still refuse it, e.g. when
-		 * the compiled form exceeds its 64 KiB limit. Say so instead of pretending Go would. */
-		pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof(msg));
-		np_errf(err, "regexp `%.*s` is valid but not supported by the PCRE2 engine: %s", (int)go_len,
-			go_pattern, msg);
-		return NULL;
-	}
-	/* No JIT (unsupported CPU, W^X policy) only costs speed. */
-	(void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+	if (code)
+		(void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); /* no JIT only costs speed */
 	return code;
+}
+
+static void emit_error(int rc, const char *pattern, size_t len, struct np_err *err);
+
+/* Translates and compiles; when the compiled form exceeds PCRE2's size limit (repeats
+ * replicate their classes), tries again with big classes shared. */
+static pcre2_code *translate(const struct rx_ast *ast, int checks, const char *pattern, size_t len,
+			     struct rx_emit_out *em, struct np_err *err)
+{
+	pcre2_code *code = NULL;
+	int rc, ec = 0;
+	char msg[256];
+
+	for (int share = 0; share < 2 && !code; share++) {
+		rx_emit_out_free(em);
+		if ((rc = rx_emit(ast, checks, share, em)) < 0) {
+			emit_error(rc, pattern, len, err);
+			return NULL;
+		}
+		code = compile_pcre(&em->pat, &ec);
+		if (!code && ec != PCRE2_ERROR_PATTERN_TOO_LARGE)
+			break;
+	}
+	if (!code) {
+		/* Valid Go syntax (it parsed) that PCRE2 still refuses: say so plainly. */
+		pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof(msg));
+		np_errf(err, "regexp `%.*s` is valid but not supported by the PCRE2 engine: %s", (int)len, pattern,
+			msg);
+	}
+	return code;
+}
+
+static void emit_error(int rc, const char *pattern, size_t len, struct np_err *err)
+{
+	if (rc == -2)
+		np_errf(err, "regexp `%.*s` is valid but not supported by the PCRE2 engine: nested loops over "
+			     "possibly-empty groups make it too large",
+			(int)len, pattern);
+	else
+		np_errf(err, "out of memory compiling regexp");
 }
 
 int rx_compile(const char *pattern, size_t len, struct rx **out, struct np_err *err)
@@ -101,20 +161,16 @@ int rx_compile(const char *pattern, size_t len, struct rx **out, struct np_err *
 	np_buf_free(&spliced);
 	re->anchored = ast.root->op == RXO_BEGIN_TEXT ||
 		       (ast.root->op == RXO_CONCAT && ast.root->sub[0]->op == RXO_BEGIN_TEXT);
-	if (rx_emit(&ast, 1, &em) < 0) {
-		np_errf(err, "out of memory compiling regexp");
-		goto fail;
-	}
-	if (!(re->code = compile_pcre(&em.pat, pattern, len, err)))
+	if (!(re->code = translate(&ast, 1, pattern, len, &em, err)))
 		goto fail;
 	if (em.has_checks) {
-		if (rx_emit(&ast, 0, &em_dfa) < 0) {
-			np_errf(err, "out of memory compiling regexp");
-			goto fail;
-		}
-		if (!(re->dfa_code = compile_pcre(&em_dfa.pat, pattern, len, err)))
+		if (!(re->dfa_code = translate(&ast, 0, pattern, len, &em_dfa, err)))
 			goto fail;
 		rx_emit_out_free(&em_dfa);
+	}
+	if (set_prefix(re, &ast) < 0) {
+		np_errf(err, "out of memory compiling regexp");
+		goto fail;
 	}
 	re->pcre_to_go = em.pcre_to_go;
 	re->npcre = em.npcre;
@@ -143,6 +199,7 @@ void rx_free(struct rx *re)
 	pcre2_code_free(re->code);
 	pcre2_code_free(re->dfa_code);
 	free(re->pcre_to_go);
+	free(re->prefix);
 	if (re->names)
 		for (int i = 0; i <= re->ncap; i++)
 			free(re->names[i]);
@@ -158,6 +215,12 @@ int rx_groups(const struct rx *re)
 const char *rx_group_name(const struct rx *re, int i)
 {
 	return i >= 1 && i <= re->ncap ? re->names[i] : NULL;
+}
+
+int rx_can_match(const struct rx *re, const char *s, size_t n)
+{
+	return !re->anchored || re->prefix_len == 0 ||
+	       (n >= re->prefix_len && memcmp(s, re->prefix, re->prefix_len) == 0);
 }
 
 int rx_anchored_start(const struct rx *re)
@@ -315,6 +378,10 @@ int rx_exec(const struct rx *re, const struct rx_subject *subj, size_t start, in
 			}
 		return 1;
 	}
+	/* An anchored pattern cannot match after offset 0 nor without its literal prefix. */
+	if (re->anchored && (start > 0 || subj->n < re->prefix_len ||
+			     (re->prefix_len && memcmp(subj->s, re->prefix, re->prefix_len) != 0)))
+		return 0;
 	if (ensure_match_state(sc, (uint32_t)re->npcre + 1, err) < 0)
 		return -1;
 	rc = pcre2_match(re->code, (PCRE2_SPTR)subj->s, subj->n, start, PCRE2_NO_UTF_CHECK, sc->md, sc->mctx);
@@ -340,14 +407,24 @@ int rx_exec(const struct rx *re, const struct rx_subject *subj, size_t start, in
 		sc->caps[i] = -1;
 	sc->caps[0] = (ssize_t)rx_subject_orig(subj, ov[0]);
 	sc->caps[1] = (ssize_t)rx_subject_orig(subj, ov[1]);
-	/* Later copies of a duplicated group are later in time: the last one set wins. */
+	/* A Go group may have several PCRE2 copies (written-out repeats). Go keeps the value
+	 * set last; copies of one group never overlap in time, so the one set last is the
+	 * one with the greatest (start, end) (equal pairs are the same value anyway). */
 	for (size_t g = 1; g < (size_t)rc && g <= re->npcre; g++) {
 		uint32_t go = re->pcre_to_go[g];
 		if (!go || ov[2 * g] == PCRE2_UNSET)
 			continue;
-		sc->caps[2 * go] = (ssize_t)rx_subject_orig(subj, ov[2 * g]);
-		sc->caps[2 * go + 1] = (ssize_t)rx_subject_orig(subj, ov[2 * g + 1]);
+		ssize_t s0 = (ssize_t)ov[2 * g], e0 = (ssize_t)ov[2 * g + 1];
+		if (sc->caps[2 * go] >= 0 &&
+		    (s0 < sc->caps[2 * go] || (s0 == sc->caps[2 * go] && e0 < sc->caps[2 * go + 1])))
+			continue;
+		sc->caps[2 * go] = s0;
+		sc->caps[2 * go + 1] = e0;
 	}
+	if (subj->map)
+		for (size_t i = 2; i < ncaps; i++)
+			if (sc->caps[i] >= 0)
+				sc->caps[i] = (ssize_t)subj->map[sc->caps[i]];
 	return 1;
 }
 

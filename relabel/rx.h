@@ -51,6 +51,9 @@ int rx_groups(const struct rx *re);		/* number of capture groups */
 const char *rx_group_name(const struct rx *re, int i); /* NULL when unnamed */
 /* The pattern can only match at offset 0 (it starts with \A outside any alternation). */
 int rx_anchored_start(const struct rx *re);
+/* Cheap pre-check on the raw subject: 0 when no match at offset 0 is possible (the
+ * pattern's literal prefix is missing). */
+int rx_can_match(const struct rx *re, const char *s, size_t n);
 
 NP_MUST_CHECK int rx_subject_init(struct rx_subject *subj, const char *s, size_t n, struct rx_scratch *sc,
 				  struct np_err *err);

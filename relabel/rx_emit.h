@@ -16,9 +16,14 @@ struct rx_emit_out {
 	int has_checks; /* progress checks (backreferences) were emitted */
 };
 
+/* Beyond this many pattern bytes the translation gives up (see rx_emit.c on duplication). */
+#define RX_EMIT_MAX (256u * 1024u)
+
 /* progress_checks: rewrite loops over nullable bodies for Go's capture semantics (needs
- * backreferences, so off for the DFA matcher). Returns -1 on allocation failure. */
-int rx_emit(const struct rx_ast *ast, int progress_checks, struct rx_emit_out *out);
+ * backreferences, so off for the DFA matcher); share_classes: write big classes once and
+ * call them (smaller compiled code, a little slower). Returns -1 on allocation failure, -2 when
+ * the pattern would exceed RX_EMIT_MAX. */
+int rx_emit(const struct rx_ast *ast, int progress_checks, int share_classes, struct rx_emit_out *out);
 void rx_emit_out_free(struct rx_emit_out *out);
 
 #endif

@@ -8,9 +8,9 @@ int cmd_record(int argc, char **argv);
 int cmd_tools(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_run(int argc, char **argv);
-
-/* nodeprof tools <name>: argv[0] is the tool's name. */
-int tool_relabel(int argc, char **argv);
-int tool_targets(int argc, char **argv);
+int cmd_tools_symbolize(int argc, char **argv);
+int cmd_tools_container_id(int argc, char **argv);
+int cmd_tools_relabel(int argc, char **argv);
+int cmd_tools_targets(int argc, char **argv);
 
 #endif

@@ -1,9 +1,371 @@
-/* nodeprof record: placeholder until the sampler lands in this file. */
+/* nodeprof record: a one-shot CPU profile of some processes (or the whole host)
+ * to a folded-stacks or pprof file, without any server. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "agent/cmd/commands.h"
+#include "agent/pprof/builder.h"
+#include "agent/pprof/gzip.h"
+#include "agent/profile/collector.h"
+#include "agent/profile/folded.h"
+#include "agent/util/duration.h"
+#include "agent/util/log.h"
+
+static const char record_usage[] =
+	"Usage: nodeprof record [--pid PID]... [--duration 10s] [--sample-rate 97] [--format folded|pprof] [-o FILE]\n"
+	"\n"
+	"Samples the CPU stacks of the given processes (every process when no --pid is given) and\n"
+	"writes one profile. Ctrl-C ends the recording early and still writes the output.\n"
+	"\n"
+	"  -p, --pid PID          profile this process (repeatable); the recording ends early when\n"
+	"                         every given process has exited\n"
+	"  -d, --duration D       how long to record, e.g. 10s, 1m30s (default 10s)\n"
+	"  -F, --sample-rate HZ   samples per second per CPU (default 97)\n"
+	"  -f, --format FMT       folded (default): \"frame;frame;... count\" lines, root first, user\n"
+	"                         frames then kernel frames; pprof: gzipped profile.proto\n"
+	"  -o, --output FILE      write here instead of standard output\n"
+	"      --demangle MODE    C++/Rust names: none (default), simplified, templates, full\n"
+	"      --no-kernel        leave out kernel frames\n"
+	"      --log-level LEVEL  debug, info, warn (default), error\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Needs root (or CAP_BPF and CAP_PERFMON).\n";
+
+#define MAX_PIDS 1024
+
+static volatile int stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+struct record {
+	struct np_folded folded;
+	struct np_pprof_builder *pprof;
+	const char **names; /* root-first scratch for folded output */
+	struct np_pprof_frame *pframes;
+};
+
+static int sink(void *ud, const struct np_collected *s, struct np_err *err)
+{
+	struct record *r = ud;
+
+	if (r->pprof) {
+		for (size_t i = 0; i < s->n_frames; i++) {
+			const struct sym_frame *f = &s->frames[i];
+			r->pframes[i] = (struct np_pprof_frame){
+				.function = f->name,
+				.mapping_file = f->module ? f->module->path : NULL,
+				.build_id = f->module ? f->module->build_id : NULL,
+				.map_start = f->module ? f->module->start : 0,
+				.map_limit = f->module ? f->module->limit : 0,
+				.map_offset = f->module ? f->module->file_offset : 0,
+			};
+		}
+		return np_pprof_add(r->pprof, r->pframes, s->n_frames, s->count, err);
+	}
+	/* Folded is root first: user root..leaf, then kernel root..leaf. */
+	size_t n = 0, nu = s->n_frames - s->n_kernel;
+	for (size_t i = nu; i > 0; i--)
+		r->names[n++] = s->frames[s->n_kernel + i - 1].name;
+	for (size_t i = s->n_kernel; i > 0; i--)
+		r->names[n++] = s->frames[i - 1].name;
+	return np_folded_add(&r->folded, r->names, n, s->count, err);
+}
+
+/* A process is gone when /proc/PID is missing or it is a zombie waiting to be reaped. */
+static int process_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	FILE *f;
+	char *paren;
+	int alive = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')) && paren[1] == ' ')
+		alive = paren[2] != 'Z' && paren[2] != 'X';
+	fclose(f);
+	return alive;
+}
+
+static int parse_pid(const char *s, pid_t *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > 4194304)
+		return -1;
+	*out = (pid_t)v;
+	return 0;
+}
+
+static int parse_rate(const char *s, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v == 0 || v > 100000)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static void show_progress(int64_t elapsed_ns, int64_t total_ns, uint64_t samples)
+{
+	fprintf(stderr, "\rnodeprof: recording %.0fs / %.0fs, %llu samples  ", (double)elapsed_ns / 1e9,
+		(double)total_ns / 1e9, (unsigned long long)samples);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int write_output(struct record *r, FILE *out, int64_t duration_ns, struct np_err *err)
+{
+	struct np_buf raw = NP_BUF_INIT, gz = NP_BUF_INIT;
+	int rc = 0;
+
+	if (!r->pprof)
+		return np_folded_write(&r->folded, out, err);
+	if (np_pprof_encode(r->pprof, duration_ns, &raw, err) || np_gzip(raw.p, raw.len, 6, &gz, err))
+		rc = -1;
+	else if (fwrite(gz.p, 1, gz.len, out) != gz.len || fflush(out))
+		rc = np_errno(err, "write the profile");
+	np_buf_free(&raw);
+	np_buf_free(&gz);
+	return rc;
+}
+
 int cmd_record(int argc, char **argv)
 {
-	(void)argc; (void)argv;
-	fprintf(stderr, "nodeprof record: not implemented yet\n");
-	return 1;
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },	 { "duration", required_argument, NULL, 'd' },
+		{ "sample-rate", required_argument, NULL, 'F' }, { "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },	 { "demangle", required_argument, NULL, 'M' },
+		{ "no-kernel", no_argument, NULL, 'K' },	 { "log-level", required_argument, NULL, 'L' },
+		{ "help", no_argument, NULL, 'h' },		 { 0 }
+	};
+	pid_t pids[MAX_PIDS];
+	size_t npids = 0;
+	int64_t duration_ns = 10 * NP_NSEC_PER_SEC;
+	unsigned rate = 97;
+	int pprof = 0, kernel = 1, opt, rc = 1, tty = isatty(STDERR_FILENO);
+	const char *output = NULL;
+	enum sym_demangle demangle = SYM_DEMANGLE_NONE;
+	struct np_err err;
+	struct record r = { .folded = NP_FOLDED_INIT };
+	struct np_collector *c = NULL;
+	FILE *out = stdout;
+	struct timespec wall;
+
+	np_log_set_level(NP_WARN);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "p:d:F:f:o:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (npids == MAX_PIDS) {
+				fprintf(stderr, "nodeprof record: at most %d --pid options\n", MAX_PIDS);
+				return 1;
+			}
+			if (parse_pid(optarg, &pids[npids])) {
+				fprintf(stderr, "nodeprof record: --pid \"%s\" is not a process ID\n", optarg);
+				return 1;
+			}
+			npids++;
+			break;
+		case 'd':
+			if (np_duration_parse(optarg, &duration_ns, &err) || duration_ns <= 0) {
+				fprintf(stderr, "nodeprof record: --duration: %s\n",
+					duration_ns <= 0 && !err.msg[0] ? "must be positive" : err.msg);
+				return 1;
+			}
+			break;
+		case 'F':
+			if (parse_rate(optarg, &rate)) {
+				fprintf(stderr, "nodeprof record: --sample-rate \"%s\" must be a whole number of Hz, 1 to 100000\n",
+					optarg);
+				return 1;
+			}
+			break;
+		case 'f':
+			if (strcmp(optarg, "folded") == 0) {
+				pprof = 0;
+			} else if (strcmp(optarg, "pprof") == 0) {
+				pprof = 1;
+			} else {
+				fprintf(stderr, "nodeprof record: --format \"%s\": use folded or pprof\n", optarg);
+				return 1;
+			}
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'M':
+			if (sym_demangle_parse(optarg, &demangle, &err)) {
+				fprintf(stderr, "nodeprof record: --demangle: %s\n", err.msg);
+				return 1;
+			}
+			break;
+		case 'K':
+			kernel = 0;
+			break;
+		case 'L': {
+			enum np_level level;
+			if (np_log_parse_level(optarg, &level)) {
+				fprintf(stderr, "nodeprof record: --log-level \"%s\": use debug, info, warn or error\n", optarg);
+				return 1;
+			}
+			np_log_set_level(level);
+			break;
+		}
+		case 'h':
+			fputs(record_usage, stdout);
+			return 0;
+		default:
+			fputs("Run `nodeprof record --help` for the options.\n", stderr);
+			return 1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "nodeprof record: unexpected argument \"%s\"; run `nodeprof record --help`\n", argv[optind]);
+		return 1;
+	}
+	err.msg[0] = '\0';
+	for (size_t i = 0; i < npids; i++) {
+		if (!process_alive(pids[i])) {
+			fprintf(stderr, "nodeprof record: no running process with PID %d\n", (int)pids[i]);
+			return 1;
+		}
+	}
+	if (output) {
+		out = fopen(output, "we");
+		if (!out) {
+			fprintf(stderr, "nodeprof record: cannot write %s: %s\n", output, strerror(errno));
+			return 1;
+		}
+	} else if (pprof && isatty(STDOUT_FILENO)) {
+		fputs("nodeprof record: refusing to write a binary pprof profile to a terminal; use -o FILE\n", stderr);
+		return 1;
+	}
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	struct np_collector_options co = {
+		.sample_rate = rate,
+		.drain_interval_ms = 1000,
+		.demangle = demangle,
+		.kernel_frames = kernel,
+	};
+	r.names = calloc(2 * NP_MAX_STACK_DEPTH, sizeof(*r.names));
+	r.pframes = calloc(2 * NP_MAX_STACK_DEPTH, sizeof(*r.pframes));
+	clock_gettime(CLOCK_REALTIME, &wall);
+	if (!r.names || !r.pframes) {
+		fputs("nodeprof record: out of memory\n", stderr);
+		goto done;
+	}
+	if (pprof && np_pprof_new(rate, (int64_t)wall.tv_sec * NP_NSEC_PER_SEC + wall.tv_nsec, &r.pprof, &err))
+		goto fail;
+	if (np_collector_open(&co, &c, &err))
+		goto fail;
+	if (npids) {
+		np_sampler_set_filter(np_collector_sampler(c), NP_FILTER_PIDS);
+		for (size_t i = 0; i < npids; i++) {
+			if (np_sampler_allow_pid(np_collector_sampler(c), (uint32_t)pids[i], 1, &err))
+				goto fail;
+			/* Snapshot now: a process that exits before its first drain is still named. */
+			if (symbolizer_note_process(np_collector_symbolizer(c), (uint32_t)pids[i], 0, &err))
+				goto fail;
+		}
+	}
+
+	int64_t start = mono_ns(), deadline = start + duration_ns;
+	fprintf(stderr, "nodeprof: recording %s on %u CPUs at %u Hz for %.1fs (Ctrl-C to stop early)\n",
+		npids ? "the given processes" : "every process", np_sampler_ncpus(np_collector_sampler(c)), rate,
+		(double)duration_ns / 1e9);
+	while (!stop_requested && mono_ns() < deadline) {
+		if (np_collector_step(c, &stop_requested, sink, &r, &err))
+			goto fail;
+		if (tty)
+			show_progress(mono_ns() - start, duration_ns,
+				      pprof ? np_pprof_total(r.pprof) : r.folded.total);
+		if (npids) {
+			size_t alive = 0;
+			for (size_t i = 0; i < npids; i++)
+				alive += (size_t)process_alive(pids[i]);
+			if (!alive) {
+				if (tty)
+					fputc('\n', stderr);
+				fprintf(stderr, "nodeprof: every recorded process has exited\n");
+				break;
+			}
+		}
+	}
+	if (np_collector_drain(c, sink, &r, &err))
+		goto fail;
+	if (tty)
+		fputc('\n', stderr);
+	int64_t elapsed = mono_ns() - start;
+	if (write_output(&r, out, elapsed, &err))
+		goto fail;
+
+	struct np_collector_stats st;
+	if (np_collector_stats(c, &st, &err))
+		goto fail;
+	uint64_t lost = st.bpf[NP_LOST_COUNTS_FULL] + st.bpf[NP_LOST_STACKS_FULL] + st.bpf[NP_LOST_USTACK] +
+			st.bpf[NP_LOST_KSTACK] + st.missing_stacks;
+	fprintf(stderr, "nodeprof: %llu samples, %zu distinct stacks in %.1fs%s%s\n",
+		(unsigned long long)(pprof ? np_pprof_total(r.pprof) : r.folded.total),
+		pprof ? np_pprof_sample_count(r.pprof) : np_folded_count(&r.folded), (double)elapsed / 1e9,
+		output ? ", written to " : "", output ? output : "");
+	if (lost)
+		fprintf(stderr,
+			"nodeprof: warning: %llu samples lost or incomplete (maps full: %llu, stacks full: %llu, user stack "
+			"errors: %llu, kernel stack errors: %llu)\n",
+			(unsigned long long)lost, (unsigned long long)st.bpf[NP_LOST_COUNTS_FULL],
+			(unsigned long long)st.bpf[NP_LOST_STACKS_FULL], (unsigned long long)st.bpf[NP_LOST_USTACK],
+			(unsigned long long)st.bpf[NP_LOST_KSTACK]);
+	rc = 0;
+	goto done;
+fail:
+	if (tty)
+		fputc('\n', stderr);
+	fprintf(stderr, "nodeprof record: %s\n", err.msg);
+	if (output) {
+		/* Leave no truncated file behind that looks like a profile. */
+		fclose(out);
+		out = NULL;
+		unlink(output);
+	}
+done:
+	np_collector_close(c);
+	np_pprof_free(r.pprof);
+	np_folded_free(&r.folded);
+	free(r.names);
+	free(r.pframes);
+	if (out && out != stdout)
+		fclose(out);
+	return rc;
 }

@@ -25,7 +25,7 @@ static const struct cfg_block_schema file_blocks[] = {
 };
 static const struct cfg_schema file_schema = { NULL, file_blocks, NULL };
 
-int tool_relabel(int argc, char **argv)
+int cmd_tools_relabel(int argc, char **argv)
 {
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		fputs(relabel_usage, stdout);

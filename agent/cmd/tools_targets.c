@@ -33,7 +33,7 @@ static void report_status(void *ud, const struct cfg_component_status *s)
 	r->lines++;
 }
 
-int tool_targets(int argc, char **argv)
+int cmd_tools_targets(int argc, char **argv)
 {
 	const char *config = NULL, *id = NULL, *wait = "30s";
 	int64_t wait_ns;

@@ -26,7 +26,7 @@ void np_buf_append(struct np_buf *b, const void *data, size_t len);
 void np_buf_puts(struct np_buf *b, const char *s);
 void np_buf_putc(struct np_buf *b, char c);
 void np_buf_printf(struct np_buf *b, const char *fmt, ...) NP_PRINTF(2, 3);
-void np_buf_vprintf(struct np_buf *b, const char *fmt, va_list ap);
+void np_buf_vprintf(struct np_buf *b, const char *fmt, va_list ap) NP_PRINTF(2, 0);
 /* Hands the contents to the caller (who frees them) and empties the buffer. */
 char *np_buf_steal(struct np_buf *b, size_t *len);
 

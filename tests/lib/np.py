@@ -35,3 +35,31 @@ def compile_c(test, source, name="workload", flags=("-O0", "-fno-omit-frame-poin
     out = os.path.join(d, name)
     subprocess.run(["gcc", *flags, "-o", out, src, *libs], check=True, capture_output=True)
     return out
+
+
+WORKLOADS = os.path.join(ROOT, "tests", "integration", "workloads")
+
+
+def build_workload(name, outdir, flags=("-O0", "-fno-omit-frame-pointer", "-g")):
+    """Compiles tests/integration/workloads/NAME.c into outdir; returns the executable's path."""
+    out = os.path.join(outdir, name)
+    subprocess.run(["gcc", *flags, "-o", out, os.path.join(WORKLOADS, name + ".c")], check=True,
+                   capture_output=True)
+    return out
+
+
+def parse_folded(text):
+    """{"a;b;c": count} from folded output."""
+    out = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        stack, _, count = line.rpartition(" ")
+        out[stack] = out.get(stack, 0) + int(count)
+    return out
+
+
+def contains_run(frames, run):
+    """True when the list `run` appears as consecutive items of `frames`."""
+    n = len(run)
+    return any(frames[i:i + n] == run for i in range(len(frames) - n + 1))

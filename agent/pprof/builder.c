@@ -1,0 +1,304 @@
+/* pprof profile builder: see builder.h. */
+#include "agent/pprof/builder.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/pprof/proto.h"
+#include "agent/util/intern.h"
+
+/* Location ids are written in chunks of this many (repeated packed fields concatenate). */
+#define NP_PPROF_MAX_DEPTH 256
+
+/* profile.proto field numbers */
+enum {
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5,
+	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11,
+	PROFILE_PERIOD = 12,
+	VALUE_TYPE_TYPE = 1,
+	VALUE_TYPE_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1,
+	SAMPLE_VALUE = 2,
+	MAPPING_ID = 1,
+	MAPPING_MEMORY_START = 2,
+	MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4,
+	MAPPING_FILENAME = 5,
+	MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7,
+	LOCATION_ID = 1,
+	LOCATION_MAPPING_ID = 2,
+	LOCATION_LINE = 4,
+	LINE_FUNCTION_ID = 1,
+	FUNCTION_ID = 1,
+	FUNCTION_NAME = 2,
+	FUNCTION_SYSTEM_NAME = 3,
+};
+
+struct mapping_info {
+	uint64_t start, limit, offset;
+};
+
+struct np_pprof_builder {
+	int64_t period; /* ns per sample */
+	int64_t time_nanos;
+	struct np_intern strings;   /* id-1 = string table index (id 1 is "") */
+	struct np_intern functions; /* key: u32 name string index */
+	struct np_intern mappings;  /* key: u32 file index, u32 build-id index; id 1 is the no-file mapping */
+	struct mapping_info *map_info;
+	size_t map_info_cap;
+	struct np_intern locations; /* key: u32 function id, u32 mapping id */
+	struct np_intern samples;   /* key: the u32 location ids, leaf first */
+	uint64_t *counts;	    /* per sample id - 1 */
+	size_t counts_cap;
+	uint64_t total;
+	uint32_t *scratch; /* location ids of the stack being added */
+	size_t scratch_cap;
+};
+
+static uint32_t str_index(struct np_pprof_builder *b, const char *s)
+{
+	uint32_t id = np_intern_str(&b->strings, s ? s : "");
+
+	return id ? id - 1 : UINT32_MAX;
+}
+
+int np_pprof_new(unsigned sample_rate_hz, int64_t time_nanos, struct np_pprof_builder **out, struct np_err *err)
+{
+	struct np_pprof_builder *b;
+
+	if (sample_rate_hz == 0)
+		return np_errf(err, "pprof: sample rate must be positive");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return np_errf(err, "pprof: out of memory");
+	b->period = 1000000000LL / sample_rate_hz;
+	b->time_nanos = time_nanos;
+	/* String 0 must be "", then the sample type strings. */
+	if (str_index(b, "") != 0 || str_index(b, "cpu") == UINT32_MAX || str_index(b, "nanoseconds") == UINT32_MAX) {
+		np_pprof_free(b);
+		return np_errf(err, "pprof: out of memory");
+	}
+	*out = b;
+	return 0;
+}
+
+void np_pprof_free(struct np_pprof_builder *b)
+{
+	if (!b)
+		return;
+	np_intern_free(&b->strings);
+	np_intern_free(&b->functions);
+	np_intern_free(&b->mappings);
+	np_intern_free(&b->locations);
+	np_intern_free(&b->samples);
+	free(b->map_info);
+	free(b->counts);
+	free(b->scratch);
+	free(b);
+}
+
+static uint32_t mapping_id(struct np_pprof_builder *b, const struct np_pprof_frame *f)
+{
+	uint32_t key[2] = { 0, 0 };
+	int added;
+	uint32_t id;
+
+	if (b->mappings.n == 0) {
+		/* Mapping 1: frames without a file (like Alloy's dummy mapping). */
+		uint32_t none[2] = { UINT32_MAX, UINT32_MAX };
+		if (np_intern_add(&b->mappings, none, sizeof(none), NULL) != 1)
+			return 0;
+		b->map_info = calloc(16, sizeof(*b->map_info));
+		if (!b->map_info)
+			return 0;
+		b->map_info_cap = 16;
+	}
+	if (!f->mapping_file || !*f->mapping_file)
+		return 1;
+	key[0] = str_index(b, f->mapping_file);
+	key[1] = str_index(b, f->build_id);
+	if (key[0] == UINT32_MAX || key[1] == UINT32_MAX)
+		return 0;
+	id = np_intern_add(&b->mappings, key, sizeof(key), &added);
+	if (!id || !added)
+		return id;
+	if (id > b->map_info_cap) {
+		size_t cap = b->map_info_cap * 2;
+		struct mapping_info *mi = realloc(b->map_info, cap * sizeof(*mi));
+		if (!mi)
+			return 0;
+		b->map_info = mi;
+		b->map_info_cap = cap;
+	}
+	b->map_info[id - 1] = (struct mapping_info){ f->map_start, f->map_limit, f->map_offset };
+	return id;
+}
+
+static uint32_t location_id(struct np_pprof_builder *b, const struct np_pprof_frame *f)
+{
+	uint32_t name = str_index(b, f->function);
+	uint32_t key[2];
+
+	if (name == UINT32_MAX)
+		return 0;
+	key[0] = np_intern_add(&b->functions, &name, sizeof(name), NULL);
+	key[1] = mapping_id(b, f);
+	if (!key[0] || !key[1])
+		return 0;
+	return np_intern_add(&b->locations, key, sizeof(key), NULL);
+}
+
+int np_pprof_add(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n, uint64_t count,
+		 struct np_err *err)
+{
+	uint32_t id;
+	int added;
+
+	if (n > b->scratch_cap) {
+		size_t cap = n < 128 ? 128 : n;
+		uint32_t *s = realloc(b->scratch, cap * sizeof(*s));
+		if (!s)
+			return np_errf(err, "pprof: out of memory");
+		b->scratch = s;
+		b->scratch_cap = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		b->scratch[i] = location_id(b, &frames[i]);
+		if (!b->scratch[i])
+			return np_errf(err, "pprof: out of memory");
+	}
+	id = np_intern_add(&b->samples, b->scratch, n * sizeof(uint32_t), &added);
+	if (!id)
+		return np_errf(err, "pprof: out of memory");
+	if (id > b->counts_cap) {
+		size_t cap = b->counts_cap ? b->counts_cap * 2 : 256;
+		uint64_t *c = realloc(b->counts, cap * sizeof(*c));
+		if (!c)
+			return np_errf(err, "pprof: out of memory");
+		b->counts = c;
+		b->counts_cap = cap;
+	}
+	if (added)
+		b->counts[id - 1] = 0;
+	b->counts[id - 1] += count;
+	b->total += count;
+	return 0;
+}
+
+size_t np_pprof_sample_count(const struct np_pprof_builder *b)
+{
+	return b->samples.n;
+}
+
+uint64_t np_pprof_total(const struct np_pprof_builder *b)
+{
+	return b->total;
+}
+
+static void value_type(struct np_buf *out, uint32_t field, uint32_t type, uint32_t unit)
+{
+	size_t m = pb_begin(out, field);
+
+	pb_int64(out, VALUE_TYPE_TYPE, type);
+	pb_int64(out, VALUE_TYPE_UNIT, unit);
+	pb_end(out, m);
+}
+
+int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct np_buf *out, struct np_err *err)
+{
+	uint32_t cpu = str_index(b, "cpu"), ns = str_index(b, "nanoseconds");
+	uint64_t ids[NP_PPROF_MAX_DEPTH];
+
+	value_type(out, PROFILE_SAMPLE_TYPE, cpu, ns);
+	for (uint32_t id = 1; id <= b->samples.n; id++) {
+		size_t len;
+		const uint32_t *locs = (const uint32_t *)(const void *)np_intern_key(&b->samples, id, &len);
+		size_t n = len / sizeof(uint32_t);
+		int64_t value = (int64_t)b->counts[id - 1] * b->period;
+		size_t m = pb_begin(out, PROFILE_SAMPLE);
+
+		/* Keys were copied into the arena at a 1-byte alignment: copy out. */
+		size_t done = 0;
+		while (done < n) {
+			size_t chunk = n - done < NP_PPROF_MAX_DEPTH ? n - done : NP_PPROF_MAX_DEPTH;
+			for (size_t i = 0; i < chunk; i++) {
+				uint32_t v;
+				memcpy(&v, (const char *)locs + (done + i) * sizeof(uint32_t), sizeof(v));
+				ids[i] = v;
+			}
+			pb_packed_uint64(out, SAMPLE_LOCATION_ID, ids, chunk);
+			done += chunk;
+		}
+		pb_packed_int64(out, SAMPLE_VALUE, &value, 1);
+		pb_end(out, m);
+	}
+	for (uint32_t id = 1; id <= b->mappings.n; id++) {
+		const uint32_t *key = (const uint32_t *)(const void *)np_intern_key(&b->mappings, id, NULL);
+		uint32_t file, build;
+		size_t m = pb_begin(out, PROFILE_MAPPING);
+
+		memcpy(&file, key, sizeof(file));
+		memcpy(&build, (const char *)key + sizeof(file), sizeof(build));
+		pb_uint64(out, MAPPING_ID, id);
+		if (id > 1) {
+			const struct mapping_info *mi = &b->map_info[id - 1];
+			if (mi->start)
+				pb_uint64(out, MAPPING_MEMORY_START, mi->start);
+			if (mi->limit)
+				pb_uint64(out, MAPPING_MEMORY_LIMIT, mi->limit);
+			if (mi->offset)
+				pb_uint64(out, MAPPING_FILE_OFFSET, mi->offset);
+			pb_int64(out, MAPPING_FILENAME, file);
+			if (build)
+				pb_int64(out, MAPPING_BUILD_ID, build);
+		}
+		pb_bool(out, MAPPING_HAS_FUNCTIONS, 1);
+		pb_end(out, m);
+	}
+	for (uint32_t id = 1; id <= b->locations.n; id++) {
+		const char *key = np_intern_key(&b->locations, id, NULL);
+		uint32_t fn, map;
+		size_t m = pb_begin(out, PROFILE_LOCATION), line;
+
+		memcpy(&fn, key, sizeof(fn));
+		memcpy(&map, key + sizeof(fn), sizeof(map));
+		pb_uint64(out, LOCATION_ID, id);
+		pb_uint64(out, LOCATION_MAPPING_ID, map);
+		line = pb_begin(out, LOCATION_LINE);
+		pb_uint64(out, LINE_FUNCTION_ID, fn);
+		pb_end(out, line);
+		pb_end(out, m);
+	}
+	for (uint32_t id = 1; id <= b->functions.n; id++) {
+		uint32_t name;
+		size_t m = pb_begin(out, PROFILE_FUNCTION);
+
+		memcpy(&name, np_intern_key(&b->functions, id, NULL), sizeof(name));
+		pb_uint64(out, FUNCTION_ID, id);
+		pb_int64(out, FUNCTION_NAME, name);
+		pb_int64(out, FUNCTION_SYSTEM_NAME, name);
+		pb_end(out, m);
+	}
+	for (uint32_t id = 1; id <= b->strings.n; id++) {
+		size_t len;
+		const char *s = np_intern_key(&b->strings, id, &len);
+		pb_bytes(out, PROFILE_STRING_TABLE, s, len);
+	}
+	if (b->time_nanos)
+		pb_int64(out, PROFILE_TIME_NANOS, b->time_nanos);
+	if (duration_nanos)
+		pb_int64(out, PROFILE_DURATION_NANOS, duration_nanos);
+	value_type(out, PROFILE_PERIOD_TYPE, cpu, ns);
+	pb_int64(out, PROFILE_PERIOD, b->period);
+	if (out->failed)
+		return np_errf(err, "pprof: out of memory encoding %zu samples", b->samples.n);
+	return 0;
+}

@@ -1,0 +1,183 @@
+/* The sampler + symbolizer loop: see collector.h. */
+#include "agent/profile/collector.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/util/log.h"
+
+/* Exited processes wait here until the drain that names their last samples. */
+#define MAX_PENDING_EXITS 65536
+
+struct np_collector {
+	struct np_collector_options opts;
+	struct np_sampler *sampler;
+	struct symbolizer *sym;
+	int64_t next_drain_ns;
+	uint32_t *exited; /* tgids whose EXIT arrived since the last drain */
+	size_t n_exited;
+	struct sym_frame frames[2 * NP_MAX_STACK_DEPTH];
+	uint64_t drains, samples, missing_stacks;
+	struct np_err event_err; /* the first error while handling an event, reported by step */
+	int event_failed;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int np_collector_open(const struct np_collector_options *opts, struct np_collector **out, struct np_err *err)
+{
+	struct np_collector *c = calloc(1, sizeof(*c));
+	struct np_sampler_options so = { .sample_rate = opts->sample_rate, .drain_interval_ms = opts->drain_interval_ms };
+	struct sym_options symo = { .cache_bytes = opts->symbol_cache_bytes };
+
+	if (!c)
+		return np_errf(err, "out of memory");
+	c->opts = *opts;
+	if (c->opts.drain_interval_ms == 0)
+		c->opts.drain_interval_ms = 1000;
+	c->exited = calloc(MAX_PENDING_EXITS, sizeof(uint32_t));
+	if (!c->exited) {
+		free(c);
+		return np_errf(err, "out of memory");
+	}
+	if (symbolizer_new(&symo, &c->sym, err) || np_sampler_open(&so, &c->sampler, err)) {
+		np_collector_close(c);
+		return -1;
+	}
+	c->next_drain_ns = now_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
+	*out = c;
+	return 0;
+}
+
+void np_collector_close(struct np_collector *c)
+{
+	if (!c)
+		return;
+	np_sampler_close(c->sampler);
+	if (c->sym)
+		symbolizer_free(c->sym);
+	free(c->exited);
+	free(c);
+}
+
+struct np_sampler *np_collector_sampler(struct np_collector *c)
+{
+	return c->sampler;
+}
+
+struct symbolizer *np_collector_symbolizer(struct np_collector *c)
+{
+	return c->sym;
+}
+
+static void on_event(void *ud, const struct np_proc_event *ev)
+{
+	struct np_collector *c = ud;
+	struct np_err err;
+
+	switch (ev->type) {
+	case NP_PROC_NEW:
+	case NP_PROC_EXEC:
+		/* A process that is already gone simply cannot be snapshotted; its frames
+		 * get module-less names. Only a hard failure (memory) is an error. */
+		if (symbolizer_note_process(c->sym, ev->tgid, ev->gen, &err) && !c->event_failed) {
+			c->event_err = err;
+			c->event_failed = 1;
+		}
+		break;
+	case NP_PROC_EXIT:
+		if (c->n_exited < MAX_PENDING_EXITS)
+			c->exited[c->n_exited++] = ev->tgid;
+		else
+			symbolizer_forget_process(c->sym, ev->tgid);
+		break;
+	default:
+		break;
+	}
+	if (c->opts.on_event)
+		c->opts.on_event(c->opts.event_ud, ev);
+}
+
+static int poll_events(struct np_collector *c, int timeout_ms, struct np_err *err)
+{
+	if (np_sampler_poll_events(c->sampler, timeout_ms, on_event, c, err) < 0)
+		return -1;
+	if (c->event_failed) {
+		c->event_failed = 0;
+		*err = c->event_err;
+		return -1;
+	}
+	return 0;
+}
+
+int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, struct np_err *err)
+{
+	struct np_drain d;
+	int rc = 0;
+
+	/* Events first: a process that started and sampled since the last poll gets
+	 * its mappings snapshotted before its stacks are named. */
+	if (poll_events(c, 0, err) || np_sampler_drain(c->sampler, &d, err))
+		return -1;
+	c->drains++;
+	c->missing_stacks += d.missing_stacks;
+	for (size_t i = 0; i < d.n && rc == 0; i++) {
+		const struct np_sample *s = &d.samples[i];
+		size_t nk = c->opts.kernel_frames ? s->n_kernel : 0;
+		struct np_collected out = {
+			.tgid = s->tgid,
+			.gen = s->gen,
+			.cgroup_id = s->cgroup_id,
+			.count = s->count,
+			.frames = c->frames,
+			.n_frames = nk + s->n_user,
+			.n_kernel = nk,
+		};
+		if ((nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err)) ||
+		    (s->n_user && symbolizer_user(c->sym, s->tgid, s->gen, s->user, s->n_user, c->opts.demangle,
+						  c->frames + nk, err))) {
+			rc = -1;
+			break;
+		}
+		c->samples += s->count;
+		rc = sink(ud, &out, err);
+	}
+	np_drain_free(&d);
+	for (size_t i = 0; i < c->n_exited; i++)
+		symbolizer_forget_process(c->sym, c->exited[i]);
+	c->n_exited = 0;
+	symbolizer_end_batch(c->sym);
+	return rc;
+}
+
+int np_collector_step(struct np_collector *c, volatile int *stop, np_collect_sink sink, void *ud, struct np_err *err)
+{
+	for (;;) {
+		int64_t left = c->next_drain_ns - now_ns();
+		if (left <= 0 || (stop && *stop))
+			break;
+		if (poll_events(c, left > 100000000LL ? 100 : (int)(left / 1000000LL) + 1, err))
+			return -1;
+	}
+	c->next_drain_ns += (int64_t)c->opts.drain_interval_ms * 1000000LL;
+	/* After a long stall, restart the schedule instead of draining in a burst. */
+	if (c->next_drain_ns < now_ns())
+		c->next_drain_ns = now_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
+	return np_collector_drain(c, sink, ud, err);
+}
+
+int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->drains = c->drains;
+	out->samples = c->samples;
+	out->missing_stacks = c->missing_stacks;
+	return np_sampler_stats(c->sampler, out->bpf, err);
+}

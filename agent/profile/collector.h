@@ -1,0 +1,71 @@
+/* The collector: the BPF sampler plus the symbolizer, run as one loop. It drains
+ * the kernel's counts every drain interval, names every frame, and hands each
+ * distinct (process, cgroup, stack) to a sink: `nodeprof record` folds them into
+ * one profile, pyroscope.ebpf groups them by target.
+ *
+ * Process lifecycle events from the kernel keep the symbolizer's view of each
+ * process current: a new process or an exec is snapshotted while it is alive, an
+ * exit is forgotten only after the samples taken before it have been named. */
+#ifndef NP_PROFILE_COLLECTOR_H
+#define NP_PROFILE_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/profile/sampler.h"
+#include "agent/symbols/symbolizer.h"
+#include "agent/util/error.h"
+
+struct np_collected {
+	uint32_t tgid, gen;
+	uint64_t cgroup_id;
+	uint64_t count;
+	/* Leaf first: the kernel frames (n_kernel of them) then the user frames. Valid
+	 * until the sink returns. */
+	const struct sym_frame *frames;
+	size_t n_frames, n_kernel;
+};
+
+/* Returns 0, or -1 with err set to stop the drain. */
+typedef int (*np_collect_sink)(void *ud, const struct np_collected *s, struct np_err *err);
+/* Optional: called for every process event, after the collector handled it. */
+typedef void (*np_collect_event_hook)(void *ud, const struct np_proc_event *ev);
+
+struct np_collector_options {
+	unsigned sample_rate;	    /* Hz */
+	unsigned drain_interval_ms; /* how often the kernel maps are drained */
+	enum sym_demangle demangle;
+	int kernel_frames;	    /* include kernel frames */
+	size_t symbol_cache_bytes;  /* 0 = the symbolizer's default */
+	np_collect_event_hook on_event;
+	void *event_ud;
+};
+
+struct np_collector;
+
+NP_MUST_CHECK int np_collector_open(const struct np_collector_options *opts, struct np_collector **out,
+				    struct np_err *err);
+void np_collector_close(struct np_collector *c);
+
+/* For choosing what is sampled (allow-lists, filter mode) and for statistics. */
+struct np_sampler *np_collector_sampler(struct np_collector *c);
+struct symbolizer *np_collector_symbolizer(struct np_collector *c);
+
+/* Handles process events until the next drain is due or *stop becomes non-zero
+ * (checked at least every 100 ms; a signal handler may set it), then drains and
+ * feeds the sink. */
+NP_MUST_CHECK int np_collector_step(struct np_collector *c, volatile int *stop, np_collect_sink sink, void *ud,
+				    struct np_err *err);
+
+/* Drains now (e.g. a last time before exiting). */
+NP_MUST_CHECK int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, struct np_err *err);
+
+struct np_collector_stats {
+	uint64_t drains;
+	uint64_t samples; /* counted samples handed to sinks */
+	uint64_t bpf[NP_STAT_MAX];
+	uint64_t missing_stacks;
+};
+NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err);
+
+#endif

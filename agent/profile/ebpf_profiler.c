@@ -1,0 +1,649 @@
+/* pyroscope.ebpf's engine: see ebpf_profiler.h. */
+#include "agent/profile/ebpf_profiler.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/discovery/cgroup2.h"
+#include "agent/discovery/container_id.h"
+#include "agent/discovery/pid_cache.h"
+#include "agent/discovery/target.h"
+#include "agent/pprof/builder.h"
+#include "agent/pprof/gzip.h"
+#include "agent/profile/collector.h"
+#include "agent/util/intern.h"
+#include "agent/util/log.h"
+
+/* The kernel maps are drained at least this often, whatever the collect interval:
+ * the maps are sized for it, and user space aggregates until the interval ends. */
+#define MAX_DRAIN_MS 2000
+/* cgroup trees are shallow (kubepods.slice/<qos>/<pod>/<container>/...); this bounds a
+ * pathological one. */
+#define MAX_CGROUP_DEPTH 24
+
+struct slot {
+	struct np_labels labels; /* copy of the target's profile labels */
+	struct np_pprof_builder *b;
+};
+
+struct np_ebpf_profiler {
+	struct np_ebpf_config cfg;
+	char name[128];
+	pthread_t thread;
+	int thread_started;
+	atomic_int stop_flag;
+	volatile int stop; /* mirrors stop_flag for np_collector_step */
+
+	pthread_mutex_t mu; /* guards everything down to "thread-owned" */
+	struct np_targets pending;
+	int pending_set;
+	struct np_profile_sink *sinks;
+	size_t nsinks;
+	struct np_ebpf_stats stats;
+
+	/* thread-owned */
+	struct np_collector *col;
+	struct np_pid_cache *pids;
+	struct np_cgroup2_mount cg2;
+	int have_cg2;
+	struct np_target_set *targets;
+	struct np_intern allowed_cgroups;	/* key: u64 cgroup id */
+	char (*cgroup_container)[NP_CONTAINER_ID_LEN + 1]; /* per allowed cgroup id - 1 */
+	size_t cgroup_container_cap;
+	struct np_intern allowed_pids; /* key: u32 pid */
+	struct np_intern slot_index;   /* key: u64 target fingerprint */
+	struct slot *slots;
+	size_t slots_cap;
+	struct np_pprof_frame *pframes;
+	int64_t interval_start_wall, next_collect, next_rescan;
+	uint64_t interval_samples;
+};
+
+void np_ebpf_config_defaults(struct np_ebpf_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->sample_rate = 19;
+	cfg->collect_interval_ns = 15LL * 1000000000LL;
+	cfg->demangle = SYM_DEMANGLE_NONE;
+	cfg->kernel_frames = 1;
+	cfg->container_id_cache_size = NP_PID_CACHE_DEFAULT_SIZE;
+	cfg->rescan_interval_ns = 5LL * 1000000000LL;
+	cfg->name = "pyroscope.ebpf";
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- which processes the BPF program samples ---- */
+
+struct allow_scan {
+	struct np_ebpf_profiler *p;
+	struct np_intern cgroups; /* found this time */
+	char (*containers)[NP_CONTAINER_ID_LEN + 1];
+	size_t cap;
+	struct np_intern found_containers; /* container IDs that have a cgroup of their own */
+	struct np_intern pids;
+};
+
+static int add_cgroup(struct allow_scan *a, uint64_t id, const char *container, struct np_err *err)
+{
+	int added;
+	uint32_t n = np_intern_add(&a->cgroups, &id, sizeof(id), &added);
+
+	if (!n)
+		return np_errf(err, "out of memory tracking cgroups");
+	if (!added)
+		return 0;
+	if (n > a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		void *nc = realloc(a->containers, cap * sizeof(*a->containers));
+		if (!nc)
+			return np_errf(err, "out of memory tracking cgroups");
+		a->containers = nc;
+		a->cap = cap;
+	}
+	memcpy(a->containers[n - 1], container, NP_CONTAINER_ID_LEN + 1);
+	if (!np_intern_add(&a->found_containers, container, strlen(container), NULL))
+		return np_errf(err, "out of memory tracking cgroups");
+	return 0;
+}
+
+/* Walks the cgroup2 tree; every directory whose path names a target's container is
+ * allowed (its descendants name the same container, so they are allowed too). */
+static int walk_cgroups(struct allow_scan *a, char *path, size_t root_len, size_t len, int depth, struct np_err *err)
+{
+	DIR *d;
+	struct dirent *e;
+	int rc = 0;
+
+	if (depth > MAX_CGROUP_DEPTH)
+		return 0;
+	d = opendir(path);
+	if (!d)
+		return 0; /* removed meanwhile, or not readable: nothing to sample there */
+	while (rc == 0 && (e = readdir(d))) {
+		char id[NP_CONTAINER_ID_LEN + 1];
+		size_t n;
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		n = strlen(e->d_name);
+		if (len + 1 + n + 1 > PATH_MAX)
+			continue;
+		path[len] = '/';
+		memcpy(path + len + 1, e->d_name, n + 1);
+		/* The path as /proc/PID/cgroup shows it: relative to the mount's root. */
+		if (np_container_id_from_path(path + root_len, len + 1 + n - root_len, id) &&
+		    np_target_set_find_container(a->p->targets, id)) {
+			uint64_t cgid;
+			struct np_err e2;
+			if (np_cgroup2_id(path, &cgid, &e2) == 0)
+				rc = add_cgroup(a, cgid, id, err);
+		}
+		if (rc == 0)
+			rc = walk_cgroups(a, path, root_len, len + 1 + n, depth + 1, err);
+		path[len] = '\0';
+	}
+	closedir(d);
+	return rc;
+}
+
+/* For containers without a cgroup v2 directory of their own: their PIDs, from /proc. */
+static int scan_pids(struct allow_scan *a, struct np_err *err)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return np_errno(err, "open /proc");
+	while ((e = readdir(d))) {
+		char *end, id[NP_CONTAINER_ID_LEN + 1];
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+		struct np_err e2;
+		if (*end || pid == 0 || pid > UINT32_MAX)
+			continue;
+		if (np_pid_cache_container_id(a->p->pids, (uint32_t)pid, id, NULL, &e2) || !id[0])
+			continue;
+		if (np_intern_find(&a->found_containers, id, strlen(id)))
+			continue; /* sampled through its cgroup */
+		if (np_target_set_find_container(a->p->targets, id)) {
+			uint32_t pid32 = (uint32_t)pid;
+			if (!np_intern_add(&a->pids, &pid32, sizeof(pid32), NULL)) {
+				closedir(d);
+				return np_errf(err, "out of memory tracking processes");
+			}
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+static void allow_scan_free(struct allow_scan *a)
+{
+	np_intern_free(&a->cgroups);
+	np_intern_free(&a->found_containers);
+	np_intern_free(&a->pids);
+	free(a->containers);
+}
+
+/* Applies the difference between the old and the new allow-lists to the BPF map. */
+static int apply_allow(struct np_ebpf_profiler *p, struct allow_scan *a, struct np_err *err)
+{
+	struct np_sampler *s = np_collector_sampler(p->col);
+
+	for (uint32_t i = 1; i <= a->cgroups.n; i++) {
+		uint64_t id;
+		memcpy(&id, np_intern_key(&a->cgroups, i, NULL), sizeof(id));
+		if (!np_intern_find(&p->allowed_cgroups, &id, sizeof(id)) && np_sampler_allow_cgroup(s, id, 1, err))
+			return -1;
+	}
+	for (uint32_t i = 1; i <= p->allowed_cgroups.n; i++) {
+		uint64_t id;
+		memcpy(&id, np_intern_key(&p->allowed_cgroups, i, NULL), sizeof(id));
+		if (!np_intern_find(&a->cgroups, &id, sizeof(id)) && np_sampler_allow_cgroup(s, id, 0, err))
+			return -1;
+	}
+	for (uint32_t i = 1; i <= a->pids.n; i++) {
+		uint32_t pid;
+		memcpy(&pid, np_intern_key(&a->pids, i, NULL), sizeof(pid));
+		if (!np_intern_find(&p->allowed_pids, &pid, sizeof(pid)) && np_sampler_allow_pid(s, pid, 1, err))
+			return -1;
+	}
+	for (uint32_t i = 1; i <= p->allowed_pids.n; i++) {
+		uint32_t pid;
+		memcpy(&pid, np_intern_key(&p->allowed_pids, i, NULL), sizeof(pid));
+		if (!np_intern_find(&a->pids, &pid, sizeof(pid)) && np_sampler_allow_pid(s, pid, 0, err))
+			return -1;
+	}
+	/* The new lists become the current ones. */
+	np_intern_free(&p->allowed_cgroups);
+	np_intern_free(&p->allowed_pids);
+	free(p->cgroup_container);
+	p->allowed_cgroups = a->cgroups;
+	p->allowed_pids = a->pids;
+	p->cgroup_container = a->containers;
+	memset(&a->cgroups, 0, sizeof(a->cgroups));
+	memset(&a->pids, 0, sizeof(a->pids));
+	a->containers = NULL;
+	pthread_mutex_lock(&p->mu);
+	p->stats.allowed_cgroups = p->allowed_cgroups.n;
+	p->stats.allowed_pids = p->allowed_pids.n;
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+static int rescan(struct np_ebpf_profiler *p, struct np_err *err)
+{
+	struct allow_scan a = { .p = p };
+	int rc = 0;
+
+	if (!p->targets) {
+		allow_scan_free(&a);
+		return 0;
+	}
+	for (size_t i = 0; i < np_target_set_count(p->targets) && rc == 0; i++) {
+		const struct np_target *t = np_target_set_at(p->targets, i);
+		if (t->pid && !np_intern_add(&a.pids, &t->pid, sizeof(t->pid), NULL))
+			rc = np_errf(err, "out of memory tracking processes");
+	}
+	if (rc == 0 && np_target_set_count_containers(p->targets)) {
+		if (p->have_cg2) {
+			char path[PATH_MAX];
+			size_t len = strlen(p->cg2.dir);
+			memcpy(path, p->cg2.dir, len + 1);
+			/* The container ID rule reads path segments from the end, so the path is
+			 * taken relative to the mount point. */
+			rc = walk_cgroups(&a, path, len, len, 0, err);
+		}
+		if (rc == 0 && a.found_containers.n < np_target_set_count_containers(p->targets))
+			rc = scan_pids(&a, err);
+	}
+	if (rc == 0)
+		rc = apply_allow(p, &a, err);
+	allow_scan_free(&a);
+	return rc;
+}
+
+/* ---- attributing samples and building profiles ---- */
+
+static const struct np_target *target_of(struct np_ebpf_profiler *p, const struct np_collected *s)
+{
+	const struct np_target *t;
+	char id[NP_CONTAINER_ID_LEN + 1];
+	uint64_t cg = s->cgroup_id;
+	uint32_t i;
+	struct np_err err;
+
+	if (!p->targets)
+		return NULL;
+	t = np_target_set_find_pid(p->targets, s->tgid);
+	if (t)
+		return t;
+	/* The cgroup identifies the container even after the process has exited. */
+	i = np_intern_find(&p->allowed_cgroups, &cg, sizeof(cg));
+	if (i && (t = np_target_set_find_container(p->targets, p->cgroup_container[i - 1])))
+		return t;
+	if (np_pid_cache_container_id(p->pids, s->tgid, id, NULL, &err) == 0 && id[0])
+		return np_target_set_find_container(p->targets, id);
+	return NULL;
+}
+
+static struct slot *slot_for(struct np_ebpf_profiler *p, const struct np_target *t, struct np_err *err)
+{
+	int added;
+	uint32_t i = np_intern_add(&p->slot_index, &t->fingerprint, sizeof(t->fingerprint), &added);
+	struct slot *sl;
+
+	if (!i) {
+		np_errf(err, "out of memory");
+		return NULL;
+	}
+	if (i > p->slots_cap) {
+		size_t cap = p->slots_cap ? p->slots_cap * 2 : 16;
+		struct slot *ns = realloc(p->slots, cap * sizeof(*ns));
+		if (!ns) {
+			np_errf(err, "out of memory");
+			return NULL;
+		}
+		p->slots = ns;
+		p->slots_cap = cap;
+	}
+	sl = &p->slots[i - 1];
+	if (added) {
+		memset(sl, 0, sizeof(*sl));
+		if (np_labels_copy(&sl->labels, &t->labels, err) ||
+		    np_pprof_new(p->cfg.sample_rate, p->interval_start_wall, &sl->b, err)) {
+			np_labels_free(&sl->labels);
+			return NULL;
+		}
+	}
+	return sl;
+}
+
+static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
+{
+	struct np_ebpf_profiler *p = ud;
+	const struct np_target *t = target_of(p, s);
+	struct slot *sl;
+
+	if (!t) {
+		pthread_mutex_lock(&p->mu);
+		p->stats.unattributed += s->count;
+		pthread_mutex_unlock(&p->mu);
+		return 0;
+	}
+	sl = slot_for(p, t, err);
+	if (!sl)
+		return -1;
+	for (size_t i = 0; i < s->n_frames; i++) {
+		const struct sym_frame *f = &s->frames[i];
+		p->pframes[i] = (struct np_pprof_frame){
+			.function = f->name,
+			.mapping_file = f->module ? f->module->path : NULL,
+			.build_id = f->module ? f->module->build_id : NULL,
+			.map_start = f->module ? f->module->start : 0,
+			.map_limit = f->module ? f->module->limit : 0,
+			.map_offset = f->module ? f->module->file_offset : 0,
+		};
+	}
+	p->interval_samples += s->count;
+	return np_pprof_add(sl->b, p->pframes, s->n_frames, s->count, err);
+}
+
+static void on_event(void *ud, const struct np_proc_event *ev)
+{
+	struct np_ebpf_profiler *p = ud;
+	char id[NP_CONTAINER_ID_LEN + 1];
+	struct np_err err;
+
+	if (ev->type == NP_PROC_EXEC || ev->type == NP_PROC_EXIT)
+		np_pid_cache_invalidate(p->pids, ev->tgid);
+	/* Learn the container while the process is alive: it may be gone by the drain. */
+	if ((ev->type == NP_PROC_NEW || ev->type == NP_PROC_EXEC) &&
+	    np_pid_cache_container_id(p->pids, ev->tgid, id, NULL, &err)) {
+		/* Already gone: its samples fall back to the cgroup it was sampled in. */
+	}
+}
+
+/* Hands every profile of the interval to the sinks and starts a new interval. */
+static void flush(struct np_ebpf_profiler *p)
+{
+	int64_t now = wall_ns(), duration = now - p->interval_start_wall;
+	struct np_profile_sink *sinks = NULL;
+	size_t nsinks;
+
+	pthread_mutex_lock(&p->mu);
+	nsinks = p->nsinks;
+	if (nsinks) {
+		sinks = malloc(nsinks * sizeof(*sinks));
+		if (sinks)
+			memcpy(sinks, p->sinks, nsinks * sizeof(*sinks));
+		else
+			nsinks = 0;
+	}
+	pthread_mutex_unlock(&p->mu);
+
+	for (uint32_t i = 1; i <= p->slot_index.n; i++) {
+		struct slot *sl = &p->slots[i - 1];
+		struct np_buf raw = NP_BUF_INIT, gz = NP_BUF_INIT;
+		struct np_err err;
+		uint64_t dropped = 0, sent = 0, bytes = 0;
+
+		if (np_pprof_encode(sl->b, duration, &raw, &err) || np_gzip(raw.p, raw.len, 1, &gz, &err)) {
+			np_log(NP_WARN, "pyroscope.ebpf", "cannot build a profile", "component", p->name, "error", err.msg,
+			       NULL);
+			dropped = nsinks;
+		} else {
+			for (size_t k = 0; k < nsinks; k++) {
+				/* Each sink owns its copy. */
+				void *copy = malloc(gz.len ? gz.len : 1);
+				if (!copy) {
+					dropped++;
+					continue;
+				}
+				memcpy(copy, gz.p, gz.len);
+				if (sinks[k].append(sinks[k].ud, &sl->labels, copy, gz.len, &err)) {
+					np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component", p->name,
+					       "error", err.msg, NULL);
+					dropped++;
+				} else {
+					sent++;
+					bytes += gz.len;
+				}
+			}
+		}
+		pthread_mutex_lock(&p->mu);
+		p->stats.profiles += sent;
+		p->stats.profile_bytes += bytes;
+		p->stats.dropped += dropped;
+		pthread_mutex_unlock(&p->mu);
+		np_buf_free(&raw);
+		np_buf_free(&gz);
+		np_pprof_free(sl->b);
+		np_labels_free(&sl->labels);
+	}
+	pthread_mutex_lock(&p->mu);
+	p->stats.samples += p->interval_samples;
+	pthread_mutex_unlock(&p->mu);
+	free(sinks);
+	np_intern_free(&p->slot_index);
+	p->interval_samples = 0;
+	p->interval_start_wall = now;
+}
+
+static int take_pending_targets(struct np_ebpf_profiler *p, struct np_err *err)
+{
+	struct np_targets ts = NP_TARGETS_INIT;
+	struct np_target_set *set;
+	int have;
+
+	pthread_mutex_lock(&p->mu);
+	have = p->pending_set;
+	if (have) {
+		ts = p->pending;
+		memset(&p->pending, 0, sizeof(p->pending));
+		p->pending_set = 0;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (!have)
+		return 0;
+	if (np_target_set_build(&ts, &set, err)) {
+		np_targets_free(&ts);
+		return -1;
+	}
+	np_targets_free(&ts);
+	/* Profiles keep copies of their labels, so the old set can go at once. */
+	np_target_set_free(p->targets);
+	p->targets = set;
+	pthread_mutex_lock(&p->mu);
+	p->stats.active_targets = np_target_set_count(set);
+	pthread_mutex_unlock(&p->mu);
+	return rescan(p, err);
+}
+
+static void *run(void *arg)
+{
+	struct np_ebpf_profiler *p = arg;
+	struct np_err err;
+
+	while (!atomic_load(&p->stop_flag)) {
+		if (take_pending_targets(p, &err) ||
+		    (mono_ns() >= p->next_rescan && (p->next_rescan = mono_ns() + p->cfg.rescan_interval_ns, rescan(p, &err))) ||
+		    np_collector_step(p->col, &p->stop, on_sample, p, &err)) {
+			np_log(NP_ERROR, "pyroscope.ebpf", "profiling step failed", "component", p->name, "error", err.msg,
+			       NULL);
+			pthread_mutex_lock(&p->mu);
+			p->stats.sessions_failing++;
+			pthread_mutex_unlock(&p->mu);
+			/* Keep going: the next step may succeed (e.g. memory freed); do not spin. */
+			struct timespec ts = { 0, 200000000 };
+			nanosleep(&ts, NULL);
+		}
+		if (mono_ns() >= p->next_collect) {
+			flush(p);
+			p->next_collect += p->cfg.collect_interval_ns;
+			if (p->next_collect < mono_ns())
+				p->next_collect = mono_ns() + p->cfg.collect_interval_ns;
+		}
+	}
+	/* The last partial interval still goes out. */
+	if (np_collector_drain(p->col, on_sample, p, &err))
+		np_log(NP_WARN, "pyroscope.ebpf", "final drain failed", "component", p->name, "error", err.msg, NULL);
+	flush(p);
+	return NULL;
+}
+
+int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_profile_sink *sinks, size_t nsinks,
+			   struct np_ebpf_profiler **out, struct np_err *err)
+{
+	struct np_ebpf_profiler *p = calloc(1, sizeof(*p));
+	struct np_collector_options co = { 0 };
+	int64_t drain_ms;
+
+	if (!p)
+		return np_errf(err, "out of memory");
+	p->cfg = *cfg;
+	snprintf(p->name, sizeof(p->name), "%s", cfg->name ? cfg->name : "pyroscope.ebpf");
+	p->cfg.name = p->name;
+	pthread_mutex_init(&p->mu, NULL);
+	if (p->cfg.sample_rate == 0 || p->cfg.collect_interval_ns <= 0) {
+		np_ebpf_profiler_stop(p);
+		return np_errf(err, "sample_rate and collect_interval must be positive");
+	}
+	if (p->cfg.rescan_interval_ns <= 0)
+		p->cfg.rescan_interval_ns = 5LL * 1000000000LL;
+	if (np_ebpf_profiler_set_sinks(p, sinks, nsinks, err))
+		goto fail;
+	p->pframes = calloc(2 * NP_MAX_STACK_DEPTH, sizeof(*p->pframes));
+	if (!p->pframes) {
+		np_errf(err, "out of memory");
+		goto fail;
+	}
+	if (np_cgroup2_find_mount(NULL, &p->cg2, err) == 0)
+		p->have_cg2 = 1;
+	else if (err->code != ENOENT)
+		goto fail;
+	p->pids = np_pid_cache_new(p->cfg.container_id_cache_size, NULL, p->have_cg2 ? &p->cg2 : NULL, err);
+	if (!p->pids)
+		goto fail;
+	drain_ms = p->cfg.collect_interval_ns / 1000000;
+	co.sample_rate = p->cfg.sample_rate;
+	co.drain_interval_ms = (unsigned)(drain_ms > MAX_DRAIN_MS ? MAX_DRAIN_MS : (drain_ms < 100 ? 100 : drain_ms));
+	co.demangle = p->cfg.demangle;
+	co.kernel_frames = p->cfg.kernel_frames;
+	co.on_event = on_event;
+	co.event_ud = p;
+	if (np_collector_open(&co, &p->col, err)) {
+		pthread_mutex_lock(&p->mu);
+		p->stats.sessions_failing++;
+		pthread_mutex_unlock(&p->mu);
+		goto fail;
+	}
+	/* Nothing is sampled until targets name something. */
+	np_sampler_set_filter(np_collector_sampler(p->col), NP_FILTER_PIDS | NP_FILTER_CGROUPS);
+	p->stats.sessions = 1;
+	p->interval_start_wall = wall_ns();
+	p->next_collect = mono_ns() + p->cfg.collect_interval_ns;
+	p->next_rescan = mono_ns() + p->cfg.rescan_interval_ns;
+	if (pthread_create(&p->thread, NULL, run, p)) {
+		np_errno(err, "start the profiler thread");
+		goto fail;
+	}
+	p->thread_started = 1;
+	*out = p;
+	return 0;
+fail:
+	np_ebpf_profiler_stop(p);
+	return -1;
+}
+
+void np_ebpf_profiler_stop(struct np_ebpf_profiler *p)
+{
+	if (!p)
+		return;
+	atomic_store(&p->stop_flag, 1);
+	p->stop = 1;
+	if (p->thread_started)
+		pthread_join(p->thread, NULL);
+	np_collector_close(p->col);
+	np_pid_cache_free(p->pids);
+	np_target_set_free(p->targets);
+	np_targets_free(&p->pending);
+	np_intern_free(&p->allowed_cgroups);
+	np_intern_free(&p->allowed_pids);
+	np_intern_free(&p->slot_index);
+	free(p->cgroup_container);
+	free(p->slots);
+	free(p->sinks);
+	free(p->pframes);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+int np_ebpf_profiler_set_targets(struct np_ebpf_profiler *p, const struct np_targets *targets, struct np_err *err)
+{
+	struct np_targets copy = NP_TARGETS_INIT;
+
+	if (np_targets_copy(&copy, targets, err))
+		return -1;
+	pthread_mutex_lock(&p->mu);
+	np_targets_free(&p->pending);
+	p->pending = copy;
+	p->pending_set = 1;
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+int np_ebpf_profiler_set_sinks(struct np_ebpf_profiler *p, const struct np_profile_sink *sinks, size_t nsinks,
+			       struct np_err *err)
+{
+	struct np_profile_sink *copy = NULL;
+
+	if (nsinks) {
+		copy = malloc(nsinks * sizeof(*copy));
+		if (!copy)
+			return np_errf(err, "out of memory");
+		memcpy(copy, sinks, nsinks * sizeof(*copy));
+	}
+	pthread_mutex_lock(&p->mu);
+	free(p->sinks);
+	p->sinks = copy;
+	p->nsinks = nsinks;
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats *out)
+{
+	struct np_collector_stats cs;
+	struct np_err err;
+
+	pthread_mutex_lock(&p->mu);
+	*out = p->stats;
+	pthread_mutex_unlock(&p->mu);
+	/* The BPF counters are read-only map lookups: safe beside the profiler thread. */
+	if (p->col && np_collector_stats(p->col, &cs, &err) == 0) {
+		out->bpf_samples = cs.bpf[NP_STAT_SAMPLES];
+		out->bpf_lost = cs.bpf[NP_LOST_COUNTS_FULL] + cs.bpf[NP_LOST_STACKS_FULL] + cs.bpf[NP_LOST_USTACK] +
+				cs.bpf[NP_LOST_KSTACK];
+	}
+}

@@ -1,0 +1,75 @@
+/* The engine of a pyroscope.ebpf component: it samples only the processes of its
+ * targets, builds one pprof per target every collect interval, and hands each
+ * profile (gzipped, with the target's labels) to its sinks (pyroscope.write
+ * receivers, the local store).
+ *
+ * Which processes are sampled: PID targets by PID; container targets by the
+ * cgroup v2 directories whose path names the container (found by walking the
+ * cgroup2 mount, so a process started in the container is sampled from its first
+ * tick), and, for containers that have no cgroup v2 directory of their own (hybrid
+ * hosts), by the PIDs a /proc scan attributes to them. Everything else costs the
+ * BPF program one lookup and is never seen by user space.
+ *
+ * Threads: the profiler runs its own thread. np_ebpf_profiler_set_targets and
+ * _set_sinks may be called from any thread. */
+#ifndef NP_PROFILE_EBPF_PROFILER_H
+#define NP_PROFILE_EBPF_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/symbols/symbolizer.h"
+#include "agent/util/error.h"
+#include "agent/util/labels.h"
+
+/* Takes ownership of pprof_gz (free() it) whether it succeeds or not. */
+typedef int (*np_profile_append_fn)(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len,
+				    struct np_err *err);
+
+struct np_profile_sink {
+	np_profile_append_fn append;
+	void *ud;
+};
+
+struct np_ebpf_config {
+	unsigned sample_rate;		/* Hz, default 19 */
+	int64_t collect_interval_ns;	/* default 15 s */
+	enum sym_demangle demangle;	/* default none */
+	int kernel_frames;		/* default on */
+	size_t container_id_cache_size; /* default 1024 */
+	int64_t rescan_interval_ns;	/* how often new cgroups/processes are looked for; default 5 s */
+	const char *name;		/* the component's ID, for logs */
+};
+
+void np_ebpf_config_defaults(struct np_ebpf_config *cfg);
+
+struct np_ebpf_profiler;
+
+/* Loads the BPF sampler and starts the profiler thread, sampling nothing until targets arrive.
+ * sinks are copied. */
+NP_MUST_CHECK int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_profile_sink *sinks,
+					 size_t nsinks, struct np_ebpf_profiler **out, struct np_err *err);
+/* Flushes the profiles of the current interval to the sinks, then stops and frees. */
+void np_ebpf_profiler_stop(struct np_ebpf_profiler *p);
+
+/* Replaces the targets (copied). Takes effect at the profiler's next step (< 100 ms). */
+NP_MUST_CHECK int np_ebpf_profiler_set_targets(struct np_ebpf_profiler *p, const struct np_targets *targets,
+					       struct np_err *err);
+NP_MUST_CHECK int np_ebpf_profiler_set_sinks(struct np_ebpf_profiler *p, const struct np_profile_sink *sinks,
+					     size_t nsinks, struct np_err *err);
+
+struct np_ebpf_stats {
+	uint64_t profiles;	  /* pprofs handed to sinks */
+	uint64_t profile_bytes;	  /* their gzipped size */
+	uint64_t samples;	  /* samples attributed to a target */
+	uint64_t unattributed;	  /* samples of processes that matched no target (e.g. raced a target removal) */
+	uint64_t dropped;	  /* profiles a sink refused */
+	uint64_t sessions;	  /* profiling sessions started (the BPF program attached) */
+	uint64_t sessions_failing;
+	size_t active_targets;	  /* targets with a PID or container key */
+	size_t allowed_cgroups, allowed_pids;
+	uint64_t bpf_samples, bpf_lost; /* from the BPF counters */
+};
+void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats *out);
+
+#endif

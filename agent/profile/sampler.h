@@ -1,0 +1,75 @@
+/* The BPF CPU sampler seen from user space: load and attach bpf/sampler.bpf.c on
+ * every online CPU, choose which processes are sampled, drain the in-kernel
+ * counts without losing samples, and receive process lifecycle events.
+ *
+ * Not thread-safe: one thread owns a sampler (the collector). */
+#ifndef NP_PROFILE_SAMPLER_H
+#define NP_PROFILE_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/util/error.h"
+#include "bpf/sampler.h"
+
+struct np_sampler_options {
+	unsigned sample_rate;	   /* Hz per CPU */
+	unsigned drain_interval_ms; /* how often the owner drains: sizes the maps so nothing is lost */
+};
+
+/* One distinct (process incarnation, cgroup, user stack, kernel stack) and how
+ * many times it was sampled since the previous drain. Stacks are leaf first. */
+struct np_sample {
+	uint32_t tgid;
+	uint32_t gen;
+	uint64_t cgroup_id;
+	uint64_t count;
+	const uint64_t *user; /* points into the owning np_drain */
+	uint32_t n_user;
+	uint32_t n_kernel;
+	const uint64_t *kernel;
+};
+
+/* The result of one drain; owns the samples and the frames they point to. */
+struct np_drain {
+	struct np_sample *samples;
+	size_t n;
+	uint64_t *frames; /* arena of all ips */
+	size_t n_frames, cap_frames;
+	size_t cap;
+	uint64_t missing_stacks; /* counted samples whose stack could not be found (never expected) */
+};
+
+void np_drain_free(struct np_drain *d);
+
+struct np_sampler;
+
+/* Loads the BPF programs and attaches them on every online CPU at sample_rate Hz.
+ * Sampling starts immediately with filter mode "everything" unless
+ * np_sampler_set_filter is called first... so call it before useful work. The error
+ * says what to do when the machine does not allow BPF (root, capabilities, BTF). */
+NP_MUST_CHECK int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **out, struct np_err *err);
+void np_sampler_close(struct np_sampler *s);
+
+unsigned np_sampler_ncpus(const struct np_sampler *s);
+
+/* mode: 0 = every process, else NP_FILTER_PIDS | NP_FILTER_CGROUPS. */
+void np_sampler_set_filter(struct np_sampler *s, uint32_t mode);
+NP_MUST_CHECK int np_sampler_allow_pid(struct np_sampler *s, uint32_t tgid, int allow, struct np_err *err);
+NP_MUST_CHECK int np_sampler_allow_cgroup(struct np_sampler *s, uint64_t cgroup_id, int allow, struct np_err *err);
+
+/* Swaps in empty maps and reads everything counted since the previous drain. */
+NP_MUST_CHECK int np_sampler_drain(struct np_sampler *s, struct np_drain *out, struct np_err *err);
+
+/* Waits up to timeout_ms for process events and calls cb for each. Returns the
+ * number of events handled, or -1 on error. */
+typedef void (*np_proc_event_cb)(void *ud, const struct np_proc_event *ev);
+int np_sampler_poll_events(struct np_sampler *s, int timeout_ms, np_proc_event_cb cb, void *ud, struct np_err *err);
+
+/* Sums the per-CPU counters (index: enum np_stat). */
+NP_MUST_CHECK int np_sampler_stats(struct np_sampler *s, uint64_t out[NP_STAT_MAX], struct np_err *err);
+
+/* The cgroup v2 ID of a cgroup directory (its inode number), as bpf_get_current_cgroup_id reports it. */
+NP_MUST_CHECK int np_cgroup_id_of_path(const char *path, uint64_t *out, struct np_err *err);
+
+#endif

@@ -1,0 +1,363 @@
+/* The ELF file cache (identity -> sym_elf) and the symbol table cache (build ID -> sym_table),
+ * with byte-bounded LRU eviction of tables and idle-file expiry, both run at end of batch. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/symbols/fileio.h"
+#include "agent/symbols/internal.h"
+
+/* An unreferenced file stays cached this many batches (a process that restarts reuses it). */
+#define ELF_IDLE_BATCHES 30
+#define ELF_IDLE_MAX 4096
+
+uint64_t sym_hash_bytes(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *b = p;
+	h ^= 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h ^ (h >> 29);
+}
+
+static uint64_t identity_hash(uint64_t dev, uint64_t ino)
+{
+	uint64_t k[2] = { dev, ino };
+	return sym_hash_bytes(k, sizeof(k), 0);
+}
+
+/* Doubles a chained hash table when it gets as many entries as buckets. */
+#define REHASH(type, buckets_field, nbuckets_field, count, hashfn)                                 \
+	do {                                                                                       \
+		if ((count) < s->nbuckets_field && s->buckets_field)                               \
+			break;                                                                     \
+		size_t nb = s->nbuckets_field ? s->nbuckets_field * 2 : 64;                        \
+		type **v = calloc(nb, sizeof(*v));                                                 \
+		if (!v) {                                                                          \
+			if (s->buckets_field)                                                      \
+				break; /* keep the old, denser table */                            \
+			return np_errf(err, "symbol cache: out of memory");                        \
+		}                                                                                  \
+		for (size_t i_ = 0; i_ < s->nbuckets_field; i_++)                                  \
+			for (type *x = s->buckets_field[i_], *nx; x; x = nx) {                     \
+				nx = x->next;                                                      \
+				size_t b_ = hashfn(x) & (nb - 1);                                  \
+				x->next = v[b_];                                                   \
+				v[b_] = x;                                                         \
+			}                                                                          \
+		free(s->buckets_field);                                                            \
+		s->buckets_field = v;                                                              \
+		s->nbuckets_field = nb;                                                            \
+	} while (0)
+
+static uint64_t elfobj_hash(const struct sym_elf *e)
+{
+	return identity_hash(e->dev, e->ino);
+}
+
+static uint64_t table_hash(const struct sym_table *t)
+{
+	return sym_hash_bytes(t->key, strlen(t->key), 1);
+}
+
+static struct sym_table *table_find(struct symbolizer *s, const char *key)
+{
+	if (!s->tables)
+		return NULL;
+	size_t b = sym_hash_bytes(key, strlen(key), 1) & (s->table_buckets - 1);
+	for (struct sym_table *t = s->tables[b]; t; t = t->next)
+		if (strcmp(t->key, key) == 0)
+			return t;
+	return NULL;
+}
+
+static int table_insert(struct symbolizer *s, struct sym_table *t, struct np_err *err)
+{
+	REHASH(struct sym_table, tables, table_buckets, s->ntables, table_hash);
+	size_t b = table_hash(t) & (s->table_buckets - 1);
+	t->next = s->tables[b];
+	s->tables[b] = t;
+	s->ntables++;
+	s->table_bytes += t->bytes;
+	s->table_symbols += t->tab->n;
+	return 0;
+}
+
+static void table_free(struct sym_table *t)
+{
+	if (!t)
+		return;
+	sym_symtab_free(t->tab);
+	free(t->key);
+	free(t);
+}
+
+static int same_identity(const struct sym_elf *e, const struct stat *st)
+{
+	return e->dev == (uint64_t)st->st_dev && e->ino == (uint64_t)st->st_ino && e->size == (uint64_t)st->st_size &&
+	       e->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* Builds the table for e from an open libelf handle and caches it under e->key. */
+static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, Elf *el, struct np_err *err,
+                                     int *failed)
+{
+	struct sym_symtab *tab = NULL;
+	const char *source = "";
+	if (sym_sources_load(s, e, el, &tab, &source, err) < 0) {
+		*failed = 1;
+		return NULL;
+	}
+	if (!tab) {
+		/* No symbols at all: cache an empty table so the file is not re-read every lookup. */
+		struct sym_stb b;
+		sym_stb_init(&b);
+		if (sym_stb_finish(&b, SYM_OVERLAP_KEEP, &tab, err) < 0) {
+			*failed = 1;
+			return NULL;
+		}
+		source = "none";
+	}
+	struct sym_table *t = calloc(1, sizeof(*t));
+	if (t)
+		t->key = strdup(e->key);
+	if (!t || !t->key) {
+		sym_symtab_free(tab);
+		free(t);
+		np_errf(err, "symbol cache: out of memory");
+		*failed = 1;
+		return NULL;
+	}
+	t->tab = tab;
+	t->source = source;
+	t->bytes = sizeof(*t) + strlen(t->key) + 1 + tab->bytes;
+	t->last_used = s->batch;
+	if (table_insert(s, t, err) < 0) {
+		table_free(t);
+		*failed = 1;
+		return NULL;
+	}
+	return t;
+}
+
+struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err, int *failed)
+{
+	*failed = 0;
+	e->last_used = s->batch;
+	if (e->table && e->table_epoch == s->table_epoch) {
+		e->table->last_used = s->batch;
+		return e->table;
+	}
+	struct sym_table *t = table_find(s, e->key);
+	if (!t) {
+		if (e->load_failed_batch == s->batch)
+			return NULL;
+		int own_fd = -1;
+		if (fd < 0) {
+			/* Without a held root (the process's root could not be kept) there is no
+			 * safe way back to the file. */
+			struct stat st;
+			if (e->root)
+				own_fd = sym_open_in_root(e->root->fd, e->path, SYM_MAX_ELF_BYTES, &st);
+			if (own_fd >= 0 && !same_identity(e, &st)) {
+				close(own_fd);
+				own_fd = -1;
+			}
+			if (own_fd < 0) {
+				e->load_failed_batch = s->batch;
+				return NULL;
+			}
+			fd = own_fd;
+		}
+		Elf *el = sym_elf_begin_fd(fd);
+		if (el) {
+			t = build_table(s, e, el, err, failed);
+			elf_end(el);
+		}
+		if (own_fd >= 0)
+			close(own_fd);
+		if (!t) {
+			e->load_failed_batch = s->batch;
+			return NULL;
+		}
+	}
+	t->last_used = s->batch;
+	e->table = t;
+	e->table_epoch = s->table_epoch;
+	return t;
+}
+
+static int elf_insert(struct symbolizer *s, struct sym_elf *e, struct np_err *err)
+{
+	REHASH(struct sym_elf, elfs, elf_buckets, s->nelfs, elfobj_hash);
+	size_t b = elfobj_hash(e) & (s->elf_buckets - 1);
+	e->next = s->elfs[b];
+	s->elfs[b] = e;
+	s->nelfs++;
+	return 0;
+}
+
+static void elf_free(struct symbolizer *s, struct sym_elf *e)
+{
+	sym_root_unref(s, e->root);
+	free(e->key);
+	free(e->path);
+	free(e);
+}
+
+int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, int fd, const struct stat *st,
+                struct sym_elf **out, struct np_err *err)
+{
+	*out = NULL;
+	if (s->elfs) {
+		size_t b = identity_hash((uint64_t)st->st_dev, (uint64_t)st->st_ino) & (s->elf_buckets - 1);
+		for (struct sym_elf *e = s->elfs[b]; e; e = e->next)
+			if (same_identity(e, st)) {
+				e->refs++;
+				e->last_used = s->batch;
+				*out = e;
+				return 0;
+			}
+	}
+	Elf *el = sym_elf_begin_fd(fd);
+	if (!el)
+		return 0;
+	struct sym_elf *e = calloc(1, sizeof(*e));
+	if (!e) {
+		elf_end(el);
+		return np_errf(err, "symbol cache: out of memory");
+	}
+	if (sym_elf_info_read(el, &e->info) < 0) {
+		elf_end(el);
+		free(e);
+		return 0;
+	}
+	e->dev = (uint64_t)st->st_dev;
+	e->ino = (uint64_t)st->st_ino;
+	e->size = (uint64_t)st->st_size;
+	e->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	char idkey[96];
+	if (!e->info.build_id[0])
+		snprintf(idkey, sizeof(idkey), "file:%" PRIx64 ":%" PRIx64 ":%" PRIx64 ":%" PRIx64, e->dev, e->ino, e->size,
+		         (uint64_t)e->mtime_ns);
+	e->key = strdup(e->info.build_id[0] ? e->info.build_id : idkey);
+	e->path = strdup(path);
+	if (!e->key || !e->path) {
+		elf_end(el);
+		free(e->key);
+		free(e->path);
+		free(e);
+		return np_errf(err, "symbol cache: out of memory");
+	}
+	e->root = root ? sym_root_ref(root) : NULL;
+	e->refs = 1;
+	e->last_used = s->batch;
+	if (elf_insert(s, e, err) < 0) {
+		elf_end(el);
+		elf_free(s, e);
+		return -1;
+	}
+	/* The file is open now: build its table while we have it, unless the build ID is known. */
+	int failed = 0;
+	if (!table_find(s, e->key)) {
+		struct sym_table *t = build_table(s, e, el, err, &failed);
+		if (t) {
+			e->table = t;
+			e->table_epoch = s->table_epoch;
+		} else {
+			e->load_failed_batch = s->batch;
+		}
+	}
+	elf_end(el);
+	*out = e;
+	return failed ? -1 : 0;
+}
+
+void sym_elf_unref(struct symbolizer *s, struct sym_elf *e)
+{
+	(void)s;
+	if (e && e->refs)
+		e->refs--;
+}
+
+static int cmp_last_used(const void *a, const void *b)
+{
+	const struct sym_table *x = *(struct sym_table *const *)a, *y = *(struct sym_table *const *)b;
+	return x->last_used < y->last_used ? -1 : x->last_used > y->last_used;
+}
+
+void sym_elf_cache_trim(struct symbolizer *s)
+{
+	/* Tables: least recently used first, down to 90% of the budget so trimming is not
+	 * needed again at the very next batch. */
+	if (s->table_bytes > s->cache_limit && s->ntables) {
+		struct sym_table **all = malloc(s->ntables * sizeof(*all));
+		if (all) {
+			size_t n = 0;
+			for (size_t b = 0; b < s->table_buckets; b++)
+				for (struct sym_table *t = s->tables[b]; t; t = t->next)
+					all[n++] = t;
+			qsort(all, n, sizeof(*all), cmp_last_used);
+			size_t target = s->cache_limit / 10 * 9;
+			for (size_t i = 0; i < n && s->table_bytes > target; i++) {
+				struct sym_table *t = all[i];
+				size_t b = table_hash(t) & (s->table_buckets - 1);
+				struct sym_table **pp = &s->tables[b];
+				while (*pp != t)
+					pp = &(*pp)->next;
+				*pp = t->next;
+				s->ntables--;
+				s->table_bytes -= t->bytes;
+				s->table_symbols -= t->tab->n;
+				table_free(t);
+			}
+			free(all);
+			s->table_epoch++;
+		}
+	}
+	/* Files nobody maps any more. */
+	size_t idle = 0;
+	for (size_t b = 0; b < s->elf_buckets; b++)
+		for (struct sym_elf *e = s->elfs[b]; e; e = e->next)
+			idle += e->refs == 0;
+	for (size_t b = 0; b < s->elf_buckets; b++) {
+		struct sym_elf **pp = &s->elfs[b];
+		while (*pp) {
+			struct sym_elf *e = *pp;
+			if (e->refs == 0 && (e->last_used + ELF_IDLE_BATCHES < s->batch || idle > ELF_IDLE_MAX)) {
+				*pp = e->next;
+				s->nelfs--;
+				idle--;
+				elf_free(s, e);
+				continue;
+			}
+			pp = &e->next;
+		}
+	}
+}
+
+void sym_elf_cache_free(struct symbolizer *s)
+{
+	for (size_t b = 0; b < s->elf_buckets; b++)
+		for (struct sym_elf *e = s->elfs[b], *n; e; e = n) {
+			n = e->next;
+			elf_free(s, e);
+		}
+	free(s->elfs);
+	s->elfs = NULL;
+	s->elf_buckets = s->nelfs = 0;
+	for (size_t b = 0; b < s->table_buckets; b++)
+		for (struct sym_table *t = s->tables[b], *n; t; t = n) {
+			n = t->next;
+			table_free(t);
+		}
+	free(s->tables);
+	s->tables = NULL;
+	s->table_buckets = s->ntables = s->table_bytes = s->table_symbols = 0;
+}

@@ -1,0 +1,276 @@
+/* libelf access: segments, build ID, debuglink, sections, function symbols. */
+#include "agent/symbols/elf_file.h"
+
+#include <pthread.h>
+#include <string.h>
+
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static void elf_init(void)
+{
+	(void)elf_version(EV_CURRENT);
+}
+
+Elf *sym_elf_begin_fd(int fd)
+{
+	pthread_once(&elf_once, elf_init);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e && elf_kind(e) != ELF_K_ELF) {
+		elf_end(e);
+		return NULL;
+	}
+	return e;
+}
+
+Elf *sym_elf_begin_mem(void *image, size_t len)
+{
+	pthread_once(&elf_once, elf_init);
+	Elf *e = elf_memory(image, len);
+	if (e && elf_kind(e) != ELF_K_ELF) {
+		elf_end(e);
+		return NULL;
+	}
+	return e;
+}
+
+void sym_hex(const unsigned char *bytes, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[bytes[i] >> 4];
+		out[2 * i + 1] = digits[bytes[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* Scans a note buffer (already in host byte order: libelf converts ELF_T_NHDR) for the GNU build ID. */
+static int build_id_from_notes(Elf_Data *d, char *out)
+{
+	size_t off = 0, next;
+	GElf_Nhdr nh;
+	size_t name_off, desc_off;
+	while (off < d->d_size && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp((const char *)d->d_buf + name_off, "GNU", 4) == 0 && nh.n_descsz > 0 &&
+		    nh.n_descsz <= SYM_BUILD_ID_MAX) {
+			sym_hex((const unsigned char *)d->d_buf + desc_off, nh.n_descsz, out);
+			return 0;
+		}
+		off = next;
+	}
+	return -1;
+}
+
+static void read_build_id(Elf *e, struct sym_elf_info *info)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && build_id_from_notes(d, info->build_id) == 0)
+			return;
+	}
+	/* No section headers (or no note section): the PT_NOTE segments. */
+	size_t nph;
+	if (elf_getphdrnum(e, &nph) != 0)
+		return;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE || ph.p_filesz == 0 || ph.p_filesz > (1u << 20))
+			continue;
+		Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz,
+		                                   ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (d && d->d_buf && build_id_from_notes(d, info->build_id) == 0)
+			return;
+	}
+}
+
+static Elf_Scn *find_section(Elf *e, const char *name, GElf_Shdr *out)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(e, &shstrndx) != 0)
+		return NULL;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, out))
+			continue;
+		const char *n = elf_strptr(e, shstrndx, out->sh_name);
+		if (n && strcmp(n, name) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+const void *sym_elf_section(Elf *e, const char *name, size_t *len, uint64_t *addr)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section(e, name, &sh);
+	if (!scn || sh.sh_type == SHT_NOBITS)
+		return NULL;
+	Elf_Data *d = elf_rawdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size == 0)
+		return NULL;
+	*len = d->d_size;
+	if (addr)
+		*addr = sh.sh_addr;
+	return d->d_buf;
+}
+
+static void read_debuglink(Elf *e, struct sym_elf_info *info)
+{
+	size_t len;
+	const char *p = sym_elf_section(e, ".gnu_debuglink", &len, NULL);
+	if (!p)
+		return;
+	size_t nl = strnlen(p, len);
+	if (nl == 0 || nl >= sizeof(info->debuglink) || memchr(p, '/', nl))
+		return;
+	size_t crc_off = (nl + 1 + 3) & ~(size_t)3;
+	if (crc_off + 4 > len)
+		return;
+	const unsigned char *c = (const unsigned char *)p + crc_off;
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(e, &eh))
+		return;
+	if (eh.e_ident[EI_DATA] == ELFDATA2MSB)
+		info->debuglink_crc = (uint32_t)c[0] << 24 | (uint32_t)c[1] << 16 | (uint32_t)c[2] << 8 | c[3];
+	else
+		info->debuglink_crc = (uint32_t)c[3] << 24 | (uint32_t)c[2] << 16 | (uint32_t)c[1] << 8 | c[0];
+	memcpy(info->debuglink, p, nl);
+	info->debuglink[nl] = '\0';
+}
+
+int sym_elf_info_read(Elf *e, struct sym_elf_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(e, &eh))
+		return -1;
+	info->elf_type = eh.e_type;
+	info->machine = eh.e_machine;
+	size_t nph;
+	if (elf_getphdrnum(e, &nph) != 0)
+		nph = 0;
+	for (size_t i = 0; i < nph && info->nloads < SYM_MAX_LOADS; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		struct sym_load *l = &info->loads[info->nloads++];
+		l->vaddr = ph.p_vaddr;
+		l->offset = ph.p_offset;
+		l->filesz = ph.p_filesz;
+		l->memsz = ph.p_memsz;
+		l->flags = ph.p_flags;
+	}
+	read_build_id(e, info);
+	read_debuglink(e, info);
+	size_t shstrndx;
+	if (elf_getshdrstrndx(e, &shstrndx) == 0) {
+		Elf_Scn *scn = NULL;
+		GElf_Shdr sh;
+		while ((scn = elf_nextscn(e, scn)) != NULL) {
+			if (!gelf_getshdr(scn, &sh))
+				continue;
+			if (sh.sh_type == SHT_SYMTAB && sh.sh_size)
+				info->has_symtab = 1;
+			if (sh.sh_type == SHT_DYNSYM && sh.sh_size)
+				info->has_dynsym = 1;
+			const char *n = elf_strptr(e, shstrndx, sh.sh_name);
+			if (!n)
+				continue;
+			if (strcmp(n, ".gnu_debugdata") == 0 && sh.sh_type != SHT_NOBITS)
+				info->has_debugdata = 1;
+			else if ((strcmp(n, ".gopclntab") == 0 || strcmp(n, ".data.rel.ro.gopclntab") == 0) &&
+			         sh.sh_type != SHT_NOBITS)
+				info->has_gopclntab = 1;
+			else if (strcmp(n, ".go.buildinfo") == 0 || strcmp(n, ".note.go.buildid") == 0)
+				info->is_go = 1;
+			else if (strcmp(n, ".text") == 0) {
+				info->text_start = sh.sh_addr;
+				info->text_end = sh.sh_addr + sh.sh_size;
+			}
+		}
+	}
+	return 0;
+}
+
+static int usable_name(const char *n)
+{
+	/* ARM/AArch64 mapping symbols ($x, $d, $t, $a) mark code/data, they are not functions. */
+	if (n[0] == '$' && (n[1] == 'x' || n[1] == 'd' || n[1] == 't' || n[1] == 'a') &&
+	    (n[2] == '\0' || n[2] == '.'))
+		return 0;
+	return n[0] != '\0';
+}
+
+int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *added, struct np_err *err)
+{
+	*added = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == sh_type)
+			break;
+	if (!scn || sh.sh_entsize == 0)
+		return 0;
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf)
+		return 0;
+	size_t symsz = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
+	if (!symsz)
+		return 0;
+	size_t count = d->d_size / symsz;
+	GElf_Ehdr eh;
+	int thumb = gelf_getehdr(e, &eh) && eh.e_machine == EM_ARM;
+	for (size_t i = 1; i < count; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		int type = GELF_ST_TYPE(s.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0)
+			continue;
+		const char *name = elf_strptr(e, sh.sh_link, s.st_name);
+		if (!name || !usable_name(name))
+			continue;
+		int bind = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? SYM_BIND_GLOBAL
+		           : GELF_ST_BIND(s.st_info) == STB_WEAK ? SYM_BIND_WEAK
+		                                                 : SYM_BIND_LOCAL;
+		uint64_t value = thumb ? s.st_value & ~(uint64_t)1 : s.st_value;
+		if (sym_stb_add(b, value, s.st_size, name, strlen(name), sym_rank(s.st_size, bind, name), 0, err) < 0)
+			return -1;
+		(*added)++;
+	}
+	return 0;
+}
+
+int sym_elf_find_symbol(Elf *e, const char *name, uint64_t *value, uint64_t *size)
+{
+	static const unsigned types[] = { SHT_SYMTAB, SHT_DYNSYM };
+	for (size_t t = 0; t < 2; t++) {
+		Elf_Scn *scn = NULL;
+		GElf_Shdr sh;
+		while ((scn = elf_nextscn(e, scn)) != NULL)
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == types[t])
+				break;
+		if (!scn)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t symsz = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
+		if (!d || !d->d_buf || !symsz)
+			continue;
+		size_t count = d->d_size / symsz;
+		for (size_t i = 1; i < count; i++) {
+			GElf_Sym s;
+			if (!gelf_getsym(d, (int)i, &s))
+				break;
+			const char *n = elf_strptr(e, sh.sh_link, s.st_name);
+			if (n && strcmp(n, name) == 0 && s.st_shndx != SHN_UNDEF) {
+				*value = s.st_value;
+				*size = s.st_size;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}

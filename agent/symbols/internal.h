@@ -1,0 +1,169 @@
+/* Internal structures of the symbolizer, shared by its files (not part of the API).
+ *
+ * Objects and who owns them:
+ *   sym_root   a process's "/" (an O_PATH fd), shared by all processes of one container;
+ *              refcounted by snapshots and ELF files.
+ *   sym_elf    one ELF file (identity: dev, inode, size, mtime) with its segments and build ID;
+ *              refcounted by the mappings that resolved to it. Light: its symbols live in
+ *   sym_table  the compact symbols of one build ID (or identity when there is none), shared
+ *              by every sym_elf with that key; evicted LRU when the cache is over its byte
+ *              budget, and rebuilt from the file on demand.
+ *   sym_proc   one process: snapshots of its executable mappings per exec generation.
+ * Everything handed to callers stays valid until symbolizer_end_batch(), which is the only
+ * place that frees or evicts. */
+#ifndef NP_SYMBOLS_INTERNAL_H
+#define NP_SYMBOLS_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "agent/symbols/arena.h"
+#include "agent/symbols/elf_file.h"
+#include "agent/symbols/kallsyms.h"
+#include "agent/symbols/maps.h"
+#include "agent/symbols/symbolizer.h"
+#include "agent/symbols/symtab.h"
+
+struct sym_root {
+	uint64_t dev, ino;        /* of the root directory */
+	int fd;                   /* O_PATH directory */
+	unsigned refs;
+	int host;                 /* the agent's own root: never freed */
+	struct sym_root *next;
+};
+
+struct sym_table {
+	char *key;                /* build ID hex, or "file:DEV:INO:SIZE:MTIME" */
+	struct sym_symtab *tab;   /* never NULL */
+	const char *source;       /* which symbol sources fed it, for debugging ("symtab+dynsym", ...) */
+	size_t bytes;
+	uint64_t last_used;       /* batch number */
+	struct sym_table *next;   /* hash chain */
+};
+
+struct sym_elf {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	struct sym_elf_info info;
+	char *key;                /* table key */
+	char *path;               /* as the process sees it; reopened through root */
+	struct sym_root *root;    /* ref held; NULL: the file cannot be reopened (root not held) */
+	struct sym_table *table;  /* cached; valid while table_epoch == s->table_epoch */
+	uint64_t table_epoch;
+	uint64_t load_failed_batch; /* the table could not be (re)built in this batch: don't retry */
+	unsigned refs;
+	uint64_t last_used;
+	struct sym_elf *next;     /* identity hash chain */
+};
+
+enum { MAP_UNRESOLVED = 0, MAP_RESOLVED = 1, MAP_FAILED = 2 };
+
+struct sym_mapstate {
+	struct sym_elf *elf;      /* ref held when resolved to a file */
+	uint8_t state;
+	struct sym_module module; /* what frames point to */
+};
+
+struct sym_snapshot {
+	uint32_t gen;
+	struct sym_maps maps;
+	struct sym_mapstate *st;  /* maps.n entries */
+	struct sym_root *root;    /* ref held; NULL: reach files via /proc/PID/root while alive */
+	struct sym_snapshot *next;
+};
+
+struct sym_proc {
+	uint32_t pid;
+	uint32_t nspid;           /* pid in its own namespace (perf map file names); 0 = unknown */
+	struct sym_snapshot *snaps; /* newest first */
+	int forgotten;
+	uint64_t last_used;       /* batch */
+	uint64_t refreshed;       /* batch of the last maps re-read after a miss */
+	struct sym_perfmap *perfmap; /* JIT symbols, lazily */
+	struct sym_proc *next;    /* hash chain */
+};
+
+struct sym_demangled {
+	uint64_t hash;
+	uint8_t mode;
+	char *mangled;            /* owned */
+	char *out;                /* owned, or NULL: use the input unchanged */
+	struct sym_demangled *next;
+};
+
+struct symbolizer {
+	size_t cache_limit;
+	char *debug_dirs;         /* owned, colon separated */
+	char *proc_root;          /* owned */
+	int proc_fd;              /* directory fd of proc_root */
+	uint64_t batch;
+
+	struct sym_root *roots;
+	struct sym_root *host_root;
+
+	struct sym_proc **procs;  /* hash by pid */
+	size_t proc_buckets, nprocs;
+
+	struct sym_elf **elfs;    /* hash by identity */
+	size_t elf_buckets, nelfs;
+
+	struct sym_table **tables; /* hash by key */
+	size_t table_buckets, ntables, table_bytes, table_symbols;
+	uint64_t table_epoch;
+
+	struct sym_demangled **dm; /* hash by (mangled, mode) */
+	size_t dm_buckets, dm_bytes;
+
+	struct sym_snapshot *retired; /* freed at end_batch */
+
+	struct sym_kallsyms *kallsyms;
+	struct sym_kallsyms *kallsyms_retired; /* replaced this batch; freed at its end */
+	uint64_t kallsyms_loaded_batch;       /* CLOCK_MONOTONIC ns of the last load */
+	int kallsyms_tried;
+	char kernel_build_id[2 * SYM_BUILD_ID_MAX + 1];
+
+	struct sym_elf *vdso;     /* owned, not in the identity hash */
+	struct sym_table *vdso_table; /* owned, not in the table hash */
+	int vdso_tried;
+
+	struct sym_arena arena;
+	uint64_t lookups, unresolved;
+};
+
+/* elf_cache.c */
+/* Resolves an open file to its shared sym_elf (a new reference), building its table if needed.
+ * *out is NULL when the file is not a usable ELF file. -1 only on allocation failure. */
+NP_MUST_CHECK int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, int fd,
+                              const struct stat *st, struct sym_elf **out, struct np_err *err);
+void sym_elf_unref(struct symbolizer *s, struct sym_elf *e);
+/* The symbols of e, rebuilt from the file when evicted; NULL when unavailable. */
+struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err,
+                                int *failed);
+void sym_elf_cache_trim(struct symbolizer *s);
+void sym_elf_cache_free(struct symbolizer *s);
+
+/* sources.c: builds the table of one ELF file from every symbol source it has. -1 only on
+ * allocation failure; *out NULL when no source had symbols. */
+NP_MUST_CHECK int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, struct sym_symtab **out,
+                                   const char **source, struct np_err *err);
+
+/* roots (process.c) */
+struct sym_root *sym_root_ref(struct sym_root *r);
+void sym_root_unref(struct symbolizer *s, struct sym_root *r);
+/* Opens a path of a process: through its held root, else /proc/PID/root while it lives. */
+int sym_open_for(struct symbolizer *s, struct sym_root *root, uint32_t pid, const char *path, struct stat *st);
+
+/* process.c */
+struct sym_proc *sym_proc_find(struct symbolizer *s, uint32_t pid);
+NP_MUST_CHECK int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct sym_proc **procp,
+                                    struct sym_snapshot **out, struct np_err *err);
+NP_MUST_CHECK int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, size_t i,
+                                      struct np_err *err);
+void sym_procs_trim(struct symbolizer *s);
+void sym_procs_free(struct symbolizer *s);
+size_t sym_procs_bytes(const struct symbolizer *s);
+
+/* Small helpers */
+uint64_t sym_hash_bytes(const void *p, size_t n, uint64_t seed);
+
+#endif

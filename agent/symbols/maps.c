@@ -1,0 +1,246 @@
+/* /proc/PID/maps parsing and file-offset -> ELF virtual address translation. */
+#include "agent/symbols/maps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Parses hex digits at *p; at least one, at most 16. */
+static int hex_field(const char **p, const char *end, uint64_t *out)
+{
+	uint64_t v = 0;
+	int digits = 0;
+	while (*p < end) {
+		char c = **p;
+		unsigned d;
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			break;
+		if (++digits > 16)
+			return -1;
+		v = v << 4 | d;
+		(*p)++;
+	}
+	*out = v;
+	return digits ? 0 : -1;
+}
+
+static int dec_field(const char **p, const char *end, uint64_t *out)
+{
+	uint64_t v = 0;
+	int digits = 0;
+	while (*p < end && **p >= '0' && **p <= '9') {
+		if (++digits > 20 || v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(**p - '0');
+		(*p)++;
+	}
+	*out = v;
+	return digits ? 0 : -1;
+}
+
+static int expect(const char **p, const char *end, char c)
+{
+	if (*p >= end || **p != c)
+		return -1;
+	(*p)++;
+	return 0;
+}
+
+static void skip_spaces(const char **p, const char *end)
+{
+	while (*p < end && (**p == ' ' || **p == '\t'))
+		(*p)++;
+}
+
+static enum sym_map_kind classify(const char *path, size_t len, uint64_t inode, int *memfd)
+{
+	*memfd = 0;
+	if (len == 0)
+		return SYM_MAP_ANON;
+	if (path[0] == '[') {
+		if (len == 6 && memcmp(path, "[vdso]", 6) == 0)
+			return SYM_MAP_VDSO;
+		if (len > 6 && memcmp(path, "[anon:", 6) == 0)
+			return SYM_MAP_ANON;
+		return SYM_MAP_SPECIAL;
+	}
+	if (len >= 7 && memcmp(path, "/memfd:", 7) == 0) {
+		*memfd = 1;
+		return SYM_MAP_FILE;
+	}
+	if ((len == 6 && memcmp(path, "//anon", 6) == 0) || (len == 9 && memcmp(path, "/dev/zero", 9) == 0) ||
+	    (len >= 10 && memcmp(path, "/SYSV", 5) == 0))
+		return SYM_MAP_ANON;
+	if (path[0] != '/' || inode == 0)
+		return SYM_MAP_SPECIAL;
+	return SYM_MAP_FILE;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct sym_map *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int sym_maps_parse(const char *text, size_t len, size_t max_maps, struct sym_maps *out, struct np_err *err)
+{
+	static const char deleted_suffix[] = " (deleted)";
+	const size_t dsl = sizeof(deleted_suffix) - 1;
+	memset(out, 0, sizeof(*out));
+	size_t cap = 0, pool_cap = 0;
+	const char *p = text, *end = text + len;
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *line_end = eol ? eol : end;
+		const char *q = p;
+		p = eol ? eol + 1 : end;
+
+		uint64_t start, stop, pgoff, major, minor, inode;
+		char perms[4];
+		if (hex_field(&q, line_end, &start) || expect(&q, line_end, '-') || hex_field(&q, line_end, &stop) ||
+		    expect(&q, line_end, ' ') || line_end - q < 5)
+			continue;
+		memcpy(perms, q, 4);
+		q += 4;
+		if (expect(&q, line_end, ' ') || hex_field(&q, line_end, &pgoff) || expect(&q, line_end, ' ') ||
+		    hex_field(&q, line_end, &major) || expect(&q, line_end, ':') || hex_field(&q, line_end, &minor) ||
+		    expect(&q, line_end, ' ') || dec_field(&q, line_end, &inode))
+			continue;
+		if (perms[2] != 'x' || stop <= start)
+			continue;
+		skip_spaces(&q, line_end);
+		const char *path = q;
+		size_t plen = (size_t)(line_end - q);
+		int deleted = 0;
+		if (plen >= dsl && memcmp(path + plen - dsl, deleted_suffix, dsl) == 0) {
+			plen -= dsl;
+			deleted = 1;
+		}
+		if (out->n >= max_maps)
+			break;
+		if (out->n == cap) {
+			size_t c = cap ? cap * 2 : 32;
+			struct sym_map *v = realloc(out->v, c * sizeof(*v));
+			if (!v)
+				goto oom;
+			out->v = v;
+			cap = c;
+		}
+		if (out->pool_len + plen + 1 > pool_cap) {
+			size_t c = pool_cap ? pool_cap : 512;
+			while (c < out->pool_len + plen + 1)
+				c *= 2;
+			char *np = realloc(out->pool, c);
+			if (!np)
+				goto oom;
+			out->pool = np;
+			pool_cap = c;
+		}
+		struct sym_map *m = &out->v[out->n++];
+		int memfd;
+		memset(m, 0, sizeof(*m));
+		m->start = start;
+		m->end = stop;
+		m->pgoff = pgoff;
+		m->dev_major = (uint32_t)major;
+		m->dev_minor = (uint32_t)minor;
+		m->inode = inode;
+		m->deleted = (uint8_t)deleted;
+		m->kind = (uint8_t)classify(path, plen, inode, &memfd);
+		m->memfd = (uint8_t)memfd;
+		/* Reuse the previous mapping's path: consecutive mappings of one file are the norm. */
+		if (out->n > 1 && m[-1].path + plen < out->pool_len && memcmp(out->pool + m[-1].path, path, plen) == 0 &&
+		    out->pool[m[-1].path + plen] == '\0') {
+			m->path = m[-1].path;
+		} else {
+			m->path = (uint32_t)out->pool_len;
+			memcpy(out->pool + out->pool_len, path, plen);
+			out->pool[out->pool_len + plen] = '\0';
+			out->pool_len += plen + 1;
+		}
+	}
+	if (!out->pool) {
+		out->pool = calloc(1, 1);
+		if (!out->pool)
+			goto oom;
+		out->pool_len = 1;
+	}
+	/* The kernel prints maps sorted; sort anyway and drop overlaps so lookups can trust it. */
+	if (out->n)
+		qsort(out->v, out->n, sizeof(*out->v), cmp_start);
+	size_t w = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		if (w && out->v[i].start < out->v[w - 1].end)
+			continue;
+		out->v[w++] = out->v[i];
+	}
+	out->n = w;
+	return 0;
+oom:
+	sym_maps_free(out);
+	return np_errf(err, "maps: out of memory");
+}
+
+void sym_maps_free(struct sym_maps *m)
+{
+	free(m->v);
+	free(m->pool);
+	memset(m, 0, sizeof(*m));
+}
+
+size_t sym_maps_bytes(const struct sym_maps *m)
+{
+	return m->n * sizeof(*m->v) + m->pool_len;
+}
+
+const struct sym_map *sym_maps_find(const struct sym_maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->v[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct sym_map *e = &m->v[lo - 1];
+	return addr < e->end ? e : NULL;
+}
+
+int sym_translate(const struct sym_load *loads, size_t n, uint64_t map_start, uint64_t map_pgoff, uint64_t pc,
+                  uint64_t *vaddr)
+{
+	if (pc < map_start)
+		return -1;
+	uint64_t file_off = pc - map_start + map_pgoff;
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_load *l = &loads[i];
+		if (l->filesz == 0) /* its offset means nothing */
+			continue;
+		if (file_off >= l->offset && file_off - l->offset < l->filesz) {
+			*vaddr = file_off - l->offset + l->vaddr;
+			return 0;
+		}
+	}
+	/* Past filesz but inside the page-aligned mapping of an executable segment (code
+	 * padding, or a segment whose p_offset is not page aligned): use the segment whose
+	 * page-rounded range holds the offset, as pyroscope's findBase does. */
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_load *l = &loads[i];
+		uint64_t page_off = l->offset & ~(uint64_t)0xfff;
+		uint64_t seg_end = l->offset + (l->memsz > l->filesz ? l->memsz : l->filesz);
+		uint64_t span = ((seg_end + 0xfff) & ~(uint64_t)0xfff) - page_off;
+		if (l->filesz && (l->flags & 1u) && file_off >= page_off && file_off - page_off < span) {
+			*vaddr = file_off - l->offset + l->vaddr;
+			return 0;
+		}
+	}
+	return -1;
+}

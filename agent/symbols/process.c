@@ -1,0 +1,471 @@
+/* Processes: mapping snapshots per (pid, exec generation), their roots (container "/"),
+ * and resolving a mapping to the ELF file behind it ([vdso] included). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/symbols/fileio.h"
+#include "agent/symbols/internal.h"
+#include "agent/symbols/perfmap.h"
+
+#define MAX_ROOTS 512          /* container roots held open at once */
+#define MAX_SNAPSHOTS 4        /* exec generations remembered per process */
+#define MAX_EXEC_MAPS 65536
+#define MAPS_READ_MAX ((size_t)64 << 20)
+#define VDSO_MAX ((size_t)1 << 20)
+#define IDLE_SWEEP_BATCHES 64  /* a process unseen this long is checked for liveness */
+
+/* ---- roots ---- */
+
+struct sym_root *sym_root_ref(struct sym_root *r)
+{
+	if (r)
+		r->refs++;
+	return r;
+}
+
+void sym_root_unref(struct symbolizer *s, struct sym_root *r)
+{
+	if (!r || --r->refs > 0 || r->host)
+		return;
+	for (struct sym_root **pp = &s->roots; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	close(r->fd);
+	free(r);
+}
+
+/* The root directory of pid, shared with every process that has the same one. NULL when the
+ * process is gone or too many roots are held (then files are reached while it lives only). */
+static struct sym_root *root_of(struct symbolizer *s, uint32_t pid)
+{
+	char p[32];
+	snprintf(p, sizeof(p), "%" PRIu32 "/root", pid);
+	int fd = openat(s->proc_fd, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return NULL;
+	}
+	size_t n = 0;
+	for (struct sym_root *r = s->roots; r; r = r->next, n++)
+		if (r->dev == (uint64_t)st.st_dev && r->ino == (uint64_t)st.st_ino) {
+			close(fd);
+			return sym_root_ref(r);
+		}
+	struct sym_root *r = n < MAX_ROOTS ? calloc(1, sizeof(*r)) : NULL;
+	if (!r) {
+		close(fd);
+		return NULL;
+	}
+	r->dev = (uint64_t)st.st_dev;
+	r->ino = (uint64_t)st.st_ino;
+	r->fd = fd;
+	r->refs = 1;
+	r->next = s->roots;
+	s->roots = r;
+	return r;
+}
+
+int sym_open_for(struct symbolizer *s, struct sym_root *root, uint32_t pid, const char *path, struct stat *st)
+{
+	if (root)
+		return sym_open_in_root(root->fd, path, SYM_MAX_ELF_BYTES, st);
+	if (!pid)
+		return -1;
+	char p[32];
+	snprintf(p, sizeof(p), "%" PRIu32 "/root", pid);
+	int rfd = openat(s->proc_fd, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -1;
+	int fd = sym_open_in_root(rfd, path, SYM_MAX_ELF_BYTES, st);
+	int e = errno;
+	close(rfd);
+	errno = e;
+	return fd;
+}
+
+/* ---- processes ---- */
+
+static size_t pid_bucket(const struct symbolizer *s, uint32_t pid)
+{
+	return (size_t)((pid * 0x9E3779B1u) >> 7) & (s->proc_buckets - 1);
+}
+
+struct sym_proc *sym_proc_find(struct symbolizer *s, uint32_t pid)
+{
+	if (!s->procs)
+		return NULL;
+	for (struct sym_proc *p = s->procs[pid_bucket(s, pid)]; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+static int procs_grow(struct symbolizer *s, struct np_err *err)
+{
+	if (s->procs && s->nprocs < s->proc_buckets)
+		return 0;
+	size_t old_n = s->proc_buckets, nb = old_n ? old_n * 2 : 256;
+	struct sym_proc **v = calloc(nb, sizeof(*v));
+	if (!v)
+		return s->procs ? 0 : np_errf(err, "symbolizer: out of memory");
+	struct sym_proc **old = s->procs;
+	s->procs = v;
+	s->proc_buckets = nb;
+	for (size_t i = 0; i < old_n; i++)
+		for (struct sym_proc *p = old[i], *n; p; p = n) {
+			n = p->next;
+			size_t b = pid_bucket(s, p->pid);
+			p->next = v[b];
+			v[b] = p;
+		}
+	free(old);
+	return 0;
+}
+
+static void snapshot_free(struct symbolizer *s, struct sym_snapshot *snap)
+{
+	if (!snap)
+		return;
+	for (size_t i = 0; snap->st && i < snap->maps.n; i++)
+		sym_elf_unref(s, snap->st[i].elf);
+	sym_root_unref(s, snap->root);
+	sym_maps_free(&snap->maps);
+	free(snap->st);
+	free(snap);
+}
+
+static void retire(struct symbolizer *s, struct sym_snapshot *snap)
+{
+	snap->next = s->retired;
+	s->retired = snap;
+}
+
+static uint32_t read_nspid(struct symbolizer *s, uint32_t pid)
+{
+	char p[32];
+	snprintf(p, sizeof(p), "%" PRIu32 "/status", pid);
+	size_t len;
+	int trunc;
+	char *txt = sym_read_small(s->proc_fd, p, 1 << 16, &len, &trunc);
+	if (!txt)
+		return 0;
+	uint32_t ns = 0;
+	const char *l = strstr(txt, "\nNSpid:");
+	if (l) {
+		l += 7;
+		const char *eol = strchr(l, '\n');
+		if (!eol)
+			eol = l + strlen(l);
+		/* The last number is the pid in the innermost namespace. */
+		const char *last = NULL;
+		for (const char *q = l; q < eol; q++)
+			if ((*q >= '0' && *q <= '9') && (q == l || q[-1] == ' ' || q[-1] == '\t'))
+				last = q;
+		if (last)
+			ns = (uint32_t)strtoul(last, NULL, 10);
+	}
+	free(txt);
+	return ns;
+}
+
+int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct sym_proc **procp,
+                      struct sym_snapshot **out, struct np_err *err)
+{
+	*out = NULL;
+	char p[32];
+	snprintf(p, sizeof(p), "%" PRIu32 "/maps", pid);
+	size_t len;
+	int trunc;
+	char *txt = sym_read_small(s->proc_fd, p, MAPS_READ_MAX, &len, &trunc);
+	if (!txt) {
+		if (errno == ENOMEM)
+			return np_errf(err, "read /proc/%" PRIu32 "/maps: out of memory", pid);
+		return 0; /* gone, or not ours to read: not an error */
+	}
+	struct sym_snapshot *snap = calloc(1, sizeof(*snap));
+	if (!snap) {
+		free(txt);
+		return np_errf(err, "symbolizer: out of memory");
+	}
+	snap->gen = gen;
+	int rc = sym_maps_parse(txt, len, MAX_EXEC_MAPS, &snap->maps, err);
+	free(txt);
+	if (rc < 0) {
+		free(snap);
+		return -1;
+	}
+	if (len == 0) { /* a zombie or kernel thread: nothing mapped */
+		snapshot_free(s, snap);
+		return 0;
+	}
+	snap->st = calloc(snap->maps.n ? snap->maps.n : 1, sizeof(*snap->st));
+	if (!snap->st) {
+		snapshot_free(s, snap);
+		return np_errf(err, "symbolizer: out of memory");
+	}
+	snap->root = root_of(s, pid);
+
+	struct sym_proc *proc = sym_proc_find(s, pid);
+	if (!proc) {
+		if (procs_grow(s, err) < 0 || !(proc = calloc(1, sizeof(*proc)))) {
+			snapshot_free(s, snap);
+			return np_errf(err, "symbolizer: out of memory");
+		}
+		proc->pid = pid;
+		size_t b = pid_bucket(s, pid);
+		proc->next = s->procs[b];
+		s->procs[b] = proc;
+		s->nprocs++;
+	}
+	proc->forgotten = 0;
+	proc->last_used = s->batch;
+	int has_anon = 0;
+	for (size_t i = 0; i < snap->maps.n; i++)
+		has_anon |= snap->maps.v[i].kind == SYM_MAP_ANON;
+	if (has_anon && !proc->nspid)
+		proc->nspid = read_nspid(s, pid);
+
+	/* Replace an older snapshot of the same generation, keeping what it had resolved for
+	 * mappings that did not change (a re-read after dlopen must not re-open every library). */
+	for (struct sym_snapshot **pp = &proc->snaps; *pp; pp = &(*pp)->next) {
+		struct sym_snapshot *old = *pp;
+		if (old->gen != gen)
+			continue;
+		size_t j = 0;
+		for (size_t i = 0; i < snap->maps.n; i++) {
+			const struct sym_map *m = &snap->maps.v[i];
+			while (j < old->maps.n && old->maps.v[j].start < m->start)
+				j++;
+			if (j >= old->maps.n)
+				break;
+			const struct sym_map *o = &old->maps.v[j];
+			if (o->start != m->start || o->end != m->end || o->pgoff != m->pgoff || o->inode != m->inode ||
+			    old->st[j].state != MAP_RESOLVED || strcmp(sym_map_path(&old->maps, o), sym_map_path(&snap->maps, m)))
+				continue;
+			snap->st[i] = old->st[j];
+			snap->st[i].module.path = sym_map_path(&snap->maps, m);
+			if (snap->st[i].elf)
+				snap->st[i].elf->refs++;
+		}
+		*pp = old->next;
+		retire(s, old);
+		break;
+	}
+	snap->next = proc->snaps;
+	proc->snaps = snap;
+	size_t count = 0;
+	for (struct sym_snapshot **pp = &proc->snaps; *pp;) {
+		if (++count > MAX_SNAPSHOTS) {
+			struct sym_snapshot *old = *pp;
+			*pp = old->next;
+			retire(s, old);
+			continue;
+		}
+		pp = &(*pp)->next;
+	}
+	*procp = proc;
+	*out = snap;
+	return 0;
+}
+
+/* [vdso]: the same image in every process of this kernel; read once from a live process. */
+static int load_vdso(struct symbolizer *s, uint32_t pid, const struct sym_map *m, struct np_err *err)
+{
+	if (s->vdso || s->vdso_tried)
+		return 0;
+	uint64_t size = m->end - m->start;
+	if (size == 0 || size > VDSO_MAX)
+		return 0;
+	char p[32];
+	snprintf(p, sizeof(p), "%" PRIu32 "/mem", pid);
+	int fd = openat(s->proc_fd, p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	s->vdso_tried = 1;
+	unsigned char *img = malloc(size);
+	if (!img) {
+		close(fd);
+		return np_errf(err, "vdso: out of memory");
+	}
+	ssize_t r = pread(fd, img, size, (off_t)m->start);
+	close(fd);
+	int rc = 0;
+	Elf *el = r == (ssize_t)size ? sym_elf_begin_mem(img, size) : NULL;
+	struct sym_elf *e = el ? calloc(1, sizeof(*e)) : NULL;
+	if (el && !e)
+		rc = np_errf(err, "vdso: out of memory");
+	if (e && sym_elf_info_read(el, &e->info) == 0) {
+		struct sym_symtab *tab = NULL;
+		const char *source = "";
+		struct sym_table *t = calloc(1, sizeof(*t));
+		if (!t || sym_sources_load(s, e, el, &tab, &source, err) < 0) {
+			free(t);
+			rc = t ? -1 : np_errf(err, "vdso: out of memory");
+		} else if (tab) {
+			t->tab = tab;
+			t->source = source;
+			t->bytes = sizeof(*t) + tab->bytes;
+			s->vdso_table = t;
+			s->vdso = e;
+			e = NULL;
+		} else {
+			free(t);
+		}
+	}
+	free(e);
+	if (el)
+		elf_end(el);
+	free(img);
+	return rc;
+}
+
+int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, size_t i,
+                        struct np_err *err)
+{
+	const struct sym_map *m = &snap->maps.v[i];
+	struct sym_mapstate *st = &snap->st[i];
+	const char *path = sym_map_path(&snap->maps, m);
+	st->module.path = path;
+	st->module.build_id = "";
+	st->module.start = m->start;
+	st->module.limit = m->end;
+	st->module.file_offset = m->pgoff;
+	st->module.kernel = 0;
+	st->state = MAP_FAILED;
+	switch (m->kind) {
+	case SYM_MAP_VDSO:
+		if (load_vdso(s, p->pid, m, err) < 0)
+			return -1;
+		if (s->vdso) {
+			st->module.build_id = s->vdso->info.build_id;
+			st->state = MAP_RESOLVED;
+		}
+		return 0;
+	case SYM_MAP_ANON:
+		if (!path[0])
+			st->module.path = "[anon]";
+		st->state = MAP_RESOLVED;
+		return 0;
+	case SYM_MAP_SPECIAL:
+		return 0;
+	default:
+		break;
+	}
+	/* The mapped inode itself through map_files (exact even for deleted, replaced or memfd
+	 * files; needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else the path inside the
+	 * process's root, accepted only when it is still the mapped inode. */
+	struct stat fst;
+	char mf[64];
+	snprintf(mf, sizeof(mf), "%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start, m->end);
+	int fd = openat(s->proc_fd, mf, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd >= 0 && (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || (uint64_t)fst.st_size > SYM_MAX_ELF_BYTES ||
+	                (uint64_t)fst.st_ino != m->inode)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0 && !m->memfd) {
+		fd = sym_open_for(s, snap->root, p->pid, path, &fst);
+		if (fd >= 0 && (uint64_t)fst.st_ino != m->inode) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0)
+		return 0;
+	struct sym_elf *e = NULL;
+	int rc = sym_elf_get(s, snap->root, path, fd, &fst, &e, err);
+	if (rc == 0 && e) {
+		int failed;
+		(void)sym_elf_table(s, e, fd, err, &failed);
+		if (failed)
+			rc = -1;
+	}
+	close(fd);
+	if (e) {
+		st->elf = e;
+		st->module.build_id = e->info.build_id;
+		st->state = MAP_RESOLVED;
+	}
+	return rc;
+}
+
+/* ---- lifetime ---- */
+
+static void proc_free(struct symbolizer *s, struct sym_proc *p)
+{
+	for (struct sym_snapshot *snap = p->snaps, *n; snap; snap = n) {
+		n = snap->next;
+		snapshot_free(s, snap);
+	}
+	sym_perfmap_free(p->perfmap);
+	free(p);
+}
+
+void sym_procs_trim(struct symbolizer *s)
+{
+	for (struct sym_snapshot *snap = s->retired, *n; snap; snap = n) {
+		n = snap->next;
+		snapshot_free(s, snap);
+	}
+	s->retired = NULL;
+	int sweep = s->batch % IDLE_SWEEP_BATCHES == 0;
+	for (size_t b = 0; b < s->proc_buckets; b++) {
+		struct sym_proc **pp = &s->procs[b];
+		while (*pp) {
+			struct sym_proc *p = *pp;
+			int drop = p->forgotten;
+			if (!drop && sweep && p->last_used + IDLE_SWEEP_BATCHES <= s->batch) {
+				/* Nobody told us it exited (or it is merely idle): check. */
+				char path[32];
+				snprintf(path, sizeof(path), "%" PRIu32, p->pid);
+				drop = faccessat(s->proc_fd, path, F_OK, 0) < 0 && errno == ENOENT;
+			}
+			if (drop) {
+				*pp = p->next;
+				s->nprocs--;
+				proc_free(s, p);
+				continue;
+			}
+			pp = &p->next;
+		}
+	}
+}
+
+void sym_procs_free(struct symbolizer *s)
+{
+	for (size_t b = 0; b < s->proc_buckets; b++)
+		for (struct sym_proc *p = s->procs[b], *n; p; p = n) {
+			n = p->next;
+			proc_free(s, p);
+		}
+	for (struct sym_snapshot *snap = s->retired, *n; snap; snap = n) {
+		n = snap->next;
+		snapshot_free(s, snap);
+	}
+	s->retired = NULL;
+	free(s->procs);
+	s->procs = NULL;
+	s->proc_buckets = s->nprocs = 0;
+}
+
+size_t sym_procs_bytes(const struct symbolizer *s)
+{
+	size_t bytes = s->proc_buckets * sizeof(*s->procs);
+	for (size_t b = 0; b < s->proc_buckets; b++)
+		for (const struct sym_proc *p = s->procs[b]; p; p = p->next) {
+			bytes += sizeof(*p) + sym_perfmap_bytes(p->perfmap);
+			for (const struct sym_snapshot *snap = p->snaps; snap; snap = snap->next)
+				bytes += sizeof(*snap) + sym_maps_bytes(&snap->maps) + snap->maps.n * sizeof(*snap->st);
+		}
+	return bytes;
+}

@@ -1,0 +1,636 @@
+/* The symbolizer API: naming user frames (maps snapshot -> ELF table / perf map), kernel
+ * frames (kallsyms) and file addresses, with the demangle cache and end-of-batch trimming. */
+#include "agent/symbols/symbolizer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/symbols/demangle.h"
+#include "agent/symbols/fileio.h"
+#include "agent/symbols/internal.h"
+#include "agent/symbols/perfmap.h"
+#include "agent/util/log.h"
+
+#define UNKNOWN "[unknown]"
+#define KALLSYMS_READ_MAX ((size_t)128 << 20)
+#define KALLSYMS_RELOAD_NS (60ull * 1000000000ull) /* at most this often after a miss */
+#define PERFMAP_RELOAD_BATCHES 10 /* a changed perf map is re-read at least this often */
+
+static const struct sym_module kernel_fallback = { "[kernel.kallsyms]", "", 0, 0, 0, 1 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct np_err *err)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+	if (!s)
+		return np_errf(err, "symbolizer: out of memory");
+	s->proc_fd = -1;
+	s->cache_limit = o && o->cache_bytes ? o->cache_bytes : SYM_DEFAULT_CACHE_BYTES;
+	s->debug_dirs = strdup(o && o->debug_dirs ? o->debug_dirs : "/usr/lib/debug");
+	s->proc_root = strdup(o && o->proc_root ? o->proc_root : "/proc");
+	s->host_root = calloc(1, sizeof(*s->host_root));
+	if (!s->debug_dirs || !s->proc_root || !s->host_root) {
+		symbolizer_free(s);
+		return np_errf(err, "symbolizer: out of memory");
+	}
+	s->proc_fd = open(s->proc_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->proc_fd < 0) {
+		np_errno(err, "open %s", s->proc_root);
+		symbolizer_free(s);
+		return -1;
+	}
+	s->host_root->fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (s->host_root->fd < 0 || fstat(s->host_root->fd, &st) < 0) {
+		np_errno(err, "open /");
+		symbolizer_free(s);
+		return -1;
+	}
+	s->host_root->dev = (uint64_t)st.st_dev;
+	s->host_root->ino = (uint64_t)st.st_ino;
+	s->host_root->refs = 1;
+	s->host_root->host = 1;
+	s->host_root->next = NULL;
+	s->roots = s->host_root;
+	s->batch = 1;
+	*out = s;
+	return 0;
+}
+
+static void dm_clear(struct symbolizer *s)
+{
+	for (size_t b = 0; b < s->dm_buckets; b++)
+		for (struct sym_demangled *d = s->dm[b], *n; d; d = n) {
+			n = d->next;
+			free(d->mangled);
+			free(d->out);
+			free(d);
+		}
+	if (s->dm)
+		memset(s->dm, 0, s->dm_buckets * sizeof(*s->dm));
+	s->dm_bytes = 0;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	sym_procs_free(s);
+	sym_elf_cache_free(s);
+	dm_clear(s);
+	free(s->dm);
+	sym_kallsyms_free(s->kallsyms);
+	if (s->vdso_table) {
+		sym_symtab_free(s->vdso_table->tab);
+		free(s->vdso_table);
+	}
+	free(s->vdso);
+	sym_arena_free(&s->arena);
+	for (struct sym_root *r = s->roots, *n; r; r = n) {
+		n = r->next;
+		if (r->fd >= 0)
+			close(r->fd);
+		free(r);
+	}
+	if (s->proc_fd >= 0)
+		close(s->proc_fd);
+	free(s->debug_dirs);
+	free(s->proc_root);
+	free(s);
+}
+
+/* ---- naming helpers ---- */
+
+/* The demangled form of name, cached across batches (names repeat every collect interval). */
+static const char *demangled(struct symbolizer *s, const char *name, enum sym_demangle mode, struct np_err *err,
+                             int *failed)
+{
+	if (mode == SYM_DEMANGLE_NONE || !sym_is_mangled(name))
+		return name;
+	size_t len = strlen(name);
+	uint64_t h = sym_hash_bytes(name, len, (uint64_t)mode + 7);
+	if (!s->dm) {
+		s->dm = calloc(4096, sizeof(*s->dm));
+		if (!s->dm) {
+			*failed = 1;
+			np_errf(err, "demangle cache: out of memory");
+			return name;
+		}
+		s->dm_buckets = 4096;
+	}
+	size_t b = h & (s->dm_buckets - 1);
+	for (struct sym_demangled *d = s->dm[b]; d; d = d->next)
+		if (d->hash == h && d->mode == mode && strcmp(d->mangled, name) == 0)
+			return d->out ? d->out : name;
+	int oom = 0;
+	char *out = sym_demangle(name, mode, &oom);
+	struct sym_demangled *d = oom ? NULL : calloc(1, sizeof(*d));
+	if (d)
+		d->mangled = strdup(name);
+	if (!d || !d->mangled) {
+		free(d);
+		free(out);
+		*failed = 1;
+		np_errf(err, "demangle: out of memory");
+		return name;
+	}
+	d->hash = h;
+	d->mode = (uint8_t)mode;
+	d->out = out;
+	d->next = s->dm[b];
+	s->dm[b] = d;
+	s->dm_bytes += sizeof(*d) + len + 1 + (out ? strlen(out) + 1 : 0);
+	return out ? out : name;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+/* "libfoo.so+0x1a2b": the module is known, the symbol is not. */
+static const char *module_offset_name(struct symbolizer *s, const char *path, uint64_t off, struct np_err *err,
+                                      int *failed)
+{
+	const char *base = base_name(path);
+	size_t need = strlen(base) + 24;
+	char *p = sym_arena_alloc(&s->arena, need);
+	if (!p) {
+		*failed = 1;
+		np_errf(err, "symbolizer: out of memory");
+		return UNKNOWN;
+	}
+	snprintf(p, need, "%s+0x%" PRIx64, base, off);
+	return p;
+}
+
+static void frame_init(struct sym_frame *f, uint64_t ip)
+{
+	f->name = UNKNOWN;
+	f->module = NULL;
+	f->addr = ip;
+	f->rel_addr = 0;
+	f->resolved = 0;
+}
+
+/* ---- perf maps ---- */
+
+static int perfmap_open(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, struct stat *st)
+{
+	char path[64];
+	uint32_t ns = p->nspid ? p->nspid : p->pid;
+	snprintf(path, sizeof(path), "/tmp/perf-%" PRIu32 ".map", ns);
+	int fd = sym_open_for(s, snap->root, p->pid, path, st);
+	if (fd < 0 && ns != p->pid) {
+		/* ddprof's fallback: a map the agent's own /tmp holds under the host pid. */
+		snprintf(path, sizeof(path), "/tmp/perf-%" PRIu32 ".map", p->pid);
+		fd = sym_open_in_root(s->host_root->fd, path, UINT64_MAX, st);
+	}
+	return fd;
+}
+
+static int perfmap_load(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, struct np_err *err)
+{
+	struct sym_perfmap *pm = p->perfmap;
+	if (!pm) {
+		pm = p->perfmap = calloc(1, sizeof(*pm));
+		if (!pm)
+			return np_errf(err, "perf map: out of memory");
+	}
+	pm->checked_batch = s->batch;
+	struct stat st;
+	int fd = perfmap_open(s, p, snap, &st);
+	if (fd < 0)
+		return 0;
+	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	if (pm->tab && pm->dev == (uint64_t)st.st_dev && pm->ino == (uint64_t)st.st_ino &&
+	    pm->size == (uint64_t)st.st_size && pm->mtime_ns == mtime) {
+		close(fd);
+		return 0;
+	}
+	/* The newest part of the file matters most: read its tail when it is too big. */
+	uint64_t size = (uint64_t)st.st_size, from = size > SYM_PERFMAP_MAX_READ ? size - SYM_PERFMAP_MAX_READ : 0;
+	size_t want = (size_t)(size - from);
+	char *buf = malloc(want + 1);
+	if (!buf) {
+		close(fd);
+		return np_errf(err, "perf map: out of memory");
+	}
+	size_t got = 0;
+	while (got < want) {
+		ssize_t r = pread(fd, buf + got, want - got, (off_t)(from + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	const char *text = buf;
+	size_t len = got;
+	if (from) { /* skip the partial first line */
+		const char *nl = memchr(buf, '\n', got);
+		len = nl ? got - (size_t)(nl + 1 - buf) : 0;
+		text = nl ? nl + 1 : buf;
+	}
+	struct sym_symtab *tab = NULL;
+	int rc = sym_perfmap_parse(text, len, SYM_PERFMAP_MAX_ENTRIES, &tab, err);
+	free(buf);
+	if (rc < 0)
+		return -1;
+	sym_symtab_free(pm->tab);
+	pm->tab = tab;
+	pm->dev = (uint64_t)st.st_dev;
+	pm->ino = (uint64_t)st.st_ino;
+	pm->size = (uint64_t)st.st_size;
+	pm->mtime_ns = mtime;
+	pm->loaded_batch = s->batch;
+	return 0;
+}
+
+static int perfmap_lookup(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, uint64_t addr,
+                          const char **name, struct np_err *err)
+{
+	*name = NULL;
+	struct sym_perfmap *pm = p->perfmap;
+	ssize_t i = pm ? sym_symtab_find(pm->tab, addr) : -1;
+	/* Re-read on a miss (new JIT code), or periodically so that moved code is renamed. */
+	int stale = pm && pm->loaded_batch + PERFMAP_RELOAD_BATCHES <= s->batch;
+	if ((i < 0 || stale) && (!pm || pm->checked_batch != s->batch)) {
+		if (perfmap_load(s, p, snap, err) < 0)
+			return -1;
+		pm = p->perfmap;
+		i = sym_symtab_find(pm->tab, addr);
+	}
+	if (i >= 0)
+		*name = sym_symtab_name(pm->tab, (size_t)i);
+	return 0;
+}
+
+/* ---- user frames ---- */
+
+static int name_in_table(struct symbolizer *s, struct sym_table *t, uint64_t vaddr, enum sym_demangle mode,
+                         struct sym_frame *f, struct np_err *err, int *failed)
+{
+	ssize_t i = t ? sym_symtab_find(t->tab, vaddr) : -1;
+	if (i < 0)
+		return 0;
+	f->name = demangled(s, sym_symtab_name(t->tab, (size_t)i), mode, err, failed);
+	f->resolved = 1;
+	return 1;
+}
+
+static int name_user_frame(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, size_t mi,
+                           uint64_t addr, enum sym_demangle mode, struct sym_frame *f, struct np_err *err)
+{
+	const struct sym_map *m = &snap->maps.v[mi];
+	struct sym_mapstate *st = &snap->st[mi];
+	int failed = 0;
+	if (st->state == MAP_UNRESOLVED && sym_mapping_resolve(s, p, snap, mi, err) < 0)
+		return -1;
+	f->module = &st->module;
+	f->rel_addr = addr - m->start + m->pgoff; /* file offset until translated */
+	if (st->state == MAP_RESOLVED) {
+		if (m->kind == SYM_MAP_ANON) {
+			const char *jit;
+			f->rel_addr = addr;
+			if (perfmap_lookup(s, p, snap, addr, &jit, err) < 0)
+				return -1;
+			if (jit) {
+				f->name = demangled(s, jit, mode, err, &failed);
+				f->resolved = 1;
+			}
+			return failed ? -1 : 0;
+		}
+		const struct sym_elf *e = m->kind == SYM_MAP_VDSO ? s->vdso : st->elf;
+		uint64_t vaddr;
+		if (e && sym_translate(e->info.loads, e->info.nloads, m->start, m->pgoff, addr, &vaddr) == 0) {
+			f->rel_addr = vaddr;
+			struct sym_table *t = m->kind == SYM_MAP_VDSO ? s->vdso_table : sym_elf_table(s, st->elf, -1, err, &failed);
+			if (failed)
+				return -1;
+			if (name_in_table(s, t, vaddr, mode, f, err, &failed))
+				return failed ? -1 : 0;
+		}
+	}
+	if (m->kind != SYM_MAP_ANON)
+		f->name = module_offset_name(s, st->module.path, f->rel_addr, err, &failed);
+	return failed ? -1 : 0;
+}
+
+int symbolizer_note_process(struct symbolizer *s, uint32_t pid, uint32_t gen, struct np_err *err)
+{
+	struct sym_proc *p = sym_proc_find(s, pid);
+	if (p) {
+		p->last_used = s->batch;
+		for (struct sym_snapshot *snap = p->snaps; snap; snap = snap->next)
+			if (snap->gen == gen) {
+				p->forgotten = 0;
+				return 0;
+			}
+	}
+	struct sym_snapshot *snap;
+	return sym_proc_snapshot(s, pid, gen, &p, &snap, err);
+}
+
+void symbolizer_forget_process(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc *p = sym_proc_find(s, pid);
+	if (p)
+		p->forgotten = 1;
+}
+
+int symbolizer_user(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint64_t *ips, size_t n,
+                    enum sym_demangle mode, struct sym_frame *out, struct np_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		frame_init(&out[i], ips[i]);
+	s->lookups += n;
+	struct sym_proc *p = sym_proc_find(s, pid);
+	struct sym_snapshot *snap = NULL;
+	if (p)
+		for (snap = p->snaps; snap && snap->gen != gen; snap = snap->next)
+			;
+	if (!snap) {
+		struct sym_proc *np = NULL;
+		if (sym_proc_snapshot(s, pid, gen, &np, &snap, err) < 0)
+			return -1;
+		if (!snap && p)
+			snap = p->snaps; /* exited: the newest thing we know */
+		if (np)
+			p = np;
+	}
+	if (!snap) {
+		s->unresolved += n;
+		return 0;
+	}
+	p->last_used = s->batch;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ip = ips[i];
+		if (ip == 0 || (i > 0 && ip == 1))
+			goto unresolved;
+		uint64_t addr = i > 0 ? ip - 1 : ip;
+		const struct sym_map *m = sym_maps_find(&snap->maps, addr);
+		if (!m && snap == p->snaps && p->refreshed != s->batch && !p->forgotten) {
+			/* A library loaded after the snapshot (dlopen): re-read once per batch. */
+			p->refreshed = s->batch;
+			struct sym_snapshot *fresh;
+			if (sym_proc_snapshot(s, pid, snap->gen, &p, &fresh, err) < 0)
+				return -1;
+			if (fresh) {
+				snap = fresh;
+				m = sym_maps_find(&snap->maps, addr);
+			}
+		}
+		if (!m)
+			goto unresolved;
+		if (name_user_frame(s, p, snap, (size_t)(m - snap->maps.v), addr, mode, &out[i], err) < 0)
+			return -1;
+		if (!out[i].resolved)
+			s->unresolved++;
+		continue;
+unresolved:
+		s->unresolved++;
+	}
+	return 0;
+}
+
+/* ---- kernel frames ---- */
+
+static void read_kernel_build_id(struct symbolizer *s)
+{
+	size_t len;
+	int trunc;
+	unsigned char *n = (unsigned char *)sym_read_small(AT_FDCWD, "/sys/kernel/notes", 1 << 16, &len, &trunc);
+	if (!n)
+		return;
+	/* Notes in host byte order: namesz, descsz, type, name (4-aligned), desc (4-aligned). */
+	size_t off = 0;
+	while (off + 12 <= len) {
+		uint32_t namesz, descsz, type;
+		memcpy(&namesz, n + off, 4);
+		memcpy(&descsz, n + off + 4, 4);
+		memcpy(&type, n + off + 8, 4);
+		size_t name_off = off + 12, desc_off = name_off + ((namesz + 3u) & ~3u);
+		size_t next = desc_off + ((descsz + 3u) & ~3u);
+		if (namesz > len || descsz > len || next > len || next <= off)
+			break;
+		if (type == 3 && namesz == 4 && memcmp(n + name_off, "GNU", 4) == 0 && descsz > 0 &&
+		    descsz <= SYM_BUILD_ID_MAX) {
+			sym_hex(n + desc_off, descsz, s->kernel_build_id);
+			break;
+		}
+		off = next;
+	}
+	free(n);
+}
+
+static int load_kallsyms(struct symbolizer *s, struct np_err *err)
+{
+	s->kallsyms_tried = 1;
+	s->kallsyms_loaded_batch = now_ns();
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/kallsyms", s->proc_root);
+	size_t len;
+	int trunc;
+	char *txt = sym_read_small(AT_FDCWD, path, KALLSYMS_READ_MAX, &len, &trunc);
+	if (!txt) {
+		if (errno == ENOMEM)
+			return np_errf(err, "read %s: out of memory", path);
+		return 0;
+	}
+	struct sym_kallsyms *k;
+	int rc = sym_kallsyms_parse(txt, len, &k, err);
+	free(txt);
+	if (rc < 0)
+		return -1;
+	if (!s->kernel_build_id[0])
+		read_kernel_build_id(s);
+	if (k->nmods)
+		k->mods[0].build_id = s->kernel_build_id;
+	/* The old table's names may have been handed out in this batch: free it at its end. */
+	if (s->kallsyms)
+		s->kallsyms_retired = s->kallsyms;
+	s->kallsyms = k;
+	if (k->hidden)
+		np_log(NP_WARN, "symbols", "kernel symbol addresses are hidden; kernel frames stay [unknown]", "hint",
+		       "run as root with CAP_SYSLOG, or set kernel.kptr_restrict=0", NULL);
+	return 0;
+}
+
+int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struct sym_frame *out, struct np_err *err)
+{
+	s->lookups += n;
+	if (!s->kallsyms_tried && load_kallsyms(s, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct sym_frame *f = &out[i];
+		frame_init(f, ips[i]);
+		f->rel_addr = ips[i];
+		uint64_t addr = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
+		const struct sym_module *mod = NULL;
+		ssize_t k = s->kallsyms ? sym_kallsyms_find(s->kallsyms, addr, &mod) : -1;
+		if (k < 0 && addr >= 0xffff800000000000ull && !s->kallsyms_retired &&
+		    now_ns() - s->kallsyms_loaded_batch > KALLSYMS_RELOAD_NS) {
+			/* A module or BPF program loaded since: reload (rate limited). */
+			if (load_kallsyms(s, err) < 0)
+				return -1;
+			k = s->kallsyms ? sym_kallsyms_find(s->kallsyms, addr, &mod) : -1;
+		}
+		if (k >= 0) {
+			f->name = sym_symtab_name(s->kallsyms->tab, (size_t)k);
+			f->module = mod;
+			f->resolved = 1;
+			continue;
+		}
+		s->unresolved++;
+		if (mod) {
+			int failed = 0;
+			f->module = mod;
+			f->name = module_offset_name(s, mod->path, addr - mod->start, err, &failed);
+			if (failed)
+				return -1;
+		} else if (addr >= 0xffff800000000000ull) {
+			f->module = &kernel_fallback;
+		}
+	}
+	return 0;
+}
+
+/* ---- files ---- */
+
+int symbolizer_check_file(const char *path, struct np_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return np_errno(err, "open %s", path);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return np_errno(err, "stat %s", path);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return np_errf(err, "%s: not a regular file", path);
+	}
+	Elf *e = sym_elf_begin_fd(fd);
+	struct sym_elf_info info;
+	int ok = e && sym_elf_info_read(e, &info) == 0;
+	if (e)
+		elf_end(e);
+	close(fd);
+	if (!ok)
+		return np_errf(err, "%s: not an ELF file", path);
+	return 0;
+}
+
+int symbolizer_file(struct symbolizer *s, const char *path, const uint64_t *vaddrs, size_t n, enum sym_demangle mode,
+                    struct sym_frame *out, struct np_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		frame_init(&out[i], vaddrs[i]);
+		out[i].rel_addr = vaddrs[i];
+	}
+	s->lookups += n;
+	/* Opened through the agent's root like any other file, so the table can be rebuilt. */
+	char *abs = realpath(path, NULL);
+	if (!abs) {
+		if (errno == ENOMEM)
+			return np_errf(err, "symbolizer: out of memory");
+		s->unresolved += n;
+		return 0;
+	}
+	struct stat st;
+	int fd = sym_open_in_root(s->host_root->fd, abs, SYM_MAX_ELF_BYTES, &st);
+	struct sym_elf *e = NULL;
+	int rc = 0, failed = 0;
+	struct sym_table *t = NULL;
+	if (fd >= 0) {
+		rc = sym_elf_get(s, s->host_root, abs, fd, &st, &e, err);
+		if (rc == 0 && e)
+			t = sym_elf_table(s, e, fd, err, &failed);
+		close(fd);
+	}
+	struct sym_module *mod = NULL;
+	if (rc == 0 && !failed && e) {
+		mod = sym_arena_alloc(&s->arena, sizeof(*mod));
+		if (mod) {
+			mod->path = sym_arena_strdup(&s->arena, path);
+			mod->build_id = sym_arena_strdup(&s->arena, e->info.build_id);
+			mod->start = UINT64_MAX;
+			mod->limit = 0;
+			mod->file_offset = 0;
+			mod->kernel = 0;
+			for (size_t i = 0; i < e->info.nloads; i++) {
+				const struct sym_load *l = &e->info.loads[i];
+				if (!(l->flags & 1u))
+					continue;
+				if (l->vaddr < mod->start) {
+					mod->start = l->vaddr;
+					mod->file_offset = l->offset;
+				}
+				if (l->vaddr + l->memsz > mod->limit)
+					mod->limit = l->vaddr + l->memsz;
+			}
+			if (mod->start == UINT64_MAX)
+				mod->start = 0;
+		}
+		if (!mod || !mod->path || !mod->build_id)
+			rc = np_errf(err, "symbolizer: out of memory");
+	}
+	for (size_t i = 0; rc == 0 && !failed && i < n; i++) {
+		struct sym_frame *f = &out[i];
+		f->module = mod;
+		if (!mod || !name_in_table(s, t, vaddrs[i], mode, f, err, &failed)) {
+			s->unresolved++;
+			if (mod)
+				f->name = module_offset_name(s, path, vaddrs[i], err, &failed);
+		}
+	}
+	sym_elf_unref(s, e);
+	free(abs);
+	return rc < 0 || failed ? -1 : 0;
+}
+
+/* ---- batches and stats ---- */
+
+void symbolizer_end_batch(struct symbolizer *s)
+{
+	if (s->kallsyms_retired) {
+		sym_kallsyms_free(s->kallsyms_retired);
+		s->kallsyms_retired = NULL;
+	}
+	sym_procs_trim(s);
+	sym_elf_cache_trim(s);
+	/* The demangle cache only saves time: dropped whole when it outgrows its share. */
+	if (s->dm_bytes > s->cache_limit / 8)
+		dm_clear(s);
+	sym_arena_reset(&s->arena);
+	s->batch++;
+}
+
+void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->cache_bytes = s->table_bytes + s->dm_bytes + sym_procs_bytes(s) + s->nelfs * sizeof(struct sym_elf) +
+	                   (s->kallsyms ? s->kallsyms->bytes : 0) + (s->vdso_table ? s->vdso_table->bytes : 0) +
+	                   s->arena.bytes;
+	out->cached_files = s->nelfs;
+	out->cached_symbols = s->table_symbols + (s->kallsyms ? s->kallsyms->tab->n : 0);
+	out->processes = s->nprocs;
+	out->lookups = s->lookups;
+	out->unresolved = s->unresolved;
+}

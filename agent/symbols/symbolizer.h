@@ -1,0 +1,93 @@
+/* The symbolizer: turns sampled instruction pointers into function names.
+ *
+ * User frames are translated through the process's /proc/PID/maps snapshot to ELF
+ * virtual addresses and looked up in the file's symbols (.symtab, separate debug
+ * files, MiniDebugInfo, .dynsym, Go's .gopclntab), JIT code in perf map files;
+ * kernel frames in /proc/kallsyms. Every frame gets a name: a symbol, "libfoo.so+0x1a2b"
+ * when only the module is known, or "[unknown]".
+ *
+ * Lifetime: strings and modules handed out stay valid until the next
+ * symbolizer_end_batch(); caches are trimmed only there. One thread at a time.
+ * Errors are reserved for allocation failure and the like: a missing, unreadable or
+ * malformed file yields stub names, never an error. */
+#ifndef NP_SYMBOLS_SYMBOLIZER_H
+#define NP_SYMBOLS_SYMBOLIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/util/error.h"
+
+enum sym_demangle { SYM_DEMANGLE_NONE, SYM_DEMANGLE_SIMPLIFIED, SYM_DEMANGLE_TEMPLATES, SYM_DEMANGLE_FULL };
+/* "none", "simplified", "templates", "full"; the error lists the allowed values. */
+NP_MUST_CHECK int sym_demangle_parse(const char *s, enum sym_demangle *out, struct np_err *err);
+const char *sym_demangle_name(enum sym_demangle mode);
+
+struct sym_module {             /* a mapped file, [vdso], the kernel or a kernel module */
+	const char *path;           /* as the process sees it, "[kernel.kallsyms]", "[vdso]", or the module name */
+	const char *build_id;       /* lowercase hex, "" when none */
+	uint64_t start, limit, file_offset;  /* of the mapping in the process (for pprof Mapping) */
+	int kernel;
+};
+
+struct sym_frame {
+	const char *name;           /* never NULL: symbol (demangled per mode), "libfoo.so+0x1a2b", or "[unknown]" */
+	const struct sym_module *module;   /* NULL when no mapping contains the address */
+	uint64_t addr;              /* the sampled address as given */
+	uint64_t rel_addr;          /* the address inside the module used for lookup (ELF vaddr; kernel: ip) */
+	int resolved;               /* 1 when a symbol source named it */
+};
+
+struct sym_options {
+	size_t cache_bytes;         /* 0 = a sane default (SYM_DEFAULT_CACHE_BYTES) */
+	/* Global debug directories, colon separated like gdb's debug-file-directory;
+	 * NULL = "/usr/lib/debug". Looked up inside a container's root first, then on the host. */
+	const char *debug_dirs;
+	/* Where /proc is; NULL = "/proc". Tests only. */
+	const char *proc_root;
+};
+
+#define SYM_DEFAULT_CACHE_BYTES ((size_t)256 << 20)
+
+struct symbolizer;
+
+NP_MUST_CHECK int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct np_err *err);
+void symbolizer_free(struct symbolizer *s);
+
+/* A process appeared (gen 0) or exec'd (gen incremented by the BPF side): snapshot its mappings NOW
+ * (cheap: /proc/PID/maps only, no ELF work) so frames can be named even after it exits. Called from
+ * the profiler when BPF reports a new (pid, gen); may be called often: a known (pid, gen) is a no-op.
+ * A process that is already gone is not an error. */
+NP_MUST_CHECK int symbolizer_note_process(struct symbolizer *s, uint32_t pid, uint32_t gen, struct np_err *err);
+
+/* The process is gone: its mappings may be dropped at the next symbolizer_end_batch(). */
+void symbolizer_forget_process(struct symbolizer *s, uint32_t pid);
+
+/* Names n user frames; ips[0] is the leaf, ips[i>0] are return addresses (look up ip-1).
+ * An unknown (pid, gen): snapshot now if alive, else use the newest snapshot of that pid, else [unknown]. */
+NP_MUST_CHECK int symbolizer_user(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint64_t *ips, size_t n,
+                                  enum sym_demangle mode, struct sym_frame *out, struct np_err *err);
+
+/* Names n kernel frames from /proc/kallsyms; ips[0] is the interrupted ip, ips[i>0] are return
+ * addresses (looked up at ip-1). Kernel symbols are not mangled. */
+NP_MUST_CHECK int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struct sym_frame *out,
+                                    struct np_err *err);
+
+/* One ELF file, addresses are ELF virtual addresses (as nm prints them): for `tools symbolize`.
+ * Uses the same symbol sources as symbolizer_user (debug files, MiniDebugInfo, gopclntab). */
+NP_MUST_CHECK int symbolizer_file(struct symbolizer *s, const char *path, const uint64_t *vaddrs, size_t n,
+                                  enum sym_demangle mode, struct sym_frame *out, struct np_err *err);
+
+/* For `tools symbolize`: -1 with a message saying why when path is not a readable ELF file. */
+NP_MUST_CHECK int symbolizer_check_file(const char *path, struct np_err *err);
+
+/* Names and modules returned since the previous call stay valid until this call; caches are trimmed here. */
+void symbolizer_end_batch(struct symbolizer *s);
+
+struct sym_stats {
+	size_t cache_bytes, cached_files, cached_symbols, processes;
+	uint64_t lookups, unresolved;
+};
+void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out);
+
+#endif

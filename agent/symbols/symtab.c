@@ -1,0 +1,345 @@
+/* Compact symbol tables: builder (sort, dedupe, overlap policy) and binary-search lookup. */
+#include "agent/symbols/symtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_ENTRIES ((size_t)16 << 20)
+#define DEFAULT_ZERO_SIZE_MAX ((uint64_t)64 << 10)
+/* How many preceding symbols a lookup inspects for one that encloses the address
+ * (nested symbols are rare; bounded so that a hostile table cannot make lookups slow). */
+#define NESTED_LOOKBACK 16
+
+unsigned sym_rank(uint64_t size, int bind, const char *name)
+{
+	unsigned underscores = 0;
+	while (underscores < 3 && name[underscores] == '_')
+		underscores++;
+	if (bind < SYM_BIND_LOCAL || bind > SYM_BIND_GLOBAL)
+		bind = SYM_BIND_LOCAL;
+	return (size ? 1u << 4 : 0) | (bind != SYM_BIND_WEAK) << 3 | (bind == SYM_BIND_GLOBAL) << 2 | (3 - underscores);
+}
+
+void sym_stb_init(struct sym_stb *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void sym_stb_free(struct sym_stb *b)
+{
+	free(b->v);
+	free(b->pool);
+	sym_stb_init(b);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 64;
+	while (c < need) {
+		if (c > SIZE_MAX / 2 / elem)
+			return -1;
+		c *= 2;
+	}
+	void *q = realloc(*p, c * elem);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *name, size_t name_len,
+                unsigned rank, uint16_t tag, struct np_err *err)
+{
+	size_t max = b->max_entries ? b->max_entries : DEFAULT_MAX_ENTRIES;
+	if (name_len == 0 || b->n >= max || name_len >= UINT32_MAX || b->pool_len > UINT32_MAX - name_len - 1)
+		return 0;
+	if (grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0 ||
+	    grow((void **)&b->pool, &b->pool_cap, b->pool_len + name_len + 1, 1) < 0)
+		return np_errf(err, "symbol table: out of memory (%zu symbols)", b->n);
+	struct sym_stb_entry *e = &b->v[b->n];
+	e->addr = addr;
+	e->size = size;
+	e->name = (uint32_t)b->pool_len;
+	e->seq = (uint32_t)b->n;
+	e->tag = tag;
+	e->rank = (uint8_t)rank;
+	if (tag)
+		b->has_tags = 1;
+	memcpy(b->pool + b->pool_len, name, name_len);
+	b->pool[b->pool_len + name_len] = '\0';
+	b->pool_len += name_len + 1;
+	b->n++;
+	return 0;
+}
+
+static int cmp_keep(const void *pa, const void *pb, void *arg)
+{
+	const struct sym_stb_entry *a = pa, *b = pb;
+	const char *pool = arg;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank > b->rank ? -1 : 1;
+	size_t la = strlen(pool + a->name), lb = strlen(pool + b->name);
+	if (la != lb) /* perf's last tie-break: the longest name */
+		return la > lb ? -1 : 1;
+	int c = strcmp(pool + a->name, pool + b->name);
+	if (c)
+		return c;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int cmp_start_seq(const void *pa, const void *pb)
+{
+	const struct sym_stb_entry *a = pa, *b = pb;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* ELF policy: one symbol per address (the best ranked); unsized symbols extend to the next. */
+static size_t resolve_keep(struct sym_stb *b, uint64_t zero_max)
+{
+	qsort_r(b->v, b->n, sizeof(*b->v), cmp_keep, b->pool);
+	size_t w = 0;
+	for (size_t r = 0; r < b->n; r++) {
+		if (w && b->v[w - 1].addr == b->v[r].addr)
+			continue;
+		b->v[w++] = b->v[r];
+	}
+	for (size_t i = 0; i < w; i++) {
+		if (b->v[i].size)
+			continue;
+		uint64_t gap = i + 1 < w ? b->v[i + 1].addr - b->v[i].addr : zero_max;
+		b->v[i].size = gap < zero_max ? gap : zero_max;
+	}
+	return w;
+}
+
+/* Max-heap of entry indexes by seq, for the sweep in resolve_newest. */
+struct heap {
+	uint32_t *v;
+	size_t n;
+};
+
+static void heap_push(struct heap *h, const struct sym_stb_entry *e, uint32_t idx)
+{
+	size_t i = h->n++;
+	h->v[i] = idx;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (e[h->v[p]].seq >= e[h->v[i]].seq)
+			break;
+		uint32_t t = h->v[p];
+		h->v[p] = h->v[i];
+		h->v[i] = t;
+		i = p;
+	}
+}
+
+static void heap_pop(struct heap *h, const struct sym_stb_entry *e)
+{
+	h->v[0] = h->v[--h->n];
+	size_t i = 0;
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < h->n && e[h->v[l]].seq > e[h->v[m]].seq)
+			m = l;
+		if (r < h->n && e[h->v[r]].seq > e[h->v[m]].seq)
+			m = r;
+		if (m == i)
+			break;
+		uint32_t t = h->v[m];
+		h->v[m] = h->v[i];
+		h->v[i] = t;
+		i = m;
+	}
+}
+
+static uint64_t end_of(const struct sym_stb_entry *e)
+{
+	return e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
+}
+
+/* perf map policy: an entry survives only if no later (higher seq) entry overlaps it, which is
+ * what applying "each new line replaces the older lines it overlaps" in file order gives.
+ * Entries are sorted by start; an overlapping later entry either starts at or before this one
+ * and is still open (max-heap sweep), or starts inside it (range maximum over a segment tree). */
+static int resolve_newest(struct sym_stb *b, size_t *kept)
+{
+	size_t n = b->n;
+	struct sym_stb_entry *e = b->v;
+	for (size_t i = 0; i < n; i++)
+		if (!e[i].size)
+			e[i].size = 1;
+	qsort(e, n, sizeof(*e), cmp_start_seq);
+	uint32_t *tree = calloc(2 * n + 1, sizeof(*tree));
+	struct heap h = { calloc(n + 1, sizeof(uint32_t)), 0 };
+	uint8_t *dead = calloc(n + 1, 1);
+	if (!tree || !h.v || !dead) {
+		free(tree);
+		free(h.v);
+		free(dead);
+		return -1;
+	}
+	/* Segment tree over sorted positions holding seq + 1 (0 = empty). */
+	for (size_t i = 0; i < n; i++)
+		tree[n + i] = e[i].seq + 1;
+	for (size_t i = n - 1; i > 0 && n > 1; i--)
+		tree[i] = tree[2 * i] > tree[2 * i + 1] ? tree[2 * i] : tree[2 * i + 1];
+	for (size_t i = 0; i < n; i++) {
+		/* Earlier or equal starts that are still open. */
+		while (h.n && end_of(&e[h.v[0]]) <= e[i].addr)
+			heap_pop(&h, e);
+		if (h.n && e[h.v[0]].seq > e[i].seq)
+			dead[i] = 1;
+		/* Entries starting inside [addr, end): positions i+1 .. j-1. */
+		uint64_t end = end_of(&e[i]);
+		size_t lo = i + 1, hi = n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (e[mid].addr < end)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		uint32_t best = 0;
+		for (size_t l = i + 1 + n, r = lo + n; l < r; l >>= 1, r >>= 1) {
+			if (l & 1) {
+				if (tree[l] > best)
+					best = tree[l];
+				l++;
+			}
+			if (r & 1) {
+				r--;
+				if (tree[r] > best)
+					best = tree[r];
+			}
+		}
+		if (best > e[i].seq + 1)
+			dead[i] = 1;
+		heap_push(&h, e, (uint32_t)i);
+	}
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!dead[i])
+			e[w++] = e[i];
+	free(tree);
+	free(h.v);
+	free(dead);
+	*kept = w;
+	return 0;
+}
+
+int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab **out, struct np_err *err)
+{
+	struct sym_symtab *t = calloc(1, sizeof(*t));
+	if (!t)
+		goto oom;
+	size_t n = 0;
+	if (b->n) {
+		if (policy == SYM_OVERLAP_NEWEST) {
+			if (resolve_newest(b, &n) < 0)
+				goto oom;
+		} else {
+			n = resolve_keep(b, b->zero_size_max ? b->zero_size_max : DEFAULT_ZERO_SIZE_MAX);
+		}
+	}
+	t->n = n;
+	uint64_t base = n ? b->v[0].addr : 0, top = base;
+	size_t names = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t end = end_of(&b->v[i]);
+		if (end > top)
+			top = end;
+		names += strlen(b->pool + b->v[i].name) + 1;
+	}
+	int wide = top - base > UINT32_MAX;
+	t->base = base;
+	t->len = malloc((n ? n : 1) * sizeof(*t->len));
+	t->name = malloc((n ? n : 1) * sizeof(*t->name));
+	t->pool = malloc(names ? names : 1);
+	if (wide)
+		t->addr64 = malloc(n * sizeof(*t->addr64));
+	else
+		t->off = malloc((n ? n : 1) * sizeof(*t->off));
+	if (b->has_tags)
+		t->tag = malloc((n ? n : 1) * sizeof(*t->tag));
+	if (!t->len || !t->name || !t->pool || (wide ? !t->addr64 : !t->off) || (b->has_tags && !t->tag))
+		goto oom;
+	size_t p = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_stb_entry *e = &b->v[i];
+		if (wide)
+			t->addr64[i] = e->addr;
+		else
+			t->off[i] = (uint32_t)(e->addr - base);
+		t->len[i] = e->size > UINT32_MAX ? UINT32_MAX : (uint32_t)e->size;
+		if (t->tag)
+			t->tag[i] = e->tag;
+		size_t l = strlen(b->pool + e->name) + 1;
+		memcpy(t->pool + p, b->pool + e->name, l);
+		t->name[i] = (uint32_t)p;
+		p += l;
+	}
+	t->pool_len = p;
+	t->bytes = sizeof(*t) + n * (sizeof(uint32_t) * 2 + (wide ? 8 : 4) + (t->tag ? 2 : 0)) + p;
+	sym_stb_free(b);
+	*out = t;
+	return 0;
+oom:
+	sym_symtab_free(t);
+	sym_stb_free(b);
+	return np_errf(err, "symbol table: out of memory");
+}
+
+void sym_symtab_free(struct sym_symtab *t)
+{
+	if (!t)
+		return;
+	free(t->off);
+	free(t->addr64);
+	free(t->len);
+	free(t->name);
+	free(t->tag);
+	free(t->pool);
+	free(t);
+}
+
+ssize_t sym_symtab_find(const struct sym_symtab *t, uint64_t addr)
+{
+	if (!t || !t->n || addr < t->base)
+		return -1;
+	size_t lo = 0, hi = t->n; /* first index whose start > addr */
+	if (t->off) {
+		uint64_t d = addr - t->base;
+		if (d > UINT32_MAX)
+			d = UINT32_MAX; /* still finds the last symbol; the size check below rejects */
+		uint32_t key = (uint32_t)d;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (t->off[mid] <= key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	} else {
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (t->addr64[mid] <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	for (size_t k = 0; k < NESTED_LOOKBACK && lo > 0; k++) {
+		size_t i = --lo;
+		uint64_t start = sym_symtab_addr(t, i);
+		if (addr - start < t->len[i])
+			return (ssize_t)i;
+	}
+	return -1;
+}

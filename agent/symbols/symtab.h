@@ -1,0 +1,85 @@
+/* Compact, immutable symbol tables and the builder that makes them.
+ *
+ * A table is three parallel arrays sorted by address (start offset from a base,
+ * size, name offset into one string pool), 12 bytes per symbol plus the name, so
+ * a lookup is a binary search over one dense u32 array. Every symbol source (ELF
+ * .symtab/.dynsym, debug files, MiniDebugInfo, gopclntab, perf maps, kallsyms) feeds
+ * a builder; the builder resolves duplicates and overlaps once, at finish time. */
+#ifndef NP_SYMBOLS_SYMTAB_H
+#define NP_SYMBOLS_SYMTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/util/error.h"
+
+struct sym_symtab {
+	uint64_t base;      /* symbol i starts at base + off[i] (or addr64[i] when wide) */
+	uint32_t *off;      /* owned; NULL when wide */
+	uint64_t *addr64;   /* owned; only when the address span does not fit 32 bits */
+	uint32_t *len;      /* owned; sizes, never 0 after finish */
+	uint32_t *name;     /* owned; offsets into pool */
+	uint16_t *tag;      /* owned or NULL: a caller-defined small number per symbol (kallsyms: module) */
+	size_t n;
+	char *pool;         /* owned; NUL-terminated names */
+	size_t pool_len;
+	size_t bytes;       /* heap bytes held by this table */
+};
+
+/* Preference among symbols at the same address (higher wins), as perf chooses:
+ * sized over unsized, non-weak over weak, global over local, fewer leading underscores
+ * (then the longest name). */
+enum { SYM_BIND_LOCAL = 0, SYM_BIND_WEAK = 1, SYM_BIND_GLOBAL = 2 };
+unsigned sym_rank(uint64_t size, int bind, const char *name);
+
+/* Overlap policy for finish(). */
+enum sym_overlap {
+	SYM_OVERLAP_KEEP,   /* ELF: nested symbols stay; lookups find the innermost containing one */
+	SYM_OVERLAP_NEWEST, /* perf maps: a later entry replaces every earlier entry it overlaps */
+};
+
+struct sym_stb_entry {
+	uint64_t addr, size;
+	uint32_t name;      /* offset into the builder's pool */
+	uint32_t seq;       /* insertion order */
+	uint16_t tag;
+	uint8_t rank;
+};
+
+struct sym_stb {
+	struct sym_stb_entry *v;
+	size_t n, cap;
+	char *pool;
+	size_t pool_len, pool_cap;
+	size_t max_entries;   /* further adds are ignored (bounded memory); 0 = 16M */
+	uint64_t zero_size_max; /* an unsized symbol extends to the next one, at most this far; 0 = 64 KiB */
+	int has_tags;
+};
+
+void sym_stb_init(struct sym_stb *b);
+void sym_stb_free(struct sym_stb *b);
+/* Copies name[0..name_len) (no NUL needed). Empty names are ignored. -1 only on allocation failure. */
+NP_MUST_CHECK int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *name, size_t name_len,
+                              unsigned rank, uint16_t tag, struct np_err *err);
+/* Sorts, resolves duplicates and overlaps, and compacts into *out (which the caller frees
+ * with sym_symtab_free). The builder is emptied. An empty builder gives a table with n = 0. */
+NP_MUST_CHECK int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab **out,
+                                 struct np_err *err);
+
+void sym_symtab_free(struct sym_symtab *t);
+
+/* Index of the symbol containing addr, or -1. */
+ssize_t sym_symtab_find(const struct sym_symtab *t, uint64_t addr);
+
+static inline uint64_t sym_symtab_addr(const struct sym_symtab *t, size_t i)
+{
+	return t->addr64 ? t->addr64[i] : t->base + t->off[i];
+}
+
+static inline const char *sym_symtab_name(const struct sym_symtab *t, size_t i)
+{
+	return t->pool + t->name[i];
+}
+
+#endif

@@ -1,0 +1,56 @@
+"""Helpers for benchmarks: run a command and measure its CPU time and peak RSS,
+toggle BPF run-time statistics, read a BPF program's run time per invocation."""
+import json
+import os
+import resource
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NODEPROF = os.path.join(ROOT, "build", "nodeprof")
+RESULTS = os.path.join(ROOT, "bench", "results")
+
+
+def measure(argv, timeout=600, stdout=subprocess.DEVNULL, during=None, during_at=None):
+    """Runs argv to completion; returns dict(cpu_s, user_s, sys_s, max_rss_kb, wall_s, rc, stderr).
+    `during(proc)` is called once `during_at` seconds after the start (e.g. to read BPF stats)."""
+    t0 = time.time()
+    p = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    extra = None
+    if during:
+        time.sleep(during_at)
+        extra = during(p)
+    _, status, ru = os.wait4(p.pid, 0)
+    err = p.stderr.read()
+    p.stderr.close()
+    return {
+        "user_s": ru.ru_utime, "sys_s": ru.ru_stime, "cpu_s": ru.ru_utime + ru.ru_stime,
+        "max_rss_kb": ru.ru_maxrss, "wall_s": time.time() - t0,
+        "rc": os.waitstatus_to_exitcode(status), "stderr": err, "during": extra,
+    }
+
+
+def bpf_stats(enable):
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1" if enable else "0")
+
+
+def bpf_prog_costs(prog_type=None):
+    """{name: (run_cnt, run_time_ns)} for every loaded BPF program (of prog_type, if given)."""
+    out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True, check=True).stdout
+    costs = {}
+    for prog in json.loads(out):
+        if prog_type and prog.get("type") != prog_type:
+            continue
+        name = prog.get("name", "")
+        cnt, ns = prog.get("run_cnt", 0), prog.get("run_time_ns", 0)
+        c0, n0 = costs.get(name, (0, 0))
+        costs[name] = (c0 + cnt, n0 + ns)
+    return costs
+
+
+def write_result(name, text):
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, name + ".md"), "w") as f:
+        f.write(text)
+    print(text, flush=True)

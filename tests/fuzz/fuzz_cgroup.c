@@ -1,0 +1,42 @@
+/* libFuzzer target for the /proc/PID/cgroup parser (agent/discovery/container_id):
+ * no crash, no leak, and the invariants the profiler relies on: an ID is exactly 64
+ * lowercase hex characters, the origin says whether there is one, and the full parse
+ * agrees with the ID-only one. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/discovery/container_id.h"
+
+static int is_id(const char *s)
+{
+	if (strlen(s) != NP_CONTAINER_ID_LEN)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return 0;
+	return 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char id[NP_CONTAINER_ID_LEN + 1];
+	struct np_cgroup_info ci = NP_CGROUP_INFO_INIT;
+	struct np_err err;
+	enum np_cid_origin origin = np_container_id_from_cgroup((const char *)data, size, id);
+
+	if ((origin == NP_CID_NONE) != (id[0] == '\0'))
+		abort();
+	if (id[0] && !is_id(id))
+		abort();
+	if (np_container_id_from_path((const char *)data, size, id) && !is_id(id))
+		abort();
+	if (np_cgroup_info_parse((const char *)data, size, &ci, &err) == 0) {
+		char again[NP_CONTAINER_ID_LEN + 1];
+		np_container_id_from_cgroup((const char *)data, size, again);
+		if (strcmp(again, ci.container_id) != 0 || ci.origin != origin || !ci.lines)
+			abort();
+		np_cgroup_info_free(&ci);
+	}
+	return 0;
+}

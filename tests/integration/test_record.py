@@ -1,0 +1,178 @@
+"""`nodeprof record` end to end: real BPF programs sampling real processes."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import np
+import pprof
+
+
+class RecordTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="nodeprof-record-")
+        cls.split = np.build_workload("split", cls.dir)
+        cls.syscalls = np.build_workload("syscalls", cls.dir)
+        cls.short = np.build_workload("short_lived", cls.dir)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, True)
+
+    def start(self, *argv):
+        p = subprocess.Popen(list(map(str, argv)))
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        return p
+
+    def test_cpu_split_and_whole_stacks(self):
+        w = self.start(self.split, 8)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "4s", "--sample-rate", "499", timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stacks = np.parse_folded(r.stdout)
+        heavy = light = whole = 0
+        for stack, count in stacks.items():
+            frames = stack.split(";")
+            if "heavy" in frames:
+                heavy += count
+            if "light" in frames:
+                light += count
+            if np.contains_run(frames, ["main", "heavy", "spin"]) or np.contains_run(frames, ["main", "light", "spin"]):
+                whole += count
+        total = heavy + light
+        self.assertGreater(total, 1000, f"too few samples of heavy/light: {stacks}")
+        share = 100.0 * heavy / total
+        self.assertLess(abs(share - 75.0), 5.0, f"heavy got {share:.1f}% of heavy+light, expected 75±5")
+        self.assertGreaterEqual(whole / total, 0.9, f"only {whole}/{total} samples carry main->fn->spin")
+
+    def test_kernel_frames_for_syscalls(self):
+        w = self.start(self.syscalls, 8)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "2s", "--sample-rate", "499", timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stacks = np.parse_folded(r.stdout)
+        total = sum(stacks.values())
+        # glibc's write() is frameless, so a frame-pointer walk from inside the syscall
+        # skips its caller (write_zeros): the user part is main -> write.
+        in_kernel = sum(c for s, c in stacks.items() if s.split(";")[0:1] != [] and "main" in s.split(";") and
+                        any(k in s.split(";") for k in ("do_syscall_64", "ksys_write", "vfs_write")))
+        self.assertGreater(total, 200)
+        self.assertGreater(in_kernel / total, 0.3, f"kernel frames under main missing: {list(stacks)[:10]}")
+        # Kernel frames come after the user frames in folded output (root first).
+        checked = 0
+        for s in stacks:
+            frames = s.split(";")
+            if "main" in frames and "do_syscall_64" in frames:
+                self.assertLess(frames.index("main"), frames.index("do_syscall_64"))
+                checked += 1
+        self.assertGreater(checked, 0)
+
+    def test_process_that_exits_is_still_named(self):
+        rec = subprocess.Popen([np.NODEPROF, "record", "--duration", "4s", "--sample-rate", "199"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: (rec.kill(), rec.wait()))
+        time.sleep(1.2)
+        # Runs and exits between two drains (every second): named from the snapshot taken
+        # when the kernel reported the new process.
+        subprocess.run([self.short, "0.6"], check=True)
+        out, err = rec.communicate(timeout=60)
+        self.assertEqual(rec.returncode, 0, err)
+        stacks = np.parse_folded(out)
+        named = sum(c for s, c in stacks.items() if np.contains_run(s.split(";"), ["main", "short_lived_work"]))
+        self.assertGreater(named, 30, "the exited process's frames were not named")
+
+    def test_pprof_output(self):
+        w = self.start(self.split, 8)
+        d = np.tmpdir(self)
+        out = os.path.join(d, "profile.pb.gz")
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "2s", "--format", "pprof", "-o", out, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out, "rb") as f:
+            data = f.read()
+        self.assertEqual(data[:2], b"\x1f\x8b")
+        p = pprof.decode(data)
+        st = p["string_table"]
+        self.assertEqual(st[0], "")
+        self.assertEqual([st[p["sample_type"][0][1]], st[p["sample_type"][0][2]]], ["cpu", "nanoseconds"])
+        self.assertEqual([st[p["period_type"][1]], st[p["period_type"][2]]], ["cpu", "nanoseconds"])
+        self.assertEqual(p["period"], 1000000000 // 97)
+        self.assertGreater(p["time_nanos"], 1.6e18)
+        self.assertGreater(p["duration_nanos"], 1.5e9)
+        for s in p["samples"]:
+            self.assertEqual(s["value"][0] % p["period"], 0)
+        folded = pprof.folded(p)
+        self.assertTrue(any("main;heavy;spin" in k for k in folded), list(folded)[:5])
+        # An independent decoder: Go's pprof tool.
+        g = subprocess.run(["go", "tool", "pprof", "-raw", out], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "gocache"), GOFLAGS="-mod=mod"))
+        self.assertEqual(g.returncode, 0, g.stderr)
+        self.assertIn("PeriodType: cpu nanoseconds", g.stdout)
+        self.assertIn("heavy", g.stdout)
+
+    def test_ctrl_c_still_writes(self):
+        w = self.start(self.split, 30)
+        d = np.tmpdir(self)
+        out = os.path.join(d, "p.folded")
+        rec = subprocess.Popen([np.NODEPROF, "record", "--pid", str(w.pid), "--duration", "60s", "-o", out],
+                               stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+        t0 = time.time()
+        rec.send_signal(signal.SIGINT)
+        _, err = rec.communicate(timeout=30)
+        self.assertLess(time.time() - t0, 5)
+        self.assertEqual(rec.returncode, 0, err)
+        with open(out) as f:
+            self.assertIn("heavy", f.read())
+
+    def test_stops_when_every_process_exited(self):
+        w = self.start(self.short, "0.5")
+        t0 = time.time()
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "30s", timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLess(time.time() - t0, 10)
+        self.assertIn("every recorded process has exited", r.stderr)
+        self.assertIn("short_lived_work", r.stdout)
+
+    def test_bad_input_gets_one_line_errors(self):
+        cases = [
+            (["record", "--bogus"], "unrecognized option"),
+            (["record", "--pid", "999999999"], "not a process ID"),
+            (["record", "--pid", "4000000"], "no running process with PID 4000000"),
+            (["record", "--duration", "ten"], "--duration"),
+            (["record", "--duration", "10"], "unit"),
+            (["record", "--sample-rate", "0"], "--sample-rate"),
+            (["record", "--format", "svg"], "use folded or pprof"),
+            (["record", "-o", "/nonexistent-dir/out.folded"], "cannot write /nonexistent-dir/out.folded"),
+            (["record", "--demangle", "fancy"], "--demangle"),
+            (["record", "extra"], "unexpected argument"),
+        ]
+        for args, expected in cases:
+            with self.subTest(args=args):
+                r = np.nodeprof(*args, timeout=30)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(expected, r.stderr)
+                self.assertNotIn("Segmentation", r.stderr)
+
+    def test_not_root_is_told_what_to_do(self):
+        d = np.tmpdir(self)
+        os.chmod(d, 0o777)
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+                            np.NODEPROF, "record", "--duration", "1s", "-o", os.path.join(d, "x")],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("run nodeprof as root", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_help_and_version(self):
+        r = np.nodeprof("record", "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--sample-rate", r.stdout)
+        r = np.nodeprof("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^nodeprof \d+\.\d+\.\d+")
+
+
+if __name__ == "__main__":
+    unittest.main()
