@@ -569,6 +569,27 @@ static void settling(void **state)
 	cfg_controller_free(c);
 }
 
+/* Health a component reports itself shows in the status, unless the controller
+ * has its own complaint (an evaluation, start or update failure). */
+static void component_reported_health(void **state)
+{
+	struct cfg_controller *c = start_graph("test.source \"src\" { }\n", NULL);
+	struct inst *src = inst_for("test.source.src");
+
+	assert_int_equal(status_of(c, "test.source.src").s.health, CFG_HEALTH_HEALTHY);
+	cfg_component_set_health(src->c, CFG_HEALTH_UNHEALTHY, "watch failing: 401 Unauthorized");
+	struct status_find st = status_of(c, "test.source.src");
+	assert_int_equal(st.s.health, CFG_HEALTH_UNHEALTHY);
+	assert_string_equal(st.msg, "watch failing: 401 Unauthorized");
+	assert_true(st.s.since_ns > 0);
+	cfg_component_set_health(src->c, CFG_HEALTH_HEALTHY, NULL);
+	st = status_of(c, "test.source.src");
+	assert_int_equal(st.s.health, CFG_HEALTH_HEALTHY);
+	assert_string_equal(st.msg, "");
+	assert_string_equal(st.s.type, "test.source");
+	cfg_controller_free(c);
+}
+
 struct hammer {
 	int stop, published; /* atomic */
 };
@@ -633,6 +654,7 @@ int main(void)
 		cmocka_unit_test_setup(capsule_lifetime_on_reload, reset),
 		cmocka_unit_test_setup(only_a_subgraph, reset),
 		cmocka_unit_test_setup(settling, reset),
+		cmocka_unit_test_setup(component_reported_health, reset),
 		cmocka_unit_test_setup(concurrent_publishing, reset),
 	};
 	return cmocka_run_group_tests_name("config_controller", tests, setup, teardown);
