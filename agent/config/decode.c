@@ -165,7 +165,14 @@ static struct cfg_value *conv_targets(struct cfg_value *v, struct cfg_pos pos, c
 			char num[64];
 			if (x->kind == CFG_V_STRING) {
 				val = x->u.str.s;
-				len = strlen(val);
+				len = x->u.str.len;
+				if (memchr(val, '\0', len)) {
+					snprintf(sub, sizeof(sub), "%s[%zu][\"%s\"]", what, i, o->u.obj.v[k].key);
+					cfg_error(d, pos, "%s: the string contains a NUL byte, which nodeprof cannot pass on", sub);
+					np_labels_free(&ls);
+					np_targets_free(&ts);
+					return NULL;
+				}
 			} else if (x->kind == CFG_V_NUMBER) {
 				cfg_num_format(x->u.num, num, sizeof(num));
 				val = num;
@@ -212,6 +219,14 @@ struct cfg_value *cfg_convert(const struct cfg_type *t, struct cfg_value *v, str
 	case CFG_T_ANY:
 		return cfg_ref(v);
 	case CFG_T_STRING:
+	case CFG_T_SECRET:
+		/* Arguments are C strings: a NUL inside would silently cut them. */
+		if ((v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) && memchr(v->u.str.s, '\0', v->u.str.len)) {
+			cfg_error(d, pos, "%s: the string contains a NUL byte, which nodeprof cannot pass on", what);
+			return NULL;
+		}
+		if (t->kind == CFG_T_SECRET)
+			goto secret;
 		if (v->kind == CFG_V_STRING)
 			return cfg_ref(v);
 		if (v->kind == CFG_V_NULL)
@@ -221,7 +236,7 @@ struct cfg_value *cfg_convert(const struct cfg_type *t, struct cfg_value *v, str
 		else
 			return conv_error(d, pos, what, t, v);
 		return r ? r : oom(d, pos);
-	case CFG_T_SECRET:
+	secret:
 		if (v->kind == CFG_V_SECRET)
 			return cfg_ref(v);
 		if (v->kind == CFG_V_STRING)

@@ -313,6 +313,12 @@ static void component_errors(void **state)
 		  "5:29: container_id_cache_size: must not be negative, got -1" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = null\n  sample_rate = null\n}",
 		  "3:17: sample_rate must be between 1 and 10000, got 0" }, /* null is the zero value, as in Alloy */
+		/* arguments are C strings: a NUL byte would silently cut them */
+		{ "discovery.relabel \"a\" {\n  targets = [{a = \"x\\x00y\"}]\n}\ndiscovery.docker \"d\" {\n  host = "
+		  "\"unix:///a\\000b\"\n  bearer_token = \"a\\x00\"\n}",
+		  "2:13: targets[0][\"a\"]: the string contains a NUL byte, which nodeprof cannot pass on\n"
+		  "5:10: host: the string contains a NUL byte, which nodeprof cannot pass on\n"
+		  "6:18: bearer_token: the string contains a NUL byte, which nodeprof cannot pass on" },
 		/* ranges and allowed values */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  sample_rate = 0\n  off_cpu_threshold = 2\n  demangle = \"ful\"\n  "
 		  "comm = \"labels\"\n  collect_interval = \"-1s\"\n}",
