@@ -14,6 +14,8 @@ struct tool {
 static const struct tool tools[] = {
 	{ "container-id", cmd_tools_container_id, "container-id (--pid PID | --cgroup-file FILE)   the container ID of a process" },
 	{ NULL, NULL, NULL }, /* keeps the table non-empty; tools are added one line each */
+	{ "relabel", cmd_tools_relabel, "relabel RULES_FILE   relabel the JSON targets on stdin with rule { } blocks" },
+	{ "targets", cmd_tools_targets, "targets --config FILE --component ID [--wait DURATION]   the JSON targets a component exports" },
 	{ "symbolize", cmd_tools_symbolize, "symbolize [--demangle MODE] ELF_FILE ADDR...   name ELF virtual addresses" },
 };
 
