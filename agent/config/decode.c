@@ -467,12 +467,14 @@ static void check_flags(const struct cfg_attr *at, struct cfg_arg *arg, struct c
 	if (at->flags & CFG_DEPRECATED)
 		cfg_warn(d, arg->name_pos, "%s is deprecated and has no effect%s%s; remove it", at->name,
 			 at->note ? ": " : "", at->note ? at->note : "");
-	if (at->flags & CFG_NO_EFFECT)
-		cfg_warn(d, arg->name_pos, "%s has no effect in nodeprof%s%s", at->name, at->note ? ": " : "",
-			 at->note ? at->note : "");
-	if ((at->flags & CFG_NO_EFFECT_IF_TRUE) && v->kind == CFG_V_BOOL && v->u.b)
-		cfg_warn(d, arg->name_pos, "%s has no effect in nodeprof%s%s", at->name, at->note ? ": " : "",
-			 at->note ? at->note : "");
+	/* Only Alloy's deprecated no-ops are accepted and ignored; anything else nodeprof
+	 * cannot honour is an error, so that no setting silently does nothing. */
+	if (at->flags & CFG_UNSUPPORTED_ANY)
+		cfg_error(d, arg->name_pos, "%s is not supported by nodeprof%s%s; remove it", at->name,
+			  at->note ? ": " : "", at->note ? at->note : "");
+	if ((at->flags & CFG_UNSUPPORTED_IF_TRUE) && v->kind == CFG_V_BOOL && v->u.b)
+		cfg_error(d, arg->val_pos, "%s = true is not supported by nodeprof%s%s; remove it or set it to false",
+			  at->name, at->note ? ": " : "", at->note ? at->note : "");
 	if ((at->flags & CFG_UNSUPPORTED) && v->kind != CFG_V_UNKNOWN && !contains_unknown(v)) {
 		int on = arg->dflt ? !cfg_value_equal(v, arg->dflt) : !is_zero(v);
 		if (on)

@@ -51,8 +51,8 @@ enum {
 	CFG_RANGE = 1 << 1,	     /* numbers: min <= v <= max; durations: in seconds */
 	CFG_MIN_EXCLUSIVE = 1 << 2,  /* with CFG_RANGE: v > min */
 	CFG_DEPRECATED = 1 << 3,     /* accepted with a warning: "deprecated and has no effect" */
-	CFG_NO_EFFECT = 1 << 4,	     /* accepted with a warning naming `note` when set */
-	CFG_NO_EFFECT_IF_TRUE = 1 << 5, /* bool: warning when explicitly true (a default-on feature we lack) */
+	CFG_UNSUPPORTED_ANY = 1 << 4,	     /* any use is an error naming `note` (a knob of something nodeprof lacks) */
+	CFG_UNSUPPORTED_IF_TRUE = 1 << 5, /* bool: error when explicitly true (a default-on feature nodeprof lacks) */
 	CFG_UNSUPPORTED = 1 << 6,    /* error when set to anything but its default / off value */
 	CFG_NON_EMPTY = 1 << 7,	     /* strings: "" is an error */
 	CFG_REPEATABLE = 1 << 8,     /* blocks: may appear more than once */

@@ -329,15 +329,15 @@ static void component_errors(void **state)
 		  "6:10: comm: invalid value \"labels\"; did you mean \"label\"? (expected \"none\", \"label\", \"stackframe\", \"both\" "
 		  "or \"\")\n"
 		  "7:22: collect_interval must be greater than 0s and at most 1h0m0s, got \"-1s\"" },
-		/* deprecated no-ops, no-effect and not-implemented features */
+		/* deprecated no-ops (accepted), then what nodeprof cannot honour (errors) */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  cache_rounds = 3\n  collect_kernel_profile = false\n  python_enabled "
 		  "= false\n  v8_enabled = true\n  symb_cache_size = 4\n}",
 		  "3:3: warning: cache_rounds is deprecated and has no effect; remove it\n"
 		  "4:3: warning: collect_kernel_profile is deprecated and has no effect: use kernel_frames; remove it\n"
-		  "6:3: warning: v8_enabled has no effect in nodeprof: nodeprof has no V8 unwinder yet; these processes are "
-		  "profiled as native code\n"
-		  "7:3: warning: symb_cache_size has no effect in nodeprof: nodeprof keeps its symbol tables in a bounded "
-		  "in-memory cache" },
+		  "6:16: v8_enabled = true is not supported by nodeprof: nodeprof has no V8 unwinder yet; such processes are "
+		  "profiled as native code; remove it or set it to false\n"
+		  "7:3: symb_cache_size is not supported by nodeprof: nodeprof keeps its symbol tables in a bounded "
+		  "in-memory cache; remove it" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  probe_links = [\"kprobe:x\"]\n  load_probe "
 		  "= true\n  debug_info { upload = true }\n  u_probe_links = [\"x\"]\n}",
 		  "3:23: off_cpu_threshold = 0.5 is not supported by nodeprof yet: off-CPU profiling is not implemented\n"

@@ -1,6 +1,6 @@
 /* discovery.docker: arguments of the Alloy reference (discovery/docker/docker.go;
  * ../shared/specs/kubernetes.md §4.1) and its Validate rules. The runtime adapter
- * (over agent/discovery/docker.h) is the lead's: .ops stays NULL until then. */
+ * is agent/discovery/docker_component.c (over agent/discovery/docker.h). */
 #include <string.h>
 
 #include "agent/config/types/types.h"
@@ -56,5 +56,5 @@ const struct cfg_component_type cfg_type_discovery_docker = {
 	.name = "discovery.docker",
 	.args = &schema,
 	.exports = exports,
-	.ops = NULL,
+	.ops = &cfg_ops_discovery_docker,
 };

@@ -2,7 +2,7 @@
  * (../shared/specs/kubernetes.md §2) and the load-time rules Prometheus applies to
  * its SDConfig (api_server / kubeconfig_file / own_namespace exclusions, selector
  * roles and syntax). Only role "pod" is implemented (the role pyroscope.ebpf can
- * profile). The runtime adapter is the lead's: .ops stays NULL until then. */
+ * profile). The runtime is agent/discovery/kubernetes_component.c. */
 #include <string.h>
 
 #include "agent/config/types/types.h"
@@ -144,5 +144,5 @@ const struct cfg_component_type cfg_type_discovery_kubernetes = {
 	.name = "discovery.kubernetes",
 	.args = &schema,
 	.exports = exports,
-	.ops = NULL,
+	.ops = &cfg_ops_discovery_kubernetes,
 };

@@ -1,7 +1,7 @@
 /* discovery.process: arguments of the Alloy reference (discovery/process/args.go;
  * ../shared/specs/kubernetes.md §4.2). Defaults follow the reference table (uid and
  * username true; Alloy's code leaves those two false when the block is absent, a
- * known doc/code mismatch). The runtime adapter is the lead's: .ops stays NULL. */
+ * known doc/code mismatch). The runtime is agent/discovery/process_component.c. */
 #include "agent/config/types/types.h"
 
 static const struct cfg_attr discover_config_attrs[] = {
@@ -38,5 +38,5 @@ const struct cfg_component_type cfg_type_discovery_process = {
 	.name = "discovery.process",
 	.args = &schema,
 	.exports = exports,
-	.ops = NULL,
+	.ops = &cfg_ops_discovery_process,
 };

@@ -1,8 +1,7 @@
 /* pyroscope.write: external_labels, the endpoint blocks with every argument and
  * block of the Alloy reference (write.go, common/config HTTP client), and the
  * tracing block (../shared/specs/pyroscope-push.md §2). Exports `receiver`, the
- * capsule pyroscope.ebpf's forward_to takes. The runtime adapter (over
- * agent/write/writer.h) is the lead's: .ops stays NULL until then. */
+ * capsule pyroscope.ebpf's forward_to takes. The runtime is agent/write/component.c. */
 #include <string.h>
 
 #include "agent/config/types/types.h"
@@ -33,7 +32,7 @@ static const struct cfg_attr endpoint_attrs[] = {
 	CFG_A("max_backoff_period", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"5m\"", .min = 0, .max = 86400),
 	CFG_A("max_backoff_retries", &cfg_t_int, CFG_RANGE, "10", .min = 0, .max = 1e9),
 	CFG_A("retry_on_http_429", &cfg_t_bool, 0, "true"),
-	CFG_A("debug_info_upload_timeout", &cfg_t_duration, CFG_NO_EFFECT, "\"2m\"",
+	CFG_A("debug_info_upload_timeout", &cfg_t_duration, CFG_UNSUPPORTED_ANY, "\"2m\"",
 	      .note = "debug info upload is not implemented"),
 	CFG_HTTP_CLIENT_ATTRS,
 	CFG_END,
@@ -89,5 +88,5 @@ const struct cfg_component_type cfg_type_pyroscope_write = {
 	.name = "pyroscope.write",
 	.args = &schema,
 	.exports = exports,
-	.ops = NULL,
+	.ops = &cfg_ops_pyroscope_write,
 };

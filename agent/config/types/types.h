@@ -15,6 +15,10 @@ extern const struct cfg_component_type cfg_type_logging;
 extern const struct cfg_component_type cfg_type_pyroscope_ebpf;
 extern const struct cfg_component_type cfg_type_pyroscope_write;
 
+/* Runtimes of the component types, each next to its module. */
+extern const struct cfg_component_ops cfg_ops_pyroscope_write, cfg_ops_pyroscope_ebpf, cfg_ops_discovery_kubernetes,
+	cfg_ops_discovery_docker, cfg_ops_discovery_process;
+
 /* Kubernetes selector syntax (k8s.io/apimachinery fields.ParseSelector and
  * labels.Parse). Return NULL when valid, else a static description of the problem. */
 const char *cfg_k8s_field_selector_error(const char *s);
