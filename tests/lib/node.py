@@ -1,0 +1,164 @@
+"""A simulated Kubernetes node for end-to-end tests, on one machine:
+
+- the kube-apiserver test server (TLS with its own CA, a service-account bearer token)
+  serving pods of this node and of another one;
+- the service-account files and KUBERNETES_SERVICE_HOST/_PORT as a pod sees them, and
+  HOSTNAME set to this node's name;
+- the Pyroscope test server on 127.0.0.1:4040, reachable as `pyroscope:4040`;
+- real "containers": Kubernetes-shaped cgroups (cri-containerd scopes under kubepods
+  slices, on the host's cgroup v2 mount) with real workloads in them.
+
+nodeprof runs in a private mount namespace (unshare) where the service-account
+directory and /etc/hosts are bind mounts of test files, so nothing on the host changes.
+"""
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import cgroups
+import k8s  # also puts tests/servers on sys.path
+import np
+
+import apiserver  # noqa: E402  (tests/servers)
+import pyroscope  # noqa: E402  (tests/servers)
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN = "sa-token-e2e"
+
+
+class Node:
+    def __init__(self, test, name="node-a", auth=None):
+        self.test = test
+        self.name = name
+        self.dir = tempfile.mkdtemp(prefix="nodeprof-node-")
+        test.addCleanup(shutil.rmtree, self.dir, True)
+        self.pki = k8s.Pki(self.dir)
+        self.api = apiserver.ApiServer(self.pki.server_crt, self.pki.server_key, tokens=[TOKEN]).start()
+        test.addCleanup(self.api.stop)
+        self.pyro = pyroscope.PyroscopeServer(port=4040, require_auth=auth).start()
+        test.addCleanup(self.pyro.stop)
+        self.sa = os.path.join(self.dir, "serviceaccount")
+        os.makedirs(self.sa)
+        for fname, content in (("token", TOKEN), ("namespace", "monitoring")):
+            with open(os.path.join(self.sa, fname), "w") as f:
+                f.write(content)
+        shutil.copy(self.pki.ca, os.path.join(self.sa, "ca.crt"))
+        self.hosts = os.path.join(self.dir, "hosts")
+        with open(self.hosts, "w") as f:
+            f.write("127.0.0.1 localhost\n127.0.0.1 pyroscope\n::1 localhost\n")
+        self.tree = cgroups.CgroupTree(cgroups.cgroup2_mount())
+        test.addCleanup(self.tree.cleanup)
+        self.workloads = {}
+        self.split = np.build_workload("split", self.dir)
+        self.agent = None
+
+    # ---- pods and containers ----
+    def pod(self, name, namespace="default", node=None, containers=("app",), running=(), phase="Running",
+            labels=None, annotations=None, ip="10.1.0.1"):
+        """Creates the pod on the apiserver; containers listed in `running` get a cgroup on
+        this host with a busy workload in it. Returns {container: container id}."""
+        uid = cgroups.new_pod_uid()
+        ids = {c: cgroups.new_container_id() for c in containers}
+        for c in running:
+            rel = cgroups.runtime_path("containerd-systemd", uid, ids[c])
+            self.tree.make(rel)
+            self.workloads[(namespace, name, c)] = self.run_in(rel)
+        obj = k8s.pod(name, namespace=namespace, node=node or self.name, ip=ip,
+                      containers=[(c, "img:1", ()) for c in containers], labels=labels, annotations=annotations,
+                      phase=phase, statuses={c: "containerd://" + ids[c] for c in containers})
+        obj["metadata"]["uid"] = uid
+        self.api.put("pods", obj)
+        return ids
+
+    def run_in(self, rel):
+        """A busy workload in cgroup `rel` (None: wherever the test runs)."""
+        p = subprocess.Popen([self.split, "600"])
+        self.test.addCleanup(lambda: (p.kill(), p.wait()))
+        if rel:
+            self.tree.move(p.pid, rel)
+        return p
+
+    def delete_pod(self, namespace, name):
+        self.api.delete("pods", namespace, name)
+
+    # ---- the agent ----
+    def start_agent(self, config, env=None):
+        for d in (SA_DIR,):
+            if not os.path.isdir(d):
+                os.makedirs(d)
+                self.test.addCleanup(_rmdirs, d, "/var/run/secrets")
+        e = dict(os.environ, HOSTNAME=self.name, KUBERNETES_SERVICE_HOST="127.0.0.1",
+                 KUBERNETES_SERVICE_PORT=str(self.api.port))
+        for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+            e.pop(k, None)
+        e.update(env or {})
+        script = ('mount --bind "$1" ' + SA_DIR + ' && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"')
+        self.log_path = os.path.join(self.dir, "agent.log")
+        self.log = open(self.log_path, "w")
+        self.agent = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script,
+                                       "sh", self.sa, self.hosts, np.NODEPROF, "run", "--config", config],
+                                      env=e, stdout=self.log, stderr=subprocess.STDOUT)
+        self.test.addCleanup(self.stop_agent)
+        return self.agent
+
+    def stop_agent(self):
+        if self.agent and self.agent.poll() is None:
+            self.agent.send_signal(signal.SIGTERM)
+            try:
+                self.agent.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.agent.kill()
+                self.agent.wait()
+
+    def agent_log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    # ---- what Pyroscope received ----
+    def series(self):
+        """[(receive time, labels dict, profile summary)] for every profile pushed."""
+        out = []
+        for push in self.pyro.pushes():
+            for s in push["series"]:
+                for prof in s["profiles"]:
+                    out.append((push["time"], s["labels"], prof))
+        return out
+
+    def violations(self):
+        """What the Pyroscope test server found wrong in the requests it received."""
+        return [v for r in self.pyro.all_requests() for v in r["violations"]]
+
+    def wait_for(self, pred, timeout, what):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.agent and self.agent.poll() is not None:
+                raise AssertionError(f"nodeprof exited ({self.agent.returncode}):\n{self.agent_log()[-4000:]}")
+            if pred(self.series()):
+                return
+            time.sleep(0.5)
+        got = sorted({l.get("service_name", "?") for _, l, _ in self.series()})
+        raise AssertionError(f"timed out waiting for {what}; services seen: {got}\nagent log:\n"
+                             f"{self.agent_log()[-3000:]}")
+
+
+def _rmdirs(path, stop):
+    while path.startswith(stop) and path != os.path.dirname(stop):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+        path = os.path.dirname(path)
+
+
+def basic_auth(user, password):
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def frames_total(profile, name):
+    """Sum of the sample values of the stacks that contain function `name`."""
+    return sum(st["values"][0] for st in profile["stacks"] if name in st["frames"])
