@@ -5,6 +5,7 @@
 #   make run     deps + build + start the agent on its embedded default
 #   make bench   deps + build + benchmarks (results in bench/results/)
 #   make fuzz    long fuzzing runs (FUZZ_SECONDS per target)
+#   make manifests, make docker-check   see mk/chart.mk
 #
 # Sources are found by wildcard: a new .c file under agent/, k8s/ or relabel/ is part of
 # the agent; tests/unit/test_*.c is a unit test; tests/harness/*.c is a test harness
@@ -47,6 +48,10 @@ DEB_PACKAGES := \
 	openssl \
 	python3 \
 	golang-go \
+	golang-github-masterminds-sprig-dev \
+	golang-k8s-sigs-yaml-dev \
+	golang-github-xeipuuv-gojsonschema-dev \
+	debootstrap \
 	g++ \
 	procps \
 	iproute2 \
