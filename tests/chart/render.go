@@ -12,7 +12,7 @@
 //
 // Usage: render [-f VALUES]... [--release-name N] [--namespace NS] [--format yaml|json]
 //
-//	[--notes] [--namespace-object] CHART_DIR
+//	[--namespace-object] [--skip-schema-validation] CHART_DIR
 //
 // yaml: what `helm template` prints. json: {"manifests": [{"source", "text",
 // "object"}], "notes": "..."} with every object parsed as Kubernetes would (YAML to
@@ -365,6 +365,7 @@ type options struct {
 	namespace       string
 	format          string
 	namespaceObject bool
+	skipSchema      bool
 	chartDir        string
 }
 
@@ -409,7 +410,7 @@ func run(o options) error {
 	}
 	values := deepCopy(user).(map[string]interface{})
 	coalesceValues(values, deepCopy(defaults).(map[string]interface{}), "")
-	if schema != nil {
+	if schema != nil && !o.skipSchema {
 		if err := validateSchema(meta.Name, values, schema); err != nil {
 			return err
 		}
@@ -509,9 +510,10 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", "default", "the release namespace")
 	flag.StringVar(&o.format, "format", "yaml", "yaml (as helm template prints) or json")
 	flag.BoolVar(&o.namespaceObject, "namespace-object", false, "put a Namespace object first")
+	flag.BoolVar(&o.skipSchema, "skip-schema-validation", false, "as helm's flag of that name")
 	flag.Parse()
 	if flag.NArg() != 1 || (o.format != "yaml" && o.format != "json") {
-		fmt.Fprintln(os.Stderr, "usage: render [-f VALUES]... [--release-name N] [--namespace NS] [--format yaml|json] [--namespace-object] CHART_DIR")
+		fmt.Fprintln(os.Stderr, "usage: render [-f VALUES]... [--release-name N] [--namespace NS] [--format yaml|json] [--namespace-object] [--skip-schema-validation] CHART_DIR")
 		os.Exit(2)
 	}
 	o.chartDir = flag.Arg(0)

@@ -87,21 +87,32 @@ class Node:
         self.api.delete("pods", namespace, name)
 
     # ---- the agent ----
-    def start_agent(self, config, env=None):
-        for d in (SA_DIR,):
-            if not os.path.isdir(d):
+    def start_agent(self, config, env=None, binds=(), prefix=(), unshare=(), args=None):
+        """Starts `nodeprof run --config CONFIG` (or nodeprof ARGS) as a pod would see the node.
+        binds: more (host path, mount point) pairs bind-mounted in the agent's mount namespace
+        (missing mount points are made, and removed afterwards); prefix: a command that execs
+        the agent (e.g. setpriv, to drop capabilities); unshare: more unshare(1) options
+        (e.g. --cgroup, the cgroup namespace of an unprivileged container)."""
+        binds = [(self.sa, SA_DIR), (self.hosts, "/etc/hosts"), *binds]
+        for _, d in binds:
+            if not os.path.exists(d):
+                top = d
+                while not os.path.isdir(os.path.dirname(top)):
+                    top = os.path.dirname(top)
                 os.makedirs(d)
-                self.test.addCleanup(_rmdirs, d, "/var/run/secrets")
+                self.test.addCleanup(_rmdirs, d, top)
         e = dict(os.environ, HOSTNAME=self.name, KUBERNETES_SERVICE_HOST="127.0.0.1",
                  KUBERNETES_SERVICE_PORT=str(self.api.port))
         for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
             e.pop(k, None)
         e.update(env or {})
-        script = ('mount --bind "$1" ' + SA_DIR + ' && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"')
+        script = 'while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 1; shift 2; done; shift; exec "$@"'
+        mounts = [x for pair in binds for x in pair]
         self.log_path = os.path.join(self.dir, "agent.log")
         self.log = open(self.log_path, "w")
-        self.agent = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script,
-                                       "sh", self.sa, self.hosts, np.NODEPROF, "run", "--config", config],
+        cmd = [*prefix, np.NODEPROF, *(args if args is not None else ["run", "--config", config])]
+        self.agent = subprocess.Popen(["unshare", "--mount", "--propagation", "private", *unshare, "--", "sh", "-c",
+                                       script, "sh", *mounts, "--", *cmd],
                                       env=e, stdout=self.log, stderr=subprocess.STDOUT)
         self.test.addCleanup(self.stop_agent)
         return self.agent
@@ -147,6 +158,7 @@ class Node:
 
 
 def _rmdirs(path, stop):
+    """Removes path and its parents up to stop (included) while they are empty."""
     while path.startswith(stop) and path != os.path.dirname(stop):
         try:
             os.rmdir(path)
