@@ -1,0 +1,230 @@
+/* The labels of a pushed series: Alloy's pyroscope.write rules (spec §2 "Labels in
+ * Append") followed by Pyroscope's validation limits (spec §1.5), fixing what can be
+ * fixed so that a profile is not rejected for a cosmetic reason. See internal.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/write/internal.h"
+
+const char *const np_write_fix_reasons[NP_FIX__COUNT] = {
+	"invalid_label_name", "label_name_too_long", "label_value_too_long", "invalid_utf8", "too_many_labels",
+};
+
+static int name_char_ok(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+}
+
+int np_write_label_name_valid(const char *name)
+{
+	if (!name || !*name)
+		return 0;
+	for (const char *p = name; *p; p++)
+		if (!name_char_ok((unsigned char)*p))
+			return 0;
+	return 1;
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. Rejects overlongs,
+ * surrogates and code points above U+10FFFF, as Go's utf8.ValidString. */
+static size_t utf8_seq(const unsigned char *p, size_t avail)
+{
+	unsigned char c = p[0];
+	size_t n;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (avail < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* Replaces each run of invalid bytes with U+FFFD. Returns a new string or NULL. */
+static char *utf8_fix(const char *s, int *changed)
+{
+	size_t len = strlen(s), o = 0;
+	char *out = malloc(len * 3 + 1); /* worst case: every byte becomes 3 */
+
+	*changed = 0;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq((const unsigned char *)s + i, len - i);
+		if (n) {
+			memcpy(out + o, s + i, n);
+			o += n;
+			i += n;
+			continue;
+		}
+		*changed = 1;
+		memcpy(out + o, "\xef\xbf\xbd", 3);
+		o += 3;
+		while (i < len && !utf8_seq((const unsigned char *)s + i, len - i))
+			i++;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* Truncates a valid UTF-8 string to at most max bytes without splitting a character. */
+static void utf8_truncate(char *s, size_t max)
+{
+	size_t len = strlen(s);
+
+	if (len <= max)
+		return;
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	s[max] = '\0';
+}
+
+/* Replaces every character outside [A-Za-z0-9_.] (a whole UTF-8 sequence counts as
+ * one character) with '_'. Returns a new string or NULL. */
+static char *sanitize_name(const char *name)
+{
+	size_t len = strlen(name), o = 0;
+	char *out = malloc(len + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		unsigned char c = (unsigned char)name[i];
+		size_t n = utf8_seq((const unsigned char *)name + i, len - i);
+		out[o++] = name_char_ok(c) ? (char)c : '_';
+		i += n ? n : 1;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static void note(struct np_write_fixes *fx, enum np_write_fix f, const char *name)
+{
+	if (!fx->applied[f]) {
+		size_t n = strnlen(name, sizeof(fx->example[f]) - 1);
+		memcpy(fx->example[f], name, n);
+		fx->example[f][n] = '\0';
+	}
+	fx->applied[f] = 1;
+}
+
+/* Sets name to a fixed copy of value: valid UTF-8, at most max bytes. */
+static int set_value(struct np_labels *ls, const char *name, const char *value, const struct np_write_limits *lim,
+		     struct np_write_fixes *fx, struct np_err *err)
+{
+	int changed;
+	char *v = utf8_fix(value, &changed);
+	int rc;
+
+	if (!v)
+		return np_errf(err, "out of memory fixing label %s", name);
+	if (changed)
+		note(fx, NP_FIX_INVALID_UTF8, name);
+	if (strlen(v) > lim->max_label_value_length) {
+		utf8_truncate(v, lim->max_label_value_length);
+		note(fx, NP_FIX_VALUE_TOO_LONG, name);
+	}
+	rc = np_labels_set(ls, name, v, err);
+	free(v);
+	return rc;
+}
+
+static int is_protected(const char *name, const struct np_labels *external)
+{
+	return strcmp(name, "__name__") == 0 || strcmp(name, "__delta__") == 0 || strcmp(name, "service_name") == 0 ||
+	       np_labels_get(external, name) != NULL;
+}
+
+int np_write_prepare_labels(const struct np_labels *in, const struct np_labels *external,
+			    const struct np_write_limits *lim, struct np_labels *out, struct np_write_fixes *fx,
+			    const char **reject_reason, struct np_err *err)
+{
+	struct np_labels ls = NP_LABELS_INIT;
+	size_t budget;
+
+	memset(fx, 0, sizeof(*fx));
+	*reject_reason = "internal";
+	if (in->n == 0) {
+		*reject_reason = "no_labels";
+		return np_errf(err, "invalid labels in profile: the profile has no labels");
+	}
+	for (size_t i = 0; i < in->n; i++) {
+		const char *name = in->v[i].name, *value = in->v[i].value;
+		char *fixed = NULL;
+
+		if (strncmp(name, "__", 2) == 0 && strcmp(name, "__name__") != 0 && strcmp(name, "__delta__") != 0)
+			continue;
+		if (!*value) /* Prometheus' label builder: an empty value means no label */
+			continue;
+		if (!np_write_label_name_valid(name)) {
+			fixed = sanitize_name(name);
+			if (!fixed) {
+				np_errf(err, "out of memory fixing label %s", name);
+				goto fail;
+			}
+			note(fx, NP_FIX_INVALID_NAME, name);
+			/* A label that already has the sanitized name keeps its own value. */
+			if (!*fixed || np_labels_get(in, fixed)) {
+				free(fixed);
+				continue;
+			}
+			name = fixed;
+		}
+		if (strlen(name) > lim->max_label_name_length) {
+			note(fx, NP_FIX_NAME_TOO_LONG, name);
+			free(fixed);
+			continue;
+		}
+		if (set_value(&ls, name, value, lim, fx, err)) {
+			free(fixed);
+			goto fail;
+		}
+		free(fixed);
+	}
+	for (size_t i = 0; i < external->n; i++) {
+		if (!*external->v[i].value)
+			np_labels_del(&ls, external->v[i].name);
+		else if (set_value(&ls, external->v[i].name, external->v[i].value, lim, fx, err))
+			goto fail;
+	}
+	if (!np_labels_get(&ls, "__name__")) {
+		*reject_reason = "missing_name";
+		np_errf(err, "invalid labels in profile: __name__ (the profile type, e.g. process_cpu) is missing");
+		goto fail;
+	}
+	/* The server adds service_name="unknown_service" when it is absent, and counts it. */
+	budget = lim->max_label_names - (np_labels_get(&ls, "service_name") ? 0 : 1);
+	while (ls.n > budget) {
+		size_t k = ls.n;
+		while (k > 0 && is_protected(ls.v[k - 1].name, external))
+			k--;
+		if (k == 0) {
+			*reject_reason = "too_many_labels";
+			np_errf(err, "invalid labels in profile: %zu external and reserved labels exceed the limit of %zu",
+				ls.n, lim->max_label_names);
+			goto fail;
+		}
+		note(fx, NP_FIX_TOO_MANY_LABELS, ls.v[k - 1].name);
+		np_labels_del(&ls, ls.v[k - 1].name);
+	}
+	np_labels_move(out, &ls);
+	return 0;
+fail:
+	np_labels_free(&ls);
+	return -1;
+}

@@ -1,0 +1,244 @@
+/* The wire side of a push: encoding the PushRequest (spec §1.1), reading Connect
+ * error bodies (§1.3), deciding what is retried (§2 shouldRetry), dskit's backoff,
+ * and a log rate limiter. Pure functions, unit-tested without a network. */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "agent/pprof/proto.h"
+#include "agent/util/duration.h"
+#include "agent/write/internal.h"
+
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Size of a length-delimited field with a one-byte tag. */
+static size_t field_len(size_t body)
+{
+	return 1 + varint_len(body) + body;
+}
+
+/* Lengths are computed up front so that the body is written once, in one allocation,
+ * without pb_begin's slide of the (large) profile bytes. */
+int np_write_encode_push(const struct np_labels *labels, const void *profile, size_t len, struct np_buf *out,
+			 struct np_err *err)
+{
+	size_t series = 0, sample = field_len(len); /* RawSample{raw_profile} */
+
+	for (size_t i = 0; i < labels->n; i++) {
+		size_t pair = field_len(strlen(labels->v[i].name)) + field_len(strlen(labels->v[i].value));
+		series += field_len(pair);
+	}
+	series += field_len(sample);
+	if (np_buf_reserve(out, field_len(series)))
+		return np_errf(err, "out of memory encoding a %zu-byte push request", field_len(series));
+	pb_tag(out, 1, PB_LEN); /* PushRequest.series */
+	pb_varint(out, series);
+	for (size_t i = 0; i < labels->n; i++) {
+		const char *n = labels->v[i].name, *v = labels->v[i].value;
+		pb_tag(out, 1, PB_LEN); /* RawProfileSeries.labels */
+		pb_varint(out, field_len(strlen(n)) + field_len(strlen(v)));
+		pb_string(out, 1, n); /* LabelPair.name */
+		pb_string(out, 2, v); /* LabelPair.value */
+	}
+	pb_tag(out, 2, PB_LEN); /* RawProfileSeries.samples */
+	pb_varint(out, sample);
+	pb_bytes(out, 1, profile, len); /* RawSample.raw_profile */
+	if (out->failed)
+		return np_errf(err, "out of memory encoding a push request");
+	return 0;
+}
+
+uint64_t np_write_uncompressed_size(const uint8_t *p, size_t len)
+{
+	/* A gzip member ends with ISIZE, the input size modulo 2^32 (RFC 1952). */
+	if (len >= 18 && p[0] == 0x1f && p[1] == 0x8b)
+		return (uint64_t)p[len - 4] | (uint64_t)p[len - 3] << 8 | (uint64_t)p[len - 2] << 16 |
+		       (uint64_t)p[len - 1] << 24;
+	return len;
+}
+
+static const char *const connect_codes[] = {
+	"canceled",	     "unknown",	  "invalid_argument", "deadline_exceeded", "not_found",
+	"already_exists",    "permission_denied", "resource_exhausted", "failed_precondition", "aborted",
+	"out_of_range",	     "unimplemented", "internal", "unavailable", "data_loss",
+	"unauthenticated",   NULL,
+};
+
+int np_write_parse_connect_error(const char *body, size_t len, struct np_write_result *r)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(body, len, 0, &jerr);
+	const char *code = NULL, *msg = NULL;
+	int known = 0;
+
+	if (!root)
+		return -1;
+	if (json_is_object(root)) {
+		code = json_string_value(json_object_get(root, "code"));
+		msg = json_string_value(json_object_get(root, "message"));
+	}
+	for (size_t i = 0; code && connect_codes[i]; i++)
+		if (strcmp(code, connect_codes[i]) == 0)
+			known = 1;
+	if (known) {
+		snprintf(r->code, sizeof(r->code), "%s", code);
+		snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
+	}
+	json_decref(root);
+	return known ? 0 : -1;
+}
+
+enum np_write_outcome np_write_classify(const struct np_write_result *r, int retry_on_http_429)
+{
+	static const char *const retried[] = { "deadline_exceeded", "unknown",	 "internal",
+					       "unavailable",	    "data_loss", "aborted", NULL };
+
+	if (r->local_error)
+		return NP_WRITE_RETRY; /* e.g. a password file mid-rotation */
+	if (r->transport_error) {
+		switch (r->transport_error) {
+		/* Our own mistakes or a redirect loop: another attempt cannot help. */
+		case CURLE_UNSUPPORTED_PROTOCOL:
+		case CURLE_URL_MALFORMAT:
+		case CURLE_NOT_BUILT_IN:
+		case CURLE_BAD_FUNCTION_ARGUMENT:
+		case CURLE_OUT_OF_MEMORY:
+		case CURLE_TOO_MANY_REDIRECTS:
+		case CURLE_UNKNOWN_OPTION:
+			return NP_WRITE_FAIL;
+		default:
+			/* Timeouts, refused connections, resets, TLS failures: connect-go reports
+			 * them as unavailable or unknown, both retried by Alloy. */
+			return NP_WRITE_RETRY;
+		}
+	}
+	if (r->status >= 200 && r->status < 300)
+		return NP_WRITE_SENT;
+	if (r->code[0]) {
+		if (strcmp(r->code, "resource_exhausted") == 0)
+			return retry_on_http_429 ? NP_WRITE_RETRY : NP_WRITE_FAIL;
+		for (size_t i = 0; retried[i]; i++)
+			if (strcmp(r->code, retried[i]) == 0)
+				return NP_WRITE_RETRY;
+		return NP_WRITE_FAIL;
+	}
+	if (r->status == 429)
+		return retry_on_http_429 ? NP_WRITE_RETRY : NP_WRITE_FAIL;
+	if (r->status == 408 || r->status >= 500)
+		return NP_WRITE_RETRY;
+	return NP_WRITE_FAIL;
+}
+
+int64_t np_write_parse_retry_after(const char *value, int64_t now_realtime_ns)
+{
+	char *end;
+	long long secs;
+	time_t when;
+
+	while (*value == ' ' || *value == '\t')
+		value++;
+	if (*value >= '0' && *value <= '9') {
+		secs = strtoll(value, &end, 10);
+		while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+			end++;
+		if (*end || secs < 0 || secs > 86400)
+			return 0;
+		return secs * NP_NSEC_PER_SEC;
+	}
+	when = curl_getdate(value, NULL);
+	if (when <= 0)
+		return 0;
+	{
+		int64_t delta = (int64_t)when * NP_NSEC_PER_SEC - now_realtime_ns;
+		return delta > 0 && delta <= 86400 * NP_NSEC_PER_SEC ? delta : 0;
+	}
+}
+
+/* ---- dskit backoff ---- */
+
+static int64_t double_capped(int64_t v, int64_t max)
+{
+	return v > max / 2 ? max : v * 2;
+}
+
+void np_backoff_init(struct np_backoff *b, int64_t min_ns, int64_t max_ns, int max_retries, uint64_t seed)
+{
+	b->min_ns = min_ns;
+	b->max_ns = max_ns;
+	b->max_retries = max_retries;
+	b->rng = seed ? seed : 0x9e3779b97f4a7c15ULL;
+	np_backoff_reset(b);
+}
+
+void np_backoff_reset(struct np_backoff *b)
+{
+	b->retries = 0;
+	b->next_min_ns = b->min_ns;
+	b->next_max_ns = double_capped(b->min_ns, b->max_ns);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+int64_t np_backoff_next(struct np_backoff *b)
+{
+	int64_t delay;
+
+	b->retries++;
+	if (b->next_min_ns >= b->next_max_ns)
+		return b->next_min_ns;
+	delay = b->next_min_ns + (int64_t)(xorshift(&b->rng) % (uint64_t)(b->next_max_ns - b->next_min_ns));
+	if (b->next_max_ns < b->max_ns) {
+		b->next_min_ns = double_capped(b->next_min_ns, b->max_ns);
+		b->next_max_ns = double_capped(b->next_max_ns, b->max_ns);
+	}
+	return delay;
+}
+
+int np_backoff_ongoing(const struct np_backoff *b)
+{
+	return b->max_retries == 0 || b->retries < b->max_retries;
+}
+
+/* ---- misc ---- */
+
+int64_t np_write_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NP_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+int np_write_lograte_allow(struct np_write_lograte *r, int64_t now_ns, int64_t interval_ns, uint64_t *suppressed)
+{
+	if (r->used && now_ns - r->last_ns < interval_ns) {
+		r->suppressed++;
+		return 0;
+	}
+	*suppressed = r->suppressed;
+	r->suppressed = 0;
+	r->last_ns = now_ns;
+	r->used = 1;
+	return 1;
+}
