@@ -52,6 +52,7 @@ struct np_http_server {
 	struct np_metrics *metrics;
 	char listen_desc[300]; /* for logs */
 
+	pthread_rwlock_t handler_lock; /* read-held while a handler runs; np_http_unroute write-locks */
 	pthread_mutex_t lock; /* routes, callbacks, debug pages, scrape hooks */
 	struct route *routes;
 	size_t nroutes;

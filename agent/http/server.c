@@ -312,24 +312,51 @@ static void dispatch(struct np_http_server *srv, struct conn *c)
 	memset(&c->resp, 0, sizeof(c->resp));
 	c->resp.status = 200;
 	snprintf(c->resp.content_type, sizeof(c->resp.content_type), "text/plain; charset=utf-8");
+	pthread_rwlock_rdlock(&srv->handler_lock);
 	found = route_find(srv, c->method, c->path, &h, &ud, allow, sizeof(allow));
 	if (found < 0) {
 		np_http_response_text(&c->resp, 404, "404 page not found: %s", c->path);
-		return;
-	}
-	if (found == 0) {
+	} else if (found == 0) {
 		np_http_response_text(&c->resp, 405, "405 method %s not allowed for %s (allowed: %s)", c->method,
 				      c->path, allow);
 		if (np_http_response_header(&c->resp, "Allow", allow))
 			np_log(NP_WARN, "http", "Allow header too long", "path", c->path, NULL);
-		return;
+	} else {
+		req.method = c->method;
+		req.path = c->path;
+		req.body = c->body.p ? c->body.p : "";
+		req.body_len = c->body.len;
+		req.query = &c->query;
+		h(ud, &req, &c->resp);
 	}
-	req.method = c->method;
-	req.path = c->path;
-	req.body = c->body.p ? c->body.p : "";
-	req.body_len = c->body.len;
-	req.query = &c->query;
-	h(ud, &req, &c->resp);
+	pthread_rwlock_unlock(&srv->handler_lock);
+}
+
+void np_http_unroute(struct np_http_server *srv, void *ud)
+{
+	size_t k = 0;
+
+	pthread_rwlock_wrlock(&srv->handler_lock);
+	pthread_mutex_lock(&srv->lock);
+	for (size_t i = 0; i < srv->nroutes; i++) {
+		if (srv->routes[i].ud == ud)
+			free(srv->routes[i].path);
+		else
+			srv->routes[k++] = srv->routes[i];
+	}
+	srv->nroutes = k;
+	k = 0;
+	for (size_t i = 0; i < srv->npages; i++) {
+		if (srv->pages[i].ud == ud) {
+			free(srv->pages[i].name);
+			free(srv->pages[i].title);
+		} else {
+			srv->pages[k++] = srv->pages[i];
+		}
+	}
+	srv->npages = k;
+	pthread_mutex_unlock(&srv->lock);
+	pthread_rwlock_unlock(&srv->handler_lock);
 }
 
 static int read_query(struct lws *wsi, struct conn *c)
@@ -713,6 +740,7 @@ int np_http_start(const struct np_http_config *cfg_in, struct np_http_server **o
 	snprintf(srv->listen_desc, sizeof(srv->listen_desc), "%s", cfg.listen);
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_mutex_init(&srv->ws_lock, NULL);
+	pthread_rwlock_init(&srv->handler_lock, NULL);
 
 	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_to_np);
 	memset(&info, 0, sizeof(info));
@@ -781,5 +809,6 @@ void np_http_stop(struct np_http_server *srv)
 	free(srv->scratch);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_mutex_destroy(&srv->ws_lock);
+	pthread_rwlock_destroy(&srv->handler_lock);
 	free(srv);
 }

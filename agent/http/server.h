@@ -80,6 +80,10 @@ typedef void (*np_http_handler)(void *ud, const struct np_http_request *req, str
 NP_MUST_CHECK int np_http_route(struct np_http_server *srv, const char *method, const char *path,
 				np_http_handler handler, void *ud, struct np_err *err);
 
+/* Removes every route and debug page registered with this ud, waiting for a handler
+ * that is running to return, so that ud can be freed afterwards. Not from a handler. */
+void np_http_unroute(struct np_http_server *srv, void *ud);
+
 /* Readiness: returns 1 when ready, else 0 with a reason appended to `reason`.
  * Without a callback the server reports ready. */
 typedef int (*np_http_ready_fn)(void *ud, struct np_buf *reason);

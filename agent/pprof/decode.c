@@ -716,3 +716,32 @@ int np_pprof_decode(const void *data, size_t len, size_t max_bytes, struct np_pp
 		return np_errf(err, "pprof: %zu bytes exceed the limit of %zu", len, max_bytes);
 	return decode_plain(p, len, out, err);
 }
+
+int np_pprof_count_samples(const void *data, size_t len, size_t max_bytes, size_t *out, struct np_err *err)
+{
+	const uint8_t *p = data;
+	struct np_buf plain = NP_BUF_INIT;
+	struct rd r;
+	struct field f;
+	size_t n = 0;
+	int rc;
+
+	if (len >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
+		if (np_gunzip(data, len, max_bytes, &plain, err)) {
+			np_buf_free(&plain);
+			return -1;
+		}
+		p = (const uint8_t *)plain.p;
+		len = plain.len;
+	}
+	r.p = p;
+	r.end = p + len;
+	while ((rc = rd_field(&r, &f)) == 1)
+		if (f.num == 2)
+			n++;
+	np_buf_free(&plain);
+	if (rc < 0)
+		return np_errf(err, "pprof: malformed protobuf");
+	*out = n;
+	return 0;
+}

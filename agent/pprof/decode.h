@@ -100,6 +100,11 @@ static inline const char *np_pprof_string(const struct np_pprof_profile *p, uint
 	return idx < p->nstrings ? p->strings[idx].s : "";
 }
 
+/* Counts the samples of a gzipped or plain pprof without decoding the rest (for
+ * metrics). Fails on malformed top-level framing. */
+NP_MUST_CHECK int np_pprof_count_samples(const void *data, size_t len, size_t max_bytes, size_t *out,
+					 struct np_err *err);
+
 /* Appends the decompression of a gzip stream (concatenated members allowed) to out;
  * fails when it would exceed max_out bytes or the stream is corrupt or truncated. */
 NP_MUST_CHECK int np_gunzip(const void *data, size_t len, size_t max_out, struct np_buf *out, struct np_err *err);

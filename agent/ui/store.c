@@ -82,6 +82,7 @@ int np_store_new(const struct np_store_config *cfg, struct np_store **out, struc
 		return np_errf(err, "store: a budget of %zu bytes is too small (minimum 64 KiB)", cfg->budget_bytes);
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_rwlock_init(&s->listener_lock, NULL);
 	s->st.budget = s->cfg.budget_bytes;
 	*out = s;
 	return 0;
@@ -107,15 +108,17 @@ void np_store_free(struct np_store *s)
 	np_intern_free(&s->stacks);
 	np_intern_free(&s->series_ids);
 	pthread_mutex_destroy(&s->lock);
+	pthread_rwlock_destroy(&s->listener_lock);
 	free(s);
 }
 
 void np_store_set_listener(struct np_store *s, np_store_listener fn, void *ud)
 {
-	pthread_mutex_lock(&s->lock);
+	/* Waits for a running listener: after this returns the old one is never called. */
+	pthread_rwlock_wrlock(&s->listener_lock);
 	s->listener = fn;
 	s->listener_ud = ud;
-	pthread_mutex_unlock(&s->lock);
+	pthread_rwlock_unlock(&s->listener_lock);
 }
 
 static int sink_append(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len, struct np_err *err)
@@ -695,10 +698,11 @@ int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof
 	size_t bytes = np_store_bytes_locked(s);
 	if (bytes > s->st.peak_bytes)
 		s->st.peak_bytes = bytes;
-	listener = s->listener;
-	listener_ud = s->listener_ud;
 	pthread_mutex_unlock(&s->lock);
 
+	pthread_rwlock_rdlock(&s->listener_lock);
+	listener = s->listener;
+	listener_ud = s->listener_ud;
 	if (listener) {
 		ev.service = service;
 		ev.process = process;
@@ -707,6 +711,7 @@ int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof
 		ev.samples = p.stacks.n;
 		listener(listener_ud, &ev);
 	}
+	pthread_rwlock_unlock(&s->listener_lock);
 	prepared_free(&p);
 	return 0;
 }

@@ -14,7 +14,7 @@
  * of them dead. Buckets older than the retention are dropped as time passes.
  *
  * Threads: every function may be called from any thread; a mutex serialises them.
- * The listener runs on the thread that added the profile, outside the lock. */
+ * The listener runs on the thread that added the profile, outside the store's lock. */
 #ifndef NP_UI_STORE_H
 #define NP_UI_STORE_H
 
@@ -58,7 +58,8 @@ struct np_store_event {
 	size_t samples;		       /* distinct stacks in it */
 };
 typedef void (*np_store_listener)(void *ud, const struct np_store_event *ev);
-/* One listener; NULL removes it. */
+/* One listener; NULL removes it. Once this returns, the previous listener is not running
+ * and will not be called again. Not from within the listener. */
 void np_store_set_listener(struct np_store *s, np_store_listener fn, void *ud);
 
 /* A query: [from_ns, until_ns) (0 = unbounded), service and process filters (NULL

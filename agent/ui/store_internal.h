@@ -43,6 +43,7 @@ struct np_store {
 	size_t nbuckets, buckets_cap;
 	size_t entry_bytes; /* sum of bucket entry capacities */
 
+	pthread_rwlock_t listener_lock; /* read-held while the listener runs; set_listener write-locks */
 	np_store_listener listener;
 	void *listener_ud;
 
