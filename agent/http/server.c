@@ -563,8 +563,14 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		if (c && c->kind == CONN_HTTP)
 			conn_reset_http(c);
 		return 0;
+	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+		/* WebSocket upgrades are accepted on /ws only; elsewhere the answer is a 404. */
+		if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/ws") != 0) {
+			lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, "no WebSocket endpoint here; use /ws");
+			return 1;
+		}
+		return 0;
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-		/* Upgrades are accepted on /ws only. */
 		if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/ws") != 0)
 			return -1;
 		return 0;
