@@ -308,8 +308,11 @@ static void push_inflight(struct np_endpoint *ep)
 	if (strcmp(drop_reason, "shutdown") == 0) {
 		ep->shutdown_dropped++;
 	} else if (strcmp(drop_reason, "retries_exhausted") == 0) {
-		np_log(NP_WARN, "pyroscope.write", "giving up on a profile after the last retry", "endpoint", ep->label,
-		       "retries", NP_LOG_INT(bo.retries), "error", r.message, NULL);
+		uint64_t suppressed;
+		if (np_write_lograte_allow(&ep->giveup_log, np_write_now_ns(), CAUSE_LOG_INTERVAL, &suppressed))
+			np_log(NP_WARN, "pyroscope.write", "giving up on a profile after the last retry", "endpoint",
+			       ep->label, "retries", NP_LOG_INT(bo.retries), "error", r.message, "similar_since_last_log",
+			       NP_LOG_INT(suppressed), NULL);
 	}
 }
 

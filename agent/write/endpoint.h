@@ -82,7 +82,7 @@ struct np_endpoint {
 	uint64_t shutdown_dropped;
 	int failing; /* the last attempt failed; a success logs the recovery */
 	struct np_ep_cause causes[NP_EP_CAUSES];
-	struct np_write_lograte overflow_log;
+	struct np_write_lograte overflow_log, giveup_log;
 };
 
 /* Creates an endpoint with a copy of cfg and starts its worker. */

@@ -450,6 +450,7 @@ static int run(json_t *spec, struct np_err *err)
 	json_t *result = json_object(), *errors = json_array(), *stats = json_array();
 	const char *metrics_file = json_string_value(json_object_get(spec, "metrics_file"));
 	int64_t interval = 0, duration = 0, wait_idle = 0, start, last_metrics = 0;
+	int64_t append_ns_total = 0, append_ns_max = 0; /* time the caller spends in np_writer_append */
 	long rounds = json_integer_value(json_object_get(spec, "rounds"));
 	unsigned long appended = 0, failed = 0;
 	uint64_t rng = 0x2545f4914f6cdd1dULL;
@@ -486,10 +487,15 @@ static int run(json_t *spec, struct np_err *err)
 			}
 			{
 				char *data = np_buf_steal(&gz, &len);
+				int64_t t0 = now_ns(), took;
 				if (np_writer_append(w, &ls, data, len, err)) {
 					failed++;
 					json_array_append_new(errors, json_string(err->msg));
 				}
+				took = now_ns() - t0;
+				append_ns_total += took;
+				if (took > append_ns_max)
+					append_ns_max = took;
 			}
 			np_labels_free(&ls);
 			appended++;
@@ -558,6 +564,9 @@ out:
 		write_metrics(reg, metrics_file);
 		json_object_set_new(result, "appended", json_integer((json_int_t)appended));
 		json_object_set_new(result, "append_failures", json_integer((json_int_t)failed));
+		json_object_set_new(result, "append_us_max", json_integer(append_ns_max / 1000));
+		json_object_set_new(result, "append_us_avg",
+				    json_integer(appended ? append_ns_total / 1000 / (int64_t)appended : 0));
 		json_object_set_new(result, "append_errors", errors);
 		json_object_set_new(result, "endpoints", stats);
 		if (rc)

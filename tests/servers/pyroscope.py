@@ -13,6 +13,7 @@ Failure injection: a queue of actions consumed one per push request (then `defau
   {"hang": 30}                         read the request, answer nothing for 30 s, then close
   {"slow": 0.5}                        answer normally after 0.5 s
   {"drop": true}                       read the request, close the connection without a response
+  {"redirect": URL, "redirect_status": 307}   answer a redirect to URL
 Server checks: "require_auth" (exact Authorization value), "multitenancy" (X-Scope-OrgID required,
 as -auth.multitenancy-enabled).
 
@@ -582,6 +583,10 @@ class PyroscopeServer:
             return
         if action.get("slow"):
             self._stop_event.wait(float(action["slow"]))
+        if "redirect" in action:
+            record["status"] = action.get("redirect_status", 307)
+            h._send(record["status"], b"", "text/plain", {"Location": action["redirect"]})
+            return
         if "raw_status" in action:
             record["status"] = action["raw_status"]
             h._send(action["raw_status"], action.get("body", "").encode(), "text/plain")
