@@ -36,6 +36,7 @@ DEB_PACKAGES := \
 	libcmocka-dev \
 	libjansson-dev \
 	libcurl4-openssl-dev \
+	libyaml-dev \
 	libssl-dev \
 	libpcre2-dev \
 	libwebsockets-dev \
@@ -51,7 +52,7 @@ DEB_PACKAGES := \
 	ca-certificates \
 	chromium
 
-PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl
+PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1
 # Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -83,7 +84,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 -include mk/*.mk
 
 # Keep the BPF objects: make would otherwise delete them as intermediates and rebuild every time.
-.SECONDARY: $(BPF_OBJS)
+.SECONDARY: $(BPF_OBJS) $(SKELS)
 
 .PHONY: all deps test run bench fuzz unit unit-asan fuzz-build clean check-root
 all: $(BUILD)/nodeprof

@@ -42,7 +42,8 @@ struct np_sampler {
 	int npossible;
 };
 
-static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_level level, const char *fmt,
+										     va_list ap)
 {
 	char line[1024];
 	size_t n;

@@ -47,8 +47,17 @@ class ProfileTargetsTest(unittest.TestCase):
         p = subprocess.Popen(list(map(str, argv)))
         self.addCleanup(lambda: (p.kill(), p.wait()))
         if cgroup:
-            cgroups.PodCgroups.move(cgroup, p.pid)
+            self.tree.move(p.pid, cgroup)
         return p
+
+    def container_cgroup(self):
+        """A containerd-under-systemd container cgroup on the v2 mount: (container id, relative path)."""
+        self.tree = cgroups.CgroupTree(cgroups.cgroup2_mount())
+        self.addCleanup(self.tree.cleanup)
+        cid = cgroups.new_container_id()
+        rel = cgroups.runtime_path("containerd-systemd", cgroups.new_pod_uid(), cid)
+        self.tree.make(rel)
+        return cid, rel
 
     def run_harness(self, targets, seconds, outdir, rate=99, interval="2s"):
         tfile = os.path.join(outdir, "targets.json")
@@ -60,11 +69,9 @@ class ProfileTargetsTest(unittest.TestCase):
         return json.loads(r.stdout)
 
     def test_container_and_pid_targets(self):
-        pods = cgroups.PodCgroups(self)
-        cid = cgroups.random_container_id()
-        scope = pods.container(cid)
-        in_container = self.start(self.split, 20, cgroup=scope)
-        outside = self.start(self.short, 20)                 # matches no target
+        cid, scope = self.container_cgroup()
+        self.start(self.split, 20, cgroup=scope)
+        self.start(self.short, 20)                           # matches no target
         by_pid = self.start(self.syscalls, 20)               # a __process_pid__ target
         targets = [
             {"__meta_kubernetes_pod_container_id": f"containerd://{cid}", "__meta_kubernetes_namespace": "shop",
@@ -105,9 +112,8 @@ class ProfileTargetsTest(unittest.TestCase):
         self.assertEqual(stats["unattributed"], 0, stats)
 
     def test_process_started_later_in_a_known_container(self):
-        pods = cgroups.PodCgroups(self)
-        cid = cgroups.random_container_id()
-        scope = pods.container(cid)
+        cid, scope = self.container_cgroup()
+        procs = os.path.join(self.tree.mount, scope, "cgroup.procs")
         out = np.tmpdir(self)
         tfile = os.path.join(out, "targets.json")
         with open(tfile, "w") as f:
@@ -117,7 +123,7 @@ class ProfileTargetsTest(unittest.TestCase):
         time.sleep(1.5)
         # A new process in the container's cgroup is sampled from its first tick: the
         # cgroup is already allowed, no rescan is needed. It exits before the next drain.
-        w = subprocess.Popen(["/bin/sh", "-c", f"echo $$ > {scope}/cgroup.procs && exec {self.short} 0.8"])
+        w = subprocess.Popen(["/bin/sh", "-c", f"echo $$ > {procs} && exec {self.short} 0.8"])
         w.wait()
         h.communicate(timeout=60)
         got = profiles(out)

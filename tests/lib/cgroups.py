@@ -1,64 +1,116 @@
-"""Kubernetes-style cgroup directories for tests: made on the host's cgroup v2 mount
-(found in /proc/self/mountinfo, never assumed), processes moved into them, and
-everything removed afterwards."""
+"""Real cgroups for tests: container-runtime-shaped cgroup directories (Kubernetes
+systemd and cgroupfs slices, docker, CRI-O, conmon) created on this host's cgroup
+mounts, processes moved into them, and everything removed afterwards.
+
+Mounts are found in /proc/self/mountinfo, never assumed: on a unified host cgroup2
+is /sys/fs/cgroup, on a hybrid host (such as the CI machine) /sys/fs/cgroup/unified.
+Standard library only.
+"""
 import os
+import secrets
+import signal
+import subprocess
 import time
-import uuid
+
+
+def _unescape(s):
+    # mountinfo escapes space, tab, newline and backslash as \ooo
+    out, i = [], 0
+    while i < len(s):
+        octal = s[i + 1:i + 4]
+        if s[i] == "\\" and len(octal) == 3 and octal.isdigit():
+            out.append(chr(int(octal, 8)))
+            i += 4
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
+
+
+def _mounts():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            dash = fields.index("-")
+            yield _unescape(fields[4]), fields[dash + 1], fields[dash + 3].split(",")
 
 
 def cgroup2_mount():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            if right.split()[0] == "cgroup2":
-                return left.split()[4]
-    raise AssertionError("no cgroup2 mount on this host")
+    """The cgroup2 mount point, or None on a v1-only host."""
+    for mnt, fstype, _ in _mounts():
+        if fstype == "cgroup2":
+            return mnt
+    return None
 
 
-def random_container_id():
-    return (uuid.uuid4().hex + uuid.uuid4().hex)[:64]
+def cgroup1_mount(controller):
+    """The mount point of a cgroup v1 hierarchy with this controller, or None."""
+    for mnt, fstype, opts in _mounts():
+        if fstype == "cgroup" and controller in opts:
+            return mnt
+    return None
 
 
-class PodCgroups:
-    """kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid>.slice/cri-containerd-<id>.scope"""
+def new_container_id():
+    return secrets.token_hex(32)
 
-    def __init__(self, test, qos="burstable"):
-        self.root = cgroup2_mount()
-        self.made = []
-        self.qos = qos
-        test.addCleanup(self.cleanup)
 
-    def container(self, container_id, pod_uid=None):
-        pod_uid = (pod_uid or str(uuid.uuid4())).replace("-", "_")
-        rel = (f"kubepods.slice/kubepods-{self.qos}.slice/kubepods-{self.qos}-pod{pod_uid}.slice/"
-               f"cri-containerd-{container_id}.scope")
-        path = self.root
-        for part in rel.split("/"):
+def new_pod_uid():
+    h = secrets.token_hex(16)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def runtime_path(layout, pod_uid, cid, qos="burstable"):
+    """The cgroup path (relative to the hierarchy root) a runtime gives a container."""
+    u = pod_uid.replace("-", "_")
+    systemd_pod = f"kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{u}.slice"
+    return {
+        "containerd-systemd": f"{systemd_pod}/cri-containerd-{cid}.scope",
+        "crio-systemd": f"{systemd_pod}/crio-{cid}.scope",
+        "crio-conmon": f"{systemd_pod}/crio-conmon-{cid}.scope",
+        "containerd-cgroupfs": f"kubepods/{qos}/pod{pod_uid}/{cid}",
+        "crio-cgroupfs": f"kubepods/{qos}/pod{pod_uid}/crio-{cid}",
+        "docker-systemd": f"system.slice/docker-{cid}.scope",
+        "docker-cgroupfs": f"docker/{cid}",
+        "podman-child": f"machine.slice/libpod-{cid}.scope/container",
+    }[layout]
+
+
+class CgroupTree:
+    """Directories created under one hierarchy; call cleanup() (or use addCleanup)."""
+
+    def __init__(self, mount):
+        self.mount = mount
+        self.created = []
+
+    def make(self, rel):
+        path = self.mount
+        for part in rel.strip("/").split("/"):
             path = os.path.join(path, part)
             if not os.path.isdir(path):
                 os.mkdir(path)
-                self.made.append(path)
+                self.created.append(path)
         return path
 
-    @staticmethod
-    def move(path, pid):
-        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+    def move(self, pid, rel):
+        with open(os.path.join(self.mount, rel.strip("/"), "cgroup.procs"), "w") as f:
             f.write(str(pid))
 
     def cleanup(self):
-        # Processes must leave a cgroup before it can be removed: move any left to the root.
-        for path in reversed(self.made):
+        for path in reversed(self.created):
+            procs = os.path.join(path, "cgroup.procs")
+            # move stragglers (if any) back to the root so the directory can go
             try:
-                with open(os.path.join(path, "cgroup.procs")) as f:
+                with open(procs) as f:
                     pids = [p for p in f.read().split() if p]
-                for pid in pids:
-                    try:
-                        self.move(self.root, pid)
-                    except OSError:
-                        pass
             except OSError:
-                pass
-        for path in reversed(self.made):
+                pids = []
+            for pid in pids:
+                try:
+                    with open(os.path.join(self.mount, "cgroup.procs"), "w") as f:
+                        f.write(pid)
+                except OSError:
+                    pass
             for _ in range(50):
                 try:
                     os.rmdir(path)
@@ -66,4 +118,18 @@ class PodCgroups:
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.1)
+                    time.sleep(0.02)
+        self.created = []
+
+
+def spawn(test, argv=("sleep", "60")):
+    """A child process killed and reaped when the test ends."""
+    p = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop():
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+        p.wait()
+
+    test.addCleanup(stop)
+    return p

@@ -1,5 +1,5 @@
 """Helpers for the pyroscope.write integration tests: running the push harness
-(build/tests/harness/push, see tests/harness/push.c) and reading the metrics it reports."""
+(build/harness/push, see tests/harness/push.c) and reading the metrics it reports."""
 import json
 import os
 import re
@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HARNESS = os.path.join(ROOT, "build", "tests", "harness", "push")
+HARNESS = os.path.join(ROOT, "build", "harness", "push")
 sys.path.insert(0, os.path.join(ROOT, "tests", "servers"))
 
 

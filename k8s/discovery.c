@@ -1,0 +1,387 @@
+/* discovery.kubernetes: the discovery thread (one curl multi loop driving every
+ * list+watch), debounced publication of the targets, start and stop. See discovery.h. */
+#include "k8s/discovery.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/util/log.h"
+#include "k8s/discovery_impl.h"
+#include "k8s/pod.h"
+#include "k8s/selector.h"
+
+#define MS 1000000LL
+
+int64_t k8s_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+struct k8s_store *k8s_discovery_store(struct k8s_discovery *d, enum k8s_resource res)
+{
+	switch (res) {
+	case K8S_RES_NODES:
+		return &d->nodes;
+	case K8S_RES_NAMESPACES:
+		return &d->namespaces;
+	default:
+		return &d->pods;
+	}
+}
+
+void k8s_discovery_mark_dirty(struct k8s_discovery *d, int64_t now)
+{
+	if (!d->dirty) {
+		d->dirty = 1;
+		d->first_change = now;
+	}
+	d->last_change = now;
+}
+
+int k8s_discovery_synced(const struct k8s_discovery *d)
+{
+	return d ? atomic_load(&((struct k8s_discovery *)d)->synced) : 0;
+}
+
+static int all_synced(const struct k8s_discovery *d)
+{
+	for (size_t i = 0; i < d->n_refl; i++)
+		if (!d->refl[i]->synced)
+			return 0;
+	return 1;
+}
+
+/* When the pending change may be published: at once for the first complete view, after
+ * the initial wait for an incomplete one, then after a quiet period (bounded). */
+static int64_t publish_due(const struct k8s_discovery *d)
+{
+	const struct k8s_tunables *tu = &d->cfg.tunables;
+	int64_t quiet, max;
+
+	if (!d->published_once)
+		return all_synced(d) ? d->first_change : d->started_at + tu->initial_wait_ns;
+	quiet = d->last_change + tu->debounce_quiet_ns;
+	max = d->first_change + tu->debounce_max_ns;
+	return quiet < max ? quiet : max;
+}
+
+/* The namespace part of a "namespace/name" key, in buf. */
+static const char *key_namespace(const char *key, char *buf, size_t cap)
+{
+	const char *slash = strchr(key, '/');
+	size_t n = slash ? (size_t)(slash - key) : 0;
+
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(buf, key, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+static int build_targets(struct k8s_discovery *d, struct np_targets *out, struct np_err *err)
+{
+	char ns[256];
+
+	for (size_t i = 0; i < d->pods.n; i++) {
+		const struct k8s_pod_group *g = d->pods.v[i].val;
+		const struct np_labels *ns_meta = NULL, *node_meta = NULL;
+
+		if (!g->has_ip)
+			continue;
+		if (d->attach_node) {
+			/* Pods on nodes outside the node watch (node selector) get no targets, as in Prometheus. */
+			node_meta = k8s_store_get(&d->nodes, g->node_name);
+			if (!node_meta)
+				continue;
+		}
+		if (d->attach_namespace)
+			ns_meta = k8s_store_get(&d->namespaces, key_namespace(d->pods.v[i].key, ns, sizeof(ns)));
+		if (k8s_pod_append_targets(g, ns_meta, node_meta, out, err))
+			return -1;
+	}
+	return 0;
+}
+
+static void publish(struct k8s_discovery *d, int64_t now)
+{
+	struct np_targets ts = NP_TARGETS_INIT;
+	struct np_err err;
+	int synced_now = all_synced(d);
+
+	if (build_targets(d, &ts, &err)) {
+		np_targets_free(&ts);
+		np_log(NP_ERROR, "k8s", "cannot build targets, retrying", "err", err.msg, NULL);
+		d->first_change = d->last_change = now; /* try again after the debounce period */
+		return;
+	}
+	d->dirty = 0;
+	if (!d->published_once || !np_targets_equal(&ts, &d->published)) {
+		char n[24];
+		snprintf(n, sizeof(n), "%zu", ts.n);
+		np_log(NP_DEBUG, "k8s", "targets changed", "targets", n, NULL);
+		d->cb(d->ud, &ts);
+		np_targets_free(&d->published);
+		d->published = ts;
+	} else {
+		np_targets_free(&ts);
+	}
+	d->published_once = 1;
+	if (synced_now && !atomic_load(&d->synced)) {
+		char n[24];
+		snprintf(n, sizeof(n), "%zu", d->published.n);
+		np_log(NP_INFO, "k8s", "discovery synced", "targets", n, NULL);
+		atomic_store(&d->synced, 1);
+	}
+}
+
+static void refresh_credentials(struct k8s_discovery *d, int64_t now)
+{
+	struct np_err err;
+	int rc = k8s_conn_refresh(&d->conn, now, d->cfg.tunables.credentials_reread_ns, 0, &err);
+
+	if (rc < 0) {
+		if (strncmp(d->last_cred_err, err.msg, sizeof(d->last_cred_err) - 1) != 0) {
+			np_log(NP_WARN, "k8s", "cannot re-read credentials, keeping the previous ones", "err", err.msg,
+			       NULL);
+			snprintf(d->last_cred_err, sizeof(d->last_cred_err), "%.255s", err.msg);
+		}
+	} else {
+		if (rc > 0)
+			np_log(NP_INFO, "k8s", "credentials file changed, using the new credentials", "file",
+			       d->conn.credentials_file, NULL);
+		d->last_cred_err[0] = '\0';
+	}
+}
+
+static void *run(void *arg)
+{
+	struct k8s_discovery *d = arg;
+	int64_t now = k8s_now();
+
+	d->started_at = now;
+	d->conn.credentials_read_at = now;
+	k8s_discovery_mark_dirty(d, now); /* an (empty) first publication happens even if nothing lists */
+	for (size_t i = 0; i < d->n_refl; i++) {
+		d->refl[i]->state = K8S_R_IDLE;
+		d->refl[i]->due = now;
+	}
+	while (!atomic_load(&d->stop)) {
+		int64_t next, running_timeout;
+		int running = 0;
+		CURLMsg *m;
+		int left;
+
+		now = k8s_now();
+		refresh_credentials(d, now);
+		for (size_t i = 0; i < d->n_refl; i++)
+			if (d->refl[i]->state == K8S_R_IDLE && d->refl[i]->due <= now)
+				k8s_reflector_start(d->refl[i], now);
+		curl_multi_perform(d->multi, &running);
+		while ((m = curl_multi_info_read(d->multi, &left))) {
+			struct k8s_reflector *r = NULL;
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+			if (r)
+				k8s_reflector_done(r, m->data.result, k8s_now());
+		}
+		now = k8s_now();
+		if (d->dirty && publish_due(d) <= now)
+			publish(d, now);
+
+		/* Sleep until the next timer, a socket event, or a wakeup from stop. */
+		next = d->conn.credentials_file ? d->conn.credentials_read_at + d->cfg.tunables.credentials_reread_ns
+						: now + 60000 * MS;
+		for (size_t i = 0; i < d->n_refl; i++)
+			if (d->refl[i]->state == K8S_R_IDLE && d->refl[i]->due < next)
+				next = d->refl[i]->due;
+		if (d->dirty && publish_due(d) < next)
+			next = publish_due(d);
+		running_timeout = next - now;
+		if (running_timeout < 0)
+			running_timeout = 0;
+		if (running_timeout > 0)
+			curl_multi_poll(d->multi, NULL, 0, (int)((running_timeout + MS - 1) / MS), NULL);
+	}
+	for (size_t i = 0; i < d->n_refl; i++)
+		if (d->refl[i]->state != K8S_R_IDLE)
+			curl_multi_remove_handle(d->multi, d->refl[i]->easy);
+	return NULL;
+}
+
+static void destroy(struct k8s_discovery *d)
+{
+	for (size_t i = 0; i < d->n_refl; i++) {
+		k8s_reflector_free(d->refl[i]);
+		free(d->refl[i]);
+	}
+	free(d->refl);
+	if (d->multi)
+		curl_multi_cleanup(d->multi);
+	k8s_store_free(&d->pods);
+	k8s_store_free(&d->nodes);
+	k8s_store_free(&d->namespaces);
+	np_targets_free(&d->published);
+	free(d->node_field_selector);
+	k8s_conn_free(&d->conn);
+	k8s_sd_config_free(&d->cfg);
+	free(d);
+}
+
+void k8s_discovery_stop(struct k8s_discovery *d)
+{
+	if (!d)
+		return;
+	if (d->thread_started) {
+		atomic_store(&d->stop, 1);
+		curl_multi_wakeup(d->multi);
+		pthread_join(d->thread, NULL);
+	}
+	destroy(d);
+}
+
+static const struct k8s_selector *selector_for(const struct k8s_sd_config *c, const char *role)
+{
+	for (size_t i = 0; i < c->n_selectors; i++)
+		if (strcmp(c->selectors[i].role, role) == 0)
+			return &c->selectors[i];
+	return NULL;
+}
+
+static int add_reflector(struct k8s_discovery *d, enum k8s_resource res, const char *ns, const char *label,
+			 const char *field, struct np_err *err)
+{
+	struct k8s_reflector **nv = realloc(d->refl, (d->n_refl + 1) * sizeof(*nv));
+	struct k8s_reflector *r;
+
+	if (!nv)
+		return np_errf(err, "out of memory");
+	d->refl = nv;
+	/* Each reflector has its own allocation: curl and the scanner keep pointers to it. */
+	r = malloc(sizeof(*r));
+	if (!r)
+		return np_errf(err, "out of memory");
+	if (k8s_reflector_init(r, d, (int)d->n_refl, res, ns, label, field, err)) {
+		free(r);
+		return -1;
+	}
+	d->refl[d->n_refl++] = r;
+	return 0;
+}
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* The namespaces to watch pods in: names (deduplicated) plus our own; none = all namespaces. */
+static int setup_pod_reflectors(struct k8s_discovery *d, struct np_err *err)
+{
+	const struct k8s_sd_config *c = &d->cfg;
+	const struct k8s_selector *ps = selector_for(c, "pod");
+	const char *label = ps ? ps->label : NULL, *field = ps ? ps->field : NULL;
+	size_t before = d->n_refl;
+
+	for (size_t i = 0; i < c->namespaces.names.n; i++) {
+		int dup = 0;
+		for (size_t k = 0; k < i; k++)
+			dup |= strcmp(c->namespaces.names.v[k], c->namespaces.names.v[i]) == 0;
+		if (!dup && add_reflector(d, K8S_RES_PODS, c->namespaces.names.v[i], label, field, err))
+			return -1;
+	}
+	if (d->conn.own_namespace) {
+		int dup = 0;
+		for (size_t i = 0; i < c->namespaces.names.n; i++)
+			dup |= strcmp(c->namespaces.names.v[i], d->conn.own_namespace) == 0;
+		if (!k8s_is_dns_label(d->conn.own_namespace))
+			return np_errf(err, "own namespace \"%s\" is not a valid namespace name", d->conn.own_namespace);
+		if (!dup && add_reflector(d, K8S_RES_PODS, d->conn.own_namespace, label, field, err))
+			return -1;
+	}
+	if (d->n_refl == before && add_reflector(d, K8S_RES_PODS, NULL, label, field, err))
+		return -1;
+	return 0;
+}
+
+int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void *ud, struct k8s_discovery **out,
+			struct np_err *err)
+{
+	static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+	struct k8s_discovery *d;
+
+	*out = NULL;
+	if (k8s_sd_config_validate(cfg, err))
+		return -1;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return np_errf(err, "out of memory");
+	if (k8s_sd_config_copy(&d->cfg, cfg, err)) {
+		free(d);
+		return -1;
+	}
+	d->cb = cb;
+	d->ud = ud;
+	d->rng = 0;
+	k8s_store_init(&d->pods, k8s_pod_group_destroy);
+	k8s_store_init(&d->nodes, k8s_labels_destroy);
+	k8s_store_init(&d->namespaces, k8s_labels_destroy);
+	pthread_once(&curl_once, curl_init_once);
+	if (k8s_conn_resolve(&d->cfg, &d->conn, err))
+		goto fail;
+	d->multi = curl_multi_init();
+	if (!d->multi) {
+		np_errf(err, "cannot create a curl multi handle");
+		goto fail;
+	}
+	if (setup_pod_reflectors(d, err))
+		goto fail;
+	d->attach_node = d->cfg.attach_metadata.node;
+	d->attach_namespace = d->cfg.attach_metadata.namespace_;
+	if (d->attach_node) {
+		const struct k8s_selector *ns = selector_for(&d->cfg, "node");
+		const struct k8s_selector *ps = selector_for(&d->cfg, "pod");
+		const char *field = ns ? ns->field : NULL;
+		char *node = NULL;
+		/* Pods pinned to one node need that node only: watch it alone instead of every node. */
+		if (!ns && ps && (node = k8s_field_selector_node_name(ps->field))) {
+			if (asprintf(&d->node_field_selector, "metadata.name=%s", node) < 0) {
+				d->node_field_selector = NULL;
+				free(node);
+				np_errf(err, "out of memory");
+				goto fail;
+			}
+			free(node);
+			field = d->node_field_selector;
+		}
+		if (add_reflector(d, K8S_RES_NODES, NULL, ns ? ns->label : NULL, field, err))
+			goto fail;
+	}
+	if (d->attach_namespace && add_reflector(d, K8S_RES_NAMESPACES, NULL, NULL, NULL, err))
+		goto fail;
+	d->rng = k8s_rand_seed();
+	if (d->conn.insecure)
+		np_log(NP_WARN, "k8s", "TLS certificate verification is disabled (insecure_skip_verify)", NULL);
+	{
+		char n[24];
+		/* The server is logged unless the URL carries credentials (user:password@). */
+		const char *server = strchr(d->conn.base_url, '@') ? "(redacted)" : d->conn.base_url;
+		snprintf(n, sizeof(n), "%zu", d->n_refl);
+		np_log(NP_INFO, "k8s", "starting Kubernetes discovery", "config", d->conn.origin, "server", server,
+		       "list_watches", n, NULL);
+	}
+	if (pthread_create(&d->thread, NULL, run, d) != 0) {
+		np_errno(err, "cannot start the discovery thread");
+		goto fail;
+	}
+	d->thread_started = 1;
+	*out = d;
+	return 0;
+fail:
+	destroy(d);
+	return -1;
+}

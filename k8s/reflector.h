@@ -1,0 +1,83 @@
+/* One list+watch of one resource (pods of a namespace or of all namespaces, nodes, or
+ * namespaces), driven by the discovery thread's curl multi loop. It behaves like
+ * client-go's Reflector (spec kubernetes.md §3.3):
+ *
+ *   list (resourceVersion "0" first, paged with limit/continue) -> replace this
+ *   reflector's objects in the cache -> watch from the list's resourceVersion with
+ *   bookmarks and a random timeout in [min, 2*min) -> every event advances the
+ *   resourceVersion -> a clean end re-watches at once; a 410 (ERROR event or HTTP
+ *   status) relists with resourceVersion ""; 429 / refused connections re-watch after
+ *   backoff; other failures back off and relist "not older than" the last version.
+ *
+ * The state lives in `struct k8s_discovery` (discovery_impl.h); this file holds
+ * the transitions. */
+#ifndef NP_K8S_REFLECTOR_H
+#define NP_K8S_REFLECTOR_H
+
+#include <curl/curl.h>
+#include <stdint.h>
+
+#include "agent/util/strbuf.h"
+#include "k8s/backoff.h"
+#include "k8s/jscan.h"
+#include "k8s/store.h"
+
+struct k8s_discovery;
+
+enum k8s_resource { K8S_RES_PODS, K8S_RES_NODES, K8S_RES_NAMESPACES };
+
+enum k8s_refl_state { K8S_R_IDLE, K8S_R_LISTING, K8S_R_WATCHING };
+
+/* Why a transfer failed, decided while it runs (the HTTP status comes later). */
+enum k8s_refl_fail { K8S_F_NONE, K8S_F_EXPIRED, K8S_F_ERROR };
+
+struct k8s_reflector {
+	struct k8s_discovery *d;
+	int id; /* owner id of its objects in the caches */
+	enum k8s_resource res;
+	char *what;      /* "pods", "pods in namespace x", "nodes", "namespaces" for logs; owned */
+	char *namespace; /* pods of one namespace, or NULL; owned */
+	char *path;      /* "/api/v1/namespaces/x/pods"; owned */
+	const char *label_selector, *field_selector; /* borrowed from the config, may be NULL */
+
+	CURL *easy;
+	struct curl_slist *headers; /* of the running request (holds the Authorization header) */
+	char curl_err[CURL_ERROR_SIZE];
+
+	enum k8s_refl_state state;
+	int next_is_watch; /* in IDLE: what to start at `due` */
+	int64_t due;
+
+	char *rv;       /* last resourceVersion seen, NULL before the first list */
+	char *list_rv;  /* resourceVersion to list with: "0", "" (consistent read) or an RV */
+	char *continue_token; /* for the next page, from the last response */
+	int sent_continue;    /* the running list request is a continuation */
+	char *page_rv;  /* resourceVersion of the list being paged */
+	int unpaged;    /* a continue token expired: list again without paging */
+	int synced;     /* first list committed */
+	struct k8s_store pending; /* objects of the list in progress */
+	size_t oversize_items;
+
+	struct k8s_jscan scan;
+	long http_status;
+	struct np_buf err_body; /* body of a non-2xx response, bounded */
+	enum k8s_refl_fail fail;
+	char fail_msg[512];
+
+	int64_t watch_started;
+	unsigned long watch_events;
+	struct k8s_backoff backoff;
+};
+
+NP_MUST_CHECK int k8s_reflector_init(struct k8s_reflector *r, struct k8s_discovery *d, int id,
+				     enum k8s_resource res, const char *namespace, const char *label_selector,
+				     const char *field_selector, struct np_err *err);
+void k8s_reflector_free(struct k8s_reflector *r); /* the transfer must have been removed from the multi */
+
+/* In IDLE once `due` has passed: starts the list page or watch. */
+void k8s_reflector_start(struct k8s_reflector *r, int64_t now);
+
+/* The running transfer completed with result; decides what comes next. */
+void k8s_reflector_done(struct k8s_reflector *r, CURLcode result, int64_t now);
+
+#endif

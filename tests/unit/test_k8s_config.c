@@ -1,0 +1,333 @@
+/* Unit tests for k8s/ configuration: validation messages, selector syntax, kubeconfig
+ * parsing, connection resolution (server name, in-cluster), and client-go's backoff. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "k8s/backoff.h"
+#include "k8s/conn.h"
+#include "k8s/discovery.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/selector.h"
+
+static void set(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = v ? strdup(v) : NULL;
+}
+
+static void expect_invalid(struct k8s_sd_config *c, const char *msg)
+{
+	struct np_err err;
+
+	if (k8s_sd_config_validate(c, &err) == 0)
+		fail_msg("config accepted, want error containing \"%s\"", msg);
+	if (!strstr(err.msg, msg))
+		fail_msg("error \"%s\" does not contain \"%s\"", err.msg, msg);
+}
+
+static void validation(void **state)
+{
+	struct k8s_sd_config c;
+	struct np_err err;
+
+	k8s_sd_config_init(&c);
+	expect_invalid(&c, "role is required");
+	set(&c.role, "endpoints");
+	expect_invalid(&c, "role \"endpoints\" is not supported yet");
+	set(&c.role, "pod");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0); /* in-cluster, all namespaces */
+	set(&c.bearer_token, "x");
+	expect_invalid(&c, "please provide the 'api_server' URL explicitly");
+	set(&c.api_server, "https://10.0.0.1:6443");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
+	set(&c.bearer_token_file, "/t");
+	expect_invalid(&c, "at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file");
+	set(&c.bearer_token_file, NULL);
+	c.basic_auth.set = 1;
+	expect_invalid(&c, "at most one of");
+	set(&c.bearer_token, NULL);
+	set(&c.basic_auth.password, "p");
+	set(&c.basic_auth.password_file, "/p");
+	expect_invalid(&c, "at most one of basic_auth password & password_file");
+	c.basic_auth.set = 0;
+	set(&c.tls_config.ca_pem, "x");
+	set(&c.tls_config.ca_file, "/x");
+	expect_invalid(&c, "at most one of ca_pem and ca_file");
+	set(&c.tls_config.ca_pem, NULL);
+	set(&c.tls_config.key_file, "/k");
+	expect_invalid(&c, "exactly one of cert_pem or cert_file must be configured when a client key");
+	set(&c.tls_config.cert_file, "/c");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
+	set(&c.kubeconfig_file, "/kc");
+	expect_invalid(&c, "cannot use 'kubeconfig_file' and 'api_server' simultaneously");
+	set(&c.api_server, NULL);
+	expect_invalid(&c, "cannot use a custom HTTP client configuration together with 'kubeconfig_file'");
+	k8s_sd_config_free(&c);
+
+	k8s_sd_config_init(&c);
+	set(&c.role, "pod");
+	set(&c.kubeconfig_file, "/kc");
+	c.enable_http2 = 0; /* not the default: a custom HTTP client configuration */
+	expect_invalid(&c, "together with 'kubeconfig_file'");
+	c.enable_http2 = 1;
+	c.namespaces.own_namespace = 1;
+	expect_invalid(&c, "cannot use 'kubeconfig_file' and 'namespaces.own_namespace' simultaneously");
+	c.namespaces.own_namespace = 0;
+	c.selectors = calloc(2, sizeof(*c.selectors));
+	c.n_selectors = 2;
+	set(&c.selectors[0].role, "node");
+	set(&c.selectors[0].label, "kubernetes.io/os=linux");
+	set(&c.selectors[1].role, "pod");
+	set(&c.selectors[1].field, "spec.nodeName=n1,status.phase!=Failed");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
+	set(&c.selectors[1].role, "node");
+	expect_invalid(&c, "duplicated selector role: node");
+	set(&c.selectors[1].role, "endpoints");
+	expect_invalid(&c, "pod role supports only pod, node selectors");
+	k8s_sd_config_free(&c);
+}
+
+static void copy_is_deep(void **state)
+{
+	struct k8s_sd_config c, d;
+	struct np_err err;
+
+	k8s_sd_config_init(&c);
+	set(&c.role, "pod");
+	set(&c.api_server, "https://h");
+	c.http_headers.v = calloc(1, sizeof(*c.http_headers.v));
+	c.http_headers.n = 1;
+	set(&c.http_headers.v[0].name, "X-A");
+	c.http_headers.v[0].values.v = calloc(1, sizeof(char *));
+	c.http_headers.v[0].values.n = 1;
+	set(&c.http_headers.v[0].values.v[0], "v");
+	assert_int_equal(k8s_sd_config_copy(&d, &c, &err), 0);
+	k8s_sd_config_free(&c);
+	assert_string_equal(d.api_server, "https://h");
+	assert_string_equal(d.http_headers.v[0].values.v[0], "v");
+	assert_int_equal(d.tunables.page_size, 500);
+	assert_int_equal(k8s_sd_config_validate(&d, &err), 0);
+	k8s_sd_config_free(&d);
+}
+
+static void selectors(void **state)
+{
+	static const char *const good_fields[] = { "", "spec.nodeName=n1", "a==b", "a!=b", "a=",
+						   "metadata.name=x\\,y\\=z\\\\", "a=b,c!=d" };
+	static const char *const bad_fields[] = { "abc", "a=b=c", "a=b\\q", "a=b\\", "a=b,,c=d" };
+	static const char *const good_labels[] = { "", "app", "!app", "app=x", "app==x", "app!=x",
+						   "app in (a, b)", "tier notin (x)", "example.com/app=x,env",
+						   "a=", "n>3", " app = x , b " };
+	static const char *const bad_labels[] = { "app in (a", "app in ()", "-app=x", "app=x y", "a=b=c", "=x",
+						  "app=-x", "n>x", "!app=x", "a,", "app in a" };
+	struct np_err err;
+
+	for (size_t i = 0; i < sizeof(good_fields) / sizeof(*good_fields); i++)
+		if (k8s_field_selector_check(good_fields[i], &err))
+			fail_msg("field selector \"%s\" rejected: %s", good_fields[i], err.msg);
+	for (size_t i = 0; i < sizeof(bad_fields) / sizeof(*bad_fields); i++)
+		if (!k8s_field_selector_check(bad_fields[i], &err))
+			fail_msg("field selector \"%s\" accepted", bad_fields[i]);
+	for (size_t i = 0; i < sizeof(good_labels) / sizeof(*good_labels); i++)
+		if (k8s_label_selector_check(good_labels[i], &err))
+			fail_msg("label selector \"%s\" rejected: %s", good_labels[i], err.msg);
+	for (size_t i = 0; i < sizeof(bad_labels) / sizeof(*bad_labels); i++)
+		if (!k8s_label_selector_check(bad_labels[i], &err))
+			fail_msg("label selector \"%s\" accepted", bad_labels[i]);
+
+	char *n = k8s_field_selector_node_name("status.phase=Running,spec.nodeName==node\\,1");
+	assert_string_equal(n, "node,1");
+	free(n);
+	assert_null(k8s_field_selector_node_name("spec.nodeName!=x"));
+	assert_null(k8s_field_selector_node_name("spec.nodeName="));
+	assert_null(k8s_field_selector_node_name(NULL));
+	assert_true(k8s_is_dns_label("kube-system"));
+	assert_false(k8s_is_dns_label("Kube"));
+	assert_false(k8s_is_dns_label("a.b"));
+	assert_false(k8s_is_dns_label("-a"));
+	assert_false(k8s_is_dns_label(""));
+}
+
+static const char *const kubeconfig_yaml =
+	"apiVersion: v1\n"
+	"kind: Config\n"
+	"current-context: dev\n"
+	"clusters:\n"
+	"- name: prod\n"
+	"  cluster: {server: 'https://prod:6443'}\n"
+	"- name: dev-cluster\n"
+	"  cluster:\n"
+	"    server: https://127.0.0.1:6443\n"
+	"    certificate-authority: certs/ca.crt\n"
+	"    tls-server-name: kubernetes.default\n"
+	"contexts:\n"
+	"- name: dev\n"
+	"  context:\n"
+	"    cluster: dev-cluster\n"
+	"    user: dev-user\n"
+	"users:\n"
+	"- name: dev-user\n"
+	"  user:\n"
+	"    token: abc\n"
+	"    tokenFile: /ignored/because/token/wins\n"
+	"    client-certificate-data: aGVsbG8=\n"
+	"    client-key-data: d29y\n"
+	"      bGQ=\n";
+
+static void kubeconfig(void **state)
+{
+	struct k8s_kubeconfig kc;
+	struct np_err err;
+
+	assert_int_equal(k8s_kubeconfig_parse(kubeconfig_yaml, strlen(kubeconfig_yaml), "/etc/kube", &kc, &err), 0);
+	assert_string_equal(kc.server, "https://127.0.0.1:6443");
+	assert_string_equal(kc.ca_file, "/etc/kube/certs/ca.crt");
+	assert_string_equal(kc.tls_server_name, "kubernetes.default");
+	assert_string_equal(kc.token, "abc");
+	assert_string_equal(kc.cert_pem, "hello");
+	assert_string_equal(kc.key_pem, "world");
+	assert_false(kc.insecure);
+	k8s_kubeconfig_free(&kc);
+
+	static const struct {
+		const char *yaml, *msg;
+	} bad[] = {
+		{ "kind: Config\n", "no current-context" },
+		{ "current-context: x\n", "context \"x\" (current-context) is not defined" },
+		{ "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n", "cluster \"c\" is not defined" },
+		{ "current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+		  "clusters: [{name: c, cluster: {server: 'https://s'}}]\n",
+		  "user \"u\" is not defined" },
+		{ "current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+		  "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: {auth-provider: {name: gcp}}}]\n",
+		  "\"auth-provider\" is not supported yet" },
+		{ "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n"
+		  "clusters: [{name: c, cluster: {server: 'https://s', insecure-skip-tls-verify: true, "
+		  "certificate-authority-data: eA==}}]\n",
+		  "insecure flag is not allowed" },
+		{ "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\nclusters: [{name: c, cluster: {}}]\n",
+		  "has no server" },
+		{ "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n"
+		  "clusters: [{name: c, cluster: {server: s, certificate-authority-data: '!!!'}}]\n",
+		  "not valid base64" },
+		{ "a: [b\n", "line" },
+		{ "- just\n- a list\n", "not a kubeconfig" },
+		{ "", "not a kubeconfig" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (k8s_kubeconfig_parse(bad[i].yaml, strlen(bad[i].yaml), NULL, &kc, &err) == 0)
+			fail_msg("kubeconfig %zu accepted", i);
+		if (!strstr(err.msg, bad[i].msg))
+			fail_msg("kubeconfig %zu: \"%s\" does not contain \"%s\"", i, err.msg, bad[i].msg);
+	}
+}
+
+static void conn_server_name_and_in_cluster(void **state)
+{
+	struct k8s_sd_config c;
+	struct k8s_conn conn;
+	struct np_err err;
+	char dir[] = "/tmp/nodeprof-k8s-unit-XXXXXX";
+	char path[128];
+	FILE *f;
+
+	k8s_sd_config_init(&c);
+	set(&c.role, "pod");
+	set(&c.api_server, "https://10.0.0.1:6443/prefix/");
+	set(&c.tls_config.server_name, "kubernetes.default.svc");
+	set(&c.bearer_token, "tok");
+	assert_int_equal(k8s_conn_resolve(&c, &conn, &err), 0);
+	assert_string_equal(conn.base_url, "https://kubernetes.default.svc:6443/prefix");
+	assert_string_equal(conn.connect_to, "kubernetes.default.svc:6443:10.0.0.1:6443");
+	assert_string_equal(conn.host_header, "Host: 10.0.0.1:6443");
+	assert_int_equal(conn.auth, K8S_AUTH_HEADER);
+	assert_string_equal(conn.auth_type, "Bearer");
+	assert_string_equal(conn.proxy, ""); /* no proxy unless asked, as Prometheus */
+	assert_int_equal(conn.min_tls, 12);
+	k8s_conn_free(&conn);
+	k8s_sd_config_free(&c);
+
+	/* In-cluster: env + service account files; the token file is re-read when it changes. */
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/token", dir);
+	f = fopen(path, "w");
+	fputs(" t1\n", f);
+	fclose(f);
+	k8s_sd_config_init(&c);
+	set(&c.role, "pod");
+	set(&c.tunables.serviceaccount_dir, dir);
+	setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+	assert_int_equal(k8s_conn_resolve(&c, &conn, &err), 0);
+	assert_string_equal(conn.base_url, "https://[fd00::1]:443");
+	assert_string_equal(conn.credentials, "t1");
+	assert_null(conn.ca_file); /* no ca.crt: system roots, as client-go */
+	assert_null(conn.proxy);   /* client-go honours the proxy environment */
+	assert_int_equal(k8s_conn_refresh(&conn, 10, 60, 0, &err), 0); /* not due */
+	f = fopen(path, "w");
+	fputs("t2", f);
+	fclose(f);
+	assert_int_equal(k8s_conn_refresh(&conn, 100LL * 1000000000, 60LL * 1000000000, 0, &err), 1);
+	assert_string_equal(conn.credentials, "t2");
+	assert_int_equal(k8s_conn_refresh(&conn, 0, 60, 1, &err), 0); /* forced, unchanged */
+	unlink(path);
+	assert_int_equal(k8s_conn_refresh(&conn, 0, 60, 1, &err), -1);
+	assert_string_equal(conn.credentials, "t2"); /* kept */
+	k8s_conn_free(&conn);
+	c.namespaces.own_namespace = 1;
+	assert_int_equal(k8s_conn_resolve(&c, &conn, &err), -1); /* no token file now */
+	unsetenv("KUBERNETES_SERVICE_HOST");
+	assert_int_equal(k8s_conn_resolve(&c, &conn, &err), -1);
+	assert_non_null(strstr(err.msg, "KUBERNETES_SERVICE_HOST"));
+	k8s_sd_config_free(&c);
+	rmdir(dir);
+}
+
+static void backoff_like_client_go(void **state)
+{
+	struct k8s_backoff b;
+	uint64_t rng = 12345;
+	int64_t now = 1000LL * 1000000000;
+	const int64_t base[] = { 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000 };
+
+	k8s_backoff_init(&b);
+	for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
+		int64_t d = k8s_backoff_next(&b, now, &rng) / 1000000;
+		if (d < base[i] || d >= 2 * base[i])
+			fail_msg("step %zu: %lld ms not in [%lld, %lld)", i, (long long)d, (long long)base[i],
+				 (long long)(2 * base[i]));
+		now += 1000000000LL;
+	}
+	/* Quiet for more than two minutes: back to the start. */
+	now += 121LL * 1000000000;
+	assert_true(k8s_backoff_next(&b, now, &rng) < 1600LL * 1000000);
+	/* The jitter varies. */
+	int64_t first = k8s_backoff_next(&b, now + 200LL * 1000000000, &rng);
+	int64_t second = k8s_backoff_next(&b, now + 400LL * 1000000000, &rng);
+	assert_true(first != second);
+	double sum = 0;
+	for (int i = 0; i < 10000; i++)
+		sum += k8s_rand_unit(&rng);
+	assert_true(sum / 10000 > 0.45 && sum / 10000 < 0.55);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(validation),
+		cmocka_unit_test(copy_is_deep),
+		cmocka_unit_test(selectors),
+		cmocka_unit_test(kubeconfig),
+		cmocka_unit_test(conn_server_name_and_in_cluster),
+		cmocka_unit_test(backoff_like_client_go),
+	};
+
+	return cmocka_run_group_tests_name("k8s_config", tests, NULL, NULL);
+}
