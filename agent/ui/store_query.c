@@ -51,17 +51,23 @@ void np_store_json_str(struct np_buf *out, const char *s, size_t len)
 
 /* ---- aggregation ---- */
 
+struct pair {
+	uint32_t group, stack;
+	uint64_t value;
+};
+
+/* The matching entries summed per (group, stack). */
 struct agg {
-	struct np_intern pairs; /* key: uint32 group, uint32 stack */
-	uint64_t *values;	/* per pair id - 1 */
-	size_t cap;
+	struct pair *v;
+	size_t n;
 	uint64_t total;
 };
 
 static void agg_free(struct agg *a)
 {
-	np_intern_free(&a->pairs);
-	free(a->values);
+	free(a->v);
+	a->v = NULL;
+	a->n = 0;
 }
 
 static int series_matches(const struct series *se, const struct np_store_query *q)
@@ -82,11 +88,23 @@ static int bucket_in_range(const struct np_store *s, const struct bucket *b, con
 	return 1;
 }
 
-/* group_of[series id] gives the group of each series; 0 = not matched. */
+/* group_of[series id] gives the group of each series; 0 = not matched. A stack nearly
+ * always belongs to one group, so sums live in an array indexed by stack (no hashing
+ * on the hot path); a stack seen in a second group goes to a small hash table. */
 static int aggregate(struct np_store *s, const struct np_store_query *q, const uint32_t *group_of, struct agg *a,
 		     struct np_err *err)
 {
+	struct dense {
+		uint32_t group;
+		uint64_t value;
+	} *dense = calloc(s->stacks.n + 1, sizeof(*dense));
+	struct np_intern extra = NP_INTERN_INIT; /* key: uint32 group, uint32 stack */
+	uint64_t *extra_v = NULL;
+	size_t extra_cap = 0, n = 0;
+
 	memset(a, 0, sizeof(*a));
+	if (!dense)
+		goto oom;
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		const struct bucket *bk = &s->buckets[b];
 		if (!bucket_in_range(s, bk, q))
@@ -94,38 +112,54 @@ static int aggregate(struct np_store *s, const struct np_store_query *q, const u
 		for (size_t i = 0; i < bk->n; i++) {
 			const struct entry *e = &bk->e[i];
 			uint32_t g = group_of[e->series];
+			struct dense *d = &dense[e->stack];
 			if (!g)
 				continue;
+			a->total += e->value;
+			if (d->group == 0 || d->group == g) {
+				n += d->group == 0;
+				d->group = g;
+				d->value += e->value;
+				continue;
+			}
 			uint32_t key[2] = { g, e->stack };
-			uint32_t id = np_intern_add(&a->pairs, key, sizeof(key), NULL);
+			int added;
+			uint32_t id = np_intern_add(&extra, key, sizeof(key), &added);
 			if (!id)
 				goto oom;
-			if (id > a->cap) {
-				size_t cap = a->cap ? a->cap * 2 : 1024;
-				uint64_t *nv = realloc(a->values, cap * sizeof(*nv));
+			if (id > extra_cap) {
+				size_t cap = extra_cap ? extra_cap * 2 : 256;
+				uint64_t *nv = realloc(extra_v, cap * sizeof(*nv));
 				if (!nv)
 					goto oom;
-				memset(nv + a->cap, 0, (cap - a->cap) * sizeof(*nv));
-				a->values = nv;
-				a->cap = cap;
+				memset(nv + extra_cap, 0, (cap - extra_cap) * sizeof(*nv));
+				extra_v = nv;
+				extra_cap = cap;
 			}
-			a->values[id - 1] += e->value;
-			a->total += e->value;
+			extra_v[id - 1] += e->value;
 		}
 	}
+	a->v = malloc((n + extra.n + 1) * sizeof(*a->v));
+	if (!a->v)
+		goto oom;
+	for (uint32_t st = 1; st <= s->stacks.n; st++)
+		if (dense[st].group)
+			a->v[a->n++] = (struct pair){ dense[st].group, st, dense[st].value };
+	for (uint32_t id = 1; id <= extra.n; id++) {
+		uint32_t key[2];
+		memcpy(key, np_intern_key(&extra, id, NULL), sizeof(key));
+		a->v[a->n++] = (struct pair){ key[0], key[1], extra_v[id - 1] };
+	}
+	free(dense);
+	np_intern_free(&extra);
+	free(extra_v);
 	return 0;
 oom:
+	free(dense);
+	np_intern_free(&extra);
+	free(extra_v);
 	agg_free(a);
 	return np_errf(err, "store query: out of memory");
-}
-
-static void pair_of(const struct agg *a, uint32_t id, uint32_t *group, uint32_t *stack)
-{
-	const char *k = np_intern_key(&a->pairs, id, NULL);
-	uint32_t key[2];
-	memcpy(key, k, sizeof(key));
-	*group = key[0];
-	*stack = key[1];
 }
 
 /* Frames of a stack, leaf first; *n is set. The pointer is unaligned: read with memcpy. */
@@ -204,38 +238,94 @@ static int filter_series(struct np_store *s, const struct np_store_query *q, enu
 	return 0;
 }
 
-/* ---- flame graph ---- */
+/* ---- flame graph ----
+ *
+ * Each (group, stack) becomes a path of name ranks, root first, where ranks number
+ * the names alphabetically. Sorting the paths puts every subtree in one run, in
+ * alphabetical sibling order, so the tree is built in preorder by extending the
+ * previous path: no lookups at all, and the children of a node are the subtrees
+ * that follow it. */
+
+struct paths {
+	uint32_t *seq;	/* all paths, concatenated */
+	uint32_t *off;	/* per pair: start in seq; off[n] = end */
+};
+
+static int cmp_path(const void *a, const void *b, void *arg)
+{
+	const struct paths *p = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t xs = p->off[x], xe = p->off[x + 1], ys = p->off[y], ye = p->off[y + 1];
+
+	while (xs < xe && ys < ye) {
+		if (p->seq[xs] != p->seq[ys])
+			return p->seq[xs] < p->seq[ys] ? -1 : 1;
+		xs++;
+		ys++;
+	}
+	return (xe - xs) < (ye - ys) ? -1 : (xe - xs) > (ye - ys);
+}
+
+static int cmp_name_str(const void *a, const void *b, void *arg)
+{
+	const struct names *nm = arg;
+	return strcmp(np_intern_key(&nm->ids, *(const uint32_t *)a, NULL),
+		      np_intern_key(&nm->ids, *(const uint32_t *)b, NULL));
+}
+
+/* The k-th largest value (k from 0), reordering v: quickselect, O(n) on average;
+ * a full sort of a few million node totals would cost more than the rest of the query. */
+static uint64_t kth_largest(uint64_t *v, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		uint64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi];
+		uint64_t pivot = a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+		size_t i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] > pivot)
+				i++;
+			while (v[j] < pivot)
+				j--;
+			if (i <= j) {
+				uint64_t t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
+}
 
 struct tree {
-	struct np_intern edges; /* key: uint32 parent node, uint32 name id -> node id (root is 0) */
-	uint32_t *name, *parent;
+	uint32_t *name, *parent, *end; /* end: index after the node's subtree */
 	uint64_t *self, *total;
-	size_t cap;
-	/* children in CSR form, built after the walk */
-	uint32_t *child_start, *children;
+	size_t n, cap;
 };
 
 static void tree_free(struct tree *t)
 {
-	np_intern_free(&t->edges);
 	free(t->name);
 	free(t->parent);
+	free(t->end);
 	free(t->self);
 	free(t->total);
-	free(t->child_start);
-	free(t->children);
 }
 
-/* Node index = edge id (1..n); 0 is the root. */
-static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t name)
+static uint32_t tree_add(struct tree *t, uint32_t parent, uint32_t name)
 {
-	uint32_t key[2] = { parent, name };
-	int added;
-	uint32_t id = np_intern_add(&t->edges, key, sizeof(key), &added);
-
-	if (!id)
-		return 0;
-	if (id >= t->cap) {
+	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 1024;
 		uint32_t *nn = realloc(t->name, cap * sizeof(uint32_t));
 		if (nn)
@@ -246,99 +336,158 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t name)
 		uint64_t *ns = realloc(t->self, cap * sizeof(uint64_t));
 		if (ns)
 			t->self = ns;
-		uint64_t *nt = realloc(t->total, cap * sizeof(uint64_t));
-		if (nt)
-			t->total = nt;
-		if (!nn || !np || !ns || !nt)
-			return 0;
-		memset(t->self + t->cap, 0, (cap - t->cap) * sizeof(uint64_t));
-		memset(t->total + t->cap, 0, (cap - t->cap) * sizeof(uint64_t));
+		if (!nn || !np || !ns)
+			return UINT32_MAX;
 		t->cap = cap;
 	}
-	if (added) {
-		t->name[id] = name;
-		t->parent[id] = parent;
+	t->name[t->n] = name;
+	t->parent[t->n] = parent;
+	t->self[t->n] = 0;
+	return (uint32_t)t->n++;
+}
+
+static int build_tree(struct np_store *s, const struct agg *a, enum np_store_group group, struct names *nm,
+		      struct tree *t, uint32_t **rank_to_name, struct np_err *err)
+{
+	struct paths p = { NULL, NULL };
+	uint32_t *order = NULL, *rank = NULL, *names_sorted = NULL, *path = NULL;
+	size_t total_len = 0, depth_cap = s->cfg.max_stack_depth + 2;
+	int rc = -1;
+
+	for (size_t i = 0; i < a->n; i++) {
+		size_t n;
+		(void)stack_frames(s, a->v[i].stack, &n);
+		total_len += n + (group != NP_STORE_GROUP_NONE);
 	}
-	return id;
-}
-
-struct emit_ctx {
-	const struct tree *t;
-	const struct names *nm;
-	uint64_t threshold;
-	size_t budget; /* nodes still allowed */
-	size_t shown;
-	struct np_buf *out;
-};
-
-struct child_order {
-	const struct tree *t;
-	const struct names *nm;
-};
-
-static int cmp_child(const void *a, const void *b, void *arg)
-{
-	const struct child_order *o = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return strcmp(np_intern_key(&o->nm->ids, o->t->name[x], NULL), np_intern_key(&o->nm->ids, o->t->name[y], NULL));
-}
-
-static void emit_node(struct emit_ctx *c, uint32_t node, const char *name)
-{
-	const struct tree *t = c->t;
-	size_t nlen = strlen(name);
-
-	c->shown++;
-	np_buf_puts(c->out, "{\"name\":");
-	np_store_json_str(c->out, name, nlen);
-	np_buf_printf(c->out, ",\"self\":%llu,\"total\":%llu,\"children\":[", (unsigned long long)t->self[node],
-		      (unsigned long long)t->total[node]);
-	int first = 1;
-	for (uint32_t i = t->child_start[node]; i < t->child_start[node + 1]; i++) {
-		uint32_t ch = t->children[i];
-		if (t->total[ch] < c->threshold || c->budget == 0)
-			continue;
-		c->budget--;
-		if (!first)
-			np_buf_putc(c->out, ',');
-		first = 0;
-		emit_node(c, ch, np_intern_key(&c->nm->ids, t->name[ch], NULL));
+	p.seq = malloc((total_len + 1) * sizeof(uint32_t));
+	p.off = malloc((a->n + 1) * sizeof(uint32_t));
+	order = malloc((a->n + 1) * sizeof(uint32_t));
+	path = malloc(depth_cap * sizeof(uint32_t));
+	if (!p.seq || !p.off || !order || !path)
+		goto oom;
+	/* Paths of name ids, root first. */
+	size_t k = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		size_t n;
+		const char *fr = stack_frames(s, a->v[i].stack, &n);
+		p.off[i] = (uint32_t)k;
+		order[i] = (uint32_t)i;
+		if (group != NP_STORE_GROUP_NONE)
+			p.seq[k++] = a->v[i].group;
+		for (size_t f = n; f-- > 0;) {
+			uint32_t id = name_id(nm, s, frame_at(fr, f));
+			if (!id)
+				goto oom;
+			p.seq[k++] = id;
+		}
 	}
-	np_buf_puts(c->out, "]}");
+	p.off[a->n] = (uint32_t)k;
+	/* Name ids -> alphabetical ranks (1-based, like ids). */
+	size_t nn = nm->ids.n;
+	names_sorted = malloc((nn + 1) * sizeof(uint32_t));
+	rank = malloc((nn + 1) * sizeof(uint32_t));
+	if (!names_sorted || !rank)
+		goto oom;
+	for (uint32_t i = 0; i < nn; i++)
+		names_sorted[i] = i + 1;
+	qsort_r(names_sorted, nn, sizeof(uint32_t), cmp_name_str, nm);
+	for (uint32_t r = 0; r < nn; r++)
+		rank[names_sorted[r]] = r + 1;
+	for (size_t i = 0; i < k; i++)
+		p.seq[i] = rank[p.seq[i]];
+	qsort_r(order, a->n, sizeof(uint32_t), cmp_path, &p);
+
+	/* Preorder construction; node 0 is the root. */
+	if (tree_add(t, UINT32_MAX, 0) == UINT32_MAX)
+		goto oom;
+	size_t prev_len = 0;
+	const uint32_t *prev = NULL;
+	for (size_t i = 0; i < a->n; i++) {
+		uint32_t pi = order[i];
+		const uint32_t *cur = p.seq + p.off[pi];
+		size_t len = p.off[pi + 1] - p.off[pi], common = 0;
+		while (prev && common < len && common < prev_len && cur[common] == prev[common])
+			common++;
+		for (size_t d = common; d < len; d++) {
+			uint32_t node = tree_add(t, d ? path[d - 1] : 0, cur[d]);
+			if (node == UINT32_MAX)
+				goto oom;
+			path[d] = node;
+		}
+		t->self[len ? path[len - 1] : 0] += a->v[pi].value;
+		prev = cur;
+		prev_len = len;
+	}
+	/* Totals and subtree ends, children before parents (reverse preorder). */
+	t->total = malloc(t->n * sizeof(uint64_t));
+	t->end = malloc(t->n * sizeof(uint32_t));
+	if (!t->total || !t->end)
+		goto oom;
+	for (size_t i = 0; i < t->n; i++) {
+		t->total[i] = t->self[i];
+		t->end[i] = (uint32_t)i + 1;
+	}
+	for (size_t i = t->n; i-- > 1;) {
+		t->total[t->parent[i]] += t->total[i];
+		if (t->end[i] > t->end[t->parent[i]])
+			t->end[t->parent[i]] = t->end[i];
+	}
+	*rank_to_name = names_sorted;
+	names_sorted = NULL;
+	rc = 0;
+	goto out;
+oom:
+	np_errf(err, "store query: out of memory");
+out:
+	free(p.seq);
+	free(p.off);
+	free(order);
+	free(rank);
+	free(names_sorted);
+	free(path);
+	return rc;
 }
 
-static int cmp_u64_desc(const void *a, const void *b)
+/* Writes the tree without recursion (stacks are up to max_stack_depth deep). */
+static int emit_tree(const struct tree *t, const struct names *nm, const uint32_t *rank_to_name, uint64_t threshold,
+		     size_t budget, size_t max_depth, struct np_buf *out, size_t *shown)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? 1 : x > y ? -1 : 0;
-}
+	struct level {
+		uint32_t node, next;
+		int first;
+	} *st = malloc((max_depth + 3) * sizeof(*st));
+	int sp = 0;
 
-/* Children lists in CSR form, each sorted by name (flame graphs order siblings alphabetically). */
-static int build_children(struct tree *t, size_t nnodes, const struct names *nm)
-{
-	struct child_order order = { t, nm };
-	uint32_t *fill;
-
-	t->child_start = calloc(nnodes + 2, sizeof(uint32_t));
-	t->children = malloc((nnodes + 1) * sizeof(uint32_t));
-	fill = malloc((nnodes + 1) * sizeof(uint32_t));
-	if (!t->child_start || !t->children || !fill) {
-		free(fill);
+	if (!st)
 		return -1;
+	*shown = 1;
+	np_buf_printf(out, "{\"name\":\"total\",\"self\":%llu,\"total\":%llu,\"children\":[",
+		      (unsigned long long)t->self[0], (unsigned long long)t->total[0]);
+	st[0] = (struct level){ 0, 1, 1 };
+	while (sp >= 0) {
+		struct level *l = &st[sp];
+		if (l->next >= t->end[l->node]) {
+			np_buf_puts(out, "]}");
+			sp--;
+			continue;
+		}
+		uint32_t c = l->next;
+		l->next = t->end[c];
+		if (t->total[c] < threshold || budget == 0 || (size_t)sp + 1 > max_depth + 1)
+			continue;
+		budget--;
+		(*shown)++;
+		if (!l->first)
+			np_buf_putc(out, ',');
+		l->first = 0;
+		const char *name = np_intern_key(&nm->ids, rank_to_name[t->name[c] - 1], NULL);
+		np_buf_puts(out, "{\"name\":");
+		np_store_json_str(out, name, strlen(name));
+		np_buf_printf(out, ",\"self\":%llu,\"total\":%llu,\"children\":[", (unsigned long long)t->self[c],
+			      (unsigned long long)t->total[c]);
+		st[++sp] = (struct level){ c, c + 1, 1 };
 	}
-	for (uint32_t n = 1; n <= nnodes; n++)
-		t->child_start[t->parent[n] + 1]++;
-	for (size_t i = 1; i <= nnodes + 1; i++)
-		t->child_start[i] += t->child_start[i - 1];
-	memcpy(fill, t->child_start, (nnodes + 1) * sizeof(uint32_t));
-	for (uint32_t n = 1; n <= nnodes; n++)
-		t->children[fill[t->parent[n]]++] = n;
-	free(fill);
-	for (uint32_t n = 0; n <= nnodes; n++) {
-		uint32_t lo = t->child_start[n], hi = t->child_start[n + 1];
-		if (hi - lo > 1)
-			qsort_r(t->children + lo, hi - lo, sizeof(uint32_t), cmp_child, &order);
-	}
+	free(st);
 	return 0;
 }
 
@@ -348,7 +497,8 @@ int np_store_flamegraph_json(struct np_store *s, const struct np_store_query *q,
 	struct agg a;
 	struct names nm;
 	struct tree t;
-	uint32_t *group_of = NULL;
+	uint32_t *group_of = NULL, *rank_to_name = NULL;
+	size_t shown = 0;
 	int rc = -1;
 
 	memset(&t, 0, sizeof(t));
@@ -361,56 +511,27 @@ int np_store_flamegraph_json(struct np_store *s, const struct np_store_query *q,
 		pthread_mutex_unlock(&s->lock);
 		return np_errf(err, "store query: out of memory");
 	}
-	if (filter_series(s, q, group, &nm, &group_of, err) || aggregate(s, q, group_of, &a, err))
+	if (filter_series(s, q, group, &nm, &group_of, err) || aggregate(s, q, group_of, &a, err) ||
+	    build_tree(s, &a, group, &nm, &t, &rank_to_name, err))
 		goto out;
-	/* Root node 0. */
-	t.cap = 1024;
-	t.name = calloc(t.cap, sizeof(uint32_t));
-	t.parent = calloc(t.cap, sizeof(uint32_t));
-	t.self = calloc(t.cap, sizeof(uint64_t));
-	t.total = calloc(t.cap, sizeof(uint64_t));
-	if (!t.name || !t.parent || !t.self || !t.total)
-		goto oom;
-	for (uint32_t id = 1; id <= a.pairs.n; id++) {
-		uint32_t g, st, node = 0;
-		size_t n;
-		uint64_t v = a.values[id - 1];
-		pair_of(&a, id, &g, &st);
-		const char *frames = stack_frames(s, st, &n);
-		t.total[0] += v;
-		if (group != NP_STORE_GROUP_NONE) {
-			if (!(node = tree_child(&t, node, g)))
-				goto oom;
-			t.total[node] += v;
-		}
-		for (size_t i = n; i-- > 0;) {
-			uint32_t nmid = name_id(&nm, s, frame_at(frames, i));
-			if (!nmid || !(node = tree_child(&t, node, nmid)))
-				goto oom;
-			t.total[node] += v;
-		}
-		t.self[node] += v;
-	}
-	size_t nnodes = t.edges.n;
+	/* Keep the max_nodes largest nodes (root included): the rest stay in their parents' totals. */
 	uint64_t threshold = 0;
+	size_t nnodes = t.n - 1;
 	if (nnodes + 1 > max_nodes) {
 		uint64_t *tot = malloc(nnodes * sizeof(uint64_t));
 		if (!tot)
 			goto oom;
 		memcpy(tot, t.total + 1, nnodes * sizeof(uint64_t));
-		qsort(tot, nnodes, sizeof(uint64_t), cmp_u64_desc);
-		threshold = max_nodes >= 2 ? tot[max_nodes - 2] : UINT64_MAX;
+		threshold = max_nodes >= 2 ? kth_largest(tot, nnodes, max_nodes - 2) : UINT64_MAX;
 		free(tot);
 	}
-	if (build_children(&t, nnodes, &nm))
-		goto oom;
-	struct emit_ctx c = { &t, &nm, threshold, max_nodes - 1, 0, out };
 	np_buf_printf(out, "{\"unit\":\"nanoseconds\",\"total\":%llu,\"nodes\":%zu,", (unsigned long long)a.total,
 		      nnodes + 1);
 	np_buf_printf(out, "\"from\":%lld,\"until\":%lld,\"tree\":", (long long)(q->from_ns / 1000000),
 		      (long long)(q->until_ns / 1000000));
-	emit_node(&c, 0, "total");
-	np_buf_printf(out, ",\"shown\":%zu}\n", c.shown);
+	if (emit_tree(&t, &nm, rank_to_name, threshold, max_nodes - 1, s->cfg.max_stack_depth + 1, out, &shown))
+		goto oom;
+	np_buf_printf(out, ",\"shown\":%zu}\n", shown);
 	if (out->failed)
 		goto oom;
 	rc = 0;
@@ -423,6 +544,7 @@ out:
 	agg_free(&a);
 	names_free(&nm);
 	free(group_of);
+	free(rank_to_name);
 	return rc;
 }
 
@@ -463,12 +585,10 @@ int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t
 	}
 	if (filter_series(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, err) || aggregate(s, q, group_of, &a, err))
 		goto out;
-	for (uint32_t id = 1; id <= a.pairs.n; id++) {
-		uint32_t g, st;
+	for (uint32_t id = 1; id <= a.n; id++) {
 		size_t n;
-		uint64_t v = a.values[id - 1];
-		pair_of(&a, id, &g, &st);
-		const char *frames = stack_frames(s, st, &n);
+		uint64_t v = a.v[id - 1].value;
+		const char *frames = stack_frames(s, a.v[id - 1].stack, &n);
 		for (size_t i = 0; i < n; i++) {
 			uint32_t nmid = name_id(&nm, s, frame_at(frames, i));
 			if (!nmid)
@@ -686,11 +806,9 @@ int np_store_pprof(struct np_store *s, const struct np_store_query *q, struct np
 	frames = malloc(s->cfg.max_stack_depth * sizeof(*frames));
 	if (!frames || np_pprof_new(rate, start, &b, err))
 		goto oom_or_err;
-	for (uint32_t id = 1; id <= a.pairs.n; id++) {
-		uint32_t g, st;
+	for (size_t id = 0; id < a.n; id++) {
 		size_t n;
-		pair_of(&a, id, &g, &st);
-		const char *fr = stack_frames(s, st, &n);
+		const char *fr = stack_frames(s, a.v[id].stack, &n);
 		for (size_t i = 0; i < n; i++) {
 			size_t klen;
 			const char *k = np_intern_key(&s->frames, frame_at(fr, i), &klen);
@@ -698,7 +816,7 @@ int np_store_pprof(struct np_store *s, const struct np_store_query *q, struct np
 			/* key: name, NUL, mapping file (possibly empty) */
 			frames[i] = (struct np_pprof_frame){ k, klen > nl + 1 ? k + nl + 1 : NULL, NULL, 0, 0, 0 };
 		}
-		uint64_t count = (a.values[id - 1] + (uint64_t)period / 2) / (uint64_t)period;
+		uint64_t count = (a.v[id].value + (uint64_t)period / 2) / (uint64_t)period;
 		if (np_pprof_add(b, frames, n, count ? count : 1, err))
 			goto out;
 	}
