@@ -408,6 +408,10 @@ static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 	}
 	snprintf(c->method, sizeof(c->method), "%s", method);
 	c->head_only = !strcmp(method, "HEAD");
+	/* Honour "Connection: close" ourselves: lws keeps some requests (a PUT without a
+	 * body) open otherwise. */
+	if (lws_hdr_copy(wsi, hdr, sizeof(hdr), WSI_TOKEN_CONNECTION) > 0 && strcasestr(hdr, "close"))
+		c->close_after = 1;
 	if (read_query(wsi, c))
 		return -1;
 	if (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) {
