@@ -140,6 +140,42 @@ class Ui(unittest.TestCase):
         dl = dom.find("a", id="download")[0][1]
         self.assertTrue(dl["href"].startswith("/api/pprof?"))
 
+        # Interaction, driven over the DevTools protocol: zoom by click, reset, search, sort.
+        with chromium.DevTools() as b:
+            b.navigate(h.url("/#range=5m&group=none"))
+            node = f'document.querySelector(\'.fg-node[data-name="{HOT}"]\')'
+            b.wait(f"!!{node}")
+            full = b.eval("document.getElementById('flame').clientWidth")
+            self.assertLess(b.eval(f"{node}.getBoundingClientRect().width"), full * 1.01)
+            b.eval("document.querySelector('.fg-node[data-name=\"nodeprof_ui_caller\"]').click()")
+            # zoomed: the caller spans the whole width, its ancestors are drawn dimmed above it
+            self.assertGreater(b.eval("document.querySelector('.fg-node[data-name=\"nodeprof_ui_caller\"]')"
+                                      ".getBoundingClientRect().width"), full * 0.98)
+            self.assertFalse(b.eval("document.getElementById('reset').disabled"))
+            self.assertTrue(b.eval("document.querySelector('.fg-node.ancestor[data-name=\"main\"]') !== null"))
+            self.assertEqual(b.eval("document.querySelectorAll('.fg-node[data-name=\"total\"]').length"), 1)
+            b.eval("document.getElementById('reset').click()")
+            self.assertTrue(b.eval("document.getElementById('reset').disabled"))
+            self.assertEqual(b.eval("document.querySelectorAll('.fg-node.ancestor').length"), 0)
+            # search: the hot function is highlighted, the rest dimmed, the table row marked
+            b.eval("(() => { const s = document.getElementById('search'); s.value = 'hot_function';"
+                   " s.dispatchEvent(new Event('input')); })()")
+            b.wait(f"{node}.classList.contains('match')")
+            self.assertTrue(b.eval("document.querySelector('.fg-node[data-name=\"main\"]').classList.contains('dim')"))
+            self.assertEqual(b.eval("document.querySelector('#top tbody tr.match').dataset.name"), HOT)
+            self.assertIn("matched", b.eval("document.getElementById('matched').textContent"))
+            # sort the table by name, then by name descending
+            names = "[...document.querySelectorAll('#top tbody tr')].map(r => r.dataset.name)"
+            b.eval("document.querySelector('#top th[data-key=name]').click()")
+            asc = b.eval(names)
+            self.assertEqual(asc, b.eval(f"{names}.sort((a, b) => a.localeCompare(b))"))
+            b.eval("document.querySelector('#top th[data-key=name]').click()")
+            self.assertEqual(b.eval(names), list(reversed(asc)))
+            self.assertNotEqual(asc[0], HOT)  # no longer sorted by self
+            # the process filter narrows the queries: a process without samples empties the view
+            b.navigate(h.url("/?reload=1#range=5m&process=pid:1"))
+            b.wait("!document.getElementById('empty').hidden")
+
         # A screenshot with the search highlighting the function, kept as an artefact.
         shot = chromium.screenshot(h.url(f"/#range=5m&search={HOT}"), os.path.join(ARTIFACTS, "http_ui.png"))
         w, hgt = png_size(shot)
