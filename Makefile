@@ -39,6 +39,7 @@ DEB_PACKAGES := \
 	libyaml-dev \
 	libssl-dev \
 	libpcre2-dev \
+	libicu-dev \
 	libwebsockets-dev \
 	libiberty-dev \
 	binutils \
@@ -52,7 +53,7 @@ DEB_PACKAGES := \
 	ca-certificates \
 	chromium
 
-PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1
+PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1 icu-uc
 # Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -8,6 +8,9 @@ static const char usage[] =
 	"nodeprof " NP_VERSION ": a Kubernetes-native eBPF CPU profiler\n"
 	"\n"
 	"Usage:\n"
+	"  nodeprof run [--config FILE] [--http-listen ADDR]\n"
+	"                       the agent: runs an Alloy configuration (SIGHUP reloads it)\n"
+	"  nodeprof check FILE  validate a configuration; errors as FILE:LINE:COL: message\n"
 	"  nodeprof record [--pid PID]... [--duration 10s] [--sample-rate 97] [--format folded|pprof] [-o FILE]\n"
 	"                       one-shot profile of the given processes (default: every process), to stdout\n"
 	"                       by default; Ctrl-C ends it early and still writes the output\n"
@@ -24,6 +27,8 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{ "run", cmd_run },
+	{ "check", cmd_check },
 	{ "record", cmd_record },
 	{ "tools", cmd_tools },
 };

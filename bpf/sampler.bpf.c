@@ -139,7 +139,7 @@ static __always_inline __u32 new_gen(void)
 /* A 64-bit multiply-xorshift hash over the frames; 0 means "no stack". */
 static __always_inline __u64 hash_stack(const struct np_stack *s)
 {
-	__u64 h = 0x9e3779b97f4a7c15ULL ^ s->len;
+	__u64 h = (0x9e3779b97f4a7c15ULL ^ s->len) + s->sp_word * 0xc2b2ae3d27d4eb4fULL;
 
 	for (int i = 0; i < NP_MAX_STACK_DEPTH; i++) {
 		if (i >= s->len)
@@ -150,6 +150,23 @@ static __always_inline __u64 hash_stack(const struct np_stack *s)
 	return h ? h : 1;
 }
 
+/* The word at the user stack pointer, unless it looks like a stack address (a saved
+ * frame pointer, a pointer to a local). The user registers are the ones saved at
+ * kernel entry, whether the sample interrupted user or kernel code. */
+static __always_inline __u64 user_sp_word(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	__u64 sp = 0, w = 0;
+
+	if (bpf_probe_read_kernel(&sp, sizeof(sp), &regs->rsp) || !sp)
+		return 0;
+	if (bpf_probe_read_user(&w, sizeof(w), (void *)sp))
+		return 0;
+	if (w - sp < NP_STACK_NEAR || sp - w < NP_STACK_NEAR)
+		return 0;
+	return w;
+}
+
 /* Captures one stack into scratch and stores it; returns its hash, 0 when there is none. */
 static __always_inline __u64 store_stack(struct bpf_perf_event_data *ctx, void *stacks, struct np_stack *s,
 					 __u64 flags, __u32 lost_stat)
@@ -157,6 +174,7 @@ static __always_inline __u64 store_stack(struct bpf_perf_event_data *ctx, void *
 	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), flags);
 	__u64 h;
 
+	s->sp_word = 0;
 	if (n < 0) {
 		stat_inc(lost_stat);
 		return 0;
@@ -164,6 +182,8 @@ static __always_inline __u64 store_stack(struct bpf_perf_event_data *ctx, void *
 	if (n == 0)
 		return 0;
 	s->len = (__u32)(n / sizeof(__u64));
+	if (flags & BPF_F_USER_STACK)
+		s->sp_word = user_sp_word();
 	h = hash_stack(s);
 	if (!bpf_map_lookup_elem(stacks, &h)) {
 		long err = bpf_map_update_elem(stacks, &h, s, BPF_NOEXIST);

@@ -29,8 +29,17 @@ struct np_count_key {
 struct np_stack {
 	np_u32 len; /* number of valid ips */
 	np_u32 pad;
+	/* User stacks: the word at the user stack pointer when it is not itself a stack
+	 * address, else 0. When the leaf function keeps no frame pointer (glibc's syscall
+	 * wrappers, memcpy, any function in its prologue or epilogue), this is the return
+	 * address into the caller that the frame-pointer walk skips; user space checks
+	 * that a call instruction precedes it before using it. */
+	np_u64 sp_word;
 	np_u64 ips[NP_MAX_STACK_DEPTH];
 };
+
+/* How far from the stack pointer a value still counts as a stack address. */
+#define NP_STACK_NEAR (8ULL << 20)
 
 /* filter_mode bits: which allow-lists apply. 0 samples every process. */
 #define NP_FILTER_PIDS 1u

@@ -16,7 +16,7 @@
 
 /* One rule as written. Pointers are borrowed for the duration of relabel_compile. */
 struct relabel_rule_spec {
-	const char *const *source_labels; /* NULL/0 when absent */
+	const char *const *source_labels; /* NULL when absent; non-NULL with n == 0 = written as [] */
 	size_t n_source_labels;
 	const char *separator;	  /* NULL = absent = ";" */
 	const char *regex;	  /* NULL = absent = "(.*)"; "" is the empty regex */
@@ -40,12 +40,17 @@ NP_MUST_CHECK int relabel_compile(const struct relabel_rule_spec *specs, size_t 
 void relabel_rules_free(struct relabel_rules *rules);
 size_t relabel_rules_count(const struct relabel_rules *rules);
 
-/* Applies the rules in order to ls (modified in place). *keep = 0 when a rule dropped
- * the target (ls is then unspecified). Errors only on allocation failure. */
+/* Applies the rules in order to ls (modified in place; labels with empty values are
+ * removed first, since empty means absent). *keep = 0 when a rule dropped the target
+ * (ls is then unspecified). Errors on allocation failure (err->code == ENOMEM) and when
+ * a regexp gives up on a pathological pattern/value pair before finding the groups it
+ * needs (bounded backtracking; "rule N: regexp match gave up ..."). */
 NP_MUST_CHECK int relabel_apply(const struct relabel_rules *rules, struct np_labels *ls, int *keep,
 				struct np_err *err);
 
-/* Relabels every target of in, appending the kept ones to out in input order. */
+/* Relabels every target of in, appending the kept ones to out in input order. A target
+ * on which a regexp gave up is left out (one warning per call); only allocation failure
+ * is an error. Thread-safe: rules are shared, each thread uses its own scratch. */
 NP_MUST_CHECK int relabel_targets(const struct relabel_rules *rules, const struct np_targets *in,
 				  struct np_targets *out, struct np_err *err);
 

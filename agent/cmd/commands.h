@@ -6,7 +6,11 @@
 
 int cmd_record(int argc, char **argv);
 int cmd_tools(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 int cmd_tools_symbolize(int argc, char **argv);
 int cmd_tools_container_id(int argc, char **argv);
+int cmd_tools_relabel(int argc, char **argv);
+int cmd_tools_targets(int argc, char **argv);
 
 #endif

@@ -13,7 +13,8 @@ struct tool {
 
 static const struct tool tools[] = {
 	{ "container-id", cmd_tools_container_id, "container-id (--pid PID | --cgroup-file FILE)   the container ID of a process" },
-	{ NULL, NULL, NULL }, /* keeps the table non-empty; tools are added one line each */
+	{ "relabel", cmd_tools_relabel, "relabel RULES_FILE   relabel the JSON targets on stdin with rule { } blocks" },
+	{ "targets", cmd_tools_targets, "targets --config FILE --component ID [--wait DURATION]   the JSON targets a component exports" },
 	{ "symbolize", cmd_tools_symbolize, "symbolize [--demangle MODE] ELF_FILE ADDR...   name ELF virtual addresses" },
 };
 
@@ -21,8 +22,7 @@ static void print_usage(FILE *f)
 {
 	fputs("Usage: nodeprof tools TOOL [ARGS]\n\nTools:\n", f);
 	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
-		if (tools[i].name)
-			fprintf(f, "  %s\n", tools[i].synopsis);
+		fprintf(f, "  %s\n", tools[i].synopsis);
 }
 
 int cmd_tools(int argc, char **argv)
@@ -36,7 +36,7 @@ int cmd_tools(int argc, char **argv)
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
-		if (tools[i].name && strcmp(argv[1], tools[i].name) == 0)
+		if (strcmp(argv[1], tools[i].name) == 0)
 			return tools[i].run(argc - 1, argv + 1);
 	fprintf(stderr, "nodeprof tools: unknown tool \"%s\"; run `nodeprof tools --help` for the list\n", argv[1]);
 	return 1;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/profile/leaf_caller.h"
 #include "agent/util/log.h"
 
 /* Exited processes wait here until the drain that names their last samples. */
@@ -17,8 +18,10 @@ struct np_collector {
 	int64_t next_drain_ns;
 	uint32_t *exited; /* tgids whose EXIT arrived since the last drain */
 	size_t n_exited;
-	struct sym_frame frames[2 * NP_MAX_STACK_DEPTH];
-	uint64_t drains, samples, missing_stacks;
+	struct sym_frame frames[2 * NP_MAX_STACK_DEPTH + 1];
+	uint64_t user_ips[NP_MAX_STACK_DEPTH + 1]; /* a user stack with its recovered leaf caller */
+	struct np_leaf_checker leaf;
+	uint64_t drains, samples, missing_stacks, recovered_callers;
 	struct np_err event_err; /* the first error while handling an event, reported by step */
 	int event_failed;
 };
@@ -61,6 +64,7 @@ void np_collector_close(struct np_collector *c)
 	if (!c)
 		return;
 	np_sampler_close(c->sampler);
+	np_leaf_checker_reset(&c->leaf);
 	if (c->sym)
 		symbolizer_free(c->sym);
 	free(c->exited);
@@ -117,6 +121,23 @@ static int poll_events(struct np_collector *c, int timeout_ms, struct np_err *er
 	return 0;
 }
 
+/* The user stack to name: the sampled one, or with the leaf's caller put back (see
+ * leaf_caller.h) when the word at the stack pointer is a return address. */
+static const uint64_t *user_stack(struct np_collector *c, const struct np_sample *s, uint32_t *n)
+{
+	uint64_t w = s->user_sp_word;
+
+	*n = s->n_user;
+	if (!w || s->n_user == 0 || (s->n_user > 1 && s->user[1] == w) || !np_leaf_caller_ok(&c->leaf, s->tgid, w))
+		return s->user;
+	c->user_ips[0] = s->user[0];
+	c->user_ips[1] = w;
+	memcpy(c->user_ips + 2, s->user + 1, (s->n_user - 1) * sizeof(uint64_t));
+	*n = s->n_user + 1;
+	c->recovered_callers += s->count;
+	return c->user_ips;
+}
+
 int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, struct np_err *err)
 {
 	struct np_drain d;
@@ -131,18 +152,19 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 	for (size_t i = 0; i < d.n && rc == 0; i++) {
 		const struct np_sample *s = &d.samples[i];
 		size_t nk = c->opts.kernel_frames ? s->n_kernel : 0;
+		uint32_t nu;
+		const uint64_t *user = user_stack(c, s, &nu);
 		struct np_collected out = {
 			.tgid = s->tgid,
 			.gen = s->gen,
 			.cgroup_id = s->cgroup_id,
 			.count = s->count,
 			.frames = c->frames,
-			.n_frames = nk + s->n_user,
+			.n_frames = nk + nu,
 			.n_kernel = nk,
 		};
 		if ((nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err)) ||
-		    (s->n_user && symbolizer_user(c->sym, s->tgid, s->gen, s->user, s->n_user, c->opts.demangle,
-						  c->frames + nk, err))) {
+		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, user, nu, c->opts.demangle, c->frames + nk, err))) {
 			rc = -1;
 			break;
 		}
@@ -150,6 +172,7 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 		rc = sink(ud, &out, err);
 	}
 	np_drain_free(&d);
+	np_leaf_checker_reset(&c->leaf);
 	for (size_t i = 0; i < c->n_exited; i++)
 		symbolizer_forget_process(c->sym, c->exited[i]);
 	c->n_exited = 0;
@@ -179,5 +202,6 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 	out->drains = c->drains;
 	out->samples = c->samples;
 	out->missing_stacks = c->missing_stacks;
+	out->recovered_callers = c->recovered_callers;
 	return np_sampler_stats(c->sampler, out->bpf, err);
 }

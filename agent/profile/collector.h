@@ -65,6 +65,7 @@ struct np_collector_stats {
 	uint64_t samples; /* counted samples handed to sinks */
 	uint64_t bpf[NP_STAT_MAX];
 	uint64_t missing_stacks;
+	uint64_t recovered_callers; /* samples whose frameless leaf got its caller back */
 };
 NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err);
 

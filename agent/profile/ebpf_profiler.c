@@ -62,6 +62,7 @@ struct np_ebpf_profiler {
 	struct slot *slots;
 	size_t slots_cap;
 	struct np_pprof_frame *pframes;
+	struct np_target default_target; /* targets_only off: where unmatched processes go */
 	int64_t interval_start_wall, next_collect, next_rescan;
 	uint64_t interval_samples;
 };
@@ -75,6 +76,7 @@ void np_ebpf_config_defaults(struct np_ebpf_config *cfg)
 	cfg->kernel_frames = 1;
 	cfg->container_id_cache_size = NP_PID_CACHE_DEFAULT_SIZE;
 	cfg->rescan_interval_ns = 5LL * 1000000000LL;
+	cfg->targets_only = 1;
 	cfg->name = "pyroscope.ebpf";
 }
 
@@ -345,6 +347,8 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 	const struct np_target *t = target_of(p, s);
 	struct slot *sl;
 
+	if (!t && !p->cfg.targets_only)
+		t = &p->default_target;
 	if (!t) {
 		pthread_mutex_lock(&p->mu);
 		p->stats.unattributed += s->count;
@@ -421,6 +425,10 @@ static void flush(struct np_ebpf_profiler *p)
 					continue;
 				}
 				memcpy(copy, gz.p, gz.len);
+				if (p->cfg.verbose)
+					np_log(NP_INFO, "pyroscope.ebpf", "profile collected", "component", p->name,
+					       "service_name", np_labels_get(&sl->labels, "service_name"), "samples",
+					       NP_LOG_INT(np_pprof_total(sl->b)), "bytes", NP_LOG_INT(gz.len), NULL);
 				if (sinks[k].append(sinks[k].ud, &sl->labels, copy, gz.len, &err)) {
 					np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component", p->name,
 					       "error", err.msg, NULL);
@@ -558,8 +566,16 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 		pthread_mutex_unlock(&p->mu);
 		goto fail;
 	}
-	/* Nothing is sampled until targets name something. */
-	np_sampler_set_filter(np_collector_sampler(p->col), NP_FILTER_PIDS | NP_FILTER_CGROUPS);
+	/* With targets_only (the default) nothing is sampled until targets name something. */
+	np_sampler_set_filter(np_collector_sampler(p->col), p->cfg.targets_only ? NP_FILTER_PIDS | NP_FILTER_CGROUPS : 0);
+	if (!p->cfg.targets_only) {
+		struct np_labels dflt = NP_LABELS_INIT;
+		int rc = np_labels_set(&dflt, "service_name", "ebpf/unspecified", err) ||
+			 np_target_init(&p->default_target, &dflt, 0, NULL, err);
+		np_labels_free(&dflt);
+		if (rc)
+			goto fail;
+	}
 	p->stats.sessions = 1;
 	p->interval_start_wall = wall_ns();
 	p->next_collect = mono_ns() + p->cfg.collect_interval_ns;
@@ -587,6 +603,7 @@ void np_ebpf_profiler_stop(struct np_ebpf_profiler *p)
 	np_collector_close(p->col);
 	np_pid_cache_free(p->pids);
 	np_target_set_free(p->targets);
+	np_target_free(&p->default_target);
 	np_targets_free(&p->pending);
 	np_intern_free(&p->allowed_cgroups);
 	np_intern_free(&p->allowed_pids);

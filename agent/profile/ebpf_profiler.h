@@ -38,6 +38,9 @@ struct np_ebpf_config {
 	int kernel_frames;		/* default on */
 	size_t container_id_cache_size; /* default 1024 */
 	int64_t rescan_interval_ns;	/* how often new cgroups/processes are looked for; default 5 s */
+	int targets_only;		/* default on: processes of no target are not sampled; off: they
+					 * are, under the default target service_name="ebpf/unspecified" */
+	int verbose;			/* log every profile handed to the sinks */
 	const char *name;		/* the component's ID, for logs */
 };
 

@@ -335,6 +335,7 @@ void np_drain_free(struct np_drain *d)
  * it grows, so its size follows the stacks actually read, not the map capacity. */
 struct stack_index {
 	uint64_t *keys; /* 0 = empty slot (hash 0 is never used by the BPF side) */
+	uint64_t *sp_word;
 	uint32_t *off, *len;
 	size_t mask, used;
 };
@@ -342,11 +343,12 @@ struct stack_index {
 static int index_alloc(struct stack_index *ix, size_t cap, struct np_err *err)
 {
 	ix->keys = calloc(cap, sizeof(uint64_t));
+	ix->sp_word = calloc(cap, sizeof(uint64_t));
 	ix->off = calloc(cap, sizeof(uint32_t));
 	ix->len = calloc(cap, sizeof(uint32_t));
 	ix->mask = cap - 1;
 	ix->used = 0;
-	if (!ix->keys || !ix->off || !ix->len)
+	if (!ix->keys || !ix->sp_word || !ix->off || !ix->len)
 		return np_errf(err, "out of memory indexing %zu stacks", cap / 2);
 	return 0;
 }
@@ -354,6 +356,7 @@ static int index_alloc(struct stack_index *ix, size_t cap, struct np_err *err)
 static void index_free(struct stack_index *ix)
 {
 	free(ix->keys);
+	free(ix->sp_word);
 	free(ix->off);
 	free(ix->len);
 	memset(ix, 0, sizeof(*ix));
@@ -384,6 +387,7 @@ static int index_reserve(struct stack_index *ix, struct np_err *err)
 			continue;
 		size_t j = index_slot(&bigger, ix->keys[i]);
 		bigger.keys[j] = ix->keys[i];
+		bigger.sp_word[j] = ix->sp_word[i];
 		bigger.off[j] = ix->off[i];
 		bigger.len[j] = ix->len[i];
 	}
@@ -488,18 +492,21 @@ static int on_stack(void *ud, const void *key, const void *value, struct np_err 
 		return -1;
 	c->ix.keys[slot] = h;
 	c->ix.len[slot] = len;
+	c->ix.sp_word[slot] = st->sp_word;
 	c->ix.used++;
 	return 0;
 }
 
 /* Finds a stack read from the old map, or (for samples taken between the two slot
  * switches) in the live map, which is read but not cleared. */
-static int resolve_stack(struct drain_ctx *c, uint64_t h, uint32_t *off, uint32_t *len, struct np_err *err)
+static int resolve_stack(struct drain_ctx *c, uint64_t h, uint32_t *off, uint32_t *len, uint64_t *sp_word,
+			 struct np_err *err)
 {
 	size_t slot;
 
 	*off = 0;
 	*len = 0;
+	*sp_word = 0;
 	if (!h)
 		return 0;
 	slot = index_slot(&c->ix, h);
@@ -514,6 +521,7 @@ static int resolve_stack(struct drain_ctx *c, uint64_t h, uint32_t *off, uint32_
 	}
 	*off = c->ix.off[slot];
 	*len = c->ix.len[slot];
+	*sp_word = c->ix.sp_word[slot];
 	return 0;
 }
 
@@ -524,10 +532,11 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 	struct np_count_key k;
 	uint64_t count;
 	uint32_t uoff, ulen, koff, klen;
+	uint64_t usp, ksp;
 
 	memcpy(&k, key, sizeof(k));
 	memcpy(&count, value, sizeof(count));
-	if (resolve_stack(c, k.ustack, &uoff, &ulen, err) || resolve_stack(c, k.kstack, &koff, &klen, err))
+	if (resolve_stack(c, k.ustack, &uoff, &ulen, &usp, err) || resolve_stack(c, k.kstack, &koff, &klen, &ksp, err))
 		return -1;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 256;
@@ -544,6 +553,7 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 		.cgroup_id = k.cgroup_id,
 		.count = count,
 		.user = (const uint64_t *)(uintptr_t)uoff,
+		.user_sp_word = usp,
 		.n_user = ulen,
 		.kernel = (const uint64_t *)(uintptr_t)koff,
 		.n_kernel = klen,

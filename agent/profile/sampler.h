@@ -25,6 +25,7 @@ struct np_sample {
 	uint64_t cgroup_id;
 	uint64_t count;
 	const uint64_t *user; /* points into the owning np_drain */
+	uint64_t user_sp_word; /* see struct np_stack: a candidate return address for the leaf, or 0 */
 	uint32_t n_user;
 	uint32_t n_kernel;
 	const uint64_t *kernel;

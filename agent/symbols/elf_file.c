@@ -237,7 +237,10 @@ int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *add
 		           : GELF_ST_BIND(s.st_info) == STB_WEAK ? SYM_BIND_WEAK
 		                                                 : SYM_BIND_LOCAL;
 		uint64_t value = thumb ? s.st_value & ~(uint64_t)1 : s.st_value;
-		if (sym_stb_add(b, value, s.st_size, name, strlen(name), sym_rank(s.st_size, bind, name), 0, err) < 0)
+		/* Symbol versions (".symver" definitions keep "name@@VER" in .symtab): not part of the name. */
+		const char *at = strchr(name, '@');
+		size_t len = at && at > name ? (size_t)(at - name) : strlen(name);
+		if (sym_stb_add(b, value, s.st_size, name, len, sym_rank(s.st_size, bind, name), 0, err) < 0)
 			return -1;
 		(*added)++;
 	}

@@ -4,9 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #ifndef SYS_openat2
@@ -15,15 +18,18 @@
 
 int sym_open_in_root(int root_fd, const char *path, uint64_t max_size, struct stat *st)
 {
+	/* O_PATH first: a device node or FIFO planted at a library path inside a container must
+	 * not be opened for reading at all (driver side effects, blocking). Only a regular file
+	 * is then reopened, through its own descriptor, which cannot resolve differently. */
 	struct open_how how;
 	memset(&how, 0, sizeof(how));
-	/* O_NONBLOCK: a FIFO planted at a library path must not block the agent. */
-	how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	how.flags = O_PATH | O_CLOEXEC;
 	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-	int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
-	if (fd < 0)
+	int pfd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+	if (pfd < 0)
 		return -1;
-	if (fstat(fd, st) < 0)
+	int fd = -1;
+	if (fstat(pfd, st) < 0)
 		goto fail;
 	if (!S_ISREG(st->st_mode)) {
 		errno = EINVAL;
@@ -33,12 +39,29 @@ int sym_open_in_root(int root_fd, const char *path, uint64_t max_size, struct st
 		errno = EFBIG;
 		goto fail;
 	}
+	char self[40];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		goto fail;
+	close(pfd);
 	return fd;
 fail:;
 	int e = errno;
-	close(fd);
+	close(pfd);
 	errno = e;
 	return -1;
+}
+
+int sym_dir_identity(int fd, uint64_t *dev, uint64_t *ino, uint64_t *mnt)
+{
+	struct statx stx;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_INO | STATX_MNT_ID, &stx) < 0)
+		return -1;
+	*dev = (uint64_t)makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	*ino = stx.stx_ino;
+	*mnt = (stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0;
+	return 0;
 }
 
 char *sym_read_small(int dir_fd, const char *path, size_t max, size_t *len, int *truncated)

@@ -17,6 +17,9 @@
  * file's status. Returns an fd or -1 with errno set (ELOOP, EXDEV, EFBIG, EINVAL, ...). */
 int sym_open_in_root(int root_fd, const char *path, uint64_t max_size, struct stat *st);
 
+/* Identity of an open directory: device, inode and mount ID (statx STATX_MNT_ID). -1 on error. */
+int sym_dir_identity(int fd, uint64_t *dev, uint64_t *ino, uint64_t *mnt);
+
 /* Reads a whole file (typically under /proc) into a malloc'd NUL-terminated buffer, at most
  * max bytes (more is truncated at the last newline and *truncated set). Returns NULL with errno
  * set on failure; ENOMEM is the only failure that is an error for callers. */

@@ -25,7 +25,8 @@
 #include "agent/symbols/symtab.h"
 
 struct sym_root {
-	uint64_t dev, ino;        /* of the root directory */
+	uint64_t dev, ino, mnt;   /* of the root directory, and its mount ID: processes in different
+	                           * mount namespaces can share a root inode but not its mounts */
 	int fd;                   /* O_PATH directory */
 	unsigned refs;
 	int host;                 /* the agent's own root: never freed */
@@ -62,6 +63,7 @@ struct sym_mapstate {
 	struct sym_elf *elf;      /* ref held when resolved to a file */
 	uint8_t state;
 	struct sym_module module; /* what frames point to */
+	const char *base;         /* basename of module.path, for "libfoo.so+0x1a2b" */
 };
 
 struct sym_snapshot {
@@ -69,6 +71,8 @@ struct sym_snapshot {
 	struct sym_maps maps;
 	struct sym_mapstate *st;  /* maps.n entries */
 	struct sym_root *root;    /* ref held; NULL: reach files via /proc/PID/root while alive */
+	char *root_prefix;        /* owned; where the process's root is as we see it ("/srv/jail" for a
+	                           * chroot), NULL for "/": maps paths carry it, paths in the root do not */
 	struct sym_snapshot *next;
 };
 
@@ -118,7 +122,7 @@ struct symbolizer {
 
 	struct sym_kallsyms *kallsyms;
 	struct sym_kallsyms *kallsyms_retired; /* replaced this batch; freed at its end */
-	uint64_t kallsyms_loaded_batch;       /* CLOCK_MONOTONIC ns of the last load */
+	uint64_t kallsyms_loaded_ns;       /* CLOCK_MONOTONIC ns of the last load */
 	int kallsyms_tried;
 	char kernel_build_id[2 * SYM_BUILD_ID_MAX + 1];
 

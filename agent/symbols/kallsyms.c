@@ -1,8 +1,10 @@
 /* /proc/kallsyms parsing into a compact table with one module per symbol. */
 #include "agent/symbols/kallsyms.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_MODULES 4096
 #define KERNEL_NAME "[kernel.kallsyms]"
@@ -46,16 +48,35 @@ static void modlist_free(struct modlist *ml)
 	free(ml->names);
 }
 
-int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, struct np_err *err)
-{
-	struct sym_kallsyms *k = calloc(1, sizeof(*k));
-	struct modlist ml = { 0 };
+struct parser {
+	struct sym_kallsyms *k;
+	struct modlist ml;
 	struct sym_stb b;
-	sym_stb_init(&b);
 	uint16_t core;
-	if (!k || mod_index(&ml, KERNEL_NAME, strlen(KERNEL_NAME), &core) < 0)
-		goto oom;
-	size_t lines = 0, zeros = 0;
+	size_t lines, zeros;
+};
+
+static int parser_begin(struct parser *ps, struct np_err *err)
+{
+	memset(ps, 0, sizeof(*ps));
+	sym_stb_init(&ps->b);
+	ps->k = calloc(1, sizeof(*ps->k));
+	if (!ps->k || mod_index(&ps->ml, KERNEL_NAME, strlen(KERNEL_NAME), &ps->core) < 0)
+		return np_errf(err, "kallsyms: out of memory");
+	return 0;
+}
+
+static void parser_abort(struct parser *ps)
+{
+	sym_stb_free(&ps->b);
+	modlist_free(&ps->ml);
+	sym_kallsyms_free(ps->k);
+	ps->k = NULL;
+}
+
+/* Parses whole lines (a trailing partial line is parsed as a line too). */
+static int parser_lines(struct parser *ps, const char *text, size_t len, struct np_err *err)
+{
 	const char *p = text, *end = text + len;
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -79,9 +100,9 @@ int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, 
 			continue;
 		char type = q[1];
 		q += 3;
-		lines++;
+		ps->lines++;
 		if (addr == 0) {
-			zeros++;
+			ps->zeros++;
 			continue;
 		}
 		if (type != 'T' && type != 't' && type != 'W' && type != 'w')
@@ -90,7 +111,7 @@ int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, 
 		while (q < le && *q != '\t' && *q != ' ')
 			q++;
 		size_t nlen = (size_t)(q - name);
-		uint16_t mod = core;
+		uint16_t mod = ps->core;
 		while (q < le && (*q == '\t' || *q == ' '))
 			q++;
 		if (q < le && *q == '[') {
@@ -98,30 +119,40 @@ int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, 
 			const char *me = memchr(ms, ']', (size_t)(le - ms));
 			if (!me || me == ms)
 				continue;
-			if (mod_index(&ml, ms, (size_t)(me - ms), &mod) < 0)
-				goto oom;
+			if (mod_index(&ps->ml, ms, (size_t)(me - ms), &mod) < 0)
+				return np_errf(err, "kallsyms: out of memory");
 			if (mod == UINT16_MAX)
 				continue;
 		}
-		if (sym_stb_add(&b, addr, 0, name, nlen, 0, mod, err) < 0)
-			goto fail;
+		if (sym_stb_add(&ps->b, addr, 0, name, nlen, 0, mod, err) < 0)
+			return -1;
 	}
-	k->hidden = lines > 0 && zeros == lines;
-	b.has_tags = 1; /* even when every symbol is in the core kernel (tag 0) */
-	if (sym_stb_finish(&b, SYM_OVERLAP_KEEP, &k->tab, err) < 0)
-		goto fail;
+	return 0;
+}
+
+static int parser_finish(struct parser *ps, struct sym_kallsyms **out, struct np_err *err)
+{
+	struct sym_kallsyms *k = ps->k;
+	k->hidden = ps->lines > 0 && ps->zeros == ps->lines;
+	ps->b.has_tags = 1; /* even when every symbol is in the core kernel (tag 0) */
+	if (sym_stb_finish(&ps->b, SYM_OVERLAP_KEEP, &k->tab, err) < 0) {
+		parser_abort(ps);
+		return -1;
+	}
 	size_t names_len = 0;
-	for (size_t i = 0; i < ml.n; i++)
-		names_len += strlen(ml.names[i]) + 1;
-	k->mods = calloc(ml.n, sizeof(*k->mods));
+	for (size_t i = 0; i < ps->ml.n; i++)
+		names_len += strlen(ps->ml.names[i]) + 1;
+	k->mods = calloc(ps->ml.n, sizeof(*k->mods));
 	k->names = malloc(names_len);
-	if (!k->mods || !k->names)
-		goto oom;
-	k->nmods = ml.n;
+	if (!k->mods || !k->names) {
+		parser_abort(ps);
+		return np_errf(err, "kallsyms: out of memory");
+	}
+	k->nmods = ps->ml.n;
 	size_t off = 0;
-	for (size_t i = 0; i < ml.n; i++) {
-		size_t l = strlen(ml.names[i]) + 1;
-		memcpy(k->names + off, ml.names[i], l);
+	for (size_t i = 0; i < ps->ml.n; i++) {
+		size_t l = strlen(ps->ml.names[i]) + 1;
+		memcpy(k->names + off, ps->ml.names[i], l);
 		k->mods[i].path = k->names + off;
 		k->mods[i].build_id = "";
 		k->mods[i].kernel = 1;
@@ -130,7 +161,7 @@ int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, 
 	}
 	for (size_t i = 0; i < k->tab->n; i++) {
 		struct sym_module *m = &k->mods[k->tab->tag[i]];
-		uint64_t s = sym_symtab_addr(k->tab, i), e = s + k->tab->len[i];
+		uint64_t s = sym_symtab_addr(k->tab, i), e = s + sym_symtab_len(k->tab, i);
 		if (s < m->start)
 			m->start = s;
 		if (e > m->limit)
@@ -140,16 +171,65 @@ int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, 
 		if (k->mods[i].start == UINT64_MAX)
 			k->mods[i].start = 0;
 	k->bytes = sizeof(*k) + k->tab->bytes + k->nmods * sizeof(*k->mods) + names_len;
-	modlist_free(&ml);
+	modlist_free(&ps->ml);
 	*out = k;
 	return 0;
-oom:
-	np_errf(err, "kallsyms: out of memory");
-fail:
-	sym_stb_free(&b);
-	modlist_free(&ml);
-	sym_kallsyms_free(k);
-	return -1;
+}
+
+int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, struct np_err *err)
+{
+	struct parser ps;
+	if (parser_begin(&ps, err) < 0 || parser_lines(&ps, text, len, err) < 0) {
+		parser_abort(&ps);
+		return -1;
+	}
+	return parser_finish(&ps, out, err);
+}
+
+int sym_kallsyms_read_fd(int fd, size_t max_bytes, struct sym_kallsyms **out, struct np_err *err)
+{
+	/* Streamed in chunks: the file is ~12 MB on a typical kernel and only a fraction of it is
+	 * kept, so it is never held whole (the agent's peak RSS budget is small). */
+	enum { CHUNK = 256 << 10 };
+	char *buf = malloc(CHUNK);
+	struct parser ps;
+	if (!buf || parser_begin(&ps, err) < 0) {
+		free(buf);
+		if (buf)
+			parser_abort(&ps);
+		return buf ? -1 : np_errf(err, "kallsyms: out of memory");
+	}
+	size_t have = 0, total = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + have, CHUNK - have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || total >= max_bytes)
+			break;
+		total += (size_t)r;
+		have += (size_t)r;
+		char *nl = memrchr(buf, '\n', have);
+		if (!nl) {
+			if (have == CHUNK)
+				have = 0; /* a line longer than the buffer: garbage, drop it */
+			continue;
+		}
+		size_t used = (size_t)(nl + 1 - buf);
+		if (parser_lines(&ps, buf, used, err) < 0) {
+			free(buf);
+			parser_abort(&ps);
+			return -1;
+		}
+		memmove(buf, buf + used, have - used);
+		have -= used;
+	}
+	int rc = have ? parser_lines(&ps, buf, have, err) : 0;
+	free(buf);
+	if (rc < 0) {
+		parser_abort(&ps);
+		return -1;
+	}
+	return parser_finish(&ps, out, err);
 }
 
 void sym_kallsyms_free(struct sym_kallsyms *k)

@@ -21,6 +21,8 @@ struct sym_kallsyms {
 
 /* Parses kallsyms text. Lines that are not text symbols are skipped. -1 only on allocation failure. */
 NP_MUST_CHECK int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, struct np_err *err);
+/* The same from an open file, read in chunks (at most max_bytes). */
+NP_MUST_CHECK int sym_kallsyms_read_fd(int fd, size_t max_bytes, struct sym_kallsyms **out, struct np_err *err);
 void sym_kallsyms_free(struct sym_kallsyms *k);
 
 /* The symbol containing ip (or -1) and the module holding ip (NULL when outside every module). */

@@ -50,14 +50,14 @@ static struct sym_root *root_of(struct symbolizer *s, uint32_t pid)
 	int fd = openat(s->proc_fd, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
+	uint64_t dev, ino, mnt;
+	if (sym_dir_identity(fd, &dev, &ino, &mnt) < 0) {
 		close(fd);
 		return NULL;
 	}
 	size_t n = 0;
 	for (struct sym_root *r = s->roots; r; r = r->next, n++)
-		if (r->dev == (uint64_t)st.st_dev && r->ino == (uint64_t)st.st_ino) {
+		if (r->dev == dev && r->ino == ino && r->mnt == mnt) {
 			close(fd);
 			return sym_root_ref(r);
 		}
@@ -66,8 +66,9 @@ static struct sym_root *root_of(struct symbolizer *s, uint32_t pid)
 		close(fd);
 		return NULL;
 	}
-	r->dev = (uint64_t)st.st_dev;
-	r->ino = (uint64_t)st.st_ino;
+	r->dev = dev;
+	r->ino = ino;
+	r->mnt = mnt;
 	r->fd = fd;
 	r->refs = 1;
 	r->next = s->roots;
@@ -139,6 +140,7 @@ static void snapshot_free(struct symbolizer *s, struct sym_snapshot *snap)
 	for (size_t i = 0; snap->st && i < snap->maps.n; i++)
 		sym_elf_unref(s, snap->st[i].elf);
 	sym_root_unref(s, snap->root);
+	free(snap->root_prefix);
 	sym_maps_free(&snap->maps);
 	free(snap->st);
 	free(snap);
@@ -204,16 +206,24 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 		free(snap);
 		return -1;
 	}
-	if (len == 0) { /* a zombie or kernel thread: nothing mapped */
-		snapshot_free(s, snap);
-		return 0;
-	}
 	snap->st = calloc(snap->maps.n ? snap->maps.n : 1, sizeof(*snap->st));
 	if (!snap->st) {
 		snapshot_free(s, snap);
 		return np_errf(err, "symbolizer: out of memory");
 	}
 	snap->root = root_of(s, pid);
+	/* /proc/PID/maps prints paths as seen from our root: a chrooted process's paths carry its
+	 * root's location, which /proc/PID/root's link text gives. */
+	char link[4096];
+	snprintf(p, sizeof(p), "%" PRIu32 "/root", pid);
+	ssize_t ll = readlinkat(s->proc_fd, p, link, sizeof(link) - 1);
+	if (ll > 1 && link[0] == '/') {
+		link[ll] = '\0';
+		if (!(snap->root_prefix = strdup(link))) {
+			snapshot_free(s, snap);
+			return np_errf(err, "symbolizer: out of memory");
+		}
+	}
 
 	struct sym_proc *proc = sym_proc_find(s, pid);
 	if (!proc) {
@@ -253,7 +263,14 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 			    old->st[j].state != MAP_RESOLVED || strcmp(sym_map_path(&old->maps, o), sym_map_path(&snap->maps, m)))
 				continue;
 			snap->st[i] = old->st[j];
-			snap->st[i].module.path = sym_map_path(&snap->maps, m);
+			/* The module path points into the old pool (maybe past a root prefix) or is a
+			 * literal such as "[anon]": move the former to the same spot in the new pool. */
+			uintptr_t op = (uintptr_t)old->st[j].module.path, ostart = (uintptr_t)sym_map_path(&old->maps, o);
+			if (op >= ostart && op <= ostart + strlen(sym_map_path(&old->maps, o)))
+				snap->st[i].module.path = sym_map_path(&snap->maps, m) + (op - ostart);
+			uintptr_t ob = (uintptr_t)old->st[j].base;
+			if (ob >= ostart && ob <= ostart + strlen(sym_map_path(&old->maps, o)))
+				snap->st[i].base = sym_map_path(&snap->maps, m) + (ob - ostart);
 			if (snap->st[i].elf)
 				snap->st[i].elf->refs++;
 		}
@@ -335,7 +352,12 @@ int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 	const struct sym_map *m = &snap->maps.v[i];
 	struct sym_mapstate *st = &snap->st[i];
 	const char *path = sym_map_path(&snap->maps, m);
+	size_t pl = snap->root_prefix ? strlen(snap->root_prefix) : 0;
+	if (pl && strncmp(path, snap->root_prefix, pl) == 0 && path[pl] == '/')
+		path += pl; /* the path inside the process's root */
 	st->module.path = path;
+	const char *slash = strrchr(path, '/');
+	st->base = slash && slash[1] ? slash + 1 : path;
 	st->module.build_id = "";
 	st->module.start = m->start;
 	st->module.limit = m->end;
@@ -353,7 +375,7 @@ int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 		return 0;
 	case SYM_MAP_ANON:
 		if (!path[0])
-			st->module.path = "[anon]";
+			st->module.path = st->base = "[anon]";
 		st->state = MAP_RESOLVED;
 		return 0;
 	case SYM_MAP_SPECIAL:

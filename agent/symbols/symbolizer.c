@@ -20,7 +20,6 @@
 #define UNKNOWN "[unknown]"
 #define KALLSYMS_READ_MAX ((size_t)128 << 20)
 #define KALLSYMS_RELOAD_NS (60ull * 1000000000ull) /* at most this often after a miss */
-#define PERFMAP_RELOAD_BATCHES 10 /* a changed perf map is re-read at least this often */
 
 static const struct sym_module kernel_fallback = { "[kernel.kallsyms]", "", 0, 0, 0, 1 };
 
@@ -52,14 +51,12 @@ int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct 
 		return -1;
 	}
 	s->host_root->fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct stat st;
-	if (s->host_root->fd < 0 || fstat(s->host_root->fd, &st) < 0) {
+	if (s->host_root->fd < 0 ||
+	    sym_dir_identity(s->host_root->fd, &s->host_root->dev, &s->host_root->ino, &s->host_root->mnt) < 0) {
 		np_errno(err, "open /");
 		symbolizer_free(s);
 		return -1;
 	}
-	s->host_root->dev = (uint64_t)st.st_dev;
-	s->host_root->ino = (uint64_t)st.st_ino;
 	s->host_root->refs = 1;
 	s->host_root->host = 1;
 	s->host_root->next = NULL;
@@ -162,18 +159,30 @@ static const char *base_name(const char *path)
 }
 
 /* "libfoo.so+0x1a2b": the module is known, the symbol is not. */
-static const char *module_offset_name(struct symbolizer *s, const char *path, uint64_t off, struct np_err *err,
+static const char *module_offset_name(struct symbolizer *s, const char *base, uint64_t off, struct np_err *err,
                                       int *failed)
 {
-	const char *base = base_name(path);
-	size_t need = strlen(base) + 24;
-	char *p = sym_arena_alloc(&s->arena, need);
+	/* Formatted by hand: on a stripped binary most frames take this path, and snprintf
+	 * was the largest cost of a warm lookup. */
+	static const char digits[] = "0123456789abcdef";
+	size_t bl = strlen(base);
+	char *p = sym_arena_alloc(&s->arena, bl + 20);
 	if (!p) {
 		*failed = 1;
 		np_errf(err, "symbolizer: out of memory");
 		return UNKNOWN;
 	}
-	snprintf(p, need, "%s+0x%" PRIx64, base, off);
+	memcpy(p, base, bl);
+	char *q = p + bl;
+	*q++ = '+';
+	*q++ = '0';
+	*q++ = 'x';
+	int shift = 60;
+	while (shift > 0 && !((off >> shift) & 15))
+		shift -= 4;
+	for (; shift >= 0; shift -= 4)
+		*q++ = digits[(off >> shift) & 15];
+	*q = '\0';
 	return p;
 }
 
@@ -215,6 +224,15 @@ static int perfmap_load(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 	int fd = perfmap_open(s, p, snap, &st);
 	if (fd < 0)
 		return 0;
+	/* Like perf: only a map owned by the process's user (or root) speaks for it, so one
+	 * process cannot name another's JIT frames through a shared /tmp. */
+	struct stat pst;
+	char pdir[16];
+	snprintf(pdir, sizeof(pdir), "%" PRIu32, p->pid);
+	if (st.st_uid != 0 && fstatat(s->proc_fd, pdir, &pst, 0) == 0 && pst.st_uid != st.st_uid) {
+		close(fd);
+		return 0;
+	}
 	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	if (pm->tab && pm->dev == (uint64_t)st.st_dev && pm->ino == (uint64_t)st.st_ino &&
 	    pm->size == (uint64_t)st.st_size && pm->mtime_ns == mtime) {
@@ -266,15 +284,14 @@ static int perfmap_lookup(struct symbolizer *s, struct sym_proc *p, struct sym_s
 {
 	*name = NULL;
 	struct sym_perfmap *pm = p->perfmap;
-	ssize_t i = pm ? sym_symtab_find(pm->tab, addr) : -1;
-	/* Re-read on a miss (new JIT code), or periodically so that moved code is renamed. */
-	int stale = pm && pm->loaded_batch + PERFMAP_RELOAD_BATCHES <= s->batch;
-	if ((i < 0 || stale) && (!pm || pm->checked_batch != s->batch)) {
+	/* Once per batch: has the file changed (the JIT appended code, or moved it)? perfmap_load
+	 * only re-reads when size, mtime or inode differ. */
+	if (!pm || pm->checked_batch != s->batch) {
 		if (perfmap_load(s, p, snap, err) < 0)
 			return -1;
 		pm = p->perfmap;
-		i = sym_symtab_find(pm->tab, addr);
 	}
+	ssize_t i = sym_symtab_find(pm->tab, addr);
 	if (i >= 0)
 		*name = sym_symtab_name(pm->tab, (size_t)i);
 	return 0;
@@ -327,7 +344,7 @@ static int name_user_frame(struct symbolizer *s, struct sym_proc *p, struct sym_
 		}
 	}
 	if (m->kind != SYM_MAP_ANON)
-		f->name = module_offset_name(s, st->module.path, f->rel_addr, err, &failed);
+		f->name = module_offset_name(s, st->base, f->rel_addr, err, &failed);
 	return failed ? -1 : 0;
 }
 
@@ -358,6 +375,8 @@ int symbolizer_user(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint
 {
 	for (size_t i = 0; i < n; i++)
 		frame_init(&out[i], ips[i]);
+	if (n == 0) /* kernel threads: nothing to read /proc for */
+		return 0;
 	s->lookups += n;
 	struct sym_proc *p = sym_proc_find(s, pid);
 	struct sym_snapshot *snap = NULL;
@@ -441,20 +460,15 @@ static void read_kernel_build_id(struct symbolizer *s)
 static int load_kallsyms(struct symbolizer *s, struct np_err *err)
 {
 	s->kallsyms_tried = 1;
-	s->kallsyms_loaded_batch = now_ns();
+	s->kallsyms_loaded_ns = now_ns();
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/kallsyms", s->proc_root);
-	size_t len;
-	int trunc;
-	char *txt = sym_read_small(AT_FDCWD, path, KALLSYMS_READ_MAX, &len, &trunc);
-	if (!txt) {
-		if (errno == ENOMEM)
-			return np_errf(err, "read %s: out of memory", path);
-		return 0;
-	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* no kallsyms: kernel frames stay [unknown] */
 	struct sym_kallsyms *k;
-	int rc = sym_kallsyms_parse(txt, len, &k, err);
-	free(txt);
+	int rc = sym_kallsyms_read_fd(fd, KALLSYMS_READ_MAX, &k, err);
+	close(fd);
 	if (rc < 0)
 		return -1;
 	if (!s->kernel_build_id[0])
@@ -484,7 +498,7 @@ int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struc
 		const struct sym_module *mod = NULL;
 		ssize_t k = s->kallsyms ? sym_kallsyms_find(s->kallsyms, addr, &mod) : -1;
 		if (k < 0 && addr >= 0xffff800000000000ull && !s->kallsyms_retired &&
-		    now_ns() - s->kallsyms_loaded_batch > KALLSYMS_RELOAD_NS) {
+		    now_ns() - s->kallsyms_loaded_ns > KALLSYMS_RELOAD_NS) {
 			/* A module or BPF program loaded since: reload (rate limited). */
 			if (load_kallsyms(s, err) < 0)
 				return -1;
@@ -500,7 +514,7 @@ int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struc
 		if (mod) {
 			int failed = 0;
 			f->module = mod;
-			f->name = module_offset_name(s, mod->path, addr - mod->start, err, &failed);
+			f->name = module_offset_name(s, base_name(mod->path), addr - mod->start, err, &failed);
 			if (failed)
 				return -1;
 		} else if (addr >= 0xffff800000000000ull) {
@@ -597,7 +611,7 @@ int symbolizer_file(struct symbolizer *s, const char *path, const uint64_t *vadd
 		if (!mod || !name_in_table(s, t, vaddrs[i], mode, f, err, &failed)) {
 			s->unresolved++;
 			if (mod)
-				f->name = module_offset_name(s, path, vaddrs[i], err, &failed);
+				f->name = module_offset_name(s, base_name(path), vaddrs[i], err, &failed);
 		}
 	}
 	sym_elf_unref(s, e);

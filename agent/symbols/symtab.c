@@ -61,7 +61,7 @@ int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *nam
 		return np_errf(err, "symbol table: out of memory (%zu symbols)", b->n);
 	struct sym_stb_entry *e = &b->v[b->n];
 	e->addr = addr;
-	e->size = size;
+	e->size = size > SYM_LEN_MAX ? SYM_LEN_MAX : (uint32_t)size;
 	e->name = (uint32_t)b->pool_len;
 	e->seq = (uint32_t)b->n;
 	e->tag = tag;
@@ -114,7 +114,7 @@ static size_t resolve_keep(struct sym_stb *b, uint64_t zero_max)
 		if (b->v[i].size)
 			continue;
 		uint64_t gap = i + 1 < w ? b->v[i + 1].addr - b->v[i].addr : zero_max;
-		b->v[i].size = gap < zero_max ? gap : zero_max;
+		b->v[i].size = (uint32_t)(gap < zero_max ? gap : zero_max);
 	}
 	return w;
 }
@@ -261,7 +261,18 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 	t->base = base;
 	t->len = malloc((n ? n : 1) * sizeof(*t->len));
 	t->name = malloc((n ? n : 1) * sizeof(*t->name));
-	t->pool = malloc(names ? names : 1);
+	/* Adopt the builder's pool when nearly every name in it is kept (kallsyms, most ELF
+	 * files): no second copy of the names at the peak. Else compact. */
+	int adopt = b->pool && names >= b->pool_len / 10 * 9;
+	if (adopt) {
+		t->pool = b->pool;
+		b->pool = NULL;
+		char *shrunk = realloc(t->pool, b->pool_len ? b->pool_len : 1);
+		if (shrunk)
+			t->pool = shrunk;
+	} else {
+		t->pool = malloc(names ? names : 1);
+	}
 	if (wide)
 		t->addr64 = malloc(n * sizeof(*t->addr64));
 	else
@@ -271,21 +282,30 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 	if (!t->len || !t->name || !t->pool || (wide ? !t->addr64 : !t->off) || (b->has_tags && !t->tag))
 		goto oom;
 	size_t p = 0;
+	uint64_t reach = 0; /* the furthest end of the symbols so far */
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_stb_entry *e = &b->v[i];
+		uint64_t size = e->size;
 		if (wide)
 			t->addr64[i] = e->addr;
 		else
 			t->off[i] = (uint32_t)(e->addr - base);
-		t->len[i] = e->size > UINT32_MAX ? UINT32_MAX : (uint32_t)e->size;
+		t->len[i] = (uint32_t)size | (i && reach > e->addr ? SYM_LEN_NESTED : 0);
+		if (e->addr + size > reach)
+			reach = e->addr + size;
 		if (t->tag)
 			t->tag[i] = e->tag;
-		size_t l = strlen(b->pool + e->name) + 1;
-		memcpy(t->pool + p, b->pool + e->name, l);
-		t->name[i] = (uint32_t)p;
-		p += l;
+		if (adopt) {
+			t->name[i] = e->name;
+		} else {
+			size_t l = strlen(b->pool + e->name) + 1;
+			memcpy(t->pool + p, b->pool + e->name, l);
+			t->name[i] = (uint32_t)p;
+			p += l;
+		}
 	}
-	t->pool_len = p;
+	t->pool_len = adopt ? b->pool_len : p;
+	p = t->pool_len;
 	t->bytes = sizeof(*t) + n * (sizeof(uint32_t) * 2 + (wide ? 8 : 4) + (t->tag ? 2 : 0)) + p;
 	sym_stb_free(b);
 	*out = t;
@@ -338,8 +358,10 @@ ssize_t sym_symtab_find(const struct sym_symtab *t, uint64_t addr)
 	for (size_t k = 0; k < NESTED_LOOKBACK && lo > 0; k++) {
 		size_t i = --lo;
 		uint64_t start = sym_symtab_addr(t, i);
-		if (addr - start < t->len[i])
+		if (addr - start < (t->len[i] & SYM_LEN_MAX))
 			return (ssize_t)i;
+		if (!(t->len[i] & SYM_LEN_NESTED))
+			break; /* nothing before i reaches past its start, so nothing reaches addr */
 	}
 	return -1;
 }

@@ -18,7 +18,7 @@ struct sym_symtab {
 	uint64_t base;      /* symbol i starts at base + off[i] (or addr64[i] when wide) */
 	uint32_t *off;      /* owned; NULL when wide */
 	uint64_t *addr64;   /* owned; only when the address span does not fit 32 bits */
-	uint32_t *len;      /* owned; sizes, never 0 after finish */
+	uint32_t *len;      /* owned; size (never 0) | SYM_LEN_NESTED; use sym_symtab_len() */
 	uint32_t *name;     /* owned; offsets into pool */
 	uint16_t *tag;      /* owned or NULL: a caller-defined small number per symbol (kallsyms: module) */
 	size_t n;
@@ -39,8 +39,9 @@ enum sym_overlap {
 	SYM_OVERLAP_NEWEST, /* perf maps: a later entry replaces every earlier entry it overlaps */
 };
 
-struct sym_stb_entry {
-	uint64_t addr, size;
+struct sym_stb_entry {     /* 24 bytes: the builder's peak memory is n times this */
+	uint64_t addr;
+	uint32_t size;      /* clamped to SYM_LEN_MAX */
 	uint32_t name;      /* offset into the builder's pool */
 	uint32_t seq;       /* insertion order */
 	uint16_t tag;
@@ -75,6 +76,16 @@ ssize_t sym_symtab_find(const struct sym_symtab *t, uint64_t addr);
 static inline uint64_t sym_symtab_addr(const struct sym_symtab *t, size_t i)
 {
 	return t->addr64 ? t->addr64[i] : t->base + t->off[i];
+}
+
+/* Set on a symbol that an earlier symbol extends past the start of: only then does a lookup
+ * that misses it need to look further back. */
+#define SYM_LEN_NESTED 0x80000000u
+#define SYM_LEN_MAX 0x7fffffffu
+
+static inline uint32_t sym_symtab_len(const struct sym_symtab *t, size_t i)
+{
+	return t->len[i] & SYM_LEN_MAX;
 }
 
 static inline const char *sym_symtab_name(const struct sym_symtab *t, size_t i)

@@ -29,9 +29,14 @@ class RecordTest(unittest.TestCase):
         return p
 
     def test_cpu_split_and_whole_stacks(self):
-        w = self.start(self.split, 8)
-        r = np.nodeprof("record", "--pid", w.pid, "--duration", "4s", "--sample-rate", "499", timeout=60)
+        truth = os.path.join(np.tmpdir(self), "truth")
+        w = self.start(self.split, 4.5, truth)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "10s", "--sample-rate", "499", timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
+        w.wait(timeout=30)
+        with open(truth) as f:
+            heavy_ns, light_ns = map(int, f.read().split())
+        real = 100.0 * heavy_ns / (heavy_ns + light_ns)
         stacks = np.parse_folded(r.stdout)
         heavy = light = whole = 0
         for stack, count in stacks.items():
@@ -45,7 +50,10 @@ class RecordTest(unittest.TestCase):
         total = heavy + light
         self.assertGreater(total, 1000, f"too few samples of heavy/light: {stacks}")
         share = 100.0 * heavy / total
-        self.assertLess(abs(share - 75.0), 5.0, f"heavy got {share:.1f}% of heavy+light, expected 75±5")
+        # The profile must match the CPU time the workload measured itself, and that is 3:1
+        # give or take what a loaded machine does to two loops of different lengths.
+        self.assertLess(abs(share - real), 5.0, f"profile: heavy {share:.1f}% of heavy+light; measured {real:.1f}%")
+        self.assertLess(abs(share - 75.0), 8.0, f"heavy got {share:.1f}% of heavy+light, expected about 75")
         self.assertGreaterEqual(whole / total, 0.9, f"only {whole}/{total} samples carry main->fn->spin")
 
     def test_kernel_frames_for_syscalls(self):
@@ -54,18 +62,19 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         stacks = np.parse_folded(r.stdout)
         total = sum(stacks.values())
-        # glibc's write() is frameless, so a frame-pointer walk from inside the syscall
-        # skips its caller (write_zeros): the user part is main -> write.
-        in_kernel = sum(c for s, c in stacks.items() if s.split(";")[0:1] != [] and "main" in s.split(";") and
+        # glibc's write() keeps no frame pointer: the frame-pointer walk alone would skip
+        # write_zeros; the word at the stack pointer (checked to follow a call) puts it back.
+        in_kernel = sum(c for s, c in stacks.items()
+                        if np.contains_run(s.split(";"), ["main", "write_zeros"]) and
                         any(k in s.split(";") for k in ("do_syscall_64", "ksys_write", "vfs_write")))
         self.assertGreater(total, 200)
-        self.assertGreater(in_kernel / total, 0.3, f"kernel frames under main missing: {list(stacks)[:10]}")
+        self.assertGreater(in_kernel / total, 0.5, f"kernel frames under main;write_zeros missing: {list(stacks)[:10]}")
         # Kernel frames come after the user frames in folded output (root first).
         checked = 0
         for s in stacks:
             frames = s.split(";")
-            if "main" in frames and "do_syscall_64" in frames:
-                self.assertLess(frames.index("main"), frames.index("do_syscall_64"))
+            if "write_zeros" in frames and "do_syscall_64" in frames:
+                self.assertLess(frames.index("write_zeros"), frames.index("do_syscall_64"))
                 checked += 1
         self.assertGreater(checked, 0)
 

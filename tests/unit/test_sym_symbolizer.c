@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -16,10 +17,12 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "agent/symbols/fileio.h"
 #include "agent/symbols/symbolizer.h"
 
 __attribute__((noinline, used)) int np_test_marker_fn(int x)
@@ -115,15 +118,23 @@ static void rereads_maps_after_dlopen(void **state)
 	struct np_err err;
 	uint32_t pid = (uint32_t)getpid();
 	assert_int_equal(symbolizer_note_process(s, pid, 0, &err), 0);
+	/* Resolve the test binary's mapping first: the re-read must carry it over. */
+	uint64_t own[2] = { fn_addr(np_test_marker_fn) + 2, 0 };
+	struct sym_frame f[2];
+	assert_int_equal(symbolizer_user(s, pid, 0, own, 1, SYM_DEMANGLE_NONE, f, &err), 0);
+	assert_string_equal(f[0].name, "np_test_marker_fn");
+	symbolizer_end_batch(s);
+
 	void *h = dlopen("libthread_db.so.1", RTLD_LAZY | RTLD_LOCAL);
 	assert_non_null(h);
 	void *fn = dlsym(h, "td_ta_new");
 	assert_non_null(fn);
-	uint64_t ips[1] = { (uint64_t)(uintptr_t)fn + 4 };
-	struct sym_frame f[1];
-	assert_int_equal(symbolizer_user(s, pid, 0, ips, 1, SYM_DEMANGLE_NONE, f, &err), 0);
+	uint64_t ips[2] = { (uint64_t)(uintptr_t)fn + 4, fn_addr(np_test_marker_fn) + 3 };
+	assert_int_equal(symbolizer_user(s, pid, 0, ips, 2, SYM_DEMANGLE_NONE, f, &err), 0);
 	assert_string_equal(f[0].name, "td_ta_new");
 	assert_non_null(strstr(f[0].module->path, "libthread_db"));
+	assert_string_equal(f[1].name, "np_test_marker_fn");
+	assert_non_null(strstr(f[1].module->path, "test_sym_symbolizer"));
 	symbolizer_free(s);
 	dlclose(h);
 }
@@ -324,6 +335,46 @@ static void unknown_process_is_all_unknown(void **state)
 	symbolizer_free(s);
 }
 
+/* Paths of a container are resolved inside its root: no symlink or ".." leads out of it, and
+ * only regular files are opened. */
+static void open_in_root_cannot_escape(void **state)
+{
+	char root[] = "/tmp/np-root-XXXXXX";
+	assert_non_null(mkdtemp(root));
+	char p[256];
+	int dfd = open(root, O_PATH | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(mkdirat(dfd, "lib", 0755), 0);
+	int fd = openat(dfd, "lib/real.so", O_CREAT | O_WRONLY, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "inside", 6), 6);
+	close(fd);
+	assert_int_equal(symlinkat("/etc/hostname", dfd, "lib/abs-link"), 0);      /* absolute: re-rooted */
+	assert_int_equal(symlinkat("../../../../etc/hostname", dfd, "lib/up-link"), 0);
+	assert_int_equal(symlinkat("/lib/real.so", dfd, "lib/good-link"), 0);
+	assert_int_equal(mkfifoat(dfd, "lib/fifo.so", 0644), 0);
+	struct stat st;
+	errno = 0;
+	assert_int_equal(sym_open_in_root(dfd, "/lib/abs-link", 1 << 20, &st), -1);
+	assert_int_equal(errno, ENOENT); /* /etc/hostname inside the root: absent */
+	assert_int_equal(sym_open_in_root(dfd, "/lib/up-link", 1 << 20, &st), -1);
+	assert_int_equal(sym_open_in_root(dfd, "/../../etc/hostname", 1 << 20, &st), -1);
+	assert_int_equal(sym_open_in_root(dfd, "/lib/fifo.so", 1 << 20, &st), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(sym_open_in_root(dfd, "/lib", 1 << 20, &st), -1);
+	assert_int_equal(sym_open_in_root(dfd, "/lib/real.so", 3, &st), -1);
+	assert_int_equal(errno, EFBIG);
+	fd = sym_open_in_root(dfd, "/lib/good-link", 1 << 20, &st);
+	assert_true(fd >= 0);
+	char buf[8] = { 0 };
+	assert_int_equal(read(fd, buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "inside");
+	close(fd);
+	close(dfd);
+	snprintf(p, sizeof(p), "rm -rf %s", root);
+	assert_int_equal(system(p), 0);
+}
+
 static void demangle_mode_names(void **state)
 {
 	enum sym_demangle m;
@@ -351,6 +402,7 @@ int main(void)
 		cmocka_unit_test(symbolizes_files_by_vaddr),
 		cmocka_unit_test(evicts_and_reloads_tables),
 		cmocka_unit_test(unknown_process_is_all_unknown),
+		cmocka_unit_test(open_in_root_cannot_escape),
 		cmocka_unit_test(demangle_mode_names),
 	};
 	return cmocka_run_group_tests_name("sym_symbolizer", tests, NULL, NULL);

@@ -1,11 +1,16 @@
 /* CPU split 3:1 between two functions that share one leaf: main -> heavy -> spin
  * three times as long as main -> light -> spin, in units far shorter than a sampling
- * period so that the loop cannot alias with the sampler. Runs for argv[1] seconds (default 5).
+ * period so that the loop cannot alias with the sampler. Runs for argv[1] seconds
+ * (default 5); when argv[2] names a file, writes there the thread CPU time really
+ * spent in heavy and light ("heavy_ns light_ns"), the ground truth for the profile.
  * Built -O0 -fno-omit-frame-pointer so every frame is a real call with a frame pointer. */
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 static volatile unsigned long sink;
+static volatile sig_atomic_t stop;
 
 __attribute__((noinline)) void spin(unsigned long n)
 {
@@ -23,16 +28,44 @@ __attribute__((noinline)) void light(void)
 	spin(10000);
 }
 
+static long long cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
+	long long heavy_ns = 0, light_ns = 0, t0, t1, t2;
 	struct timespec a, b;
 
+	signal(SIGTERM, on_term);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	do {
+		t0 = cpu_ns();
 		heavy();
+		t1 = cpu_ns();
 		light();
+		t2 = cpu_ns();
+		heavy_ns += t1 - t0;
+		light_ns += t2 - t1;
 		clock_gettime(CLOCK_MONOTONIC, &b);
-	} while ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
+	} while (!stop && (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
+	if (argc > 2) {
+		FILE *f = fopen(argv[2], "w");
+		if (!f)
+			return 1;
+		fprintf(f, "%lld %lld\n", heavy_ns, light_ns);
+		fclose(f);
+	}
 	return 0;
 }

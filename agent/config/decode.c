@@ -1,0 +1,866 @@
+/* Decoding block bodies against schemas, value conversion, and the typed
+ * accessors: see args.h. Messages follow grafana/alloy syntax/vm where Alloy has
+ * one ("unrecognized attribute name", "missing required attribute", "attribute
+ * may only be provided once", ...), with "did you mean" added. */
+#include "agent/config/args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config/eval.h"
+#include "agent/config/parser.h"
+#include "agent/util/duration.h"
+#include "agent/util/log.h"
+
+/* ---- conversion ---- */
+
+static int types_compatible(const struct cfg_type *want, const struct cfg_type *have)
+{
+	if (!want || !have || want->kind == CFG_T_ANY || have->kind == CFG_T_ANY)
+		return 1;
+	switch (want->kind) {
+	case CFG_T_STRING:
+		return have->kind == CFG_T_STRING || have->kind == CFG_T_INT || have->kind == CFG_T_UINT ||
+		       have->kind == CFG_T_FLOAT || have->kind == CFG_T_DURATION;
+	case CFG_T_SECRET:
+		return have->kind == CFG_T_STRING || have->kind == CFG_T_SECRET || have->kind == CFG_T_DURATION;
+	case CFG_T_DURATION:
+		return have->kind == CFG_T_STRING || have->kind == CFG_T_DURATION;
+	case CFG_T_INT:
+	case CFG_T_UINT:
+	case CFG_T_FLOAT:
+		return have->kind == CFG_T_INT || have->kind == CFG_T_UINT || have->kind == CFG_T_FLOAT ||
+		       have->kind == CFG_T_STRING;
+	case CFG_T_TARGETS:
+		return have->kind == CFG_T_TARGETS ||
+		       (have->kind == CFG_T_LIST && (!have->elem || have->elem->kind == CFG_T_ANY ||
+						     have->elem->kind == CFG_T_MAP));
+	case CFG_T_LIST:
+		if (have->kind == CFG_T_TARGETS)
+			return want->elem && (want->elem->kind == CFG_T_MAP || want->elem->kind == CFG_T_ANY);
+		return have->kind == CFG_T_LIST && types_compatible(want->elem, have->elem);
+	case CFG_T_MAP:
+		return have->kind == CFG_T_MAP && types_compatible(want->elem, have->elem);
+	case CFG_T_CAPSULE:
+		return have->kind == CFG_T_CAPSULE && strcmp(want->capsule, have->capsule) == 0;
+	default:
+		return want->kind == have->kind;
+	}
+}
+
+static struct cfg_value *conv_error(struct cfg_diags *d, struct cfg_pos pos, const char *what, const struct cfg_type *t,
+				    const struct cfg_value *v)
+{
+	cfg_type_error(d, pos, what, cfg_type_name(t), v);
+	return NULL;
+}
+
+static struct cfg_value *oom(struct cfg_diags *d, struct cfg_pos pos)
+{
+	cfg_error(d, pos, "out of memory");
+	return NULL;
+}
+
+/* Alloy's string -> number conversion (syntax/internal/value convertValue). */
+static int string_to_number(const struct cfg_value *v, struct cfg_number *out)
+{
+	const char *s = v->u.str.s;
+	char *end;
+
+	if (v->u.str.len == 0 || strlen(s) != v->u.str.len)
+		return -1;
+	errno = 0;
+	if (s[0] == '-') {
+		long long x = strtoll(s, &end, 10);
+		if (errno || *end)
+			return -1;
+		*out = (struct cfg_number){ .kind = CFG_NUM_INT, .v.i = x };
+	} else if (strpbrk(s, ".eE")) {
+		double f = strtod(s, &end);
+		if (errno || *end || s[0] == ' ')
+			return -1;
+		*out = (struct cfg_number){ .kind = CFG_NUM_FLOAT, .v.f = f };
+	} else {
+		if (s[0] < '0' || s[0] > '9')
+			return -1;
+		unsigned long long u = strtoull(s, &end, 10);
+		if (errno || *end)
+			return -1;
+		*out = (struct cfg_number){ .kind = CFG_NUM_UINT, .v.u = u };
+	}
+	return 0;
+}
+
+static struct cfg_value *conv_number(const struct cfg_type *t, struct cfg_value *v, struct cfg_pos pos,
+				     const char *what, struct cfg_diags *d)
+{
+	struct cfg_number n;
+	char brief[96];
+
+	if (v->kind == CFG_V_NULL)
+		n = (struct cfg_number){ .kind = CFG_NUM_INT, .v.i = 0 };
+	else if (v->kind == CFG_V_NUMBER)
+		n = v->u.num;
+	else if (v->kind == CFG_V_STRING && string_to_number(v, &n) == 0)
+		;
+	else
+		return conv_error(d, pos, what, t, v);
+
+	if (t->kind == CFG_T_FLOAT)
+		return n.kind == CFG_NUM_FLOAT && v->kind == CFG_V_NUMBER ? cfg_ref(v) : cfg_float(cfg_num_as_float(n));
+	if (n.kind == CFG_NUM_FLOAT && (n.v.f != floor(n.v.f) || isinf(n.v.f))) {
+		cfg_error(d, pos, "%s: expected an integer, got %s", what, cfg_value_brief(v, brief, sizeof(brief)));
+		return NULL;
+	}
+	if (t->kind == CFG_T_INT) {
+		if ((n.kind == CFG_NUM_UINT && n.v.u > (uint64_t)INT64_MAX) ||
+		    (n.kind == CFG_NUM_FLOAT && (n.v.f >= 9223372036854775808.0 || n.v.f < -9223372036854775808.0))) {
+			cfg_error(d, pos, "%s: %s is out of range", what, cfg_value_brief(v, brief, sizeof(brief)));
+			return NULL;
+		}
+		return cfg_int(cfg_num_as_int(n));
+	}
+	/* uint */
+	if ((n.kind == CFG_NUM_INT && n.v.i < 0) || (n.kind == CFG_NUM_FLOAT && n.v.f < 0)) {
+		cfg_error(d, pos, "%s: must not be negative, got %s", what, cfg_value_brief(v, brief, sizeof(brief)));
+		return NULL;
+	}
+	if (n.kind == CFG_NUM_FLOAT && n.v.f >= 18446744073709551616.0) {
+		cfg_error(d, pos, "%s: %s is out of range", what, cfg_value_brief(v, brief, sizeof(brief)));
+		return NULL;
+	}
+	return cfg_uint(cfg_num_as_uint(n));
+}
+
+static struct cfg_value *conv_targets(struct cfg_value *v, struct cfg_pos pos, const char *what, struct cfg_diags *d)
+{
+	struct np_targets ts = NP_TARGETS_INIT;
+	struct np_err err;
+
+	if (v->kind == CFG_V_TARGETS)
+		return cfg_ref(v);
+	if (v->kind == CFG_V_NULL)
+		return cfg_targets(&ts);
+	if (v->kind != CFG_V_ARRAY)
+		return conv_error(d, pos, what, &cfg_t_targets, v);
+	for (size_t i = 0; i < v->u.arr.n; i++)
+		if (v->u.arr.v[i]->kind == CFG_V_UNKNOWN)
+			return cfg_unknown(&cfg_t_targets);
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct cfg_value *o = v->u.arr.v[i];
+		struct np_labels ls = NP_LABELS_INIT;
+		char sub[160];
+		if (o->kind != CFG_V_OBJECT) {
+			snprintf(sub, sizeof(sub), "%s[%zu]", what, i);
+			np_targets_free(&ts);
+			return conv_error(d, pos, sub, &cfg_t_map_string, o);
+		}
+		for (size_t k = 0; k < o->u.obj.n; k++) {
+			const struct cfg_value *x = o->u.obj.v[k].val;
+			const char *val;
+			size_t len;
+			char num[64];
+			if (x->kind == CFG_V_STRING) {
+				val = x->u.str.s;
+				len = x->u.str.len;
+				if (memchr(val, '\0', len)) {
+					snprintf(sub, sizeof(sub), "%s[%zu][\"%s\"]", what, i, o->u.obj.v[k].key);
+					cfg_error(d, pos, "%s: the string contains a NUL byte, which nodeprof cannot pass on", sub);
+					np_labels_free(&ls);
+					np_targets_free(&ts);
+					return NULL;
+				}
+			} else if (x->kind == CFG_V_NUMBER) {
+				cfg_num_format(x->u.num, num, sizeof(num));
+				val = num;
+				len = strlen(num);
+			} else {
+				snprintf(sub, sizeof(sub), "%s[%zu][\"%s\"]", what, i, o->u.obj.v[k].key);
+				np_labels_free(&ls);
+				np_targets_free(&ts);
+				return conv_error(d, pos, sub, &cfg_t_string, x);
+			}
+			if (np_labels_setn(&ls, o->u.obj.v[k].key, val, len, &err)) {
+				np_labels_free(&ls);
+				np_targets_free(&ts);
+				return oom(d, pos);
+			}
+		}
+		if (np_targets_push(&ts, &ls, &err)) {
+			np_labels_free(&ls);
+			np_targets_free(&ts);
+			return oom(d, pos);
+		}
+	}
+	struct cfg_value *r = cfg_targets(&ts);
+	return r ? r : oom(d, pos);
+}
+
+struct cfg_value *cfg_convert(const struct cfg_type *t, struct cfg_value *v, struct cfg_pos pos, const char *what,
+			      struct cfg_diags *d)
+{
+	char sub[200], num[64];
+	struct cfg_value *r;
+
+	if (v->kind == CFG_V_UNKNOWN) {
+		if (!types_compatible(t, v->u.unknown)) {
+			cfg_error(d, pos, "%s: expected %s, got %s", what, cfg_type_name(t), cfg_type_name(v->u.unknown));
+			return NULL;
+		}
+		r = cfg_unknown(t && t->kind != CFG_T_ANY ? t : v->u.unknown);
+		return r ? r : oom(d, pos);
+	}
+	if (!t)
+		return cfg_ref(v);
+	switch (t->kind) {
+	case CFG_T_ANY:
+		return cfg_ref(v);
+	case CFG_T_STRING:
+	case CFG_T_SECRET:
+		/* Arguments are C strings: a NUL inside would silently cut them. */
+		if ((v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) && memchr(v->u.str.s, '\0', v->u.str.len)) {
+			cfg_error(d, pos, "%s: the string contains a NUL byte, which nodeprof cannot pass on", what);
+			return NULL;
+		}
+		if (t->kind == CFG_T_SECRET)
+			goto secret;
+		if (v->kind == CFG_V_STRING)
+			return cfg_ref(v);
+		if (v->kind == CFG_V_NULL)
+			r = cfg_string("", 0);
+		else if (v->kind == CFG_V_NUMBER)
+			cfg_num_format(v->u.num, num, sizeof(num)), r = cfg_cstring(num);
+		else
+			return conv_error(d, pos, what, t, v);
+		return r ? r : oom(d, pos);
+	secret:
+		if (v->kind == CFG_V_SECRET)
+			return cfg_ref(v);
+		if (v->kind == CFG_V_STRING)
+			r = cfg_secret(v->u.str.s, v->u.str.len);
+		else if (v->kind == CFG_V_NULL)
+			r = cfg_secret("", 0);
+		else if (v->kind == CFG_V_NUMBER)
+			cfg_num_format(v->u.num, num, sizeof(num)), r = cfg_secret(num, strlen(num));
+		else
+			return conv_error(d, pos, what, t, v);
+		return r ? r : oom(d, pos);
+	case CFG_T_BOOL:
+		if (v->kind == CFG_V_BOOL)
+			return cfg_ref(v);
+		if (v->kind == CFG_V_NULL)
+			return cfg_bool(0);
+		return conv_error(d, pos, what, t, v);
+	case CFG_T_INT:
+	case CFG_T_UINT:
+	case CFG_T_FLOAT:
+		r = conv_number(t, v, pos, what, d);
+		return r;
+	case CFG_T_DURATION: {
+		int64_t ns;
+		struct np_err err;
+		if (v->kind == CFG_V_NULL) {
+			r = cfg_cstring("0s");
+			return r ? r : oom(d, pos);
+		}
+		if (v->kind != CFG_V_STRING) {
+			cfg_error(d, pos, "%s: expected a duration string such as \"15s\" or \"1m30s\", got %s", what,
+				  cfg_value_type_name(v));
+			return NULL;
+		}
+		if (strlen(v->u.str.s) != v->u.str.len || np_duration_parse(v->u.str.s, &ns, &err)) {
+			cfg_error(d, pos, "%s: %s", what, err.msg);
+			return NULL;
+		}
+		return cfg_ref(v);
+	}
+	case CFG_T_LIST: {
+		if (v->kind == CFG_V_NULL) {
+			r = cfg_array_new(0);
+			return r ? r : oom(d, pos);
+		}
+		if (!cfg_is_array(v))
+			return conv_error(d, pos, what, t, v);
+		size_t n = cfg_array_len(v);
+		r = cfg_array_new(n);
+		if (!r)
+			return oom(d, pos);
+		for (size_t i = 0; i < n; i++) {
+			struct cfg_value *el = cfg_array_get(v, i);
+			if (!el) {
+				cfg_unref(r);
+				return oom(d, pos);
+			}
+			snprintf(sub, sizeof(sub), "%s[%zu]", what, i);
+			r->u.arr.v[i] = cfg_convert(t->elem, el, pos, sub, d);
+			cfg_unref(el);
+			if (!r->u.arr.v[i]) {
+				cfg_unref(r);
+				return NULL;
+			}
+		}
+		return r;
+	}
+	case CFG_T_MAP: {
+		if (v->kind == CFG_V_NULL) {
+			r = cfg_object_new(0);
+			if (r)
+				cfg_object_done(r);
+			return r ? r : oom(d, pos);
+		}
+		if (v->kind != CFG_V_OBJECT)
+			return conv_error(d, pos, what, t, v);
+		r = cfg_object_new(v->u.obj.n);
+		if (!r)
+			return oom(d, pos);
+		for (size_t i = 0; i < v->u.obj.n; i++) {
+			snprintf(sub, sizeof(sub), "%s[\"%s\"]", what, v->u.obj.v[i].key);
+			struct cfg_value *x = cfg_convert(t->elem, v->u.obj.v[i].val, pos, sub, d);
+			if (!x || cfg_object_put(r, v->u.obj.v[i].key, x)) {
+				cfg_unref(r);
+				return x ? oom(d, pos) : NULL;
+			}
+		}
+		cfg_object_done(r);
+		return r;
+	}
+	case CFG_T_TARGETS:
+		return conv_targets(v, pos, what, d);
+	case CFG_T_CAPSULE:
+		if (v->kind == CFG_V_CAPSULE && strcmp(v->u.cap.type, t->capsule) == 0)
+			return cfg_ref(v);
+		if (v->kind == CFG_V_CAPSULE) {
+			cfg_error(d, pos, "%s: expected %s, got %s", what, t->capsule, v->u.cap.type);
+			return NULL;
+		}
+		return conv_error(d, pos, what, t, v);
+	}
+	return conv_error(d, pos, what, t, v);
+}
+
+/* ---- decoding ---- */
+
+static int contains_unknown(const struct cfg_value *v)
+{
+	if (v->kind == CFG_V_UNKNOWN)
+		return 1;
+	if (v->kind == CFG_V_ARRAY)
+		for (size_t i = 0; i < v->u.arr.n; i++)
+			if (contains_unknown(v->u.arr.v[i]))
+				return 1;
+	if (v->kind == CFG_V_OBJECT)
+		for (size_t i = 0; i < v->u.obj.n; i++)
+			if (contains_unknown(v->u.obj.v[i].val))
+				return 1;
+	return 0;
+}
+
+static int is_zero(const struct cfg_value *v)
+{
+	switch (v->kind) {
+	case CFG_V_NULL: return 1;
+	case CFG_V_BOOL: return !v->u.b;
+	case CFG_V_NUMBER: return cfg_num_as_float(v->u.num) == 0;
+	case CFG_V_STRING:
+	case CFG_V_SECRET: return v->u.str.len == 0;
+	case CFG_V_ARRAY:
+	case CFG_V_TARGETS: return cfg_array_len(v) == 0;
+	case CFG_V_OBJECT: return v->u.obj.n == 0;
+	default: return 0;
+	}
+}
+
+/* Parses and converts a schema default. A bad default is a bug in the schema. */
+static struct cfg_value *default_value(const struct cfg_attr *at)
+{
+	struct cfg_arena arena = { 0 };
+	struct cfg_diags d;
+	struct cfg_eval ev = { 0 };
+	struct cfg_value *v = NULL, *r = NULL;
+
+	cfg_diags_init(&d, "<default>");
+	ev.d = &d;
+	struct cfg_expr *e = cfg_parse_expr(&arena, at->def, strlen(at->def), &d);
+	if (e)
+		v = cfg_eval(&ev, e);
+	if (v)
+		r = cfg_convert(at->type, v, CFG_NOPOS, at->name, &d);
+	if (!r)
+		np_log(NP_ERROR, "config", "BUG: invalid schema default", "attribute", at->name, "default", at->def, NULL);
+	cfg_unref(v);
+	cfg_arena_free(&arena);
+	cfg_diags_free(&d);
+	return r;
+}
+
+/* Returns the number of errors reported. */
+static size_t check_constraints(const struct cfg_attr *at, const struct cfg_value *v, struct cfg_pos pos,
+				struct cfg_diags *d)
+{
+	char brief[96];
+	size_t errors = d->n_errors;
+
+	if (v->kind == CFG_V_UNKNOWN)
+		return 0;
+	if ((at->flags & CFG_NON_EMPTY) && (v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) && v->u.str.len == 0)
+		cfg_error(d, pos, "%s must not be empty", at->name);
+	if (at->one_of && v->kind == CFG_V_STRING) {
+		size_t n = 0;
+		int ok = 0;
+		for (; at->one_of[n]; n++)
+			if (strcmp(at->one_of[n], v->u.str.s) == 0)
+				ok = 1;
+		if (!ok) {
+			struct np_buf list = NP_BUF_INIT;
+			for (size_t i = 0; i < n; i++)
+				np_buf_printf(&list, "%s\"%s\"", i ? (i + 1 == n ? " or " : ", ") : "", at->one_of[i]);
+			const char *hint = cfg_suggest(v->u.str.s, at->one_of, n);
+			if (hint)
+				cfg_error(d, pos, "%s: invalid value %s; did you mean \"%s\"? (expected %s)", at->name,
+					  cfg_value_brief(v, brief, sizeof(brief)), hint, list.p ? list.p : "");
+			else
+				cfg_error(d, pos, "%s: invalid value %s; expected %s", at->name,
+					  cfg_value_brief(v, brief, sizeof(brief)), list.p ? list.p : "");
+			np_buf_free(&list);
+		}
+	}
+	if (at->flags & CFG_RANGE) {
+		double x;
+		int64_t ns = 0;
+		struct np_err err;
+		if (v->kind == CFG_V_NUMBER)
+			x = cfg_num_as_float(v->u.num);
+		else if (v->kind == CFG_V_STRING && at->type->kind == CFG_T_DURATION &&
+			 np_duration_parse(v->u.str.s, &ns, &err) == 0)
+			x = (double)ns / 1e9;
+		else
+			return d->n_errors - errors;
+		int low = (at->flags & CFG_MIN_EXCLUSIVE) ? x <= at->min : x < at->min;
+		if (low || x > at->max) {
+			char lo[64], hi[64];
+			if (at->type->kind == CFG_T_DURATION) {
+				np_duration_format((int64_t)(at->min * 1e9), lo, sizeof(lo));
+				np_duration_format((int64_t)(at->max * 1e9), hi, sizeof(hi));
+			} else {
+				snprintf(lo, sizeof(lo), "%.15g", at->min);
+				snprintf(hi, sizeof(hi), "%.15g", at->max);
+			}
+			if (at->flags & CFG_MIN_EXCLUSIVE)
+				cfg_error(d, pos, "%s must be greater than %s and at most %s, got %s", at->name, lo, hi,
+					  cfg_value_brief(v, brief, sizeof(brief)));
+			else
+				cfg_error(d, pos, "%s must be between %s and %s, got %s", at->name, lo, hi,
+					  cfg_value_brief(v, brief, sizeof(brief)));
+		}
+	}
+	return d->n_errors - errors;
+}
+
+static void check_flags(const struct cfg_attr *at, struct cfg_arg *arg, struct cfg_diags *d)
+{
+	const struct cfg_value *v = arg->val;
+	char brief[96];
+
+	if (at->flags & CFG_DEPRECATED)
+		cfg_warn(d, arg->name_pos, "%s is deprecated and has no effect%s%s; remove it", at->name,
+			 at->note ? ": " : "", at->note ? at->note : "");
+	/* Only Alloy's deprecated no-ops are accepted and ignored; anything else nodeprof
+	 * cannot honour is an error, so that no setting silently does nothing. */
+	if (at->flags & CFG_UNSUPPORTED_ANY)
+		cfg_error(d, arg->name_pos, "%s is not supported by nodeprof%s%s; remove it", at->name,
+			  at->note ? ": " : "", at->note ? at->note : "");
+	if ((at->flags & CFG_UNSUPPORTED_IF_TRUE) && v->kind == CFG_V_BOOL && v->u.b)
+		cfg_error(d, arg->val_pos, "%s = true is not supported by nodeprof%s%s; remove it or set it to false",
+			  at->name, at->note ? ": " : "", at->note ? at->note : "");
+	if ((at->flags & CFG_UNSUPPORTED) && v->kind != CFG_V_UNKNOWN && !contains_unknown(v)) {
+		int on = arg->dflt ? !cfg_value_equal(v, arg->dflt) : !is_zero(v);
+		if (on)
+			cfg_error(d, arg->val_pos, "%s = %s is not supported by nodeprof yet%s%s", at->name,
+				  cfg_value_brief(v, brief, sizeof(brief)), at->note ? ": " : "", at->note ? at->note : "");
+	}
+}
+
+static void unknown_name_error(struct cfg_diags *d, struct cfg_pos pos, const struct cfg_schema *s, const char *what,
+			       const char *name, int as_block)
+{
+	const char *names[128];
+	size_t n = 0;
+	struct np_buf list = NP_BUF_INIT;
+
+	for (size_t i = 0; s->attrs && s->attrs[i].name && n < 128; i++)
+		names[n++] = s->attrs[i].name;
+	for (size_t i = 0; s->blocks && s->blocks[i].name && n < 128; i++)
+		names[n++] = s->blocks[i].name;
+	const char *hint = cfg_suggest(name, names, n);
+	if (hint) {
+		cfg_error(d, pos, "unrecognized %s name \"%s\" in %s; did you mean \"%s\"?", as_block ? "block" : "attribute",
+			  name, what, hint);
+		return;
+	}
+	if (n == 0) {
+		cfg_error(d, pos, "unrecognized %s name \"%s\": %s takes no arguments or blocks", as_block ? "block" : "attribute",
+			  name, what);
+		return;
+	}
+	for (size_t i = 0; s->attrs && s->attrs[i].name; i++)
+		np_buf_printf(&list, "%s%s", list.len ? ", " : "", s->attrs[i].name);
+	for (size_t i = 0; s->blocks && s->blocks[i].name; i++)
+		np_buf_printf(&list, "%s%s { }", list.len ? ", " : "", s->blocks[i].name);
+	cfg_error(d, pos, "unrecognized %s name \"%s\" in %s (valid: %s)", as_block ? "block" : "attribute", name, what,
+		  list.p ? list.p : "");
+	np_buf_free(&list);
+}
+
+void cfg_args_free(struct cfg_args *a)
+{
+	if (!a)
+		return;
+	size_t na = cfg_schema_n_attrs(a->schema), nb = cfg_schema_n_blocks(a->schema);
+	for (size_t i = 0; a->attrs && i < na; i++) {
+		cfg_unref(a->attrs[i].val);
+		cfg_unref(a->attrs[i].dflt);
+	}
+	for (size_t i = 0; a->blocks && i < nb; i++) {
+		for (size_t j = 0; j < a->blocks[i].n; j++)
+			cfg_args_free(a->blocks[i].v[j]);
+		free(a->blocks[i].v);
+	}
+	free(a->attrs);
+	free(a->blocks);
+	free(a->label);
+	free(a);
+}
+
+struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *body, struct cfg_pos pos,
+			    const char *what, struct cfg_eval *ev, struct cfg_diags *d)
+{
+	size_t na = cfg_schema_n_attrs(s), nb = cfg_schema_n_blocks(s), errors = d->n_errors;
+	struct cfg_args *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return oom(d, pos), NULL;
+	a->schema = s;
+	a->pos = pos;
+	a->attrs = calloc(na ? na : 1, sizeof(*a->attrs));
+	a->blocks = calloc(nb ? nb : 1, sizeof(*a->blocks));
+	if (!a->attrs || !a->blocks) {
+		cfg_args_free(a);
+		return oom(d, pos), NULL;
+	}
+	/* Attributes written in the file, even when their value was bad: a bad value is
+	 * one error, not also a "missing required attribute". */
+	unsigned char *seen = calloc(na ? na : 1, 1);
+	if (!seen) {
+		cfg_args_free(a);
+		return oom(d, pos), NULL;
+	}
+	for (size_t i = 0; i < na; i++)
+		if (s->attrs[i].def)
+			a->attrs[i].dflt = default_value(&s->attrs[i]);
+
+	for (size_t k = 0; k < body->n; k++) {
+		const struct cfg_stmt *st = body->v[k];
+		size_t idx;
+		if (!st->is_block) {
+			const struct cfg_attr *at = cfg_schema_attr(s, st->name, &idx);
+			if (!at) {
+				if (cfg_schema_block(s, st->name, NULL))
+					cfg_error(d, st->pos, "\"%s\" must be a block, but is used as an attribute", st->name);
+				else
+					unknown_name_error(d, st->pos, s, what, st->name, 0);
+				continue;
+			}
+			struct cfg_arg *arg = &a->attrs[idx];
+			if (seen[idx]) {
+				cfg_error(d, st->pos, "attribute \"%s\" may only be provided once", st->name);
+				continue;
+			}
+			seen[idx] = 1;
+			struct cfg_value *v = cfg_eval(ev, st->value);
+			if (!v)
+				continue;
+			struct cfg_pos vpos = st->value ? st->value->pos : st->pos;
+			struct cfg_value *conv = cfg_convert(at->type, v, vpos, st->name, d);
+			cfg_unref(v);
+			if (!conv)
+				continue;
+			arg->val = conv;
+			arg->name_pos = st->pos;
+			arg->val_pos = vpos;
+			if (contains_unknown(conv))
+				a->has_unknown = 1;
+			if (check_constraints(at, conv, vpos, d) == 0)
+				check_flags(at, arg, d);
+			continue;
+		}
+		const struct cfg_block_schema *bs = cfg_schema_block(s, st->name, &idx);
+		if (!bs) {
+			if (cfg_schema_attr(s, st->name, NULL))
+				cfg_error(d, st->pos, "\"%s\" must be an attribute, but is used as a block", st->name);
+			else
+				unknown_name_error(d, st->pos, s, what, st->name, 1);
+			continue;
+		}
+		if (st->label) {
+			cfg_error(d, st->label_pos, "block \"%s\" does not support specifying labels", st->name);
+			continue;
+		}
+		struct cfg_block_list *bl = &a->blocks[idx];
+		if (bl->n > 0 && !(bs->flags & CFG_REPEATABLE)) {
+			cfg_error(d, st->pos, "block \"%s\" may only be specified once", st->name);
+			continue;
+		}
+		if (bs->flags & CFG_UNSUPPORTED) {
+			cfg_error(d, st->pos, "block \"%s\" is not supported by nodeprof yet%s%s", st->name, bs->note ? ": " : "",
+				  bs->note ? bs->note : "");
+			continue;
+		}
+		struct cfg_args *sub = cfg_decode(bs->schema, &st->body, st->pos, st->name, ev, d);
+		if (!sub)
+			continue;
+		struct cfg_args **nv = realloc(bl->v, (bl->n + 1) * sizeof(*nv));
+		if (!nv) {
+			cfg_args_free(sub);
+			oom(d, st->pos);
+			continue;
+		}
+		bl->v = nv;
+		bl->v[bl->n++] = sub;
+		if (sub->has_unknown)
+			a->has_unknown = 1;
+	}
+
+	for (size_t i = 0; i < na; i++)
+		if ((s->attrs[i].flags & CFG_REQUIRED) && !seen[i])
+			cfg_error(d, pos, "missing required attribute \"%s\" in %s", s->attrs[i].name, what);
+	free(seen);
+	for (size_t i = 0; i < nb; i++)
+		if ((s->blocks[i].flags & CFG_REQUIRED) && a->blocks[i].n == 0)
+			cfg_error(d, pos, "missing required block \"%s\" in %s", s->blocks[i].name, what);
+	if (d->n_errors == errors && s->validate)
+		s->validate(a, d);
+	if (d->n_errors != errors) {
+		cfg_args_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+int cfg_args_equal(const struct cfg_args *a, const struct cfg_args *b)
+{
+	if (!a || !b)
+		return a == b;
+	if (a->schema != b->schema)
+		return 0;
+	size_t na = cfg_schema_n_attrs(a->schema), nb = cfg_schema_n_blocks(a->schema);
+	for (size_t i = 0; i < na; i++) {
+		const struct cfg_value *x = a->attrs[i].val, *y = b->attrs[i].val;
+		if (!x != !y)
+			return 0;
+		if (x && (x->kind != y->kind || !cfg_value_equal(x, y)))
+			return 0;
+	}
+	for (size_t i = 0; i < nb; i++) {
+		if (a->blocks[i].n != b->blocks[i].n)
+			return 0;
+		for (size_t j = 0; j < a->blocks[i].n; j++)
+			if (!cfg_args_equal(a->blocks[i].v[j], b->blocks[i].v[j]))
+				return 0;
+	}
+	return 1;
+}
+
+/* ---- accessors ---- */
+
+static const struct cfg_arg *find(const struct cfg_args *a, const char *name)
+{
+	size_t i;
+
+	if (!cfg_schema_attr(a->schema, name, &i)) {
+		np_log(NP_ERROR, "config", "BUG: accessor for an attribute the schema does not declare", "attribute", name,
+		       NULL);
+		return NULL;
+	}
+	return &a->attrs[i];
+}
+
+int cfg_args_has(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_arg *arg = find(a, name);
+
+	return arg && arg->val;
+}
+
+int cfg_args_is_unknown(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_arg *arg = find(a, name);
+
+	return arg && arg->val && contains_unknown(arg->val);
+}
+
+const struct cfg_value *cfg_args_get(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_arg *arg = find(a, name);
+
+	if (!arg)
+		return NULL;
+	return arg->val ? arg->val : arg->dflt;
+}
+
+struct cfg_pos cfg_args_pos(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_arg *arg = find(a, name);
+
+	return arg && arg->val ? arg->val_pos : a->pos;
+}
+
+struct cfg_pos cfg_args_name_pos(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_arg *arg = find(a, name);
+
+	return arg && arg->val ? arg->name_pos : a->pos;
+}
+
+const char *cfg_args_str(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && (v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) ? v->u.str.s : NULL;
+}
+
+int cfg_args_bool(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && v->kind == CFG_V_BOOL && v->u.b;
+}
+
+int64_t cfg_args_int(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && v->kind == CFG_V_NUMBER ? cfg_num_as_int(v->u.num) : 0;
+}
+
+uint64_t cfg_args_uint(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && v->kind == CFG_V_NUMBER ? cfg_num_as_uint(v->u.num) : 0;
+}
+
+double cfg_args_float(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && v->kind == CFG_V_NUMBER ? cfg_num_as_float(v->u.num) : 0;
+}
+
+int64_t cfg_args_duration(const struct cfg_args *a, const char *name)
+{
+	const char *s = cfg_args_str(a, name);
+	int64_t ns = 0;
+	struct np_err err;
+
+	if (!s || np_duration_parse(s, &ns, &err))
+		return 0;
+	return ns;
+}
+
+size_t cfg_args_list_len(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && cfg_is_array(v) ? cfg_array_len(v) : 0;
+}
+
+const char *cfg_args_list_str(const struct cfg_args *a, const char *name, size_t i)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	if (!v || v->kind != CFG_V_ARRAY || i >= v->u.arr.n)
+		return NULL;
+	v = v->u.arr.v[i];
+	return v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET ? v->u.str.s : NULL;
+}
+
+size_t cfg_args_map_len(const struct cfg_args *a, const char *name)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && v->kind == CFG_V_OBJECT ? v->u.obj.n : 0;
+}
+
+const char *cfg_args_map_key(const struct cfg_args *a, const char *name, size_t i)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && v->kind == CFG_V_OBJECT && i < v->u.obj.n ? v->u.obj.v[i].key : NULL;
+}
+
+const struct cfg_value *cfg_args_map_value(const struct cfg_args *a, const char *name, size_t i)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && v->kind == CFG_V_OBJECT && i < v->u.obj.n ? v->u.obj.v[i].val : NULL;
+}
+
+const char *cfg_args_map_str(const struct cfg_args *a, const char *name, size_t i)
+{
+	const struct cfg_value *v = cfg_args_map_value(a, name, i);
+
+	return v && (v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) ? v->u.str.s : NULL;
+}
+
+const struct np_targets *cfg_args_targets(const struct cfg_args *a, const char *name)
+{
+	static const struct np_targets empty = NP_TARGETS_INIT;
+	const struct cfg_value *v = cfg_args_get(a, name);
+
+	return v && v->kind == CFG_V_TARGETS ? &v->u.targets : &empty;
+}
+
+size_t cfg_args_capsules(const struct cfg_args *a, const char *name, void **out, size_t max)
+{
+	const struct cfg_value *v = cfg_args_get(a, name);
+	size_t n = 0;
+
+	if (!v)
+		return 0;
+	if (v->kind == CFG_V_CAPSULE) {
+		if (max > 0)
+			out[0] = v->u.cap.ptr;
+		return 1;
+	}
+	if (v->kind != CFG_V_ARRAY)
+		return 0;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		if (v->u.arr.v[i]->kind != CFG_V_CAPSULE)
+			continue;
+		if (n < max)
+			out[n] = v->u.arr.v[i]->u.cap.ptr;
+		n++;
+	}
+	return n;
+}
+
+size_t cfg_args_nblocks(const struct cfg_args *a, const char *name)
+{
+	size_t i;
+
+	if (!cfg_schema_block(a->schema, name, &i))
+		return 0;
+	return a->blocks[i].n;
+}
+
+const struct cfg_args *cfg_args_block(const struct cfg_args *a, const char *name, size_t i)
+{
+	size_t k;
+
+	if (!cfg_schema_block(a->schema, name, &k) || i >= a->blocks[k].n)
+		return NULL;
+	return a->blocks[k].v[i];
+}

@@ -1,0 +1,60 @@
+/* Reading the Alloy HTTP client arguments: see http_client.h. */
+#include "agent/config/http_client.h"
+
+#include <string.h>
+
+#include "agent/config/value.h"
+
+void cfg_http_client_read(const struct cfg_args *a, struct cfg_http_client *out)
+{
+	const struct cfg_args *b;
+
+	memset(out, 0, sizeof(*out));
+	out->bearer_token = cfg_args_str(a, "bearer_token");
+	out->bearer_token_file = cfg_args_str(a, "bearer_token_file");
+	out->proxy_url = cfg_args_str(a, "proxy_url");
+	out->no_proxy = cfg_args_str(a, "no_proxy");
+	out->proxy_from_environment = cfg_args_bool(a, "proxy_from_environment");
+	out->follow_redirects = cfg_args_bool(a, "follow_redirects");
+	out->enable_http2 = cfg_args_bool(a, "enable_http2");
+	if ((b = cfg_args_block(a, "basic_auth", 0))) {
+		out->basic_auth.set = 1;
+		out->basic_auth.username = cfg_args_str(b, "username");
+		out->basic_auth.password = cfg_args_str(b, "password");
+		out->basic_auth.password_file = cfg_args_str(b, "password_file");
+	}
+	if ((b = cfg_args_block(a, "authorization", 0))) {
+		out->authorization.set = 1;
+		out->authorization.type = cfg_args_str(b, "type");
+		out->authorization.credentials = cfg_args_str(b, "credentials");
+		out->authorization.credentials_file = cfg_args_str(b, "credentials_file");
+	}
+	out->oauth2 = cfg_args_nblocks(a, "oauth2") > 0;
+	if ((b = cfg_args_block(a, "tls_config", 0))) {
+		out->tls.ca_pem = cfg_args_str(b, "ca_pem");
+		out->tls.ca_file = cfg_args_str(b, "ca_file");
+		out->tls.cert_pem = cfg_args_str(b, "cert_pem");
+		out->tls.cert_file = cfg_args_str(b, "cert_file");
+		out->tls.key_pem = cfg_args_str(b, "key_pem");
+		out->tls.key_file = cfg_args_str(b, "key_file");
+		out->tls.server_name = cfg_args_str(b, "server_name");
+		out->tls.min_version = cfg_args_str(b, "min_version");
+		out->tls.insecure_skip_verify = cfg_args_bool(b, "insecure_skip_verify");
+	}
+}
+
+int cfg_args_each_header(const struct cfg_args *a, const char *name,
+			 int (*fn)(void *ud, const char *key, const char *value, struct np_err *err), void *ud,
+			 struct np_err *err)
+{
+	for (size_t i = 0; i < cfg_args_map_len(a, name); i++) {
+		const char *key = cfg_args_map_key(a, name, i);
+		const struct cfg_value *list = cfg_args_map_value(a, name, i);
+		for (size_t k = 0; list && k < cfg_array_len(list); k++) {
+			const struct cfg_value *v = cfg_array_get(list, k);
+			if ((v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) && fn(ud, key, v->u.str.s, err))
+				return -1;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,300 @@
+/* Types, schema lookups, and the HTTP client arguments shared by discovery.kubernetes,
+ * discovery.docker and pyroscope.write (grafana/alloy
+ * internal/component/common/config/types.go and prometheus/common config). */
+#include "agent/config/schema.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agent/config/args.h"
+
+const struct cfg_type cfg_t_any = { CFG_T_ANY, NULL, NULL, "any" };
+const struct cfg_type cfg_t_string = { CFG_T_STRING, NULL, NULL, "string" };
+const struct cfg_type cfg_t_bool = { CFG_T_BOOL, NULL, NULL, "bool" };
+const struct cfg_type cfg_t_int = { CFG_T_INT, NULL, NULL, "number" };
+const struct cfg_type cfg_t_uint = { CFG_T_UINT, NULL, NULL, "number" };
+const struct cfg_type cfg_t_float = { CFG_T_FLOAT, NULL, NULL, "number" };
+const struct cfg_type cfg_t_duration = { CFG_T_DURATION, NULL, NULL, "duration" };
+const struct cfg_type cfg_t_secret = { CFG_T_SECRET, NULL, NULL, "secret" };
+const struct cfg_type cfg_t_list_string = { CFG_T_LIST, &cfg_t_string, NULL, "list(string)" };
+const struct cfg_type cfg_t_map_string = { CFG_T_MAP, &cfg_t_string, NULL, "map(string)" };
+const struct cfg_type cfg_t_targets = { CFG_T_TARGETS, NULL, NULL, "list(map(string))" };
+const struct cfg_type cfg_t_list_secret = { CFG_T_LIST, &cfg_t_secret, NULL, "list(secret)" };
+const struct cfg_type cfg_t_map_list_secret = { CFG_T_MAP, &cfg_t_list_secret, NULL, "map(list(secret))" };
+const struct cfg_type cfg_t_receiver = { CFG_T_CAPSULE, NULL, "ProfilesReceiver", "ProfilesReceiver" };
+const struct cfg_type cfg_t_list_receiver = { CFG_T_LIST, &cfg_t_receiver, NULL, "list(ProfilesReceiver)" };
+const struct cfg_type cfg_t_relabel_rules = { CFG_T_CAPSULE, NULL, "RelabelRules", "RelabelRules" };
+
+const char *cfg_type_name(const struct cfg_type *t)
+{
+	return t ? t->name : "any";
+}
+
+const struct cfg_attr *cfg_schema_attr(const struct cfg_schema *s, const char *name, size_t *index)
+{
+	for (size_t i = 0; s->attrs && s->attrs[i].name; i++) {
+		if (strcmp(s->attrs[i].name, name) == 0) {
+			if (index)
+				*index = i;
+			return &s->attrs[i];
+		}
+	}
+	return NULL;
+}
+
+const struct cfg_block_schema *cfg_schema_block(const struct cfg_schema *s, const char *name, size_t *index)
+{
+	for (size_t i = 0; s->blocks && s->blocks[i].name; i++) {
+		if (strcmp(s->blocks[i].name, name) == 0) {
+			if (index)
+				*index = i;
+			return &s->blocks[i];
+		}
+	}
+	return NULL;
+}
+
+size_t cfg_schema_n_attrs(const struct cfg_schema *s)
+{
+	size_t n = 0;
+
+	while (s->attrs && s->attrs[n].name)
+		n++;
+	return n;
+}
+
+size_t cfg_schema_n_blocks(const struct cfg_schema *s)
+{
+	size_t n = 0;
+
+	while (s->blocks && s->blocks[n].name)
+		n++;
+	return n;
+}
+
+/* ---- HTTP client ---- */
+
+static const char *const tls_versions[] = { "TLS10", "TLS11", "TLS12", "TLS13", NULL };
+
+static int set_nonempty(const struct cfg_args *a, const char *name)
+{
+	if (!cfg_args_has(a, name))
+		return 0;
+	if (cfg_args_is_unknown(a, name))
+		return 1;
+	const char *s = cfg_args_str(a, name);
+	return s && *s;
+}
+
+static void tls_validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	static const char *const pairs[][2] = { { "ca_pem", "ca_file" }, { "cert_pem", "cert_file" }, { "key_pem", "key_file" } };
+
+	for (size_t i = 0; i < 3; i++)
+		if (set_nonempty(a, pairs[i][0]) && set_nonempty(a, pairs[i][1]))
+			cfg_error(d, cfg_args_name_pos(a, pairs[i][1]), "at most one of %s and %s must be configured",
+				  pairs[i][0], pairs[i][1]);
+	int cert = set_nonempty(a, "cert_pem") || set_nonempty(a, "cert_file");
+	int key = set_nonempty(a, "key_pem") || set_nonempty(a, "key_file");
+	if (cert && !key)
+		cfg_error(d, a->pos, "exactly one of key_pem or key_file must be configured when a client certificate is configured");
+	else if (key && !cert)
+		cfg_error(d, a->pos, "exactly one of cert_pem or cert_file must be configured when a client key is configured");
+}
+
+static const struct cfg_attr tls_attrs[] = {
+	CFG_A("ca_pem", &cfg_t_string, 0, NULL),
+	CFG_A("ca_file", &cfg_t_string, 0, NULL),
+	CFG_A("cert_pem", &cfg_t_string, 0, NULL),
+	CFG_A("cert_file", &cfg_t_string, 0, NULL),
+	CFG_A("key_pem", &cfg_t_secret, 0, NULL),
+	CFG_A("key_file", &cfg_t_string, 0, NULL),
+	CFG_A("server_name", &cfg_t_string, 0, NULL),
+	CFG_A("insecure_skip_verify", &cfg_t_bool, 0, "false"),
+	CFG_A("min_version", &cfg_t_string, 0, NULL, .one_of = tls_versions),
+	CFG_END,
+};
+
+const struct cfg_schema cfg_tls_config_schema = { tls_attrs, NULL, tls_validate };
+
+static void basic_auth_validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	if (set_nonempty(a, "password") && set_nonempty(a, "password_file"))
+		cfg_error(d, cfg_args_name_pos(a, "password_file"),
+			  "at most one of basic_auth password & password_file must be configured");
+}
+
+static const struct cfg_attr basic_auth_attrs[] = {
+	CFG_A("username", &cfg_t_string, 0, NULL),
+	CFG_A("password", &cfg_t_secret, 0, NULL),
+	CFG_A("password_file", &cfg_t_string, 0, NULL),
+	CFG_END,
+};
+
+const struct cfg_schema cfg_basic_auth_schema = { basic_auth_attrs, NULL, basic_auth_validate };
+
+static void authorization_validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	if (set_nonempty(a, "credentials") && set_nonempty(a, "credentials_file"))
+		cfg_error(d, cfg_args_name_pos(a, "credentials_file"),
+			  "at most one of authorization credentials & credentials_file must be configured");
+	const char *type = cfg_args_str(a, "type");
+	if (type && !cfg_args_is_unknown(a, "type")) {
+		while (*type == ' ' || *type == '\t')
+			type++;
+		if (strncasecmp(type, "basic", 5) == 0 && (type[5] == '\0' || type[5] == ' ' || type[5] == '\t'))
+			cfg_error(d, cfg_args_pos(a, "type"),
+				  "authorization type cannot be set to \"basic\", use \"basic_auth\" block instead");
+	}
+}
+
+static const struct cfg_attr authorization_attrs[] = {
+	CFG_A("type", &cfg_t_string, 0, "\"Bearer\""),
+	CFG_A("credentials", &cfg_t_secret, 0, NULL),
+	CFG_A("credentials_file", &cfg_t_string, 0, NULL),
+	CFG_END,
+};
+
+const struct cfg_schema cfg_authorization_schema = { authorization_attrs, NULL, authorization_validate };
+
+static void proxy_validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	int url = set_nonempty(a, "proxy_url");
+	int from_env = cfg_args_bool(a, "proxy_from_environment");
+	int no_proxy = set_nonempty(a, "no_proxy");
+
+	if (url && !cfg_args_is_unknown(a, "proxy_url")) {
+		const char *u = cfg_args_str(a, "proxy_url");
+		const char *sep = strstr(u, "://");
+		if (!sep || sep == u || sep[3] == '\0')
+			cfg_error(d, cfg_args_pos(a, "proxy_url"), "proxy_url: invalid URL \"%s\" (expected scheme://host[:port])", u);
+	}
+	if (cfg_args_map_len(a, "proxy_connect_header") > 0 && !from_env && !url)
+		cfg_error(d, cfg_args_name_pos(a, "proxy_connect_header"),
+			  "if proxy_connect_header is configured, proxy_url or proxy_from_environment must also be configured");
+	if (from_env && url)
+		cfg_error(d, cfg_args_name_pos(a, "proxy_url"),
+			  "if proxy_from_environment is configured, proxy_url must not be configured");
+	if (from_env && no_proxy)
+		cfg_error(d, cfg_args_name_pos(a, "no_proxy"),
+			  "if proxy_from_environment is configured, no_proxy must not be configured");
+	if (!url && no_proxy)
+		cfg_error(d, cfg_args_name_pos(a, "no_proxy"), "if no_proxy is configured, proxy_url must also be configured");
+}
+
+static void oauth2_validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	if (!set_nonempty(a, "client_id"))
+		cfg_error(d, a->pos, "oauth2 client_id must be configured");
+	if (!set_nonempty(a, "client_secret") && !set_nonempty(a, "client_secret_file"))
+		cfg_error(d, a->pos, "either oauth2 client_secret or client_secret_file must be configured");
+	if (!set_nonempty(a, "token_url"))
+		cfg_error(d, a->pos, "oauth2 token_url must be configured");
+	if (set_nonempty(a, "client_secret") && set_nonempty(a, "client_secret_file"))
+		cfg_error(d, cfg_args_name_pos(a, "client_secret_file"),
+			  "at most one of oauth2 client_secret & client_secret_file must be configured");
+	proxy_validate(a, d);
+}
+
+static const struct cfg_attr oauth2_attrs[] = {
+	CFG_A("client_id", &cfg_t_string, 0, NULL),
+	CFG_A("client_secret", &cfg_t_secret, 0, NULL),
+	CFG_A("client_secret_file", &cfg_t_string, 0, NULL),
+	CFG_A("scopes", &cfg_t_list_string, 0, NULL),
+	CFG_A("token_url", &cfg_t_string, 0, NULL),
+	CFG_A("endpoint_params", &cfg_t_map_string, 0, NULL),
+	CFG_A("proxy_url", &cfg_t_string, 0, NULL),
+	CFG_A("no_proxy", &cfg_t_string, 0, NULL),
+	CFG_A("proxy_from_environment", &cfg_t_bool, 0, "false"),
+	CFG_A("proxy_connect_header", &cfg_t_map_list_secret, 0, NULL),
+	CFG_END,
+};
+
+static const struct cfg_block_schema oauth2_blocks[] = {
+	CFG_B("tls_config", &cfg_tls_config_schema, 0, NULL),
+	CFG_END,
+};
+
+const struct cfg_schema cfg_oauth2_schema = { oauth2_attrs, oauth2_blocks, oauth2_validate };
+
+static const char *const reserved_headers[] = {
+	"Authorization", "Host", "Content-Encoding", "Content-Length", "Content-Type", "User-Agent", "Connection",
+	"Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Www-Authenticate", "Accept-Encoding",
+	"X-Prometheus-Remote-Write-Version", "X-Prometheus-Remote-Read-Version", "X-Prometheus-Scrape-Timeout-Seconds",
+	"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256", NULL,
+};
+
+void cfg_http_client_validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	static const char *const auth[] = { "basic_auth", "authorization", "oauth2" };
+	int count = 0;
+	struct cfg_pos last = a->pos;
+
+	/* Reported at the auth option written last in the file. */
+	for (size_t i = 0; i < 5; i++) {
+		struct cfg_pos p;
+		if (i < 3) {
+			if (cfg_args_nblocks(a, auth[i]) == 0)
+				continue;
+			p = cfg_args_block(a, auth[i], 0)->pos;
+		} else {
+			const char *name = i == 3 ? "bearer_token" : "bearer_token_file";
+			if (!set_nonempty(a, name))
+				continue;
+			p = cfg_args_name_pos(a, name);
+		}
+		if (count++ == 0 || p.line > last.line || (p.line == last.line && p.col > last.col))
+			last = p;
+	}
+	if (count > 1)
+		cfg_error(d, last,
+			  "at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file must be configured");
+
+	for (size_t i = 0; i < cfg_args_map_len(a, "http_headers"); i++) {
+		const char *name = cfg_args_map_key(a, "http_headers", i);
+		for (size_t k = 0; reserved_headers[k]; k++)
+			if (strcasecmp(name, reserved_headers[k]) == 0)
+				cfg_error(d, cfg_args_pos(a, "http_headers"), "setting header \"%s\" is not allowed",
+					  reserved_headers[k]);
+	}
+	proxy_validate(a, d);
+}
+
+/* Levenshtein distance, bounded: names are short. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[65], cur[65];
+
+	if (la > 64 || lb > 64)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof(size_t));
+	}
+	return prev[lb];
+}
+
+const char *cfg_suggest(const char *name, const char *const *candidates, size_t n)
+{
+	const char *best = NULL;
+	size_t best_d = 99, len = strlen(name);
+	/* Allow about one typo per four characters, at least one. */
+	size_t limit = len / 4 + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t dist = edit_distance(name, candidates[i]);
+		if (dist < best_d) {
+			best_d = dist;
+			best = candidates[i];
+		}
+	}
+	return best_d <= limit ? best : NULL;
+}

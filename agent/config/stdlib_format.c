@@ -1,0 +1,787 @@
+/* string.format (the verbs of Alloy's stdlib reference, Go fmt flags, width,
+ * precision and [n] argument indexes) and the JSON functions of the encoding
+ * namespace. An impossible conversion, a missing or unused argument and an unknown
+ * verb are errors, as the reference says. */
+#include <jansson.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config/eval.h"
+#include "agent/config/stdlib_internal.h"
+
+#define MAX_WIDTH 1000
+
+struct spec {
+	int minus, plus, space, zero, sharp;
+	int width, prec; /* -1 when absent */
+	char verb;
+};
+
+/* Go's strconv.FormatFloat(f, 'g', -1, 64): shortest digits, exponent form when
+ * the exponent is < -4 or >= 6 (what fmt's %v and %g print). */
+static void float_g_shortest(double f, struct np_buf *out)
+{
+	char tmp[64];
+	int prec;
+
+	if (f == 0) {
+		np_buf_puts(out, signbit(f) ? "-0" : "0");
+		return;
+	}
+	for (prec = 1; prec <= 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, f);
+		if (strtod(tmp, NULL) == f)
+			break;
+	}
+	char *e = strchr(tmp, 'e');
+	int exp = e ? atoi(e + 1) : 0;
+	if (exp < -4 || exp >= 6) {
+		/* Mantissa without trailing zeros, exponent with at least two digits. */
+		size_t mlen = (size_t)(e - tmp);
+		while (mlen > 1 && tmp[mlen - 1] == '0')
+			mlen--;
+		if (tmp[mlen - 1] == '.')
+			mlen--;
+		np_buf_append(out, tmp, mlen);
+		np_buf_printf(out, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+		return;
+	}
+	char buf[400];
+	cfg_num_format((struct cfg_number){ .kind = CFG_NUM_FLOAT, .v.f = f }, buf, sizeof(buf));
+	np_buf_puts(out, buf);
+}
+
+/* Go's %v of a decoded Alloy value. Returns -1 for values fmt must not print. */
+static int format_v(const struct cfg_value *v, struct np_buf *out)
+{
+	char num[400];
+
+	switch (v->kind) {
+	case CFG_V_NULL:
+		np_buf_puts(out, "<nil>");
+		return 0;
+	case CFG_V_BOOL:
+		np_buf_puts(out, v->u.b ? "true" : "false");
+		return 0;
+	case CFG_V_STRING:
+		np_buf_append(out, v->u.str.s, v->u.str.len);
+		return 0;
+	case CFG_V_NUMBER:
+		if (v->u.num.kind == CFG_NUM_FLOAT) {
+			float_g_shortest(v->u.num.v.f, out);
+		} else {
+			cfg_num_format(v->u.num, num, sizeof(num));
+			np_buf_puts(out, num);
+		}
+		return 0;
+	case CFG_V_ARRAY:
+	case CFG_V_TARGETS:
+		np_buf_putc(out, '[');
+		for (size_t i = 0; i < cfg_array_len(v); i++) {
+			struct cfg_value *el = cfg_array_get(v, i);
+			if (!el)
+				return -1;
+			if (i)
+				np_buf_putc(out, ' ');
+			int rc = format_v(el, out);
+			cfg_unref(el);
+			if (rc)
+				return rc;
+		}
+		np_buf_putc(out, ']');
+		return 0;
+	case CFG_V_OBJECT:
+		np_buf_puts(out, "map[");
+		for (size_t i = 0; i < v->u.obj.n; i++) {
+			if (i)
+				np_buf_putc(out, ' ');
+			np_buf_puts(out, v->u.obj.v[i].key);
+			np_buf_putc(out, ':');
+			if (format_v(v->u.obj.v[i].val, out))
+				return -1;
+		}
+		np_buf_putc(out, ']');
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* Go's strconv.Quote for the bytes of s. */
+static void go_quote(const char *s, size_t n, struct np_buf *out)
+{
+	np_buf_putc(out, '"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		switch (c) {
+		case '\a': np_buf_puts(out, "\\a"); break;
+		case '\b': np_buf_puts(out, "\\b"); break;
+		case '\f': np_buf_puts(out, "\\f"); break;
+		case '\n': np_buf_puts(out, "\\n"); break;
+		case '\r': np_buf_puts(out, "\\r"); break;
+		case '\t': np_buf_puts(out, "\\t"); break;
+		case '\v': np_buf_puts(out, "\\v"); break;
+		case '\\': np_buf_puts(out, "\\\\"); break;
+		case '"': np_buf_puts(out, "\\\""); break;
+		default:
+			if (c < 0x20 || c == 0x7f)
+				np_buf_printf(out, "\\x%02x", c);
+			else
+				np_buf_putc(out, (char)c);
+		}
+	}
+	np_buf_putc(out, '"');
+}
+
+/* Pads body to the spec's width (counting runes, as fmt does). */
+static void pad(const struct spec *sp, const char *body, size_t len, struct np_buf *out, int zero_ok)
+{
+	size_t runes = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (((unsigned char)body[i] & 0xc0) != 0x80)
+			runes++;
+	size_t fill = sp->width > 0 && (size_t)sp->width > runes ? (size_t)sp->width - runes : 0;
+	char ch = sp->zero && !sp->minus && zero_ok ? '0' : ' ';
+	if (!sp->minus)
+		for (size_t i = 0; i < fill; i++)
+			np_buf_putc(out, ch);
+	np_buf_append(out, body, len);
+	if (sp->minus)
+		for (size_t i = 0; i < fill; i++)
+			np_buf_putc(out, ' ');
+}
+
+/* Integers as Go's fmtInteger: sign, #-prefix, precision as minimum digits, and
+ * zero padding between the prefix and the digits. */
+static void format_int(const struct spec *sp, int neg, uint64_t mag, struct np_buf *out)
+{
+	char digits[80], body[MAX_WIDTH + 100];
+	int base = sp->verb == 'b' ? 2 : sp->verb == 'o' ? 8 : (sp->verb == 'x' || sp->verb == 'X') ? 16 : 10;
+	const char *alpha = sp->verb == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+	size_t nd = 0;
+
+	do {
+		digits[nd++] = alpha[mag % (uint64_t)base];
+		mag /= (uint64_t)base;
+	} while (mag);
+	if (sp->prec == 0 && nd == 1 && digits[0] == '0')
+		nd = 0; /* %.0d of 0 prints nothing */
+	char prefix[8];
+	size_t np = 0;
+	if (neg)
+		prefix[np++] = '-';
+	else if (sp->plus)
+		prefix[np++] = '+';
+	else if (sp->space)
+		prefix[np++] = ' ';
+	if (sp->sharp) {
+		if (base == 16) {
+			prefix[np++] = '0';
+			prefix[np++] = sp->verb;
+		} else if (base == 2) {
+			prefix[np++] = '0';
+			prefix[np++] = 'b';
+		} else if (base == 8 && !(nd > 0 && digits[nd - 1] == '0')) {
+			prefix[np++] = '0';
+		}
+	}
+	size_t min_digits = sp->prec > 0 ? (size_t)sp->prec : 0;
+	if (sp->zero && !sp->minus && sp->prec < 0 && sp->width > 0 && (size_t)sp->width > np + nd)
+		min_digits = (size_t)sp->width - np;
+	size_t len = 0;
+	memcpy(body, prefix, np);
+	len = np;
+	for (size_t i = nd; i < min_digits && len < sizeof(body) - 80; i++)
+		body[len++] = '0';
+	while (nd)
+		body[len++] = digits[--nd];
+	struct spec plain = *sp;
+	plain.zero = 0;
+	pad(&plain, body, len, out, 0);
+}
+
+static int arg_to_int(struct cfg_call *c, size_t i, const struct spec *sp, int *neg, uint64_t *mag)
+{
+	struct cfg_value *v = c->args[i];
+	char brief[96];
+
+	if (v->kind == CFG_V_STRING) {
+		/* "Convert to integer": a numeric string, parsed as Alloy converts strings. */
+		char *end;
+		errno = 0;
+		if (v->u.str.len && v->u.str.s[0] == '-') {
+			long long x = strtoll(v->u.str.s, &end, 10);
+			if (!errno && *end == '\0' && end != v->u.str.s) {
+				*neg = x < 0;
+				*mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+				return 0;
+			}
+		} else if (v->u.str.len) {
+			unsigned long long x = strtoull(v->u.str.s, &end, 10);
+			if (!errno && *end == '\0' && v->u.str.s[0] >= '0' && v->u.str.s[0] <= '9') {
+				*neg = 0;
+				*mag = x;
+				return 0;
+			}
+		}
+	} else if (v->kind == CFG_V_NUMBER) {
+		struct cfg_number n = v->u.num;
+		if (n.kind == CFG_NUM_UINT) {
+			*neg = 0;
+			*mag = n.v.u;
+			return 0;
+		}
+		if (n.kind == CFG_NUM_INT) {
+			*neg = n.v.i < 0;
+			*mag = n.v.i < 0 ? (uint64_t)0 - (uint64_t)n.v.i : (uint64_t)n.v.i;
+			return 0;
+		}
+		if (n.v.f == floor(n.v.f) && fabs(n.v.f) < 18446744073709551616.0) {
+			*neg = n.v.f < 0;
+			*mag = (uint64_t)fabs(n.v.f);
+			return 0;
+		}
+	}
+	cfg_error(c->ev->d, c->arg_pos[i], "%s: %%%c needs an integer, got %s %s", c->fn->name, sp->verb,
+		  cfg_value_type_name(v),
+		  v->kind == CFG_V_SECRET ? "(secret)" : cfg_value_brief(v, brief, sizeof(brief)));
+	return -1;
+}
+
+static void format_float(const struct spec *sp, double f, struct np_buf *out)
+{
+	char body[MAX_WIDTH + 400];
+
+	if (isnan(f) || isinf(f)) {
+		const char *s = isnan(f) ? "NaN" : f > 0 ? (sp->plus ? "+Inf" : "+Inf") : "-Inf";
+		struct spec plain = *sp;
+		plain.zero = 0;
+		pad(&plain, s, strlen(s), out, 0);
+		return;
+	}
+	if ((sp->verb == 'g' || sp->verb == 'G') && sp->prec < 0) {
+		struct np_buf tmp = NP_BUF_INIT;
+		if (sp->plus && f >= 0)
+			np_buf_putc(&tmp, '+');
+		else if (sp->space && f >= 0)
+			np_buf_putc(&tmp, ' ');
+		float_g_shortest(f, &tmp);
+		if (sp->verb == 'G')
+			for (size_t i = 0; i < tmp.len; i++)
+				if (tmp.p[i] == 'e')
+					tmp.p[i] = 'E';
+		pad(sp, tmp.p ? tmp.p : "", tmp.len, out, 1);
+		np_buf_free(&tmp);
+		return;
+	}
+	char fmt[32];
+	size_t k = 0;
+	fmt[k++] = '%';
+	if (sp->minus)
+		fmt[k++] = '-';
+	if (sp->plus)
+		fmt[k++] = '+';
+	if (sp->space)
+		fmt[k++] = ' ';
+	if (sp->zero)
+		fmt[k++] = '0';
+	if (sp->sharp)
+		fmt[k++] = '#';
+	fmt[k] = '\0';
+	if (sp->width >= 0)
+		k += (size_t)snprintf(fmt + k, sizeof(fmt) - k, "%d", sp->width);
+	if (sp->prec >= 0)
+		k += (size_t)snprintf(fmt + k, sizeof(fmt) - k, ".%d", sp->prec);
+	snprintf(fmt + k, sizeof(fmt) - k, "%c", sp->verb);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	int len = snprintf(body, sizeof(body), fmt, f);
+#pragma GCC diagnostic pop
+	if (len > 0)
+		np_buf_append(out, body, (size_t)len < sizeof(body) ? (size_t)len : sizeof(body) - 1);
+}
+
+static int arg_to_text(struct cfg_call *c, size_t i, const char **s, size_t *len, struct cfg_value **tmp,
+		       const struct spec *sp)
+{
+	if (c->args[i]->kind == CFG_V_SECRET) {
+		cfg_error(c->ev->d, c->arg_pos[i],
+			  "%s: argument %zu is a secret; convert it with convert.nonsensitive first, or build a secret "
+			  "with +",
+			  c->fn->name, i + 1);
+		return -1;
+	}
+	if (c->args[i]->kind != CFG_V_STRING && c->args[i]->kind != CFG_V_NUMBER) {
+		cfg_error(c->ev->d, c->arg_pos[i], "%s: %%%c needs a string, got %s", c->fn->name, sp->verb,
+			  cfg_value_type_name(c->args[i]));
+		return -1;
+	}
+	return cfg_arg_string(c, i, s, len, tmp);
+}
+
+static int format_one(struct cfg_call *c, size_t i, const struct spec *sp, struct np_buf *out)
+{
+	struct cfg_value *v = c->args[i], *tmp = NULL;
+	const char *s;
+	size_t len;
+
+	switch (sp->verb) {
+	case 'v': {
+		if (v->kind == CFG_V_SECRET || v->kind == CFG_V_CAPSULE || v->kind == CFG_V_FUNCTION) {
+			cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a %s%s", c->fn->name, cfg_value_type_name(v),
+				  v->kind == CFG_V_SECRET ? " (convert it with convert.nonsensitive first)" : "");
+			return -1;
+		}
+		if (v->kind == CFG_V_NUMBER && v->u.num.kind != CFG_NUM_FLOAT) {
+			int neg;
+			uint64_t mag;
+			struct spec isp = *sp;
+			isp.verb = 'd';
+			if (arg_to_int(c, i, &isp, &neg, &mag))
+				return -1;
+			format_int(&isp, neg, mag, out);
+			return 0;
+		}
+		if (v->kind == CFG_V_NUMBER) {
+			struct spec fsp = *sp;
+			fsp.verb = 'g';
+			format_float(&fsp, v->u.num.v.f, out);
+			return 0;
+		}
+		struct np_buf b = NP_BUF_INIT;
+		if (format_v(v, &b)) {
+			np_buf_free(&b);
+			cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a value containing a %s", c->fn->name,
+				  "secret, capsule or function");
+			return -1;
+		}
+		pad(sp, b.p ? b.p : "", b.len, out, 1);
+		np_buf_free(&b);
+		return 0;
+	}
+	case 's':
+	case 'q':
+		if (arg_to_text(c, i, &s, &len, &tmp, sp))
+			return -1;
+		if (sp->prec >= 0) {
+			/* Precision truncates to that many runes. */
+			size_t runes = 0, k = 0;
+			for (; k < len; k++) {
+				if (((unsigned char)s[k] & 0xc0) != 0x80) {
+					if (runes == (size_t)sp->prec)
+						break;
+					runes++;
+				}
+			}
+			len = k;
+		}
+		if (sp->verb == 'q') {
+			struct np_buf q = NP_BUF_INIT;
+			go_quote(s, len, &q);
+			pad(sp, q.p ? q.p : "", q.len, out, 1);
+			np_buf_free(&q);
+		} else {
+			pad(sp, s, len, out, 1);
+		}
+		cfg_unref(tmp);
+		return 0;
+	case 't':
+		if (v->kind != CFG_V_BOOL) {
+			cfg_error(c->ev->d, c->arg_pos[i], "%s: %%t needs a bool, got %s", c->fn->name, cfg_value_type_name(v));
+			return -1;
+		}
+		pad(sp, v->u.b ? "true" : "false", v->u.b ? 4 : 5, out, 1);
+		return 0;
+	case 'd':
+	case 'b':
+	case 'o':
+	case 'x':
+	case 'X': {
+		int neg;
+		uint64_t mag;
+		if (arg_to_int(c, i, sp, &neg, &mag))
+			return -1;
+		format_int(sp, neg, mag, out);
+		return 0;
+	}
+	case 'e':
+	case 'E':
+	case 'f':
+	case 'F':
+	case 'g':
+	case 'G':
+		if (v->kind != CFG_V_NUMBER) {
+			cfg_error(c->ev->d, c->arg_pos[i], "%s: %%%c needs a number, got %s", c->fn->name, sp->verb,
+				  cfg_value_type_name(v));
+			return -1;
+		}
+		format_float(sp, cfg_num_as_float(v->u.num), out);
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static int parse_num(const char *f, size_t n, size_t *i, int *out)
+{
+	long x = 0;
+
+	if (*i >= n || f[*i] < '0' || f[*i] > '9')
+		return 0;
+	while (*i < n && f[*i] >= '0' && f[*i] <= '9') {
+		x = x * 10 + (f[*i] - '0');
+		if (x > MAX_WIDTH)
+			return -1;
+		(*i)++;
+	}
+	*out = (int)x;
+	return 1;
+}
+
+struct cfg_value *cfg_fn_format(struct cfg_call *c)
+{
+	const char *f;
+	size_t n, next_arg = 1, used_max = 0;
+	struct cfg_value *tmp;
+	struct np_buf out = NP_BUF_INIT;
+	int indexed = 0;
+
+	if (c->args[0]->kind != CFG_V_STRING) {
+		cfg_type_error(c->ev->d, c->arg_pos[0], "string.format: format", "string", c->args[0]);
+		return NULL;
+	}
+	if (cfg_arg_string(c, 0, &f, &n, &tmp))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (f[i] != '%') {
+			np_buf_putc(&out, f[i]);
+			continue;
+		}
+		size_t start = i++;
+		struct spec sp = { .width = -1, .prec = -1 };
+		for (; i < n; i++) {
+			if (f[i] == '-')
+				sp.minus = 1;
+			else if (f[i] == '+')
+				sp.plus = 1;
+			else if (f[i] == ' ')
+				sp.space = 1;
+			else if (f[i] == '0')
+				sp.zero = 1;
+			else if (f[i] == '#')
+				sp.sharp = 1;
+			else
+				break;
+		}
+		int rc = parse_num(f, n, &i, &sp.width);
+		if (rc >= 0 && i < n && f[i] == '.') {
+			i++;
+			sp.prec = 0;
+			rc = parse_num(f, n, &i, &sp.prec);
+			if (rc == 0)
+				sp.prec = 0;
+		}
+		if (rc < 0) {
+			cfg_error(c->ev->d, c->arg_pos[0], "string.format: width or precision larger than %d", MAX_WIDTH);
+			goto fail;
+		}
+		if (i < n && f[i] == '[') {
+			int idx = 0;
+			i++;
+			if (parse_num(f, n, &i, &idx) <= 0 || i >= n || f[i] != ']' || idx < 1) {
+				cfg_error(c->ev->d, c->arg_pos[0], "string.format: bad argument index in \"%.*s\"",
+					  (int)(i - start + (i < n)), f + start);
+				goto fail;
+			}
+			i++;
+			next_arg = (size_t)idx;
+			indexed = 1;
+		}
+		if (i >= n) {
+			cfg_error(c->ev->d, c->arg_pos[0], "string.format: format ends in the middle of \"%.*s\"",
+				  (int)(n - start), f + start);
+			goto fail;
+		}
+		if (f[i] == '*') {
+			cfg_error(c->ev->d, c->arg_pos[0], "string.format: * widths are not supported");
+			goto fail;
+		}
+		sp.verb = f[i];
+		if (sp.verb == '%' && i == start + 1) {
+			np_buf_putc(&out, '%');
+			continue;
+		}
+		if (!strchr("vsqtdboxXeEfFgG", sp.verb) || sp.verb == '\0') {
+			unsigned char vc = (unsigned char)sp.verb;
+			if (vc >= 0x20 && vc < 0x7f)
+				cfg_error(c->ev->d, c->arg_pos[0],
+					  "string.format: unsupported verb %%%c (supported: %%%% %%t %%b %%d %%o %%x %%X %%e "
+					  "%%E %%f %%g %%G %%s %%q %%v)",
+					  sp.verb);
+			else
+				cfg_error(c->ev->d, c->arg_pos[0], "string.format: unsupported verb");
+			goto fail;
+		}
+		if (next_arg >= c->n) {
+			cfg_error(c->ev->d, c->pos, "string.format: the format needs argument %zu but only %zu %s given",
+				  next_arg, c->n - 1, c->n - 1 == 1 ? "was" : "were");
+			goto fail;
+		}
+		if (format_one(c, next_arg, &sp, &out))
+			goto fail;
+		if (next_arg > used_max)
+			used_max = next_arg;
+		next_arg++;
+		if (out.len > CFG_MAX_STRING) {
+			cfg_error(c->ev->d, c->pos, "string.format: result is too long");
+			goto fail;
+		}
+	}
+	if (!indexed && used_max + 1 < c->n) {
+		cfg_error(c->ev->d, c->arg_pos[used_max + 1], "string.format: argument %zu is not used by the format",
+			  used_max + 1);
+		goto fail;
+	}
+	cfg_unref(tmp);
+	if (out.failed) {
+		np_buf_free(&out);
+		return cfg_fn_oom(c);
+	}
+	size_t len = out.len;
+	char *s = np_buf_steal(&out, NULL);
+	struct cfg_value *r = s ? cfg_string_take(s, len) : cfg_string("", 0);
+	return r ? r : cfg_fn_oom(c);
+fail:
+	cfg_unref(tmp);
+	np_buf_free(&out);
+	return NULL;
+}
+
+/* ---- JSON ---- */
+
+static struct cfg_value *from_json(const json_t *j, int depth)
+{
+	struct cfg_value *v;
+
+	if (depth > 512)
+		return NULL;
+	switch (json_typeof(j)) {
+	case JSON_OBJECT: {
+		const char *key;
+		json_t *val;
+		v = cfg_object_new(json_object_size(j));
+		if (!v)
+			return NULL;
+		json_object_foreach((json_t *)j, key, val) {
+			struct cfg_value *x = from_json(val, depth + 1);
+			if (!x || cfg_object_put(v, key, x)) {
+				cfg_unref(v);
+				return NULL;
+			}
+		}
+		cfg_object_done(v);
+		return v;
+	}
+	case JSON_ARRAY:
+		v = cfg_array_new(json_array_size(j));
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < json_array_size(j); i++) {
+			v->u.arr.v[i] = from_json(json_array_get(j, i), depth + 1);
+			if (!v->u.arr.v[i]) {
+				cfg_unref(v);
+				return NULL;
+			}
+		}
+		return v;
+	case JSON_STRING:
+		return cfg_string(json_string_value(j), json_string_length(j));
+	case JSON_INTEGER:
+		/* Go's encoding/json decodes every number into a float64. */
+		return cfg_float((double)json_integer_value(j));
+	case JSON_REAL:
+		return cfg_float(json_real_value(j));
+	case JSON_TRUE:
+		return cfg_bool(1);
+	case JSON_FALSE:
+		return cfg_bool(0);
+	case JSON_NULL:
+		return cfg_null();
+	}
+	return NULL;
+}
+
+struct cfg_value *cfg_fn_from_json(struct cfg_call *c)
+{
+	const char *s;
+	size_t n;
+	struct cfg_value *tmp, *r;
+	json_error_t jerr;
+
+	if (cfg_arg_string(c, 0, &s, &n, &tmp))
+		return NULL;
+	json_t *j = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+	cfg_unref(tmp);
+	if (!j) {
+		cfg_error(c->ev->d, c->arg_pos[0], "%s: invalid JSON: %s (line %d, column %d)", c->fn->name, jerr.text,
+			  jerr.line, jerr.column);
+		return NULL;
+	}
+	r = from_json(j, 0);
+	json_decref(j);
+	return r ? r : cfg_fn_oom(c);
+}
+
+/* Go's encoding/json string escaping (HTML-safe, invalid UTF-8 as U+FFFD). */
+static void json_quote(const char *s, size_t n, struct np_buf *out)
+{
+	np_buf_putc(out, '"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < 0x80) {
+			switch (ch) {
+			case '"': np_buf_puts(out, "\\\""); break;
+			case '\\': np_buf_puts(out, "\\\\"); break;
+			case '\n': np_buf_puts(out, "\\n"); break;
+			case '\r': np_buf_puts(out, "\\r"); break;
+			case '\t': np_buf_puts(out, "\\t"); break;
+			case '<': case '>': case '&': np_buf_printf(out, "\\u%04x", ch); break;
+			default:
+				if (ch < 0x20)
+					np_buf_printf(out, "\\u%04x", ch);
+				else
+					np_buf_putc(out, (char)ch);
+			}
+			continue;
+		}
+		size_t len = (ch & 0xe0) == 0xc0 ? 2 : (ch & 0xf0) == 0xe0 ? 3 : (ch & 0xf8) == 0xf0 ? 4 : 0;
+		int ok = len && i + len <= n;
+		for (size_t k = 1; ok && k < len; k++)
+			if (((unsigned char)s[i + k] & 0xc0) != 0x80)
+				ok = 0;
+		if (!ok) {
+			np_buf_puts(out, "\\ufffd");
+			continue;
+		}
+		if (len == 3 && ch == 0xe2 && (unsigned char)s[i + 1] == 0x80 &&
+		    ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9)) {
+			np_buf_printf(out, "\\u202%c", (unsigned char)s[i + 2] == 0xa8 ? '8' : '9');
+		} else {
+			np_buf_append(out, s + i, len);
+		}
+		i += len - 1;
+	}
+	np_buf_putc(out, '"');
+}
+
+/* Go's encoding/json float format: 'f' unless the exponent is < -6 or >= 21. */
+static void json_float(double f, struct np_buf *out)
+{
+	char buf[400];
+	double a = fabs(f);
+
+	if (a != 0 && (a < 1e-6 || a >= 1e21)) {
+		struct np_buf tmp = NP_BUF_INIT;
+		char mant[64];
+		int prec;
+		for (prec = 1; prec <= 17; prec++) {
+			snprintf(mant, sizeof(mant), "%.*e", prec - 1, f);
+			if (strtod(mant, NULL) == f)
+				break;
+		}
+		char *e = strchr(mant, 'e');
+		int exp = atoi(e + 1);
+		*e = '\0';
+		np_buf_printf(&tmp, "%se%c%d", mant, exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+		np_buf_append(out, tmp.p, tmp.len);
+		np_buf_free(&tmp);
+		return;
+	}
+	cfg_num_format((struct cfg_number){ .kind = CFG_NUM_FLOAT, .v.f = f }, buf, sizeof(buf));
+	np_buf_puts(out, buf);
+}
+
+static int to_json(const struct cfg_value *v, struct np_buf *out, int depth)
+{
+	char num[64];
+
+	if (depth > 512)
+		return -1;
+	switch (v->kind) {
+	case CFG_V_NULL:
+		np_buf_puts(out, "null");
+		return 0;
+	case CFG_V_BOOL:
+		np_buf_puts(out, v->u.b ? "true" : "false");
+		return 0;
+	case CFG_V_NUMBER:
+		if (v->u.num.kind == CFG_NUM_FLOAT) {
+			if (isnan(v->u.num.v.f) || isinf(v->u.num.v.f))
+				return -1;
+			json_float(v->u.num.v.f, out);
+		} else {
+			cfg_num_format(v->u.num, num, sizeof(num));
+			np_buf_puts(out, num);
+		}
+		return 0;
+	case CFG_V_STRING:
+		json_quote(v->u.str.s, v->u.str.len, out);
+		return 0;
+	case CFG_V_ARRAY:
+	case CFG_V_TARGETS:
+		np_buf_putc(out, '[');
+		for (size_t i = 0; i < cfg_array_len(v); i++) {
+			struct cfg_value *el = cfg_array_get(v, i);
+			if (!el)
+				return -1;
+			if (i)
+				np_buf_putc(out, ',');
+			int rc = to_json(el, out, depth + 1);
+			cfg_unref(el);
+			if (rc)
+				return rc;
+		}
+		np_buf_putc(out, ']');
+		return 0;
+	case CFG_V_OBJECT:
+		np_buf_putc(out, '{');
+		for (size_t i = 0; i < v->u.obj.n; i++) {
+			if (i)
+				np_buf_putc(out, ',');
+			json_quote(v->u.obj.v[i].key, strlen(v->u.obj.v[i].key), out);
+			np_buf_putc(out, ':');
+			if (to_json(v->u.obj.v[i].val, out, depth + 1))
+				return -1;
+		}
+		np_buf_putc(out, '}');
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+struct cfg_value *cfg_fn_to_json(struct cfg_call *c)
+{
+	struct np_buf out = NP_BUF_INIT;
+
+	if (to_json(c->args[0], &out, 0)) {
+		np_buf_free(&out);
+		cfg_error(c->ev->d, c->arg_pos[0],
+			  "%s: the value cannot be written as JSON (it holds a secret, capsule, function or non-finite "
+			  "number)",
+			  c->fn->name);
+		return NULL;
+	}
+	if (out.failed) {
+		np_buf_free(&out);
+		return cfg_fn_oom(c);
+	}
+	size_t len = out.len;
+	char *s = np_buf_steal(&out, NULL);
+	struct cfg_value *r = s ? cfg_string_take(s, len) : NULL;
+	return r ? r : cfg_fn_oom(c);
+}

@@ -1,0 +1,60 @@
+/* discovery.docker: arguments of the Alloy reference (discovery/docker/docker.go;
+ * ../shared/specs/kubernetes.md §4.1) and its Validate rules. The runtime adapter
+ * is agent/discovery/docker_component.c (over agent/discovery/docker.h). */
+#include <string.h>
+
+#include "agent/config/types/types.h"
+
+static const struct cfg_attr filter_attrs[] = {
+	CFG_A("name", &cfg_t_string, CFG_REQUIRED, NULL),
+	CFG_A("values", &cfg_t_list_string, CFG_REQUIRED, NULL),
+	CFG_END,
+};
+static const struct cfg_schema filter_schema = { filter_attrs, NULL, NULL };
+
+static void validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	const char *host = cfg_args_str(a, "host");
+
+	if (host && !cfg_args_is_unknown(a, "host")) {
+		const char *sep = strstr(host, "://");
+		if (!sep || sep == host)
+			cfg_error(d, cfg_args_pos(a, "host"),
+				  "host: \"%s\" is not a URL; expected unix:///path/to/docker.sock or tcp://host:port", host);
+		else if (strncmp(host, "unix://", 7) != 0 && strncmp(host, "tcp://", 6) != 0 &&
+			 strncmp(host, "http://", 7) != 0 && strncmp(host, "https://", 8) != 0)
+			cfg_error(d, cfg_args_pos(a, "host"),
+				  "host: unsupported scheme in \"%s\"; expected unix://, tcp://, http:// or https://", host);
+	}
+	cfg_http_client_validate(a, d);
+}
+
+static const struct cfg_attr attrs[] = {
+	CFG_A("host", &cfg_t_string, CFG_REQUIRED | CFG_NON_EMPTY, NULL),
+	CFG_A("port", &cfg_t_int, CFG_RANGE, "80", .min = 0, .max = 65535),
+	CFG_A("host_networking_host", &cfg_t_string, 0, "\"localhost\""),
+	CFG_A("refresh_interval", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"1m\"", .min = 0, .max = 86400),
+	CFG_A("match_first_network", &cfg_t_bool, 0, "true"),
+	CFG_HTTP_CLIENT_ATTRS,
+	CFG_END,
+};
+
+static const struct cfg_block_schema blocks[] = {
+	CFG_B("filter", &filter_schema, CFG_REPEATABLE, NULL),
+	CFG_HTTP_CLIENT_BLOCKS,
+	CFG_END,
+};
+
+static const struct cfg_schema schema = { attrs, blocks, validate };
+
+static const struct cfg_export exports[] = {
+	{ "targets", &cfg_t_targets },
+	{ NULL, NULL },
+};
+
+const struct cfg_component_type cfg_type_discovery_docker = {
+	.name = "discovery.docker",
+	.args = &schema,
+	.exports = exports,
+	.ops = &cfg_ops_discovery_docker,
+};

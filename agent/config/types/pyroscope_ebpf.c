@@ -1,0 +1,105 @@
+/* pyroscope.ebpf: every argument of the Alloy reference table
+ * (docs/sources/reference/components/pyroscope/pyroscope.ebpf.md, args.go and
+ * NewDefaultArguments in ebpf_linux.go; sample_rate defaults to 19), with what
+ * nodeprof does with each:
+ *  - implemented: targets, forward_to, collect_interval, sample_rate, demangle,
+ *    kernel_frames, container_id_cache_size, targets_only, verbose_mode;
+ *  - deprecated no-ops in Alloy: accepted with a warning;
+ *  - default-on features nodeprof lacks (interpreter unwinders, OBI correlation):
+ *    an error when written as true, silence when false or left out;
+ *  - features nodeprof lacks (off-CPU, probes, debug info upload, comm and pid
+ *    labels) and knobs of Alloy's own caches: an error when used.
+ * Only Alloy's deprecated no-ops are ever accepted and ignored.
+ * The runtime is agent/profile/ebpf_component.c. */
+#include "agent/config/types/types.h"
+
+static const char *const demangle_modes[] = { "none", "simplified", "templates", "full", NULL };
+static const char *const comm_modes[] = { "none", "label", "stackframe", "both", "", NULL };
+
+#define INTERPRETER(name, what)                                                                  \
+	CFG_A(name, &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "true",                                  \
+	      .note = "nodeprof has no " what " unwinder yet; such processes are profiled as native code")
+
+#define NO_OP_SIZE(name) CFG_A(name, &cfg_t_int, CFG_DEPRECATED, NULL)
+
+static const struct cfg_attr debug_info_attrs[] = {
+	CFG_A("on_target_symbolization", &cfg_t_bool, CFG_UNSUPPORTED, "true",
+	      .note = "nodeprof always symbolizes on the host"),
+	CFG_A("upload", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = "debug info upload is not implemented"),
+	CFG_A("cache_size", &cfg_t_uint, CFG_UNSUPPORTED_ANY, NULL, .note = "it sizes Alloy's debug info upload cache"),
+	CFG_A("strip_text_section", &cfg_t_bool, CFG_UNSUPPORTED_ANY, NULL, .note = "debug info upload is not implemented"),
+	CFG_A("queue_size", &cfg_t_uint, CFG_UNSUPPORTED_ANY, NULL, .note = "debug info upload is not implemented"),
+	CFG_A("worker_num", &cfg_t_int, CFG_UNSUPPORTED_ANY, NULL, .note = "debug info upload is not implemented"),
+	CFG_END,
+};
+static const struct cfg_schema debug_info_schema = { debug_info_attrs, NULL, NULL };
+
+static const struct cfg_attr attrs[] = {
+	CFG_A("forward_to", &cfg_t_list_receiver, CFG_REQUIRED, NULL),
+	CFG_A("targets", &cfg_t_targets, 0, "[]"),
+	CFG_A("collect_interval", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"15s\"", .min = 0, .max = 3600),
+	CFG_A("sample_rate", &cfg_t_int, CFG_RANGE, "19", .min = 1, .max = 10000),
+	CFG_A("demangle", &cfg_t_string, 0, "\"none\"", .one_of = demangle_modes),
+	CFG_A("comm", &cfg_t_string, CFG_UNSUPPORTED, "\"none\"", .one_of = comm_modes,
+	      .note = "comm labels and frames are not implemented"),
+	CFG_A("kernel_frames", &cfg_t_bool, 0, "true"),
+	CFG_A("pid_label", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = "per-sample pid labels are not implemented"),
+	CFG_A("go_enabled", &cfg_t_bool, CFG_UNSUPPORTED, "true",
+	      .note = "Go binaries are always symbolized from their .gopclntab"),
+	CFG_A("lazy_mode", &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "false",
+	      .note = "nodeprof samples nothing until targets exist, so there is nothing to defer"),
+	CFG_A("verbose_mode", &cfg_t_bool, 0, "false"),
+	CFG_A("no_kernel_version_check", &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "false",
+	      .note = "nodeprof does not check the kernel version"),
+	INTERPRETER("python_enabled", "Python"),
+	INTERPRETER("perl_enabled", "Perl"),
+	INTERPRETER("php_enabled", "PHP"),
+	INTERPRETER("hotspot_enabled", "HotSpot JVM"),
+	INTERPRETER("ruby_enabled", "Ruby"),
+	INTERPRETER("v8_enabled", "V8"),
+	INTERPRETER("dotnet_enabled", ".NET"),
+	CFG_A("obi_process_context_enabled", &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "true",
+	      .note = "trace correlation with OpenTelemetry eBPF Instrumentation is not implemented"),
+	CFG_A("bpf_fs_root", &cfg_t_string, CFG_UNSUPPORTED_ANY, "\"/sys/fs/bpf/\"",
+	      .note = "it only locates the maps of trace correlation, which is not implemented"),
+	CFG_A("off_cpu_threshold", &cfg_t_float, CFG_RANGE | CFG_UNSUPPORTED, "0", .min = 0, .max = 1,
+	      .note = "off-CPU profiling is not implemented"),
+	CFG_A("load_probe", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = "probes are not implemented"),
+	CFG_A("probe_links", &cfg_t_list_string, CFG_UNSUPPORTED, "[]", .note = "probes are not implemented"),
+	CFG_A("u_probe_links", &cfg_t_list_string, CFG_UNSUPPORTED, "[]",
+	      .note = "deprecated in favour of probe_links, and probes are not implemented"),
+	/* Deprecated no-ops of the reference table. */
+	NO_OP_SIZE("build_id_cache_size"),
+	NO_OP_SIZE("cache_rounds"),
+	NO_OP_SIZE("pid_cache_size"),
+	NO_OP_SIZE("pid_map_size"),
+	NO_OP_SIZE("same_file_cache_size"),
+	NO_OP_SIZE("symbols_map_size"),
+	CFG_A("container_id_cache_size", &cfg_t_uint, CFG_RANGE, "1024", .min = 1, .max = 4194304),
+	CFG_A("collect_kernel_profile", &cfg_t_bool, CFG_DEPRECATED, NULL, .note = "use kernel_frames"),
+	CFG_A("collect_user_profile", &cfg_t_bool, CFG_DEPRECATED, NULL),
+	CFG_A("go_table_fallback", &cfg_t_bool, CFG_DEPRECATED, NULL),
+	/* Undocumented arguments of args.go. */
+	CFG_A("targets_only", &cfg_t_bool, 0, "true"),
+	CFG_A("reporter_unsymbolized_stubs", &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "false",
+	      .note = "nodeprof always names unsymbolized frames as file+0xaddress"),
+	CFG_A("symb_cache_path", &cfg_t_string, CFG_UNSUPPORTED_ANY, NULL,
+	      .note = "nodeprof keeps its symbol tables in a bounded in-memory cache"),
+	CFG_A("symb_cache_size", &cfg_t_int, CFG_UNSUPPORTED_ANY, NULL,
+	      .note = "nodeprof keeps its symbol tables in a bounded in-memory cache"),
+	CFG_END,
+};
+
+static const struct cfg_block_schema blocks[] = {
+	CFG_B("debug_info", &debug_info_schema, 0, NULL),
+	CFG_END,
+};
+
+static const struct cfg_schema schema = { attrs, blocks, NULL };
+
+const struct cfg_component_type cfg_type_pyroscope_ebpf = {
+	.name = "pyroscope.ebpf",
+	.args = &schema,
+	.exports = NULL,
+	.ops = &cfg_ops_pyroscope_ebpf,
+};

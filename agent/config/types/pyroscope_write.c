@@ -1,0 +1,92 @@
+/* pyroscope.write: external_labels, the endpoint blocks with every argument and
+ * block of the Alloy reference (write.go, common/config HTTP client), and the
+ * tracing block (../shared/specs/pyroscope-push.md §2). Exports `receiver`, the
+ * capsule pyroscope.ebpf's forward_to takes. The runtime is agent/write/component.c. */
+#include <string.h>
+
+#include "agent/config/types/types.h"
+
+static void endpoint_validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	const char *url = cfg_args_str(a, "url");
+
+	if (url && !cfg_args_is_unknown(a, "url")) {
+		const char *host = strncmp(url, "http://", 7) == 0 ? url + 7 : strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
+		if (!host)
+			cfg_error(d, cfg_args_pos(a, "url"), "url: \"%s\" must start with http:// or https://", url);
+		else if (!*host || *host == '/')
+			cfg_error(d, cfg_args_pos(a, "url"), "url: \"%s\" has no host", url);
+	}
+	if (cfg_args_duration(a, "min_backoff_period") > cfg_args_duration(a, "max_backoff_period"))
+		cfg_error(d, cfg_args_name_pos(a, "min_backoff_period"),
+			  "min_backoff_period must not be longer than max_backoff_period");
+	cfg_http_client_validate(a, d);
+}
+
+static const struct cfg_attr endpoint_attrs[] = {
+	CFG_A("url", &cfg_t_string, CFG_REQUIRED | CFG_NON_EMPTY, NULL),
+	CFG_A("name", &cfg_t_string, 0, NULL),
+	CFG_A("remote_timeout", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"10s\"", .min = 0, .max = 3600),
+	CFG_A("headers", &cfg_t_map_string, 0, NULL),
+	CFG_A("min_backoff_period", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"500ms\"", .min = 0, .max = 86400),
+	CFG_A("max_backoff_period", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"5m\"", .min = 0, .max = 86400),
+	CFG_A("max_backoff_retries", &cfg_t_int, CFG_RANGE, "10", .min = 0, .max = 1e9),
+	CFG_A("retry_on_http_429", &cfg_t_bool, 0, "true"),
+	CFG_A("debug_info_upload_timeout", &cfg_t_duration, CFG_UNSUPPORTED_ANY, "\"2m\"",
+	      .note = "debug info upload is not implemented"),
+	CFG_HTTP_CLIENT_ATTRS,
+	CFG_END,
+};
+
+static const struct cfg_block_schema endpoint_blocks[] = {
+	CFG_HTTP_CLIENT_BLOCKS,
+	CFG_END,
+};
+
+static const struct cfg_schema endpoint_schema = { endpoint_attrs, endpoint_blocks, endpoint_validate };
+
+static const struct cfg_attr tracing_attrs[] = {
+	CFG_A("jaeger_propagator", &cfg_t_bool, 0, "true"),
+	CFG_A("trace_context_propagator", &cfg_t_bool, 0, "true"),
+	CFG_END,
+};
+static const struct cfg_schema tracing_schema = { tracing_attrs, NULL, NULL };
+
+static void validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	if (cfg_args_is_unknown(a, "external_labels"))
+		return;
+	for (size_t i = 0; i < cfg_args_map_len(a, "external_labels"); i++) {
+		const char *name = cfg_args_map_key(a, "external_labels", i);
+		if (!cfg_valid_label_name(name))
+			cfg_error(d, cfg_args_pos(a, "external_labels"),
+				  "external_labels: invalid label name \"%s\" (letters, digits, _ and ., not starting with a "
+				  "digit)",
+				  name);
+	}
+}
+
+static const struct cfg_attr attrs[] = {
+	CFG_A("external_labels", &cfg_t_map_string, 0, NULL),
+	CFG_END,
+};
+
+static const struct cfg_block_schema blocks[] = {
+	CFG_B("endpoint", &endpoint_schema, CFG_REPEATABLE, NULL),
+	CFG_B("tracing", &tracing_schema, 0, NULL),
+	CFG_END,
+};
+
+static const struct cfg_schema schema = { attrs, blocks, validate };
+
+static const struct cfg_export exports[] = {
+	{ "receiver", &cfg_t_receiver },
+	{ NULL, NULL },
+};
+
+const struct cfg_component_type cfg_type_pyroscope_write = {
+	.name = "pyroscope.write",
+	.args = &schema,
+	.exports = exports,
+	.ops = &cfg_ops_pyroscope_write,
+};

@@ -1,0 +1,30 @@
+/* The built-in component types (one file each in agent/config/types/, plus
+ * discovery.relabel in agent/discovery/relabel_component.c), listed by the registry.
+ * A type's `.ops` is NULL until its runtime adapter exists: `check` validates it
+ * fully and `run` refuses it with a clear error. */
+#ifndef NP_CONFIG_TYPES_TYPES_H
+#define NP_CONFIG_TYPES_TYPES_H
+
+#include "agent/config/component.h"
+
+extern const struct cfg_component_type cfg_type_discovery_docker;
+extern const struct cfg_component_type cfg_type_discovery_kubernetes;
+extern const struct cfg_component_type cfg_type_discovery_process;
+extern const struct cfg_component_type cfg_type_discovery_relabel;
+extern const struct cfg_component_type cfg_type_logging;
+extern const struct cfg_component_type cfg_type_pyroscope_ebpf;
+extern const struct cfg_component_type cfg_type_pyroscope_write;
+
+/* Runtimes of the component types, each next to its module. */
+extern const struct cfg_component_ops cfg_ops_pyroscope_write, cfg_ops_pyroscope_ebpf, cfg_ops_discovery_kubernetes,
+	cfg_ops_discovery_docker, cfg_ops_discovery_process;
+
+/* Kubernetes selector syntax (k8s.io/apimachinery fields.ParseSelector and
+ * labels.Parse). Return NULL when valid, else a static description of the problem. */
+const char *cfg_k8s_field_selector_error(const char *s);
+const char *cfg_k8s_label_selector_error(const char *s);
+
+/* Label names as Pyroscope accepts them: [a-zA-Z_][a-zA-Z0-9_.]* */
+int cfg_valid_label_name(const char *s);
+
+#endif

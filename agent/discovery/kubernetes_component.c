@@ -1,0 +1,187 @@
+/* discovery.kubernetes as a component: the arguments become a k8s_sd_config, the
+ * list+watch client (k8s/discovery.h) runs for the component's lifetime, and every
+ * target list it reports is published as `targets`. New arguments start a new
+ * client; the old one stops once the new one is running. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config/component.h"
+#include "agent/config/http_client.h"
+#include "agent/config/replace_on_update.h"
+#include "agent/config/types/types.h"
+#include "k8s/discovery.h"
+
+struct k8s_run {
+	struct cfg_component *c;
+	struct k8s_discovery *d;
+};
+
+/* strdup that records an allocation failure instead of returning it. */
+static char *dup_or_null(const char *s, int *failed)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*failed = 1;
+	return d;
+}
+
+static int strs_add(struct k8s_strs *l, const char *s)
+{
+	char **nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
+
+	if (!nv)
+		return -1;
+	l->v = nv;
+	l->v[l->n] = strdup(s);
+	if (!l->v[l->n])
+		return -1;
+	l->n++;
+	return 0;
+}
+
+/* One value of a map(list(secret)) argument: appended to the header of that name. */
+static int header_add(void *ud, const char *key, const char *value, struct np_err *err)
+{
+	struct k8s_headers *h = ud;
+	struct k8s_header *hv = NULL;
+
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->v[i].name, key) == 0)
+			hv = &h->v[i];
+	if (!hv) {
+		struct k8s_header *nv = realloc(h->v, (h->n + 1) * sizeof(*nv));
+		if (!nv)
+			return np_errf(err, "out of memory");
+		h->v = nv;
+		hv = &h->v[h->n];
+		memset(hv, 0, sizeof(*hv));
+		hv->name = strdup(key);
+		if (!hv->name)
+			return np_errf(err, "out of memory");
+		h->n++;
+	}
+	return strs_add(&hv->values, value) ? np_errf(err, "out of memory") : 0;
+}
+
+static int build_config(const struct cfg_args *a, struct k8s_sd_config *cfg, struct np_err *err)
+{
+	struct cfg_http_client hc;
+	const struct cfg_args *ns = cfg_args_block(a, "namespaces", 0), *am = cfg_args_block(a, "attach_metadata", 0);
+	size_t nsel = cfg_args_nblocks(a, "selectors");
+	int failed = 0;
+
+	cfg_http_client_read(a, &hc);
+	cfg->role = dup_or_null(cfg_args_str(a, "role"), &failed);
+	cfg->api_server = dup_or_null(cfg_args_str(a, "api_server"), &failed);
+	cfg->kubeconfig_file = dup_or_null(cfg_args_str(a, "kubeconfig_file"), &failed);
+	cfg->bearer_token = dup_or_null(hc.bearer_token, &failed);
+	cfg->bearer_token_file = dup_or_null(hc.bearer_token_file, &failed);
+	cfg->basic_auth.set = hc.basic_auth.set;
+	cfg->basic_auth.username = dup_or_null(hc.basic_auth.username, &failed);
+	cfg->basic_auth.password = dup_or_null(hc.basic_auth.password, &failed);
+	cfg->basic_auth.password_file = dup_or_null(hc.basic_auth.password_file, &failed);
+	cfg->authorization.set = hc.authorization.set;
+	cfg->authorization.type = dup_or_null(hc.authorization.type, &failed);
+	cfg->authorization.credentials = dup_or_null(hc.authorization.credentials, &failed);
+	cfg->authorization.credentials_file = dup_or_null(hc.authorization.credentials_file, &failed);
+	cfg->oauth2_set = hc.oauth2;
+	cfg->tls_config.ca_pem = dup_or_null(hc.tls.ca_pem, &failed);
+	cfg->tls_config.ca_file = dup_or_null(hc.tls.ca_file, &failed);
+	cfg->tls_config.cert_pem = dup_or_null(hc.tls.cert_pem, &failed);
+	cfg->tls_config.cert_file = dup_or_null(hc.tls.cert_file, &failed);
+	cfg->tls_config.key_pem = dup_or_null(hc.tls.key_pem, &failed);
+	cfg->tls_config.key_file = dup_or_null(hc.tls.key_file, &failed);
+	cfg->tls_config.server_name = dup_or_null(hc.tls.server_name, &failed);
+	cfg->tls_config.min_version = dup_or_null(hc.tls.min_version, &failed);
+	cfg->tls_config.insecure_skip_verify = hc.tls.insecure_skip_verify;
+	cfg->proxy_url = dup_or_null(hc.proxy_url, &failed);
+	cfg->no_proxy = dup_or_null(hc.no_proxy, &failed);
+	cfg->proxy_from_environment = hc.proxy_from_environment;
+	cfg->enable_http2 = hc.enable_http2;
+	cfg->follow_redirects = hc.follow_redirects;
+	if (failed)
+		return np_errf(err, "out of memory");
+	if (cfg_args_each_header(a, "http_headers", header_add, &cfg->http_headers, err) ||
+	    cfg_args_each_header(a, "proxy_connect_header", header_add, &cfg->proxy_connect_header, err))
+		return -1;
+	if (ns) {
+		cfg->namespaces.set = 1;
+		cfg->namespaces.own_namespace = cfg_args_bool(ns, "own_namespace");
+		for (size_t i = 0; i < cfg_args_list_len(ns, "names"); i++)
+			if (strs_add(&cfg->namespaces.names, cfg_args_list_str(ns, "names", i)))
+				return np_errf(err, "out of memory");
+	}
+	if (nsel) {
+		cfg->selectors = calloc(nsel, sizeof(*cfg->selectors));
+		if (!cfg->selectors)
+			return np_errf(err, "out of memory");
+		for (size_t i = 0; i < nsel; i++) {
+			const struct cfg_args *s = cfg_args_block(a, "selectors", i);
+			cfg->selectors[i].role = dup_or_null(cfg_args_str(s, "role"), &failed);
+			cfg->selectors[i].label = dup_or_null(cfg_args_str(s, "label"), &failed);
+			cfg->selectors[i].field = dup_or_null(cfg_args_str(s, "field"), &failed);
+			cfg->n_selectors = i + 1;
+		}
+		if (failed)
+			return np_errf(err, "out of memory");
+	}
+	if (am) {
+		cfg->attach_metadata.node = cfg_args_bool(am, "node");
+		cfg->attach_metadata.namespace_ = cfg_args_bool(am, "namespace");
+	}
+	return 0;
+}
+
+static void on_targets(void *ud, const struct np_targets *all)
+{
+	struct k8s_run *r = ud;
+	struct np_err err;
+
+	if (cfg_component_publish_targets(r->c, "targets", all, &err))
+		cfg_component_set_health(r->c, CFG_HEALTH_UNHEALTHY, err.msg);
+}
+
+static void run_stop(void *instance)
+{
+	struct k8s_run *r = instance;
+
+	if (!r)
+		return;
+	k8s_discovery_stop(r->d);
+	free(r);
+}
+
+static void *run_start(struct cfg_component *c, const struct cfg_args *args, struct np_err *err)
+{
+	struct k8s_run *r = calloc(1, sizeof(*r));
+	struct k8s_sd_config cfg;
+	int rc;
+
+	if (!r) {
+		np_errf(err, "out of memory");
+		return NULL;
+	}
+	r->c = c;
+	k8s_sd_config_init(&cfg);
+	rc = build_config(args, &cfg, err) || k8s_sd_config_validate(&cfg, err) ||
+	     k8s_discovery_start(&cfg, on_targets, r, &r->d, err);
+	k8s_sd_config_free(&cfg);
+	if (rc) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static const struct cfg_instance_ops instance_ops = { run_start, run_stop };
+
+static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+{
+	return cfg_replace_start(&instance_ops, c, args, state, err);
+}
+
+const struct cfg_component_ops cfg_ops_discovery_kubernetes = { start, cfg_replace_update, cfg_replace_stop };

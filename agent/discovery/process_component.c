@@ -1,0 +1,80 @@
+/* discovery.process as a component: a /proc scan every refresh_interval
+ * (agent/discovery/process.h), its targets joined with `join`, exported as
+ * `targets`. New arguments start a new scanner, which publishes at once. */
+#include <stdlib.h>
+
+#include "agent/config/component.h"
+#include "agent/config/replace_on_update.h"
+#include "agent/config/types/types.h"
+#include "agent/discovery/periodic.h"
+#include "agent/discovery/process.h"
+
+struct process_run {
+	struct np_process_config cfg;
+	struct np_targets join; /* owned copy: cfg.join points here */
+	struct np_periodic *runner;
+};
+
+
+static int discover(void *ctx, struct np_targets *out, struct np_err *err)
+{
+	struct process_run *r = ctx;
+
+	return np_process_discover_once(&r->cfg, out, NULL, err);
+}
+
+static void run_free(void *instance)
+{
+	struct process_run *r = instance;
+
+	if (!r)
+		return;
+	np_periodic_stop(r->runner);
+	np_targets_free(&r->join);
+	free(r);
+}
+
+static void *run_start(struct cfg_component *c, const struct cfg_args *args, struct np_err *err)
+{
+	struct process_run *r = calloc(1, sizeof(*r));
+	const struct cfg_args *dc = cfg_args_block(args, "discover_config", 0);
+	const struct np_targets *join = cfg_args_targets(args, "join");
+
+	if (!r) {
+		np_errf(err, "out of memory");
+		return NULL;
+	}
+	np_process_config_init(&r->cfg);
+	r->cfg.refresh_interval_ns = cfg_args_duration(args, "refresh_interval");
+	if (dc) {
+		r->cfg.exe = cfg_args_bool(dc, "exe");
+		r->cfg.cwd = cfg_args_bool(dc, "cwd");
+		r->cfg.commandline = cfg_args_bool(dc, "commandline");
+		r->cfg.uid = cfg_args_bool(dc, "uid");
+		r->cfg.username = cfg_args_bool(dc, "username");
+		r->cfg.container_id = cfg_args_bool(dc, "container_id");
+		r->cfg.cgroup_path = cfg_args_bool(dc, "cgroup_path");
+	}
+	if (join) {
+		if (np_targets_copy(&r->join, join, err)) {
+			run_free(r);
+			return NULL;
+		}
+		r->cfg.join = &r->join;
+	}
+	if (np_process_config_validate(&r->cfg, err) ||
+	    np_periodic_start(c, "targets", r->cfg.refresh_interval_ns, discover, r, &r->runner, err)) {
+		run_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static const struct cfg_instance_ops instance_ops = { run_start, run_free };
+
+static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+{
+	return cfg_replace_start(&instance_ops, c, args, state, err);
+}
+
+const struct cfg_component_ops cfg_ops_discovery_process = { start, cfg_replace_update, cfg_replace_stop };

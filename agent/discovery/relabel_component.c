@@ -1,0 +1,161 @@
+/* discovery.relabel: the component adapter around the relabel engine
+ * (../shared/specs/relabel.md §12). Arguments: targets (required) and rule blocks
+ * applied top-down; exports `output` (the kept targets, in input order) and `rules`
+ * (the compiled rules as a RelabelRules capsule). Unhealthy only on an invalid
+ * configuration, keeping the last good exports. Rules are recompiled only when the
+ * rule blocks change, not on every new target list. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config/component.h"
+#include "agent/config/relabel_rules.h"
+#include "agent/config/types/types.h"
+#include "agent/util/log.h"
+#include "agent/util/strbuf.h"
+
+struct relabel_component {
+	struct cfg_component *c;
+	struct cfg_value *rules; /* RelabelRules capsule owning the compiled rules */
+	char *rules_text;	 /* the rule blocks as written, to detect changes */
+};
+
+static void validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	struct relabel_rules *rules = NULL;
+
+	if (cfg_relabel_compile(a, "rule", &rules, d) == 0)
+		relabel_rules_free(rules);
+}
+
+static const struct cfg_attr attrs[] = {
+	CFG_A("targets", &cfg_t_targets, CFG_REQUIRED, NULL),
+	CFG_END,
+};
+
+static const struct cfg_block_schema blocks[] = {
+	CFG_B("rule", &cfg_relabel_rule_schema, CFG_REPEATABLE, NULL),
+	CFG_END,
+};
+
+static const struct cfg_schema schema = { attrs, blocks, validate };
+
+/* The rule blocks in a canonical text form (values as the config writes them). */
+static char *rules_text(const struct cfg_args *a)
+{
+	struct np_buf b = NP_BUF_INIT;
+
+	for (size_t i = 0; i < cfg_args_nblocks(a, "rule"); i++) {
+		const struct cfg_args *r = cfg_args_block(a, "rule", i);
+		np_buf_puts(&b, "rule{");
+		for (size_t k = 0; k < cfg_schema_n_attrs(&cfg_relabel_rule_schema); k++) {
+			const char *name = cfg_relabel_rule_schema.attrs[k].name;
+			if (!cfg_args_has(r, name))
+				continue;
+			np_buf_printf(&b, "%s=", name);
+			cfg_value_format(cfg_args_get(r, name), &b, 0);
+			np_buf_putc(&b, ';');
+		}
+		np_buf_putc(&b, '}');
+	}
+	np_buf_putc(&b, '\0');
+	if (b.failed) {
+		np_buf_free(&b);
+		return NULL;
+	}
+	return np_buf_steal(&b, NULL);
+}
+
+static void release_rules(void *p)
+{
+	relabel_rules_free(p);
+}
+
+static int apply(struct relabel_component *rc, const struct cfg_args *args, struct np_err *err)
+{
+	char *text = rules_text(args);
+
+	if (!text)
+		return np_errf(err, "out of memory");
+	if (!rc->rules || strcmp(text, rc->rules_text) != 0) {
+		struct cfg_diags d;
+		struct relabel_rules *compiled = NULL;
+		cfg_diags_init(&d, cfg_component_id(rc->c));
+		if (cfg_relabel_compile(args, "rule", &compiled, &d)) {
+			int r = cfg_diags_to_err(&d, err);
+			cfg_diags_free(&d);
+			free(text);
+			return r;
+		}
+		cfg_diags_free(&d);
+		if (!compiled) {
+			free(text);
+			return np_errf(err, "the rules are not known yet");
+		}
+		struct cfg_value *cap = cfg_capsule("RelabelRules", compiled, release_rules);
+		if (!cap) {
+			free(text);
+			return np_errf(err, "out of memory");
+		}
+		cfg_unref(rc->rules);
+		rc->rules = cap;
+		free(rc->rules_text);
+		rc->rules_text = text;
+		text = NULL;
+		cfg_component_publish(rc->c, "rules", cfg_ref(cap));
+	}
+	free(text);
+
+	struct np_targets out = NP_TARGETS_INIT;
+	if (relabel_targets(rc->rules->u.cap.ptr, cfg_args_targets(args, "targets"), &out, err)) {
+		np_targets_free(&out);
+		return -1;
+	}
+	cfg_component_publish(rc->c, "output", cfg_targets(&out));
+	return 0;
+}
+
+static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+{
+	struct relabel_component *rc = calloc(1, sizeof(*rc));
+
+	if (!rc)
+		return np_errf(err, "out of memory");
+	rc->c = c;
+	if (apply(rc, args, err)) {
+		cfg_unref(rc->rules);
+		free(rc->rules_text);
+		free(rc);
+		return -1;
+	}
+	*state = rc;
+	return 0;
+}
+
+static int update(void *state, const struct cfg_args *args, struct np_err *err)
+{
+	return apply(state, args, err);
+}
+
+static void stop(void *state)
+{
+	struct relabel_component *rc = state;
+
+	cfg_unref(rc->rules);
+	free(rc->rules_text);
+	free(rc);
+}
+
+static const struct cfg_component_ops ops = { start, update, stop };
+
+static const struct cfg_export exports[] = {
+	{ "output", &cfg_t_targets },
+	{ "rules", &cfg_t_relabel_rules },
+	{ NULL, NULL },
+};
+
+const struct cfg_component_type cfg_type_discovery_relabel = {
+	.name = "discovery.relabel",
+	.args = &schema,
+	.exports = exports,
+	.ops = &ops,
+};

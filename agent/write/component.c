@@ -1,0 +1,147 @@
+/* pyroscope.write as a component: the arguments become an np_write_config, the
+ * writer runs for the component's lifetime, and the `receiver` export is a
+ * capsule holding an np_profile_sink that appends to the writer (what
+ * pyroscope.ebpf's forward_to takes). A reload updates the writer in place, so
+ * queued profiles survive it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config/component.h"
+#include "agent/config/http_client.h"
+#include "agent/config/types/types.h"
+#include "agent/profile/ebpf_profiler.h"
+#include "agent/write/writer.h"
+
+struct write_component {
+	struct np_writer *writer;
+	struct np_profile_sink sink; /* the receiver capsule points here */
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int add_header(void *ud, const char *key, const char *value, struct np_err *err)
+{
+	return np_write_headers_add(ud, key, value, err);
+}
+
+static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_args *a, struct np_err *err)
+{
+	struct cfg_http_client hc;
+
+	cfg_http_client_read(a, &hc);
+	ep->url = dup_or_null(cfg_args_str(a, "url"));
+	ep->name = dup_or_null(cfg_args_str(a, "name"));
+	ep->remote_timeout_ns = cfg_args_duration(a, "remote_timeout");
+	ep->debug_info_upload_timeout_ns = cfg_args_duration(a, "debug_info_upload_timeout");
+	ep->min_backoff_ns = cfg_args_duration(a, "min_backoff_period");
+	ep->max_backoff_ns = cfg_args_duration(a, "max_backoff_period");
+	ep->max_backoff_retries = (int)cfg_args_int(a, "max_backoff_retries");
+	ep->retry_on_http_429 = cfg_args_bool(a, "retry_on_http_429");
+	for (size_t i = 0; i < cfg_args_map_len(a, "headers"); i++)
+		if (np_write_headers_add(&ep->headers, cfg_args_map_key(a, "headers", i),
+					 cfg_args_map_str(a, "headers", i), err))
+			return -1;
+	if (cfg_args_each_header(a, "http_headers", add_header, &ep->http_headers, err) ||
+	    cfg_args_each_header(a, "proxy_connect_header", add_header, &ep->proxy_connect_headers, err))
+		return -1;
+	ep->bearer_token = dup_or_null(hc.bearer_token);
+	ep->bearer_token_file = dup_or_null(hc.bearer_token_file);
+	ep->basic_auth.set = hc.basic_auth.set;
+	ep->basic_auth.username = dup_or_null(hc.basic_auth.username);
+	ep->basic_auth.password = dup_or_null(hc.basic_auth.password);
+	ep->basic_auth.password_file = dup_or_null(hc.basic_auth.password_file);
+	ep->authorization.set = hc.authorization.set;
+	ep->authorization.type = dup_or_null(hc.authorization.type);
+	ep->authorization.credentials = dup_or_null(hc.authorization.credentials);
+	ep->authorization.credentials_file = dup_or_null(hc.authorization.credentials_file);
+	ep->oauth2 = hc.oauth2;
+	ep->tls.ca_pem = dup_or_null(hc.tls.ca_pem);
+	ep->tls.ca_file = dup_or_null(hc.tls.ca_file);
+	ep->tls.cert_pem = dup_or_null(hc.tls.cert_pem);
+	ep->tls.cert_file = dup_or_null(hc.tls.cert_file);
+	ep->tls.key_pem = dup_or_null(hc.tls.key_pem);
+	ep->tls.key_file = dup_or_null(hc.tls.key_file);
+	ep->tls.server_name = dup_or_null(hc.tls.server_name);
+	ep->tls.min_version = dup_or_null(hc.tls.min_version);
+	ep->tls.insecure_skip_verify = hc.tls.insecure_skip_verify;
+	ep->proxy_url = dup_or_null(hc.proxy_url);
+	ep->no_proxy = dup_or_null(hc.no_proxy);
+	ep->proxy_from_environment = hc.proxy_from_environment;
+	ep->enable_http2 = hc.enable_http2;
+	ep->follow_redirects = hc.follow_redirects;
+	return 0;
+}
+
+static int build_config(const struct cfg_args *a, struct np_write_config *cfg, struct np_err *err)
+{
+	const struct cfg_args *tracing = cfg_args_block(a, "tracing", 0);
+
+	np_write_config_init(cfg);
+	for (size_t i = 0; i < cfg_args_map_len(a, "external_labels"); i++)
+		if (np_labels_set(&cfg->external_labels, cfg_args_map_key(a, "external_labels", i),
+				  cfg_args_map_str(a, "external_labels", i), err))
+			return -1;
+	if (tracing) {
+		cfg->tracing.jaeger_propagator = cfg_args_bool(tracing, "jaeger_propagator");
+		cfg->tracing.trace_context_propagator = cfg_args_bool(tracing, "trace_context_propagator");
+	}
+	for (size_t i = 0; i < cfg_args_nblocks(a, "endpoint"); i++) {
+		struct np_write_endpoint *ep = np_write_config_add_endpoint(cfg, err);
+		if (!ep || fill_endpoint(ep, cfg_args_block(a, "endpoint", i), err))
+			return -1;
+	}
+	return 0;
+}
+
+static int append(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len, struct np_err *err)
+{
+	struct write_component *wc = ud;
+
+	return np_writer_append(wc->writer, labels, pprof_gz, len, err);
+}
+
+static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+{
+	struct write_component *wc = calloc(1, sizeof(*wc));
+	struct np_write_config cfg;
+	struct cfg_value *cap;
+	int rc;
+
+	if (!wc)
+		return np_errf(err, "out of memory");
+	rc = build_config(args, &cfg, err) || np_writer_new(&cfg, &wc->writer, err);
+	np_write_config_free(&cfg);
+	if (rc) {
+		free(wc);
+		return -1;
+	}
+	wc->sink = (struct np_profile_sink){ append, wc };
+	/* The capsule points into wc, which lives until stop(): no release function. */
+	cap = cfg_capsule("ProfilesReceiver", &wc->sink, NULL);
+	cfg_component_publish(c, "receiver", cap);
+	*state = wc;
+	return 0;
+}
+
+static int update(void *state, const struct cfg_args *args, struct np_err *err)
+{
+	struct write_component *wc = state;
+	struct np_write_config cfg;
+	int rc = build_config(args, &cfg, err) || np_writer_update(wc->writer, &cfg, err);
+
+	np_write_config_free(&cfg);
+	return rc ? -1 : 0;
+}
+
+static void stop(void *state)
+{
+	struct write_component *wc = state;
+
+	np_writer_free(wc->writer); /* flushes the queues for up to a few seconds */
+	free(wc);
+}
+
+const struct cfg_component_ops cfg_ops_pyroscope_write = { start, update, stop };

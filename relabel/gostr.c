@@ -1,0 +1,294 @@
+/* Go string semantics: see gostr.h.
+ *
+ * Case mapping comes from ICU (u_tolower/u_toupper are the UnicodeData simple
+ * mappings, exactly what Go's unicode.ToLower/ToUpper implement, and ICU 72 has
+ * the Unicode 15.0 tables of current Go). Only the UTF-8 walking that Go does
+ * around them is written here, because its treatment of invalid bytes is part
+ * of the observable result. */
+#include "relabel/gostr.h"
+
+#include <string.h>
+#include <unicode/uchar.h>
+
+uint32_t go_decode_rune(const char *str, size_t n, size_t *width)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+	size_t need;
+	uint32_t r;
+
+	if (n == 0) {
+		*width = 0;
+		return GO_RUNE_ERROR;
+	}
+	if (c < 0x80) {
+		*width = 1;
+		return c;
+	}
+	if (c >= 0xC2 && c <= 0xDF) {
+		need = 2;
+		r = c & 0x1F;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		need = 3;
+		r = c & 0x0F;
+		if (c == 0xE0)
+			lo = 0xA0; /* no overlong forms */
+		else if (c == 0xED)
+			hi = 0x9F; /* no surrogates */
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		need = 4;
+		r = c & 0x07;
+		if (c == 0xF0)
+			lo = 0x90;
+		else if (c == 0xF4)
+			hi = 0x8F; /* nothing above U+10FFFF */
+	} else {
+		*width = 1;
+		return GO_RUNE_ERROR;
+	}
+	if (n < need || s[1] < lo || s[1] > hi)
+		goto bad;
+	r = (r << 6) | (s[1] & 0x3F);
+	for (size_t i = 2; i < need; i++) {
+		if (s[i] < 0x80 || s[i] > 0xBF)
+			goto bad;
+		r = (r << 6) | (s[i] & 0x3F);
+	}
+	*width = need;
+	return r;
+bad:
+	*width = 1;
+	return GO_RUNE_ERROR;
+}
+
+size_t go_encode_rune(uint32_t r, char out[4])
+{
+	if (r > GO_MAX_RUNE || (r >= 0xD800 && r <= 0xDFFF))
+		r = GO_RUNE_ERROR;
+	if (r < 0x80) {
+		out[0] = (char)r;
+		return 1;
+	}
+	if (r < 0x800) {
+		out[0] = (char)(0xC0 | (r >> 6));
+		out[1] = (char)(0x80 | (r & 0x3F));
+		return 2;
+	}
+	if (r < 0x10000) {
+		out[0] = (char)(0xE0 | (r >> 12));
+		out[1] = (char)(0x80 | ((r >> 6) & 0x3F));
+		out[2] = (char)(0x80 | (r & 0x3F));
+		return 3;
+	}
+	out[0] = (char)(0xF0 | (r >> 18));
+	out[1] = (char)(0x80 | ((r >> 12) & 0x3F));
+	out[2] = (char)(0x80 | ((r >> 6) & 0x3F));
+	out[3] = (char)(0x80 | (r & 0x3F));
+	return 4;
+}
+
+int go_utf8_valid(const char *s, size_t n)
+{
+	size_t i = 0, w;
+
+	while (i < n) {
+		if ((unsigned char)s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if (go_decode_rune(s + i, n - i, &w) == GO_RUNE_ERROR && w == 1)
+			return 0;
+		i += w;
+	}
+	return 1;
+}
+
+/* strings.Map with a per-rune mapping: invalid bytes come out as U+FFFD. */
+static void map_runes(struct np_buf *out, const char *s, size_t n, UChar32 (*fn)(UChar32))
+{
+	char enc[4];
+	size_t i = 0, w;
+
+	if (np_buf_reserve(out, n) < 0)
+		return;
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x80) {
+			np_buf_putc(out, (char)fn(c));
+			i++;
+			continue;
+		}
+		uint32_t r = go_decode_rune(s + i, n - i, &w);
+		if (!(r == GO_RUNE_ERROR && w == 1))
+			r = (uint32_t)fn((UChar32)r);
+		np_buf_append(out, enc, go_encode_rune(r, enc));
+		i += w;
+	}
+}
+
+static int all_ascii(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return 0;
+	return 1;
+}
+
+void go_to_lower(struct np_buf *out, const char *s, size_t n)
+{
+	if (all_ascii(s, n)) {
+		size_t start = out->len;
+		np_buf_append(out, s, n);
+		if (out->failed)
+			return;
+		for (size_t i = start; i < out->len; i++)
+			if (out->p[i] >= 'A' && out->p[i] <= 'Z')
+				out->p[i] += 'a' - 'A';
+		return;
+	}
+	map_runes(out, s, n, u_tolower);
+}
+
+void go_to_upper(struct np_buf *out, const char *s, size_t n)
+{
+	if (all_ascii(s, n)) {
+		size_t start = out->len;
+		np_buf_append(out, s, n);
+		if (out->failed)
+			return;
+		for (size_t i = start; i < out->len; i++)
+			if (out->p[i] >= 'a' && out->p[i] <= 'z')
+				out->p[i] -= 'a' - 'A';
+		return;
+	}
+	map_runes(out, s, n, u_toupper);
+}
+
+/* unicode.IsPrint: categories L, M, N, P, S and the ASCII space. */
+static int go_is_print(uint32_t r)
+{
+	if (r < 0x80)
+		return r >= 0x20 && r < 0x7F;
+	return (U_GET_GC_MASK((UChar32)r) & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK | U_GC_P_MASK | U_GC_S_MASK)) !=
+	       0;
+}
+
+void go_quote(struct np_buf *out, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char enc[4];
+	size_t i = 0, w;
+
+	np_buf_putc(out, '"');
+	while (i < n) {
+		uint32_t r = go_decode_rune(s + i, n - i, &w);
+		if (r == GO_RUNE_ERROR && w == 1) {
+			unsigned char b = (unsigned char)s[i];
+			np_buf_puts(out, "\\x");
+			np_buf_putc(out, hex[b >> 4]);
+			np_buf_putc(out, hex[b & 15]);
+			i++;
+			continue;
+		}
+		i += w;
+		if (r == '"' || r == '\\') {
+			np_buf_putc(out, '\\');
+			np_buf_putc(out, (char)r);
+			continue;
+		}
+		if (go_is_print(r)) {
+			np_buf_append(out, enc, go_encode_rune(r, enc));
+			continue;
+		}
+		switch (r) {
+		case '\a': np_buf_puts(out, "\\a"); continue;
+		case '\b': np_buf_puts(out, "\\b"); continue;
+		case '\f': np_buf_puts(out, "\\f"); continue;
+		case '\n': np_buf_puts(out, "\\n"); continue;
+		case '\r': np_buf_puts(out, "\\r"); continue;
+		case '\t': np_buf_puts(out, "\\t"); continue;
+		case '\v': np_buf_puts(out, "\\v"); continue;
+		}
+		if (r < ' ' || r == 0x7F) {
+			np_buf_puts(out, "\\x");
+			np_buf_putc(out, hex[r >> 4]);
+			np_buf_putc(out, hex[r & 15]);
+		} else if (r < 0x10000) {
+			np_buf_printf(out, "\\u%04x", (unsigned)r);
+		} else {
+			np_buf_printf(out, "\\U%08x", (unsigned)r);
+		}
+	}
+	np_buf_putc(out, '"');
+}
+
+int go_is_letter(uint32_t r)
+{
+	if (r < 0x80)
+		return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z');
+	return (U_GET_GC_MASK((UChar32)r) & U_GC_L_MASK) != 0;
+}
+
+int go_is_digit(uint32_t r)
+{
+	if (r < 0x80)
+		return r >= '0' && r <= '9';
+	return u_charType((UChar32)r) == U_DECIMAL_DIGIT_NUMBER;
+}
+
+static int ascii_alpha_(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static int ascii_word(unsigned char c)
+{
+	return ascii_alpha_(c) || (c >= '0' && c <= '9');
+}
+
+int label_name_valid_legacy(const char *s, size_t n)
+{
+	if (n == 0 || !ascii_alpha_((unsigned char)s[0]))
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (!ascii_word((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+int label_name_valid_utf8(const char *s, size_t n)
+{
+	return n > 0 && go_utf8_valid(s, n);
+}
+
+/* The regex is a sequence of word characters and $-references ($name or ${name},
+ * name = \w+) that does not start with a digit, so a linear scan decides it. */
+int label_template_valid_legacy(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		if (ascii_word(c)) {
+			i++;
+			continue;
+		}
+		if (c != '$')
+			return 0;
+		i++;
+		int brace = i < n && s[i] == '{';
+		size_t start = i += brace;
+		while (i < n && ascii_word((unsigned char)s[i]))
+			i++;
+		if (i == start)
+			return 0;
+		if (brace) {
+			if (i >= n || s[i] != '}')
+				return 0;
+			i++;
+		}
+	}
+	return 1;
+}

@@ -1,0 +1,39 @@
+/* Go string semantics that relabeling results depend on, byte for byte:
+ * UTF-8 decoding as Go's unicode/utf8 does it (a bad byte is U+FFFD of width 1),
+ * strings.ToLower/ToUpper (per code point simple case mapping, from ICU whose
+ * Unicode version matches current Go), strconv.Quote (the %q of error messages),
+ * unicode.IsLetter/IsDigit, and Prometheus label-name validity. */
+#ifndef NP_RELABEL_GOSTR_H
+#define NP_RELABEL_GOSTR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/util/strbuf.h"
+
+#define GO_RUNE_ERROR 0xFFFDu
+#define GO_MAX_RUNE 0x10FFFFu
+
+/* Decodes the rune at s[0..n). *width is 1 for an invalid byte (rune U+FFFD), 0 when n == 0. */
+uint32_t go_decode_rune(const char *s, size_t n, size_t *width);
+/* Writes r as UTF-8 (surrogates and values above U+10FFFF become U+FFFD); returns the length. */
+size_t go_encode_rune(uint32_t r, char out[4]);
+int go_utf8_valid(const char *s, size_t n);
+
+/* strings.ToLower / strings.ToUpper of s[0..n), appended to out. */
+void go_to_lower(struct np_buf *out, const char *s, size_t n);
+void go_to_upper(struct np_buf *out, const char *s, size_t n);
+
+/* strconv.Quote of s (as fmt's %q prints a string), appended to out. */
+void go_quote(struct np_buf *out, const char *s, size_t n);
+
+int go_is_letter(uint32_t r); /* unicode.IsLetter */
+int go_is_digit(uint32_t r);  /* unicode.IsDigit */
+
+/* Label names: legacy = [a-zA-Z_][a-zA-Z0-9_]*; UTF-8 = non-empty valid UTF-8. */
+int label_name_valid_legacy(const char *s, size_t n);
+int label_name_valid_utf8(const char *s, size_t n);
+/* Prometheus' relabelTarget template check, ^(?:(?:[a-zA-Z_]|\$(?:\{\w+\}|\w+))+\w*)+$. */
+int label_template_valid_legacy(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,338 @@
+/* Character classes: see rx_class.h. */
+#include "relabel/rx_class.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unicode/uchar.h>
+#include <unicode/uscript.h>
+#include <unicode/uset.h>
+
+#include "relabel/gostr.h"
+
+void rxc_free(struct rx_class *c)
+{
+	free(c->r);
+	c->r = NULL;
+	c->n = c->cap = 0;
+}
+
+void rxc_reset(struct rx_class *c)
+{
+	c->n = 0;
+}
+
+int rxc_add(struct rx_class *c, uint32_t lo, uint32_t hi)
+{
+	if (c->n + 2 > c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		uint32_t *r = realloc(c->r, cap * sizeof(*r));
+		if (!r)
+			return -1;
+		c->r = r;
+		c->cap = cap;
+	}
+	/* Merging with the previous range keeps long folded runs (A-Z, a-z) short. */
+	if (c->n && lo <= c->r[c->n - 1] + 1 && lo >= c->r[c->n - 2]) {
+		if (hi > c->r[c->n - 1])
+			c->r[c->n - 1] = hi;
+		return 0;
+	}
+	c->r[c->n++] = lo;
+	c->r[c->n++] = hi;
+	return 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const uint32_t *x = a, *y = b;
+
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] > y[1] ? -1 : x[1] < y[1];
+}
+
+int rxc_clean(struct rx_class *c)
+{
+	size_t w = 2;
+
+	if (c->n < 4)
+		return 0;
+	qsort(c->r, c->n / 2, 2 * sizeof(uint32_t), cmp_range);
+	for (size_t i = 2; i < c->n; i += 2) {
+		uint32_t lo = c->r[i], hi = c->r[i + 1];
+		if (lo <= c->r[w - 1] + 1) {
+			if (hi > c->r[w - 1])
+				c->r[w - 1] = hi;
+			continue;
+		}
+		c->r[w] = lo;
+		c->r[w + 1] = hi;
+		w += 2;
+	}
+	c->n = w;
+	return 0;
+}
+
+int rxc_negate(struct rx_class *c)
+{
+	struct rx_class out = { 0 };
+	uint32_t next = 0;
+
+	for (size_t i = 0; i < c->n; i += 2) {
+		if (c->r[i] > next && rxc_add(&out, next, c->r[i] - 1) < 0)
+			goto oom;
+		next = c->r[i + 1] + 1;
+	}
+	if (next <= GO_MAX_RUNE && rxc_add(&out, next, GO_MAX_RUNE) < 0)
+		goto oom;
+	rxc_free(c);
+	*c = out;
+	return 0;
+oom:
+	rxc_free(&out);
+	return -1;
+}
+
+int rxc_append(struct rx_class *dst, const struct rx_class *src, int negated)
+{
+	uint32_t next = 0;
+
+	if (!negated) {
+		for (size_t i = 0; i < src->n; i += 2)
+			if (rxc_add(dst, src->r[i], src->r[i + 1]) < 0)
+				return -1;
+		return 0;
+	}
+	for (size_t i = 0; i < src->n; i += 2) {
+		if (src->r[i] > next && rxc_add(dst, next, src->r[i] - 1) < 0)
+			return -1;
+		next = src->r[i + 1] + 1;
+	}
+	if (next <= GO_MAX_RUNE && rxc_add(dst, next, GO_MAX_RUNE) < 0)
+		return -1;
+	return 0;
+}
+
+/* Simple case folding equivalence classes. Every code point whose folding differs
+ * from itself is recorded with its folding target; an orbit is a target plus all
+ * code points folding to it. Built once, read-only afterwards. */
+#define FOLD_SCAN_END 0x20000 /* no case folding above this (Go: maxFold = 0x1e943) */
+#define FOLD_MAX 4096
+
+struct fold_pair {
+	uint32_t target, cp;
+};
+
+static struct fold_pair by_target[FOLD_MAX]; /* sorted by target, then cp */
+static size_t n_by_target;
+static uint32_t cased[2 * FOLD_MAX]; /* sorted: every code point in a non-trivial orbit */
+static size_t n_cased;
+static pthread_once_t fold_once = PTHREAD_ONCE_INIT;
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct fold_pair *x = a, *y = b;
+
+	if (x->target != y->target)
+		return x->target < y->target ? -1 : 1;
+	return (x->cp > y->cp) - (x->cp < y->cp);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void fold_init(void)
+{
+	for (uint32_t cp = 0; cp < FOLD_SCAN_END && n_by_target < FOLD_MAX; cp++) {
+		uint32_t t = (uint32_t)u_foldCase((UChar32)cp, U_FOLD_CASE_DEFAULT);
+		if (t == cp)
+			continue;
+		by_target[n_by_target].target = t;
+		by_target[n_by_target].cp = cp;
+		n_by_target++;
+		cased[n_cased++] = cp;
+		cased[n_cased++] = t;
+	}
+	qsort(by_target, n_by_target, sizeof(by_target[0]), cmp_pair);
+	qsort(cased, n_cased, sizeof(cased[0]), cmp_u32);
+	size_t w = 0;
+	for (size_t i = 0; i < n_cased; i++)
+		if (w == 0 || cased[w - 1] != cased[i])
+			cased[w++] = cased[i];
+	n_cased = w;
+}
+
+size_t rxc_fold_orbit(uint32_t r, uint32_t out[8])
+{
+	uint32_t t;
+	size_t lo = 0, hi, n = 0;
+
+	pthread_once(&fold_once, fold_init);
+	if (r >= FOLD_SCAN_END) {
+		out[0] = r;
+		return 1;
+	}
+	t = (uint32_t)u_foldCase((UChar32)r, U_FOLD_CASE_DEFAULT);
+	hi = n_by_target;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (by_target[mid].target < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	out[n++] = t;
+	for (size_t i = lo; i < n_by_target && by_target[i].target == t && n < 8; i++)
+		out[n++] = by_target[i].cp;
+	qsort(out, n, sizeof(out[0]), cmp_u32);
+	return n;
+}
+
+/* Adds the orbits of the cased code points in lo-hi (not the range itself). */
+static int add_orbits_in(struct rx_class *c, uint32_t lo, uint32_t hi)
+{
+	size_t a = 0, b;
+	uint32_t orbit[8];
+
+	pthread_once(&fold_once, fold_init);
+	b = n_cased;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (cased[mid] < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	for (size_t i = a; i < n_cased && cased[i] <= hi; i++) {
+		size_t n = rxc_fold_orbit(cased[i], orbit);
+		for (size_t k = 0; k < n; k++)
+			if (rxc_add(c, orbit[k], orbit[k]) < 0)
+				return -1;
+	}
+	return 0;
+}
+
+int rxc_add_folded(struct rx_class *c, uint32_t lo, uint32_t hi)
+{
+	if (rxc_add(c, lo, hi) < 0)
+		return -1;
+	return add_orbits_in(c, lo, hi);
+}
+
+int rxc_fold_closure(struct rx_class *c)
+{
+	size_t n = c->n;
+
+	for (size_t i = 0; i < n; i += 2)
+		if (add_orbits_in(c, c->r[i], c->r[i + 1]) < 0)
+			return -1;
+	return rxc_clean(c);
+}
+
+/* Go's canonicalName: drop '_', '-', ' '; upper-case the first letter, lower-case the rest. */
+static size_t canonical_name(const char *name, size_t len, char *out, size_t cap)
+{
+	size_t n = 0;
+	int first = 1;
+
+	for (size_t i = 0; i < len && n + 1 < cap; i++) {
+		char c = name[i];
+		if (c == '_' || c == '-' || c == ' ')
+			continue;
+		if (first && c >= 'a' && c <= 'z')
+			c -= 'a' - 'A';
+		else if (!first && c >= 'A' && c <= 'Z')
+			c += 'a' - 'A';
+		first = 0;
+		out[n++] = c;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+static int from_uset(USet *set, struct rx_class *out)
+{
+	UErrorCode st = U_ZERO_ERROR;
+	int32_t items = uset_getItemCount(set);
+
+	for (int32_t i = 0; i < items; i++) {
+		UChar32 lo, hi;
+		if (uset_getItem(set, i, &lo, &hi, NULL, 0, &st) != 0 || U_FAILURE(st))
+			continue; /* a string item; properties have none */
+		if (rxc_add(out, (uint32_t)lo, (uint32_t)hi) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int gc_set(int32_t mask, struct rx_class *out)
+{
+	UErrorCode st = U_ZERO_ERROR;
+	USet *set = uset_openEmpty();
+	int rc;
+
+	if (!set)
+		return -1;
+	uset_applyIntPropertyValue(set, UCHAR_GENERAL_CATEGORY_MASK, mask, &st);
+	rc = U_FAILURE(st) ? -1 : from_uset(set, out);
+	uset_close(set);
+	return rc;
+}
+
+int rxc_unicode_group(const char *name, size_t len, struct rx_class *out)
+{
+	char canon[128], long_canon[128];
+	int32_t v;
+
+	rxc_reset(out);
+	if (len >= sizeof(canon) || memchr(name, '\0', len))
+		return 1;
+	canonical_name(name, len, canon, sizeof(canon));
+	if (strcmp(canon, "Any") == 0)
+		return rxc_add(out, 0, GO_MAX_RUNE);
+	if (strcmp(canon, "Ascii") == 0)
+		return rxc_add(out, 0, 0x7F);
+	if (strcmp(canon, "Assigned") == 0) {
+		if (gc_set(U_GC_CN_MASK, out) < 0 || rxc_clean(out) < 0)
+			return -1;
+		return rxc_negate(out);
+	}
+	if (canon[0] == '\0')
+		return 1;
+	v = u_getPropertyValueEnum(UCHAR_GENERAL_CATEGORY_MASK, canon);
+	if (v != UCHAR_INVALID_CODE) {
+		/* Go's "C" (Other) is Cc|Cf|Co|Cs: unassigned code points are not in it. */
+		if (v == U_GC_C_MASK)
+			v = U_GC_CC_MASK | U_GC_CF_MASK | U_GC_CO_MASK | U_GC_CS_MASK;
+		if (gc_set(v, out) < 0)
+			return -1;
+		return rxc_clean(out);
+	}
+	v = u_getPropertyValueEnum(UCHAR_SCRIPT, canon);
+	if (v == UCHAR_INVALID_CODE || v == USCRIPT_UNKNOWN)
+		return 1;
+	/* Go knows scripts by their long names only (not ISO 15924 codes such as "Grek"). */
+	const char *long_name = u_getPropertyValueName(UCHAR_SCRIPT, v, U_LONG_PROPERTY_NAME);
+	if (!long_name)
+		return 1;
+	canonical_name(long_name, strlen(long_name), long_canon, sizeof(long_canon));
+	if (strcmp(canon, long_canon) != 0)
+		return 1;
+	UErrorCode st = U_ZERO_ERROR;
+	USet *set = uset_openEmpty();
+	if (!set)
+		return -1;
+	uset_applyIntPropertyValue(set, UCHAR_SCRIPT, v, &st);
+	int rc = U_FAILURE(st) ? -1 : from_uset(set, out);
+	uset_close(set);
+	if (rc < 0)
+		return -1;
+	if (out->n == 0)
+		return 1; /* a script ICU knows but Unicode assigns no characters (not in Go's tables) */
+	return rxc_clean(out);
+}

@@ -1,0 +1,41 @@
+/* Character classes as sorted code point ranges, built the way Go's regexp/syntax
+ * builds them: case folding closes a class under Unicode simple case folding (the
+ * orbits of unicode.SimpleFold), negation complements over [0, U+10FFFF], and
+ * \p{...} names resolve as Go >= 1.25 resolves them. The regex translator emits
+ * these classes as explicit ranges, so PCRE2's own Unicode tables and caseless
+ * rules never decide a match. Unicode data comes from ICU. */
+#ifndef NP_RELABEL_RX_CLASS_H
+#define NP_RELABEL_RX_CLASS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rx_class {
+	uint32_t *r; /* owned; pairs lo, hi */
+	size_t n;    /* number of uint32 used (2 per range) */
+	size_t cap;
+};
+
+void rxc_free(struct rx_class *c);
+void rxc_reset(struct rx_class *c);
+/* All return -1 on allocation failure, 0 on success. */
+int rxc_add(struct rx_class *c, uint32_t lo, uint32_t hi);
+/* Adds lo-hi and every code point case-fold-equivalent to one in it. */
+int rxc_add_folded(struct rx_class *c, uint32_t lo, uint32_t hi);
+/* Sorts and merges overlapping or adjacent ranges. */
+int rxc_clean(struct rx_class *c);
+/* Complements a clean class. */
+int rxc_negate(struct rx_class *c);
+/* Appends src (clean) or its complement. */
+int rxc_append(struct rx_class *dst, const struct rx_class *src, int negated);
+/* Closes a clean class under case folding (result clean). */
+int rxc_fold_closure(struct rx_class *c);
+
+/* The smallest-to-largest members of r's fold orbit (r included); returns the count (<= 8). */
+size_t rxc_fold_orbit(uint32_t r, uint32_t out[8]);
+
+/* Looks up a \p{name} group. Returns 0 and fills out (clean) on success, 1 for an unknown
+ * name, -1 on allocation failure. */
+int rxc_unicode_group(const char *name, size_t len, struct rx_class *out);
+
+#endif

@@ -1,0 +1,530 @@
+/* Unit tests for component validation (what `nodeprof check` reports): the shared
+ * examples, every component type's arguments, defaults and cross-argument rules,
+ * references between components, and the typed accessors adapters use. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "agent/config/component.h"
+#include "agent/config/types/types.h"
+#include "agent/util/duration.h"
+#include "tests/unit/config_test.h"
+
+struct ccase {
+	const char *src, *want;
+};
+
+static void run(const struct ccase *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int ok = 0;
+		char *got = check_diags(cases[i].src, &ok);
+		if (strcmp(got, cases[i].want) != 0)
+			fail_msg("case %zu:\n%s\n--- got:\n%s\n--- want:\n%s", i, cases[i].src, got, cases[i].want);
+		/* Valid exactly when nothing but warnings was reported. */
+		int only_warnings = 1;
+		for (char *line = got; *line;) {
+			char *nl = strchr(line, '\n');
+			size_t len = nl ? (size_t)(nl - line) : strlen(line);
+			if (!memmem(line, len, ": warning: ", 11))
+				only_warnings = 0;
+			line += len + (nl ? 1 : 0);
+		}
+		if (ok != only_warnings)
+			fail_msg("case %zu: check returned %s with:\n%s", i, ok ? "valid" : "invalid", got);
+		free(got);
+	}
+}
+
+#define RUN(c) run(c, sizeof(c) / sizeof(c[0]))
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	static char buf[65536];
+	size_t n;
+
+	if (!f)
+		fail_msg("cannot open %s (tests run from the repository root)", path);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Every file of ../shared/examples passes check (warnings allowed). */
+static void shared_examples_pass(void **state)
+{
+	static const struct {
+		const char *file, *summary, *diags;
+	} ex[] = {
+		{ "../shared/examples/kubernetes.alloy",
+		  "4 components: discovery.kubernetes.all_pods, discovery.relabel.local_pods, pyroscope.ebpf.local_pods, "
+		  "pyroscope.write.endpoint",
+		  "" },
+		{ "../shared/examples/docker.alloy",
+		  "4 components: discovery.docker.linux, discovery.relabel.local_containers, pyroscope.write.staging, "
+		  "pyroscope.ebpf.default",
+		  "" },
+		{ "../shared/examples/grafana-agent-flow.alloy",
+		  "3 components: discovery.kubernetes.local_pods, pyroscope.ebpf.instance, pyroscope.write.endpoint",
+		  "7:32: warning: env is deprecated; use sys.env instead" },
+	};
+	for (size_t i = 0; i < sizeof(ex) / sizeof(ex[0]); i++) {
+		struct cfg_diags d;
+		cfg_diags_init(&d, "t");
+		struct cfg_graph *g = cfg_graph_load_file(ex[i].file, &d);
+		char *text = diags_text(&d);
+		if (!g)
+			fail_msg("%s:\n%s", ex[i].file, text);
+		assert_string_equal(text, ex[i].diags);
+		struct np_buf b = NP_BUF_INIT;
+		cfg_graph_summary(g, &b);
+		assert_string_equal(b.p, ex[i].summary);
+		np_buf_free(&b);
+		free(text);
+		cfg_graph_free(g);
+		cfg_diags_free(&d);
+	}
+}
+
+/* The shared examples' edges and order: discovery, then relabel, then the writer
+ * before the profiler that forwards to it. */
+static void example_graph_shape(void **state)
+{
+	struct cfg_diags d;
+	cfg_diags_init(&d, "t");
+	const char *src = read_file("../shared/examples/kubernetes.alloy");
+	struct cfg_graph *g = cfg_graph_load_source("t", src, strlen(src), &d);
+	assert_non_null(g);
+	long k8s = cfg_graph_find(g, "discovery.kubernetes.all_pods"), rl = cfg_graph_find(g, "discovery.relabel.local_pods");
+	long ebpf = cfg_graph_find(g, "pyroscope.ebpf.local_pods"), w = cfg_graph_find(g, "pyroscope.write.endpoint");
+	assert_true(k8s >= 0 && rl >= 0 && ebpf >= 0 && w >= 0);
+	assert_int_equal(g->nodes[rl].n_deps, 1);
+	assert_int_equal(g->nodes[rl].deps[0].to, k8s);
+	assert_int_equal(g->nodes[ebpf].n_deps, 2);
+	size_t pos[8];
+	for (size_t i = 0; i < g->n; i++)
+		pos[g->order[i]] = i;
+	assert_true(pos[k8s] < pos[rl] && pos[rl] < pos[ebpf] && pos[w] < pos[ebpf]);
+
+	/* The check-time arguments: defaults, and the references as unknown values. */
+	const struct cfg_args *a = g->nodes[ebpf].args;
+	assert_int_equal(cfg_args_int(a, "sample_rate"), 19);
+	assert_int_equal(cfg_args_duration(a, "collect_interval"), 15 * NP_NSEC_PER_SEC);
+	assert_string_equal(cfg_args_str(a, "demangle"), "none");
+	assert_string_equal(cfg_args_str(a, "comm"), "none");
+	assert_true(cfg_args_bool(a, "kernel_frames"));
+	assert_false(cfg_args_bool(a, "pid_label"));
+	assert_true(cfg_args_bool(a, "targets_only"));
+	assert_true(cfg_args_is_unknown(a, "targets"));
+	assert_int_equal(cfg_args_targets(a, "targets")->n, 0);
+	const struct cfg_args *wa = g->nodes[w].args;
+	assert_int_equal(cfg_args_nblocks(wa, "endpoint"), 1);
+	const struct cfg_args *ep = cfg_args_block(wa, "endpoint", 0);
+	assert_string_equal(cfg_args_str(ep, "url"), "http://pyroscope:4040");
+	assert_int_equal(cfg_args_duration(ep, "remote_timeout"), 10 * NP_NSEC_PER_SEC);
+	assert_int_equal(cfg_args_duration(ep, "min_backoff_period"), 500 * 1000 * 1000);
+	assert_int_equal(cfg_args_duration(ep, "max_backoff_period"), 300 * NP_NSEC_PER_SEC);
+	assert_int_equal(cfg_args_int(ep, "max_backoff_retries"), 10);
+	assert_true(cfg_args_bool(ep, "retry_on_http_429"));
+	assert_true(cfg_args_bool(ep, "enable_http2"));
+	assert_true(cfg_args_bool(ep, "follow_redirects"));
+	assert_false(cfg_args_has(ep, "bearer_token"));
+	assert_null(cfg_args_str(ep, "bearer_token"));
+	cfg_graph_free(g);
+	cfg_diags_free(&d);
+}
+
+static void check_default(const char *where, const struct cfg_schema *s)
+{
+	for (size_t i = 0; s->attrs && s->attrs[i].name; i++) {
+		const struct cfg_attr *at = &s->attrs[i];
+		if (!at->def)
+			continue;
+		struct cfg_arena arena = { 0 };
+		struct cfg_diags d;
+		struct cfg_eval ev = { 0 };
+		cfg_diags_init(&d, "default");
+		ev.d = &d;
+		struct cfg_expr *e = cfg_parse_expr(&arena, at->def, strlen(at->def), &d);
+		struct cfg_value *v = e ? cfg_eval(&ev, e) : NULL;
+		struct cfg_value *c = v ? cfg_convert(at->type, v, CFG_NOPOS, at->name, &d) : NULL;
+		if (!c)
+			fail_msg("%s: default of %s (%s) is invalid: %s", where, at->name, at->def, d.n ? d.v[0].msg : "?");
+		if (at->one_of && c->kind == CFG_V_STRING) {
+			int found = 0;
+			for (size_t k = 0; at->one_of[k]; k++)
+				found |= strcmp(at->one_of[k], c->u.str.s) == 0;
+			if (!found)
+				fail_msg("%s: default of %s is not one of its allowed values", where, at->name);
+		}
+		cfg_unref(v);
+		cfg_unref(c);
+		cfg_arena_free(&arena);
+		cfg_diags_free(&d);
+	}
+	for (size_t i = 0; s->blocks && s->blocks[i].name; i++)
+		check_default(s->blocks[i].name, s->blocks[i].schema);
+}
+
+/* Every default of every registered schema parses and has its declared type. */
+static void schema_defaults_are_valid(void **state)
+{
+	const struct cfg_component_type *types[32];
+	size_t n = cfg_registry_list(types, 32);
+
+	assert_true(n >= 7);
+	for (size_t i = 0; i < n; i++)
+		check_default(types[i]->name, types[i]->args);
+}
+
+/* An empty component body gets every default the reference documents. */
+static void documented_defaults(void **state)
+{
+	struct cfg_diags d;
+	cfg_diags_init(&d, "t");
+	const char *src = "discovery.docker \"d\" {\n  host = \"unix:///var/run/docker.sock\"\n}\n"
+			  "discovery.process \"p\" { }\n"
+			  "pyroscope.ebpf \"e\" {\n  forward_to = []\n}\n";
+	struct cfg_graph *g = cfg_graph_load_source("t", src, strlen(src), &d);
+	assert_non_null(g);
+	const struct cfg_args *dk = g->nodes[0].args, *pr = g->nodes[1].args, *eb = g->nodes[2].args;
+	assert_int_equal(cfg_args_int(dk, "port"), 80);
+	assert_string_equal(cfg_args_str(dk, "host_networking_host"), "localhost");
+	assert_int_equal(cfg_args_duration(dk, "refresh_interval"), 60 * NP_NSEC_PER_SEC);
+	assert_true(cfg_args_bool(dk, "match_first_network"));
+	assert_int_equal(cfg_args_duration(pr, "refresh_interval"), 60 * NP_NSEC_PER_SEC);
+	assert_int_equal(cfg_args_nblocks(pr, "discover_config"), 0);
+	assert_int_equal(cfg_args_int(eb, "sample_rate"), 19);
+	assert_true(cfg_args_float(eb, "off_cpu_threshold") == 0);
+	assert_string_equal(cfg_args_str(eb, "bpf_fs_root"), "/sys/fs/bpf/");
+	assert_true(cfg_args_bool(eb, "python_enabled"));
+	assert_true(cfg_args_bool(eb, "go_enabled"));
+	assert_false(cfg_args_bool(eb, "lazy_mode"));
+	assert_int_equal(cfg_args_list_len(eb, "probe_links"), 0);
+	assert_int_equal(cfg_args_list_len(eb, "forward_to"), 0);
+	cfg_graph_free(g);
+	cfg_diags_free(&d);
+}
+
+/* Values written in the file, through the accessors. */
+static void accessors(void **state)
+{
+	struct cfg_diags d;
+	cfg_diags_init(&d, "t");
+	const char *src =
+		"discovery.docker \"d\" {\n"
+		"  host = \"unix:///run/docker.sock\"\n"
+		"  port = \"8080\"\n" /* numeric strings convert, as Alloy's decoder does */
+		"  refresh_interval = \"1m30s\"\n"
+		"  http_headers = { \"X-A\" = [\"s1\", \"s2\"], \"X-B\" = [] }\n"
+		"  filter {\n    name = \"label\"\n    values = [\"a=b\", 1]\n  }\n"
+		"  filter {\n    name = \"status\"\n    values = [\"running\"]\n  }\n"
+		"}\n"
+		"discovery.process \"p\" {\n"
+		"  join = [{ \"__container_id__\" = \"abc\", n = 5 }]\n"
+		"  discover_config {\n    cgroup_path = true\n  }\n"
+		"}\n"
+		"pyroscope.write \"w\" {\n"
+		"  external_labels = { cluster = \"c1\", env = 7 }\n"
+		"  endpoint {\n    url = \"http://a\"\n    headers = { \"X-Scope-OrgID\" = \"team\" }\n"
+		"    basic_auth {\n      username = \"u\"\n      password = \"p\" + \"w\"\n    }\n  }\n"
+		"}\n";
+	struct cfg_graph *g = cfg_graph_load_source("t", src, strlen(src), &d);
+	if (!g)
+		fail_msg("%s", diags_text(&d));
+	const struct cfg_args *dk = g->nodes[0].args, *pr = g->nodes[1].args, *w = g->nodes[2].args;
+	assert_int_equal(cfg_args_int(dk, "port"), 8080);
+	assert_int_equal(cfg_args_duration(dk, "refresh_interval"), 90 * NP_NSEC_PER_SEC);
+	assert_int_equal(cfg_args_map_len(dk, "http_headers"), 2);
+	assert_string_equal(cfg_args_map_key(dk, "http_headers", 0), "X-A");
+	const struct cfg_value *hv = cfg_args_map_value(dk, "http_headers", 0);
+	assert_int_equal(cfg_array_len(hv), 2);
+	assert_int_equal(hv->u.arr.v[1]->kind, CFG_V_SECRET);
+	assert_string_equal(hv->u.arr.v[1]->u.str.s, "s2");
+	assert_int_equal(cfg_args_nblocks(dk, "filter"), 2);
+	const struct cfg_args *f0 = cfg_args_block(dk, "filter", 0);
+	assert_string_equal(cfg_args_str(f0, "name"), "label");
+	assert_int_equal(cfg_args_list_len(f0, "values"), 2);
+	assert_string_equal(cfg_args_list_str(f0, "values", 1), "1");
+	assert_null(cfg_args_block(dk, "filter", 2));
+	assert_int_equal(cfg_args_pos(f0, "name").line, 7);
+	assert_int_equal(cfg_args_pos(f0, "name").col, 12);
+	assert_int_equal(cfg_args_name_pos(f0, "name").col, 5);
+
+	const struct np_targets *join = cfg_args_targets(pr, "join");
+	assert_int_equal(join->n, 1);
+	assert_string_equal(np_labels_get(&join->v[0], "__container_id__"), "abc");
+	assert_string_equal(np_labels_get(&join->v[0], "n"), "5");
+	const struct cfg_args *dc = cfg_args_block(pr, "discover_config", 0);
+	assert_true(cfg_args_bool(dc, "cgroup_path"));
+	assert_true(cfg_args_bool(dc, "exe"));
+	assert_true(cfg_args_bool(dc, "uid"));
+
+	assert_int_equal(cfg_args_map_len(w, "external_labels"), 2);
+	assert_string_equal(cfg_args_map_str(w, "external_labels", 1), "7");
+	const struct cfg_args *ep = cfg_args_block(w, "endpoint", 0);
+	assert_string_equal(cfg_args_map_str(ep, "headers", 0), "team");
+	const struct cfg_args *ba = cfg_args_block(ep, "basic_auth", 0);
+	assert_string_equal(cfg_args_str(ba, "password"), "pw");
+	assert_int_equal(cfg_args_get(ba, "password")->kind, CFG_V_SECRET);
+
+	/* A name the schema does not declare is a programming error: zero value. */
+	assert_null(cfg_args_str(ep, "no_such_attribute"));
+	assert_false(cfg_args_has(ep, "no_such_attribute"));
+	cfg_graph_free(g);
+	cfg_diags_free(&d);
+}
+
+static void component_errors(void **state)
+{
+	static const struct ccase cases[] = {
+		/* unknown names, with suggestions or the list of valid names */
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  sample_rat = 1\n}",
+		  "3:3: unrecognized attribute name \"sample_rat\" in pyroscope.ebpf.e; did you mean \"sample_rate\"?" },
+		{ "discovery.process \"p\" {\n  xyz = 1\n}",
+		  "2:3: unrecognized attribute name \"xyz\" in discovery.process.p (valid: join, refresh_interval, "
+		  "discover_config { })" },
+		{ "discovery.process \"p\" {\n  discover_config {\n    exe = true\n  }\n  discover_confi { }\n}",
+		  "5:3: unrecognized block name \"discover_confi\" in discovery.process.p; did you mean \"discover_config\"?" },
+		{ "discovery.relabel \"r\" {\n  targets = [{a = \"b\"}]\n  rule \"x\" { }\n  rule = 1\n  targets = []\n}",
+		  "3:8: block \"rule\" does not support specifying labels\n"
+		  "4:3: \"rule\" must be a block, but is used as an attribute\n"
+		  "5:3: attribute \"targets\" may only be provided once" },
+		{ "discovery.relabel \"r\" {\n  targets { }\n}",
+		  "1:1: missing required attribute \"targets\" in discovery.relabel.r\n"
+		  "2:3: \"targets\" must be an attribute, but is used as a block" },
+		{ "pyroscope.write \"w\" {\n  tracing { }\n  tracing { }\n}", "3:3: block \"tracing\" may only be specified once" },
+		{ "pyroscope.write \"w\" {\n  endpoint { }\n}", "2:3: missing required attribute \"url\" in endpoint" },
+		/* types and conversions */
+		{ "discovery.process \"p\" {\n  join = [{\"a\" = 1}, \"x\"]\n  refresh_interval = 30\n  discover_config { cwd = "
+		  "\"yes\" }\n}",
+		  "2:10: join[1]: expected map(string), got string \"x\"\n"
+		  "3:22: refresh_interval: expected a duration string such as \"15s\" or \"1m30s\", got number\n"
+		  "4:27: cwd: expected bool, got string \"yes\"" },
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = [pyroscope.write.w.receiver, \"x\"]\n  collect_interval = \"15\"\n  "
+		  "sample_rate = 1.5\n  container_id_cache_size = -1\n}\npyroscope.write \"w\" {}",
+		  "2:16: forward_to[1]: expected ProfilesReceiver, got string \"x\"\n"
+		  "3:22: collect_interval: invalid duration \"15\": missing or unknown unit (use ns, us, ms, s, m or h)\n"
+		  "4:17: sample_rate: expected an integer, got 1.5\n"
+		  "5:29: container_id_cache_size: must not be negative, got -1" },
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = null\n  sample_rate = null\n}",
+		  "3:17: sample_rate must be between 1 and 10000, got 0" }, /* null is the zero value, as in Alloy */
+		/* arguments are C strings: a NUL byte would silently cut them */
+		{ "discovery.relabel \"a\" {\n  targets = [{a = \"x\\x00y\"}]\n}\ndiscovery.docker \"d\" {\n  host = "
+		  "\"unix:///a\\000b\"\n  bearer_token = \"a\\x00\"\n}",
+		  "2:13: targets[0][\"a\"]: the string contains a NUL byte, which nodeprof cannot pass on\n"
+		  "5:10: host: the string contains a NUL byte, which nodeprof cannot pass on\n"
+		  "6:18: bearer_token: the string contains a NUL byte, which nodeprof cannot pass on" },
+		/* ranges and allowed values */
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  sample_rate = 0\n  off_cpu_threshold = 2\n  demangle = \"ful\"\n  "
+		  "comm = \"labels\"\n  collect_interval = \"-1s\"\n}",
+		  "3:17: sample_rate must be between 1 and 10000, got 0\n"
+		  "4:23: off_cpu_threshold must be between 0 and 1, got 2\n"
+		  "5:14: demangle: invalid value \"ful\"; did you mean \"full\"? (expected \"none\", \"simplified\", \"templates\" or "
+		  "\"full\")\n"
+		  "6:10: comm: invalid value \"labels\"; did you mean \"label\"? (expected \"none\", \"label\", \"stackframe\", \"both\" "
+		  "or \"\")\n"
+		  "7:22: collect_interval must be greater than 0s and at most 1h0m0s, got \"-1s\"" },
+		/* deprecated no-ops (accepted), then what nodeprof cannot honour (errors) */
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  cache_rounds = 3\n  collect_kernel_profile = false\n  python_enabled "
+		  "= false\n  v8_enabled = true\n  symb_cache_size = 4\n}",
+		  "3:3: warning: cache_rounds is deprecated and has no effect; remove it\n"
+		  "4:3: warning: collect_kernel_profile is deprecated and has no effect: use kernel_frames; remove it\n"
+		  "6:16: v8_enabled = true is not supported by nodeprof: nodeprof has no V8 unwinder yet; such processes are "
+		  "profiled as native code; remove it or set it to false\n"
+		  "7:3: symb_cache_size is not supported by nodeprof: nodeprof keeps its symbol tables in a bounded "
+		  "in-memory cache; remove it" },
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  probe_links = [\"kprobe:x\"]\n  load_probe "
+		  "= true\n  debug_info { upload = true }\n  u_probe_links = [\"x\"]\n}",
+		  "3:23: off_cpu_threshold = 0.5 is not supported by nodeprof yet: off-CPU profiling is not implemented\n"
+		  "4:17: probe_links = [...] is not supported by nodeprof yet: probes are not implemented\n"
+		  "5:16: load_probe = true is not supported by nodeprof yet: probes are not implemented\n"
+		  "6:25: upload = true is not supported by nodeprof yet: debug info upload is not implemented\n"
+		  "7:19: u_probe_links = [...] is not supported by nodeprof yet: deprecated in favour of probe_links, and probes "
+		  "are not implemented" },
+		/* switched off, not-implemented features are fine */
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0\n  probe_links = []\n  load_probe = false\n  "
+		  "python_enabled = false\n}",
+		  "" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://a\"\n    oauth2 { client_id = \"x\" }\n  }\n}",
+		  "4:5: block \"oauth2\" is not supported by nodeprof yet: OAuth 2.0 is not implemented; use authorization, "
+		  "basic_auth or bearer_token" },
+		{ "logging {\n  level = \"verbose\"\n  format = \"json\"\n}\nlogging \"x\" {}",
+		  "2:11: level: invalid value \"verbose\"; expected \"debug\", \"info\", \"warn\" or \"error\"\n"
+		  "3:12: format = \"json\" is not supported by nodeprof yet: nodeprof writes logfmt only\n"
+		  "5:9: block \"logging\" does not support specifying labels" },
+	};
+	RUN(cases);
+}
+
+/* Cross-argument rules: Alloy's HTTPClientConfig.Validate, TLS pairs, Prometheus'
+ * kubernetes SD rules, selectors, URLs, backoff order, label names. */
+static void cross_argument_rules(void **state)
+{
+	static const struct ccase cases[] = {
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    bearer_token = \"x\"\n    basic_auth { username "
+		  "= \"a\" }\n  }\n}",
+		  "5:5: at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file must be configured" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    bearer_token = \"\"\n    basic_auth { username "
+		  "= \"a\" }\n  }\n}",
+		  "" }, /* an empty bearer_token does not count, as in Alloy */
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p:4040\"\n    min_backoff_period = \"10m\"\n    "
+		  "http_headers = { \"authorization\" = [\"x\"] }\n    proxy_from_environment = true\n    no_proxy = \"a\"\n  }\n}",
+		  "4:5: min_backoff_period must not be longer than max_backoff_period\n"
+		  "5:20: setting header \"Authorization\" is not allowed\n"
+		  "7:5: if proxy_from_environment is configured, no_proxy must not be configured\n"
+		  "7:5: if no_proxy is configured, proxy_url must also be configured" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    proxy_url = \"http://proxy:3128\"\n    "
+		  "proxy_from_environment = true\n    proxy_connect_header = { a = [\"b\"] }\n  }\n}",
+		  "4:5: if proxy_from_environment is configured, proxy_url must not be configured" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    proxy_connect_header = { a = [\"b\"] }\n    "
+		  "no_proxy = \"x\"\n  }\n}",
+		  "4:5: if proxy_connect_header is configured, proxy_url or proxy_from_environment must also be configured\n"
+		  "5:5: if no_proxy is configured, proxy_url must also be configured" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    tls_config {\n      ca_pem = \"a\"\n      "
+		  "ca_file = \"b\"\n      cert_file = \"c\"\n    }\n  }\n}",
+		  "4:5: exactly one of key_pem or key_file must be configured when a client certificate is configured\n"
+		  "6:7: at most one of ca_pem and ca_file must be configured" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"ftp://p\"\n    basic_auth {\n      password = \"p\"\n      "
+		  "password_file = \"/f\"\n    }\n  }\n  endpoint {\n    url = \"https://\"\n    authorization {\n      type = "
+		  "\"Basic\"\n    }\n  }\n}",
+		  "6:7: at most one of basic_auth password & password_file must be configured\n"
+		  "12:14: authorization type cannot be set to \"basic\", use \"basic_auth\" block instead" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"ftp://p\"\n  }\n  endpoint {\n    url = \"https://\"\n  }\n}",
+		  "3:11: url: \"ftp://p\" must start with http:// or https://\n6:11: url: \"https://\" has no host" },
+		{ "pyroscope.write \"w\" {\n  external_labels = { \"bad-name\" = \"x\", cluster = \"c\", \"9x\" = \"y\" }\n}",
+		  "2:21: external_labels: invalid label name \"9x\" (letters, digits, _ and ., not starting with a digit)\n"
+		  "2:21: external_labels: invalid label name \"bad-name\" (letters, digits, _ and ., not starting with a digit)" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"node\"\n  kubeconfig_file = \"/k\"\n  api_server = \"https://x\"\n  "
+		  "namespaces { own_namespace = true }\n}",
+		  "2:10: role \"node\" is not supported yet; nodeprof discovers role \"pod\" (the role pyroscope.ebpf profiles)\n"
+		  "3:3: cannot use 'kubeconfig_file' and 'api_server' simultaneously\n"
+		  "5:16: cannot use 'api_server' and 'namespaces.own_namespace' simultaneously\n"
+		  "5:16: cannot use 'kubeconfig_file' and 'namespaces.own_namespace' simultaneously" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  api_server = \"x\"\n  selectors {\n    role = \"service\"\n  }\n}",
+		  "3:16: api_server: invalid URL \"x\" (expected https://host[:port] or http://host[:port])\n"
+		  "5:12: pod role supports only pod, node selectors" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  bearer_token = \"x\"\n  selectors {\n    role = \"pod\"\n  }\n  "
+		  "selectors {\n    role = \"pod\"\n  }\n}",
+		  "1:1: to use custom HTTP client configuration please provide the 'api_server' URL explicitly (in cluster, the "
+		  "service account token and CA are used)\n"
+		  "7:3: duplicated selector role: pod" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  kubeconfig_file = \"/k\"\n  tls_config { insecure_skip_verify = "
+		  "true }\n}",
+		  "3:3: cannot use a custom HTTP client configuration together with 'kubeconfig_file'" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  selectors {\n    role = \"pod\"\n    field = \"spec.nodeName\"\n    "
+		  "label = \"app in (a,b\"\n  }\n}",
+		  "5:13: invalid field selector: each term must be key=value, key==value or key!=value\n"
+		  "6:13: invalid label selector: expected ',' or ')' in a set of values" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  api_server = \"https://k:6443\"\n  bearer_token_file = \"/t\"\n  "
+		  "selectors {\n    role = \"pod\"\n    field = \"spec.nodeName=n1,status.phase!=Failed\"\n    label = \"app in (a, "
+		  "b),!canary,tier=web,env!=dev,team\"\n  }\n  selectors {\n    role = \"node\"\n    label = "
+		  "\"kubernetes.io/os=linux\"\n  }\n}",
+		  "" },
+		{ "discovery.docker \"d\" {\n  host = \"ssh://x\"\n}\ndiscovery.docker \"e\" {\n  host = \"\"\n}\ndiscovery.docker "
+		  "\"f\" {\n  host = \"/var/run/docker.sock\"\n}",
+		  "2:10: host: unsupported scheme in \"ssh://x\"; expected unix://, tcp://, http:// or https://\n"
+		  "5:10: host must not be empty\n"
+		  "8:10: host: \"/var/run/docker.sock\" is not a URL; expected unix:///path/to/docker.sock or tcp://host:port" },
+		{ "discovery.docker \"d\" {\n  host = \"tcp://h:2375\"\n  port = 70000\n  filter { name = \"x\" }\n}",
+		  "3:10: port must be between 0 and 65535, got 70000\n"
+		  "4:3: missing required attribute \"values\" in filter" },
+	};
+	RUN(cases);
+}
+
+/* Rule blocks are compiled at check time; each bad rule is reported at its
+ * offending attribute. */
+static void relabel_rules(void **state)
+{
+	static const struct ccase cases[] = {
+		{ "discovery.relabel \"r\" {\n  targets = []\n  rule {\n    action = \"hashmod\"\n    target_label = \"x\"\n  }\n  "
+		  "rule {\n    action = \"labelmap\"\n    regex = \"(.*\"\n  }\n  rule {\n    action = \"Replace\"\n  }\n  rule {\n    "
+		  "action = \"lowercase\"\n    target_label = \"x\"\n    replacement = \"y\"\n  }\n}",
+		  "3:3: relabel configuration for hashmod requires non-zero modulus\n"
+		  "9:13: error parsing regexp: missing closing ): `^(?s:(.*)$`\n"
+		  "12:14: action: invalid value \"Replace\"; did you mean \"replace\"? (expected \"replace\", \"keep\", \"drop\", "
+		  "\"keepequal\", \"dropequal\", \"hashmod\", \"labelmap\", \"labeldrop\", \"labelkeep\", \"lowercase\" or "
+		  "\"uppercase\")\n"
+		  "17:19: 'replacement' can not be set for lowercase action" },
+		{ "discovery.relabel \"r\" {\n  targets = []\n  rule {\n    action = \"replace\"\n  }\n}",
+		  "4:14: relabel configuration for replace action requires 'target_label' value" },
+		{ "discovery.relabel \"r\" {\n  targets = []\n  rule {\n    action = \"keepequal\"\n    source_labels = [\"a\"]\n    "
+		  "target_label = \"b\"\n    regex = \"(.*)\"\n  }\n}",
+		  "" }, /* Alloy accepts an explicit default regex here (spec §12) */
+		{ "discovery.relabel \"r\" {\n  targets = []\n  rule {\n    source_labels = [\"a\"]\n    target_label = "
+		  "\"utf-8.label${1}\"\n  }\n}",
+		  "" }, /* Alloy rejects it; nodeprof follows Prometheus, which accepts it (relabel spec §13) */
+		{ "discovery.relabel \"r\" {\n  targets = []\n  rule {\n    source_labels = [\"a\"]\n    target_label = "
+		  "\"x\"\n    separator = \"\"\n    regex = \"\"\n    replacement = \"\"\n  }\n}",
+		  "" },
+	};
+	RUN(cases);
+}
+
+static void references_and_structure(void **state)
+{
+	static const struct ccase cases[] = {
+		{ "discovery.relabel \"a\" {\n  targets = discovery.relabel.nope.output\n}\ndiscovery.relabel \"b\" {\n  targets = "
+		  "discovery.relabel.a\n}\ndiscovery.relabel \"c\" {\n  targets = discovery.relabel.a.rules\n}\ndiscovery.relabel "
+		  "\"d\" {\n  targets = foo.bar.x.y\n}\ndiscovery.relabel \"e\" {\n  targets = discovery.foo.x.y\n}\npyroscope.ebpf "
+		  "\"f\" {\n  forward_to = [discovery.relabel.a.output]\n}\ndiscovery.relabel \"g\" {\n  targets = "
+		  "discovery.relabel.a.outptu\n}\npyroscope.ebpf \"h\" {\n  forward_to = [pyroscope.ebpf.f.x]\n}",
+		  "2:13: component \"discovery.relabel.nope\" is not defined in this file\n"
+		  "5:31: discovery.relabel.a is a component, not a value; use one of its exports: output, rules\n"
+		  "8:13: targets: expected list(map(string)), got RelabelRules\n"
+		  "11:13: identifier \"foo\" does not exist\n"
+		  "14:13: reference to an unknown component type in \"discovery.foo\"\n"
+		  "17:16: forward_to[0]: expected ProfilesReceiver, got list(map(string))\n"
+		  "20:33: component discovery.relabel.a has no export named \"outptu\" (its exports: output, rules)\n"
+		  "23:34: component pyroscope.ebpf.f has no export named \"x\" (it exports nothing)" },
+		{ "pyroscope.ebpf \"a\" {\n  forward_to = []\n  targets = discovery.relabel.b.output\n}\ndiscovery.relabel \"b\" {\n  "
+		  "targets = discovery.relabel.c.output\n}\ndiscovery.relabel \"c\" {\n  targets = "
+		  "array.concat(discovery.relabel.b.output, [])\n}",
+		  "6:13: cycle in component references: discovery.relabel.b -> discovery.relabel.c -> discovery.relabel.b" },
+		{ "discovery.relabel \"a\" {\n  targets = discovery.relabel.a.output\n}",
+		  "2:13: cycle in component references: discovery.relabel.a -> discovery.relabel.a" },
+		{ "pyroscope.write {}\ndiscovery.relabel \"\" { targets = [] }\ndiscovery.kubernete \"x\" {}\nprometheus.scrape \"x\" "
+		  "{}\nx = 1\nlogging {\n}\nlogging {\n}\npyroscope.write \"w\" {}\npyroscope.write \"w\" {}",
+		  "1:1: component \"pyroscope.write\" must have a label, e.g. pyroscope.write \"default\" { ... }\n"
+		  "2:19: component \"discovery.relabel\" must have a label, e.g. discovery.relabel \"default\" { ... }\n"
+		  "3:1: unknown component \"discovery.kubernete\"; did you mean \"discovery.kubernetes\"?\n"
+		  "4:1: component \"prometheus.scrape\" is not supported by nodeprof (supported: discovery.docker, "
+		  "discovery.kubernetes, discovery.process, discovery.relabel, logging, pyroscope.ebpf, pyroscope.write)\n"
+		  "5:1: attributes are not allowed at the top level; \"x\" must be inside a component block\n"
+		  "8:1: component \"logging\" is already defined at t:6:1\n"
+		  "11:17: component \"pyroscope.write.w\" is already defined at t:10:1" },
+		/* Expressions over references: types flow statically. */
+		{ "discovery.relabel \"a\" {\n  targets = array.concat(discovery.relabel.b.output, [{ x = \"1\" }])\n}\n"
+		  "discovery.relabel \"b\" {\n  targets = []\n  rule {\n    target_label = \"t\"\n    replacement = "
+		  "discovery.relabel.a.output[0].x + \"-suffix\"\n  }\n}",
+		  "2:26: cycle in component references: discovery.relabel.a -> discovery.relabel.b -> discovery.relabel.a" },
+		{ "discovery.relabel \"a\" {\n  targets = []\n}\ndiscovery.relabel \"b\" {\n  targets = []\n  rule {\n    "
+		  "target_label = \"t\"\n    replacement = discovery.relabel.a.output[0].x + \"-suffix\"\n  }\n}",
+		  "" },
+		{ "discovery.relabel \"a\" {\n  targets = []\n}\ndiscovery.relabel \"b\" {\n  targets = []\n  rule {\n    "
+		  "target_label = \"t\"\n    modulus = discovery.relabel.a.output\n  }\n}",
+		  "8:15: modulus: expected number, got list(map(string))" },
+	};
+	RUN(cases);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(shared_examples_pass),
+		cmocka_unit_test(example_graph_shape),
+		cmocka_unit_test(schema_defaults_are_valid),
+		cmocka_unit_test(documented_defaults),
+		cmocka_unit_test(accessors),
+		cmocka_unit_test(component_errors),
+		cmocka_unit_test(cross_argument_rules),
+		cmocka_unit_test(relabel_rules),
+		cmocka_unit_test(references_and_structure),
+	};
+	return cmocka_run_group_tests_name("config_check", tests, NULL, NULL);
+}
