@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/http/ebpf_metrics.h"
+#include "agent/profile/ebpf_metrics.h"
 #include "agent/http/server.h"
 #include "agent/profile/ebpf_profiler.h"
 #include "agent/ui/api.h"
@@ -277,9 +277,10 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	if (h.targets_path) {
-		struct np_profile_sink sinks[2] = { np_store_sink(h.store), np_ebpf_metrics_sink(h.metrics) };
+		struct np_profile_sink sinks[1] = { np_store_sink(h.store) };
+		ecfg.metrics = h.metrics;
 		if (load_targets(h.targets_path, &h.targets, &err) ||
-		    np_ebpf_profiler_start(&ecfg, sinks, 2, &h.profiler, &err) ||
+		    np_ebpf_profiler_start(&ecfg, sinks, 1, &h.profiler, &err) ||
 		    np_ebpf_profiler_set_targets(h.profiler, &h.targets, &err)) {
 			fprintf(stderr, "http_ui: %s\n", err.msg);
 			goto out;

@@ -16,13 +16,16 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import cgroups
 import k8s  # also puts tests/servers on sys.path
 import np
+import promtext
 
 import apiserver  # noqa: E402  (tests/servers)
 import pyroscope  # noqa: E402  (tests/servers)
@@ -98,10 +101,15 @@ class Node:
             e.pop(k, None)
         e.update(env or {})
         script = ('mount --bind "$1" ' + SA_DIR + ' && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"')
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.http_port = sock.getsockname()[1]
+        sock.close()
         self.log_path = os.path.join(self.dir, "agent.log")
         self.log = open(self.log_path, "w")
         self.agent = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script,
-                                       "sh", self.sa, self.hosts, np.NODEPROF, "run", "--config", config],
+                                       "sh", self.sa, self.hosts, np.NODEPROF, "run", "--config", config,
+                                       "--http-listen", f"127.0.0.1:{self.http_port}"],
                                       env=e, stdout=self.log, stderr=subprocess.STDOUT)
         self.test.addCleanup(self.stop_agent)
         return self.agent
@@ -114,6 +122,11 @@ class Node:
             except subprocess.TimeoutExpired:
                 self.agent.kill()
                 self.agent.wait()
+
+    def metrics(self):
+        """The agent's /metrics, parsed."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics", timeout=10) as r:
+            return promtext.parse(r.read().decode())
 
     def agent_log(self):
         with open(self.log_path) as f:

@@ -1,18 +1,17 @@
 /* pyroscope.ebpf metrics: see ebpf_metrics.h. */
-#include "agent/http/ebpf_metrics.h"
+#include "agent/profile/ebpf_metrics.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/discovery/target.h"
-#include "agent/pprof/decode.h"
 #include "agent/util/log.h"
 
 #define PPROFS_HELP "Total number of pprof profiles collected by the ebpf component"
 
-enum { C_SESSIONS, C_SESSIONS_FAILING, C_DROPPED, C_BPF_SAMPLES, C_BPF_LOST, C_UNATTRIBUTED, NCOUNTERS };
-enum { G_ACTIVE, G_PIDS, G_CGROUPS, NGAUGES };
+enum { C_SESSIONS, C_SESSIONS_FAILING, C_DROPPED, C_BPF_SAMPLES, C_BPF_LOST, C_UNATTRIBUTED, C_LEAF, NCOUNTERS };
+enum { G_ACTIVE, G_PIDS, G_CGROUPS, G_SYM_BYTES, G_SYM_FILES, G_PID_CACHE, NGAUGES };
 
 struct np_ebpf_metrics {
 	struct np_metric *pprofs, *bytes, *samples;
@@ -68,6 +67,24 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 					 "Samples of processes that matched no target when their interval was collected.",
 					 NULL, err),
 		      err)) ||
+	    !(m->counters[C_LEAF] = series0(
+		      np_metrics_counter(reg, "nodeprof_ebpf_recovered_leaf_callers_total",
+					 "Samples whose frameless leaf function got its caller back from the stack.", NULL,
+					 err),
+		      err)) ||
+	    !(m->gauges[G_SYM_BYTES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_symbol_cache_bytes",
+				       "Bytes held by the symbol tables cache (bounded).", NULL, err),
+		      err)) ||
+	    !(m->gauges[G_SYM_FILES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_symbol_cache_files", "Files whose symbol tables are cached.",
+				       NULL, err),
+		      err)) ||
+	    !(m->gauges[G_PID_CACHE] = series0(
+		      np_metrics_gauge(reg, "nodeprof_pid_cache_entries",
+				       "Processes in the PID to container ID cache (bounded by container_id_cache_size).",
+				       NULL, err),
+		      err)) ||
 	    !(m->gauges[G_ACTIVE] = series0(
 		      np_metrics_gauge(reg, "pyroscope_ebpf_active_targets",
 				       "Current number of active targets being tracked by the ebpf component", NULL, err),
@@ -103,39 +120,30 @@ void np_ebpf_metrics_free(struct np_ebpf_metrics *m)
 	free(m);
 }
 
-static int count_profile(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len, struct np_err *err)
+void np_ebpf_metrics_profile(struct np_ebpf_metrics *m, const char *service_name, size_t bytes, size_t samples)
 {
-	struct np_ebpf_metrics *m = ud;
-	const char *svc = labels ? np_labels_get(labels, NP_LABEL_SERVICE_NAME) : NULL;
-	const char *values[] = { svc ? svc : "", NULL };
-	size_t samples = 0;
-	struct np_err cerr;
+	const char *values[] = { service_name ? service_name : "", NULL };
+	struct np_err err;
+	struct np_series *p = np_metric_series(m->pprofs, values, &err);
+	struct np_series *b = np_metric_series(m->bytes, values, &err);
+	struct np_series *s = np_metric_series(m->samples, values, &err);
 
-	if (np_pprof_count_samples(pprof_gz, len, 64u << 20, &samples, &cerr))
-		np_log(NP_DEBUG, "ebpf", "cannot count pprof samples", "err", cerr.msg, NULL);
-	free(pprof_gz);
-	struct np_series *p = np_metric_series(m->pprofs, values, err);
-	struct np_series *b = np_metric_series(m->bytes, values, err);
-	struct np_series *s = np_metric_series(m->samples, values, err);
-	if (!p || !b || !s)
-		return -1;
+	if (!p || !b || !s) {
+		np_log(NP_DEBUG, "pyroscope.ebpf", "cannot count a profile", "err", err.msg, NULL);
+		return;
+	}
 	np_series_inc(p);
-	np_series_add(b, (double)len);
+	np_series_add(b, (double)bytes);
 	np_series_add(s, (double)samples);
-	return 0;
-}
-
-struct np_profile_sink np_ebpf_metrics_sink(struct np_ebpf_metrics *m)
-{
-	return (struct np_profile_sink){ count_profile, m };
 }
 
 void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stats *st)
 {
-	const uint64_t now[NCOUNTERS] = { st->sessions, st->sessions_failing, st->dropped,
-					  st->bpf_samples, st->bpf_lost, st->unattributed };
-	const double gauges[NGAUGES] = { (double)st->active_targets, (double)st->allowed_pids,
-					 (double)st->allowed_cgroups };
+	const uint64_t now[NCOUNTERS] = { st->sessions,	  st->sessions_failing, st->dropped,	      st->bpf_samples,
+					  st->bpf_lost,	  st->unattributed,	st->recovered_callers };
+	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
+					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
+					 (double)st->symbols.cached_files, (double)st->pid_cache.entries };
 
 	pthread_mutex_lock(&m->lock);
 	for (int i = 0; i < NCOUNTERS; i++) {
