@@ -55,7 +55,8 @@ DEB_PACKAGES := \
 	g++ \
 	procps \
 	iproute2 \
-	ca-certificates
+	ca-certificates \
+	chromium
 
 PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1 icu-uc
 # Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.

@@ -1,24 +1,55 @@
-/* nodeprof run [--config FILE] [--http-listen ADDR]: the agent. Loads the
- * configuration, runs its component graph, reloads it on SIGHUP (keeping the
- * running graph when the new file is invalid) and stops on SIGINT/SIGTERM.
- * The HTTP server (POST /-/reload) will call cfg_controller_reload() on the same
- * controller. */
+/* nodeprof run [--config FILE] [--http-listen ADDR]: the agent. Runs the component
+ * graph of a configuration (the embedded default without --config), serves
+ * /metrics, health, readiness, reload, debug pages and the local flame-graph UI,
+ * reloads on SIGHUP or POST /-/reload (keeping the running graph when the new file
+ * is invalid), and stops on SIGINT/SIGTERM after flushing. */
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/cmd/commands.h"
+#include "agent/cmd/run_default.h"
 #include "agent/config/controller.h"
+#include "agent/config/graph.h"
+#include "agent/http/server.h"
+#include "agent/profile/ebpf_component.h"
+#include "agent/profile/ebpf_metrics.h"
+#include "agent/ui/api.h"
+#include "agent/ui/store.h"
 #include "agent/util/log.h"
 
 static const char run_usage[] =
-	"Usage: nodeprof run [--config FILE] [--http-listen ADDR]\n"
+	"Usage: nodeprof run [--config FILE] [--http-listen ADDR] [--ui-memory SIZE] [--log-level LEVEL]\n"
 	"\n"
-	"Runs the agent with an Alloy configuration file. SIGHUP reloads the file; when the new\n"
-	"file is invalid the running configuration stays. SIGINT or SIGTERM stop the agent.\n";
+	"Runs the agent. With --config, the components of an Alloy configuration file (discovery.kubernetes,\n"
+	"discovery.docker, discovery.process, discovery.relabel, pyroscope.ebpf, pyroscope.write); without it,\n"
+	"the embedded default: every process on this host, shown in the local UI and sent nowhere.\n"
+	"\n"
+	"  --config FILE          the configuration; SIGHUP or POST /-/reload re-reads it (an invalid file\n"
+	"                         keeps the running configuration)\n"
+	"  --http-listen ADDR     where /metrics, /-/ready, /-/healthy, /-/reload, /debug/ and the UI are\n"
+	"                         served (default 127.0.0.1:4100; :4100 for every interface)\n"
+	"  --ui-memory SIZE       memory for the profiles the local UI keeps (the last hour at most), e.g.\n"
+	"                         64MiB (the default without --config), 4MiB (the default with it); 0\n"
+	"                         turns the UI's store off\n"
+	"  --log-level LEVEL      debug, info (default), warn or error; logs are logfmt lines on stderr\n"
+	"  --print-default-config print the embedded default configuration and exit\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"SIGTERM and SIGINT stop the agent within a few seconds, after sending what is queued.\n";
 
-/* Logs every diagnostic of a failed reload as one line each. */
+struct agent {
+	struct cfg_controller *ctl;
+	const char *config; /* NULL: the embedded default */
+	struct np_http_server *http;
+	struct np_store *store;
+	struct np_ui *ui;
+	struct np_ebpf_metrics *metrics;
+};
+
+/* Logs every diagnostic as one line each. */
 static void log_diags(struct cfg_diags *d, const char *msg)
 {
 	char line[1400];
@@ -29,38 +60,295 @@ static void log_diags(struct cfg_diags *d, const char *msg)
 	}
 }
 
+/* "64MiB", "4MB", "512k", "0": bytes (binary and decimal suffixes both mean powers of 1024). */
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned long long mul = 1;
+
+	if (end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ULL << 10; end++; break;
+	case 'm': case 'M': mul = 1ULL << 20; end++; break;
+	case 'g': case 'G': mul = 1ULL << 30; end++; break;
+	default: break;
+	}
+	if (mul > 1 && *end == 'i')
+		end++;
+	if (mul > 1 && (*end == 'B' || *end == 'b'))
+		end++;
+	if (*end || v > (1ULL << 40) / mul)
+		return -1;
+	*out = (size_t)(v * mul);
+	return 0;
+}
+
+static int reload(void *ud, struct np_err *err)
+{
+	struct agent *a = ud;
+	struct cfg_diags d;
+	int rc;
+
+	if (!a->config)
+		return np_errf(err, "nodeprof runs its embedded default configuration: there is no file to reload");
+	cfg_diags_init(&d, a->config);
+	rc = cfg_controller_reload(a->ctl, &d);
+	if (rc == 0) {
+		log_diags(&d, "configuration warning");
+		np_log(NP_INFO, "config", "configuration reloaded", "config", a->config, "generation",
+		       NP_LOG_INT(cfg_controller_generation(a->ctl)), NULL);
+	} else {
+		char *text = cfg_diags_text(&d);
+		log_diags(&d, "reload failed; the running configuration stays");
+		np_errf(err, "%s", text ? text : "the configuration is invalid");
+		free(text);
+	}
+	cfg_diags_free(&d);
+	return rc;
+}
+
+/* Component IDs and types copied out of a status walk: the walk holds the
+ * controller's lock, so queries that take it again must come after. */
+#define MAX_COMPONENTS 256
+
+struct id_list {
+	char id[MAX_COMPONENTS][128];
+	char type[MAX_COMPONENTS][64];
+	size_t n;
+	struct np_buf *reason; /* the first reason for not being ready */
+	int ready;
+};
+
+static void collect_component(void *ud, const struct cfg_component_status *s)
+{
+	struct id_list *l = ud;
+
+	if (l->reason && l->ready && (!s->running || s->health == CFG_HEALTH_UNHEALTHY)) {
+		np_buf_printf(l->reason, "%s is not running%s%s", s->id, s->message[0] ? ": " : "", s->message);
+		l->ready = 0;
+	}
+	if (l->n == MAX_COMPONENTS)
+		return;
+	snprintf(l->id[l->n], sizeof(l->id[0]), "%s", s->id);
+	snprintf(l->type[l->n], sizeof(l->type[0]), "%s", s->type);
+	l->n++;
+}
+
+/* Ready once every component runs (the BPF programs are attached) and every profiler
+ * has targets from discovery that finished its first pass. */
+static int ready(void *ud, struct np_buf *reason)
+{
+	struct agent *a = ud;
+	struct id_list *l = calloc(1, sizeof(*l));
+	int ok;
+
+	if (!l) {
+		np_buf_puts(reason, "out of memory");
+		return 0;
+	}
+	if (cfg_controller_generation(a->ctl) == 0) {
+		np_buf_puts(reason, "the configuration is not loaded yet");
+		free(l);
+		return 0;
+	}
+	l->reason = reason;
+	l->ready = 1;
+	cfg_controller_status(a->ctl, collect_component, l);
+	for (size_t i = 0; l->ready && i < l->n; i++) {
+		if (strcmp(l->type[i], "pyroscope.ebpf") == 0 && !cfg_controller_settled(a->ctl, l->id[i])) {
+			np_buf_printf(reason, "%s is waiting for its targets (discovery has not synced)", l->id[i]);
+			l->ready = 0;
+		}
+	}
+	ok = l->ready;
+	free(l);
+	return ok;
+}
+
+static void scrape(void *ud)
+{
+	struct agent *a = ud;
+	struct np_ebpf_stats sum;
+
+	np_ebpf_components_stats(&sum);
+	np_ebpf_metrics_update(a->metrics, &sum);
+}
+
+static void json_string(struct np_buf *out, const char *s)
+{
+	np_buf_putc(out, '"');
+	for (const char *p = s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			np_buf_putc(out, '\\');
+		if ((unsigned char)*p >= 0x20)
+			np_buf_putc(out, *p);
+	}
+	np_buf_putc(out, '"');
+}
+
+static void status_json(void *ud, const struct cfg_component_status *s)
+{
+	struct np_buf *out = ud;
+
+	np_buf_printf(out, "%s{\"component\":\"%s\",\"type\":\"%s\",\"running\":%s,\"health\":\"%s\",\"message\":",
+		      out->len > 1 ? "," : "", s->id, s->type, s->running ? "true" : "false", cfg_health_name(s->health));
+	json_string(out, s->message);
+	np_buf_putc(out, '}');
+}
+
+static int debug_components(void *ud, struct np_buf *out, struct np_err *err)
+{
+	struct agent *a = ud;
+
+	np_buf_putc(out, '[');
+	cfg_controller_status(a->ctl, status_json, out);
+	np_buf_putc(out, ']');
+	return out->failed ? np_errf(err, "out of memory") : 0;
+}
+
+static int debug_profilers(void *ud, struct np_buf *out, struct np_err *err)
+{
+	(void)ud;
+	return np_ebpf_components_json(out, err);
+}
+
+/* One row per target of every discovery and relabel component. */
+static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
+{
+	struct agent *a = ud;
+	struct id_list *l = calloc(1, sizeof(*l));
+	int first = 1;
+
+	if (!l)
+		return np_errf(err, "out of memory");
+	cfg_controller_status(a->ctl, collect_component, l);
+	np_buf_putc(out, '[');
+	for (size_t i = 0; i < l->n; i++) {
+		const char *export = strcmp(l->type[i], "discovery.relabel") == 0 ? "output" : "targets";
+		struct cfg_value *v;
+		if (strncmp(l->type[i], "discovery.", 10) != 0 || !(v = cfg_controller_export(a->ctl, l->id[i], export)))
+			continue;
+		for (size_t t = 0; v->kind == CFG_V_TARGETS && t < v->u.targets.n; t++) {
+			const struct np_labels *ls = &v->u.targets.v[t];
+			struct np_buf text = NP_BUF_INIT;
+			for (size_t k = 0; k < ls->n; k++)
+				np_buf_printf(&text, "%s%s=%s", k ? ", " : "", ls->v[k].name, ls->v[k].value);
+			np_buf_printf(out, "%s{\"component\":\"%s\",\"labels\":", first ? "" : ",", l->id[i]);
+			json_string(out, text.p ? text.p : "");
+			np_buf_putc(out, '}');
+			np_buf_free(&text);
+			first = 0;
+		}
+		cfg_unref(v);
+	}
+	np_buf_putc(out, ']');
+	free(l);
+	return out->failed ? np_errf(err, "out of memory") : 0;
+}
+
+static int start_http(struct agent *a, const char *listen, size_t ui_memory, struct np_err *err)
+{
+	struct np_http_config hc;
+	struct np_store_config sc;
+	struct np_ui_config uc = { 0 };
+
+	np_http_config_defaults(&hc);
+	hc.listen = listen;
+	if (np_ebpf_metrics_new(NULL, &a->metrics, err) || np_http_start(&hc, &a->http, err))
+		return -1;
+	np_http_set_ready(a->http, ready, a);
+	np_http_set_reload(a->http, reload, a);
+	if (np_http_on_scrape(a->http, scrape, a, err) ||
+	    np_http_debug_page(a->http, "components", "Components and their health", debug_components, a, err) ||
+	    np_http_debug_page(a->http, "targets", "Targets of the discovery components", debug_targets, a, err) ||
+	    np_http_debug_page(a->http, "profilers", "Profilers: samples, symbol cache (ELF cache), PID cache",
+			       debug_profilers, a, err))
+		return -1;
+	if (ui_memory) {
+		np_store_config_defaults(&sc);
+		sc.budget_bytes = ui_memory;
+		if (np_store_new(&sc, &a->store, err) || np_ui_start(a->http, a->store, &uc, &a->ui, err))
+			return -1;
+	}
+	struct np_profile_sink store_sink = a->store ? np_store_sink(a->store) : (struct np_profile_sink){ 0 };
+	np_ebpf_component_set_local(a->store ? &store_sink : NULL, a->metrics);
+	return 0;
+}
+
+static void stop_agent(struct agent *a)
+{
+	/* Components first (profilers flush their last interval, writers their queues),
+	 * then what serves and stores their output. */
+	cfg_controller_free(a->ctl);
+	np_ebpf_component_set_local(NULL, NULL);
+	np_ui_stop(a->ui);
+	np_http_stop(a->http);
+	np_store_free(a->store);
+	np_ebpf_metrics_free(a->metrics);
+}
+
 int cmd_run(int argc, char **argv)
 {
-	const char *config = NULL, *listen = NULL;
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },	     { "http-listen", required_argument, NULL, 'l' },
+		{ "ui-memory", required_argument, NULL, 'm' },	     { "log-level", required_argument, NULL, 'L' },
+		{ "print-default-config", no_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct agent a = { 0 };
+	const char *listen = "127.0.0.1:4100";
+	size_t ui_memory = 0;
+	int ui_memory_set = 0, opt;
+	struct np_err err;
+	struct cfg_diags d;
 
-	for (int i = 1; i < argc; i++) {
-		if ((strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "--http-listen") == 0) && i + 1 < argc) {
-			*(argv[i][2] == 'c' ? &config : &listen) = argv[i + 1];
-			i++;
-		} else if (strncmp(argv[i], "--config=", 9) == 0) {
-			config = argv[i] + 9;
-		} else if (strncmp(argv[i], "--http-listen=", 14) == 0) {
-			listen = argv[i] + 14;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			a.config = optarg;
+			break;
+		case 'l':
+			listen = optarg;
+			break;
+		case 'm':
+			if (parse_size(optarg, &ui_memory)) {
+				fprintf(stderr, "nodeprof run: --ui-memory \"%s\": use a size such as 64MiB, 4MiB or 0\n", optarg);
+				return 1;
+			}
+			ui_memory_set = 1;
+			break;
+		case 'L': {
+			enum np_level level;
+			if (np_log_parse_level(optarg, &level)) {
+				fprintf(stderr, "nodeprof run: --log-level \"%s\": use debug, info, warn or error\n", optarg);
+				return 1;
+			}
+			np_log_set_level(level);
+			break;
+		}
+		case 'P':
+			fputs(np_default_config, stdout);
+			return 0;
+		case 'h':
 			fputs(run_usage, stdout);
 			return 0;
-		} else {
-			fprintf(stderr, "nodeprof run: unexpected argument \"%s\"\n%s", argv[i], run_usage);
+		default:
+			fputs("Run `nodeprof run --help` for the options.\n", stderr);
 			return 1;
 		}
 	}
-	if (!config) {
-		fputs("nodeprof run: the embedded default configuration is not available yet; pass --config FILE\n", stderr);
+	if (optind < argc) {
+		fprintf(stderr, "nodeprof run: unexpected argument \"%s\"; run `nodeprof run --help`\n", argv[optind]);
 		return 1;
 	}
-	if (listen) {
-		fprintf(stderr, "nodeprof run: --http-listen %s is not supported yet: the HTTP server is not part of this build\n",
-			listen);
-		return 1;
-	}
+	if (!ui_memory_set)
+		ui_memory = a.config ? (size_t)4 << 20 : (size_t)64 << 20;
 
 	/* Signals are taken synchronously by this thread; every other thread (the
-	 * controller's, the components') inherits the blocked mask. */
+	 * controller's, the components', the HTTP server's) inherits the blocked mask. */
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGHUP);
@@ -68,44 +356,68 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-	struct cfg_controller *ctl;
-	struct np_err err;
-	struct cfg_controller_opts opts = { .command = "nodeprof run" };
-	if (cfg_controller_new(&opts, &ctl, &err)) {
+	/* An invalid file fails before anything starts or listens. */
+	cfg_diags_init(&d, a.config ? a.config : "(embedded default)");
+	struct cfg_graph *checked = a.config ? cfg_graph_load_file(a.config, &d)
+					     : cfg_graph_load_source("(embedded default)", np_default_config,
+								     strlen(np_default_config), &d);
+	if (!checked) {
+		cfg_diags_print(&d, stderr);
+		cfg_diags_free(&d);
+		return 1;
+	}
+	cfg_diags_free(&d);
+
+	struct cfg_controller_opts copts = { .command = "nodeprof run" };
+	if (cfg_controller_new(&copts, &a.ctl, &err)) {
+		cfg_graph_free(checked);
 		fprintf(stderr, "nodeprof run: %s\n", err.msg);
 		return 1;
 	}
-	struct cfg_diags d;
-	cfg_diags_init(&d, config);
-	if (cfg_controller_load(ctl, config, &d)) {
+	if (start_http(&a, listen, ui_memory, &err)) {
+		fprintf(stderr, "nodeprof run: %s\n", err.msg);
+		cfg_graph_free(checked);
+		stop_agent(&a);
+		return 1;
+	}
+	cfg_diags_init(&d, a.config ? a.config : "(embedded default)");
+	/* A file is loaded again by path (that is what a reload re-reads); the embedded
+	 * default is applied as parsed. */
+	int rc;
+	if (a.config) {
+		cfg_graph_free(checked);
+		rc = cfg_controller_load(a.ctl, a.config, &d);
+	} else {
+		rc = cfg_controller_apply(a.ctl, checked, &d);
+	}
+	if (rc) {
 		cfg_diags_print(&d, stderr);
 		cfg_diags_free(&d);
-		cfg_controller_free(ctl);
+		stop_agent(&a);
 		return 1;
 	}
 	log_diags(&d, "configuration warning");
 	cfg_diags_free(&d);
-	np_log(NP_INFO, "run", "nodeprof started", "version", NP_VERSION, "config", config, NULL);
+	char url[300];
+	snprintf(url, sizeof(url), "http://%s/", listen[0] == ':' ? listen + 1 : listen);
+	np_log(NP_INFO, "run", "nodeprof started", "version", NP_VERSION, "config",
+	       a.config ? a.config : "(embedded default)", "ui", ui_memory ? url : "off", NULL);
+	if (!a.config)
+		fprintf(stderr, "nodeprof: profiling every process on this host; open http://%s/ (Ctrl-C stops)\n",
+			listen[0] == ':' ? listen + 1 : listen);
 
 	for (;;) {
 		int sig = 0;
 		if (sigwait(&set, &sig) != 0)
 			continue;
 		if (sig == SIGHUP) {
-			cfg_diags_init(&d, config);
-			if (cfg_controller_reload(ctl, &d) == 0) {
-				log_diags(&d, "configuration warning");
-				np_log(NP_INFO, "config", "configuration reloaded", "config", config, "generation",
-				       NP_LOG_INT(cfg_controller_generation(ctl)), NULL);
-			} else {
-				log_diags(&d, "reload failed; the running configuration stays");
-			}
-			cfg_diags_free(&d);
+			if (reload(&a, &err))
+				np_log(NP_WARN, "config", "SIGHUP reload failed", "err", err.msg, NULL);
 			continue;
 		}
 		np_log(NP_INFO, "run", "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
 		break;
 	}
-	cfg_controller_free(ctl);
+	stop_agent(&a);
 	return 0;
 }

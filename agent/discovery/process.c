@@ -400,8 +400,10 @@ int np_process_discover_once(const struct np_process_config *cfg, struct np_targ
 			goto out;
 		}
 	}
+	/* Debug only: a periodic caller sees the same failures every scan and decides
+	 * what is worth a warning (process_component.c warns when they change). */
 	if (sc.stats->failed)
-		np_log(NP_WARN, "discovery.process", "processes skipped", "count", NP_LOG_INT(sc.stats->failed),
+		np_log(NP_DEBUG, "discovery.process", "processes skipped", "count", NP_LOG_INT(sc.stats->failed),
 		       "example", sc.stats->first_failure, NULL);
 	if (cfg->join) {
 		rc = np_process_join(&found, cfg->join, out, err);

@@ -1,26 +1,37 @@
 /* discovery.process as a component: a /proc scan every refresh_interval
  * (agent/discovery/process.h), its targets joined with `join`, exported as
  * `targets`. New arguments start a new scanner, which publishes at once. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "agent/config/component.h"
 #include "agent/config/replace_on_update.h"
 #include "agent/config/types/types.h"
 #include "agent/discovery/periodic.h"
 #include "agent/discovery/process.h"
+#include "agent/util/log.h"
 
 struct process_run {
 	struct np_process_config cfg;
 	struct np_targets join; /* owned copy: cfg.join points here */
 	struct np_periodic *runner;
+	char last_failure[256]; /* what the previous scan could not read, to warn only on change */
 };
 
 
 static int discover(void *ctx, struct np_targets *out, struct np_err *err)
 {
 	struct process_run *r = ctx;
+	struct np_process_scan_stats st;
+	int rc = np_process_discover_once(&r->cfg, out, &st, err);
 
-	return np_process_discover_once(&r->cfg, out, NULL, err);
+	if (rc == 0 && st.failed && strcmp(st.first_failure, r->last_failure) != 0)
+		np_log(NP_WARN, "discovery.process", "processes skipped (logged again only when this changes)", "count",
+		       NP_LOG_INT(st.failed), "example", st.first_failure, NULL);
+	if (rc == 0)
+		snprintf(r->last_failure, sizeof(r->last_failure), "%s", st.failed ? st.first_failure : "");
+	return rc;
 }
 
 static void run_free(void *instance)

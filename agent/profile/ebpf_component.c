@@ -5,6 +5,7 @@
  * collect_interval, demangle, kernel_frames, targets_only, verbose_mode or
  * container_id_cache_size restarts it (most of those shape the BPF maps and the
  * caches; a restart flushes the current interval first, so nothing is lost). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,11 +16,14 @@
 
 #define MAX_RECEIVERS 64
 
-static struct np_profile_sink local_sink; /* set once by `nodeprof run`, before any component starts */
+/* Set by `nodeprof run` before any component starts. */
+static struct np_profile_sink local_sink;
+static struct np_ebpf_metrics *metrics;
 
-void np_ebpf_component_set_local_sink(const struct np_profile_sink *sink)
+void np_ebpf_component_set_local(const struct np_profile_sink *sink, struct np_ebpf_metrics *m)
 {
 	local_sink = sink ? *sink : (struct np_profile_sink){ 0 };
+	metrics = m;
 }
 
 struct ebpf_component {
@@ -27,7 +31,107 @@ struct ebpf_component {
 	struct np_ebpf_profiler *engine;
 	struct np_ebpf_config cfg; /* as started; name points into id */
 	char id[256];
+	struct ebpf_component *next; /* in the list of running components */
 };
+
+/* Every running component, for metrics and debug pages. The lock also guards each
+ * component's engine pointer, which update() replaces. */
+static pthread_mutex_t running_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ebpf_component *running;
+
+static void running_add(struct ebpf_component *ec)
+{
+	pthread_mutex_lock(&running_mu);
+	ec->next = running;
+	running = ec;
+	pthread_mutex_unlock(&running_mu);
+}
+
+static void running_remove(struct ebpf_component *ec)
+{
+	pthread_mutex_lock(&running_mu);
+	for (struct ebpf_component **pp = &running; *pp; pp = &(*pp)->next) {
+		if (*pp == ec) {
+			*pp = ec->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&running_mu);
+}
+
+size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
+{
+	size_t n = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	pthread_mutex_lock(&running_mu);
+	for (struct ebpf_component *ec = running; ec; ec = ec->next) {
+		struct np_ebpf_stats st;
+		np_ebpf_profiler_get_stats(ec->engine, &st);
+		sum->profiles += st.profiles;
+		sum->profile_bytes += st.profile_bytes;
+		sum->samples += st.samples;
+		sum->unattributed += st.unattributed;
+		sum->dropped += st.dropped;
+		sum->sessions += st.sessions;
+		sum->sessions_failing += st.sessions_failing;
+		sum->active_targets += st.active_targets;
+		sum->allowed_cgroups += st.allowed_cgroups;
+		sum->allowed_pids += st.allowed_pids;
+		sum->bpf_samples += st.bpf_samples;
+		sum->bpf_lost += st.bpf_lost;
+		sum->recovered_callers += st.recovered_callers;
+		sum->symbols.cache_bytes += st.symbols.cache_bytes;
+		sum->symbols.cached_files += st.symbols.cached_files;
+		sum->symbols.cached_symbols += st.symbols.cached_symbols;
+		sum->symbols.processes += st.symbols.processes;
+		sum->symbols.lookups += st.symbols.lookups;
+		sum->symbols.unresolved += st.symbols.unresolved;
+		sum->pid_cache.entries += st.pid_cache.entries;
+		sum->pid_cache.capacity += st.pid_cache.capacity;
+		sum->pid_cache.hits += st.pid_cache.hits;
+		sum->pid_cache.misses += st.pid_cache.misses;
+		sum->pid_cache.evictions += st.pid_cache.evictions;
+		n++;
+	}
+	pthread_mutex_unlock(&running_mu);
+	return n;
+}
+
+int np_ebpf_components_json(struct np_buf *out, struct np_err *err)
+{
+	int first = 1;
+
+	np_buf_putc(out, '[');
+	pthread_mutex_lock(&running_mu);
+	for (struct ebpf_component *ec = running; ec; ec = ec->next) {
+		struct np_ebpf_stats st;
+		np_ebpf_profiler_get_stats(ec->engine, &st);
+		np_buf_printf(out,
+			      "%s{\"component\":\"%s\",\"sample_rate\":%u,\"collect_interval_s\":%.3f,"
+			      "\"targets_only\":%s,\"active_targets\":%zu,\"allowed_cgroups\":%zu,\"allowed_pids\":%zu,"
+			      "\"profiles\":%llu,\"profile_bytes\":%llu,\"samples\":%llu,\"unattributed_samples\":%llu,"
+			      "\"bpf_samples\":%llu,\"bpf_lost\":%llu,\"recovered_leaf_callers\":%llu,"
+			      "\"symbol_cache_bytes\":%zu,\"symbol_cache_files\":%zu,\"symbol_cache_symbols\":%zu,"
+			      "\"symbolized_processes\":%zu,\"symbol_lookups\":%llu,\"unresolved_frames\":%llu,"
+			      "\"pid_cache_entries\":%zu,\"pid_cache_capacity\":%zu,\"pid_cache_hits\":%llu,"
+			      "\"pid_cache_misses\":%llu,\"pid_cache_evictions\":%llu}",
+			      first ? "" : ",", ec->id, ec->cfg.sample_rate, (double)ec->cfg.collect_interval_ns / 1e9,
+			      ec->cfg.targets_only ? "true" : "false", st.active_targets, st.allowed_cgroups,
+			      st.allowed_pids, (unsigned long long)st.profiles, (unsigned long long)st.profile_bytes,
+			      (unsigned long long)st.samples, (unsigned long long)st.unattributed,
+			      (unsigned long long)st.bpf_samples, (unsigned long long)st.bpf_lost,
+			      (unsigned long long)st.recovered_callers, st.symbols.cache_bytes, st.symbols.cached_files,
+			      st.symbols.cached_symbols, st.symbols.processes, (unsigned long long)st.symbols.lookups,
+			      (unsigned long long)st.symbols.unresolved, st.pid_cache.entries, st.pid_cache.capacity,
+			      (unsigned long long)st.pid_cache.hits, (unsigned long long)st.pid_cache.misses,
+			      (unsigned long long)st.pid_cache.evictions);
+		first = 0;
+	}
+	pthread_mutex_unlock(&running_mu);
+	np_buf_putc(out, ']');
+	return out->failed ? np_errf(err, "out of memory") : 0;
+}
 
 static int read_config(const struct cfg_args *a, struct np_ebpf_config *cfg, const char *id, struct np_err *err)
 {
@@ -39,6 +143,7 @@ static int read_config(const struct cfg_args *a, struct np_ebpf_config *cfg, con
 	cfg->targets_only = cfg_args_bool(a, "targets_only");
 	cfg->verbose = cfg_args_bool(a, "verbose_mode");
 	cfg->container_id_cache_size = (size_t)cfg_args_uint(a, "container_id_cache_size");
+	cfg->metrics = metrics;
 	return sym_demangle_parse(cfg_args_str(a, "demangle"), &cfg->demangle, err);
 }
 
@@ -92,6 +197,7 @@ static int start(struct cfg_component *c, const struct cfg_args *args, void **st
 		free(ec);
 		return -1;
 	}
+	running_add(ec);
 	*state = ec;
 	return 0;
 }
@@ -109,13 +215,16 @@ static int update(void *state, const struct cfg_args *args, struct np_err *err)
 	if (!same_engine(&cfg, &ec->cfg)) {
 		struct np_ebpf_profiler *old = ec->engine;
 		struct np_ebpf_config old_cfg = ec->cfg;
+		running_remove(ec);
 		ec->cfg = cfg;
 		if (start_engine(ec, args, err)) {
 			/* Keep profiling with the previous settings. */
 			ec->engine = old;
 			ec->cfg = old_cfg;
+			running_add(ec);
 			return -1;
 		}
+		running_add(ec);
 		np_ebpf_profiler_stop(old); /* flushes the old engine's last interval */
 		return 0;
 	}
@@ -132,6 +241,7 @@ static void stop(void *state)
 {
 	struct ebpf_component *ec = state;
 
+	running_remove(ec);
 	np_ebpf_profiler_stop(ec->engine);
 	free(ec);
 }

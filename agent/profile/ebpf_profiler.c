@@ -18,6 +18,7 @@
 #include "agent/pprof/builder.h"
 #include "agent/pprof/gzip.h"
 #include "agent/profile/collector.h"
+#include "agent/profile/ebpf_metrics.h"
 #include "agent/util/intern.h"
 #include "agent/util/log.h"
 
@@ -439,6 +440,9 @@ static void flush(struct np_ebpf_profiler *p)
 				}
 			}
 		}
+		if (sent && p->cfg.metrics)
+			np_ebpf_metrics_profile(p->cfg.metrics, np_labels_get(&sl->labels, "service_name"), gz.len,
+						np_pprof_sample_count(sl->b));
 		pthread_mutex_lock(&p->mu);
 		p->stats.profiles += sent;
 		p->stats.profile_bytes += bytes;
@@ -488,6 +492,25 @@ static int take_pending_targets(struct np_ebpf_profiler *p, struct np_err *err)
 	return rescan(p, err);
 }
 
+/* The symbolizer and the PID cache belong to this thread: copy their numbers out. */
+static void snapshot_stats(struct np_ebpf_profiler *p)
+{
+	struct sym_stats ss;
+	struct np_pid_cache_stats ps;
+	struct np_collector_stats cs;
+	struct np_err err;
+	int have_cs = np_collector_stats(p->col, &cs, &err) == 0;
+
+	symbolizer_stats(np_collector_symbolizer(p->col), &ss);
+	np_pid_cache_get_stats(p->pids, &ps);
+	pthread_mutex_lock(&p->mu);
+	p->stats.symbols = ss;
+	p->stats.pid_cache = ps;
+	if (have_cs)
+		p->stats.recovered_callers = cs.recovered_callers;
+	pthread_mutex_unlock(&p->mu);
+}
+
 static void *run(void *arg)
 {
 	struct np_ebpf_profiler *p = arg;
@@ -506,6 +529,7 @@ static void *run(void *arg)
 			struct timespec ts = { 0, 200000000 };
 			nanosleep(&ts, NULL);
 		}
+		snapshot_stats(p);
 		if (mono_ns() >= p->next_collect) {
 			flush(p);
 			p->next_collect += p->cfg.collect_interval_ns;

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/discovery/pid_cache.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/util/error.h"
 #include "agent/util/labels.h"
@@ -25,6 +26,8 @@
 /* Takes ownership of pprof_gz (free() it) whether it succeeds or not. */
 typedef int (*np_profile_append_fn)(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len,
 				    struct np_err *err);
+
+struct np_ebpf_metrics;
 
 struct np_profile_sink {
 	np_profile_append_fn append;
@@ -41,6 +44,7 @@ struct np_ebpf_config {
 	int targets_only;		/* default on: processes of no target are not sampled; off: they
 					 * are, under the default target service_name="ebpf/unspecified" */
 	int verbose;			/* log every profile handed to the sinks */
+	struct np_ebpf_metrics *metrics;	/* not owned, may be NULL: counts every profile handed out */
 	const char *name;		/* the component's ID, for logs */
 };
 
@@ -72,6 +76,10 @@ struct np_ebpf_stats {
 	size_t active_targets;	  /* targets with a PID or container key */
 	size_t allowed_cgroups, allowed_pids;
 	uint64_t bpf_samples, bpf_lost; /* from the BPF counters */
+	/* Snapshots taken by the profiler thread after every drain (for metrics and debug pages). */
+	struct sym_stats symbols;
+	struct np_pid_cache_stats pid_cache;
+	uint64_t recovered_callers;
 };
 void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats *out);
 

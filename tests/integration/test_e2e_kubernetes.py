@@ -87,6 +87,15 @@ class KubernetesExample(unittest.TestCase):
         for _, labels, _ in n.series():
             self.assertNotIn(labels["service_name"], ("ebpf/batch/job", "ebpf/shop/idle"))
             self.assertNotEqual(labels.get("node"), "node-b")
+        # Nothing lost beyond what the metrics report: every profile the writer counts as
+        # sent reached Pyroscope, and none was dropped or lost in the kernel.
+        m = n.metrics()
+        sent = sum(v for name, _, v in m["pyroscope_write_sent_profiles_total"].samples)
+        dropped = sum(v for name, _, v in m["pyroscope_write_dropped_profiles_total"].samples)
+        self.assertEqual(sent, len(n.series()))
+        self.assertEqual(dropped, 0)
+        self.assertEqual(m["nodeprof_ebpf_bpf_samples_lost_total"].value(), 0)
+        self.assertGreaterEqual(m["pyroscope_ebpf_pprofs_total"].value({"service_name": "ebpf/shop/cart"}), 3)
 
 
 class GrafanaAgentFlowExample(unittest.TestCase):

@@ -16,13 +16,16 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import cgroups
 import k8s  # also puts tests/servers on sys.path
 import np
+import promtext
 
 import apiserver  # noqa: E402  (tests/servers)
 import pyroscope  # noqa: E402  (tests/servers)
@@ -88,7 +91,8 @@ class Node:
 
     # ---- the agent ----
     def start_agent(self, config, env=None, binds=(), prefix=(), unshare=(), args=None):
-        """Starts `nodeprof run --config CONFIG` (or nodeprof ARGS) as a pod would see the node.
+        """Starts `nodeprof run --config CONFIG --http-listen 127.0.0.1:PORT` (self.http_port), or
+        nodeprof ARGS, as a pod would see the node.
         binds: more (host path, mount point) pairs bind-mounted in the agent's mount namespace
         (missing mount points are made, and removed afterwards); prefix: a command that execs
         the agent (e.g. setpriv, to drop capabilities); unshare: more unshare(1) options
@@ -108,11 +112,16 @@ class Node:
         e.update(env or {})
         script = 'while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 1; shift 2; done; shift; exec "$@"'
         mounts = [x for pair in binds for x in pair]
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.http_port = sock.getsockname()[1]
+        sock.close()
         self.log_path = os.path.join(self.dir, "agent.log")
         self.log = open(self.log_path, "w")
-        cmd = [*prefix, np.NODEPROF, *(args if args is not None else ["run", "--config", config])]
+        if args is None:
+            args = ["run", "--config", config, "--http-listen", f"127.0.0.1:{self.http_port}"]
         self.agent = subprocess.Popen(["unshare", "--mount", "--propagation", "private", *unshare, "--", "sh", "-c",
-                                       script, "sh", *mounts, "--", *cmd],
+                                       script, "sh", *mounts, "--", *prefix, np.NODEPROF, *args],
                                       env=e, stdout=self.log, stderr=subprocess.STDOUT)
         self.test.addCleanup(self.stop_agent)
         return self.agent
@@ -125,6 +134,11 @@ class Node:
             except subprocess.TimeoutExpired:
                 self.agent.kill()
                 self.agent.wait()
+
+    def metrics(self):
+        """The agent's /metrics, parsed."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics", timeout=10) as r:
+            return promtext.parse(r.read().decode())
 
     def agent_log(self):
         with open(self.log_path) as f:

@@ -1,0 +1,87 @@
+/* Private to agent/http/: the server's state, shared by the libwebsockets glue
+ * (server.c) and the built-in endpoints (builtin.c). */
+#ifndef NP_HTTP_INTERNAL_H
+#define NP_HTTP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "agent/http/server.h"
+
+#define NP_HTTP_MAX_QUERY_PARAMS 32
+
+struct np_http_query {
+	size_t n;
+	struct {
+		char *name, *value; /* owned */
+	} v[NP_HTTP_MAX_QUERY_PARAMS];
+};
+
+struct route {
+	char method[8];
+	char *path; /* owned; without the trailing "*" for prefix routes */
+	int prefix;
+	np_http_handler handler;
+	void *ud;
+};
+
+struct debug_page {
+	char *name, *title; /* owned */
+	np_http_debug_fn provider;
+	void *ud;
+};
+
+struct scrape_hook {
+	np_http_scrape_fn fn;
+	void *ud;
+};
+
+struct ws_msg {
+	char *p; /* owned */
+	size_t len;
+};
+
+struct np_http_server {
+	struct lws_context *ctx;
+	struct lws_vhost *vhost;
+	pthread_t thread;
+	atomic_int stopping;
+	int port;
+	size_t max_body;
+	struct np_metrics *metrics;
+	char listen_desc[300]; /* for logs */
+
+	pthread_rwlock_t handler_lock; /* read-held while a handler runs; np_http_unroute write-locks */
+	pthread_mutex_t lock; /* routes, callbacks, debug pages, scrape hooks */
+	struct route *routes;
+	size_t nroutes;
+	struct debug_page *pages;
+	size_t npages;
+	struct scrape_hook *hooks;
+	size_t nhooks;
+	np_http_ready_fn ready;
+	void *ready_ud;
+	np_http_reload_fn reload;
+	void *reload_ud;
+
+	pthread_mutex_t ws_lock; /* the broadcast ring */
+	struct ws_msg ring[NP_HTTP_WS_BACKLOG];
+	uint64_t next_seq; /* sequence number of the next message; message s lives in ring[s % BACKLOG] */
+	struct ws_client *clients; /* service thread only */
+	atomic_size_t nclients;
+
+	unsigned char *scratch; /* LWS_PRE + SCRATCH_SIZE: one write at a time, service thread only */
+};
+
+/* builtin.c: registers /metrics, /-/..., /debug/ */
+NP_MUST_CHECK int np_http_builtin_register(struct np_http_server *srv, struct np_err *err);
+
+/* debug_html.c: renders a JSON document as an HTML page with a table. */
+void np_http_json_to_html(const char *title, const char *json, size_t len, struct np_buf *out);
+void np_http_html_escape(struct np_buf *out, const char *s, size_t len);
+
+/* procmetrics.c: registers the process_* families in reg (once) and sets them from /proc/self. */
+NP_MUST_CHECK int np_http_process_metrics_update(struct np_metrics *reg, struct np_err *err);
+
+#endif

@@ -1,0 +1,118 @@
+/* The agent's HTTP/1.1 + WebSocket server (libwebsockets), with its own service
+ * thread. Besides the routes its users register, it serves:
+ *   GET  /metrics        Prometheus text format 0.0.4: the metrics registry plus
+ *                        process_* metrics (RSS, CPU, start time, fds, virtual memory)
+ *   GET  /-/healthy      200 while the process serves requests
+ *   GET  /-/ready        200 once the readiness callback says so, else 503 with its reason
+ *   POST /-/reload       runs the reload callback: 200, or 400 with the error text
+ *   GET  /debug/         index of the debug pages
+ *   GET  /debug/NAME     a debug page: its provider's JSON as an HTML table, or the JSON
+ *                        itself with ?format=json
+ *   GET  /ws             WebSocket; clients receive np_http_ws_broadcast messages
+ * Unknown paths get 404, a known path with another method 405 (with Allow), a body
+ * above max_body 413.
+ *
+ * Threads: handlers, providers and callbacks run on the service thread, one at a
+ * time, so they should answer in milliseconds. Everything else (registration,
+ * broadcast, stop) may be called from any thread. */
+#ifndef NP_HTTP_SERVER_H
+#define NP_HTTP_SERVER_H
+
+#include <stddef.h>
+
+#include "agent/util/error.h"
+#include "agent/util/metrics.h"
+#include "agent/util/strbuf.h"
+
+#define NP_HTTP_DEFAULT_LISTEN "127.0.0.1:4100"
+#define NP_HTTP_DEFAULT_MAX_BODY (1u << 20)
+
+struct np_http_config {
+	const char *listen;	     /* host:port, [v6]:port or :port (all interfaces); port 0 picks one */
+	size_t max_body;	     /* request body limit in bytes; default 1 MiB */
+	struct np_metrics *metrics; /* served at /metrics; default np_metrics_global() */
+};
+
+void np_http_config_defaults(struct np_http_config *cfg);
+
+struct np_http_server;
+
+/* Binds the address and starts the service thread. Fails with a clear message when
+ * the address is invalid, cannot be assigned, or is in use. */
+NP_MUST_CHECK int np_http_start(const struct np_http_config *cfg, struct np_http_server **out, struct np_err *err);
+/* Closes every connection, joins the thread and frees the server. */
+void np_http_stop(struct np_http_server *srv);
+
+/* The port actually bound (useful with port 0). */
+int np_http_port(const struct np_http_server *srv);
+
+struct np_http_request {
+	const char *method; /* "GET", "POST", ... */
+	const char *path;   /* without the query string, percent-decoded by libwebsockets */
+	const char *body;   /* NULL-terminated copy of the body ("" when none) */
+	size_t body_len;
+	const struct np_http_query *query; /* use np_http_query_get */
+};
+
+/* The value of a query parameter (percent-decoded), or NULL when absent. */
+const char *np_http_query_get(const struct np_http_request *req, const char *name);
+
+struct np_http_response {
+	int status;		/* default 200 */
+	char content_type[96]; /* default "text/plain; charset=utf-8" */
+	struct np_buf body;	/* owned by the server; handlers append to it */
+	struct np_http_header {
+		char name[48];
+		char value[464];
+	} headers[4]; /* extra headers, see np_http_response_header */
+	int nheaders;
+};
+
+/* Adds a response header; returns -1 when there is no room or it contains CR/LF. */
+int np_http_response_header(struct np_http_response *resp, const char *name, const char *value);
+/* Sets status, text/plain and the body to a message (for errors). */
+void np_http_response_text(struct np_http_response *resp, int status, const char *fmt, ...) NP_PRINTF(3, 4);
+
+typedef void (*np_http_handler)(void *ud, const struct np_http_request *req, struct np_http_response *resp);
+
+/* Registers a handler for method + path. A path ending in a slash and an asterisk matches every path
+ * with that prefix (the longest registered prefix wins). Replaces an existing route. */
+NP_MUST_CHECK int np_http_route(struct np_http_server *srv, const char *method, const char *path,
+				np_http_handler handler, void *ud, struct np_err *err);
+
+/* Removes every route and debug page registered with this ud, waiting for a handler
+ * that is running to return, so that ud can be freed afterwards. Not from a handler. */
+void np_http_unroute(struct np_http_server *srv, void *ud);
+
+/* Readiness: returns 1 when ready, else 0 with a reason appended to `reason`.
+ * Without a callback the server reports ready. */
+typedef int (*np_http_ready_fn)(void *ud, struct np_buf *reason);
+void np_http_set_ready(struct np_http_server *srv, np_http_ready_fn fn, void *ud);
+
+/* Reload: 0 on success, else -1 with err filled (its text is the 400 body).
+ * Without a callback /-/reload answers 400 "reload is not supported". */
+typedef int (*np_http_reload_fn)(void *ud, struct np_err *err);
+void np_http_set_reload(struct np_http_server *srv, np_http_reload_fn fn, void *ud);
+
+/* Runs before every /metrics render, e.g. to copy counters from a component's stats
+ * into the registry. */
+typedef void (*np_http_scrape_fn)(void *ud);
+NP_MUST_CHECK int np_http_on_scrape(struct np_http_server *srv, np_http_scrape_fn fn, void *ud, struct np_err *err);
+
+/* Debug pages: the provider appends a JSON document to out (an array of objects
+ * renders as a table with one column per key). name: [a-z0-9_-]+. */
+typedef int (*np_http_debug_fn)(void *ud, struct np_buf *out, struct np_err *err);
+NP_MUST_CHECK int np_http_debug_page(struct np_http_server *srv, const char *name, const char *title,
+				     np_http_debug_fn provider, void *ud, struct np_err *err);
+
+/* Queues a text message for every WebSocket client (copied; thread-safe). A client
+ * that falls more than NP_HTTP_WS_BACKLOG messages behind skips the oldest ones. */
+#define NP_HTTP_WS_BACKLOG 64
+#define NP_HTTP_WS_MAX_MESSAGE (64u << 10)
+NP_MUST_CHECK int np_http_ws_broadcast(struct np_http_server *srv, const char *msg, size_t len, struct np_err *err);
+size_t np_http_ws_clients(struct np_http_server *srv);
+
+/* Parses a listen address into host ("" for all interfaces) and port. Exposed for tests. */
+NP_MUST_CHECK int np_http_parse_listen(const char *addr, char *host, size_t host_cap, int *port, struct np_err *err);
+
+#endif

@@ -1,0 +1,747 @@
+/* pprof decoder: see decode.h. Two passes over the bytes: the first counts every
+ * repeated element (so each array is allocated once, at its exact size), the second
+ * fills them; then ids are resolved to indices and every reference is checked. */
+#include "agent/pprof/decode.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define MAX_DECODE_BYTES (1u << 30)
+
+struct rd {
+	const uint8_t *p, *end;
+};
+
+struct field {
+	uint32_t num;
+	int wire;
+	uint64_t v;	     /* varint / fixed value */
+	const uint8_t *sub; /* wire 2 payload */
+	size_t sublen;
+};
+
+static int rd_varint(struct rd *r, uint64_t *out)
+{
+	uint64_t x = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (r->p >= r->end)
+			return -1;
+		uint8_t c = *r->p++;
+		if (shift == 63 && c > 1)
+			return -1;
+		x |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*out = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* 1: a field was read; 0: end of message; -1: malformed. */
+static int rd_field(struct rd *r, struct field *f)
+{
+	uint64_t key;
+
+	if (r->p >= r->end)
+		return 0;
+	if (rd_varint(r, &key) || key >> 3 == 0 || key >> 3 > UINT32_MAX)
+		return -1;
+	f->num = (uint32_t)(key >> 3);
+	f->wire = (int)(key & 7);
+	f->sub = NULL;
+	f->sublen = 0;
+	switch (f->wire) {
+	case 0:
+		return rd_varint(r, &f->v) ? -1 : 1;
+	case 1:
+		if (r->end - r->p < 8)
+			return -1;
+		memcpy(&f->v, r->p, 8);
+		r->p += 8;
+		return 1;
+	case 5: {
+		uint32_t v32;
+		if (r->end - r->p < 4)
+			return -1;
+		memcpy(&v32, r->p, 4);
+		f->v = v32;
+		r->p += 4;
+		return 1;
+	}
+	case 2: {
+		uint64_t n;
+		if (rd_varint(r, &n) || n > (uint64_t)(r->end - r->p))
+			return -1;
+		f->sub = r->p;
+		f->sublen = (size_t)n;
+		r->p += n;
+		return 1;
+	}
+	default:
+		return -1; /* groups are not part of profile.proto */
+	}
+}
+
+/* Number of varints in a packed payload, or -1 when it is malformed. */
+static long count_packed(const uint8_t *p, size_t len)
+{
+	struct rd r = { p, p + len };
+	uint64_t v;
+	long n = 0;
+
+	while (r.p < r.end) {
+		if (rd_varint(&r, &v))
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+/* Counts of a repeated scalar field: one varint, or a packed run. */
+static long count_repeated(const struct field *f)
+{
+	if (f->wire == 0)
+		return 1;
+	if (f->wire == 2)
+		return count_packed(f->sub, f->sublen);
+	return -1;
+}
+
+struct counts {
+	size_t strings, string_bytes, sample_types, samples, sample_locs, values, labels, mappings, locations,
+		lines, functions;
+};
+
+static int count_sample(const uint8_t *p, size_t len, struct counts *c)
+{
+	struct rd r = { p, p + len };
+	struct field f;
+	int rc;
+	long n;
+
+	while ((rc = rd_field(&r, &f)) == 1) {
+		if (f.num == 1 || f.num == 2) {
+			if ((n = count_repeated(&f)) < 0)
+				return -1;
+			if (f.num == 1)
+				c->sample_locs += (size_t)n;
+			else
+				c->values += (size_t)n;
+		} else if (f.num == 3) {
+			if (f.wire != 2)
+				return -1;
+			c->labels++;
+		}
+	}
+	return rc;
+}
+
+static int count_location(const uint8_t *p, size_t len, struct counts *c)
+{
+	struct rd r = { p, p + len };
+	struct field f;
+	int rc;
+
+	while ((rc = rd_field(&r, &f)) == 1)
+		if (f.num == 4) {
+			if (f.wire != 2)
+				return -1;
+			c->lines++;
+		}
+	return rc;
+}
+
+static int count_all(const uint8_t *p, size_t len, struct counts *c, struct np_err *err)
+{
+	struct rd r = { p, p + len };
+	struct field f;
+	int rc;
+
+	while ((rc = rd_field(&r, &f)) == 1) {
+		if (f.num >= 1 && f.num <= 6 && f.wire != 2)
+			return np_errf(err, "pprof: field %u has wire type %d, expected a message", f.num, f.wire);
+		switch (f.num) {
+		case 1: c->sample_types++; break;
+		case 2:
+			c->samples++;
+			if (count_sample(f.sub, f.sublen, c))
+				return np_errf(err, "pprof: sample %zu is malformed", c->samples - 1);
+			break;
+		case 3: c->mappings++; break;
+		case 4:
+			c->locations++;
+			if (count_location(f.sub, f.sublen, c))
+				return np_errf(err, "pprof: location %zu is malformed", c->locations - 1);
+			break;
+		case 5: c->functions++; break;
+		case 6:
+			c->strings++;
+			c->string_bytes += f.sublen + 1;
+			break;
+		}
+	}
+	if (rc < 0)
+		return np_errf(err, "pprof: malformed protobuf at byte %zu", (size_t)(r.p - p));
+	return 0;
+}
+
+/* Checks a string index; the decoded form stores it as uint32. */
+static int str_ref(const struct np_pprof_profile *prof, uint64_t v, uint32_t *out)
+{
+	if (v >= prof->nstrings)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_value_type(struct np_pprof_profile *prof, const uint8_t *p, size_t len,
+			    struct np_pprof_value_type *vt)
+{
+	struct rd r = { p, p + len };
+	struct field f;
+	int rc;
+
+	vt->type = vt->unit = 0;
+	while ((rc = rd_field(&r, &f)) == 1) {
+		if ((f.num == 1 || f.num == 2) && f.wire == 0) {
+			if (str_ref(prof, f.v, f.num == 1 ? &vt->type : &vt->unit))
+				return -1;
+		}
+	}
+	return rc;
+}
+
+static int parse_mapping(struct np_pprof_profile *prof, const uint8_t *p, size_t len, struct np_pprof_mapping *m)
+{
+	struct rd r = { p, p + len };
+	struct field f;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	while ((rc = rd_field(&r, &f)) == 1) {
+		if (f.wire != 0)
+			continue;
+		switch (f.num) {
+		case 1: m->id = f.v; break;
+		case 2: m->start = f.v; break;
+		case 3: m->limit = f.v; break;
+		case 4: m->offset = f.v; break;
+		case 5:
+			if (str_ref(prof, f.v, &m->filename))
+				return -1;
+			break;
+		case 6:
+			if (str_ref(prof, f.v, &m->build_id))
+				return -1;
+			break;
+		}
+	}
+	return rc;
+}
+
+static int parse_function(struct np_pprof_profile *prof, const uint8_t *p, size_t len, struct np_pprof_function *fn)
+{
+	struct rd r = { p, p + len };
+	struct field f;
+	int rc;
+
+	memset(fn, 0, sizeof(*fn));
+	while ((rc = rd_field(&r, &f)) == 1) {
+		if (f.wire != 0)
+			continue;
+		switch (f.num) {
+		case 1: fn->id = f.v; break;
+		case 2:
+			if (str_ref(prof, f.v, &fn->name))
+				return -1;
+			break;
+		case 3:
+			if (str_ref(prof, f.v, &fn->system_name))
+				return -1;
+			break;
+		case 4:
+			if (str_ref(prof, f.v, &fn->filename))
+				return -1;
+			break;
+		case 5: fn->start_line = (int64_t)f.v; break;
+		}
+	}
+	return rc;
+}
+
+/* Function and mapping references hold ids here; resolve() turns them into indices. */
+static int parse_location(struct np_pprof_profile *prof, const uint8_t *p, size_t len, struct np_pprof_location *loc,
+			  uint64_t *mapping_id, uint64_t *line_fn_ids, size_t *nlines_total)
+{
+	struct rd r = { p, p + len };
+	struct field f;
+	int rc;
+
+	memset(loc, 0, sizeof(*loc));
+	*mapping_id = 0;
+	loc->first_line = (uint32_t)*nlines_total;
+	while ((rc = rd_field(&r, &f)) == 1) {
+		if (f.num == 1 && f.wire == 0)
+			loc->id = f.v;
+		else if (f.num == 2 && f.wire == 0)
+			*mapping_id = f.v;
+		else if (f.num == 3 && f.wire == 0)
+			loc->address = f.v;
+		else if (f.num == 4 && f.wire == 2) {
+			struct rd lr = { f.sub, f.sub + f.sublen };
+			struct field lf;
+			struct np_pprof_line *ln = &prof->lines[*nlines_total];
+			uint64_t fid = 0;
+			int lrc;
+
+			ln->line = 0;
+			while ((lrc = rd_field(&lr, &lf)) == 1) {
+				if (lf.num == 1 && lf.wire == 0)
+					fid = lf.v;
+				else if (lf.num == 2 && lf.wire == 0)
+					ln->line = (int64_t)lf.v;
+			}
+			if (lrc < 0)
+				return -1;
+			line_fn_ids[*nlines_total] = fid;
+			(*nlines_total)++;
+			loc->nlines++;
+		}
+	}
+	return rc;
+}
+
+/* Reads the varints of a repeated field (packed or not) into out[*n...]. */
+static int read_repeated(const struct field *f, uint64_t *out, size_t *n)
+{
+	if (f->wire == 0) {
+		out[(*n)++] = f->v;
+		return 0;
+	}
+	struct rd r = { f->sub, f->sub + f->sublen };
+	while (r.p < r.end)
+		if (rd_varint(&r, &out[(*n)++]))
+			return -1;
+	return 0;
+}
+
+static int parse_label(struct np_pprof_profile *prof, const uint8_t *p, size_t len, struct np_pprof_label *l)
+{
+	struct rd r = { p, p + len };
+	struct field f;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	while ((rc = rd_field(&r, &f)) == 1) {
+		if (f.wire != 0)
+			continue;
+		if ((f.num == 1 && str_ref(prof, f.v, &l->key)) || (f.num == 2 && str_ref(prof, f.v, &l->str)) ||
+		    (f.num == 4 && str_ref(prof, f.v, &l->num_unit)))
+			return -1;
+		if (f.num == 3)
+			l->num = (int64_t)f.v;
+	}
+	return rc;
+}
+
+/* Id -> index lookup: a dense fast path (ids 1..n in order, what every encoder we
+ * know writes) and a sorted table otherwise. */
+struct id_index {
+	int dense;
+	size_t n;
+	struct id_pair {
+		uint64_t id;
+		uint32_t idx;
+	} *sorted;
+};
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct id_pair *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int id_index_build(struct id_index *ix, const void *elems, size_t n, size_t stride, const char *what,
+			  struct np_err *err)
+{
+	ix->n = n;
+	ix->dense = 1;
+	ix->sorted = NULL;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t id = *(const uint64_t *)(const void *)((const char *)elems + i * stride);
+		if (id == 0)
+			return np_errf(err, "pprof: %s %zu has the reserved id 0", what, i);
+		if (id != i + 1)
+			ix->dense = 0;
+	}
+	if (ix->dense || n == 0)
+		return 0;
+	ix->sorted = malloc(n * sizeof(*ix->sorted));
+	if (!ix->sorted)
+		return np_errf(err, "pprof: out of memory");
+	for (size_t i = 0; i < n; i++)
+		ix->sorted[i] = (struct id_pair){ *(const uint64_t *)(const void *)((const char *)elems + i * stride),
+						  (uint32_t)i };
+	qsort(ix->sorted, n, sizeof(*ix->sorted), cmp_pair);
+	for (size_t i = 1; i < n; i++)
+		if (ix->sorted[i].id == ix->sorted[i - 1].id) {
+			unsigned long long dup = (unsigned long long)ix->sorted[i].id;
+			free(ix->sorted);
+			ix->sorted = NULL;
+			return np_errf(err, "pprof: duplicate %s id %llu", what, dup);
+		}
+	return 0;
+}
+
+/* Index of id, or -1. */
+static long id_lookup(const struct id_index *ix, uint64_t id)
+{
+	if (ix->dense)
+		return id >= 1 && id <= ix->n ? (long)(id - 1) : -1;
+	size_t lo = 0, hi = ix->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->sorted[mid].id < id)
+			lo = mid + 1;
+		else if (ix->sorted[mid].id > id)
+			hi = mid;
+		else
+			return ix->sorted[mid].idx;
+	}
+	return -1;
+}
+
+static void *alloc_array(struct np_pprof_profile *prof, size_t n, size_t size)
+{
+	/* One extra element so that empty arrays are non-NULL and the caller never special-cases them. */
+	void *p = calloc(n + 1, size);
+	if (p)
+		prof->bytes += (n + 1) * size;
+	return p;
+}
+
+void np_pprof_profile_free(struct np_pprof_profile *p)
+{
+	if (!p)
+		return;
+	free(p->strings);
+	free(p->sample_types);
+	free(p->samples);
+	free(p->sample_locs);
+	free(p->values);
+	free(p->labels);
+	free(p->mappings);
+	free(p->locations);
+	free(p->lines);
+	free(p->functions);
+	free(p->arena);
+	free(p);
+}
+
+/* Second pass: fills the arrays. Location and line references are still ids. */
+static int fill(struct np_pprof_profile *prof, const uint8_t *data, size_t len, const struct counts *c,
+		uint64_t *loc_mapping_ids, uint64_t *line_fn_ids, uint64_t *sample_loc_ids, struct np_err *err)
+{
+	struct rd r = { data, data + len };
+	struct field f;
+	size_t arena_off = 0, nlines = 0, nlocs = 0, nvalues = 0, nlabels = 0;
+	int rc;
+	int have_period_type = 0;
+
+	/* Strings first: every other element refers to them. */
+	while ((rc = rd_field(&r, &f)) == 1)
+		if (f.num == 6) {
+			struct np_pprof_str *s = &prof->strings[prof->nstrings++];
+			memcpy(prof->arena + arena_off, f.sub, f.sublen);
+			prof->arena[arena_off + f.sublen] = '\0';
+			s->s = prof->arena + arena_off;
+			s->len = (uint32_t)f.sublen;
+			arena_off += f.sublen + 1;
+		}
+	if (rc < 0)
+		return np_errf(err, "pprof: malformed protobuf");
+	if (prof->nstrings == 0 || prof->strings[0].len != 0)
+		return np_errf(err, "pprof: string_table[0] must be the empty string");
+
+	r.p = data;
+	while ((rc = rd_field(&r, &f)) == 1) {
+		switch (f.num) {
+		case 1:
+			if (parse_value_type(prof, f.sub, f.sublen, &prof->sample_types[prof->nsample_types++]))
+				return np_errf(err, "pprof: sample_type %zu is malformed", prof->nsample_types - 1);
+			break;
+		case 2: {
+			struct np_pprof_sample *s = &prof->samples[prof->nsamples++];
+			struct rd sr = { f.sub, f.sub + f.sublen };
+			struct field sf;
+			int src;
+			uint64_t *tmpv = (uint64_t *)(void *)prof->values; /* same size as int64_t */
+
+			s->first_loc = (uint32_t)nlocs;
+			s->first_value = (uint32_t)nvalues;
+			s->first_label = (uint32_t)nlabels;
+			while ((src = rd_field(&sr, &sf)) == 1) {
+				if (sf.num == 1) {
+					if (read_repeated(&sf, sample_loc_ids, &nlocs))
+						return np_errf(err, "pprof: sample %zu: bad location_id", prof->nsamples - 1);
+				} else if (sf.num == 2) {
+					if (read_repeated(&sf, tmpv, &nvalues))
+						return np_errf(err, "pprof: sample %zu: bad value", prof->nsamples - 1);
+				} else if (sf.num == 3) {
+					if (parse_label(prof, sf.sub, sf.sublen, &prof->labels[nlabels++]))
+						return np_errf(err, "pprof: sample %zu: bad label", prof->nsamples - 1);
+				}
+			}
+			if (src < 0)
+				return np_errf(err, "pprof: sample %zu is malformed", prof->nsamples - 1);
+			s->nloc = (uint32_t)(nlocs - s->first_loc);
+			s->nlabels = (uint32_t)(nlabels - s->first_label);
+			if (nvalues - s->first_value != c->sample_types)
+				return np_errf(err, "pprof: sample %zu has %zu values for %zu sample types",
+					       prof->nsamples - 1, nvalues - s->first_value, c->sample_types);
+			break;
+		}
+		case 3:
+			if (parse_mapping(prof, f.sub, f.sublen, &prof->mappings[prof->nmappings++]))
+				return np_errf(err, "pprof: mapping %zu is malformed", prof->nmappings - 1);
+			break;
+		case 4:
+			if (parse_location(prof, f.sub, f.sublen, &prof->locations[prof->nlocations],
+					   &loc_mapping_ids[prof->nlocations], line_fn_ids, &nlines))
+				return np_errf(err, "pprof: location %zu is malformed", prof->nlocations);
+			prof->nlocations++;
+			break;
+		case 5:
+			if (parse_function(prof, f.sub, f.sublen, &prof->functions[prof->nfunctions++]))
+				return np_errf(err, "pprof: function %zu is malformed", prof->nfunctions - 1);
+			break;
+		case 9:
+			if (f.wire == 0)
+				prof->time_nanos = (int64_t)f.v;
+			break;
+		case 10:
+			if (f.wire == 0)
+				prof->duration_nanos = (int64_t)f.v;
+			break;
+		case 11:
+			if (f.wire != 2 || parse_value_type(prof, f.sub, f.sublen, &prof->period_type))
+				return np_errf(err, "pprof: period_type is malformed");
+			have_period_type = 1;
+			break;
+		case 12:
+			if (f.wire == 0)
+				prof->period = (int64_t)f.v;
+			break;
+		case 14:
+			if (f.wire == 0 && str_ref(prof, f.v, &prof->default_sample_type))
+				return np_errf(err, "pprof: default_sample_type is not a string index");
+			break;
+		}
+	}
+	if (rc < 0)
+		return np_errf(err, "pprof: malformed protobuf");
+	(void)have_period_type;
+	return 0;
+}
+
+static int resolve(struct np_pprof_profile *prof, const uint64_t *loc_mapping_ids, const uint64_t *line_fn_ids,
+		   const uint64_t *sample_loc_ids, size_t nsample_locs, size_t nlines, struct np_err *err)
+{
+	struct id_index mix = { 0 }, lix = { 0 }, fix = { 0 };
+	int rc = -1;
+
+	if (id_index_build(&mix, prof->mappings, prof->nmappings, sizeof(*prof->mappings), "mapping", err) ||
+	    id_index_build(&lix, prof->locations, prof->nlocations, sizeof(*prof->locations), "location", err) ||
+	    id_index_build(&fix, prof->functions, prof->nfunctions, sizeof(*prof->functions), "function", err))
+		goto out;
+	for (size_t i = 0; i < prof->nlocations; i++) {
+		long m = -1;
+		if (loc_mapping_ids[i] && (m = id_lookup(&mix, loc_mapping_ids[i])) < 0) {
+			np_errf(err, "pprof: location %llu refers to unknown mapping %llu",
+				(unsigned long long)prof->locations[i].id, (unsigned long long)loc_mapping_ids[i]);
+			goto out;
+		}
+		prof->locations[i].mapping = m < 0 ? NP_PPROF_NONE : (uint32_t)m;
+	}
+	for (size_t i = 0; i < nlines; i++) {
+		long fi = -1;
+		if (line_fn_ids[i] && (fi = id_lookup(&fix, line_fn_ids[i])) < 0) {
+			np_errf(err, "pprof: a line refers to unknown function %llu", (unsigned long long)line_fn_ids[i]);
+			goto out;
+		}
+		prof->lines[i].function = fi < 0 ? NP_PPROF_NONE : (uint32_t)fi;
+	}
+	for (size_t i = 0; i < nsample_locs; i++) {
+		long li = id_lookup(&lix, sample_loc_ids[i]);
+		if (li < 0) {
+			np_errf(err, "pprof: a sample refers to unknown location %llu",
+				(unsigned long long)sample_loc_ids[i]);
+			goto out;
+		}
+		prof->sample_locs[i] = (uint32_t)li;
+	}
+	rc = 0;
+out:
+	free(mix.sorted);
+	free(lix.sorted);
+	free(fix.sorted);
+	return rc;
+}
+
+static int decode_plain(const uint8_t *data, size_t len, struct np_pprof_profile **out, struct np_err *err)
+{
+	struct counts c = { 0 };
+	struct np_pprof_profile *prof;
+	uint64_t *loc_mapping_ids = NULL, *line_fn_ids = NULL, *sample_loc_ids = NULL;
+	int rc = -1;
+
+	if (count_all(data, len, &c, err))
+		return -1;
+	prof = calloc(1, sizeof(*prof));
+	if (!prof)
+		return np_errf(err, "pprof: out of memory");
+	prof->bytes = sizeof(*prof);
+	prof->arena = alloc_array(prof, c.string_bytes, 1);
+	prof->strings = alloc_array(prof, c.strings, sizeof(*prof->strings));
+	prof->sample_types = alloc_array(prof, c.sample_types, sizeof(*prof->sample_types));
+	prof->samples = alloc_array(prof, c.samples, sizeof(*prof->samples));
+	prof->sample_locs = alloc_array(prof, c.sample_locs, sizeof(*prof->sample_locs));
+	prof->values = alloc_array(prof, c.values, sizeof(*prof->values));
+	prof->labels = alloc_array(prof, c.labels, sizeof(*prof->labels));
+	prof->mappings = alloc_array(prof, c.mappings, sizeof(*prof->mappings));
+	prof->locations = alloc_array(prof, c.locations, sizeof(*prof->locations));
+	prof->lines = alloc_array(prof, c.lines, sizeof(*prof->lines));
+	prof->functions = alloc_array(prof, c.functions, sizeof(*prof->functions));
+	loc_mapping_ids = calloc(c.locations + 1, sizeof(uint64_t));
+	line_fn_ids = calloc(c.lines + 1, sizeof(uint64_t));
+	sample_loc_ids = calloc(c.sample_locs + 1, sizeof(uint64_t));
+	if (!prof->arena || !prof->strings || !prof->sample_types || !prof->samples || !prof->sample_locs ||
+	    !prof->values || !prof->labels || !prof->mappings || !prof->locations || !prof->lines ||
+	    !prof->functions || !loc_mapping_ids || !line_fn_ids || !sample_loc_ids) {
+		np_errf(err, "pprof: out of memory");
+		goto out;
+	}
+	if (fill(prof, data, len, &c, loc_mapping_ids, line_fn_ids, sample_loc_ids, err) ||
+	    resolve(prof, loc_mapping_ids, line_fn_ids, sample_loc_ids, c.sample_locs, c.lines, err))
+		goto out;
+	rc = 0;
+out:
+	free(loc_mapping_ids);
+	free(line_fn_ids);
+	free(sample_loc_ids);
+	if (rc) {
+		np_pprof_profile_free(prof);
+		return -1;
+	}
+	*out = prof;
+	return 0;
+}
+
+int np_gunzip(const void *data, size_t len, size_t max_out, struct np_buf *out, struct np_err *err)
+{
+	z_stream zs = { 0 };
+	const uint8_t *in = data;
+	size_t start = out->len;
+	int rc;
+
+	if (len > UINT32_MAX)
+		return np_errf(err, "gunzip: input of %zu bytes is too large", len);
+	if (inflateInit2(&zs, 15 + 16) != Z_OK)
+		return np_errf(err, "gunzip: cannot initialise zlib");
+	zs.next_in = (Bytef *)(uintptr_t)in;
+	zs.avail_in = (uInt)len;
+	for (;;) {
+		size_t room = len * 4 + 4096;
+		if (room > max_out - (out->len - start) + 1)
+			room = max_out - (out->len - start) + 1; /* one byte more than allowed detects overflow */
+		if (np_buf_reserve(out, room)) {
+			inflateEnd(&zs);
+			return np_errf(err, "gunzip: out of memory");
+		}
+		zs.next_out = (Bytef *)out->p + out->len;
+		zs.avail_out = (uInt)(out->cap - out->len - 1 < room ? out->cap - out->len - 1 : room);
+		size_t before = zs.avail_out;
+		rc = inflate(&zs, Z_NO_FLUSH);
+		out->len += before - zs.avail_out;
+		out->p[out->len] = '\0';
+		if (out->len - start > max_out) {
+			inflateEnd(&zs);
+			out->len = start;
+			out->p[start] = '\0';
+			return np_errf(err, "gunzip: decompressed size exceeds the limit of %zu bytes", max_out);
+		}
+		if (rc == Z_STREAM_END) {
+			/* Another gzip member may follow (concatenated streams are valid gzip). */
+			if (zs.avail_in >= 2 && zs.next_in[0] == 0x1f && zs.next_in[1] == 0x8b) {
+				if (inflateReset(&zs) != Z_OK)
+					break;
+				continue;
+			}
+			inflateEnd(&zs);
+			return 0;
+		}
+		if (rc == Z_BUF_ERROR && zs.avail_in == 0)
+			break; /* needs more input than there is */
+		if (rc != Z_OK && rc != Z_BUF_ERROR)
+			break;
+	}
+	inflateEnd(&zs);
+	out->len = start;
+	if (out->p)
+		out->p[start] = '\0';
+	return np_errf(err, "gunzip: %s", zs.msg ? zs.msg : "truncated or corrupt stream");
+}
+
+int np_pprof_decode(const void *data, size_t len, size_t max_bytes, struct np_pprof_profile **out,
+		    struct np_err *err)
+{
+	const uint8_t *p = data;
+	struct np_buf plain = NP_BUF_INIT;
+	int rc;
+
+	if (max_bytes > MAX_DECODE_BYTES)
+		max_bytes = MAX_DECODE_BYTES;
+	if (len >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
+		if (np_gunzip(data, len, max_bytes, &plain, err)) {
+			np_buf_free(&plain);
+			return -1;
+		}
+		rc = decode_plain((const uint8_t *)plain.p, plain.len, out, err);
+		np_buf_free(&plain);
+		return rc;
+	}
+	if (len > max_bytes)
+		return np_errf(err, "pprof: %zu bytes exceed the limit of %zu", len, max_bytes);
+	return decode_plain(p, len, out, err);
+}
+
+int np_pprof_count_samples(const void *data, size_t len, size_t max_bytes, size_t *out, struct np_err *err)
+{
+	const uint8_t *p = data;
+	struct np_buf plain = NP_BUF_INIT;
+	struct rd r;
+	struct field f;
+	size_t n = 0;
+	int rc;
+
+	if (len >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
+		if (np_gunzip(data, len, max_bytes, &plain, err)) {
+			np_buf_free(&plain);
+			return -1;
+		}
+		p = (const uint8_t *)plain.p;
+		len = plain.len;
+	}
+	r.p = p;
+	r.end = p + len;
+	while ((rc = rd_field(&r, &f)) == 1)
+		if (f.num == 2)
+			n++;
+	np_buf_free(&plain);
+	if (rc < 0)
+		return np_errf(err, "pprof: malformed protobuf");
+	*out = n;
+	return 0;
+}

@@ -1,0 +1,158 @@
+/* pyroscope.ebpf metrics: see ebpf_metrics.h. */
+#include "agent/profile/ebpf_metrics.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/discovery/target.h"
+#include "agent/util/log.h"
+
+#define PPROFS_HELP "Total number of pprof profiles collected by the ebpf component"
+
+enum { C_SESSIONS, C_SESSIONS_FAILING, C_DROPPED, C_BPF_SAMPLES, C_BPF_LOST, C_UNATTRIBUTED, C_LEAF, NCOUNTERS };
+enum { G_ACTIVE, G_PIDS, G_CGROUPS, G_SYM_BYTES, G_SYM_FILES, G_PID_CACHE, NGAUGES };
+
+struct np_ebpf_metrics {
+	struct np_metric *pprofs, *bytes, *samples;
+	struct np_series *counters[NCOUNTERS], *gauges[NGAUGES];
+	uint64_t last[NCOUNTERS]; /* the engine's values at the previous update */
+	double gauge_share[NGAUGES]; /* what this instance added to each gauge */
+	pthread_mutex_t lock;
+};
+
+static struct np_series *series0(struct np_metric *m, struct np_err *err)
+{
+	return m ? np_metric_series(m, NULL, err) : NULL;
+}
+
+int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, struct np_err *err)
+{
+	static const char *const svc[] = { "service_name", NULL };
+	struct np_ebpf_metrics *m = calloc(1, sizeof(*m));
+	struct np_metric *fanout;
+
+	if (!m)
+		return np_errf(err, "out of memory");
+	if (!reg)
+		reg = np_metrics_global();
+	pthread_mutex_init(&m->lock, NULL);
+	if (!(m->pprofs = np_metrics_counter(reg, "pyroscope_ebpf_pprofs_total", PPROFS_HELP, svc, err)) ||
+	    !(m->bytes = np_metrics_counter(reg, "pyroscope_ebpf_pprof_bytes_total", PPROFS_HELP, svc, err)) ||
+	    !(m->samples = np_metrics_counter(reg, "pyroscope_ebpf_pprof_samples_total", PPROFS_HELP, svc, err)) ||
+	    !(m->counters[C_SESSIONS] = series0(
+		      np_metrics_counter(reg, "pyroscope_ebpf_profiling_sessions_total",
+					 "Total number of profiling sessions started by the ebpf component", NULL, err),
+		      err)) ||
+	    !(m->counters[C_SESSIONS_FAILING] = series0(
+		      np_metrics_counter(reg, "pyroscope_ebpf_profiling_sessions_failing_total",
+					 "Total number of profiling sessions failed to complete by the ebpf component",
+					 NULL, err),
+		      err)) ||
+	    !(m->counters[C_DROPPED] = series0(
+		      np_metrics_counter(reg, "pyroscope_ebpf_pprofs_dropped_total",
+					 "Total number of pprof profiles dropped by the ebpf component", NULL, err),
+		      err)) ||
+	    !(m->counters[C_BPF_SAMPLES] = series0(
+		      np_metrics_counter(reg, "nodeprof_ebpf_bpf_samples_total",
+					 "Stack samples the BPF program recorded.", NULL, err),
+		      err)) ||
+	    !(m->counters[C_BPF_LOST] = series0(
+		      np_metrics_counter(reg, "nodeprof_ebpf_bpf_samples_lost_total",
+					 "Stack samples the BPF program could not record (full maps, failed stack walks).",
+					 NULL, err),
+		      err)) ||
+	    !(m->counters[C_UNATTRIBUTED] = series0(
+		      np_metrics_counter(reg, "nodeprof_ebpf_unattributed_samples_total",
+					 "Samples of processes that matched no target when their interval was collected.",
+					 NULL, err),
+		      err)) ||
+	    !(m->counters[C_LEAF] = series0(
+		      np_metrics_counter(reg, "nodeprof_ebpf_recovered_leaf_callers_total",
+					 "Samples whose frameless leaf function got its caller back from the stack.", NULL,
+					 err),
+		      err)) ||
+	    !(m->gauges[G_SYM_BYTES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_symbol_cache_bytes",
+				       "Bytes held by the symbol tables cache (bounded).", NULL, err),
+		      err)) ||
+	    !(m->gauges[G_SYM_FILES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_symbol_cache_files", "Files whose symbol tables are cached.",
+				       NULL, err),
+		      err)) ||
+	    !(m->gauges[G_PID_CACHE] = series0(
+		      np_metrics_gauge(reg, "nodeprof_pid_cache_entries",
+				       "Processes in the PID to container ID cache (bounded by container_id_cache_size).",
+				       NULL, err),
+		      err)) ||
+	    !(m->gauges[G_ACTIVE] = series0(
+		      np_metrics_gauge(reg, "pyroscope_ebpf_active_targets",
+				       "Current number of active targets being tracked by the ebpf component", NULL, err),
+		      err)) ||
+	    !(m->gauges[G_PIDS] = series0(
+		      np_metrics_gauge(reg, "nodeprof_ebpf_allowed_pids", "PIDs in the BPF program's allow-list.", NULL,
+				       err),
+		      err)) ||
+	    !(m->gauges[G_CGROUPS] = series0(
+		      np_metrics_gauge(reg, "nodeprof_ebpf_allowed_cgroups",
+				       "Cgroups in the BPF program's allow-list.", NULL, err),
+		      err)) ||
+	    /* Registered by pyroscope.write too (same definition): present even without a writer. */
+	    !(fanout = np_metrics_histogram(reg, "pyroscope_fanout_latency",
+					    "Write latency for sending to pyroscope profiles", NULL,
+					    np_metrics_default_buckets, NP_METRICS_DEFAULT_BUCKETS_N, err)) ||
+	    !series0(fanout, err)) {
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return np_err_wrap(err, "pyroscope.ebpf metrics");
+	}
+	*out = m;
+	return 0;
+}
+
+void np_ebpf_metrics_free(struct np_ebpf_metrics *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < NGAUGES; i++)
+		np_series_add(m->gauges[i], -m->gauge_share[i]);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void np_ebpf_metrics_profile(struct np_ebpf_metrics *m, const char *service_name, size_t bytes, size_t samples)
+{
+	const char *values[] = { service_name ? service_name : "", NULL };
+	struct np_err err;
+	struct np_series *p = np_metric_series(m->pprofs, values, &err);
+	struct np_series *b = np_metric_series(m->bytes, values, &err);
+	struct np_series *s = np_metric_series(m->samples, values, &err);
+
+	if (!p || !b || !s) {
+		np_log(NP_DEBUG, "pyroscope.ebpf", "cannot count a profile", "err", err.msg, NULL);
+		return;
+	}
+	np_series_inc(p);
+	np_series_add(b, (double)bytes);
+	np_series_add(s, (double)samples);
+}
+
+void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stats *st)
+{
+	const uint64_t now[NCOUNTERS] = { st->sessions,	  st->sessions_failing, st->dropped,	      st->bpf_samples,
+					  st->bpf_lost,	  st->unattributed,	st->recovered_callers };
+	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
+					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
+					 (double)st->symbols.cached_files, (double)st->pid_cache.entries };
+
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < NCOUNTERS; i++) {
+		np_series_add(m->counters[i], (double)(now[i] >= m->last[i] ? now[i] - m->last[i] : now[i]));
+		m->last[i] = now[i];
+	}
+	for (int i = 0; i < NGAUGES; i++) {
+		np_series_add(m->gauges[i], gauges[i] - m->gauge_share[i]);
+		m->gauge_share[i] = gauges[i];
+	}
+	pthread_mutex_unlock(&m->lock);
+}

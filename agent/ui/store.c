@@ -1,0 +1,758 @@
+/* The local profile store: ingestion, time buckets, the memory budget and the
+ * rebuilding of the interning tables (see store.h). Queries are in store_query.c.
+ *
+ * A profile is decoded and reduced to (local stack, nanoseconds) pairs outside the
+ * lock; only the translation to store-wide ids and the merge into its bucket happen
+ * under it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/discovery/target.h"
+#include "agent/pprof/decode.h"
+#include "agent/ui/store_internal.h"
+#include "agent/util/log.h"
+
+#define ENTRY_SIZE sizeof(struct entry)
+/* Per interned key beyond its bytes: slot (up to 2 x 4 at load 1/2), hash, key record. */
+#define INTERN_OVERHEAD 32
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void np_store_config_defaults(struct np_store_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->budget_bytes = 64u << 20;
+	cfg->retention_ns = 3600LL * 1000000000LL;
+	cfg->bucket_ns = 10LL * 1000000000LL;
+	cfg->max_profile_bytes = 32u << 20;
+	cfg->max_stack_depth = 1024;
+	cfg->now_ns = realtime_ns;
+}
+
+int64_t np_store_now(const struct np_store *s)
+{
+	return s->cfg.now_ns();
+}
+
+size_t np_store_intern_bytes(const struct np_intern *t)
+{
+	return (t->slots ? (t->mask + 1) * sizeof(uint32_t) : 0) + t->cap * (sizeof(uint64_t) + sizeof(*t->keys)) +
+	       t->arena.cap;
+}
+
+size_t np_store_bytes_locked(const struct np_store *s)
+{
+	return sizeof(*s) + np_store_intern_bytes(&s->frames) + np_store_intern_bytes(&s->stacks) +
+	       np_store_intern_bytes(&s->series_ids) + s->series_cap * sizeof(struct series) + s->series_bytes +
+	       s->buckets_cap * sizeof(struct bucket) + s->entry_bytes;
+}
+
+int np_store_new(const struct np_store_config *cfg, struct np_store **out, struct np_err *err)
+{
+	struct np_store *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return np_errf(err, "store: out of memory");
+	np_store_config_defaults(&s->cfg);
+	if (cfg) {
+		if (cfg->budget_bytes)
+			s->cfg.budget_bytes = cfg->budget_bytes;
+		if (cfg->retention_ns > 0)
+			s->cfg.retention_ns = cfg->retention_ns;
+		if (cfg->bucket_ns > 0)
+			s->cfg.bucket_ns = cfg->bucket_ns;
+		if (cfg->max_profile_bytes)
+			s->cfg.max_profile_bytes = cfg->max_profile_bytes;
+		if (cfg->max_stack_depth)
+			s->cfg.max_stack_depth = cfg->max_stack_depth;
+		if (cfg->now_ns)
+			s->cfg.now_ns = cfg->now_ns;
+	}
+	if (s->cfg.max_stack_depth < 2)
+		s->cfg.max_stack_depth = 2;
+	if (s->cfg.budget_bytes < 64u << 10) {
+		free(s);
+		return np_errf(err, "store: a budget of %zu bytes is too small (minimum 64 KiB)", cfg->budget_bytes);
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_rwlock_init(&s->listener_lock, NULL);
+	s->st.budget = s->cfg.budget_bytes;
+	*out = s;
+	return 0;
+}
+
+static void series_free(struct series *se)
+{
+	free(se->block);
+	se->block = NULL;
+}
+
+void np_store_free(struct np_store *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nbuckets; i++)
+		free(s->buckets[i].e);
+	free(s->buckets);
+	for (size_t i = 0; i < s->series_ids.n; i++)
+		series_free(&s->series[i]);
+	free(s->series);
+	np_intern_free(&s->frames);
+	np_intern_free(&s->stacks);
+	np_intern_free(&s->series_ids);
+	pthread_mutex_destroy(&s->lock);
+	pthread_rwlock_destroy(&s->listener_lock);
+	free(s);
+}
+
+void np_store_set_listener(struct np_store *s, np_store_listener fn, void *ud)
+{
+	/* Waits for a running listener: after this returns the old one is never called. */
+	pthread_rwlock_wrlock(&s->listener_lock);
+	s->listener = fn;
+	s->listener_ud = ud;
+	pthread_rwlock_unlock(&s->listener_lock);
+}
+
+static int sink_append(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len, struct np_err *err)
+{
+	return np_store_add(ud, labels, pprof_gz, len, err);
+}
+
+struct np_profile_sink np_store_sink(struct np_store *s)
+{
+	return (struct np_profile_sink){ sink_append, s };
+}
+
+/* ---- buckets and memory ---- */
+
+static void evict_oldest(struct np_store *s)
+{
+	if (!s->nbuckets)
+		return;
+	s->entry_bytes -= s->buckets[0].cap * ENTRY_SIZE;
+	free(s->buckets[0].e);
+	memmove(s->buckets, s->buckets + 1, (s->nbuckets - 1) * sizeof(*s->buckets));
+	s->nbuckets--;
+	s->st.evicted_buckets++;
+	s->evicted_since_compaction++;
+}
+
+void np_store_expire_locked(struct np_store *s)
+{
+	int64_t cutoff = np_store_now(s) - s->cfg.retention_ns;
+
+	while (s->nbuckets && s->buckets[0].start + s->cfg.bucket_ns <= cutoff)
+		evict_oldest(s);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* Rebuilds frames, stacks and series from what the buckets still reference. All or
+ * nothing: on allocation failure the store is left as it was. */
+static int compact(struct np_store *s)
+{
+	struct np_intern frames = NP_INTERN_INIT, stacks = NP_INTERN_INIT, series_ids = NP_INTERN_INIT;
+	uint32_t *frame_map = calloc(s->frames.n + 1, sizeof(uint32_t));
+	uint32_t *stack_map = calloc(s->stacks.n + 1, sizeof(uint32_t));
+	uint32_t *series_map = calloc(s->series_ids.n + 1, sizeof(uint32_t));
+	uint32_t *key = malloc(s->cfg.max_stack_depth * sizeof(uint32_t));
+	struct series *series = NULL;
+	size_t series_cap = 0, series_bytes = 0;
+	int rc = -1;
+
+	if (!frame_map || !stack_map || !series_map || !key)
+		goto out;
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		for (size_t i = 0; i < s->buckets[b].n; i++) {
+			const struct entry *e = &s->buckets[b].e[i];
+			if (!series_map[e->series]) {
+				size_t klen;
+				const char *k = np_intern_key(&s->series_ids, e->series, &klen);
+				if (!(series_map[e->series] = np_intern_add(&series_ids, k, klen, NULL)))
+					goto out;
+			}
+			if (!stack_map[e->stack]) {
+				size_t klen;
+				const uint32_t *old = (const uint32_t *)(const void *)np_intern_key(&s->stacks, e->stack, &klen);
+				size_t n = klen / sizeof(uint32_t);
+				for (size_t f = 0; f < n; f++) {
+					uint32_t of;
+					memcpy(&of, old + f, sizeof(of));
+					if (!frame_map[of]) {
+						size_t flen;
+						const char *fk = np_intern_key(&s->frames, of, &flen);
+						if (!(frame_map[of] = np_intern_add(&frames, fk, flen, NULL)))
+							goto out;
+					}
+					key[f] = frame_map[of];
+				}
+				if (!(stack_map[e->stack] = np_intern_add(&stacks, key, n * sizeof(uint32_t), NULL)))
+					goto out;
+			}
+		}
+	}
+	/* Live series move to a new array in their new order; the rest are freed below. */
+	series_cap = series_ids.n;
+	series = calloc(series_cap + 1, sizeof(*series));
+	if (!series)
+		goto out;
+	for (uint32_t id = 1; id <= s->series_ids.n; id++) {
+		struct series *se = &s->series[id - 1];
+		if (series_map[id]) {
+			series[series_map[id] - 1] = *se;
+			series_bytes += se->block_len;
+		} else {
+			series_free(se);
+		}
+	}
+	free(s->series);
+	s->series = series;
+	s->series_cap = series_cap;
+	s->series_bytes = series_bytes;
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		struct bucket *bk = &s->buckets[b];
+		for (size_t i = 0; i < bk->n; i++) {
+			bk->e[i].series = series_map[bk->e[i].series];
+			bk->e[i].stack = stack_map[bk->e[i].stack];
+		}
+		qsort(bk->e, bk->n, sizeof(*bk->e), cmp_entry);
+	}
+	np_intern_free(&s->frames);
+	np_intern_free(&s->stacks);
+	np_intern_free(&s->series_ids);
+	s->frames = frames;
+	s->stacks = stacks;
+	s->series_ids = series_ids;
+	memset(&frames, 0, sizeof(frames));
+	memset(&stacks, 0, sizeof(stacks));
+	memset(&series_ids, 0, sizeof(series_ids));
+	s->evicted_since_compaction = 0;
+	s->st.compactions++;
+	rc = 0;
+out:
+	np_intern_free(&frames);
+	np_intern_free(&stacks);
+	np_intern_free(&series_ids);
+	free(frame_map);
+	free(stack_map);
+	free(series_map);
+	free(key);
+	return rc;
+}
+
+/* Compacts once a quarter of the buckets turned over since the last compaction. */
+static void maybe_compact(struct np_store *s)
+{
+	if (s->evicted_since_compaction && s->evicted_since_compaction * 4 >= s->nbuckets + 1)
+		if (compact(s))
+			np_log(NP_WARN, "store", "out of memory rebuilding the tables", NULL);
+}
+
+/* Brings the accounted bytes within `limit` by evicting the oldest buckets. */
+static void enforce(struct np_store *s, size_t limit)
+{
+	while (np_store_bytes_locked(s) > limit) {
+		if (s->nbuckets) {
+			evict_oldest(s);
+			maybe_compact(s);
+		} else {
+			/* No data left: only dead table entries can still be given back. */
+			if ((!s->frames.n && !s->stacks.n && !s->series_ids.n) || compact(s))
+				break;
+		}
+	}
+}
+
+/* The bucket starting at `start`, created when absent; NULL when out of memory. */
+static struct bucket *bucket_for(struct np_store *s, int64_t start)
+{
+	size_t lo = 0, hi = s->nbuckets;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->buckets[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < s->nbuckets && s->buckets[lo].start == start)
+		return &s->buckets[lo];
+	if (s->nbuckets == s->buckets_cap) {
+		size_t cap = s->buckets_cap ? s->buckets_cap * 2 : 16;
+		struct bucket *nb = realloc(s->buckets, cap * sizeof(*nb));
+		if (!nb)
+			return NULL;
+		s->buckets = nb;
+		s->buckets_cap = cap;
+	}
+	memmove(s->buckets + lo + 1, s->buckets + lo, (s->nbuckets - lo) * sizeof(*s->buckets));
+	s->buckets[lo] = (struct bucket){ start, NULL, 0, 0 };
+	s->nbuckets++;
+	return &s->buckets[lo];
+}
+
+/* Merges sorted, unique entries into a bucket, adding values of equal keys. */
+static int bucket_merge(struct np_store *s, struct bucket *bk, const struct entry *add, size_t n)
+{
+	struct entry *out = malloc((bk->n + n) * ENTRY_SIZE);
+	size_t i = 0, j = 0, k = 0;
+
+	if (!out)
+		return -1;
+	while (i < bk->n || j < n) {
+		int c = i == bk->n ? 1 : j == n ? -1 : cmp_entry(&bk->e[i], &add[j]);
+		if (c < 0)
+			out[k++] = bk->e[i++];
+		else if (c > 0)
+			out[k++] = add[j++];
+		else {
+			out[k] = bk->e[i++];
+			out[k++].value += add[j++].value;
+		}
+	}
+	size_t cap = bk->n + n;
+	if (k < cap) {
+		struct entry *shrunk = realloc(out, k * ENTRY_SIZE);
+		if (shrunk) {
+			out = shrunk;
+			cap = k;
+		}
+	}
+	free(bk->e);
+	s->entry_bytes -= bk->cap * ENTRY_SIZE;
+	bk->e = out;
+	bk->n = k;
+	bk->cap = cap;
+	s->entry_bytes += cap * ENTRY_SIZE;
+	return 0;
+}
+
+static uint32_t series_id(struct np_store *s, const char *service, const char *process, uint32_t pid)
+{
+	char key[1024], comm[64] = "";
+	int added;
+	int n = snprintf(key, sizeof(key), "%s%c%s", service, '\0', process);
+	size_t klen = n < 0 ? 0 : (size_t)n >= sizeof(key) ? sizeof(key) - 1 : (size_t)n;
+	uint32_t id;
+
+	/* Room first, so that every interned id has its series slot. */
+	if (s->series_ids.n + 1 > s->series_cap) {
+		size_t cap = s->series_cap ? s->series_cap * 2 : 16;
+		struct series *ns = realloc(s->series, cap * sizeof(*ns));
+		if (!ns)
+			return 0;
+		s->series = ns;
+		s->series_cap = cap;
+	}
+	id = np_intern_add(&s->series_ids, key, klen, &added);
+	if (!id || !added)
+		return id;
+	struct series *se = &s->series[id - 1];
+	if (pid) {
+		/* The command name, while the process lives; the UI shows it next to the PID. */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+		FILE *f = fopen(path, "re");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(f);
+		}
+	}
+	size_t sl = strlen(service), pl = strlen(process), cl = strlen(comm);
+	memset(se, 0, sizeof(*se));
+	se->block = malloc(sl + pl + cl + 3);
+	if (!se->block) {
+		/* A placeholder keeps ids dense; nothing refers to it, so compaction drops it. */
+		se->service = se->process = se->process_name = "";
+		return 0;
+	}
+	memcpy(se->block, service, sl + 1);
+	memcpy(se->block + sl + 1, process, pl + 1);
+	memcpy(se->block + sl + pl + 2, comm, cl + 1);
+	se->block_len = sl + pl + cl + 3;
+	se->service = se->block;
+	se->process = se->block + sl + 1;
+	se->process_name = se->block + sl + pl + 2;
+	se->pid = pid;
+	s->series_bytes += se->block_len;
+	return id;
+}
+
+/* ---- ingestion ---- */
+
+/* A profile reduced to its stacks, before it meets the store's tables. */
+struct prepared {
+	struct np_intern frames; /* local frame keys */
+	struct np_intern stacks; /* local stack keys: local frame ids, leaf first */
+	uint64_t *values;	 /* per local stack id - 1 */
+	size_t values_cap;
+	uint64_t total;
+	int64_t period_ns;
+	int64_t end_ns;
+};
+
+static void prepared_free(struct prepared *p)
+{
+	np_intern_free(&p->frames);
+	np_intern_free(&p->stacks);
+	free(p->values);
+}
+
+/* Which value holds CPU time: a sample type in nanoseconds (cpu preferred), else a
+ * count whose period is in nanoseconds. *mult converts the value to nanoseconds. */
+static int choose_value(const struct np_pprof_profile *prof, size_t *idx, int64_t *mult, struct np_err *err)
+{
+	long best = -1;
+
+	for (size_t i = 0; i < prof->nsample_types; i++) {
+		const char *unit = np_pprof_string(prof, prof->sample_types[i].unit);
+		const char *type = np_pprof_string(prof, prof->sample_types[i].type);
+		if (!strcmp(unit, "nanoseconds") && (best < 0 || !strcmp(type, "cpu")))
+			best = (long)i;
+	}
+	if (best >= 0) {
+		*idx = (size_t)best;
+		*mult = 1;
+		return 0;
+	}
+	if (prof->period > 0 && !strcmp(np_pprof_string(prof, prof->period_type.unit), "nanoseconds"))
+		for (size_t i = 0; i < prof->nsample_types; i++) {
+			const char *unit = np_pprof_string(prof, prof->sample_types[i].unit);
+			if (!strcmp(unit, "count") || !strcmp(unit, "samples")) {
+				*idx = i;
+				*mult = prof->period;
+				return 0;
+			}
+		}
+	if (!prof->nsample_types)
+		return np_errf(err, "profile has no sample types");
+	return np_errf(err, "profile has no CPU time (sample type %s/%s): the local store keeps nanoseconds",
+		       np_pprof_string(prof, prof->sample_types[0].type),
+		       np_pprof_string(prof, prof->sample_types[0].unit));
+}
+
+static uint32_t local_frame(struct prepared *p, const char *name, const char *file)
+{
+	char key[1024];
+	size_t nl = strnlen(name, 767), fl = strnlen(file, sizeof(key) - nl - 2);
+
+	memcpy(key, name, nl);
+	key[nl] = '\0';
+	memcpy(key + nl + 1, file, fl);
+	return np_intern_add(&p->frames, key, nl + 1 + fl, NULL);
+}
+
+static uint32_t location_frame(struct prepared *p, const struct np_pprof_profile *prof,
+			       const struct np_pprof_location *loc, uint32_t line)
+{
+	const char *file = loc->mapping == NP_PPROF_NONE ? "" : np_pprof_string(prof, prof->mappings[loc->mapping].filename);
+	char name[96];
+
+	if (line < loc->nlines) {
+		uint32_t fi = prof->lines[loc->first_line + line].function;
+		if (fi != NP_PPROF_NONE) {
+			const char *fn = np_pprof_string(prof, prof->functions[fi].name);
+			if (!*fn)
+				fn = np_pprof_string(prof, prof->functions[fi].system_name);
+			if (*fn)
+				return local_frame(p, fn, file);
+		}
+	}
+	/* No symbol: the module and offset, as pprof shows unsymbolized frames. */
+	if (*file) {
+		const char *base = strrchr(file, '/');
+		const struct np_pprof_mapping *m = &prof->mappings[loc->mapping];
+		snprintf(name, sizeof(name), "%.48s+0x%llx", base ? base + 1 : file,
+			 (unsigned long long)(loc->address - m->start + m->offset));
+	} else {
+		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)loc->address);
+	}
+	return local_frame(p, name, file);
+}
+
+static int prepare(struct np_store *s, const struct np_pprof_profile *prof, struct prepared *p, struct np_err *err)
+{
+	size_t vidx = 0, depth = s->cfg.max_stack_depth;
+	int64_t mult = 1;
+	uint32_t *stack = NULL, *loc_first = NULL, *loc_frames = NULL, truncated;
+	size_t nloc_frames = 0;
+	int rc = -1;
+
+	if (choose_value(prof, &vidx, &mult, err))
+		return -1;
+	p->period_ns = !strcmp(np_pprof_string(prof, prof->period_type.unit), "nanoseconds") ? prof->period : 0;
+	/* Each location's frames, innermost first, computed once. */
+	loc_first = malloc((prof->nlocations + 1) * sizeof(uint32_t));
+	size_t total_lines = 0;
+	for (size_t i = 0; i < prof->nlocations; i++)
+		total_lines += prof->locations[i].nlines ? prof->locations[i].nlines : 1;
+	loc_frames = malloc((total_lines + 1) * sizeof(uint32_t));
+	stack = malloc(depth * sizeof(uint32_t));
+	if (!loc_first || !loc_frames || !stack)
+		goto oom;
+	for (size_t i = 0; i < prof->nlocations; i++) {
+		const struct np_pprof_location *loc = &prof->locations[i];
+		uint32_t n = loc->nlines ? loc->nlines : 1;
+		loc_first[i] = (uint32_t)nloc_frames;
+		for (uint32_t l = 0; l < n; l++)
+			if (!(loc_frames[nloc_frames++] = location_frame(p, prof, loc, l)))
+				goto oom;
+	}
+	loc_first[prof->nlocations] = (uint32_t)nloc_frames;
+	if (!(truncated = local_frame(p, "[truncated]", "")))
+		goto oom;
+	for (size_t si = 0; si < prof->nsamples; si++) {
+		const struct np_pprof_sample *sm = &prof->samples[si];
+		int64_t v = prof->values[sm->first_value + vidx];
+		size_t n = 0;
+
+		if (v <= 0)
+			continue;
+		for (uint32_t k = 0; k < sm->nloc; k++) {
+			uint32_t li = prof->sample_locs[sm->first_loc + k];
+			for (uint32_t f = loc_first[li]; f < loc_first[li + 1]; f++) {
+				if (n == depth) {
+					/* Keep the leaf side; the root side becomes one marker frame. */
+					stack[depth - 1] = truncated;
+					goto full;
+				}
+				stack[n++] = loc_frames[f];
+			}
+		}
+	full:;
+		int added;
+		uint32_t id = np_intern_add(&p->stacks, stack, n * sizeof(uint32_t), &added);
+		if (!id)
+			goto oom;
+		if (id > p->values_cap) {
+			size_t cap = p->values_cap ? p->values_cap * 2 : 256;
+			uint64_t *nv = realloc(p->values, cap * sizeof(*nv));
+			if (!nv)
+				goto oom;
+			memset(nv + p->values_cap, 0, (cap - p->values_cap) * sizeof(*nv));
+			p->values = nv;
+			p->values_cap = cap;
+		}
+		uint64_t add = (uint64_t)v * (uint64_t)mult;
+		p->values[id - 1] += add;
+		p->total += add;
+	}
+	rc = 0;
+	goto out;
+oom:
+	np_errf(err, "store: out of memory decoding a profile");
+out:
+	free(stack);
+	free(loc_first);
+	free(loc_frames);
+	return rc;
+}
+
+/* Bytes the profile may add to the store at most (new keys, their table growth, entries). */
+static size_t estimate(const struct prepared *p)
+{
+	return 2 * (p->frames.arena.len + p->frames.n * INTERN_OVERHEAD) +
+	       2 * (p->stacks.arena.len + p->stacks.n * INTERN_OVERHEAD) + 2 * p->stacks.n * ENTRY_SIZE + 4096;
+}
+
+/* Under the lock: local ids to store ids, then the merge. */
+static int insert(struct np_store *s, struct prepared *p, uint32_t sid, struct np_err *err)
+{
+	uint32_t *fmap = calloc(p->frames.n + 1, sizeof(uint32_t));
+	uint32_t *key = malloc(s->cfg.max_stack_depth * sizeof(uint32_t));
+	struct entry *add = malloc((p->stacks.n + 1) * sizeof(*add));
+	size_t nadd = 0;
+	int rc = -1;
+
+	if (!fmap || !key || !add)
+		goto oom;
+	for (uint32_t f = 1; f <= p->frames.n; f++) {
+		size_t len;
+		const char *k = np_intern_key(&p->frames, f, &len);
+		if (!(fmap[f] = np_intern_add(&s->frames, k, len, NULL)))
+			goto oom;
+	}
+	for (uint32_t st = 1; st <= p->stacks.n; st++) {
+		size_t len;
+		const uint32_t *lk = (const uint32_t *)(const void *)np_intern_key(&p->stacks, st, &len);
+		size_t n = len / sizeof(uint32_t);
+		if (!p->values[st - 1])
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t lf;
+			memcpy(&lf, lk + i, sizeof(lf));
+			key[i] = fmap[lf];
+		}
+		uint32_t gid = np_intern_add(&s->stacks, key, n * sizeof(uint32_t), NULL);
+		if (!gid)
+			goto oom;
+		add[nadd++] = (struct entry){ sid, gid, p->values[st - 1] };
+	}
+	qsort(add, nadd, sizeof(*add), cmp_entry);
+	/* Distinct local stacks map to distinct store stacks, so `add` has unique keys. */
+	int64_t start = p->end_ns - p->end_ns % s->cfg.bucket_ns;
+	struct bucket *bk = bucket_for(s, start);
+	if (!bk || bucket_merge(s, bk, add, nadd))
+		goto oom;
+	rc = 0;
+	goto out;
+oom:
+	np_errf(err, "store: out of memory adding a profile");
+out:
+	free(fmap);
+	free(key);
+	free(add);
+	return rc;
+}
+
+/* The series of a profile: its service and its process identity. */
+static void series_of(const struct np_labels *labels, char *service, size_t scap, char *process, size_t pcap,
+		      uint32_t *pid)
+{
+	const char *svc = labels ? np_labels_get(labels, NP_LABEL_SERVICE_NAME) : NULL;
+	const char *cid = labels ? np_labels_get(labels, NP_LABEL_CONTAINER_ID) : NULL;
+
+	snprintf(service, scap, "%s", svc && *svc ? svc : "unspecified");
+	*pid = labels ? np_target_pid(labels) : 0;
+	if (*pid)
+		snprintf(process, pcap, "pid:%u", *pid);
+	else if (cid && *cid)
+		snprintf(process, pcap, "container:%.200s", cid);
+	else
+		process[0] = '\0';
+}
+
+int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof, size_t len, struct np_err *err)
+{
+	struct np_pprof_profile *prof = NULL;
+	struct prepared p;
+	char service[256], process[256];
+	uint32_t pid, sid;
+	int rc;
+	np_store_listener listener;
+	void *listener_ud;
+	struct np_store_event ev;
+
+	memset(&p, 0, sizeof(p));
+	rc = np_pprof_decode(pprof, len, s->cfg.max_profile_bytes, &prof, err);
+	free(pprof);
+	if (rc || prepare(s, prof, &p, err)) {
+		pthread_mutex_lock(&s->lock);
+		s->st.rejected++;
+		pthread_mutex_unlock(&s->lock);
+		np_pprof_profile_free(prof);
+		prepared_free(&p);
+		return np_err_wrap(err, "local store");
+	}
+	series_of(labels, service, sizeof(service), process, sizeof(process), &pid);
+
+	int64_t now = np_store_now(s);
+	int64_t end = prof->time_nanos > 0 ? prof->time_nanos + (prof->duration_nanos > 0 ? prof->duration_nanos : 0) : now;
+	/* A clock far off (or a replayed file) would land outside what queries look at. */
+	if (end > now + 60LL * 1000000000LL || end <= now - s->cfg.retention_ns)
+		end = now;
+	p.end_ns = end;
+	np_pprof_profile_free(prof);
+
+	pthread_mutex_lock(&s->lock);
+	np_store_expire_locked(s);
+	size_t need = estimate(&p);
+	if (need + sizeof(*s) > s->cfg.budget_bytes) {
+		s->st.rejected++;
+		pthread_mutex_unlock(&s->lock);
+		prepared_free(&p);
+		return np_errf(err, "local store: a profile needing ~%zu bytes does not fit the budget of %zu bytes", need,
+			       s->cfg.budget_bytes);
+	}
+	enforce(s, s->cfg.budget_bytes - need); /* room first, so that the new data is not what gets evicted */
+	sid = series_id(s, service, process, pid);
+	if (!sid || insert(s, &p, sid, err)) {
+		if (!sid)
+			np_errf(err, "store: out of memory");
+		s->st.rejected++;
+		enforce(s, s->cfg.budget_bytes);
+		pthread_mutex_unlock(&s->lock);
+		prepared_free(&p);
+		return np_err_wrap(err, "local store");
+	}
+	if (p.period_ns > 0)
+		s->series[sid - 1].period_ns = p.period_ns;
+	enforce(s, s->cfg.budget_bytes);
+	maybe_compact(s);
+	s->st.profiles++;
+	size_t bytes = np_store_bytes_locked(s);
+	if (bytes > s->st.peak_bytes)
+		s->st.peak_bytes = bytes;
+	pthread_mutex_unlock(&s->lock);
+
+	pthread_rwlock_rdlock(&s->listener_lock);
+	listener = s->listener;
+	listener_ud = s->listener_ud;
+	if (listener) {
+		ev.service = service;
+		ev.process = process;
+		ev.time_ns = end;
+		ev.value_ns = p.total;
+		ev.samples = p.stacks.n;
+		listener(listener_ud, &ev);
+	}
+	pthread_rwlock_unlock(&s->listener_lock);
+	prepared_free(&p);
+	return 0;
+}
+
+void np_store_get_stats(struct np_store *s, struct np_store_stats *out)
+{
+	pthread_mutex_lock(&s->lock);
+	*out = s->st;
+	out->bytes = np_store_bytes_locked(s);
+	out->budget = s->cfg.budget_bytes;
+	out->buckets = s->nbuckets;
+	out->series = s->series_ids.n;
+	out->frames = s->frames.n;
+	out->stacks = s->stacks.n;
+	out->entries = 0;
+	out->value_ns = 0;
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		out->entries += s->buckets[b].n;
+		for (size_t i = 0; i < s->buckets[b].n; i++)
+			out->value_ns += s->buckets[b].e[i].value;
+	}
+	out->oldest_ns = s->nbuckets ? s->buckets[0].start : 0;
+	out->newest_ns = s->nbuckets ? s->buckets[s->nbuckets - 1].start : 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int np_store_stats_json(struct np_store *s, struct np_buf *out, struct np_err *err)
+{
+	struct np_store_stats st;
+
+	np_store_get_stats(s, &st);
+	np_buf_printf(out,
+		      "{\"bytes\":%zu,\"budget_bytes\":%zu,\"peak_bytes\":%zu,\"buckets\":%zu,\"series\":%zu,"
+		      "\"frames\":%zu,\"stacks\":%zu,\"entries\":%zu,\"profiles\":%llu,\"rejected\":%llu,"
+		      "\"evicted_buckets\":%llu,\"compactions\":%llu,\"cpu_seconds\":%.3f,\"oldest_ms\":%lld,"
+		      "\"newest_ms\":%lld}",
+		      st.bytes, st.budget, st.peak_bytes, st.buckets, st.series, st.frames, st.stacks, st.entries,
+		      (unsigned long long)st.profiles, (unsigned long long)st.rejected,
+		      (unsigned long long)st.evicted_buckets, (unsigned long long)st.compactions,
+		      (double)st.value_ns / 1e9, (long long)(st.oldest_ns / 1000000), (long long)(st.newest_ns / 1000000));
+	if (out->failed)
+		return np_errf(err, "out of memory");
+	return 0;
+}

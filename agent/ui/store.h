@@ -1,0 +1,117 @@
+/* The local profile store behind the web UI: a profile sink (struct np_profile_sink)
+ * that decodes every gzipped pprof it receives and keeps its CPU time by time
+ * bucket and by series (service_name + process: the __process_pid__ or
+ * __container_id__ of the profile's labels), within a fixed memory budget, and
+ * answers the UI's queries for a time range and an optional service/process filter:
+ * a flame graph tree, a top-functions table, the services and processes seen, a CPU
+ * timeline and a merged pprof for download.
+ *
+ * Memory: function names, frames and stacks are interned once for the whole store
+ * (a host's stacks repeat every interval), buckets hold 16-byte (series, stack,
+ * nanoseconds) entries. Every allocation the store keeps is counted; after each
+ * profile the count is within the budget: the oldest buckets are evicted first, and
+ * the interning tables are rebuilt from the live buckets when evictions left enough
+ * of them dead. Buckets older than the retention are dropped as time passes.
+ *
+ * Threads: every function may be called from any thread; a mutex serialises them.
+ * The listener runs on the thread that added the profile, outside the store's lock. */
+#ifndef NP_UI_STORE_H
+#define NP_UI_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/profile/ebpf_profiler.h"
+#include "agent/util/error.h"
+#include "agent/util/labels.h"
+#include "agent/util/strbuf.h"
+
+struct np_store_config {
+	size_t budget_bytes;	   /* default 64 MiB */
+	int64_t retention_ns;	   /* default 1 h */
+	int64_t bucket_ns;	   /* time resolution; default 10 s */
+	size_t max_profile_bytes;  /* decompressed pprof size limit; default 32 MiB */
+	size_t max_stack_depth;	   /* frames kept per stack (leaf side); default 1024 */
+	int64_t (*now_ns)(void);   /* wall clock (CLOCK_REALTIME), replaceable by tests */
+};
+
+void np_store_config_defaults(struct np_store_config *cfg);
+
+struct np_store;
+
+NP_MUST_CHECK int np_store_new(const struct np_store_config *cfg, struct np_store **out, struct np_err *err);
+void np_store_free(struct np_store *s);
+
+/* The sink for np_ebpf_profiler_start / _set_sinks. */
+struct np_profile_sink np_store_sink(struct np_store *s);
+
+/* Adds one profile (gzipped or plain pprof); takes ownership of pprof (free()d).
+ * Fails for malformed profiles, profiles without CPU time in nanoseconds (or
+ * samples with a nanosecond period), and profiles larger than the budget. */
+NP_MUST_CHECK int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof, size_t len,
+			       struct np_err *err);
+
+struct np_store_event {
+	const char *service, *process; /* the profile's series */
+	int64_t time_ns;	       /* its end time */
+	uint64_t value_ns;	       /* CPU time it added */
+	size_t samples;		       /* distinct stacks in it */
+};
+typedef void (*np_store_listener)(void *ud, const struct np_store_event *ev);
+/* One listener; NULL removes it. Once this returns, the previous listener is not running
+ * and will not be called again. Not from within the listener. */
+void np_store_set_listener(struct np_store *s, np_store_listener fn, void *ud);
+
+/* A query: [from_ns, until_ns) (0 = unbounded), service and process filters (NULL
+ * or "" = all). process is the id np_store_services_json reports ("pid:123",
+ * "container:abc..."). */
+struct np_store_query {
+	int64_t from_ns, until_ns;
+	const char *service, *process;
+};
+
+enum np_store_group { NP_STORE_GROUP_NONE, NP_STORE_GROUP_SERVICE, NP_STORE_GROUP_PROCESS };
+
+/* {"unit":"nanoseconds","total":N,"nodes":N,"shown":N,"from":MS,"until":MS,
+ *  "tree":{"name":"total","self":N,"total":N,"children":[...]}}
+ * Identical frames (same function name under the same parent) are merged; children
+ * are sorted by name. At most max_nodes nodes are written (the largest): the rest
+ * stay in their parents' totals. group adds a first level per service or process. */
+NP_MUST_CHECK int np_store_flamegraph_json(struct np_store *s, const struct np_store_query *q,
+					   enum np_store_group group, size_t max_nodes, struct np_buf *out,
+					   struct np_err *err);
+
+/* {"unit":"nanoseconds","total":N,"functions":[{"name":..,"self":N,"total":N},...]}
+ * sorted by self then total (descending), at most limit entries (0 = all). total
+ * counts a recursive function once per stack, as pprof's cum does. */
+NP_MUST_CHECK int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t limit,
+				    struct np_buf *out, struct np_err *err);
+
+/* {"services":[{"name":..,"total":N,"processes":[{"id":"pid:1","name":"comm","pid":1,"total":N}]}],
+ *  "oldest":MS,"newest":MS}: series with data in the query's time range (its
+ * service/process filters are ignored). */
+NP_MUST_CHECK int np_store_services_json(struct np_store *s, const struct np_store_query *q, struct np_buf *out,
+					 struct np_err *err);
+
+/* {"step":MS,"points":[[MS,N],...]}: CPU nanoseconds per bucket. */
+NP_MUST_CHECK int np_store_timeline_json(struct np_store *s, const struct np_store_query *q, struct np_buf *out,
+					 struct np_err *err);
+
+/* The merged profile of the query as gzipped pprof (cpu/nanoseconds). Fails when
+ * nothing matches (err says so). */
+NP_MUST_CHECK int np_store_pprof(struct np_store *s, const struct np_store_query *q, struct np_buf *out_gz,
+				 struct np_err *err);
+
+struct np_store_stats {
+	size_t bytes, budget;	 /* accounted bytes now, and the budget */
+	size_t peak_bytes;	 /* the most ever accounted after an add */
+	size_t buckets, series, frames, stacks, entries;
+	uint64_t profiles, rejected, evicted_buckets, compactions;
+	uint64_t value_ns;	 /* CPU time held */
+	int64_t oldest_ns, newest_ns; /* bucket range, 0 when empty */
+};
+void np_store_get_stats(struct np_store *s, struct np_store_stats *out);
+/* The stats as a JSON object, for a debug page. */
+NP_MUST_CHECK int np_store_stats_json(struct np_store *s, struct np_buf *out, struct np_err *err);
+
+#endif

@@ -1,0 +1,64 @@
+/* Private to the profile store (store.c: ingestion and memory; store_query.c: queries). */
+#ifndef NP_UI_STORE_INTERNAL_H
+#define NP_UI_STORE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "agent/ui/store.h"
+#include "agent/util/intern.h"
+
+/* One (series, stack) of a bucket: CPU nanoseconds. Entries are sorted by (series, stack). */
+struct entry {
+	uint32_t series, stack; /* ids in s->series_ids / s->stacks */
+	uint64_t value;
+};
+
+struct bucket {
+	int64_t start; /* ns, a multiple of bucket_ns */
+	struct entry *e;
+	size_t n, cap;
+};
+
+struct series {
+	char *block;		  /* owned: the three strings below, NUL-separated */
+	size_t block_len;
+	const char *service;	  /* in block */
+	const char *process;	  /* in block: "pid:N", "container:ID" or "" */
+	const char *process_name; /* in block: the command name when known, else "" */
+	uint32_t pid;
+	int64_t period_ns; /* of its latest profile, for pprof export */
+};
+
+struct np_store {
+	struct np_store_config cfg;
+	pthread_mutex_t lock;
+
+	/* Frame key: function name, NUL, mapping file. Stack key: uint32 frame ids, leaf first. */
+	struct np_intern frames, stacks;
+	struct np_intern series_ids; /* key: service, NUL, process */
+	struct series *series;	     /* index id-1 */
+	size_t series_cap, series_bytes;
+
+	struct bucket *buckets; /* sorted by start */
+	size_t nbuckets, buckets_cap;
+	size_t entry_bytes; /* sum of bucket entry capacities */
+
+	pthread_rwlock_t listener_lock; /* read-held while the listener runs; set_listener write-locks */
+	np_store_listener listener;
+	void *listener_ud;
+
+	struct np_store_stats st; /* counters; sizes are recomputed on demand */
+	uint64_t evicted_since_compaction;
+};
+
+size_t np_store_intern_bytes(const struct np_intern *t);
+size_t np_store_bytes_locked(const struct np_store *s);
+int64_t np_store_now(const struct np_store *s);
+
+/* JSON string (quoted) with control characters and invalid UTF-8 escaped. */
+void np_store_json_str(struct np_buf *out, const char *s, size_t len);
+
+/* Drops buckets outside the retention; called under the lock by adds and queries. */
+void np_store_expire_locked(struct np_store *s);
+
+#endif

@@ -1,0 +1,839 @@
+/* Queries over the local profile store (see store.h): every query first sums the
+ * matching entries of the buckets in its time range into (group, stack) pairs,
+ * then turns them into a flame graph tree, a top table, a timeline or a pprof.
+ * Queries run under the store's lock: frame and stack ids are only stable while
+ * it is held (a compaction renumbers them). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/pprof/builder.h"
+#include "agent/pprof/gzip.h"
+#include "agent/ui/store_internal.h"
+
+void np_store_json_str(struct np_buf *out, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	np_buf_putc(out, '"');
+	while (p < end) {
+		unsigned char c = *p;
+		if (c == '"' || c == '\\') {
+			np_buf_putc(out, '\\');
+			np_buf_putc(out, (char)c);
+			p++;
+		} else if (c < 0x20) {
+			np_buf_printf(out, "\\u%04x", c);
+			p++;
+		} else if (c < 0x80) {
+			np_buf_putc(out, (char)c);
+			p++;
+		} else {
+			/* Copy valid UTF-8 sequences; anything else becomes U+FFFD. */
+			size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+			size_t ok = n && (size_t)(end - p) >= n;
+			for (size_t i = 1; ok && i < n; i++)
+				ok = (p[i] & 0xc0) == 0x80;
+			if (ok && n == 2 && c < 0xc2)
+				ok = 0; /* overlong */
+			if (ok) {
+				np_buf_append(out, p, n);
+				p += n;
+			} else {
+				np_buf_puts(out, "\\ufffd");
+				p++;
+			}
+		}
+	}
+	np_buf_putc(out, '"');
+}
+
+/* ---- aggregation ---- */
+
+struct pair {
+	uint32_t group, stack;
+	uint64_t value;
+};
+
+/* The matching entries summed per (group, stack). */
+struct agg {
+	struct pair *v;
+	size_t n;
+	uint64_t total;
+};
+
+static void agg_free(struct agg *a)
+{
+	free(a->v);
+	a->v = NULL;
+	a->n = 0;
+}
+
+static int series_matches(const struct series *se, const struct np_store_query *q)
+{
+	if (q->service && *q->service && strcmp(se->service, q->service) != 0)
+		return 0;
+	if (q->process && *q->process && strcmp(se->process, q->process) != 0)
+		return 0;
+	return 1;
+}
+
+static int bucket_in_range(const struct np_store *s, const struct bucket *b, const struct np_store_query *q)
+{
+	if (q->until_ns > 0 && b->start >= q->until_ns)
+		return 0;
+	if (q->from_ns > 0 && b->start + s->cfg.bucket_ns <= q->from_ns)
+		return 0;
+	return 1;
+}
+
+/* group_of[series id] gives the group of each series; 0 = not matched. A stack nearly
+ * always belongs to one group, so sums live in an array indexed by stack (no hashing
+ * on the hot path); a stack seen in a second group goes to a small hash table. */
+static int aggregate(struct np_store *s, const struct np_store_query *q, const uint32_t *group_of, struct agg *a,
+		     struct np_err *err)
+{
+	struct dense {
+		uint32_t group;
+		uint64_t value;
+	} *dense = calloc(s->stacks.n + 1, sizeof(*dense));
+	struct np_intern extra = NP_INTERN_INIT; /* key: uint32 group, uint32 stack */
+	uint64_t *extra_v = NULL;
+	size_t extra_cap = 0, n = 0;
+
+	memset(a, 0, sizeof(*a));
+	if (!dense)
+		goto oom;
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		const struct bucket *bk = &s->buckets[b];
+		if (!bucket_in_range(s, bk, q))
+			continue;
+		for (size_t i = 0; i < bk->n; i++) {
+			const struct entry *e = &bk->e[i];
+			uint32_t g = group_of[e->series];
+			struct dense *d = &dense[e->stack];
+			if (!g)
+				continue;
+			a->total += e->value;
+			if (d->group == 0 || d->group == g) {
+				n += d->group == 0;
+				d->group = g;
+				d->value += e->value;
+				continue;
+			}
+			uint32_t key[2] = { g, e->stack };
+			int added;
+			uint32_t id = np_intern_add(&extra, key, sizeof(key), &added);
+			if (!id)
+				goto oom;
+			if (id > extra_cap) {
+				size_t cap = extra_cap ? extra_cap * 2 : 256;
+				uint64_t *nv = realloc(extra_v, cap * sizeof(*nv));
+				if (!nv)
+					goto oom;
+				memset(nv + extra_cap, 0, (cap - extra_cap) * sizeof(*nv));
+				extra_v = nv;
+				extra_cap = cap;
+			}
+			extra_v[id - 1] += e->value;
+		}
+	}
+	a->v = malloc((n + extra.n + 1) * sizeof(*a->v));
+	if (!a->v)
+		goto oom;
+	for (uint32_t st = 1; st <= s->stacks.n; st++)
+		if (dense[st].group)
+			a->v[a->n++] = (struct pair){ dense[st].group, st, dense[st].value };
+	for (uint32_t id = 1; id <= extra.n; id++) {
+		uint32_t key[2];
+		memcpy(key, np_intern_key(&extra, id, NULL), sizeof(key));
+		a->v[a->n++] = (struct pair){ key[0], key[1], extra_v[id - 1] };
+	}
+	free(dense);
+	np_intern_free(&extra);
+	free(extra_v);
+	return 0;
+oom:
+	free(dense);
+	np_intern_free(&extra);
+	free(extra_v);
+	agg_free(a);
+	return np_errf(err, "store query: out of memory");
+}
+
+/* Frames of a stack, leaf first; *n is set. The pointer is unaligned: read with memcpy. */
+static const char *stack_frames(const struct np_store *s, uint32_t stack, size_t *n)
+{
+	size_t len;
+	const char *k = np_intern_key(&s->stacks, stack, &len);
+	*n = len / sizeof(uint32_t);
+	return k;
+}
+
+static uint32_t frame_at(const char *frames, size_t i)
+{
+	uint32_t f;
+	memcpy(&f, frames + i * sizeof(uint32_t), sizeof(f));
+	return f;
+}
+
+/* Display names: frames with the same function name merge. name_of[frame] caches the id. */
+struct names {
+	struct np_intern ids;
+	uint32_t *name_of; /* per store frame id */
+};
+
+static int names_init(struct names *nm, const struct np_store *s)
+{
+	memset(nm, 0, sizeof(*nm));
+	nm->name_of = calloc(s->frames.n + 1, sizeof(uint32_t));
+	return nm->name_of ? 0 : -1;
+}
+
+static void names_free(struct names *nm)
+{
+	np_intern_free(&nm->ids);
+	free(nm->name_of);
+}
+
+static uint32_t name_id(struct names *nm, const struct np_store *s, uint32_t frame)
+{
+	if (!nm->name_of[frame]) {
+		const char *k = np_intern_key(&s->frames, frame, NULL); /* "name\0file": the name is a C string */
+		nm->name_of[frame] = np_intern_str(&nm->ids, k);
+	}
+	return nm->name_of[frame];
+}
+
+static int filter_series(struct np_store *s, const struct np_store_query *q, enum np_store_group group,
+			 struct names *nm, uint32_t **out, struct np_err *err)
+{
+	uint32_t *g = calloc(s->series_ids.n + 1, sizeof(uint32_t));
+
+	if (!g)
+		return np_errf(err, "store query: out of memory");
+	for (uint32_t id = 1; id <= s->series_ids.n; id++) {
+		const struct series *se = &s->series[id - 1];
+		if (!se->block || !series_matches(se, q))
+			continue;
+		if (group == NP_STORE_GROUP_NONE) {
+			g[id] = 1;
+		} else {
+			/* Group nodes are named like frames, in the same name table. */
+			char label[600];
+			if (group == NP_STORE_GROUP_SERVICE || !*se->process)
+				snprintf(label, sizeof(label), "%s", se->service);
+			else if (*se->process_name)
+				snprintf(label, sizeof(label), "%s %s (%s)", se->service, se->process, se->process_name);
+			else
+				snprintf(label, sizeof(label), "%s %s", se->service, se->process);
+			if (!(g[id] = np_intern_str(&nm->ids, label))) {
+				free(g);
+				return np_errf(err, "store query: out of memory");
+			}
+		}
+	}
+	*out = g;
+	return 0;
+}
+
+/* ---- flame graph ----
+ *
+ * Each (group, stack) becomes a path of name ranks, root first, where ranks number
+ * the names alphabetically. Sorting the paths puts every subtree in one run, in
+ * alphabetical sibling order, so the tree is built in preorder by extending the
+ * previous path: no lookups at all, and the children of a node are the subtrees
+ * that follow it. */
+
+struct paths {
+	uint32_t *seq;	/* all paths, concatenated */
+	uint32_t *off;	/* per pair: start in seq; off[n] = end */
+};
+
+static int cmp_path(const void *a, const void *b, void *arg)
+{
+	const struct paths *p = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t xs = p->off[x], xe = p->off[x + 1], ys = p->off[y], ye = p->off[y + 1];
+
+	while (xs < xe && ys < ye) {
+		if (p->seq[xs] != p->seq[ys])
+			return p->seq[xs] < p->seq[ys] ? -1 : 1;
+		xs++;
+		ys++;
+	}
+	return (xe - xs) < (ye - ys) ? -1 : (xe - xs) > (ye - ys);
+}
+
+static int cmp_name_str(const void *a, const void *b, void *arg)
+{
+	const struct names *nm = arg;
+	return strcmp(np_intern_key(&nm->ids, *(const uint32_t *)a, NULL),
+		      np_intern_key(&nm->ids, *(const uint32_t *)b, NULL));
+}
+
+/* The k-th largest value (k from 0), reordering v: quickselect, O(n) on average;
+ * a full sort of a few million node totals would cost more than the rest of the query. */
+static uint64_t kth_largest(uint64_t *v, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		uint64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi];
+		uint64_t pivot = a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+		size_t i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] > pivot)
+				i++;
+			while (v[j] < pivot)
+				j--;
+			if (i <= j) {
+				uint64_t t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
+}
+
+struct tree {
+	uint32_t *name, *parent, *end; /* end: index after the node's subtree */
+	uint64_t *self, *total;
+	size_t n, cap;
+};
+
+static void tree_free(struct tree *t)
+{
+	free(t->name);
+	free(t->parent);
+	free(t->end);
+	free(t->self);
+	free(t->total);
+}
+
+static uint32_t tree_add(struct tree *t, uint32_t parent, uint32_t name)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		uint32_t *nn = realloc(t->name, cap * sizeof(uint32_t));
+		if (nn)
+			t->name = nn;
+		uint32_t *np = realloc(t->parent, cap * sizeof(uint32_t));
+		if (np)
+			t->parent = np;
+		uint64_t *ns = realloc(t->self, cap * sizeof(uint64_t));
+		if (ns)
+			t->self = ns;
+		if (!nn || !np || !ns)
+			return UINT32_MAX;
+		t->cap = cap;
+	}
+	t->name[t->n] = name;
+	t->parent[t->n] = parent;
+	t->self[t->n] = 0;
+	return (uint32_t)t->n++;
+}
+
+static int build_tree(struct np_store *s, const struct agg *a, enum np_store_group group, struct names *nm,
+		      struct tree *t, uint32_t **rank_to_name, struct np_err *err)
+{
+	struct paths p = { NULL, NULL };
+	uint32_t *order = NULL, *rank = NULL, *names_sorted = NULL, *path = NULL;
+	size_t total_len = 0, depth_cap = s->cfg.max_stack_depth + 2;
+	int rc = -1;
+
+	for (size_t i = 0; i < a->n; i++) {
+		size_t n;
+		(void)stack_frames(s, a->v[i].stack, &n);
+		total_len += n + (group != NP_STORE_GROUP_NONE);
+	}
+	p.seq = malloc((total_len + 1) * sizeof(uint32_t));
+	p.off = malloc((a->n + 1) * sizeof(uint32_t));
+	order = malloc((a->n + 1) * sizeof(uint32_t));
+	path = malloc(depth_cap * sizeof(uint32_t));
+	if (!p.seq || !p.off || !order || !path)
+		goto oom;
+	/* Paths of name ids, root first. */
+	size_t k = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		size_t n;
+		const char *fr = stack_frames(s, a->v[i].stack, &n);
+		p.off[i] = (uint32_t)k;
+		order[i] = (uint32_t)i;
+		if (group != NP_STORE_GROUP_NONE)
+			p.seq[k++] = a->v[i].group;
+		for (size_t f = n; f-- > 0;) {
+			uint32_t id = name_id(nm, s, frame_at(fr, f));
+			if (!id)
+				goto oom;
+			p.seq[k++] = id;
+		}
+	}
+	p.off[a->n] = (uint32_t)k;
+	/* Name ids -> alphabetical ranks (1-based, like ids). */
+	size_t nn = nm->ids.n;
+	names_sorted = malloc((nn + 1) * sizeof(uint32_t));
+	rank = malloc((nn + 1) * sizeof(uint32_t));
+	if (!names_sorted || !rank)
+		goto oom;
+	for (uint32_t i = 0; i < nn; i++)
+		names_sorted[i] = i + 1;
+	qsort_r(names_sorted, nn, sizeof(uint32_t), cmp_name_str, nm);
+	for (uint32_t r = 0; r < nn; r++)
+		rank[names_sorted[r]] = r + 1;
+	for (size_t i = 0; i < k; i++)
+		p.seq[i] = rank[p.seq[i]];
+	qsort_r(order, a->n, sizeof(uint32_t), cmp_path, &p);
+
+	/* Preorder construction; node 0 is the root. */
+	if (tree_add(t, UINT32_MAX, 0) == UINT32_MAX)
+		goto oom;
+	size_t prev_len = 0;
+	const uint32_t *prev = NULL;
+	for (size_t i = 0; i < a->n; i++) {
+		uint32_t pi = order[i];
+		const uint32_t *cur = p.seq + p.off[pi];
+		size_t len = p.off[pi + 1] - p.off[pi], common = 0;
+		while (prev && common < len && common < prev_len && cur[common] == prev[common])
+			common++;
+		for (size_t d = common; d < len; d++) {
+			uint32_t node = tree_add(t, d ? path[d - 1] : 0, cur[d]);
+			if (node == UINT32_MAX)
+				goto oom;
+			path[d] = node;
+		}
+		t->self[len ? path[len - 1] : 0] += a->v[pi].value;
+		prev = cur;
+		prev_len = len;
+	}
+	/* Totals and subtree ends, children before parents (reverse preorder). */
+	t->total = malloc(t->n * sizeof(uint64_t));
+	t->end = malloc(t->n * sizeof(uint32_t));
+	if (!t->total || !t->end)
+		goto oom;
+	for (size_t i = 0; i < t->n; i++) {
+		t->total[i] = t->self[i];
+		t->end[i] = (uint32_t)i + 1;
+	}
+	for (size_t i = t->n; i-- > 1;) {
+		t->total[t->parent[i]] += t->total[i];
+		if (t->end[i] > t->end[t->parent[i]])
+			t->end[t->parent[i]] = t->end[i];
+	}
+	*rank_to_name = names_sorted;
+	names_sorted = NULL;
+	rc = 0;
+	goto out;
+oom:
+	np_errf(err, "store query: out of memory");
+out:
+	free(p.seq);
+	free(p.off);
+	free(order);
+	free(rank);
+	free(names_sorted);
+	free(path);
+	return rc;
+}
+
+/* Writes the tree without recursion (stacks are up to max_stack_depth deep). */
+static int emit_tree(const struct tree *t, const struct names *nm, const uint32_t *rank_to_name, uint64_t threshold,
+		     size_t budget, size_t max_depth, struct np_buf *out, size_t *shown)
+{
+	struct level {
+		uint32_t node, next;
+		int first;
+	} *st = malloc((max_depth + 3) * sizeof(*st));
+	int sp = 0;
+
+	if (!st)
+		return -1;
+	*shown = 1;
+	np_buf_printf(out, "{\"name\":\"total\",\"self\":%llu,\"total\":%llu,\"children\":[",
+		      (unsigned long long)t->self[0], (unsigned long long)t->total[0]);
+	st[0] = (struct level){ 0, 1, 1 };
+	while (sp >= 0) {
+		struct level *l = &st[sp];
+		if (l->next >= t->end[l->node]) {
+			np_buf_puts(out, "]}");
+			sp--;
+			continue;
+		}
+		uint32_t c = l->next;
+		l->next = t->end[c];
+		if (t->total[c] < threshold || budget == 0 || (size_t)sp + 1 > max_depth + 1)
+			continue;
+		budget--;
+		(*shown)++;
+		if (!l->first)
+			np_buf_putc(out, ',');
+		l->first = 0;
+		const char *name = np_intern_key(&nm->ids, rank_to_name[t->name[c] - 1], NULL);
+		np_buf_puts(out, "{\"name\":");
+		np_store_json_str(out, name, strlen(name));
+		np_buf_printf(out, ",\"self\":%llu,\"total\":%llu,\"children\":[", (unsigned long long)t->self[c],
+			      (unsigned long long)t->total[c]);
+		st[++sp] = (struct level){ c, c + 1, 1 };
+	}
+	free(st);
+	return 0;
+}
+
+int np_store_flamegraph_json(struct np_store *s, const struct np_store_query *q, enum np_store_group group,
+			     size_t max_nodes, struct np_buf *out, struct np_err *err)
+{
+	struct agg a;
+	struct names nm;
+	struct tree t;
+	uint32_t *group_of = NULL, *rank_to_name = NULL;
+	size_t shown = 0;
+	int rc = -1;
+
+	memset(&t, 0, sizeof(t));
+	memset(&a, 0, sizeof(a));
+	if (max_nodes == 0)
+		max_nodes = 1;
+	pthread_mutex_lock(&s->lock);
+	np_store_expire_locked(s);
+	if (names_init(&nm, s)) {
+		pthread_mutex_unlock(&s->lock);
+		return np_errf(err, "store query: out of memory");
+	}
+	if (filter_series(s, q, group, &nm, &group_of, err) || aggregate(s, q, group_of, &a, err) ||
+	    build_tree(s, &a, group, &nm, &t, &rank_to_name, err))
+		goto out;
+	/* Keep the max_nodes largest nodes (root included): the rest stay in their parents' totals. */
+	uint64_t threshold = 0;
+	size_t nnodes = t.n - 1;
+	if (nnodes + 1 > max_nodes) {
+		uint64_t *tot = malloc(nnodes * sizeof(uint64_t));
+		if (!tot)
+			goto oom;
+		memcpy(tot, t.total + 1, nnodes * sizeof(uint64_t));
+		threshold = max_nodes >= 2 ? kth_largest(tot, nnodes, max_nodes - 2) : UINT64_MAX;
+		free(tot);
+	}
+	np_buf_printf(out, "{\"unit\":\"nanoseconds\",\"total\":%llu,\"nodes\":%zu,", (unsigned long long)a.total,
+		      nnodes + 1);
+	np_buf_printf(out, "\"from\":%lld,\"until\":%lld,\"tree\":", (long long)(q->from_ns / 1000000),
+		      (long long)(q->until_ns / 1000000));
+	if (emit_tree(&t, &nm, rank_to_name, threshold, max_nodes - 1, s->cfg.max_stack_depth + 1, out, &shown))
+		goto oom;
+	np_buf_printf(out, ",\"shown\":%zu}\n", shown);
+	if (out->failed)
+		goto oom;
+	rc = 0;
+	goto out;
+oom:
+	np_errf(err, "store query: out of memory");
+out:
+	pthread_mutex_unlock(&s->lock);
+	tree_free(&t);
+	agg_free(&a);
+	names_free(&nm);
+	free(group_of);
+	free(rank_to_name);
+	return rc;
+}
+
+/* ---- top functions ---- */
+
+struct top_row {
+	uint32_t name;
+	uint64_t self, total;
+};
+
+static int cmp_top(const void *a, const void *b, void *arg)
+{
+	const struct top_row *x = a, *y = b;
+	const struct names *nm = arg;
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return strcmp(np_intern_key(&nm->ids, x->name, NULL), np_intern_key(&nm->ids, y->name, NULL));
+}
+
+int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t limit, struct np_buf *out,
+		      struct np_err *err)
+{
+	struct agg a;
+	struct names nm;
+	uint32_t *group_of = NULL, *stamp = NULL;
+	struct top_row *rows = NULL;
+	size_t rows_cap = 0;
+	int rc = -1;
+
+	memset(&a, 0, sizeof(a));
+	pthread_mutex_lock(&s->lock);
+	np_store_expire_locked(s);
+	if (names_init(&nm, s)) {
+		pthread_mutex_unlock(&s->lock);
+		return np_errf(err, "store query: out of memory");
+	}
+	if (filter_series(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, err) || aggregate(s, q, group_of, &a, err))
+		goto out;
+	for (uint32_t id = 1; id <= a.n; id++) {
+		size_t n;
+		uint64_t v = a.v[id - 1].value;
+		const char *frames = stack_frames(s, a.v[id - 1].stack, &n);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t nmid = name_id(&nm, s, frame_at(frames, i));
+			if (!nmid)
+				goto oom;
+			if (nmid > rows_cap) {
+				size_t cap = rows_cap ? rows_cap * 2 : 1024;
+				while (cap < nmid)
+					cap *= 2;
+				struct top_row *nr = realloc(rows, cap * sizeof(*nr));
+				uint32_t *ns = realloc(stamp, cap * sizeof(*ns));
+				if (nr)
+					rows = nr;
+				if (ns)
+					stamp = ns;
+				if (!nr || !ns)
+					goto oom;
+				memset(rows + rows_cap, 0, (cap - rows_cap) * sizeof(*rows));
+				memset(stamp + rows_cap, 0, (cap - rows_cap) * sizeof(*stamp));
+				rows_cap = cap;
+			}
+			struct top_row *r = &rows[nmid - 1];
+			r->name = nmid;
+			if (i == 0)
+				r->self += v;
+			if (stamp[nmid - 1] != id) { /* a recursive function counts once per stack */
+				stamp[nmid - 1] = id;
+				r->total += v;
+			}
+		}
+	}
+	size_t nrows = nm.ids.n;
+	if (nrows)
+		qsort_r(rows, nrows, sizeof(*rows), cmp_top, &nm);
+	if (limit == 0 || limit > nrows)
+		limit = nrows;
+	np_buf_printf(out, "{\"unit\":\"nanoseconds\",\"total\":%llu,\"count\":%zu,\"functions\":[",
+		      (unsigned long long)a.total, nrows);
+	for (size_t i = 0; i < limit; i++) {
+		const char *name = np_intern_key(&nm.ids, rows[i].name, NULL);
+		np_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
+		np_store_json_str(out, name, strlen(name));
+		np_buf_printf(out, ",\"self\":%llu,\"total\":%llu}", (unsigned long long)rows[i].self,
+			      (unsigned long long)rows[i].total);
+	}
+	np_buf_puts(out, "]}\n");
+	if (out->failed)
+		goto oom;
+	rc = 0;
+	goto out;
+oom:
+	np_errf(err, "store query: out of memory");
+out:
+	pthread_mutex_unlock(&s->lock);
+	agg_free(&a);
+	names_free(&nm);
+	free(group_of);
+	free(rows);
+	free(stamp);
+	return rc;
+}
+
+/* ---- services, timeline ---- */
+
+struct svc_row {
+	uint32_t series;
+	uint64_t total;
+};
+
+static int cmp_svc(const void *a, const void *b, void *arg)
+{
+	const struct svc_row *x = a, *y = b;
+	const struct np_store *s = arg;
+	const struct series *sx = &s->series[x->series - 1], *sy = &s->series[y->series - 1];
+	int c = strcmp(sx->service, sy->service);
+	if (c)
+		return c;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return strcmp(sx->process, sy->process);
+}
+
+int np_store_services_json(struct np_store *s, const struct np_store_query *q_in, struct np_buf *out,
+			   struct np_err *err)
+{
+	struct np_store_query q = *q_in;
+	struct svc_row *rows;
+	size_t nrows = 0;
+
+	q.service = q.process = NULL;
+	pthread_mutex_lock(&s->lock);
+	np_store_expire_locked(s);
+	rows = calloc(s->series_ids.n + 1, sizeof(*rows));
+	if (!rows) {
+		pthread_mutex_unlock(&s->lock);
+		return np_errf(err, "store query: out of memory");
+	}
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		const struct bucket *bk = &s->buckets[b];
+		if (!bucket_in_range(s, bk, &q))
+			continue;
+		for (size_t i = 0; i < bk->n; i++)
+			rows[bk->e[i].series].total += bk->e[i].value;
+	}
+	for (uint32_t id = 1; id <= s->series_ids.n; id++)
+		if (rows[id].total && s->series[id - 1].block)
+			rows[nrows++] = (struct svc_row){ id, rows[id].total };
+	qsort_r(rows, nrows, sizeof(*rows), cmp_svc, s);
+	np_buf_puts(out, "{\"services\":[");
+	for (size_t i = 0; i < nrows;) {
+		const struct series *first = &s->series[rows[i].series - 1];
+		uint64_t total = 0;
+		size_t j;
+		for (j = i; j < nrows && !strcmp(s->series[rows[j].series - 1].service, first->service); j++)
+			total += rows[j].total;
+		np_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
+		np_store_json_str(out, first->service, strlen(first->service));
+		np_buf_printf(out, ",\"total\":%llu,\"processes\":[", (unsigned long long)total);
+		for (size_t k = i; k < j; k++) {
+			const struct series *se = &s->series[rows[k].series - 1];
+			np_buf_puts(out, k > i ? ",{\"id\":" : "{\"id\":");
+			np_store_json_str(out, se->process, strlen(se->process));
+			np_buf_puts(out, ",\"name\":");
+			np_store_json_str(out, se->process_name, strlen(se->process_name));
+			np_buf_printf(out, ",\"pid\":%u,\"total\":%llu}", se->pid, (unsigned long long)rows[k].total);
+		}
+		np_buf_puts(out, "]}");
+		i = j;
+	}
+	np_buf_printf(out, "],\"oldest\":%lld,\"newest\":%lld,\"step\":%lld}\n",
+		      (long long)(s->nbuckets ? s->buckets[0].start / 1000000 : 0),
+		      (long long)(s->nbuckets ? (s->buckets[s->nbuckets - 1].start + s->cfg.bucket_ns) / 1000000 : 0),
+		      (long long)(s->cfg.bucket_ns / 1000000));
+	pthread_mutex_unlock(&s->lock);
+	free(rows);
+	if (out->failed)
+		return np_errf(err, "store query: out of memory");
+	return 0;
+}
+
+int np_store_timeline_json(struct np_store *s, const struct np_store_query *q, struct np_buf *out,
+			   struct np_err *err)
+{
+	uint8_t *match;
+	int first = 1;
+
+	pthread_mutex_lock(&s->lock);
+	np_store_expire_locked(s);
+	match = calloc(s->series_ids.n + 1, 1);
+	if (!match) {
+		pthread_mutex_unlock(&s->lock);
+		return np_errf(err, "store query: out of memory");
+	}
+	for (uint32_t id = 1; id <= s->series_ids.n; id++)
+		match[id] = s->series[id - 1].block && series_matches(&s->series[id - 1], q);
+	np_buf_printf(out, "{\"step\":%lld,\"points\":[", (long long)(s->cfg.bucket_ns / 1000000));
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		const struct bucket *bk = &s->buckets[b];
+		uint64_t v = 0;
+		if (!bucket_in_range(s, bk, q))
+			continue;
+		for (size_t i = 0; i < bk->n; i++)
+			if (match[bk->e[i].series])
+				v += bk->e[i].value;
+		np_buf_printf(out, "%s[%lld,%llu]", first ? "" : ",", (long long)(bk->start / 1000000),
+			      (unsigned long long)v);
+		first = 0;
+	}
+	np_buf_puts(out, "]}\n");
+	pthread_mutex_unlock(&s->lock);
+	free(match);
+	if (out->failed)
+		return np_errf(err, "store query: out of memory");
+	return 0;
+}
+
+/* ---- merged pprof ---- */
+
+int np_store_pprof(struct np_store *s, const struct np_store_query *q, struct np_buf *out_gz, struct np_err *err)
+{
+	struct agg a;
+	struct names nm;
+	uint32_t *group_of = NULL;
+	struct np_pprof_builder *b = NULL;
+	struct np_pprof_frame *frames = NULL;
+	struct np_buf plain = NP_BUF_INIT;
+	int64_t period = 0, start;
+	int rc = -1;
+
+	memset(&a, 0, sizeof(a));
+	pthread_mutex_lock(&s->lock);
+	np_store_expire_locked(s);
+	if (names_init(&nm, s)) {
+		pthread_mutex_unlock(&s->lock);
+		return np_errf(err, "store query: out of memory");
+	}
+	if (filter_series(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, err) || aggregate(s, q, group_of, &a, err))
+		goto out;
+	if (a.total == 0) {
+		np_errf(err, "no samples in the selected range");
+		goto out;
+	}
+	/* The sampling period of the matching series (they share one unless sample
+	 * rates differ between components; values stay exact in nanoseconds anyway). */
+	for (uint32_t id = 1; id <= s->series_ids.n && !period; id++)
+		if (group_of[id] && s->series[id - 1].period_ns > 0)
+			period = s->series[id - 1].period_ns;
+	if (!period)
+		period = 10000000; /* 100 Hz when the profiles carried no period */
+	unsigned rate = (unsigned)llround(1e9 / (double)period);
+	if (rate == 0)
+		rate = 1;
+	period = (int64_t)llround(1e9 / rate);
+	start = q->from_ns > 0 ? q->from_ns : s->nbuckets ? s->buckets[0].start : np_store_now(s);
+	int64_t until = q->until_ns > 0 ? q->until_ns : np_store_now(s);
+	frames = malloc(s->cfg.max_stack_depth * sizeof(*frames));
+	if (!frames || np_pprof_new(rate, start, &b, err))
+		goto oom_or_err;
+	for (size_t id = 0; id < a.n; id++) {
+		size_t n;
+		const char *fr = stack_frames(s, a.v[id].stack, &n);
+		for (size_t i = 0; i < n; i++) {
+			size_t klen;
+			const char *k = np_intern_key(&s->frames, frame_at(fr, i), &klen);
+			size_t nl = strlen(k);
+			/* key: name, NUL, mapping file (possibly empty) */
+			frames[i] = (struct np_pprof_frame){ k, klen > nl + 1 ? k + nl + 1 : NULL, NULL, 0, 0, 0 };
+		}
+		uint64_t count = (a.v[id].value + (uint64_t)period / 2) / (uint64_t)period;
+		if (np_pprof_add(b, frames, n, count ? count : 1, err))
+			goto out;
+	}
+	if (np_pprof_encode(b, until > start ? until - start : 0, &plain, err) || np_gzip(plain.p, plain.len, 6, out_gz, err))
+		goto out;
+	rc = 0;
+	goto out;
+oom_or_err:
+	if (!frames)
+		np_errf(err, "store query: out of memory");
+out:
+	pthread_mutex_unlock(&s->lock);
+	np_pprof_free(b);
+	free(frames);
+	np_buf_free(&plain);
+	agg_free(&a);
+	names_free(&nm);
+	free(group_of);
+	return rc;
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Issue 8's numbers: the simulated node of tests/integration/test_e2e_kubernetes.py with
+100 pods (10 of them busy, the rest idle processes in their containers' cgroups),
+`nodeprof run --config ../shared/examples/kubernetes.alloy` unchanged at the default
+19 Hz and 15 s collect interval. Reports the agent's peak RSS, its CPU as a share of one
+core (and seconds per hour), and the profiles and bytes Pyroscope received per interval.
+BENCH_SECONDS (default 180) sets how long the agent runs after its first profile."""
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import lib  # noqa: E402
+import node as nodelib  # noqa: E402
+import np  # noqa: E402
+
+SECONDS = int(os.environ.get("BENCH_SECONDS", "180"))
+PODS, BUSY = 100, 10
+
+
+def proc_cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_status(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+class Bench(unittest.TestCase):
+    def runTest(self):
+        n = nodelib.Node(self)
+        idle = os.path.join(n.dir, "idle")
+        subprocess.run(["gcc", "-O2", "-o", idle, "-x", "c", "-"], input=b"#include <unistd.h>\nint main(void){for(;;)pause();}\n",
+                       check=True)
+        for i in range(PODS):
+            busy = i < BUSY
+            ids = n.pod(f"app-{i}", namespace=f"ns-{i % 10}", containers=("main",), running=("main",) if busy else (),
+                        labels={"app": f"app-{i}", "team": f"t{i % 7}"})
+            if not busy:
+                import cgroups
+                rel = cgroups.runtime_path("containerd-systemd", cgroups.new_pod_uid(), ids["main"])
+                n.tree.make(rel)
+                p = subprocess.Popen([idle])
+                self.addCleanup(lambda p=p: (p.kill(), p.wait()))
+                n.tree.move(p.pid, rel)
+        agent = n.start_agent(os.path.join(np.SHARED, "examples", "kubernetes.alloy"))
+        n.wait_for(lambda s: len(s) > 0, 60, "the first profile")
+        t0, c0 = time.time(), proc_cpu_seconds(agent.pid)
+        pushes0 = len(n.series())
+        time.sleep(SECONDS)
+        t1, c1 = time.time(), proc_cpu_seconds(agent.pid)
+        hwm = proc_status(agent.pid, "VmHWM") / 1024
+        rss = proc_status(agent.pid, "VmRSS") / 1024
+        series = n.series()[pushes0:]
+        intervals = (t1 - t0) / 15
+        nbytes = sum(p["compressed_len"] for _, _, p in series)
+        share = 100 * (c1 - c0) / (t1 - t0)
+        services = len({l["service_name"] for _, l, _ in series})
+        lib.write_result("node", f"""# Simulated node benchmark (issue 8)
+
+`nodeprof run --config ../shared/examples/kubernetes.alloy` (unchanged: 19 Hz, 15 s interval) on a
+simulated node with {PODS} pods ({BUSY} busy, {PODS - BUSY} idle processes in their containers' cgroups),
+measured for {t1 - t0:.0f} s after the first profile (`make bench BENCH_ARGS=node`; `bench/node/bench.py`).
+
+| | measured | target |
+|---|---|---|
+| agent peak RSS (VmHWM) | {hwm:.1f} MB (now {rss:.1f} MB) | <= 20 MB |
+| agent CPU | {share:.3f}% of one core ({(c1 - c0) / (t1 - t0) * 3600:.1f} CPU-s per hour) | <= 0.2% |
+| profiles sent per interval | {len(series) / intervals:.1f} ({services} series) | |
+| bytes sent per interval (gzipped pprof) | {nbytes / intervals / 1024:.1f} KiB | |
+""")
+
+
+if __name__ == "__main__":
+    if os.geteuid() != 0:
+        sys.exit("the node benchmark needs root")
+    r = unittest.TextTestRunner(verbosity=0).run(Bench())
+    sys.exit(0 if r.wasSuccessful() else 1)

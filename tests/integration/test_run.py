@@ -1,0 +1,241 @@
+"""`nodeprof run` as an operator sees it: the embedded default with its UI, /metrics,
+health and readiness, reload over HTTP, one failing component not stopping the
+others, a busy listen address, and SIGTERM."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import np
+import promtext
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def get(port, path, method="GET", timeout=10):
+    """(status, body text) of an HTTP request to the agent."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def pprofs(port, service):
+    """pyroscope_ebpf_pprofs_total for a service_name (0 until its first profile)."""
+    fam = promtext.parse(get(port, "/metrics")[1]).get("pyroscope_ebpf_pprofs_total")
+    return (fam.value({"service_name": service}) if fam else None) or 0
+
+
+def wait_pprofs(port, service, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline and not pprofs(port, service):
+        time.sleep(0.5)
+    return pprofs(port, service)
+
+
+RELABEL_ONLY = """discovery.process "p" {
+  refresh_interval = "1s"
+}
+discovery.relabel "r" {
+  targets = discovery.process.p.targets
+  rule {
+    source_labels = ["__meta_process_exe"]
+    regex = ".*/split"
+    action = "keep"
+  }
+  rule {
+    target_label = "service_name"
+    replacement = "%s"
+  }
+}
+pyroscope.ebpf "e" {
+  targets = discovery.relabel.r.output
+  forward_to = []
+  collect_interval = "2s"
+  sample_rate = 97
+}
+"""
+
+
+class Run(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="nodeprof-run-")
+        cls.split = np.build_workload("split", cls.dir)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, True)
+
+    def start(self, *args):
+        port = free_port()
+        log = open(os.path.join(np.tmpdir(self), "agent.log"), "w+")
+        p = subprocess.Popen([np.NODEPROF, "run", "--http-listen", f"127.0.0.1:{port}", *args], stdout=log,
+                             stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            try:
+                if get(port, "/-/healthy", timeout=2)[0] == 200:
+                    return p, port, log
+            except OSError:
+                pass
+            if p.poll() is not None:
+                log.seek(0)
+                raise AssertionError(f"nodeprof run exited {p.returncode}: {log.read()}")
+            time.sleep(0.2)
+        raise AssertionError("the agent did not come up")
+
+    def wait_ready(self, port, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status, body = get(port, "/-/ready")
+            if status == 200:
+                return
+            time.sleep(0.3)
+        raise AssertionError(f"not ready: {body}")
+
+    def workload(self):
+        w = subprocess.Popen([self.split, "60"])
+        self.addCleanup(lambda: (w.kill(), w.wait()))
+        return w
+
+    def test_embedded_default_profiles_the_host_for_the_ui(self):
+        w = self.workload()
+        p, port, _ = self.start()
+        self.wait_ready(port)
+        deadline, top = time.time() + 30, ""
+        while time.time() < deadline:
+            status, top = get(port, "/api/top?from=now-5m")
+            if status == 200 and "heavy" in top:
+                break
+            time.sleep(1)
+        self.assertIn("heavy", top)
+        status, services = get(port, "/api/services?from=now-5m")
+        self.assertEqual(status, 200)
+        names = [s["name"] for s in json.loads(services)["services"]]
+        self.assertIn("split", names, names)     # named after its executable by the embedded relabel rule
+        status, page = get(port, "/")
+        self.assertEqual(status, 200)
+        self.assertIn("<html", page.lower())
+        # The embedded default is an ordinary configuration that `check` accepts.
+        r = subprocess.run([np.NODEPROF, "run", "--print-default-config"], capture_output=True, text=True)
+        path = os.path.join(np.tmpdir(self), "default.alloy")
+        with open(path, "w") as f:
+            f.write(r.stdout)
+        self.assertEqual(np.nodeprof("check", path).returncode, 0)
+        # There is no file to reload.
+        status, body = get(port, "/-/reload", method="POST")
+        self.assertEqual(status, 400)
+        self.assertIn("embedded default", body)
+        t0 = time.time()
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=10), 0)
+        self.assertLess(time.time() - t0, 5)
+        w.kill()
+
+    def test_metrics_and_debug_pages(self):
+        self.workload()
+        cfg = os.path.join(np.tmpdir(self), "c.alloy")
+        with open(cfg, "w") as f:
+            f.write(RELABEL_ONLY % "split-svc")
+        _, port, _ = self.start("--config", cfg)
+        self.wait_ready(port)
+        self.assertTrue(wait_pprofs(port, "split-svc"))
+        status, text = get(port, "/metrics")
+        self.assertEqual(status, 200)
+        fams = promtext.parse(text)
+        for name, kind in (("pyroscope_ebpf_active_targets", "gauge"), ("pyroscope_ebpf_pprofs_total", "counter"),
+                           ("pyroscope_ebpf_profiling_sessions_total", "counter"),
+                           ("pyroscope_ebpf_profiling_sessions_failing_total", "counter"),
+                           ("pyroscope_fanout_latency", "histogram"), ("nodeprof_ebpf_bpf_samples_lost_total", "counter"),
+                           ("nodeprof_symbol_cache_bytes", "gauge"), ("process_resident_memory_bytes", "gauge"),
+                           ("process_cpu_seconds_total", "counter")):
+            self.assertIn(name, fams)
+            self.assertEqual(fams[name].type, kind, name)
+        self.assertGreaterEqual(fams["pyroscope_ebpf_pprofs_total"].value({"service_name": "split-svc"}), 1)
+        self.assertEqual(fams["nodeprof_ebpf_bpf_samples_lost_total"].value(), 0)
+        self.assertGreaterEqual(fams["pyroscope_ebpf_active_targets"].value(), 1)
+        for page in ("components", "targets", "profilers"):
+            status, body = get(port, f"/debug/{page}?format=json")
+            self.assertEqual(status, 200, page)
+            json.loads(body)
+            status, html = get(port, f"/debug/{page}")
+            self.assertEqual(status, 200)
+            self.assertIn("<table", html)
+        comps = {c["component"]: c for c in json.loads(get(port, "/debug/components?format=json")[1])}
+        self.assertEqual(comps["pyroscope.ebpf.e"]["health"], "healthy")
+        prof = json.loads(get(port, "/debug/profilers?format=json")[1])[0]
+        self.assertGreater(prof["symbol_cache_symbols"], 0)
+        self.assertGreater(prof["pid_cache_capacity"], 0)
+
+    def test_reload_over_http_keeps_the_old_graph_on_error(self):
+        self.workload()
+        cfg = os.path.join(np.tmpdir(self), "c.alloy")
+        with open(cfg, "w") as f:
+            f.write(RELABEL_ONLY % "before")
+        _, port, log = self.start("--config", cfg)
+        self.wait_ready(port)
+        with open(cfg, "w") as f:
+            f.write(RELABEL_ONLY % "after")
+        self.assertEqual(get(port, "/-/reload", method="POST")[0], 200)
+        with open(cfg, "w") as f:
+            f.write("pyroscope.ebpf \"e\" {\n  sample_rate = \"fast\"\n}\n")
+        status, body = get(port, "/-/reload", method="POST")
+        self.assertEqual(status, 400)
+        self.assertIn("sample_rate", body)
+        self.assertEqual(get(port, "/-/reload", method="GET")[0], 405)
+        # Still running the valid configuration: profiles under the new name keep coming.
+        self.assertTrue(wait_pprofs(port, "after"))
+        self.assertEqual(get(port, "/-/healthy")[0], 200)
+
+    def test_one_failing_component_does_not_stop_the_others(self):
+        self.workload()
+        cfg = os.path.join(np.tmpdir(self), "c.alloy")
+        with open(cfg, "w") as f:
+            f.write(RELABEL_ONLY % "svc" + 'discovery.docker "d" {\n  host = "unix:///nonexistent/docker.sock"\n}\n')
+        _, port, _ = self.start("--config", cfg)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            comps = {c["component"]: c for c in json.loads(get(port, "/debug/components?format=json")[1])}
+            if comps.get("discovery.docker.d", {}).get("health") == "unhealthy":
+                break
+            time.sleep(0.5)
+        self.assertEqual(comps["discovery.docker.d"]["health"], "unhealthy", comps)
+        self.assertIn("docker.sock", comps["discovery.docker.d"]["message"])
+        self.assertEqual(comps["pyroscope.ebpf.e"]["health"], "healthy")
+        status, body = get(port, "/-/ready")
+        self.assertEqual(status, 503)
+        self.assertIn("discovery.docker.d", body)
+        self.assertTrue(wait_pprofs(port, "svc"))
+
+    def test_busy_listen_address(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        self.addCleanup(s.close)
+        r = np.nodeprof("run", "--http-listen", f"127.0.0.1:{s.getsockname()[1]}", timeout=20)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("Address already in use", r.stderr)
+        r = np.nodeprof("run", "--ui-memory", "lots", timeout=20)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--ui-memory", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,65 @@
+"""Builds small pprof profiles (profile.proto field numbers of
+../shared/specs/pyroscope-push.md §1.2) for tests that feed the agent without BPF:
+cpu/nanoseconds samples at a given rate, one function and location per frame name."""
+import gzip
+import time
+
+
+def _varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field_varint(num, v):
+    return _varint(num << 3) + _varint(v)
+
+
+def _field_bytes(num, b):
+    return _varint(num << 3 | 2) + _varint(len(b)) + b
+
+
+def build(stacks, rate_hz=100, time_ns=None, duration_ns=10_000_000_000, compress=True):
+    """stacks: {("leaf", ..., "root"): sample count}. Returns gzipped (or plain) pprof bytes."""
+    period = 1_000_000_000 // rate_hz
+    strings = [""]
+    index = {"": 0}
+
+    def s(x):
+        if x not in index:
+            index[x] = len(strings)
+            strings.append(x)
+        return index[x]
+
+    cpu, ns = s("cpu"), s("nanoseconds")
+    funcs = {}
+    out = bytearray()
+    out += _field_bytes(1, _field_varint(1, cpu) + _field_varint(2, ns))
+    for stack, count in stacks.items():
+        locs = []
+        for name in stack:
+            if name not in funcs:
+                funcs[name] = len(funcs) + 1
+            locs.append(funcs[name])
+        packed = b"".join(_varint(x) for x in locs)
+        out += _field_bytes(2, _field_bytes(1, packed) + _field_bytes(2, _varint(count * period)))
+    for name, fid in funcs.items():
+        out += _field_bytes(4, _field_varint(1, fid) + _field_bytes(4, _field_varint(1, fid)))
+    for name, fid in funcs.items():
+        out += _field_bytes(5, _field_varint(1, fid) + _field_varint(2, s(name)))
+    for x in strings:
+        out += _field_bytes(6, x.encode())
+    now = time.time_ns() if time_ns is None else time_ns
+    out += _field_varint(9, now - duration_ns)
+    out += _field_varint(10, duration_ns)
+    out += _field_bytes(11, _field_varint(1, cpu) + _field_varint(2, ns))
+    out += _field_varint(12, period)
+    data = bytes(out)
+    return gzip.compress(data) if compress else data
