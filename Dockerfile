@@ -31,6 +31,7 @@ ARG RUNTIME_PACKAGES="\
     liblzma5 \
     libpcre2-8-0 \
     libssl3 \
+    libwebsockets17 \
     libyaml-0-2 \
     zlib1g \
     ca-certificates"

@@ -14,10 +14,15 @@ import json
 import os
 import random
 import re
+import shutil
+import socket
 import subprocess
 import time
 import unittest
+import urllib.error
+import urllib.request
 
+import cgroups
 import chart
 import node as nodelib
 import np
@@ -141,7 +146,8 @@ class ChartObjects(unittest.TestCase):
         # The image runs the agent on the configuration file of the ConfigMap, listening on
         # every address of the pod so that the kubelet's probes and scrapers reach it.
         self.assertEqual(c["image"], "nodeprof:" + makefile_version())
-        self.assertEqual(c["args"], ["run", "--config", "/etc/nodeprof/config.alloy", "--http-listen", "0.0.0.0:4100"])
+        self.assertEqual(c["args"], ["run", "--config", "/etc/nodeprof/config.alloy", "--http-listen", "0.0.0.0:4100",
+                                     "--log-level", "info"])
         self.assertEqual(c["env"], [{"name": "HOSTNAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}])
         self.assertEqual(c["ports"], [{"name": "http", "containerPort": 4100, "protocol": "TCP"}])
         self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/-/ready", "port": "http"})
@@ -345,10 +351,11 @@ class ChartObjects(unittest.TestCase):
         self.assertEqual((ep["port"], ep["path"], ep["interval"]), ("http", "/metrics", "15s"))
         self.assertEqual(r.kinds()[-1], "PodMonitor")          # Helm installs unknown kinds last
         self.assertIn("PodMonitor", r.notes)
-        r = chart.render({"service": {"enabled": False}, "podMonitor": {"enabled": False}, "http": {"port": 9100}})
+        r = chart.render({"service": {"enabled": False}, "podMonitor": {"enabled": False}, "http": {"port": 9100},
+                          "logLevel": "debug", "extraArgs": ["--ui-memory", "16MiB"]})
         self.assertNotIn("Service", r.kinds())
         self.assertNotIn("PodMonitor", r.kinds())
-        self.assertEqual(r.container["args"][-1], "0.0.0.0:9100")
+        self.assertEqual(r.container["args"][4:], ["0.0.0.0:9100", "--log-level", "debug", "--ui-memory", "16MiB"])
         self.assertEqual(r.container["ports"][0]["containerPort"], 9100)
 
     def test_names_and_release(self):
@@ -637,7 +644,8 @@ class Shipping(unittest.TestCase):
             text = f.read()
         entry = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", text, re.M).group(1))
         cmd = json.loads(re.search(r"^CMD (\[.*\])$", text, re.M).group(1))
-        self.assertEqual(cmd, chart.render().container["args"])
+        # The image's default command is the chart's, less the log level (info by default).
+        self.assertEqual(cmd + ["--log-level", "info"], chart.render().container["args"])
         self.assertEqual(entry, ["/usr/local/bin/nodeprof"])
 
 
@@ -708,14 +716,27 @@ class OnNode(unittest.TestCase):
         self.assertTrue(any("/api/v1/namespaces?" in r["path"] or r["path"] == "/api/v1/namespaces"
                             for r in n.api.requests))
 
-    def push_scenario(self, values, auth_header, secret_file, secret_value, **agent_kw):
+    def push_scenario(self, values, auth_header, secret_file, secret_value, user=None, **agent_kw):
         """Runs the agent on the rendered configuration with the Secret's file where the
-        DaemonSet mounts it; returns the node once profiles of the annotated pod arrived."""
+        DaemonSet mounts it, until profiles of the annotated pod arrive; returns the node.
+        user: run that pod's workload as this uid, from an executable only it can read."""
         n = nodelib.Node(self, auth=auth_header)
         n.pyro.multitenancy = True
-        n.pod("web-0", namespace="shop", containers=("web",), running=("web",),
-              annotations={"pyroscope.io/service_name": "storefront",
-                           "profiles.grafana.com/cpu.ebpf.enabled": "true"})
+        ids = n.pod("web-0", namespace="shop", containers=("web",), running=() if user else ("web",),
+                    annotations={"pyroscope.io/service_name": "storefront",
+                                 "profiles.grafana.com/cpu.ebpf.enabled": "true"})
+        if user:
+            exe = os.path.join(n.dir, "private", "split")
+            os.makedirs(os.path.dirname(exe), mode=0o755)
+            shutil.copy(n.split, exe)
+            os.chown(exe, user, user)
+            os.chmod(exe, 0o700)
+            rel = cgroups.runtime_path("containerd-systemd", n.api.get("pods", "shop", "web-0")["metadata"]["uid"],
+                                       ids["web"])
+            n.tree.make(rel)
+            proc = subprocess.Popen(["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", exe, "600"])
+            self.addCleanup(lambda: (proc.kill(), proc.wait()))
+            n.tree.move(proc.pid, rel)
         n.pod("cart-0", namespace="shop", containers=("cart",), running=("cart",))
         r = chart.render(values)
         cfg = check_config(self, r.config)
@@ -723,19 +744,28 @@ class OnNode(unittest.TestCase):
         os.makedirs(secret_dir)
         with open(os.path.join(secret_dir, secret_file), "w") as f:
             f.write(secret_value + "\n")
-        # The container's arguments with the configuration file where this test wrote it.
-        # --http-listen is left out: `nodeprof run` does not serve HTTP in this build yet.
+        # The container's arguments, with the configuration file where this test wrote it
+        # and the pod's address replaced by a free port of the loopback.
         args = r.container["args"]
-        self.assertEqual(args[:3], ["run", "--config", "/etc/nodeprof/config.alloy"])
-        self.assertEqual(args[3], "--http-listen")
-        started = time.time()
-        n.start_agent(cfg, binds=[(secret_dir, AUTH_DIR)], args=["run", "--config", cfg], **agent_kw)
-        n.wait_for(lambda s: any(l["service_name"] == "storefront" for _, l, _ in s), 40, "the annotated pod's series")
-        self.first_profile_after = time.time() - started
+        self.assertEqual(args[:6], ["run", "--config", "/etc/nodeprof/config.alloy", "--http-listen",
+                                    "0.0.0.0:4100", "--log-level"])
+        port = free_port()
+        args = args[:2] + [cfg, args[3], f"127.0.0.1:{port}"] + args[5:]
+        n.start_agent(cfg, binds=[(secret_dir, AUTH_DIR)], args=args, **agent_kw)
+        # What the kubelet's probes and the PodMonitor ask for.
+        probes = {c: r.container[c]["httpGet"]["path"] for c in ("readinessProbe", "livenessProbe")}
+        self.assertEqual(http_get(port, probes["readinessProbe"], until=200, timeout=20)[0], 200, n.agent_log())
+        self.assertEqual(http_get(port, probes["livenessProbe"])[0], 200)
+        # Symbolized stacks of the workload (its known functions), not only samples.
+        n.wait_for(lambda s: any(l["service_name"] == "storefront" and nodelib.frames_total(p, "heavy") > 0
+                                 for _, l, p in s), 40, "the annotated pod's symbolized profiles")
         for _, labels, _ in n.series():
             self.assertEqual((labels["service_name"], labels["pod"], labels["namespace"], labels["container"]),
                              ("storefront", "web-0", "shop", "web"))
         self.assertEqual(n.violations(), [])
+        status, body = http_get(port, "/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn("# TYPE ", body)
         return n
 
     def test_push_with_basic_auth_tenant_and_labels(self):
@@ -753,18 +783,45 @@ class OnNode(unittest.TestCase):
     def test_push_with_capabilities_only(self):
         """securityContext.privileged=false: only the chart's capabilities (bounding set, as
         the container runtime grants them), no privilege escalation, and a cgroup namespace
-        of its own (what runtimes give unprivileged containers on cgroup v2)."""
+        of its own (what runtimes give unprivileged containers on cgroup v2), profiling a
+        process of another user whose executable only that user can read."""
         caps = chart.render({"securityContext": {"privileged": False}}).container["securityContext"]["capabilities"]
         bounding = "-all," + ",".join("+" + c.lower() for c in caps["add"])
         values = {"pyroscope": {"url": "http://pyroscope:4040", "tenant": "t",
                                 "auth": {"type": "bearer", "existingSecret": "tok"}},
                   "profiling": {"collectInterval": "1s"}, "discovery": {"mode": "opt-in"}}
-        n = self.push_scenario(values, "Bearer tok-123", "token", "tok-123",
+        n = self.push_scenario(values, "Bearer tok-123", "token", "tok-123", user=1000,
                                prefix=["setpriv", "--bounding-set", bounding, "--inh-caps", "-all", "--no-new-privs",
                                        "--"], unshare=["--cgroup"])
         status = open(f"/proc/{n.agent.pid}/status").read()
         eff = int(re.search(r"^CapEff:\s*(\S+)", status, re.M).group(1), 16)
         self.assertEqual(eff, sum(1 << CAP_NUMBERS[c] for c in caps["add"]), status)
+
+
+NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def http_get(port, path, until=None, timeout=0):
+    """(status, body) of GET http://127.0.0.1:port/path; with until, retried until that
+    status or the timeout."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with NO_PROXY.open(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+                result = resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            result = e.code, e.read().decode()
+        except OSError as e:
+            result = None, str(e)
+        if until is None or result[0] == until or time.time() > deadline:
+            return result
+        time.sleep(0.2)
 
 
 CAP_NUMBERS = {"DAC_READ_SEARCH": 2, "SYS_PTRACE": 19, "SYS_ADMIN": 21, "SYS_RESOURCE": 24, "SYSLOG": 34,
