@@ -656,10 +656,15 @@ def rbac_allows(rules, resource, verb):
 
 
 def request_permission(req):
-    """(resource, verb) of an apiserver request, as the authorizer sees it."""
-    path = req["path"].split("?")[0].rstrip("/").split("/")
-    resource = path[-1]
-    return resource, "watch" if req["watch"] else "list" if len(path) in (4, 6) else "get"
+    """(resource, verb) of a core-API request, as the authorizer sees it."""
+    parts = req["path"].split("?")[0].strip("/").split("/")
+    assert parts[:2] == ["api", "v1"], req["path"]
+    p = parts[2:]
+    if p[0] == "namespaces" and len(p) >= 3:
+        resource, name = p[2], (p[3] if len(p) > 3 else None)
+    else:
+        resource, name = p[0], (p[1] if len(p) > 1 else None)
+    return resource, "watch" if req["watch"] else "get" if name else "list"
 
 
 class OnNode(unittest.TestCase):
@@ -765,7 +770,8 @@ class OnNode(unittest.TestCase):
         self.assertEqual(n.violations(), [])
         status, body = http_get(port, "/metrics")
         self.assertEqual(status, 200)
-        self.assertIn("# TYPE ", body)
+        self.metrics = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\w+) (\S+)$", body, re.M)}
+        self.assertIn("nodeprof_ebpf_allowed_cgroups", self.metrics)
         return n
 
     def test_push_with_basic_auth_tenant_and_labels(self):
@@ -793,6 +799,10 @@ class OnNode(unittest.TestCase):
         n = self.push_scenario(values, "Bearer tok-123", "token", "tok-123", user=1000,
                                prefix=["setpriv", "--bounding-set", bounding, "--inh-caps", "-all", "--no-new-privs",
                                        "--"], unshare=["--cgroup"])
+        # From its own cgroup namespace the agent still samples the container by cgroup ID
+        # (the host's cgroup tree is visible, as the chart's /sys/fs/cgroup mount makes it).
+        metrics = self.metrics
+        self.assertEqual((metrics["nodeprof_ebpf_allowed_cgroups"], metrics["nodeprof_ebpf_allowed_pids"]), (1, 0))
         status = open(f"/proc/{n.agent.pid}/status").read()
         eff = int(re.search(r"^CapEff:\s*(\S+)", status, re.M).group(1), 16)
         self.assertEqual(eff, sum(1 << CAP_NUMBERS[c] for c in caps["add"]), status)
