@@ -385,6 +385,60 @@ class ChartObjects(unittest.TestCase):
         self.assertEqual(r.daemonset["spec"]["template"]["metadata"]["annotations"]["x"], "y")
 
 
+class Renderer(unittest.TestCase):
+    """tests/chart/render.go does what Helm does, on a chart made to show Helm's semantics
+    (tests/chart/fixture): number formatting, <no value>, include, tpl, required, .Template,
+    .Release, .Chart, values coalescing and merging, document splitting, install order."""
+
+    FIXTURE = os.path.join(np.ROOT, "tests", "chart", "fixture")
+
+    def render(self, *values, release="rel", expect_ok=True):
+        d = np.tmpdir(self)
+        args = [chart.RENDER, "--format", "json", "--release-name", release, "--namespace", "ns"]
+        for i, v in enumerate(values):
+            path = os.path.join(d, f"v{i}.yaml")
+            with open(path, "w") as f:
+                f.write(v)
+            args += ["-f", path]
+        p = subprocess.run(args + [self.FIXTURE], capture_output=True, text=True, timeout=60)
+        if expect_ok:
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return json.loads(p.stdout)["manifests"]
+        self.assertEqual(p.returncode, 1)
+        return p.stderr
+
+    def test_helm_semantics(self):
+        ms = self.render("nested:\n  drop: null\n  table:\n    b: 2\nlist: [3]\nname: first\n",
+                         "name: second\nnested:\n  table:\n    c: 3\n")
+        self.assertEqual([(m["object"]["kind"], m["source"]) for m in ms], [
+            ("ServiceAccount", "fixture/templates/a-service.yaml"),
+            ("ConfigMap", "fixture/templates/b-configmap.yaml"),
+            ("Service", "fixture/templates/a-service.yaml"),
+            ("Aardvark", "fixture/templates/c-custom.yaml"),
+            ("Zebra", "fixture/templates/c-custom.yaml")])
+        cm = ms[1]["object"]
+        self.assertEqual(cm["metadata"]["name"], "fixture-1.2.3-4.5")
+        self.assertEqual(cm["data"], {
+            "big": "1e+06",                       # values are float64, printed with %v
+            "bigInt": "1000000",
+            "missing": "",                        # <no value> is removed
+            "include": "second@ns",
+            "tpl": "hello second from rel",
+            "template": "fixture/templates/b-configmap.yaml",
+            "basePath": "fixture/templates",
+            "keep": "default",
+            "drop": "removed",                    # null deletes the default
+            "table": '{"a":1,"b":2,"c":3}',       # tables merge, across -f files too
+            "list": "[3]",                        # lists are replaced
+            "revision": "1 true Helm",
+        })
+        self.assertEqual(ms[4]["object"]["metadata"]["name"], "second")
+
+    def test_required_and_yaml_errors(self):
+        self.assertIn("name is required", self.render('name: ""\n', expect_ok=False))
+        self.assertIn("failed to parse", self.render("name: [\n", expect_ok=False))
+
+
 # Values the schema must reject (each is merged over the defaults), and the field the
 # error must name.
 BAD_VALUES = [
