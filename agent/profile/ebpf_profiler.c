@@ -360,17 +360,7 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 	sl = slot_for(p, t, err);
 	if (!sl)
 		return -1;
-	for (size_t i = 0; i < s->n_frames; i++) {
-		const struct sym_frame *f = &s->frames[i];
-		p->pframes[i] = (struct np_pprof_frame){
-			.function = f->name,
-			.mapping_file = f->module ? f->module->path : NULL,
-			.build_id = f->module ? f->module->build_id : NULL,
-			.map_start = f->module ? f->module->start : 0,
-			.map_limit = f->module ? f->module->limit : 0,
-			.map_offset = f->module ? f->module->file_offset : 0,
-		};
-	}
+	np_collected_pprof_frames(s, p->pframes);
 	p->interval_samples += s->count;
 	return np_pprof_add(sl->b, p->pframes, s->n_frames, s->count, err);
 }
