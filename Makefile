@@ -177,13 +177,11 @@ test: deps
 	$(MAKE) --no-print-directory fuzz-build
 	$(PYTHON) tests/run.py
 
-# Until the agent's embedded default with its local UI lands, `make run` records the
-# whole host for RUN_SECONDS and leaves a folded profile (flamegraph.pl input) here.
-RUN_SECONDS ?= 30
+# The agent on its embedded default: every process of this host, in the local UI
+# (it prints the URL; Ctrl-C stops it). RUN_ARGS adds options, e.g. RUN_ARGS="--config x.alloy".
 run: deps
 	$(MAKE) --no-print-directory all
-	./$(BUILD)/nodeprof record --duration $(RUN_SECONDS)s -o nodeprof-host.folded $(RUN_ARGS)
-	@echo "make run: profile of every process written to nodeprof-host.folded"
+	./$(BUILD)/nodeprof run $(RUN_ARGS)
 
 bench: deps
 	$(MAKE) --no-print-directory all

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/util/log.h"
+#include "agent/util/file.h"
 #include "k8s/file.h"
 #include "k8s/kubeconfig.h"
 
@@ -243,7 +244,7 @@ static int resolve_in_cluster(const struct k8s_sd_config *cfg, struct k8s_conn *
 		return np_errf(err, "out of memory");
 	{
 		struct np_err ca_err;
-		char *ca = k8s_read_file(c->ca_file, MAX_SECRET_BYTES, NULL, &ca_err);
+		char *ca = np_read_file(c->ca_file, MAX_SECRET_BYTES, NULL, &ca_err);
 		if (!ca) {
 			/* client-go logs this and falls back to the system trust store. */
 			np_log(NP_WARN, "k8s", "cannot read the service account CA, verifying with the system CAs",

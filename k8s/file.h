@@ -8,11 +8,7 @@
 
 #include "agent/util/error.h"
 
-/* Returns a NUL-terminated malloc'ed copy of the file (len without the NUL), or NULL
- * with err set ("read /path: ..." or "/path is larger than N bytes"). */
-char *k8s_read_file(const char *path, size_t max, size_t *len, struct np_err *err);
-
-/* As k8s_read_file, with trailing whitespace (a token file's final newline) removed. */
+/* As np_read_file (agent/util/file.h), with trailing whitespace (a token file's final newline) removed. */
 char *k8s_read_secret_file(const char *path, size_t max, struct np_err *err);
 
 #endif

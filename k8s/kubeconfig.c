@@ -6,6 +6,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "agent/util/file.h"
 #include "k8s/file.h"
 
 #define MAX_KUBECONFIG_BYTES (16u << 20)
@@ -244,7 +245,7 @@ out:
 int k8s_kubeconfig_load(const char *path, struct k8s_kubeconfig *kc, struct np_err *err)
 {
 	size_t len;
-	char *text = k8s_read_file(path, MAX_KUBECONFIG_BYTES, &len, err);
+	char *text = np_read_file(path, MAX_KUBECONFIG_BYTES, &len, err);
 	char *dir, *slash;
 	int rc;
 

@@ -95,30 +95,10 @@ static int oom(struct np_err *err)
 
 /* ---- label set access with Prometheus' builder semantics ("" = absent) ---- */
 
-static size_t find(const struct np_labels *ls, const char *name, int *found)
-{
-	size_t lo = 0, hi = ls->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(ls->v[mid].name, name);
-		if (c == 0) {
-			*found = 1;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = 0;
-	return lo;
-}
-
 static const char *get(const struct np_labels *ls, const char *name)
 {
 	int found;
-	size_t i = find(ls, name, &found);
+	size_t i = np_labels_find(ls, name, &found);
 
 	return found && ls->v[i].value[0] ? ls->v[i].value : NULL;
 }
@@ -126,7 +106,7 @@ static const char *get(const struct np_labels *ls, const char *name)
 static void del(struct np_labels *ls, const char *name)
 {
 	int found;
-	size_t i = find(ls, name, &found);
+	size_t i = np_labels_find(ls, name, &found);
 
 	if (!found)
 		return;
@@ -163,7 +143,7 @@ static int set(struct np_labels *ls, const char *name, const char *value, size_t
 		del(ls, name);
 		return 0;
 	}
-	i = find(ls, name, &found);
+	i = np_labels_find(ls, name, &found);
 	if (found) {
 		char *old = ls->v[i].value;
 		size_t old_len = strlen(old);

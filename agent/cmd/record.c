@@ -60,17 +60,7 @@ static int sink(void *ud, const struct np_collected *s, struct np_err *err)
 	struct record *r = ud;
 
 	if (r->pprof) {
-		for (size_t i = 0; i < s->n_frames; i++) {
-			const struct sym_frame *f = &s->frames[i];
-			r->pframes[i] = (struct np_pprof_frame){
-				.function = f->name,
-				.mapping_file = f->module ? f->module->path : NULL,
-				.build_id = f->module ? f->module->build_id : NULL,
-				.map_start = f->module ? f->module->start : 0,
-				.map_limit = f->module ? f->module->limit : 0,
-				.map_offset = f->module ? f->module->file_offset : 0,
-			};
-		}
+		np_collected_pprof_frames(s, r->pframes);
 		return np_pprof_add(r->pprof, r->pframes, s->n_frames, s->count, err);
 	}
 	/* Folded is root first: user root..leaf, then kernel root..leaf. */

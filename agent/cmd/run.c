@@ -214,6 +214,18 @@ static int debug_profilers(void *ud, struct np_buf *out, struct np_err *err)
 	return np_ebpf_components_json(out, err);
 }
 
+static int debug_pid_cache(void *ud, struct np_buf *out, struct np_err *err)
+{
+	(void)ud;
+	return np_ebpf_components_pid_cache_json(out, err);
+}
+
+static int debug_elf_cache(void *ud, struct np_buf *out, struct np_err *err)
+{
+	(void)ud;
+	return np_ebpf_components_symbols_json(out, err);
+}
+
 /* One row per target of every discovery and relabel component. */
 static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
 {
@@ -263,8 +275,11 @@ static int start_http(struct agent *a, const char *listen, size_t ui_memory, str
 	if (np_http_on_scrape(a->http, scrape, a, err) ||
 	    np_http_debug_page(a->http, "components", "Components and their health", debug_components, a, err) ||
 	    np_http_debug_page(a->http, "targets", "Targets of the discovery components", debug_targets, a, err) ||
-	    np_http_debug_page(a->http, "profilers", "Profilers: samples, symbol cache (ELF cache), PID cache",
-			       debug_profilers, a, err))
+	    np_http_debug_page(a->http, "profilers", "Profilers: samples, losses, cache sizes", debug_profilers, a,
+			       err) ||
+	    np_http_debug_page(a->http, "pid-cache", "PID to container ID cache", debug_pid_cache, a, err) ||
+	    np_http_debug_page(a->http, "elf-cache", "Symbol tables cache (ELF files and the kernel)", debug_elf_cache,
+			       a, err))
 		return -1;
 	if (ui_memory) {
 		np_store_config_defaults(&sc);

@@ -4,6 +4,8 @@
  * PID the profiler sees. */
 #include "agent/discovery/container_id.h"
 
+#include "agent/util/file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -215,58 +217,7 @@ int np_cgroup_info_parse(const char *text, size_t len, struct np_cgroup_info *ci
 
 char *np_cgroup_file_read(const char *path, size_t *len, struct np_err *err)
 {
-	size_t cap = 4096, used = 0;
-	char *buf;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		np_errno(err, "open %s", path);
-		return NULL;
-	}
-	buf = malloc(cap);
-	if (!buf) {
-		close(fd);
-		np_errf(err, "read %s: out of memory", path);
-		return NULL;
-	}
-	while (1) {
-		ssize_t r;
-		if (used > NP_CGROUP_FILE_MAX) {
-			free(buf);
-			close(fd);
-			np_errf(err, "read %s: larger than %d bytes", path, NP_CGROUP_FILE_MAX);
-			err->code = EFBIG;
-			return NULL;
-		}
-		if (used + 1 >= cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				close(fd);
-				np_errf(err, "read %s: out of memory", path);
-				return NULL;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + used, cap - used - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			np_errno(err, "read %s", path);
-			free(buf);
-			close(fd);
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		used += (size_t)r;
-	}
-	close(fd);
-	buf[used] = '\0';
-	if (len)
-		*len = used;
-	return buf;
+	return np_read_file(path, NP_CGROUP_FILE_MAX, len, err);
 }
 
 int np_cgroup_info_read(const char *proc_dir, pid_t pid, struct np_cgroup_info *ci, struct np_err *err)

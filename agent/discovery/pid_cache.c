@@ -298,3 +298,14 @@ void np_pid_cache_get_stats(struct np_pid_cache *c, struct np_pid_cache_stats *o
 	out->entries = c->used;
 	pthread_mutex_unlock(&c->lock);
 }
+
+void np_pid_cache_foreach(struct np_pid_cache *c,
+			  void (*fn)(void *ud, uint32_t pid, const char *container_id, const char *cgroup_path),
+			  void *ud)
+{
+	pthread_mutex_lock(&c->lock);
+	for (int32_t i = c->lru_head; i != NIL; i = c->entries[i].lru_next)
+		fn(ud, c->entries[i].pid, c->entries[i].container_id,
+		   c->entries[i].unified_path ? c->entries[i].unified_path : "");
+	pthread_mutex_unlock(&c->lock);
+}

@@ -58,4 +58,10 @@ void np_pid_cache_invalidate(struct np_pid_cache *c, uint32_t pid);
 void np_pid_cache_clear(struct np_pid_cache *c);
 void np_pid_cache_get_stats(struct np_pid_cache *c, struct np_pid_cache_stats *out);
 
+/* Calls fn for every entry, most recently used first, under the cache's lock (fn must
+ * not call back into the cache). For debug pages. */
+void np_pid_cache_foreach(struct np_pid_cache *c,
+			  void (*fn)(void *ud, uint32_t pid, const char *container_id, const char *cgroup_path),
+			  void *ud);
+
 #endif

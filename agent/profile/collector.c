@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/pprof/builder.h"
 #include "agent/profile/leaf_caller.h"
 #include "agent/util/log.h"
 
@@ -204,4 +205,20 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 	out->missing_stacks = c->missing_stacks;
 	out->recovered_callers = c->recovered_callers;
 	return np_sampler_stats(c->sampler, out->bpf, err);
+}
+
+void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_frame *out)
+{
+	for (size_t i = 0; i < s->n_frames; i++) {
+		const struct sym_frame *f = &s->frames[i];
+		const struct sym_module *m = f->module;
+		out[i] = (struct np_pprof_frame){
+			.function = f->name,
+			.mapping_file = m ? m->path : NULL,
+			.build_id = m ? m->build_id : NULL,
+			.map_start = m ? m->start : 0,
+			.map_limit = m ? m->limit : 0,
+			.map_offset = m ? m->file_offset : 0,
+		};
+	}
 }

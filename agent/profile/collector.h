@@ -26,6 +26,10 @@ struct np_collected {
 	size_t n_frames, n_kernel;
 };
 
+/* The frames of s as the pprof builder takes them (out has room for s->n_frames). */
+struct np_pprof_frame;
+void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_frame *out);
+
 /* Returns 0, or -1 with err set to stop the drain. */
 typedef int (*np_collect_sink)(void *ud, const struct np_collected *s, struct np_err *err);
 /* Optional: called for every process event, after the collector handled it. */

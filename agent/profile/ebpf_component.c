@@ -185,6 +185,34 @@ static int start_engine(struct ebpf_component *ec, const struct cfg_args *args, 
 	return 0;
 }
 
+static int listing_json(int (*fn)(struct np_ebpf_profiler *, struct np_buf *, struct np_err *), struct np_buf *out,
+			struct np_err *err)
+{
+	int rc = 0, first = 1;
+
+	np_buf_putc(out, '[');
+	pthread_mutex_lock(&running_mu);
+	for (struct ebpf_component *ec = running; ec && rc == 0; ec = ec->next) {
+		np_buf_printf(out, "%s{\"component\":\"%s\",\"entries\":", first ? "" : ",", ec->id);
+		rc = fn(ec->engine, out, err);
+		np_buf_putc(out, '}');
+		first = 0;
+	}
+	pthread_mutex_unlock(&running_mu);
+	np_buf_putc(out, ']');
+	return rc;
+}
+
+int np_ebpf_components_pid_cache_json(struct np_buf *out, struct np_err *err)
+{
+	return listing_json(np_ebpf_profiler_pid_cache_json, out, err);
+}
+
+int np_ebpf_components_symbols_json(struct np_buf *out, struct np_err *err)
+{
+	return listing_json(np_ebpf_profiler_symbols_json, out, err);
+}
+
 static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
 {
 	struct ebpf_component *ec = calloc(1, sizeof(*ec));

@@ -21,4 +21,9 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum);
  * cache and PID cache numbers), for the debug pages. */
 NP_MUST_CHECK int np_ebpf_components_json(struct np_buf *out, struct np_err *err);
 
+/* Every entry of every running component's PID cache / symbol cache, as JSON arrays of
+ * {"component": ..., "entries": [...]}. */
+NP_MUST_CHECK int np_ebpf_components_pid_cache_json(struct np_buf *out, struct np_err *err);
+NP_MUST_CHECK int np_ebpf_components_symbols_json(struct np_buf *out, struct np_err *err);
+
 #endif

@@ -48,6 +48,7 @@ struct np_ebpf_profiler {
 	struct np_profile_sink *sinks;
 	size_t nsinks;
 	struct np_ebpf_stats stats;
+	char *symbols_json; /* the symbol tables cache as of the last interval (owned) */
 
 	/* thread-owned */
 	struct np_collector *col;
@@ -359,17 +360,7 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 	sl = slot_for(p, t, err);
 	if (!sl)
 		return -1;
-	for (size_t i = 0; i < s->n_frames; i++) {
-		const struct sym_frame *f = &s->frames[i];
-		p->pframes[i] = (struct np_pprof_frame){
-			.function = f->name,
-			.mapping_file = f->module ? f->module->path : NULL,
-			.build_id = f->module ? f->module->build_id : NULL,
-			.map_start = f->module ? f->module->start : 0,
-			.map_limit = f->module ? f->module->limit : 0,
-			.map_offset = f->module ? f->module->file_offset : 0,
-		};
-	}
+	np_collected_pprof_frames(s, p->pframes);
 	p->interval_samples += s->count;
 	return np_pprof_add(sl->b, p->pframes, s->n_frames, s->count, err);
 }
@@ -511,6 +502,22 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* The listing of the symbol cache for the debug page, refreshed every interval. */
+static void snapshot_symbols(struct np_ebpf_profiler *p)
+{
+	struct np_buf b = NP_BUF_INIT;
+	struct np_err err;
+
+	if (symbolizer_tables_json(np_collector_symbolizer(p->col), &b, &err)) {
+		np_buf_free(&b);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	free(p->symbols_json);
+	p->symbols_json = np_buf_steal(&b, NULL);
+	pthread_mutex_unlock(&p->mu);
+}
+
 static void *run(void *arg)
 {
 	struct np_ebpf_profiler *p = arg;
@@ -531,6 +538,7 @@ static void *run(void *arg)
 		}
 		snapshot_stats(p);
 		if (mono_ns() >= p->next_collect) {
+			snapshot_symbols(p);
 			flush(p);
 			p->next_collect += p->cfg.collect_interval_ns;
 			if (p->next_collect < mono_ns())
@@ -633,6 +641,7 @@ void np_ebpf_profiler_stop(struct np_ebpf_profiler *p)
 	np_intern_free(&p->allowed_pids);
 	np_intern_free(&p->slot_index);
 	free(p->cgroup_container);
+	free(p->symbols_json);
 	free(p->slots);
 	free(p->sinks);
 	free(p->pframes);
@@ -687,4 +696,42 @@ void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats
 		out->bpf_lost = cs.bpf[NP_LOST_COUNTS_FULL] + cs.bpf[NP_LOST_STACKS_FULL] + cs.bpf[NP_LOST_USTACK] +
 				cs.bpf[NP_LOST_KSTACK];
 	}
+}
+
+struct pid_json {
+	struct np_buf *out;
+	int first;
+};
+
+static void pid_entry_json(void *ud, uint32_t pid, const char *container_id, const char *cgroup_path)
+{
+	struct pid_json *j = ud;
+
+	/* Container IDs are hex and cgroup paths come from the kernel: no character needs escaping
+	 * except the rare quote or backslash in a path, which is dropped. */
+	np_buf_printf(j->out, "%s{\"pid\":%u,\"container_id\":\"%s\",\"cgroup\":\"", j->first ? "" : ",", pid,
+		      container_id);
+	for (const char *c = cgroup_path; *c; c++)
+		if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20)
+			np_buf_putc(j->out, *c);
+	np_buf_puts(j->out, "\"}");
+	j->first = 0;
+}
+
+int np_ebpf_profiler_pid_cache_json(struct np_ebpf_profiler *p, struct np_buf *out, struct np_err *err)
+{
+	struct pid_json j = { out, 1 };
+
+	np_buf_putc(out, '[');
+	np_pid_cache_foreach(p->pids, pid_entry_json, &j);
+	np_buf_putc(out, ']');
+	return out->failed ? np_errf(err, "out of memory") : 0;
+}
+
+int np_ebpf_profiler_symbols_json(struct np_ebpf_profiler *p, struct np_buf *out, struct np_err *err)
+{
+	pthread_mutex_lock(&p->mu);
+	np_buf_puts(out, p->symbols_json ? p->symbols_json : "[]");
+	pthread_mutex_unlock(&p->mu);
+	return out->failed ? np_errf(err, "out of memory") : 0;
 }

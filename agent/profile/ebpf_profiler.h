@@ -22,6 +22,7 @@
 #include "agent/symbols/symbolizer.h"
 #include "agent/util/error.h"
 #include "agent/util/labels.h"
+#include "agent/util/strbuf.h"
 
 /* Takes ownership of pprof_gz (free() it) whether it succeeds or not. */
 typedef int (*np_profile_append_fn)(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len,
@@ -82,5 +83,11 @@ struct np_ebpf_stats {
 	uint64_t recovered_callers;
 };
 void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats *out);
+
+/* Debug-page listings, appended to out as JSON arrays: the PID cache (live) and the
+ * symbol tables cache (as of the last collect interval: the symbolizer belongs to the
+ * profiler thread). Thread-safe. */
+NP_MUST_CHECK int np_ebpf_profiler_pid_cache_json(struct np_ebpf_profiler *p, struct np_buf *out, struct np_err *err);
+NP_MUST_CHECK int np_ebpf_profiler_symbols_json(struct np_ebpf_profiler *p, struct np_buf *out, struct np_err *err);
 
 #endif

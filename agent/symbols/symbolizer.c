@@ -648,3 +648,51 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	out->lookups = s->lookups;
 	out->unresolved = s->unresolved;
 }
+
+static void json_str(struct np_buf *out, const char *v)
+{
+	np_buf_putc(out, '"');
+	for (; v && *v; v++) {
+		if (*v == '"' || *v == '\\')
+			np_buf_putc(out, '\\');
+		if ((unsigned char)*v >= 0x20)
+			np_buf_putc(out, *v);
+	}
+	np_buf_putc(out, '"');
+}
+
+int symbolizer_tables_json(const struct symbolizer *s, struct np_buf *out, struct np_err *err)
+{
+	int first = 1;
+
+	np_buf_putc(out, '[');
+	if (s->kallsyms) {
+		np_buf_printf(out, "{\"key\":\"kernel\",\"source\":\"/proc/kallsyms\",\"symbols\":%zu,\"bytes\":%zu,"
+				   "\"files\":[\"[kernel.kallsyms]\"]}",
+			      s->kallsyms->tab->n, s->kallsyms->bytes);
+		first = 0;
+	}
+	for (size_t b = 0; b < s->table_buckets; b++) {
+		for (const struct sym_table *t = s->tables[b]; t; t = t->next) {
+			int f = 1;
+			np_buf_puts(out, first ? "{\"key\":" : ",{\"key\":");
+			json_str(out, t->key);
+			np_buf_puts(out, ",\"source\":");
+			json_str(out, t->source);
+			np_buf_printf(out, ",\"symbols\":%zu,\"bytes\":%zu,\"last_used_batch\":%llu,\"files\":[", t->tab->n,
+				      t->bytes, (unsigned long long)t->last_used);
+			for (size_t e = 0; e < s->elf_buckets; e++)
+				for (const struct sym_elf *el = s->elfs[e]; el; el = el->next)
+					if (el->table == t && el->path) {
+						if (!f)
+							np_buf_putc(out, ',');
+						json_str(out, el->path);
+						f = 0;
+					}
+			np_buf_puts(out, "]}");
+			first = 0;
+		}
+	}
+	np_buf_putc(out, ']');
+	return out->failed ? np_errf(err, "out of memory") : 0;
+}

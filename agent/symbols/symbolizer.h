@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "agent/util/error.h"
+#include "agent/util/strbuf.h"
 
 enum sym_demangle { SYM_DEMANGLE_NONE, SYM_DEMANGLE_SIMPLIFIED, SYM_DEMANGLE_TEMPLATES, SYM_DEMANGLE_FULL };
 /* "none", "simplified", "templates", "full"; the error lists the allowed values. */
@@ -89,5 +90,10 @@ struct sym_stats {
 	uint64_t lookups, unresolved;
 };
 void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out);
+
+/* The cached symbol tables as a JSON array (key: build ID or file identity, where the
+ * symbols came from, symbols, bytes, the batch it was last used in, and the files that
+ * share it), for debug pages. Same thread rules as every other call. */
+NP_MUST_CHECK int symbolizer_tables_json(const struct symbolizer *s, struct np_buf *out, struct np_err *err);
 
 #endif

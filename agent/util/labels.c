@@ -15,8 +15,7 @@ void np_labels_free(struct np_labels *ls)
 	ls->n = ls->cap = 0;
 }
 
-/* Binary search; returns the index of name or the insertion point with *found = 0. */
-static size_t find(const struct np_labels *ls, const char *name, int *found)
+size_t np_labels_find(const struct np_labels *ls, const char *name, int *found)
 {
 	size_t lo = 0, hi = ls->n;
 
@@ -39,7 +38,7 @@ static size_t find(const struct np_labels *ls, const char *name, int *found)
 const char *np_labels_get(const struct np_labels *ls, const char *name)
 {
 	int found;
-	size_t i = find(ls, name, &found);
+	size_t i = np_labels_find(ls, name, &found);
 
 	return found ? ls->v[i].value : NULL;
 }
@@ -47,7 +46,7 @@ const char *np_labels_get(const struct np_labels *ls, const char *name)
 int np_labels_setn(struct np_labels *ls, const char *name, const char *value, size_t value_len, struct np_err *err)
 {
 	int found;
-	size_t i = find(ls, name, &found);
+	size_t i = np_labels_find(ls, name, &found);
 	char *v = strndup(value, value_len);
 
 	if (!v)
@@ -87,7 +86,7 @@ int np_labels_set(struct np_labels *ls, const char *name, const char *value, str
 void np_labels_del(struct np_labels *ls, const char *name)
 {
 	int found;
-	size_t i = find(ls, name, &found);
+	size_t i = np_labels_find(ls, name, &found);
 
 	if (!found)
 		return;

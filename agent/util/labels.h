@@ -27,6 +27,9 @@ struct np_labels {
 
 void np_labels_free(struct np_labels *ls); /* frees contents; leaves an empty, reusable set */
 
+/* Binary search: the index of name, or where it would be inserted (*found = 0). */
+size_t np_labels_find(const struct np_labels *ls, const char *name, int *found);
+
 /* Returns the value, or NULL when the name is absent. */
 const char *np_labels_get(const struct np_labels *ls, const char *name);
 

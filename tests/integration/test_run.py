@@ -171,7 +171,7 @@ class Run(unittest.TestCase):
         self.assertGreaterEqual(fams["pyroscope_ebpf_pprofs_total"].value({"service_name": "split-svc"}), 1)
         self.assertEqual(fams["nodeprof_ebpf_bpf_samples_lost_total"].value(), 0)
         self.assertGreaterEqual(fams["pyroscope_ebpf_active_targets"].value(), 1)
-        for page in ("components", "targets", "profilers"):
+        for page in ("components", "targets", "profilers", "pid-cache", "elf-cache"):
             status, body = get(port, f"/debug/{page}?format=json")
             self.assertEqual(status, 200, page)
             json.loads(body)
@@ -183,6 +183,17 @@ class Run(unittest.TestCase):
         prof = json.loads(get(port, "/debug/profilers?format=json")[1])[0]
         self.assertGreater(prof["symbol_cache_symbols"], 0)
         self.assertGreater(prof["pid_cache_capacity"], 0)
+        # The caches' contents: the workload's process, and its executable's symbol table
+        # (listed once the first interval has been collected).
+        pids = json.loads(get(port, "/debug/pid-cache?format=json")[1])[0]["entries"]
+        self.assertTrue(pids and all("container_id" in e for e in pids), pids)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            tables = json.loads(get(port, "/debug/elf-cache?format=json")[1])[0]["entries"]
+            if any(f.endswith("/split") for t in tables for f in t["files"]):
+                break
+            time.sleep(0.5)
+        self.assertTrue(any(f.endswith("/split") for t in tables for f in t["files"]), tables)
 
     def test_reload_over_http_keeps_the_old_graph_on_error(self):
         self.workload()

@@ -1,0 +1,16 @@
+/* Bounded whole-file reads for small files the host or a user controls (kubeconfigs,
+ * tokens, certificates, /proc/PID/cgroup): a huge or endless file (a FIFO, /dev/zero)
+ * must not exhaust memory or block. */
+#ifndef NP_UTIL_FILE_H
+#define NP_UTIL_FILE_H
+
+#include <stddef.h>
+
+#include "agent/util/error.h"
+
+/* Returns a NUL-terminated malloc'ed copy of the file (len without the NUL), or NULL
+ * with err set ("open /path: ...", or "/path is larger than N bytes" with code EFBIG).
+ * O_NONBLOCK: a FIFO without a writer reads as empty instead of blocking. */
+NP_MUST_CHECK char *np_read_file(const char *path, size_t max, size_t *len, struct np_err *err);
+
+#endif
