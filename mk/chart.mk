@@ -14,6 +14,9 @@ $(CHART_RENDER): tests/chart/render.go
 	@echo "  GO      $@"
 	@$(CHART_GO_ENV) go build -o $@ tests/chart/render.go
 
+# The chart tests (in make test) run the renderer: build it with the unit tests.
+unit: $(CHART_RENDER)
+
 .PHONY: manifests docker-check
 manifests: $(CHART_RENDER)
 	@mkdir -p $(dir $(MANIFESTS_OUT))
