@@ -23,6 +23,7 @@ struct np_collector {
 	uint64_t user_ips[NP_MAX_STACK_DEPTH + 1]; /* a user stack with its recovered leaf caller */
 	struct np_leaf_checker leaf;
 	uint64_t drains, samples, missing_stacks, recovered_callers;
+	size_t last_counts, last_stacks; /* entries read at the last drain */
 	struct np_err event_err; /* the first error while handling an event, reported by step */
 	int event_failed;
 };
@@ -150,6 +151,8 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 		return -1;
 	c->drains++;
 	c->missing_stacks += d.missing_stacks;
+	c->last_counts = d.counts_read;
+	c->last_stacks = d.stacks_read;
 	for (size_t i = 0; i < d.n && rc == 0; i++) {
 		const struct np_sample *s = &d.samples[i];
 		size_t nk = c->opts.kernel_frames ? s->n_kernel : 0;
@@ -204,6 +207,9 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 	out->samples = c->samples;
 	out->missing_stacks = c->missing_stacks;
 	out->recovered_callers = c->recovered_callers;
+	out->counts_entries = c->last_counts;
+	out->stacks_entries = c->last_stacks;
+	np_sampler_capacity(c->sampler, &out->counts_capacity, &out->stacks_capacity);
 	return np_sampler_stats(c->sampler, out->bpf, err);
 }
 

@@ -81,6 +81,10 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
 		sum->bpf_samples += st.bpf_samples;
 		sum->bpf_lost += st.bpf_lost;
 		sum->recovered_callers += st.recovered_callers;
+		sum->counts_entries += st.counts_entries;
+		sum->counts_capacity += st.counts_capacity;
+		sum->stacks_entries += st.stacks_entries;
+		sum->stacks_capacity += st.stacks_capacity;
 		sum->symbols.cache_bytes += st.symbols.cache_bytes;
 		sum->symbols.cached_files += st.symbols.cached_files;
 		sum->symbols.cached_symbols += st.symbols.cached_symbols;

@@ -11,7 +11,19 @@
 #define PPROFS_HELP "Total number of pprof profiles collected by the ebpf component"
 
 enum { C_SESSIONS, C_SESSIONS_FAILING, C_DROPPED, C_BPF_SAMPLES, C_BPF_LOST, C_UNATTRIBUTED, C_LEAF, NCOUNTERS };
-enum { G_ACTIVE, G_PIDS, G_CGROUPS, G_SYM_BYTES, G_SYM_FILES, G_PID_CACHE, NGAUGES };
+enum {
+	G_ACTIVE,
+	G_PIDS,
+	G_CGROUPS,
+	G_SYM_BYTES,
+	G_SYM_FILES,
+	G_PID_CACHE,
+	G_COUNTS_ENTRIES,
+	G_COUNTS_CAPACITY,
+	G_STACKS_ENTRIES,
+	G_STACKS_CAPACITY,
+	NGAUGES
+};
 
 struct np_ebpf_metrics {
 	struct np_metric *pprofs, *bytes, *samples;
@@ -85,6 +97,22 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 				       "Processes in the PID to container ID cache (bounded by container_id_cache_size).",
 				       NULL, err),
 		      err)) ||
+	    !(m->gauges[G_COUNTS_ENTRIES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_ebpf_counts_map_entries",
+				       "Entries the BPF counts map held at the last drain (see _capacity).", NULL, err),
+		      err)) ||
+	    !(m->gauges[G_COUNTS_CAPACITY] = series0(
+		      np_metrics_gauge(reg, "nodeprof_ebpf_counts_map_capacity", "Capacity of the BPF counts map.", NULL,
+				       err),
+		      err)) ||
+	    !(m->gauges[G_STACKS_ENTRIES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_ebpf_stacks_map_entries",
+				       "Stacks the BPF stacks map held at the last drain (see _capacity).", NULL, err),
+		      err)) ||
+	    !(m->gauges[G_STACKS_CAPACITY] = series0(
+		      np_metrics_gauge(reg, "nodeprof_ebpf_stacks_map_capacity", "Capacity of the BPF stacks map.", NULL,
+				       err),
+		      err)) ||
 	    !(m->gauges[G_ACTIVE] = series0(
 		      np_metrics_gauge(reg, "pyroscope_ebpf_active_targets",
 				       "Current number of active targets being tracked by the ebpf component", NULL, err),
@@ -143,7 +171,9 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					  st->bpf_lost,	  st->unattributed,	st->recovered_callers };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
-					 (double)st->symbols.cached_files, (double)st->pid_cache.entries };
+					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,
+					 (double)st->counts_entries,	  (double)st->counts_capacity,
+					 (double)st->stacks_entries,	  (double)st->stacks_capacity };
 
 	pthread_mutex_lock(&m->lock);
 	for (int i = 0; i < NCOUNTERS; i++) {

@@ -497,8 +497,13 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	pthread_mutex_lock(&p->mu);
 	p->stats.symbols = ss;
 	p->stats.pid_cache = ps;
-	if (have_cs)
+	if (have_cs) {
 		p->stats.recovered_callers = cs.recovered_callers;
+		p->stats.counts_entries = cs.counts_entries;
+		p->stats.counts_capacity = cs.counts_capacity;
+		p->stats.stacks_entries = cs.stacks_entries;
+		p->stats.stacks_capacity = cs.stacks_capacity;
+	}
 	pthread_mutex_unlock(&p->mu);
 }
 

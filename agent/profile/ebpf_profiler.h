@@ -81,6 +81,7 @@ struct np_ebpf_stats {
 	struct sym_stats symbols;
 	struct np_pid_cache_stats pid_cache;
 	uint64_t recovered_callers;
+	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity; /* BPF map fill */
 };
 void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats *out);
 

@@ -36,6 +36,7 @@ struct np_sampler {
 	int counts_fd[2]; /* generation 0 is the skeleton's template map, 1 is ours */
 	int stacks_fd[2];
 	int active;	  /* index of the generation the BPF program writes to */
+	unsigned counts_cap, stacks_cap;
 	struct ring_buffer *events;
 	np_proc_event_cb event_cb;
 	void *event_ud;
@@ -235,6 +236,8 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 			 errno == EPERM || errno == EACCES ? permission_hint() : "the kernel rejected it");
 		goto fail;
 	}
+	s->counts_cap = counts_n;
+	s->stacks_cap = stacks_n;
 	s->counts_fd[0] = bpf_map__fd(s->skel->maps.counts_template);
 	s->stacks_fd[0] = bpf_map__fd(s->skel->maps.stacks_template);
 	s->counts_fd[1] = create_inner(s->skel->maps.counts_template, counts_n, "np_counts_b", err);
@@ -474,9 +477,19 @@ struct drain_ctx {
 	struct np_stack tmp;
 };
 
+static int add_stack(struct drain_ctx *c, const void *key, const void *value, struct np_err *err);
+
 static int on_stack(void *ud, const void *key, const void *value, struct np_err *err)
 {
 	struct drain_ctx *c = ud;
+
+	c->d->stacks_read++;
+	return add_stack(c, key, value, err);
+}
+
+/* Indexes a stack read from a map (the old one, or the live one for a late sample). */
+static int add_stack(struct drain_ctx *c, const void *key, const void *value, struct np_err *err)
+{
 	uint64_t h;
 	const struct np_stack *st = value;
 	uint32_t len = st->len > NP_MAX_STACK_DEPTH ? NP_MAX_STACK_DEPTH : st->len;
@@ -515,7 +528,7 @@ static int resolve_stack(struct drain_ctx *c, uint64_t h, uint32_t *off, uint32_
 			c->d->missing_stacks++;
 			return 0;
 		}
-		if (on_stack(c, &h, &c->tmp, err))
+		if (add_stack(c, &h, &c->tmp, err))
 			return -1;
 		slot = index_slot(&c->ix, h);
 	}
@@ -536,6 +549,7 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 
 	memcpy(&k, key, sizeof(k));
 	memcpy(&count, value, sizeof(count));
+	d->counts_read++;
 	if (resolve_stack(c, k.ustack, &uoff, &ulen, &usp, err) || resolve_stack(c, k.kstack, &koff, &klen, &ksp, err))
 		return -1;
 	if (d->n == d->cap) {
@@ -592,6 +606,12 @@ int np_sampler_drain(struct np_sampler *s, struct np_drain *out, struct np_err *
 		smp->kernel = smp->n_kernel ? out->frames + (uintptr_t)smp->kernel : NULL;
 	}
 	return 0;
+}
+
+void np_sampler_capacity(const struct np_sampler *s, size_t *counts, size_t *stacks)
+{
+	*counts = s->counts_cap;
+	*stacks = s->stacks_cap;
 }
 
 int np_sampler_poll_events(struct np_sampler *s, int timeout_ms, np_proc_event_cb cb, void *ud, struct np_err *err)

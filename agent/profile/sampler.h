@@ -39,6 +39,7 @@ struct np_drain {
 	size_t n_frames, cap_frames;
 	size_t cap;
 	uint64_t missing_stacks; /* counted samples whose stack could not be found (never expected) */
+	size_t counts_read, stacks_read; /* entries taken from the maps (to watch how full they get) */
 };
 
 void np_drain_free(struct np_drain *d);
@@ -66,6 +67,9 @@ NP_MUST_CHECK int np_sampler_drain(struct np_sampler *s, struct np_drain *out, s
  * number of events handled, or -1 on error. */
 typedef void (*np_proc_event_cb)(void *ud, const struct np_proc_event *ev);
 int np_sampler_poll_events(struct np_sampler *s, int timeout_ms, np_proc_event_cb cb, void *ud, struct np_err *err);
+
+/* Capacity of the counts and stacks maps (entries), sized from the drain interval. */
+void np_sampler_capacity(const struct np_sampler *s, size_t *counts, size_t *stacks);
 
 /* Sums the per-CPU counters (index: enum np_stat). */
 NP_MUST_CHECK int np_sampler_stats(struct np_sampler *s, uint64_t out[NP_STAT_MAX], struct np_err *err);

@@ -165,12 +165,16 @@ class Run(unittest.TestCase):
                            ("pyroscope_ebpf_profiling_sessions_failing_total", "counter"),
                            ("pyroscope_fanout_latency", "histogram"), ("nodeprof_ebpf_bpf_samples_lost_total", "counter"),
                            ("nodeprof_symbol_cache_bytes", "gauge"), ("process_resident_memory_bytes", "gauge"),
+                           ("nodeprof_ebpf_stacks_map_entries", "gauge"), ("nodeprof_ebpf_stacks_map_capacity", "gauge"),
                            ("process_cpu_seconds_total", "counter")):
             self.assertIn(name, fams)
             self.assertEqual(fams[name].type, kind, name)
         self.assertGreaterEqual(fams["pyroscope_ebpf_pprofs_total"].value({"service_name": "split-svc"}), 1)
         self.assertEqual(fams["nodeprof_ebpf_bpf_samples_lost_total"].value(), 0)
         self.assertGreaterEqual(fams["pyroscope_ebpf_active_targets"].value(), 1)
+        self.assertGreater(fams["nodeprof_ebpf_stacks_map_entries"].value(), 0)
+        self.assertGreater(fams["nodeprof_ebpf_stacks_map_capacity"].value(),
+                           fams["nodeprof_ebpf_stacks_map_entries"].value())
         for page in ("components", "targets", "profilers", "pid-cache", "elf-cache"):
             status, body = get(port, f"/debug/{page}?format=json")
             self.assertEqual(status, 200, page)
