@@ -1,5 +1,6 @@
-/* Unit tests for the protobuf writer, the pprof builder (round trip through an
- * independent decoder), gzip, the interning table and folded output. */
+/* Unit tests for the protobuf writer, the pprof builder (round trip through the
+ * decoder of agent/pprof/decode.h, which shares no code with it), gzip, the interning
+ * table and folded output. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,11 +12,11 @@
 #include <zlib.h>
 
 #include "agent/pprof/builder.h"
+#include "agent/pprof/decode.h"
 #include "agent/pprof/gzip.h"
 #include "agent/pprof/proto.h"
 #include "agent/profile/folded.h"
 #include "agent/util/intern.h"
-#include "helpers/pprof_decode.h"
 
 static void varints_round_trip(void **state)
 {
@@ -82,17 +83,26 @@ static struct np_pprof_frame fr(const char *fn, const char *file)
 					.map_start = file ? 0x1000 : 0, .map_limit = file ? 0x2000 : 0 };
 }
 
+/* The function name of sample i's j-th location (leaf first). */
+static const char *loc_name(const struct np_pprof_profile *d, size_t i, size_t j)
+{
+	const struct np_pprof_location *l = &d->locations[d->sample_locs[d->samples[i].first_loc + j]];
+
+	return np_pprof_string(d, d->functions[d->lines[l->first_line].function].name);
+}
+
 static void pprof_round_trip(void **state)
 {
 	struct np_pprof_builder *b;
 	struct np_err err;
 	struct np_buf out = NP_BUF_INIT;
-	struct dec_profile d;
+	struct np_pprof_profile *d;
 	/* leaf first: kernel frame, then user frames */
 	struct np_pprof_frame s1[] = { fr("do_syscall_64", "[kernel.kallsyms]"), fr("leaf", "/bin/app"),
 				       fr("main", "/bin/app") };
 	struct np_pprof_frame s2[] = { fr("other", "/bin/app"), fr("main", "/bin/app") };
 	struct np_pprof_frame s3[] = { fr("[unknown]", NULL) };
+	const int64_t period = 1000000000LL / 97;
 
 	assert_int_equal(np_pprof_new(97, 1700000000000000000LL, &b, &err), 0);
 	assert_int_equal(np_pprof_add(b, s1, 3, 5, &err), 0);
@@ -102,43 +112,43 @@ static void pprof_round_trip(void **state)
 	assert_int_equal(np_pprof_sample_count(b), 3);
 	assert_true(np_pprof_total(b) == 12);
 	assert_int_equal(np_pprof_encode(b, 10000000000LL, &out, &err), 0);
-	assert_int_equal(dec_profile((const uint8_t *)out.p, out.len, &d), 0);
+	assert_int_equal(np_pprof_decode(out.p, out.len, 1 << 20, &d, &err), 0);
 
-	assert_string_equal(d.strings[0], "");
-	assert_int_equal(d.n_sample_types, 1);
-	assert_string_equal(d.strings[d.sample_type[0]], "cpu");
-	assert_string_equal(d.strings[d.sample_type[1]], "nanoseconds");
-	assert_string_equal(d.strings[d.period_type[0]], "cpu");
-	assert_string_equal(d.strings[d.period_type[1]], "nanoseconds");
-	assert_true(d.period == 1000000000LL / 97);
-	assert_true(d.time_nanos == 1700000000000000000LL);
-	assert_true(d.duration_nanos == 10000000000LL);
-	assert_int_equal(d.nsamples, 3);
-	assert_int_equal(d.samples[0].nloc, 3);
-	assert_string_equal(dec_location_name(&d, d.samples[0].loc[0]), "do_syscall_64");
-	assert_string_equal(dec_location_name(&d, d.samples[0].loc[1]), "leaf");
-	assert_string_equal(dec_location_name(&d, d.samples[0].loc[2]), "main");
-	assert_int_equal(d.samples[0].nvalue, 1);
-	assert_true(d.samples[0].value[0] == 6 * (1000000000LL / 97));
-	assert_true(d.samples[1].value[0] == 2 * (1000000000LL / 97));
+	assert_string_equal(np_pprof_string(d, 0), "");
+	assert_int_equal(d->nsample_types, 1);
+	assert_string_equal(np_pprof_string(d, d->sample_types[0].type), "cpu");
+	assert_string_equal(np_pprof_string(d, d->sample_types[0].unit), "nanoseconds");
+	assert_string_equal(np_pprof_string(d, d->period_type.type), "cpu");
+	assert_string_equal(np_pprof_string(d, d->period_type.unit), "nanoseconds");
+	assert_true(d->period == period);
+	assert_true(d->time_nanos == 1700000000000000000LL);
+	assert_true(d->duration_nanos == 10000000000LL);
+	assert_int_equal(d->nsamples, 3);
+	assert_int_equal(d->samples[0].nloc, 3);
+	assert_string_equal(loc_name(d, 0, 0), "do_syscall_64");
+	assert_string_equal(loc_name(d, 0, 1), "leaf");
+	assert_string_equal(loc_name(d, 0, 2), "main");
+	assert_true(d->values[d->samples[0].first_value] == 6 * period);
+	assert_true(d->values[d->samples[1].first_value] == 2 * period);
 	/* "main" is one location shared by both stacks; functions deduplicated */
-	assert_true(d.samples[0].loc[2] == d.samples[1].loc[1]);
-	assert_int_equal(d.nfunctions, 5);
-	assert_int_equal(d.nlocations, 5);
-	/* mapping 1 is the no-file mapping; then /bin/app? order of first use: kernel, app */
-	assert_int_equal(d.nmappings, 3);
-	assert_true(d.mappings[0].id == 1 && d.mappings[0].file == 0);
-	assert_string_equal(d.strings[d.mappings[1].file], "[kernel.kallsyms]");
-	assert_string_equal(d.strings[d.mappings[2].file], "/bin/app");
-	assert_string_equal(d.strings[d.mappings[2].build_id], "abcd");
-	assert_true(d.mappings[2].start == 0x1000 && d.mappings[2].limit == 0x2000);
-	for (size_t i = 0; i < d.nlocations; i++)
-		assert_true(d.locations[i].id == i + 1 && d.locations[i].mapping >= 1);
-	/* the [unknown] frame sits on the no-file mapping */
-	for (size_t i = 0; i < d.nlocations; i++)
-		if (strcmp(dec_location_name(&d, d.locations[i].id), "[unknown]") == 0)
-			assert_true(d.locations[i].mapping == 1);
-	dec_profile_free(&d);
+	assert_int_equal(d->sample_locs[d->samples[0].first_loc + 2], d->sample_locs[d->samples[1].first_loc + 1]);
+	assert_int_equal(d->nfunctions, 5);
+	assert_int_equal(d->nlocations, 5);
+	/* mapping 1 is the no-file mapping; then the others in order of first use */
+	assert_int_equal(d->nmappings, 3);
+	assert_true(d->mappings[0].id == 1 && d->mappings[0].filename == 0);
+	assert_string_equal(np_pprof_string(d, d->mappings[1].filename), "[kernel.kallsyms]");
+	assert_string_equal(np_pprof_string(d, d->mappings[2].filename), "/bin/app");
+	assert_string_equal(np_pprof_string(d, d->mappings[2].build_id), "abcd");
+	assert_true(d->mappings[2].start == 0x1000 && d->mappings[2].limit == 0x2000);
+	for (size_t i = 0; i < d->nlocations; i++) {
+		assert_true(d->locations[i].id == i + 1 && d->locations[i].mapping != NP_PPROF_NONE);
+		/* the [unknown] frame sits on the no-file mapping */
+		const char *fn = np_pprof_string(d, d->functions[d->lines[d->locations[i].first_line].function].name);
+		if (strcmp(fn, "[unknown]") == 0)
+			assert_int_equal(d->mappings[d->locations[i].mapping].id, 1);
+	}
+	np_pprof_profile_free(d);
 	np_buf_free(&out);
 	np_pprof_free(b);
 }
