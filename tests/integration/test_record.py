@@ -104,12 +104,12 @@ class RecordTest(unittest.TestCase):
         p = pprof.decode(data)
         st = p["string_table"]
         self.assertEqual(st[0], "")
-        self.assertEqual([st[p["sample_type"][0][1]], st[p["sample_type"][0][2]]], ["cpu", "nanoseconds"])
-        self.assertEqual([st[p["period_type"][1]], st[p["period_type"][2]]], ["cpu", "nanoseconds"])
+        self.assertEqual([st[p["sample_type"][0][0]], st[p["sample_type"][0][1]]], ["cpu", "nanoseconds"])
+        self.assertEqual([st[p["period_type"][0]], st[p["period_type"][1]]], ["cpu", "nanoseconds"])
         self.assertEqual(p["period"], 1000000000 // 97)
         self.assertGreater(p["time_nanos"], 1.6e18)
         self.assertGreater(p["duration_nanos"], 1.5e9)
-        for s in p["samples"]:
+        for s in p["sample"]:
             self.assertEqual(s["value"][0] % p["period"], 0)
         folded = pprof.folded(p)
         self.assertTrue(any("main;heavy;spin" in k for k in folded), list(folded)[:5])
