@@ -403,36 +403,39 @@ static void flush(struct np_ebpf_profiler *p)
 		struct np_buf raw = NP_BUF_INIT, gz = NP_BUF_INIT;
 		struct np_err err;
 		uint64_t dropped = 0, sent = 0, bytes = 0;
+		size_t gz_len = 0;
 
 		if (np_pprof_encode(sl->b, duration, &raw, &err) || np_gzip(raw.p, raw.len, 1, &gz, &err)) {
 			np_log(NP_WARN, "pyroscope.ebpf", "cannot build a profile", "component", p->name, "error", err.msg,
 			       NULL);
 			dropped = nsinks;
 		} else {
+			gz_len = gz.len;
+			if (p->cfg.verbose)
+				np_log(NP_INFO, "pyroscope.ebpf", "profile collected", "component", p->name, "service_name",
+				       np_labels_get(&sl->labels, "service_name"), "samples",
+				       NP_LOG_INT(np_pprof_total(sl->b)), "bytes", NP_LOG_INT(gz_len), NULL);
 			for (size_t k = 0; k < nsinks; k++) {
-				/* Each sink owns its copy. */
-				void *copy = malloc(gz.len ? gz.len : 1);
-				if (!copy) {
+				/* Each sink owns its profile: the last one takes the buffer, the others a copy. */
+				void *own = k + 1 == nsinks ? np_buf_steal(&gz, NULL) : malloc(gz_len ? gz_len : 1);
+				if (!own) {
 					dropped++;
 					continue;
 				}
-				memcpy(copy, gz.p, gz.len);
-				if (p->cfg.verbose)
-					np_log(NP_INFO, "pyroscope.ebpf", "profile collected", "component", p->name,
-					       "service_name", np_labels_get(&sl->labels, "service_name"), "samples",
-					       NP_LOG_INT(np_pprof_total(sl->b)), "bytes", NP_LOG_INT(gz.len), NULL);
-				if (sinks[k].append(sinks[k].ud, &sl->labels, copy, gz.len, &err)) {
+				if (k + 1 < nsinks)
+					memcpy(own, gz.p, gz_len);
+				if (sinks[k].append(sinks[k].ud, &sl->labels, own, gz_len, &err)) {
 					np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component", p->name,
 					       "error", err.msg, NULL);
 					dropped++;
 				} else {
 					sent++;
-					bytes += gz.len;
+					bytes += gz_len;
 				}
 			}
 		}
 		if (sent && p->cfg.metrics)
-			np_ebpf_metrics_profile(p->cfg.metrics, np_labels_get(&sl->labels, "service_name"), gz.len,
+			np_ebpf_metrics_profile(p->cfg.metrics, np_labels_get(&sl->labels, "service_name"), gz_len,
 						np_pprof_sample_count(sl->b));
 		pthread_mutex_lock(&p->mu);
 		p->stats.profiles += sent;
