@@ -1,13 +1,25 @@
-/* /proc/kallsyms parsing into a compact table with one module per symbol. */
+/* /proc/kallsyms parsing into a compact table with one module per symbol and the names
+ * deflated in blocks (see kallsyms.h for why). */
 #include "agent/symbols/kallsyms.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define MAX_MODULES 4096
 #define KERNEL_NAME "[kernel.kallsyms]"
+/* The kernel's KSYM_NAME_LEN is 512: anything longer is not a symbol name (and would let
+ * one garbage line inflate a block without bound). */
+#define NAME_MAX_LEN 1024
+/* An unsized symbol extends to the next one, at most this far (as symtab.c's ELF default). */
+#define ZERO_SIZE_MAX ((uint64_t)64 << 10)
+/* Blocks are ~1.6 KB: a 4 KB window covers each whole, and keeps deflate's state small. */
+#define ZWINDOW_BITS 12
+/* The name cache is emptied at a batch's end once it holds more than this many names
+ * (a kernel profile names a few hundred distinct functions). */
+#define NAME_CACHE_MAX 4096
 
 struct modlist {
 	char **names;
@@ -48,30 +60,119 @@ static void modlist_free(struct modlist *ml)
 	free(ml->names);
 }
 
+struct entry { /* 16 bytes: the parser's peak memory is n times this */
+	uint64_t addr;
+	uint32_t seq; /* index of the name in the blocks (file order) */
+	uint16_t tag;
+	uint8_t rank;
+	uint8_t name_len; /* clamped: only for the longest-name tie-break */
+};
+
 struct parser {
 	struct sym_kallsyms *k;
 	struct modlist ml;
-	struct sym_stb b;
+	struct entry *v;
+	size_t n, cap;
+	z_stream z;
+	int z_live;
+	char *raw;            /* the names of the block being filled, NUL-terminated */
+	size_t raw_len, raw_cap, raw_names;
+	size_t zlen, zcap, zoff_cap;
 	uint16_t core;
 	size_t lines, zeros;
 };
 
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 64;
+	while (c < need) {
+		if (c > SIZE_MAX / 2 / elem)
+			return -1;
+		c *= 2;
+	}
+	void *q = realloc(*p, c * elem);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
 static int parser_begin(struct parser *ps, struct np_err *err)
 {
 	memset(ps, 0, sizeof(*ps));
-	sym_stb_init(&ps->b);
 	ps->k = calloc(1, sizeof(*ps->k));
 	if (!ps->k || mod_index(&ps->ml, KERNEL_NAME, strlen(KERNEL_NAME), &ps->core) < 0)
 		return np_errf(err, "kallsyms: out of memory");
+	ps->k->block_id = SIZE_MAX;
+	if (deflateInit2(&ps->z, 6, Z_DEFLATED, -ZWINDOW_BITS, 4, Z_DEFAULT_STRATEGY) != Z_OK)
+		return np_errf(err, "kallsyms: cannot initialise zlib");
+	ps->z_live = 1;
 	return 0;
 }
 
 static void parser_abort(struct parser *ps)
 {
-	sym_stb_free(&ps->b);
+	if (ps->z_live)
+		deflateEnd(&ps->z);
+	ps->z_live = 0;
 	modlist_free(&ps->ml);
+	free(ps->v);
+	free(ps->raw);
+	ps->v = NULL;
+	ps->raw = NULL;
 	sym_kallsyms_free(ps->k);
 	ps->k = NULL;
+}
+
+/* Deflates the names gathered so far as the next block. */
+static int flush_block(struct parser *ps)
+{
+	struct sym_kallsyms *k = ps->k;
+	if (!ps->raw_names)
+		return 0;
+	uLong bound = deflateBound(&ps->z, (uLong)ps->raw_len);
+	if (ps->zlen + bound > UINT32_MAX || grow((void **)&k->zblocks, &ps->zcap, ps->zlen + bound, 1) < 0 ||
+	    grow((void **)&k->zoff, &ps->zoff_cap, k->nblocks + 2, sizeof(*k->zoff)) < 0 || deflateReset(&ps->z) != Z_OK)
+		return -1;
+	ps->z.next_in = (Bytef *)ps->raw;
+	ps->z.avail_in = (uInt)ps->raw_len;
+	ps->z.next_out = k->zblocks + ps->zlen;
+	ps->z.avail_out = (uInt)bound;
+	if (deflate(&ps->z, Z_FINISH) != Z_STREAM_END)
+		return -1;
+	k->zoff[k->nblocks] = (uint32_t)ps->zlen;
+	ps->zlen = (size_t)(ps->z.next_out - k->zblocks);
+	k->zoff[++k->nblocks] = (uint32_t)ps->zlen;
+	if (ps->raw_len > k->block_cap)
+		k->block_cap = ps->raw_len;
+	ps->raw_len = 0;
+	ps->raw_names = 0;
+	return 0;
+}
+
+static int add_symbol(struct parser *ps, uint64_t addr, char type, const char *name, size_t len, uint16_t mod)
+{
+	if (len == 0 || ps->n >= UINT32_MAX)
+		return 0;
+	if (len > NAME_MAX_LEN)
+		len = NAME_MAX_LEN;
+	if (grow((void **)&ps->v, &ps->cap, ps->n + 1, sizeof(*ps->v)) < 0 ||
+	    grow((void **)&ps->raw, &ps->raw_cap, ps->raw_len + len + 1, 1) < 0)
+		return -1;
+	memcpy(ps->raw + ps->raw_len, name, len);
+	ps->raw[ps->raw_len + len] = '\0';
+	/* Ranked like perf ranks kallsyms: uppercase types are global, W/w weak, the rest local. */
+	int bind = type == 'W' || type == 'w' ? SYM_BIND_WEAK : type == 'T' ? SYM_BIND_GLOBAL : SYM_BIND_LOCAL;
+	ps->v[ps->n] = (struct entry){ addr, (uint32_t)ps->n, mod, (uint8_t)sym_rank(0, bind, ps->raw + ps->raw_len),
+		                       (uint8_t)(len > UINT8_MAX ? UINT8_MAX : len) };
+	ps->n++;
+	ps->raw_len += len + 1;
+	if (++ps->raw_names == SYM_KALLSYMS_BLOCK)
+		return flush_block(ps);
+	return 0;
 }
 
 /* Parses whole lines (a trailing partial line is parsed as a line too). */
@@ -124,9 +225,65 @@ static int parser_lines(struct parser *ps, const char *text, size_t len, struct 
 			if (mod == UINT16_MAX)
 				continue;
 		}
-		if (sym_stb_add(&ps->b, addr, 0, name, nlen, 0, mod, err) < 0)
-			return -1;
+		if (add_symbol(ps, addr, type, name, nlen, mod) < 0)
+			return np_errf(err, "kallsyms: out of memory (%zu symbols)", ps->n);
 	}
+	return 0;
+}
+
+/* One symbol per address, chosen as perf chooses among kallsyms aliases: the best rank, then
+ * the longest name, then the first in the file. */
+static int cmp_entry(const void *pa, const void *pb)
+{
+	const struct entry *a = pa, *b = pb;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank > b->rank ? -1 : 1;
+	if (a->name_len != b->name_len)
+		return a->name_len > b->name_len ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Sorted, deduplicated entries into k->tab: unsized symbols extend to the next one. */
+static int build_table(struct parser *ps)
+{
+	struct sym_symtab *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -1;
+	ps->k->tab = t;
+	if (ps->n)
+		qsort(ps->v, ps->n, sizeof(*ps->v), cmp_entry);
+	size_t n = 0;
+	for (size_t r = 0; r < ps->n; r++)
+		if (!n || ps->v[n - 1].addr != ps->v[r].addr)
+			ps->v[n++] = ps->v[r];
+	t->n = n;
+	t->base = n ? ps->v[0].addr : 0;
+	uint64_t top = n ? ps->v[n - 1].addr : 0;
+	int wide = top - t->base > UINT32_MAX;
+	size_t cells = n ? n : 1;
+	if (wide)
+		t->addr64 = malloc(cells * sizeof(*t->addr64));
+	else
+		t->off = malloc(cells * sizeof(*t->off));
+	t->len = malloc(cells * sizeof(*t->len));
+	t->name = malloc(cells * sizeof(*t->name));
+	t->tag = malloc(cells * sizeof(*t->tag));
+	if ((wide ? !t->addr64 : !t->off) || !t->len || !t->name || !t->tag)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct entry *e = &ps->v[i];
+		uint64_t gap = i + 1 < n ? ps->v[i + 1].addr - e->addr : ZERO_SIZE_MAX;
+		if (wide)
+			t->addr64[i] = e->addr;
+		else
+			t->off[i] = (uint32_t)(e->addr - t->base);
+		t->len[i] = (uint32_t)(gap < ZERO_SIZE_MAX ? gap : ZERO_SIZE_MAX);
+		t->name[i] = e->seq;
+		t->tag[i] = e->tag;
+	}
+	t->bytes = sizeof(*t) + n * (sizeof(uint32_t) * 2 + (wide ? 8 : 4) + sizeof(uint16_t));
 	return 0;
 }
 
@@ -134,11 +291,20 @@ static int parser_finish(struct parser *ps, struct sym_kallsyms **out, struct np
 {
 	struct sym_kallsyms *k = ps->k;
 	k->hidden = ps->lines > 0 && ps->zeros == ps->lines;
-	ps->b.has_tags = 1; /* even when every symbol is in the core kernel (tag 0) */
-	if (sym_stb_finish(&ps->b, SYM_OVERLAP_KEEP, &k->tab, err) < 0) {
+	if (flush_block(ps) < 0 || build_table(ps) < 0) {
 		parser_abort(ps);
-		return -1;
+		return np_errf(err, "kallsyms: out of memory");
 	}
+	deflateEnd(&ps->z);
+	ps->z_live = 0;
+	free(ps->v);
+	free(ps->raw);
+	ps->v = NULL;
+	ps->raw = NULL;
+	/* Give back the growth slack of the blocks. */
+	unsigned char *zb = realloc(k->zblocks, ps->zlen ? ps->zlen : 1);
+	if (zb)
+		k->zblocks = zb;
 	size_t names_len = 0;
 	for (size_t i = 0; i < ps->ml.n; i++)
 		names_len += strlen(ps->ml.names[i]) + 1;
@@ -170,7 +336,8 @@ static int parser_finish(struct parser *ps, struct sym_kallsyms **out, struct np
 	for (size_t i = 0; i < k->nmods; i++)
 		if (k->mods[i].start == UINT64_MAX)
 			k->mods[i].start = 0;
-	k->bytes = sizeof(*k) + k->tab->bytes + k->nmods * sizeof(*k->mods) + names_len;
+	k->bytes = sizeof(*k) + k->tab->bytes + k->nmods * sizeof(*k->mods) + names_len + ps->zlen +
+	           (k->nblocks + 1) * sizeof(*k->zoff);
 	modlist_free(&ps->ml);
 	*out = k;
 	return 0;
@@ -232,6 +399,8 @@ int sym_kallsyms_read_fd(int fd, size_t max_bytes, struct sym_kallsyms **out, st
 	return parser_finish(&ps, out, err);
 }
 
+static void cache_clear(struct sym_kallsyms *k);
+
 void sym_kallsyms_free(struct sym_kallsyms *k)
 {
 	if (!k)
@@ -239,6 +408,14 @@ void sym_kallsyms_free(struct sym_kallsyms *k)
 	sym_symtab_free(k->tab);
 	free(k->mods);
 	free(k->names);
+	free(k->zblocks);
+	free(k->zoff);
+	free(k->block);
+	cache_clear(k);
+	if (k->inflater) {
+		inflateEnd(k->inflater);
+		free(k->inflater);
+	}
 	free(k);
 }
 
@@ -256,4 +433,111 @@ ssize_t sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t ip, const struc
 			break;
 		}
 	return -1;
+}
+
+/* Inflates block b into k->block. -1 when zlib cannot have memory (or, never expected, the
+ * block does not inflate to what was deflated). */
+static int inflate_block(struct sym_kallsyms *k, size_t b)
+{
+	if (!k->block && !(k->block = malloc(k->block_cap ? k->block_cap : 1)))
+		return -1;
+	z_stream *z = k->inflater;
+	if (!z) {
+		if (!(z = calloc(1, sizeof(*z))))
+			return -1;
+		if (inflateInit2(z, -ZWINDOW_BITS) != Z_OK) {
+			free(z);
+			return -1;
+		}
+		k->inflater = z;
+	} else if (inflateReset(z) != Z_OK) {
+		return -1;
+	}
+	z->next_in = k->zblocks + k->zoff[b];
+	z->avail_in = k->zoff[b + 1] - k->zoff[b];
+	z->next_out = (Bytef *)k->block;
+	z->avail_out = (uInt)k->block_cap;
+	if (inflate(z, Z_FINISH) != Z_STREAM_END)
+		return -1;
+	k->block_id = b;
+	return 0;
+}
+
+/* Inflates symbol i's block (unless it is the last one inflated) and returns a copy of its name. */
+static char *inflate_name(struct sym_kallsyms *k, size_t i)
+{
+	uint32_t seq = k->tab->name[i];
+	size_t b = seq / SYM_KALLSYMS_BLOCK;
+	if (b >= k->nblocks)
+		return NULL;
+	if (k->block_id != b && inflate_block(k, b) < 0) {
+		k->block_id = SIZE_MAX;
+		return NULL;
+	}
+	const char *p = k->block;
+	for (uint32_t skip = seq % SYM_KALLSYMS_BLOCK; skip > 0; skip--)
+		p += strlen(p) + 1;
+	return strdup(p);
+}
+
+static size_t cache_slot(const struct sym_kallsyms *k, size_t i)
+{
+	size_t h = ((uint32_t)i * 2654435761u) & (k->cache_slots - 1);
+	while (k->cache[h].idx_plus1 && k->cache[h].idx_plus1 != i + 1)
+		h = (h + 1) & (k->cache_slots - 1);
+	return h;
+}
+
+/* Doubles the slots (at least 64) when they are 3/4 full; the names do not move. */
+static int cache_grow(struct sym_kallsyms *k)
+{
+	if (k->cache_slots && (k->cache_used + 1) * 4 <= k->cache_slots * 3)
+		return 0;
+	struct sym_kallsyms_cached *prev = k->cache;
+	size_t prev_slots = k->cache_slots, slots = prev_slots ? prev_slots * 2 : 64;
+	struct sym_kallsyms_cached *v = calloc(slots, sizeof(*v));
+	if (!v)
+		return -1;
+	k->cache = v;
+	k->cache_slots = slots;
+	for (size_t j = 0; j < prev_slots; j++)
+		if (prev[j].idx_plus1)
+			k->cache[cache_slot(k, prev[j].idx_plus1 - 1)] = prev[j];
+	free(prev);
+	return 0;
+}
+
+static void cache_clear(struct sym_kallsyms *k)
+{
+	for (size_t j = 0; j < k->cache_slots; j++)
+		free(k->cache[j].name);
+	free(k->cache);
+	k->cache = NULL;
+	k->cache_slots = k->cache_used = 0;
+}
+
+const char *sym_kallsyms_name(struct sym_kallsyms *k, size_t i)
+{
+	if (i >= k->tab->n)
+		return NULL;
+	if (k->cache_slots) {
+		struct sym_kallsyms_cached *c = &k->cache[cache_slot(k, i)];
+		if (c->idx_plus1)
+			return c->name;
+	}
+	char *name = inflate_name(k, i);
+	if (!name || cache_grow(k) < 0) {
+		free(name);
+		return NULL;
+	}
+	k->cache[cache_slot(k, i)] = (struct sym_kallsyms_cached){ (uint32_t)i + 1, name };
+	k->cache_used++;
+	return name;
+}
+
+void sym_kallsyms_end_batch(struct sym_kallsyms *k)
+{
+	/* Names are handed out until the batch's end, so the cache is bounded only here. */
+	if (k->cache_used > NAME_CACHE_MAX)
+		cache_clear(k);
 }

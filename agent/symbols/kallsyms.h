@@ -1,5 +1,11 @@
 /* Kernel symbols from /proc/kallsyms (symbols spec §5): text symbols of the core kernel,
- * of every module and of JIT-ed BPF programs, in one compact table whose tag is the module. */
+ * of every module and of JIT-ed BPF programs, in one compact table whose tag is the module.
+ *
+ * The ~120k names are most of the table's memory (3 MB of 5 on a distribution kernel),
+ * and the agent's whole RSS budget is 20 MB: they are kept raw-deflated in blocks of
+ * SYM_KALLSYMS_BLOCK names (4.5x smaller) and a lookup inflates one block. The names of
+ * the symbols that are looked up (a profile has a few hundred) are kept in a cache, so a
+ * block is inflated once per symbol, not once per frame. */
 #ifndef NP_SYMBOLS_KALLSYMS_H
 #define NP_SYMBOLS_KALLSYMS_H
 
@@ -10,13 +16,31 @@
 #include "agent/symbols/symtab.h"
 #include "agent/util/error.h"
 
+#define SYM_KALLSYMS_BLOCK 64
+
 struct sym_kallsyms {
-	struct sym_symtab *tab;     /* owned; tag = index into mods */
+	/* owned; tag = index into mods. tab->name[i] is symbol i's index in the name blocks
+	 * and tab->pool is NULL: names come from sym_kallsyms_name(), not sym_symtab_name(). */
+	struct sym_symtab *tab;
 	struct sym_module *mods;    /* owned; mods[0] is "[kernel.kallsyms]" */
 	size_t nmods;
 	char *names;                /* owned pool for module paths */
 	int hidden;                 /* every address read as 0: no permission (kptr_restrict) */
 	size_t bytes;
+
+	unsigned char *zblocks;     /* owned; the blocks, each raw deflate of its names with their NULs */
+	uint32_t *zoff;             /* owned; block b is zblocks[zoff[b] .. zoff[b + 1]) */
+	size_t nblocks;
+	char *block;                /* owned; the last inflated block */
+	size_t block_cap;           /* the largest block's inflated size */
+	size_t block_id;            /* which block `block` holds; SIZE_MAX: none */
+
+	void *inflater;             /* owned; a z_stream kept between blocks */
+	struct sym_kallsyms_cached {/* owned; open addressing by symbol index, allocated on first use */
+		uint32_t idx_plus1; /* 0: empty */
+		char *name;         /* owned */
+	} *cache;
+	size_t cache_slots, cache_used;
 };
 
 /* Parses kallsyms text. Lines that are not text symbols are skipped. -1 only on allocation failure. */
@@ -27,5 +51,11 @@ void sym_kallsyms_free(struct sym_kallsyms *k);
 
 /* The symbol containing ip (or -1) and the module holding ip (NULL when outside every module). */
 ssize_t sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t ip, const struct sym_module **mod);
+
+/* Symbol i's name, valid until sym_kallsyms_end_batch() or sym_kallsyms_free(); NULL when
+ * memory cannot be had. */
+const char *sym_kallsyms_name(struct sym_kallsyms *k, size_t i);
+/* The names handed out so far are no longer used: the name cache may be emptied. */
+void sym_kallsyms_end_batch(struct sym_kallsyms *k);
 
 #endif

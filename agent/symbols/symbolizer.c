@@ -505,7 +505,9 @@ int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struc
 			k = s->kallsyms ? sym_kallsyms_find(s->kallsyms, addr, &mod) : -1;
 		}
 		if (k >= 0) {
-			f->name = sym_symtab_name(s->kallsyms->tab, (size_t)k);
+			f->name = sym_kallsyms_name(s->kallsyms, (size_t)k);
+			if (!f->name)
+				return np_errf(err, "kernel symbols: out of memory");
 			f->module = mod;
 			f->resolved = 1;
 			continue;
@@ -627,6 +629,8 @@ void symbolizer_end_batch(struct symbolizer *s)
 		sym_kallsyms_free(s->kallsyms_retired);
 		s->kallsyms_retired = NULL;
 	}
+	if (s->kallsyms)
+		sym_kallsyms_end_batch(s->kallsyms);
 	sym_procs_trim(s);
 	sym_elf_cache_trim(s);
 	/* The demangle cache only saves time: dropped whole when it outgrows its share. */

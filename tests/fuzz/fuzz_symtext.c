@@ -33,7 +33,8 @@ static void kallsyms(const char *text, size_t len)
 		abort();
 	for (size_t i = 0; i < k->tab->n && i < 64; i++) {
 		const struct sym_module *mod;
-		if (sym_kallsyms_find(k, sym_symtab_addr(k->tab, i), &mod) < 0 || !mod)
+		ssize_t j = sym_kallsyms_find(k, sym_symtab_addr(k->tab, i), &mod);
+		if (j < 0 || !mod || !sym_kallsyms_name(k, (size_t)j))
 			abort();
 	}
 	sym_kallsyms_free(k);

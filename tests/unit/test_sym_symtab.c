@@ -267,26 +267,67 @@ static void parses_kallsyms(void **state)
 	const struct sym_module *mod;
 	ssize_t i = sym_kallsyms_find(k, 0xffffffff81001010ull, &mod);
 	assert_true(i >= 0);
-	assert_string_equal(sym_symtab_name(k->tab, (size_t)i), "do_syscall_64");
+	assert_string_equal(sym_kallsyms_name(k, (size_t)i), "do_syscall_64");
 	assert_string_equal(mod->path, "[kernel.kallsyms]");
 	assert_int_equal(mod->kernel, 1);
 	i = sym_kallsyms_find(k, 0xffffffff81001300ull, &mod);
-	assert_string_equal(sym_symtab_name(k->tab, (size_t)i), "helper_local");
+	assert_string_equal(sym_kallsyms_name(k, (size_t)i), "helper_local");
 	/* Data symbols are not kept: the text before them extends over them. */
 	i = sym_kallsyms_find(k, 0xffffffff81002010ull, &mod);
-	assert_string_equal(sym_symtab_name(k->tab, (size_t)i), "helper_local");
+	assert_string_equal(sym_kallsyms_name(k, (size_t)i), "helper_local");
 	i = sym_kallsyms_find(k, 0xffffffffc0a00150ull, &mod);
-	assert_string_equal(sym_symtab_name(k->tab, (size_t)i), "ext4_file_read_iter");
+	assert_string_equal(sym_kallsyms_name(k, (size_t)i), "ext4_file_read_iter");
 	assert_string_equal(mod->path, "ext4");
 	i = sym_kallsyms_find(k, 0xffffffffc0b00004ull, &mod);
-	assert_string_equal(sym_symtab_name(k->tab, (size_t)i), "xfs_read");
+	assert_string_equal(sym_kallsyms_name(k, (size_t)i), "xfs_read");
 	assert_string_equal(mod->path, "xfs");
 	i = sym_kallsyms_find(k, 0xffffffffc0c00010ull, &mod);
-	assert_string_equal(sym_symtab_name(k->tab, (size_t)i), "bpf_prog_6deef7357e7b4530_sd_fw_ingress");
+	assert_string_equal(sym_kallsyms_name(k, (size_t)i), "bpf_prog_6deef7357e7b4530_sd_fw_ingress");
 	assert_string_equal(mod->path, "bpf");
 	assert_int_equal(sym_kallsyms_find(k, 0x1000, &mod), -1);
 	assert_null(mod);
 	sym_kallsyms_free(k);
+}
+
+/* Enough symbols for many deflated name blocks and for the name cache to be emptied at a
+ * batch's end: every name must still come back right, before and after. */
+static void kallsyms_names_across_blocks(void **state)
+{
+	enum { N = 3 * 4096 + 7 };
+	size_t cap = (size_t)N * 64 + 256, len = 0;
+	char *text = malloc(cap);
+	assert_non_null(text);
+	/* Aliases at one address: the global one wins over the local, the longer over the shorter. */
+	len += (size_t)snprintf(text + len, cap - len, "ffffffff80000000 t alias_local\n"
+	                                               "ffffffff80000000 T alias\n"
+	                                               "ffffffff80000000 T alias_longer\n");
+	for (int i = 0; i < N; i++)
+		len += (size_t)snprintf(text + len, cap - len, "%016llx %c fn_%d_%s\n",
+		                        0xffffffff81000000ull + (unsigned long long)i * 0x40, i % 3 ? 't' : 'T', i,
+		                        i % 5 ? "x" : "a_longer_name_for_variety");
+	struct sym_kallsyms *k;
+	struct np_err err;
+	assert_int_equal(sym_kallsyms_parse(text, len, &k, &err), 0);
+	assert_int_equal(k->tab->n, N + 1);
+	assert_true(k->nblocks >= (N + 3) / SYM_KALLSYMS_BLOCK);
+	const struct sym_module *mod;
+	ssize_t a = sym_kallsyms_find(k, 0xffffffff80000010ull, &mod);
+	assert_string_equal(sym_kallsyms_name(k, (size_t)a), "alias_longer");
+	for (int round = 0; round < 2; round++) {
+		for (int i = N - 1; i >= 0; i -= (round ? 1 : 13)) {
+			char want[64];
+			snprintf(want, sizeof(want), "fn_%d_%s", i, i % 5 ? "x" : "a_longer_name_for_variety");
+			ssize_t j = sym_kallsyms_find(k, 0xffffffff81000000ull + (uint64_t)i * 0x40 + 0x3f, &mod);
+			assert_true(j >= 0);
+			const char *got = sym_kallsyms_name(k, (size_t)j);
+			assert_non_null(got);
+			assert_string_equal(got, want);
+		}
+		sym_kallsyms_end_batch(k);
+	}
+	assert_null(sym_kallsyms_name(k, (size_t)N + 1));
+	sym_kallsyms_free(k);
+	free(text);
 }
 
 static void kallsyms_without_permission(void **state)
@@ -319,6 +360,7 @@ int main(void)
 		cmocka_unit_test(perf_map_limits),
 		cmocka_unit_test(parses_kallsyms),
 		cmocka_unit_test(kallsyms_without_permission),
+		cmocka_unit_test(kallsyms_names_across_blocks),
 	};
 	return cmocka_run_group_tests_name("sym_symtab", tests, NULL, NULL);
 }
