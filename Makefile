@@ -117,9 +117,10 @@ $(BUILD)/libnodeprof.a: $(LIB_OBJS)
 	@rm -f $@
 	@ar rcs $@ $^
 
+# main.c's _gnutls_global_init_skip must be visible to libgnutls (see there).
 $(BUILD)/nodeprof: $(BUILD)/obj/agent/main.o $(BUILD)/libnodeprof.a
 	@echo "  LD      $@"
-	@$(CC) -o $@ $^ $(LDLIBS_ALL)
+	@$(CC) -o $@ $^ -Wl,--export-dynamic-symbol=_gnutls_global_init_skip $(LDLIBS_ALL)
 
 # BPF: compiled with clang for the bpf target; the skeleton embeds the object in the binary.
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf -I. -I/usr/include/$(shell gcc -dumpmachine)

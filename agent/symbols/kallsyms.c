@@ -1,6 +1,7 @@
 /* /proc/kallsyms parsing into a compact table with one module per symbol and the names
  * deflated in blocks (see kallsyms.h for why). */
 #include "agent/symbols/kallsyms.h"
+#include "agent/symbols/symtab.h" /* sym_rank */
 
 #include <errno.h>
 #include <stdlib.h>
@@ -245,46 +246,61 @@ static int cmp_entry(const void *pa, const void *pb)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* Sorted, deduplicated entries into k->tab: unsized symbols extend to the next one. */
+#define NARROW_SEQ_MAX ((uint32_t)1 << (32 - SYM_KALLSYMS_TAG_BITS))
+
+/* Sorts and deduplicates the entries, then makes them the table in place (so that the
+ * parse's peak is the entries alone): narrowed to two words each when that fits. */
 static int build_table(struct parser *ps)
 {
-	struct sym_symtab *t = calloc(1, sizeof(*t));
-	if (!t)
-		return -1;
-	ps->k->tab = t;
+	struct sym_kallsyms *k = ps->k;
 	if (ps->n)
 		qsort(ps->v, ps->n, sizeof(*ps->v), cmp_entry);
 	size_t n = 0;
 	for (size_t r = 0; r < ps->n; r++)
 		if (!n || ps->v[n - 1].addr != ps->v[r].addr)
 			ps->v[n++] = ps->v[r];
-	t->n = n;
-	t->base = n ? ps->v[0].addr : 0;
-	uint64_t top = n ? ps->v[n - 1].addr : 0;
-	int wide = top - t->base > UINT32_MAX;
-	size_t cells = n ? n : 1;
-	if (wide)
-		t->addr64 = malloc(cells * sizeof(*t->addr64));
-	else
-		t->off = malloc(cells * sizeof(*t->off));
-	t->len = malloc(cells * sizeof(*t->len));
-	t->name = malloc(cells * sizeof(*t->name));
-	t->tag = malloc(cells * sizeof(*t->tag));
-	if ((wide ? !t->addr64 : !t->off) || !t->len || !t->name || !t->tag)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		const struct entry *e = &ps->v[i];
-		uint64_t gap = i + 1 < n ? ps->v[i + 1].addr - e->addr : ZERO_SIZE_MAX;
-		if (wide)
-			t->addr64[i] = e->addr;
-		else
-			t->off[i] = (uint32_t)(e->addr - t->base);
-		t->len[i] = (uint32_t)(gap < ZERO_SIZE_MAX ? gap : ZERO_SIZE_MAX);
-		t->name[i] = e->seq;
-		t->tag[i] = e->tag;
+	k->n = n;
+	k->base = n ? ps->v[0].addr : 0;
+	if (n && (ps->v[n - 1].addr - k->base > UINT32_MAX || ps->n > NARROW_SEQ_MAX)) {
+		struct entry *v = realloc(ps->v, n * sizeof(*v));
+		k->wide = v ? v : ps->v;
+		ps->v = NULL;
+		return 0;
 	}
-	t->bytes = sizeof(*t) + n * (sizeof(uint32_t) * 2 + (wide ? 8 : 4) + sizeof(uint16_t));
+	/* Record i (8 bytes at 8i) never overlaps entry j > i (16 bytes at 16j): read, then write. */
+	uint32_t *w = (uint32_t *)ps->v;
+	for (size_t i = 0; i < n; i++) {
+		struct entry e = ps->v[i];
+		w[2 * i] = (uint32_t)(e.addr - k->base);
+		w[2 * i + 1] = e.seq << SYM_KALLSYMS_TAG_BITS | e.tag;
+	}
+	uint32_t *narrow = realloc(ps->v, (n ? n : 1) * 2 * sizeof(*narrow));
+	k->narrow = narrow ? narrow : w;
+	ps->v = NULL;
 	return 0;
+}
+
+static uint32_t seq_of(const struct sym_kallsyms *k, size_t i)
+{
+	return k->narrow ? k->narrow[2 * i + 1] >> SYM_KALLSYMS_TAG_BITS : ((const struct entry *)k->wide)[i].seq;
+}
+
+static uint16_t tag_of(const struct sym_kallsyms *k, size_t i)
+{
+	return k->narrow ? (uint16_t)(k->narrow[2 * i + 1] & ((1u << SYM_KALLSYMS_TAG_BITS) - 1))
+	                 : ((const struct entry *)k->wide)[i].tag;
+}
+
+uint64_t sym_kallsyms_addr(const struct sym_kallsyms *k, size_t i)
+{
+	return k->narrow ? k->base + k->narrow[2 * i] : ((const struct entry *)k->wide)[i].addr;
+}
+
+/* How far symbol i extends: to the next symbol, at most ZERO_SIZE_MAX. */
+static uint64_t len_of(const struct sym_kallsyms *k, size_t i)
+{
+	uint64_t gap = i + 1 < k->n ? sym_kallsyms_addr(k, i + 1) - sym_kallsyms_addr(k, i) : ZERO_SIZE_MAX;
+	return gap < ZERO_SIZE_MAX ? gap : ZERO_SIZE_MAX;
 }
 
 static int parser_finish(struct parser *ps, struct sym_kallsyms **out, struct np_err *err)
@@ -325,9 +341,9 @@ static int parser_finish(struct parser *ps, struct sym_kallsyms **out, struct np
 		k->mods[i].start = UINT64_MAX;
 		off += l;
 	}
-	for (size_t i = 0; i < k->tab->n; i++) {
-		struct sym_module *m = &k->mods[k->tab->tag[i]];
-		uint64_t s = sym_symtab_addr(k->tab, i), e = s + sym_symtab_len(k->tab, i);
+	for (size_t i = 0; i < k->n; i++) {
+		struct sym_module *m = &k->mods[tag_of(k, i)];
+		uint64_t s = sym_kallsyms_addr(k, i), e = s + len_of(k, i);
 		if (s < m->start)
 			m->start = s;
 		if (e > m->limit)
@@ -336,7 +352,7 @@ static int parser_finish(struct parser *ps, struct sym_kallsyms **out, struct np
 	for (size_t i = 0; i < k->nmods; i++)
 		if (k->mods[i].start == UINT64_MAX)
 			k->mods[i].start = 0;
-	k->bytes = sizeof(*k) + k->tab->bytes + k->nmods * sizeof(*k->mods) + names_len + ps->zlen +
+	k->bytes = sizeof(*k) + k->n * (k->narrow ? 2 * sizeof(uint32_t) : sizeof(struct entry)) + k->nmods * sizeof(*k->mods) + names_len + ps->zlen +
 	           (k->nblocks + 1) * sizeof(*k->zoff);
 	modlist_free(&ps->ml);
 	*out = k;
@@ -357,7 +373,7 @@ int sym_kallsyms_read_fd(int fd, size_t max_bytes, struct sym_kallsyms **out, st
 {
 	/* Streamed in chunks: the file is ~12 MB on a typical kernel and only a fraction of it is
 	 * kept, so it is never held whole (the agent's peak RSS budget is small). */
-	enum { CHUNK = 256 << 10 };
+	enum { CHUNK = 64 << 10 };
 	char *buf = malloc(CHUNK);
 	struct parser ps;
 	if (!buf || parser_begin(&ps, err) < 0) {
@@ -405,7 +421,8 @@ void sym_kallsyms_free(struct sym_kallsyms *k)
 {
 	if (!k)
 		return;
-	sym_symtab_free(k->tab);
+	free(k->narrow);
+	free(k->wide);
 	free(k->mods);
 	free(k->names);
 	free(k->zblocks);
@@ -422,10 +439,17 @@ void sym_kallsyms_free(struct sym_kallsyms *k)
 ssize_t sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t ip, const struct sym_module **mod)
 {
 	*mod = NULL;
-	ssize_t i = sym_symtab_find(k->tab, ip);
-	if (i >= 0) {
-		*mod = &k->mods[k->tab->tag[i]];
-		return i;
+	size_t lo = 0, hi = k->n; /* the first symbol starting after ip */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (sym_kallsyms_addr(k, mid) <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && ip - sym_kallsyms_addr(k, lo - 1) < len_of(k, lo - 1)) {
+		*mod = &k->mods[tag_of(k, lo - 1)];
+		return (ssize_t)(lo - 1);
 	}
 	for (size_t m = 0; m < k->nmods; m++)
 		if (ip >= k->mods[m].start && ip < k->mods[m].limit) {
@@ -466,7 +490,7 @@ static int inflate_block(struct sym_kallsyms *k, size_t b)
 /* Inflates symbol i's block (unless it is the last one inflated) and returns a copy of its name. */
 static char *inflate_name(struct sym_kallsyms *k, size_t i)
 {
-	uint32_t seq = k->tab->name[i];
+	uint32_t seq = seq_of(k, i);
 	size_t b = seq / SYM_KALLSYMS_BLOCK;
 	if (b >= k->nblocks)
 		return NULL;
@@ -518,7 +542,7 @@ static void cache_clear(struct sym_kallsyms *k)
 
 const char *sym_kallsyms_name(struct sym_kallsyms *k, size_t i)
 {
-	if (i >= k->tab->n)
+	if (i >= k->n)
 		return NULL;
 	if (k->cache_slots) {
 		struct sym_kallsyms_cached *c = &k->cache[cache_slot(k, i)];

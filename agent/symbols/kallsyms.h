@@ -11,17 +11,23 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "agent/symbols/symbolizer.h"
-#include "agent/symbols/symtab.h"
 #include "agent/util/error.h"
 
 #define SYM_KALLSYMS_BLOCK 64
+#define SYM_KALLSYMS_TAG_BITS 12 /* modules are bounded to 4096 */
 
 struct sym_kallsyms {
-	/* owned; tag = index into mods. tab->name[i] is symbol i's index in the name blocks
-	 * and tab->pool is NULL: names come from sym_kallsyms_name(), not sym_symtab_name(). */
-	struct sym_symtab *tab;
+	/* Symbols sorted by address, one per address, each extending to the next (at most
+	 * 64 KiB). Narrow records when the addresses span under 4 GiB (always on x86-64): two
+	 * words, the offset from base and seq << SYM_KALLSYMS_TAG_BITS | module; else the
+	 * parser's own 16-byte entries. Use the accessors below. */
+	size_t n;
+	uint64_t base;
+	uint32_t *narrow;           /* owned, or NULL when wide */
+	void *wide;                 /* owned, or NULL when narrow */
 	struct sym_module *mods;    /* owned; mods[0] is "[kernel.kallsyms]" */
 	size_t nmods;
 	char *names;                /* owned pool for module paths */
@@ -48,6 +54,8 @@ NP_MUST_CHECK int sym_kallsyms_parse(const char *text, size_t len, struct sym_ka
 /* The same from an open file, read in chunks (at most max_bytes). */
 NP_MUST_CHECK int sym_kallsyms_read_fd(int fd, size_t max_bytes, struct sym_kallsyms **out, struct np_err *err);
 void sym_kallsyms_free(struct sym_kallsyms *k);
+
+uint64_t sym_kallsyms_addr(const struct sym_kallsyms *k, size_t i);
 
 /* The symbol containing ip (or -1) and the module holding ip (NULL when outside every module). */
 ssize_t sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t ip, const struct sym_module **mod);

@@ -647,7 +647,7 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	                   (s->kallsyms ? s->kallsyms->bytes : 0) + (s->vdso_table ? s->vdso_table->bytes : 0) +
 	                   s->arena.bytes;
 	out->cached_files = s->nelfs;
-	out->cached_symbols = s->table_symbols + (s->kallsyms ? s->kallsyms->tab->n : 0);
+	out->cached_symbols = s->table_symbols + (s->kallsyms ? s->kallsyms->n : 0);
 	out->processes = s->nprocs;
 	out->lookups = s->lookups;
 	out->unresolved = s->unresolved;
@@ -673,7 +673,7 @@ int symbolizer_tables_json(const struct symbolizer *s, struct np_buf *out, struc
 	if (s->kallsyms) {
 		np_buf_printf(out, "{\"key\":\"kernel\",\"source\":\"/proc/kallsyms\",\"symbols\":%zu,\"bytes\":%zu,"
 				   "\"files\":[\"[kernel.kallsyms]\"]}",
-			      s->kallsyms->tab->n, s->kallsyms->bytes);
+			      s->kallsyms->n, s->kallsyms->bytes);
 		first = 0;
 	}
 	for (size_t b = 0; b < s->table_buckets; b++) {

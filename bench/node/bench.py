@@ -4,7 +4,8 @@
 `nodeprof run --config ../shared/examples/kubernetes.alloy` unchanged at the default
 19 Hz and 15 s collect interval. Reports the agent's peak RSS, its CPU as a share of one
 core (and seconds per hour), and the profiles and bytes Pyroscope received per interval.
-BENCH_SECONDS (default 180) sets how long the agent runs after its first profile."""
+BENCH_SECONDS (default 180) sets how long the agent runs after its first profile; BENCH_SMAPS=FILE
+saves its /proc/PID/smaps at the end."""
 import os
 import subprocess
 import sys
@@ -36,6 +37,19 @@ def proc_status(pid, key):
     return 0
 
 
+def rss_by_mapping(pid, top=8):
+    """Resident kB per mapped file (anonymous memory under "[anon]"), largest first."""
+    sizes, name = {}, "[anon]"
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and not line.startswith(("Rss", "Size")):
+                name = os.path.basename(head[5]) if len(head) > 5 and head[5].startswith("/") else "[anon]"
+            elif head[0] == "Rss:":
+                sizes[name] = sizes.get(name, 0) + int(head[1])
+    return sorted(sizes.items(), key=lambda kv: -kv[1])[:top]
+
+
 class Bench(unittest.TestCase):
     def runTest(self):
         n = nodelib.Node(self)
@@ -61,6 +75,11 @@ class Bench(unittest.TestCase):
         t1, c1 = time.time(), proc_cpu_seconds(agent.pid)
         hwm = proc_status(agent.pid, "VmHWM") / 1024
         rss = proc_status(agent.pid, "VmRSS") / 1024
+        anon, file = proc_status(agent.pid, "RssAnon") / 1024, proc_status(agent.pid, "RssFile") / 1024
+        if os.environ.get("BENCH_SMAPS"):  # the whole map, to see where the memory is
+            with open(f"/proc/{agent.pid}/smaps") as src, open(os.environ["BENCH_SMAPS"], "w") as dst:
+                dst.write(src.read())
+        largest = ", ".join(f"{n} {kb / 1024:.1f}" for n, kb in rss_by_mapping(agent.pid))
         series = n.series()[pushes0:]
         intervals = (t1 - t0) / 15
         nbytes = sum(p["compressed_len"] for _, _, p in series)
@@ -78,6 +97,9 @@ measured for {t1 - t0:.0f} s after the first profile (`make bench BENCH_ARGS=nod
 | agent CPU | {share:.3f}% of one core ({(c1 - c0) / (t1 - t0) * 3600:.1f} CPU-s per hour) | <= 0.2% |
 | profiles sent per interval | {len(series) / intervals:.1f} ({services} series) | |
 | bytes sent per interval (gzipped pprof) | {nbytes / intervals / 1024:.1f} KiB | |
+
+At the end, {rss:.1f} MB resident: {anon:.1f} MB anonymous (heap, BPF maps' pages, stacks) and {file:.1f} MB
+of mapped files (the binary and its shared libraries' pages). Largest, in MB: {largest}.
 """)
 
 

@@ -31,9 +31,9 @@ static void kallsyms(const char *text, size_t len)
 	struct np_err err;
 	if (sym_kallsyms_parse(text, len, &k, &err) < 0)
 		abort();
-	for (size_t i = 0; i < k->tab->n && i < 64; i++) {
+	for (size_t i = 0; i < k->n && i < 64; i++) {
 		const struct sym_module *mod;
-		ssize_t j = sym_kallsyms_find(k, sym_symtab_addr(k->tab, i), &mod);
+		ssize_t j = sym_kallsyms_find(k, sym_kallsyms_addr(k, i), &mod);
 		if (j < 0 || !mod || !sym_kallsyms_name(k, (size_t)j))
 			abort();
 	}

@@ -308,7 +308,8 @@ static void kallsyms_names_across_blocks(void **state)
 	struct sym_kallsyms *k;
 	struct np_err err;
 	assert_int_equal(sym_kallsyms_parse(text, len, &k, &err), 0);
-	assert_int_equal(k->tab->n, N + 1);
+	assert_int_equal(k->n, N + 1);
+	assert_non_null(k->narrow);
 	assert_true(k->nblocks >= (N + 3) / SYM_KALLSYMS_BLOCK);
 	const struct sym_module *mod;
 	ssize_t a = sym_kallsyms_find(k, 0xffffffff80000010ull, &mod);
@@ -328,6 +329,28 @@ static void kallsyms_names_across_blocks(void **state)
 	assert_null(sym_kallsyms_name(k, (size_t)N + 1));
 	sym_kallsyms_free(k);
 	free(text);
+}
+
+/* Addresses more than 4 GiB apart keep the wide table: same answers. */
+static void kallsyms_wide_span(void **state)
+{
+	static const char text[] = "0000000000401000 T low_fn\n"
+	                           "ffffffff81000000 T high_fn\n"
+	                           "ffffffff81000100 t next_fn\t[mod]\n";
+	struct sym_kallsyms *k;
+	struct np_err err;
+	assert_int_equal(sym_kallsyms_parse(text, strlen(text), &k, &err), 0);
+	assert_null(k->narrow);
+	const struct sym_module *mod;
+	ssize_t i = sym_kallsyms_find(k, 0x401010, &mod);
+	assert_string_equal(sym_kallsyms_name(k, (size_t)i), "low_fn");
+	i = sym_kallsyms_find(k, 0xffffffff810000ffull, &mod);
+	assert_string_equal(sym_kallsyms_name(k, (size_t)i), "high_fn");
+	i = sym_kallsyms_find(k, 0xffffffff81000100ull, &mod);
+	assert_string_equal(sym_kallsyms_name(k, (size_t)i), "next_fn");
+	assert_string_equal(mod->path, "mod");
+	assert_int_equal(sym_kallsyms_find(k, 0x401000 + (64 << 10), &mod), -1);
+	sym_kallsyms_free(k);
 }
 
 static void kallsyms_without_permission(void **state)
@@ -361,6 +384,7 @@ int main(void)
 		cmocka_unit_test(parses_kallsyms),
 		cmocka_unit_test(kallsyms_without_permission),
 		cmocka_unit_test(kallsyms_names_across_blocks),
+		cmocka_unit_test(kallsyms_wide_span),
 	};
 	return cmocka_run_group_tests_name("sym_symtab", tests, NULL, NULL);
 }
