@@ -61,7 +61,8 @@ static void modlist_free(struct modlist *ml)
 	free(ml->names);
 }
 
-struct entry { /* 16 bytes: the parser's peak memory is n times this */
+/* A wide record (and the table's format when addresses span more than 4 GiB). */
+struct entry {
 	uint64_t addr;
 	uint32_t seq; /* index of the name in the blocks (file order) */
 	uint16_t tag;
@@ -69,11 +70,22 @@ struct entry { /* 16 bytes: the parser's peak memory is n times this */
 	uint8_t name_len; /* clamped: only for the longest-name tie-break */
 };
 
+#define NARROW_SEQ_MAX ((uint32_t)1 << (32 - SYM_KALLSYMS_TAG_BITS))
+#define NARROW_SPAN_BELOW ((uint64_t)2 << 30)
+
+/* Symbols are gathered as narrow records (the table's format: 8 bytes, half of an entry, as
+ * the parse is the agent's memory peak) relative to a base 2 GiB below the first address,
+ * which holds any kernel whose text and modules lie within 2 GiB of each other (x86-64,
+ * arm64). The first address that does not fit turns them into entries. */
 struct parser {
 	struct sym_kallsyms *k;
 	struct modlist ml;
-	struct entry *v;
-	size_t n, cap;
+	uint32_t *rec;        /* narrow records while `wide` is 0 */
+	struct entry *v;      /* entries once `wide` is 1 */
+	int wide;
+	uint64_t base;
+	uint16_t *meta;       /* by seq: rank << 8 | clamped name length, for the tie-break */
+	size_t n, cap, meta_cap;
 	z_stream z;
 	int z_live;
 	char *raw;            /* the names of the block being filled, NUL-terminated */
@@ -120,9 +132,13 @@ static void parser_abort(struct parser *ps)
 		deflateEnd(&ps->z);
 	ps->z_live = 0;
 	modlist_free(&ps->ml);
+	free(ps->rec);
 	free(ps->v);
+	free(ps->meta);
 	free(ps->raw);
+	ps->rec = NULL;
 	ps->v = NULL;
+	ps->meta = NULL;
 	ps->raw = NULL;
 	sym_kallsyms_free(ps->k);
 	ps->k = NULL;
@@ -154,21 +170,57 @@ static int flush_block(struct parser *ps)
 	return 0;
 }
 
+/* Narrow records into entries, for the rest of the parse. */
+static int go_wide(struct parser *ps)
+{
+	struct entry *v = malloc((ps->cap ? ps->cap : 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < ps->n; i++) {
+		uint32_t seq = ps->rec[2 * i + 1] >> SYM_KALLSYMS_TAG_BITS;
+		v[i] = (struct entry){ ps->base + ps->rec[2 * i], seq,
+			               (uint16_t)(ps->rec[2 * i + 1] & ((1u << SYM_KALLSYMS_TAG_BITS) - 1)),
+			               (uint8_t)(ps->meta[seq] >> 8), (uint8_t)ps->meta[seq] };
+	}
+	free(ps->rec);
+	ps->rec = NULL;
+	ps->v = v;
+	ps->wide = 1;
+	return 0;
+}
+
 static int add_symbol(struct parser *ps, uint64_t addr, char type, const char *name, size_t len, uint16_t mod)
 {
 	if (len == 0 || ps->n >= UINT32_MAX)
 		return 0;
 	if (len > NAME_MAX_LEN)
 		len = NAME_MAX_LEN;
-	if (grow((void **)&ps->v, &ps->cap, ps->n + 1, sizeof(*ps->v)) < 0 ||
-	    grow((void **)&ps->raw, &ps->raw_cap, ps->raw_len + len + 1, 1) < 0)
+	if (ps->n == 0)
+		ps->base = addr > NARROW_SPAN_BELOW ? addr - NARROW_SPAN_BELOW : 0;
+	if (!ps->wide && (addr < ps->base || addr - ps->base > UINT32_MAX || ps->n >= NARROW_SEQ_MAX) && go_wide(ps) < 0)
+		return -1;
+	size_t old_cap = ps->cap;
+	if ((ps->wide ? grow((void **)&ps->v, &ps->cap, ps->n + 1, sizeof(*ps->v))
+	              : grow((void **)&ps->rec, &ps->cap, ps->n + 1, 2 * sizeof(*ps->rec))) < 0)
+		return -1;
+	if (ps->cap != old_cap && grow((void **)&ps->meta, &ps->meta_cap, ps->cap, sizeof(*ps->meta)) < 0)
+		return -1;
+	if (grow((void **)&ps->raw, &ps->raw_cap, ps->raw_len + len + 1, 1) < 0)
 		return -1;
 	memcpy(ps->raw + ps->raw_len, name, len);
 	ps->raw[ps->raw_len + len] = '\0';
 	/* Ranked like perf ranks kallsyms: uppercase types are global, W/w weak, the rest local. */
 	int bind = type == 'W' || type == 'w' ? SYM_BIND_WEAK : type == 'T' ? SYM_BIND_GLOBAL : SYM_BIND_LOCAL;
-	ps->v[ps->n] = (struct entry){ addr, (uint32_t)ps->n, mod, (uint8_t)sym_rank(0, bind, ps->raw + ps->raw_len),
-		                       (uint8_t)(len > UINT8_MAX ? UINT8_MAX : len) };
+	uint8_t rank = (uint8_t)sym_rank(0, bind, ps->raw + ps->raw_len);
+	uint8_t short_len = (uint8_t)(len > UINT8_MAX ? UINT8_MAX : len);
+	uint32_t seq = (uint32_t)ps->n;
+	ps->meta[seq] = (uint16_t)(rank << 8 | short_len);
+	if (ps->wide) {
+		ps->v[ps->n] = (struct entry){ addr, seq, mod, rank, short_len };
+	} else {
+		ps->rec[2 * ps->n] = (uint32_t)(addr - ps->base);
+		ps->rec[2 * ps->n + 1] = seq << SYM_KALLSYMS_TAG_BITS | mod;
+	}
 	ps->n++;
 	ps->raw_len += len + 1;
 	if (++ps->raw_names == SYM_KALLSYMS_BLOCK)
@@ -246,37 +298,48 @@ static int cmp_entry(const void *pa, const void *pb)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-#define NARROW_SEQ_MAX ((uint32_t)1 << (32 - SYM_KALLSYMS_TAG_BITS))
+/* The same order for narrow records: meta[seq] holds rank << 8 | name length. */
+static int cmp_rec(const void *pa, const void *pb, void *arg)
+{
+	const uint32_t *a = pa, *b = pb;
+	const uint16_t *meta = arg;
+	if (a[0] != b[0])
+		return a[0] < b[0] ? -1 : 1;
+	uint32_t sa = a[1] >> SYM_KALLSYMS_TAG_BITS, sb = b[1] >> SYM_KALLSYMS_TAG_BITS;
+	if (meta[sa] != meta[sb])
+		return meta[sa] > meta[sb] ? -1 : 1;
+	return sa < sb ? -1 : sa > sb;
+}
 
-/* Sorts and deduplicates the entries, then makes them the table in place (so that the
- * parse's peak is the entries alone): narrowed to two words each when that fits. */
+/* Sorts and deduplicates the records, which then are the table. */
 static int build_table(struct parser *ps)
 {
 	struct sym_kallsyms *k = ps->k;
-	if (ps->n)
-		qsort(ps->v, ps->n, sizeof(*ps->v), cmp_entry);
 	size_t n = 0;
-	for (size_t r = 0; r < ps->n; r++)
-		if (!n || ps->v[n - 1].addr != ps->v[r].addr)
-			ps->v[n++] = ps->v[r];
-	k->n = n;
-	k->base = n ? ps->v[0].addr : 0;
-	if (n && (ps->v[n - 1].addr - k->base > UINT32_MAX || ps->n > NARROW_SEQ_MAX)) {
-		struct entry *v = realloc(ps->v, n * sizeof(*v));
+	if (ps->wide) {
+		qsort(ps->v, ps->n, sizeof(*ps->v), cmp_entry);
+		for (size_t r = 0; r < ps->n; r++)
+			if (!n || ps->v[n - 1].addr != ps->v[r].addr)
+				ps->v[n++] = ps->v[r];
+		struct entry *v = realloc(ps->v, (n ? n : 1) * sizeof(*v));
 		k->wide = v ? v : ps->v;
 		ps->v = NULL;
-		return 0;
+	} else if (ps->n) {
+		qsort_r(ps->rec, ps->n, 2 * sizeof(*ps->rec), cmp_rec, ps->meta);
+		for (size_t r = 0; r < ps->n; r++)
+			if (!n || ps->rec[2 * (n - 1)] != ps->rec[2 * r]) {
+				ps->rec[2 * n] = ps->rec[2 * r];
+				ps->rec[2 * n + 1] = ps->rec[2 * r + 1];
+				n++;
+			}
+		uint32_t *narrow = realloc(ps->rec, n * 2 * sizeof(*narrow));
+		k->narrow = narrow ? narrow : ps->rec;
+		ps->rec = NULL;
+		k->base = ps->base;
 	}
-	/* Record i (8 bytes at 8i) never overlaps entry j > i (16 bytes at 16j): read, then write. */
-	uint32_t *w = (uint32_t *)ps->v;
-	for (size_t i = 0; i < n; i++) {
-		struct entry e = ps->v[i];
-		w[2 * i] = (uint32_t)(e.addr - k->base);
-		w[2 * i + 1] = e.seq << SYM_KALLSYMS_TAG_BITS | e.tag;
-	}
-	uint32_t *narrow = realloc(ps->v, (n ? n : 1) * 2 * sizeof(*narrow));
-	k->narrow = narrow ? narrow : w;
-	ps->v = NULL;
+	k->n = n;
+	free(ps->meta);
+	ps->meta = NULL;
 	return 0;
 }
 
