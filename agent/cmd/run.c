@@ -4,6 +4,7 @@
  * reloads on SIGHUP or POST /-/reload (keeping the running graph when the new file
  * is invalid), and stops on SIGINT/SIGTERM after flushing. */
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,6 +305,17 @@ static void stop_agent(struct agent *a)
 	np_ebpf_metrics_free(a->metrics);
 }
 
+/* The agent runs for months within a 20 MB budget, and glibc's defaults trade memory for speed
+ * it does not need (measured on the node benchmark: 1.8 MB less resident): one arena for every
+ * thread (they rarely allocate at the same time), and blocks of 64 KiB or more (pprof and HTTP
+ * buffers, zlib's states) mapped and unmapped on their own instead of leaving holes in the heap,
+ * at a fixed threshold (glibc would raise it after the first such free). Before any thread. */
+static void tune_malloc(void)
+{
+	if (!mallopt(M_ARENA_MAX, 1) || !mallopt(M_MMAP_THRESHOLD, 64 << 10) || !mallopt(M_TRIM_THRESHOLD, 64 << 10))
+		np_log(NP_DEBUG, "run", "malloc tuning refused; glibc defaults apply", NULL);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -361,6 +373,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (!ui_memory_set)
 		ui_memory = a.config ? (size_t)4 << 20 : (size_t)64 << 20;
+	tune_malloc();
 
 	/* Signals are taken synchronously by this thread; every other thread (the
 	 * controller's, the components', the HTTP server's) inherits the blocked mask. */

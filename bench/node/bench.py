@@ -79,6 +79,10 @@ class Bench(unittest.TestCase):
         if os.environ.get("BENCH_SMAPS"):  # the whole map, to see where the memory is
             with open(f"/proc/{agent.pid}/smaps") as src, open(os.environ["BENCH_SMAPS"], "w") as dst:
                 dst.write(src.read())
+        import json
+        import urllib.request
+        with urllib.request.urlopen(f"http://127.0.0.1:{n.http_port}/api/stats", timeout=10) as r:
+            store = json.load(r)
         largest = ", ".join(f"{n} {kb / 1024:.1f}" for n, kb in rss_by_mapping(agent.pid))
         series = n.series()[pushes0:]
         intervals = (t1 - t0) / 15
@@ -100,6 +104,8 @@ measured for {t1 - t0:.0f} s after the first profile (`make bench BENCH_ARGS=nod
 
 At the end, {rss:.1f} MB resident: {anon:.1f} MB anonymous (heap, BPF maps' pages, stacks) and {file:.1f} MB
 of mapped files (the binary and its shared libraries' pages). Largest, in MB: {largest}.
+The local UI's store held {store["bytes"] / 1024:.0f} KiB of its {store["budget_bytes"] / 1048576:.0f} MiB budget (`--ui-memory`; it keeps
+the last hour at most, and evicts the oldest profiles when full).
 """)
 
 
