@@ -1,13 +1,15 @@
 /* /proc/kallsyms parsing into a compact table with one module per symbol and the names
  * deflated in blocks (see kallsyms.h for why). */
 #include "agent/symbols/kallsyms.h"
-#include "agent/symbols/symtab.h" /* sym_rank */
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include "agent/symbols/symtab.h" /* sym_rank */
+#include "agent/util/grow.h"
 
 #define MAX_MODULES 4096
 #define KERNEL_NAME "[kernel.kallsyms]"
@@ -95,24 +97,6 @@ struct parser {
 	size_t lines, zeros;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 64;
-	while (c < need) {
-		if (c > SIZE_MAX / 2 / elem)
-			return -1;
-		c *= 2;
-	}
-	void *q = realloc(*p, c * elem);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
 static int parser_begin(struct parser *ps, struct np_err *err)
 {
 	memset(ps, 0, sizeof(*ps));
@@ -151,8 +135,8 @@ static int flush_block(struct parser *ps)
 	if (!ps->raw_names)
 		return 0;
 	uLong bound = deflateBound(&ps->z, (uLong)ps->raw_len);
-	if (ps->zlen + bound > UINT32_MAX || grow((void **)&k->zblocks, &ps->zcap, ps->zlen + bound, 1) < 0 ||
-	    grow((void **)&k->zoff, &ps->zoff_cap, k->nblocks + 2, sizeof(*k->zoff)) < 0 || deflateReset(&ps->z) != Z_OK)
+	if (ps->zlen + bound > UINT32_MAX || np_grow((void **)&k->zblocks, &ps->zcap, ps->zlen + bound, 1) < 0 ||
+	    np_grow((void **)&k->zoff, &ps->zoff_cap, k->nblocks + 2, sizeof(*k->zoff)) < 0 || deflateReset(&ps->z) != Z_OK)
 		return -1;
 	ps->z.next_in = (Bytef *)ps->raw;
 	ps->z.avail_in = (uInt)ps->raw_len;
@@ -200,12 +184,12 @@ static int add_symbol(struct parser *ps, uint64_t addr, char type, const char *n
 	if (!ps->wide && (addr < ps->base || addr - ps->base > UINT32_MAX || ps->n >= NARROW_SEQ_MAX) && go_wide(ps) < 0)
 		return -1;
 	size_t old_cap = ps->cap;
-	if ((ps->wide ? grow((void **)&ps->v, &ps->cap, ps->n + 1, sizeof(*ps->v))
-	              : grow((void **)&ps->rec, &ps->cap, ps->n + 1, 2 * sizeof(*ps->rec))) < 0)
+	if ((ps->wide ? np_grow((void **)&ps->v, &ps->cap, ps->n + 1, sizeof(*ps->v))
+	              : np_grow((void **)&ps->rec, &ps->cap, ps->n + 1, 2 * sizeof(*ps->rec))) < 0)
 		return -1;
-	if (ps->cap != old_cap && grow((void **)&ps->meta, &ps->meta_cap, ps->cap, sizeof(*ps->meta)) < 0)
+	if (ps->cap != old_cap && np_grow((void **)&ps->meta, &ps->meta_cap, ps->cap, sizeof(*ps->meta)) < 0)
 		return -1;
-	if (grow((void **)&ps->raw, &ps->raw_cap, ps->raw_len + len + 1, 1) < 0)
+	if (np_grow((void **)&ps->raw, &ps->raw_cap, ps->raw_len + len + 1, 1) < 0)
 		return -1;
 	memcpy(ps->raw + ps->raw_len, name, len);
 	ps->raw[ps->raw_len + len] = '\0';

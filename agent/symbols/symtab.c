@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/grow.h"
+
 #define DEFAULT_MAX_ENTRIES ((size_t)16 << 20)
 #define DEFAULT_ZERO_SIZE_MAX ((uint64_t)64 << 10)
 /* How many preceding symbols a lookup inspects for one that encloses the address
@@ -32,32 +34,14 @@ void sym_stb_free(struct sym_stb *b)
 	sym_stb_init(b);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 64;
-	while (c < need) {
-		if (c > SIZE_MAX / 2 / elem)
-			return -1;
-		c *= 2;
-	}
-	void *q = realloc(*p, c * elem);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
 int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *name, size_t name_len,
                 unsigned rank, uint16_t tag, struct np_err *err)
 {
 	size_t max = b->max_entries ? b->max_entries : DEFAULT_MAX_ENTRIES;
 	if (name_len == 0 || b->n >= max || name_len >= UINT32_MAX || b->pool_len > UINT32_MAX - name_len - 1)
 		return 0;
-	if (grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0 ||
-	    grow((void **)&b->pool, &b->pool_cap, b->pool_len + name_len + 1, 1) < 0)
+	if (np_grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0 ||
+	    np_grow((void **)&b->pool, &b->pool_cap, b->pool_len + name_len + 1, 1) < 0)
 		return np_errf(err, "symbol table: out of memory (%zu symbols)", b->n);
 	struct sym_stb_entry *e = &b->v[b->n];
 	e->addr = addr;
