@@ -123,6 +123,7 @@ struct symbolizer {
 	struct sym_kallsyms *kallsyms;
 	struct sym_kallsyms *kallsyms_retired; /* replaced this batch; freed at its end */
 	uint64_t kallsyms_loaded_ns;       /* CLOCK_MONOTONIC ns of the last load */
+	uint64_t kallsyms_reload_after_ns; /* a miss reloads once this long has passed; 0: the minimum */
 	int kallsyms_tried;
 	char kernel_build_id[2 * SYM_BUILD_ID_MAX + 1];
 

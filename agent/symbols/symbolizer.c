@@ -19,7 +19,11 @@
 
 #define UNKNOWN "[unknown]"
 #define KALLSYMS_READ_MAX ((size_t)128 << 20)
-#define KALLSYMS_RELOAD_NS (60ull * 1000000000ull) /* at most this often after a miss */
+/* A miss reloads at most this often; each reload that does not name the address doubles the
+ * wait (up to the maximum): an address no reload can name (a BPF program the kernel does not
+ * list, the vsyscall page) must not cost a ~100 ms parse every minute for good. */
+#define KALLSYMS_RELOAD_NS (60ull * 1000000000ull)
+#define KALLSYMS_RELOAD_MAX_NS (3600ull * 1000000000ull)
 
 static const struct sym_module kernel_fallback = { "[kernel.kallsyms]", "", 0, 0, 0, 1 };
 
@@ -497,12 +501,18 @@ int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struc
 		uint64_t addr = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
 		const struct sym_module *mod = NULL;
 		ssize_t k = s->kallsyms ? sym_kallsyms_find(s->kallsyms, addr, &mod) : -1;
+		if (!s->kallsyms_reload_after_ns)
+			s->kallsyms_reload_after_ns = KALLSYMS_RELOAD_NS;
 		if (k < 0 && addr >= 0xffff800000000000ull && !s->kallsyms_retired &&
-		    now_ns() - s->kallsyms_loaded_ns > KALLSYMS_RELOAD_NS) {
+		    now_ns() - s->kallsyms_loaded_ns > s->kallsyms_reload_after_ns) {
 			/* A module or BPF program loaded since: reload (rate limited). */
 			if (load_kallsyms(s, err) < 0)
 				return -1;
 			k = s->kallsyms ? sym_kallsyms_find(s->kallsyms, addr, &mod) : -1;
+			if (k >= 0)
+				s->kallsyms_reload_after_ns = KALLSYMS_RELOAD_NS;
+			else if (s->kallsyms_reload_after_ns < KALLSYMS_RELOAD_MAX_NS)
+				s->kallsyms_reload_after_ns *= 2;
 		}
 		if (k >= 0) {
 			f->name = sym_kallsyms_name(s->kallsyms, (size_t)k);
