@@ -1,8 +1,9 @@
 # The nodeprof image.
 #   docker build -t nodeprof:0.1.0 .
 # Build stage: Debian 12 with the Makefile targets CI uses (make deps, then make).
-# Runtime stage: Debian 12 slim with only the shared libraries the binary links, the
-# binary as entrypoint. The agent itself runs as root with hostPID and BPF (see
+# Runtime stage: Debian 12 slim with only the shared libraries the binary links (and
+# ICU, which it dlopens when relabel rules need Unicode tables), the binary as
+# entrypoint. The agent itself runs as root with hostPID and BPF (see
 # charts/nodeprof); nothing in the image needs root: every file is world-readable and
 # nothing is written at run time, so `nodeprof check`, `tools` and `--version` work for
 # any user and under readOnlyRootFilesystem.
@@ -19,8 +20,8 @@ FROM debian:12-slim
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 # The Debian packages owning the libraries build/nodeprof links (readelf -d NEEDED,
-# resolved with ldd and dpkg -S; tests/integration/test_chart.py checks this list),
-# plus ca-certificates for pushing to https:// endpoints.
+# resolved with ldd and dpkg -S; tests/integration/test_chart.py checks this list) or
+# dlopens (libicuuc, relabel/icu.c), plus ca-certificates for pushing to https:// endpoints.
 ARG RUNTIME_PACKAGES="\
     libbpf1 \
     libc6 \

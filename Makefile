@@ -58,10 +58,15 @@ DEB_PACKAGES := \
 	ca-certificates \
 	chromium
 
-PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1 icu-uc
+PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1
+# ICU is compiled against but not linked: relabel/icu.c dlopens it on first use (it and
+# its libstdc++ cost ~1.5 MB resident), by the soname of the version whose headers we use.
+ICU_PKG := icu-uc
 # Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(ICU_PKG) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ICU_MAJOR = $(firstword $(subst ., ,$(shell pkg-config --modversion $(ICU_PKG) 2>/dev/null)))
+ICU_CFLAGS = -DNP_ICU_SONAME=\"libicuuc.so.$(ICU_MAJOR)\"
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wformat=2
 BASE_CFLAGS := -std=gnu11 -g -D_GNU_SOURCE -DNP_VERSION=\"$(VERSION)\" -I. -I$(BUILD)/gen $(WARN)
@@ -71,7 +76,7 @@ ifeq ($(SAN),1)
   OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDSAN := -fsanitize=address,undefined
 endif
-CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(PKG_CFLAGS) $(ICU_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS_ALL = $(PKG_LIBS) -l:libiberty.a -lstdc++ -lpthread -lm $(LDSAN)
 
 LIB_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c agent/*/*.c agent/*/*/*.c k8s/*.c relabel/*.c))

@@ -285,14 +285,24 @@ static int do_hashmod(const struct rl_rule *r, struct np_labels *ls, const char 
 	return set(ls, r->target.text, out, (size_t)n, s, 0, err);
 }
 
+/* A non-ASCII value needs ICU, loaded here on first use rather than when the rule is
+ * compiled: lower/uppercase rules mostly see ASCII (Kubernetes names and label values
+ * are), and loading it for them would cost every such agent the memory icu.h is about.
+ * If the library is missing (a broken install), the target cannot be relabeled
+ * correctly: the error goes up like a regexp that gave up (relabel_targets leaves the
+ * target out and says why) instead of an unmapped value passing as a mapped one. */
 static int do_case(const struct rl_rule *r, struct np_labels *ls, const char *val, size_t len, struct scratch *s,
 		   struct np_err *err)
 {
+	int rc;
+
 	np_buf_reset(&s->a);
 	if (r->action == RL_LOWERCASE)
-		go_to_lower(&s->a, val, len);
+		rc = go_to_lower(&s->a, val, len, err);
 	else
-		go_to_upper(&s->a, val, len);
+		rc = go_to_upper(&s->a, val, len, err);
+	if (rc < 0)
+		return -1;
 	if (np_buf_reserve(&s->a, 0) < 0)
 		return oom(err);
 	return set(ls, r->target.text, s->a.p, s->a.len, s, 0, err);
@@ -533,7 +543,8 @@ int relabel_targets(const struct relabel_rules *rules, const struct np_targets *
 				scratch_trim(s);
 				return -1;
 			}
-			/* A regexp gave up on this target's values: it cannot be relabeled
+			/* A regexp gave up on this target's values, or a value needed the
+			 * Unicode tables and they are unavailable: it cannot be relabeled
 			 * correctly, so it is left out (and reported once per call). */
 			if (gave_up++ == 0)
 				snprintf(first_reason, sizeof(first_reason), "%s", err->msg);
@@ -551,7 +562,7 @@ int relabel_targets(const struct relabel_rules *rules, const struct np_targets *
 		}
 	}
 	if (gave_up)
-		np_log(NP_WARN, "relabel", "targets left out: a regexp match gave up", "count", NP_LOG_INT(gave_up),
+		np_log(NP_WARN, "relabel", "targets left out: a rule could not be applied", "count", NP_LOG_INT(gave_up),
 		       "first", first_reason, NULL);
 	scratch_trim(s);
 	return 0;

@@ -62,7 +62,10 @@ static int parse_action(const char *s, enum relabel_dialect dialect, enum rl_act
 		return np_errf(err, "relabel action cannot be empty");
 	/* Prometheus lower-cases with Go's strings.ToLower (so "REPLACE" is fine); Alloy does not. */
 	if (dialect != RELABEL_ALLOY) {
-		go_to_lower(&lower, s, strlen(s));
+		if (go_to_lower(&lower, s, strlen(s), err) < 0) {
+			np_buf_free(&lower);
+			return -1;
+		}
 		if (lower.failed) {
 			np_buf_free(&lower);
 			return np_errf(err, "out of memory");

@@ -35,12 +35,27 @@ static int add_piece(struct tmpl *t, int kind, size_t off, size_t len, long grou
 	return 0;
 }
 
-/* Go's extract(): the name after a '$' at s[0..n). Returns its length consumed, 0 if malformed. */
-static size_t extract(const char *s, size_t n, size_t *name_off, size_t *name_len)
+/* A rune of a name: letter, digit or '_'. 1 or 0; -1 when a non-ASCII rune needs ICU
+ * and it cannot be loaded. */
+static int name_rune(uint32_t r, struct np_err *err)
+{
+	int rc;
+
+	if (r == '_')
+		return 1;
+	if ((rc = go_is_letter(r, err)) != 0)
+		return rc;
+	return go_is_digit(r, err);
+}
+
+/* Go's extract(): the name after a '$' at s[0..n). *used = its length consumed, 0 if
+ * malformed. Returns -1 when the Unicode tables were needed and are unavailable. */
+static int extract(const char *s, size_t n, size_t *used, size_t *name_off, size_t *name_len, struct np_err *err)
 {
 	size_t i = 0, w;
-	int brace = 0;
+	int brace = 0, rc;
 
+	*used = 0;
 	if (n == 0)
 		return 0;
 	if (s[0] == '{') {
@@ -50,7 +65,9 @@ static size_t extract(const char *s, size_t n, size_t *name_off, size_t *name_le
 	size_t start = i;
 	while (i < n) {
 		uint32_t r = go_decode_rune(s + i, n - i, &w);
-		if (!go_is_letter(r) && !go_is_digit(r) && r != '_')
+		if ((rc = name_rune(r, err)) < 0)
+			return -1;
+		if (!rc)
 			break;
 		i += w;
 	}
@@ -63,7 +80,8 @@ static size_t extract(const char *s, size_t n, size_t *name_off, size_t *name_le
 			return 0;
 		i++;
 	}
-	return i;
+	*used = i;
+	return 0;
 }
 
 static long group_number(const char *name, size_t len)
@@ -108,7 +126,10 @@ int tmpl_compile(struct tmpl *t, const char *text, struct np_err *err)
 			lit = i;
 			continue;
 		}
-		used = extract(text + i, t->len - i, &name_off, &name_len);
+		if (extract(text + i, t->len - i, &used, &name_off, &name_len, err) < 0) {
+			tmpl_free(t);
+			return -1;
+		}
 		if (!used) {
 			lit = i - 1; /* the '$' stays as text; scanning resumes after it */
 			continue;

@@ -4,11 +4,13 @@
  * mappings, exactly what Go's unicode.ToLower/ToUpper implement, and ICU 72 has
  * the Unicode 15.0 tables of current Go). Only the UTF-8 walking that Go does
  * around them is written here, because its treatment of invalid bytes is part
- * of the observable result. */
+ * of the observable result. ASCII is answered here too (Go's tables agree), so
+ * ICU is loaded (icu.h) only when a non-ASCII rune needs it. */
 #include "relabel/gostr.h"
 
 #include <string.h>
-#include <unicode/uchar.h>
+
+#include "relabel/icu.h"
 
 uint32_t go_decode_rune(const char *str, size_t n, size_t *width)
 {
@@ -114,7 +116,7 @@ static void map_runes(struct np_buf *out, const char *s, size_t n, UChar32 (*fn)
 	while (i < n) {
 		unsigned char c = (unsigned char)s[i];
 		if (c < 0x80) {
-			np_buf_putc(out, (char)fn(c));
+			np_buf_putc(out, (char)fn(c)); /* ASCII maps to ASCII in Go too */
 			i++;
 			continue;
 		}
@@ -134,43 +136,59 @@ static int all_ascii(const char *s, size_t n)
 	return 1;
 }
 
-void go_to_lower(struct np_buf *out, const char *s, size_t n)
+int go_to_lower(struct np_buf *out, const char *s, size_t n, struct np_err *err)
 {
+	const struct np_icu *icu;
+
 	if (all_ascii(s, n)) {
 		size_t start = out->len;
 		np_buf_append(out, s, n);
 		if (out->failed)
-			return;
+			return 0; /* out says so */
 		for (size_t i = start; i < out->len; i++)
 			if (out->p[i] >= 'A' && out->p[i] <= 'Z')
 				out->p[i] += 'a' - 'A';
-		return;
+		return 0;
 	}
-	map_runes(out, s, n, u_tolower);
+	if (!(icu = np_icu_get(err)))
+		return -1;
+	map_runes(out, s, n, icu->to_lower);
+	return 0;
 }
 
-void go_to_upper(struct np_buf *out, const char *s, size_t n)
+int go_to_upper(struct np_buf *out, const char *s, size_t n, struct np_err *err)
 {
+	const struct np_icu *icu;
+
 	if (all_ascii(s, n)) {
 		size_t start = out->len;
 		np_buf_append(out, s, n);
 		if (out->failed)
-			return;
+			return 0; /* out says so */
 		for (size_t i = start; i < out->len; i++)
 			if (out->p[i] >= 'a' && out->p[i] <= 'z')
 				out->p[i] -= 'a' - 'A';
-		return;
+		return 0;
 	}
-	map_runes(out, s, n, u_toupper);
+	if (!(icu = np_icu_get(err)))
+		return -1;
+	map_runes(out, s, n, icu->to_upper);
+	return 0;
 }
 
-/* unicode.IsPrint: categories L, M, N, P, S and the ASCII space. */
+/* unicode.IsPrint: categories L, M, N, P, S and the ASCII space. Only error messages
+ * are quoted, so without ICU a non-ASCII rune is taken as unprintable: it is written
+ * as a \u escape, still Go syntax for the same string, instead of failing the message. */
 static int go_is_print(uint32_t r)
 {
+	const struct np_icu *icu;
+
 	if (r < 0x80)
 		return r >= 0x20 && r < 0x7F;
-	return (U_GET_GC_MASK((UChar32)r) & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK | U_GC_P_MASK | U_GC_S_MASK)) !=
-	       0;
+	if (!(icu = np_icu_get(NULL)))
+		return 0;
+	return (U_MASK(icu->char_type((UChar32)r)) &
+		(U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK | U_GC_P_MASK | U_GC_S_MASK)) != 0;
 }
 
 void go_quote(struct np_buf *out, const char *s, size_t n)
@@ -222,18 +240,26 @@ void go_quote(struct np_buf *out, const char *s, size_t n)
 	np_buf_putc(out, '"');
 }
 
-int go_is_letter(uint32_t r)
+int go_is_letter(uint32_t r, struct np_err *err)
 {
+	const struct np_icu *icu;
+
 	if (r < 0x80)
 		return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z');
-	return (U_GET_GC_MASK((UChar32)r) & U_GC_L_MASK) != 0;
+	if (!(icu = np_icu_get(err)))
+		return -1;
+	return (U_MASK(icu->char_type((UChar32)r)) & U_GC_L_MASK) != 0;
 }
 
-int go_is_digit(uint32_t r)
+int go_is_digit(uint32_t r, struct np_err *err)
 {
+	const struct np_icu *icu;
+
 	if (r < 0x80)
 		return r >= '0' && r <= '9';
-	return u_charType((UChar32)r) == U_DECIMAL_DIGIT_NUMBER;
+	if (!(icu = np_icu_get(err)))
+		return -1;
+	return icu->char_type((UChar32)r) == U_DECIMAL_DIGIT_NUMBER;
 }
 
 static int ascii_alpha_(unsigned char c)

@@ -2,13 +2,17 @@
  * UTF-8 decoding as Go's unicode/utf8 does it (a bad byte is U+FFFD of width 1),
  * strings.ToLower/ToUpper (per code point simple case mapping, from ICU whose
  * Unicode version matches current Go), strconv.Quote (the %q of error messages),
- * unicode.IsLetter/IsDigit, and Prometheus label-name validity. */
+ * unicode.IsLetter/IsDigit, and Prometheus label-name validity.
+ *
+ * Non-ASCII runes need ICU's tables (icu.h), loaded on first use; the functions that
+ * may need them take an np_err for "Unicode tables unavailable". */
 #ifndef NP_RELABEL_GOSTR_H
 #define NP_RELABEL_GOSTR_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/util/error.h"
 #include "agent/util/strbuf.h"
 
 #define GO_RUNE_ERROR 0xFFFDu
@@ -20,15 +24,18 @@ uint32_t go_decode_rune(const char *s, size_t n, size_t *width);
 size_t go_encode_rune(uint32_t r, char out[4]);
 int go_utf8_valid(const char *s, size_t n);
 
-/* strings.ToLower / strings.ToUpper of s[0..n), appended to out. */
-void go_to_lower(struct np_buf *out, const char *s, size_t n);
-void go_to_upper(struct np_buf *out, const char *s, size_t n);
+/* strings.ToLower / strings.ToUpper of s[0..n), appended to out (allocation failure
+ * marks out as failed). -1 when s is not ASCII and ICU cannot be loaded. */
+NP_MUST_CHECK int go_to_lower(struct np_buf *out, const char *s, size_t n, struct np_err *err);
+NP_MUST_CHECK int go_to_upper(struct np_buf *out, const char *s, size_t n, struct np_err *err);
 
-/* strconv.Quote of s (as fmt's %q prints a string), appended to out. */
+/* strconv.Quote of s (as fmt's %q prints a string), appended to out. Without ICU,
+ * non-ASCII runes are escaped as if unprintable. */
 void go_quote(struct np_buf *out, const char *s, size_t n);
 
-int go_is_letter(uint32_t r); /* unicode.IsLetter */
-int go_is_digit(uint32_t r);  /* unicode.IsDigit */
+/* unicode.IsLetter / unicode.IsDigit: 1 or 0; -1 when r is not ASCII and ICU cannot be loaded. */
+NP_MUST_CHECK int go_is_letter(uint32_t r, struct np_err *err);
+NP_MUST_CHECK int go_is_digit(uint32_t r, struct np_err *err);
 
 /* Label names: legacy = [a-zA-Z_][a-zA-Z0-9_]*; UTF-8 = non-empty valid UTF-8. */
 int label_name_valid_legacy(const char *s, size_t n);

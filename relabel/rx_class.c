@@ -4,11 +4,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unicode/uchar.h>
 #include <unicode/uscript.h>
-#include <unicode/uset.h>
 
 #include "relabel/gostr.h"
+#include "relabel/icu.h"
 
 void rxc_free(struct rx_class *c)
 {
@@ -116,7 +115,8 @@ int rxc_append(struct rx_class *dst, const struct rx_class *src, int negated)
 
 /* Simple case folding equivalence classes. Every code point whose folding differs
  * from itself is recorded with its folding target; an orbit is a target plus all
- * code points folding to it. Built once, read-only afterwards. */
+ * code points folding to it. Built once from ICU, read-only afterwards; ASCII is
+ * answered without them (ascii_orbit) so that (?i) over ASCII never loads ICU. */
 #define FOLD_SCAN_END 0x20000 /* no case folding above this (Go: maxFold = 0x1e943) */
 #define FOLD_MAX 4096
 
@@ -148,8 +148,10 @@ static int cmp_u32(const void *a, const void *b)
 
 static void fold_init(void)
 {
+	const struct np_icu *icu = np_icu_get(NULL); /* loaded: see rxc_fold_tables */
+
 	for (uint32_t cp = 0; cp < FOLD_SCAN_END && n_by_target < FOLD_MAX; cp++) {
-		uint32_t t = (uint32_t)u_foldCase((UChar32)cp, U_FOLD_CASE_DEFAULT);
+		uint32_t t = (uint32_t)icu->fold_case((UChar32)cp, U_FOLD_CASE_DEFAULT);
 		if (t == cp)
 			continue;
 		by_target[n_by_target].target = t;
@@ -167,17 +169,49 @@ static void fold_init(void)
 	n_cased = w;
 }
 
+int rxc_fold_tables(struct np_err *err)
+{
+	if (!np_icu_get(err))
+		return -2;
+	pthread_once(&fold_once, fold_init);
+	return 0;
+}
+
+/* Go's orbits of ASCII runes: a letter and its other case, plus for k and s the KELVIN
+ * SIGN and the LONG S that fold to them. No other code point folds into ASCII (the
+ * Turkish dotted and dotless i have no simple folding), so these are exact. */
+static size_t ascii_orbit(uint32_t r, uint32_t out[8])
+{
+	uint32_t lower = r | 0x20;
+	size_t n = 0;
+
+	if (lower < 'a' || lower > 'z') {
+		out[0] = r;
+		return 1;
+	}
+	out[n++] = lower - ('a' - 'A');
+	out[n++] = lower;
+	if (lower == 'k')
+		out[n++] = 0x212A;
+	else if (lower == 's')
+		out[n++] = 0x17F;
+	return n;
+}
+
 size_t rxc_fold_orbit(uint32_t r, uint32_t out[8])
 {
 	uint32_t t;
 	size_t lo = 0, hi, n = 0;
 
-	pthread_once(&fold_once, fold_init);
-	if (r >= FOLD_SCAN_END) {
+	if (r < 0x80)
+		return ascii_orbit(r, out);
+	/* Not reached without the tables: the parser loads them for every folded non-ASCII
+	 * literal (rx_parse.c push_literal). Should it be, the orbit is r alone. */
+	if (r >= FOLD_SCAN_END || rxc_fold_tables(NULL) < 0) {
 		out[0] = r;
 		return 1;
 	}
-	t = (uint32_t)u_foldCase((UChar32)r, U_FOLD_CASE_DEFAULT);
+	t = (uint32_t)np_icu_get(NULL)->fold_case((UChar32)r, U_FOLD_CASE_DEFAULT);
 	hi = n_by_target;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -193,13 +227,24 @@ size_t rxc_fold_orbit(uint32_t r, uint32_t out[8])
 	return n;
 }
 
-/* Adds the orbits of the cased code points in lo-hi (not the range itself). */
-static int add_orbits_in(struct rx_class *c, uint32_t lo, uint32_t hi)
+/* Adds the orbits of the cased code points in lo-hi (not the range itself). Returns
+ * -1 on allocation failure, -2 when the tables are needed and unavailable. */
+static int add_orbits_in(struct rx_class *c, uint32_t lo, uint32_t hi, struct np_err *err)
 {
 	size_t a = 0, b;
 	uint32_t orbit[8];
 
-	pthread_once(&fold_once, fold_init);
+	if (hi < 0x80) {
+		for (uint32_t r = lo; r <= hi; r++) {
+			size_t n = ascii_orbit(r, orbit);
+			for (size_t k = 0; n > 1 && k < n; k++)
+				if (rxc_add(c, orbit[k], orbit[k]) < 0)
+					return -1;
+		}
+		return 0;
+	}
+	if (rxc_fold_tables(err) < 0)
+		return -2;
 	b = n_cased;
 	while (a < b) {
 		size_t mid = a + (b - a) / 2;
@@ -217,20 +262,21 @@ static int add_orbits_in(struct rx_class *c, uint32_t lo, uint32_t hi)
 	return 0;
 }
 
-int rxc_add_folded(struct rx_class *c, uint32_t lo, uint32_t hi)
+int rxc_add_folded(struct rx_class *c, uint32_t lo, uint32_t hi, struct np_err *err)
 {
 	if (rxc_add(c, lo, hi) < 0)
 		return -1;
-	return add_orbits_in(c, lo, hi);
+	return add_orbits_in(c, lo, hi, err);
 }
 
-int rxc_fold_closure(struct rx_class *c)
+int rxc_fold_closure(struct rx_class *c, struct np_err *err)
 {
 	size_t n = c->n;
+	int rc;
 
 	for (size_t i = 0; i < n; i += 2)
-		if (add_orbits_in(c, c->r[i], c->r[i + 1]) < 0)
-			return -1;
+		if ((rc = add_orbits_in(c, c->r[i], c->r[i + 1], err)) < 0)
+			return rc;
 	return rxc_clean(c);
 }
 
@@ -255,14 +301,14 @@ static size_t canonical_name(const char *name, size_t len, char *out, size_t cap
 	return n;
 }
 
-static int from_uset(USet *set, struct rx_class *out)
+static int from_uset(const struct np_icu *icu, USet *set, struct rx_class *out)
 {
 	UErrorCode st = U_ZERO_ERROR;
-	int32_t items = uset_getItemCount(set);
+	int32_t items = icu->set_item_count(set);
 
 	for (int32_t i = 0; i < items; i++) {
 		UChar32 lo, hi;
-		if (uset_getItem(set, i, &lo, &hi, NULL, 0, &st) != 0 || U_FAILURE(st))
+		if (icu->set_item(set, i, &lo, &hi, NULL, 0, &st) != 0 || U_FAILURE(st))
 			continue; /* a string item; properties have none */
 		if (rxc_add(out, (uint32_t)lo, (uint32_t)hi) < 0)
 			return -1;
@@ -270,23 +316,25 @@ static int from_uset(USet *set, struct rx_class *out)
 	return 0;
 }
 
-static int gc_set(int32_t mask, struct rx_class *out)
+/* The code points whose property prop has value v. */
+static int prop_set(const struct np_icu *icu, UProperty prop, int32_t v, struct rx_class *out)
 {
 	UErrorCode st = U_ZERO_ERROR;
-	USet *set = uset_openEmpty();
+	USet *set = icu->set_open_empty();
 	int rc;
 
 	if (!set)
 		return -1;
-	uset_applyIntPropertyValue(set, UCHAR_GENERAL_CATEGORY_MASK, mask, &st);
-	rc = U_FAILURE(st) ? -1 : from_uset(set, out);
-	uset_close(set);
+	icu->set_apply_int_property_value(set, prop, v, &st);
+	rc = U_FAILURE(st) ? -1 : from_uset(icu, set, out);
+	icu->set_close(set);
 	return rc;
 }
 
-int rxc_unicode_group(const char *name, size_t len, struct rx_class *out)
+int rxc_unicode_group(const char *name, size_t len, struct rx_class *out, struct np_err *err)
 {
 	char canon[128], long_canon[128];
+	const struct np_icu *icu;
 	int32_t v;
 
 	rxc_reset(out);
@@ -297,40 +345,36 @@ int rxc_unicode_group(const char *name, size_t len, struct rx_class *out)
 		return rxc_add(out, 0, GO_MAX_RUNE);
 	if (strcmp(canon, "Ascii") == 0)
 		return rxc_add(out, 0, 0x7F);
+	if (canon[0] == '\0')
+		return 1;
+	/* Every other name, even an unknown one, is ICU's to resolve. */
+	if (!(icu = np_icu_get(err)))
+		return -2;
 	if (strcmp(canon, "Assigned") == 0) {
-		if (gc_set(U_GC_CN_MASK, out) < 0 || rxc_clean(out) < 0)
+		if (prop_set(icu, UCHAR_GENERAL_CATEGORY_MASK, U_GC_CN_MASK, out) < 0 || rxc_clean(out) < 0)
 			return -1;
 		return rxc_negate(out);
 	}
-	if (canon[0] == '\0')
-		return 1;
-	v = u_getPropertyValueEnum(UCHAR_GENERAL_CATEGORY_MASK, canon);
+	v = icu->property_value_enum(UCHAR_GENERAL_CATEGORY_MASK, canon);
 	if (v != UCHAR_INVALID_CODE) {
 		/* Go's "C" (Other) is Cc|Cf|Co|Cs: unassigned code points are not in it. */
 		if (v == U_GC_C_MASK)
 			v = U_GC_CC_MASK | U_GC_CF_MASK | U_GC_CO_MASK | U_GC_CS_MASK;
-		if (gc_set(v, out) < 0)
+		if (prop_set(icu, UCHAR_GENERAL_CATEGORY_MASK, v, out) < 0)
 			return -1;
 		return rxc_clean(out);
 	}
-	v = u_getPropertyValueEnum(UCHAR_SCRIPT, canon);
+	v = icu->property_value_enum(UCHAR_SCRIPT, canon);
 	if (v == UCHAR_INVALID_CODE || v == USCRIPT_UNKNOWN)
 		return 1;
 	/* Go knows scripts by their long names only (not ISO 15924 codes such as "Grek"). */
-	const char *long_name = u_getPropertyValueName(UCHAR_SCRIPT, v, U_LONG_PROPERTY_NAME);
+	const char *long_name = icu->property_value_name(UCHAR_SCRIPT, v, U_LONG_PROPERTY_NAME);
 	if (!long_name)
 		return 1;
 	canonical_name(long_name, strlen(long_name), long_canon, sizeof(long_canon));
 	if (strcmp(canon, long_canon) != 0)
 		return 1;
-	UErrorCode st = U_ZERO_ERROR;
-	USet *set = uset_openEmpty();
-	if (!set)
-		return -1;
-	uset_applyIntPropertyValue(set, UCHAR_SCRIPT, v, &st);
-	int rc = U_FAILURE(st) ? -1 : from_uset(set, out);
-	uset_close(set);
-	if (rc < 0)
+	if (prop_set(icu, UCHAR_SCRIPT, v, out) < 0)
 		return -1;
 	if (out->n == 0)
 		return 1; /* a script ICU knows but Unicode assigns no characters (not in Go's tables) */

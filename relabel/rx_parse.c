@@ -327,6 +327,10 @@ static int push_literal(struct parser *P, uint32_t r)
 		return oom(P);
 	nd->rune = r;
 	nd->fold = (P->flags & F_FOLD) != 0;
+	/* The emitter expands the fold orbit; a non-ASCII one comes from ICU, so load it
+	 * here where a missing library can still be reported. */
+	if (nd->fold && r >= 0x80 && rxc_fold_tables(P->err) < 0)
+		return -1;
 	P->nrunes++;
 	if (finish_node(P, nd) < 0)
 		return -1;
@@ -481,15 +485,24 @@ static const struct group posix_groups[] = {
 };
 #undef G
 
+/* An rx_class result: -1 is allocation failure, -2 has filled P->err already. */
+static int class_error(struct parser *P, int rc)
+{
+	return rc == -2 ? -1 : oom(P);
+}
+
 /* Appends a group (a clean class) to dst: folded first when (?i), then negated (Go's appendGroup). */
 static int append_group(struct parser *P, struct rx_class *dst, const struct rx_class *grp, int sign)
 {
 	const struct rx_class *src = grp;
+	int rc;
 
 	if (P->flags & F_FOLD) {
 		rxc_reset(&P->tmp);
-		if (rxc_append(&P->tmp, grp, 0) < 0 || rxc_fold_closure(&P->tmp) < 0)
+		if (rxc_append(&P->tmp, grp, 0) < 0)
 			return oom(P);
+		if ((rc = rxc_fold_closure(&P->tmp, P->err)) < 0)
+			return class_error(P, rc);
 		src = &P->tmp;
 	}
 	if (rxc_append(dst, src, sign < 0) < 0)
@@ -582,10 +595,10 @@ static int parse_unicode_class(struct parser *P, size_t *pos, struct rx_class *d
 		sign = -sign;
 		name++;
 	}
-	rc = rxc_unicode_group(P->p + name, name_end - name, &grp);
+	rc = rxc_unicode_group(P->p + name, name_end - name, &grp, P->err);
 	if (rc < 0) {
 		rxc_free(&grp);
-		return oom(P);
+		return class_error(P, rc);
 	}
 	if (rc > 0) {
 		rxc_free(&grp);
@@ -665,9 +678,9 @@ static int parse_class(struct parser *P, size_t *pos)
 			if (hi < lo)
 				return fail(P, "invalid character class range", rng, t);
 		}
-		rc = (P->flags & F_FOLD) ? rxc_add_folded(&nd->cls, lo, hi) : rxc_add(&nd->cls, lo, hi);
+		rc = (P->flags & F_FOLD) ? rxc_add_folded(&nd->cls, lo, hi, P->err) : rxc_add(&nd->cls, lo, hi);
 		if (rc < 0)
-			return oom(P);
+			return class_error(P, rc);
 	}
 	t++;
 	if (rxc_clean(&nd->cls) < 0 || (negate && rxc_negate(&nd->cls) < 0))

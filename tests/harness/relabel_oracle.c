@@ -129,6 +129,17 @@ static json_t *do_match(json_t *req, struct rx_scratch *sc)
 	return ans;
 }
 
+/* strings.ToLower and ToUpper of s; the oracle compares Unicode, so ICU must load. */
+static void lower_upper(struct np_buf *lo, struct np_buf *up, const char *s, size_t n)
+{
+	struct np_err err;
+
+	if (go_to_lower(lo, s, n, &err) < 0 || go_to_upper(up, s, n, &err) < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		exit(1);
+	}
+}
+
 static json_t *do_str(json_t *req)
 {
 	size_t n;
@@ -136,8 +147,7 @@ static json_t *do_str(json_t *req)
 	struct np_buf lo = NP_BUF_INIT, up = NP_BUF_INIT, q = NP_BUF_INIT;
 	json_t *ans = json_object();
 
-	go_to_lower(&lo, s, n);
-	go_to_upper(&up, s, n);
+	lower_upper(&lo, &up, s, n);
 	go_quote(&q, s, n);
 	json_object_set_new(ans, "lower", hexstr(lo.p ? lo.p : "", lo.len));
 	json_object_set_new(ans, "upper", hexstr(up.p ? up.p : "", up.len));
@@ -168,8 +178,7 @@ static json_t *do_cases(json_t *req)
 		if (cp >= 0xD800 && cp <= 0xDFFF)
 			continue;
 		size_t n = go_encode_rune((uint32_t)cp, enc);
-		go_to_lower(&lo, enc, n);
-		go_to_upper(&up, enc, n);
+		lower_upper(&lo, &up, enc, n);
 		json_array_append_new(cps, json_pack("[I,I,I]", cp, (json_int_t)only_rune(&lo),
 						     (json_int_t)only_rune(&up)));
 		np_buf_free(&lo);
@@ -184,7 +193,12 @@ static json_t *do_fold(json_t *req)
 	json_int_t from = json_integer_value(json_object_get(req, "from"));
 	json_int_t to = json_integer_value(json_object_get(req, "to"));
 	json_t *orbits = json_array(), *ans = json_object();
+	struct np_err err;
 
+	if (rxc_fold_tables(&err) < 0) { /* non-ASCII orbits come from ICU */
+		fprintf(stderr, "%s\n", err.msg);
+		exit(1);
+	}
 	for (json_int_t cp = from; cp <= to; cp++) {
 		uint32_t orbit[8];
 		size_t n = rxc_fold_orbit((uint32_t)cp, orbit);

@@ -680,12 +680,23 @@ class Shipping(unittest.TestCase):
         self.assertIn(makefile_version(), p.stdout + p.stderr)
 
     def test_runtime_packages_are_the_linked_libraries(self):
-        """RUNTIME_PACKAGES in the Dockerfile = the packages owning what build/nodeprof links."""
+        """RUNTIME_PACKAGES in the Dockerfile = the packages owning what build/nodeprof links
+        or loads on demand (ICU: relabel/icu.c dlopens the soname it was built for)."""
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+)\]",
                             subprocess.run(["readelf", "-d", np.NODEPROF], capture_output=True, text=True).stdout)
         ldd = subprocess.run(["ldd", np.NODEPROF], capture_output=True, text=True).stdout
         paths = dict(re.findall(r"^\s*(\S+) => (\S+)", ldd, re.M))
         self.assertTrue(needed)
+        with open(np.NODEPROF, "rb") as f:
+            dlopened = sorted({m.decode() for m in re.findall(rb"libicuuc\.so\.[0-9]+", f.read())})
+        self.assertEqual(len(dlopened), 1, f"the ICU soname in {np.NODEPROF}: {dlopened}")
+        cache = subprocess.run([shutil.which("ldconfig") or "/sbin/ldconfig", "-p"], capture_output=True,
+                               text=True).stdout
+        for lib in dlopened:
+            found = re.findall(r"^\s*%s \(.*\) => (\S+)$" % re.escape(lib), cache, re.M)
+            self.assertTrue(found, f"{lib} is not in the ld.so cache")
+            paths[lib] = found[0]
+        needed += dlopened
         missing = [lib for lib in needed if lib not in paths]
         self.assertEqual(missing, [], ldd)
         want = {owner_package(paths[lib]) for lib in needed}
