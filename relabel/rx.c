@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/grow.h"
 #include "agent/util/strbuf.h"
 #include "relabel/gostr.h"
 #include "relabel/rx_emit.h"
@@ -228,21 +229,6 @@ int rx_anchored_start(const struct rx *re)
 	return re->anchored;
 }
 
-static int grow_bytes(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 64;
-	while (c < need)
-		c *= 2;
-	void *np = realloc(*p, c * elem);
-	if (!np)
-		return -1;
-	*p = np;
-	*cap = c;
-	return 0;
-}
-
 int rx_subject_init(struct rx_subject *subj, const char *s, size_t n, struct rx_scratch *sc, struct np_err *err)
 {
 	size_t i = 0, o = 0, w;
@@ -255,8 +241,8 @@ int rx_subject_init(struct rx_subject *subj, const char *s, size_t n, struct rx_
 	if (go_utf8_valid(s, n))
 		return 0;
 	/* At most 3 output bytes per input byte (a bad byte becomes EF BF BD). */
-	if (grow_bytes((void **)&sc->tbuf, &sc->tbuf_cap, 3 * n + 1, 1) < 0 ||
-	    grow_bytes((void **)&sc->tmap, &sc->tmap_cap, 3 * n + 1, sizeof(size_t)) < 0)
+	if (np_grow((void **)&sc->tbuf, &sc->tbuf_cap, 3 * n + 1, 1) < 0 ||
+	    np_grow((void **)&sc->tmap, &sc->tmap_cap, 3 * n + 1, sizeof(size_t)) < 0)
 		return oom_match(err);
 	while (i < n) {
 		uint32_t r = go_decode_rune(s + i, n - i, &w);
@@ -363,7 +349,7 @@ int rx_exec(const struct rx *re, const struct rx_subject *subj, size_t start, in
 	PCRE2_SIZE *ov;
 	int rc;
 
-	if (want_groups && grow_bytes((void **)&sc->caps, &sc->caps_cap, ncaps, sizeof(*sc->caps)) < 0)
+	if (want_groups && np_grow((void **)&sc->caps, &sc->caps_cap, ncaps, sizeof(*sc->caps)) < 0)
 		return oom_match(err);
 	if (re->match_all) {
 		/* ^(?s:(.*))$: every string matches whole at 0, nothing matches later. */

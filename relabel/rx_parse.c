@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/grow.h"
 #include "relabel/gostr.h"
 
 #define F_FOLD 1
@@ -58,27 +59,12 @@ static int oom(struct parser *P)
 	return np_errf(P->err, "out of memory compiling regexp");
 }
 
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t cap2 = *cap ? *cap * 2 : 8;
-	while (cap2 < need)
-		cap2 *= 2;
-	void *nv = realloc(*v, cap2 * elem);
-	if (!nv)
-		return -1;
-	*v = nv;
-	*cap = cap2;
-	return 0;
-}
-
 static struct rx_node *new_node(struct parser *P, enum rx_op op)
 {
 	struct rx_ast *a = P->ast;
 	struct rx_node *nd;
 
-	if (grow((void **)&a->all, &a->capall, a->nall + 1, sizeof(*a->all)) < 0)
+	if (np_grow((void **)&a->all, &a->capall, a->nall + 1, sizeof(*a->all)) < 0)
 		return NULL;
 	nd = calloc(1, sizeof(*nd));
 	if (!nd)
@@ -175,7 +161,7 @@ static int push_item(struct parser *P, struct rx_node *nd)
 {
 	struct frame *f = top(P);
 
-	if (grow((void **)&f->items, &f->capitems, f->nitems + 1, sizeof(*f->items)) < 0)
+	if (np_grow((void **)&f->items, &f->capitems, f->nitems + 1, sizeof(*f->items)) < 0)
 		return oom(P);
 	f->items[f->nitems++] = nd;
 	return 0;
@@ -228,7 +214,7 @@ static int end_alternative(struct parser *P)
 			return -1;
 	}
 	f->nitems = 0;
-	if (grow((void **)&f->alts, &f->capalts, f->nalts + 1, sizeof(*f->alts)) < 0)
+	if (np_grow((void **)&f->alts, &f->capalts, f->nalts + 1, sizeof(*f->alts)) < 0)
 		return oom(P);
 	f->alts[f->nalts++] = nd;
 	return 0;
@@ -238,7 +224,7 @@ static int open_group(struct parser *P, int cap)
 {
 	struct frame *f;
 
-	if (grow((void **)&P->frames, &P->capframes, P->nframes + 1, sizeof(*P->frames)) < 0)
+	if (np_grow((void **)&P->frames, &P->capframes, P->nframes + 1, sizeof(*P->frames)) < 0)
 		return oom(P);
 	f = &P->frames[P->nframes++];
 	memset(f, 0, sizeof(*f));
