@@ -1,9 +1,9 @@
 /* Kernel symbols from /proc/kallsyms (symbols spec §5): text symbols of the core kernel,
  * of every module and of JIT-ed BPF programs, in one compact table whose tag is the module.
  *
- * The ~120k names are most of the table's memory (3 MB of 5 on a distribution kernel),
- * and the agent's whole RSS budget is 20 MB: they are kept raw-deflated in blocks of
- * SYM_KALLSYMS_BLOCK names (4.5x smaller) and a lookup inflates one block. The names of
+ * The ~120k names of a distribution kernel are 3 MB of text, three times the rest of the
+ * table, and the agent's whole RSS budget is 20 MB: they are kept raw-deflated in blocks of
+ * SYM_KALLSYMS_BLOCK names (4x smaller) and a lookup inflates one block. The names of
  * the symbols that are looked up (a profile has a few hundred) are kept in a cache, so a
  * block is inflated once per symbol, not once per frame. */
 #ifndef NP_SYMBOLS_KALLSYMS_H
@@ -16,7 +16,7 @@
 #include "agent/symbols/symbolizer.h"
 #include "agent/util/error.h"
 
-#define SYM_KALLSYMS_BLOCK 64
+#define SYM_KALLSYMS_BLOCK 128
 #define SYM_KALLSYMS_TAG_BITS 12 /* modules are bounded to 4096 */
 
 struct sym_kallsyms {
