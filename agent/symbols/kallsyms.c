@@ -298,8 +298,9 @@ static int cmp_rec(const void *pa, const void *pb, void *arg)
 	return sa < sb ? -1 : sa > sb;
 }
 
-/* Sorts and deduplicates the records, which then are the table. */
-static int build_table(struct parser *ps)
+/* Sorts and deduplicates the records, which then are the table (in place: shrinking them
+ * cannot fail for good, a refused realloc keeps the larger block). */
+static void build_table(struct parser *ps)
 {
 	struct sym_kallsyms *k = ps->k;
 	size_t n = 0;
@@ -327,7 +328,6 @@ static int build_table(struct parser *ps)
 	k->n = n;
 	free(ps->meta);
 	ps->meta = NULL;
-	return 0;
 }
 
 static uint32_t seq_of(const struct sym_kallsyms *k, size_t i)
@@ -357,10 +357,11 @@ static int parser_finish(struct parser *ps, struct sym_kallsyms **out, struct np
 {
 	struct sym_kallsyms *k = ps->k;
 	k->hidden = ps->lines > 0 && ps->zeros == ps->lines;
-	if (flush_block(ps) < 0 || build_table(ps) < 0) {
+	if (flush_block(ps) < 0) {
 		parser_abort(ps);
 		return np_errf(err, "kallsyms: out of memory");
 	}
+	build_table(ps);
 	deflateEnd(&ps->z);
 	ps->z_live = 0;
 	free(ps->v);
@@ -402,8 +403,8 @@ static int parser_finish(struct parser *ps, struct sym_kallsyms **out, struct np
 	for (size_t i = 0; i < k->nmods; i++)
 		if (k->mods[i].start == UINT64_MAX)
 			k->mods[i].start = 0;
-	k->bytes = sizeof(*k) + k->n * (k->narrow ? 2 * sizeof(uint32_t) : sizeof(struct entry)) + k->nmods * sizeof(*k->mods) + names_len + ps->zlen +
-	           (k->nblocks + 1) * sizeof(*k->zoff);
+	k->bytes = sizeof(*k) + k->n * (k->narrow ? 2 * sizeof(uint32_t) : sizeof(struct entry)) +
+	           k->nmods * sizeof(*k->mods) + names_len + ps->zlen + (k->nblocks + 1) * sizeof(*k->zoff);
 	modlist_free(&ps->ml);
 	*out = k;
 	return 0;
