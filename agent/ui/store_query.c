@@ -238,6 +238,21 @@ static int filter_series(struct np_store *s, const struct np_store_query *q, enu
 	return 0;
 }
 
+/* The start of every query over profiles: takes the store's lock (the caller releases it,
+ * also on failure), drops expired buckets, and sums the matching series' stacks into *a
+ * (group_of as filter_series makes it). On failure nm, *group_of and *a are still safe to
+ * free. */
+static int query_begin(struct np_store *s, const struct np_store_query *q, enum np_store_group group,
+		       struct names *nm, uint32_t **group_of, struct agg *a, struct np_err *err)
+{
+	memset(a, 0, sizeof(*a));
+	pthread_mutex_lock(&s->lock);
+	np_store_expire_locked(s);
+	if (names_init(nm, s))
+		return np_errf(err, "store query: out of memory");
+	return filter_series(s, q, group, nm, group_of, err) || aggregate(s, q, *group_of, a, err) ? -1 : 0;
+}
+
 /* ---- flame graph ----
  *
  * Each (group, stack) becomes a path of name ranks, root first, where ranks number
@@ -502,17 +517,9 @@ int np_store_flamegraph_json(struct np_store *s, const struct np_store_query *q,
 	int rc = -1;
 
 	memset(&t, 0, sizeof(t));
-	memset(&a, 0, sizeof(a));
 	if (max_nodes == 0)
 		max_nodes = 1;
-	pthread_mutex_lock(&s->lock);
-	np_store_expire_locked(s);
-	if (names_init(&nm, s)) {
-		pthread_mutex_unlock(&s->lock);
-		return np_errf(err, "store query: out of memory");
-	}
-	if (filter_series(s, q, group, &nm, &group_of, err) || aggregate(s, q, group_of, &a, err) ||
-	    build_tree(s, &a, group, &nm, &t, &rank_to_name, err))
+	if (query_begin(s, q, group, &nm, &group_of, &a, err) || build_tree(s, &a, group, &nm, &t, &rank_to_name, err))
 		goto out;
 	/* Keep the max_nodes largest nodes (root included): the rest stay in their parents' totals. */
 	uint64_t threshold = 0;
@@ -576,14 +583,7 @@ int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t
 	size_t rows_cap = 0;
 	int rc = -1;
 
-	memset(&a, 0, sizeof(a));
-	pthread_mutex_lock(&s->lock);
-	np_store_expire_locked(s);
-	if (names_init(&nm, s)) {
-		pthread_mutex_unlock(&s->lock);
-		return np_errf(err, "store query: out of memory");
-	}
-	if (filter_series(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, err) || aggregate(s, q, group_of, &a, err))
+	if (query_begin(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, &a, err))
 		goto out;
 	for (uint32_t id = 1; id <= a.n; id++) {
 		size_t n;
@@ -777,14 +777,7 @@ int np_store_pprof(struct np_store *s, const struct np_store_query *q, struct np
 	int64_t period = 0, start;
 	int rc = -1;
 
-	memset(&a, 0, sizeof(a));
-	pthread_mutex_lock(&s->lock);
-	np_store_expire_locked(s);
-	if (names_init(&nm, s)) {
-		pthread_mutex_unlock(&s->lock);
-		return np_errf(err, "store query: out of memory");
-	}
-	if (filter_series(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, err) || aggregate(s, q, group_of, &a, err))
+	if (query_begin(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, &a, err))
 		goto out;
 	if (a.total == 0) {
 		np_errf(err, "no samples in the selected range");
