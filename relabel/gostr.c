@@ -136,44 +136,36 @@ static int all_ascii(const char *s, size_t n)
 	return 1;
 }
 
-int go_to_lower(struct np_buf *out, const char *s, size_t n, struct np_err *err)
+/* ASCII is mapped here (the common case, and no ICU); anything else rune by rune. */
+static int map_case(struct np_buf *out, const char *s, size_t n, int upper, struct np_err *err)
 {
 	const struct np_icu *icu;
 
 	if (all_ascii(s, n)) {
+		char from = upper ? 'a' : 'A';
 		size_t start = out->len;
 		np_buf_append(out, s, n);
 		if (out->failed)
 			return 0; /* out says so */
 		for (size_t i = start; i < out->len; i++)
-			if (out->p[i] >= 'A' && out->p[i] <= 'Z')
-				out->p[i] += 'a' - 'A';
+			if (out->p[i] >= from && out->p[i] <= from + 25)
+				out->p[i] ^= 0x20; /* ASCII letters differ in case by this bit */
 		return 0;
 	}
 	if (!(icu = np_icu_get(err)))
 		return -1;
-	map_runes(out, s, n, icu->to_lower);
+	map_runes(out, s, n, upper ? icu->to_upper : icu->to_lower);
 	return 0;
+}
+
+int go_to_lower(struct np_buf *out, const char *s, size_t n, struct np_err *err)
+{
+	return map_case(out, s, n, 0, err);
 }
 
 int go_to_upper(struct np_buf *out, const char *s, size_t n, struct np_err *err)
 {
-	const struct np_icu *icu;
-
-	if (all_ascii(s, n)) {
-		size_t start = out->len;
-		np_buf_append(out, s, n);
-		if (out->failed)
-			return 0; /* out says so */
-		for (size_t i = start; i < out->len; i++)
-			if (out->p[i] >= 'a' && out->p[i] <= 'z')
-				out->p[i] -= 'a' - 'A';
-		return 0;
-	}
-	if (!(icu = np_icu_get(err)))
-		return -1;
-	map_runes(out, s, n, icu->to_upper);
-	return 0;
+	return map_case(out, s, n, 1, err);
 }
 
 /* unicode.IsPrint: categories L, M, N, P, S and the ASCII space. Only error messages
