@@ -153,6 +153,19 @@ static int read_credentials(struct k8s_conn *c, struct np_err *err)
 	return 0;
 }
 
+/* Moves a kubeconfig's PEM data, or else its file name, into the connection: the *-data
+ * fields win over the file names, as in client-go. */
+static void take_pem_or_file(char **pem, char **file, char **kc_pem, char **kc_file)
+{
+	if (*kc_pem) {
+		*pem = *kc_pem;
+		*kc_pem = NULL;
+	} else {
+		*file = *kc_file;
+		*kc_file = NULL;
+	}
+}
+
 static int resolve_kubeconfig(const struct k8s_sd_config *cfg, struct k8s_conn *c, struct np_err *err)
 {
 	struct k8s_kubeconfig kc;
@@ -162,28 +175,9 @@ static int resolve_kubeconfig(const struct k8s_sd_config *cfg, struct k8s_conn *
 	c->origin = "kubeconfig";
 	if (set_base_url(c, kc.server, err))
 		goto fail;
-	/* The *-data fields win over the file names, as in client-go. */
-	if (kc.ca_pem) {
-		c->ca_pem = kc.ca_pem;
-		kc.ca_pem = NULL;
-	} else {
-		c->ca_file = kc.ca_file;
-		kc.ca_file = NULL;
-	}
-	if (kc.cert_pem) {
-		c->cert_pem = kc.cert_pem;
-		kc.cert_pem = NULL;
-	} else {
-		c->cert_file = kc.cert_file;
-		kc.cert_file = NULL;
-	}
-	if (kc.key_pem) {
-		c->key_pem = kc.key_pem;
-		kc.key_pem = NULL;
-	} else {
-		c->key_file = kc.key_file;
-		kc.key_file = NULL;
-	}
+	take_pem_or_file(&c->ca_pem, &c->ca_file, &kc.ca_pem, &kc.ca_file);
+	take_pem_or_file(&c->cert_pem, &c->cert_file, &kc.cert_pem, &kc.cert_file);
+	take_pem_or_file(&c->key_pem, &c->key_file, &kc.key_pem, &kc.key_file);
 	c->insecure = kc.insecure;
 	if (kc.token) {
 		c->auth = K8S_AUTH_HEADER;
