@@ -103,19 +103,6 @@ static const char *get(const struct np_labels *ls, const char *name)
 	return found && ls->v[i].value[0] ? ls->v[i].value : NULL;
 }
 
-static void del(struct np_labels *ls, const char *name)
-{
-	int found;
-	size_t i = np_labels_find(ls, name, &found);
-
-	if (!found)
-		return;
-	free(ls->v[i].name);
-	free(ls->v[i].value);
-	memmove(&ls->v[i], &ls->v[i + 1], (ls->n - i - 1) * sizeof(ls->v[0]));
-	ls->n--;
-}
-
 static int grave_push(struct scratch *s, char *p)
 {
 	if (s->ngrave == s->grave_cap) {
@@ -140,7 +127,7 @@ static int set(struct np_labels *ls, const char *name, const char *value, size_t
 	char *v;
 
 	if (len == 0) {
-		del(ls, name);
+		np_labels_del(ls, name);
 		return 0;
 	}
 	i = np_labels_find(ls, name, &found);

@@ -9,25 +9,13 @@
 #include "agent/config/http_client.h"
 #include "agent/config/replace_on_update.h"
 #include "agent/config/types/types.h"
+#include "agent/util/strbuf.h"
 #include "k8s/discovery.h"
 
 struct k8s_run {
 	struct cfg_component *c;
 	struct k8s_discovery *d;
 };
-
-/* strdup that records an allocation failure instead of returning it. */
-static char *dup_or_null(const char *s, int *failed)
-{
-	char *d;
-
-	if (!s)
-		return NULL;
-	d = strdup(s);
-	if (!d)
-		*failed = 1;
-	return d;
-}
 
 static int strs_add(struct k8s_strs *l, const char *s)
 {
@@ -75,31 +63,31 @@ static int build_config(const struct cfg_args *a, struct k8s_sd_config *cfg, str
 	int failed = 0;
 
 	cfg_http_client_read(a, &hc);
-	cfg->role = dup_or_null(cfg_args_str(a, "role"), &failed);
-	cfg->api_server = dup_or_null(cfg_args_str(a, "api_server"), &failed);
-	cfg->kubeconfig_file = dup_or_null(cfg_args_str(a, "kubeconfig_file"), &failed);
-	cfg->bearer_token = dup_or_null(hc.bearer_token, &failed);
-	cfg->bearer_token_file = dup_or_null(hc.bearer_token_file, &failed);
+	cfg->role = np_strdup_or_null(cfg_args_str(a, "role"), &failed);
+	cfg->api_server = np_strdup_or_null(cfg_args_str(a, "api_server"), &failed);
+	cfg->kubeconfig_file = np_strdup_or_null(cfg_args_str(a, "kubeconfig_file"), &failed);
+	cfg->bearer_token = np_strdup_or_null(hc.bearer_token, &failed);
+	cfg->bearer_token_file = np_strdup_or_null(hc.bearer_token_file, &failed);
 	cfg->basic_auth.set = hc.basic_auth.set;
-	cfg->basic_auth.username = dup_or_null(hc.basic_auth.username, &failed);
-	cfg->basic_auth.password = dup_or_null(hc.basic_auth.password, &failed);
-	cfg->basic_auth.password_file = dup_or_null(hc.basic_auth.password_file, &failed);
+	cfg->basic_auth.username = np_strdup_or_null(hc.basic_auth.username, &failed);
+	cfg->basic_auth.password = np_strdup_or_null(hc.basic_auth.password, &failed);
+	cfg->basic_auth.password_file = np_strdup_or_null(hc.basic_auth.password_file, &failed);
 	cfg->authorization.set = hc.authorization.set;
-	cfg->authorization.type = dup_or_null(hc.authorization.type, &failed);
-	cfg->authorization.credentials = dup_or_null(hc.authorization.credentials, &failed);
-	cfg->authorization.credentials_file = dup_or_null(hc.authorization.credentials_file, &failed);
+	cfg->authorization.type = np_strdup_or_null(hc.authorization.type, &failed);
+	cfg->authorization.credentials = np_strdup_or_null(hc.authorization.credentials, &failed);
+	cfg->authorization.credentials_file = np_strdup_or_null(hc.authorization.credentials_file, &failed);
 	cfg->oauth2_set = hc.oauth2;
-	cfg->tls_config.ca_pem = dup_or_null(hc.tls.ca_pem, &failed);
-	cfg->tls_config.ca_file = dup_or_null(hc.tls.ca_file, &failed);
-	cfg->tls_config.cert_pem = dup_or_null(hc.tls.cert_pem, &failed);
-	cfg->tls_config.cert_file = dup_or_null(hc.tls.cert_file, &failed);
-	cfg->tls_config.key_pem = dup_or_null(hc.tls.key_pem, &failed);
-	cfg->tls_config.key_file = dup_or_null(hc.tls.key_file, &failed);
-	cfg->tls_config.server_name = dup_or_null(hc.tls.server_name, &failed);
-	cfg->tls_config.min_version = dup_or_null(hc.tls.min_version, &failed);
+	cfg->tls_config.ca_pem = np_strdup_or_null(hc.tls.ca_pem, &failed);
+	cfg->tls_config.ca_file = np_strdup_or_null(hc.tls.ca_file, &failed);
+	cfg->tls_config.cert_pem = np_strdup_or_null(hc.tls.cert_pem, &failed);
+	cfg->tls_config.cert_file = np_strdup_or_null(hc.tls.cert_file, &failed);
+	cfg->tls_config.key_pem = np_strdup_or_null(hc.tls.key_pem, &failed);
+	cfg->tls_config.key_file = np_strdup_or_null(hc.tls.key_file, &failed);
+	cfg->tls_config.server_name = np_strdup_or_null(hc.tls.server_name, &failed);
+	cfg->tls_config.min_version = np_strdup_or_null(hc.tls.min_version, &failed);
 	cfg->tls_config.insecure_skip_verify = hc.tls.insecure_skip_verify;
-	cfg->proxy_url = dup_or_null(hc.proxy_url, &failed);
-	cfg->no_proxy = dup_or_null(hc.no_proxy, &failed);
+	cfg->proxy_url = np_strdup_or_null(hc.proxy_url, &failed);
+	cfg->no_proxy = np_strdup_or_null(hc.no_proxy, &failed);
 	cfg->proxy_from_environment = hc.proxy_from_environment;
 	cfg->enable_http2 = hc.enable_http2;
 	cfg->follow_redirects = hc.follow_redirects;
@@ -121,9 +109,9 @@ static int build_config(const struct cfg_args *a, struct k8s_sd_config *cfg, str
 			return np_errf(err, "out of memory");
 		for (size_t i = 0; i < nsel; i++) {
 			const struct cfg_args *s = cfg_args_block(a, "selectors", i);
-			cfg->selectors[i].role = dup_or_null(cfg_args_str(s, "role"), &failed);
-			cfg->selectors[i].label = dup_or_null(cfg_args_str(s, "label"), &failed);
-			cfg->selectors[i].field = dup_or_null(cfg_args_str(s, "field"), &failed);
+			cfg->selectors[i].role = np_strdup_or_null(cfg_args_str(s, "role"), &failed);
+			cfg->selectors[i].label = np_strdup_or_null(cfg_args_str(s, "label"), &failed);
+			cfg->selectors[i].field = np_strdup_or_null(cfg_args_str(s, "field"), &failed);
 			cfg->n_selectors = i + 1;
 		}
 		if (failed)

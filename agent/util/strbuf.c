@@ -104,3 +104,15 @@ char *np_buf_steal(struct np_buf *b, size_t *len)
 	b->failed = 0;
 	return p;
 }
+
+char *np_strdup_or_null(const char *s, int *failed)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*failed = 1;
+	return d;
+}

@@ -10,17 +10,13 @@
 #include "agent/config/http_client.h"
 #include "agent/config/types/types.h"
 #include "agent/profile/ebpf_profiler.h"
+#include "agent/util/strbuf.h"
 #include "agent/write/writer.h"
 
 struct write_component {
 	struct np_writer *writer;
 	struct np_profile_sink sink; /* the receiver capsule points here */
 };
-
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
 
 static int add_header(void *ud, const char *key, const char *value, struct np_err *err)
 {
@@ -30,10 +26,11 @@ static int add_header(void *ud, const char *key, const char *value, struct np_er
 static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_args *a, struct np_err *err)
 {
 	struct cfg_http_client hc;
+	int failed = 0;
 
 	cfg_http_client_read(a, &hc);
-	ep->url = dup_or_null(cfg_args_str(a, "url"));
-	ep->name = dup_or_null(cfg_args_str(a, "name"));
+	ep->url = np_strdup_or_null(cfg_args_str(a, "url"), &failed);
+	ep->name = np_strdup_or_null(cfg_args_str(a, "name"), &failed);
 	ep->remote_timeout_ns = cfg_args_duration(a, "remote_timeout");
 	ep->debug_info_upload_timeout_ns = cfg_args_duration(a, "debug_info_upload_timeout");
 	ep->min_backoff_ns = cfg_args_duration(a, "min_backoff_period");
@@ -47,31 +44,33 @@ static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_args *a,
 	if (cfg_args_each_header(a, "http_headers", add_header, &ep->http_headers, err) ||
 	    cfg_args_each_header(a, "proxy_connect_header", add_header, &ep->proxy_connect_headers, err))
 		return -1;
-	ep->bearer_token = dup_or_null(hc.bearer_token);
-	ep->bearer_token_file = dup_or_null(hc.bearer_token_file);
+	ep->bearer_token = np_strdup_or_null(hc.bearer_token, &failed);
+	ep->bearer_token_file = np_strdup_or_null(hc.bearer_token_file, &failed);
 	ep->basic_auth.set = hc.basic_auth.set;
-	ep->basic_auth.username = dup_or_null(hc.basic_auth.username);
-	ep->basic_auth.password = dup_or_null(hc.basic_auth.password);
-	ep->basic_auth.password_file = dup_or_null(hc.basic_auth.password_file);
+	ep->basic_auth.username = np_strdup_or_null(hc.basic_auth.username, &failed);
+	ep->basic_auth.password = np_strdup_or_null(hc.basic_auth.password, &failed);
+	ep->basic_auth.password_file = np_strdup_or_null(hc.basic_auth.password_file, &failed);
 	ep->authorization.set = hc.authorization.set;
-	ep->authorization.type = dup_or_null(hc.authorization.type);
-	ep->authorization.credentials = dup_or_null(hc.authorization.credentials);
-	ep->authorization.credentials_file = dup_or_null(hc.authorization.credentials_file);
+	ep->authorization.type = np_strdup_or_null(hc.authorization.type, &failed);
+	ep->authorization.credentials = np_strdup_or_null(hc.authorization.credentials, &failed);
+	ep->authorization.credentials_file = np_strdup_or_null(hc.authorization.credentials_file, &failed);
 	ep->oauth2 = hc.oauth2;
-	ep->tls.ca_pem = dup_or_null(hc.tls.ca_pem);
-	ep->tls.ca_file = dup_or_null(hc.tls.ca_file);
-	ep->tls.cert_pem = dup_or_null(hc.tls.cert_pem);
-	ep->tls.cert_file = dup_or_null(hc.tls.cert_file);
-	ep->tls.key_pem = dup_or_null(hc.tls.key_pem);
-	ep->tls.key_file = dup_or_null(hc.tls.key_file);
-	ep->tls.server_name = dup_or_null(hc.tls.server_name);
-	ep->tls.min_version = dup_or_null(hc.tls.min_version);
+	ep->tls.ca_pem = np_strdup_or_null(hc.tls.ca_pem, &failed);
+	ep->tls.ca_file = np_strdup_or_null(hc.tls.ca_file, &failed);
+	ep->tls.cert_pem = np_strdup_or_null(hc.tls.cert_pem, &failed);
+	ep->tls.cert_file = np_strdup_or_null(hc.tls.cert_file, &failed);
+	ep->tls.key_pem = np_strdup_or_null(hc.tls.key_pem, &failed);
+	ep->tls.key_file = np_strdup_or_null(hc.tls.key_file, &failed);
+	ep->tls.server_name = np_strdup_or_null(hc.tls.server_name, &failed);
+	ep->tls.min_version = np_strdup_or_null(hc.tls.min_version, &failed);
 	ep->tls.insecure_skip_verify = hc.tls.insecure_skip_verify;
-	ep->proxy_url = dup_or_null(hc.proxy_url);
-	ep->no_proxy = dup_or_null(hc.no_proxy);
+	ep->proxy_url = np_strdup_or_null(hc.proxy_url, &failed);
+	ep->no_proxy = np_strdup_or_null(hc.no_proxy, &failed);
 	ep->proxy_from_environment = hc.proxy_from_environment;
 	ep->enable_http2 = hc.enable_http2;
 	ep->follow_redirects = hc.follow_redirects;
+	if (failed)
+		return np_errf(err, "pyroscope.write: out of memory");
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "agent/util/duration.h"
+#include "agent/util/strbuf.h"
 #include "agent/write/internal.h"
 
 #define DEFAULT_QUEUE_BYTES (32u << 20)
@@ -133,19 +134,6 @@ void np_write_config_free(struct np_write_config *cfg)
 	np_write_config_init(cfg);
 }
 
-/* strdup that treats NULL as NULL and records a failure in *failed. */
-static char *dup_or_null(const char *s, int *failed)
-{
-	char *d;
-
-	if (!s)
-		return NULL;
-	d = strdup(s);
-	if (!d)
-		*failed = 1;
-	return d;
-}
-
 static int headers_copy(struct np_write_headers *dst, const struct np_write_headers *src, struct np_err *err)
 {
 	memset(dst, 0, sizeof(*dst));
@@ -165,26 +153,26 @@ int np_write_endpoint_copy(struct np_write_endpoint *d, const struct np_write_en
 	memset(&d->headers, 0, sizeof(d->headers));
 	memset(&d->http_headers, 0, sizeof(d->http_headers));
 	memset(&d->proxy_connect_headers, 0, sizeof(d->proxy_connect_headers));
-	d->url = dup_or_null(s->url, &failed);
-	d->name = dup_or_null(s->name, &failed);
-	d->bearer_token = dup_or_null(s->bearer_token, &failed);
-	d->bearer_token_file = dup_or_null(s->bearer_token_file, &failed);
-	d->basic_auth.username = dup_or_null(s->basic_auth.username, &failed);
-	d->basic_auth.password = dup_or_null(s->basic_auth.password, &failed);
-	d->basic_auth.password_file = dup_or_null(s->basic_auth.password_file, &failed);
-	d->authorization.type = dup_or_null(s->authorization.type, &failed);
-	d->authorization.credentials = dup_or_null(s->authorization.credentials, &failed);
-	d->authorization.credentials_file = dup_or_null(s->authorization.credentials_file, &failed);
-	d->tls.ca_pem = dup_or_null(s->tls.ca_pem, &failed);
-	d->tls.ca_file = dup_or_null(s->tls.ca_file, &failed);
-	d->tls.cert_pem = dup_or_null(s->tls.cert_pem, &failed);
-	d->tls.cert_file = dup_or_null(s->tls.cert_file, &failed);
-	d->tls.key_pem = dup_or_null(s->tls.key_pem, &failed);
-	d->tls.key_file = dup_or_null(s->tls.key_file, &failed);
-	d->tls.server_name = dup_or_null(s->tls.server_name, &failed);
-	d->tls.min_version = dup_or_null(s->tls.min_version, &failed);
-	d->proxy_url = dup_or_null(s->proxy_url, &failed);
-	d->no_proxy = dup_or_null(s->no_proxy, &failed);
+	d->url = np_strdup_or_null(s->url, &failed);
+	d->name = np_strdup_or_null(s->name, &failed);
+	d->bearer_token = np_strdup_or_null(s->bearer_token, &failed);
+	d->bearer_token_file = np_strdup_or_null(s->bearer_token_file, &failed);
+	d->basic_auth.username = np_strdup_or_null(s->basic_auth.username, &failed);
+	d->basic_auth.password = np_strdup_or_null(s->basic_auth.password, &failed);
+	d->basic_auth.password_file = np_strdup_or_null(s->basic_auth.password_file, &failed);
+	d->authorization.type = np_strdup_or_null(s->authorization.type, &failed);
+	d->authorization.credentials = np_strdup_or_null(s->authorization.credentials, &failed);
+	d->authorization.credentials_file = np_strdup_or_null(s->authorization.credentials_file, &failed);
+	d->tls.ca_pem = np_strdup_or_null(s->tls.ca_pem, &failed);
+	d->tls.ca_file = np_strdup_or_null(s->tls.ca_file, &failed);
+	d->tls.cert_pem = np_strdup_or_null(s->tls.cert_pem, &failed);
+	d->tls.cert_file = np_strdup_or_null(s->tls.cert_file, &failed);
+	d->tls.key_pem = np_strdup_or_null(s->tls.key_pem, &failed);
+	d->tls.key_file = np_strdup_or_null(s->tls.key_file, &failed);
+	d->tls.server_name = np_strdup_or_null(s->tls.server_name, &failed);
+	d->tls.min_version = np_strdup_or_null(s->tls.min_version, &failed);
+	d->proxy_url = np_strdup_or_null(s->proxy_url, &failed);
+	d->no_proxy = np_strdup_or_null(s->no_proxy, &failed);
 	if (failed)
 		return np_errf(err, "out of memory copying endpoint %s", s->url ? s->url : "");
 	if (headers_copy(&d->headers, &s->headers, err) || headers_copy(&d->http_headers, &s->http_headers, err) ||
