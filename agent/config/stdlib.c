@@ -823,8 +823,8 @@ static const struct cfg_builtin string_fns[] = {
 
 static const struct cfg_builtin array_fns[] = {
 	FN("array.concat", fn_concat, 0, -1, NULL),
-	FN("array.combine_maps", fn_unsupported, 3, 4, NULL),
-	FN("array.group_by", fn_unsupported, 3, 3, NULL),
+	FN("array.combine_maps", cfg_fn_combine_maps, 3, 4, NULL),
+	FN("array.group_by", cfg_fn_group_by, 3, 3, NULL),
 };
 
 static const struct cfg_builtin encoding_fns[] = {

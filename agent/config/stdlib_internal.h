@@ -1,4 +1,4 @@
-/* Helpers shared by the standard-library source files (stdlib.c, stdlib_format.c);
+/* Helpers shared by the standard-library source files (stdlib.c, stdlib_format.c, stdlib_array.c);
  * not part of the config module's interface. */
 #ifndef NP_CONFIG_STDLIB_INTERNAL_H
 #define NP_CONFIG_STDLIB_INTERNAL_H
@@ -15,5 +15,7 @@ int cfg_arg_string(struct cfg_call *c, size_t i, const char **s, size_t *len, st
 struct cfg_value *cfg_fn_format(struct cfg_call *c);
 struct cfg_value *cfg_fn_from_json(struct cfg_call *c);
 struct cfg_value *cfg_fn_to_json(struct cfg_call *c);
+struct cfg_value *cfg_fn_combine_maps(struct cfg_call *c); /* stdlib_array.c */
+struct cfg_value *cfg_fn_group_by(struct cfg_call *c);
 
 #endif

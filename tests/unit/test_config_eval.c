@@ -171,7 +171,6 @@ static void errors_point_at_the_operand(void **state)
 					     "file (line 1, column 1)" },
 		{ "json_path(\"{}\", \"$\")", "error: 1:1: json_path is not supported by nodeprof" },
 		{ "encoding.from_yaml(\"a: 1\")", "error: 1:1: encoding.from_yaml is not supported by nodeprof" },
-		{ "array.group_by([], \"k\", true)", "error: 1:1: array.group_by is not supported by nodeprof" },
 	};
 	RUN(cases);
 }
