@@ -70,6 +70,11 @@ def base_env(extra):
     return e
 
 
+def canonical(items):
+    """A JSON array as a sorted list of canonical texts (for results in no set order)."""
+    return sorted(json.dumps(x, sort_keys=True) for x in items)
+
+
 def error_lines(log):
     return [line for line in log.splitlines() if "level=error" in line or "Sanitizer" in line
             or "runtime error:" in line]
@@ -163,7 +168,8 @@ class Corpus(unittest.TestCase):
             bad = [line for line in p.stderr.splitlines() if ": warning: " not in line]
             if p.returncode != 0 or bad or not p.stdout.startswith(f"{path}: OK: "):
                 failures.append(f"{name} (exit {p.returncode}):\n  " + "\n  ".join(bad or [p.stdout]))
-        self.assertEqual(failures, [], "\n".join(failures))
+        if failures:
+            self.fail(f"{len(failures)} of the corpus:\n" + "\n".join(failures))
 
     # ---- documented results ----
     def expected_value(self, want):
@@ -189,13 +195,13 @@ class Corpus(unittest.TestCase):
                     want = self.expected_value(w.get(label))
                     have = g.get(label)
                     if isinstance(want, dict):
-                        ok = have is not None and sorted(map(json.dumps, json.loads(have))) == \
-                            sorted(map(json.dumps, want["unordered_json"]))
+                        ok = have is not None and canonical(json.loads(have)) == canonical(want["unordered_json"])
                     else:
                         ok = (have or "") == (want or "")   # an empty label is an absent one
                     if not ok:
                         failures.append(f"{name}: {label}: got {have!r}, want {want!r}")
-        self.assertEqual(failures, [], "\n".join(failures))
+        if failures:
+            self.fail(f"{len(failures)} of the corpus:\n" + "\n".join(failures))
 
     # ---- nodeprof run ----
     def start_agent(self, name, workdir):
@@ -281,7 +287,8 @@ class Corpus(unittest.TestCase):
         with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
             results = dict(zip(sorted(FILES), pool.map(lambda n: self.run_one(n, workdir), sorted(FILES))))
         failures = [f"{name}:\n  " + "\n  ".join(p) for name, p in results.items() if p]
-        self.assertEqual(failures, [], "\n".join(failures))
+        if failures:
+            self.fail(f"{len(failures)} of the corpus:\n" + "\n".join(failures))
 
 
 if __name__ == "__main__":
