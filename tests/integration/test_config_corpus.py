@@ -46,14 +46,6 @@ GOARCH = {"x86_64": "amd64", "aarch64": "arm64", "i686": "386", "armv7l": "arm"}
                                                                                     platform.machine())
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def http_status(port, path):
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
@@ -211,7 +203,7 @@ class Corpus(unittest.TestCase):
         for target, kind in entry.get("files", {}).items():
             self.assertEqual(kind, "kubeconfig", name)
             binds.append((self.kubeconfig, target))
-        port = free_port()
+        port = np.free_port()
         log_path = os.path.join(workdir, name + ".log")
         # /run (where /var/run points) becomes a tmpfs holding only what a pod sees there.
         script = ('mount -t tmpfs nodeprof-corpus /run && mkdir -p "$SA" && mount --bind "$SA_SRC" "$SA" && '

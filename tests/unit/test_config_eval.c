@@ -14,22 +14,6 @@
 #include "agent/config/stdlib.h"
 #include "tests/unit/config_test.h"
 
-struct ecase {
-	const char *expr, *want;
-};
-
-static void run(const struct ecase *cases, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char *got = eval_text(cases[i].expr);
-		if (strcmp(got, cases[i].want) != 0)
-			fail_msg("%s\n--- got:  %s\n--- want: %s", cases[i].expr, got, cases[i].want);
-		free(got);
-	}
-}
-
-#define RUN(c) run(c, sizeof(c) / sizeof(c[0]))
-
 static void documented_stdlib_examples(void **state)
 {
 	static const struct ecase cases[] = {
