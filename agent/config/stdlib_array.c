@@ -19,14 +19,6 @@ static void element_error(struct cfg_call *c, size_t arg, size_t idx, const stru
 	cfg_type_error(c->ev->d, c->arg_pos[arg], what, "object", v);
 }
 
-static void argument_error(struct cfg_call *c, size_t arg, const char *expected)
-{
-	char what[96];
-
-	snprintf(what, sizeof(what), "%s: argument %zu", c->fn->name, arg + 1);
-	cfg_type_error(c->ev->d, c->arg_pos[arg], what, expected, c->args[arg]);
-}
-
 /* Element idx of argument arg as an object: a new reference, NULL after reporting. */
 static struct cfg_value *object_at(struct cfg_call *c, size_t arg, size_t idx)
 {
@@ -125,12 +117,12 @@ struct cfg_value *cfg_fn_combine_maps(struct cfg_call *c)
 {
 	for (size_t i = 0; i < 2; i++)
 		if (!cfg_is_array(c->args[i])) {
-			argument_error(c, i, "array");
+			cfg_arg_error(c, i, "array");
 			return NULL;
 		}
 	const struct cfg_value *conds = c->args[2];
 	if (conds->kind != CFG_V_ARRAY) {
-		argument_error(c, 2, "array");
+		cfg_arg_error(c, 2, "array");
 		return NULL;
 	}
 	if (conds->u.arr.n == 0) {
@@ -147,7 +139,7 @@ struct cfg_value *cfg_fn_combine_maps(struct cfg_call *c)
 	int retain_unmatched = 0;
 	if (c->n == 4) {
 		if (c->args[3]->kind != CFG_V_BOOL) {
-			argument_error(c, 3, "bool");
+			cfg_arg_error(c, 3, "bool");
 			return NULL;
 		}
 		retain_unmatched = c->args[3]->u.b;
@@ -198,15 +190,15 @@ static int same_key(const struct cfg_value *a, const struct cfg_value *b)
 struct cfg_value *cfg_fn_group_by(struct cfg_call *c)
 {
 	if (!cfg_is_array(c->args[0])) {
-		argument_error(c, 0, "array");
+		cfg_arg_error(c, 0, "array");
 		return NULL;
 	}
 	if (c->args[1]->kind != CFG_V_STRING) {
-		argument_error(c, 1, "string");
+		cfg_arg_error(c, 1, "string");
 		return NULL;
 	}
 	if (c->args[2]->kind != CFG_V_BOOL) {
-		argument_error(c, 2, "bool");
+		cfg_arg_error(c, 2, "bool");
 		return NULL;
 	}
 	const char *key = c->args[1]->u.str.s;

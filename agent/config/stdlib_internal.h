@@ -5,6 +5,9 @@
 
 #include "agent/config/stdlib.h"
 
+/* Reports "<fn>: argument N: expected EXPECTED, got ..." at argument i. */
+void cfg_arg_error(struct cfg_call *c, size_t i, const char *expected);
+
 /* Reports "<fn>: out of memory" and returns NULL. */
 struct cfg_value *cfg_fn_oom(struct cfg_call *c);
 

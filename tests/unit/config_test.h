@@ -100,7 +100,7 @@ static __attribute__((unused)) void run_eval_cases(const struct ecase *cases, si
 	}
 }
 
-#define RUN(c) run_eval_cases(c, sizeof(c) / sizeof(c[0]))
+#define RUN_EVAL_CASES(c) run_eval_cases(c, sizeof(c) / sizeof(c[0]))
 
 #define assert_text(got_expr, want)                                                                  \
 	do {                                                                                         \

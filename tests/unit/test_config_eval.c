@@ -14,6 +14,8 @@
 #include "agent/config/stdlib.h"
 #include "tests/unit/config_test.h"
 
+#define RUN(c) RUN_EVAL_CASES(c)
+
 static void documented_stdlib_examples(void **state)
 {
 	static const struct ecase cases[] = {

@@ -11,6 +11,8 @@
 
 #include "tests/unit/config_test.h"
 
+#define RUN(c) RUN_EVAL_CASES(c)
+
 static void combine_maps(void **state)
 {
 	static const struct ecase cases[] = {
