@@ -1001,8 +1001,9 @@ struct cfg_value *cfg_builtin_call(struct cfg_call *c)
 	if (fn->replacement && c->ev->warn_deprecated)
 		cfg_warn(c->ev->d, c->pos, "%s is deprecated; use %s instead", fn->name, fn->replacement);
 	for (size_t i = 0; i < c->n; i++) {
-		if (c->args[i]->kind == CFG_V_UNKNOWN) {
-			/* A value only known at run time (check): the result's type is all there is. */
+		if (cfg_value_contains_unknown(c->args[i])) {
+			/* A value only known at run time (check), maybe inside a literal such as
+			 * [{"k" = discovery.relabel.x.output[0].k}]: the result's type is all there is. */
 			struct cfg_value *r = cfg_unknown(fn->result);
 			return r ? r : cfg_fn_oom(c);
 		}

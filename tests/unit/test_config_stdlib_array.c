@@ -2,7 +2,7 @@
  * the examples of Alloy's docs/sources/reference/stdlib/array.md with the results it
  * gives, the behaviour of Alloy's syntax/internal/stdlib implementation where the page
  * says nothing (unmatched objects kept once per right object, missing keys, "" group),
- * and the errors. */
+ * and the errors; values only known at run time inside literal arguments (check). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,11 +85,38 @@ static void group_by(void **state)
 	RUN(cases);
 }
 
+/* At check time a component's export is unknown; inside a literal argument or a target's
+ * label it must make the result unknown, not a type error. */
+static void exports_inside_literals_pass_check(void **state)
+{
+	static const char src[] =
+		"discovery.relabel \"a\" {\n  targets = [{\"k\" = \"v\"}]\n}\n"
+		"discovery.relabel \"b\" {\n"
+		"  targets = array.group_by([{\"k\" = discovery.relabel.a.output[0][\"k\"]}], \"k\", false)[0].items\n}\n"
+		"discovery.relabel \"c\" {\n"
+		"  targets = array.combine_maps([discovery.relabel.a.output[0]], [{\"k\" = \"v\"}], [\"k\"])\n}\n"
+		"discovery.relabel \"d\" {\n"
+		"  targets = [{\"k\" = string.join([discovery.relabel.a.output[0][\"k\"]], \",\"), "
+		"\"j\" = discovery.relabel.a.output[0][\"k\"] + \"x\"}]\n}\n";
+	int ok = 0;
+	char *diags = check_diags(src, &ok);
+
+	assert_string_equal(diags, "");
+	assert_true(ok);
+	free(diags);
+	/* A wrong literal next to an unknown is still reported when the value is known. */
+	diags = check_diags("discovery.relabel \"b\" {\n  targets = [{\"k\" = true}]\n}\n", &ok);
+	assert_false(ok);
+	assert_string_equal(diags, "2:13: targets[0][\"k\"]: expected string, got bool true");
+	free(diags);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(combine_maps),
 		cmocka_unit_test(group_by),
+		cmocka_unit_test(exports_inside_literals_pass_check),
 	};
 	return cmocka_run_group_tests_name("config_stdlib_array", tests, NULL, NULL);
 }
