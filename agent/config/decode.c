@@ -146,8 +146,9 @@ static struct cfg_value *conv_targets(struct cfg_value *v, struct cfg_pos pos, c
 		return cfg_targets(&ts);
 	if (v->kind != CFG_V_ARRAY)
 		return conv_error(d, pos, what, &cfg_t_targets, v);
+	/* A label value only known at run time (check) makes the whole list unknown. */
 	for (size_t i = 0; i < v->u.arr.n; i++)
-		if (v->u.arr.v[i]->kind == CFG_V_UNKNOWN)
+		if (cfg_value_contains_unknown(v->u.arr.v[i]))
 			return cfg_unknown(&cfg_t_targets);
 	for (size_t i = 0; i < v->u.arr.n; i++) {
 		const struct cfg_value *o = v->u.arr.v[i];
@@ -343,21 +344,6 @@ struct cfg_value *cfg_convert(const struct cfg_type *t, struct cfg_value *v, str
 
 /* ---- decoding ---- */
 
-static int contains_unknown(const struct cfg_value *v)
-{
-	if (v->kind == CFG_V_UNKNOWN)
-		return 1;
-	if (v->kind == CFG_V_ARRAY)
-		for (size_t i = 0; i < v->u.arr.n; i++)
-			if (contains_unknown(v->u.arr.v[i]))
-				return 1;
-	if (v->kind == CFG_V_OBJECT)
-		for (size_t i = 0; i < v->u.obj.n; i++)
-			if (contains_unknown(v->u.obj.v[i].val))
-				return 1;
-	return 0;
-}
-
 static int is_zero(const struct cfg_value *v)
 {
 	switch (v->kind) {
@@ -475,7 +461,7 @@ static void check_flags(const struct cfg_attr *at, struct cfg_arg *arg, struct c
 	if ((at->flags & CFG_UNSUPPORTED_IF_TRUE) && v->kind == CFG_V_BOOL && v->u.b)
 		cfg_error(d, arg->val_pos, "%s = true is not supported by nodeprof%s%s; remove it or set it to false",
 			  at->name, at->note ? ": " : "", at->note ? at->note : "");
-	if ((at->flags & CFG_UNSUPPORTED) && v->kind != CFG_V_UNKNOWN && !contains_unknown(v)) {
+	if ((at->flags & CFG_UNSUPPORTED) && v->kind != CFG_V_UNKNOWN && !cfg_value_contains_unknown(v)) {
 		int on = arg->dflt ? !cfg_value_equal(v, arg->dflt) : !is_zero(v);
 		if (on)
 			cfg_error(d, arg->val_pos, "%s = %s is not supported by nodeprof yet%s%s", at->name,
@@ -590,7 +576,7 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 			arg->val = conv;
 			arg->name_pos = st->pos;
 			arg->val_pos = vpos;
-			if (contains_unknown(conv))
+			if (cfg_value_contains_unknown(conv))
 				a->has_unknown = 1;
 			if (check_constraints(at, conv, vpos, d) == 0)
 				check_flags(at, arg, d);
@@ -698,7 +684,7 @@ int cfg_args_is_unknown(const struct cfg_args *a, const char *name)
 {
 	const struct cfg_arg *arg = find(a, name);
 
-	return arg && arg->val && contains_unknown(arg->val);
+	return arg && arg->val && cfg_value_contains_unknown(arg->val);
 }
 
 const struct cfg_value *cfg_args_get(const struct cfg_args *a, const char *name)

@@ -23,7 +23,7 @@ const char *cfg_builtin_name(const struct cfg_builtin *fn)
 
 /* ---- argument helpers ---- */
 
-static void arg_error(struct cfg_call *c, size_t i, const char *expected)
+void cfg_arg_error(struct cfg_call *c, size_t i, const char *expected)
 {
 	char what[96];
 
@@ -61,7 +61,7 @@ int cfg_arg_string(struct cfg_call *c, size_t i, const char **s, size_t *len, st
 		*len = (*tmp)->u.str.len;
 		return 0;
 	}
-	arg_error(c, i, v->kind == CFG_V_SECRET ? "string (use convert.nonsensitive to turn a secret into a string)"
+	cfg_arg_error(c, i, v->kind == CFG_V_SECRET ? "string (use convert.nonsensitive to turn a secret into a string)"
 						: "string");
 	return -1;
 }
@@ -104,7 +104,7 @@ static struct cfg_value *fn_nonsensitive(struct cfg_call *c)
 	struct cfg_value *v = c->args[0];
 
 	if (v->kind != CFG_V_SECRET && v->kind != CFG_V_STRING) {
-		arg_error(c, 0, "secret");
+		cfg_arg_error(c, 0, "secret");
 		return NULL;
 	}
 	struct cfg_value *r = cfg_string(v->u.str.s, v->u.str.len);
@@ -120,7 +120,7 @@ static struct cfg_value *fn_concat(struct cfg_call *c)
 
 	for (size_t i = 0; i < c->n; i++) {
 		if (!cfg_is_array(c->args[i])) {
-			arg_error(c, i, "array");
+			cfg_arg_error(c, i, "array");
 			return NULL;
 		}
 		total += cfg_array_len(c->args[i]);
@@ -207,7 +207,7 @@ static int list_of_strings(struct cfg_call *c, size_t i)
 	const struct cfg_value *v = c->args[i];
 
 	if (!cfg_is_array(v) || v->kind == CFG_V_TARGETS) {
-		arg_error(c, i, "list(string)");
+		cfg_arg_error(c, i, "list(string)");
 		return -1;
 	}
 	for (size_t j = 0; j < v->u.arr.n; j++) {
@@ -823,8 +823,8 @@ static const struct cfg_builtin string_fns[] = {
 
 static const struct cfg_builtin array_fns[] = {
 	FN("array.concat", fn_concat, 0, -1, NULL),
-	FN("array.combine_maps", fn_unsupported, 3, 4, NULL),
-	FN("array.group_by", fn_unsupported, 3, 3, NULL),
+	FN("array.combine_maps", cfg_fn_combine_maps, 3, 4, NULL),
+	FN("array.group_by", cfg_fn_group_by, 3, 3, NULL),
 };
 
 static const struct cfg_builtin encoding_fns[] = {
@@ -1001,8 +1001,9 @@ struct cfg_value *cfg_builtin_call(struct cfg_call *c)
 	if (fn->replacement && c->ev->warn_deprecated)
 		cfg_warn(c->ev->d, c->pos, "%s is deprecated; use %s instead", fn->name, fn->replacement);
 	for (size_t i = 0; i < c->n; i++) {
-		if (c->args[i]->kind == CFG_V_UNKNOWN) {
-			/* A value only known at run time (check): the result's type is all there is. */
+		if (cfg_value_contains_unknown(c->args[i])) {
+			/* A value only known at run time (check), maybe inside a literal such as
+			 * [{"k" = discovery.relabel.x.output[0].k}]: the result's type is all there is. */
 			struct cfg_value *r = cfg_unknown(fn->result);
 			return r ? r : cfg_fn_oom(c);
 		}

@@ -1,9 +1,12 @@
-/* Helpers shared by the standard-library source files (stdlib.c, stdlib_format.c);
+/* Helpers shared by the standard-library source files (stdlib.c, stdlib_format.c, stdlib_array.c);
  * not part of the config module's interface. */
 #ifndef NP_CONFIG_STDLIB_INTERNAL_H
 #define NP_CONFIG_STDLIB_INTERNAL_H
 
 #include "agent/config/stdlib.h"
+
+/* Reports "<fn>: argument N: expected EXPECTED, got ..." at argument i. */
+void cfg_arg_error(struct cfg_call *c, size_t i, const char *expected);
 
 /* Reports "<fn>: out of memory" and returns NULL. */
 struct cfg_value *cfg_fn_oom(struct cfg_call *c);
@@ -15,5 +18,7 @@ int cfg_arg_string(struct cfg_call *c, size_t i, const char **s, size_t *len, st
 struct cfg_value *cfg_fn_format(struct cfg_call *c);
 struct cfg_value *cfg_fn_from_json(struct cfg_call *c);
 struct cfg_value *cfg_fn_to_json(struct cfg_call *c);
+struct cfg_value *cfg_fn_combine_maps(struct cfg_call *c); /* stdlib_array.c */
+struct cfg_value *cfg_fn_group_by(struct cfg_call *c);
 
 #endif

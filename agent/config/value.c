@@ -552,6 +552,21 @@ static int labels_equal_object(const struct np_labels *ls, const struct cfg_valu
 	return 1;
 }
 
+int cfg_value_contains_unknown(const struct cfg_value *v)
+{
+	if (v->kind == CFG_V_UNKNOWN)
+		return 1;
+	if (v->kind == CFG_V_ARRAY)
+		for (size_t i = 0; i < v->u.arr.n; i++)
+			if (cfg_value_contains_unknown(v->u.arr.v[i]))
+				return 1;
+	if (v->kind == CFG_V_OBJECT)
+		for (size_t i = 0; i < v->u.obj.n; i++)
+			if (cfg_value_contains_unknown(v->u.obj.v[i].val))
+				return 1;
+	return 0;
+}
+
 int cfg_value_equal(const struct cfg_value *a, const struct cfg_value *b)
 {
 	if (a == b)

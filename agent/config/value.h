@@ -118,6 +118,9 @@ struct cfg_value *cfg_array_get(const struct cfg_value *v, size_t i);
 /* Borrowed; NULL when the key is absent or v is not an object. */
 struct cfg_value *cfg_object_get(const struct cfg_value *v, const char *key);
 
+/* An unknown value (check time) anywhere in v: in it, its array elements or object values. */
+int cfg_value_contains_unknown(const struct cfg_value *v);
+
 /* Deep equality as Alloy's `==` (3 == 3.0; arrays and objects element-wise). */
 int cfg_value_equal(const struct cfg_value *a, const struct cfg_value *b);
 

@@ -14,15 +14,8 @@ import urllib.error
 import urllib.request
 
 import np
+from np import free_port
 import promtext
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def get(port, path, method="GET", timeout=10):

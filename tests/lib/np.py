@@ -2,6 +2,7 @@
 small C workloads, temporary directories. Standard library only."""
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 
@@ -17,6 +18,13 @@ def nodeprof(*args, timeout=120, check=False, input=None, env=None):
     if check and p.returncode != 0:
         raise AssertionError(f"nodeprof {' '.join(map(str, args))} exited {p.returncode}:\n{p.stderr}")
     return p
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def tmpdir(test):

@@ -85,6 +85,23 @@ static __attribute__((unused)) char *eval_text(const char *src)
 	return np_buf_steal(&b, NULL);
 }
 
+/* A table of expressions and the text eval_text() must give for each. */
+struct ecase {
+	const char *expr, *want;
+};
+
+static __attribute__((unused)) void run_eval_cases(const struct ecase *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *got = eval_text(cases[i].expr);
+		if (strcmp(got, cases[i].want) != 0)
+			fail_msg("%s\n--- got:  %s\n--- want: %s", cases[i].expr, got, cases[i].want);
+		free(got);
+	}
+}
+
+#define RUN_EVAL_CASES(c) run_eval_cases(c, sizeof(c) / sizeof(c[0]))
+
 #define assert_text(got_expr, want)                                                                  \
 	do {                                                                                         \
 		char *got_ = (got_expr);                                                             \

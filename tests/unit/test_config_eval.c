@@ -14,21 +14,7 @@
 #include "agent/config/stdlib.h"
 #include "tests/unit/config_test.h"
 
-struct ecase {
-	const char *expr, *want;
-};
-
-static void run(const struct ecase *cases, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char *got = eval_text(cases[i].expr);
-		if (strcmp(got, cases[i].want) != 0)
-			fail_msg("%s\n--- got:  %s\n--- want: %s", cases[i].expr, got, cases[i].want);
-		free(got);
-	}
-}
-
-#define RUN(c) run(c, sizeof(c) / sizeof(c[0]))
+#define RUN(c) RUN_EVAL_CASES(c)
 
 static void documented_stdlib_examples(void **state)
 {
@@ -171,7 +157,6 @@ static void errors_point_at_the_operand(void **state)
 					     "file (line 1, column 1)" },
 		{ "json_path(\"{}\", \"$\")", "error: 1:1: json_path is not supported by nodeprof" },
 		{ "encoding.from_yaml(\"a: 1\")", "error: 1:1: encoding.from_yaml is not supported by nodeprof" },
-		{ "array.group_by([], \"k\", true)", "error: 1:1: array.group_by is not supported by nodeprof" },
 	};
 	RUN(cases);
 }
