@@ -14,6 +14,7 @@
 #include "agent/cmd/run_default.h"
 #include "agent/config/controller.h"
 #include "agent/config/graph.h"
+#include "agent/config/types/types.h"
 #include "agent/http/server.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_metrics.h"
@@ -397,6 +398,11 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	cfg_diags_free(&d);
+	if (cfg_logging_apply_early(checked, &err)) {
+		fprintf(stderr, "nodeprof run: %s\n", err.msg);
+		cfg_graph_free(checked);
+		return 1;
+	}
 
 	struct cfg_controller_opts copts = { .command = "nodeprof run" };
 	if (cfg_controller_new(&copts, &a.ctl, &err)) {
