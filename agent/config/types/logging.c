@@ -1,7 +1,8 @@
 /* logging { level, format, destination, write_to }: Alloy's top-level logging block
  * (internal/runtime/logging/options.go). The level and the format (logfmt or json,
- * see agent/util/log.h) apply to every log line of the process; "" means the
- * default for both, as in Alloy. Logs go to stderr, Alloy's destination outside a
+ * see agent/util/log.h) apply to every log line of the process, from the first line
+ * of `nodeprof run` (cfg_logging_apply_early); "" means the default for both, as in
+ * Alloy. Logs go to stderr, Alloy's destination outside a
  * Windows service; write_to (teeing logs to loki components) is not supported. */
 #include <string.h>
 
@@ -65,11 +66,13 @@ static int update(void *state, const struct cfg_args *args, struct np_err *err)
 	return apply(args, err);
 }
 
+/* The level goes back to its default; the format stays: the stream keeps one format
+ * for the life of the process (a log shipper parses one), and the controller's own
+ * "component stopped" line for this block, at shutdown, comes after this. */
 static void stop(void *state)
 {
 	(void)state;
 	np_log_set_level(NP_INFO);
-	np_log_set_format(NP_LOG_LOGFMT);
 }
 
 static const struct cfg_component_ops ops = { start, update, stop };
