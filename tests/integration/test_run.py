@@ -72,33 +72,6 @@ pyroscope.ebpf "e" {
 """
 
 
-# lazy_mode: the profiler of one executable, named by its full path (no other test's
-# process can match it).
-LAZY = """discovery.process "p" {
-  refresh_interval = "1s"
-}
-discovery.relabel "r" {
-  targets = discovery.process.p.targets
-  rule {
-    source_labels = ["__meta_process_exe"]
-    regex = "%s"
-    action = "keep"
-  }
-  rule {
-    target_label = "service_name"
-    replacement = "lazy-svc"
-  }
-}
-pyroscope.ebpf "e" {
-  targets = discovery.relabel.r.output
-  forward_to = []
-  collect_interval = "2s"
-  sample_rate = 97
-  lazy_mode = true
-}
-"""
-
-
 def bpf_objects(pid):
     """(programs, maps) the process holds file descriptors of, from /proc/PID/fdinfo."""
     progs = maps = 0
@@ -288,8 +261,9 @@ class Run(unittest.TestCase):
         exe = os.path.join(np.tmpdir(self), f"lazy-{os.getpid()}-{int(time.time())}")
         shutil.copy(self.split, exe)
         cfg = os.path.join(np.tmpdir(self), "c.alloy")
-        with open(cfg, "w") as f:
-            f.write(LAZY % exe)
+        with open(cfg, "w") as f:  # the profiler of this one executable: no other test's process matches
+            f.write((RELABEL_ONLY % "lazy-svc").replace('".*/split"', f'"{exe}"')
+                    .replace("sample_rate = 97", "sample_rate = 97\n  lazy_mode = true"))
         self.assertEqual(np.nodeprof("check", cfg).stderr, "")
         p, port, log = self.start("--config", cfg)
         self.wait_ready(port)
