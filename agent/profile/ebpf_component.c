@@ -131,9 +131,9 @@ int np_ebpf_components_json(struct np_buf *out, struct np_err *err)
 			      "\"symbolized_processes\":%zu,\"symbol_lookups\":%llu,\"unresolved_frames\":%llu,"
 			      "\"pid_cache_entries\":%zu,\"pid_cache_capacity\":%zu,\"pid_cache_hits\":%llu,"
 			      "\"pid_cache_misses\":%llu,\"pid_cache_evictions\":%llu}",
-			      first ? "" : ",", ec->id, ec->lazy_waiting ? "true" : "false", ec->cfg.sample_rate, (double)ec->cfg.collect_interval_ns / 1e9,
-			      ec->cfg.targets_only ? "true" : "false", st.active_targets, st.allowed_cgroups,
-			      st.allowed_pids, (unsigned long long)st.profiles, (unsigned long long)st.profile_bytes,
+			      first ? "" : ",", ec->id, ec->lazy_waiting ? "true" : "false", ec->cfg.sample_rate,
+			      (double)ec->cfg.collect_interval_ns / 1e9, ec->cfg.targets_only ? "true" : "false",
+			      st.active_targets, st.allowed_cgroups, st.allowed_pids, (unsigned long long)st.profiles, (unsigned long long)st.profile_bytes,
 			      (unsigned long long)st.samples, (unsigned long long)st.unattributed,
 			      (unsigned long long)st.bpf_samples, (unsigned long long)st.bpf_lost,
 			      (unsigned long long)st.recovered_callers, st.symbols.cache_bytes, st.symbols.cached_files,

@@ -142,6 +142,9 @@ static void check_default(const char *where, const struct cfg_schema *s)
 {
 	for (size_t i = 0; s->attrs && s->attrs[i].name; i++) {
 		const struct cfg_attr *at = &s->attrs[i];
+		/* Their messages say why: a note is part of them. */
+		if ((at->flags & (CFG_UNSUPPORTED | CFG_WARN_AT_DEFAULT)) && !at->note)
+			fail_msg("%s: %s is unsupported or warned about, but has no note saying why", where, at->name);
 		if (!at->def)
 			continue;
 		struct cfg_arena arena = { 0 };

@@ -2,8 +2,8 @@
  * (internal/runtime/logging/options.go). The level and the format (logfmt or json,
  * see agent/util/log.h) apply to every log line of the process, from the first line
  * of `nodeprof run` (cfg_logging_apply_early); "" means the default for both, as in
- * Alloy. Logs go to stderr, Alloy's destination outside a
- * Windows service; write_to (teeing logs to loki components) is not supported. */
+ * Alloy. Logs go to stderr, Alloy's destination outside a Windows service; write_to
+ * (teeing logs to loki components) is not supported. */
 #include <string.h>
 
 #include "agent/config/graph.h"
