@@ -37,6 +37,7 @@ static const char run_usage[] =
 	"                         64MiB (the default without --config), 4MiB (the default with it); 0\n"
 	"                         turns the UI's store off\n"
 	"  --log-level LEVEL      debug, info (default), warn or error; logs are logfmt lines on stderr\n"
+	"                         (JSON objects with the configuration's logging { format = \"json\" })\n"
 	"  --print-default-config print the embedded default configuration and exit\n"
 	"  -h, --help             this help\n"
 	"\n"
