@@ -14,6 +14,7 @@
 #include "agent/cmd/run_default.h"
 #include "agent/config/controller.h"
 #include "agent/config/graph.h"
+#include "agent/config/types/types.h"
 #include "agent/http/server.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_metrics.h"
@@ -36,6 +37,7 @@ static const char run_usage[] =
 	"                         64MiB (the default without --config), 4MiB (the default with it); 0\n"
 	"                         turns the UI's store off\n"
 	"  --log-level LEVEL      debug, info (default), warn or error; logs are logfmt lines on stderr\n"
+	"                         (JSON objects with the configuration's logging { format = \"json\" })\n"
 	"  --print-default-config print the embedded default configuration and exit\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -397,6 +399,11 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	cfg_diags_free(&d);
+	if (cfg_logging_apply_early(checked, &err)) {
+		fprintf(stderr, "nodeprof run: %s\n", err.msg);
+		cfg_graph_free(checked);
+		return 1;
+	}
 
 	struct cfg_controller_opts copts = { .command = "nodeprof run" };
 	if (cfg_controller_new(&copts, &a.ctl, &err)) {

@@ -445,6 +445,29 @@ static size_t check_constraints(const struct cfg_attr *at, const struct cfg_valu
 	return d->n_errors - errors;
 }
 
+/* Whether v is the attribute's default: equal to it (durations by length, so that
+ * "2m" is "120s"), or, without a default, the type's zero value. An enumeration
+ * that lists "" takes it as its default, as Alloy's text enums (CommMode, the log
+ * level and format) do. */
+static int is_default(const struct cfg_attr *at, const struct cfg_arg *arg)
+{
+	const struct cfg_value *v = arg->val;
+
+	if (!arg->dflt)
+		return is_zero(v);
+	if (at->one_of && v->kind == CFG_V_STRING && v->u.str.len == 0)
+		for (size_t i = 0; at->one_of[i]; i++)
+			if (!at->one_of[i][0])
+				return 1;
+	if (at->type->kind == CFG_T_DURATION && v->kind == CFG_V_STRING && arg->dflt->kind == CFG_V_STRING) {
+		int64_t a, b;
+		struct np_err err;
+		return np_duration_parse(v->u.str.s, &a, &err) == 0 && np_duration_parse(arg->dflt->u.str.s, &b, &err) == 0 &&
+		       a == b;
+	}
+	return cfg_value_equal(v, arg->dflt);
+}
+
 static void check_flags(const struct cfg_attr *at, struct cfg_arg *arg, struct cfg_diags *d)
 {
 	const struct cfg_value *v = arg->val;
@@ -453,19 +476,46 @@ static void check_flags(const struct cfg_attr *at, struct cfg_arg *arg, struct c
 	if (at->flags & CFG_DEPRECATED)
 		cfg_warn(d, arg->name_pos, "%s is deprecated and has no effect%s%s; remove it", at->name,
 			 at->note ? ": " : "", at->note ? at->note : "");
-	/* Only Alloy's deprecated no-ops are accepted and ignored; anything else nodeprof
+	/* Only Alloy's deprecated no-ops are accepted and ignored; any other value nodeprof
 	 * cannot honour is an error, so that no setting silently does nothing. */
-	if (at->flags & CFG_UNSUPPORTED_ANY)
-		cfg_error(d, arg->name_pos, "%s is not supported by nodeprof%s%s; remove it", at->name,
-			  at->note ? ": " : "", at->note ? at->note : "");
-	if ((at->flags & CFG_UNSUPPORTED_IF_TRUE) && v->kind == CFG_V_BOOL && v->u.b)
-		cfg_error(d, arg->val_pos, "%s = true is not supported by nodeprof%s%s; remove it or set it to false",
-			  at->name, at->note ? ": " : "", at->note ? at->note : "");
-	if ((at->flags & CFG_UNSUPPORTED) && v->kind != CFG_V_UNKNOWN && !cfg_value_contains_unknown(v)) {
-		int on = arg->dflt ? !cfg_value_equal(v, arg->dflt) : !is_zero(v);
-		if (on)
-			cfg_error(d, arg->val_pos, "%s = %s is not supported by nodeprof yet%s%s", at->name,
-				  cfg_value_brief(v, brief, sizeof(brief)), at->note ? ": " : "", at->note ? at->note : "");
+	if ((at->flags & CFG_UNSUPPORTED) && v->kind != CFG_V_UNKNOWN && !cfg_value_contains_unknown(v) && !is_default(at, arg))
+		cfg_error(d, arg->val_pos, "%s = %s is not supported by nodeprof yet%s%s", at->name,
+			  cfg_value_brief(v, brief, sizeof(brief)), at->note ? ": " : "", at->note ? at->note : "");
+}
+
+static int warns_at_default(const struct cfg_schema *s, const struct cfg_args *a, size_t k)
+{
+	const struct cfg_arg *x = &a->attrs[k];
+
+	return (s->attrs[k].flags & CFG_WARN_AT_DEFAULT) && x->val && !cfg_value_contains_unknown(x->val) &&
+	       is_default(&s->attrs[k], x);
+}
+
+/* One warning per distinct note of the CFG_WARN_AT_DEFAULT attributes written with
+ * their default, naming them all, at the first of them: Grafana's chart writes the
+ * seven unwinder switches, and seven copies of one sentence help nobody. */
+static void warn_at_defaults(const struct cfg_schema *s, const struct cfg_args *a, struct cfg_diags *d)
+{
+	size_t na = cfg_schema_n_attrs(s);
+
+	for (size_t i = 0; i < na; i++) {
+		const char *note = s->attrs[i].note;
+		struct np_buf names = NP_BUF_INIT;
+		char brief[96];
+		int earlier = 0;
+
+		if (!warns_at_default(s, a, i))
+			continue;
+		for (size_t k = 0; k < i && !earlier; k++)
+			earlier = warns_at_default(s, a, k) && strcmp(s->attrs[k].note, note) == 0;
+		if (earlier)
+			continue;
+		for (size_t k = i; k < na; k++)
+			if (warns_at_default(s, a, k) && strcmp(s->attrs[k].note, note) == 0)
+				np_buf_printf(&names, "%s%s", names.len ? ", " : "", s->attrs[k].name);
+		cfg_warn(d, a->attrs[i].name_pos, "%s = %s: %s", names.p ? names.p : s->attrs[i].name,
+			 cfg_value_brief(a->attrs[i].val, brief, sizeof(brief)), note);
+		np_buf_free(&names);
 	}
 }
 
@@ -626,6 +676,7 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 	for (size_t i = 0; i < nb; i++)
 		if ((s->blocks[i].flags & CFG_REQUIRED) && a->blocks[i].n == 0)
 			cfg_error(d, pos, "missing required block \"%s\" in %s", s->blocks[i].name, what);
+	warn_at_defaults(s, a, d);
 	if (d->n_errors == errors && s->validate)
 		s->validate(a, d);
 	if (d->n_errors != errors) {

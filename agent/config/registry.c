@@ -9,8 +9,8 @@
 
 static const struct cfg_component_type *const builtin[] = {
 	&cfg_type_discovery_docker,  &cfg_type_discovery_kubernetes, &cfg_type_discovery_process,
-	&cfg_type_discovery_relabel, &cfg_type_logging,		     &cfg_type_pyroscope_ebpf,
-	&cfg_type_pyroscope_write,
+	&cfg_type_discovery_relabel, &cfg_type_livedebugging,	     &cfg_type_logging,
+	&cfg_type_pyroscope_ebpf,    &cfg_type_pyroscope_write,
 };
 
 #define N_BUILTIN (sizeof(builtin) / sizeof(builtin[0]))

@@ -45,15 +45,24 @@ extern const struct cfg_type cfg_t_any, cfg_t_string, cfg_t_bool, cfg_t_int, cfg
 
 const char *cfg_type_name(const struct cfg_type *t);
 
-/* Attribute flags. */
+/* Attribute flags.
+ *
+ * A setting whose value is Alloy's default is never an error: Alloy's own
+ * configurations (and Grafana's Helm charts) write defaults out. So "not supported"
+ * is always relative to the default: CFG_UNSUPPORTED refuses only other values. */
 enum {
 	CFG_REQUIRED = 1 << 0,
 	CFG_RANGE = 1 << 1,	     /* numbers: min <= v <= max; durations: in seconds */
 	CFG_MIN_EXCLUSIVE = 1 << 2,  /* with CFG_RANGE: v > min */
 	CFG_DEPRECATED = 1 << 3,     /* accepted with a warning: "deprecated and has no effect" */
-	CFG_UNSUPPORTED_ANY = 1 << 4,	     /* any use is an error naming `note` (a knob of something nodeprof lacks) */
-	CFG_UNSUPPORTED_IF_TRUE = 1 << 5, /* bool: error when explicitly true (a default-on feature nodeprof lacks) */
-	CFG_UNSUPPORTED = 1 << 6,    /* error when set to anything but its default / off value */
+	/* Accepted at any value; when written with its default, which nodeprof does not
+	 * honour the way Alloy does (an unwinder it lacks), a warning naming `note`.
+	 * Attributes of one block that share a note share one warning. */
+	CFG_WARN_AT_DEFAULT = 1 << 4,
+	/* An error naming `note` unless the value equals the default (without one: the
+	 * type's zero value); an enumeration whose one_of lists "" takes "" as the default,
+	 * as Alloy's text enums do. For a feature nodeprof lacks. */
+	CFG_UNSUPPORTED = 1 << 6,
 	CFG_NON_EMPTY = 1 << 7,	     /* strings: "" is an error */
 	CFG_REPEATABLE = 1 << 8,     /* blocks: may appear more than once */
 };

@@ -4,7 +4,13 @@
  * receivers are handed to the running engine; a change of sample_rate,
  * collect_interval, demangle, kernel_frames, targets_only, verbose_mode or
  * container_id_cache_size restarts it (most of those shape the BPF maps and the
- * caches; a restart flushes the current interval first, so nothing is lost). */
+ * caches; a restart flushes the current interval first, so nothing is lost).
+ *
+ * lazy_mode, as in Alloy (ebpf_linux.go Run/waitForTargets): while the targets list
+ * is empty no engine exists, so no BPF program is loaded and nothing is attached;
+ * the first update with targets starts it, and it then runs until the component
+ * stops, even when the targets go away again (Alloy never goes back to waiting
+ * either). A waiting component is running and healthy: it does what it was told. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +19,7 @@
 #include "agent/config/types/types.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_profiler.h"
+#include "agent/util/log.h"
 
 #define MAX_RECEIVERS 64
 
@@ -30,6 +37,7 @@ struct ebpf_component {
 	struct cfg_component *c;
 	struct np_ebpf_profiler *engine;
 	struct np_ebpf_config cfg; /* as started; name points into id */
+	int lazy_waiting;	   /* lazy_mode and no targets yet: engine is NULL */
 	char id[256];
 	struct ebpf_component *next; /* in the list of running components */
 };
@@ -67,6 +75,9 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
 	pthread_mutex_lock(&running_mu);
 	for (struct ebpf_component *ec = running; ec; ec = ec->next) {
 		struct np_ebpf_stats st;
+		n++;
+		if (!ec->engine)
+			continue; /* lazy_mode, waiting: nothing loaded, nothing counted */
 		np_ebpf_profiler_get_stats(ec->engine, &st);
 		sum->profiles += st.profiles;
 		sum->profile_bytes += st.profile_bytes;
@@ -96,7 +107,6 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
 		sum->pid_cache.hits += st.pid_cache.hits;
 		sum->pid_cache.misses += st.pid_cache.misses;
 		sum->pid_cache.evictions += st.pid_cache.evictions;
-		n++;
 	}
 	pthread_mutex_unlock(&running_mu);
 	return n;
@@ -109,10 +119,11 @@ int np_ebpf_components_json(struct np_buf *out, struct np_err *err)
 	np_buf_putc(out, '[');
 	pthread_mutex_lock(&running_mu);
 	for (struct ebpf_component *ec = running; ec; ec = ec->next) {
-		struct np_ebpf_stats st;
-		np_ebpf_profiler_get_stats(ec->engine, &st);
+		struct np_ebpf_stats st = { 0 };
+		if (ec->engine)
+			np_ebpf_profiler_get_stats(ec->engine, &st);
 		np_buf_printf(out,
-			      "%s{\"component\":\"%s\",\"sample_rate\":%u,\"collect_interval_s\":%.3f,"
+			      "%s{\"component\":\"%s\",\"lazy_waiting\":%s,\"sample_rate\":%u,\"collect_interval_s\":%.3f,"
 			      "\"targets_only\":%s,\"active_targets\":%zu,\"allowed_cgroups\":%zu,\"allowed_pids\":%zu,"
 			      "\"profiles\":%llu,\"profile_bytes\":%llu,\"samples\":%llu,\"unattributed_samples\":%llu,"
 			      "\"bpf_samples\":%llu,\"bpf_lost\":%llu,\"recovered_leaf_callers\":%llu,"
@@ -120,9 +131,9 @@ int np_ebpf_components_json(struct np_buf *out, struct np_err *err)
 			      "\"symbolized_processes\":%zu,\"symbol_lookups\":%llu,\"unresolved_frames\":%llu,"
 			      "\"pid_cache_entries\":%zu,\"pid_cache_capacity\":%zu,\"pid_cache_hits\":%llu,"
 			      "\"pid_cache_misses\":%llu,\"pid_cache_evictions\":%llu}",
-			      first ? "" : ",", ec->id, ec->cfg.sample_rate, (double)ec->cfg.collect_interval_ns / 1e9,
-			      ec->cfg.targets_only ? "true" : "false", st.active_targets, st.allowed_cgroups,
-			      st.allowed_pids, (unsigned long long)st.profiles, (unsigned long long)st.profile_bytes,
+			      first ? "" : ",", ec->id, ec->lazy_waiting ? "true" : "false", ec->cfg.sample_rate,
+			      (double)ec->cfg.collect_interval_ns / 1e9, ec->cfg.targets_only ? "true" : "false",
+			      st.active_targets, st.allowed_cgroups, st.allowed_pids, (unsigned long long)st.profiles, (unsigned long long)st.profile_bytes,
 			      (unsigned long long)st.samples, (unsigned long long)st.unattributed,
 			      (unsigned long long)st.bpf_samples, (unsigned long long)st.bpf_lost,
 			      (unsigned long long)st.recovered_callers, st.symbols.cache_bytes, st.symbols.cached_files,
@@ -198,7 +209,10 @@ static int listing_json(int (*fn)(struct np_ebpf_profiler *, struct np_buf *, st
 	pthread_mutex_lock(&running_mu);
 	for (struct ebpf_component *ec = running; ec && rc == 0; ec = ec->next) {
 		np_buf_printf(out, "%s{\"component\":\"%s\",\"entries\":", first ? "" : ",", ec->id);
-		rc = fn(ec->engine, out, err);
+		if (ec->engine)
+			rc = fn(ec->engine, out, err);
+		else
+			np_buf_puts(out, "[]");
 		np_buf_putc(out, '}');
 		first = 0;
 	}
@@ -217,6 +231,12 @@ int np_ebpf_components_symbols_json(struct np_buf *out, struct np_err *err)
 	return listing_json(np_ebpf_profiler_symbols_json, out, err);
 }
 
+/* Whether lazy_mode keeps the engine from starting with these arguments. */
+static int lazy_wait(const struct cfg_args *args)
+{
+	return cfg_args_bool(args, "lazy_mode") && cfg_args_targets(args, "targets")->n == 0;
+}
+
 static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
 {
 	struct ebpf_component *ec = calloc(1, sizeof(*ec));
@@ -225,12 +245,40 @@ static int start(struct cfg_component *c, const struct cfg_args *args, void **st
 		return np_errf(err, "out of memory");
 	ec->c = c;
 	snprintf(ec->id, sizeof(ec->id), "%s", cfg_component_id(c));
-	if (read_config(args, &ec->cfg, ec->id, err) || start_engine(ec, args, err)) {
+	if (read_config(args, &ec->cfg, ec->id, err)) {
+		free(ec);
+		return -1;
+	}
+	ec->lazy_waiting = lazy_wait(args);
+	if (ec->lazy_waiting)
+		np_log(NP_INFO, "pyroscope.ebpf", "lazy mode enabled, waiting for targets to profile", "component", ec->id,
+		       NULL);
+	else if (start_engine(ec, args, err)) {
 		free(ec);
 		return -1;
 	}
 	running_add(ec);
 	*state = ec;
+	return 0;
+}
+
+/* The first targets of a lazy component: the engine starts now. Like a restart, out
+ * of the running list while ec changes (readers take running_mu, not ec). */
+static int start_lazy(struct ebpf_component *ec, const struct np_ebpf_config *cfg, const struct cfg_args *args,
+		      struct np_err *err)
+{
+	int rc;
+
+	running_remove(ec);
+	ec->cfg = *cfg;
+	rc = start_engine(ec, args, err);
+	if (rc == 0)
+		ec->lazy_waiting = 0;
+	running_add(ec);
+	if (rc)
+		return -1;
+	np_log(NP_INFO, "pyroscope.ebpf", "targets arrived; profiler started", "component", ec->id, "targets",
+	       NP_LOG_INT(cfg_args_targets(args, "targets")->n), NULL);
 	return 0;
 }
 
@@ -244,6 +292,15 @@ static int update(void *state, const struct cfg_args *args, struct np_err *err)
 
 	if (read_config(args, &cfg, ec->id, err))
 		return -1;
+	if (ec->lazy_waiting) {
+		if (lazy_wait(args)) {
+			pthread_mutex_lock(&running_mu);
+			ec->cfg = cfg;
+			pthread_mutex_unlock(&running_mu);
+			return 0;
+		}
+		return start_lazy(ec, &cfg, args, err);
+	}
 	if (!same_engine(&cfg, &ec->cfg)) {
 		struct np_ebpf_profiler *old = ec->engine;
 		struct np_ebpf_config old_cfg = ec->cfg;

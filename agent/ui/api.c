@@ -299,7 +299,7 @@ static void *notifier(void *arg)
 		for (size_t i = 0; i < ui->nservices; i++) {
 			if (i)
 				np_buf_putc(&msg, ',');
-			np_store_json_str(&msg, ui->services[i], strlen(ui->services[i]));
+			np_buf_json_str(&msg, ui->services[i], strlen(ui->services[i]));
 		}
 		np_buf_puts(&msg, "]}");
 		ui->pending = 0;

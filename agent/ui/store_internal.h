@@ -55,9 +55,6 @@ size_t np_store_intern_bytes(const struct np_intern *t);
 size_t np_store_bytes_locked(const struct np_store *s);
 int64_t np_store_now(const struct np_store *s);
 
-/* JSON string (quoted) with control characters and invalid UTF-8 escaped. */
-void np_store_json_str(struct np_buf *out, const char *s, size_t len);
-
 /* Drops buckets outside the retention; called under the lock by adds and queries. */
 void np_store_expire_locked(struct np_store *s);
 

@@ -12,43 +12,6 @@
 #include "agent/pprof/gzip.h"
 #include "agent/ui/store_internal.h"
 
-void np_store_json_str(struct np_buf *out, const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s, *end = p + len;
-
-	np_buf_putc(out, '"');
-	while (p < end) {
-		unsigned char c = *p;
-		if (c == '"' || c == '\\') {
-			np_buf_putc(out, '\\');
-			np_buf_putc(out, (char)c);
-			p++;
-		} else if (c < 0x20) {
-			np_buf_printf(out, "\\u%04x", c);
-			p++;
-		} else if (c < 0x80) {
-			np_buf_putc(out, (char)c);
-			p++;
-		} else {
-			/* Copy valid UTF-8 sequences; anything else becomes U+FFFD. */
-			size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-			size_t ok = n && (size_t)(end - p) >= n;
-			for (size_t i = 1; ok && i < n; i++)
-				ok = (p[i] & 0xc0) == 0x80;
-			if (ok && n == 2 && c < 0xc2)
-				ok = 0; /* overlong */
-			if (ok) {
-				np_buf_append(out, p, n);
-				p += n;
-			} else {
-				np_buf_puts(out, "\\ufffd");
-				p++;
-			}
-		}
-	}
-	np_buf_putc(out, '"');
-}
-
 /* ---- aggregation ---- */
 
 struct pair {
@@ -497,7 +460,7 @@ static int emit_tree(const struct tree *t, const struct names *nm, const uint32_
 		l->first = 0;
 		const char *name = np_intern_key(&nm->ids, rank_to_name[t->name[c] - 1], NULL);
 		np_buf_puts(out, "{\"name\":");
-		np_store_json_str(out, name, strlen(name));
+		np_buf_json_str(out, name, strlen(name));
 		np_buf_printf(out, ",\"self\":%llu,\"total\":%llu,\"children\":[", (unsigned long long)t->self[c],
 			      (unsigned long long)t->total[c]);
 		st[++sp] = (struct level){ c, c + 1, 1 };
@@ -629,7 +592,7 @@ int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t
 	for (size_t i = 0; i < limit; i++) {
 		const char *name = np_intern_key(&nm.ids, rows[i].name, NULL);
 		np_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
-		np_store_json_str(out, name, strlen(name));
+		np_buf_json_str(out, name, strlen(name));
 		np_buf_printf(out, ",\"self\":%llu,\"total\":%llu}", (unsigned long long)rows[i].self,
 			      (unsigned long long)rows[i].total);
 	}
@@ -704,14 +667,14 @@ int np_store_services_json(struct np_store *s, const struct np_store_query *q_in
 		for (j = i; j < nrows && !strcmp(s->series[rows[j].series - 1].service, first->service); j++)
 			total += rows[j].total;
 		np_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
-		np_store_json_str(out, first->service, strlen(first->service));
+		np_buf_json_str(out, first->service, strlen(first->service));
 		np_buf_printf(out, ",\"total\":%llu,\"processes\":[", (unsigned long long)total);
 		for (size_t k = i; k < j; k++) {
 			const struct series *se = &s->series[rows[k].series - 1];
 			np_buf_puts(out, k > i ? ",{\"id\":" : "{\"id\":");
-			np_store_json_str(out, se->process, strlen(se->process));
+			np_buf_json_str(out, se->process, strlen(se->process));
 			np_buf_puts(out, ",\"name\":");
-			np_store_json_str(out, se->process_name, strlen(se->process_name));
+			np_buf_json_str(out, se->process_name, strlen(se->process_name));
 			np_buf_printf(out, ",\"pid\":%u,\"total\":%llu}", se->pid, (unsigned long long)rows[k].total);
 		}
 		np_buf_puts(out, "]}");

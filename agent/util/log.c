@@ -1,4 +1,4 @@
-/* logfmt logging to stderr: see log.h. */
+/* Logging to stderr, logfmt or JSON lines: see log.h. */
 #include "agent/util/log.h"
 
 #include <inttypes.h>
@@ -9,13 +9,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/util/strbuf.h"
+
 static _Atomic int current_level = NP_INFO;
+static _Atomic int current_format = NP_LOG_LOGFMT;
 
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
 void np_log_set_level(enum np_level level)
 {
 	current_level = level;
+}
+
+void np_log_set_format(enum np_log_format format)
+{
+	current_format = format;
 }
 
 enum np_level np_log_get_level(void)
@@ -74,43 +82,101 @@ static void append_value(char *line, size_t cap, size_t *len, const char *s)
 	line[*len] = '\0';
 }
 
+/* Caps each JSON value at the size of a whole logfmt line, so that a runaway value
+ * (a response body in an error) cannot make a line unbounded. */
+#define JSON_VALUE_MAX 4096
+
+static void json_pair(struct np_buf *b, const char *key, const char *val)
+{
+	size_t len = strlen(val);
+
+	np_buf_putc(b, ',');
+	np_buf_json_str(b, key, strlen(key));
+	np_buf_putc(b, ':');
+	np_buf_json_str(b, val, len < JSON_VALUE_MAX ? len : JSON_VALUE_MAX);
+}
+
+/* The key, value pairs of a call, at most max of them (a logfmt line has room for
+ * fewer); a NULL value is "". */
+static size_t take_pairs(va_list ap, const char *kv[][2], size_t max)
+{
+	size_t n = 0;
+
+	for (;;) {
+		const char *key = va_arg(ap, const char *);
+		const char *val;
+		if (!key)
+			return n;
+		val = va_arg(ap, const char *);
+		if (n < max) {
+			kv[n][0] = key;
+			kv[n][1] = val ? val : "";
+			n++;
+		}
+	}
+}
+
+/* The JSON line: built on the heap (escaping can grow a value six times); when that
+ * fails the line is replaced by one that says so, still valid JSON. */
+static void write_json(const char *ts, enum np_level level, const char *component, const char *msg,
+		       const char *kv[][2], size_t n)
+{
+	static const char oom[] = "{\"level\":\"error\",\"component\":\"log\",\"msg\":\"out of memory formatting a log "
+				  "line\"}\n";
+	struct np_buf b = NP_BUF_INIT;
+
+	np_buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\"", ts, level_names[level]);
+	json_pair(&b, "component", component);
+	json_pair(&b, "msg", msg);
+	for (size_t i = 0; i < n; i++)
+		json_pair(&b, kv[i][0], kv[i][1]);
+	np_buf_puts(&b, "}\n");
+	const char *out = b.failed ? oom : b.p;
+	size_t len = b.failed ? sizeof(oom) - 1 : b.len;
+	/* One write per line keeps concurrent threads from interleaving inside a line; when
+	 * stderr is gone there is nowhere left to say so. */
+	ssize_t written = write(STDERR_FILENO, out, len);
+	(void)written;
+	np_buf_free(&b);
+}
+
+#define MAX_PAIRS 64
+
 void np_log(enum np_level level, const char *component, const char *msg, ...)
 {
-	char line[4096];
-	size_t len = 0;
-	struct timespec ts;
+	char line[4096], ts[40];
+	const char *kv[MAX_PAIRS][2];
+	size_t len = 0, n;
+	struct timespec now;
 	struct tm tm;
 	va_list ap;
 
 	if ((int)level < current_level)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	len = strftime(line, sizeof(line), "ts=%Y-%m-%dT%H:%M:%S", &tm);
-	len += (size_t)snprintf(line + len, sizeof(line) - len, ".%03ldZ level=%s component=", ts.tv_nsec / 1000000,
-				level_names[level]);
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	len = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(ts + len, sizeof(ts) - len, ".%03ldZ", now.tv_nsec / 1000000);
+	va_start(ap, msg);
+	n = take_pairs(ap, kv, MAX_PAIRS);
+	va_end(ap);
+	if (current_format == NP_LOG_JSON) {
+		write_json(ts, level, component, msg, kv, n);
+		return;
+	}
+	len = (size_t)snprintf(line, sizeof(line), "ts=%s level=%s component=", ts, level_names[level]);
 	append_value(line, sizeof(line) - 1, &len, component);
 	len += (size_t)snprintf(line + len, sizeof(line) - len, " msg=");
 	append_value(line, sizeof(line) - 1, &len, msg);
-
-	va_start(ap, msg);
-	for (;;) {
-		const char *key = va_arg(ap, const char *);
-		const char *val;
-		if (!key)
-			break;
-		val = va_arg(ap, const char *);
-		if (len + 2 >= sizeof(line) - 1)
-			continue;
+	for (size_t i = 0; i < n && len + 2 < sizeof(line) - 1; i++) {
 		line[len++] = ' ';
 		line[len] = '\0';
-		append_value(line, sizeof(line) - 1, &len, key);
+		append_value(line, sizeof(line) - 1, &len, kv[i][0]);
 		if (len + 1 < sizeof(line) - 1)
 			line[len++] = '=';
 		line[len] = '\0';
-		append_value(line, sizeof(line) - 1, &len, val ? val : "");
+		append_value(line, sizeof(line) - 1, &len, kv[i][1]);
 	}
-	va_end(ap);
 	line[len++] = '\n';
 	/* One write per line keeps concurrent threads from interleaving inside a line. */
 	if (write(STDERR_FILENO, line, len) < 0)

@@ -1,5 +1,8 @@
-/* Logging: one logfmt line per event on stderr, e.g.
+/* Logging: one line per event on stderr, logfmt by default, e.g.
  *   ts=2026-11-22T10:00:00.123Z level=warn component=k8s msg="watch restarted" reason="410 Gone"
+ * or, in the json format (Alloy's `logging { format = "json" }`), one object per line
+ * with the same fields in the same order:
+ *   {"ts":"2026-11-22T10:00:00.123Z","level":"warn","component":"k8s","msg":"watch restarted","reason":"410 Gone"}
  *
  * Usage: np_log(NP_WARN, "k8s", "watch restarted", "reason", reason, "ns", ns, NULL);
  * The variable part is a NULL-terminated list of key, value string pairs; values are
@@ -11,6 +14,9 @@
 #include <stdint.h>
 
 enum np_level { NP_DEBUG = 0, NP_INFO = 1, NP_WARN = 2, NP_ERROR = 3 };
+enum np_log_format { NP_LOG_LOGFMT = 0, NP_LOG_JSON = 1 };
+
+void np_log_set_format(enum np_log_format format);
 
 void np_log_set_level(enum np_level level);
 enum np_level np_log_get_level(void);

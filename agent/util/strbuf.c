@@ -105,6 +105,45 @@ char *np_buf_steal(struct np_buf *b, size_t *len)
 	return p;
 }
 
+void np_buf_json_str(struct np_buf *out, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	np_buf_putc(out, '"');
+	while (p < end) {
+		unsigned char c = *p;
+		if (c == '"' || c == '\\') {
+			np_buf_putc(out, '\\');
+			np_buf_putc(out, (char)c);
+			p++;
+		} else if (c < 0x20) {
+			np_buf_printf(out, "\\u%04x", c);
+			p++;
+		} else if (c < 0x80) {
+			np_buf_putc(out, (char)c);
+			p++;
+		} else {
+			/* Copy valid UTF-8 sequences; anything else becomes U+FFFD. */
+			size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+			size_t ok = n && (size_t)(end - p) >= n;
+			for (size_t i = 1; ok && i < n; i++)
+				ok = (p[i] & 0xc0) == 0x80;
+			/* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8. */
+			if (ok && ((n == 2 && c < 0xc2) || (c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) ||
+				   (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90) || c > 0xf4))
+				ok = 0;
+			if (ok) {
+				np_buf_append(out, p, n);
+				p += n;
+			} else {
+				np_buf_puts(out, "\\ufffd");
+				p++;
+			}
+		}
+	}
+	np_buf_putc(out, '"');
+}
+
 char *np_strdup_or_null(const char *s, int *failed)
 {
 	char *d;

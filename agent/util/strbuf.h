@@ -30,6 +30,10 @@ void np_buf_vprintf(struct np_buf *b, const char *fmt, va_list ap) NP_PRINTF(2, 
 /* Hands the contents to the caller (who frees them) and empties the buffer. */
 char *np_buf_steal(struct np_buf *b, size_t *len);
 
+/* Appends s[0..len) as a quoted JSON string: quotes, backslashes and control
+ * characters escaped, invalid UTF-8 replaced by U+FFFD (JSON must be UTF-8). */
+void np_buf_json_str(struct np_buf *b, const char *s, size_t len);
+
 /* strdup for copying optional settings: NULL stays NULL, and a failed copy sets *failed
  * (so that a run of copies is checked once). The caller frees the result. */
 char *np_strdup_or_null(const char *s, int *failed);

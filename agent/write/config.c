@@ -293,7 +293,7 @@ static int check_tls(const struct np_write_tls *t, struct np_err *err)
 	return 0;
 }
 
-static int check_url(const char *url, const char *arg, int proxy, struct np_err *err)
+int np_write_check_url(const char *url, const char *arg, int proxy, struct np_err *err)
 {
 	CURLU *u = curl_url();
 	char *scheme = NULL, *host = NULL, *query = NULL, *fragment = NULL;
@@ -333,10 +333,8 @@ static int check_endpoint(const struct np_write_endpoint *ep, struct np_err *err
 {
 	int auths = 0;
 
-	if (!set(ep->url))
-		return np_errf(err, "url is required");
-	if (check_url(ep->url, "url", 0, err))
-		return -1;
+	/* The URL is not checked here: Alloy loads any string (an unset env() gives ""),
+	 * and every push to such an endpoint fails instead (http.c). */
 	if (ep->remote_timeout_ns <= 0)
 		return np_errf(err, "remote_timeout must be positive");
 	if (ep->debug_info_upload_timeout_ns < 0)
@@ -393,7 +391,7 @@ static int check_endpoint(const struct np_write_endpoint *ep, struct np_err *err
 		return np_errf(err, "if proxy_from_environment is configured, no_proxy must not be configured");
 	if (set(ep->no_proxy) && !set(ep->proxy_url))
 		return np_errf(err, "if no_proxy is configured, proxy_url must also be configured");
-	if (set(ep->proxy_url) && check_url(ep->proxy_url, "proxy_url", 1, err))
+	if (set(ep->proxy_url) && np_write_check_url(ep->proxy_url, "proxy_url", 1, err))
 		return -1;
 
 	if (check_headers(&ep->headers, "headers", 0, auths > 0, err) ||

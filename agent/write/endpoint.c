@@ -34,7 +34,7 @@ void np_push_req_release(struct np_push_req *req)
 char *np_endpoint_key(const struct np_write_endpoint *cfg)
 {
 	const char *kind = cfg->name && *cfg->name ? "name:" : "url:";
-	const char *id = cfg->name && *cfg->name ? cfg->name : cfg->url;
+	const char *id = cfg->name && *cfg->name ? cfg->name : cfg->url ? cfg->url : "";
 	size_t len = strlen(kind) + strlen(id) + 1;
 	char *key = malloc(len);
 

@@ -552,6 +552,23 @@ void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint 
 		free(resp);
 		return;
 	}
+	/* Alloy loads any url (an unset env() gives ""); such an endpoint fails every push,
+	 * at once and without retries: no attempt can succeed until the file changes. */
+	{
+		const char *url = ep->url ? ep->url : "";
+		int named = ep->name && *ep->name;
+		char shown[256], what[400];
+		struct np_err uerr;
+		np_write_redact_url(url, shown, sizeof(shown));
+		snprintf(what, sizeof(what), "endpoint%s%s%s url \"%s\"", named ? " \"" : "", named ? ep->name : "",
+			 named ? "\"" : "", shown);
+		if (np_write_check_url(url, what, 0, &uerr)) {
+			r->transport_error = CURLE_URL_MALFORMAT;
+			snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(r->message) - 1, uerr.msg);
+			free(resp);
+			return;
+		}
+	}
 	curl_easy_reset(h->easy);
 	if (configure(h->easy, &a, ep, body, len, timeout_ns, resp, r->message, sizeof(r->message))) {
 		r->local_error = 1;

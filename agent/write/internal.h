@@ -30,6 +30,9 @@ const char *np_write_auth_type(const struct np_write_authorization *a, char buf[
  * the `endpoint` metric label. */
 void np_write_redact_url(const char *url, char *buf, size_t cap);
 void np_write_endpoint_label(const struct np_write_endpoint *ep, char *buf, size_t cap);
+/* An endpoint (proxy: a proxy) URL curl can use: scheme http or https (a proxy also
+ * socks5), a host, no query or fragment. The error names `arg`. */
+NP_MUST_CHECK int np_write_check_url(const char *url, const char *arg, int proxy, struct np_err *err);
 
 /* ---- labels (push_labels.c) ---- */
 

@@ -1,6 +1,7 @@
 """Integration tests of the configuration commands through the real binary:
 `nodeprof check`, `nodeprof run --config` (start, SIGHUP reload, invalid reload kept
 out, shutdown) and `nodeprof tools targets`."""
+import json
 import os
 import re
 import signal
@@ -77,7 +78,8 @@ pyroscope.write "w" { }
             '15:17: sample_rate: expected number, got string "abc"',
             '16:14: demangle: invalid value "ful"; did you mean "full"?',
             '17:3: warning: cache_rounds is deprecated and has no effect; remove it',
-            '22:11: url: "pyroscope:4040" must start with http:// or https://',
+            '22:11: warning: url: "pyroscope:4040" must start with http:// or https://; every push to this endpoint '
+            'will fail',
             '25:17: component "pyroscope.write.w" is already defined at %s:20:1' % path,
         ]
         lines = p.stderr.splitlines()
@@ -122,6 +124,104 @@ pyroscope.write "w" { }
         p = nodeprof("check", path, env=env)
         self.assertEqual(p.returncode, 1)
         self.assertIn(f'{path}:2:10: host: "/run/docker.sock" is not a URL', p.stderr)
+
+
+    def test_alloy_defaults_written_out_pass(self):
+        """Grafana's k8s-monitoring chart writes every unwinder switch as true (Alloy's
+        default): check passes with exactly one warning, naming what nodeprof does instead.
+        Alloy's livedebugging block, json logs and an unset env() URL load as in Alloy."""
+        d = tmpdir(self)
+        path = write(os.path.join(d, "k8s-monitoring.alloy"), K8S_MONITORING_EBPF)
+        p = nodeprof("check", path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr.splitlines(), [
+            f"{path}:19:3: warning: python_enabled, perl_enabled, php_enabled, hotspot_enabled, ruby_enabled, "
+            "v8_enabled, dotnet_enabled = true: nodeprof has no interpreter unwinders yet; it profiles these "
+            "processes as native code (the runtime's own frames) and names JIT code from perf map files "
+            "(/tmp/perf-PID.map: node --perf-basic-prof, python -X perf, a JVM perf map agent)"])
+
+        path = write(os.path.join(d, "scenario.alloy"), """livedebugging {
+  enabled = true
+}
+logging {
+  level  = "debug"
+  format = "json"
+}
+pyroscope.write "backend" {
+  endpoint {
+    url = env("NODEPROF_TEST_SURELY_UNSET")
+  }
+}
+""")
+        env = {k: v for k, v in os.environ.items() if k != "NODEPROF_TEST_SURELY_UNSET"}
+        p = nodeprof("check", path, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, f"{path}: OK: 3 components: livedebugging, logging, pyroscope.write.backend\n")
+        warnings = p.stderr.splitlines()
+        self.assertEqual(len(warnings), 3, p.stderr)
+        self.assertTrue(warnings[0].startswith(f"{path}:2:3: warning: livedebugging: nodeprof has no live debugging"))
+        self.assertEqual(warnings[1], f"{path}:10:11: warning: env is deprecated; use sys.env instead")
+        self.assertTrue(warnings[2].startswith(f"{path}:10:11: warning: url is empty"), warnings[2])
+
+    def test_what_nodeprof_lacks_is_refused_off_default(self):
+        d = tmpdir(self)
+        path = write(os.path.join(d, "off.alloy"), """pyroscope.ebpf "e" {
+  forward_to = []
+  go_enabled = false
+  off_cpu_threshold = 0.5
+  debug_info {
+    upload = true
+  }
+}
+""")
+        p = nodeprof("check", path)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr.splitlines(), [
+            f"{path}:3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized "
+            "from their .gopclntab",
+            f"{path}:4:23: off_cpu_threshold = 0.5 is not supported by nodeprof yet: off-CPU profiling is not "
+            "implemented",
+            f"{path}:6:14: upload = true is not supported by nodeprof yet: debug info upload is not implemented"])
+
+
+# The profiling feature of Grafana's k8s-monitoring chart, rendered with its default values.
+K8S_MONITORING_EBPF = """discovery.kubernetes "ebpf_pods" {
+  role = "pod"
+  selectors {
+    role  = "pod"
+    field = "spec.nodeName=" + sys.env("HOSTNAME")
+  }
+}
+discovery.relabel "ebpf_pods" {
+  targets = discovery.kubernetes.ebpf_pods.targets
+  rule {
+    source_labels = ["__meta_kubernetes_pod_phase"]
+    regex         = "Succeeded|Failed|Completed"
+    action        = "drop"
+  }
+}
+pyroscope.ebpf "ebpf_pods" {
+  targets = discovery.relabel.ebpf_pods.output
+  demangle = "none"
+  python_enabled = true
+  hotspot_enabled = true
+  v8_enabled = true
+  ruby_enabled = true
+  php_enabled = true
+  perl_enabled = true
+  dotnet_enabled = true
+  forward_to = [pyroscope.write.profiles_service.receiver]
+}
+pyroscope.write "profiles_service" {
+  endpoint {
+    url = "http://pyroscope.pyroscope.svc:4040"
+    headers = {}
+  }
+  external_labels = {
+    cluster = "k8s",
+  }
+}
+"""
 
 
 RELABEL_CHAIN = """logging {
@@ -241,6 +341,55 @@ class Run(unittest.TestCase):
         self.assertEqual(p.returncode, 0)
         self.assertIn('msg="shutting down" signal=SIGTERM', err)
         self.assertIn('msg="component stopped" component=discovery.relabel.a', err)
+
+    def test_json_logs(self):
+        """logging { format = "json" }: every stderr line is one JSON object with logfmt's
+        fields in logfmt's order, from the first line to the last, through a reload that
+        logs an error with quotes, a newline, a tab and non-ASCII text (invalid UTF-8 in
+        values: tests/unit/test_util.c)."""
+        d = tmpdir(self)
+        cfg = RELABEL_CHAIN.replace('level = "debug"', 'level = "debug"\n  format = "json"')
+        path = write(os.path.join(d, "run.alloy"), cfg)
+        p = subprocess.Popen([NODEPROF, "run", "--config", path, "--http-listen", "127.0.0.1:0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=dict(os.environ, NODEPROF_TEST_SUFFIX="x"))
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        deadline, raw = time.time() + 10, []
+        while time.time() < deadline:
+            line = p.stderr.readline()
+            self.assertTrue(line, b"".join(raw))
+            raw.append(line)
+            if b'"nodeprof started"' in line:
+                break
+        # A valid change (components updated: debug lines), then an invalid one.
+        write(path, cfg.replace('"job" = "batch"}]', '"job" = "batch"}, {"__address__" = "10.0.0.3:80"}]'))
+        p.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        with open(path, "wb") as f:
+            f.write(cfg.replace('regex = "batch"', 'regex = "(batch\\n\\t\\"é"').encode())
+        p.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=10)
+        self.assertEqual(p.returncode, 0, err)
+        raw.extend(err.splitlines(keepends=True))
+        objs = []
+        for line in raw:
+            self.assertTrue(line.endswith(b"\n"), line)
+            obj = json.loads(line.decode("utf-8"))  # strict: invalid UTF-8 would raise
+            self.assertIsInstance(obj, dict, line)
+            self.assertEqual(list(obj)[:4], ["ts", "level", "component", "msg"], line)
+            self.assertRegex(obj["ts"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            self.assertIn(obj["level"], ("debug", "info", "warn", "error"))
+            objs.append(obj)
+        msgs = [o["msg"] for o in objs]
+        self.assertIn("nodeprof started", msgs)
+        self.assertIn("component started", msgs)
+        self.assertTrue(any(o["level"] == "debug" for o in objs), msgs)  # the level applies too
+        self.assertIn("component updated", msgs)
+        failed = [o["err"] for o in objs if o["msg"] == "reload failed; the running configuration stays"]
+        self.assertIn(f'{path}:10:13: error parsing regexp: missing closing ): `^(?s:(batch\n\t"é)$`', failed)
+        self.assertEqual(objs[-1]["msg"], "component stopped")
 
     def test_sigint_stops(self):
         d = tmpdir(self)

@@ -65,6 +65,21 @@ pyroscope.ebpf "e" {
 """
 
 
+def bpf_objects(pid):
+    """(programs, maps) the process holds file descriptors of, from /proc/PID/fdinfo."""
+    progs = maps = 0
+    d = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(d):
+        try:
+            with open(os.path.join(d, fd)) as f:
+                info = f.read()
+        except OSError:
+            continue  # closed meanwhile
+        progs += "\nprog_type:" in "\n" + info
+        maps += "\nmap_type:" in "\n" + info
+    return progs, maps
+
+
 class Run(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -231,6 +246,70 @@ class Run(unittest.TestCase):
         self.assertEqual(status, 503)
         self.assertIn("discovery.docker.d", body)
         self.assertTrue(wait_pprofs(port, "svc"))
+
+    def test_lazy_mode_loads_bpf_with_the_first_target(self):
+        """lazy_mode = true, as Alloy documents it: no BPF program or map is loaded while
+        there are no targets; the first target loads them and profiles follow. The agent
+        is ready meanwhile (its profiler does what it was told: wait)."""
+        exe = os.path.join(np.tmpdir(self), f"lazy-{os.getpid()}-{int(time.time())}")
+        shutil.copy(self.split, exe)
+        cfg = os.path.join(np.tmpdir(self), "c.alloy")
+        with open(cfg, "w") as f:  # the profiler of this one executable: no other test's process matches
+            f.write((RELABEL_ONLY % "lazy-svc").replace('".*/split"', f'"{exe}"')
+                    .replace("sample_rate = 97", "sample_rate = 97\n  lazy_mode = true"))
+        self.assertEqual(np.nodeprof("check", cfg).stderr, "")
+        p, port, log = self.start("--config", cfg)
+        self.wait_ready(port)
+        time.sleep(2.5)  # two discovery passes, and a collect interval
+        self.assertEqual(bpf_objects(p.pid), (0, 0))
+        prof = json.loads(get(port, "/debug/profilers?format=json")[1])[0]
+        self.assertTrue(prof["lazy_waiting"], prof)
+        fams = promtext.parse(get(port, "/metrics")[1])
+        self.assertEqual(fams["pyroscope_ebpf_profiling_sessions_total"].value() or 0, 0)
+        self.assertEqual(fams["pyroscope_ebpf_active_targets"].value() or 0, 0)
+
+        w = subprocess.Popen([exe, "60"])
+        self.addCleanup(lambda: (w.kill(), w.wait()))
+        self.assertTrue(wait_pprofs(port, "lazy-svc", timeout=30))
+        progs, maps = bpf_objects(p.pid)
+        self.assertGreater(progs, 0)
+        self.assertGreater(maps, 0)
+        prof = json.loads(get(port, "/debug/profilers?format=json")[1])[0]
+        self.assertFalse(prof["lazy_waiting"], prof)
+        fams = promtext.parse(get(port, "/metrics")[1])
+        self.assertEqual(fams["pyroscope_ebpf_profiling_sessions_total"].value(), 1)
+        log.seek(0)
+        text = log.read()
+        self.assertIn('msg="lazy mode enabled, waiting for targets to profile" component=pyroscope.ebpf.e', text)
+        self.assertIn('msg="targets arrived; profiler started" component=pyroscope.ebpf.e targets=1', text)
+
+    def test_unset_env_url_loads_and_every_push_fails(self):
+        """url = env("UNSET") loads (Alloy validates no URL at load) and `check` passes; each
+        push then fails at once, named in the log, counted as dropped."""
+        self.workload()
+        cfg = os.path.join(np.tmpdir(self), "c.alloy")
+        with open(cfg, "w") as f:
+            f.write((RELABEL_ONLY % "unset-url").replace("forward_to = []", "forward_to = [pyroscope.write.w.receiver]") +
+                    'pyroscope.write "w" {\n  endpoint {\n    url = env("NODEPROF_TEST_SURELY_UNSET")\n  }\n}\n')
+        env = {k: v for k, v in os.environ.items() if k != "NODEPROF_TEST_SURELY_UNSET"}
+        r = subprocess.run([np.NODEPROF, "check", cfg], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warning: url is empty", r.stderr)
+        _, port, log = self.start("--config", cfg)
+        self.wait_ready(port)
+        self.assertTrue(wait_pprofs(port, "unset-url"))
+        deadline, dropped = time.time() + 20, 0
+        while time.time() < deadline and not dropped:
+            fams = promtext.parse(get(port, "/metrics")[1])
+            dropped = fams["pyroscope_write_dropped_profiles_total"].value({"endpoint": ""}) or 0
+            time.sleep(0.5)
+        self.assertGreaterEqual(dropped, 1)
+        self.assertEqual(fams["pyroscope_write_sent_profiles_total"].value({"endpoint": ""}) or 0, 0)
+        self.assertEqual(fams["pyroscope_write_retries_total"].value({"endpoint": ""}) or 0, 0)
+        log.seek(0)
+        text = log.read()
+        self.assertIn('msg="push rejected; not retried" endpoint="" status=none code=none '
+                      'error="endpoint url \\"\\": not a valid URL (expected e.g. http://pyroscope:4040)"', text)
 
     def test_busy_listen_address(self):
         s = socket.socket()

@@ -142,6 +142,9 @@ static void check_default(const char *where, const struct cfg_schema *s)
 {
 	for (size_t i = 0; s->attrs && s->attrs[i].name; i++) {
 		const struct cfg_attr *at = &s->attrs[i];
+		/* Their messages say why: a note is part of them. */
+		if ((at->flags & (CFG_UNSUPPORTED | CFG_WARN_AT_DEFAULT)) && !at->note)
+			fail_msg("%s: %s is unsupported or warned about, but has no note saying why", where, at->name);
 		if (!at->def)
 			continue;
 		struct cfg_arena arena = { 0 };
@@ -334,10 +337,11 @@ static void component_errors(void **state)
 		  "= false\n  v8_enabled = true\n  symb_cache_size = 4\n}",
 		  "3:3: warning: cache_rounds is deprecated and has no effect; remove it\n"
 		  "4:3: warning: collect_kernel_profile is deprecated and has no effect: use kernel_frames; remove it\n"
-		  "6:16: v8_enabled = true is not supported by nodeprof: nodeprof has no V8 unwinder yet; such processes are "
-		  "profiled as native code; remove it or set it to false\n"
-		  "7:3: symb_cache_size is not supported by nodeprof: nodeprof keeps its symbol tables in a bounded "
-		  "in-memory cache; remove it" },
+		  "6:3: warning: v8_enabled = true: nodeprof has no interpreter unwinders yet; it profiles these processes as "
+		  "native code (the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: node "
+		  "--perf-basic-prof, python -X perf, a JVM perf map agent)\n"
+		  "7:21: symb_cache_size = 4 is not supported by nodeprof yet: nodeprof keeps its symbol tables in a bounded "
+		  "in-memory cache" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  probe_links = [\"kprobe:x\"]\n  load_probe "
 		  "= true\n  debug_info { upload = true }\n  u_probe_links = [\"x\"]\n}",
 		  "3:23: off_cpu_threshold = 0.5 is not supported by nodeprof yet: off-CPU profiling is not implemented\n"
@@ -353,10 +357,16 @@ static void component_errors(void **state)
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://a\"\n    oauth2 { client_id = \"x\" }\n  }\n}",
 		  "4:5: block \"oauth2\" is not supported by nodeprof yet: OAuth 2.0 is not implemented; use authorization, "
 		  "basic_auth or bearer_token" },
-		{ "logging {\n  level = \"verbose\"\n  format = \"json\"\n}\nlogging \"x\" {}",
-		  "2:11: level: invalid value \"verbose\"; expected \"debug\", \"info\", \"warn\" or \"error\"\n"
-		  "3:12: format = \"json\" is not supported by nodeprof yet: nodeprof writes logfmt only\n"
-		  "5:9: block \"logging\" does not support specifying labels" },
+		{ "logging {\n  level = \"verbose\"\n  format = \"xml\"\n  destination = \"windows_event_log\"\n  write_to = "
+		  "[1]\n}\nlogging \"x\" {}",
+		  "2:11: level: invalid value \"verbose\"; expected \"debug\", \"info\", \"warn\", \"error\" or \"\"\n"
+		  "3:12: format: invalid value \"xml\"; expected \"logfmt\", \"json\" or \"\"\n"
+		  "4:17: destination = \"windows_event_log\" is not supported by nodeprof yet: nodeprof runs on Linux and logs "
+		  "to stderr (Alloy, too, refuses windows_event_log outside a Windows service)\n"
+		  "5:14: write_to = [...] is not supported by nodeprof yet: there are no log receivers in nodeprof\n"
+		  "7:9: block \"logging\" does not support specifying labels" },
+		/* Alloy's defaults written out, and "" for its text enums */
+		{ "logging {\n  level = \"\"\n  format = \"json\"\n  destination = \"stderr\"\n  write_to = []\n}", "" },
 	};
 	RUN(cases);
 }
@@ -395,7 +405,14 @@ static void cross_argument_rules(void **state)
 		  "6:7: at most one of basic_auth password & password_file must be configured\n"
 		  "12:14: authorization type cannot be set to \"basic\", use \"basic_auth\" block instead" },
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"ftp://p\"\n  }\n  endpoint {\n    url = \"https://\"\n  }\n}",
-		  "3:11: url: \"ftp://p\" must start with http:// or https://\n6:11: url: \"https://\" has no host" },
+		  "3:11: warning: url: \"ftp://p\" must start with http:// or https://; every push to this endpoint will fail "
+		  "(use e.g. http://pyroscope:4040)\n"
+		  "6:11: warning: url: \"https://\" has no host; every push to this endpoint will fail (use e.g. "
+		  "http://pyroscope:4040)" },
+		/* Alloy loads any url (write.go validates none); an unset env() gives "" */
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = sys.env(\"NODEPROF_TEST_SURELY_UNSET\")\n  }\n}",
+		  "3:11: warning: url is empty (an unset environment variable?); every push to this endpoint will fail until "
+		  "it is set, e.g. to http://pyroscope:4040" },
 		{ "pyroscope.write \"w\" {\n  external_labels = { \"bad-name\" = \"x\", cluster = \"c\", \"9x\" = \"y\" }\n}",
 		  "2:21: external_labels: invalid label name \"9x\" (letters, digits, _ and ., not starting with a digit)\n"
 		  "2:21: external_labels: invalid label name \"bad-name\" (letters, digits, _ and ., not starting with a digit)" },
@@ -439,6 +456,121 @@ static void cross_argument_rules(void **state)
 
 /* Rule blocks are compiled at check time; each bad rule is reported at its
  * offending attribute. */
+/* Decodes "x {\n  NAME = DEF\n}" against s: no error may point at line 2. */
+static void default_accepted(const char *where, const struct cfg_schema *s)
+{
+	for (size_t i = 0; s->attrs && s->attrs[i].name; i++) {
+		const struct cfg_attr *at = &s->attrs[i];
+		char src[512];
+		struct cfg_diags d;
+		struct cfg_eval ev = { 0 };
+		if (!at->def)
+			continue;
+		snprintf(src, sizeof(src), "x {\n  %s = %s\n}\n", at->name, at->def);
+		cfg_diags_init(&d, "t");
+		ev.d = &d;
+		struct cfg_file *f = cfg_parse("t", src, strlen(src), &d);
+		assert_non_null(f);
+		struct cfg_args *a = cfg_decode(s, &f->body.v[0]->body, f->body.v[0]->pos, where, &ev, &d);
+		for (size_t k = 0; k < d.n; k++)
+			if (d.v[k].severity == CFG_ERROR && d.v[k].pos.line == 2)
+				fail_msg("%s: %s = %s (Alloy's default) is refused: %s", where, at->name, at->def, d.v[k].msg);
+		cfg_args_free(a);
+		cfg_file_free(f);
+		cfg_diags_free(&d);
+	}
+	for (size_t i = 0; s->blocks && s->blocks[i].name; i++)
+		if (!(s->blocks[i].flags & CFG_UNSUPPORTED))
+			default_accepted(s->blocks[i].name, s->blocks[i].schema);
+}
+
+/* A setting whose value is Alloy's default is never an error: every attribute of every
+ * registered schema, nested blocks included, written out with its declared default. */
+static void alloy_defaults_are_never_errors(void **state)
+{
+	const struct cfg_component_type *types[32];
+	size_t n = cfg_registry_list(types, 32);
+
+	for (size_t i = 0; i < n; i++)
+		default_accepted(types[i]->name, types[i]->args);
+}
+
+/* What nodeprof lacks is refused, with the why, only away from Alloy's default; equal
+ * values in another spelling ("120s" for "2m", "" for an enum's default) are the default. */
+static void unsupported_only_off_default(void **state)
+{
+	static const struct ccase cases[] = {
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  go_enabled = false\n  comm = \"label\"\n  pid_label = true\n  "
+		  "bpf_fs_root = \"/bpf\"\n  reporter_unsymbolized_stubs = true\n  symb_cache_path = \"/var/cache\"\n  debug_info {\n"
+		  "    on_target_symbolization = false\n    cache_size = 1\n    strip_text_section = true\n    queue_size = 1\n"
+		  "    worker_num = 1\n  }\n}",
+		  "3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized from their "
+		  ".gopclntab\n"
+		  "4:10: comm = \"label\" is not supported by nodeprof yet: comm labels and frames are not implemented\n"
+		  "5:15: pid_label = true is not supported by nodeprof yet: per-sample pid labels are not implemented\n"
+		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
+		  "which is not implemented\n"
+		  "7:33: reporter_unsymbolized_stubs = true is not supported by nodeprof yet: nodeprof always names "
+		  "unsymbolized frames as file+0xaddress\n"
+		  "8:21: symb_cache_path = \"/var/cache\" is not supported by nodeprof yet: nodeprof keeps its symbol tables in "
+		  "a bounded in-memory cache\n"
+		  "10:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
+		  "host\n"
+		  "11:18: cache_size = 1 is not supported by nodeprof yet: it sizes Alloy's debug info upload cache\n"
+		  "12:26: strip_text_section = true is not supported by nodeprof yet: debug info upload is not implemented\n"
+		  "13:18: queue_size = 1 is not supported by nodeprof yet: debug info upload is not implemented\n"
+		  "14:18: worker_num = 1 is not supported by nodeprof yet: debug info upload is not implemented" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    debug_info_upload_timeout = \"5m\"\n  }\n  "
+		  "endpoint {\n    url = \"http://q\"\n    debug_info_upload_timeout = \"120s\"\n  }\n}",
+		  "4:33: debug_info_upload_timeout = \"5m\" is not supported by nodeprof yet: debug info upload is not "
+		  "implemented" },
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  comm = \"\"\n  no_kernel_version_check = true\n  lazy_mode = true\n"
+		  "  obi_process_context_enabled = false\n  python_enabled = false\n  debug_info {\n    upload = false\n  }\n}",
+		  "" },
+		/* switched on by default in Alloy: accepted, one warning per sentence */
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  obi_process_context_enabled = true\n  no_kernel_version_check = "
+		  "false\n}",
+		  "3:3: warning: obi_process_context_enabled = true: nodeprof does not correlate profiles with the traces of "
+		  "OpenTelemetry eBPF Instrumentation; its profiles carry no span IDs" },
+	};
+	RUN(cases);
+}
+
+/* The eBPF block of Grafana's k8s-monitoring chart (its profiling feature, default
+ * values): every unwinder switch written as true. It passes with exactly one warning. */
+static void k8s_monitoring_ebpf_block(void **state)
+{
+	static const struct ccase cases[] = {
+		{ "discovery.relabel \"ebpf_pods\" {\n  targets = []\n}\n"
+		  "pyroscope.ebpf \"ebpf_pods\" {\n  targets = discovery.relabel.ebpf_pods.output\n  demangle = \"none\"\n"
+		  "  python_enabled = true\n  hotspot_enabled = true\n  v8_enabled = true\n  ruby_enabled = true\n"
+		  "  php_enabled = true\n  perl_enabled = true\n  dotnet_enabled = true\n  go_enabled = true\n"
+		  "  forward_to = [pyroscope.write.profiles_service.receiver]\n}\n"
+		  "pyroscope.write \"profiles_service\" {\n  endpoint {\n    url = \"http://pyroscope.pyroscope.svc:4040\"\n"
+		  "    headers = {}\n  }\n  external_labels = {\n    cluster = \"k8s\",\n  }\n}",
+		  "7:3: warning: python_enabled, perl_enabled, php_enabled, hotspot_enabled, ruby_enabled, v8_enabled, "
+		  "dotnet_enabled = true: nodeprof has no interpreter unwinders yet; it profiles these processes as native "
+		  "code (the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: node "
+		  "--perf-basic-prof, python -X perf, a JVM perf map agent)" },
+	};
+	RUN(cases);
+}
+
+/* Alloy's top-level livedebugging block: accepted, warned about when enabled. */
+static void livedebugging_block(void **state)
+{
+	static const struct ccase cases[] = {
+		{ "livedebugging {\n  enabled = true\n}",
+		  "2:3: warning: livedebugging: nodeprof has no live debugging stream of component data; its local UI (the "
+		  "--http-listen address) always shows the live flame graph of what is profiled" },
+		{ "livedebugging {\n  enabled = false\n}\n", "" },
+		{ "livedebugging { }\n", "" },
+		{ "livedebugging \"x\" { }\nlivedebugging {\n  enabled = 1\n}",
+		  "1:15: block \"livedebugging\" does not support specifying labels\n3:13: enabled: expected bool, got number 1" },
+	};
+	RUN(cases);
+}
+
 static void relabel_rules(void **state)
 {
 	static const struct ccase cases[] = {
@@ -494,7 +626,7 @@ static void references_and_structure(void **state)
 		  "2:19: component \"discovery.relabel\" must have a label, e.g. discovery.relabel \"default\" { ... }\n"
 		  "3:1: unknown component \"discovery.kubernete\"; did you mean \"discovery.kubernetes\"?\n"
 		  "4:1: component \"prometheus.scrape\" is not supported by nodeprof (supported: discovery.docker, "
-		  "discovery.kubernetes, discovery.process, discovery.relabel, logging, pyroscope.ebpf, pyroscope.write)\n"
+		  "discovery.kubernetes, discovery.process, discovery.relabel, livedebugging, logging, pyroscope.ebpf, pyroscope.write)\n"
 		  "5:1: attributes are not allowed at the top level; \"x\" must be inside a component block\n"
 		  "8:1: component \"logging\" is already defined at t:6:1\n"
 		  "11:17: component \"pyroscope.write.w\" is already defined at t:10:1" },
@@ -523,6 +655,10 @@ int main(void)
 		cmocka_unit_test(accessors),
 		cmocka_unit_test(component_errors),
 		cmocka_unit_test(cross_argument_rules),
+		cmocka_unit_test(alloy_defaults_are_never_errors),
+		cmocka_unit_test(unsupported_only_off_default),
+		cmocka_unit_test(k8s_monitoring_ebpf_block),
+		cmocka_unit_test(livedebugging_block),
 		cmocka_unit_test(relabel_rules),
 		cmocka_unit_test(references_and_structure),
 	};

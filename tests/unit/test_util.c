@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <jansson.h>
+#include <unistd.h>
 
 #include "agent/util/duration.h"
 #include "agent/util/error.h"
@@ -161,6 +163,83 @@ static void log_levels_parse(void **state)
 	assert_int_equal(np_log_parse_level("verbose", &l), -1);
 }
 
+/* JSON strings are valid UTF-8 whatever the input: invalid bytes, overlong forms,
+ * surrogates and code points past U+10FFFF become U+FFFD; valid text is kept. */
+static void json_strings_are_valid_utf8(void **state)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "a\"b\\c\n\t\x01", "\"a\\\"b\\\\c\\u000a\\u0009\\u0001\"" },
+		{ "h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5", "\"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5\"" },
+		{ "\xff\xfe", "\"\\ufffd\\ufffd\"" },
+		{ "\xc0\xaf", "\"\\ufffd\\ufffd\"" },		/* overlong '/' */
+		{ "\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\"" }, /* overlong, 3 bytes */
+		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" }, /* surrogate U+D800 */
+		{ "\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"" }, /* past U+10FFFF */
+		{ "\xe2\x82", "\"\\ufffd\\ufffd\"" },		/* cut short */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct np_buf b = NP_BUF_INIT;
+		np_buf_json_str(&b, cases[i].in, strlen(cases[i].in));
+		if (strcmp(b.p, cases[i].want) != 0)
+			fail_msg("case %zu: got %s, want %s", i, b.p, cases[i].want);
+		np_buf_free(&b);
+	}
+}
+
+/* The json log format: one object per line, logfmt's fields in logfmt's order, every
+ * line parsed by jansson (which refuses invalid UTF-8). */
+static void json_log_lines(void **state)
+{
+	char path[] = "/tmp/nodeprof-log-XXXXXX", text[65536];
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	char big[10000];
+
+	assert_true(fd >= 0 && saved >= 0);
+	unlink(path);
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	np_log_set_format(NP_LOG_JSON);
+	np_log(NP_WARN, "k8s", "watch \"restarted\"", "reason", "410\nGone \xff", "empty", NULL, NULL);
+	np_log(NP_DEBUG, "k8s", "below the level", NULL);
+	np_log(NP_ERROR, "write", "big", "body", big, NULL);
+	np_log_set_format(NP_LOG_LOGFMT);
+	np_log(NP_WARN, "k8s", "logfmt again", "k", "v w", NULL);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+	close(fd);
+	assert_true(n > 0);
+	text[n] = '\0';
+
+	char *line2 = strchr(text, '\n') + 1, *line3 = strchr(line2, '\n') + 1;
+	json_error_t jerr;
+	json_t *o = json_loadb(text, (size_t)(line2 - text), 0, &jerr);
+	if (!o)
+		fail_msg("not JSON: %s (%s)", jerr.text, text);
+	const char *keys[] = { "ts", "level", "component", "msg", "reason", "empty" };
+	size_t i = 0;
+	assert_int_equal(json_object_size(o), 6);
+	/* Key order as written: jansson keeps insertion order when iterating. */
+	for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it))
+		assert_string_equal(json_object_iter_key(it), keys[i++]);
+	assert_string_equal(json_string_value(json_object_get(o, "level")), "warn");
+	assert_string_equal(json_string_value(json_object_get(o, "msg")), "watch \"restarted\"");
+	assert_string_equal(json_string_value(json_object_get(o, "reason")), "410\nGone \xef\xbf\xbd");
+	assert_string_equal(json_string_value(json_object_get(o, "empty")), "");
+	json_decref(o);
+	/* The debug line was filtered; a long value is cut at 4096 bytes, still valid JSON. */
+	o = json_loadb(line2, (size_t)(line3 - line2), 0, &jerr);
+	if (!o)
+		fail_msg("not JSON: %s", jerr.text);
+	assert_int_equal(strlen(json_string_value(json_object_get(o, "body"))), 4096);
+	json_decref(o);
+	assert_true(strncmp(line3, "ts=", 3) == 0 && strstr(line3, "msg=\"logfmt again\" k=\"v w\"\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,7 +247,8 @@ int main(void)
 		cmocka_unit_test(hash_separates_boundaries),  cmocka_unit_test(targets_push_and_equal),
 		cmocka_unit_test(buf_grows_and_formats),      cmocka_unit_test(durations_parse_like_go),
 		cmocka_unit_test(durations_format_like_go),   cmocka_unit_test(errors_wrap_context),
-		cmocka_unit_test(log_levels_parse),
+		cmocka_unit_test(log_levels_parse),	      cmocka_unit_test(json_strings_are_valid_utf8),
+		cmocka_unit_test(json_log_lines),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }

@@ -54,10 +54,6 @@ struct bad_case {
 	void (*edit)(struct np_write_endpoint *ep);
 };
 
-static void e_no_url(struct np_write_endpoint *ep) { free(ep->url); ep->url = NULL; }
-static void e_scheme(struct np_write_endpoint *ep) { free(ep->url); ep->url = strdup("ftp://x:1"); }
-static void e_noscheme(struct np_write_endpoint *ep) { free(ep->url); ep->url = strdup("pyroscope:4040"); }
-static void e_query(struct np_write_endpoint *ep) { free(ep->url); ep->url = strdup("http://p:4040/?a=b"); }
 static void e_two_auth(struct np_write_endpoint *ep)
 {
 	ep->bearer_token = strdup("t");
@@ -140,10 +136,6 @@ static void e_timeout(struct np_write_endpoint *ep) { ep->remote_timeout_ns = 0;
 static void validation_rejects_bad_arguments(void **state)
 {
 	const struct bad_case cases[] = {
-		{ "url is required", e_no_url },
-		{ "unsupported scheme", e_scheme },
-		{ "not a valid URL", e_noscheme },
-		{ "query or fragment", e_query },
 		{ "at most one of basic_auth, authorization, oauth2", e_two_auth },
 		{ "at most one of basic_auth, authorization, oauth2", e_token_and_file },
 		{ "oauth2 is not supported", e_oauth2 },
@@ -180,6 +172,43 @@ static void validation_rejects_bad_arguments(void **state)
 			fail_msg("case %zu: the error must name the endpoint without its password: %s", i, err.msg);
 		np_write_config_free(&cfg);
 	}
+}
+
+/* Alloy loads any url (an unset env() gives ""): the configuration is valid, and every
+ * push fails at once, not retried, with a message naming the endpoint and its URL
+ * (password redacted). */
+static void bad_url_fails_each_push(void **state)
+{
+	static const struct {
+		const char *url, *name, *want;
+	} cases[] = {
+		{ NULL, NULL, "endpoint url \"\": not a valid URL (expected e.g. http://pyroscope:4040)" },
+		{ "", "primary", "endpoint \"primary\" url \"\": not a valid URL (expected e.g. http://pyroscope:4040)" },
+		{ "ftp://u:hunter2@x:1", NULL, "endpoint url \"ftp://u:xxxxx@x:1\": unsupported scheme \"ftp\" (use http or https)" },
+		{ "pyroscope:4040", NULL, "endpoint url \"pyroscope:4040\": not a valid URL" },
+		{ "http://p:4040/?a=b", NULL, "endpoint url \"http://p:4040/?a=b\": the base URL must not have a query or fragment" },
+	};
+	struct np_err err;
+	struct np_write_http *h = np_write_http_new(&err);
+
+	assert_non_null(h);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct np_write_config cfg;
+		struct np_write_endpoint *ep = one_endpoint(&cfg, "http://pyroscope:4040");
+		struct np_write_result r;
+		free(ep->url);
+		ep->url = cases[i].url ? strdup(cases[i].url) : NULL;
+		ep->name = cases[i].name ? strdup(cases[i].name) : NULL;
+		if (np_write_config_validate(&cfg, &err))
+			fail_msg("case %zu: the configuration must load, as in Alloy: %s", i, err.msg);
+		np_write_http_push(h, ep, "x", 1, NP_NSEC_PER_SEC, &r);
+		if (!strstr(r.message, cases[i].want) || strstr(r.message, "hunter2"))
+			fail_msg("case %zu: want \"%s\", got \"%s\"", i, cases[i].want, r.message);
+		assert_int_equal(r.status, 0);
+		assert_int_equal(np_write_classify(&r, 1), NP_WRITE_FAIL);
+		np_write_config_free(&cfg);
+	}
+	np_write_http_free(h);
 }
 
 static void validation_accepts_full_config(void **state)
@@ -566,6 +595,7 @@ int main(void)
 		cmocka_unit_test(defaults_match_alloy),
 		cmocka_unit_test(validation_rejects_bad_arguments),
 		cmocka_unit_test(validation_accepts_full_config),
+		cmocka_unit_test(bad_url_fails_each_push),
 		cmocka_unit_test(external_label_names_checked),
 		cmocka_unit_test(redaction),
 		cmocka_unit_test(labels_follow_alloy_rules),

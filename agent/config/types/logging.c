@@ -1,18 +1,25 @@
-/* logging { level, format }: Alloy's top-level logging block. The level applies to
- * every component's log lines; only the logfmt format exists (nodeprof's log
- * format), and write_to (forwarding logs to loki components) is not supported. */
+/* logging { level, format, destination, write_to }: Alloy's top-level logging block
+ * (internal/runtime/logging/options.go). The level and the format (logfmt or json,
+ * see agent/util/log.h) apply to every log line of the process, from the first line
+ * of `nodeprof run` (cfg_logging_apply_early); "" means the default for both, as in
+ * Alloy. Logs go to stderr, Alloy's destination outside a Windows service; write_to
+ * (teeing logs to loki components) is not supported. */
 #include <string.h>
 
+#include "agent/config/graph.h"
 #include "agent/config/types/types.h"
 #include "agent/util/log.h"
 
-static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
-static const char *const formats[] = { "logfmt", "json", NULL };
+static const char *const levels[] = { "debug", "info", "warn", "error", "", NULL };
+static const char *const formats[] = { "logfmt", "json", "", NULL };
+static const char *const destinations[] = { "stderr", "windows_event_log", NULL };
 
 static const struct cfg_attr attrs[] = {
 	CFG_A("level", &cfg_t_string, 0, "\"info\"", .one_of = levels),
-	CFG_A("format", &cfg_t_string, CFG_UNSUPPORTED, "\"logfmt\"", .one_of = formats,
-	      .note = "nodeprof writes logfmt only"),
+	CFG_A("format", &cfg_t_string, 0, "\"logfmt\"", .one_of = formats),
+	CFG_A("destination", &cfg_t_string, CFG_UNSUPPORTED, "\"stderr\"", .one_of = destinations,
+	      .note = "nodeprof runs on Linux and logs to stderr (Alloy, too, refuses windows_event_log outside a "
+		      "Windows service)"),
 	CFG_A("write_to", &cfg_t_any, CFG_UNSUPPORTED, NULL, .note = "there are no log receivers in nodeprof"),
 	CFG_END,
 };
@@ -21,11 +28,28 @@ static const struct cfg_schema schema = { attrs, NULL, NULL };
 
 static int apply(const struct cfg_args *args, struct np_err *err)
 {
+	const char *level_name = cfg_args_str(args, "level");
+	const char *format = cfg_args_str(args, "format");
 	enum np_level level;
 
-	if (np_log_parse_level(cfg_args_str(args, "level"), &level))
-		return np_errf(err, "invalid log level \"%s\"", cfg_args_str(args, "level"));
+	if (np_log_parse_level(*level_name ? level_name : "info", &level))
+		return np_errf(err, "invalid log level \"%s\"", level_name);
 	np_log_set_level(level);
+	np_log_set_format(strcmp(format, "json") == 0 ? NP_LOG_JSON : NP_LOG_LOGFMT);
+	return 0;
+}
+
+int cfg_logging_apply_early(const struct cfg_graph *g, struct np_err *err)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct cfg_args *a = g->nodes[i].args;
+		if (g->nodes[i].type != &cfg_type_logging || !a)
+			continue;
+		/* A value known only at run time waits for the component to start. */
+		if (cfg_args_is_unknown(a, "level") || cfg_args_is_unknown(a, "format"))
+			return 0;
+		return apply(a, err);
+	}
 	return 0;
 }
 
@@ -42,6 +66,9 @@ static int update(void *state, const struct cfg_args *args, struct np_err *err)
 	return apply(args, err);
 }
 
+/* The level goes back to its default; the format stays: the stream keeps one format
+ * for the life of the process (a log shipper parses one), and the controller's own
+ * "component stopped" line for this block, at shutdown, comes after this. */
 static void stop(void *state)
 {
 	(void)state;

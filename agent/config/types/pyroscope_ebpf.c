@@ -1,35 +1,45 @@
 /* pyroscope.ebpf: every argument of the Alloy reference table
  * (docs/sources/reference/components/pyroscope/pyroscope.ebpf.md, args.go and
- * NewDefaultArguments in ebpf_linux.go; sample_rate defaults to 19), with what
+ * NewDefaultArguments in ebpf_linux.go; the defaults below are those), with what
  * nodeprof does with each:
  *  - implemented: targets, forward_to, collect_interval, sample_rate, demangle,
- *    kernel_frames, container_id_cache_size, targets_only, verbose_mode;
+ *    kernel_frames, container_id_cache_size, targets_only, verbose_mode, lazy_mode;
+ *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
+ *    it needs the BPF helpers of 5.15 and says so when loading fails);
  *  - deprecated no-ops in Alloy: accepted with a warning;
- *  - default-on features nodeprof lacks (interpreter unwinders, OBI correlation):
- *    an error when written as true, silence when false or left out;
+ *  - default-on features nodeprof lacks (interpreter unwinders, OBI trace
+ *    correlation): accepted, switched off is what nodeprof does anyway; written as
+ *    true (the default), one warning says what nodeprof does instead;
  *  - features nodeprof lacks (off-CPU, probes, debug info upload, comm and pid
- *    labels) and knobs of Alloy's own caches: an error when used.
- * Only Alloy's deprecated no-ops are ever accepted and ignored.
+ *    labels, Go unwinding switched off) and knobs of Alloy's own caches: accepted at
+ *    Alloy's default, an error that says why at any other value.
  * The runtime is agent/profile/ebpf_component.c. */
 #include "agent/config/types/types.h"
 
 static const char *const demangle_modes[] = { "none", "simplified", "templates", "full", NULL };
 static const char *const comm_modes[] = { "none", "label", "stackframe", "both", "", NULL };
 
-#define INTERPRETER(name, what)                                                                  \
-	CFG_A(name, &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "true",                                  \
-	      .note = "nodeprof has no " what " unwinder yet; such processes are profiled as native code")
+#define INTERPRETER(name)                                                                                 \
+	CFG_A(name, &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true",                                               \
+	      .note = "nodeprof has no interpreter unwinders yet; it profiles these processes as native code " \
+		      "(the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: "  \
+		      "node --perf-basic-prof, python -X perf, a JVM perf map agent)")
 
 #define NO_OP_SIZE(name) CFG_A(name, &cfg_t_int, CFG_DEPRECATED, NULL)
 
+#define NO_UPLOAD "debug info upload is not implemented"
+#define IN_MEMORY_CACHE "nodeprof keeps its symbol tables in a bounded in-memory cache"
+
+/* Defaults: Alloy's NewDefaultArguments().DebugInfoArguments, which a written block
+ * starts from (the block is decoded into the defaulted struct). */
 static const struct cfg_attr debug_info_attrs[] = {
 	CFG_A("on_target_symbolization", &cfg_t_bool, CFG_UNSUPPORTED, "true",
 	      .note = "nodeprof always symbolizes on the host"),
-	CFG_A("upload", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = "debug info upload is not implemented"),
-	CFG_A("cache_size", &cfg_t_uint, CFG_UNSUPPORTED_ANY, NULL, .note = "it sizes Alloy's debug info upload cache"),
-	CFG_A("strip_text_section", &cfg_t_bool, CFG_UNSUPPORTED_ANY, NULL, .note = "debug info upload is not implemented"),
-	CFG_A("queue_size", &cfg_t_uint, CFG_UNSUPPORTED_ANY, NULL, .note = "debug info upload is not implemented"),
-	CFG_A("worker_num", &cfg_t_int, CFG_UNSUPPORTED_ANY, NULL, .note = "debug info upload is not implemented"),
+	CFG_A("upload", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = NO_UPLOAD),
+	CFG_A("cache_size", &cfg_t_uint, CFG_UNSUPPORTED, "262144", .note = "it sizes Alloy's debug info upload cache"),
+	CFG_A("strip_text_section", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = NO_UPLOAD),
+	CFG_A("queue_size", &cfg_t_uint, CFG_UNSUPPORTED, "256", .note = NO_UPLOAD),
+	CFG_A("worker_num", &cfg_t_int, CFG_UNSUPPORTED, "16", .note = NO_UPLOAD),
 	CFG_END,
 };
 static const struct cfg_schema debug_info_schema = { debug_info_attrs, NULL, NULL };
@@ -46,21 +56,20 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("pid_label", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = "per-sample pid labels are not implemented"),
 	CFG_A("go_enabled", &cfg_t_bool, CFG_UNSUPPORTED, "true",
 	      .note = "Go binaries are always symbolized from their .gopclntab"),
-	CFG_A("lazy_mode", &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "false",
-	      .note = "nodeprof samples nothing until targets exist, so there is nothing to defer"),
+	CFG_A("lazy_mode", &cfg_t_bool, 0, "false"),
 	CFG_A("verbose_mode", &cfg_t_bool, 0, "false"),
-	CFG_A("no_kernel_version_check", &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "false",
-	      .note = "nodeprof does not check the kernel version"),
-	INTERPRETER("python_enabled", "Python"),
-	INTERPRETER("perl_enabled", "Perl"),
-	INTERPRETER("php_enabled", "PHP"),
-	INTERPRETER("hotspot_enabled", "HotSpot JVM"),
-	INTERPRETER("ruby_enabled", "Ruby"),
-	INTERPRETER("v8_enabled", "V8"),
-	INTERPRETER("dotnet_enabled", ".NET"),
-	CFG_A("obi_process_context_enabled", &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "true",
-	      .note = "trace correlation with OpenTelemetry eBPF Instrumentation is not implemented"),
-	CFG_A("bpf_fs_root", &cfg_t_string, CFG_UNSUPPORTED_ANY, "\"/sys/fs/bpf/\"",
+	CFG_A("no_kernel_version_check", &cfg_t_bool, 0, "false"),
+	INTERPRETER("python_enabled"),
+	INTERPRETER("perl_enabled"),
+	INTERPRETER("php_enabled"),
+	INTERPRETER("hotspot_enabled"),
+	INTERPRETER("ruby_enabled"),
+	INTERPRETER("v8_enabled"),
+	INTERPRETER("dotnet_enabled"),
+	CFG_A("obi_process_context_enabled", &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true",
+	      .note = "nodeprof does not correlate profiles with the traces of OpenTelemetry eBPF Instrumentation; its "
+		      "profiles carry no span IDs"),
+	CFG_A("bpf_fs_root", &cfg_t_string, CFG_UNSUPPORTED, "\"/sys/fs/bpf/\"",
 	      .note = "it only locates the maps of trace correlation, which is not implemented"),
 	CFG_A("off_cpu_threshold", &cfg_t_float, CFG_RANGE | CFG_UNSUPPORTED, "0", .min = 0, .max = 1,
 	      .note = "off-CPU profiling is not implemented"),
@@ -81,12 +90,10 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("go_table_fallback", &cfg_t_bool, CFG_DEPRECATED, NULL),
 	/* Undocumented arguments of args.go. */
 	CFG_A("targets_only", &cfg_t_bool, 0, "true"),
-	CFG_A("reporter_unsymbolized_stubs", &cfg_t_bool, CFG_UNSUPPORTED_IF_TRUE, "false",
+	CFG_A("reporter_unsymbolized_stubs", &cfg_t_bool, CFG_UNSUPPORTED, "false",
 	      .note = "nodeprof always names unsymbolized frames as file+0xaddress"),
-	CFG_A("symb_cache_path", &cfg_t_string, CFG_UNSUPPORTED_ANY, NULL,
-	      .note = "nodeprof keeps its symbol tables in a bounded in-memory cache"),
-	CFG_A("symb_cache_size", &cfg_t_int, CFG_UNSUPPORTED_ANY, NULL,
-	      .note = "nodeprof keeps its symbol tables in a bounded in-memory cache"),
+	CFG_A("symb_cache_path", &cfg_t_string, CFG_UNSUPPORTED, "\"/tmp/symb-cache\"", .note = IN_MEMORY_CACHE),
+	CFG_A("symb_cache_size", &cfg_t_int, CFG_UNSUPPORTED, "2048", .note = IN_MEMORY_CACHE),
 	CFG_END,
 };
 

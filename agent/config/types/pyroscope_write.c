@@ -6,16 +6,25 @@
 
 #include "agent/config/types/types.h"
 
+/* Alloy checks nothing about the URL when it loads (write.go: url is a plain string,
+ * and `url = env("PYROSCOPE_URL")` with the variable unset is a common sight): a URL
+ * that cannot work is a warning here, and every push to it fails and is counted as
+ * dropped (agent/write/http.c). */
 static void endpoint_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
 	const char *url = cfg_args_str(a, "url");
 
 	if (url && !cfg_args_is_unknown(a, "url")) {
 		const char *host = strncmp(url, "http://", 7) == 0 ? url + 7 : strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
-		if (!host)
-			cfg_error(d, cfg_args_pos(a, "url"), "url: \"%s\" must start with http:// or https://", url);
-		else if (!*host || *host == '/')
-			cfg_error(d, cfg_args_pos(a, "url"), "url: \"%s\" has no host", url);
+		const char *problem = !host ? "must start with http:// or https://" : !*host || *host == '/' ? "has no host" : NULL;
+		if (!*url)
+			cfg_warn(d, cfg_args_pos(a, "url"),
+				 "url is empty (an unset environment variable?); every push to this endpoint will fail "
+				 "until it is set, e.g. to http://pyroscope:4040");
+		else if (problem)
+			cfg_warn(d, cfg_args_pos(a, "url"),
+				 "url: \"%s\" %s; every push to this endpoint will fail (use e.g. http://pyroscope:4040)", url,
+				 problem);
 	}
 	if (cfg_args_duration(a, "min_backoff_period") > cfg_args_duration(a, "max_backoff_period"))
 		cfg_error(d, cfg_args_name_pos(a, "min_backoff_period"),
@@ -24,7 +33,7 @@ static void endpoint_validate(const struct cfg_args *a, struct cfg_diags *d)
 }
 
 static const struct cfg_attr endpoint_attrs[] = {
-	CFG_A("url", &cfg_t_string, CFG_REQUIRED | CFG_NON_EMPTY, NULL),
+	CFG_A("url", &cfg_t_string, CFG_REQUIRED, NULL),
 	CFG_A("name", &cfg_t_string, 0, NULL),
 	CFG_A("remote_timeout", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"10s\"", .min = 0, .max = 3600),
 	CFG_A("headers", &cfg_t_map_string, 0, NULL),
@@ -32,7 +41,7 @@ static const struct cfg_attr endpoint_attrs[] = {
 	CFG_A("max_backoff_period", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"5m\"", .min = 0, .max = 86400),
 	CFG_A("max_backoff_retries", &cfg_t_int, CFG_RANGE, "10", .min = 0, .max = 1e9),
 	CFG_A("retry_on_http_429", &cfg_t_bool, 0, "true"),
-	CFG_A("debug_info_upload_timeout", &cfg_t_duration, CFG_UNSUPPORTED_ANY, "\"2m\"",
+	CFG_A("debug_info_upload_timeout", &cfg_t_duration, CFG_UNSUPPORTED, "\"2m\"",
 	      .note = "debug info upload is not implemented"),
 	CFG_HTTP_CLIENT_ATTRS,
 	CFG_END,

@@ -11,6 +11,7 @@ extern const struct cfg_component_type cfg_type_discovery_docker;
 extern const struct cfg_component_type cfg_type_discovery_kubernetes;
 extern const struct cfg_component_type cfg_type_discovery_process;
 extern const struct cfg_component_type cfg_type_discovery_relabel;
+extern const struct cfg_component_type cfg_type_livedebugging;
 extern const struct cfg_component_type cfg_type_logging;
 extern const struct cfg_component_type cfg_type_pyroscope_ebpf;
 extern const struct cfg_component_type cfg_type_pyroscope_write;
@@ -18,6 +19,11 @@ extern const struct cfg_component_type cfg_type_pyroscope_write;
 /* Runtimes of the component types, each next to its module. */
 extern const struct cfg_component_ops cfg_ops_pyroscope_write, cfg_ops_pyroscope_ebpf, cfg_ops_discovery_kubernetes,
 	cfg_ops_discovery_docker, cfg_ops_discovery_process;
+
+struct cfg_graph;
+/* Applies the logging block of a loaded graph (level, format) at once, so that every
+ * line the agent logs while the graph starts is already in the chosen format. */
+NP_MUST_CHECK int cfg_logging_apply_early(const struct cfg_graph *g, struct np_err *err);
 
 /* Kubernetes selector syntax (k8s.io/apimachinery fields.ParseSelector and
  * labels.Parse). Return NULL when valid, else a static description of the problem. */
