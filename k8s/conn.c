@@ -45,6 +45,7 @@ void k8s_conn_free(struct k8s_conn *c)
 	curl_slist_free_all(c->proxy_headers);
 	curl_slist_free_all(c->extra_headers);
 	free(c->own_namespace);
+	np_oauth2_free(c->oauth2);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -298,6 +299,10 @@ static int resolve_api_server(const struct k8s_sd_config *cfg, struct k8s_conn *
 		if (dup_opt(&c->credentials, cfg->authorization.credentials, err) ||
 		    dup_opt(&c->credentials_file, cfg->authorization.credentials_file, err))
 			return -1;
+	} else if (cfg->oauth2) {
+		if (!(c->oauth2 = np_oauth2_new(cfg->oauth2, err)))
+			return -1;
+		c->token_timeout_ns = cfg->tunables.request_timeout_ns;
 	} else if (cfg->basic_auth.set) {
 		c->auth = K8S_AUTH_BASIC;
 		if (dup_opt(&c->username, cfg->basic_auth.username ? cfg->basic_auth.username : "", err) ||
@@ -489,6 +494,25 @@ int k8s_conn_apply(const struct k8s_conn *c, CURL *h, const char *path_query, st
 		int rc = append_line(headers, line, err);
 		memset(line, 0, strlen(line));
 		free(line);
+		if (rc)
+			goto fail;
+	}
+	if (c->oauth2) {
+		char *value = NULL, *line = NULL;
+		int rc = np_oauth2_authorization(c->oauth2, "nodeprof/" NP_VERSION, c->token_timeout_ns, c->cancel,
+						 c->cancel_ud, &value, err);
+		if (rc == 0 && asprintf(&line, "Authorization: %s", value) < 0) {
+			line = NULL;
+			rc = np_errf(err, "out of memory");
+		}
+		if (rc == 0)
+			rc = append_line(headers, line, err);
+		if (line)
+			explicit_bzero(line, strlen(line));
+		if (value)
+			explicit_bzero(value, strlen(value));
+		free(line);
+		free(value);
 		if (rc)
 			goto fail;
 	}
