@@ -155,32 +155,32 @@ static void media_type(const char *header, char *out, size_t cap)
 	const char *s = header ? header : "", *end;
 	size_t n = 0, slashes = 0, seg = 0;
 
-	out[0] = '\0';
 	end = s + strcspn(s, ";");
 	while (s < end && isspace((unsigned char)*s))
 		s++;
 	while (end > s && isspace((unsigned char)end[-1]))
 		end--;
 	if (s == end || (size_t)(end - s) >= cap)
-		return;
+		goto invalid;
 	for (const char *p = s; p < end; p++) {
 		unsigned char ch = (unsigned char)*p;
 		if (ch == '/') {
 			if (seg == 0 || ++slashes > 1)
-				return;
+				goto invalid;
 			seg = 0;
 		} else if (ch <= 0x20 || ch >= 0x7f || strchr(tspecials, ch)) {
-			return;
+			goto invalid;
 		} else {
 			seg++;
 		}
 		out[n++] = (char)tolower(ch);
 	}
-	if (slashes && seg == 0) {
-		out[0] = '\0';
-		return;
-	}
+	if (seg == 0)
+		goto invalid;
 	out[n] = '\0';
+	return;
+invalid:
+	out[0] = '\0';
 }
 
 /* Fields of the token response (RFC 6749 §5.1 and §5.2). */
