@@ -14,6 +14,7 @@
 #include "agent/util/file.h"
 #include "agent/util/oauth2_wire.h"
 #include "agent/util/proxy_env.h"
+#include "agent/util/server_name.h"
 #include "agent/util/strbuf.h"
 
 #ifndef NP_VERSION
@@ -37,13 +38,11 @@ struct np_oauth2 {
 	_Atomic uint64_t fetches;
 };
 
-static void wipe_free(char **s)
+/* Wipes and frees *s, leaving NULL. */
+static void drop_secret(char **s)
 {
-	if (*s) {
-		explicit_bzero(*s, strlen(*s));
-		free(*s);
-		*s = NULL;
-	}
+	np_secret_free(*s);
+	*s = NULL;
 }
 
 /* Wall clock, as x/oauth2 compares expiry times (Round(0) drops the monotonic reading). */
@@ -99,8 +98,8 @@ void np_oauth2_free(struct np_oauth2 *ts)
 	if (ts->easy)
 		curl_easy_cleanup(ts->easy);
 	np_oauth2_config_free(ts->cfg);
-	wipe_free(&ts->secret);
-	wipe_free(&ts->header);
+	drop_secret(&ts->secret);
+	drop_secret(&ts->header);
 	pthread_mutex_destroy(&ts->lock);
 	free(ts);
 }
@@ -229,54 +228,22 @@ static int add_line(struct curl_slist **l, const char *name, const char *value, 
 	return 0;
 }
 
-/* With tls_config.server_name on https, the URL names that host (SNI and the
- * certificate check use it, as Go's tls.Config.ServerName) while CONNECT_TO sends the
- * connection to the real one and Host keeps it. */
+/* The URL to ask, rerouted by tls_config.server_name (util/server_name.h). */
 static int target_url(struct request *q, const struct np_oauth2_config *c, struct np_err *err)
 {
-	const char *sn = c->tls.server_name;
-	CURLU *u;
-	char *host = NULL, *port = NULL, *given_port = NULL, *url = NULL;
-	struct np_buf b = NP_BUF_INIT;
-	int rc = -1;
+	struct np_server_name_route r;
 
-	if (!sn || !*sn || strncasecmp(c->token_url, "https://", 8) != 0) {
+	if (np_server_name_route(c->token_url, c->tls.server_name, &r, err))
+		return -1;
+	if (!r.url) {
 		q->url = strdup(c->token_url);
 		return q->url ? 0 : np_errf(err, "out of memory");
 	}
-	if (!(u = curl_url()))
-		return np_errf(err, "out of memory");
-	if (curl_url_set(u, CURLUPART_URL, c->token_url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
-		np_errf(err, "cannot parse token_url");
-		goto out;
-	}
-	np_buf_printf(&b, "%s:%s:%s:%s", sn, port, host, port);
-	if (b.failed || !(q->connect_to = curl_slist_append(NULL, b.p))) {
-		np_errf(err, "out of memory");
-		goto out;
-	}
-	np_buf_reset(&b);
-	if (curl_url_get(u, CURLUPART_PORT, &given_port, 0) == CURLUE_OK)
-		np_buf_printf(&b, "%s:%s", host, given_port);
-	else
-		np_buf_puts(&b, host);
-	if (b.failed || add_line(&q->headers, "Host", b.p, err))
-		goto out;
-	if (curl_url_set(u, CURLUPART_HOST, sn, 0) != CURLUE_OK || curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK) {
-		np_errf(err, "tls_config server_name \"%s\" is not a valid host name", sn);
-		goto out;
-	}
-	q->url = strdup(url);
-	rc = q->url ? 0 : np_errf(err, "out of memory");
-out:
-	np_buf_free(&b);
-	curl_free(host);
-	curl_free(port);
-	curl_free(given_port);
-	curl_free(url);
-	curl_url_cleanup(u);
+	q->url = r.url;
+	r.url = NULL;
+	q->connect_to = curl_slist_append(NULL, r.connect_to);
+	int rc = q->connect_to ? add_line(&q->headers, "Host", r.host, err) : np_errf(err, "out of memory");
+	np_server_name_route_free(&r);
 	return rc;
 }
 
@@ -381,7 +348,7 @@ static int request_token(struct np_oauth2 *ts, const char *secret, enum auth_sty
 	if (style == STYLE_IN_HEADER) {
 		char *basic = np_oauth2_basic_credentials(c->client_id, secret);
 		int arc = basic ? add_line(&q.headers, "Authorization", basic, err) : np_errf(err, "out of memory");
-		wipe_free(&basic);
+		drop_secret(&basic);
 		if (arc)
 			goto out;
 	}
@@ -478,20 +445,20 @@ int np_oauth2_authorization(struct np_oauth2 *ts, const char *user_agent, int64_
 		goto out;
 	if (!ts->secret || strcmp(secret, ts->secret) != 0) {
 		/* A new secret is a new client (prometheus/common rebuilds the token source). */
-		wipe_free(&ts->secret);
-		wipe_free(&ts->header);
+		drop_secret(&ts->secret);
+		drop_secret(&ts->header);
 		ts->style = STYLE_UNKNOWN;
 		ts->secret = secret;
 		secret = NULL;
 	}
-	wipe_free(&secret);
+	drop_secret(&secret);
 	if (!cached_valid(ts, now_ns())) {
 		if (retrieve(ts, ts->secret, user_agent, timeout_ns, &cn, &tok, err))
 			goto failed;
 		header = np_oauth2_header_value(&tok, err);
 		if (!header)
 			goto failed;
-		wipe_free(&ts->header);
+		drop_secret(&ts->header);
 		ts->header = header;
 		/* Kept even when already expired: this request still uses it, as ReuseTokenSource does. */
 		ts->expiry_ns = 0;

@@ -8,19 +8,11 @@
 
 #include "agent/util/strbuf.h"
 
-static void wipe_free(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 static void pairs_free(struct np_oauth2_pairs *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		free(p->v[i].name);
-		wipe_free(p->v[i].value);
+		np_secret_free(p->v[i].value);
 	}
 	free(p->v);
 	memset(p, 0, sizeof(*p));
@@ -36,21 +28,21 @@ void np_oauth2_config_free(struct np_oauth2_config *c)
 	if (!c)
 		return;
 	free(c->client_id);
-	wipe_free(c->client_secret);
+	np_secret_free(c->client_secret);
 	free(c->client_secret_file);
 	free(c->token_url);
 	for (size_t i = 0; i < c->n_scopes; i++)
 		free(c->scopes[i]);
 	free(c->scopes);
 	pairs_free(&c->endpoint_params);
-	wipe_free(c->proxy_url);
+	np_secret_free(c->proxy_url);
 	free(c->no_proxy);
 	pairs_free(&c->proxy_connect_header);
 	free(c->tls.ca_pem);
 	free(c->tls.ca_file);
 	free(c->tls.cert_pem);
 	free(c->tls.cert_file);
-	wipe_free(c->tls.key_pem);
+	np_secret_free(c->tls.key_pem);
 	free(c->tls.key_file);
 	free(c->tls.server_name);
 	free(c->tls.min_version);

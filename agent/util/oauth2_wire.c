@@ -11,17 +11,9 @@
 #include <string.h>
 #include <strings.h>
 
-static void wipe_free(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 void np_oauth2_token_free(struct np_oauth2_token *t)
 {
-	wipe_free(t->access_token);
+	np_secret_free(t->access_token);
 	free(t->token_type);
 	memset(t, 0, sizeof(*t));
 }
@@ -192,7 +184,7 @@ struct fields {
 
 static void fields_free(struct fields *f)
 {
-	wipe_free(f->access_token);
+	np_secret_free(f->access_token);
 	free(f->token_type);
 	free(f->error);
 	free(f->error_description);
@@ -208,7 +200,7 @@ static int replace(char **dst, const char *s, size_t len, struct np_err *err)
 		return np_errf(err, "out of memory");
 	memcpy(copy, s, len);
 	copy[len] = '\0';
-	wipe_free(*dst);
+	np_secret_free(*dst);
 	*dst = copy;
 	return 0;
 }
@@ -308,7 +300,7 @@ static int parse_form(const char *body, size_t len, struct fields *f, struct np_
 				}
 			}
 			free(key);
-			wipe_free(value);
+			np_secret_free(value);
 		}
 		p = amp ? amp + 1 : endp;
 	}

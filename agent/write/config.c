@@ -81,10 +81,7 @@ int np_write_headers_add(struct np_write_headers *h, const char *name, const cha
 
 void np_write_secret_free(char *s)
 {
-	if (!s)
-		return;
-	explicit_bzero(s, strlen(s));
-	free(s);
+	np_secret_free(s);
 }
 
 static void headers_free(struct np_write_headers *h)

@@ -14,6 +14,7 @@
 
 #include "agent/util/duration.h"
 #include "agent/util/proxy_env.h"
+#include "agent/util/server_name.h"
 #include "agent/write/internal.h"
 
 #define MAX_RESPONSE_BODY (64 * 1024) /* error bodies are small; the rest is discarded */
@@ -255,16 +256,14 @@ static void attempt_free(struct attempt *a)
 	}
 }
 
-/* The push URL. With tls_config.server_name on https, the URL carries the server
- * name (so that SNI and certificate checks use it, as Go's tls.Config.ServerName)
- * while CONNECT_TO sends the connection to the real host and Host keeps it. */
+/* The push URL, rerouted by tls_config.server_name (util/server_name.h). */
 static int build_url(struct attempt *a, const struct np_write_endpoint *ep, char *why, size_t why_cap)
 {
 	size_t len = strlen(ep->url);
+	struct np_server_name_route r;
+	struct np_err err;
 	char *base;
-	CURLU *u = NULL;
-	char *host = NULL, *port = NULL, *scheme = NULL;
-	int rc = -1;
+	int rc;
 
 	while (len > 0 && ep->url[len - 1] == '/')
 		len--;
@@ -275,64 +274,28 @@ static int build_url(struct attempt *a, const struct np_write_endpoint *ep, char
 	}
 	memcpy(base, ep->url, len);
 	memcpy(base + len, NP_WRITE_PUSH_PATH, sizeof(NP_WRITE_PUSH_PATH));
-	if (!ep->tls.server_name || !*ep->tls.server_name || strncasecmp(base, "https:", 6) != 0) {
+	rc = np_server_name_route(base, ep->tls.server_name, &r, &err);
+	if (rc) {
+		snprintf(why, why_cap, "%.*s", (int)(why_cap - 1), err.msg);
+		free(base);
+		return -1;
+	}
+	if (!r.url) {
 		a->url = base;
 		return 0;
 	}
-	u = curl_url();
-	if (!u || curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
-		snprintf(why, why_cap, "cannot parse the endpoint URL");
-		goto out;
-	}
-	{
-		size_t cl = strlen(ep->tls.server_name) + strlen(host) + 2 * strlen(port) + 4;
-		a->connect_to = malloc(cl);
-		if (!a->connect_to) {
-			snprintf(why, why_cap, "out of memory");
-			goto out;
-		}
-		snprintf(a->connect_to, cl, "%s:%s:%s:%s", ep->tls.server_name, port, host, port);
-		a->connect_to_list = curl_slist_append(NULL, a->connect_to);
-	}
-	{
-		/* Host: the original authority, with the port only when it is not the default. */
-		char *orig_port = NULL;
-		char hostline[600];
-		if (curl_url_get(u, CURLUPART_PORT, &orig_port, 0) == CURLUE_OK)
-			snprintf(hostline, sizeof(hostline), "%s:%s", host, orig_port);
-		else
-			snprintf(hostline, sizeof(hostline), "%s", host);
-		curl_free(orig_port);
-		hadd2(&a->headers, "Host", hostline);
-	}
-	if (!a->connect_to_list || curl_url_set(u, CURLUPART_HOST, ep->tls.server_name, 0) != CURLUE_OK) {
-		snprintf(why, why_cap, "invalid tls_config server_name");
-		goto out;
-	}
-	{
-		char *full = NULL;
-		if (curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK) {
-			snprintf(why, why_cap, "invalid tls_config server_name");
-			goto out;
-		}
-		a->url = strdup(full);
-		curl_free(full);
-		if (!a->url) {
-			snprintf(why, why_cap, "out of memory");
-			goto out;
-		}
-	}
-	rc = 0;
-out:
 	free(base);
-	curl_free(host);
-	curl_free(port);
-	curl_free(scheme);
-	curl_url_cleanup(u);
-	return rc;
+	a->url = r.url;
+	a->connect_to = r.connect_to;
+	r.url = r.connect_to = NULL;
+	a->connect_to_list = curl_slist_append(NULL, a->connect_to);
+	hadd2(&a->headers, "Host", r.host);
+	np_server_name_route_free(&r);
+	if (!a->connect_to_list) {
+		snprintf(why, why_cap, "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 static void set_blob(CURL *c, CURLoption opt, const char *pem)
