@@ -73,6 +73,7 @@ void k8s_sd_config_free(struct k8s_sd_config *cfg)
 	free(cfg->proxy_url);
 	free(cfg->no_proxy);
 	headers_free(&cfg->proxy_connect_header);
+	np_oauth2_config_free(cfg->oauth2);
 	headers_free(&cfg->http_headers);
 	strs_free(&cfg->namespaces.names);
 	for (size_t i = 0; i < cfg->n_selectors; i++) {
@@ -156,6 +157,8 @@ int k8s_sd_config_copy(struct k8s_sd_config *dst, const struct k8s_sd_config *sr
 	bad |= dup_str(&dst->no_proxy, src->no_proxy);
 	bad |= headers_copy(&dst->proxy_connect_header, &src->proxy_connect_header);
 	bad |= headers_copy(&dst->http_headers, &src->http_headers);
+	dst->oauth2 = src->oauth2 ? np_oauth2_config_dup(src->oauth2, err) : NULL;
+	bad |= src->oauth2 && !dst->oauth2;
 	bad |= strs_copy(&dst->namespaces.names, &src->namespaces.names);
 	bad |= dup_str(&dst->tunables.serviceaccount_dir, src->tunables.serviceaccount_dir);
 	dst->selectors = NULL;
@@ -191,7 +194,7 @@ static int custom_http_config(const struct k8s_sd_config *c)
 	const struct k8s_tls_config *t = &c->tls_config;
 
 	return set(c->bearer_token) || set(c->bearer_token_file) || c->basic_auth.set || c->authorization.set ||
-	       c->oauth2_set || set(t->ca_pem) || set(t->ca_file) || set(t->cert_pem) || set(t->cert_file) ||
+	       c->oauth2 || set(t->ca_pem) || set(t->ca_file) || set(t->cert_pem) || set(t->cert_file) ||
 	       set(t->key_pem) || set(t->key_file) || set(t->server_name) || t->insecure_skip_verify ||
 	       set(t->min_version) || set(c->proxy_url) || set(c->no_proxy) || c->proxy_from_environment ||
 	       c->proxy_connect_header.n || !c->enable_http2 || !c->follow_redirects || c->http_headers.n;
@@ -239,14 +242,14 @@ static int known_role(const char *r)
 static int check_http(const struct k8s_sd_config *c, struct np_err *err)
 {
 	const struct k8s_tls_config *t = &c->tls_config;
-	int auth = c->basic_auth.set + c->authorization.set + !!c->oauth2_set + set(c->bearer_token) +
+	int auth = c->basic_auth.set + c->authorization.set + !!c->oauth2 + set(c->bearer_token) +
 		   set(c->bearer_token_file);
 
 	if (auth > 1)
 		return np_errf(err, "at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file "
 				    "must be configured");
-	if (c->oauth2_set)
-		return np_errf(err, "oauth2 is not supported yet; use bearer_token_file or an authorization block");
+	if (c->oauth2 && np_oauth2_config_validate(c->oauth2, err))
+		return -1;
 	if (c->basic_auth.set && set(c->basic_auth.password) && set(c->basic_auth.password_file))
 		return np_errf(err, "at most one of basic_auth password & password_file must be configured");
 	if (c->authorization.set) {

@@ -6,6 +6,7 @@
 
 #include "agent/util/log.h"
 #include "agent/util/file.h"
+#include "agent/util/server_name.h"
 #include "k8s/file.h"
 #include "k8s/kubeconfig.h"
 
@@ -45,6 +46,7 @@ void k8s_conn_free(struct k8s_conn *c)
 	curl_slist_free_all(c->proxy_headers);
 	curl_slist_free_all(c->extra_headers);
 	free(c->own_namespace);
+	np_oauth2_free(c->oauth2);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -76,54 +78,24 @@ static int add_header_lines(struct curl_slist **list, const struct k8s_headers *
 	return 0;
 }
 
-/* With a TLS server name, the URL names that host (so curl sends it as SNI and checks the
- * certificate against it) and CONNECT_TO sends the connection to the real address. */
+/* A TLS server name reroutes the base URL (util/server_name.h). */
 static int apply_server_name(struct k8s_conn *c, const char *server_name, struct np_err *err)
 {
-	CURLU *u;
-	char *host = NULL, *port = NULL, *url = NULL;
-	int rc = -1;
+	struct np_server_name_route r;
 
-	if (!server_name || !*server_name || strncmp(c->base_url, "https://", 8) != 0)
+	if (np_server_name_route(c->base_url, server_name, &r, err))
+		return np_err_wrap(err, "api_server");
+	if (!r.url)
 		return 0;
-	u = curl_url();
-	if (!u)
-		return np_errf(err, "out of memory");
-	if (curl_url_set(u, CURLUPART_URL, c->base_url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
-		np_errf(err, "cannot parse the API server URL");
-		goto out;
-	}
-	if (asprintf(&c->connect_to, "%s:%s:%s:%s", server_name, port, host, port) < 0 ||
-	    asprintf(&c->host_header, "Host: %s:%s", host, port) < 0) {
-		c->connect_to = c->host_header = NULL;
-		np_errf(err, "out of memory");
-		goto out;
-	}
-	c->connect_to_list = curl_slist_append(NULL, c->connect_to);
-	if (!c->connect_to_list) {
-		np_errf(err, "out of memory");
-		goto out;
-	}
-	if (curl_url_set(u, CURLUPART_HOST, server_name, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK) {
-		np_errf(err, "tls server name \"%s\" is not a valid host name", server_name);
-		goto out;
-	}
 	free(c->base_url);
-	c->base_url = strdup(url);
-	if (!c->base_url) {
-		np_errf(err, "out of memory");
-		goto out;
-	}
-	rc = 0;
-out:
-	curl_free(host);
-	curl_free(port);
-	curl_free(url);
-	curl_url_cleanup(u);
-	return rc;
+	c->base_url = r.url;
+	c->connect_to = r.connect_to;
+	r.url = r.connect_to = NULL;
+	if (asprintf(&c->host_header, "Host: %s", r.host) < 0)
+		c->host_header = NULL;
+	c->connect_to_list = c->host_header ? curl_slist_append(NULL, c->connect_to) : NULL;
+	np_server_name_route_free(&r);
+	return c->connect_to_list ? 0 : np_errf(err, "out of memory");
 }
 
 static int set_base_url(struct k8s_conn *c, const char *url, struct np_err *err)
@@ -298,6 +270,10 @@ static int resolve_api_server(const struct k8s_sd_config *cfg, struct k8s_conn *
 		if (dup_opt(&c->credentials, cfg->authorization.credentials, err) ||
 		    dup_opt(&c->credentials_file, cfg->authorization.credentials_file, err))
 			return -1;
+	} else if (cfg->oauth2) {
+		if (!(c->oauth2 = np_oauth2_new(cfg->oauth2, err)))
+			return -1;
+		c->token_timeout_ns = cfg->tunables.request_timeout_ns;
 	} else if (cfg->basic_auth.set) {
 		c->auth = K8S_AUTH_BASIC;
 		if (dup_opt(&c->username, cfg->basic_auth.username ? cfg->basic_auth.username : "", err) ||
@@ -489,6 +465,25 @@ int k8s_conn_apply(const struct k8s_conn *c, CURL *h, const char *path_query, st
 		int rc = append_line(headers, line, err);
 		memset(line, 0, strlen(line));
 		free(line);
+		if (rc)
+			goto fail;
+	}
+	if (c->oauth2) {
+		char *value = NULL, *line = NULL;
+		int rc = np_oauth2_authorization(c->oauth2, "nodeprof/" NP_VERSION, c->token_timeout_ns, c->cancel,
+						 c->cancel_ud, &value, err);
+		if (rc == 0 && asprintf(&line, "Authorization: %s", value) < 0) {
+			line = NULL;
+			rc = np_errf(err, "out of memory");
+		}
+		if (rc == 0)
+			rc = append_line(headers, line, err);
+		if (line)
+			explicit_bzero(line, strlen(line));
+		if (value)
+			explicit_bzero(value, strlen(value));
+		free(line);
+		free(value);
 		if (rc)
 			goto fail;
 	}

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "agent/util/error.h"
+#include "agent/util/oauth2.h"
 #include "k8s/discovery.h"
 
 enum k8s_auth_kind { K8S_AUTH_NONE, K8S_AUTH_HEADER, K8S_AUTH_BASIC };
@@ -42,6 +43,14 @@ struct k8s_conn {
 	int http2, follow_redirects;
 	int64_t connect_timeout_ns;
 	char *own_namespace; /* in-cluster namespaces.own_namespace */
+
+	/* oauth2: the token source (owned; NULL without the block). A token is fetched in
+	 * k8s_conn_apply, on the discovery thread, within token_timeout_ns; `cancel`
+	 * (set by the discovery) stops a fetch under way when the discovery stops. */
+	struct np_oauth2 *oauth2;
+	int64_t token_timeout_ns;
+	np_oauth2_cancel_fn cancel;
+	void *cancel_ud;
 };
 
 /* Resolves cfg (already validated). Reads the kubeconfig or in-cluster files and the
@@ -55,7 +64,8 @@ int k8s_conn_refresh(struct k8s_conn *c, int64_t now, int64_t period_ns, int for
 
 /* Sets everything but the URL-specific timeouts on a (reset) easy handle: URL =
  * base_url + path_query, TLS, auth, proxy, headers, HTTP version, redirects, user
- * agent. *headers receives the request's header list, which the caller frees after
+ * agent; with oauth2 the Authorization header carries the current token (fetched
+ * first when there is none or it expires). *headers receives the request's header list, which the caller frees after
  * the transfer (it holds the Authorization header). */
 NP_MUST_CHECK int k8s_conn_apply(const struct k8s_conn *c, CURL *h, const char *path_query,
 				 struct curl_slist **headers, struct np_err *err);

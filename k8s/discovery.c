@@ -139,6 +139,12 @@ static void publish(struct k8s_discovery *d, int64_t now)
 	}
 }
 
+/* Stops an oauth2 token fetch when the discovery is being stopped. */
+static int stopping(void *ud)
+{
+	return atomic_load(&((struct k8s_discovery *)ud)->stop);
+}
+
 static void refresh_credentials(struct k8s_discovery *d, int64_t now)
 {
 	struct np_err err;
@@ -333,6 +339,8 @@ int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void
 	pthread_once(&curl_once, curl_init_once);
 	if (k8s_conn_resolve(&d->cfg, &d->conn, err))
 		goto fail;
+	d->conn.cancel = stopping;
+	d->conn.cancel_ud = d;
 	d->multi = curl_multi_init();
 	if (!d->multi) {
 		np_errf(err, "cannot create a curl multi handle");

@@ -18,6 +18,7 @@
 
 #include "agent/util/error.h"
 #include "agent/util/labels.h"
+#include "agent/util/oauth2.h"
 
 /* A NULL-terminated-free list of owned strings. */
 struct k8s_strs {
@@ -88,7 +89,7 @@ struct k8s_sd_config {
 		char *credentials; /* secret */
 		char *credentials_file;
 	} authorization;
-	int oauth2_set; /* an oauth2 block is present: rejected, not supported yet */
+	struct np_oauth2_config *oauth2; /* the oauth2 block, owned; NULL without one */
 	struct k8s_tls_config tls_config;
 	char *proxy_url;
 	char *no_proxy;
@@ -120,7 +121,7 @@ NP_MUST_CHECK int k8s_sd_config_copy(struct k8s_sd_config *dst, const struct k8s
 
 /* Checks the configuration the way Prometheus and Alloy do at load time (exclusive
  * options, selector syntax, TLS pairs, ...) and rejects what nodeprof does not
- * support yet (roles other than pod, oauth2). Messages name the argument to change. */
+ * support yet (roles other than pod). Messages name the argument to change. */
 NP_MUST_CHECK int k8s_sd_config_validate(const struct k8s_sd_config *cfg, struct np_err *err);
 
 struct k8s_discovery;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "agent/config/value.h"
+#include "agent/util/strbuf.h"
 
 void cfg_http_client_read(const struct cfg_args *a, struct cfg_http_client *out)
 {
@@ -57,4 +58,58 @@ int cfg_args_each_header(const struct cfg_args *a, const char *name,
 		}
 	}
 	return 0;
+}
+
+static int add_pair(void *ud, const char *key, const char *value, struct np_err *err)
+{
+	return np_oauth2_pairs_add(ud, key, value, err);
+}
+
+int cfg_http_client_oauth2(const struct cfg_args *a, struct np_oauth2_config **out, struct np_err *err)
+{
+	const struct cfg_args *b = cfg_args_block(a, "oauth2", 0), *tls;
+	struct np_oauth2_config *c;
+	int failed = 0;
+
+	*out = NULL;
+	if (!b)
+		return 0;
+	if (!(c = np_oauth2_config_new()))
+		return np_errf(err, "oauth2: out of memory");
+	c->client_id = np_strdup_or_null(cfg_args_str(b, "client_id"), &failed);
+	c->client_secret = np_strdup_or_null(cfg_args_str(b, "client_secret"), &failed);
+	c->client_secret_file = np_strdup_or_null(cfg_args_str(b, "client_secret_file"), &failed);
+	c->token_url = np_strdup_or_null(cfg_args_str(b, "token_url"), &failed);
+	c->proxy_url = np_strdup_or_null(cfg_args_str(b, "proxy_url"), &failed);
+	c->no_proxy = np_strdup_or_null(cfg_args_str(b, "no_proxy"), &failed);
+	c->proxy_from_environment = cfg_args_bool(b, "proxy_from_environment");
+	if ((tls = cfg_args_block(b, "tls_config", 0))) {
+		c->tls.ca_pem = np_strdup_or_null(cfg_args_str(tls, "ca_pem"), &failed);
+		c->tls.ca_file = np_strdup_or_null(cfg_args_str(tls, "ca_file"), &failed);
+		c->tls.cert_pem = np_strdup_or_null(cfg_args_str(tls, "cert_pem"), &failed);
+		c->tls.cert_file = np_strdup_or_null(cfg_args_str(tls, "cert_file"), &failed);
+		c->tls.key_pem = np_strdup_or_null(cfg_args_str(tls, "key_pem"), &failed);
+		c->tls.key_file = np_strdup_or_null(cfg_args_str(tls, "key_file"), &failed);
+		c->tls.server_name = np_strdup_or_null(cfg_args_str(tls, "server_name"), &failed);
+		c->tls.min_version = np_strdup_or_null(cfg_args_str(tls, "min_version"), &failed);
+		c->tls.insecure_skip_verify = cfg_args_bool(tls, "insecure_skip_verify");
+	}
+	if (failed) {
+		np_errf(err, "oauth2: out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < cfg_args_list_len(b, "scopes"); i++)
+		if (np_oauth2_add_scope(c, cfg_args_list_str(b, "scopes", i), err))
+			goto fail;
+	for (size_t i = 0; i < cfg_args_map_len(b, "endpoint_params"); i++)
+		if (np_oauth2_pairs_add(&c->endpoint_params, cfg_args_map_key(b, "endpoint_params", i),
+					cfg_args_map_str(b, "endpoint_params", i), err))
+			goto fail;
+	if (cfg_args_each_header(b, "proxy_connect_header", add_pair, &c->proxy_connect_header, err))
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	np_oauth2_config_free(c);
+	return -1;
 }

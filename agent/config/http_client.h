@@ -7,6 +7,7 @@
 
 #include "agent/config/args.h"
 #include "agent/util/error.h"
+#include "agent/util/oauth2.h"
 
 struct cfg_http_client {
 	const char *bearer_token, *bearer_token_file;
@@ -20,7 +21,7 @@ struct cfg_http_client {
 		int set;
 		const char *type, *credentials, *credentials_file;
 	} authorization;
-	int oauth2; /* the block is present (the schema rejects it: not supported) */
+	int oauth2; /* the block is present: read it with cfg_http_client_oauth2 */
 	struct {
 		const char *ca_pem, *ca_file, *cert_pem, *cert_file, *key_pem, *key_file, *server_name, *min_version;
 		int insecure_skip_verify;
@@ -28,6 +29,10 @@ struct cfg_http_client {
 };
 
 void cfg_http_client_read(const struct cfg_args *a, struct cfg_http_client *out);
+
+/* The oauth2 block of a as an owned configuration for the token source (the caller
+ * frees it with np_oauth2_config_free); *out is NULL when there is no block. */
+NP_MUST_CHECK int cfg_http_client_oauth2(const struct cfg_args *a, struct np_oauth2_config **out, struct np_err *err);
 
 /* Calls fn for every (name, value) of a map(list(secret)) argument such as
  * http_headers or proxy_connect_header: one call per value. Stops at the first error. */

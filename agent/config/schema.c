@@ -183,19 +183,30 @@ static void proxy_validate(const struct cfg_args *a, struct cfg_diags *d)
 		cfg_error(d, cfg_args_name_pos(a, "no_proxy"), "if no_proxy is configured, proxy_url must also be configured");
 }
 
+#define JWT_BEARER "urn:ietf:params:oauth:grant-type:jwt-bearer"
+#define JWT_ONLY "used by the JWT bearer grant (" JWT_BEARER "), which nodeprof does not implement"
+
+/* Alloy's OAuth2Config.Validate. */
 static void oauth2_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
+	const char *grant = cfg_args_str(a, "grant_type");
+
 	if (!set_nonempty(a, "client_id"))
 		cfg_error(d, a->pos, "oauth2 client_id must be configured");
-	if (!set_nonempty(a, "client_secret") && !set_nonempty(a, "client_secret_file"))
-		cfg_error(d, a->pos, "either oauth2 client_secret or client_secret_file must be configured");
 	if (!set_nonempty(a, "token_url"))
 		cfg_error(d, a->pos, "oauth2 token_url must be configured");
-	if (set_nonempty(a, "client_secret") && set_nonempty(a, "client_secret_file"))
-		cfg_error(d, cfg_args_name_pos(a, "client_secret_file"),
-			  "at most one of oauth2 client_secret & client_secret_file must be configured");
+	if (!grant || strcmp(grant, "client_credentials") == 0) {
+		if (!set_nonempty(a, "client_secret") && !set_nonempty(a, "client_secret_file"))
+			cfg_error(d, a->pos, "either oauth2 client_secret or client_secret_file must be configured");
+		if (set_nonempty(a, "client_secret") && set_nonempty(a, "client_secret_file"))
+			cfg_error(d, cfg_args_name_pos(a, "client_secret_file"),
+				  "at most one of oauth2 client_secret & client_secret_file must be configured");
+	}
 	proxy_validate(a, d);
 }
+
+static const char *const grant_types[] = { "client_credentials", JWT_BEARER, NULL };
+static const char *const signature_algorithms[] = { "RS256", "RS384", "RS512", NULL };
 
 static const struct cfg_attr oauth2_attrs[] = {
 	CFG_A("client_id", &cfg_t_string, 0, NULL),
@@ -208,6 +219,16 @@ static const struct cfg_attr oauth2_attrs[] = {
 	CFG_A("no_proxy", &cfg_t_string, 0, NULL),
 	CFG_A("proxy_from_environment", &cfg_t_bool, 0, "false"),
 	CFG_A("proxy_connect_header", &cfg_t_map_list_secret, 0, NULL),
+	CFG_A("grant_type", &cfg_t_string, CFG_UNSUPPORTED, "\"client_credentials\"", .one_of = grant_types,
+	      .note = "the JWT bearer grant is not implemented; use client_credentials"),
+	CFG_A("client_certificate_key", &cfg_t_secret, CFG_UNSUPPORTED, NULL, .note = JWT_ONLY),
+	CFG_A("client_certificate_key_file", &cfg_t_string, CFG_UNSUPPORTED, NULL, .note = JWT_ONLY),
+	CFG_A("client_certificate_key_id", &cfg_t_string, CFG_UNSUPPORTED, NULL, .note = JWT_ONLY),
+	CFG_A("signature_algorithm", &cfg_t_string, CFG_UNSUPPORTED, "\"RS256\"", .one_of = signature_algorithms,
+	      .note = JWT_ONLY),
+	CFG_A("iss", &cfg_t_string, CFG_UNSUPPORTED, NULL, .note = JWT_ONLY),
+	CFG_A("audience", &cfg_t_string, CFG_UNSUPPORTED, NULL, .note = JWT_ONLY),
+	CFG_A("claims", &cfg_t_any, CFG_UNSUPPORTED, NULL, .note = JWT_ONLY),
 	CFG_END,
 };
 

@@ -109,8 +109,8 @@ size_t cfg_schema_n_blocks(const struct cfg_schema *s);
 /* Shared pieces of the Alloy HTTP client configuration (common/config/types.go):
  * the arguments and blocks to list inside a component's (or endpoint's) schema, and
  * the rules of HTTPClientConfig.Validate (at most one auth method, proxy rules,
- * reserved headers) for its validate hook. oauth2 is rejected as not supported
- * until a client implements it (flip the flag when one does). */
+ * reserved headers) for its validate hook. oauth2 is the client-credentials grant
+ * (agent/util/oauth2.h); its JWT bearer arguments are refused as not supported. */
 #define CFG_HTTP_CLIENT_ATTRS                                                                 \
 	CFG_A("bearer_token", &cfg_t_secret, 0, NULL),                                           \
 	CFG_A("bearer_token_file", &cfg_t_string, 0, NULL),                                      \
@@ -125,8 +125,7 @@ size_t cfg_schema_n_blocks(const struct cfg_schema *s);
 #define CFG_HTTP_CLIENT_BLOCKS                                                                \
 	CFG_B("basic_auth", &cfg_basic_auth_schema, 0, NULL),                                 \
 	CFG_B("authorization", &cfg_authorization_schema, 0, NULL),                           \
-	CFG_B("oauth2", &cfg_oauth2_schema, CFG_UNSUPPORTED,                                  \
-	      "OAuth 2.0 is not implemented; use authorization, basic_auth or bearer_token"), \
+	CFG_B("oauth2", &cfg_oauth2_schema, 0, NULL),                                         \
 	CFG_B("tls_config", &cfg_tls_config_schema, 0, NULL)
 
 extern const struct cfg_schema cfg_tls_config_schema, cfg_basic_auth_schema, cfg_authorization_schema,

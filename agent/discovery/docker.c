@@ -112,8 +112,10 @@ int np_docker_config_validate(const struct np_docker_config *cfg, struct np_err 
 		return np_errf(err, "at most one of bearer_token and bearer_token_file must be configured");
 	auth += cfg->bearer_token || cfg->bearer_token_file;
 	auth += cfg->basic_auth_username || cfg->basic_auth_password || cfg->basic_auth_password_file;
+	auth += cfg->oauth2 != NULL;
 	if (auth > 1)
-		return np_errf(err, "at most one of basic_auth, bearer_token and bearer_token_file must be configured");
+		return np_errf(err, "at most one of basic_auth, oauth2, bearer_token and bearer_token_file must be "
+				    "configured");
 	if (cfg->basic_auth_password && cfg->basic_auth_password_file)
 		return np_errf(err, "basic_auth: at most one of password and password_file must be configured");
 	if (auth && (ep.scheme == SCHEME_UNIX || ep.scheme == SCHEME_TCP))
@@ -129,11 +131,11 @@ int np_docker_check_argument(const char *block, const char *name, int is_block, 
 					     "follow_redirects",    "enable_http2" };
 	static const char *const unsupported_attrs[] = { "http_headers", "no_proxy", "proxy_url",
 							 "proxy_from_environment", "proxy_connect_header" };
-	static const char *const unsupported_blocks[] = { "authorization", "oauth2", "tls_config" };
+	static const char *const unsupported_blocks[] = { "authorization", "tls_config" };
 
 	if (!block) {
 		if (is_block) {
-			if (strcmp(name, "filter") == 0 || strcmp(name, "basic_auth") == 0)
+			if (strcmp(name, "filter") == 0 || strcmp(name, "basic_auth") == 0 || strcmp(name, "oauth2") == 0)
 				return 0;
 			for (size_t i = 0; i < sizeof(unsupported_blocks) / sizeof(unsupported_blocks[0]); i++)
 				if (strcmp(name, unsupported_blocks[i]) == 0)
@@ -367,8 +369,10 @@ static void init_curl(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+/* Sets the request options; *secret and *headers receive what the caller frees (and
+ * wipes) after the transfers. */
 static int configure(CURL *h, const struct np_docker_config *cfg, const struct endpoint *ep, char **secret,
-		     struct np_err *err)
+		     struct curl_slist **headers, struct np_err *err)
 {
 	long timeout_ms = (long)(cfg->refresh_interval_ns / 1000000);
 
@@ -395,6 +399,19 @@ static int configure(CURL *h, const struct np_docker_config *cfg, const struct e
 		}
 		curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
 		curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, *secret ? *secret : cfg->bearer_token);
+	} else if (cfg->oauth2) {
+		struct np_buf line = NP_BUF_INIT;
+		if (np_oauth2_authorization(cfg->oauth2, "nodeprof/" NP_VERSION, cfg->refresh_interval_ns, NULL, NULL,
+					    secret, err))
+			return -1;
+		np_buf_printf(&line, "Authorization: %s", *secret);
+		*headers = line.failed ? NULL : curl_slist_append(NULL, line.p);
+		if (line.p)
+			explicit_bzero(line.p, line.len);
+		np_buf_free(&line);
+		if (!*headers)
+			return np_errf(err, "out of memory");
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
 	} else if (cfg->basic_auth_username || cfg->basic_auth_password || cfg->basic_auth_password_file) {
 		if (cfg->basic_auth_password_file) {
 			*secret = read_secret_file(cfg->basic_auth_password_file, err);
@@ -416,6 +433,7 @@ int np_docker_discover_once(const struct np_docker_config *cfg, struct np_target
 	struct np_buf path = NP_BUF_INIT;
 	char version[32];
 	char *secret = NULL;
+	struct curl_slist *headers = NULL;
 	CURL *h = NULL;
 	int rc = -1;
 
@@ -432,7 +450,7 @@ int np_docker_discover_once(const struct np_docker_config *cfg, struct np_target
 		goto out;
 	}
 	containers.max = networks.max = cfg->max_response_bytes;
-	if (configure(h, cfg, &ep, &secret, err) != 0)
+	if (configure(h, cfg, &ep, &secret, &headers, err) != 0)
 		goto out;
 
 	/* Version negotiation as the Docker client does it: the daemon's version when it
@@ -476,6 +494,9 @@ out:
 		np_err_wrap(err, "discovery.docker %s", cfg->host ? cfg->host : "");
 	if (h)
 		curl_easy_cleanup(h);
+	for (struct curl_slist *l = headers; l; l = l->next)
+		explicit_bzero(l->data, strlen(l->data));
+	curl_slist_free_all(headers);
 	if (secret) {
 		memset(secret, 0, strlen(secret));
 		free(secret);

@@ -30,6 +30,7 @@
 
 #include "agent/util/error.h"
 #include "agent/util/labels.h"
+#include "agent/util/oauth2.h"
 
 #define NP_DOCKER_API_VERSION_MAX "1.43"
 
@@ -58,6 +59,8 @@ struct np_docker_config {
 	const char *basic_auth_username;
 	const char *basic_auth_password; /* secret */
 	const char *basic_auth_password_file;
+	struct np_oauth2 *oauth2; /* borrowed token source of the oauth2 block, or NULL; a token
+				     is fetched on the caller's thread within refresh_interval */
 	int follow_redirects; /* default 1 */
 	int enable_http2;     /* default 1 */
 

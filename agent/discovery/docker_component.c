@@ -18,6 +18,7 @@ struct docker_run {
 	struct np_docker_filter *filters; /* owned; values arrays are in value_lists */
 	const char ***value_lists;
 	size_t n_filters;
+	struct np_oauth2 *oauth2; /* owned token source; cfg.oauth2 points here */
 	struct np_periodic *runner;
 };
 
@@ -36,6 +37,7 @@ static void run_free(void *instance)
 	if (!r)
 		return;
 	np_periodic_stop(r->runner);
+	np_oauth2_free(r->oauth2);
 	for (size_t i = 0; i < r->n_strings; i++)
 		free(r->strings[i]);
 	for (size_t i = 0; i < r->n_filters; i++)
@@ -113,6 +115,17 @@ static void *run_start(struct cfg_component *c, const struct cfg_args *args, str
 	}
 	if (failed)
 		goto oom;
+	if (hc.oauth2) {
+		struct np_oauth2_config *oc = NULL;
+		int rc = cfg_http_client_oauth2(args, &oc, err) || np_oauth2_config_validate(oc, err) ||
+			 !(r->oauth2 = np_oauth2_new(oc, err));
+		np_oauth2_config_free(oc);
+		if (rc) {
+			run_free(r);
+			return NULL;
+		}
+		r->cfg.oauth2 = r->oauth2;
+	}
 	if (np_docker_config_validate(&r->cfg, err) ||
 	    np_periodic_start(c, "targets", r->cfg.refresh_interval_ns, discover, r, &r->runner, err)) {
 		run_free(r);

@@ -76,7 +76,6 @@ static int build_config(const struct cfg_args *a, struct k8s_sd_config *cfg, str
 	cfg->authorization.type = np_strdup_or_null(hc.authorization.type, &failed);
 	cfg->authorization.credentials = np_strdup_or_null(hc.authorization.credentials, &failed);
 	cfg->authorization.credentials_file = np_strdup_or_null(hc.authorization.credentials_file, &failed);
-	cfg->oauth2_set = hc.oauth2;
 	cfg->tls_config.ca_pem = np_strdup_or_null(hc.tls.ca_pem, &failed);
 	cfg->tls_config.ca_file = np_strdup_or_null(hc.tls.ca_file, &failed);
 	cfg->tls_config.cert_pem = np_strdup_or_null(hc.tls.cert_pem, &failed);
@@ -93,7 +92,8 @@ static int build_config(const struct cfg_args *a, struct k8s_sd_config *cfg, str
 	cfg->follow_redirects = hc.follow_redirects;
 	if (failed)
 		return np_errf(err, "out of memory");
-	if (cfg_args_each_header(a, "http_headers", header_add, &cfg->http_headers, err) ||
+	if (cfg_http_client_oauth2(a, &cfg->oauth2, err) ||
+	    cfg_args_each_header(a, "http_headers", header_add, &cfg->http_headers, err) ||
 	    cfg_args_each_header(a, "proxy_connect_header", header_add, &cfg->proxy_connect_header, err))
 		return -1;
 	if (ns) {

@@ -155,3 +155,11 @@ char *np_strdup_or_null(const char *s, int *failed)
 		*failed = 1;
 	return d;
 }
+
+void np_secret_free(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}

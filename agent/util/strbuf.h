@@ -38,4 +38,8 @@ void np_buf_json_str(struct np_buf *b, const char *s, size_t len);
  * (so that a run of copies is checked once). The caller frees the result. */
 char *np_strdup_or_null(const char *s, int *failed);
 
+/* Frees a string that may hold a secret (token, password, key), wiping it first.
+ * NULL is a no-op. */
+void np_secret_free(char *s);
+
 #endif

@@ -41,7 +41,8 @@ static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_args *a,
 		if (np_write_headers_add(&ep->headers, cfg_args_map_key(a, "headers", i),
 					 cfg_args_map_str(a, "headers", i), err))
 			return -1;
-	if (cfg_args_each_header(a, "http_headers", add_header, &ep->http_headers, err) ||
+	if (cfg_http_client_oauth2(a, &ep->oauth2, err) ||
+	    cfg_args_each_header(a, "http_headers", add_header, &ep->http_headers, err) ||
 	    cfg_args_each_header(a, "proxy_connect_header", add_header, &ep->proxy_connect_headers, err))
 		return -1;
 	ep->bearer_token = np_strdup_or_null(hc.bearer_token, &failed);
@@ -54,7 +55,6 @@ static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_args *a,
 	ep->authorization.type = np_strdup_or_null(hc.authorization.type, &failed);
 	ep->authorization.credentials = np_strdup_or_null(hc.authorization.credentials, &failed);
 	ep->authorization.credentials_file = np_strdup_or_null(hc.authorization.credentials_file, &failed);
-	ep->oauth2 = hc.oauth2;
 	ep->tls.ca_pem = np_strdup_or_null(hc.tls.ca_pem, &failed);
 	ep->tls.ca_file = np_strdup_or_null(hc.tls.ca_file, &failed);
 	ep->tls.cert_pem = np_strdup_or_null(hc.tls.cert_pem, &failed);

@@ -81,10 +81,7 @@ int np_write_headers_add(struct np_write_headers *h, const char *name, const cha
 
 void np_write_secret_free(char *s)
 {
-	if (!s)
-		return;
-	explicit_bzero(s, strlen(s));
-	free(s);
+	np_secret_free(s);
 }
 
 static void headers_free(struct np_write_headers *h)
@@ -122,6 +119,7 @@ void np_write_endpoint_free(struct np_write_endpoint *ep)
 	np_write_secret_free(ep->proxy_url); /* may carry user:password */
 	free(ep->no_proxy);
 	headers_free(&ep->proxy_connect_headers);
+	np_oauth2_config_free(ep->oauth2);
 	memset(ep, 0, sizeof(*ep));
 }
 
@@ -153,6 +151,9 @@ int np_write_endpoint_copy(struct np_write_endpoint *d, const struct np_write_en
 	memset(&d->headers, 0, sizeof(d->headers));
 	memset(&d->http_headers, 0, sizeof(d->http_headers));
 	memset(&d->proxy_connect_headers, 0, sizeof(d->proxy_connect_headers));
+	d->oauth2 = s->oauth2 ? np_oauth2_config_dup(s->oauth2, err) : NULL;
+	if (s->oauth2 && !d->oauth2)
+		failed = 1;
 	d->url = np_strdup_or_null(s->url, &failed);
 	d->name = np_strdup_or_null(s->name, &failed);
 	d->bearer_token = np_strdup_or_null(s->bearer_token, &failed);
@@ -351,9 +352,8 @@ static int check_endpoint(const struct np_write_endpoint *ep, struct np_err *err
 	if (auths > 1)
 		return np_errf(err, "at most one of basic_auth, authorization, oauth2, bearer_token & "
 				    "bearer_token_file must be configured");
-	if (ep->oauth2)
-		return np_errf(err, "oauth2 is not supported by nodeprof; use authorization, bearer_token_file or "
-				    "basic_auth");
+	if (ep->oauth2 && np_oauth2_config_validate(ep->oauth2, err))
+		return -1;
 	if (ep->basic_auth.set && set(ep->basic_auth.password) && set(ep->basic_auth.password_file))
 		return np_errf(err, "at most one of basic_auth password & password_file must be configured");
 	if (ep->basic_auth.set && ep->basic_auth.username && strchr(ep->basic_auth.username, ':'))

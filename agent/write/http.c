@@ -13,6 +13,8 @@
 #include <time.h>
 
 #include "agent/util/duration.h"
+#include "agent/util/proxy_env.h"
+#include "agent/util/server_name.h"
 #include "agent/write/internal.h"
 
 #define MAX_RESPONSE_BODY (64 * 1024) /* error bodies are small; the rest is discarded */
@@ -23,6 +25,7 @@ struct np_write_http {
 	CURL *easy;
 	atomic_int abort;
 	_Atomic int64_t deadline_ns; /* monotonic; 0: none. Ends a transfer that outlives it. */
+	struct np_oauth2 *oauth2;    /* the token source of the endpoint's oauth2 block, made on first use */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -59,6 +62,7 @@ void np_write_http_free(struct np_write_http *h)
 		curl_easy_cleanup(h->easy);
 	if (h->multi)
 		curl_multi_cleanup(h->multi);
+	np_oauth2_free(h->oauth2);
 	free(h);
 }
 
@@ -230,29 +234,13 @@ static int has_header(const struct np_write_headers *h, const char *name)
 	return 0;
 }
 
-/* The environment proxy for this URL as Go's httpproxy.FromEnvironment reads it:
- * upper case first, then lower case. */
-static void env_proxy(const char *url, const char **proxy, const char **no_proxy)
-{
-	int https = strncasecmp(url, "https:", 6) == 0;
-	const char *p = getenv(https ? "HTTPS_PROXY" : "HTTP_PROXY");
-
-	if (!p || !*p)
-		p = getenv(https ? "https_proxy" : "http_proxy");
-	*proxy = p && *p ? p : "";
-	p = getenv("NO_PROXY");
-	if (!p || !*p)
-		p = getenv("no_proxy");
-	*no_proxy = p && *p ? p : NULL;
-}
-
 /* Everything an attempt allocates, released in one place. */
 struct attempt {
 	struct hlist headers, proxy_headers;
 	char *url;	     /* owned */
 	char *connect_to;    /* owned */
 	struct curl_slist *connect_to_list;
-	char *secret;	     /* owned, wiped: a file-read password or token */
+	char *secret;	     /* owned, wiped: a file-read password or token, or the oauth2 Authorization value */
 };
 
 static void attempt_free(struct attempt *a)
@@ -268,16 +256,14 @@ static void attempt_free(struct attempt *a)
 	}
 }
 
-/* The push URL. With tls_config.server_name on https, the URL carries the server
- * name (so that SNI and certificate checks use it, as Go's tls.Config.ServerName)
- * while CONNECT_TO sends the connection to the real host and Host keeps it. */
+/* The push URL, rerouted by tls_config.server_name (util/server_name.h). */
 static int build_url(struct attempt *a, const struct np_write_endpoint *ep, char *why, size_t why_cap)
 {
 	size_t len = strlen(ep->url);
+	struct np_server_name_route r;
+	struct np_err err;
 	char *base;
-	CURLU *u = NULL;
-	char *host = NULL, *port = NULL, *scheme = NULL;
-	int rc = -1;
+	int rc;
 
 	while (len > 0 && ep->url[len - 1] == '/')
 		len--;
@@ -288,64 +274,28 @@ static int build_url(struct attempt *a, const struct np_write_endpoint *ep, char
 	}
 	memcpy(base, ep->url, len);
 	memcpy(base + len, NP_WRITE_PUSH_PATH, sizeof(NP_WRITE_PUSH_PATH));
-	if (!ep->tls.server_name || !*ep->tls.server_name || strncasecmp(base, "https:", 6) != 0) {
+	rc = np_server_name_route(base, ep->tls.server_name, &r, &err);
+	if (rc) {
+		snprintf(why, why_cap, "%.*s", (int)(why_cap - 1), err.msg);
+		free(base);
+		return -1;
+	}
+	if (!r.url) {
 		a->url = base;
 		return 0;
 	}
-	u = curl_url();
-	if (!u || curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
-		snprintf(why, why_cap, "cannot parse the endpoint URL");
-		goto out;
-	}
-	{
-		size_t cl = strlen(ep->tls.server_name) + strlen(host) + 2 * strlen(port) + 4;
-		a->connect_to = malloc(cl);
-		if (!a->connect_to) {
-			snprintf(why, why_cap, "out of memory");
-			goto out;
-		}
-		snprintf(a->connect_to, cl, "%s:%s:%s:%s", ep->tls.server_name, port, host, port);
-		a->connect_to_list = curl_slist_append(NULL, a->connect_to);
-	}
-	{
-		/* Host: the original authority, with the port only when it is not the default. */
-		char *orig_port = NULL;
-		char hostline[600];
-		if (curl_url_get(u, CURLUPART_PORT, &orig_port, 0) == CURLUE_OK)
-			snprintf(hostline, sizeof(hostline), "%s:%s", host, orig_port);
-		else
-			snprintf(hostline, sizeof(hostline), "%s", host);
-		curl_free(orig_port);
-		hadd2(&a->headers, "Host", hostline);
-	}
-	if (!a->connect_to_list || curl_url_set(u, CURLUPART_HOST, ep->tls.server_name, 0) != CURLUE_OK) {
-		snprintf(why, why_cap, "invalid tls_config server_name");
-		goto out;
-	}
-	{
-		char *full = NULL;
-		if (curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK) {
-			snprintf(why, why_cap, "invalid tls_config server_name");
-			goto out;
-		}
-		a->url = strdup(full);
-		curl_free(full);
-		if (!a->url) {
-			snprintf(why, why_cap, "out of memory");
-			goto out;
-		}
-	}
-	rc = 0;
-out:
 	free(base);
-	curl_free(host);
-	curl_free(port);
-	curl_free(scheme);
-	curl_url_cleanup(u);
-	return rc;
+	a->url = r.url;
+	a->connect_to = r.connect_to;
+	r.url = r.connect_to = NULL;
+	a->connect_to_list = curl_slist_append(NULL, a->connect_to);
+	hadd2(&a->headers, "Host", r.host);
+	np_server_name_route_free(&r);
+	if (!a->connect_to_list) {
+		snprintf(why, why_cap, "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 static void set_blob(CURL *c, CURLoption opt, const char *pem)
@@ -408,6 +358,8 @@ static int configure(CURL *c, struct attempt *a, const struct np_write_endpoint 
 			explicit_bzero(v, n);
 			free(v);
 		}
+	} else if (ep->oauth2) {
+		hadd2(&a->headers, "Authorization", a->secret); /* fetched by np_write_http_push */
 	} else if (ep->basic_auth.set) {
 		const char *password = ep->basic_auth.password ? ep->basic_auth.password : "";
 		if (ep->basic_auth.password_file && *ep->basic_auth.password_file) {
@@ -477,7 +429,7 @@ static int configure(CURL *c, struct attempt *a, const struct np_write_endpoint 
 			curl_easy_setopt(c, CURLOPT_NOPROXY, ep->no_proxy);
 	} else if (ep->proxy_from_environment) {
 		const char *proxy, *no_proxy;
-		env_proxy(ep->url, &proxy, &no_proxy);
+		np_proxy_from_env(ep->url, &proxy, &no_proxy);
 		curl_easy_setopt(c, CURLOPT_PROXY, proxy);
 		if (no_proxy)
 			curl_easy_setopt(c, CURLOPT_NOPROXY, no_proxy);
@@ -534,6 +486,35 @@ static int run(struct np_write_http *h)
 	return result;
 }
 
+/* Stops a token fetch when the writer aborts the attempt or its deadline passes. */
+static int token_cancelled(void *ud)
+{
+	struct np_write_http *h = ud;
+	int64_t deadline = atomic_load(&h->deadline_ns);
+
+	return atomic_load(&h->abort) || (deadline && np_write_now_ns() >= deadline);
+}
+
+/* The Authorization value of an oauth2 endpoint, from a token source made for its
+ * current settings (a reload with other settings starts a new one). */
+static int oauth2_authorization(struct np_write_http *h, const struct np_write_endpoint *ep, int64_t timeout_ns,
+				char **out, char *why, size_t why_cap)
+{
+	struct np_err err;
+	int rc = 0;
+
+	if (!h->oauth2 || !np_oauth2_config_equal(np_oauth2_config_of(h->oauth2), ep->oauth2)) {
+		np_oauth2_free(h->oauth2);
+		if (!(h->oauth2 = np_oauth2_new(ep->oauth2, &err)))
+			rc = -1;
+	}
+	if (rc == 0)
+		rc = np_oauth2_authorization(h->oauth2, NP_WRITE_USER_AGENT, timeout_ns, token_cancelled, h, out, &err);
+	if (rc) /* the result's message is shorter than an np_err: keep its start */
+		snprintf(why, why_cap, "%.*s", (int)(why_cap - 1), err.msg);
+	return rc;
+}
+
 void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint *ep, const void *body, size_t len,
 			int64_t timeout_ns, struct np_write_result *r)
 {
@@ -568,6 +549,15 @@ void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint 
 			free(resp);
 			return;
 		}
+	}
+	/* The token is asked for first, within the same timeout; a failure is retried like
+	 * a transport error (connect-go reports the round tripper's error as unknown). */
+	if (ep->oauth2 && oauth2_authorization(h, ep, timeout_ns, &a.secret, r->message, sizeof(r->message))) {
+		if (token_cancelled(h))
+			r->aborted = 1;
+		else
+			r->local_error = 1;
+		goto out;
 	}
 	curl_easy_reset(h->easy);
 	if (configure(h->easy, &a, ep, body, len, timeout_ns, resp, r->message, sizeof(r->message))) {

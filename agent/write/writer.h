@@ -20,6 +20,7 @@
 
 #include "agent/util/error.h"
 #include "agent/util/labels.h"
+#include "agent/util/oauth2.h"
 
 struct np_metrics;
 
@@ -76,7 +77,8 @@ struct np_write_endpoint {
 	char *bearer_token_file;
 	struct np_write_basic_auth basic_auth;
 	struct np_write_authorization authorization;
-	int oauth2; /* an oauth2 block was given: rejected as not supported */
+	struct np_oauth2_config *oauth2; /* owned; NULL without the block. The worker fetches
+					  * tokens on its own thread, within remote_timeout. */
 
 	struct np_write_tls tls;
 	char *proxy_url; /* http://, https:// or socks5:// */

@@ -24,6 +24,7 @@
 #include "agent/util/log.h"
 #include "agent/util/targets_json.h"
 #include "k8s/discovery.h"
+#include "tests/harness/oauth2_json.h"
 
 static struct k8s_discovery *discovery;
 static int printed_synced;
@@ -183,8 +184,8 @@ static int parse_config(json_t *j, struct k8s_sd_config *c, struct np_err *err)
 		    get_str(b, "credentials_file", &c->authorization.credentials_file, err))
 			return -1;
 	}
-	if (json_object_get(j, "oauth2"))
-		c->oauth2_set = 1;
+	if (oauth2_from_json(json_object_get(j, "oauth2"), &c->oauth2, err))
+		return -1;
 	if ((b = json_object_get(j, "tls_config"))) {
 		struct k8s_tls_config *t = &c->tls_config;
 		if (check_keys(b, "tls_config", tls, err) || get_str(b, "ca_pem", &t->ca_pem, err) ||

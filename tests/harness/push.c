@@ -29,6 +29,7 @@
 #include "agent/util/metrics.h"
 #include "agent/util/strbuf.h"
 #include "agent/write/writer.h"
+#include "tests/harness/oauth2_json.h"
 
 static int64_t now_ns(void)
 {
@@ -191,8 +192,8 @@ static int parse_endpoint(json_t *o, struct np_write_endpoint *ep, struct np_err
 		    get_str(v, "credentials_file", &ep->authorization.credentials_file, err))
 			return -1;
 	}
-	if (json_object_get(o, "oauth2"))
-		ep->oauth2 = 1;
+	if (oauth2_from_json(json_object_get(o, "oauth2"), &ep->oauth2, err))
+		return -1;
 	if ((v = json_object_get(o, "tls_config"))) {
 		if (check_keys(v, "tls_config", tls_keys, err) || get_str(v, "ca_pem", &ep->tls.ca_pem, err) ||
 		    get_str(v, "ca_file", &ep->tls.ca_file, err) || get_str(v, "cert_pem", &ep->tls.cert_pem, err) ||

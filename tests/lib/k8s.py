@@ -250,7 +250,7 @@ class Case(unittest.TestCase):
         cfg = {"role": "pod", "api_server": srv.url, "tls_config": {"ca_file": self.pki.ca},
                "nodeprof": dict(FAST, **(nodeprof or {}))}
         cfg.update(extra or {})
-        if not any(k in cfg for k in ("bearer_token_file", "bearer_token", "basic_auth", "authorization")):
+        if not any(k in cfg for k in ("bearer_token_file", "bearer_token", "basic_auth", "authorization", "oauth2")):
             cfg["bearer_token_file"] = self.token_file()
         return cfg
 

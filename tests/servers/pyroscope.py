@@ -14,7 +14,8 @@ Failure injection: a queue of actions consumed one per push request (then `defau
   {"slow": 0.5}                        answer normally after 0.5 s
   {"drop": true}                       read the request, close the connection without a response
   {"redirect": URL, "redirect_status": 307}   answer a redirect to URL
-Server checks: "require_auth" (exact Authorization value), "multitenancy" (X-Scope-OrgID required,
+Server checks: "require_auth" (exact Authorization value, or a predicate on it such as
+TokenServer.authorization_ok of tests/servers/oauth2.py), "multitenancy" (X-Scope-OrgID required,
 as -auth.multitenancy-enabled).
 
 In-process use:   srv = PyroscopeServer(); srv.start(); ... srv.pushes(); srv.stop()
@@ -637,7 +638,9 @@ class PyroscopeServer:
             raise Reject("unimplemented", f"unknown compression {enc!r}")
         if self.multitenancy and not headers.get("x-scope-orgid"):
             raise Reject("unauthenticated", "no org id")
-        if self.require_auth is not None and headers.get("authorization") != self.require_auth:
+        if self.require_auth is not None and not (
+                self.require_auth(headers.get("authorization")) if callable(self.require_auth)
+                else headers.get("authorization") == self.require_auth):
             raise Reject("unauthenticated", "bad credentials")
         series = decode_push_json(body) if ctype.startswith("application/json") else decode_push_request(body)
         if not series or not any(s["samples"] for s in series):

@@ -354,9 +354,6 @@ static void component_errors(void **state)
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0\n  probe_links = []\n  load_probe = false\n  "
 		  "python_enabled = false\n}",
 		  "" },
-		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://a\"\n    oauth2 { client_id = \"x\" }\n  }\n}",
-		  "4:5: block \"oauth2\" is not supported by nodeprof yet: OAuth 2.0 is not implemented; use authorization, "
-		  "basic_auth or bearer_token" },
 		{ "logging {\n  level = \"verbose\"\n  format = \"xml\"\n  destination = \"windows_event_log\"\n  write_to = "
 		  "[1]\n}\nlogging \"x\" {}",
 		  "2:11: level: invalid value \"verbose\"; expected \"debug\", \"info\", \"warn\", \"error\" or \"\"\n"
@@ -367,6 +364,20 @@ static void component_errors(void **state)
 		  "7:9: block \"logging\" does not support specifying labels" },
 		/* Alloy's defaults written out, and "" for its text enums */
 		{ "logging {\n  level = \"\"\n  format = \"json\"\n  destination = \"stderr\"\n  write_to = []\n}", "" },
+		/* oauth2: the client-credentials grant; the JWT bearer grant's arguments only at their defaults */
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://a\"\n    oauth2 {\n      client_id = \"x\"\n"
+		  "      client_secret = \"s\"\n      token_url = \"https://idp/token\"\n      scopes = [\"a\", \"b\"]\n"
+		  "      endpoint_params = { audience = \"p\" }\n      grant_type = \"client_credentials\"\n"
+		  "      signature_algorithm = \"RS256\"\n      iss = \"\"\n      tls_config { insecure_skip_verify = true }\n"
+		  "    }\n  }\n}",
+		  "" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://a\"\n    oauth2 {\n      client_id = \"x\"\n"
+		  "      token_url = \"https://idp/token\"\n      grant_type = \"urn:ietf:params:oauth:grant-type:jwt-bearer\"\n"
+		  "      client_certificate_key = \"k\"\n    }\n  }\n}",
+		  "7:20: grant_type = \"urn:ietf:params:oauth:grant-type:jwt-bearer\" is not supported by nodeprof yet: the JWT "
+		  "bearer grant is not implemented; use client_credentials\n"
+		  "8:32: client_certificate_key = (secret) is not supported by nodeprof yet: used by the JWT bearer grant "
+		  "(urn:ietf:params:oauth:grant-type:jwt-bearer), which nodeprof does not implement" },
 	};
 	RUN(cases);
 }
@@ -379,6 +390,18 @@ static void cross_argument_rules(void **state)
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    bearer_token = \"x\"\n    basic_auth { username "
 		  "= \"a\" }\n  }\n}",
 		  "5:5: at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file must be configured" },
+		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    bearer_token = \"x\"\n    oauth2 {\n"
+		  "      client_id = \"i\"\n      client_secret = \"s\"\n      token_url = \"http://t\"\n    }\n  }\n}",
+		  "5:5: at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file must be configured" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  api_server = \"https://k\"\n  oauth2 {\n    token_url = \"\"\n"
+		  "    client_secret = \"s\"\n    client_secret_file = \"/f\"\n    no_proxy = \"x\"\n  }\n}",
+		  "4:3: oauth2 client_id must be configured\n"
+		  "4:3: oauth2 token_url must be configured\n"
+		  "7:5: at most one of oauth2 client_secret & client_secret_file must be configured\n"
+		  "8:5: if no_proxy is configured, proxy_url must also be configured" },
+		{ "discovery.docker \"d\" {\n  host = \"http://d:2375\"\n  oauth2 {\n    client_id = \"i\"\n    token_url = \"http://t\"\n"
+		  "  }\n}",
+		  "3:3: either oauth2 client_secret or client_secret_file must be configured" },
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    bearer_token = \"\"\n    basic_auth { username "
 		  "= \"a\" }\n  }\n}",
 		  "" }, /* an empty bearer_token does not count, as in Alloy */

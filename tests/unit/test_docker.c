@@ -343,7 +343,7 @@ static void arguments(void **state)
 	assert_int_equal(np_docker_check_argument("basic_auth", "password_file", 0, &err), 0);
 	assert_int_equal(np_docker_check_argument(NULL, "tls_config", 1, &err), -1);
 	assert_non_null(strstr(err.msg, "not supported"));
-	assert_int_equal(np_docker_check_argument(NULL, "oauth2", 1, &err), -1);
+	assert_int_equal(np_docker_check_argument(NULL, "oauth2", 1, &err), 0);
 	assert_int_equal(np_docker_check_argument(NULL, "authorization", 1, &err), -1);
 	assert_int_equal(np_docker_check_argument(NULL, "hots", 0, &err), -1);
 	assert_non_null(strstr(err.msg, "unknown"));

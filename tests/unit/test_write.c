@@ -65,7 +65,19 @@ static void e_token_and_file(struct np_write_endpoint *ep)
 	ep->bearer_token = strdup("t");
 	ep->bearer_token_file = strdup("/f");
 }
-static void e_oauth2(struct np_write_endpoint *ep) { ep->oauth2 = 1; }
+/* An oauth2 block without client_secret (Alloy's OAuth2Config.Validate). */
+static void e_oauth2(struct np_write_endpoint *ep)
+{
+	ep->oauth2 = np_oauth2_config_new();
+	ep->oauth2->client_id = strdup("id");
+	ep->oauth2->token_url = strdup("http://idp/token");
+}
+static void e_oauth2_and_bearer(struct np_write_endpoint *ep)
+{
+	e_oauth2(ep);
+	ep->oauth2->client_secret = strdup("s");
+	ep->bearer_token = strdup("t");
+}
 static void e_basic_both(struct np_write_endpoint *ep)
 {
 	ep->basic_auth.set = 1;
@@ -138,7 +150,8 @@ static void validation_rejects_bad_arguments(void **state)
 	const struct bad_case cases[] = {
 		{ "at most one of basic_auth, authorization, oauth2", e_two_auth },
 		{ "at most one of basic_auth, authorization, oauth2", e_token_and_file },
-		{ "oauth2 is not supported", e_oauth2 },
+		{ "either oauth2 client_secret or client_secret_file must be configured", e_oauth2 },
+		{ "at most one of basic_auth, authorization, oauth2", e_oauth2_and_bearer },
 		{ "password & password_file", e_basic_both },
 		{ "cannot be set to \"basic\"", e_auth_basic },
 		{ "credentials & credentials_file", e_auth_both },

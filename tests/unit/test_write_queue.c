@@ -235,9 +235,9 @@ static void update_keeps_queued_profiles(void **state)
 
 	/* An invalid config changes nothing. */
 	config_for(&bad, reg, p2, "main");
-	bad.endpoints[0].oauth2 = 1;
+	bad.endpoints[0].oauth2 = np_oauth2_config_new(); /* without client_id */
 	assert_int_equal(np_writer_update(w, &bad, &err), -1);
-	assert_non_null(strstr(err.msg, "oauth2"));
+	assert_non_null(strstr(err.msg, "oauth2 client_id must be configured"));
 	assert_int_equal(np_writer_endpoint_stats(w, 0, &st), 0);
 	assert_int_equal(st.queued_profiles, 5);
 	np_write_config_free(&bad);
