@@ -185,8 +185,9 @@ static int set(struct np_labels *ls, const char *name, const char *value, size_t
 static int source_value(const struct rl_rule *r, const struct np_labels *ls, struct scratch *s, const char **val,
 			size_t *len, struct np_err *err)
 {
-	if (r->nsource == 1) {
-		const char *v = get(ls, r->source[0]);
+	/* Zero source labels join to "" (spec section 3). */
+	if (r->nsource <= 1) {
+		const char *v = r->nsource ? get(ls, r->source[0]) : NULL;
 		*val = v ? v : "";
 		*len = v ? strlen(v) : 0;
 		return 0;
@@ -363,6 +364,16 @@ static int do_labelfilter(const struct rl_rule *r, struct np_labels *ls, struct 
 	return rc;
 }
 
+/* keepequal/dropequal: the target label's value equals the joined source value.
+ * val is defined for len bytes; it is not read as a C string. */
+static int target_equals(const struct rl_rule *r, const struct np_labels *ls, const char *val, size_t len)
+{
+	const char *t = get(ls, r->target.text);
+	size_t tlen = t ? strlen(t) : 0;
+
+	return tlen == len && (len == 0 || memcmp(t, val, len) == 0);
+}
+
 /* Returns 1 to keep the target, 0 to drop it, -1 on error. Filters only read ls. */
 static int apply_rule(const struct rl_rule *r, struct np_labels *ls, struct scratch *s, struct np_err *err)
 {
@@ -380,14 +391,10 @@ static int apply_rule(const struct rl_rule *r, struct np_labels *ls, struct scra
 	case RL_KEEP:
 		rc = matches(r, val, len, s, err);
 		return rc < 0 ? -1 : rc;
-	case RL_DROPEQUAL: {
-		const char *t = get(ls, r->target.text);
-		return strcmp(t ? t : "", val) != 0;
-	}
-	case RL_KEEPEQUAL: {
-		const char *t = get(ls, r->target.text);
-		return strcmp(t ? t : "", val) == 0;
-	}
+	case RL_DROPEQUAL:
+		return !target_equals(r, ls, val, len);
+	case RL_KEEPEQUAL:
+		return target_equals(r, ls, val, len);
 	case RL_REPLACE:
 		return do_replace(r, ls, val, len, s, err) < 0 ? -1 : 1;
 	case RL_LOWERCASE:

@@ -204,6 +204,32 @@ static void empty_values(void **state)
 	case1("[{'action':'labelkeep','regex':'nothing'}]", "{'a':'1','b':'2'}", "{}");
 }
 
+/* keepequal/dropequal without source_labels compare the target with "" (zero labels join to
+ * ""), also on a thread whose scratch buffers were never used (under ASan fresh heap memory
+ * is filled with 0xbe, so reading an unwritten join buffer fails this test). */
+static void *equal_without_sources(void *unused)
+{
+	(void)unused;
+	case1("[{'action':'keepequal','target_label':'m'}]", "{'x':'1'}", "{'x':'1'}");
+	case1("[{'action':'dropequal','target_label':'m'}]", "{'x':'1'}", "null");
+	case1("[{'action':'keepequal','target_label':'x'}]", "{'x':'1'}", "null");
+	case1("[{'action':'dropequal','target_label':'x'}]", "{'x':'1'}", "{'x':'1'}");
+	case1("[{'action':'keepequal','source_labels':[],'target_label':'m'}]", "{'x':'1'}", "{'x':'1'}");
+	return NULL;
+}
+
+static void equal_actions_no_sources(void **state)
+{
+	pthread_t th;
+
+	assert_int_equal(pthread_create(&th, NULL, equal_without_sources, NULL), 0);
+	pthread_join(th, NULL);
+	/* And after a multi-label join left text in this thread's buffer. */
+	case1("[{'source_labels':['x','x'],'target_label':'j'},{'action':'keepequal','target_label':'m'}]",
+	      "{'x':'1'}", "{'j':'1;1','x':'1'}");
+	equal_without_sources(NULL);
+}
+
 static void hashmod_values(void **state)
 {
 	const char *r = "[{'action':'hashmod','source_labels':['a'],'modulus':1000,'target_label':'h'}]";
@@ -414,7 +440,7 @@ int main(void)
 		cmocka_unit_test(validation_messages), cmocka_unit_test(regex_rejections),
 		cmocka_unit_test(dialects),	       cmocka_unit_test(source_join),
 		cmocka_unit_test(anchoring),	       cmocka_unit_test(expansion),
-		cmocka_unit_test(empty_values),	       cmocka_unit_test(hashmod_values),
+		cmocka_unit_test(empty_values), cmocka_unit_test(equal_actions_no_sources),	       cmocka_unit_test(hashmod_values),
 		cmocka_unit_test(case_mapping),	       cmocka_unit_test(invalid_utf8),
 		cmocka_unit_test(labelmap_snapshot),   cmocka_unit_test(labeldrop_keep),
 		cmocka_unit_test(targets_batch),       cmocka_unit_test(threads_share_rules),
