@@ -277,7 +277,7 @@ static int do_hashmod(const struct rl_rule *r, struct np_labels *ls, const char 
  * compiled: lower/uppercase rules mostly see ASCII (Kubernetes names and label values
  * are), and loading it for them would cost every such agent the memory icu.h is about.
  * If the library is missing (a broken install), the target cannot be relabeled
- * correctly: the error goes up like a regexp that gave up (relabel_targets leaves the
+ * correctly: the error goes up (relabel_targets leaves the
  * target out and says why) instead of an unmapped value passing as a mapped one. */
 static int do_case(const struct rl_rule *r, struct np_labels *ls, const char *val, size_t len, struct scratch *s,
 		   struct np_err *err)
@@ -537,9 +537,9 @@ int relabel_targets(const struct relabel_rules *rules, const struct np_targets *
 				scratch_trim(s);
 				return -1;
 			}
-			/* A regexp gave up on this target's values, or a value needed the
-			 * Unicode tables and they are unavailable: it cannot be relabeled
-			 * correctly, so it is left out (and reported once per call). */
+			/* A value needed the Unicode tables and they are unavailable (or PCRE2
+			 * failed in a way other than its limits): the target cannot be relabeled
+			 * correctly, so it is left out, counted and reported once per call. */
 			if (gave_up++ == 0)
 				snprintf(first_reason, sizeof(first_reason), "%s", err->msg);
 			np_err_clear(err);
