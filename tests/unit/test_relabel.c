@@ -151,10 +151,30 @@ static void dialects(void **state)
 	       "{'a':'1','b':'1'}");
 	/* Alloy does not validate source label names. */
 	case_d(A, "[{'source_labels':[''],'target_label':'x','replacement':'v'}]", "{}", "{'x':'v'}");
-	/* A UTF-8 template target is fine for Prometheus 3 and for nodeprof's Alloy dialect. */
-	case_d(A, "[{'source_labels':['a'],'regex':'(.*)','target_label':'utf-8.l${1}'}]", "{'a':'x'}",
+	/* A UTF-8 template target is fine for Prometheus 3; Alloy checks `$` templates (replace
+	 * target_label, labelmap replacement) with the legacy pattern, as does the legacy scheme. */
+	case_d(P, "[{'source_labels':['a'],'regex':'(.*)','target_label':'utf-8.l${1}'}]", "{'a':'x'}",
 	       "{'a':'x','utf-8.lx':'x'}");
+	rules_err(A, "[{'source_labels':['a'],'target_label':'utf-8.l${1}'}]",
+		  "rule 1: \"utf-8.l${1}\" is invalid 'target_label' for replace action");
+	rules_err(A, "[{'action':'labelmap','replacement':'a.b'}]",
+		  "rule 1: \"a.b\" is invalid 'replacement' for labelmap action");
 	rules_err(L, "[{'source_labels':['a'],'target_label':'utf-8.l${1}'}]", NULL);
+	/* Without `$`, replace's target_label is a UTF-8 name in Alloy too; so are the others. */
+	case_d(A, "[{'source_labels':['a'],'target_label':'utf-8.l'}]", "{'a':'x'}", "{'a':'x','utf-8.l':'x'}");
+	case_d(A, "[{'action':'lowercase','source_labels':['a'],'target_label':'l.c'}]", "{'a':'X'}",
+	       "{'a':'X','l.c':'x'}");
+	/* Field checks and their messages (Alloy's: 'target_label' in single quotes). */
+	rules_err(A, "[{'action':'keepequal','target_label':'b','separator':','}]",
+		  "rule 1: keepequal action requires only 'source_labels' and 'target_label', and no other fields");
+	rules_err(P, "[{'action':'keepequal','target_label':'b','separator':','}]",
+		  "rule 1: keepequal action requires only 'source_labels' and `target_label`, and no other fields");
+	rules_err(A, "[{'action':'labeldrop','source_labels':[]}]",
+		  "rule 1: labeldrop action requires only 'regex', and no other fields");
+	rules_err(A, "[{'action':'hashmod','target_label':'h'}]",
+		  "rule 1: relabel configuration for hashmod requires non-zero modulus");
+	case_d(A, "[{'action':'hashmod','target_label':'h','modulus':9223372036854775807}]", "{}",
+	       "{'h':'7602086723416769151'}");
 	/* Run-time target check: the legacy scheme skips an expanded name that is not legacy. */
 	const char *r = "[{'source_labels':['a'],'regex':'(.*)','target_label':'${1}','replacement':'v'}]";
 	case_d(L, r, "{'a':'1x'}", "{'a':'1x'}");
