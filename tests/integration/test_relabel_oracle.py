@@ -17,7 +17,7 @@ import unittest
 
 import np
 
-ORACLE_SRC = os.path.join(np.ROOT, "tests", "relabel", "oracle", "main.go")
+ORACLE_SRC = os.path.join(np.ROOT, "tests", "relabel", "oracle")
 GO_BIN = os.path.join(np.ROOT, "build", "relabel", "go_oracle")
 HARNESS = os.path.join(np.ROOT, "build", "harness", "relabel_oracle")
 
@@ -118,18 +118,23 @@ ERRORS = [
 ]
 
 
+def build_go_oracle():
+    """Builds tests/relabel/oracle with the local Go into GO_BIN."""
+    os.makedirs(os.path.dirname(GO_BIN), exist_ok=True)
+    env = dict(os.environ, GO111MODULE="off", GOFLAGS="")
+    env.setdefault("GOCACHE", os.path.join(np.ROOT, "build", "go-cache"))
+    p = subprocess.run(["go", "build", "-o", GO_BIN, "."], cwd=ORACLE_SRC, capture_output=True, text=True, env=env,
+                       timeout=300)
+    if p.returncode != 0:
+        raise AssertionError("go build of the oracle failed:\n" + p.stderr)
+
+
 class RelabelGoOracle(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not os.path.exists(HARNESS):
             raise AssertionError(f"{HARNESS} is missing: run `make unit` first")
-        os.makedirs(os.path.dirname(GO_BIN), exist_ok=True)
-        env = dict(os.environ, GO111MODULE="off", GOFLAGS="")
-        env.setdefault("GOCACHE", os.path.join(np.ROOT, "build", "go-cache"))
-        p = subprocess.run(["go", "build", "-o", GO_BIN, ORACLE_SRC], capture_output=True, text=True, env=env,
-                           timeout=300)
-        if p.returncode != 0:
-            raise AssertionError("go build of the oracle failed:\n" + p.stderr)
+        build_go_oracle()
 
     def compare(self, requests):
         want = ask(GO_BIN, requests)
