@@ -124,20 +124,24 @@ static struct frag alt(struct rx_prog *p, struct frag a, struct frag b)
 	return f;
 }
 
+/* Points the alternation at body (first choice when greedy, second otherwise); returns
+ * its other branch, still to be patched to what follows. */
+static struct plist split_to(struct rx_prog *p, uint32_t alt_i, uint32_t body, int greedy)
+{
+	if (greedy) {
+		p->inst[alt_i].out = body;
+		return (struct plist){ alt_i << 1 | 1, alt_i << 1 | 1 };
+	}
+	p->inst[alt_i].arg = body;
+	return (struct plist){ alt_i << 1, alt_i << 1 };
+}
+
 static struct frag quest(struct rx_prog *p, struct frag a, int greedy)
 {
 	struct frag f = single(p, I_ALT, 1);
 
-	if (p->failed)
-		return f;
-	if (greedy) {
-		p->inst[f.i].out = a.i;
-		f.out = (struct plist){ f.i << 1 | 1, f.i << 1 | 1 };
-	} else {
-		p->inst[f.i].arg = a.i;
-		f.out = (struct plist){ f.i << 1, f.i << 1 };
-	}
-	f.out = append_list(p, f.out, a.out);
+	if (!p->failed)
+		f.out = append_list(p, split_to(p, f.i, a.i, greedy), a.out);
 	return f;
 }
 
@@ -149,13 +153,7 @@ static struct frag loop(struct rx_prog *p, struct frag a, int greedy)
 
 	if (p->failed)
 		return f;
-	if (greedy) {
-		p->inst[f.i].out = a.i;
-		f.out = (struct plist){ f.i << 1 | 1, f.i << 1 | 1 };
-	} else {
-		p->inst[f.i].arg = a.i;
-		f.out = (struct plist){ f.i << 1, f.i << 1 };
-	}
+	f.out = split_to(p, f.i, a.i, greedy);
 	patch(p, a.out, f.i);
 	return f;
 }
