@@ -185,8 +185,9 @@ static int set(struct np_labels *ls, const char *name, const char *value, size_t
 static int source_value(const struct rl_rule *r, const struct np_labels *ls, struct scratch *s, const char **val,
 			size_t *len, struct np_err *err)
 {
-	if (r->nsource == 1) {
-		const char *v = get(ls, r->source[0]);
+	/* Zero source labels join to "" (spec section 3). */
+	if (r->nsource <= 1) {
+		const char *v = r->nsource ? get(ls, r->source[0]) : NULL;
 		*val = v ? v : "";
 		*len = v ? strlen(v) : 0;
 		return 0;
@@ -276,7 +277,7 @@ static int do_hashmod(const struct rl_rule *r, struct np_labels *ls, const char 
  * compiled: lower/uppercase rules mostly see ASCII (Kubernetes names and label values
  * are), and loading it for them would cost every such agent the memory icu.h is about.
  * If the library is missing (a broken install), the target cannot be relabeled
- * correctly: the error goes up like a regexp that gave up (relabel_targets leaves the
+ * correctly: the error goes up (relabel_targets leaves the
  * target out and says why) instead of an unmapped value passing as a mapped one. */
 static int do_case(const struct rl_rule *r, struct np_labels *ls, const char *val, size_t len, struct scratch *s,
 		   struct np_err *err)
@@ -363,6 +364,16 @@ static int do_labelfilter(const struct rl_rule *r, struct np_labels *ls, struct 
 	return rc;
 }
 
+/* keepequal/dropequal: the target label's value equals the joined source value.
+ * val is defined for len bytes; it is not read as a C string. */
+static int target_equals(const struct rl_rule *r, const struct np_labels *ls, const char *val, size_t len)
+{
+	const char *t = get(ls, r->target.text);
+	size_t tlen = t ? strlen(t) : 0;
+
+	return tlen == len && (len == 0 || memcmp(t, val, len) == 0);
+}
+
 /* Returns 1 to keep the target, 0 to drop it, -1 on error. Filters only read ls. */
 static int apply_rule(const struct rl_rule *r, struct np_labels *ls, struct scratch *s, struct np_err *err)
 {
@@ -380,14 +391,10 @@ static int apply_rule(const struct rl_rule *r, struct np_labels *ls, struct scra
 	case RL_KEEP:
 		rc = matches(r, val, len, s, err);
 		return rc < 0 ? -1 : rc;
-	case RL_DROPEQUAL: {
-		const char *t = get(ls, r->target.text);
-		return strcmp(t ? t : "", val) != 0;
-	}
-	case RL_KEEPEQUAL: {
-		const char *t = get(ls, r->target.text);
-		return strcmp(t ? t : "", val) == 0;
-	}
+	case RL_DROPEQUAL:
+		return !target_equals(r, ls, val, len);
+	case RL_KEEPEQUAL:
+		return target_equals(r, ls, val, len);
 	case RL_REPLACE:
 		return do_replace(r, ls, val, len, s, err) < 0 ? -1 : 1;
 	case RL_LOWERCASE:
@@ -530,9 +537,9 @@ int relabel_targets(const struct relabel_rules *rules, const struct np_targets *
 				scratch_trim(s);
 				return -1;
 			}
-			/* A regexp gave up on this target's values, or a value needed the
-			 * Unicode tables and they are unavailable: it cannot be relabeled
-			 * correctly, so it is left out (and reported once per call). */
+			/* A value needed the Unicode tables and they are unavailable (or PCRE2
+			 * failed in a way other than its limits): the target cannot be relabeled
+			 * correctly, so it is left out, counted and reported once per call. */
 			if (gave_up++ == 0)
 				snprintf(first_reason, sizeof(first_reason), "%s", err->msg);
 			np_err_clear(err);

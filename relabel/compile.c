@@ -92,12 +92,13 @@ static int name_ok(const struct rl_rule *r, const char *s)
 	return r->legacy_names ? label_name_valid_legacy(s, n) : label_name_valid_utf8(s, n);
 }
 
-/* target_label with '$' (replace) and labelmap's replacement. */
+/* target_label with '$' (replace) and labelmap's replacement. Alloy checks them with
+ * Prometheus' legacy pattern whatever the name scheme (its Config.Validate). */
 static int template_ok(const struct rl_rule *r, const char *s)
 {
 	size_t n = strlen(s);
 
-	return r->legacy_names ? label_template_valid_legacy(s, n) : label_name_valid_utf8(s, n);
+	return r->legacy_templates ? label_template_valid_legacy(s, n) : label_name_valid_utf8(s, n);
 }
 
 /* Config.Validate, steps 2-12 of spec section 7; first failure wins. */
@@ -134,9 +135,9 @@ static int validate(const struct rl_rule *r, const struct relabel_rule_spec *spe
 		 * written regex fails, even "(.*)"; Alloy compares values. */
 		int regex_set = spec->regex && (dialect != RELABEL_ALLOY || strcmp(spec->regex, "(.*)") != 0);
 		if (regex_set || r->modulus != 0 || strcmp(r->separator, ";") != 0 || strcmp(repl, "$1") != 0)
-			return np_errf(err,
-				       "%s action requires only 'source_labels' and `target_label`, and no other fields",
-				       name);
+			/* The quotes differ: Alloy's message has 'target_label', Prometheus' `target_label`. */
+			return np_errf(err, "%s action requires only 'source_labels' and %s, and no other fields", name,
+				       dialect == RELABEL_ALLOY ? "'target_label'" : "`target_label`");
 	}
 	if (a == RL_LABELDROP || a == RL_LABELKEEP) {
 		if (spec->source_labels || target[0] != '\0' || r->modulus != 0 || strcmp(r->separator, ";") != 0 ||
@@ -168,6 +169,7 @@ static int compile_one(const struct relabel_rule_spec *spec, enum relabel_dialec
 
 	memset(r, 0, sizeof(*r));
 	r->legacy_names = dialect == RELABEL_PROMETHEUS_LEGACY;
+	r->legacy_templates = dialect != RELABEL_PROMETHEUS_UTF8;
 	r->modulus = spec->modulus;
 	r->default_regex = spec->regex == NULL;
 	if (parse_action(spec->action ? spec->action : "replace", dialect, &r->action, err) < 0)

@@ -42,16 +42,18 @@ size_t relabel_rules_count(const struct relabel_rules *rules);
 
 /* Applies the rules in order to ls (modified in place; labels with empty values are
  * removed first, since empty means absent). *keep = 0 when a rule dropped the target
- * (ls is then unspecified). Errors on allocation failure (err->code == ENOMEM), when
- * a regexp gives up on a pathological pattern/value pair before finding the groups it
- * needs (bounded backtracking; "rule N: regexp match gave up ...") and when a non-ASCII
- * value needs ICU and it cannot be loaded ("rule N: relabel: Unicode tables unavailable: ..."). */
+ * (ls is then unspecified). Every regexp valid in Go matches every value with Go's
+ * answer (PCRE2 first; Go's own algorithm when PCRE2's limits stop it, rx_pike.h). Errors
+ * on allocation failure (err->code == ENOMEM), on a PCRE2 failure other than its limits
+ * ("rule N: regexp match gave up ...", not expected) and when a non-ASCII value needs ICU
+ * and it cannot be loaded ("rule N: relabel: Unicode tables unavailable: ..."). */
 NP_MUST_CHECK int relabel_apply(const struct relabel_rules *rules, struct np_labels *ls, int *keep,
 				struct np_err *err);
 
 /* Relabels every target of in, appending the kept ones to out in input order. A target
- * on which a rule failed (above) is left out (one warning per call); only allocation
- * failure is an error. Thread-safe: rules are shared, each thread uses its own scratch. */
+ * on which a rule failed (above: no Unicode tables) is left out, counted and named in one
+ * warning per call; only allocation failure is an error. Thread-safe: rules are shared,
+ * each thread uses its own scratch. */
 NP_MUST_CHECK int relabel_targets(const struct relabel_rules *rules, const struct np_targets *in,
 				  struct np_targets *out, struct np_err *err);
 

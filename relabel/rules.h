@@ -35,6 +35,7 @@ struct rl_rule {
 	struct tmpl replacement;
 	uint64_t modulus;
 	int legacy_names; /* label names checked with the legacy scheme */
+	int legacy_templates; /* `$` templates checked with the legacy pattern (legacy scheme, and Alloy always) */
 };
 
 struct relabel_rules {

@@ -12,22 +12,22 @@
 #include "relabel/gostr.h"
 #include "relabel/rx_emit.h"
 #include "relabel/rx_parse.h"
+#include "relabel/rx_pike.h"
 
 /* Backtracking bounds: RE2 is linear-time, PCRE2 is not, and label values can come
  * from anyone who can create a pod. These stop a pathological pattern/value pair
- * after a bounded amount of work instead of stalling discovery. */
+ * (or a value too long for the JIT stack) after a bounded amount of work; the match
+ * is then answered by Go's own algorithm (rx_pike.h), which is linear in the value. */
 #define MATCH_LIMIT 10000000u
 #define HEAP_LIMIT_KIB (64u * 1024u)
 #define JIT_STACK_START (32u * 1024u)
 #define JIT_STACK_MAX (1024u * 1024u)
-#define DFA_WS_START 1000u
-#define DFA_WS_MAX (1u << 20)
 /* Go's parse tree may be 1000 deep; every level can add a PCRE2 group. */
 #define PARENS_NEST_LIMIT 5000u
 
 struct rx {
-	pcre2_code *code;
-	pcre2_code *dfa_code; /* without progress checks (DFA has no backreferences); NULL = code */
+	pcre2_code *code;     /* NULL when PCRE2 cannot hold the pattern: prog alone answers */
+	struct rx_prog *prog; /* Go's program: answers when PCRE2 gives up */
 	uint32_t *pcre_to_go;
 	size_t npcre;
 	int ncap;
@@ -94,52 +94,46 @@ static pcre2_code *compile_pcre(const struct np_buf *pat, int *ec)
 	return code;
 }
 
-static void emit_error(int rc, const char *pattern, size_t len, struct np_err *err);
-
 /* Translates and compiles; when the compiled form exceeds PCRE2's size limit (repeats
- * replicate their classes), tries again with big classes shared. */
-static pcre2_code *translate(const struct rx_ast *ast, int checks, const char *pattern, size_t len,
-			     struct rx_emit_out *em, struct np_err *err)
+ * replicate their classes), tries again with big classes shared. NULL with *refused set
+ * when PCRE2 cannot take the pattern; NULL otherwise is an allocation failure (err). */
+static pcre2_code *translate(const struct rx_ast *ast, struct rx_emit_out *em, int *refused, struct np_err *err)
 {
 	pcre2_code *code = NULL;
 	int rc, ec = 0;
-	char msg[256];
 
+	*refused = 0;
 	for (int share = 0; share < 2 && !code; share++) {
 		rx_emit_out_free(em);
-		if ((rc = rx_emit(ast, checks, share, em)) < 0) {
-			emit_error(rc, pattern, len, err);
-			return NULL;
+		if ((rc = rx_emit(ast, share, em)) < 0) {
+			if (rc == -1) {
+				np_errf(err, "out of memory compiling regexp");
+				return NULL;
+			}
+			break; /* the translation would be too large */
 		}
 		code = compile_pcre(&em->pat, &ec);
+		if (!code && ec == PCRE2_ERROR_NOMEMORY) {
+			np_errf(err, "out of memory compiling regexp");
+			return NULL;
+		}
 		if (!code && ec != PCRE2_ERROR_PATTERN_TOO_LARGE)
 			break;
 	}
-	if (!code) {
-		/* Valid Go syntax (it parsed) that PCRE2 still refuses: say so plainly. */
-		pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof(msg));
-		np_errf(err, "regexp `%.*s` is valid but not supported by the PCRE2 engine: %s", (int)len, pattern,
-			msg);
-	}
+	/* Valid Go syntax (it parsed) that PCRE2 cannot hold (its compiled-size and nesting
+	 * limits are not Go's): Go's program answers instead. */
+	if (!code)
+		*refused = 1;
 	return code;
-}
-
-static void emit_error(int rc, const char *pattern, size_t len, struct np_err *err)
-{
-	if (rc == -2)
-		np_errf(err, "regexp `%.*s` is valid but not supported by the PCRE2 engine: nested loops over "
-			     "possibly-empty groups make it too large",
-			(int)len, pattern);
-	else
-		np_errf(err, "out of memory compiling regexp");
 }
 
 int rx_compile(const char *pattern, size_t len, struct rx **out, struct np_err *err)
 {
 	struct np_buf spliced = NP_BUF_INIT;
 	struct rx_ast ast;
-	struct rx_emit_out em = { 0 }, em_dfa = { 0 };
+	struct rx_emit_out em = { 0 };
 	struct rx *re = calloc(1, sizeof(*re));
+	int refused = 0;
 
 	*out = NULL;
 	if (!re)
@@ -162,13 +156,12 @@ int rx_compile(const char *pattern, size_t len, struct rx **out, struct np_err *
 	np_buf_free(&spliced);
 	re->anchored = ast.root->op == RXO_BEGIN_TEXT ||
 		       (ast.root->op == RXO_CONCAT && ast.root->sub[0]->op == RXO_BEGIN_TEXT);
-	if (!(re->code = translate(&ast, 1, pattern, len, &em, err)))
+	if (rx_prog_compile(&ast, &re->prog) < 0) {
+		np_errf(err, "out of memory compiling regexp");
 		goto fail;
-	if (em.has_checks) {
-		if (!(re->dfa_code = translate(&ast, 0, pattern, len, &em_dfa, err)))
-			goto fail;
-		rx_emit_out_free(&em_dfa);
 	}
+	if (!(re->code = translate(&ast, &em, &refused, err)) && !refused)
+		goto fail;
 	if (set_prefix(re, &ast) < 0) {
 		np_errf(err, "out of memory compiling regexp");
 		goto fail;
@@ -187,7 +180,6 @@ int rx_compile(const char *pattern, size_t len, struct rx **out, struct np_err *
 	return 0;
 fail:
 	rx_emit_out_free(&em);
-	rx_emit_out_free(&em_dfa);
 	rx_ast_free(&ast);
 	rx_free(re);
 	return -1;
@@ -198,7 +190,7 @@ void rx_free(struct rx *re)
 	if (!re)
 		return;
 	pcre2_code_free(re->code);
-	pcre2_code_free(re->dfa_code);
+	rx_prog_free(re->prog);
 	free(re->pcre_to_go);
 	free(re->prefix);
 	if (re->names)
@@ -308,37 +300,25 @@ static int match_error(int rc, const struct rx_subject *subj, struct np_err *err
 	return np_errf(err, "regexp match gave up on a %zu-byte value: %s", subj->orig_len, msg);
 }
 
-/* Existence only, by PCRE2's DFA matcher (no backtracking blow-up). */
-static int dfa_exists(const struct rx *re, const struct rx_subject *subj, size_t start, struct rx_scratch *sc,
-		      size_t *m_start, size_t *m_end, struct np_err *err)
+/* Go's program on the subject; groups into sc->caps in ORIGINAL coordinates. */
+static int pike_exec(const struct rx *re, const struct rx_subject *subj, size_t start, struct rx_scratch *sc,
+		     size_t *m_start, size_t *m_end, struct np_err *err)
 {
-	pcre2_code *code = re->dfa_code ? re->dfa_code : re->code;
+	size_t ncaps = 2 * ((size_t)re->ncap + 1);
 	int rc;
 
-	for (;;) {
-		if (!sc->dfa_ws) {
-			sc->dfa_ws = malloc(DFA_WS_START * sizeof(int));
-			if (!sc->dfa_ws)
-				return oom_match(err);
-			sc->dfa_ws_n = DFA_WS_START;
-		}
-		rc = pcre2_dfa_match(code, (PCRE2_SPTR)subj->s, subj->n, start, PCRE2_NO_UTF_CHECK, sc->md, sc->mctx,
-				     sc->dfa_ws, sc->dfa_ws_n);
-		if (rc != PCRE2_ERROR_DFA_WSSIZE || sc->dfa_ws_n >= DFA_WS_MAX)
-			break;
-		int *ws = realloc(sc->dfa_ws, sc->dfa_ws_n * 4 * sizeof(int));
-		if (!ws)
-			return oom_match(err);
-		sc->dfa_ws = ws;
-		sc->dfa_ws_n *= 4;
-	}
-	if (rc == PCRE2_ERROR_NOMATCH)
-		return 0;
+	if (np_grow((void **)&sc->caps, &sc->caps_cap, ncaps, sizeof(*sc->caps)) < 0)
+		return oom_match(err);
+	rc = rx_prog_exec(re->prog, subj->s, subj->n, start, &sc->pike, sc->caps);
 	if (rc < 0)
-		return match_error(rc, subj, err);
-	PCRE2_SIZE *ov = pcre2_get_ovector_pointer(sc->md);
-	*m_start = ov[0];
-	*m_end = ov[1];
+		return oom_match(err);
+	if (rc == 0)
+		return 0;
+	*m_start = (size_t)sc->caps[0];
+	*m_end = (size_t)sc->caps[1];
+	for (size_t i = 0; i < ncaps; i++)
+		if (sc->caps[i] >= 0)
+			sc->caps[i] = (ssize_t)rx_subject_orig(subj, (size_t)sc->caps[i]);
 	return 1;
 }
 
@@ -368,6 +348,8 @@ int rx_exec(const struct rx *re, const struct rx_subject *subj, size_t start, in
 	if (re->anchored && (start > 0 || subj->n < re->prefix_len ||
 			     (re->prefix_len && memcmp(subj->s, re->prefix, re->prefix_len) != 0)))
 		return 0;
+	if (!re->code)
+		return pike_exec(re, subj, start, sc, m_start, m_end, err);
 	if (ensure_match_state(sc, (uint32_t)re->npcre + 1, err) < 0)
 		return -1;
 	rc = pcre2_match(re->code, (PCRE2_SPTR)subj->s, subj->n, start, PCRE2_NO_UTF_CHECK, sc->md, sc->mctx);
@@ -376,13 +358,9 @@ int rx_exec(const struct rx *re, const struct rx_subject *subj, size_t start, in
 	if (rc < 0) {
 		if (!is_limit(rc))
 			return match_error(rc, subj, err);
-		/* Catastrophic backtracking mostly happens when there is no match at all;
-		 * the DFA matcher decides existence without backtracking. Only when a
-		 * match exists and its groups are needed is there no exact answer. */
-		int found = dfa_exists(re, subj, start, sc, m_start, m_end, err);
-		if (found <= 0 || !want_groups)
-			return found;
-		return match_error(rc, subj, err);
+		/* Backtracking ran out of its bounds (a long value, a pathological pattern):
+		 * Go's own algorithm gives the answer, groups included, in linear time. */
+		return pike_exec(re, subj, start, sc, m_start, m_end, err);
 	}
 	ov = pcre2_get_ovector_pointer(sc->md);
 	*m_start = ov[0];
@@ -419,7 +397,7 @@ void rx_scratch_free(struct rx_scratch *sc)
 	pcre2_match_data_free(sc->md);
 	pcre2_match_context_free(sc->mctx);
 	pcre2_jit_stack_free(sc->jit_stack);
-	free(sc->dfa_ws);
+	rx_pike_scratch_free(&sc->pike);
 	free(sc->tbuf);
 	free(sc->tmap);
 	free(sc->caps);

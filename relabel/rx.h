@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "agent/util/error.h"
+#include "relabel/rx_pike.h"
 
 struct rx;
 
@@ -25,8 +26,7 @@ struct rx_scratch {
 	uint32_t md_pairs;
 	void *mctx;	  /* pcre2_match_context * */
 	void *jit_stack;  /* pcre2_jit_stack * */
-	int *dfa_ws;
-	size_t dfa_ws_n;
+	struct rx_pike_scratch pike;
 	char *tbuf; /* transcoded subject */
 	size_t tbuf_cap;
 	size_t *tmap; /* transcoded offset -> original offset */
@@ -64,10 +64,10 @@ static inline size_t rx_subject_orig(const struct rx_subject *subj, size_t off)
 }
 
 /* Leftmost-first match in subj->s starting at offset start (a rune boundary of subj->s).
- * Returns 1 on a match, 0 on none, -1 on error (a match limit was hit; allocation).
- * On a match with want_groups, sc->caps holds the group offsets in the ORIGINAL string;
- * m_start and m_end always receive the whole match in subj->s coordinates. Without
- * want_groups only existence matters, and a limit falls back to PCRE2's DFA matcher. */
+ * Returns 1 on a match, 0 on none, -1 on error (allocation; a PCRE2 failure other than
+ * its limits). On a match with want_groups, sc->caps holds the group offsets in the
+ * ORIGINAL string; m_start and m_end always receive the whole match in subj->s
+ * coordinates. When PCRE2's limits stop it, Go's program (rx_pike.h) answers. */
 NP_MUST_CHECK int rx_exec(const struct rx *re, const struct rx_subject *subj, size_t start, int want_groups,
 			  struct rx_scratch *sc, size_t *m_start, size_t *m_end, struct np_err *err);
 

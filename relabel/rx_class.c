@@ -331,13 +331,78 @@ static int prop_set(const struct np_icu *icu, UProperty prop, int32_t v, struct 
 	return rc;
 }
 
-int rxc_unicode_group(const char *name, size_t len, struct rx_class *out, struct np_err *err)
+/* The general category (mask) Go 1.25's unicodeTable finds for a canonical name:
+ * a key of unicode.Categories written exactly (short names; "LC" is not canonical and
+ * has its own case), else a canonicalized alias of unicode.CategoryAliases (the long
+ * names and extra aliases of PropertyValueAliases.txt: "Letter", "Cased_Letter",
+ * "cntrl", ...). ICU holds the same aliases for its general category masks. Scripts
+ * are looked up between the two; no script name equals a category short name, and
+ * the caller tries scripts first only for names that are not short names. */
+static const uint32_t gc_masks[] = {
+	U_GC_CN_MASK, U_GC_LU_MASK, U_GC_LL_MASK, U_GC_LT_MASK, U_GC_LM_MASK, U_GC_LO_MASK, U_GC_MN_MASK,
+	U_GC_ME_MASK, U_GC_MC_MASK, U_GC_ND_MASK, U_GC_NL_MASK, U_GC_NO_MASK, U_GC_ZS_MASK, U_GC_ZL_MASK,
+	U_GC_ZP_MASK, U_GC_CC_MASK, U_GC_CF_MASK, U_GC_CO_MASK, U_GC_CS_MASK, U_GC_PD_MASK, U_GC_PS_MASK,
+	U_GC_PE_MASK, U_GC_PC_MASK, U_GC_PO_MASK, U_GC_SM_MASK, U_GC_SC_MASK, U_GC_SK_MASK, U_GC_SO_MASK,
+	U_GC_PI_MASK, U_GC_PF_MASK, U_GC_L_MASK,  U_GC_LC_MASK, U_GC_M_MASK,  U_GC_N_MASK,  U_GC_Z_MASK,
+	U_GC_C_MASK,  U_GC_P_MASK,  U_GC_S_MASK,
+};
+
+/* 1 and *mask when canon is a category short name (name choice 0) or, with aliases, a long
+ * name or extra alias (choices 1, 2, ...) whose canonical form is canon. */
+static int gc_lookup(const struct np_icu *icu, const char *canon, int aliases, uint32_t *mask)
 {
-	char canon[128], long_canon[128];
+	char alias_canon[128];
+
+	for (size_t i = 0; i < sizeof(gc_masks) / sizeof(gc_masks[0]); i++) {
+		if (!aliases) {
+			const char *shrt = icu->property_value_name(UCHAR_GENERAL_CATEGORY_MASK, (int32_t)gc_masks[i],
+								    U_SHORT_PROPERTY_NAME);
+			if (shrt && strcmp(shrt, canon) == 0 && gc_masks[i] != U_GC_LC_MASK) {
+				*mask = gc_masks[i];
+				return 1;
+			}
+			continue;
+		}
+		for (int choice = U_LONG_PROPERTY_NAME;; choice++) {
+			const char *nm = icu->property_value_name(UCHAR_GENERAL_CATEGORY_MASK, (int32_t)gc_masks[i],
+								  (UPropertyNameChoice)choice);
+			if (!nm)
+				break;
+			canonical_name(nm, strlen(nm), alias_canon, sizeof(alias_canon));
+			if (strcmp(alias_canon, canon) == 0) {
+				*mask = gc_masks[i];
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* A script Go knows under canon: its key in unicode.Scripts is the Unicode long name,
+ * looked up with the canonical form of what was written, so only long names that are
+ * already canonical can ever match ("Greek", "Nko"; not "Old_Italic" or "SignWriting",
+ * which Go 1.25 rejects), and ISO 15924 codes ("Grek") never do. Returns the ICU code
+ * or -1. */
+static int32_t script_lookup(const struct np_icu *icu, const char *canon)
+{
+	int32_t v = icu->property_value_enum(UCHAR_SCRIPT, canon);
+	const char *long_name;
+
+	if (v == UCHAR_INVALID_CODE || v == USCRIPT_UNKNOWN)
+		return -1;
+	long_name = icu->property_value_name(UCHAR_SCRIPT, v, U_LONG_PROPERTY_NAME);
+	return long_name && strcmp(canon, long_name) == 0 ? v : -1;
+}
+
+int rxc_unicode_group(const char *name, size_t len, struct rx_class *out, int *fold, struct np_err *err)
+{
+	char canon[128];
 	const struct np_icu *icu;
+	uint32_t mask;
 	int32_t v;
 
 	rxc_reset(out);
+	*fold = 1;
 	if (len >= sizeof(canon) || memchr(name, '\0', len))
 		return 1;
 	canonical_name(name, len, canon, sizeof(canon));
@@ -355,24 +420,19 @@ int rxc_unicode_group(const char *name, size_t len, struct rx_class *out, struct
 			return -1;
 		return rxc_negate(out);
 	}
-	v = icu->property_value_enum(UCHAR_GENERAL_CATEGORY_MASK, canon);
-	if (v != UCHAR_INVALID_CODE) {
-		/* Go's "C" (Other) is Cc|Cf|Co|Cs: unassigned code points are not in it. */
-		if (v == U_GC_C_MASK)
-			v = U_GC_CC_MASK | U_GC_CF_MASK | U_GC_CO_MASK | U_GC_CS_MASK;
-		if (prop_set(icu, UCHAR_GENERAL_CATEGORY_MASK, v, out) < 0)
+	if (strcmp(canon, "Lc") == 0 || gc_lookup(icu, canon, 0, &mask) ||
+	    (script_lookup(icu, canon) < 0 && gc_lookup(icu, canon, 1, &mask))) {
+		if (strcmp(canon, "Lc") == 0)
+			mask = U_GC_LC_MASK;
+		/* Go's unicode.FoldCategory has no "LC" entry (its generator finds no code
+		 * point whose own category is LC), so (?i)\p{LC} adds no folded code points. */
+		*fold = mask != U_GC_LC_MASK;
+		/* C (Other) includes Cn: Go >= 1.25 counts unassigned code points in it. */
+		if (prop_set(icu, UCHAR_GENERAL_CATEGORY_MASK, (int32_t)mask, out) < 0)
 			return -1;
 		return rxc_clean(out);
 	}
-	v = icu->property_value_enum(UCHAR_SCRIPT, canon);
-	if (v == UCHAR_INVALID_CODE || v == USCRIPT_UNKNOWN)
-		return 1;
-	/* Go knows scripts by their long names only (not ISO 15924 codes such as "Grek"). */
-	const char *long_name = icu->property_value_name(UCHAR_SCRIPT, v, U_LONG_PROPERTY_NAME);
-	if (!long_name)
-		return 1;
-	canonical_name(long_name, strlen(long_name), long_canon, sizeof(long_canon));
-	if (strcmp(canon, long_canon) != 0)
+	if ((v = script_lookup(icu, canon)) < 0)
 		return 1;
 	if (prop_set(icu, UCHAR_SCRIPT, v, out) < 0)
 		return -1;

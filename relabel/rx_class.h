@@ -42,8 +42,11 @@ NP_MUST_CHECK int rxc_fold_tables(struct np_err *err);
  * A non-ASCII r needs rxc_fold_tables to have succeeded (otherwise the orbit is r alone). */
 size_t rxc_fold_orbit(uint32_t r, uint32_t out[8]);
 
-/* Looks up a \p{name} group. Returns 0 and fills out (clean) on success, 1 for an unknown
- * name, -1 on allocation failure, -2 without ICU (only Any and ASCII never need it). */
-NP_MUST_CHECK int rxc_unicode_group(const char *name, size_t len, struct rx_class *out, struct np_err *err);
+/* Looks up a \p{name} group as Go >= 1.25 does. Returns 0 and fills out (clean) on success,
+ * 1 for an unknown name, -1 on allocation failure, -2 without ICU (only Any and ASCII never
+ * need it). *fold = 0 when Go has no case-folding table for the group, so that (?i) must not
+ * close it under folding (LC and its aliases). */
+NP_MUST_CHECK int rxc_unicode_group(const char *name, size_t len, struct rx_class *out, int *fold,
+				    struct np_err *err);
 
 #endif

@@ -26,7 +26,6 @@
 
 struct emitter {
 	struct rx_emit_out *out;
-	int checks;
 	int too_large;
 	unsigned marks; /* named mark groups allocated so far */
 	int share_classes;
@@ -198,7 +197,6 @@ static int state(struct emitter *E, const unsigned *marks, int n)
 	for (int i = 0; i < n; i++)
 		np_buf_printf(&E->out->pat, "(?!\\k<m%u>\\z)", marks[i]);
 	np_buf_printf(&E->out->pat, "(?=(?<m%u>(?s:.*)))", marks[0]);
-	E->out->has_checks = 1;
 	return add_group(E, 0) < 0 ? -1 : 0;
 }
 
@@ -265,7 +263,7 @@ static int emit_copies(struct emitter *E, const struct rx_node *nd)
  * as Go's simplifier does). */
 static int emit_plain_repeat(struct emitter *E, const struct rx_node *nd)
 {
-	if (nd->op == RXO_REPEAT && E->checks && has_marks(nd->sub[0]))
+	if (nd->op == RXO_REPEAT && has_marks(nd->sub[0]))
 		return emit_copies(E, nd);
 	if (emit_group(E, nd->sub[0], 0) < 0)
 		return -1;
@@ -369,7 +367,7 @@ static int emit_repeat(struct emitter *E, const struct rx_node *nd, int inst)
 
 	/* Only a loop whose body can match empty can bring a path back to a state at the same
 	 * position; everything inside such a loop is instrumented. */
-	if (E->checks && unbounded && nd->sub[0]->nullable)
+	if (unbounded && nd->sub[0]->nullable)
 		inst = 1;
 	if (!inst)
 		return emit_plain_repeat(E, nd);
@@ -466,9 +464,9 @@ static int emit(struct emitter *E, const struct rx_node *nd, int inst)
 	return 0;
 }
 
-int rx_emit(const struct rx_ast *ast, int progress_checks, int share_classes, struct rx_emit_out *out)
+int rx_emit(const struct rx_ast *ast, int share_classes, struct rx_emit_out *out)
 {
-	struct emitter E = { out, progress_checks, 0, 0, share_classes, NULL, 0 };
+	struct emitter E = { out, 0, 0, share_classes, NULL, 0 };
 	int rc;
 
 	memset(out, 0, sizeof(*out));

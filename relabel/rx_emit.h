@@ -13,17 +13,15 @@ struct rx_emit_out {
 	uint32_t *pcre_to_go; /* [npcre + 1]: PCRE2 group -> Go group, 0 for internal groups */
 	size_t npcre;	      /* PCRE2 capture groups */
 	size_t cap;
-	int has_checks; /* progress checks (backreferences) were emitted */
 };
 
 /* Beyond this many pattern bytes the translation gives up (see rx_emit.c on duplication). */
 #define RX_EMIT_MAX (256u * 1024u)
 
-/* progress_checks: rewrite loops over nullable bodies for Go's capture semantics (needs
- * backreferences, so off for the DFA matcher); share_classes: write big classes once and
- * call them (smaller compiled code, a little slower). Returns -1 on allocation failure, -2 when
- * the pattern would exceed RX_EMIT_MAX. */
-int rx_emit(const struct rx_ast *ast, int progress_checks, int share_classes, struct rx_emit_out *out);
+/* Loops over nullable bodies are rewritten for Go's capture semantics (see rx_emit.c);
+ * share_classes: write big classes once and call them (smaller compiled code, a little
+ * slower). Returns -1 on allocation failure, -2 when the pattern would exceed RX_EMIT_MAX. */
+int rx_emit(const struct rx_ast *ast, int share_classes, struct rx_emit_out *out);
 void rx_emit_out_free(struct rx_emit_out *out);
 
 #endif

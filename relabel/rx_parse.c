@@ -477,13 +477,14 @@ static int class_error(struct parser *P, int rc)
 	return rc == -2 ? -1 : oom(P);
 }
 
-/* Appends a group (a clean class) to dst: folded first when (?i), then negated (Go's appendGroup). */
-static int append_group(struct parser *P, struct rx_class *dst, const struct rx_class *grp, int sign)
+/* Appends a group (a clean class) to dst: folded first when (?i) and the group has a
+ * folding table in Go (fold), then negated (Go's appendGroup, parseUnicodeClass). */
+static int append_group(struct parser *P, struct rx_class *dst, const struct rx_class *grp, int sign, int fold)
 {
 	const struct rx_class *src = grp;
 	int rc;
 
-	if (P->flags & F_FOLD) {
+	if ((P->flags & F_FOLD) && fold) {
 		rxc_reset(&P->tmp);
 		if (rxc_append(&P->tmp, grp, 0) < 0)
 			return oom(P);
@@ -500,7 +501,7 @@ static int append_table(struct parser *P, struct rx_class *dst, const struct gro
 {
 	struct rx_class c = { (uint32_t *)g->r, g->n, g->n };
 
-	return append_group(P, dst, &c, g->sign);
+	return append_group(P, dst, &c, g->sign, 1);
 }
 
 /* \d \s \w and negations at *pos; returns 1 when one was parsed. */
@@ -551,7 +552,7 @@ static int parse_unicode_class(struct parser *P, size_t *pos, struct rx_class *d
 {
 	size_t t = *pos, u, w, seq_end, name, name_end;
 	uint32_t c;
-	int sign, rc;
+	int sign, rc, fold;
 	struct rx_class grp = { 0 };
 
 	if (P->n - t < 2 || P->p[t] != '\\' || (P->p[t + 1] != 'p' && P->p[t + 1] != 'P'))
@@ -581,7 +582,7 @@ static int parse_unicode_class(struct parser *P, size_t *pos, struct rx_class *d
 		sign = -sign;
 		name++;
 	}
-	rc = rxc_unicode_group(P->p + name, name_end - name, &grp, P->err);
+	rc = rxc_unicode_group(P->p + name, name_end - name, &grp, &fold, P->err);
 	if (rc < 0) {
 		rxc_free(&grp);
 		return class_error(P, rc);
@@ -590,7 +591,7 @@ static int parse_unicode_class(struct parser *P, size_t *pos, struct rx_class *d
 		rxc_free(&grp);
 		return fail(P, "invalid character class range", t, seq_end);
 	}
-	rc = append_group(P, dst, &grp, sign);
+	rc = append_group(P, dst, &grp, sign, fold);
 	rxc_free(&grp);
 	if (rc < 0)
 		return -1;

@@ -27,9 +27,20 @@ static const struct cfg_attr rule_attrs[] = {
  * even when other parts of the component have errors. */
 const struct cfg_schema cfg_relabel_rule_schema = { rule_attrs, NULL, rule_validate };
 
-/* The attribute an engine message is about, to point at it. */
+/* The attribute an engine message is about, to point at it. A "requires only X, and no
+ * other fields" message is about the first other field written. */
 static struct cfg_pos error_pos(const struct cfg_args *rule, const char *msg)
 {
+	static const char *const fields[] = { "source_labels", "separator", "regex", "modulus", "target_label",
+					      "replacement" };
+
+	if (strstr(msg, "and no other fields")) {
+		const char *allowed = strstr(msg, "requires only");
+		for (size_t i = 0; allowed && i < sizeof(fields) / sizeof(fields[0]); i++)
+			if (!strstr(allowed, fields[i]) && cfg_args_has(rule, fields[i]))
+				return cfg_args_pos(rule, fields[i]);
+	}
+
 	static const struct {
 		const char *needle, *attr;
 	} map[] = {

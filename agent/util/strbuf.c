@@ -45,6 +45,7 @@ int np_buf_reserve(struct np_buf *b, size_t extra)
 	}
 	b->p = np;
 	b->cap = cap;
+	b->p[b->len] = '\0'; /* a first allocation must be a string too ("always NUL-terminated") */
 	return 0;
 }
 

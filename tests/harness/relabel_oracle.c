@@ -10,6 +10,8 @@
 #include "relabel/gostr.h"
 #include "relabel/rx.h"
 #include "relabel/rx_class.h"
+#include "relabel/rx_parse.h"
+#include "relabel/rx_pike.h"
 
 static char *unhex(const char *h, size_t *n)
 {
@@ -129,6 +131,60 @@ static json_t *do_match(json_t *req, struct rx_scratch *sc)
 	return ans;
 }
 
+/* {"op":"pike","re":H,"subjects":[H...]}: FindStringSubmatchIndex by Go's program alone
+ * (rx_pike.h, the engine behind PCRE2), on the raw bytes, so that the Go oracle checks it on
+ * every pattern and not only on those PCRE2 gives up on. Answers {"err","results":[{"m"}]}. */
+static json_t *do_pike(json_t *req)
+{
+	size_t rlen, slen;
+	char *pat = unhex(json_string_value(json_object_get(req, "re")), &rlen);
+	json_t *subjects = json_object_get(req, "subjects");
+	json_t *ans = json_object(), *results = json_array();
+	struct np_buf spliced = NP_BUF_INIT;
+	struct rx_pike_scratch sc = { 0 };
+	struct rx_prog *prog = NULL;
+	struct rx_ast ast;
+	struct np_err err;
+
+	np_buf_puts(&spliced, "^(?s:");
+	np_buf_append(&spliced, pat, rlen);
+	np_buf_puts(&spliced, ")$");
+	if (memchr(pat, '\0', rlen) || rx_parse(spliced.p, spliced.len, &ast, &err) < 0) {
+		json_object_set_new(ans, "err", json_string(err.msg));
+		json_decref(results);
+		np_buf_free(&spliced);
+		free(pat);
+		return ans;
+	}
+	if (rx_prog_compile(&ast, &prog) < 0)
+		abort();
+	size_t nslots = 2 * ((size_t)ast.ncap + 1);
+	ssize_t *caps = calloc(nslots, sizeof(*caps));
+	for (size_t i = 0; i < json_array_size(subjects); i++) {
+		char *s = unhex(json_string_value(json_array_get(subjects, i)), &slen);
+		json_t *r = json_object(), *m = json_array();
+		int rc = rx_prog_exec(prog, s, slen, 0, &sc, caps);
+		if (rc < 0)
+			abort();
+		for (size_t k = 0; rc > 0 && k < nslots; k++)
+			json_array_append_new(m, json_integer(caps[k]));
+		json_object_set_new(r, "m", rc > 0 ? m : json_null());
+		if (rc == 0)
+			json_decref(m);
+		json_array_append_new(results, r);
+		free(s);
+	}
+	free(caps);
+	rx_pike_scratch_free(&sc);
+	rx_prog_free(prog);
+	rx_ast_free(&ast);
+	np_buf_free(&spliced);
+	free(pat);
+	json_object_set_new(ans, "err", json_null());
+	json_object_set_new(ans, "results", results);
+	return ans;
+}
+
 /* strings.ToLower and ToUpper of s; the oracle compares Unicode, so ICU must load. */
 static void lower_upper(struct np_buf *lo, struct np_buf *up, const char *s, size_t n)
 {
@@ -231,6 +287,8 @@ int main(void)
 		op = json_string_value(json_object_get(req, "op"));
 		if (strcmp(op, "match") == 0)
 			ans = do_match(req, &sc);
+		else if (strcmp(op, "pike") == 0)
+			ans = do_pike(req);
 		else if (strcmp(op, "str") == 0)
 			ans = do_str(req);
 		else if (strcmp(op, "cases") == 0)

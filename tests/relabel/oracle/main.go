@@ -12,6 +12,7 @@
 //	{"op":"str","s":H} -> {"lower":H,"upper":H,"quote":H}
 //	{"op":"cases","from":N,"to":N} -> {"cps":[[cp,lower,upper]...]} (assigned code points only)
 //	{"op":"fold","from":N,"to":N} -> {"orbits":[[cp,orbit...]...]} (code points with an orbit)
+//	{"op":"process",...}: a whole rule list on targets (process.go; plain JSON strings)
 package main
 
 import (
@@ -27,13 +28,15 @@ import (
 )
 
 type request struct {
-	Op       string   `json:"op"`
-	Re       string   `json:"re"`
-	Subjects []string `json:"subjects"`
-	Tmpls    []string `json:"tmpls"`
-	S        string   `json:"s"`
-	From     int      `json:"from"`
-	To       int      `json:"to"`
+	Op       string              `json:"op"`
+	Re       string              `json:"re"`
+	Subjects []string            `json:"subjects"`
+	Tmpls    []string            `json:"tmpls"`
+	S        string              `json:"s"`
+	From     int                 `json:"from"`
+	To       int                 `json:"to"`
+	Rules    []rule              `json:"rules"`
+	Targets  []map[string]string `json:"targets"`
 }
 
 type result struct {
@@ -124,6 +127,8 @@ func main() {
 				}
 			}
 			encoder.Encode(map[string]interface{}{"orbits": orbits})
+		case "process":
+			encoder.Encode(process(req.Rules, req.Targets))
 		default:
 			panic("unknown op " + req.Op)
 		}
