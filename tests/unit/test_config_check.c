@@ -613,7 +613,7 @@ static void relabel_rules(void **state)
 		  "" }, /* Alloy accepts an explicit default regex here (spec §12) */
 		{ "discovery.relabel \"r\" {\n  targets = []\n  rule {\n    source_labels = [\"a\"]\n    target_label = "
 		  "\"utf-8.label${1}\"\n  }\n}",
-		  "" }, /* Alloy rejects it; nodeprof follows Prometheus, which accepts it (relabel spec §13) */
+		  "5:20: \"utf-8.label${1}\" is invalid 'target_label' for replace action" }, /* Alloy's Validate rejects it (Prometheus accepts it): Alloy's rules win */
 		{ "discovery.relabel \"r\" {\n  targets = []\n  rule {\n    source_labels = [\"a\"]\n    target_label = "
 		  "\"x\"\n    separator = \"\"\n    regex = \"\"\n    replacement = \"\"\n  }\n}",
 		  "" },
