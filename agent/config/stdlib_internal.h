@@ -1,4 +1,4 @@
-/* Helpers shared by the standard-library source files (stdlib.c, stdlib_format.c);
+/* Helpers shared by the standard-library source files (stdlib*.c);
  * not part of the config module's interface. */
 #ifndef NP_CONFIG_STDLIB_INTERNAL_H
 #define NP_CONFIG_STDLIB_INTERNAL_H
@@ -12,8 +12,18 @@ struct cfg_value *cfg_fn_oom(struct cfg_call *c);
  * value to cfg_unref() afterwards (may be NULL). Reports and returns -1 otherwise. */
 int cfg_arg_string(struct cfg_call *c, size_t i, const char **s, size_t *len, struct cfg_value **tmp);
 
+/* Nesting limit of the documents the decoding functions build (from_json,
+ * from_yaml, json_path): deeper input is an error, never a stack overflow in the
+ * code that walks values recursively. */
+#define CFG_MAX_DATA_DEPTH 512
+
+/* Go's base64 decoding (url: the URL alphabet), newlines skipped: 0 with the bytes
+ * appended to out, or -1 with *bad the input offset Go's error message names. */
+int cfg_base64_decode(const char *s, size_t n, int url, struct np_buf *out, size_t *bad);
+
 struct cfg_value *cfg_fn_format(struct cfg_call *c);
 struct cfg_value *cfg_fn_from_json(struct cfg_call *c);
 struct cfg_value *cfg_fn_to_json(struct cfg_call *c);
+struct cfg_value *cfg_fn_from_yaml(struct cfg_call *c); /* stdlib_yaml.c */
 
 #endif
