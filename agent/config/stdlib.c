@@ -860,7 +860,7 @@ static const struct cfg_builtin file_fns[] = {
 
 static const struct cfg_builtin toplevel_fns[] = {
 	FN("coalesce", fn_coalesce, 0, -1, NULL),
-	FN("json_path", fn_unsupported, 2, 2, NULL),
+	FN("json_path", cfg_fn_json_path, 2, 2, NULL),
 	DEPRECATED("nonsensitive", fn_nonsensitive, 1, 1, &cfg_t_string, "convert.nonsensitive"),
 	DEPRECATED("concat", fn_concat, 0, -1, NULL, "array.concat"),
 	DEPRECATED("json_decode", cfg_fn_from_json, 1, 1, NULL, "encoding.from_json"),

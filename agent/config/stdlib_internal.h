@@ -21,9 +21,16 @@ int cfg_arg_string(struct cfg_call *c, size_t i, const char **s, size_t *len, st
  * appended to out, or -1 with *bad the input offset Go's error message names. */
 int cfg_base64_decode(const char *s, size_t n, int url, struct np_buf *out, size_t *bad);
 
+/* A jansson value as an Alloy value (JSON integers as floats when ints_as_float,
+ * as Go's encoding/json gives them); NULL when it nests deeper than
+ * CFG_MAX_DATA_DEPTH or memory runs out. */
+struct json_t;
+struct cfg_value *cfg_from_jansson(const struct json_t *j, int ints_as_float);
+
 struct cfg_value *cfg_fn_format(struct cfg_call *c);
 struct cfg_value *cfg_fn_from_json(struct cfg_call *c);
 struct cfg_value *cfg_fn_to_json(struct cfg_call *c);
 struct cfg_value *cfg_fn_from_yaml(struct cfg_call *c); /* stdlib_yaml.c */
+struct cfg_value *cfg_fn_json_path(struct cfg_call *c); /* stdlib_jsonpath.c */
 
 #endif

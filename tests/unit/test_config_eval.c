@@ -169,8 +169,6 @@ static void errors_point_at_the_operand(void **state)
 		{ "encoding.url_decode(\"%zz\")", "error: 1:21: encoding.url_decode: invalid URL escape \"%zz\"" },
 		{ "encoding.from_json(\"{\")", "error: 1:20: encoding.from_json: invalid JSON: string or '}' expected near end of "
 					     "file (line 1, column 1)" },
-		{ "json_path(\"{}\", \"$\")", "error: 1:1: json_path is not supported by nodeprof" },
-		{ "encoding.from_yaml(\"a: 1\")", "error: 1:1: encoding.from_yaml is not supported by nodeprof" },
 		{ "array.group_by([], \"k\", true)", "error: 1:1: array.group_by is not supported by nodeprof" },
 	};
 	RUN(cases);

@@ -192,6 +192,133 @@ static void from_yaml_bounded(void **state)
 	np_buf_free(&src);
 }
 
+#define DOC "`{\"store\": {\"book\": [" \
+	    "{\"category\": \"reference\", \"author\": \"Nigel Rees\", \"price\": 8.95}," \
+	    "{\"category\": \"fiction\", \"author\": \"Evelyn Waugh\", \"price\": 12.99}," \
+	    "{\"category\": \"fiction\", \"author\": \"Herman Melville\", \"isbn\": \"0-553-21311-3\", \"price\": 8}," \
+	    "{\"category\": \"fiction\", \"author\": \"J. R. R. Tolkien\", \"isbn\": \"0-395-19395-8\", \"price\": 22.99}]," \
+	    "\"bicycle\": {\"color\": \"red\", \"price\": 19.95}}}`"
+
+static void json_path_documented(void **state)
+{
+	static const struct ecase cases[] = {
+		/* json_path.md */
+		{ "json_path(\"{\\\"key\\\": \\\"value\\\"}\", \".key\")", "[\"value\"]" },
+		{ "json_path(\"[{\\\"name\\\": \\\"Department\\\",\\\"value\\\": \\\"IT\\\"},{\\\"name\\\":\\\"TestStatus\\\",\\\"value\\\":\\\"Pending\\\"}]\", "
+		  "\"[?(@.name == \\\"Department\\\")].value\")",
+		  "[\"IT\"]" },
+		{ "json_path(\"{\\\"key\\\": \\\"value\\\"}\", \".nonexists\")", "[]" },
+		{ "json_path(\"{\\\"key\\\": \\\"value\\\"}\", \".key\")[0]", "\"value\"" },
+		/* vm_stdlib_test.go */
+		{ "json_path(`{\"a\": \"b\"}`, \".a\")", "[\"b\"]" },
+		{ "json_path(`[{\"name\": \"Department\",\"value\": \"IT\"},{\"name\":\"ReferenceNumber\",\"value\":\"123456\"},"
+		  "{\"name\":\"TestStatus\",\"value\":\"Pending\"}]`, `[?(@.name == \"Department\")].value`)",
+		  "[\"IT\"]" },
+	};
+	(void)state;
+	RUN(cases);
+}
+
+static void json_path_syntax(void **state)
+{
+	static const struct ecase cases[] = {
+		{ "json_path(" DOC ", \"$.store.bicycle.color\")", "[\"red\"]" },
+		{ "json_path(" DOC ", \"store.bicycle\")", "[{ color = \"red\", price = 19.95 }]" },
+		{ "json_path(" DOC ", \"$['store']['bicycle']['price']\")", "[19.95]" },
+		{ "json_path(" DOC ", `$[\"store\"].book[0].author`)", "[\"Nigel Rees\"]" },
+		{ "json_path(" DOC ", \"$.store.book[-1].author\")", "[\"J. R. R. Tolkien\"]" },
+		{ "json_path(" DOC ", \"$.store.book[9].author\")", "[]" },
+		{ "json_path(" DOC ", \"$.store.book[*].price\")", "[8.95, 12.99, 8, 22.99]" },
+		{ "json_path(" DOC ", \"$.store.book.*.isbn\")", "[\"0-553-21311-3\", \"0-395-19395-8\"]" },
+		{ "json_path(" DOC ", \"$.store.book[1:3].author\")", "[\"Evelyn Waugh\", \"Herman Melville\"]" },
+		{ "json_path(" DOC ", \"$.store.book[:2].price\")", "[8.95, 12.99]" },
+		{ "json_path(" DOC ", \"$.store.book[-2:].price\")", "[8, 22.99]" },
+		{ "json_path(" DOC ", \"$.store.book[::2].price\")", "[8.95, 8]" },
+		{ "json_path(" DOC ", \"$.store.book[3:0:-1].price\")", "[22.99, 8, 12.99]" },
+		{ "json_path(" DOC ", \"$.store.book[0,2].price\")", "[8.95, 8]" },
+		{ "json_path(" DOC ", \"$.store.bicycle['color','price']\")", "[\"red\", 19.95]" },
+		/* Descent lists a node's descendants' matches before its own, as jp does. */
+		{ "json_path(" DOC ", \"$..price\")", "[8.95, 12.99, 8, 22.99, 19.95]" },
+		{ "json_path(`{\"a\": 1, \"b\": {\"a\": 2}}`, \"$..a\")", "[2, 1]" },
+		{ "json_path(`[1, [2, 3]]`, \"$[*]\")", "[1, [2, 3]]" },
+		{ "json_path(`5`, \"$\")", "[5]" },
+		{ "json_path(`{\"a b\": {\"c\\\"d\": 1}}`, `$['a b'][\"c\\\"d\"]`)", "[1]" },
+	};
+	(void)state;
+	RUN(cases);
+}
+
+static void json_path_filters(void **state)
+{
+	static const struct ecase cases[] = {
+		{ "json_path(" DOC ", \"$.store.book[?(@.price < 10)].author\")", "[\"Nigel Rees\", \"Herman Melville\"]" },
+		{ "json_path(" DOC ", \"$.store.book[?(@.isbn)].author\")", "[\"Herman Melville\", \"J. R. R. Tolkien\"]" },
+		{ "json_path(" DOC ", \"$.store.book[?(@.price > 8 && @.category == 'fiction')].price\")", "[12.99, 22.99]" },
+		{ "json_path(" DOC ", \"$.store.book[?(@.price == 8.0 || @.price >= 20)].price\")", "[8, 22.99]" },
+		{ "json_path(" DOC ", \"$.store.book[?(!(@.category == 'fiction'))].author\")", "[\"Nigel Rees\"]" },
+		{ "json_path(" DOC ", \"$.store.book[?(@.author =~ /^J\\\\./)].price\")", "[22.99]" },
+		{ "json_path(" DOC ", \"$.store.book[?(@.category in ['reference', 'poetry'])].price\")", "[8.95]" },
+		{ "json_path(" DOC ", \"$.store.book[?(@.price * 2 > 40)].price\")", "[22.99]" },
+		{ "json_path(" DOC ", \"$.store.book[?(length(@.author) == 10)].author\")", "[\"Nigel Rees\"]" },
+		{ "json_path(" DOC ", \"$.store.book[?(match(@.author, 'H.*'))].price\")", "[8]" },
+		{ "json_path(" DOC ", \"$.store.book[?(@.isbn exists false)].price\")", "[8.95, 12.99]" },
+		{ "json_path(" DOC ", \"$.store[?(@.color == 'red')].price\")", "[19.95]" },
+		{ "json_path(`[{\"t\": [1, 2]}, {\"t\": [3]}]`, \"$[?(@.t[*] == 3)]\")", "[{ t = [3] }]" },
+		{ "json_path(`[{\"t\": [1, 2]}, {\"t\": [3]}]`, \"$[?(count(@.t[*]) == 2)]\")", "[{ t = [1, 2] }]" },
+	};
+	(void)state;
+	RUN(cases);
+}
+
+static void json_path_errors(void **state)
+{
+	static const struct ecase cases[] = {
+		{ "json_path(\"{\", \"$\")", "error: 1:11: json_path: invalid JSON: string or '}' expected near end of file at 1:1" },
+		{ "json_path(\"{}\", \"$.[\")", "error: 1:17: json_path: an expression fragment can not start with a '[' at 4 in $.[" },
+		{ "json_path(\"{}\", \"$[\")", "error: 1:17: json_path: not terminated at 3 in $[" },
+		{ "json_path(\"{}\", \"$.a)\")", "error: 1:17: json_path: parse error at 4 in $.a)" },
+		{ "json_path(\"{}\", \"$[1:x]\")", "error: 1:17: json_path: expected a number at 6 in $[1:x]" },
+		{ "json_path(\"{}\", \"$[?(@.a == zz)]\")", "error: 1:17: json_path: 'zz' is not a value or function at 12 in $[?(@.a == zz)]" },
+		{ "json_path(\"{}\", \"$[(@.length-1)]\")",
+		  "error: 1:17: json_path: script procedures [(...)] are not supported by nodeprof at 4 in $[(@.length-1)]" },
+		{ "json_path(\"[[1],[1]]\", \"$[?(@ == $[0])]\")",
+		  "error: 1:24: json_path: comparing two lists or two objects is not supported (Go cannot compare them)" },
+		{ "json_path(\"{}\")", "error: 1:1: json_path: expected 2 arguments, got 1" },
+	};
+	(void)state;
+	RUN(cases);
+}
+
+/* Deep documents and deep filters are errors, never stack overflows. */
+static void json_path_bounded(void **state)
+{
+	struct np_buf src = NP_BUF_INIT;
+	char *got;
+
+	(void)state;
+	np_buf_puts(&src, "json_path(\"");
+	for (int i = 0; i < 600; i++)
+		np_buf_putc(&src, '[');
+	for (int i = 0; i < 600; i++)
+		np_buf_putc(&src, ']');
+	np_buf_puts(&src, "\", \"$\")");
+	np_buf_putc(&src, '\0');
+	got = eval_text(src.p);
+	assert_string_equal(got, "error: 1:11: json_path: the result nests deeper than 512 levels or memory ran out");
+	free(got);
+	np_buf_free(&src);
+
+	np_buf_puts(&src, "json_path(\"[1]\", \"$[?(");
+	for (int i = 0; i < 5000; i++)
+		np_buf_putc(&src, '(');
+	np_buf_puts(&src, "\")");
+	np_buf_putc(&src, '\0');
+	got = eval_text(src.p);
+	assert_non_null(strstr(got, "the filter nests deeper than 100 levels (nodeprof's limit)"));
+	free(got);
+	np_buf_free(&src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +328,11 @@ int main(void)
 		cmocka_unit_test(from_yaml_errors),
 		cmocka_unit_test(from_yaml_repeated_keys),
 		cmocka_unit_test(from_yaml_bounded),
+		cmocka_unit_test(json_path_documented),
+		cmocka_unit_test(json_path_syntax),
+		cmocka_unit_test(json_path_filters),
+		cmocka_unit_test(json_path_errors),
+		cmocka_unit_test(json_path_bounded),
 	};
 	return cmocka_run_group_tests_name("config_stdlib", tests, NULL, NULL);
 }
