@@ -766,6 +766,20 @@ static struct fexpr *read_eq(struct parser *p)
 	return lhs;
 }
 
+/* e followed by the ')' that closes it (e is freed on an error). */
+static struct fexpr *close_paren(struct parser *p, struct fexpr *e)
+{
+	if (!e)
+		return NULL;
+	if (next_non_space(p) != ')') {
+		fexpr_free(e);
+		raise(p, "not terminated");
+		return NULL;
+	}
+	p->pos++;
+	return e;
+}
+
 static struct fexpr *read_primary(struct parser *p)
 {
 	unsigned char b = next_non_space(p);
@@ -814,16 +828,7 @@ static struct fexpr *read_primary(struct parser *p)
 		return e;
 	case '(':
 		p->pos++;
-		e = read_eq(p);
-		if (!e)
-			return NULL;
-		if (next_non_space(p) != ')') {
-			fexpr_free(e);
-			raise(p, "not terminated");
-			return NULL;
-		}
-		p->pos++;
-		return e;
+		return close_paren(p, read_eq(p));
 	case '[': {
 		/* A list constant. */
 		e = new_expr(p);
@@ -951,13 +956,7 @@ static struct fexpr *read_primary(struct parser *p)
 				return NULL;
 			}
 		}
-		if (next_non_space(p) != ')') {
-			fexpr_free(e);
-			raise(p, "not terminated");
-			return NULL;
-		}
-		p->pos++;
-		return e;
+		return close_paren(p, e);
 	}
 	free(e);
 	p->pos = start;

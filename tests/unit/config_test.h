@@ -85,6 +85,23 @@ static __attribute__((unused)) char *eval_text(const char *src)
 	return np_buf_steal(&b, NULL);
 }
 
+/* An expression and the text eval_text must give for it. */
+struct eval_case {
+	const char *expr, *want;
+};
+
+static __attribute__((unused)) void eval_cases(const struct eval_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *got = eval_text(cases[i].expr);
+		if (strcmp(got, cases[i].want) != 0)
+			fail_msg("%s\n--- got:  %s\n--- want: %s", cases[i].expr, got, cases[i].want);
+		free(got);
+	}
+}
+
+#define EVAL_CASES(c) eval_cases(c, sizeof(c) / sizeof(c[0]))
+
 #define assert_text(got_expr, want)                                                                  \
 	do {                                                                                         \
 		char *got_ = (got_expr);                                                             \

@@ -14,25 +14,9 @@
 #include "agent/config/stdlib.h"
 #include "tests/unit/config_test.h"
 
-struct ecase {
-	const char *expr, *want;
-};
-
-static void run(const struct ecase *cases, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char *got = eval_text(cases[i].expr);
-		if (strcmp(got, cases[i].want) != 0)
-			fail_msg("%s\n--- got:  %s\n--- want: %s", cases[i].expr, got, cases[i].want);
-		free(got);
-	}
-}
-
-#define RUN(c) run(c, sizeof(c) / sizeof(c[0]))
-
 static void documented_stdlib_examples(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		/* string.md */
 		{ "string.format(\"Hello, %s!\", \"Ander\")", "\"Hello, Ander!\"" },
 		{ "string.format(\"There are %d lights\", 4)", "\"There are 4 lights\"" },
@@ -82,12 +66,12 @@ static void documented_stdlib_examples(void **state)
 		{ "constants.os", "\"linux\"" },
 		{ "sys.env(\"NODEPROF_TEST_DOES_NOT_EXIST\")", "\"\"" },
 	};
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void operators(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		/* operators.md */
 		{ "[1, true, 7 * (1+1), 3]", "[1, true, 14, 3]" },
 		{ "{ app = \"alloy\", namespace = \"dev\" }[\"app\"]", "\"alloy\"" },
@@ -133,12 +117,12 @@ static void operators(void **state)
 		{ "{a = 1, a = 2}", "{ a = 2 }" }, /* the last duplicate key wins */
 		{ "{ b = 1, a = 2, \"c d\" = 3 }", "{ a = 2, b = 1, \"c d\" = 3 }" },
 	};
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void errors_point_at_the_operand(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		{ "1 + \"a\"", "error: 1:5: operand of +: expected number, got string \"a\"" },
 		{ "\"a\" + 1", "error: 1:7: operand of +: expected string, got number 1" },
 		{ "true + 1", "error: 1:1: operand of +: expected number, string or secret, got bool true" },
@@ -171,12 +155,12 @@ static void errors_point_at_the_operand(void **state)
 					     "file (line 1, column 1)" },
 		{ "array.group_by([], \"k\", true)", "error: 1:1: array.group_by is not supported by nodeprof" },
 	};
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void string_format(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		{ "string.format(\"%5.1f|%-4d|%04d|%x|%X|%o|%b\", 3.14159, 7, -42, 255, 255, 8, 5)",
 		  "\"  3.1|7   |-042|ff|FF|10|101\"" },
 		{ "string.format(\"%q|%t|%v|%v|%s\", \"a\\\"b\", true, [1, \"x\"], {k = 1}, 12.5)",
@@ -199,12 +183,12 @@ static void string_format(void **state)
 		{ "string.format(\"%9999d\", 1)", "error: 1:15: string.format: width or precision larger than 1000" },
 		{ "string.format(\"%\", 1)", "error: 1:15: string.format: format ends in the middle of \"%\"" },
 	};
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void more_stdlib(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		{ "string.split(\"a\xc3\xa9\", \"\")", "[\"a\", \"\xc3\xa9\"]" },
 		{ "string.split(\"a,,b,\", \",\")", "[\"a\", \"\", \"b\", \"\"]" },
 		{ "string.replace(\"ab\", \"\", \"-\")", "\"-a-b-\"" },
@@ -234,7 +218,7 @@ static void more_stdlib(void **state)
 		{ "string.format == string.format", "true" },
 		{ "constants.version", "\"v" NP_VERSION "\"" },
 	};
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 /* sys.env reads the environment at evaluation time. */

@@ -12,25 +12,9 @@
 
 #include "tests/unit/config_test.h"
 
-struct ecase {
-	const char *expr, *want;
-};
-
-static void run(const struct ecase *cases, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char *got = eval_text(cases[i].expr);
-		if (strcmp(got, cases[i].want) != 0)
-			fail_msg("%s\n--- got:  %s\n--- want: %s", cases[i].expr, got, cases[i].want);
-		free(got);
-	}
-}
-
-#define RUN(c) run(c, sizeof(c) / sizeof(c[0]))
-
 static void from_yaml_documented(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		/* encoding.md */
 		{ "encoding.from_yaml(\"15\")", "15" },
 		{ "encoding.from_yaml(\"[1, 2, 3]\")", "[1, 2, 3]" },
@@ -48,12 +32,12 @@ static void from_yaml_documented(void **state)
 		  "[{ __address__ = \"localhost:8080\", foo = 123 }, {}, { bap = \"boom\" }]" },
 	};
 	(void)state;
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void from_yaml_scalars(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		/* YAML 1.2 core schema as yaml.v3 resolves it: yes/no/on/off are strings. */
 		{ "encoding.from_yaml(`[true, True, TRUE, false, yes, no, on, off, y]`)",
 		  "[true, true, true, false, \"yes\", \"no\", \"on\", \"off\", \"y\"]" },
@@ -89,12 +73,12 @@ static void from_yaml_scalars(void **state)
 		{ "encoding.from_yaml(\"--- 1\\n--- [\\n\")", "1" },
 	};
 	(void)state;
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void from_yaml_structure(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		{ "encoding.from_yaml(\"a:\\n  b: [1, {c: d}]\\n  e:\\n    - x\\n    - y\\n\")",
 		  "{ a = { b = [1, { c = \"d\" }], e = [\"x\", \"y\"] } }" },
 		/* Anchors, aliases and merge keys (the parent's own keys win). */
@@ -109,12 +93,12 @@ static void from_yaml_structure(void **state)
 		{ "encoding.from_yaml(`{\"1\": a, '2': b}`)", "{ \"1\" = \"a\", \"2\" = \"b\" }" },
 	};
 	(void)state;
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void from_yaml_errors(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		{ "encoding.from_yaml(\"[1, 2\")",
 		  "error: 1:20: encoding.from_yaml: yaml: line 1: did not find expected ',' or ']'" },
 		{ "encoding.from_yaml(\"a: b: c\")",
@@ -135,7 +119,7 @@ static void from_yaml_errors(void **state)
 		{ "encoding.from_yaml([])", "error: 1:20: encoding.from_yaml: argument 1: expected string, got array []" },
 	};
 	(void)state;
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 /* The full text of a multi-line error (eval_text keeps the first line only). */
@@ -201,7 +185,7 @@ static void from_yaml_bounded(void **state)
 
 static void json_path_documented(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		/* json_path.md */
 		{ "json_path(\"{\\\"key\\\": \\\"value\\\"}\", \".key\")", "[\"value\"]" },
 		{ "json_path(\"[{\\\"name\\\": \\\"Department\\\",\\\"value\\\": \\\"IT\\\"},{\\\"name\\\":\\\"TestStatus\\\",\\\"value\\\":\\\"Pending\\\"}]\", "
@@ -216,12 +200,12 @@ static void json_path_documented(void **state)
 		  "[\"IT\"]" },
 	};
 	(void)state;
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void json_path_syntax(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		{ "json_path(" DOC ", \"$.store.bicycle.color\")", "[\"red\"]" },
 		{ "json_path(" DOC ", \"store.bicycle\")", "[{ color = \"red\", price = 19.95 }]" },
 		{ "json_path(" DOC ", \"$['store']['bicycle']['price']\")", "[19.95]" },
@@ -245,12 +229,12 @@ static void json_path_syntax(void **state)
 		{ "json_path(`{\"a b\": {\"c\\\"d\": 1}}`, `$['a b'][\"c\\\"d\"]`)", "[1]" },
 	};
 	(void)state;
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void json_path_filters(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		{ "json_path(" DOC ", \"$.store.book[?(@.price < 10)].author\")", "[\"Nigel Rees\", \"Herman Melville\"]" },
 		{ "json_path(" DOC ", \"$.store.book[?(@.isbn)].author\")", "[\"Herman Melville\", \"J. R. R. Tolkien\"]" },
 		{ "json_path(" DOC ", \"$.store.book[?(@.price > 8 && @.category == 'fiction')].price\")", "[12.99, 22.99]" },
@@ -267,12 +251,12 @@ static void json_path_filters(void **state)
 		{ "json_path(`[{\"t\": [1, 2]}, {\"t\": [3]}]`, \"$[?(count(@.t[*]) == 2)]\")", "[{ t = [1, 2] }]" },
 	};
 	(void)state;
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void json_path_errors(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		{ "json_path(\"{\", \"$\")", "error: 1:11: json_path: invalid JSON: string or '}' expected near end of file at 1:1" },
 		{ "json_path(\"{}\", \"$.[\")", "error: 1:17: json_path: an expression fragment can not start with a '[' at 4 in $.[" },
 		{ "json_path(\"{}\", \"$[\")", "error: 1:17: json_path: not terminated at 3 in $[" },
@@ -286,7 +270,7 @@ static void json_path_errors(void **state)
 		{ "json_path(\"{}\")", "error: 1:1: json_path: expected 2 arguments, got 1" },
 	};
 	(void)state;
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 /* Deep documents and deep filters are errors, never stack overflows. */
