@@ -433,6 +433,22 @@ static int read_union(struct parser *p, struct frag *f, unsigned char b)
 	}
 }
 
+/* After a slice's ':': the next bound when there is one before the ']'. */
+static int read_bound(struct parser *p, struct frag *f, unsigned char *b)
+{
+	long long v;
+
+	if (p->pos >= p->len)
+		return raise(p, "not terminated");
+	*b = (unsigned char)p->buf[p->pos++];
+	if (*b == ']')
+		return 0;
+	if (read_int(p, *b, &v, b))
+		return -1;
+	f->slice[f->n_slice++] = v;
+	return 0;
+}
+
 static int read_slice(struct parser *p, struct frag *f, long long first)
 {
 	unsigned char b;
@@ -451,28 +467,14 @@ static int read_slice(struct parser *p, struct frag *f, long long first)
 	b = skip_space(p);
 	if (b == ':') {
 		f->slice[f->n_slice++] = MAX_END;
-		if (p->pos >= p->len)
-			return raise(p, "not terminated");
-		b = (unsigned char)p->buf[p->pos++];
-		if (b != ']') {
-			if (read_int(p, b, &v, &b))
-				return -1;
-			f->slice[f->n_slice++] = v;
-		}
+		if (read_bound(p, f, &b))
+			return -1;
 	} else {
 		if (read_int(p, b, &v, &b))
 			return -1;
 		f->slice[f->n_slice++] = v;
-		if (b == ':') {
-			if (p->pos >= p->len)
-				return raise(p, "not terminated");
-			b = (unsigned char)p->buf[p->pos++];
-			if (b != ']') {
-				if (read_int(p, b, &v, &b))
-					return -1;
-				f->slice[f->n_slice++] = v;
-			}
-		}
+		if (b == ':' && read_bound(p, f, &b))
+			return -1;
 	}
 	if (b != ']')
 		return raise(p, "invalid slice syntax");
