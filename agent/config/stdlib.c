@@ -663,22 +663,19 @@ static struct cfg_value *b64_encode(struct cfg_call *c, const char *alphabet)
 	return result_string(c, &b);
 }
 
-static struct cfg_value *b64_decode(struct cfg_call *c, const char *alphabet)
+/* Go's base64 (Std or URL encoding, padded) decoding, newlines skipped as Go does: 0
+ * with the bytes appended to out, or -1 with *bad the offset Go's error names. */
+int cfg_base64_decode(const char *s, size_t n, int url, struct np_buf *out, size_t *bad)
 {
-	const char *s;
-	size_t n;
-	struct cfg_value *tmp;
-	struct np_buf b = NP_BUF_INIT;
+	const char *alphabet = url ? b64_url : b64_std;
 	uint32_t acc = 0;
 	int bits = 0, pad = 0;
 	size_t quad = 0;
 
-	if (cfg_arg_string(c, 0, &s, &n, &tmp))
-		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		char ch = s[i];
 		if (ch == '\r' || ch == '\n')
-			continue; /* Go's decoder ignores newlines */
+			continue;
 		if (ch == '=') {
 			pad++;
 			quad++;
@@ -686,27 +683,41 @@ static struct cfg_value *b64_decode(struct cfg_call *c, const char *alphabet)
 		}
 		const char *p = ch ? strchr(alphabet, ch) : NULL;
 		if (!p || pad) {
-			cfg_error(c->ev->d, c->arg_pos[0], "%s: illegal base64 data at input byte %zu", c->fn->name, i);
-			goto fail;
+			*bad = i;
+			return -1;
 		}
 		acc = (acc << 6) | (uint32_t)(p - alphabet);
 		bits += 6;
 		quad++;
 		if (bits >= 8) {
 			bits -= 8;
-			np_buf_putc(&b, (char)((acc >> bits) & 0xff));
+			np_buf_putc(out, (char)((acc >> bits) & 0xff));
 		}
 	}
 	if (quad % 4 != 0 || pad > 2) {
-		cfg_error(c->ev->d, c->arg_pos[0], "%s: illegal base64 data at input byte %zu", c->fn->name, n);
-		goto fail;
+		*bad = n;
+		return -1;
+	}
+	return 0;
+}
+
+static struct cfg_value *b64_decode(struct cfg_call *c, int url)
+{
+	const char *s;
+	size_t n, bad;
+	struct cfg_value *tmp;
+	struct np_buf b = NP_BUF_INIT;
+
+	if (cfg_arg_string(c, 0, &s, &n, &tmp))
+		return NULL;
+	if (cfg_base64_decode(s, n, url, &b, &bad)) {
+		cfg_error(c->ev->d, c->arg_pos[0], "%s: illegal base64 data at input byte %zu", c->fn->name, bad);
+		np_buf_free(&b);
+		cfg_unref(tmp);
+		return NULL;
 	}
 	cfg_unref(tmp);
 	return result_string(c, &b);
-fail:
-	np_buf_free(&b);
-	cfg_unref(tmp);
-	return NULL;
 }
 
 static struct cfg_value *fn_to_base64(struct cfg_call *c)
@@ -721,12 +732,12 @@ static struct cfg_value *fn_to_urlbase64(struct cfg_call *c)
 
 static struct cfg_value *fn_from_base64(struct cfg_call *c)
 {
-	return b64_decode(c, b64_std);
+	return b64_decode(c, 0);
 }
 
 static struct cfg_value *fn_from_urlbase64(struct cfg_call *c)
 {
-	return b64_decode(c, b64_url);
+	return b64_decode(c, 1);
 }
 
 /* url.QueryEscape */
@@ -829,7 +840,7 @@ static const struct cfg_builtin array_fns[] = {
 
 static const struct cfg_builtin encoding_fns[] = {
 	FN("encoding.from_json", cfg_fn_from_json, 1, 1, NULL),
-	FN("encoding.from_yaml", fn_unsupported, 1, 1, NULL),
+	FN("encoding.from_yaml", cfg_fn_from_yaml, 1, 1, NULL),
 	FN("encoding.from_base64", fn_from_base64, 1, 1, &cfg_t_string),
 	FN("encoding.from_URLbase64", fn_from_urlbase64, 1, 1, &cfg_t_string),
 	FN("encoding.to_json", cfg_fn_to_json, 1, 1, &cfg_t_string),
@@ -849,11 +860,11 @@ static const struct cfg_builtin file_fns[] = {
 
 static const struct cfg_builtin toplevel_fns[] = {
 	FN("coalesce", fn_coalesce, 0, -1, NULL),
-	FN("json_path", fn_unsupported, 2, 2, NULL),
+	FN("json_path", cfg_fn_json_path, 2, 2, NULL),
 	DEPRECATED("nonsensitive", fn_nonsensitive, 1, 1, &cfg_t_string, "convert.nonsensitive"),
 	DEPRECATED("concat", fn_concat, 0, -1, NULL, "array.concat"),
 	DEPRECATED("json_decode", cfg_fn_from_json, 1, 1, NULL, "encoding.from_json"),
-	DEPRECATED("yaml_decode", fn_unsupported, 1, 1, NULL, "encoding.from_yaml"),
+	DEPRECATED("yaml_decode", cfg_fn_from_yaml, 1, 1, NULL, "encoding.from_yaml"),
 	DEPRECATED("base64_decode", fn_from_base64, 1, 1, &cfg_t_string, "encoding.from_base64"),
 	DEPRECATED("format", cfg_fn_format, 1, -1, &cfg_t_string, "string.format"),
 	DEPRECATED("join", fn_join, 2, 2, &cfg_t_string, "string.join"),

@@ -1,11 +1,10 @@
 /* The standard library of the configuration language (grafana/alloy
  * syntax/internal/stdlib): sys.env, the string, array, encoding, convert and file
- * namespaces, coalesce, constants, and the deprecated top-level aliases (env,
+ * namespaces, coalesce, json_path, constants, and the deprecated top-level aliases (env,
  * concat, format, join, ...), which work and draw a deprecation warning.
  *
- * Alloy functions nodeprof does not implement (encoding.from_yaml, json_path,
- * array.combine_maps, array.group_by) exist as names whose call is an error saying
- * so, never a silent null. */
+ * Alloy functions nodeprof does not implement (array.combine_maps, array.group_by)
+ * exist as names whose call is an error saying so, never a silent null. */
 #ifndef NP_CONFIG_STDLIB_H
 #define NP_CONFIG_STDLIB_H
 

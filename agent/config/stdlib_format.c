@@ -563,11 +563,11 @@ fail:
 
 /* ---- JSON ---- */
 
-static struct cfg_value *from_json(const json_t *j, int depth)
+static struct cfg_value *from_jansson(const json_t *j, int ints_as_float, int depth)
 {
 	struct cfg_value *v;
 
-	if (depth > 512)
+	if (depth > CFG_MAX_DATA_DEPTH)
 		return NULL;
 	switch (json_typeof(j)) {
 	case JSON_OBJECT: {
@@ -577,7 +577,7 @@ static struct cfg_value *from_json(const json_t *j, int depth)
 		if (!v)
 			return NULL;
 		json_object_foreach((json_t *)j, key, val) {
-			struct cfg_value *x = from_json(val, depth + 1);
+			struct cfg_value *x = from_jansson(val, ints_as_float, depth + 1);
 			if (!x || cfg_object_put(v, key, x)) {
 				cfg_unref(v);
 				return NULL;
@@ -591,7 +591,7 @@ static struct cfg_value *from_json(const json_t *j, int depth)
 		if (!v)
 			return NULL;
 		for (size_t i = 0; i < json_array_size(j); i++) {
-			v->u.arr.v[i] = from_json(json_array_get(j, i), depth + 1);
+			v->u.arr.v[i] = from_jansson(json_array_get(j, i), ints_as_float, depth + 1);
 			if (!v->u.arr.v[i]) {
 				cfg_unref(v);
 				return NULL;
@@ -601,8 +601,7 @@ static struct cfg_value *from_json(const json_t *j, int depth)
 	case JSON_STRING:
 		return cfg_string(json_string_value(j), json_string_length(j));
 	case JSON_INTEGER:
-		/* Go's encoding/json decodes every number into a float64. */
-		return cfg_float((double)json_integer_value(j));
+		return ints_as_float ? cfg_float((double)json_integer_value(j)) : cfg_int(json_integer_value(j));
 	case JSON_REAL:
 		return cfg_float(json_real_value(j));
 	case JSON_TRUE:
@@ -613,6 +612,11 @@ static struct cfg_value *from_json(const json_t *j, int depth)
 		return cfg_null();
 	}
 	return NULL;
+}
+
+struct cfg_value *cfg_from_jansson(const json_t *j, int ints_as_float)
+{
+	return from_jansson(j, ints_as_float, 0);
 }
 
 struct cfg_value *cfg_fn_from_json(struct cfg_call *c)
@@ -631,9 +635,13 @@ struct cfg_value *cfg_fn_from_json(struct cfg_call *c)
 			  jerr.line, jerr.column);
 		return NULL;
 	}
-	r = from_json(j, 0);
+	/* Go's encoding/json decodes every number into a float64. */
+	r = cfg_from_jansson(j, 1);
 	json_decref(j);
-	return r ? r : cfg_fn_oom(c);
+	if (!r)
+		cfg_error(c->ev->d, c->arg_pos[0], "%s: the document nests deeper than %d levels or memory ran out",
+			  c->fn->name, CFG_MAX_DATA_DEPTH);
+	return r;
 }
 
 /* Go's encoding/json string escaping (HTML-safe, invalid UTF-8 as U+FFFD). */

@@ -1,4 +1,4 @@
-/* Helpers shared by the standard-library source files (stdlib.c, stdlib_format.c, stdlib_array.c);
+/* Helpers shared by the standard-library source files (stdlib*.c);
  * not part of the config module's interface. */
 #ifndef NP_CONFIG_STDLIB_INTERNAL_H
 #define NP_CONFIG_STDLIB_INTERNAL_H
@@ -15,10 +15,27 @@ struct cfg_value *cfg_fn_oom(struct cfg_call *c);
  * value to cfg_unref() afterwards (may be NULL). Reports and returns -1 otherwise. */
 int cfg_arg_string(struct cfg_call *c, size_t i, const char **s, size_t *len, struct cfg_value **tmp);
 
+/* Nesting limit of the documents the decoding functions build (from_json,
+ * from_yaml, json_path): deeper input is an error, never a stack overflow in the
+ * code that walks values recursively. */
+#define CFG_MAX_DATA_DEPTH 512
+
+/* Go's base64 decoding (url: the URL alphabet), newlines skipped: 0 with the bytes
+ * appended to out, or -1 with *bad the input offset Go's error message names. */
+int cfg_base64_decode(const char *s, size_t n, int url, struct np_buf *out, size_t *bad);
+
+/* A jansson value as an Alloy value (JSON integers as floats when ints_as_float,
+ * as Go's encoding/json gives them); NULL when it nests deeper than
+ * CFG_MAX_DATA_DEPTH or memory runs out. */
+struct json_t;
+struct cfg_value *cfg_from_jansson(const struct json_t *j, int ints_as_float);
+
 struct cfg_value *cfg_fn_format(struct cfg_call *c);
 struct cfg_value *cfg_fn_from_json(struct cfg_call *c);
 struct cfg_value *cfg_fn_to_json(struct cfg_call *c);
 struct cfg_value *cfg_fn_combine_maps(struct cfg_call *c); /* stdlib_array.c */
 struct cfg_value *cfg_fn_group_by(struct cfg_call *c);
+struct cfg_value *cfg_fn_from_yaml(struct cfg_call *c); /* stdlib_yaml.c */
+struct cfg_value *cfg_fn_json_path(struct cfg_call *c); /* stdlib_jsonpath.c */
 
 #endif

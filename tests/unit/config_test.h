@@ -85,12 +85,12 @@ static __attribute__((unused)) char *eval_text(const char *src)
 	return np_buf_steal(&b, NULL);
 }
 
-/* A table of expressions and the text eval_text() must give for each. */
-struct ecase {
+/* An expression and the text eval_text must give for it. */
+struct eval_case {
 	const char *expr, *want;
 };
 
-static __attribute__((unused)) void run_eval_cases(const struct ecase *cases, size_t n)
+static __attribute__((unused)) void eval_cases(const struct eval_case *cases, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		char *got = eval_text(cases[i].expr);
@@ -100,7 +100,7 @@ static __attribute__((unused)) void run_eval_cases(const struct ecase *cases, si
 	}
 }
 
-#define RUN_EVAL_CASES(c) run_eval_cases(c, sizeof(c) / sizeof(c[0]))
+#define EVAL_CASES(c) eval_cases(c, sizeof(c) / sizeof(c[0]))
 
 #define assert_text(got_expr, want)                                                                  \
 	do {                                                                                         \

@@ -11,11 +11,10 @@
 
 #include "tests/unit/config_test.h"
 
-#define RUN(c) RUN_EVAL_CASES(c)
 
 static void combine_maps(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		/* array.md */
 		{ "array.combine_maps([{\"instance\"=\"1.1.1.1\", \"team\"=\"A\"}], [{\"instance\"=\"1.1.1.1\", "
 		  "\"cluster\"=\"prod\"}], [\"instance\"])",
@@ -54,12 +53,12 @@ static void combine_maps(void **state)
 		  "error: 1:26: array.combine_maps: argument 2, element 0: expected object, got string \"x\"" },
 		{ "array.combine_maps([], [])", "error: 1:1: array.combine_maps: expected 3 to 4 arguments, got 2" },
 	};
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 static void group_by(void **state)
 {
-	static const struct ecase cases[] = {
+	static const struct eval_case cases[] = {
 		/* array.md (groups in order of first appearance; Alloy's order is unspecified) */
 		{ "array.group_by([{\"type\" = \"fruit\", \"name\" = \"apple\"}, {\"type\" = \"fruit\", \"name\" = \"banana\"}, "
 		  "{\"type\" = \"vegetable\", \"name\" = \"carrot\"}, {\"name\" = \"rock\"}], \"type\", false)",
@@ -82,7 +81,7 @@ static void group_by(void **state)
 		{ "array.group_by([], 1, false)", "error: 1:20: array.group_by: argument 2: expected string, got number 1" },
 		{ "array.group_by([], \"k\", \"no\")", "error: 1:25: array.group_by: argument 3: expected bool, got string \"no\"" },
 	};
-	RUN(cases);
+	EVAL_CASES(cases);
 }
 
 /* At check time a component's export is unknown; inside a literal argument or a target's
