@@ -805,12 +805,6 @@ static struct cfg_value *fn_url_decode(struct cfg_call *c)
 	return result_string(c, &b);
 }
 
-static struct cfg_value *fn_unsupported(struct cfg_call *c)
-{
-	cfg_error(c->ev->d, c->pos, "%s is not supported by nodeprof", c->fn->name);
-	return NULL;
-}
-
 /* ---- tables ---- */
 
 #define FN(name, fn, min, max, result) { name, fn, min, max, result, NULL }
