@@ -297,7 +297,7 @@ static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 	if (!args) {
 		first_error(&d, msg, sizeof(msg));
 		cfg_diags_free(&d);
-		np_log(NP_WARN, "config", "component arguments are invalid; keeping the previous ones", "component", n->id,
+		np_log(NP_WARN, "config", "component arguments are invalid; keeping the previous ones", "component_id", n->id,
 		       "err", msg, NULL);
 		node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
 		return;
@@ -327,7 +327,7 @@ static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 		if (n->type->ops->start(n->handle, args, &n->state, &err)) {
 			free_handle(c, n->handle);
 			n->handle = NULL;
-			np_log(NP_WARN, "config", "component failed to start", "component", n->id, "err", err.msg, NULL);
+			np_log(NP_WARN, "config", "component failed to start", "component_id", n->id, "err", err.msg, NULL);
 			snprintf(msg, sizeof(msg), "start failed: %s", err.msg);
 			node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
 			cfg_args_free(n->args);
@@ -343,7 +343,7 @@ static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 		cfg_args_free(n->args);
 		n->args = args;
 		node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
-		np_log(NP_INFO, "config", "component started", "component", n->id, NULL);
+		np_log(NP_INFO, "config", "component started", "component_id", n->id, NULL);
 		return;
 	}
 	if (cfg_args_equal(args, n->args)) {
@@ -354,7 +354,7 @@ static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 	np_err_clear(&err);
 	if (n->type->ops->update(n->state, args, &err)) {
 		cfg_args_free(args);
-		np_log(NP_WARN, "config", "component update failed; it keeps its previous arguments", "component", n->id,
+		np_log(NP_WARN, "config", "component update failed; it keeps its previous arguments", "component_id", n->id,
 		       "err", err.msg, NULL);
 		snprintf(msg, sizeof(msg), "update failed: %s", err.msg);
 		node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
@@ -363,7 +363,7 @@ static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 	cfg_args_free(n->args);
 	n->args = args;
 	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
-	np_log(NP_DEBUG, "config", "component updated", "component", n->id, NULL);
+	np_log(NP_DEBUG, "config", "component updated", "component_id", n->id, NULL);
 }
 
 /* One pass in dependency order over the dirty nodes (apply_mu held). Nodes a
@@ -478,7 +478,7 @@ static void free_node(struct cfg_controller *c, struct ctl_node *n)
 		pthread_mutex_lock(&c->mu);
 		n->running = 0;
 		pthread_mutex_unlock(&c->mu);
-		np_log(NP_INFO, "config", "component stopped", "component", n->id, NULL);
+		np_log(NP_INFO, "config", "component stopped", "component_id", n->id, NULL);
 	}
 	free_handle(c, n->handle);
 	for (size_t i = 0; i < n->n_exports; i++)

@@ -251,7 +251,7 @@ static int start(struct cfg_component *c, const struct cfg_args *args, void **st
 	}
 	ec->lazy_waiting = lazy_wait(args);
 	if (ec->lazy_waiting)
-		np_log(NP_INFO, "pyroscope.ebpf", "lazy mode enabled, waiting for targets to profile", "component", ec->id,
+		np_log(NP_INFO, "pyroscope.ebpf", "lazy mode enabled, waiting for targets to profile", "component_id", ec->id,
 		       NULL);
 	else if (start_engine(ec, args, err)) {
 		free(ec);
@@ -277,7 +277,7 @@ static int start_lazy(struct ebpf_component *ec, const struct np_ebpf_config *cf
 	running_add(ec);
 	if (rc)
 		return -1;
-	np_log(NP_INFO, "pyroscope.ebpf", "targets arrived; profiler started", "component", ec->id, "targets",
+	np_log(NP_INFO, "pyroscope.ebpf", "targets arrived; profiler started", "component_id", ec->id, "targets",
 	       NP_LOG_INT(cfg_args_targets(args, "targets")->n), NULL);
 	return 0;
 }

@@ -406,13 +406,13 @@ static void flush(struct np_ebpf_profiler *p)
 		size_t gz_len = 0;
 
 		if (np_pprof_encode(sl->b, duration, &raw, &err) || np_gzip(raw.p, raw.len, 1, &gz, &err)) {
-			np_log(NP_WARN, "pyroscope.ebpf", "cannot build a profile", "component", p->name, "error", err.msg,
+			np_log(NP_WARN, "pyroscope.ebpf", "cannot build a profile", "component_id", p->name, "error", err.msg,
 			       NULL);
 			dropped = nsinks;
 		} else {
 			gz_len = gz.len;
 			if (p->cfg.verbose)
-				np_log(NP_INFO, "pyroscope.ebpf", "profile collected", "component", p->name, "service_name",
+				np_log(NP_INFO, "pyroscope.ebpf", "profile collected", "component_id", p->name, "service_name",
 				       np_labels_get(&sl->labels, "service_name"), "samples",
 				       NP_LOG_INT(np_pprof_total(sl->b)), "bytes", NP_LOG_INT(gz_len), NULL);
 			for (size_t k = 0; k < nsinks; k++) {
@@ -425,7 +425,7 @@ static void flush(struct np_ebpf_profiler *p)
 				if (k + 1 < nsinks)
 					memcpy(own, gz.p, gz_len);
 				if (sinks[k].append(sinks[k].ud, &sl->labels, own, gz_len, &err)) {
-					np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component", p->name,
+					np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name,
 					       "error", err.msg, NULL);
 					dropped++;
 				} else {
@@ -535,7 +535,7 @@ static void *run(void *arg)
 		if (take_pending_targets(p, &err) ||
 		    (mono_ns() >= p->next_rescan && (p->next_rescan = mono_ns() + p->cfg.rescan_interval_ns, rescan(p, &err))) ||
 		    np_collector_step(p->col, &p->stop, on_sample, p, &err)) {
-			np_log(NP_ERROR, "pyroscope.ebpf", "profiling step failed", "component", p->name, "error", err.msg,
+			np_log(NP_ERROR, "pyroscope.ebpf", "profiling step failed", "component_id", p->name, "error", err.msg,
 			       NULL);
 			pthread_mutex_lock(&p->mu);
 			p->stats.sessions_failing++;
@@ -555,7 +555,7 @@ static void *run(void *arg)
 	}
 	/* The last partial interval still goes out. */
 	if (np_collector_drain(p->col, on_sample, p, &err))
-		np_log(NP_WARN, "pyroscope.ebpf", "final drain failed", "component", p->name, "error", err.msg, NULL);
+		np_log(NP_WARN, "pyroscope.ebpf", "final drain failed", "component_id", p->name, "error", err.msg, NULL);
 	flush(p);
 	return NULL;
 }

@@ -315,8 +315,8 @@ class Run(unittest.TestCase):
         write(path, RELABEL_CHAIN.replace('"job" = "batch"}]', '"job" = "batch"}, {"__address__" = "10.0.0.3:80"}]'))
         p.send_signal(signal.SIGHUP)
         lines = self.read_until(p, r'msg="configuration reloaded".*generation=2')
-        self.assertTrue(any('msg="component updated" component=discovery.relabel.a' in l for l in lines), lines)
-        self.assertTrue(any('msg="component updated" component=discovery.relabel.b' in l for l in lines), lines)
+        self.assertTrue(any('msg="component updated" component_id=discovery.relabel.a' in l for l in lines), lines)
+        self.assertTrue(any('msg="component updated" component_id=discovery.relabel.b' in l for l in lines), lines)
         self.assertFalse(any("component started" in l or "component stopped" in l for l in lines), lines)
 
         # An invalid file: errors logged with their position, the running graph stays.
@@ -332,15 +332,15 @@ class Run(unittest.TestCase):
         write(path, chain_without_b)
         p.send_signal(signal.SIGHUP)
         lines = self.read_until(p, r'msg="configuration reloaded".*generation=3')
-        self.assertTrue(any('msg="component stopped" component=discovery.relabel.b' in l for l in lines), lines)
-        self.assertTrue(any('msg="component updated" component=discovery.relabel.a' in l for l in lines), lines)
+        self.assertTrue(any('msg="component stopped" component_id=discovery.relabel.b' in l for l in lines), lines)
+        self.assertTrue(any('msg="component updated" component_id=discovery.relabel.a' in l for l in lines), lines)
         self.assertFalse(any("component started" in l for l in lines), lines)
 
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=10)
         self.assertEqual(p.returncode, 0)
         self.assertIn('msg="shutting down" signal=SIGTERM', err)
-        self.assertIn('msg="component stopped" component=discovery.relabel.a', err)
+        self.assertIn('msg="component stopped" component_id=discovery.relabel.a', err)
 
     def test_json_logs(self):
         """logging { format = "json" }: every stderr line is one JSON object with logfmt's
@@ -376,8 +376,12 @@ class Run(unittest.TestCase):
         objs = []
         for line in raw:
             self.assertTrue(line.endswith(b"\n"), line)
-            obj = json.loads(line.decode("utf-8"))  # strict: invalid UTF-8 would raise
-            self.assertIsInstance(obj, dict, line)
+            # strict: invalid UTF-8 would raise; a repeated key is kept to be caught below
+            pairs = json.loads(line.decode("utf-8"), object_pairs_hook=lambda kv: kv)
+            self.assertIsInstance(pairs, list, line)
+            keys = [k for k, _ in pairs]
+            self.assertEqual(len(keys), len(set(keys)), f"repeated key in {line!r}")
+            obj = dict(pairs)
             self.assertEqual(list(obj)[:4], ["ts", "level", "component", "msg"], line)
             self.assertRegex(obj["ts"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
             self.assertIn(obj["level"], ("debug", "info", "warn", "error"))

@@ -280,8 +280,8 @@ class Run(unittest.TestCase):
         self.assertEqual(fams["pyroscope_ebpf_profiling_sessions_total"].value(), 1)
         log.seek(0)
         text = log.read()
-        self.assertIn('msg="lazy mode enabled, waiting for targets to profile" component=pyroscope.ebpf.e', text)
-        self.assertIn('msg="targets arrived; profiler started" component=pyroscope.ebpf.e targets=1', text)
+        self.assertIn('msg="lazy mode enabled, waiting for targets to profile" component_id=pyroscope.ebpf.e', text)
+        self.assertIn('msg="targets arrived; profiler started" component_id=pyroscope.ebpf.e targets=1', text)
 
     def test_unset_env_url_loads_and_every_push_fails(self):
         """url = env("UNSET") loads (Alloy validates no URL at load) and `check` passes; each
