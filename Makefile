@@ -47,6 +47,7 @@ DEB_PACKAGES := \
 	xz-utils \
 	openssl \
 	python3 \
+	python3.11 \
 	golang-go \
 	golang-github-masterminds-sprig-dev \
 	golang-k8s-sigs-yaml-dev \

@@ -88,7 +88,7 @@ static void classify_cfa(const struct unw_state *st, struct unw_rule *out)
 {
 	int64_t off, aux;
 	if (!st->cfa_is_expr) {
-		if (st->cfa_reg != REG_RSP && st->cfa_reg != REG_RBP) {
+		if (st->cfa_reg > REG_RA) {
 			unsupported(out, UNW_WHY_CFA_REG);
 			return;
 		}
@@ -96,8 +96,10 @@ static void classify_cfa(const struct unw_state *st, struct unw_rule *out)
 			unsupported(out, UNW_WHY_CFA_RANGE);
 			return;
 		}
-		out->kind = st->cfa_reg == REG_RSP ? UNW_CFA_RSP : UNW_CFA_RBP;
+		out->kind = st->cfa_reg == REG_RSP ? UNW_CFA_RSP : st->cfa_reg == REG_RBP ? UNW_CFA_RBP : UNW_CFA_REG;
 		out->cfa_off = (int32_t)st->cfa_off;
+		if (out->kind == UNW_CFA_REG)
+			out->cfa_aux = (int16_t)st->cfa_reg;
 		return;
 	}
 	if (match_plt(st->cfa_expr, st->cfa_expr_len, &off, &aux) == 0) {

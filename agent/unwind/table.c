@@ -13,7 +13,8 @@ static const struct unw_rule no_cfi = { .kind = UNW_NONE };
 
 const char *unw_kind_name(unsigned kind)
 {
-	static const char *const names[] = { "none", "rsp", "rbp", "plt", "deref-rsp", "signal", "end", "unsupported" };
+	static const char *const names[] = { "none", "rsp", "rbp", "plt", "deref-rsp", "reg", "signal", "end",
+		                                      "unsupported" };
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 

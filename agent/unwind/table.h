@@ -38,6 +38,8 @@ enum unw_kind {
 	UNW_CFA_RBP,       /* CFA = rbp + cfa_off */
 	UNW_CFA_PLT,       /* PLT entry: CFA = rsp + cfa_off + ((rip & 15) >= cfa_aux ? 8 : 0) */
 	UNW_CFA_DEREF_RSP, /* CFA = *(u64 *)(rsp + cfa_off) + cfa_aux (OpenSSL's stack switches) */
+	UNW_CFA_REG,       /* CFA = DWARF register cfa_aux + cfa_off: only in the interrupted frame,
+	                    * where every register is known (glibc's and OpenSSL's stack realignment) */
 	UNW_SIGNAL,        /* signal trampoline ('S' augmentation): registers are in the ucontext */
 	UNW_END,           /* outermost frame (return address undefined): the stack ends here */
 	UNW_UNSUPPORTED,   /* CFI exists but says something the BPF side cannot follow: see why */
@@ -54,7 +56,7 @@ enum unw_rbp {
 /* Why a rule is UNW_UNSUPPORTED (and UNW_WHY_NONE otherwise). */
 enum unw_why {
 	UNW_WHY_NONE = 0,
-	UNW_WHY_CFA_REG,    /* CFA based on a register other than rsp/rbp (e.g. r10 around stack realignment) */
+	UNW_WHY_CFA_REG,    /* CFA based on a register number above 16 */
 	UNW_WHY_CFA_EXPR,   /* a CFA expression of a form not recognised */
 	UNW_WHY_CFA_RANGE,  /* CFA offset outside int32 */
 	UNW_WHY_RA,         /* return address not at CFA-8, or not the CIE's usual column */
@@ -69,7 +71,7 @@ struct unw_rule {
 	uint8_t why;      /* enum unw_why */
 	uint8_t pad;      /* 0 */
 	int32_t cfa_off;  /* see enum unw_kind */
-	int16_t cfa_aux;  /* PLT: the rip & 15 threshold (10 or 11); DEREF_RSP: the addend */
+	int16_t cfa_aux;  /* PLT: the rip & 15 threshold (10 or 11); DEREF_RSP: the addend; REG: the register */
 	int16_t rbp_off;  /* UNW_RBP_AT_CFA: rbp is saved at CFA + rbp_off */
 };
 

@@ -2,7 +2,7 @@
  * for comparing with `readelf --debug-dump=frames-interp`:
  *   unwind_dump FILE [DEBUG_FILE...]     one line per row: "START END RULE"
  *   unwind_dump --stats FILE [...]       only the counts, the size and the time taken
- * RULE is "rsp+16 rbp=c-16", "plt rsp+8 ge11", "deref-rsp rsp+40 +8", "signal", "end",
+ * RULE is "rsp+16 rbp=c-16", "plt rsp+8 ge11", "deref-rsp rsp+40 +8", "reg r10+0", "signal", "end",
  * "none" or "unsupported:WHY". */
 #include <fcntl.h>
 #include <libelf.h>
@@ -24,6 +24,7 @@ static void print_rule(const struct unw_rule *r)
 		break;
 	case UNW_CFA_PLT: printf("plt rsp%+d ge%d", r->cfa_off, r->cfa_aux); break;
 	case UNW_CFA_DEREF_RSP: printf("deref-rsp rsp%+d %+d", r->cfa_off, r->cfa_aux); break;
+	case UNW_CFA_REG: printf("reg r%d%+d", r->cfa_aux, r->cfa_off); break;
 	case UNW_UNSUPPORTED: printf("unsupported:%s", unw_why_name(r->why)); break;
 	default: printf("%s", unw_kind_name(r->kind)); break;
 	}
