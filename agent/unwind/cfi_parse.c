@@ -89,16 +89,12 @@ int unw_entry_next(const struct unw_cfi_section *s, size_t *off, struct unw_entr
 	e->off = *off;
 	e->is_cie = id == cie_id;
 	if (!e->is_cie) {
-		if (s->format == UNW_EH_FRAME) {
-			/* The CIE pointer counts back from the pointer field itself. */
-			if (id > id_off)
-				return -1;
-			e->cie_off = id_off - (size_t)id;
-		} else {
-			if (id >= s->len)
-				return -1;
-			e->cie_off = (size_t)id;
-		}
+		/* The CIE pointer counts back from the pointer field itself in .eh_frame. A pointer
+		 * outside the section makes this FDE unusable, not the walk: its length is fine. */
+		if (s->format == UNW_EH_FRAME)
+			e->cie_off = id <= id_off ? id_off - (size_t)id : SIZE_MAX;
+		else
+			e->cie_off = id < s->len ? (size_t)id : SIZE_MAX;
 	}
 	e->body = r.p;
 	e->end = end;

@@ -24,7 +24,7 @@ struct unw_cfi_section {
 struct unw_entry {
 	size_t off;                 /* of the entry's length field */
 	int is_cie;
-	size_t cie_off;             /* FDE: its CIE's offset in the section */
+	size_t cie_off;             /* FDE: its CIE's offset in the section, SIZE_MAX when outside it */
 	const uint8_t *body, *end;  /* after the CIE id / CIE pointer, up to the entry's end */
 };
 

@@ -1,5 +1,6 @@
 /* Compiling an ELF file's CFI into an unwind table (table.h): every FDE of every section,
- * sorted by address, interpreted row by row, classified, merged. Where FDEs overlap the first
+ * sorted by address, interpreted row by row, classified, merged. Where FDEs overlap, the one
+ * that starts first keeps its range and the later one is clipped; at equal starts the first
  * source wins: the file's .eh_frame (what the process itself unwinds with), then .debug_frame,
  * then the sections of separate debug files. */
 #ifndef NP_UNWIND_COMPILE_H
