@@ -32,6 +32,7 @@ DEB_PACKAGES := \
 	pkg-config \
 	libbpf-dev \
 	libelf-dev \
+	libdw-dev \
 	zlib1g-dev \
 	liblzma-dev \
 	libcmocka-dev \
