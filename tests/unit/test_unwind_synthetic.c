@@ -27,7 +27,8 @@ struct buf {
 static void put(struct buf *s, const void *p, size_t n)
 {
 	assert_true(s->n + n <= sizeof(s->b));
-	memcpy(s->b + s->n, p, n);
+	if (n) /* p may be NULL for an empty program */
+		memcpy(s->b + s->n, p, n);
 	s->n += n;
 }
 
