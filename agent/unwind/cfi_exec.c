@@ -74,6 +74,21 @@ static int uoffset(struct unw_reader *r, int64_t factor, int64_t *out)
 	return scaled((int64_t)v, factor, out);
 }
 
+/* A CFA offset: unsigned and not factored (DW_CFA_def_cfa, _offset), or signed and factored
+ * by the data alignment (the _sf forms). */
+static int cfa_offset(struct unw_reader *r, int sf, int64_t daf, int64_t *off)
+{
+	if (sf) {
+		*off = unw_sleb(r);
+		return r->bad ? -1 : scaled(*off, daf, off);
+	}
+	uint64_t u = unw_uleb(r);
+	if (r->bad || u > INT64_MAX)
+		return -1;
+	*off = (int64_t)u;
+	return 0;
+}
+
 static int block(struct unw_reader *r, const uint8_t **p, size_t *len)
 {
 	uint64_t n = unw_uleb(r);
@@ -202,18 +217,9 @@ static int step(struct run *x, struct unw_reader *r)
 		x->cur = x->stack[--x->depth];
 		return 0;
 	case DW_CFA_def_cfa:
-		reg = unw_uleb(r);
-		u = unw_uleb(r);
-		if (r->bad || u > INT64_MAX)
-			return -2;
-		x->cur.cfa_is_expr = 0;
-		x->cur.cfa_reg = reg;
-		x->cur.cfa_off = (int64_t)u;
-		return 0;
 	case DW_CFA_def_cfa_sf:
 		reg = unw_uleb(r);
-		off = unw_sleb(r);
-		if (r->bad || scaled(off, daf, &off) < 0)
+		if (cfa_offset(r, op == DW_CFA_def_cfa_sf, daf, &off) < 0)
 			return -2;
 		x->cur.cfa_is_expr = 0;
 		x->cur.cfa_reg = reg;
@@ -227,14 +233,8 @@ static int step(struct run *x, struct unw_reader *r)
 		x->cur.cfa_reg = reg;
 		return 0;
 	case DW_CFA_def_cfa_offset:
-		u = unw_uleb(r);
-		if (r->bad || u > INT64_MAX || x->cur.cfa_is_expr)
-			return -2;
-		x->cur.cfa_off = (int64_t)u;
-		return 0;
 	case DW_CFA_def_cfa_offset_sf:
-		off = unw_sleb(r);
-		if (r->bad || scaled(off, daf, &off) < 0 || x->cur.cfa_is_expr)
+		if (cfa_offset(r, op == DW_CFA_def_cfa_offset_sf, daf, &off) < 0 || x->cur.cfa_is_expr)
 			return -2;
 		x->cur.cfa_off = off;
 		return 0;

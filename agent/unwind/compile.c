@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/symbols/elf_file.h"
 #include "agent/unwind/classify.h"
 #include "agent/unwind/elf_cfi.h"
 #include "agent/util/grow.h"
@@ -197,7 +198,7 @@ int unw_compile_elf(Elf *const *elfs, size_t n, const struct unw_limits *lim, st
 int unw_compile_image(void *image, size_t len, const struct unw_limits *lim, struct unw_table **out,
                       struct np_err *err)
 {
-	Elf *e = unw_elf_begin_mem(image, len);
+	Elf *e = sym_elf_begin_mem(image, len);
 	*out = NULL;
 	if (!e)
 		return np_errf(err, "not an ELF image");

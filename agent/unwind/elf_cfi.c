@@ -2,40 +2,18 @@
 #include "agent/unwind/elf_cfi.h"
 
 #include <gelf.h>
-#include <pthread.h>
 #include <string.h>
+
+#include "agent/symbols/elf_file.h"
 
 #ifndef SHT_X86_64_UNWIND
 #define SHT_X86_64_UNWIND 0x70000001
 #endif
 #define DW_EH_PE_datarel 0x30
 
-static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
-static void elf_init(void)
-{
-	(void)elf_version(EV_CURRENT);
-}
-
 Elf *unw_elf_begin_fd(int fd)
 {
-	pthread_once(&elf_once, elf_init);
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-	if (e && elf_kind(e) != ELF_K_ELF) {
-		elf_end(e);
-		return NULL;
-	}
-	return e;
-}
-
-Elf *unw_elf_begin_mem(void *image, size_t len)
-{
-	pthread_once(&elf_once, elf_init);
-	Elf *e = elf_memory(image, len);
-	if (e && elf_kind(e) != ELF_K_ELF) {
-		elf_end(e);
-		return NULL;
-	}
-	return e;
+	return sym_elf_begin_fd_cmd(fd, ELF_C_READ);
 }
 
 static int take(size_t *budget, size_t bytes, const char *what, struct np_err *err)

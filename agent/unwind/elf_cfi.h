@@ -12,11 +12,9 @@
 #include "agent/util/error.h"
 
 /* libelf on an open file, read with pread (ELF_C_READ). NULL when not an ELF file.
- * Release with elf_end(); the fd must stay open until then. */
+ * Release with elf_end(); the fd must stay open until then. (An image in memory:
+ * sym_elf_begin_mem in agent/symbols/elf_file.h.) */
 Elf *unw_elf_begin_fd(int fd);
-
-/* libelf on an image in memory the caller keeps alive (libelf may write into it). */
-Elf *unw_elf_begin_mem(void *image, size_t len);
 
 /* Appends e's CFI sections to out (at most max - *n more): .eh_frame first, then
  * .debug_frame. The bytes stay valid until elf_end(e). *budget is what may still be read;

@@ -94,11 +94,8 @@ void unw_builder_free(struct unw_builder *b)
 	free(b->rule);
 	free(b->rules);
 	free(b->hash);
-	b->start = NULL;
-	b->rule = NULL;
-	b->rules = NULL;
-	b->hash = NULL;
-	b->n = b->nrules = 0;
+	/* Empty again (freeing twice is harmless); the budget and the counts stay readable. */
+	*b = (struct unw_builder){ .max_bytes = b->max_bytes, .stats = b->stats };
 }
 
 /* Appends a row starting where the previous one ends (start > previous start always holds:
