@@ -32,6 +32,7 @@ DEB_PACKAGES := \
 	pkg-config \
 	libbpf-dev \
 	libelf-dev \
+	libdw-dev \
 	zlib1g-dev \
 	liblzma-dev \
 	libcmocka-dev \
@@ -47,6 +48,7 @@ DEB_PACKAGES := \
 	xz-utils \
 	openssl \
 	python3 \
+	python3.11 \
 	golang-go \
 	golang-github-masterminds-sprig-dev \
 	golang-k8s-sigs-yaml-dev \

@@ -12,8 +12,13 @@ static void elf_init(void)
 
 Elf *sym_elf_begin_fd(int fd)
 {
+	return sym_elf_begin_fd_cmd(fd, ELF_C_READ_MMAP);
+}
+
+Elf *sym_elf_begin_fd_cmd(int fd, Elf_Cmd cmd)
+{
 	pthread_once(&elf_once, elf_init);
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *e = elf_begin(fd, cmd, NULL);
 	if (e && elf_kind(e) != ELF_K_ELF) {
 		elf_end(e);
 		return NULL;

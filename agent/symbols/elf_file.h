@@ -32,6 +32,8 @@ struct sym_elf_info {
 /* Starts libelf on an open file (read via mmap) or on memory the caller keeps alive.
  * NULL when the input is not an ELF image. Release with elf_end(). */
 Elf *sym_elf_begin_fd(int fd);
+/* The same with another libelf read command (ELF_C_READ: pread instead of mmap). */
+Elf *sym_elf_begin_fd_cmd(int fd, Elf_Cmd cmd);
 Elf *sym_elf_begin_mem(void *image, size_t len);
 
 /* Fills info. Returns -1 when the image is not a usable ELF file (no error to report). */
