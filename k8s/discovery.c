@@ -269,8 +269,8 @@ int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void
 		/* The server is logged unless the URL carries credentials (user:password@). */
 		const char *server = strchr(d->conn.base_url, '@') ? "(redacted)" : d->conn.base_url;
 		snprintf(n, sizeof(n), "%zu", d->n_refl);
-		np_log(NP_INFO, "k8s", "starting Kubernetes discovery", "config", d->conn.origin, "server", server,
-		       "list_watches", n, NULL);
+		np_log(NP_INFO, "k8s", "starting Kubernetes discovery", "role", d->cfg.role, "config", d->conn.origin,
+		       "server", server, "list_watches", n, NULL);
 	}
 	if (pthread_create(&d->thread, NULL, run, d) != 0) {
 		np_errno(err, "cannot start the discovery thread");

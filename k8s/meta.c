@@ -36,6 +36,25 @@ char *k8s_namespaced_key(const char *ns, const char *name)
 	return asprintf(&key, "%s/%s", ns, name) < 0 ? NULL : key;
 }
 
+int k8s_meta_build(const json_t *obj, const char *role, int with_name, struct np_labels *out, char **key,
+		   struct np_err *err)
+{
+	const char *name = k8s_obj_name(obj);
+
+	*key = NULL;
+	if (!name)
+		return np_errf(err, "not a %s object (no metadata.name)", role);
+	if (!(*key = strdup(name)))
+		return np_errf(err, "out of memory");
+	if (k8s_meta_labels(obj, role, with_name, out, err)) {
+		free(*key);
+		*key = NULL;
+		np_labels_free(out);
+		return np_err_wrap(err, "%s %s", role, name);
+	}
+	return 0;
+}
+
 void k8s_sanitize_label_name(const char *in, struct np_buf *out)
 {
 	size_t n = strlen(in);

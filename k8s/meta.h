@@ -31,6 +31,11 @@ char *k8s_namespaced_key(const char *ns, const char *name);
 NP_MUST_CHECK int k8s_meta_labels(const json_t *obj, const char *role, int with_name, struct np_labels *out,
 				  struct np_err *err);
 
+/* The attach_metadata labels of a node or namespace (k8s_meta_labels of role) in *out,
+ * and its cache key, the name (caller frees). An object without a name is an error. */
+NP_MUST_CHECK int k8s_meta_build(const json_t *obj, const char *role, int with_name, struct np_labels *out,
+				 char **key, struct np_err *err);
+
 /* <prefix><sanitized key> = value and <present_prefix><sanitized key> = "true" for every
  * string member of map (present_prefix NULL: no present labels). Keys are visited in byte
  * order so that when two keys sanitize to the same name (a.b, a_b, a/b) the greatest key

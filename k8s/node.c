@@ -123,21 +123,3 @@ fail:
 	*key = NULL;
 	return -1;
 }
-
-int k8s_node_meta(const json_t *node, struct np_labels *out, char **key, struct np_err *err)
-{
-	const char *name = k8s_obj_name(node);
-
-	*key = NULL;
-	if (!name)
-		return np_errf(err, "not a node object (no metadata.name)");
-	if (!(*key = strdup(name)))
-		return np_errf(err, "out of memory");
-	if (k8s_meta_labels(node, "node", 1, out, err)) {
-		free(*key);
-		*key = NULL;
-		np_labels_free(out);
-		return np_err_wrap(err, "node %s", name);
-	}
-	return 0;
-}

@@ -15,7 +15,4 @@
  * address gets no target (Prometheus logs "No node address found" and sends nothing). */
 NP_MUST_CHECK int k8s_node_build(const json_t *node, struct k8s_group *out, char **key, struct np_err *err);
 
-/* The attach_metadata.node labels of a node: name, labels and annotations. */
-NP_MUST_CHECK int k8s_node_meta(const json_t *node, struct np_labels *out, char **key, struct np_err *err);
-
 #endif

@@ -62,25 +62,6 @@ char *k8s_resource_path(enum k8s_resource res, const char *ns)
 	return rc < 0 ? NULL : p;
 }
 
-static int namespace_meta(const json_t *obj, struct np_labels *out, char **key, struct np_err *err)
-{
-	const char *name = k8s_obj_name(obj);
-
-	*key = NULL;
-	if (!name)
-		return np_errf(err, "not a namespace object (no metadata.name)");
-	if (!(*key = strdup(name)))
-		return np_errf(err, "out of memory");
-	/* Without the name: the namespace label comes from the object itself. */
-	if (k8s_meta_labels(obj, "namespace", 0, out, err)) {
-		free(*key);
-		*key = NULL;
-		np_labels_free(out);
-		return np_err_wrap(err, "namespace %s", name);
-	}
-	return 0;
-}
-
 int k8s_value_build(enum k8s_role role, enum k8s_resource res, const json_t *obj, char **key, void **val,
 		    struct np_err *err)
 {
@@ -102,10 +83,11 @@ int k8s_value_build(enum k8s_role role, enum k8s_resource res, const json_t *obj
 		rc = k8s_pod_build(obj, v, key, err);
 		break;
 	case K8S_RES_NODES:
-		rc = role == K8S_ROLE_NODE ? k8s_node_build(obj, v, key, err) : k8s_node_meta(obj, v, key, err);
+		rc = role == K8S_ROLE_NODE ? k8s_node_build(obj, v, key, err) : k8s_meta_build(obj, "node", 1, v, key, err);
 		break;
 	case K8S_RES_NAMESPACES:
-		rc = namespace_meta(obj, v, key, err);
+		/* Without the name: the namespace label comes from the object itself. */
+		rc = k8s_meta_build(obj, "namespace", 0, v, key, err);
 		break;
 	case K8S_RES_SERVICES:
 		rc = k8s_service_build(obj, v, key, err);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/unit/k8s_test.h"
+
 #include <jansson.h>
 
 #include "agent/util/strbuf.h"
@@ -206,16 +208,6 @@ static json_t *load_fixture_pod(const char *name)
 	json_decref(list);
 	assert_non_null(pod);
 	return pod;
-}
-
-static void assert_label(const struct np_labels *ls, const char *name, const char *value)
-{
-	const char *v = np_labels_get(ls, name);
-
-	if (!v)
-		fail_msg("label %s is missing", name);
-	if (strcmp(v, value) != 0)
-		fail_msg("label %s = \"%s\", want \"%s\"", name, v, value);
 }
 
 static void pod_worked_example(void **state)

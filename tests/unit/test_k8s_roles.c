@@ -14,6 +14,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/unit/k8s_test.h"
+
 #include <jansson.h>
 
 #include "k8s/endpoints.h"
@@ -31,16 +33,6 @@ static json_t *parse(const char *text)
 	if (!v)
 		fail_msg("bad test JSON at %d: %s", jerr.position, jerr.text);
 	return v;
-}
-
-static void assert_label(const struct np_labels *ls, const char *name, const char *value)
-{
-	const char *v = np_labels_get(ls, name);
-
-	if (!v)
-		fail_msg("label %s is missing", name);
-	if (strcmp(v, value) != 0)
-		fail_msg("label %s = \"%s\", want \"%s\"", name, v, value);
 }
 
 #define M "__meta_kubernetes_"
