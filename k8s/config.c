@@ -1,5 +1,6 @@
 /* discovery.kubernetes configuration: defaults, deep copy, and the load-time checks
- * Prometheus (SDConfig.UnmarshalYAML) and Alloy (HTTPClientConfig.Validate) make. */
+ * Alloy makes (HTTPClientConfig.Validate), plus syntax checks of what would otherwise
+ * fail on every request (role names, selectors, namespaces, URLs). */
 #include "k8s/discovery.h"
 
 #include <ctype.h>
@@ -188,18 +189,6 @@ static int set(const char *s)
 	return s && *s;
 }
 
-/* The HTTP client settings differ from Prometheus' DefaultHTTPClientConfig. */
-static int custom_http_config(const struct k8s_sd_config *c)
-{
-	const struct k8s_tls_config *t = &c->tls_config;
-
-	return set(c->bearer_token) || set(c->bearer_token_file) || c->basic_auth.set || c->authorization.set ||
-	       c->oauth2 || set(t->ca_pem) || set(t->ca_file) || set(t->cert_pem) || set(t->cert_file) ||
-	       set(t->key_pem) || set(t->key_file) || set(t->server_name) || t->insecure_skip_verify ||
-	       set(t->min_version) || set(c->proxy_url) || set(c->no_proxy) || c->proxy_from_environment ||
-	       c->proxy_connect_header.n || !c->enable_http2 || !c->follow_redirects || c->http_headers.n;
-}
-
 /* Headers the HTTP client sets itself (as prometheus/common's reserved list). */
 static const char *const reserved_headers[] = {
 	"Authorization", "Host", "Content-Encoding", "Content-Length", "Content-Type", "User-Agent",
@@ -340,22 +329,13 @@ int k8s_sd_config_validate(const struct k8s_sd_config *c, struct np_err *err)
 		return np_errf(err, "unknown Kubernetes SD role \"%s\" (one of: pod, service, endpoints, endpointslice, "
 				    "node, ingress)",
 			       c->role);
-	if (strcmp(c->role, "pod") != 0)
-		return np_errf(err, "role \"%s\" is not supported yet (nodeprof discovers pods: use role = \"pod\")",
-			       c->role);
 	if (check_http(c, err))
 		return -1;
-	if (set(c->api_server) && set(c->kubeconfig_file))
-		return np_errf(err, "cannot use 'kubeconfig_file' and 'api_server' simultaneously");
-	if (set(c->kubeconfig_file) && custom_http_config(c))
-		return np_errf(err, "cannot use a custom HTTP client configuration together with 'kubeconfig_file'");
-	if (!set(c->api_server) && custom_http_config(c))
-		return np_errf(err, "to use custom HTTP client configuration please provide the 'api_server' URL "
-				    "explicitly");
-	if (set(c->api_server) && c->namespaces.own_namespace)
-		return np_errf(err, "cannot use 'api_server' and 'namespaces.own_namespace' simultaneously");
-	if (set(c->kubeconfig_file) && c->namespaces.own_namespace)
-		return np_errf(err, "cannot use 'kubeconfig_file' and 'namespaces.own_namespace' simultaneously");
+	/* Alloy checks only the HTTP client settings: kubeconfig_file with api_server or with
+	 * HTTP client settings, HTTP client settings in-cluster, and own_namespace outside a
+	 * cluster all load; the kubeconfig wins, then api_server, and what is not used is
+	 * ignored (Prometheus' loader rejects them; Alloy never runs it). The config layer
+	 * warns about each (agent/config/types/discovery_kubernetes.c). */
 	if (set(c->api_server) && check_url("api_server", c->api_server, err))
 		return -1;
 	if (set(c->proxy_url) && check_proxy_url(c->proxy_url, err))
@@ -373,11 +353,12 @@ int k8s_sd_config_validate(const struct k8s_sd_config *c, struct np_err *err)
 		const struct k8s_selector *s = &c->selectors[i];
 		if (!set(s->role))
 			return np_errf(err, "selectors: role is required");
-		for (size_t k = 0; k < i; k++)
-			if (strcmp(c->selectors[k].role, s->role) == 0)
-				return np_errf(err, "duplicated selector role: %s", s->role);
-		if (strcmp(s->role, "pod") != 0 && strcmp(s->role, "node") != 0)
-			return np_errf(err, "pod role supports only pod, node selectors (got \"%s\")", s->role);
+		if (!known_role(s->role))
+			return np_errf(err, "selectors: unknown role \"%s\" (one of: pod, service, endpoints, "
+					    "endpointslice, node, ingress)",
+				       s->role);
+		/* Duplicates (the last one counts) and roles the discovery role does not read load
+		 * in Alloy, as they do here; the config layer warns. */
 		if (k8s_field_selector_check(s->field, err) || k8s_label_selector_check(s->label, err))
 			return np_err_wrap(err, "selectors (role \"%s\")", s->role);
 	}

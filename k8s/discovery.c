@@ -9,8 +9,6 @@
 
 #include "agent/util/log.h"
 #include "k8s/discovery_impl.h"
-#include "k8s/pod.h"
-#include "k8s/selector.h"
 
 #define MS 1000000LL
 
@@ -24,14 +22,7 @@ int64_t k8s_now(void)
 
 struct k8s_store *k8s_discovery_store(struct k8s_discovery *d, enum k8s_resource res)
 {
-	switch (res) {
-	case K8S_RES_NODES:
-		return &d->nodes;
-	case K8S_RES_NAMESPACES:
-		return &d->namespaces;
-	default:
-		return &d->pods;
-	}
+	return &d->stores[res];
 }
 
 void k8s_discovery_mark_dirty(struct k8s_discovery *d, int64_t now)
@@ -70,50 +61,13 @@ static int64_t publish_due(const struct k8s_discovery *d)
 	return quiet < max ? quiet : max;
 }
 
-/* The namespace part of a "namespace/name" key, in buf. */
-static const char *key_namespace(const char *key, char *buf, size_t cap)
-{
-	const char *slash = strchr(key, '/');
-	size_t n = slash ? (size_t)(slash - key) : 0;
-
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(buf, key, n);
-	buf[n] = '\0';
-	return buf;
-}
-
-static int build_targets(struct k8s_discovery *d, struct np_targets *out, struct np_err *err)
-{
-	char ns[256];
-
-	for (size_t i = 0; i < d->pods.n; i++) {
-		const struct k8s_pod_group *g = d->pods.v[i].val;
-		const struct np_labels *ns_meta = NULL, *node_meta = NULL;
-
-		if (!g->has_ip)
-			continue;
-		if (d->attach_node) {
-			/* Pods on nodes outside the node watch (node selector) get no targets, as in Prometheus. */
-			node_meta = k8s_store_get(&d->nodes, g->node_name);
-			if (!node_meta)
-				continue;
-		}
-		if (d->attach_namespace)
-			ns_meta = k8s_store_get(&d->namespaces, key_namespace(d->pods.v[i].key, ns, sizeof(ns)));
-		if (k8s_pod_append_targets(g, ns_meta, node_meta, out, err))
-			return -1;
-	}
-	return 0;
-}
-
 static void publish(struct k8s_discovery *d, int64_t now)
 {
 	struct np_targets ts = NP_TARGETS_INIT;
 	struct np_err err;
 	int synced_now = all_synced(d);
 
-	if (build_targets(d, &ts, &err)) {
+	if (k8s_role_targets(d, &ts, &err)) {
 		np_targets_free(&ts);
 		np_log(NP_ERROR, "k8s", "cannot build targets, retrying", "err", err.msg, NULL);
 		d->first_change = d->last_change = now; /* try again after the debounce period */
@@ -229,9 +183,8 @@ static void destroy(struct k8s_discovery *d)
 	free(d->refl);
 	if (d->multi)
 		curl_multi_cleanup(d->multi);
-	k8s_store_free(&d->pods);
-	k8s_store_free(&d->nodes);
-	k8s_store_free(&d->namespaces);
+	for (size_t i = 0; i < K8S_RES_COUNT; i++)
+		k8s_store_free(&d->stores[i]);
 	np_targets_free(&d->published);
 	free(d->node_field_selector);
 	k8s_conn_free(&d->conn);
@@ -251,16 +204,8 @@ void k8s_discovery_stop(struct k8s_discovery *d)
 	destroy(d);
 }
 
-static const struct k8s_selector *selector_for(const struct k8s_sd_config *c, const char *role)
-{
-	for (size_t i = 0; i < c->n_selectors; i++)
-		if (strcmp(c->selectors[i].role, role) == 0)
-			return &c->selectors[i];
-	return NULL;
-}
-
-static int add_reflector(struct k8s_discovery *d, enum k8s_resource res, const char *ns, const char *label,
-			 const char *field, struct np_err *err)
+int k8s_discovery_add_reflector(struct k8s_discovery *d, enum k8s_resource res, const char *ns, const char *label,
+				const char *field, struct np_err *err)
 {
 	struct k8s_reflector **nv = realloc(d->refl, (d->n_refl + 1) * sizeof(*nv));
 	struct k8s_reflector *r;
@@ -285,35 +230,6 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* The namespaces to watch pods in: names (deduplicated) plus our own; none = all namespaces. */
-static int setup_pod_reflectors(struct k8s_discovery *d, struct np_err *err)
-{
-	const struct k8s_sd_config *c = &d->cfg;
-	const struct k8s_selector *ps = selector_for(c, "pod");
-	const char *label = ps ? ps->label : NULL, *field = ps ? ps->field : NULL;
-	size_t before = d->n_refl;
-
-	for (size_t i = 0; i < c->namespaces.names.n; i++) {
-		int dup = 0;
-		for (size_t k = 0; k < i; k++)
-			dup |= strcmp(c->namespaces.names.v[k], c->namespaces.names.v[i]) == 0;
-		if (!dup && add_reflector(d, K8S_RES_PODS, c->namespaces.names.v[i], label, field, err))
-			return -1;
-	}
-	if (d->conn.own_namespace) {
-		int dup = 0;
-		for (size_t i = 0; i < c->namespaces.names.n; i++)
-			dup |= strcmp(c->namespaces.names.v[i], d->conn.own_namespace) == 0;
-		if (!k8s_is_dns_label(d->conn.own_namespace))
-			return np_errf(err, "own namespace \"%s\" is not a valid namespace name", d->conn.own_namespace);
-		if (!dup && add_reflector(d, K8S_RES_PODS, d->conn.own_namespace, label, field, err))
-			return -1;
-	}
-	if (d->n_refl == before && add_reflector(d, K8S_RES_PODS, NULL, label, field, err))
-		return -1;
-	return 0;
-}
-
 int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void *ud, struct k8s_discovery **out,
 			struct np_err *err)
 {
@@ -333,9 +249,14 @@ int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void
 	d->cb = cb;
 	d->ud = ud;
 	d->rng = 0;
-	k8s_store_init(&d->pods, k8s_pod_group_destroy);
-	k8s_store_init(&d->nodes, k8s_labels_destroy);
-	k8s_store_init(&d->namespaces, k8s_labels_destroy);
+	if (k8s_role_parse(d->cfg.role, &d->role)) {
+		np_errf(err, "unknown Kubernetes SD role \"%s\"", d->cfg.role);
+		k8s_sd_config_free(&d->cfg);
+		free(d);
+		return -1;
+	}
+	for (size_t i = 0; i < K8S_RES_COUNT; i++)
+		k8s_store_init(&d->stores[i], k8s_value_destructor(d->role, (enum k8s_resource)i));
 	pthread_once(&curl_once, curl_init_once);
 	if (k8s_conn_resolve(&d->cfg, &d->conn, err))
 		goto fail;
@@ -346,30 +267,7 @@ int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void
 		np_errf(err, "cannot create a curl multi handle");
 		goto fail;
 	}
-	if (setup_pod_reflectors(d, err))
-		goto fail;
-	d->attach_node = d->cfg.attach_metadata.node;
-	d->attach_namespace = d->cfg.attach_metadata.namespace_;
-	if (d->attach_node) {
-		const struct k8s_selector *ns = selector_for(&d->cfg, "node");
-		const struct k8s_selector *ps = selector_for(&d->cfg, "pod");
-		const char *field = ns ? ns->field : NULL;
-		char *node = NULL;
-		/* Pods pinned to one node need that node only: watch it alone instead of every node. */
-		if (!ns && ps && (node = k8s_field_selector_node_name(ps->field))) {
-			if (asprintf(&d->node_field_selector, "metadata.name=%s", node) < 0) {
-				d->node_field_selector = NULL;
-				free(node);
-				np_errf(err, "out of memory");
-				goto fail;
-			}
-			free(node);
-			field = d->node_field_selector;
-		}
-		if (add_reflector(d, K8S_RES_NODES, NULL, ns ? ns->label : NULL, field, err))
-			goto fail;
-	}
-	if (d->attach_namespace && add_reflector(d, K8S_RES_NAMESPACES, NULL, NULL, NULL, err))
+	if (k8s_role_setup(d, err))
 		goto fail;
 	d->rng = k8s_rand_seed();
 	if (d->conn.insecure)
@@ -379,8 +277,8 @@ int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void
 		/* The server is logged unless the URL carries credentials (user:password@). */
 		const char *server = strchr(d->conn.base_url, '@') ? "(redacted)" : d->conn.base_url;
 		snprintf(n, sizeof(n), "%zu", d->n_refl);
-		np_log(NP_INFO, "k8s", "starting Kubernetes discovery", "config", d->conn.origin, "server", server,
-		       "list_watches", n, NULL);
+		np_log(NP_INFO, "k8s", "starting Kubernetes discovery", "role", d->cfg.role, "config", d->conn.origin,
+		       "server", server, "list_watches", n, NULL);
 	}
 	if (pthread_create(&d->thread, NULL, run, d) != 0) {
 		np_errno(err, "cannot start the discovery thread");

@@ -1,10 +1,11 @@
-/* Kubernetes pod discovery: the public API behind `discovery.kubernetes`.
+/* Kubernetes discovery: the public API behind `discovery.kubernetes`.
  *
  * The component adapter fills a `struct k8s_sd_config` from the Alloy arguments
  * (names below are the Alloy names), validates it, and starts a discovery. The
- * discovery lists and watches pods through the kube-apiserver like client-go's
- * reflector and calls back with every target Prometheus' pod role would build,
- * flattened like Alloy's discovery.kubernetes export (group labels + target labels).
+ * discovery lists and watches what its role needs (pods, nodes, services, endpoints,
+ * endpoint slices or ingresses; roles.c) through the kube-apiserver like client-go's
+ * reflector and calls back with every target Prometheus' role would build, flattened
+ * like Alloy's discovery.kubernetes export (group labels + target labels).
  *
  * Ownership: every char* in the config is owned by the config (malloc'ed) and freed
  * by k8s_sd_config_free(); k8s_discovery_start() takes a deep copy, so the caller
@@ -48,7 +49,7 @@ struct k8s_tls_config {
 };
 
 struct k8s_selector {
-	char *role;  /* required: "pod" or "node" for role = "pod" */
+	char *role;  /* required: a role name; the discovery role reads only some (roles.c) */
 	char *label; /* e.g. "app=web,tier!=db"; NULL or "" = everything */
 	char *field; /* e.g. "spec.nodeName=worker-1" */
 };
@@ -70,7 +71,7 @@ struct k8s_tunables {
 };
 
 struct k8s_sd_config {
-	char *role; /* required; only "pod" is supported */
+	char *role; /* required: pod, node, service, endpoints, endpointslice or ingress */
 	char *api_server;
 	char *kubeconfig_file;
 
@@ -119,9 +120,9 @@ void k8s_sd_config_init(struct k8s_sd_config *cfg);
 void k8s_sd_config_free(struct k8s_sd_config *cfg); /* frees contents; cfg itself is the caller's */
 NP_MUST_CHECK int k8s_sd_config_copy(struct k8s_sd_config *dst, const struct k8s_sd_config *src, struct np_err *err);
 
-/* Checks the configuration the way Prometheus and Alloy do at load time (exclusive
- * options, selector syntax, TLS pairs, ...) and rejects what nodeprof does not
- * support yet (roles other than pod). Messages name the argument to change. */
+/* Checks the configuration the way Alloy does at load time (exclusive HTTP client
+ * options, TLS pairs, oauth2, ...), plus role names and selector syntax. Messages
+ * name the argument to change. */
 NP_MUST_CHECK int k8s_sd_config_validate(const struct k8s_sd_config *cfg, struct np_err *err);
 
 struct k8s_discovery;
@@ -140,8 +141,8 @@ NP_MUST_CHECK int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targe
 /* Stops the thread (interrupting transfers at once), joins it and frees everything. NULL is a no-op. */
 void k8s_discovery_stop(struct k8s_discovery *d);
 
-/* 1 once the initial list of every namespace (and of nodes/namespaces for
- * attach_metadata) is done and the resulting targets were delivered to the callback. */
+/* 1 once the initial list of every list+watch is done and the resulting targets were
+ * delivered to the callback. */
 int k8s_discovery_synced(const struct k8s_discovery *d);
 
 #endif

@@ -30,10 +30,11 @@ struct k8s_discovery {
 	size_t n_refl;
 	char *node_field_selector; /* owned: the node watch narrowed to this node, or NULL */
 
-	struct k8s_store pods;       /* "ns/name" -> struct k8s_pod_group */
-	struct k8s_store nodes;      /* name -> struct np_labels (attach_metadata.node) */
-	struct k8s_store namespaces; /* name -> struct np_labels (attach_metadata.namespace) */
-	int attach_node, attach_namespace;
+	enum k8s_role role;
+	/* One cache per resource, of the values resource.h lists; only the resources the
+	 * role needs are watched (roles.c), the other caches stay empty. */
+	struct k8s_store stores[K8S_RES_COUNT];
+	int attach_node, attach_namespace; /* attach_metadata the role honours */
 
 	uint64_t rng;
 	int64_t started_at;
@@ -52,5 +53,14 @@ int64_t k8s_now(void);
 
 /* The store of a resource. */
 struct k8s_store *k8s_discovery_store(struct k8s_discovery *d, enum k8s_resource res);
+
+/* Adds a list+watch of res (namespace NULL: all namespaces). */
+NP_MUST_CHECK int k8s_discovery_add_reflector(struct k8s_discovery *d, enum k8s_resource res, const char *ns,
+					      const char *label, const char *field, struct np_err *err);
+
+/* roles.c: starts the list+watches the role needs (and only those), and builds the
+ * role's targets from the caches. */
+NP_MUST_CHECK int k8s_role_setup(struct k8s_discovery *d, struct np_err *err);
+NP_MUST_CHECK int k8s_role_targets(struct k8s_discovery *d, struct np_targets *out, struct np_err *err);
 
 #endif

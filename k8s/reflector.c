@@ -9,7 +9,7 @@
 #include "agent/util/log.h"
 #include "agent/util/duration.h"
 #include "k8s/discovery_impl.h"
-#include "k8s/pod.h"
+#include "k8s/meta.h"
 
 #define ERR_BODY_MAX (16u << 10)
 #define MS 1000000LL
@@ -27,32 +27,18 @@ int k8s_reflector_init(struct k8s_reflector *r, struct k8s_discovery *d, int id,
 	r->res = res;
 	r->label_selector = label_selector && *label_selector ? label_selector : NULL;
 	r->field_selector = field_selector && *field_selector ? field_selector : NULL;
-	k8s_store_init(&r->pending, res == K8S_RES_PODS ? k8s_pod_group_destroy : k8s_labels_destroy);
+	k8s_store_init(&r->pending, k8s_value_destructor(d->role, res));
 	k8s_jscan_init(&r->scan, K8S_JSCAN_LIST, d->cfg.tunables.max_object_bytes, on_part, r);
 	k8s_backoff_init(&r->backoff);
-	switch (res) {
-	case K8S_RES_PODS:
-		if (namespace) {
-			r->namespace = strdup(namespace);
-			rc |= !r->namespace;
-			if (asprintf(&r->path, "/api/v1/namespaces/%s/pods", namespace) < 0)
-				r->path = NULL;
-			if (asprintf(&r->what, "pods in namespace %s", namespace) < 0)
-				r->what = NULL;
-		} else {
-			r->path = strdup("/api/v1/pods");
-			r->what = strdup("pods");
-		}
-		break;
-	case K8S_RES_NODES:
-		r->path = strdup("/api/v1/nodes");
-		r->what = strdup("nodes");
-		break;
-	case K8S_RES_NAMESPACES:
-		r->path = strdup("/api/v1/namespaces");
-		r->what = strdup("namespaces");
-		break;
+	if (namespace && k8s_resource_namespaced(res)) {
+		r->namespace = strdup(namespace);
+		rc |= !r->namespace;
+		if (asprintf(&r->what, "%s in namespace %s", k8s_resource_name(res), namespace) < 0)
+			r->what = NULL;
+	} else {
+		r->what = strdup(k8s_resource_name(res));
 	}
+	r->path = k8s_resource_path(res, r->namespace);
 	r->list_rv = strdup("0"); /* the first list may come from the watch cache, as client-go's */
 	r->easy = curl_easy_init();
 	if (rc || !r->path || !r->what || !r->list_rv || !r->easy) {
@@ -190,58 +176,16 @@ static json_t *parse(const char *json, size_t len, struct np_err *err)
 	return v;
 }
 
-/* Builds the cached value of an object: a pod group, or node / namespace metadata labels. */
-static int build_value(struct k8s_reflector *r, const json_t *obj, char **key, void **val, struct np_err *err)
-{
-	*key = NULL;
-	*val = NULL;
-	if (r->res == K8S_RES_PODS) {
-		struct k8s_pod_group *g = malloc(sizeof(*g));
-		if (!g)
-			return np_errf(err, "out of memory");
-		if (k8s_pod_build(obj, g, key, err)) {
-			free(g);
-			return -1;
-		}
-		*val = g;
-		return 0;
-	}
-	const char *name = k8s_obj_name(obj);
-	if (!name)
-		return np_errf(err, "object without metadata.name");
-	struct np_labels *ls = calloc(1, sizeof(*ls));
-	*key = strdup(name);
-	if (!ls || !*key) {
-		free(ls);
-		free(*key);
-		*key = NULL;
-		return np_errf(err, "out of memory");
-	}
-	int is_node = r->res == K8S_RES_NODES;
-	if (k8s_meta_labels(obj, is_node ? "node" : "namespace", is_node, ls, err)) {
-		k8s_labels_destroy(ls);
-		free(*key);
-		*key = NULL;
-		return -1;
-	}
-	*val = ls;
-	return 0;
-}
-
 /* The cache key of an object (for DELETED events). */
 static char *object_key(struct k8s_reflector *r, const json_t *obj)
 {
 	const char *name = k8s_obj_name(obj);
-	char *key = NULL;
 
 	if (!name)
 		return NULL;
-	if (r->res != K8S_RES_PODS)
+	if (!k8s_resource_namespaced(r->res))
 		return strdup(name);
-	const json_t *ns = json_object_get(json_object_get(obj, "metadata"), "namespace");
-	if (asprintf(&key, "%s/%s", json_is_string(ns) ? json_string_value(ns) : "", name) < 0)
-		return NULL;
-	return key;
+	return k8s_namespaced_key(k8s_str_at(json_object_get(obj, "metadata"), "namespace"), name);
 }
 
 static const char *object_rv(const json_t *obj)
@@ -276,7 +220,7 @@ static int on_list_part(struct k8s_reflector *r, enum k8s_jscan_part part, const
 		json_decref(v);
 		return 0;
 	}
-	if (build_value(r, v, &key, &val, &item_err)) {
+	if (k8s_value_build(r->d->role, r->res, v, &key, &val, &item_err)) {
 		/* One bad object must not block the others. */
 		logv(r, NP_WARN, "skipped an object of the list", "err", item_err.msg, NULL, NULL, NULL, NULL);
 		json_decref(v);
@@ -321,7 +265,7 @@ static int on_watch_event(struct k8s_reflector *r, const char *json, size_t len,
 		char *key;
 		void *val;
 		struct np_err obj_err;
-		if (build_value(r, obj, &key, &val, &obj_err)) {
+		if (k8s_value_build(r->d->role, r->res, obj, &key, &val, &obj_err)) {
 			logv(r, NP_WARN, "skipped a watch event", "type", type, "err", obj_err.msg, NULL, NULL);
 		} else {
 			if (k8s_store_put(store, key, r->id, val, err)) {

@@ -1,5 +1,5 @@
-/* One list+watch of one resource (pods of a namespace or of all namespaces, nodes, or
- * namespaces), driven by the discovery thread's curl multi loop. It behaves like
+/* One list+watch of one resource (k8s/resource.h: of a namespace or of all namespaces),
+ * driven by the discovery thread's curl multi loop. It behaves like
  * client-go's Reflector (spec kubernetes.md §3.3):
  *
  *   list (resourceVersion "0" first, paged with limit/continue) -> replace this
@@ -20,11 +20,10 @@
 #include "agent/util/strbuf.h"
 #include "k8s/backoff.h"
 #include "k8s/jscan.h"
+#include "k8s/resource.h"
 #include "k8s/store.h"
 
 struct k8s_discovery;
-
-enum k8s_resource { K8S_RES_PODS, K8S_RES_NODES, K8S_RES_NAMESPACES };
 
 enum k8s_refl_state { K8S_R_IDLE, K8S_R_LISTING, K8S_R_WATCHING };
 
@@ -35,8 +34,8 @@ struct k8s_reflector {
 	struct k8s_discovery *d;
 	int id; /* owner id of its objects in the caches */
 	enum k8s_resource res;
-	char *what;      /* "pods", "pods in namespace x", "nodes", "namespaces" for logs; owned */
-	char *namespace; /* pods of one namespace, or NULL; owned */
+	char *what;      /* "pods", "services in namespace x", "nodes", ... for logs; owned */
+	char *namespace; /* objects of one namespace, or NULL; owned */
 	char *path;      /* "/api/v1/namespaces/x/pods"; owned */
 	const char *label_selector, *field_selector; /* borrowed from the config, may be NULL */
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """A kube-apiserver stand-in for nodeprof's discovery tests (Python stdlib only).
 
-It serves what a pod discovery uses, the way the real apiserver does
+It serves what every discovery.kubernetes role uses, the way the real apiserver does
 (spec shared/specs/kubernetes.md §3):
 
-* GET /api/v1/pods, /api/v1/namespaces/<ns>/pods, /api/v1/nodes, /api/v1/namespaces:
-  LIST with fieldSelector / labelSelector honoured, paging with limit/continue (limit is
+* GET /api/v1/{pods,services,endpoints} (all namespaces) and
+  /api/v1/namespaces/<ns>/{pods,services,endpoints}, /api/v1/nodes, /api/v1/namespaces,
+  /apis/discovery.k8s.io/v1[/namespaces/<ns>]/endpointslices and
+  /apis/networking.k8s.io/v1[/namespaces/<ns>]/ingresses (404 for any other path): LIST with fieldSelector / labelSelector honoured, paging with limit/continue (limit is
   ignored for resourceVersion=0, served "from the watch cache"), continue tokens that
   expire (HTTP 410) after a compaction; WATCH (watch=1) as a chunked stream of
   newline-terminated WatchEvent objects from a resourceVersion, with BOOKMARKs when
@@ -43,7 +45,19 @@ import urllib.parse
 import uuid
 
 WATCH_STREAM_OPS = {"cut_event", "error_410", "huge_event"}
-KINDS = {"pods": ("Pod", True), "nodes": ("Node", False), "namespaces": ("Namespace", False)}
+# resource -> (kind, namespaced, apiVersion)
+KINDS = {
+    "pods": ("Pod", True, "v1"),
+    "nodes": ("Node", False, "v1"),
+    "namespaces": ("Namespace", False, "v1"),
+    "services": ("Service", True, "v1"),
+    "endpoints": ("Endpoints", True, "v1"),
+    "endpointslices": ("EndpointSlice", True, "discovery.k8s.io/v1"),
+    "ingresses": ("Ingress", True, "networking.k8s.io/v1"),
+}
+# The URL prefix of each apiVersion.
+API_PREFIX = {"v1": ["api", "v1"], "discovery.k8s.io/v1": ["apis", "discovery.k8s.io", "v1"],
+              "networking.k8s.io/v1": ["apis", "networking.k8s.io", "v1"]}
 
 # Fields the real apiserver accepts in field selectors, per resource (others are a 400).
 FIELDS = {
@@ -64,6 +78,24 @@ FIELDS = {
     "namespaces": {
         "metadata.name": lambda o: o["metadata"].get("name", ""),
         "status.phase": lambda o: (o.get("status") or {}).get("phase", ""),
+    },
+    "services": {
+        "metadata.name": lambda o: o["metadata"].get("name", ""),
+        "metadata.namespace": lambda o: o["metadata"].get("namespace", ""),
+        "spec.clusterIP": lambda o: (o.get("spec") or {}).get("clusterIP", ""),
+        "spec.type": lambda o: (o.get("spec") or {}).get("type", ""),
+    },
+    "endpoints": {
+        "metadata.name": lambda o: o["metadata"].get("name", ""),
+        "metadata.namespace": lambda o: o["metadata"].get("namespace", ""),
+    },
+    "endpointslices": {
+        "metadata.name": lambda o: o["metadata"].get("name", ""),
+        "metadata.namespace": lambda o: o["metadata"].get("namespace", ""),
+    },
+    "ingresses": {
+        "metadata.name": lambda o: o["metadata"].get("name", ""),
+        "metadata.namespace": lambda o: o["metadata"].get("namespace", ""),
     },
 }
 
@@ -279,7 +311,7 @@ class ApiServer:
         """Creates or replaces an object (ADDED / MODIFIED). Returns the stored copy."""
         obj = copy.deepcopy(obj)
         obj.setdefault("kind", KINDS[kind][0])
-        obj.setdefault("apiVersion", "v1")
+        obj.setdefault("apiVersion", KINDS[kind][2])
         md = obj.setdefault("metadata", {})
         if KINDS[kind][1]:
             md.setdefault("namespace", "default")
@@ -346,10 +378,11 @@ class ApiServer:
                 self.injections.append(dict(kw, op=op, on=on))
             self.lock.notify_all()
 
-    def pending_watch_injection(self):
-        """A stream injection (other than a cut, which waits for an event) is queued. Lock held."""
-        return any(i["on"] in ("any", "watch") and i["op"] in WATCH_STREAM_OPS and i["op"] != "cut_event"
-                   for i in self.injections)
+    def pending_watch_injection(self, path=""):
+        """A stream injection (other than a cut, which waits for an event) is queued for a
+        watch of path. Lock held."""
+        return any(i["on"] in ("any", "watch") and i["op"] in WATCH_STREAM_OPS and i["op"] != "cut_event" and
+                   (not i.get("path_contains") or i["path_contains"] in path) for i in self.injections)
 
     def clear_injections(self):
         with self.lock:
@@ -444,7 +477,8 @@ class ApiServer:
         md = {"resourceVersion": str(list_rv)}
         if more:
             md["continue"] = more
-        return 200, {"kind": KINDS[sel.kind][0] + "List", "apiVersion": "v1", "metadata": md, "items": items}
+        return 200, {"kind": KINDS[sel.kind][0] + "List", "apiVersion": KINDS[sel.kind][2], "metadata": md,
+                     "items": items}
 
     def events_after(self, sel, after_rv):
         """Events for a watcher after after_rv, with selector transitions. Lock held."""
@@ -467,7 +501,8 @@ class ApiServer:
 
 
 def bookmark(kind, rv):
-    o = {"kind": KINDS[kind][0], "apiVersion": "v1", "metadata": {"resourceVersion": str(rv), "creationTimestamp": None}}
+    o = {"kind": KINDS[kind][0], "apiVersion": KINDS[kind][2],
+         "metadata": {"resourceVersion": str(rv), "creationTimestamp": None}}
     if kind == "pods":
         o["spec"] = {"containers": None}
         o["status"] = {}
@@ -529,17 +564,15 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         u = urllib.parse.urlsplit(self.path)
         parts = [p for p in u.path.split("/") if p]
         q = {k: v[-1] for k, v in urllib.parse.parse_qs(u.query, keep_blank_values=True).items()}
-        if parts[:2] != ["api", "v1"]:
-            return None, None, q
-        rest = parts[2:]
-        if rest == ["pods"]:
-            return "pods", None, q
-        if rest == ["nodes"]:
-            return "nodes", None, q
-        if rest == ["namespaces"]:
-            return "namespaces", None, q
-        if len(rest) == 3 and rest[0] == "namespaces" and rest[2] == "pods":
-            return "pods", rest[1], q
+        for kind, (_, namespaced, version) in KINDS.items():
+            prefix = API_PREFIX[version]
+            if parts[:len(prefix)] != prefix:
+                continue
+            rest = parts[len(prefix):]
+            if rest == [kind]:
+                return kind, None, q
+            if namespaced and len(rest) == 3 and rest[0] == "namespaces" and rest[2] == kind:
+                return kind, rest[1], q
         return None, None, q
 
     def do_GET(self):
@@ -548,7 +581,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         is_watch = q.get("watch") in ("1", "true")
         api.log_request({"path": self.path, "query": q, "watch": is_watch, "time": time.time(),
                          "authorization": self.headers.get("Authorization", ""),
-                         "accept": self.headers.get("Accept", ""), "user_agent": self.headers.get("User-Agent", "")})
+                         "accept": self.headers.get("Accept", ""), "user_agent": self.headers.get("User-Agent", ""),
+                         "header_names": sorted(k.lower() for k in self.headers.keys())})
         if not api.authorized(self.headers, self.peer_cn()):
             return self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
         if kind is None:
@@ -653,7 +687,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 with api.lock:
                     evs = api.events_after(sel, last)
                     while not evs and not api.closing and api.drop_generation == generation and \
-                            not api.pending_watch_injection() and \
+                            not api.pending_watch_injection(self.path) and \
                             time.time() < min(deadline, next_bookmark if bookmarks else deadline):
                         api.lock.wait(min(0.05, max(0.0, deadline - time.time())))
                         evs = api.events_after(sel, last)
@@ -661,7 +695,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     cur_rv = api.rv
                 if closing or dropped:
                     return self.abort()
-                inj = api.take_injection(True, ops=WATCH_STREAM_OPS)
+                inj = api.take_injection(True, ops=WATCH_STREAM_OPS, path=self.path)
                 if inj and inj["op"] == "error_410":
                     self.send_event({"type": "ERROR", "object": status(410, "Expired",
                                      f"too old resource version: {last} ({last + 1})")}, api.watch_chunk_size)

@@ -439,23 +439,35 @@ static void cross_argument_rules(void **state)
 		{ "pyroscope.write \"w\" {\n  external_labels = { \"bad-name\" = \"x\", cluster = \"c\", \"9x\" = \"y\" }\n}",
 		  "2:21: external_labels: invalid label name \"9x\" (letters, digits, _ and ., not starting with a digit)\n"
 		  "2:21: external_labels: invalid label name \"bad-name\" (letters, digits, _ and ., not starting with a digit)" },
+		/* What Alloy loads and ignores loads, with a warning (Prometheus' own loader would refuse it). */
 		{ "discovery.kubernetes \"k\" {\n  role = \"node\"\n  kubeconfig_file = \"/k\"\n  api_server = \"https://x\"\n  "
-		  "namespaces { own_namespace = true }\n}",
-		  "2:10: role \"node\" is not supported yet; nodeprof discovers role \"pod\" (the role pyroscope.ebpf profiles)\n"
-		  "3:3: cannot use 'kubeconfig_file' and 'api_server' simultaneously\n"
-		  "5:16: cannot use 'api_server' and 'namespaces.own_namespace' simultaneously\n"
-		  "5:16: cannot use 'kubeconfig_file' and 'namespaces.own_namespace' simultaneously" },
+		  "namespaces { own_namespace = true }\n  attach_metadata { node = true }\n}",
+		  "4:3: warning: api_server is ignored: kubeconfig_file takes precedence (as in Alloy); remove one of them\n"
+		  "5:16: warning: own_namespace is ignored with kubeconfig_file: the pod's namespace is known only in cluster "
+		  "(as in Alloy); with no names, no namespace is watched and nothing is discovered\n"
+		  "6:21: warning: attach_metadata.node has no effect with role \"node\" (only pod, endpoints and endpointslice "
+		  "targets get node metadata, as in Alloy)" },
 		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  api_server = \"x\"\n  selectors {\n    role = \"service\"\n  }\n}",
 		  "3:16: api_server: invalid URL \"x\" (expected https://host[:port] or http://host[:port])\n"
-		  "5:12: pod role supports only pod, node selectors" },
-		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  bearer_token = \"x\"\n  selectors {\n    role = \"pod\"\n  }\n  "
-		  "selectors {\n    role = \"pod\"\n  }\n}",
-		  "1:1: to use custom HTTP client configuration please provide the 'api_server' URL explicitly (in cluster, the "
-		  "service account token and CA are used)\n"
-		  "7:3: duplicated selector role: pod" },
-		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  kubeconfig_file = \"/k\"\n  tls_config { insecure_skip_verify = "
-		  "true }\n}",
-		  "3:3: cannot use a custom HTTP client configuration together with 'kubeconfig_file'" },
+		  "5:12: warning: the service selector has no effect with role \"pod\", which reads only pod, node selectors "
+		  "(Alloy ignores it too); remove it" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"endpoints\"\n  bearer_token = \"x\"\n  selectors {\n    role = \"pod\"\n  "
+		  "}\n  selectors {\n    role = \"pod\"\n  }\n  selectors {\n    role = \"endpointslice\"\n  }\n}",
+		  "1:1: warning: the HTTP client settings are ignored without api_server: in cluster, the service account "
+		  "token and CA are used (as in Alloy); set api_server to use them\n"
+		  "4:3: warning: duplicated selector role: pod; only the last one is used (as in Alloy)\n"
+		  "11:12: warning: the endpointslice selector has no effect with role \"endpoints\", which reads only pod, "
+		  "service, endpoints selectors (Alloy ignores it too); remove it" },
+		/* Alloy's own test (TestAlloyConfig): kubeconfig_file with http_headers. */
+		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  kubeconfig_file = \"/etc/k8s/kubeconfig.yaml\"\n  "
+		  "http_headers = {\n    \"foo\" = [\"foobar\"],\n  }\n}",
+		  "3:3: warning: the HTTP client settings are ignored with kubeconfig_file: the kubeconfig's server, "
+		  "credentials and TLS settings are used (as in Alloy)" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"node\"\n  attach_metadata {\n    namespace = true\n  }\n}",
+		  "4:5: warning: attach_metadata.namespace has no effect with role \"node\" (nodes have no namespace)" },
+		{ "discovery.kubernetes \"k\" {\n  role = \"node\"\n  selectors {\n    role = \"nodes\"\n  }\n}",
+		  "4:12: role: invalid value \"nodes\"; did you mean \"node\"? (expected \"pod\", \"node\", \"service\", "
+		  "\"endpoints\", \"endpointslice\" or \"ingress\")" },
 		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  selectors {\n    role = \"pod\"\n    field = \"spec.nodeName\"\n    "
 		  "label = \"app in (a,b\"\n  }\n}",
 		  "5:13: invalid field selector: each term must be key=value, key==value or key!=value\n"

@@ -39,12 +39,16 @@ static void validation(void **state)
 
 	k8s_sd_config_init(&c);
 	expect_invalid(&c, "role is required");
-	set(&c.role, "endpoints");
-	expect_invalid(&c, "role \"endpoints\" is not supported yet");
-	set(&c.role, "pod");
-	assert_int_equal(k8s_sd_config_validate(&c, &err), 0); /* in-cluster, all namespaces */
+	set(&c.role, "pods");
+	expect_invalid(&c, "unknown Kubernetes SD role \"pods\"");
+	static const char *const roles[] = { "endpoints", "endpointslice", "service", "ingress", "node", "pod" };
+	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++) {
+		set(&c.role, roles[i]);
+		assert_int_equal(k8s_sd_config_validate(&c, &err), 0); /* in-cluster, all namespaces */
+	}
+	/* In-cluster, Alloy ignores HTTP client settings instead of refusing them. */
 	set(&c.bearer_token, "x");
-	expect_invalid(&c, "please provide the 'api_server' URL explicitly");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	set(&c.api_server, "https://10.0.0.1:6443");
 	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	set(&c.bearer_token_file, "/t");
@@ -65,20 +69,21 @@ static void validation(void **state)
 	expect_invalid(&c, "exactly one of cert_pem or cert_file must be configured when a client key");
 	set(&c.tls_config.cert_file, "/c");
 	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
+	/* Alloy loads these (the kubeconfig wins; the rest is ignored, with warnings from the config layer). */
 	set(&c.kubeconfig_file, "/kc");
-	expect_invalid(&c, "cannot use 'kubeconfig_file' and 'api_server' simultaneously");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	set(&c.api_server, NULL);
-	expect_invalid(&c, "cannot use a custom HTTP client configuration together with 'kubeconfig_file'");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	k8s_sd_config_free(&c);
 
 	k8s_sd_config_init(&c);
 	set(&c.role, "pod");
 	set(&c.kubeconfig_file, "/kc");
-	c.enable_http2 = 0; /* not the default: a custom HTTP client configuration */
-	expect_invalid(&c, "together with 'kubeconfig_file'");
+	c.enable_http2 = 0; /* not the default: a custom HTTP client configuration, ignored as in Alloy */
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	c.enable_http2 = 1;
 	c.namespaces.own_namespace = 1;
-	expect_invalid(&c, "cannot use 'kubeconfig_file' and 'namespaces.own_namespace' simultaneously");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	c.namespaces.own_namespace = 0;
 	c.selectors = calloc(2, sizeof(*c.selectors));
 	c.n_selectors = 2;
@@ -87,10 +92,16 @@ static void validation(void **state)
 	set(&c.selectors[1].role, "pod");
 	set(&c.selectors[1].field, "spec.nodeName=n1,status.phase!=Failed");
 	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
+	/* A duplicate (the last counts) and a role the pod role does not read load, as in Alloy. */
 	set(&c.selectors[1].role, "node");
-	expect_invalid(&c, "duplicated selector role: node");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	set(&c.selectors[1].role, "endpoints");
-	expect_invalid(&c, "pod role supports only pod, node selectors");
+	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
+	set(&c.selectors[1].role, "endpoint");
+	expect_invalid(&c, "selectors: unknown role \"endpoint\"");
+	set(&c.selectors[1].role, "pod");
+	set(&c.selectors[1].field, "spec.nodeName");
+	expect_invalid(&c, "selectors (role \"pod\")");
 	k8s_sd_config_free(&c);
 }
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/unit/k8s_test.h"
+
 #include <jansson.h>
 
 #include "agent/util/strbuf.h"
@@ -208,16 +210,6 @@ static json_t *load_fixture_pod(const char *name)
 	return pod;
 }
 
-static void assert_label(const struct np_labels *ls, const char *name, const char *value)
-{
-	const char *v = np_labels_get(ls, name);
-
-	if (!v)
-		fail_msg("label %s is missing", name);
-	if (strcmp(v, value) != 0)
-		fail_msg("label %s = \"%s\", want \"%s\"", name, v, value);
-}
-
 static void pod_worked_example(void **state)
 {
 	json_t *pod = load_fixture_pod("pods-minikube-docker-initcontainer.json");
@@ -229,7 +221,7 @@ static void pod_worked_example(void **state)
 	assert_int_equal(k8s_pod_build(pod, &g, &key, &err), 0);
 	assert_string_equal(key, "message-pod-init-crashloop-backoff/init-demo2");
 	assert_true(g.has_ip);
-	assert_int_equal(g.n_targets, 2);
+	assert_int_equal(g.g.n_targets, 2);
 	assert_int_equal(k8s_pod_append_targets(&g, NULL, NULL, &ts, &err), 0);
 	assert_int_equal(ts.n, 2);
 	assert_label(&ts.v[0], "__address__", "172.17.0.3:80");
@@ -269,7 +261,9 @@ static void pod_without_ip_and_node_meta(void **state)
 
 	assert_int_equal(k8s_pod_build(pod, &g, &key, &err), 0);
 	assert_false(g.has_ip);
-	assert_int_equal(g.n_targets, 0);
+	/* The labels are kept (the endpoints roles read them), but the pod role makes no target. */
+	assert_label(&g.g.labels, "__meta_kubernetes_pod_ip", "");
+	assert_int_equal(g.g.n_targets, 5);
 	assert_string_equal(g.node_name, "");
 	assert_int_equal(k8s_pod_append_targets(&g, NULL, NULL, &ts, &err), 0);
 	assert_int_equal(ts.n, 0);

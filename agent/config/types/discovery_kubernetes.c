@@ -1,8 +1,11 @@
 /* discovery.kubernetes: arguments of the Alloy reference
- * (../shared/specs/kubernetes.md §2) and the load-time rules Prometheus applies to
- * its SDConfig (api_server / kubeconfig_file / own_namespace exclusions, selector
- * roles and syntax). Only role "pod" is implemented (the role pyroscope.ebpf can
- * profile). The runtime is agent/discovery/kubernetes_component.c. */
+ * (../shared/specs/kubernetes.md §2), every role, and Alloy's load-time rules: only
+ * the HTTP client settings are checked. What Prometheus' own config loader refuses
+ * but Alloy loads and ignores (api_server or HTTP client settings next to
+ * kubeconfig_file, HTTP client settings in cluster, own_namespace outside a cluster,
+ * duplicated selectors, selectors or attach_metadata a role does not read) loads here
+ * too, with a warning that says what is ignored. Selector syntax is checked (Alloy
+ * would fail every request). The runtime is agent/discovery/kubernetes_component.c. */
 #include <string.h>
 
 #include "agent/config/types/types.h"
@@ -61,19 +64,67 @@ static int custom_http_client(const struct cfg_args *a)
 	       !cfg_args_bool(a, "enable_http2");
 }
 
+/* The selector roles each role reads (Prometheus' allowedSelectors). */
+static const struct {
+	const char *role, *selectors;
+} role_selectors[] = {
+	{ "pod", "pod, node" },		{ "service", "service" },
+	{ "endpoints", "pod, service, endpoints" }, { "endpointslice", "pod, service, endpointslice" },
+	{ "node", "node" },		{ "ingress", "ingress" },
+};
+
+static const char *selectors_read_by(const char *role)
+{
+	for (size_t i = 0; i < sizeof(role_selectors) / sizeof(role_selectors[0]); i++)
+		if (strcmp(role_selectors[i].role, role) == 0)
+			return role_selectors[i].selectors;
+	return NULL;
+}
+
+/* Whether the comma-separated list has the word w. */
+static int list_has(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+
+	for (const char *p = list; (p = strstr(p, w)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+static void validate_selectors(const struct cfg_args *a, const char *role, struct cfg_diags *d)
+{
+	const char *reads = role ? selectors_read_by(role) : NULL;
+	size_t n = cfg_args_nblocks(a, "selectors");
+
+	for (size_t i = 0; i < n; i++) {
+		const struct cfg_args *s = cfg_args_block(a, "selectors", i);
+		const char *sr = cfg_args_str(s, "role");
+		if (!sr || cfg_args_is_unknown(s, "role"))
+			continue;
+		for (size_t j = i + 1; j < n; j++) {
+			const char *next = cfg_args_str(cfg_args_block(a, "selectors", j), "role");
+			if (next && strcmp(next, sr) == 0) {
+				cfg_warn(d, s->pos, "duplicated selector role: %s; only the last one is used (as in Alloy)", sr);
+				break;
+			}
+		}
+		if (reads && !list_has(reads, sr))
+			cfg_warn(d, cfg_args_pos(s, "role"),
+				 "the %s selector has no effect with role \"%s\", which reads only %s selectors (Alloy "
+				 "ignores it too); remove it",
+				 sr, role, reads);
+	}
+}
+
 static void validate(const struct cfg_args *a, struct cfg_diags *d)
 {
-	const char *role = cfg_args_str(a, "role");
+	const char *role = cfg_args_is_unknown(a, "role") ? NULL : cfg_args_str(a, "role");
 	int api = cfg_args_has(a, "api_server") && !cfg_args_is_unknown(a, "api_server") && *cfg_args_str(a, "api_server");
 	int kubeconfig = cfg_args_has(a, "kubeconfig_file") && *cfg_args_str(a, "kubeconfig_file");
-	const struct cfg_args *ns = cfg_args_block(a, "namespaces", 0);
+	const struct cfg_args *ns = cfg_args_block(a, "namespaces", 0), *am = cfg_args_block(a, "attach_metadata", 0);
 	int own_ns = ns && cfg_args_bool(ns, "own_namespace");
 
-	if (role && !cfg_args_is_unknown(a, "role") && strcmp(role, "pod") != 0)
-		cfg_error(d, cfg_args_pos(a, "role"),
-			  "role \"%s\" is not supported yet; nodeprof discovers role \"pod\" (the role pyroscope.ebpf "
-			  "profiles)",
-			  role);
 	cfg_http_client_validate(a, d);
 	if (api) {
 		const char *u = cfg_args_str(a, "api_server");
@@ -81,40 +132,33 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 			cfg_error(d, cfg_args_pos(a, "api_server"),
 				  "api_server: invalid URL \"%s\" (expected https://host[:port] or http://host[:port])", u);
 	}
+	/* Alloy loads these; the kubeconfig wins, then api_server, then the in-cluster account. */
 	if (api && kubeconfig)
-		cfg_error(d, cfg_args_name_pos(a, "kubeconfig_file"),
-			  "cannot use 'kubeconfig_file' and 'api_server' simultaneously");
+		cfg_warn(d, cfg_args_name_pos(a, "api_server"),
+			 "api_server is ignored: kubeconfig_file takes precedence (as in Alloy); remove one of them");
 	if (kubeconfig && custom_http_client(a))
-		cfg_error(d, cfg_args_name_pos(a, "kubeconfig_file"),
-			  "cannot use a custom HTTP client configuration together with 'kubeconfig_file'");
+		cfg_warn(d, cfg_args_name_pos(a, "kubeconfig_file"),
+			 "the HTTP client settings are ignored with kubeconfig_file: the kubeconfig's server, credentials "
+			 "and TLS settings are used (as in Alloy)");
 	if (!api && !kubeconfig && custom_http_client(a))
-		cfg_error(d, a->pos,
-			  "to use custom HTTP client configuration please provide the 'api_server' URL explicitly (in "
-			  "cluster, the service account token and CA are used)");
-	if (api && own_ns)
-		cfg_error(d, cfg_args_name_pos(ns, "own_namespace"),
-			  "cannot use 'api_server' and 'namespaces.own_namespace' simultaneously");
-	if (kubeconfig && own_ns)
-		cfg_error(d, cfg_args_name_pos(ns, "own_namespace"),
-			  "cannot use 'kubeconfig_file' and 'namespaces.own_namespace' simultaneously");
-
-	/* Selectors: one per role, and only the roles the discovery role can filter by. */
-	size_t n = cfg_args_nblocks(a, "selectors");
-	for (size_t i = 0; i < n; i++) {
-		const struct cfg_args *s = cfg_args_block(a, "selectors", i);
-		const char *sr = cfg_args_str(s, "role");
-		if (!sr || cfg_args_is_unknown(s, "role"))
-			continue;
-		for (size_t j = 0; j < i; j++) {
-			const char *prev = cfg_args_str(cfg_args_block(a, "selectors", j), "role");
-			if (prev && strcmp(prev, sr) == 0) {
-				cfg_error(d, s->pos, "duplicated selector role: %s", sr);
-				break;
-			}
-		}
-		if (role && strcmp(role, "pod") == 0 && strcmp(sr, "pod") != 0 && strcmp(sr, "node") != 0)
-			cfg_error(d, cfg_args_pos(s, "role"), "pod role supports only pod, node selectors");
-	}
+		cfg_warn(d, a->pos,
+			 "the HTTP client settings are ignored without api_server: in cluster, the service account token "
+			 "and CA are used (as in Alloy); set api_server to use them");
+	if (own_ns && (api || kubeconfig))
+		cfg_warn(d, cfg_args_name_pos(ns, "own_namespace"),
+			 "own_namespace is ignored with %s: the pod's namespace is known only in cluster (as in Alloy)%s",
+			 kubeconfig ? "kubeconfig_file" : "api_server",
+			 cfg_args_list_len(ns, "names") ? "" : "; with no names, no namespace is watched and nothing is discovered");
+	if (role && am && cfg_args_bool(am, "node") && strcmp(role, "pod") != 0 && strcmp(role, "endpoints") != 0 &&
+	    strcmp(role, "endpointslice") != 0)
+		cfg_warn(d, cfg_args_name_pos(am, "node"),
+			 "attach_metadata.node has no effect with role \"%s\" (only pod, endpoints and endpointslice "
+			 "targets get node metadata, as in Alloy)",
+			 role);
+	if (role && am && cfg_args_bool(am, "namespace") && strcmp(role, "node") == 0)
+		cfg_warn(d, cfg_args_name_pos(am, "namespace"),
+			 "attach_metadata.namespace has no effect with role \"node\" (nodes have no namespace)");
+	validate_selectors(a, role, d);
 }
 
 static const struct cfg_attr attrs[] = {
