@@ -238,6 +238,24 @@ static void write_file(const char *path, const char *text)
 	fclose(f);
 }
 
+/* Writes text to a new temporary file (path: a mkstemp template) and loads it into a
+ * new controller; d holds the file's diagnostics afterwards. */
+static struct cfg_controller *start_file(char *path, const char *text, struct cfg_diags *d)
+{
+	struct cfg_controller *c;
+	struct np_err err;
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	write_file(path, text);
+	assert_int_equal(cfg_controller_new(NULL, &c, &err), 0);
+	cfg_diags_init(d, path);
+	if (cfg_controller_load(c, path, d))
+		fail_msg("load failed:\n%s", diags_text(d));
+	return c;
+}
+
 static void idle(struct cfg_controller *c)
 {
 	assert_int_equal(cfg_controller_wait_idle(c, 5 * 1000000000LL), 0);
@@ -384,15 +402,8 @@ static void failed_update_keeps_running(void **state)
 	const char *v1 = "test.sink \"s\" {\n  targets = [{ k = \"1\" }]\n}\n";
 	const char *v2 = "test.sink \"s\" {\n  targets = [{ k = \"2\" }]\n  fail_update = true\n}\n";
 	char path[] = "/tmp/nodeprof-ctl-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
-	write_file(path, v1);
-	struct cfg_controller *c;
-	struct np_err err;
 	struct cfg_diags d;
-	assert_int_equal(cfg_controller_new(NULL, &c, &err), 0);
-	cfg_diags_init(&d, path);
-	assert_int_equal(cfg_controller_load(c, path, &d), 0);
+	struct cfg_controller *c = start_file(path, v1, &d);
 	write_file(path, v2);
 	assert_int_equal(cfg_controller_reload(c, &d), 0); /* the file is valid; the component refuses */
 	struct inst *s = inst_for("test.sink.s");
@@ -669,17 +680,9 @@ static void no_status(void *ud, const struct cfg_component_status *s)
 static void custom_components_run(void **state)
 {
 	char path[] = "/tmp/nodeprof-ctl-XXXXXX", text[2048];
-	int fd = mkstemp(path);
-	close(fd);
-	snprintf(text, sizeof(text), PIPE_DECLARE, "inner", "w1", "w1");
-	write_file(path, text);
-	struct cfg_controller *c;
-	struct np_err err;
 	struct cfg_diags d;
-	assert_int_equal(cfg_controller_new(NULL, &c, &err), 0);
-	cfg_diags_init(&d, path);
-	if (cfg_controller_load(c, path, &d))
-		fail_msg("%s", diags_text(&d));
+	snprintf(text, sizeof(text), PIPE_DECLARE, "inner", "w1", "w1");
+	struct cfg_controller *c = start_file(path, text, &d);
 
 	struct inst *inner = inst_for("pipe.a/test.sink.s"), *outer = inst_for("test.sink.outer");
 	assert_int_equal(inner->starts, 1);
