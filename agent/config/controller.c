@@ -299,7 +299,7 @@ static void eval_value_node(struct cfg_controller *c, struct ctl_node *n)
 		pthread_mutex_unlock(&c->mu);
 	}
 	cfg_diags_init(&d, c->graph->file->name);
-	struct cfg_value *v = cfg_value_node_eval(c->graph, n->idx, &r, &d);
+	struct cfg_value *v = cfg_value_node_eval(c->graph, n->idx, &r, 0, &d);
 	if (!v) {
 		first_error(&d, msg, sizeof(msg));
 		cfg_diags_free(&d);

@@ -414,11 +414,11 @@ void cfg_declare_expand(struct cfg_graph *g, struct cfg_diags *d)
 /* ---- value nodes ---- */
 
 struct cfg_value *cfg_value_node_eval(const struct cfg_graph *g, size_t idx, const struct cfg_resolver *tmpl,
-				      struct cfg_diags *d)
+				      int warn_deprecated, struct cfg_diags *d)
 {
 	const struct cfg_node *node = &g->nodes[idx];
 	struct cfg_resolver r = *tmpl;
-	struct cfg_eval ev = { .d = d, .resolve = cfg_graph_resolve, .ud = &r };
+	struct cfg_eval ev = { .d = d, .resolve = cfg_graph_resolve, .ud = &r, .warn_deprecated = warn_deprecated };
 	struct cfg_value *v = NULL;
 
 	if (node->kind == CFG_NODE_INSTANCE) {

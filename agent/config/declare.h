@@ -58,10 +58,11 @@ void cfg_scope_free(struct cfg_scope *s);
 const struct cfg_declare *cfg_scope_find_declare(const struct cfg_scope *s, const char *name);
 
 /* Evaluates a value node: an argument's value, or an object of an instance's exports.
- * References resolve through tmpl's export_value (its scope is chosen here). Returns
- * a new reference, or NULL after reporting into d. */
+ * References resolve through tmpl's export_value (its scope is chosen here);
+ * warn_deprecated as in struct cfg_eval. Returns a new reference, or NULL after
+ * reporting into d. */
 struct cfg_value *cfg_value_node_eval(const struct cfg_graph *g, size_t node, const struct cfg_resolver *tmpl,
-				      struct cfg_diags *d);
+				      int warn_deprecated, struct cfg_diags *d);
 
 /* Calls cb for every expression a value node evaluates, with the scope its
  * references resolve in (for the graph's edges). */

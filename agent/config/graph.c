@@ -406,7 +406,7 @@ static struct cfg_graph *build(struct cfg_file *file, struct cfg_diags *d)
 		size_t i = ordered ? g->order[k] : k;
 		struct cfg_node *node = &g->nodes[i];
 		if (node->kind != CFG_NODE_COMPONENT) {
-			node->static_value = cfg_value_node_eval(g, i, &r, d);
+			node->static_value = cfg_value_node_eval(g, i, &r, 1, d);
 			continue;
 		}
 		r.scope = node->scope;

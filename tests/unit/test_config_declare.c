@@ -173,6 +173,12 @@ static void errors(void **state)
 		{ "declare \"d\" {\n  argument \"t\" { }\n  discovery.relabel \"r\" {\n    targets = argument.t.value\n  }\n}\n"
 		  "d \"x\" {\n  t = 5\n}\n",
 		  "4:15: targets: expected list(map(string)), got number 5" },
+		/* Two instances with the same mistake: reported once. */
+		{ "declare \"d\" {\n  discovery.relabel \"r\" {\n    targets = 5\n  }\n}\nd \"a\" { }\nd \"b\" { }\n",
+		  "3:15: targets: expected list(map(string)), got number 5" },
+		/* Deprecated aliases in an instance's arguments warn as anywhere else. */
+		{ "declare \"d\" {\n  argument \"a\" { }\n}\nd \"x\" {\n  a = env(\"HOME\")\n}\n",
+		  "5:7: warning: env is deprecated; use sys.env instead" },
 	};
 	RUN_CHECK_CASES(cases);
 }
