@@ -4,7 +4,9 @@
  *
  * Validation is static: references to other components' exports evaluate to
  * unknown values of the export's declared type, so every argument is type-checked
- * and every constant argument range-checked without running anything. */
+ * and every constant argument range-checked without running anything. Custom
+ * components (declare.h) are expanded into nodes; their arguments and exports
+ * evaluate to their check-time values, so constants passed in are checked too. */
 #ifndef NP_CONFIG_GRAPH_H
 #define NP_CONFIG_GRAPH_H
 
