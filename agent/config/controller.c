@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/config/declare.h"
 #include "agent/config/eval.h"
 #include "agent/util/log.h"
 
@@ -28,6 +29,7 @@ struct cfg_component {
 
 struct ctl_node {
 	char *id;
+	enum cfg_node_kind kind; /* value nodes (arguments, instances) are evaluated, not run */
 	const struct cfg_component_type *type;
 	size_t idx; /* in the current graph */
 	struct cfg_component *handle;
@@ -214,29 +216,23 @@ static struct cfg_value *initial_value(const struct cfg_type *t)
 	return cfg_null();
 }
 
-/* Resolves references to the current exports (or the initial value of an export
- * not published yet). */
-static struct cfg_value *runtime_resolve(void *ud, const char *const *frags, const struct cfg_pos *pos, size_t n,
-					 size_t *used, struct cfg_diags *d)
+/* The resolver's export_value at run time: the current export (or the initial value
+ * of an export not published yet). */
+static struct cfg_value *runtime_export(void *ud, size_t idx, size_t k, struct cfg_pos pos, struct cfg_diags *d)
 {
 	struct cfg_controller *c = ud;
-	size_t k;
-	long idx = cfg_graph_match(c->graph, frags, n, &k);
-
-	if (idx < 0 || k >= n || !c->nodes[idx])
-		return cfg_graph_resolve_static(c->graph, frags, pos, n, used, d);
 	struct ctl_node *node = c->nodes[idx];
-	long e = export_index(node->type, frags[k]);
-	if (e < 0)
-		return cfg_graph_resolve_static(c->graph, frags, pos, n, used, d);
-	pthread_mutex_lock(&c->mu);
-	struct cfg_value *v = cfg_ref(node->exports[e]);
-	pthread_mutex_unlock(&c->mu);
+	struct cfg_value *v = NULL;
+
+	if (node) {
+		pthread_mutex_lock(&c->mu);
+		v = cfg_ref(node->exports[k]);
+		pthread_mutex_unlock(&c->mu);
+	}
 	if (!v)
-		v = initial_value(node->type->exports[e].type);
+		v = initial_value(c->graph->nodes[idx].type->exports[k].type);
 	if (!v)
-		cfg_error(d, pos[0], "out of memory");
-	*used = k + 1;
+		cfg_error(d, pos, "out of memory");
 	return v;
 }
 
@@ -284,14 +280,63 @@ static void free_handle(struct cfg_controller *c, struct cfg_component *h)
 	free(h);
 }
 
+/* An argument's value or an instance's exports: evaluated and published like a
+ * component's exports, so that readers follow. */
+static void eval_value_node(struct cfg_controller *c, struct ctl_node *n)
+{
+	struct cfg_resolver r = { .g = c->graph, .export_value = runtime_export, .ud = c };
+	struct cfg_diags d;
+	char msg[1100];
+
+	if (!n->handle) {
+		n->handle = new_handle(c, n);
+		if (!n->handle) {
+			node_health(c, n, CFG_HEALTH_UNHEALTHY, "out of memory");
+			return;
+		}
+		pthread_mutex_lock(&c->mu);
+		n->handle->node = n;
+		pthread_mutex_unlock(&c->mu);
+	}
+	cfg_diags_init(&d, c->graph->file->name);
+	struct cfg_value *v = cfg_value_node_eval(c->graph, n->idx, &r, 0, &d);
+	if (!v) {
+		first_error(&d, msg, sizeof(msg));
+		cfg_diags_free(&d);
+		np_log(NP_WARN, "config", "custom component evaluation failed; keeping the previous values", "component",
+		       n->id, "err", msg, NULL);
+		node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
+		return;
+	}
+	cfg_diags_free(&d);
+	if (n->kind == CFG_NODE_ARGUMENT) {
+		cfg_component_publish(n->handle, n->type->exports[0].name, v);
+	} else {
+		for (size_t k = 0; k < n->n_exports; k++) {
+			struct cfg_value *x = cfg_object_get(v, n->type->exports[k].name);
+			cfg_component_publish(n->handle, n->type->exports[k].name, cfg_ref(x ? x : cfg_null()));
+		}
+		cfg_unref(v);
+	}
+	pthread_mutex_lock(&c->mu);
+	n->running = 1;
+	pthread_mutex_unlock(&c->mu);
+	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
+}
+
 static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 {
 	const struct cfg_node *gn = &c->graph->nodes[n->idx];
+	struct cfg_resolver r = { .g = c->graph, .scope = gn->scope, .export_value = runtime_export, .ud = c };
 	struct cfg_diags d;
-	struct cfg_eval ev = { .d = &d, .resolve = runtime_resolve, .ud = c };
+	struct cfg_eval ev = { .d = &d, .resolve = cfg_graph_resolve, .ud = &r };
 	struct np_err err;
 	char msg[1100];
 
+	if (n->kind != CFG_NODE_COMPONENT) {
+		eval_value_node(c, n);
+		return;
+	}
 	cfg_diags_init(&d, c->graph->file->name);
 	struct cfg_args *args = cfg_decode(n->type->args, &gn->stmt->body, gn->stmt->pos, n->id, &ev, &d);
 	if (!args) {
@@ -473,7 +518,11 @@ int cfg_controller_new(const struct cfg_controller_opts *opts, struct cfg_contro
 
 static void free_node(struct cfg_controller *c, struct ctl_node *n)
 {
-	if (n->running) {
+	if (n->running && n->kind != CFG_NODE_COMPONENT) {
+		pthread_mutex_lock(&c->mu);
+		n->running = 0;
+		pthread_mutex_unlock(&c->mu);
+	} else if (n->running) {
 		n->type->ops->stop(n->state);
 		pthread_mutex_lock(&c->mu);
 		n->running = 0;
@@ -554,6 +603,7 @@ static struct ctl_node *new_node(const struct cfg_node *gn)
 		return NULL;
 	}
 	n->n_exports = ne;
+	n->kind = gn->kind;
 	n->type = gn->type;
 	n->health_since = now_ns(CLOCK_REALTIME);
 	return n;
@@ -797,8 +847,8 @@ void cfg_controller_status(struct cfg_controller *c, void (*cb)(void *ud, const 
 	pthread_mutex_lock(&c->mu);
 	for (size_t k = 0; c->graph && k < c->graph->n; k++) {
 		struct ctl_node *n = c->nodes[c->graph->order[k]];
-		if (!n)
-			continue;
+		if (!n || n->kind == CFG_NODE_ARGUMENT)
+			continue; /* an argument is part of its instance, not a component */
 		struct cfg_component_status s = { n->id, n->type->name, n->ctl_health, n->ctl_msg ? n->ctl_msg : "",
 						  n->health_since, n->running };
 		if (n->ctl_health != CFG_HEALTH_UNHEALTHY && n->comp_health != CFG_HEALTH_UNKNOWN) {

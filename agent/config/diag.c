@@ -90,8 +90,29 @@ static int cmp_diag(const void *a, const void *b)
 
 void cfg_diags_sort(struct cfg_diags *d)
 {
+	size_t kept = 0, run = 0; /* run: first kept message at the current position */
+
 	if (d->n > 1)
 		qsort(d->v, d->n, sizeof(d->v[0]), cmp_diag);
+	/* A declare instantiated twice reports a problem in its body twice, word for word. */
+	for (size_t i = 0; i < d->n; i++) {
+		struct cfg_diag *x = &d->v[i];
+		if (kept && (d->v[run].pos.line != x->pos.line || d->v[run].pos.col != x->pos.col))
+			run = kept;
+		int repeat = 0;
+		for (size_t k = run; k < kept && !repeat; k++)
+			repeat = d->v[k].severity == x->severity && x->msg && d->v[k].msg && strcmp(d->v[k].msg, x->msg) == 0;
+		if (repeat) {
+			if (x->severity == CFG_ERROR)
+				d->n_errors--;
+			else
+				d->n_warnings--;
+			free(x->msg);
+			continue;
+		}
+		d->v[kept++] = *x;
+	}
+	d->n = kept;
 }
 
 void cfg_diag_format(const struct cfg_diags *d, const struct cfg_diag *x, char *buf, size_t cap)

@@ -50,7 +50,8 @@ void cfg_diag_add(struct cfg_diags *d, enum cfg_severity sev, struct cfg_pos pos
 /* Moves every diagnostic of src into dst (src is left empty). */
 void cfg_diags_move(struct cfg_diags *dst, struct cfg_diags *src);
 
-/* Sorts by position (insertion order among equal positions). */
+/* Sorts by position (insertion order among equal positions) and drops messages that
+ * repeat one at the same position word for word. */
 void cfg_diags_sort(struct cfg_diags *d);
 
 /* Sorts by position (stable), then prints "FILE:LINE:COL: message" lines, warnings as

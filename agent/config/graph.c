@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/config/declare.h"
 #include "agent/config/eval.h"
 #include "agent/config/parser.h"
 
@@ -17,9 +18,13 @@ void cfg_graph_free(struct cfg_graph *g)
 		free(g->nodes[i].id);
 		free(g->nodes[i].deps);
 		cfg_args_free(g->nodes[i].args);
+		cfg_unref(g->nodes[i].static_value);
 	}
 	free(g->nodes);
 	free(g->order);
+	for (size_t i = 0; i < g->n_scopes; i++)
+		cfg_scope_free(g->scopes[i]);
+	free(g->scopes);
 	cfg_file_free(g->file);
 	free(g);
 }
@@ -53,13 +58,16 @@ static size_t prefix_frags(const char *id, const char *const *frags, size_t n)
 	return 0;
 }
 
-long cfg_graph_match(const struct cfg_graph *g, const char *const *frags, size_t n, size_t *consumed)
+long cfg_graph_match(const struct cfg_graph *g, const struct cfg_scope *scope, const char *const *frags, size_t n,
+		     size_t *consumed)
 {
 	long best = -1;
 	size_t best_k = 0;
 
 	for (size_t i = 0; i < g->n; i++) {
-		size_t k = prefix_frags(g->nodes[i].id, frags, n);
+		if (g->nodes[i].scope != scope)
+			continue;
+		size_t k = prefix_frags(g->nodes[i].local_id, frags, n);
 		if (k > best_k) {
 			best_k = k;
 			best = (long)i;
@@ -75,63 +83,136 @@ static void list_exports(const struct cfg_component_type *t, struct np_buf *b)
 		np_buf_printf(b, "%s%s", i ? ", " : "", t->exports[i].name);
 }
 
-struct cfg_value *cfg_graph_resolve_static(void *graph, const char *const *frags, const struct cfg_pos *pos, size_t n,
-					   size_t *used, struct cfg_diags *d)
+/* "in this file" or "in declare \"profiling\"" */
+static const char *where(const struct cfg_scope *scope, char *buf, size_t cap)
 {
-	const struct cfg_graph *g = graph;
+	if (!scope->decl)
+		return "in this file";
+	snprintf(buf, cap, "in declare \"%s\"", scope->decl->type.name);
+	return buf;
+}
+
+/* A reference that names nothing in its scope: says what it might have meant. */
+static void unresolved(const struct cfg_graph *g, const struct cfg_scope *scope, const char *const *frags,
+		       const struct cfg_pos *pos, size_t n, struct cfg_diags *d)
+{
+	const struct cfg_component_type *types[MAX_TYPES];
+	size_t nt = cfg_registry_list(types, MAX_TYPES);
+	char wb[160];
+
+	if (strcmp(frags[0], "argument") == 0) {
+		if (!scope->decl)
+			cfg_error(d, pos[0], "argument.%s: arguments can only be referenced inside a declare block",
+				  n > 1 ? frags[1] : "NAME");
+		else if (n > 1)
+			cfg_error(d, pos[1], "argument \"%s\" is not declared in declare \"%s\"", frags[1],
+				  scope->decl->type.name);
+		else
+			cfg_error(d, pos[0], "use argument.NAME.value to read an argument");
+		return;
+	}
+	if (scope->decl) {
+		/* Alloy does not show the file's components inside a declare. */
+		for (const struct cfg_scope *p = scope->parent; p; p = p->parent) {
+			size_t k;
+			long idx = cfg_graph_match(g, p, frags, n, &k);
+			if (idx >= 0) {
+				cfg_error(d, pos[0],
+					  "%s is not visible inside declare \"%s\": a custom component sees only its own "
+					  "components and arguments; pass the value in as an argument",
+					  g->nodes[idx].local_id, scope->decl->type.name);
+				return;
+			}
+		}
+	}
+	if (n > 1 && cfg_scope_find_declare(scope, frags[0])) {
+		cfg_error(d, pos[0], "component \"%s.%s\" is not defined %s", frags[0], frags[1],
+			  where(scope, wb, sizeof(wb)));
+		return;
+	}
+	for (size_t i = 0; i < nt && i < MAX_TYPES; i++) {
+		size_t tk = prefix_frags(types[i]->name, frags, n);
+		if (tk && tk < n && !types[i]->unlabeled) {
+			cfg_error(d, pos[0], "component \"%s.%s\" is not defined %s", types[i]->name, frags[tk],
+				  where(scope, wb, sizeof(wb)));
+			return;
+		}
+		if (tk && types[i]->unlabeled) {
+			cfg_error(d, pos[0], "component \"%s\" is not defined %s", types[i]->name, where(scope, wb, sizeof(wb)));
+			return;
+		}
+	}
+	for (size_t i = 0; i < nt && i < MAX_TYPES; i++) {
+		if (strncmp(types[i]->name, frags[0], strlen(frags[0])) == 0 && types[i]->name[strlen(frags[0])] == '.') {
+			cfg_error(d, pos[0], "reference to an unknown component type in \"%s%s%s\"", frags[0], n > 1 ? "." : "",
+				  n > 1 ? frags[1] : "");
+			return;
+		}
+	}
+	cfg_error(d, pos[0], "identifier \"%s\" does not exist", frags[0]);
+}
+
+struct cfg_value *cfg_graph_resolve(void *resolver, const char *const *frags, const struct cfg_pos *pos, size_t n,
+				    size_t *used, struct cfg_diags *d)
+{
+	const struct cfg_resolver *r = resolver;
+	const struct cfg_graph *g = r->g;
 	size_t k;
-	long idx = cfg_graph_match(g, frags, n, &k);
+	long idx = cfg_graph_match(g, r->scope, frags, n, &k);
 
 	if (idx < 0) {
-		const struct cfg_component_type *types[MAX_TYPES];
-		size_t nt = cfg_registry_list(types, MAX_TYPES);
-		for (size_t i = 0; i < nt && i < MAX_TYPES; i++) {
-			size_t tk = prefix_frags(types[i]->name, frags, n);
-			if (tk && tk < n && !types[i]->unlabeled) {
-				cfg_error(d, pos[0], "component \"%s.%s\" is not defined in this file", types[i]->name, frags[tk]);
-				return NULL;
-			}
-			if (tk && types[i]->unlabeled) {
-				cfg_error(d, pos[0], "component \"%s\" is not defined in this file", types[i]->name);
-				return NULL;
-			}
-		}
-		for (size_t i = 0; i < nt && i < MAX_TYPES; i++) {
-			if (strncmp(types[i]->name, frags[0], strlen(frags[0])) == 0 && types[i]->name[strlen(frags[0])] == '.') {
-				cfg_error(d, pos[0], "reference to an unknown component type in \"%s%s%s\"", frags[0],
-					  n > 1 ? "." : "", n > 1 ? frags[1] : "");
-				return NULL;
-			}
-		}
-		cfg_error(d, pos[0], "identifier \"%s\" does not exist", frags[0]);
+		unresolved(g, r->scope, frags, pos, n, d);
 		return NULL;
 	}
 	const struct cfg_node *node = &g->nodes[idx];
 	struct np_buf list = NP_BUF_INIT;
 	list_exports(node->type, &list);
 	if (k == n) {
-		if (list.len)
-			cfg_error(d, pos[k - 1], "%s is a component, not a value; use one of its exports: %s", node->id, list.p);
+		if (node->kind == CFG_NODE_ARGUMENT)
+			cfg_error(d, pos[k - 1], "%s is an argument block, not a value; use %s.value", node->local_id,
+				  node->local_id);
+		else if (list.len)
+			cfg_error(d, pos[k - 1], "%s is a component, not a value; use one of its exports: %s", node->local_id,
+				  list.p);
 		else
-			cfg_error(d, pos[k - 1], "%s is a component, not a value (it exports nothing)", node->id);
+			cfg_error(d, pos[k - 1], "%s is a component, not a value (it exports nothing)", node->local_id);
 		np_buf_free(&list);
 		return NULL;
 	}
 	const struct cfg_export *ex = cfg_type_export(node->type, frags[k]);
 	if (!ex) {
 		if (list.len)
-			cfg_error(d, pos[k], "component %s has no export named \"%s\" (its exports: %s)", node->id, frags[k],
-				  list.p);
+			cfg_error(d, pos[k], "component %s has no export named \"%s\" (its exports: %s)", node->local_id,
+				  frags[k], list.p);
 		else
-			cfg_error(d, pos[k], "component %s has no export named \"%s\" (it exports nothing)", node->id, frags[k]);
+			cfg_error(d, pos[k], "component %s has no export named \"%s\" (it exports nothing)", node->local_id,
+				  frags[k]);
 		np_buf_free(&list);
 		return NULL;
 	}
 	np_buf_free(&list);
-	*used = k + 1;
-	struct cfg_value *v = cfg_unknown(ex->type);
+	struct cfg_value *v = r->export_value(r->ud, (size_t)idx, (size_t)(ex - node->type->exports), pos[0], d);
+	if (v)
+		*used = k + 1;
+	return v;
+}
+
+struct cfg_value *cfg_graph_static_export(void *ud, size_t node, size_t k, struct cfg_pos pos, struct cfg_diags *d)
+{
+	const struct cfg_graph *g = ud;
+	const struct cfg_node *nd = &g->nodes[node];
+	struct cfg_value *v;
+
+	if (nd->kind == CFG_NODE_COMPONENT || !nd->static_value)
+		v = cfg_unknown(nd->type->exports[k].type); /* also a value node that failed or is on a cycle */
+	else if (nd->kind == CFG_NODE_ARGUMENT)
+		v = cfg_ref(nd->static_value);
+	else
+		v = cfg_ref(cfg_object_get(nd->static_value, nd->type->exports[k].name));
 	if (!v)
-		cfg_error(d, pos[0], "out of memory");
+		v = cfg_unknown(NULL); /* an export whose value failed to evaluate */
+	if (!v)
+		cfg_error(d, pos, "out of memory");
 	return v;
 }
 
@@ -140,6 +221,7 @@ struct cfg_value *cfg_graph_resolve_static(void *graph, const char *const *frags
 struct edge_ctx {
 	struct cfg_graph *g;
 	size_t from;
+	const struct cfg_scope *scope; /* where the references being walked resolve */
 	int oom;
 };
 
@@ -148,7 +230,7 @@ static void add_edge(void *ud, const char *const *frags, const struct cfg_pos *p
 	struct edge_ctx *ec = ud;
 	struct cfg_node *node = &ec->g->nodes[ec->from];
 	size_t k;
-	long to = cfg_graph_match(ec->g, frags, n, &k);
+	long to = cfg_graph_match(ec->g, ec->scope, frags, n, &k);
 
 	if (to < 0)
 		return; /* reported when the arguments are evaluated */
@@ -173,6 +255,17 @@ static void body_refs(const struct cfg_body *body, struct edge_ctx *ec)
 		else
 			cfg_expr_refs(st->value, add_edge, ec);
 	}
+}
+
+static void scoped_refs(void *ud, const struct cfg_body *body, const struct cfg_expr *e, const struct cfg_scope *scope)
+{
+	struct edge_ctx *ec = ud;
+
+	ec->scope = scope;
+	if (body)
+		body_refs(body, ec);
+	if (e)
+		cfg_expr_refs(e, add_edge, ec);
 }
 
 /* Kahn's algorithm; nodes left over are on or behind a cycle, which is reported
@@ -279,28 +372,6 @@ out:
 	return rc;
 }
 
-static void unknown_component(const struct cfg_stmt *st, struct cfg_diags *d)
-{
-	const struct cfg_component_type *types[MAX_TYPES];
-	const char *names[MAX_TYPES];
-	size_t nt = cfg_registry_list(types, MAX_TYPES);
-	struct np_buf list = NP_BUF_INIT;
-
-	if (nt > MAX_TYPES)
-		nt = MAX_TYPES;
-	for (size_t i = 0; i < nt; i++) {
-		names[i] = types[i]->name;
-		np_buf_printf(&list, "%s%s", i ? ", " : "", names[i]);
-	}
-	const char *hint = cfg_suggest(st->name, names, nt);
-	if (hint)
-		cfg_error(d, st->pos, "unknown component \"%s\"; did you mean \"%s\"?", st->name, hint);
-	else
-		cfg_error(d, st->pos, "component \"%s\" is not supported by nodeprof (supported: %s)", st->name,
-			  list.p ? list.p : "");
-	np_buf_free(&list);
-}
-
 static struct cfg_graph *build(struct cfg_file *file, struct cfg_diags *d)
 {
 	struct cfg_graph *g = calloc(1, sizeof(*g));
@@ -312,71 +383,36 @@ static struct cfg_graph *build(struct cfg_file *file, struct cfg_diags *d)
 		return NULL;
 	}
 	g->file = file;
-	g->nodes = calloc(file->body.n ? file->body.n : 1, sizeof(*g->nodes));
-	if (!g->nodes) {
-		cfg_error(d, CFG_NOPOS, "out of memory");
-		cfg_graph_free(g);
-		return NULL;
-	}
-	for (size_t i = 0; i < file->body.n; i++) {
-		const struct cfg_stmt *st = file->body.v[i];
-		if (!st->is_block) {
-			cfg_error(d, st->pos,
-				  "attributes are not allowed at the top level; \"%s\" must be inside a component block",
-				  st->name);
-			continue;
-		}
-		const struct cfg_component_type *type = cfg_registry_find(st->name);
-		if (!type) {
-			unknown_component(st, d);
-			continue;
-		}
-		char *id;
-		if (type->unlabeled) {
-			if (st->label) {
-				cfg_error(d, st->label_pos, "block \"%s\" does not support specifying labels", st->name);
-				continue;
-			}
-			id = strdup(st->name);
-		} else {
-			if (!st->label || !*st->label) {
-				cfg_error(d, st->label ? st->label_pos : st->pos,
-					  "component \"%s\" must have a label, e.g. %s \"default\" { ... }", st->name, st->name);
-				continue;
-			}
-			if (asprintf(&id, "%s.%s", st->name, st->label) < 0)
-				id = NULL;
-		}
-		if (!id) {
-			cfg_error(d, st->pos, "out of memory");
-			continue;
-		}
-		long prev = cfg_graph_find(g, id);
-		if (prev >= 0) {
-			const struct cfg_stmt *first = g->nodes[prev].stmt;
-			cfg_error(d, st->label ? st->label_pos : st->pos, "component \"%s\" is already defined at %s:%u:%u", id,
-				  file->name, first->pos.line, first->pos.col);
-			free(id);
-			continue;
-		}
-		g->nodes[g->n++] = (struct cfg_node){ .id = id, .type = type, .stmt = st };
-	}
+	cfg_declare_expand(g, d);
 
-	struct edge_ctx ec = { g, 0, 0 };
+	struct edge_ctx ec = { g, 0, NULL, 0 };
 	for (size_t i = 0; i < g->n; i++) {
 		ec.from = i;
-		body_refs(&g->nodes[i].stmt->body, &ec);
+		if (g->nodes[i].kind == CFG_NODE_COMPONENT)
+			scoped_refs(&ec, &g->nodes[i].stmt->body, NULL, g->nodes[i].scope);
+		else
+			cfg_value_node_exprs(g, i, scoped_refs, &ec);
 	}
 	if (ec.oom)
 		cfg_error(d, CFG_NOPOS, "out of memory");
 
-	/* Arguments of every component, in file order (references are unknown values). */
-	struct cfg_eval ev = { .d = d, .resolve = cfg_graph_resolve_static, .ud = g, .warn_deprecated = 1 };
-	for (size_t i = 0; i < g->n; i++) {
+	/* Arguments of every component and values of arguments and instances, in
+	 * dependency order so that a component inside a declare is checked with the values
+	 * its arguments have (references to components are unknown values). */
+	int ordered = order_nodes(g, d) == 0;
+	struct cfg_resolver r = { .g = g, .export_value = cfg_graph_static_export, .ud = g };
+	struct cfg_eval ev = { .d = d, .resolve = cfg_graph_resolve, .ud = &r, .warn_deprecated = 1 };
+	for (size_t k = 0; k < g->n; k++) {
+		size_t i = ordered ? g->order[k] : k;
 		struct cfg_node *node = &g->nodes[i];
+		if (node->kind != CFG_NODE_COMPONENT) {
+			node->static_value = cfg_value_node_eval(g, i, &r, 1, d);
+			continue;
+		}
+		r.scope = node->scope;
 		node->args = cfg_decode(node->type->args, &node->stmt->body, node->stmt->pos, node->id, &ev, d);
 	}
-	if (order_nodes(g, d) || d->n_errors != errors) {
+	if (!ordered || d->n_errors != errors) {
 		cfg_graph_free(g);
 		return NULL;
 	}
@@ -442,7 +478,7 @@ size_t cfg_graph_check_runnable(const struct cfg_graph *g, const unsigned char *
 	size_t bad = 0;
 
 	for (size_t i = 0; i < g->n; i++) {
-		if ((subset && !subset[i]) || g->nodes[i].type->ops)
+		if ((subset && !subset[i]) || g->nodes[i].kind != CFG_NODE_COMPONENT || g->nodes[i].type->ops)
 			continue;
 		cfg_error(d, g->nodes[i].stmt->pos,
 			  "%s is not supported by `%s` yet (`nodeprof check` validates it, but its runtime is not part of "
@@ -455,7 +491,12 @@ size_t cfg_graph_check_runnable(const struct cfg_graph *g, const unsigned char *
 
 void cfg_graph_summary(const struct cfg_graph *g, struct np_buf *out)
 {
-	np_buf_printf(out, "%zu component%s", g->n, g->n == 1 ? "" : "s");
+	size_t n = 0;
+
 	for (size_t i = 0; i < g->n; i++)
-		np_buf_printf(out, "%s%s", i ? ", " : ": ", g->nodes[i].id);
+		n += g->nodes[i].kind != CFG_NODE_ARGUMENT;
+	np_buf_printf(out, "%zu component%s", n, n == 1 ? "" : "s");
+	for (size_t i = 0, k = 0; i < g->n; i++)
+		if (g->nodes[i].kind != CFG_NODE_ARGUMENT)
+			np_buf_printf(out, "%s%s", k++ ? ", " : ": ", g->nodes[i].id);
 }

@@ -102,6 +102,35 @@ static __attribute__((unused)) void eval_cases(const struct eval_case *cases, si
 
 #define EVAL_CASES(c) eval_cases(c, sizeof(c) / sizeof(c[0]))
 
+/* A table of files and the diagnostics text check_diags() must give for each; a file
+ * must be valid exactly when nothing but warnings is reported. */
+struct ccase {
+	const char *src, *want;
+};
+
+static __attribute__((unused)) void run_check_cases(const struct ccase *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int ok = 0;
+		char *got = check_diags(cases[i].src, &ok);
+		if (strcmp(got, cases[i].want) != 0)
+			fail_msg("case %zu:\n%s\n--- got:\n%s\n--- want:\n%s", i, cases[i].src, got, cases[i].want);
+		int only_warnings = 1;
+		for (char *line = got; *line;) {
+			char *nl = strchr(line, '\n');
+			size_t len = nl ? (size_t)(nl - line) : strlen(line);
+			if (!memmem(line, len, ": warning: ", 11))
+				only_warnings = 0;
+			line += len + (nl ? 1 : 0);
+		}
+		if (ok != only_warnings)
+			fail_msg("case %zu: check returned %s with:\n%s", i, ok ? "valid" : "invalid", got);
+		free(got);
+	}
+}
+
+#define RUN_CHECK_CASES(c) run_check_cases(c, sizeof(c) / sizeof(c[0]))
+
 #define assert_text(got_expr, want)                                                                  \
 	do {                                                                                         \
 		char *got_ = (got_expr);                                                             \

@@ -12,33 +12,7 @@
 #include "agent/util/duration.h"
 #include "tests/unit/config_test.h"
 
-struct ccase {
-	const char *src, *want;
-};
-
-static void run(const struct ccase *cases, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		int ok = 0;
-		char *got = check_diags(cases[i].src, &ok);
-		if (strcmp(got, cases[i].want) != 0)
-			fail_msg("case %zu:\n%s\n--- got:\n%s\n--- want:\n%s", i, cases[i].src, got, cases[i].want);
-		/* Valid exactly when nothing but warnings was reported. */
-		int only_warnings = 1;
-		for (char *line = got; *line;) {
-			char *nl = strchr(line, '\n');
-			size_t len = nl ? (size_t)(nl - line) : strlen(line);
-			if (!memmem(line, len, ": warning: ", 11))
-				only_warnings = 0;
-			line += len + (nl ? 1 : 0);
-		}
-		if (ok != only_warnings)
-			fail_msg("case %zu: check returned %s with:\n%s", i, ok ? "valid" : "invalid", got);
-		free(got);
-	}
-}
-
-#define RUN(c) run(c, sizeof(c) / sizeof(c[0]))
+#define RUN(c) RUN_CHECK_CASES(c)
 
 static char *read_file(const char *path)
 {

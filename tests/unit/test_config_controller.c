@@ -238,6 +238,24 @@ static void write_file(const char *path, const char *text)
 	fclose(f);
 }
 
+/* Writes text to a new temporary file (path: a mkstemp template) and loads it into a
+ * new controller; d holds the file's diagnostics afterwards. */
+static struct cfg_controller *start_file(char *path, const char *text, struct cfg_diags *d)
+{
+	struct cfg_controller *c;
+	struct np_err err;
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	write_file(path, text);
+	assert_int_equal(cfg_controller_new(NULL, &c, &err), 0);
+	cfg_diags_init(d, path);
+	if (cfg_controller_load(c, path, d))
+		fail_msg("load failed:\n%s", diags_text(d));
+	return c;
+}
+
 static void idle(struct cfg_controller *c)
 {
 	assert_int_equal(cfg_controller_wait_idle(c, 5 * 1000000000LL), 0);
@@ -384,15 +402,8 @@ static void failed_update_keeps_running(void **state)
 	const char *v1 = "test.sink \"s\" {\n  targets = [{ k = \"1\" }]\n}\n";
 	const char *v2 = "test.sink \"s\" {\n  targets = [{ k = \"2\" }]\n  fail_update = true\n}\n";
 	char path[] = "/tmp/nodeprof-ctl-XXXXXX";
-	int fd = mkstemp(path);
-	close(fd);
-	write_file(path, v1);
-	struct cfg_controller *c;
-	struct np_err err;
 	struct cfg_diags d;
-	assert_int_equal(cfg_controller_new(NULL, &c, &err), 0);
-	cfg_diags_init(&d, path);
-	assert_int_equal(cfg_controller_load(c, path, &d), 0);
+	struct cfg_controller *c = start_file(path, v1, &d);
 	write_file(path, v2);
 	assert_int_equal(cfg_controller_reload(c, &d), 0); /* the file is valid; the component refuses */
 	struct inst *s = inst_for("test.sink.s");
@@ -642,6 +653,85 @@ static void concurrent_publishing(void **state)
 	cfg_controller_free(c);
 }
 
+/* Components inside a custom component run like top-level ones, under the IDs Alloy
+ * gives them: arguments flow in (targets, a receiver), exports flow out, changes
+ * propagate without restarts, and a reload that changes the declare updates the
+ * components in place and moves them to a new receiver before the old one stops. */
+#define PIPE_DECLARE \
+	"declare \"pipe\" {\n" \
+	"  argument \"in\" { }\n" \
+	"  argument \"dest\" {\n    optional = true\n    default = []\n  }\n" \
+	"  discovery.relabel \"rl\" {\n    targets = argument.in.value\n" \
+	"    rule {\n      source_labels = [\"k\"]\n      target_label = \"k\"\n      replacement = \"%s-$1\"\n    }\n  }\n" \
+	"  test.sink \"s\" {\n    targets = discovery.relabel.rl.output\n    forward_to = argument.dest.value\n  }\n" \
+	"  export \"out\" {\n    value = discovery.relabel.rl.output\n  }\n" \
+	"}\n" \
+	"test.source \"src\" { }\n" \
+	"test.writer \"%s\" { }\n" \
+	"pipe \"a\" {\n  in = test.source.src.targets\n  dest = [test.writer.%s.receiver]\n}\n" \
+	"test.sink \"outer\" {\n  targets = pipe.a.out\n}\n"
+
+static void no_status(void *ud, const struct cfg_component_status *s)
+{
+	if (strstr(s->id, "/argument."))
+		fail_msg("an argument is listed as a component: %s", s->id);
+}
+
+static void custom_components_run(void **state)
+{
+	char path[] = "/tmp/nodeprof-ctl-XXXXXX", text[2048];
+	struct cfg_diags d;
+	snprintf(text, sizeof(text), PIPE_DECLARE, "inner", "w1", "w1");
+	struct cfg_controller *c = start_file(path, text, &d);
+
+	struct inst *inner = inst_for("pipe.a/test.sink.s"), *outer = inst_for("test.sink.outer");
+	assert_int_equal(inner->starts, 1);
+	assert_int_equal(inner->n_forward, 1);
+	publish("test.source.src", "x");
+	idle(c);
+	assert_string_equal(inner->last_label, "inner-x");
+	assert_string_equal(outer->last_label, "inner-x");
+	assert_int_equal(inner->starts, 1);
+	assert_int_equal(inner->updates, 1);
+	struct status_find st = status_of(c, "pipe.a");
+	assert_string_equal(st.s.type, "pipe");
+	assert_int_equal(st.s.health, CFG_HEALTH_HEALTHY);
+	cfg_controller_status(c, no_status, NULL);
+	struct cfg_value *out = cfg_controller_export(c, "pipe.a", "out");
+	assert_non_null(out);
+	assert_int_equal(out->kind, CFG_V_TARGETS);
+	assert_int_equal(out->u.targets.n, 1);
+	cfg_unref(out);
+	assert_true(cfg_controller_settled(c, "test.sink.outer"));
+
+	/* The declare's rule changes and the destination is a new writer. */
+	snprintf(text, sizeof(text), PIPE_DECLARE, "v2", "w2", "w2");
+	write_file(path, text);
+	if (cfg_controller_reload(c, &d))
+		fail_msg("%s", diags_text(&d));
+	idle(c);
+	assert_int_equal(inner->starts, 1);
+	assert_int_equal(inner->stops, 0);
+	assert_string_equal(inner->last_label, "v2-x");
+	assert_string_equal(outer->last_label, "v2-x");
+	assert_int_equal(inst_for("test.writer.w1")->stops, 1);
+	assert_int_equal(inner->n_forward, 1);
+
+	/* An argument that goes missing: the file is refused, the graph keeps running. */
+	write_file(path, "declare \"pipe\" {\n  argument \"in\" { }\n}\npipe \"a\" { }\n");
+	cfg_diags_reset(&d);
+	assert_int_equal(cfg_controller_reload(c, &d), -1);
+	char *t = diags_text(&d);
+	if (!strstr(t, "4:1: missing required argument \"in\" to module (pipe.a; declared at "))
+		fail_msg("%s", t);
+	free(t);
+	assert_string_equal(inner->last_label, "v2-x");
+	cfg_diags_free(&d);
+	cfg_controller_free(c);
+	assert_int_equal(inner->stops, 1);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -656,6 +746,7 @@ int main(void)
 		cmocka_unit_test_setup(settling, reset),
 		cmocka_unit_test_setup(component_reported_health, reset),
 		cmocka_unit_test_setup(concurrent_publishing, reset),
+		cmocka_unit_test_setup(custom_components_run, reset),
 	};
 	return cmocka_run_group_tests_name("config_controller", tests, setup, teardown);
 }
