@@ -59,7 +59,7 @@ class K8sMonitoringProfiling(unittest.TestCase):
             self.assertGreater(nodelib.frames_total(prof, "heavy") + nodelib.frames_total(prof, "light"), 0)
         self.assertEqual(n.violations(), [])
         log = n.agent_log()
-        self.assertIn(f'msg="component started" component={EBPF_ID}', log)
+        self.assertIn(f'msg="component started" component_id={EBPF_ID}', log)
         self.assertNotIn("level=error", log)
 
         # A reload that changes the declare's rules: the profiler inside is updated, not
@@ -73,7 +73,7 @@ class K8sMonitoringProfiling(unittest.TestCase):
         n.wait_for(lambda s: any(t > since and l.get("source") == "reloaded" for t, l, _ in s), INTERVAL + 30,
                    "a profile with the reloaded rules")
         log = n.agent_log()
-        self.assertEqual(len(re.findall(f'msg="component started" component={re.escape(EBPF_ID)}', log)), 1, log)
+        self.assertEqual(len(re.findall(f'msg="component started" component_id={re.escape(EBPF_ID)}', log)), 1, log)
         self.assertNotIn("level=error", log)
 
 

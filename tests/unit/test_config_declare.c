@@ -147,7 +147,7 @@ static void errors(void **state)
 		  "components and arguments; pass the value in as an argument" },
 		{ "declare \"d\" {\n  declare \"inner\" { }\n}\ninner \"x\" { }\n",
 		  "4:1: component \"inner\" is not supported by nodeprof (supported: discovery.docker, discovery.kubernetes, "
-		  "discovery.process, discovery.relabel, logging, pyroscope.ebpf, pyroscope.write)" },
+		  "discovery.process, discovery.relabel, livedebugging, logging, pyroscope.ebpf, pyroscope.write)" },
 		{ "declare \"profiling\" { }\nprofilng \"x\" { }\n",
 		  "2:1: unknown component \"profilng\"; did you mean \"profiling\"?" },
 		{ "declare \"d\" {\n  export \"e\" {\n    value = argument.nope.value\n  }\n}\nd \"x\" { }\n",
