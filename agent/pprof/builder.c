@@ -35,6 +35,7 @@ enum {
 	MAPPING_HAS_FUNCTIONS = 7,
 	LOCATION_ID = 1,
 	LOCATION_MAPPING_ID = 2,
+	LOCATION_ADDRESS = 3,
 	LOCATION_LINE = 4,
 	LINE_FUNCTION_ID = 1,
 	FUNCTION_ID = 1,
@@ -42,19 +43,29 @@ enum {
 	FUNCTION_SYSTEM_NAME = 3,
 };
 
-struct mapping_info {
+/* A mapping's key: what tells two mappings apart in a profile. Every field is a u32 or u64
+ * at its natural offset, with no padding, so the bytes are a stable key. */
+struct mapping_key {
+	uint32_t file, build_id; /* string indices */
 	uint64_t start, limit, offset;
 };
+
+struct location_key {
+	uint32_t function; /* function id, 0 when the Location has no Line */
+	uint32_t mapping;  /* mapping id */
+	uint64_t address;
+};
+_Static_assert(sizeof(struct mapping_key) == 32 && sizeof(struct location_key) == 16, "keys have no padding");
 
 struct np_pprof_builder {
 	int64_t period; /* ns per sample */
 	int64_t time_nanos;
 	struct np_intern strings;   /* id-1 = string table index (id 1 is "") */
 	struct np_intern functions; /* key: u32 name string index */
-	struct np_intern mappings;  /* key: u32 file index, u32 build-id index; id 1 is the no-file mapping */
-	struct mapping_info *map_info;
-	size_t map_info_cap;
-	struct np_intern locations; /* key: u32 function id, u32 mapping id */
+	struct np_intern mappings;  /* key: struct mapping_key; id 1 is the no-file mapping */
+	uint8_t *map_unnamed;	    /* per mapping id - 1: 1 when one of its Locations has no Line */
+	size_t map_unnamed_cap;
+	struct np_intern locations; /* key: struct location_key */
 	struct np_intern samples;   /* key: the u32 location ids, leaf first */
 	uint64_t *counts;	    /* per sample id - 1 */
 	size_t counts_cap;
@@ -99,7 +110,7 @@ void np_pprof_free(struct np_pprof_builder *b)
 	np_intern_free(&b->mappings);
 	np_intern_free(&b->locations);
 	np_intern_free(&b->samples);
-	free(b->map_info);
+	free(b->map_unnamed);
 	free(b->counts);
 	free(b->scratch);
 	free(b);
@@ -107,53 +118,58 @@ void np_pprof_free(struct np_pprof_builder *b)
 
 static uint32_t mapping_id(struct np_pprof_builder *b, const struct np_pprof_frame *f)
 {
-	uint32_t key[2] = { 0, 0 };
+	struct mapping_key key;
 	int added;
 	uint32_t id;
 
 	if (b->mappings.n == 0) {
 		/* Mapping 1: frames without a file (like Alloy's dummy mapping). */
-		uint32_t none[2] = { UINT32_MAX, UINT32_MAX };
-		if (np_intern_add(&b->mappings, none, sizeof(none), NULL) != 1)
+		struct mapping_key none = { UINT32_MAX, UINT32_MAX, 0, 0, 0 };
+		if (np_intern_add(&b->mappings, &none, sizeof(none), NULL) != 1)
 			return 0;
-		b->map_info = calloc(16, sizeof(*b->map_info));
-		if (!b->map_info)
+		b->map_unnamed = calloc(16, 1);
+		if (!b->map_unnamed)
 			return 0;
-		b->map_info_cap = 16;
+		b->map_unnamed_cap = 16;
 	}
 	if (!f->mapping_file || !*f->mapping_file)
 		return 1;
-	key[0] = str_index(b, f->mapping_file);
-	key[1] = str_index(b, f->build_id);
-	if (key[0] == UINT32_MAX || key[1] == UINT32_MAX)
+	key = (struct mapping_key){ str_index(b, f->mapping_file), str_index(b, f->build_id), f->map_start,
+				    f->map_limit, f->map_offset };
+	if (key.file == UINT32_MAX || key.build_id == UINT32_MAX)
 		return 0;
-	id = np_intern_add(&b->mappings, key, sizeof(key), &added);
+	id = np_intern_add(&b->mappings, &key, sizeof(key), &added);
 	if (!id || !added)
 		return id;
-	if (id > b->map_info_cap) {
-		size_t cap = b->map_info_cap * 2;
-		struct mapping_info *mi = realloc(b->map_info, cap * sizeof(*mi));
-		if (!mi)
+	if (id > b->map_unnamed_cap) {
+		size_t cap = b->map_unnamed_cap * 2;
+		uint8_t *u = realloc(b->map_unnamed, cap);
+		if (!u)
 			return 0;
-		b->map_info = mi;
-		b->map_info_cap = cap;
+		memset(u + b->map_unnamed_cap, 0, cap - b->map_unnamed_cap);
+		b->map_unnamed = u;
+		b->map_unnamed_cap = cap;
 	}
-	b->map_info[id - 1] = (struct mapping_info){ f->map_start, f->map_limit, f->map_offset };
 	return id;
 }
 
 static uint32_t location_id(struct np_pprof_builder *b, const struct np_pprof_frame *f)
 {
-	uint32_t name = str_index(b, f->function);
-	uint32_t key[2];
+	struct location_key key = { 0, mapping_id(b, f), 0 };
 
-	if (name == UINT32_MAX)
+	if (!key.mapping)
 		return 0;
-	key[0] = np_intern_add(&b->functions, &name, sizeof(name), NULL);
-	key[1] = mapping_id(b, f);
-	if (!key[0] || !key[1])
-		return 0;
-	return np_intern_add(&b->locations, key, sizeof(key), NULL);
+	/* A frame without a mapping has no address anyone could use: one Location per name. */
+	if (key.mapping != 1)
+		key.address = f->address;
+	if (f->unnamed && key.mapping != 1) {
+		b->map_unnamed[key.mapping - 1] = 1;
+	} else {
+		uint32_t name = str_index(b, f->function);
+		if (name == UINT32_MAX || !(key.function = np_intern_add(&b->functions, &name, sizeof(name), NULL)))
+			return 0;
+	}
+	return np_intern_add(&b->locations, &key, sizeof(key), NULL);
 }
 
 int np_pprof_add(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n, uint64_t count,
@@ -241,40 +257,43 @@ int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct n
 		pb_end(out, m);
 	}
 	for (uint32_t id = 1; id <= b->mappings.n; id++) {
-		const uint32_t *key = (const uint32_t *)(const void *)np_intern_key(&b->mappings, id, NULL);
-		uint32_t file, build;
+		struct mapping_key key;
 		size_t m = pb_begin(out, PROFILE_MAPPING);
 
-		memcpy(&file, key, sizeof(file));
-		memcpy(&build, (const char *)key + sizeof(file), sizeof(build));
+		/* Keys sit in the arena at a 1-byte alignment: copy out. */
+		memcpy(&key, np_intern_key(&b->mappings, id, NULL), sizeof(key));
 		pb_uint64(out, MAPPING_ID, id);
 		if (id > 1) {
-			const struct mapping_info *mi = &b->map_info[id - 1];
-			if (mi->start)
-				pb_uint64(out, MAPPING_MEMORY_START, mi->start);
-			if (mi->limit)
-				pb_uint64(out, MAPPING_MEMORY_LIMIT, mi->limit);
-			if (mi->offset)
-				pb_uint64(out, MAPPING_FILE_OFFSET, mi->offset);
-			pb_int64(out, MAPPING_FILENAME, file);
-			if (build)
-				pb_int64(out, MAPPING_BUILD_ID, build);
+			if (key.start)
+				pb_uint64(out, MAPPING_MEMORY_START, key.start);
+			if (key.limit)
+				pb_uint64(out, MAPPING_MEMORY_LIMIT, key.limit);
+			if (key.offset)
+				pb_uint64(out, MAPPING_FILE_OFFSET, key.offset);
+			pb_int64(out, MAPPING_FILENAME, key.file);
+			if (key.build_id)
+				pb_int64(out, MAPPING_BUILD_ID, key.build_id);
 		}
-		pb_bool(out, MAPPING_HAS_FUNCTIONS, 1);
+		/* has_functions: every Location of the mapping has its function (the server then
+		 * leaves the mapping alone); otherwise it symbolizes the Locations without one. */
+		if (!b->map_unnamed[id - 1])
+			pb_bool(out, MAPPING_HAS_FUNCTIONS, 1);
 		pb_end(out, m);
 	}
 	for (uint32_t id = 1; id <= b->locations.n; id++) {
-		const char *key = np_intern_key(&b->locations, id, NULL);
-		uint32_t fn, map;
-		size_t m = pb_begin(out, PROFILE_LOCATION), line;
+		struct location_key key;
+		size_t m = pb_begin(out, PROFILE_LOCATION);
 
-		memcpy(&fn, key, sizeof(fn));
-		memcpy(&map, key + sizeof(fn), sizeof(map));
+		memcpy(&key, np_intern_key(&b->locations, id, NULL), sizeof(key));
 		pb_uint64(out, LOCATION_ID, id);
-		pb_uint64(out, LOCATION_MAPPING_ID, map);
-		line = pb_begin(out, LOCATION_LINE);
-		pb_uint64(out, LINE_FUNCTION_ID, fn);
-		pb_end(out, line);
+		pb_uint64(out, LOCATION_MAPPING_ID, key.mapping);
+		if (key.address)
+			pb_uint64(out, LOCATION_ADDRESS, key.address);
+		if (key.function) {
+			size_t line = pb_begin(out, LOCATION_LINE);
+			pb_uint64(out, LINE_FUNCTION_ID, key.function);
+			pb_end(out, line);
+		}
 		pb_end(out, m);
 	}
 	for (uint32_t id = 1; id <= b->functions.n; id++) {

@@ -14,12 +14,22 @@
 #include "agent/util/error.h"
 #include "agent/util/strbuf.h"
 
-/* One frame; strings are copied into the builder. */
+/* One frame; strings are copied into the builder. As Alloy's pyroscope.ebpf writes them
+ * (../shared/specs/pyroscope-push.md §3.1): a frame in a file carries the address in the
+ * file's own space (the ELF virtual address, return addresses minus one) and a Mapping in
+ * that same space: [map_start, map_limit) is the process mapping translated by its load
+ * bias, map_offset its file offset, so address - map_start + map_offset is the file offset
+ * on every machine. Such a mapping is written once per profile however many processes map
+ * the file. A frame the node named gets a Line; an unnamed one gets none, so Pyroscope
+ * names it from build_id + address (its symbolizer skips Locations that have Lines, and
+ * ingestion zeroes the addresses of mappings with has_functions). */
 struct np_pprof_frame {
-	const char *function;	  /* never NULL */
-	const char *mapping_file; /* NULL when the frame belongs to no mapping */
-	const char *build_id;	  /* NULL or "" when unknown */
+	const char *function;	  /* never NULL; the Line's function unless unnamed */
+	const char *mapping_file; /* NULL when the frame belongs to no mapping (mapping 1, address 0) */
+	const char *build_id;	  /* NULL or "" when unknown: lowercase hex GNU build ID */
 	uint64_t map_start, map_limit, map_offset;
+	uint64_t address;	  /* Location.address, in the mapping's space */
+	int unnamed;		  /* no Line: only with a mapping_file */
 };
 
 struct np_pprof_builder;

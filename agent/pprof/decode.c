@@ -236,6 +236,7 @@ static int parse_mapping(struct np_pprof_profile *prof, const uint8_t *p, size_t
 			if (str_ref(prof, f.v, &m->build_id))
 				return -1;
 			break;
+		case 7: m->has_functions = f.v != 0; break;
 		}
 	}
 	return rc;

@@ -35,6 +35,7 @@ struct np_pprof_value_type {
 struct np_pprof_mapping {
 	uint64_t id, start, limit, offset;
 	uint32_t filename, build_id; /* string indices */
+	int has_functions;	     /* every Location in it has its function */
 };
 
 struct np_pprof_function {

@@ -213,18 +213,36 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 	return np_sampler_stats(c->sampler, out->bpf, err);
 }
 
+/* The one place a named frame becomes a pprof Location (what the builder writes, see
+ * builder.h), as Alloy's pyroscope.ebpf does (../shared/specs/pyroscope-push.md §3.1):
+ * - a user frame in an ELF file: the ELF address and a Mapping in the file's own space
+ *   (the process mapping shifted by its load bias), so the same file gives the same
+ *   Mapping in every process; without a symbol it gets no Line, and the server names it
+ *   from the build ID and address;
+ * - the kernel: the offset from the module's first symbol (independent of KASLR) on a
+ *   mapping named "vmlinux" or the module, with the kernel's build ID; always named;
+ * - anonymous memory (JIT code, named from perf maps) and files that could not be read:
+ *   the address as the symbolizer saw it and the process mapping, always named, as
+ *   nothing but this node can name them;
+ * - no mapping at all: "[unknown]" on mapping 1. */
 void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_frame *out)
 {
 	for (size_t i = 0; i < s->n_frames; i++) {
 		const struct sym_frame *f = &s->frames[i];
 		const struct sym_module *m = f->module;
-		out[i] = (struct np_pprof_frame){
-			.function = f->name,
-			.mapping_file = m ? m->path : NULL,
-			.build_id = m ? m->build_id : NULL,
-			.map_start = m ? m->start : 0,
-			.map_limit = m ? m->limit : 0,
-			.map_offset = m ? m->file_offset : 0,
-		};
+		struct np_pprof_frame *p = &out[i];
+
+		*p = (struct np_pprof_frame){ .function = f->name };
+		if (!m)
+			continue;
+		p->mapping_file = m->path;
+		p->build_id = m->build_id;
+		p->map_offset = m->file_offset;
+		p->address = m->kernel ? f->rel_addr - f->rel_start : f->rel_addr;
+		p->map_start = m->kernel ? 0 : f->rel_start;
+		p->map_limit = p->map_start + (m->limit - m->start);
+		p->unnamed = f->elf && !f->resolved && !m->kernel;
+		if (m->kernel && !strcmp(m->path, SYM_KERNEL_PATH))
+			p->mapping_file = "vmlinux";
 	}
 }

@@ -12,7 +12,6 @@
 #include "agent/util/grow.h"
 
 #define MAX_MODULES 4096
-#define KERNEL_NAME "[kernel.kallsyms]"
 /* The kernel's KSYM_NAME_LEN is 512: anything longer is not a symbol name (and would let
  * one garbage line inflate a block without bound). */
 #define NAME_MAX_LEN 1024
@@ -104,7 +103,7 @@ static int parser_begin(struct parser *ps, struct np_err *err)
 {
 	memset(ps, 0, sizeof(*ps));
 	ps->k = calloc(1, sizeof(*ps->k));
-	if (!ps->k || mod_index(&ps->ml, KERNEL_NAME, strlen(KERNEL_NAME), &ps->core) < 0)
+	if (!ps->k || mod_index(&ps->ml, SYM_KERNEL_PATH, strlen(SYM_KERNEL_PATH), &ps->core) < 0)
 		return np_errf(err, "kallsyms: out of memory");
 	ps->k->block_id = SIZE_MAX;
 	if (deflateInit2(&ps->z, Z_BEST_SPEED, Z_DEFLATED, -ZWINDOW_BITS, 4, Z_DEFAULT_STRATEGY) != Z_OK)

@@ -25,7 +25,7 @@
 #define KALLSYMS_RELOAD_NS (60ull * 1000000000ull)
 #define KALLSYMS_RELOAD_MAX_NS (3600ull * 1000000000ull)
 
-static const struct sym_module kernel_fallback = { "[kernel.kallsyms]", "", 0, 0, 0, 1 };
+static const struct sym_module kernel_fallback = { SYM_KERNEL_PATH, "", 0, 0, 0, 1 };
 
 static uint64_t now_ns(void)
 {
@@ -196,6 +196,8 @@ static void frame_init(struct sym_frame *f, uint64_t ip)
 	f->module = NULL;
 	f->addr = ip;
 	f->rel_addr = 0;
+	f->rel_start = 0;
+	f->elf = 0;
 	f->resolved = 0;
 }
 
@@ -324,10 +326,12 @@ static int name_user_frame(struct symbolizer *s, struct sym_proc *p, struct sym_
 		return -1;
 	f->module = &st->module;
 	f->rel_addr = addr - m->start + m->pgoff; /* file offset until translated */
+	f->rel_start = m->pgoff;
 	if (st->state == MAP_RESOLVED) {
 		if (m->kind == SYM_MAP_ANON) {
 			const char *jit;
 			f->rel_addr = addr;
+			f->rel_start = m->start;
 			if (perfmap_lookup(s, p, snap, addr, &jit, err) < 0)
 				return -1;
 			if (jit) {
@@ -340,6 +344,9 @@ static int name_user_frame(struct symbolizer *s, struct sym_proc *p, struct sym_
 		uint64_t vaddr;
 		if (e && sym_translate(e->info.loads, e->info.nloads, m->start, m->pgoff, addr, &vaddr) == 0) {
 			f->rel_addr = vaddr;
+			/* The whole mapping shares the bias (one PT_LOAD per mapping): wraps like it. */
+			f->rel_start = vaddr - (addr - m->start);
+			f->elf = 1;
 			struct sym_table *t = m->kind == SYM_MAP_VDSO ? s->vdso_table : sym_elf_table(s, st->elf, -1, err, &failed);
 			if (failed)
 				return -1;
@@ -497,8 +504,8 @@ int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struc
 	for (size_t i = 0; i < n; i++) {
 		struct sym_frame *f = &out[i];
 		frame_init(f, ips[i]);
-		f->rel_addr = ips[i];
 		uint64_t addr = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
+		f->rel_addr = addr;
 		const struct sym_module *mod = NULL;
 		ssize_t k = s->kallsyms ? sym_kallsyms_find(s->kallsyms, addr, &mod) : -1;
 		if (!s->kallsyms_reload_after_ns)
@@ -519,6 +526,7 @@ int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struc
 			if (!f->name)
 				return np_errf(err, "kernel symbols: out of memory");
 			f->module = mod;
+			f->rel_start = mod->start;
 			f->resolved = 1;
 			continue;
 		}
@@ -526,6 +534,7 @@ int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struc
 		if (mod) {
 			int failed = 0;
 			f->module = mod;
+			f->rel_start = mod->start;
 			f->name = module_offset_name(s, base_name(mod->path), addr - mod->start, err, &failed);
 			if (failed)
 				return -1;
@@ -620,6 +629,10 @@ int symbolizer_file(struct symbolizer *s, const char *path, const uint64_t *vadd
 	for (size_t i = 0; rc == 0 && !failed && i < n; i++) {
 		struct sym_frame *f = &out[i];
 		f->module = mod;
+		if (mod) { /* the module is the file in its own address space */
+			f->rel_start = mod->start;
+			f->elf = 1;
+		}
 		if (!mod || !name_in_table(s, t, vaddrs[i], mode, f, err, &failed)) {
 			s->unresolved++;
 			if (mod)

@@ -24,6 +24,8 @@ enum sym_demangle { SYM_DEMANGLE_NONE, SYM_DEMANGLE_SIMPLIFIED, SYM_DEMANGLE_TEM
 NP_MUST_CHECK int sym_demangle_parse(const char *s, enum sym_demangle *out, struct np_err *err);
 const char *sym_demangle_name(enum sym_demangle mode);
 
+#define SYM_KERNEL_PATH "[kernel.kallsyms]" /* the kernel's own module (modules: their names) */
+
 struct sym_module {             /* a mapped file, [vdso], the kernel or a kernel module */
 	const char *path;           /* as the process sees it, "[kernel.kallsyms]", "[vdso]", or the module name */
 	const char *build_id;       /* lowercase hex, "" when none */
@@ -35,7 +37,13 @@ struct sym_frame {
 	const char *name;           /* never NULL: symbol (demangled per mode), "libfoo.so+0x1a2b", or "[unknown]" */
 	const struct sym_module *module;   /* NULL when no mapping contains the address */
 	uint64_t addr;              /* the sampled address as given */
-	uint64_t rel_addr;          /* the address inside the module used for lookup (ELF vaddr; kernel: ip) */
+	/* The address looked up (ips[i>0] - 1 for return addresses) in the module's own space: the
+	 * ELF virtual address for a file or [vdso] (when elf is set), else the file offset; the
+	 * runtime address for anonymous (JIT) memory and the kernel. */
+	uint64_t rel_addr;
+	uint64_t rel_start;         /* module->start in rel_addr's space (pprof Mapping.memory_start) */
+	int elf;                    /* rel_addr is an ELF vaddr of a file read here: with the build ID it
+	                             * names the code on any machine (server-side symbolization) */
 	int resolved;               /* 1 when a symbol source named it */
 };
 

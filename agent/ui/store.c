@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "agent/discovery/target.h"
+#include "agent/pprof/builder.h"
 #include "agent/pprof/decode.h"
 #include "agent/ui/store_internal.h"
 #include "agent/util/log.h"
@@ -446,23 +447,72 @@ static int choose_value(const struct np_pprof_profile *prof, size_t *idx, int64_
 		       np_pprof_string(prof, prof->sample_types[0].unit));
 }
 
-static uint32_t local_frame(struct prepared *p, const char *name, const char *file)
+/* Frame keys (store_internal.h): "name" NUL, and for a frame with a mapping: file NUL
+ * build_id NUL, then the tail (unaligned): u8 unnamed, u64 start, limit, offset, and for an
+ * unnamed frame its u64 address. Names and paths are cut to fit the key buffer. */
+static uint32_t local_frame(struct prepared *p, const char *name, const struct np_pprof_frame *m)
 {
 	char key[1024];
-	size_t nl = strnlen(name, 767), fl = strnlen(file, sizeof(key) - nl - 2);
+	size_t nl = strnlen(name, 511), len = nl + 1;
 
 	memcpy(key, name, nl);
 	key[nl] = '\0';
-	memcpy(key + nl + 1, file, fl);
-	return np_intern_add(&p->frames, key, nl + 1 + fl, NULL);
+	if (m && m->mapping_file && *m->mapping_file) {
+		const char *bid = m->build_id ? m->build_id : "";
+		size_t fl = strnlen(m->mapping_file, 383), bl = strnlen(bid, 64);
+		uint64_t tail[4] = { m->map_start, m->map_limit, m->map_offset, m->address };
+		uint8_t unnamed = m->unnamed ? 1 : 0;
+
+		memcpy(key + len, m->mapping_file, fl);
+		key[len + fl] = '\0';
+		len += fl + 1;
+		memcpy(key + len, bid, bl);
+		key[len + bl] = '\0';
+		len += bl + 1;
+		key[len++] = (char)unnamed;
+		memcpy(key + len, tail, unnamed ? sizeof(tail) : 3 * sizeof(uint64_t));
+		len += unnamed ? sizeof(tail) : 3 * sizeof(uint64_t);
+	}
+	return np_intern_add(&p->frames, key, len, NULL);
 }
 
+void np_store_frame_parse(const char *key, size_t len, struct np_pprof_frame *out)
+{
+	size_t nl = strlen(key);
+	uint64_t tail[4] = { 0, 0, 0, 0 };
+
+	*out = (struct np_pprof_frame){ .function = key };
+	if (len <= nl + 1)
+		return;
+	out->mapping_file = key + nl + 1;
+	out->build_id = out->mapping_file + strlen(out->mapping_file) + 1;
+	const char *t = out->build_id + strlen(out->build_id) + 1;
+	out->unnamed = *t++ != 0;
+	size_t tl = (size_t)(key + len - t);
+	memcpy(tail, t, tl < sizeof(tail) ? tl : sizeof(tail));
+	out->map_start = tail[0];
+	out->map_limit = tail[1];
+	out->map_offset = tail[2];
+	out->address = tail[3];
+}
+
+/* The frames of a Location's line (innermost first). Kept from the profile: the mapping
+ * (its file, build ID and range), and for a Location without a function its address, so
+ * the pprof download lets a server name what the node could not. */
 static uint32_t location_frame(struct prepared *p, const struct np_pprof_profile *prof,
 			       const struct np_pprof_location *loc, uint32_t line)
 {
-	const char *file = loc->mapping == NP_PPROF_NONE ? "" : np_pprof_string(prof, prof->mappings[loc->mapping].filename);
+	struct np_pprof_frame m = { .function = "" };
 	char name[96];
 
+	if (loc->mapping != NP_PPROF_NONE) {
+		const struct np_pprof_mapping *pm = &prof->mappings[loc->mapping];
+		m.mapping_file = np_pprof_string(prof, pm->filename);
+		m.build_id = np_pprof_string(prof, pm->build_id);
+		m.map_start = pm->start;
+		m.map_limit = pm->limit;
+		m.map_offset = pm->offset;
+	}
 	if (line < loc->nlines) {
 		uint32_t fi = prof->lines[loc->first_line + line].function;
 		if (fi != NP_PPROF_NONE) {
@@ -470,19 +520,21 @@ static uint32_t location_frame(struct prepared *p, const struct np_pprof_profile
 			if (!*fn)
 				fn = np_pprof_string(prof, prof->functions[fi].system_name);
 			if (*fn)
-				return local_frame(p, fn, file);
+				return local_frame(p, fn, &m);
 		}
 	}
-	/* No symbol: the module and offset, as pprof shows unsymbolized frames. */
-	if (*file) {
-		const char *base = strrchr(file, '/');
-		const struct np_pprof_mapping *m = &prof->mappings[loc->mapping];
-		snprintf(name, sizeof(name), "%.48s+0x%llx", base ? base + 1 : file,
-			 (unsigned long long)(loc->address - m->start + m->offset));
+	/* No function: named as the node names unsymbolized frames, file+0xADDRESS, the
+	 * address being file-relative as nodeprof and Alloy write it. */
+	m.unnamed = 1;
+	m.address = loc->address;
+	if (m.mapping_file && *m.mapping_file) {
+		const char *base = strrchr(m.mapping_file, '/');
+		snprintf(name, sizeof(name), "%.48s+0x%llx", base ? base + 1 : m.mapping_file,
+			 (unsigned long long)loc->address);
 	} else {
 		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)loc->address);
 	}
-	return local_frame(p, name, file);
+	return local_frame(p, name, &m);
 }
 
 static int prepare(struct np_store *s, const struct np_pprof_profile *prof, struct prepared *p, struct np_err *err)
@@ -514,7 +566,7 @@ static int prepare(struct np_store *s, const struct np_pprof_profile *prof, stru
 				goto oom;
 	}
 	loc_first[prof->nlocations] = (uint32_t)nloc_frames;
-	if (!(truncated = local_frame(p, "[truncated]", "")))
+	if (!(truncated = local_frame(p, "[truncated]", NULL)))
 		goto oom;
 	for (size_t si = 0; si < prof->nsamples; si++) {
 		const struct np_pprof_sample *sm = &prof->samples[si];

@@ -33,7 +33,8 @@ struct np_store {
 	struct np_store_config cfg;
 	pthread_mutex_t lock;
 
-	/* Frame key: function name, NUL, mapping file. Stack key: uint32 frame ids, leaf first. */
+	/* Frame key: function name, NUL, then the mapping when there is one (np_store_frame_parse).
+	 * Stack key: uint32 frame ids, leaf first. */
 	struct np_intern frames, stacks;
 	struct np_intern series_ids; /* key: service, NUL, process */
 	struct series *series;	     /* index id-1 */
@@ -50,6 +51,10 @@ struct np_store {
 	struct np_store_stats st; /* counters; sizes are recomputed on demand */
 	uint64_t evicted_since_compaction;
 };
+
+/* A frame key as the pprof builder takes it; strings point into the key. */
+struct np_pprof_frame;
+void np_store_frame_parse(const char *key, size_t len, struct np_pprof_frame *out);
 
 size_t np_store_intern_bytes(const struct np_intern *t);
 size_t np_store_bytes_locked(const struct np_store *s);

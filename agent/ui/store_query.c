@@ -768,9 +768,7 @@ int np_store_pprof(struct np_store *s, const struct np_store_query *q, struct np
 		for (size_t i = 0; i < n; i++) {
 			size_t klen;
 			const char *k = np_intern_key(&s->frames, frame_at(fr, i), &klen);
-			size_t nl = strlen(k);
-			/* key: name, NUL, mapping file (possibly empty) */
-			frames[i] = (struct np_pprof_frame){ k, klen > nl + 1 ? k + nl + 1 : NULL, NULL, 0, 0, 0 };
+			np_store_frame_parse(k, klen, &frames[i]);
 		}
 		uint64_t count = (a.v[id].value + (uint64_t)period / 2) / (uint64_t)period;
 		if (np_pprof_add(b, frames, n, count ? count : 1, err))

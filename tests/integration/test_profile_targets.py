@@ -110,6 +110,33 @@ class ProfileTargetsTest(unittest.TestCase):
         self.assertEqual(stats["allowed_cgroups"], 1, stats)
         self.assertEqual(stats["allowed_pids"], 1, stats)
         self.assertEqual(stats["unattributed"], 0, stats)
+        # What is pushed carries, as Alloy's profiles do, the workload's build ID on one
+        # Mapping per file and each Location's ELF address (nm's address of its function).
+        notes = subprocess.run(["readelf", "-n", self.split], check=True, capture_output=True, text=True).stdout
+        build_id = notes.split("Build ID:")[1].split()[0]
+        syms = {}
+        for line in subprocess.run(["nm", self.split], check=True, capture_output=True, text=True).stdout.split("\n"):
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "Tt":
+                syms[parts[2]] = int(parts[0], 16)
+        checked = 0
+        for gz in glob.glob(os.path.join(out, "*.pb.gz")):
+            with open(gz, "rb") as f:
+                p = pprof.decode(f.read())
+            st = p["string_table"]
+            mine = [m for m in p["mapping"].values() if st[m["filename"]] == self.split]
+            self.assertLessEqual(len(mine), 1)
+            for m in mine:
+                self.assertEqual(st[m["build_id"]], build_id)
+                for loc in p["location"].values():
+                    if loc["mapping_id"] != m["id"] or not loc["line"]:
+                        continue
+                    name = st[p["function"][loc["line"][0]["function_id"]]["name"]]
+                    self.assertTrue(m["memory_start"] <= loc["address"] < m["memory_limit"])
+                    if name in ("spin", "heavy", "light"):
+                        self.assertTrue(0 <= loc["address"] - syms[name] < 0x200, (name, hex(loc["address"])))
+                        checked += 1
+        self.assertGreater(checked, 0)
 
     def test_process_started_later_in_a_known_container(self):
         cid, scope = self.container_cgroup()

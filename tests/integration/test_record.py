@@ -120,6 +120,74 @@ class RecordTest(unittest.TestCase):
         self.assertIn("PeriodType: cpu nanoseconds", g.stdout)
         self.assertIn("heavy", g.stdout)
 
+    def test_pprof_of_stripped_program_names_on_server(self):
+        """A program without symbols: its frames reach the profile unnamed but with the
+        build ID and ELF addresses a server needs, checked with addr2line on the unstripped
+        build (same code, same addresses) as Pyroscope's symbolizer would with the debug file."""
+        d = np.tmpdir(self)
+        src = os.path.join(np.WORKLOADS, "split.c")
+        stripped, full = os.path.join(d, "split-stripped"), os.path.join(d, "split-full")
+        for out, extra in ((stripped, ["-s"]), (full, ["-g"])):
+            subprocess.run(["gcc", "-O2", *extra, "-Wl,--build-id", "-o", out, src], check=True, capture_output=True)
+
+        def text(path):
+            return subprocess.run(["objcopy", "-O", "binary", "--only-section=.text", path, "/dev/stdout"],
+                                  check=True, capture_output=True).stdout
+        self.assertEqual(text(stripped), text(full), "the two builds must share their code")
+        self.assertNotIn(" spin", subprocess.run(["nm", "-D", stripped], capture_output=True, text=True).stdout)
+        notes = subprocess.run(["readelf", "-n", stripped], check=True, capture_output=True, text=True).stdout
+        build_id = notes.split("Build ID:")[1].split()[0]
+
+        w = self.start(stripped, 8)
+        out = os.path.join(d, "profile.pb.gz")
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "3s", "--sample-rate", "199", "--format", "pprof",
+                        "-o", out, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out, "rb") as f:
+            p = pprof.decode(f.read())
+        st = p["string_table"]
+        mine = [m for m in p["mapping"].values() if st[m["filename"]].endswith("/split-stripped")]
+        self.assertEqual(len(mine), 1, [st[m["filename"]] for m in p["mapping"].values()])
+        m = mine[0]
+        self.assertEqual(st[m["build_id"]], build_id)
+        self.assertFalse(m["has_functions"])  # the server symbolizes only such mappings
+        # The Mapping is the process's executable mapping in the file's own space.
+        with open("/proc/%d/maps" % w.pid) as f:
+            rx = [l.split() for l in f if l.split()[-1].endswith("/split-stripped") and "x" in l.split()[1]]
+        self.assertEqual(len(rx), 1)
+        lo, hi = (int(x, 16) for x in rx[0][0].split("-"))
+        self.assertEqual(m["memory_limit"] - m["memory_start"], hi - lo)
+        self.assertEqual(m["file_offset"], int(rx[0][2], 16))
+
+        locs = {lid: loc for lid, loc in p["location"].items() if loc["mapping_id"] == m["id"]}
+        self.assertTrue(locs)
+        addrs = sorted({loc["address"] for loc in locs.values()})
+        for loc in locs.values():
+            self.assertEqual(loc["line"], [], "a frame of a stripped program was named on the node")
+            self.assertTrue(m["memory_start"] <= loc["address"] < m["memory_limit"], hex(loc["address"]))
+        a2l = subprocess.run(["addr2line", "-f", "-e", full] + ["0x%x" % a for a in addrs],
+                             check=True, capture_output=True, text=True).stdout.split("\n")
+        name_of = dict(zip(addrs, a2l[0::2]))
+        self.assertNotIn("??", name_of.values(), name_of)
+        # Most CPU is in spin; its samples' leaf addresses name it.
+        spin = total = 0
+        for s in p["sample"]:
+            leaf = p["location"][s["location_id"][0]]
+            if leaf["mapping_id"] == m["id"]:
+                total += s["value"][0]
+                if name_of[leaf["address"]] == "spin":
+                    spin += s["value"][0]
+        self.assertGreater(total, 0)
+        self.assertGreater(spin / total, 0.8, name_of)
+        # Pyroscope shows such frames as binary!0xADDR until it has the debug file.
+        self.assertTrue(any("split-stripped!0x%x" % a in k for k in pprof.folded(p) for a in addrs))
+        # Go's pprof reads it, addresses and all.
+        g = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", out], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "gocache")))
+        self.assertEqual(g.returncode, 0, g.stderr)
+        self.assertIn("0x%x" % addrs[0], g.stdout)
+        self.assertIn(build_id, g.stdout)
+
     def test_ctrl_c_still_writes(self):
         w = self.start(self.split, 30)
         d = np.tmpdir(self)

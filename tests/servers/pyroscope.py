@@ -28,6 +28,7 @@ import gzip
 import http.server
 import io
 import json
+import os
 import socket
 import ssl
 import sys
@@ -325,7 +326,11 @@ def summarize_profile(p, raw, gzipped, uncompressed_len):
                 for line in reversed(loc["line"]):  # inlined: the last line is the caller
                     names.append(st[p["function"][line["function_id"]]["name"]])
             else:
-                names.append(hex(loc["address"]))
+                # What Pyroscope shows for a Location it cannot symbolize
+                # (pkg/model/symbolref FallbackSymbolName): "binary!0xADDR".
+                m = p["mapping"].get(loc["mapping_id"])
+                binary = os.path.basename(st[m["filename"]]) if m and 0 <= m["filename"] < len(st) else ""
+                names.append("%s!0x%x" % (binary or "unknown", loc["address"]))
         return list(reversed(names))  # root first
 
     return {
