@@ -528,9 +528,12 @@ int np_http_apply_proxy(CURL *c, const char *url, const char *proxy_url, const c
 	SET(c, CURLOPT_PROXY, proxy);
 	if (skip)
 		SET(c, CURLOPT_NOPROXY, skip);
-	/* Request headers never go to the proxy, as in Go; the CONNECT request carries
-	 * only proxy_connect_header. */
+	/* Request headers never go to the proxy, as in Go; proxy_connect_header goes on the
+	 * CONNECT request only, so not to a plain http:// request the proxy forwards (curl
+	 * would add its proxy headers there too). */
 	SET(c, CURLOPT_HEADEROPT, (long)CURLHEADER_SEPARATE);
+	if (strncasecmp(url, "https:", 6) != 0)
+		return 0;
 	for (size_t i = 0; connect_headers && i < connect_headers->n; i++)
 		if (add_line(&r->proxy_headers, connect_headers->v[i].name, connect_headers->v[i].value, err))
 			return -1;
