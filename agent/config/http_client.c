@@ -113,3 +113,48 @@ fail:
 	np_oauth2_config_free(c);
 	return -1;
 }
+
+static int add_header(void *ud, const char *key, const char *value, struct np_err *err)
+{
+	return np_http_headers_add(ud, key, value, err);
+}
+
+int cfg_http_client_settings(const struct cfg_args *a, struct np_http_client_config *out, struct np_err *err)
+{
+	struct cfg_http_client hc;
+	int failed = 0;
+
+	np_http_client_config_init(out);
+	cfg_http_client_read(a, &hc);
+	out->bearer_token = np_strdup_or_null(hc.bearer_token, &failed);
+	out->bearer_token_file = np_strdup_or_null(hc.bearer_token_file, &failed);
+	out->basic_auth.set = hc.basic_auth.set;
+	out->basic_auth.username = np_strdup_or_null(hc.basic_auth.username, &failed);
+	out->basic_auth.password = np_strdup_or_null(hc.basic_auth.password, &failed);
+	out->basic_auth.password_file = np_strdup_or_null(hc.basic_auth.password_file, &failed);
+	out->authorization.set = hc.authorization.set;
+	out->authorization.type = np_strdup_or_null(hc.authorization.type, &failed);
+	out->authorization.credentials = np_strdup_or_null(hc.authorization.credentials, &failed);
+	out->authorization.credentials_file = np_strdup_or_null(hc.authorization.credentials_file, &failed);
+	out->tls.ca_pem = np_strdup_or_null(hc.tls.ca_pem, &failed);
+	out->tls.ca_file = np_strdup_or_null(hc.tls.ca_file, &failed);
+	out->tls.cert_pem = np_strdup_or_null(hc.tls.cert_pem, &failed);
+	out->tls.cert_file = np_strdup_or_null(hc.tls.cert_file, &failed);
+	out->tls.key_pem = np_strdup_or_null(hc.tls.key_pem, &failed);
+	out->tls.key_file = np_strdup_or_null(hc.tls.key_file, &failed);
+	out->tls.server_name = np_strdup_or_null(hc.tls.server_name, &failed);
+	out->tls.min_version = np_strdup_or_null(hc.tls.min_version, &failed);
+	out->tls.insecure_skip_verify = hc.tls.insecure_skip_verify;
+	out->proxy_url = np_strdup_or_null(hc.proxy_url, &failed);
+	out->no_proxy = np_strdup_or_null(hc.no_proxy, &failed);
+	out->proxy_from_environment = hc.proxy_from_environment;
+	out->follow_redirects = hc.follow_redirects;
+	out->enable_http2 = hc.enable_http2;
+	if (failed)
+		return np_errf(err, "out of memory reading the HTTP client settings");
+	if (cfg_http_client_oauth2(a, &out->oauth2, err) ||
+	    cfg_args_each_header(a, "http_headers", add_header, &out->http_headers, err) ||
+	    cfg_args_each_header(a, "proxy_connect_header", add_header, &out->proxy_connect_headers, err))
+		return -1;
+	return 0;
+}

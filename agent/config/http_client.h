@@ -7,6 +7,7 @@
 
 #include "agent/config/args.h"
 #include "agent/util/error.h"
+#include "agent/util/http_client.h"
 #include "agent/util/oauth2.h"
 
 struct cfg_http_client {
@@ -29,6 +30,12 @@ struct cfg_http_client {
 };
 
 void cfg_http_client_read(const struct cfg_args *a, struct cfg_http_client *out);
+
+/* Every HTTP client argument of a as owned settings for util/http_client.h (oauth2,
+ * http_headers and proxy_connect_header included). *out is initialised first; on
+ * failure it is still safe to free with np_http_client_config_free. */
+NP_MUST_CHECK int cfg_http_client_settings(const struct cfg_args *a, struct np_http_client_config *out,
+					   struct np_err *err);
 
 /* The oauth2 block of a as an owned configuration for the token source (the caller
  * frees it with np_oauth2_config_free); *out is NULL when there is no block. */

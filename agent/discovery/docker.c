@@ -22,8 +22,6 @@ void np_docker_config_init(struct np_docker_config *cfg)
 	cfg->host_networking_host = "localhost";
 	cfg->refresh_interval_ns = 60LL * 1000000000LL;
 	cfg->match_first_network = 1;
-	cfg->follow_redirects = 1;
-	cfg->enable_http2 = 1;
 	cfg->max_response_bytes = 64u << 20;
 }
 
@@ -90,10 +88,45 @@ static int parse_host(const char *host, struct endpoint *ep, struct np_err *err)
 	return 0;
 }
 
+static int set(const char *s)
+{
+	return s && *s;
+}
+
+/* The first setting of hc that cannot apply to a unix:// or tcp:// host, or NULL. */
+static const char *unusable_setting(const struct np_http_client_config *hc)
+{
+	const struct np_http_tls *t = &hc->tls;
+
+	if (set(hc->bearer_token))
+		return "bearer_token";
+	if (set(hc->bearer_token_file))
+		return "bearer_token_file";
+	if (hc->basic_auth.set)
+		return "basic_auth";
+	if (hc->authorization.set)
+		return "authorization";
+	if (hc->oauth2)
+		return "oauth2";
+	if (set(t->ca_pem) || set(t->ca_file) || set(t->cert_pem) || set(t->cert_file) || set(t->key_pem) ||
+	    set(t->key_file) || set(t->server_name) || set(t->min_version) || t->insecure_skip_verify)
+		return "tls_config";
+	if (set(hc->proxy_url))
+		return "proxy_url";
+	if (set(hc->no_proxy))
+		return "no_proxy";
+	if (hc->proxy_from_environment)
+		return "proxy_from_environment";
+	if (hc->proxy_connect_headers.n)
+		return "proxy_connect_header";
+	return NULL;
+}
+
 int np_docker_config_validate(const struct np_docker_config *cfg, struct np_err *err)
 {
 	struct endpoint ep = { .base = NP_BUF_INIT };
-	int auth = 0, rc;
+	const char *unusable;
+	int rc;
 
 	rc = parse_host(cfg->host, &ep, err);
 	np_buf_free(&ep.base);
@@ -108,57 +141,32 @@ int np_docker_config_validate(const struct np_docker_config *cfg, struct np_err 
 	for (size_t i = 0; i < cfg->n_filters; i++)
 		if (!cfg->filters[i].name || !cfg->filters[i].name[0])
 			return np_errf(err, "filter %zu: name must not be empty", i + 1);
-	if (cfg->bearer_token && cfg->bearer_token_file)
-		return np_errf(err, "at most one of bearer_token and bearer_token_file must be configured");
-	auth += cfg->bearer_token || cfg->bearer_token_file;
-	auth += cfg->basic_auth_username || cfg->basic_auth_password || cfg->basic_auth_password_file;
-	auth += cfg->oauth2 != NULL;
-	if (auth > 1)
-		return np_errf(err, "at most one of basic_auth, oauth2, bearer_token and bearer_token_file must be "
-				    "configured");
-	if (cfg->basic_auth_password && cfg->basic_auth_password_file)
-		return np_errf(err, "basic_auth: at most one of password and password_file must be configured");
-	if (auth && (ep.scheme == SCHEME_UNIX || ep.scheme == SCHEME_TCP))
-		return np_errf(err, "credentials are only used with http:// and https:// hosts (Prometheus ignores "
-				    "them for unix:// and tcp://); remove them or change host");
-	return 0;
+	if (!cfg->http)
+		return 0;
+	if (np_http_client_config_validate(cfg->http, err))
+		return -1;
+	if (cfg->http->oauth2 && !cfg->oauth2)
+		return np_errf(err, "oauth2: no token source was made for the block");
+	return np_docker_check_http_client(cfg->host, cfg->http, &unusable, err);
 }
 
-int np_docker_check_argument(const char *block, const char *name, int is_block, struct np_err *err)
+int np_docker_check_http_client(const char *host, const struct np_http_client_config *hc, const char **setting,
+				struct np_err *err)
 {
-	static const char *const attrs[] = { "host",	     "port",	     "host_networking_host", "refresh_interval",
-					     "match_first_network", "bearer_token", "bearer_token_file",
-					     "follow_redirects",    "enable_http2" };
-	static const char *const unsupported_attrs[] = { "http_headers", "no_proxy", "proxy_url",
-							 "proxy_from_environment", "proxy_connect_header" };
-	static const char *const unsupported_blocks[] = { "authorization", "tls_config" };
+	int unix_socket = host && strncasecmp(host, "unix://", 7) == 0;
+	const char *what;
 
-	if (!block) {
-		if (is_block) {
-			if (strcmp(name, "filter") == 0 || strcmp(name, "basic_auth") == 0 || strcmp(name, "oauth2") == 0)
-				return 0;
-			for (size_t i = 0; i < sizeof(unsupported_blocks) / sizeof(unsupported_blocks[0]); i++)
-				if (strcmp(name, unsupported_blocks[i]) == 0)
-					return np_errf(err, "discovery.docker: block \"%s\" is not supported by nodeprof",
-						       name);
-			return np_errf(err, "discovery.docker: unknown block \"%s\"", name);
-		}
-		for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
-			if (strcmp(name, attrs[i]) == 0)
-				return 0;
-		for (size_t i = 0; i < sizeof(unsupported_attrs) / sizeof(unsupported_attrs[0]); i++)
-			if (strcmp(name, unsupported_attrs[i]) == 0)
-				return np_errf(err, "discovery.docker: argument \"%s\" is not supported by nodeprof", name);
-		return np_errf(err, "discovery.docker: unknown argument \"%s\"", name);
-	}
-	if (!is_block && strcmp(block, "filter") == 0 && (strcmp(name, "name") == 0 || strcmp(name, "values") == 0))
+	*setting = NULL;
+	if (!hc || !host || strncasecmp(host, "http://", 7) == 0 || strncasecmp(host, "https://", 8) == 0 ||
+	    !(*setting = unusable_setting(hc)))
 		return 0;
-	if (!is_block && strcmp(block, "basic_auth") == 0 &&
-	    (strcmp(name, "username") == 0 || strcmp(name, "password") == 0 || strcmp(name, "password_file") == 0))
-		return 0;
-	if (strcmp(block, "filter") != 0 && strcmp(block, "basic_auth") != 0)
-		return np_errf(err, "discovery.docker: unknown block \"%s\"", block);
-	return np_errf(err, "discovery.docker: %s has no %s \"%s\"", block, is_block ? "block" : "argument", name);
+	what = strstr(*setting, "proxy") ? "proxy settings" : strcmp(*setting, "tls_config") == 0 ? "TLS settings"
+												  : "credentials";
+	return np_errf(err,
+		       "%s is only used with http:// and https:// hosts: Prometheus' docker SD reaches %s hosts without "
+		       "the HTTP client's %s; remove it or use %s",
+		       *setting, unix_socket ? "unix://" : "tcp://", what,
+		       unix_socket ? "an http:// or https:// address of the Engine" : "https://HOST:PORT or http://HOST:PORT");
 }
 
 /* ---- HTTP ---- */
@@ -223,40 +231,80 @@ static void describe_error_body(const struct np_buf *body, char *out, size_t cap
 			*p = ' ';
 }
 
+/* What the requests of one refresh share. */
+struct client {
+	CURL *h;
+	const struct np_docker_config *cfg;
+	const struct endpoint *ep;
+	const char *authorization; /* the oauth2 Authorization value, or NULL */
+};
+
+static const struct np_http_client_config default_http = { .follow_redirects = 1, .enable_http2 = 1 };
+
+/* Sets the options of one GET of url: the HTTP client settings, then the Engine's own. */
+static int configure(struct client *c, const char *url, struct np_http_request *req, struct response *r,
+		     char *errbuf, struct np_err *err)
+{
+	const struct np_docker_config *cfg = c->cfg;
+	long timeout_ms = (long)(cfg->refresh_interval_ns / 1000000);
+	CURL *h = c->h;
+
+	if (timeout_ms <= 0)
+		timeout_ms = 1;
+	curl_easy_reset(h); /* keeps the connection for the next request */
+	if (np_http_client_apply(h, cfg->http ? cfg->http : &default_http, url, "nodeprof/" NP_VERSION,
+				 c->authorization, req, err))
+		return -1;
+	/* Prometheus bounds each request by the refresh interval. */
+	if (curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+			     timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS) != CURLE_OK ||
+	    (c->ep->scheme == SCHEME_UNIX &&
+	     curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->ep->socket_path) != CURLE_OK) ||
+	    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_WRITEDATA, r) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_HEADERDATA, r) != CURLE_OK)
+		return np_errf(err, "libcurl refused the request options");
+	return 0;
+}
+
 /* GETs base + path_and_query into r. Errors name the path only: the host may carry
  * credentials. */
-static int http_get(CURL *h, const struct endpoint *ep, const char *path, struct response *r, struct np_err *err)
+static int http_get(struct client *c, const char *path, struct response *r, struct np_err *err)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
+	struct np_http_request req = NP_HTTP_REQUEST_INIT;
 	struct np_buf url = NP_BUF_INIT;
 	long status = 0;
-	CURLcode rc;
+	CURLcode rc = CURLE_OK;
+	int failed;
 
 	np_buf_reset(&r->body);
 	r->too_big = 0;
 	r->api_version[0] = '\0';
-	np_buf_puts(&url, ep->base.p);
+	np_buf_puts(&url, c->ep->base.p);
 	np_buf_puts(&url, path);
 	if (url.failed) {
 		np_buf_free(&url);
 		return np_errf(err, "GET %s: out of memory", path);
 	}
-	curl_easy_setopt(h, CURLOPT_URL, url.p);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-	rc = curl_easy_perform(h);
+	failed = configure(c, url.p, &req, r, errbuf, err);
+	if (!failed)
+		rc = curl_easy_perform(c->h);
+	curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, NULL);
+	np_http_request_release(c->h, &req);
 	np_buf_free(&url);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	if (failed)
+		return np_err_wrap(err, "GET %s", path);
 	if (r->too_big)
 		return np_errf(err, "GET %s: response larger than %zu bytes", path, r->max);
 	if (r->body.failed)
 		return np_errf(err, "GET %s: out of memory", path);
 	if (rc != CURLE_OK)
 		return np_errf(err, "GET %s: %s%s%s", path, curl_easy_strerror(rc), errbuf[0] ? ": " : "", errbuf);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
 	if (status < 200 || status > 299) {
 		char detail[256];
 		describe_error_body(&r->body, detail, sizeof(detail));
@@ -282,39 +330,6 @@ static long version_number(const char *v)
 	if (end == v || *end || errno || minor < 0 || minor > 999)
 		return -1;
 	return major * 1000 + minor;
-}
-
-/* Reads a secret file as Prometheus does: whole file, surrounding space trimmed. */
-static char *read_secret_file(const char *path, struct np_err *err)
-{
-	FILE *f = fopen(path, "re");
-	struct np_buf b = NP_BUF_INIT;
-	char chunk[1024];
-	size_t n;
-	char *s, *start;
-
-	if (!f) {
-		np_errno(err, "open %s", path);
-		return NULL;
-	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len < 65536)
-		np_buf_append(&b, chunk, n);
-	fclose(f);
-	if (b.len >= 65536 || b.failed) {
-		np_buf_free(&b);
-		np_errf(err, "read %s: too large", path);
-		return NULL;
-	}
-	s = np_buf_steal(&b, &n);
-	if (!s) {
-		np_errf(err, "read %s: out of memory", path);
-		return NULL;
-	}
-	while (n && strchr(" \t\r\n", s[n - 1]))
-		s[--n] = '\0';
-	start = s + strspn(s, " \t\r\n");
-	memmove(s, start, strlen(start) + 1);
-	return s;
 }
 
 /* The filters query parameter: {"name":{"value":true,...},...} (filters.Args.ToJSON). */
@@ -369,72 +384,14 @@ static void init_curl(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* Sets the request options; *secret and *headers receive what the caller frees (and
- * wipes) after the transfers. */
-static int configure(CURL *h, const struct np_docker_config *cfg, const struct endpoint *ep, char **secret,
-		     struct curl_slist **headers, struct np_err *err)
-{
-	long timeout_ms = (long)(cfg->refresh_interval_ns / 1000000);
-
-	if (timeout_ms <= 0)
-		timeout_ms = 1;
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "nodeprof/" NP_VERSION);
-	/* Prometheus bounds each request by the refresh interval. */
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, cfg->follow_redirects ? 1L : 0L);
-	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
-	curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
-			 cfg->enable_http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
-	if (ep->scheme == SCHEME_UNIX)
-		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ep->socket_path);
-	if (cfg->bearer_token || cfg->bearer_token_file) {
-		if (cfg->bearer_token_file) {
-			*secret = read_secret_file(cfg->bearer_token_file, err);
-			if (!*secret)
-				return np_err_wrap(err, "bearer_token_file");
-		}
-		curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-		curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, *secret ? *secret : cfg->bearer_token);
-	} else if (cfg->oauth2) {
-		struct np_buf line = NP_BUF_INIT;
-		if (np_oauth2_authorization(cfg->oauth2, "nodeprof/" NP_VERSION, cfg->refresh_interval_ns, NULL, NULL,
-					    secret, err))
-			return -1;
-		np_buf_printf(&line, "Authorization: %s", *secret);
-		*headers = line.failed ? NULL : curl_slist_append(NULL, line.p);
-		if (line.p)
-			explicit_bzero(line.p, line.len);
-		np_buf_free(&line);
-		if (!*headers)
-			return np_errf(err, "out of memory");
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
-	} else if (cfg->basic_auth_username || cfg->basic_auth_password || cfg->basic_auth_password_file) {
-		if (cfg->basic_auth_password_file) {
-			*secret = read_secret_file(cfg->basic_auth_password_file, err);
-			if (!*secret)
-				return np_err_wrap(err, "basic_auth password_file");
-		}
-		curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-		curl_easy_setopt(h, CURLOPT_USERNAME, cfg->basic_auth_username ? cfg->basic_auth_username : "");
-		curl_easy_setopt(h, CURLOPT_PASSWORD,
-				 *secret ? *secret : (cfg->basic_auth_password ? cfg->basic_auth_password : ""));
-	}
-	return 0;
-}
-
 int np_docker_discover_once(const struct np_docker_config *cfg, struct np_targets *out, struct np_err *err)
 {
 	struct endpoint ep = { .base = NP_BUF_INIT };
 	struct response containers = { .body = NP_BUF_INIT }, networks = { .body = NP_BUF_INIT };
 	struct np_buf path = NP_BUF_INIT;
 	char version[32];
-	char *secret = NULL;
-	struct curl_slist *headers = NULL;
-	CURL *h = NULL;
+	char *authorization = NULL; /* wiped */
+	struct client c = { .cfg = cfg, .ep = &ep };
 	int rc = -1;
 
 	if (np_docker_config_validate(cfg, err) != 0)
@@ -444,18 +401,22 @@ int np_docker_discover_once(const struct np_docker_config *cfg, struct np_target
 		return np_errf(err, "discovery.docker: libcurl initialisation failed: %s", curl_easy_strerror(curl_init_rc));
 	if (parse_host(cfg->host, &ep, err) != 0)
 		goto out;
-	h = curl_easy_init();
-	if (!h) {
+	c.h = curl_easy_init();
+	if (!c.h) {
 		np_errf(err, "out of memory");
 		goto out;
 	}
 	containers.max = networks.max = cfg->max_response_bytes;
-	if (configure(h, cfg, &ep, &secret, &headers, err) != 0)
+	/* One token for the requests of this refresh, asked within the same bound. */
+	if (cfg->http && cfg->http->oauth2 &&
+	    np_oauth2_authorization(cfg->oauth2, "nodeprof/" NP_VERSION, cfg->refresh_interval_ns, NULL, NULL,
+				    &authorization, err))
 		goto out;
+	c.authorization = authorization;
 
 	/* Version negotiation as the Docker client does it: the daemon's version when it
 	 * is older than ours, 1.24 when the daemon does not say. */
-	if (http_get(h, &ep, "/_ping", &containers, err) != 0)
+	if (http_get(&c, "/_ping", &containers, err) != 0)
 		goto out;
 	if (!containers.api_version[0]) {
 		strcpy(version, "1.24");
@@ -469,19 +430,19 @@ int np_docker_discover_once(const struct np_docker_config *cfg, struct np_target
 	}
 
 	np_buf_printf(&path, "/v%s/containers/json", version);
-	if (filters_query(h, cfg, &path, err) != 0)
+	if (filters_query(c.h, cfg, &path, err) != 0)
 		goto out;
 	if (path.failed) {
 		np_errf(err, "out of memory");
 		goto out;
 	}
-	if (http_get(h, &ep, path.p, &containers, err) != 0) {
+	if (http_get(&c, path.p, &containers, err) != 0) {
 		np_err_wrap(err, "error while listing containers");
 		goto out;
 	}
 	np_buf_reset(&path);
 	np_buf_printf(&path, "/v%s/networks", version);
-	if (path.failed || http_get(h, &ep, path.p, &networks, err) != 0) {
+	if (path.failed || http_get(&c, path.p, &networks, err) != 0) {
 		if (path.failed)
 			np_errf(err, "out of memory");
 		np_err_wrap(err, "error while computing network labels");
@@ -492,15 +453,9 @@ int np_docker_discover_once(const struct np_docker_config *cfg, struct np_target
 out:
 	if (rc != 0)
 		np_err_wrap(err, "discovery.docker %s", cfg->host ? cfg->host : "");
-	if (h)
-		curl_easy_cleanup(h);
-	for (struct curl_slist *l = headers; l; l = l->next)
-		explicit_bzero(l->data, strlen(l->data));
-	curl_slist_free_all(headers);
-	if (secret) {
-		memset(secret, 0, strlen(secret));
-		free(secret);
-	}
+	if (c.h)
+		curl_easy_cleanup(c.h);
+	np_secret_free(authorization);
 	np_buf_free(&ep.base);
 	np_buf_free(&path);
 	np_buf_free(&containers.body);

@@ -19,9 +19,17 @@
  * two label keys sanitize to the same name the greater key (bytewise) wins.
  *
  * The Engine API is reached over its unix socket (unix:///var/run/docker.sock) or TCP
- * (tcp://host:port, http://, https://) with libcurl. The API version is negotiated
- * like the Docker client does: /_ping's Api-Version, capped at the newest version
- * this code knows. */
+ * (tcp://host:port, http://, https://) with libcurl, with the HTTP client settings of
+ * util/http_client.h. The API version is negotiated like the Docker client does:
+ * /_ping's Api-Version, capped at the newest version this code knows.
+ *
+ * Prometheus' docker SD gives the Docker client its HTTP client settings only for
+ * http:// and https:// hosts; unix:// and tcp:// hosts are reached through the Docker
+ * client's own transport. nodeprof follows it for what shapes or authenticates the
+ * connection: TLS, proxies and credentials cannot apply to unix:// and tcp:// hosts and
+ * are refused there (np_docker_check_http_client). http_headers, follow_redirects and
+ * enable_http2 are honoured on every transport: headers go with each request, and
+ * cleartext HTTP is HTTP/1.1 either way. */
 #ifndef NP_DISCOVERY_DOCKER_H
 #define NP_DISCOVERY_DOCKER_H
 
@@ -29,6 +37,7 @@
 #include <stdint.h>
 
 #include "agent/util/error.h"
+#include "agent/util/http_client.h"
 #include "agent/util/labels.h"
 #include "agent/util/oauth2.h"
 
@@ -51,18 +60,9 @@ struct np_docker_config {
 	const struct np_docker_filter *filters;
 	size_t n_filters;
 
-	/* HTTP client settings. As in Prometheus they only apply to http:// and https://
-	 * hosts; setting credentials for a unix:// or tcp:// host is an error instead of
-	 * being silently ignored. */
-	const char *bearer_token; /* secret: never logged */
-	const char *bearer_token_file;
-	const char *basic_auth_username;
-	const char *basic_auth_password; /* secret */
-	const char *basic_auth_password_file;
-	struct np_oauth2 *oauth2; /* borrowed token source of the oauth2 block, or NULL; a token
-				     is fetched on the caller's thread within refresh_interval */
-	int follow_redirects; /* default 1 */
-	int enable_http2;     /* default 1 */
+	const struct np_http_client_config *http; /* borrowed; NULL: Alloy's defaults */
+	struct np_oauth2 *oauth2; /* borrowed token source of http->oauth2 (required with it); a
+				     token is fetched on the caller's thread within refresh_interval */
 
 	size_t max_response_bytes; /* default 64 MiB: the Engine's answers are bounded by this */
 };
@@ -70,11 +70,11 @@ struct np_docker_config {
 void np_docker_config_init(struct np_docker_config *cfg);
 NP_MUST_CHECK int np_docker_config_validate(const struct np_docker_config *cfg, struct np_err *err);
 
-/* Tells the config layer whether an Alloy argument of discovery.docker is implemented:
- * block is NULL at the top level or the enclosing block's name ("filter",
- * "basic_auth"); is_block says whether `name` is a block. 0 when supported, else -1
- * with "not supported" (or "unknown") in the message. */
-NP_MUST_CHECK int np_docker_check_argument(const char *block, const char *name, int is_block, struct np_err *err);
+/* Fails when a setting of hc cannot apply to host (see the top of this file), with
+ * *setting the argument or block name of discovery.docker to report it at; 0 with
+ * *setting NULL otherwise. Settings at their defaults always apply; hc may be NULL. */
+NP_MUST_CHECK int np_docker_check_http_client(const char *host, const struct np_http_client_config *hc,
+					      const char **setting, struct np_err *err);
 
 /* Asks the Engine once and appends the targets to out. */
 NP_MUST_CHECK int np_docker_discover_once(const struct np_docker_config *cfg, struct np_targets *out,

@@ -18,7 +18,8 @@ struct docker_run {
 	struct np_docker_filter *filters; /* owned; values arrays are in value_lists */
 	const char ***value_lists;
 	size_t n_filters;
-	struct np_oauth2 *oauth2; /* owned token source; cfg.oauth2 points here */
+	struct np_http_client_config http; /* owned; cfg.http points here */
+	struct np_oauth2 *oauth2;	    /* owned token source of http.oauth2; cfg.oauth2 points here */
 	struct np_periodic *runner;
 };
 
@@ -38,6 +39,7 @@ static void run_free(void *instance)
 		return;
 	np_periodic_stop(r->runner);
 	np_oauth2_free(r->oauth2);
+	np_http_client_config_free(&r->http);
 	for (size_t i = 0; i < r->n_strings; i++)
 		free(r->strings[i]);
 	for (size_t i = 0; i < r->n_filters; i++)
@@ -73,26 +75,22 @@ static const char *keep(struct docker_run *r, const char *s, int *failed)
 static void *run_start(struct cfg_component *c, const struct cfg_args *args, struct np_err *err)
 {
 	struct docker_run *r = calloc(1, sizeof(*r));
-	struct cfg_http_client hc;
 	int failed = 0;
 	size_t nf = cfg_args_nblocks(args, "filter");
 
 	if (!r)
 		goto oom;
 	np_docker_config_init(&r->cfg);
-	cfg_http_client_read(args, &hc);
+	if (cfg_http_client_settings(args, &r->http, err)) {
+		run_free(r);
+		return NULL;
+	}
+	r->cfg.http = &r->http;
 	r->cfg.host = keep(r, cfg_args_str(args, "host"), &failed);
 	r->cfg.port = (int)cfg_args_int(args, "port");
 	r->cfg.host_networking_host = keep(r, cfg_args_str(args, "host_networking_host"), &failed);
 	r->cfg.refresh_interval_ns = cfg_args_duration(args, "refresh_interval");
 	r->cfg.match_first_network = cfg_args_bool(args, "match_first_network");
-	r->cfg.bearer_token = keep(r, hc.bearer_token, &failed);
-	r->cfg.bearer_token_file = keep(r, hc.bearer_token_file, &failed);
-	r->cfg.basic_auth_username = keep(r, hc.basic_auth.username, &failed);
-	r->cfg.basic_auth_password = keep(r, hc.basic_auth.password, &failed);
-	r->cfg.basic_auth_password_file = keep(r, hc.basic_auth.password_file, &failed);
-	r->cfg.follow_redirects = hc.follow_redirects;
-	r->cfg.enable_http2 = hc.enable_http2;
 	if (nf) {
 		r->filters = calloc(nf, sizeof(*r->filters));
 		r->value_lists = calloc(nf, sizeof(*r->value_lists));
@@ -115,12 +113,8 @@ static void *run_start(struct cfg_component *c, const struct cfg_args *args, str
 	}
 	if (failed)
 		goto oom;
-	if (hc.oauth2) {
-		struct np_oauth2_config *oc = NULL;
-		int rc = cfg_http_client_oauth2(args, &oc, err) || np_oauth2_config_validate(oc, err) ||
-			 !(r->oauth2 = np_oauth2_new(oc, err));
-		np_oauth2_config_free(oc);
-		if (rc) {
+	if (r->http.oauth2) {
+		if (np_oauth2_config_validate(r->http.oauth2, err) || !(r->oauth2 = np_oauth2_new(r->http.oauth2, err))) {
 			run_free(r);
 			return NULL;
 		}

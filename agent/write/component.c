@@ -18,19 +18,14 @@ struct write_component {
 	struct np_profile_sink sink; /* the receiver capsule points here */
 };
 
-static int add_header(void *ud, const char *key, const char *value, struct np_err *err)
-{
-	return np_write_headers_add(ud, key, value, err);
-}
-
 static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_args *a, struct np_err *err)
 {
-	struct cfg_http_client hc;
 	int failed = 0;
 
-	cfg_http_client_read(a, &hc);
 	ep->url = np_strdup_or_null(cfg_args_str(a, "url"), &failed);
 	ep->name = np_strdup_or_null(cfg_args_str(a, "name"), &failed);
+	if (failed)
+		return np_errf(err, "pyroscope.write: out of memory");
 	ep->remote_timeout_ns = cfg_args_duration(a, "remote_timeout");
 	ep->debug_info_upload_timeout_ns = cfg_args_duration(a, "debug_info_upload_timeout");
 	ep->min_backoff_ns = cfg_args_duration(a, "min_backoff_period");
@@ -38,40 +33,10 @@ static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_args *a,
 	ep->max_backoff_retries = (int)cfg_args_int(a, "max_backoff_retries");
 	ep->retry_on_http_429 = cfg_args_bool(a, "retry_on_http_429");
 	for (size_t i = 0; i < cfg_args_map_len(a, "headers"); i++)
-		if (np_write_headers_add(&ep->headers, cfg_args_map_key(a, "headers", i),
-					 cfg_args_map_str(a, "headers", i), err))
+		if (np_http_headers_add(&ep->headers, cfg_args_map_key(a, "headers", i), cfg_args_map_str(a, "headers", i),
+					err))
 			return -1;
-	if (cfg_http_client_oauth2(a, &ep->oauth2, err) ||
-	    cfg_args_each_header(a, "http_headers", add_header, &ep->http_headers, err) ||
-	    cfg_args_each_header(a, "proxy_connect_header", add_header, &ep->proxy_connect_headers, err))
-		return -1;
-	ep->bearer_token = np_strdup_or_null(hc.bearer_token, &failed);
-	ep->bearer_token_file = np_strdup_or_null(hc.bearer_token_file, &failed);
-	ep->basic_auth.set = hc.basic_auth.set;
-	ep->basic_auth.username = np_strdup_or_null(hc.basic_auth.username, &failed);
-	ep->basic_auth.password = np_strdup_or_null(hc.basic_auth.password, &failed);
-	ep->basic_auth.password_file = np_strdup_or_null(hc.basic_auth.password_file, &failed);
-	ep->authorization.set = hc.authorization.set;
-	ep->authorization.type = np_strdup_or_null(hc.authorization.type, &failed);
-	ep->authorization.credentials = np_strdup_or_null(hc.authorization.credentials, &failed);
-	ep->authorization.credentials_file = np_strdup_or_null(hc.authorization.credentials_file, &failed);
-	ep->tls.ca_pem = np_strdup_or_null(hc.tls.ca_pem, &failed);
-	ep->tls.ca_file = np_strdup_or_null(hc.tls.ca_file, &failed);
-	ep->tls.cert_pem = np_strdup_or_null(hc.tls.cert_pem, &failed);
-	ep->tls.cert_file = np_strdup_or_null(hc.tls.cert_file, &failed);
-	ep->tls.key_pem = np_strdup_or_null(hc.tls.key_pem, &failed);
-	ep->tls.key_file = np_strdup_or_null(hc.tls.key_file, &failed);
-	ep->tls.server_name = np_strdup_or_null(hc.tls.server_name, &failed);
-	ep->tls.min_version = np_strdup_or_null(hc.tls.min_version, &failed);
-	ep->tls.insecure_skip_verify = hc.tls.insecure_skip_verify;
-	ep->proxy_url = np_strdup_or_null(hc.proxy_url, &failed);
-	ep->no_proxy = np_strdup_or_null(hc.no_proxy, &failed);
-	ep->proxy_from_environment = hc.proxy_from_environment;
-	ep->enable_http2 = hc.enable_http2;
-	ep->follow_redirects = hc.follow_redirects;
-	if (failed)
-		return np_errf(err, "pyroscope.write: out of memory");
-	return 0;
+	return cfg_http_client_settings(a, &ep->http, err);
 }
 
 static int build_config(const struct cfg_args *a, struct np_write_config *cfg, struct np_err *err)

@@ -17,22 +17,13 @@
 
 /* ---- config helpers (config.c, http.c) ---- */
 
-void np_write_secret_free(char *s); /* wipes, then frees */
 /* Deep copy; on failure dst is still safe to pass to np_write_endpoint_free. */
 NP_MUST_CHECK int np_write_endpoint_copy(struct np_write_endpoint *dst, const struct np_write_endpoint *src,
 					 struct np_err *err);
 void np_write_endpoint_free(struct np_write_endpoint *ep); /* wipes secrets, leaves zeroes */
-/* CURL_SSLVERSION_TLSv1_x for "TLS1x", -1 when unknown. */
-long np_write_tls_version(const char *name);
-/* The authorization type, trimmed, "Bearer" when unset; NULL when it does not fit buf. */
-const char *np_write_auth_type(const struct np_write_authorization *a, char buf[64]);
-/* The URL with any password replaced by "xxxxx" (as Go's url.Redacted), for logs and
- * the `endpoint` metric label. */
-void np_write_redact_url(const char *url, char *buf, size_t cap);
+/* The endpoint's URL with any password redacted (util/http_client.h), for logs and the
+ * `endpoint` metric label. */
 void np_write_endpoint_label(const struct np_write_endpoint *ep, char *buf, size_t cap);
-/* An endpoint (proxy: a proxy) URL curl can use: scheme http or https (a proxy also
- * socks5), a host, no query or fragment. The error names `arg`. */
-NP_MUST_CHECK int np_write_check_url(const char *url, const char *arg, int proxy, struct np_err *err);
 
 /* ---- labels (push_labels.c) ---- */
 

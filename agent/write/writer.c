@@ -81,12 +81,12 @@ static int check_files(const struct np_write_config *cfg, struct np_err *err)
 		const struct {
 			const char *arg, *path;
 		} files[] = {
-			{ "bearer_token_file", ep->bearer_token_file },
-			{ "basic_auth password_file", ep->basic_auth.password_file },
-			{ "authorization credentials_file", ep->authorization.credentials_file },
-			{ "tls_config ca_file", ep->tls.ca_file },
-			{ "tls_config cert_file", ep->tls.cert_file },
-			{ "tls_config key_file", ep->tls.key_file },
+			{ "bearer_token_file", ep->http.bearer_token_file },
+			{ "basic_auth password_file", ep->http.basic_auth.password_file },
+			{ "authorization credentials_file", ep->http.authorization.credentials_file },
+			{ "tls_config ca_file", ep->http.tls.ca_file },
+			{ "tls_config cert_file", ep->http.tls.cert_file },
+			{ "tls_config key_file", ep->http.tls.key_file },
 		};
 		for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
 			FILE *f;

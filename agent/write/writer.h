@@ -20,44 +20,10 @@
 
 #include "agent/util/error.h"
 #include "agent/util/labels.h"
+#include "agent/util/http_client.h"
 #include "agent/util/oauth2.h"
 
 struct np_metrics;
-
-/* One header line. Values may be secrets: the writer never logs any header value. */
-struct np_write_header {
-	char *name;  /* owned */
-	char *value; /* owned */
-};
-
-struct np_write_headers {
-	struct np_write_header *v; /* owned array */
-	size_t n, cap;
-};
-
-struct np_write_basic_auth {
-	int set; /* the block is present */
-	char *username;
-	char *password;      /* secret */
-	char *password_file; /* re-read for every request */
-};
-
-struct np_write_authorization {
-	int set;
-	char *type;             /* NULL or "": "Bearer" */
-	char *credentials;      /* secret */
-	char *credentials_file; /* re-read for every request */
-};
-
-struct np_write_tls {
-	char *ca_pem, *ca_file;
-	char *cert_pem, *cert_file;
-	char *key_pem; /* secret */
-	char *key_file;
-	char *server_name; /* SNI and the name the server certificate must carry */
-	int insecure_skip_verify;
-	char *min_version; /* "TLS10", "TLS11", "TLS12", "TLS13"; NULL: TLS12 as Go's client */
-};
 
 struct np_write_endpoint {
 	char *url;  /* required; base URL such as http://pyroscope:4040 */
@@ -65,28 +31,16 @@ struct np_write_endpoint {
 		     * name endpoints by URL (password redacted), as Alloy's metrics do. */
 	int64_t remote_timeout_ns;	      /* per attempt; default 10s */
 	int64_t debug_info_upload_timeout_ns; /* accepted for compatibility; nodeprof uploads no debug info */
-	struct np_write_headers headers;      /* `headers` (map(string)); X-Scope-OrgID carries the tenant */
-	struct np_write_headers http_headers; /* `http_headers` (map(list(secret))): one entry per value */
+	struct np_http_headers headers;	      /* `headers` (map(string)); X-Scope-OrgID carries the tenant */
 	int64_t min_backoff_ns;		      /* default 500ms */
 	int64_t max_backoff_ns;		      /* default 5m */
 	int max_backoff_retries;	      /* default 10; 0 = retry forever */
 	int retry_on_http_429;		      /* default 1 */
 
-	/* Authentication: at most one of these. */
-	char *bearer_token; /* secret */
-	char *bearer_token_file;
-	struct np_write_basic_auth basic_auth;
-	struct np_write_authorization authorization;
-	struct np_oauth2_config *oauth2; /* owned; NULL without the block. The worker fetches
-					  * tokens on its own thread, within remote_timeout. */
-
-	struct np_write_tls tls;
-	char *proxy_url; /* http://, https:// or socks5:// */
-	char *no_proxy;	 /* comma-separated hosts, domains, IPs, CIDRs */
-	int proxy_from_environment; /* HTTP(S)_PROXY / NO_PROXY as Go reads them; default 0 */
-	struct np_write_headers proxy_connect_headers; /* `proxy_connect_header`, secrets */
-	int enable_http2;     /* default 1 (HTTP/2 over TLS via ALPN, as Go) */
-	int follow_redirects; /* default 1 */
+	/* The HTTP client settings (authentication, http_headers, TLS, proxy, redirects,
+	 * HTTP/2). An oauth2 block's token source lives in the endpoint's worker, which
+	 * fetches tokens on its own thread within remote_timeout. */
+	struct np_http_client_config http;
 
 	/* nodeprof: the bound of this endpoint's queue, counting every queued and
 	 * in-flight request body. Default 32 MiB. */
@@ -125,8 +79,6 @@ void np_write_endpoint_init(struct np_write_endpoint *ep);
 /* Appends an endpoint with the defaults and returns it (owned by cfg). */
 NP_MUST_CHECK struct np_write_endpoint *np_write_config_add_endpoint(struct np_write_config *cfg,
 								    struct np_err *err);
-NP_MUST_CHECK int np_write_headers_add(struct np_write_headers *h, const char *name, const char *value,
-				       struct np_err *err);
 void np_write_config_free(struct np_write_config *cfg); /* leaves an empty, re-initialised config */
 NP_MUST_CHECK int np_write_config_copy(struct np_write_config *dst, const struct np_write_config *src,
 				       struct np_err *err);

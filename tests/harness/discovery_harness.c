@@ -59,6 +59,7 @@ static int load_targets(const char *path, struct np_targets *out, struct np_err 
 static int cmd_docker(int argc, char **argv)
 {
 	struct np_docker_config cfg;
+	struct np_http_client_config http; /* owned */
 	struct np_docker_filter filters[16];
 	char *filter_values[16][16];
 	struct np_targets out = NP_TARGETS_INIT;
@@ -66,6 +67,8 @@ static int cmd_docker(int argc, char **argv)
 	int rc;
 
 	np_docker_config_init(&cfg);
+	np_http_client_config_init(&http);
+	cfg.http = &http;
 	cfg.filters = filters;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -83,7 +86,9 @@ static int cmd_docker(int argc, char **argv)
 		} else if (strcmp(a, "--host-networking-host") == 0) {
 			cfg.host_networking_host = v;
 		} else if (strcmp(a, "--bearer-token-file") == 0) {
-			cfg.bearer_token_file = v;
+			free(http.bearer_token_file);
+			if (!(http.bearer_token_file = strdup(v)))
+				return die("out of memory");
 		} else if (strcmp(a, "--max-response-bytes") == 0) {
 			cfg.max_response_bytes = strtoul(v, NULL, 10);
 		} else if (strcmp(a, "--refresh-interval") == 0) {
@@ -106,6 +111,7 @@ static int cmd_docker(int argc, char **argv)
 		}
 	}
 	rc = np_docker_discover_once(&cfg, &out, &err);
+	np_http_client_config_free(&http);
 	if (rc != 0)
 		return die(err.msg);
 	rc = print_targets(&out);

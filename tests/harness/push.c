@@ -118,7 +118,7 @@ static int get_dur(json_t *obj, const char *key, int64_t *out, struct np_err *er
 	return 0;
 }
 
-static int get_headers(json_t *obj, const char *key, int lists, struct np_write_headers *h, struct np_err *err)
+static int get_headers(json_t *obj, const char *key, int lists, struct np_http_headers *h, struct np_err *err)
 {
 	json_t *m = json_object_get(obj, key), *v;
 	const char *name;
@@ -134,10 +134,10 @@ static int get_headers(json_t *obj, const char *key, int lists, struct np_write_
 			if (!json_is_array(v))
 				return np_errf(err, "%s.%s must be a list of strings", key, name);
 			json_array_foreach(v, i, item) {
-				if (!json_is_string(item) || np_write_headers_add(h, name, json_string_value(item), err))
+				if (!json_is_string(item) || np_http_headers_add(h, name, json_string_value(item), err))
 					return np_errf(err, "%s.%s: bad value", key, name);
 			}
-		} else if (!json_is_string(v) || np_write_headers_add(h, name, json_string_value(v), err)) {
+		} else if (!json_is_string(v) || np_http_headers_add(h, name, json_string_value(v), err)) {
 			return np_errf(err, "%s.%s must be a string", key, name);
 		}
 	}
@@ -163,45 +163,45 @@ static int parse_endpoint(json_t *o, struct np_write_endpoint *ep, struct np_err
 	if (get_str(o, "url", &ep->url, err) || get_str(o, "name", &ep->name, err) ||
 	    get_dur(o, "remote_timeout", &ep->remote_timeout_ns, err) ||
 	    get_dur(o, "debug_info_upload_timeout", &ep->debug_info_upload_timeout_ns, err) ||
-	    get_headers(o, "headers", 0, &ep->headers, err) || get_headers(o, "http_headers", 1, &ep->http_headers, err) ||
+	    get_headers(o, "headers", 0, &ep->headers, err) || get_headers(o, "http_headers", 1, &ep->http.http_headers, err) ||
 	    get_dur(o, "min_backoff_period", &ep->min_backoff_ns, err) ||
 	    get_dur(o, "max_backoff_period", &ep->max_backoff_ns, err) ||
 	    get_bool(o, "retry_on_http_429", &ep->retry_on_http_429, err) ||
-	    get_str(o, "bearer_token", &ep->bearer_token, err) ||
-	    get_str(o, "bearer_token_file", &ep->bearer_token_file, err) ||
-	    get_str(o, "proxy_url", &ep->proxy_url, err) || get_str(o, "no_proxy", &ep->no_proxy, err) ||
-	    get_bool(o, "proxy_from_environment", &ep->proxy_from_environment, err) ||
-	    get_headers(o, "proxy_connect_header", 1, &ep->proxy_connect_headers, err) ||
-	    get_bool(o, "enable_http2", &ep->enable_http2, err) || get_bool(o, "follow_redirects", &ep->follow_redirects, err))
+	    get_str(o, "bearer_token", &ep->http.bearer_token, err) ||
+	    get_str(o, "bearer_token_file", &ep->http.bearer_token_file, err) ||
+	    get_str(o, "proxy_url", &ep->http.proxy_url, err) || get_str(o, "no_proxy", &ep->http.no_proxy, err) ||
+	    get_bool(o, "proxy_from_environment", &ep->http.proxy_from_environment, err) ||
+	    get_headers(o, "proxy_connect_header", 1, &ep->http.proxy_connect_headers, err) ||
+	    get_bool(o, "enable_http2", &ep->http.enable_http2, err) || get_bool(o, "follow_redirects", &ep->http.follow_redirects, err))
 		return -1;
 	if ((v = json_object_get(o, "max_backoff_retries")))
 		ep->max_backoff_retries = (int)json_integer_value(v);
 	if ((v = json_object_get(o, "queue_max_bytes")))
 		ep->queue_max_bytes = (size_t)json_integer_value(v);
 	if ((v = json_object_get(o, "basic_auth"))) {
-		ep->basic_auth.set = 1;
-		if (get_str(v, "username", &ep->basic_auth.username, err) ||
-		    get_str(v, "password", &ep->basic_auth.password, err) ||
-		    get_str(v, "password_file", &ep->basic_auth.password_file, err))
+		ep->http.basic_auth.set = 1;
+		if (get_str(v, "username", &ep->http.basic_auth.username, err) ||
+		    get_str(v, "password", &ep->http.basic_auth.password, err) ||
+		    get_str(v, "password_file", &ep->http.basic_auth.password_file, err))
 			return -1;
 	}
 	if ((v = json_object_get(o, "authorization"))) {
-		ep->authorization.set = 1;
-		if (get_str(v, "type", &ep->authorization.type, err) ||
-		    get_str(v, "credentials", &ep->authorization.credentials, err) ||
-		    get_str(v, "credentials_file", &ep->authorization.credentials_file, err))
+		ep->http.authorization.set = 1;
+		if (get_str(v, "type", &ep->http.authorization.type, err) ||
+		    get_str(v, "credentials", &ep->http.authorization.credentials, err) ||
+		    get_str(v, "credentials_file", &ep->http.authorization.credentials_file, err))
 			return -1;
 	}
-	if (oauth2_from_json(json_object_get(o, "oauth2"), &ep->oauth2, err))
+	if (oauth2_from_json(json_object_get(o, "oauth2"), &ep->http.oauth2, err))
 		return -1;
 	if ((v = json_object_get(o, "tls_config"))) {
-		if (check_keys(v, "tls_config", tls_keys, err) || get_str(v, "ca_pem", &ep->tls.ca_pem, err) ||
-		    get_str(v, "ca_file", &ep->tls.ca_file, err) || get_str(v, "cert_pem", &ep->tls.cert_pem, err) ||
-		    get_str(v, "cert_file", &ep->tls.cert_file, err) || get_str(v, "key_pem", &ep->tls.key_pem, err) ||
-		    get_str(v, "key_file", &ep->tls.key_file, err) ||
-		    get_str(v, "server_name", &ep->tls.server_name, err) ||
-		    get_bool(v, "insecure_skip_verify", &ep->tls.insecure_skip_verify, err) ||
-		    get_str(v, "min_version", &ep->tls.min_version, err))
+		if (check_keys(v, "tls_config", tls_keys, err) || get_str(v, "ca_pem", &ep->http.tls.ca_pem, err) ||
+		    get_str(v, "ca_file", &ep->http.tls.ca_file, err) || get_str(v, "cert_pem", &ep->http.tls.cert_pem, err) ||
+		    get_str(v, "cert_file", &ep->http.tls.cert_file, err) || get_str(v, "key_pem", &ep->http.tls.key_pem, err) ||
+		    get_str(v, "key_file", &ep->http.tls.key_file, err) ||
+		    get_str(v, "server_name", &ep->http.tls.server_name, err) ||
+		    get_bool(v, "insecure_skip_verify", &ep->http.tls.insecure_skip_verify, err) ||
+		    get_str(v, "min_version", &ep->http.tls.min_version, err))
 			return -1;
 	}
 	return 0;

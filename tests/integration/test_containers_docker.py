@@ -1,8 +1,11 @@
 """discovery.docker against the Docker Engine API test server (tests/servers/docker_api.py)
-on a unix socket and on TCP: the labels of containers with several networks, host
-networking, no ports, a shared network stack; filters; API version negotiation; the
-server's failure modes; and the docker targets attributing a real process that runs in
-a docker-shaped cgroup.
+on a unix socket, on TCP and over TLS: the labels of containers with several networks,
+host networking, no ports, a shared network stack; filters; API version negotiation; the
+server's failure modes; every HTTP client setting the component accepts (TLS with a test
+CA, server_name, client certificates, http_headers, authorization, basic_auth, proxies
+through tests/servers/http_proxy.py), each asserted where it arrives; the settings that
+cannot apply to unix:// and tcp:// hosts refused by `nodeprof check`; and the docker
+targets attributing a real process that runs in a docker-shaped cgroup.
 """
 import copy
 import json
@@ -14,10 +17,12 @@ import time
 import unittest
 
 import cgroups
+import k8s
 import np
 
 HARNESS = os.path.join(np.ROOT, "build", "harness", "discovery_harness")
 SERVER = os.path.join(np.ROOT, "tests", "servers", "docker_api.py")
+PROXY = os.path.join(np.ROOT, "tests", "servers", "http_proxy.py")
 STATE = os.path.join(np.ROOT, "tests", "fixtures", "docker", "engine_state.json")
 
 WEB = "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b2"
@@ -42,19 +47,28 @@ class EngineTest(unittest.TestCase):
             self.state = json.load(f)
         self.save()
         self.tcp_port = free_port()
-        self.server = subprocess.Popen(
-            [sys.executable, SERVER, "--socket", self.sock, "--state", self.state_path, "--log", self.log_path,
-             "--tcp", f"127.0.0.1:{self.tcp_port}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.addCleanup(self.stop_server)
-        if self.server.stdout.readline().strip() != "ready":
-            self.server.kill()
-            self.fail("docker_api.py did not start: " + self.server.stderr.read())
+        self.server = self.start([sys.executable, SERVER, "--socket", self.sock, "--state", self.state_path,
+                                  "--log", self.log_path, "--tcp", f"127.0.0.1:{self.tcp_port}",
+                                  *self.server_args()])
 
-    def stop_server(self):
-        self.server.kill()
-        self.server.wait()
-        self.server.stdout.close()
-        self.server.stderr.close()
+    def server_args(self):
+        return []
+
+    def start(self, argv):
+        """Starts a test server that prints "ready"; it is stopped when the test ends."""
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(self.stop, p)
+        if p.stdout.readline().strip() != "ready":
+            p.kill()
+            self.fail(f"{os.path.basename(argv[1])} did not start: " + p.stderr.read())
+        return p
+
+    @staticmethod
+    def stop(p):
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
 
     def save(self):
         with open(self.state_path, "w") as f:
@@ -252,6 +266,196 @@ class Failures(EngineTest):
         self.assertNotIn("wrong", err)
         err = self.discover("--bearer-token-file", token, ok=False)  # unix:// host
         self.assertIn("only used with http:// and https://", err)
+
+
+def no_proxy_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy",
+                                                                       "no_proxy")}
+    env.update(extra)
+    return env
+
+
+class HttpsEngine(EngineTest):
+    """The component as users write it (nodeprof tools targets on a config file), against
+    the Engine also served over https with a test CA whose server certificate names only
+    docker.test.internal, so that every TLS setting is needed to get through."""
+
+    def server_args(self):
+        self.pki = os.path.join(self.dir, "pki")
+        os.makedirs(self.pki)
+        self.ca, _ = k8s.make_ca(self.pki, "docker-ca")
+        crt, key = k8s.make_cert(self.pki, "engine", "docker-ca", "docker.test.internal", ["DNS:docker.test.internal"])
+        self.client_crt, self.client_key = k8s.make_cert(self.pki, "client", "docker-ca", "nodeprof", client=True)
+        self.other_ca, _ = k8s.make_ca(self.pki, "other-ca")
+        self.https_port = free_port()
+        self.https = f"https://127.0.0.1:{self.https_port}"
+        return ["--https", f"127.0.0.1:{self.https_port}", "--cert", crt, "--key", key, *self.server_extra()]
+
+    def server_extra(self):
+        return []
+
+    def targets(self, body, ok=True, env=None):
+        """Runs discovery.docker "d" { body } once; the targets, or the error output."""
+        path = os.path.join(self.dir, "docker.alloy")
+        with open(path, "w") as f:
+            f.write('discovery.docker "d" {\n' + body + "\n}\n")
+        # a failing refresh is reported at once but waited for until --wait ends
+        p = np.nodeprof("tools", "targets", "--config", path, "--component", "discovery.docker.d",
+                        "--wait", "10s" if ok else "3s", env=env or no_proxy_env(), timeout=60)
+        if ok:
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return json.loads(p.stdout)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        return p.stderr
+
+    def tls(self, *lines):
+        return "  tls_config {\n" + "".join(f"    {line}\n" for line in lines) + "  }\n"
+
+
+class HttpClientSettings(HttpsEngine):
+
+    def test_https_needs_the_ca_and_server_name(self):
+        body = f'  host = "{self.https}"\n'
+        ca = f'ca_file = "{self.ca}"'
+        name = 'server_name = "docker.test.internal"'
+        self.assertEqual(len(self.targets(body + self.tls(ca, name))), 7)
+        self.assertEqual({r["listener"] for r in self.requests()}, {"https"})
+        self.assertEqual(self.requests()[0]["headers"]["host"], f"127.0.0.1:{self.https_port}")
+        self.assertIn("certificate", self.targets(body + self.tls(ca), ok=False))  # 127.0.0.1 is not in it
+        self.assertIn("certificate", self.targets(body + self.tls(f'ca_file = "{self.other_ca}"', name), ok=False))
+        self.assertIn("certificate", self.targets(body + self.tls(name), ok=False))  # system CAs only
+        self.assertEqual(len(self.targets(body + self.tls("insecure_skip_verify = true"))), 7)
+        self.assertEqual(len(self.targets(body + self.tls(ca, name, 'min_version = "TLS13"'))), 7)
+
+    def test_http_headers_are_sent_on_every_transport(self):
+        self.state["required_headers"] = {"foo": "foobar", "X-Multi": ["1", "2"]}
+        self.save()
+        headers = '  http_headers = {\n    "foo" = ["foobar"],\n    "X-Multi" = ["1", "2"],\n  }\n'
+        for host in (f"unix://{self.sock}", f"tcp://127.0.0.1:{self.tcp_port}", f"http://127.0.0.1:{self.tcp_port}"):
+            with self.subTest(host=host):
+                open(self.log_path, "w").close()
+                self.assertEqual(len(self.targets(f'  host = "{host}"\n' + headers)), 7)
+                self.assertEqual(len(self.requests()), 3)
+                self.assertTrue(all(r["headers"]["foo"] == "foobar" for r in self.requests()))
+        self.assertEqual(len(self.targets(f'  host = "{self.https}"\n' + headers + self.tls(
+            f'ca_file = "{self.ca}"', 'server_name = "docker.test.internal"'))), 7)
+        err = self.targets(f'  host = "unix://{self.sock}"\n  http_headers = {{ "foo" = ["other"] }}\n', ok=False)
+        self.assertIn("HTTP 400: missing or wrong header foo", err)
+        self.assertNotIn("other", err)
+
+    def test_authorization_and_basic_auth(self):
+        creds = os.path.join(self.dir, "credentials")
+        with open(creds, "w") as f:
+            f.write("  s3cret\n")
+        self.state["authorization"] = "Custom s3cret"
+        self.save()
+        https = f'  host = "{self.https}"\n' + self.tls(f'ca_file = "{self.ca}"', 'server_name = "docker.test.internal"')
+        self.assertEqual(len(self.targets(https + '  authorization {\n    type = "Custom"\n'
+                                                  f'    credentials_file = "{creds}"\n  }}\n')), 7)
+        self.assertEqual(len(self.targets(https + '  authorization {\n    type = "Custom"\n'
+                                                  '    credentials = "s3cret"\n  }\n')), 7)
+        err = self.targets(https + '  authorization {\n    type = "Custom"\n    credentials = "wrong"\n  }\n',
+                           ok=False)
+        self.assertIn("HTTP 401", err)
+        self.assertNotIn("wrong", err)
+        self.state["authorization"] = "Basic dXNlcjpwYXNz"  # user:pass
+        self.save()
+        with open(creds, "w") as f:
+            f.write("pass\n")
+        self.assertEqual(len(self.targets(https + '  basic_auth {\n    username = "user"\n'
+                                                  f'    password_file = "{creds}"\n  }}\n')), 7)
+        os.unlink(creds)
+        err = self.targets(https + f'  basic_auth {{\n    username = "user"\n    password_file = "{creds}"\n  }}\n',
+                           ok=False)
+        self.assertIn(f"basic_auth password_file: open {creds}", err)
+
+    def test_proxy_url_tunnels_https_and_forwards_http(self):
+        proxy_log = os.path.join(self.dir, "proxy.log")
+        proxy_port = free_port()
+        self.start([sys.executable, PROXY, "--listen", f"127.0.0.1:{proxy_port}", "--log", proxy_log,
+                    "--require", "X-Proxy-Token=t0k"])
+        proxy = f'  proxy_url = "http://127.0.0.1:{proxy_port}"\n'
+        connect_header = '  proxy_connect_header = { "X-Proxy-Token" = ["t0k"] }\n'
+        https = f'  host = "{self.https}"\n' + self.tls(f'ca_file = "{self.ca}"', 'server_name = "docker.test.internal"')
+
+        def proxied():
+            with open(proxy_log) as f:
+                out = [json.loads(line) for line in f]
+            open(proxy_log, "w").close()
+            return out
+
+        open(proxy_log, "w").close()
+        self.assertEqual(len(self.targets(https + proxy + connect_header)), 7)
+        seen = proxied()
+        self.assertEqual({(r["method"], r["target"], r["headers"].get("x-proxy-token")) for r in seen},
+                         {("CONNECT", f"127.0.0.1:{self.https_port}", "t0k")})
+        self.assertEqual({r["listener"] for r in self.requests()}, {"https"})
+        self.assertIn("407", self.targets(https + proxy, ok=False))  # the proxy wants its header
+        proxied()
+        # proxy_from_environment, as Go reads HTTPS_PROXY
+        env = no_proxy_env(HTTPS_PROXY=f"http://127.0.0.1:{proxy_port}")
+        self.assertEqual(len(self.targets(https + '  proxy_from_environment = true\n' + connect_header, env=env)), 7)
+        self.assertEqual({r["method"] for r in proxied()}, {"CONNECT"})
+
+        # http:// is forwarded, without the CONNECT-only header; no_proxy goes direct
+        open_proxy_port = free_port()
+        self.start([sys.executable, PROXY, "--listen", f"127.0.0.1:{open_proxy_port}", "--log", proxy_log])
+        http = f'  host = "http://127.0.0.1:{self.tcp_port}"\n  proxy_url = "http://127.0.0.1:{open_proxy_port}"\n'
+        self.assertEqual(len(self.targets(http + connect_header)), 7)
+        seen = proxied()
+        self.assertEqual([(r["method"], r["target"]) for r in seen][0], ("GET", f"http://127.0.0.1:{self.tcp_port}/_ping"))
+        self.assertEqual(len(seen), 3)
+        self.assertFalse([r for r in seen if "x-proxy-token" in r["headers"]], seen)
+        self.assertEqual(self.requests()[-1]["listener"], "tcp")
+        self.assertEqual(len(self.targets(http + '  no_proxy = "127.0.0.1"\n')), 7)
+        self.assertEqual(proxied(), [])
+
+    def test_check_refuses_what_cannot_apply_to_unix_and_tcp_hosts(self):
+        path = os.path.join(self.dir, "bad.alloy")
+        cases = (
+            (f"unix://{self.sock}", f'  tls_config {{\n    ca_file = "{self.ca}"\n  }}\n', "3:3: tls_config",
+             "unix://"),
+            (f"unix://{self.sock}", '  proxy_url = "http://127.0.0.1:3128"\n', "3:3: proxy_url", "unix://"),
+            (f"tcp://127.0.0.1:{self.tcp_port}", '  basic_auth {\n    username = "u"\n  }\n', "3:3: basic_auth",
+             "tcp://"),
+            (f"tcp://127.0.0.1:{self.tcp_port}", '  bearer_token = "t"\n', "3:3: bearer_token", "tcp://"),
+        )
+        for host, body, where, scheme in cases:
+            with self.subTest(where=where):
+                with open(path, "w") as f:
+                    f.write(f'discovery.docker "d" {{\n  host = "{host}"\n{body}}}\n')
+                p = np.nodeprof("check", path)
+                self.assertEqual(p.returncode, 1, p.stdout)
+                self.assertIn(f"{path}:{where} is only used with http:// and https:// hosts", p.stderr)
+                self.assertIn(f"Prometheus' docker SD reaches {scheme} hosts", p.stderr)
+        # at their defaults, and for http(s):// hosts, the same settings are fine
+        with open(path, "w") as f:
+            f.write(f'discovery.docker "d" {{\n  host = "unix://{self.sock}"\n  proxy_from_environment = false\n'
+                    '  follow_redirects = false\n  enable_http2 = false\n}\n')
+        self.assertEqual(np.nodeprof("check", path).returncode, 0)
+
+
+class ClientCertificate(HttpsEngine):
+    """An Engine started with --tlsverify: only a client certificate of its CA gets in."""
+
+    def server_extra(self):
+        return ["--client-ca", self.ca]
+
+    def test_client_certificate_from_files_and_pem(self):
+        body = f'  host = "{self.https}"\n'
+        with open(self.ca) as f:
+            ca_pem = f.read()
+        with open(self.client_key) as f:
+            key_pem = f.read()
+        common = ('server_name = "docker.test.internal"',)
+        self.assertEqual(len(self.targets(body + self.tls(f'ca_file = "{self.ca}"', *common,
+                                                          f'cert_file = "{self.client_crt}"',
+                                                          f'key_file = "{self.client_key}"'))), 7)
+        # PEM text as an Alloy string: json.dumps writes the escapes Alloy reads
+        self.assertEqual(len(self.targets(body + self.tls(f"ca_pem = {json.dumps(ca_pem)}", *common,
+                                                          f'cert_file = "{self.client_crt}"',
+                                                          f"key_pem = {json.dumps(key_pem)}"))), 7)
+        self.assertIn("GET /_ping", self.targets(body + self.tls(f'ca_file = "{self.ca}"', *common), ok=False))
 
 
 class DockerTargetsAttributeProcesses(EngineTest):

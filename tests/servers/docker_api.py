@@ -18,15 +18,22 @@ rewriting the file:
    "containers": [...Engine container objects, with "State"...],
    "networks": [...Engine network objects...],
    "bearer_token": "s3cret"          (optional: require Authorization: Bearer s3cret)
+   "authorization": "Custom s3cret"  (optional: require exactly this Authorization value)
+   "required_headers": {"X-A": "1"}  (optional: refuse with 400 a request without every one
+                                      of these headers, as a gateway in front of the Engine
+                                      would; a header listed twice must carry each value)
    "faults": {"<ping|containers|networks>": {"status": 500, "message": "boom"}
                                         or {"garbage": true} (invalid JSON body)
                                         or {"delay": 3.0} (seconds before answering)
                                         or {"huge": 1000000} (a body of this many bytes)
                                         or {"no_version_header": true} (ping only)}}
-Every request is appended to --log as one JSON line {method, path, query, headers}.
+Every request is appended to --log as one JSON line {method, path, query, headers,
+listener} (listener: "unix", "tcp" or "https").
 
 Usage: docker_api.py --socket PATH --state FILE [--tcp HOST:PORT] [--log FILE]
-Prints "ready" on stdout once listening.
+                     [--https HOST:PORT --cert FILE --key FILE [--client-ca FILE]]
+--https serves the same API over TLS (with --client-ca, a client certificate signed by
+that CA is required, as dockerd --tlsverify does). Prints "ready" on stdout once listening.
 """
 import argparse
 import http.server
@@ -35,6 +42,7 @@ import os
 import re
 import socket
 import socketserver
+import ssl
 import sys
 import threading
 import time
@@ -115,7 +123,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.server.log_path:
                 with open(self.server.log_path, "a") as f:
                     f.write(json.dumps({"method": self.command, "path": url.path, "query": query,
-                                        "headers": {k.lower(): v for k, v in self.headers.items()}}) + "\n")
+                                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                                        "listener": self.server.listener}) + "\n")
         try:
             st = self.state()
         except (OSError, ValueError) as e:
@@ -125,6 +134,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if token and self.headers.get("Authorization") != f"Bearer {token}":
             self.error(401, "unauthorized", st)
             return
+        authorization = st.get("authorization")
+        if authorization and self.headers.get("Authorization") != authorization:
+            self.error(401, "unauthorized", st)
+            return
+        for name, want in st.get("required_headers", {}).items():
+            have = self.headers.get_all(name) or []
+            if sorted(have) != sorted(want if isinstance(want, list) else [want]):
+                self.error(400, f"missing or wrong header {name}", st)
+                return
         path = url.path
         if path == "/_ping":
             if self.apply_fault("ping", st):
@@ -213,19 +231,49 @@ class TCPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
+class TLSServer(TCPServer):
+    """TLS per connection, in the handler's thread: a client that never finishes its
+    handshake blocks only itself."""
+
+    def finish_request(self, request, client_address):
+        try:
+            request = self.ssl_context.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            request.close()
+            return
+        super().finish_request(request, client_address)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--socket", required=True)
     ap.add_argument("--state", required=True)
     ap.add_argument("--tcp", default="")
     ap.add_argument("--log", default="")
+    ap.add_argument("--https", default="")
+    ap.add_argument("--cert", default="")
+    ap.add_argument("--key", default="")
+    ap.add_argument("--client-ca", default="")
     args = ap.parse_args()
     if os.path.exists(args.socket):
         os.unlink(args.socket)
     servers = [UnixServer(args.socket, Handler)]
+    servers[0].listener = "unix"
     if args.tcp:
         host, port = args.tcp.rsplit(":", 1)
         servers.append(TCPServer((host, int(port)), Handler))
+        servers[-1].listener = "tcp"
+    if args.https:
+        host, port = args.https.rsplit(":", 1)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.cert, args.key)
+        if args.client_ca:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(args.client_ca)
+        tls = TLSServer((host, int(port)), Handler)
+        tls.ssl_context = ctx
+        tls.listener = "https"
+        servers.append(tls)
     for s in servers:
         s.state_path = args.state
         s.log_path = args.log

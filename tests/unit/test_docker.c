@@ -260,6 +260,7 @@ static void type_errors_fail_the_refresh(void **state)
 static void config_validation(void **state)
 {
 	struct np_docker_config cfg;
+	struct np_http_client_config http; /* its strings are literals here: never freed */
 	struct np_err err;
 	static const char *const vals[] = { "a=b" };
 	struct np_docker_filter bad_filter = { "", vals, 1 };
@@ -302,53 +303,91 @@ static void config_validation(void **state)
 	cfg.n_filters = 1;
 	EXPECT_INVALID("filter 1: name");
 	cfg.n_filters = 0;
-	/* credentials: not with unix:// or tcp://, one kind at a time */
-	cfg.bearer_token = "t";
-	EXPECT_INVALID("only used with http:// and https://");
+	/* the HTTP client settings: Alloy's rules, then the transport's */
+	np_http_client_config_init(&http);
+	cfg.http = &http;
+	http.bearer_token = "t";
+	http.bearer_token_file = "/f";
 	cfg.host = "http://127.0.0.1:2375";
+	EXPECT_INVALID("at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file");
+	http.bearer_token_file = NULL;
 	assert_int_equal(np_docker_config_validate(&cfg, &err), 0);
-	cfg.bearer_token_file = "/f";
-	EXPECT_INVALID("at most one of bearer_token and bearer_token_file");
-	cfg.bearer_token_file = NULL;
-	cfg.basic_auth_username = "u";
-	EXPECT_INVALID("at most one of basic_auth");
-	cfg.bearer_token = NULL;
-	cfg.basic_auth_password = "p";
-	cfg.basic_auth_password_file = "/p";
-	EXPECT_INVALID("password_file");
+	cfg.host = "unix:///run/docker.sock";
+	EXPECT_INVALID("bearer_token is only used with http:// and https:// hosts");
 	/* secrets never appear in messages */
-	assert_null(strstr(err.msg, "p\""));
+	assert_null(strstr(err.msg, "\"t\""));
+	http.bearer_token = NULL;
+	http.oauth2 = np_oauth2_config_new();
+	assert_non_null(http.oauth2);
+	http.oauth2->client_id = strdup("id");
+	http.oauth2->client_secret = strdup("s");
+	http.oauth2->token_url = strdup("http://idp/token");
+	cfg.host = "https://docker.example:2376";
+	EXPECT_INVALID("no token source");
+	np_oauth2_config_free(http.oauth2);
+	http.oauth2 = NULL;
 #undef EXPECT_INVALID
 }
 
-static void arguments(void **state)
+/* What Prometheus' docker SD leaves out for unix:// and tcp:// hosts is refused there,
+ * named by the argument to remove; the rest applies to every host. */
+static void settings_per_transport(void **state)
 {
-	struct np_err err;
-	static const char *const ok_attrs[] = { "host", "port", "host_networking_host", "refresh_interval",
-						"match_first_network", "bearer_token", "bearer_token_file",
-						"follow_redirects", "enable_http2" };
-	static const char *const no_attrs[] = { "http_headers", "no_proxy", "proxy_url", "proxy_from_environment",
+	static const char *const hosts[] = { "unix:///run/docker.sock", "tcp://10.0.0.1:2375", "http://10.0.0.1:2375",
+					     "https://10.0.0.1:2376" };
+	static const char *const settings[] = { "bearer_token",	     "bearer_token_file", "basic_auth",
+						"authorization",     "oauth2",		  "tls_config",
+						"proxy_url",	     "no_proxy",	  "proxy_from_environment",
 						"proxy_connect_header" };
+	struct np_err err;
 
-	for (size_t i = 0; i < sizeof(ok_attrs) / sizeof(ok_attrs[0]); i++)
-		assert_int_equal(np_docker_check_argument(NULL, ok_attrs[i], 0, &err), 0);
-	for (size_t i = 0; i < sizeof(no_attrs) / sizeof(no_attrs[0]); i++) {
-		assert_int_equal(np_docker_check_argument(NULL, no_attrs[i], 0, &err), -1);
-		assert_non_null(strstr(err.msg, "not supported"));
+	for (size_t h = 0; h < sizeof(hosts) / sizeof(hosts[0]); h++) {
+		int direct = h < 2;
+		for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+			struct np_http_client_config hc;
+			const char *setting = "x";
+			int rc;
+
+			np_http_client_config_init(&hc);
+			switch (i) {
+			case 0: hc.bearer_token = strdup("t"); break;
+			case 1: hc.bearer_token_file = strdup("/t"); break;
+			case 2: hc.basic_auth.set = 1; break;
+			case 3: hc.authorization.set = 1; break;
+			case 4: hc.oauth2 = np_oauth2_config_new(); break;
+			case 5: hc.tls.insecure_skip_verify = 1; break;
+			case 6: hc.proxy_url = strdup("http://proxy:3128"); break;
+			case 7: hc.no_proxy = strdup("localhost"); break;
+			case 8: hc.proxy_from_environment = 1; break;
+			default: assert_int_equal(np_http_headers_add(&hc.proxy_connect_headers, "X-A", "b", &err), 0);
+			}
+			rc = np_docker_check_http_client(hosts[h], &hc, &setting, &err);
+			if (direct) {
+				assert_int_equal(rc, -1);
+				assert_string_equal(setting, settings[i]);
+				assert_non_null(strstr(err.msg, "only used with http:// and https:// hosts"));
+				assert_non_null(strstr(err.msg, hosts[h][0] == 'u' ? "unix://" : "tcp://"));
+			} else {
+				assert_int_equal(rc, 0);
+				assert_null(setting);
+			}
+			np_http_client_config_free(&hc);
+		}
+		/* headers go with every request; redirects and HTTP/1.1 mean the same everywhere */
+		{
+			struct np_http_client_config hc;
+			const char *setting = "x";
+
+			np_http_client_config_init(&hc);
+			hc.follow_redirects = 0;
+			hc.enable_http2 = 0;
+			assert_int_equal(np_http_headers_add(&hc.http_headers, "foo", "foobar", &err), 0);
+			hc.tls.min_version = NULL;
+			assert_int_equal(np_docker_check_http_client(hosts[h], &hc, &setting, &err), 0);
+			assert_null(setting);
+			np_http_client_config_free(&hc);
+		}
 	}
-	assert_int_equal(np_docker_check_argument(NULL, "filter", 1, &err), 0);
-	assert_int_equal(np_docker_check_argument(NULL, "basic_auth", 1, &err), 0);
-	assert_int_equal(np_docker_check_argument("filter", "name", 0, &err), 0);
-	assert_int_equal(np_docker_check_argument("filter", "values", 0, &err), 0);
-	assert_int_equal(np_docker_check_argument("basic_auth", "password_file", 0, &err), 0);
-	assert_int_equal(np_docker_check_argument(NULL, "tls_config", 1, &err), -1);
-	assert_non_null(strstr(err.msg, "not supported"));
-	assert_int_equal(np_docker_check_argument(NULL, "oauth2", 1, &err), 0);
-	assert_int_equal(np_docker_check_argument(NULL, "authorization", 1, &err), -1);
-	assert_int_equal(np_docker_check_argument(NULL, "hots", 0, &err), -1);
-	assert_non_null(strstr(err.msg, "unknown"));
-	assert_int_equal(np_docker_check_argument("filter", "value", 0, &err), -1);
-	assert_int_equal(np_docker_check_argument(NULL, "filter", 0, &err), -1);
 }
 
 static void unreachable_engine(void **state)
@@ -375,7 +414,7 @@ int main(void)
 		cmocka_unit_test(skipped_and_empty),
 		cmocka_unit_test(type_errors_fail_the_refresh),
 		cmocka_unit_test(config_validation),
-		cmocka_unit_test(arguments),
+		cmocka_unit_test(settings_per_transport),
 		cmocka_unit_test(unreachable_engine),
 	};
 

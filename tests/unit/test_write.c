@@ -40,8 +40,8 @@ static void defaults_match_alloy(void **state)
 	assert_true(ep->min_backoff_ns == NP_NSEC_PER_SEC / 2);
 	assert_true(ep->max_backoff_ns == 300 * NP_NSEC_PER_SEC);
 	assert_int_equal(ep->max_backoff_retries, 10);
-	assert_true(ep->retry_on_http_429 && ep->enable_http2 && ep->follow_redirects);
-	assert_false(ep->proxy_from_environment);
+	assert_true(ep->retry_on_http_429 && ep->http.enable_http2 && ep->http.follow_redirects);
+	assert_false(ep->http.proxy_from_environment);
 	assert_true(cfg.tracing.jaeger_propagator && cfg.tracing.trace_context_propagator);
 	assert_int_equal(cfg.limits.max_label_names, 30);
 	assert_int_equal(np_write_config_validate(&cfg, &err), 0);
@@ -56,90 +56,90 @@ struct bad_case {
 
 static void e_two_auth(struct np_write_endpoint *ep)
 {
-	ep->bearer_token = strdup("t");
-	ep->basic_auth.set = 1;
-	ep->basic_auth.username = strdup("u");
+	ep->http.bearer_token = strdup("t");
+	ep->http.basic_auth.set = 1;
+	ep->http.basic_auth.username = strdup("u");
 }
 static void e_token_and_file(struct np_write_endpoint *ep)
 {
-	ep->bearer_token = strdup("t");
-	ep->bearer_token_file = strdup("/f");
+	ep->http.bearer_token = strdup("t");
+	ep->http.bearer_token_file = strdup("/f");
 }
 /* An oauth2 block without client_secret (Alloy's OAuth2Config.Validate). */
 static void e_oauth2(struct np_write_endpoint *ep)
 {
-	ep->oauth2 = np_oauth2_config_new();
-	ep->oauth2->client_id = strdup("id");
-	ep->oauth2->token_url = strdup("http://idp/token");
+	ep->http.oauth2 = np_oauth2_config_new();
+	ep->http.oauth2->client_id = strdup("id");
+	ep->http.oauth2->token_url = strdup("http://idp/token");
 }
 static void e_oauth2_and_bearer(struct np_write_endpoint *ep)
 {
 	e_oauth2(ep);
-	ep->oauth2->client_secret = strdup("s");
-	ep->bearer_token = strdup("t");
+	ep->http.oauth2->client_secret = strdup("s");
+	ep->http.bearer_token = strdup("t");
 }
 static void e_basic_both(struct np_write_endpoint *ep)
 {
-	ep->basic_auth.set = 1;
-	ep->basic_auth.password = strdup("p");
-	ep->basic_auth.password_file = strdup("/p");
+	ep->http.basic_auth.set = 1;
+	ep->http.basic_auth.password = strdup("p");
+	ep->http.basic_auth.password_file = strdup("/p");
 }
 static void e_auth_basic(struct np_write_endpoint *ep)
 {
-	ep->authorization.set = 1;
-	ep->authorization.type = strdup(" Basic ");
+	ep->http.authorization.set = 1;
+	ep->http.authorization.type = strdup(" Basic ");
 }
 static void e_auth_both(struct np_write_endpoint *ep)
 {
-	ep->authorization.set = 1;
-	ep->authorization.credentials = strdup("c");
-	ep->authorization.credentials_file = strdup("/c");
+	ep->http.authorization.set = 1;
+	ep->http.authorization.credentials = strdup("c");
+	ep->http.authorization.credentials_file = strdup("/c");
 }
 static void e_tls_ca(struct np_write_endpoint *ep)
 {
-	ep->tls.ca_pem = strdup("x");
-	ep->tls.ca_file = strdup("/x");
+	ep->http.tls.ca_pem = strdup("x");
+	ep->http.tls.ca_file = strdup("/x");
 }
-static void e_tls_cert_no_key(struct np_write_endpoint *ep) { ep->tls.cert_file = strdup("/c"); }
-static void e_tls_key_no_cert(struct np_write_endpoint *ep) { ep->tls.key_pem = strdup("k"); }
-static void e_tls_version(struct np_write_endpoint *ep) { ep->tls.min_version = strdup("TLS14"); }
+static void e_tls_cert_no_key(struct np_write_endpoint *ep) { ep->http.tls.cert_file = strdup("/c"); }
+static void e_tls_key_no_cert(struct np_write_endpoint *ep) { ep->http.tls.key_pem = strdup("k"); }
+static void e_tls_version(struct np_write_endpoint *ep) { ep->http.tls.min_version = strdup("TLS14"); }
 static void e_proxy_env_url(struct np_write_endpoint *ep)
 {
-	ep->proxy_from_environment = 1;
-	ep->proxy_url = strdup("http://proxy:3128");
+	ep->http.proxy_from_environment = 1;
+	ep->http.proxy_url = strdup("http://proxy:3128");
 }
-static void e_no_proxy_alone(struct np_write_endpoint *ep) { ep->no_proxy = strdup("localhost"); }
+static void e_no_proxy_alone(struct np_write_endpoint *ep) { ep->http.no_proxy = strdup("localhost"); }
 static void e_connect_header_alone(struct np_write_endpoint *ep)
 {
 	struct np_err err;
-	assert_int_equal(np_write_headers_add(&ep->proxy_connect_headers, "X-A", "b", &err), 0);
+	assert_int_equal(np_http_headers_add(&ep->http.proxy_connect_headers, "X-A", "b", &err), 0);
 }
-static void e_proxy_scheme(struct np_write_endpoint *ep) { ep->proxy_url = strdup("gopher://proxy:70"); }
+static void e_proxy_scheme(struct np_write_endpoint *ep) { ep->http.proxy_url = strdup("gopher://proxy:70"); }
 static void e_reserved_header(struct np_write_endpoint *ep)
 {
 	struct np_err err;
-	assert_int_equal(np_write_headers_add(&ep->headers, "content-type", "text/plain", &err), 0);
+	assert_int_equal(np_http_headers_add(&ep->headers, "content-type", "text/plain", &err), 0);
 }
 static void e_http_headers_ua(struct np_write_endpoint *ep)
 {
 	struct np_err err;
-	assert_int_equal(np_write_headers_add(&ep->http_headers, "User-Agent", "x", &err), 0);
+	assert_int_equal(np_http_headers_add(&ep->http.http_headers, "User-Agent", "x", &err), 0);
 }
 static void e_header_crlf(struct np_write_endpoint *ep)
 {
 	struct np_err err;
-	assert_int_equal(np_write_headers_add(&ep->headers, "X-Scope-OrgID", "a\r\nEvil: 1", &err), 0);
+	assert_int_equal(np_http_headers_add(&ep->headers, "X-Scope-OrgID", "a\r\nEvil: 1", &err), 0);
 }
 static void e_header_name(struct np_write_endpoint *ep)
 {
 	struct np_err err;
-	assert_int_equal(np_write_headers_add(&ep->headers, "X Bad", "v", &err), 0);
+	assert_int_equal(np_http_headers_add(&ep->headers, "X Bad", "v", &err), 0);
 }
 static void e_auth_header_conflict(struct np_write_endpoint *ep)
 {
 	struct np_err err;
-	ep->bearer_token = strdup("t");
-	assert_int_equal(np_write_headers_add(&ep->headers, "Authorization", "Bearer x", &err), 0);
+	ep->http.bearer_token = strdup("t");
+	assert_int_equal(np_http_headers_add(&ep->headers, "Authorization", "Bearer x", &err), 0);
 }
 static void e_backoff(struct np_write_endpoint *ep) { ep->min_backoff_ns = -1; }
 static void e_retries(struct np_write_endpoint *ep) { ep->max_backoff_retries = -1; }
@@ -231,29 +231,29 @@ static void validation_accepts_full_config(void **state)
 	struct np_err err;
 
 	ep->name = strdup("main");
-	ep->authorization.set = 1;
-	ep->authorization.type = strdup("Token");
-	ep->authorization.credentials = strdup("secret");
-	ep->tls.ca_pem = strdup("-----BEGIN CERTIFICATE-----");
-	ep->tls.cert_file = strdup("/c");
-	ep->tls.key_pem = strdup("-----BEGIN PRIVATE KEY-----");
-	ep->tls.server_name = strdup("pyroscope.internal");
-	ep->tls.min_version = strdup("TLS13");
-	ep->proxy_url = strdup("socks5://proxy:1080");
-	ep->no_proxy = strdup("10.0.0.0/8,.svc");
-	assert_int_equal(np_write_headers_add(&ep->headers, "X-Scope-OrgID", "team-a", &err), 0);
-	assert_int_equal(np_write_headers_add(&ep->http_headers, "X-Multi", "1", &err), 0);
-	assert_int_equal(np_write_headers_add(&ep->http_headers, "X-Multi", "2", &err), 0);
-	assert_int_equal(np_write_headers_add(&ep->proxy_connect_headers, "Proxy-Authorization", "Basic x", &err), 0);
+	ep->http.authorization.set = 1;
+	ep->http.authorization.type = strdup("Token");
+	ep->http.authorization.credentials = strdup("secret");
+	ep->http.tls.ca_pem = strdup("-----BEGIN CERTIFICATE-----");
+	ep->http.tls.cert_file = strdup("/c");
+	ep->http.tls.key_pem = strdup("-----BEGIN PRIVATE KEY-----");
+	ep->http.tls.server_name = strdup("pyroscope.internal");
+	ep->http.tls.min_version = strdup("TLS13");
+	ep->http.proxy_url = strdup("socks5://proxy:1080");
+	ep->http.no_proxy = strdup("10.0.0.0/8,.svc");
+	assert_int_equal(np_http_headers_add(&ep->headers, "X-Scope-OrgID", "team-a", &err), 0);
+	assert_int_equal(np_http_headers_add(&ep->http.http_headers, "X-Multi", "1", &err), 0);
+	assert_int_equal(np_http_headers_add(&ep->http.http_headers, "X-Multi", "2", &err), 0);
+	assert_int_equal(np_http_headers_add(&ep->http.proxy_connect_headers, "Proxy-Authorization", "Basic x", &err), 0);
 	assert_int_equal(np_labels_set(&cfg.external_labels, "cluster", "prod", &err), 0);
 	assert_int_equal(np_write_config_validate(&cfg, &err), 0);
 
 	np_write_config_init(&copy);
 	assert_int_equal(np_write_config_copy(&copy, &cfg, &err), 0);
 	assert_int_equal(np_write_config_validate(&copy, &err), 0);
-	assert_string_equal(copy.endpoints[0].authorization.credentials, "secret");
-	assert_ptr_not_equal(copy.endpoints[0].authorization.credentials, ep->authorization.credentials);
-	assert_int_equal(copy.endpoints[0].http_headers.n, 2);
+	assert_string_equal(copy.endpoints[0].http.authorization.credentials, "secret");
+	assert_ptr_not_equal(copy.endpoints[0].http.authorization.credentials, ep->http.authorization.credentials);
+	assert_int_equal(copy.endpoints[0].http.http_headers.n, 2);
 	assert_string_equal(np_labels_get(&copy.external_labels, "cluster"), "prod");
 	np_write_config_free(&copy);
 	np_write_config_free(&cfg);
@@ -277,13 +277,13 @@ static void redaction(void **state)
 {
 	char buf[256];
 
-	np_write_redact_url("https://user:pass@host:4040/p", buf, sizeof(buf));
+	np_http_redact_url("https://user:pass@host:4040/p", buf, sizeof(buf));
 	assert_string_equal(buf, "https://user:xxxxx@host:4040/p");
-	np_write_redact_url("http://user@host", buf, sizeof(buf));
+	np_http_redact_url("http://user@host", buf, sizeof(buf));
 	assert_string_equal(buf, "http://user@host");
-	np_write_redact_url("http://host:4040/a@b", buf, sizeof(buf));
+	np_http_redact_url("http://host:4040/a@b", buf, sizeof(buf));
 	assert_string_equal(buf, "http://host:4040/a@b");
-	np_write_redact_url("http://u:p:q@h", buf, sizeof(buf));
+	np_http_redact_url("http://u:p:q@h", buf, sizeof(buf));
 	assert_string_equal(buf, "http://u:xxxxx@h");
 }
 

@@ -226,7 +226,7 @@ static void update_keeps_queued_profiles(void **state)
 	/* Same name, new URL and headers: the queue stays. */
 	config_for(&cfg2, reg, p2, "main");
 	cfg2.shutdown_flush_ns = 0;
-	assert_int_equal(np_write_headers_add(&cfg2.endpoints[0].headers, "X-Scope-OrgID", "t", &err), 0);
+	assert_int_equal(np_http_headers_add(&cfg2.endpoints[0].headers, "X-Scope-OrgID", "t", &err), 0);
 	assert_int_equal(np_writer_update(w, &cfg2, &err), 0);
 	assert_int_equal(np_writer_endpoint_stats(w, 0, &st), 0);
 	assert_int_equal(st.queued_profiles, 5);
@@ -235,7 +235,7 @@ static void update_keeps_queued_profiles(void **state)
 
 	/* An invalid config changes nothing. */
 	config_for(&bad, reg, p2, "main");
-	bad.endpoints[0].oauth2 = np_oauth2_config_new(); /* without client_id */
+	bad.endpoints[0].http.oauth2 = np_oauth2_config_new(); /* without client_id */
 	assert_int_equal(np_writer_update(w, &bad, &err), -1);
 	assert_non_null(strstr(err.msg, "oauth2 client_id must be configured"));
 	assert_int_equal(np_writer_endpoint_stats(w, 0, &st), 0);
@@ -300,7 +300,7 @@ static void missing_files_are_config_errors(void **state)
 	struct np_writer *w = (struct np_writer *)1;
 
 	config_for(&cfg, reg, 1, NULL);
-	cfg.endpoints[0].bearer_token_file = strdup("/nonexistent/token");
+	cfg.endpoints[0].http.bearer_token_file = strdup("/nonexistent/token");
 	assert_int_equal(np_writer_new(&cfg, &w, &err), -1);
 	assert_null(w);
 	assert_non_null(strstr(err.msg, "bearer_token_file /nonexistent/token"));

@@ -3,7 +3,9 @@
  * is agent/discovery/docker_component.c (over agent/discovery/docker.h). */
 #include <string.h>
 
+#include "agent/config/http_client.h"
 #include "agent/config/types/types.h"
+#include "agent/discovery/docker.h"
 
 static const struct cfg_attr filter_attrs[] = {
 	CFG_A("name", &cfg_t_string, CFG_REQUIRED, NULL),
@@ -11,6 +13,25 @@ static const struct cfg_attr filter_attrs[] = {
 	CFG_END,
 };
 static const struct cfg_schema filter_schema = { filter_attrs, NULL, NULL };
+
+/* The HTTP client settings that cannot apply to a unix:// or tcp:// host (as
+ * agent/discovery/docker.h explains), reported where they are written. */
+static void transport_validate(const struct cfg_args *a, const char *host, struct cfg_diags *d)
+{
+	struct np_http_client_config hc;
+	const char *setting = NULL;
+	struct np_err err;
+
+	if (cfg_http_client_settings(a, &hc, &err) || np_docker_check_http_client(host, &hc, &setting, &err)) {
+		struct cfg_pos pos = a->pos;
+		if (setting && cfg_schema_block(a->schema, setting, NULL))
+			pos = cfg_args_block(a, setting, 0)->pos;
+		else if (setting)
+			pos = cfg_args_name_pos(a, setting);
+		cfg_error(d, pos, "%s", err.msg);
+	}
+	np_http_client_config_free(&hc);
+}
 
 static void validate(const struct cfg_args *a, struct cfg_diags *d)
 {
@@ -27,6 +48,8 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 				  "host: unsupported scheme in \"%s\"; expected unix://, tcp://, http:// or https://", host);
 	}
 	cfg_http_client_validate(a, d);
+	if (host && !cfg_args_is_unknown(a, "host"))
+		transport_validate(a, host, d);
 }
 
 static const struct cfg_attr attrs[] = {

@@ -1,0 +1,205 @@
+/* Unit tests for agent/util/http_client: secret files, deep copies, and what one
+ * request gets from the settings (header lines, server_name routing, proxy headers,
+ * errors that name the file), read back from the request without a network. The
+ * transfers themselves are tested against real servers in the integration tests
+ * (test_write.py, test_containers_docker.py). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "agent/util/http_client.h"
+#include "agent/util/oauth2.h"
+#include "agent/util/strbuf.h"
+
+static char dir[] = "/tmp/np-http-client-XXXXXX";
+
+static int setup(void **state)
+{
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *write_file(const char *name, const char *content)
+{
+	static char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(content, f);
+	fclose(f);
+	return path;
+}
+
+static int has_line(const struct curl_slist *l, const char *line)
+{
+	for (; l; l = l->next)
+		if (strcmp(l->data, line) == 0)
+			return 1;
+	return 0;
+}
+
+static void secret_files_as_prometheus_reads_them(void **state)
+{
+	struct np_err err;
+	char *s = np_http_read_secret_file(write_file("token", " \t s3cret\n\n"), &err);
+
+	assert_non_null(s);
+	assert_string_equal(s, "s3cret");
+	np_secret_free(s);
+	assert_null(np_http_read_secret_file(write_file("two", "a\nb\n"), &err));
+	assert_non_null(strstr(err.msg, "contains a line break"));
+	assert_null(strstr(err.msg, "a\nb"));
+	assert_null(np_http_read_secret_file("/nonexistent/token", &err));
+	assert_non_null(strstr(err.msg, "open /nonexistent/token"));
+}
+
+static void copies_are_deep(void **state)
+{
+	struct np_http_client_config a, b;
+	struct np_err err;
+
+	np_http_client_config_init(&a);
+	assert_true(a.follow_redirects && a.enable_http2);
+	a.bearer_token = strdup("t");
+	a.tls.server_name = strdup("docker.internal");
+	a.proxy_url = strdup("http://u:p@proxy:3128");
+	a.oauth2 = np_oauth2_config_new();
+	a.oauth2->client_id = strdup("id");
+	a.follow_redirects = 0;
+	assert_int_equal(np_http_headers_add(&a.http_headers, "foo", "foobar", &err), 0);
+	assert_int_equal(np_http_headers_add(&a.proxy_connect_headers, "X-P", "1", &err), 0);
+	assert_int_equal(np_http_client_config_copy(&b, &a, &err), 0);
+	np_http_client_config_free(&a);
+	assert_string_equal(b.bearer_token, "t");
+	assert_string_equal(b.tls.server_name, "docker.internal");
+	assert_string_equal(b.oauth2->client_id, "id");
+	assert_string_equal(b.http_headers.v[0].value, "foobar");
+	assert_string_equal(b.proxy_connect_headers.v[0].name, "X-P");
+	assert_false(b.follow_redirects);
+	assert_int_equal(np_http_client_auth_count(&b), 2);
+	np_http_client_config_free(&b);
+	assert_null(b.bearer_token);
+	assert_true(b.follow_redirects); /* back to the defaults */
+}
+
+static void request_gets_headers_auth_and_route(void **state)
+{
+	struct np_http_client_config c;
+	struct np_http_request r = NP_HTTP_REQUEST_INIT;
+	CURL *h = curl_easy_init();
+	struct np_err err;
+
+	assert_non_null(h);
+	np_http_client_config_init(&c);
+	c.authorization.set = 1;
+	c.authorization.type = strdup(" Custom ");
+	c.authorization.credentials_file = strdup(write_file("creds", "s3cret\n"));
+	c.tls.server_name = strdup("docker.test.internal");
+	assert_int_equal(np_http_headers_add(&c.http_headers, "foo", "foobar", &err), 0);
+	assert_int_equal(np_http_headers_add(&c.http_headers, "X-Multi", "1", &err), 0);
+	assert_int_equal(np_http_headers_add(&c.http_headers, "X-Multi", "2", &err), 0);
+	c.proxy_url = strdup("http://127.0.0.1:3128");
+	assert_int_equal(np_http_headers_add(&c.proxy_connect_headers, "X-Proxy-Token", "t0k", &err), 0);
+
+	assert_int_equal(np_http_request_header(&r, "Content-Type", "application/proto", &err), 0);
+	assert_int_equal(np_http_client_apply(h, &c, "https://127.0.0.1:2376/_ping", "ua/1", NULL, &r, &err), 0);
+	/* server_name names the URL; the connection goes to the real address with its Host */
+	assert_string_equal(r.url, "https://docker.test.internal:2376/_ping");
+	assert_string_equal(r.connect_to->data, "docker.test.internal:2376:127.0.0.1:2376");
+	assert_true(has_line(r.headers, "Host: 127.0.0.1:2376"));
+	assert_true(has_line(r.headers, "Content-Type: application/proto"));
+	assert_true(has_line(r.headers, "foo: foobar"));
+	assert_true(has_line(r.headers, "X-Multi: 1") && has_line(r.headers, "X-Multi: 2"));
+	assert_true(has_line(r.headers, "Authorization: Custom s3cret"));
+	assert_true(has_line(r.proxy_headers, "X-Proxy-Token: t0k"));
+	np_http_request_release(h, &r);
+	assert_null(r.headers);
+
+	/* plain http: no rerouting, and proxy_connect_header stays off forwarded requests */
+	assert_int_equal(np_http_client_apply(h, &c, "http://127.0.0.1:2375/_ping", "ua/1", NULL, &r, &err), 0);
+	assert_string_equal(r.url, "http://127.0.0.1:2375/_ping");
+	assert_null(r.connect_to);
+	assert_null(r.proxy_headers);
+	np_http_request_release(h, &r);
+
+	/* a secret file that went away fails the request, naming the argument and the file */
+	unlink(c.authorization.credentials_file);
+	assert_int_equal(np_http_client_apply(h, &c, "http://127.0.0.1:2375/", NULL, NULL, &r, &err), -1);
+	assert_non_null(strstr(err.msg, "authorization credentials_file: open "));
+	assert_non_null(strstr(err.msg, "/creds"));
+	np_http_request_release(h, &r);
+	np_http_client_config_free(&c);
+
+	/* oauth2 needs the caller's token */
+	c.oauth2 = np_oauth2_config_new();
+	assert_int_equal(np_http_client_apply(h, &c, "http://127.0.0.1:2375/", NULL, NULL, &r, &err), -1);
+	assert_non_null(strstr(err.msg, "oauth2"));
+	np_http_request_release(h, &r);
+	assert_int_equal(np_http_client_apply(h, &c, "http://127.0.0.1:2375/", NULL, "Bearer tok", &r, &err), 0);
+	assert_true(has_line(r.headers, "Authorization: Bearer tok"));
+	np_http_request_release(h, &r);
+	np_http_client_config_free(&c);
+	curl_easy_cleanup(h);
+}
+
+static void validation_names_the_argument(void **state)
+{
+	static const struct {
+		const char *want;
+		int edit;
+	} cases[] = {
+		{ "at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file", 0 },
+		{ "http_headers: header authorization is reserved", 1 },
+		{ "http_headers: header Host is reserved", 2 },
+		{ "tls_config: unknown TLS version: TLS9", 3 },
+		{ "if no_proxy is configured, proxy_url must also be configured", 4 },
+		{ "proxy_url: unsupported scheme \"ftp\"", 5 },
+		{ "basic_auth: the username must not contain ':'", 6 },
+	};
+	struct np_err err;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct np_http_client_config c;
+
+		np_http_client_config_init(&c);
+		switch (cases[i].edit) {
+		case 0: c.bearer_token = strdup("t"); c.basic_auth.set = 1; break;
+		case 1: assert_int_equal(np_http_headers_add(&c.http_headers, "authorization", "x", &err), 0); break;
+		case 2: assert_int_equal(np_http_headers_add(&c.http_headers, "Host", "x", &err), 0); break;
+		case 3: c.tls.min_version = strdup("TLS9"); break;
+		case 4: c.no_proxy = strdup("localhost"); break;
+		case 5: c.proxy_url = strdup("ftp://proxy"); break;
+		default: c.basic_auth.set = 1; c.basic_auth.username = strdup("a:b"); break;
+		}
+		if (np_http_client_config_validate(&c, &err) == 0 || !strstr(err.msg, cases[i].want))
+			fail_msg("case %zu: want \"%s\", got \"%s\"", i, cases[i].want, err.msg);
+		np_http_client_config_free(&c);
+	}
+}
+
+int main(void)
+{
+	static const struct CMUnitTest tests[] = {
+		cmocka_unit_test(secret_files_as_prometheus_reads_them),
+		cmocka_unit_test(copies_are_deep),
+		cmocka_unit_test(request_gets_headers_auth_and_route),
+		cmocka_unit_test(validation_names_the_argument),
+	};
+
+	return cmocka_run_group_tests_name("http_client", tests, setup, teardown);
+}
