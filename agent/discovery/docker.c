@@ -93,6 +93,11 @@ static int set(const char *s)
 	return s && *s;
 }
 
+static int http_scheme(enum scheme s)
+{
+	return s == SCHEME_HTTP || s == SCHEME_HTTPS;
+}
+
 /* The first setting of hc that cannot apply to a unix:// or tcp:// host, or NULL. */
 static const char *unusable_setting(const struct np_http_client_config *hc)
 {
@@ -125,10 +130,11 @@ static const char *unusable_setting(const struct np_http_client_config *hc)
 int np_docker_config_validate(const struct np_docker_config *cfg, struct np_err *err)
 {
 	struct endpoint ep = { .base = NP_BUF_INIT };
-	const char *unusable;
+	enum scheme ep_scheme;
 	int rc;
 
 	rc = parse_host(cfg->host, &ep, err);
+	ep_scheme = ep.scheme;
 	np_buf_free(&ep.base);
 	if (rc != 0)
 		return -1;
@@ -145,9 +151,9 @@ int np_docker_config_validate(const struct np_docker_config *cfg, struct np_err 
 		return 0;
 	if (np_http_client_config_validate(cfg->http, err))
 		return -1;
-	if (cfg->http->oauth2 && !cfg->oauth2)
+	if (cfg->http->oauth2 && !cfg->oauth2 && http_scheme(ep_scheme))
 		return np_errf(err, "oauth2: no token source was made for the block");
-	return np_docker_check_http_client(cfg->host, cfg->http, &unusable, err);
+	return 0;
 }
 
 int np_docker_check_http_client(const char *host, const struct np_http_client_config *hc, const char **setting,
@@ -163,8 +169,8 @@ int np_docker_check_http_client(const char *host, const struct np_http_client_co
 	what = strstr(*setting, "proxy") ? "proxy settings" : strcmp(*setting, "tls_config") == 0 ? "TLS settings"
 												  : "credentials";
 	return np_errf(err,
-		       "%s is only used with http:// and https:// hosts: Prometheus' docker SD reaches %s hosts without "
-		       "the HTTP client's %s; remove it or use %s",
+		       "%s is ignored: Prometheus' docker SD (which Alloy runs) reaches %s hosts without the HTTP "
+		       "client's %s, and so does nodeprof; remove it, or use %s",
 		       *setting, unix_socket ? "unix://" : "tcp://", what,
 		       unix_socket ? "an http:// or https:// address of the Engine" : "https://HOST:PORT or http://HOST:PORT");
 }
@@ -251,9 +257,20 @@ static int configure(struct client *c, const char *url, struct np_http_request *
 
 	if (timeout_ms <= 0)
 		timeout_ms = 1;
+	const struct np_http_client_config *hc = cfg->http ? cfg->http : &default_http;
+	struct np_http_client_config plain;
+
+	if (!http_scheme(c->ep->scheme)) {
+		/* What Prometheus leaves out on unix:// and tcp:// (check warned about it): a
+		 * view of hc with only the settings that do not shape the connection. */
+		plain = default_http;
+		plain.http_headers = hc->http_headers;
+		plain.follow_redirects = hc->follow_redirects;
+		plain.enable_http2 = hc->enable_http2;
+		hc = &plain;
+	}
 	curl_easy_reset(h); /* keeps the connection for the next request */
-	if (np_http_client_apply(h, cfg->http ? cfg->http : &default_http, url, "nodeprof/" NP_VERSION,
-				 c->authorization, req, err))
+	if (np_http_client_apply(h, hc, url, "nodeprof/" NP_VERSION, c->authorization, req, err))
 		return -1;
 	/* Prometheus bounds each request by the refresh interval. */
 	if (curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK ||
@@ -408,7 +425,7 @@ int np_docker_discover_once(const struct np_docker_config *cfg, struct np_target
 	}
 	containers.max = networks.max = cfg->max_response_bytes;
 	/* One token for the requests of this refresh, asked within the same bound. */
-	if (cfg->http && cfg->http->oauth2 &&
+	if (cfg->http && cfg->http->oauth2 && http_scheme(ep.scheme) &&
 	    np_oauth2_authorization(cfg->oauth2, "nodeprof/" NP_VERSION, cfg->refresh_interval_ns, NULL, NULL,
 				    &authorization, err))
 		goto out;

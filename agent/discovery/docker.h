@@ -26,10 +26,11 @@
  * Prometheus' docker SD gives the Docker client its HTTP client settings only for
  * http:// and https:// hosts; unix:// and tcp:// hosts are reached through the Docker
  * client's own transport. nodeprof follows it for what shapes or authenticates the
- * connection: TLS, proxies and credentials cannot apply to unix:// and tcp:// hosts and
- * are refused there (np_docker_check_http_client). http_headers, follow_redirects and
- * enable_http2 are honoured on every transport: headers go with each request, and
- * cleartext HTTP is HTTP/1.1 either way. */
+ * connection: TLS, proxies and credentials are not used for unix:// and tcp:// hosts, and
+ * `check` warns where they are written (np_docker_check_http_client), so a configuration
+ * Alloy loads loads here too and nothing is ignored silently. http_headers,
+ * follow_redirects and enable_http2 are honoured on every transport: headers go with each
+ * request, and cleartext HTTP is HTTP/1.1 either way. */
 #ifndef NP_DISCOVERY_DOCKER_H
 #define NP_DISCOVERY_DOCKER_H
 

@@ -14,8 +14,9 @@ static const struct cfg_attr filter_attrs[] = {
 };
 static const struct cfg_schema filter_schema = { filter_attrs, NULL, NULL };
 
-/* The HTTP client settings that cannot apply to a unix:// or tcp:// host (as
- * agent/discovery/docker.h explains), reported where they are written. */
+/* The HTTP client settings that Prometheus' docker SD (so Alloy) ignores for a unix:// or
+ * tcp:// host (agent/discovery/docker.h): the configuration loads, as in Alloy, with a
+ * warning where the first of them is written, since nodeprof ignores them too. */
 static void transport_validate(const struct cfg_args *a, const char *host, struct cfg_diags *d)
 {
 	struct np_http_client_config hc;
@@ -28,7 +29,7 @@ static void transport_validate(const struct cfg_args *a, const char *host, struc
 			pos = cfg_args_block(a, setting, 0)->pos;
 		else if (setting)
 			pos = cfg_args_name_pos(a, setting);
-		cfg_error(d, pos, "%s", err.msg);
+		cfg_warn(d, pos, "%s", err.msg);
 	}
 	np_http_client_config_free(&hc);
 }
