@@ -51,8 +51,9 @@ int cfg_args_each_header(const struct cfg_args *a, const char *name,
 	for (size_t i = 0; i < cfg_args_map_len(a, name); i++) {
 		const char *key = cfg_args_map_key(a, name, i);
 		const struct cfg_value *list = cfg_args_map_value(a, name, i);
-		for (size_t k = 0; list && k < cfg_array_len(list); k++) {
-			const struct cfg_value *v = cfg_array_get(list, k);
+		/* map(list(secret)) after decoding: the values are borrowed from the array */
+		for (size_t k = 0; list && list->kind == CFG_V_ARRAY && k < list->u.arr.n; k++) {
+			const struct cfg_value *v = list->u.arr.v[k];
 			if ((v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) && fn(ud, key, v->u.str.s, err))
 				return -1;
 		}
