@@ -14,6 +14,7 @@
 
 #include "agent/profile/sampler.h"
 #include "agent/symbols/symbolizer.h"
+#include "agent/unwind/loader.h"
 #include "agent/util/error.h"
 
 struct np_collected {
@@ -41,6 +42,7 @@ struct np_collector_options {
 	enum sym_demangle demangle;
 	int kernel_frames;	    /* include kernel frames */
 	size_t symbol_cache_bytes;  /* 0 = the symbolizer's default */
+	size_t unwind_bpf_bytes;    /* budget of unwind tables in BPF maps; 0 = UNW_DEFAULT_BPF_BUDGET */
 	np_collect_event_hook on_event;
 	void *event_ud;
 };
@@ -70,6 +72,7 @@ struct np_collector_stats {
 	uint64_t bpf[NP_STAT_MAX];
 	uint64_t missing_stacks;
 	uint64_t recovered_callers; /* samples whose frameless leaf got its caller back */
+	struct unw_loader_stats unwind; /* unwind tables and mappings in BPF */
 	/* How full the kernel maps were at the last drain (entries read) and their capacity:
 	 * entries near capacity mean the drain interval is too long for the sample rate. */
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity;
