@@ -227,11 +227,15 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 	out->samples = c->samples;
 	out->missing_stacks = c->missing_stacks;
 	out->recovered_callers = c->recovered_callers;
-	unw_loader_stats(c->unw, &out->unwind);
 	out->counts_entries = c->last_counts;
 	out->stacks_entries = c->last_stacks;
 	np_sampler_capacity(c->sampler, &out->counts_capacity, &out->stacks_capacity);
 	return np_sampler_stats(c->sampler, out->bpf, err);
+}
+
+void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out)
+{
+	unw_loader_stats(c->unw, out);
 }
 
 void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_frame *out)

@@ -72,11 +72,12 @@ struct np_collector_stats {
 	uint64_t bpf[NP_STAT_MAX];
 	uint64_t missing_stacks;
 	uint64_t recovered_callers; /* samples whose frameless leaf got its caller back */
-	struct unw_loader_stats unwind; /* unwind tables and mappings in BPF */
 	/* How full the kernel maps were at the last drain (entries read) and their capacity:
 	 * entries near capacity mean the drain interval is too long for the sample rate. */
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity;
 };
 NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err);
+/* The unwind tables and mappings in BPF. Owner thread only (unlike np_collector_stats). */
+void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out);
 
 #endif
