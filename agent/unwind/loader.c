@@ -270,7 +270,9 @@ static int push_rules(struct unw_loader *l, struct np_err *err)
 	size_t n = unw_rule_set_count(&l->rules);
 	for (; l->rules.loaded < n; l->rules.loaded++) {
 		uint32_t i = (uint32_t)l->rules.loaded;
-		if (bpf_map_update_elem(l->maps.rules, &i, unw_rule_set_get(&l->rules, i), BPF_ANY))
+		struct np_unw_rule r;
+		unw_rule_set_get(&l->rules, i, &r);
+		if (bpf_map_update_elem(l->maps.rules, &i, &r, BPF_ANY))
 			return np_errno(err, "load unwind rule %u", i);
 	}
 	return 0;

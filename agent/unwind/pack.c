@@ -19,10 +19,10 @@ size_t unw_rule_set_count(const struct unw_rule_set *rs)
 	return rs->ids.n;
 }
 
-const struct np_unw_rule *unw_rule_set_get(const struct unw_rule_set *rs, uint32_t i)
+void unw_rule_set_get(const struct unw_rule_set *rs, uint32_t i, struct np_unw_rule *out)
 {
 	size_t len;
-	return (const struct np_unw_rule *)np_intern_key(&rs->ids, i + 1, &len);
+	memcpy(out, np_intern_key(&rs->ids, i + 1, &len), sizeof(*out));
 }
 
 static uint64_t elem(uint32_t lo, uint32_t hi)

@@ -24,8 +24,8 @@ struct unw_rule_set {
 #define UNW_RULE_SET_INIT { NP_INTERN_INIT, 0 }
 
 void unw_rule_set_free(struct unw_rule_set *rs);
-/* The rule of global index i (i < unw_rule_set_count). */
-const struct np_unw_rule *unw_rule_set_get(const struct unw_rule_set *rs, uint32_t i);
+/* The rule of global index i (i < unw_rule_set_count), copied (interned keys are unaligned). */
+void unw_rule_set_get(const struct unw_rule_set *rs, uint32_t i, struct np_unw_rule *out);
 size_t unw_rule_set_count(const struct unw_rule_set *rs);
 
 struct unw_packed {

@@ -9,22 +9,28 @@ import np
 
 OMIT = ("-O2", "-fomit-frame-pointer", "-g")
 
-LEAFY = r"""
-#include <stdlib.h>
+# A leaf and its caller, NAME_leaf and NAME_entry; the caller is not a tail call, so it stays on
+# the stack below the leaf.
+def leaf_pair(name):
+    return r"""
 static volatile unsigned long sink;
-__attribute__((noinline)) unsigned long leaf(unsigned long n)
+__attribute__((noinline)) unsigned long NAME_leaf(unsigned long n)
 {
 	unsigned long s = 0;
 	for (unsigned long i = 0; i < n; i++)
 		s += i * i ^ sink;
 	return s;
 }
-__attribute__((noinline)) unsigned long function(unsigned long n)
+__attribute__((noinline)) unsigned long NAME_entry(unsigned long n)
 {
-	unsigned long s = leaf(n);
-	sink += s; /* not a tail call: function stays on the stack */
+	unsigned long s = NAME_leaf(n);
+	sink += s;
 	return s + 1;
 }
+""".replace("NAME_", name)
+
+
+LEAFY = "#include <stdlib.h>\n" + leaf_pair("").replace("entry(", "function(") + r"""
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
@@ -34,22 +40,7 @@ int main(int argc, char **argv)
 }
 """
 
-LIB = r"""
-static volatile unsigned long sink;
-__attribute__((noinline)) unsigned long lib_leaf(unsigned long n)
-{
-	unsigned long s = 0;
-	for (unsigned long i = 0; i < n; i++)
-		s += i * i ^ sink;
-	return s;
-}
-unsigned long lib_entry(unsigned long n)
-{
-	unsigned long s = lib_leaf(n);
-	sink += s;
-	return s + 1;
-}
-"""
+LIB = leaf_pair("lib_")
 
 LOADER = r"""
 #include <dlfcn.h>
