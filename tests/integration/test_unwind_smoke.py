@@ -94,7 +94,7 @@ class UnwindSmokeTest(unittest.TestCase):
 
     def assert_reach_entry(self, stacks, what):
         good, total = shares(stacks, lambda f: "__libc_start_call_main" in f)
-        self.assertGreater(total, 400, f"{what}: too few samples")
+        self.assertGreater(total, 200, f"{what}: too few samples")
         top = sorted((c, s) for s, c in stacks.items() if "__libc_start_call_main" not in s)[-5:]
         self.assertGreaterEqual(good / total, 0.95,
                                 f"{what}: {good}/{total} samples reach __libc_start_call_main; others: {top}")
@@ -113,7 +113,7 @@ class UnwindSmokeTest(unittest.TestCase):
         stacks = self.record(w.pid, 5, 499)
         good, total = shares(stacks, lambda f: np.contains_run(f, ["main", "function", "leaf"]) and
                              "__libc_start_call_main" in f)
-        self.assertGreater(total, 1000)
+        self.assertGreater(total, 500)
         self.assertGreaterEqual(good / total, 0.95, f"{good}/{total} whole main;function;leaf: {list(stacks)[:5]}")
 
     def test_dlopen_after_start(self):
@@ -128,7 +128,7 @@ class UnwindSmokeTest(unittest.TestCase):
         stacks = self.record(w.pid, 6, 499)
         in_lib = {s: c for s, c in stacks.items() if "lib_leaf" in s.split(";")}
         good, total = shares(in_lib, lambda f: np.contains_run(f, ["main", "run_lib", "lib_entry", "lib_leaf"]))
-        self.assertGreater(total, 1000, f"too few samples in the dlopen'ed library: {list(stacks)[:5]}")
+        self.assertGreater(total, 500, f"too few samples in the dlopen'ed library: {list(stacks)[:5]}")
         self.assertGreaterEqual(good / total, 0.95, f"{good}/{total} whole; others: "
                                 f"{[s for s in in_lib if 'main' not in s.split(';')][:5]}")
 
