@@ -2,9 +2,12 @@
 /* The CPU sampler: a perf_event program run on every CPU at sample_rate Hz.
  *
  * Per sample it checks the allow-list (one map lookup for a process nobody asked
- * for), takes the user and kernel stacks, stores each distinct stack once under a
- * 64-bit hash, and counts (process incarnation, cgroup, stacks) in the kernel, so
- * user space reads one entry per distinct stack instead of one per sample.
+ * for), walks the user stack with the unwind tables user space loaded (frame pointers
+ * where there is none: bpf/unwind_walk.h), takes the kernel stack with bpf_get_stack,
+ * stores each distinct stack once under a 64-bit hash, and counts (process incarnation,
+ * cgroup, stacks) in the kernel, so user space reads one entry per distinct stack
+ * instead of one per sample. A walk longer than one program's share of frames goes on
+ * in np_unwind through a tail call; whichever program ends the walk stores and counts.
  *
  * Lossless hand-over to user space: the counts and stacks maps live behind two
  * single-slot ARRAY_OF_MAPS. User space swaps in an empty pair; the kernel waits
@@ -17,7 +20,9 @@
  * Process lifecycle: the first sample of a process, and every exec of a known
  * process, gives it a new incarnation number (gen) and tells user space through a
  * ring buffer, so user space can snapshot /proc/PID/maps while the process is
- * alive; the exit of its main thread is reported too.
+ * alive; the exit of its main thread is reported too. The walker asks through the same
+ * ring buffer (rate limited) for a process's maps to be re-read (a pc in no known
+ * mapping: dlopen) and for a table to be loaded (built lazily, evicted when over budget).
  *
  * Only UAPI types and stable helpers are used: the program reads no kernel-internal
  * structure, so there is nothing for CO-RE to relocate, no vmlinux.h to generate
@@ -26,6 +31,7 @@
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
 #include <bpf/bpf_helpers.h>
+#include <linux/ptrace.h>
 
 #include "sampler.h"
 
@@ -100,14 +106,6 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* Per-CPU scratch for one stack: too big for the 512-byte BPF stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct np_stack);
-} scratch SEC(".maps");
-
 static __always_inline void stat_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
@@ -116,7 +114,7 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1; /* per-CPU slot: no other writer */
 }
 
-static __always_inline void send_proc_event(__u32 type, __u32 tgid, __u32 gen)
+static __always_inline void send_proc_event(__u32 type, __u32 tgid, __u32 gen, __u32 arg)
 {
 	struct np_proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
 
@@ -127,9 +125,11 @@ static __always_inline void send_proc_event(__u32 type, __u32 tgid, __u32 gen)
 	e->type = type;
 	e->tgid = tgid;
 	e->gen = gen;
-	e->pad = 0;
+	e->arg = arg;
 	bpf_ringbuf_submit(e, 0);
 }
+
+#include "unwind_walk.h"
 
 static __always_inline __u32 new_gen(void)
 {
@@ -151,40 +151,23 @@ static __always_inline __u64 hash_stack(const struct np_stack *s)
 }
 
 /* The word at the user stack pointer, unless it looks like a stack address (a saved
- * frame pointer, a pointer to a local). The user registers are the ones saved at
- * kernel entry, whether the sample interrupted user or kernel code. */
-static __always_inline __u64 user_sp_word(void)
+ * frame pointer, a pointer to a local). */
+static __always_inline __u64 user_sp_word(__u64 sp)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	__u64 sp = 0, w = 0;
+	__u64 w = 0;
 
-	if (bpf_probe_read_kernel(&sp, sizeof(sp), &regs->rsp) || !sp)
-		return 0;
-	if (bpf_probe_read_user(&w, sizeof(w), (void *)sp))
+	if (!sp || bpf_probe_read_user(&w, sizeof(w), (void *)sp))
 		return 0;
 	if (w - sp < NP_STACK_NEAR || sp - w < NP_STACK_NEAR)
 		return 0;
 	return w;
 }
 
-/* Captures one stack into scratch and stores it; returns its hash, 0 when there is none. */
-static __always_inline __u64 store_stack(struct bpf_perf_event_data *ctx, void *stacks, struct np_stack *s,
-					 __u64 flags, __u32 lost_stat)
+/* Stores a stack once under its hash; returns the hash, 0 when it could not be stored. */
+static __always_inline __u64 put_stack(void *stacks, struct np_stack *s)
 {
-	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), flags);
-	__u64 h;
+	__u64 h = hash_stack(s);
 
-	s->sp_word = 0;
-	if (n < 0) {
-		stat_inc(lost_stat);
-		return 0;
-	}
-	if (n == 0)
-		return 0;
-	s->len = (__u32)(n / sizeof(__u64));
-	if (flags & BPF_F_USER_STACK)
-		s->sp_word = user_sp_word();
-	h = hash_stack(s);
 	if (!bpf_map_lookup_elem(stacks, &h)) {
 		long err = bpf_map_update_elem(stacks, &h, s, BPF_NOEXIST);
 		if (err && err != -17 /* EEXIST: another CPU stored it first */) {
@@ -193,6 +176,73 @@ static __always_inline __u64 store_stack(struct bpf_perf_event_data *ctx, void *
 		}
 	}
 	return h;
+}
+
+/* Takes the kernel stack into s and stores it; its hash, 0 when there is none. */
+static __always_inline __u64 store_kernel_stack(struct bpf_perf_event_data *ctx, void *stacks, struct np_stack *s)
+{
+	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
+
+	s->sp_word = 0;
+	if (n < 0) {
+		stat_inc(NP_LOST_KSTACK);
+		return 0;
+	}
+	if (n == 0)
+		return 0;
+	s->len = (__u32)(n / sizeof(__u64));
+	return put_stack(stacks, s);
+}
+
+/* The end of every sample, in whichever program ended the user stack walk: store both stacks
+ * and count. The slots are looked up here, stacks before counts (see the top of this file). */
+static __always_inline int finish(struct bpf_perf_event_data *ctx, struct np_unw_state *st)
+{
+	__u64 one = 1, *count;
+	__u32 zero = 0;
+	void *counts, *stacks = bpf_map_lookup_elem(&stacks_slot, &zero);
+
+	if (!stacks) {
+		stat_inc(NP_LOST_NO_MAP);
+		return 0;
+	}
+	st->key.ustack = 0;
+	if (st->stack.len) {
+		/* Only a leaf stepped with frame pointers may have skipped its caller. */
+		st->stack.sp_word = st->leaf_fp ? user_sp_word(st->regs[19]) : 0;
+		st->key.ustack = put_stack(stacks, &st->stack);
+	}
+	st->key.kstack = store_kernel_stack(ctx, stacks, &st->kstack);
+
+	counts = bpf_map_lookup_elem(&counts_slot, &zero);
+	if (!counts) {
+		stat_inc(NP_LOST_NO_MAP);
+		return 0;
+	}
+	count = bpf_map_lookup_elem(counts, &st->key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+	} else if (bpf_map_update_elem(counts, &st->key, &one, BPF_NOEXIST)) {
+		/* Lost a race with another CPU (then add to its entry) or the map is full. */
+		count = bpf_map_lookup_elem(counts, &st->key);
+		if (!count) {
+			stat_inc(NP_LOST_COUNTS_FULL);
+			return 0;
+		}
+		__sync_fetch_and_add(count, 1);
+	}
+	stat_inc(NP_STAT_SAMPLES);
+	return 0;
+}
+
+/* Continues the walk after NP_UNW_FRAMES_PER_PROG frames, or finishes the sample. */
+static __always_inline int walk_on(struct bpf_perf_event_data *ctx, struct np_unw_state *st)
+{
+	if (!unw_walk()) {
+		bpf_tail_call(ctx, &unw_progs, 0);
+		stat_inc(NP_UNW_LOST_TAILCALL); /* reached only when the tail call failed */
+	}
+	return finish(ctx, st);
 }
 
 static __always_inline int selected(__u32 tgid, __u64 cgroup_id)
@@ -220,12 +270,10 @@ int np_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = (__u32)(id >> 32);
-	__u64 cgroup_id, one = 1, *count;
-	__u32 zero = 0;
+	__u64 cgroup_id;
+	__u32 zero = 0, gen;
 	struct np_proc_state *ps;
-	struct np_count_key key = {};
-	struct np_stack *s;
-	void *counts, *stacks;
+	struct np_unw_state *st;
 
 	if (tgid == 0) /* the idle task */
 		return 0;
@@ -237,51 +285,45 @@ int np_sample(struct bpf_perf_event_data *ctx)
 
 	ps = bpf_map_lookup_elem(&procs, &tgid);
 	if (ps) {
-		key.gen = ps->gen;
+		gen = ps->gen;
 	} else {
-		struct np_proc_state fresh = { .gen = new_gen() };
-		key.gen = fresh.gen;
+		/* The maps are read for NP_PROC_NEW: no separate re-read request for a while. */
+		struct np_proc_state fresh = { .gen = new_gen(), .maps_req_ns = bpf_ktime_get_ns() };
+		gen = fresh.gen;
 		if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_NOEXIST) == 0) {
-			send_proc_event(NP_PROC_NEW, tgid, fresh.gen);
+			send_proc_event(NP_PROC_NEW, tgid, fresh.gen, 0);
 		} else {
 			/* Another thread of this process won the race: use its gen. */
 			ps = bpf_map_lookup_elem(&procs, &tgid);
 			if (ps)
-				key.gen = ps->gen;
+				gen = ps->gen;
 		}
 	}
 
-	stacks = bpf_map_lookup_elem(&stacks_slot, &zero);
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!stacks || !s) {
+	st = bpf_map_lookup_elem(&unw_state, &zero);
+	if (!st) {
 		stat_inc(NP_LOST_NO_MAP);
 		return 0;
 	}
-	key.tgid = tgid;
-	key.cgroup_id = cgroup_id;
-	/* A kernel thread has no user stack: bpf_get_stack returns 0 frames, not an error. */
-	key.ustack = store_stack(ctx, stacks, s, BPF_F_USER_STACK, NP_LOST_USTACK);
-	key.kstack = store_stack(ctx, stacks, s, 0, NP_LOST_KSTACK);
+	st->key.tgid = tgid;
+	st->key.gen = gen;
+	st->key.cgroup_id = cgroup_id;
+	/* A kernel thread has no user stack. */
+	if (unw_begin(st))
+		return finish(ctx, st);
+	return walk_on(ctx, st);
+}
 
-	counts = bpf_map_lookup_elem(&counts_slot, &zero);
-	if (!counts) {
-		stat_inc(NP_LOST_NO_MAP);
+/* The next NP_UNW_FRAMES_PER_PROG frames of a long user stack (tail-called, never attached). */
+SEC("perf_event")
+int np_unwind(struct bpf_perf_event_data *ctx)
+{
+	__u32 zero = 0;
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &zero);
+
+	if (!st)
 		return 0;
-	}
-	count = bpf_map_lookup_elem(counts, &key);
-	if (count) {
-		__sync_fetch_and_add(count, 1);
-	} else if (bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST)) {
-		/* Lost a race with another CPU (then add to its entry) or the map is full. */
-		count = bpf_map_lookup_elem(counts, &key);
-		if (!count) {
-			stat_inc(NP_LOST_COUNTS_FULL);
-			return 0;
-		}
-		__sync_fetch_and_add(count, 1);
-	}
-	stat_inc(NP_STAT_SAMPLES);
-	return 0;
+	return walk_on(ctx, st);
 }
 
 /* Raw tracepoints attach without tracefs, which a container often lacks. */
@@ -296,7 +338,7 @@ int np_exec(void *ctx)
 	if (!ps)
 		return 0;
 	ps->gen = new_gen();
-	send_proc_event(NP_PROC_EXEC, tgid, ps->gen);
+	send_proc_event(NP_PROC_EXEC, tgid, ps->gen, 0);
 	return 0;
 }
 
@@ -315,7 +357,7 @@ int np_exit(void *ctx)
 	ps = bpf_map_lookup_elem(&procs, &tgid);
 	if (!ps)
 		return 0;
-	send_proc_event(NP_PROC_EXIT, tgid, ps->gen);
+	send_proc_event(NP_PROC_EXIT, tgid, ps->gen, 0);
 	bpf_map_delete_elem(&procs, &tgid);
 	return 0;
 }

@@ -29,11 +29,11 @@ struct np_count_key {
 struct np_stack {
 	np_u32 len; /* number of valid ips */
 	np_u32 pad;
-	/* User stacks: the word at the user stack pointer when it is not itself a stack
-	 * address, else 0. When the leaf function keeps no frame pointer (glibc's syscall
-	 * wrappers, memcpy, any function in its prologue or epilogue), this is the return
-	 * address into the caller that the frame-pointer walk skips; user space checks
-	 * that a call instruction precedes it before using it. */
+	/* User stacks whose leaf was stepped with frame pointers (no unwind table covers it):
+	 * the word at the user stack pointer when it is not itself a stack address, else 0.
+	 * When the leaf function keeps no frame pointer (JIT code, a file without CFI), this
+	 * is the return address into the caller that the frame-pointer step skips; user
+	 * space checks that a call instruction precedes it before using it. */
 	np_u64 sp_word;
 	np_u64 ips[NP_MAX_STACK_DEPTH];
 };
@@ -54,26 +54,52 @@ enum np_stat {
 	NP_STAT_FILTERED,     /* samples of processes nobody asked for (cost: one lookup) */
 	NP_LOST_COUNTS_FULL,  /* the counts map was full */
 	NP_LOST_STACKS_FULL,  /* the stacks map was full: the sample was kept without that stack */
-	NP_LOST_USTACK,	      /* bpf_get_stack failed for the user stack of a user process */
+	NP_LOST_USTACK,	      /* the user registers of a user process could not be read */
 	NP_LOST_KSTACK,	      /* bpf_get_stack failed for the kernel stack */
 	NP_LOST_PROC_EVENTS,  /* the process-event ring buffer was full */
 	NP_LOST_NO_MAP,	      /* the active map slot was empty (never expected) */
+	/* The user stack walk (bpf/unwind_walk.h). How stacks ended: */
+	NP_UNW_STACKS,	      /* user stacks walked */
+	NP_UNW_END,	      /* at a frame whose CFI says it is the outermost (_start, thread entry) */
+	NP_UNW_FP_END,	      /* where the frame-pointer chain ended (0 frame pointer or return address) */
+	/* Stacks that ended early, by reason: */
+	NP_UNW_LOST_UNSUPPORTED, /* a rule the walker cannot follow (see the table's "why") */
+	NP_UNW_LOST_READ,	 /* a saved return address or register could not be read */
+	NP_UNW_LOST_RA_ZERO,	 /* a zero return address below a frame that is not the outermost */
+	NP_UNW_LOST_RBP,	 /* the CFA is rbp-based but rbp was not recovered */
+	NP_UNW_LOST_SP,		 /* the stack pointer did not move towards the stack's base */
+	NP_UNW_LOST_REG,	 /* a register-based CFA above the interrupted frame */
+	NP_UNW_LOST_DEPTH,	 /* NP_MAX_STACK_DEPTH frames reached */
+	NP_UNW_LOST_TABLE,	 /* a table's page index or rows were inconsistent (never expected) */
+	NP_UNW_LOST_TAILCALL,	 /* the tail call to continue the walk failed */
+	/* Frames, and why a frame fell back to frame pointers: */
+	NP_UNW_FRAMES_TABLE,  /* frames stepped with an unwind table */
+	NP_UNW_FRAMES_FP,     /* frames stepped with frame pointers */
+	NP_UNW_NO_MAPPING,    /* a pc in no known mapping of its process (maps re-read requested) */
+	NP_UNW_NO_TABLE,      /* a mapping whose table is not loaded (load requested) */
 	NP_STAT_MAX
 };
 
 /* Process lifecycle events sent to user space through a ring buffer. */
-enum np_proc_event_type { NP_PROC_NEW = 1, NP_PROC_EXEC = 2, NP_PROC_EXIT = 3 };
+enum np_proc_event_type {
+	NP_PROC_NEW = 1,
+	NP_PROC_EXEC = 2,
+	NP_PROC_EXIT = 3,
+	NP_PROC_MAPS = 4,  /* a pc in no known mapping (dlopen): re-read the process's maps */
+	NP_UNW_TABLE = 5,  /* arg: a table id the walker needs and that is not loaded */
+};
 
 struct np_proc_event {
 	np_u32 type;
 	np_u32 tgid;
 	np_u32 gen;
-	np_u32 pad;
+	np_u32 arg; /* NP_UNW_TABLE: the table id; else 0 */
 };
 
 struct np_proc_state {
 	np_u32 gen;
 	np_u32 pad;
+	np_u64 maps_req_ns; /* when NP_PROC_MAPS was last sent (bpf_ktime_get_ns) */
 };
 
 #endif

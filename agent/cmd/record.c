@@ -337,6 +337,17 @@ int cmd_record(int argc, char **argv)
 			(unsigned long long)lost, (unsigned long long)st.bpf[NP_LOST_COUNTS_FULL],
 			(unsigned long long)st.bpf[NP_LOST_STACKS_FULL], (unsigned long long)st.bpf[NP_LOST_USTACK],
 			(unsigned long long)st.bpf[NP_LOST_KSTACK]);
+	struct unw_loader_stats us;
+	np_collector_unwind_stats(c, &us);
+	uint64_t early = 0;
+	for (int i = NP_UNW_LOST_UNSUPPORTED; i <= NP_UNW_LOST_TAILCALL; i++)
+		early += st.bpf[i];
+	np_log(NP_DEBUG, "record", "user stack walks", "stacks", NP_LOG_INT(st.bpf[NP_UNW_STACKS]), "outermost",
+	       NP_LOG_INT(st.bpf[NP_UNW_END]), "frame_pointer_end", NP_LOG_INT(st.bpf[NP_UNW_FP_END]), "ended_early",
+	       NP_LOG_INT(early), "frames_table", NP_LOG_INT(st.bpf[NP_UNW_FRAMES_TABLE]), "frames_fp",
+	       NP_LOG_INT(st.bpf[NP_UNW_FRAMES_FP]), "tables", NP_LOG_INT(us.tables.loaded), "table_bytes",
+	       NP_LOG_INT(us.tables.loaded_bytes), "mapping_entries", NP_LOG_INT(us.mapping_keys), "unwind_bpf_bytes",
+	       NP_LOG_INT(us.bpf_bytes), "compile_ms", NP_LOG_INT(us.compile_ns / 1000000), NULL);
 	rc = 0;
 	goto done;
 fail:

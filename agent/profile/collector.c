@@ -7,6 +7,7 @@
 
 #include "agent/pprof/builder.h"
 #include "agent/profile/leaf_caller.h"
+#include "agent/unwind/loader.h"
 #include "agent/util/log.h"
 
 /* Exited processes wait here until the drain that names their last samples. */
@@ -16,6 +17,7 @@ struct np_collector {
 	struct np_collector_options opts;
 	struct np_sampler *sampler;
 	struct symbolizer *sym;
+	struct unw_loader *unw; /* the walker's mappings and tables */
 	int64_t next_drain_ns;
 	uint32_t *exited; /* tgids whose EXIT arrived since the last drain */
 	size_t n_exited;
@@ -56,6 +58,12 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 		np_collector_close(c);
 		return -1;
 	}
+	struct np_unwind_maps um;
+	np_sampler_unwind_maps(c->sampler, &um);
+	if (unw_loader_new(&um, c->sym, opts->unwind_bpf_bytes, &c->unw, err)) {
+		np_collector_close(c);
+		return -1;
+	}
 	c->next_drain_ns = now_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
 	*out = c;
 	return 0;
@@ -66,6 +74,7 @@ void np_collector_close(struct np_collector *c)
 	if (!c)
 		return;
 	np_sampler_close(c->sampler);
+	unw_loader_free(c->unw);
 	np_leaf_checker_reset(&c->leaf);
 	if (c->sym)
 		symbolizer_free(c->sym);
@@ -87,18 +96,25 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 {
 	struct np_collector *c = ud;
 	struct np_err err;
+	int rc = 0;
 
 	switch (ev->type) {
 	case NP_PROC_NEW:
 	case NP_PROC_EXEC:
 		/* A process that is already gone simply cannot be snapshotted; its frames
-		 * get module-less names. Only a hard failure (memory) is an error. */
-		if (symbolizer_note_process(c->sym, ev->tgid, ev->gen, &err) && !c->event_failed) {
-			c->event_err = err;
-			c->event_failed = 1;
-		}
+		 * get module-less names. Only a hard failure (memory) is an error. The
+		 * snapshot also gives the unwinder the process's mappings. */
+		rc = symbolizer_note_process(c->sym, ev->tgid, ev->gen, &err) ||
+		     unw_loader_process(c->unw, ev->tgid, ev->gen, 0, &err);
+		break;
+	case NP_PROC_MAPS: /* a pc in no known mapping: a library loaded since (dlopen) */
+		rc = unw_loader_process(c->unw, ev->tgid, ev->gen, 1, &err);
+		break;
+	case NP_UNW_TABLE:
+		rc = unw_loader_need_table(c->unw, ev->arg, &err);
 		break;
 	case NP_PROC_EXIT:
+		unw_loader_exit(c->unw, ev->tgid);
 		if (c->n_exited < MAX_PENDING_EXITS)
 			c->exited[c->n_exited++] = ev->tgid;
 		else
@@ -106,6 +122,10 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 		break;
 	default:
 		break;
+	}
+	if (rc && !c->event_failed) {
+		c->event_err = err;
+		c->event_failed = 1;
 	}
 	if (c->opts.on_event)
 		c->opts.on_event(c->opts.event_ud, ev);
@@ -211,6 +231,11 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 	out->stacks_entries = c->last_stacks;
 	np_sampler_capacity(c->sampler, &out->counts_capacity, &out->stacks_capacity);
 	return np_sampler_stats(c->sampler, out->bpf, err);
+}
+
+void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out)
+{
+	unw_loader_stats(c->unw, out);
 }
 
 /* The one place a named frame becomes a pprof Location (what the builder writes, see

@@ -14,6 +14,7 @@
 
 #include "agent/profile/sampler.h"
 #include "agent/symbols/symbolizer.h"
+#include "agent/unwind/loader.h"
 #include "agent/util/error.h"
 
 struct np_collected {
@@ -41,6 +42,7 @@ struct np_collector_options {
 	enum sym_demangle demangle;
 	int kernel_frames;	    /* include kernel frames */
 	size_t symbol_cache_bytes;  /* 0 = the symbolizer's default */
+	size_t unwind_bpf_bytes;    /* budget of unwind tables in BPF maps; 0 = UNW_DEFAULT_BPF_BUDGET */
 	np_collect_event_hook on_event;
 	void *event_ud;
 };
@@ -75,5 +77,7 @@ struct np_collector_stats {
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity;
 };
 NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err);
+/* The unwind tables and mappings in BPF. Owner thread only (unlike np_collector_stats). */
+void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out);
 
 #endif

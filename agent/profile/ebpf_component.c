@@ -92,6 +92,15 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
 		sum->bpf_samples += st.bpf_samples;
 		sum->bpf_lost += st.bpf_lost;
 		sum->recovered_callers += st.recovered_callers;
+		for (int i = 0; i < NP_STAT_MAX; i++)
+			sum->bpf[i] += st.bpf[i];
+		sum->unwind.tables.loaded += st.unwind.tables.loaded;
+		sum->unwind.tables.loads += st.unwind.tables.loads;
+		sum->unwind.tables.evictions += st.unwind.tables.evictions;
+		sum->unwind.tables.failures += st.unwind.tables.failures;
+		sum->unwind.mapping_keys += st.unwind.mapping_keys;
+		sum->unwind.processes += st.unwind.processes;
+		sum->unwind.bpf_bytes += st.unwind.bpf_bytes;
 		sum->counts_entries += st.counts_entries;
 		sum->counts_capacity += st.counts_capacity;
 		sum->stacks_entries += st.stacks_entries;

@@ -10,7 +10,19 @@
 
 #define PPROFS_HELP "Total number of pprof profiles collected by the ebpf component"
 
-enum { C_SESSIONS, C_SESSIONS_FAILING, C_DROPPED, C_BPF_SAMPLES, C_BPF_LOST, C_UNATTRIBUTED, C_LEAF, NCOUNTERS };
+enum {
+	C_SESSIONS,
+	C_SESSIONS_FAILING,
+	C_DROPPED,
+	C_BPF_SAMPLES,
+	C_BPF_LOST,
+	C_UNATTRIBUTED,
+	C_LEAF,
+	C_UNW_LOADS,
+	C_UNW_EVICTIONS,
+	C_UNW_FAILURES,
+	NCOUNTERS
+};
 enum {
 	G_ACTIVE,
 	G_PIDS,
@@ -22,13 +34,59 @@ enum {
 	G_COUNTS_CAPACITY,
 	G_STACKS_ENTRIES,
 	G_STACKS_CAPACITY,
+	G_UNW_TABLES,
+	G_UNW_BYTES,
+	G_UNW_KEYS,
+	G_UNW_PROCS,
 	NGAUGES
 };
 
+/* The BPF counters exported with a label: how user stack walks ended, how frames were stepped
+ * and why a frame fell back to frame pointers. */
+static const struct {
+	const char *metric;
+	const char *label;
+	uint32_t stat;
+} labeled[] = {
+	{ "nodeprof_ebpf_stack_walks_total", "outermost", NP_UNW_END },
+	{ "nodeprof_ebpf_stack_walks_total", "frame_pointer_chain_end", NP_UNW_FP_END },
+	{ "nodeprof_ebpf_stack_walks_total", "unsupported_rule", NP_UNW_LOST_UNSUPPORTED },
+	{ "nodeprof_ebpf_stack_walks_total", "read_failed", NP_UNW_LOST_READ },
+	{ "nodeprof_ebpf_stack_walks_total", "zero_return_address", NP_UNW_LOST_RA_ZERO },
+	{ "nodeprof_ebpf_stack_walks_total", "rbp_not_recovered", NP_UNW_LOST_RBP },
+	{ "nodeprof_ebpf_stack_walks_total", "stack_pointer_not_increasing", NP_UNW_LOST_SP },
+	{ "nodeprof_ebpf_stack_walks_total", "register_cfa_above_leaf", NP_UNW_LOST_REG },
+	{ "nodeprof_ebpf_stack_walks_total", "max_depth", NP_UNW_LOST_DEPTH },
+	{ "nodeprof_ebpf_stack_walks_total", "table_inconsistent", NP_UNW_LOST_TABLE },
+	{ "nodeprof_ebpf_stack_walks_total", "tail_call_failed", NP_UNW_LOST_TAILCALL },
+	{ "nodeprof_ebpf_unwound_frames_total", "table", NP_UNW_FRAMES_TABLE },
+	{ "nodeprof_ebpf_unwound_frames_total", "frame_pointer", NP_UNW_FRAMES_FP },
+	{ "nodeprof_ebpf_unwind_fallbacks_total", "no_mapping", NP_UNW_NO_MAPPING },
+	{ "nodeprof_ebpf_unwind_fallbacks_total", "table_not_loaded", NP_UNW_NO_TABLE },
+};
+#define NLABELED (sizeof(labeled) / sizeof(labeled[0]))
+
+static const char *labeled_help(const char *metric, const char **label)
+{
+	if (strcmp(metric, "nodeprof_ebpf_stack_walks_total") == 0) {
+		*label = "end";
+		return "User stack walks by how they ended: outermost and frame_pointer_chain_end are whole "
+		       "stacks, every other value a stack that ended early.";
+	}
+	if (strcmp(metric, "nodeprof_ebpf_unwound_frames_total") == 0) {
+		*label = "method";
+		return "User frames stepped with an unwind table or with frame pointers.";
+	}
+	*label = "reason";
+	return "User frames stepped with frame pointers because their mapping was unknown (maps re-read) "
+	       "or its unwind table not loaded yet (load requested).";
+}
+
 struct np_ebpf_metrics {
 	struct np_metric *pprofs, *bytes, *samples;
-	struct np_series *counters[NCOUNTERS], *gauges[NGAUGES];
+	struct np_series *counters[NCOUNTERS], *gauges[NGAUGES], *bpf[NLABELED];
 	uint64_t last[NCOUNTERS]; /* the engine's values at the previous update */
+	uint64_t last_bpf[NLABELED];
 	double gauge_share[NGAUGES]; /* what this instance added to each gauge */
 	pthread_mutex_t lock;
 };
@@ -113,6 +171,36 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 		      np_metrics_gauge(reg, "nodeprof_ebpf_stacks_map_capacity", "Capacity of the BPF stacks map.", NULL,
 				       err),
 		      err)) ||
+	    !(m->counters[C_UNW_LOADS] = series0(
+		      np_metrics_counter(reg, "nodeprof_unwind_table_loads_total",
+					 "Unwind tables compiled and loaded into BPF maps.", NULL, err),
+		      err)) ||
+	    !(m->counters[C_UNW_EVICTIONS] = series0(
+		      np_metrics_counter(reg, "nodeprof_unwind_table_evictions_total",
+					 "Unwind tables taken out of BPF maps to stay within their byte budget.", NULL,
+					 err),
+		      err)) ||
+	    !(m->counters[C_UNW_FAILURES] = series0(
+		      np_metrics_counter(reg, "nodeprof_unwind_table_failures_total",
+					 "Files whose unwind table could not be built or loaded (frame pointers only).",
+					 NULL, err),
+		      err)) ||
+	    !(m->gauges[G_UNW_TABLES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_unwind_tables", "Unwind tables loaded in BPF maps.", NULL, err),
+		      err)) ||
+	    !(m->gauges[G_UNW_BYTES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_unwind_bpf_bytes",
+				       "Kernel memory of the unwinder's tables, rules and mapping trie (bounded).", NULL,
+				       err),
+		      err)) ||
+	    !(m->gauges[G_UNW_KEYS] = series0(
+		      np_metrics_gauge(reg, "nodeprof_unwind_mapping_entries",
+				       "Entries of the unwinder's process mapping trie.", NULL, err),
+		      err)) ||
+	    !(m->gauges[G_UNW_PROCS] = series0(
+		      np_metrics_gauge(reg, "nodeprof_unwind_processes",
+				       "Processes whose mappings the unwinder knows.", NULL, err),
+		      err)) ||
 	    !(m->gauges[G_ACTIVE] = series0(
 		      np_metrics_gauge(reg, "pyroscope_ebpf_active_targets",
 				       "Current number of active targets being tracked by the ebpf component", NULL, err),
@@ -133,6 +221,16 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 		pthread_mutex_destroy(&m->lock);
 		free(m);
 		return np_err_wrap(err, "pyroscope.ebpf metrics");
+	}
+	for (size_t i = 0; i < NLABELED; i++) {
+		const char *label, *help = labeled_help(labeled[i].metric, &label);
+		const char *names[] = { label, NULL }, *values[] = { labeled[i].label, NULL };
+		struct np_metric *mt = np_metrics_counter(reg, labeled[i].metric, help, names, err);
+		if (!mt || !(m->bpf[i] = np_metric_series(mt, values, err))) {
+			pthread_mutex_destroy(&m->lock);
+			free(m);
+			return np_err_wrap(err, "pyroscope.ebpf metrics");
+		}
 	}
 	*out = m;
 	return 0;
@@ -167,13 +265,23 @@ void np_ebpf_metrics_profile(struct np_ebpf_metrics *m, const char *service_name
 
 void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stats *st)
 {
-	const uint64_t now[NCOUNTERS] = { st->sessions,	  st->sessions_failing, st->dropped,	      st->bpf_samples,
-					  st->bpf_lost,	  st->unattributed,	st->recovered_callers };
+	const uint64_t now[NCOUNTERS] = { st->sessions,
+					  st->sessions_failing,
+					  st->dropped,
+					  st->bpf_samples,
+					  st->bpf_lost,
+					  st->unattributed,
+					  st->recovered_callers,
+					  st->unwind.tables.loads,
+					  st->unwind.tables.evictions,
+					  st->unwind.tables.failures };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
 					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,
 					 (double)st->counts_entries,	  (double)st->counts_capacity,
-					 (double)st->stacks_entries,	  (double)st->stacks_capacity };
+					 (double)st->stacks_entries,	  (double)st->stacks_capacity,
+					 (double)st->unwind.tables.loaded, (double)st->unwind.bpf_bytes,
+					 (double)st->unwind.mapping_keys, (double)st->unwind.processes };
 
 	pthread_mutex_lock(&m->lock);
 	for (int i = 0; i < NCOUNTERS; i++) {
@@ -183,6 +291,11 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 	for (int i = 0; i < NGAUGES; i++) {
 		np_series_add(m->gauges[i], gauges[i] - m->gauge_share[i]);
 		m->gauge_share[i] = gauges[i];
+	}
+	for (size_t i = 0; i < NLABELED; i++) {
+		uint64_t v = st->bpf[labeled[i].stat];
+		np_series_add(m->bpf[i], (double)(v >= m->last_bpf[i] ? v - m->last_bpf[i] : v));
+		m->last_bpf[i] = v;
 	}
 	pthread_mutex_unlock(&m->lock);
 }

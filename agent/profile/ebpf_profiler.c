@@ -495,10 +495,13 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	struct np_err err;
 	int have_cs = np_collector_stats(p->col, &cs, &err) == 0;
 
+	struct unw_loader_stats us;
+	np_collector_unwind_stats(p->col, &us);
 	symbolizer_stats(np_collector_symbolizer(p->col), &ss);
 	np_pid_cache_get_stats(p->pids, &ps);
 	pthread_mutex_lock(&p->mu);
 	p->stats.symbols = ss;
+	p->stats.unwind = us;
 	p->stats.pid_cache = ps;
 	if (have_cs) {
 		p->stats.recovered_callers = cs.recovered_callers;
@@ -703,6 +706,7 @@ void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats
 		out->bpf_samples = cs.bpf[NP_STAT_SAMPLES];
 		out->bpf_lost = cs.bpf[NP_LOST_COUNTS_FULL] + cs.bpf[NP_LOST_STACKS_FULL] + cs.bpf[NP_LOST_USTACK] +
 				cs.bpf[NP_LOST_KSTACK];
+		memcpy(out->bpf, cs.bpf, sizeof(out->bpf));
 	}
 }
 

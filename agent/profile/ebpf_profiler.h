@@ -20,6 +20,8 @@
 
 #include "agent/discovery/pid_cache.h"
 #include "agent/symbols/symbolizer.h"
+#include "agent/unwind/loader.h"
+#include "bpf/sampler.h"
 #include "agent/util/error.h"
 #include "agent/util/labels.h"
 #include "agent/util/strbuf.h"
@@ -81,6 +83,8 @@ struct np_ebpf_stats {
 	struct sym_stats symbols;
 	struct np_pid_cache_stats pid_cache;
 	uint64_t recovered_callers;
+	uint64_t bpf[NP_STAT_MAX];	  /* every BPF counter (stack walk ends by reason, frames) */
+	struct unw_loader_stats unwind;	  /* unwind tables and mappings in BPF */
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity; /* BPF map fill */
 };
 void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats *out);

@@ -251,6 +251,15 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 		goto fail;
 	s->active = 0;
 
+	{
+		/* The walker's continuation: np_unwind is reached only by tail call. */
+		uint32_t zero = 0;
+		int prog_fd = bpf_program__fd(s->skel->progs.np_unwind);
+		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.unw_progs), &zero, &prog_fd, BPF_ANY)) {
+			np_errno(err, "install the unwinder's tail call");
+			goto fail;
+		}
+	}
 	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.proc_events), on_ring_event, s, NULL);
 	if (!s->events) {
 		np_errno(err, "open the process event ring buffer");
@@ -291,6 +300,15 @@ void np_sampler_close(struct np_sampler *s)
 		close(s->stacks_fd[1]);
 	sampler_bpf__destroy(s->skel);
 	free(s);
+}
+
+void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *out)
+{
+	out->mappings = bpf_map__fd(s->skel->maps.unw_mappings);
+	out->tables = bpf_map__fd(s->skel->maps.unw_tables);
+	out->rules = bpf_map__fd(s->skel->maps.unw_rules);
+	out->requested = bpf_map__fd(s->skel->maps.unw_requested);
+	out->table_template = bpf_map__fd(s->skel->maps.unw_table_template);
 }
 
 unsigned np_sampler_ncpus(const struct np_sampler *s)

@@ -55,6 +55,17 @@ void np_sampler_close(struct np_sampler *s);
 
 unsigned np_sampler_ncpus(const struct np_sampler *s);
 
+/* The unwinder's BPF maps (bpf/unwind.h), for agent/unwind/loader.c to fill. The fds stay
+ * owned by the sampler. */
+struct np_unwind_maps {
+	int mappings;	    /* LPM trie: (tgid, address) -> struct np_unw_mapping */
+	int tables;	    /* ARRAY_OF_MAPS: table id -> table array */
+	int rules;	    /* ARRAY: global rule index -> struct np_unw_rule */
+	int requested;	    /* ARRAY: table id -> when BPF last asked for it */
+	int table_template; /* the inner map template (its flags and sizes) */
+};
+void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *out);
+
 /* mode: 0 = every process, else NP_FILTER_PIDS | NP_FILTER_CGROUPS. */
 void np_sampler_set_filter(struct np_sampler *s, uint32_t mode);
 NP_MUST_CHECK int np_sampler_allow_pid(struct np_sampler *s, uint32_t tgid, int allow, struct np_err *err);

@@ -162,13 +162,7 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 		if (fd < 0) {
 			/* Without a held root (the process's root could not be kept) there is no
 			 * safe way back to the file. */
-			struct stat st;
-			if (e->root)
-				own_fd = sym_open_in_root(e->root->fd, e->path, SYM_MAX_ELF_BYTES, &st);
-			if (own_fd >= 0 && !same_identity(e, &st)) {
-				close(own_fd);
-				own_fd = -1;
-			}
+			own_fd = sym_elf_open(s, e, 0);
 			if (own_fd < 0) {
 				e->load_failed_batch = s->batch;
 				return NULL;
@@ -193,6 +187,18 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 	return t;
 }
 
+int sym_elf_open(struct symbolizer *s, struct sym_elf *e, uint32_t pid)
+{
+	struct stat st;
+	int fd = e->root ? sym_open_in_root(e->root->fd, e->path, SYM_MAX_ELF_BYTES, &st)
+	                 : sym_open_for(s, NULL, pid, e->path, &st);
+	if (fd >= 0 && !same_identity(e, &st)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 static int elf_insert(struct symbolizer *s, struct sym_elf *e, struct np_err *err)
 {
 	REHASH(struct sym_elf, elfs, elf_buckets, s->nelfs, elfobj_hash);
@@ -212,7 +218,7 @@ static void elf_free(struct symbolizer *s, struct sym_elf *e)
 }
 
 int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, int fd, const struct stat *st,
-                struct sym_elf **out, struct np_err *err)
+                int symbols, struct sym_elf **out, struct np_err *err)
 {
 	*out = NULL;
 	if (s->elfs) {
@@ -265,7 +271,7 @@ int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, i
 	}
 	/* The file is open now: build its table while we have it, unless the build ID is known. */
 	int failed = 0;
-	if (!table_find(s, e->key)) {
+	if (symbols && !table_find(s, e->key)) {
 		struct sym_table *t = build_table(s, e, el, err, &failed);
 		if (t) {
 			e->table = t;

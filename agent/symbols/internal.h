@@ -136,10 +136,14 @@ struct symbolizer {
 };
 
 /* elf_cache.c */
-/* Resolves an open file to its shared sym_elf (a new reference), building its table if needed.
+/* Resolves an open file to its shared sym_elf (a new reference), building its symbol table
+ * while the file is open when `symbols` (the unwinder resolves files without naming anything).
  * *out is NULL when the file is not a usable ELF file. -1 only on allocation failure. */
 NP_MUST_CHECK int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, int fd,
-                              const struct stat *st, struct sym_elf **out, struct np_err *err);
+                              const struct stat *st, int symbols, struct sym_elf **out, struct np_err *err);
+/* Reopens e's file (through its held root, else through /proc/PID/root of a live pid), checked
+ * to be the same file (identity). An fd, or -1. */
+int sym_elf_open(struct symbolizer *s, struct sym_elf *e, uint32_t pid);
 void sym_elf_unref(struct symbolizer *s, struct sym_elf *e);
 /* The symbols of e, rebuilt from the file when evicted; NULL when unavailable. */
 struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err,
@@ -162,8 +166,9 @@ int sym_open_for(struct symbolizer *s, struct sym_root *root, uint32_t pid, cons
 struct sym_proc *sym_proc_find(struct symbolizer *s, uint32_t pid);
 NP_MUST_CHECK int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct sym_proc **procp,
                                     struct sym_snapshot **out, struct np_err *err);
+/* Resolves mapping i of snap to its file; `symbols`: also build the file's symbol table now. */
 NP_MUST_CHECK int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, size_t i,
-                                      struct np_err *err);
+                                      int symbols, struct np_err *err);
 void sym_procs_trim(struct symbolizer *s);
 void sym_procs_free(struct symbolizer *s);
 size_t sym_procs_bytes(const struct symbolizer *s);

@@ -347,7 +347,7 @@ static int load_vdso(struct symbolizer *s, uint32_t pid, const struct sym_map *m
 }
 
 int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, size_t i,
-                        struct np_err *err)
+                        int symbols, struct np_err *err)
 {
 	const struct sym_map *m = &snap->maps.v[i];
 	struct sym_mapstate *st = &snap->st[i];
@@ -405,8 +405,8 @@ int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 	if (fd < 0)
 		return 0;
 	struct sym_elf *e = NULL;
-	int rc = sym_elf_get(s, snap->root, path, fd, &fst, &e, err);
-	if (rc == 0 && e) {
+	int rc = sym_elf_get(s, snap->root, path, fd, &fst, symbols, &e, err);
+	if (rc == 0 && e && symbols) {
 		int failed;
 		(void)sym_elf_table(s, e, fd, err, &failed);
 		if (failed)

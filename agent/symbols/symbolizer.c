@@ -322,7 +322,7 @@ static int name_user_frame(struct symbolizer *s, struct sym_proc *p, struct sym_
 	const struct sym_map *m = &snap->maps.v[mi];
 	struct sym_mapstate *st = &snap->st[mi];
 	int failed = 0;
-	if (st->state == MAP_UNRESOLVED && sym_mapping_resolve(s, p, snap, mi, err) < 0)
+	if (st->state == MAP_UNRESOLVED && sym_mapping_resolve(s, p, snap, mi, 1, err) < 0)
 		return -1;
 	f->module = &st->module;
 	f->rel_addr = addr - m->start + m->pgoff; /* file offset until translated */
@@ -594,7 +594,7 @@ int symbolizer_file(struct symbolizer *s, const char *path, const uint64_t *vadd
 	int rc = 0, failed = 0;
 	struct sym_table *t = NULL;
 	if (fd >= 0) {
-		rc = sym_elf_get(s, s->host_root, abs, fd, &st, &e, err);
+		rc = sym_elf_get(s, s->host_root, abs, fd, &st, 1, &e, err);
 		if (rc == 0 && e)
 			t = sym_elf_table(s, e, fd, err, &failed);
 		close(fd);

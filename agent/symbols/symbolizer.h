@@ -90,6 +90,27 @@ NP_MUST_CHECK int symbolizer_file(struct symbolizer *s, const char *path, const 
 /* For `tools symbolize`: -1 with a message saying why when path is not a readable ELF file. */
 NP_MUST_CHECK int symbolizer_check_file(const char *path, struct np_err *err);
 
+/* For the unwinder (agent/unwind/loader.c): an executable mapping of a process and its file. */
+struct sym_exec_mapping {
+	uint64_t start, end, pgoff;
+	int kind;           /* enum sym_map_kind (agent/symbols/maps.h) */
+	const char *key;    /* the file's build ID, or its identity "file:DEV:INO:SIZE:MTIME"; NULL
+	                     * when the file could not be opened or is not an x86-64 ELF file */
+	uint64_t bias;      /* runtime address - ELF vaddr (with key) */
+};
+typedef int (*sym_exec_mapping_cb)(void *ud, const struct sym_exec_mapping *m, struct np_err *err);
+
+/* Resolves every executable mapping of (pid, gen) to its file (re-reading /proc/PID/maps first
+ * when refresh; without building symbol tables) and calls cb for each, in address order. A
+ * process that is gone is not an error (no calls). cb's -1 stops and is returned. */
+NP_MUST_CHECK int symbolizer_exec_mappings(struct symbolizer *s, uint32_t pid, uint32_t gen, int refresh,
+                                           sym_exec_mapping_cb cb, void *ud, struct np_err *err);
+
+/* Opens the file mapped at start in (pid, gen), checked to be the mapped file (read it with
+ * pread: it may belong to a container), and its separate debug file (*debug_fd, -1 when none).
+ * 0, or -1 when the file cannot be reached. */
+int symbolizer_open_mapping(struct symbolizer *s, uint32_t pid, uint32_t gen, uint64_t start, int *fd, int *debug_fd);
+
 /* Names and modules returned since the previous call stay valid until this call; caches are trimmed here. */
 void symbolizer_end_batch(struct symbolizer *s);
 

@@ -1,0 +1,391 @@
+/* Loading process mappings and unwind tables into the BPF unwinder's maps: see loader.h. */
+#include "agent/unwind/loader.h"
+
+#include <errno.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "agent/unwind/compile.h"
+#include "agent/unwind/elf_cfi.h"
+#include "agent/unwind/lpm.h"
+#include "agent/unwind/pack.h"
+#include "agent/util/log.h"
+
+#define PROC_BUCKETS 4096
+#define MAX_VICTIMS 64
+/* Kernel memory of one LPM trie entry: the node (rcu head, two children, prefix length,
+ * flags), key and value rounded up to its kmalloc size class, plus its share of the
+ * intermediate nodes the trie adds (at most one per entry). */
+#define LPM_ENTRY_BYTES (2 * 96)
+
+struct unw_pmap {
+	uint64_t start, end, bias;
+	uint32_t table_id;
+	uint32_t keys; /* trie entries inserted for it */
+};
+
+struct unw_proc {
+	uint32_t pid, gen;
+	struct unw_pmap *v;
+	size_t n, cap;
+	struct unw_proc *next;
+};
+
+struct unw_loader {
+	struct np_unwind_maps maps;
+	struct symbolizer *sym;
+	struct unw_registry reg;
+	struct unw_rule_set rules;
+	struct unw_proc *procs[PROC_BUCKETS];
+	size_t nprocs, keys;
+	uint64_t keys_dropped, compile_ns;
+	/* The mappings being collected for one process. */
+	struct unw_pmap *fresh;
+	size_t nfresh, capfresh;
+	uint32_t pid, gen;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int unw_loader_new(const struct np_unwind_maps *maps, struct symbolizer *sym, size_t budget, struct unw_loader **out,
+                   struct np_err *err)
+{
+	struct unw_loader *l = calloc(1, sizeof(*l));
+	if (!l)
+		return np_errf(err, "unwind loader: out of memory");
+	l->maps = *maps;
+	l->sym = sym;
+	l->rules = (struct unw_rule_set)UNW_RULE_SET_INIT;
+	if (unw_registry_init(&l->reg, budget ? budget : UNW_DEFAULT_BPF_BUDGET, err) < 0) {
+		free(l);
+		return -1;
+	}
+	*out = l;
+	return 0;
+}
+
+static void proc_free(struct unw_proc *p)
+{
+	if (p) {
+		free(p->v);
+		free(p);
+	}
+}
+
+void unw_loader_free(struct unw_loader *l)
+{
+	if (!l)
+		return;
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (struct unw_proc *p = l->procs[b], *n; p; p = n) {
+			n = p->next;
+			proc_free(p);
+		}
+	unw_registry_free(&l->reg);
+	unw_rule_set_free(&l->rules);
+	free(l->fresh);
+	free(l);
+}
+
+static struct unw_proc **proc_slot(struct unw_loader *l, uint32_t pid)
+{
+	struct unw_proc **pp = &l->procs[(pid * 0x9E3779B1u) >> 20 & (PROC_BUCKETS - 1)];
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void set_requested(struct unw_loader *l, uint32_t id, uint64_t when)
+{
+	/* Best effort: a stale time only delays (or repeats) one request. */
+	(void)bpf_map_update_elem(l->maps.requested, &id, &when, BPF_ANY);
+}
+
+/* Inserts (or, with del, removes) the trie entries of m. Returns how many entries it has. */
+static uint32_t put_mapping(struct unw_loader *l, uint32_t pid, const struct unw_pmap *m, int del)
+{
+	struct unw_lpm_block b[UNW_LPM_MAX_BLOCKS];
+	struct np_unw_mapping v = { .start = m->start, .end = m->end, .bias = m->bias, .table_id = m->table_id };
+	size_t n = unw_lpm_split(m->start, m->end, b);
+	uint32_t done = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct np_unw_key k;
+		unw_lpm_key(pid, &b[i], &k);
+		if (del) {
+			if (bpf_map_delete_elem(l->maps.mappings, &k) == 0)
+				done++;
+		} else if (bpf_map_update_elem(l->maps.mappings, &k, &v, BPF_ANY) == 0) {
+			done++;
+		} else {
+			l->keys_dropped++;
+		}
+	}
+	return done;
+}
+
+static void drop_mapping(struct unw_loader *l, uint32_t pid, struct unw_pmap *m)
+{
+	uint32_t gone = put_mapping(l, pid, m, 1);
+	l->keys -= gone < l->keys ? gone : l->keys;
+	unw_registry_unref(&l->reg, m->table_id);
+}
+
+static int collect(void *ud, const struct sym_exec_mapping *m, struct np_err *err)
+{
+	struct unw_loader *l = ud;
+	if (l->nfresh == l->capfresh) {
+		size_t cap = l->capfresh ? l->capfresh * 2 : 64;
+		struct unw_pmap *v = realloc(l->fresh, cap * sizeof(*v));
+		if (!v)
+			return np_errf(err, "unwind loader: out of memory");
+		l->fresh = v;
+		l->capfresh = cap;
+	}
+	struct unw_pmap *p = &l->fresh[l->nfresh++];
+	memset(p, 0, sizeof(*p));
+	p->start = m->start;
+	p->end = m->end;
+	p->bias = m->bias;
+	if (m->key) {
+		int fresh;
+		p->table_id = unw_registry_ref(&l->reg, m->key, l->pid, l->gen, m->start, &fresh);
+		if (fresh)
+			set_requested(l, p->table_id, 0);
+	}
+	return 0;
+}
+
+static int same_mapping(const struct unw_pmap *a, const struct unw_pmap *b)
+{
+	return a->start == b->start && a->end == b->end && a->bias == b->bias && a->table_id == b->table_id;
+}
+
+int unw_loader_process(struct unw_loader *l, uint32_t pid, uint32_t gen, int refresh, struct np_err *err)
+{
+	struct unw_proc **pp = proc_slot(l, pid), *p = *pp;
+	if (p && p->gen == gen && !refresh)
+		return 0;
+	l->nfresh = 0;
+	l->pid = pid;
+	l->gen = gen;
+	if (symbolizer_exec_mappings(l->sym, pid, gen, refresh, collect, l, err) < 0) {
+		for (size_t i = 0; i < l->nfresh; i++)
+			unw_registry_unref(&l->reg, l->fresh[i].table_id);
+		return -1;
+	}
+	if (!p) {
+		if (!l->nfresh)
+			return 0; /* gone already */
+		if (!(p = calloc(1, sizeof(*p))))
+			return np_errf(err, "unwind loader: out of memory");
+		p->pid = pid;
+		*pp = p;
+		l->nprocs++;
+	}
+	/* Both lists are in address order. What did not change keeps its trie entries; the rest
+	 * of the old list leaves the trie before the new entries go in (an old and a new mapping
+	 * can share a block). A new gen (exec) shares nothing with the old one. */
+	struct unw_pmap *old = p->v;
+	size_t nold = p->n, j = 0;
+	for (size_t i = 0; i < l->nfresh; i++) {
+		struct unw_pmap *m = &l->fresh[i];
+		while (j < nold && old[j].start < m->start)
+			j++;
+		if (p->gen == gen && j < nold && same_mapping(&old[j], m)) {
+			m->keys = old[j].keys;
+			old[j].keys = UINT32_MAX; /* kept */
+			unw_registry_unref(&l->reg, old[j].table_id); /* m holds its own reference */
+		}
+	}
+	for (j = 0; j < nold; j++)
+		if (old[j].keys != UINT32_MAX)
+			drop_mapping(l, pid, &old[j]);
+	for (size_t i = 0; i < l->nfresh; i++) {
+		struct unw_pmap *m = &l->fresh[i];
+		if (m->keys)
+			continue;
+		m->keys = put_mapping(l, pid, m, 0);
+		l->keys += m->keys;
+	}
+	/* The fresh list becomes the process's; the old array is reused for the next collection. */
+	p->v = l->fresh;
+	p->n = l->nfresh;
+	size_t cap = p->cap;
+	p->cap = l->capfresh;
+	p->gen = gen;
+	l->fresh = old;
+	l->capfresh = cap;
+	l->nfresh = 0;
+	return 0;
+}
+
+void unw_loader_exit(struct unw_loader *l, uint32_t pid)
+{
+	struct unw_proc **pp = proc_slot(l, pid), *p = *pp;
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		drop_mapping(l, pid, &p->v[i]);
+	*pp = p->next;
+	l->nprocs--;
+	proc_free(p);
+}
+
+/* Compiles the table of registry entry e from its file (and separate debug file). */
+static int compile(struct unw_loader *l, const struct unw_reg_entry *e, struct unw_table **out, struct np_err *err)
+{
+	int fds[2];
+	Elf *elfs[2] = { NULL, NULL };
+	size_t n = 0;
+	*out = NULL;
+	if (symbolizer_open_mapping(l->sym, e->pid, e->gen, e->start, &fds[0], &fds[1]) < 0)
+		return np_errf(err, "the file is no longer reachable");
+	if ((elfs[0] = unw_elf_begin_fd(fds[0])) != NULL)
+		n = 1;
+	if (n && fds[1] >= 0 && (elfs[1] = unw_elf_begin_fd(fds[1])) != NULL)
+		n = 2;
+	int rc = n ? unw_compile_elf(elfs, n, &unw_default_limits, out, err) : np_errf(err, "not an ELF file");
+	for (int i = 0; i < 2; i++) {
+		if (elfs[i])
+			elf_end(elfs[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	return rc;
+}
+
+/* Rules added by the last pack go to the BPF array. */
+static int push_rules(struct unw_loader *l, struct np_err *err)
+{
+	size_t n = unw_rule_set_count(&l->rules);
+	for (; l->rules.loaded < n; l->rules.loaded++) {
+		uint32_t i = (uint32_t)l->rules.loaded;
+		struct np_unw_rule r;
+		unw_rule_set_get(&l->rules, i, &r);
+		if (bpf_map_update_elem(l->maps.rules, &i, &r, BPF_ANY))
+			return np_errno(err, "load unwind rule %u", i);
+	}
+	return 0;
+}
+
+/* A BPF array holding p, its fd. */
+static int table_map(const struct unw_packed *p, struct np_err *err)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "np_unw_table", sizeof(uint32_t), sizeof(uint64_t), p->n, &opts);
+	if (fd < 0)
+		return np_errno(err, "create a BPF map of %u unwind table elements", p->n);
+	uint32_t *keys = malloc((size_t)p->n * sizeof(*keys));
+	if (!keys) {
+		close(fd);
+		return np_errf(err, "unwind table: out of memory");
+	}
+	for (uint32_t i = 0; i < p->n; i++)
+		keys[i] = i;
+	uint32_t count = p->n;
+	LIBBPF_OPTS(bpf_map_batch_opts, bopts);
+	int rc = bpf_map_update_batch(fd, keys, p->elems, &count, &bopts);
+	free(keys);
+	if (rc || count != p->n) {
+		np_errno(err, "fill a BPF map of %u unwind table elements", p->n);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void evict(struct unw_loader *l, uint32_t id)
+{
+	(void)bpf_map_delete_elem(l->maps.tables, &id);
+	unw_registry_evicted(&l->reg, id);
+	set_requested(l, id, 0);
+}
+
+static void failed(struct unw_loader *l, uint32_t id, const char *why)
+{
+	struct unw_reg_entry *e = unw_registry_get(&l->reg, id);
+	np_log(NP_DEBUG, "unwind", "no unwind table: frame pointers only", "file", e ? e->key : "?", "reason", why,
+	       NULL);
+	unw_registry_failed(&l->reg, id);
+	set_requested(l, id, NP_UNW_NEVER);
+}
+
+int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
+{
+	struct unw_reg_entry *e = unw_registry_get(&l->reg, id);
+	if (!e) {
+		set_requested(l, id, NP_UNW_NEVER); /* a stale id: nobody maps it any more */
+		return 0;
+	}
+	if (e->state != UNW_REG_UNLOADED)
+		return 0; /* loaded meanwhile, or known not to load */
+	uint64_t t0 = now_ns();
+	struct unw_table *t;
+	struct np_err why;
+	if (compile(l, e, &t, &why) < 0) {
+		if (why.code == ENOMEM)
+			return np_errf(err, "%s", why.msg);
+		failed(l, id, why.msg);
+		return 0;
+	}
+	struct unw_packed p;
+	int rc = unw_pack(t, &l->rules, &p, &why);
+	unw_table_free(t);
+	if (rc < 0) {
+		failed(l, id, why.msg);
+		return 0;
+	}
+	size_t bytes = (size_t)p.n * sizeof(uint64_t);
+	uint32_t victims[MAX_VICTIMS];
+	int fits;
+	size_t nv = unw_registry_victims(&l->reg, bytes, id, victims, MAX_VICTIMS, &fits);
+	if (!fits) {
+		unw_packed_free(&p);
+		failed(l, id, "over the unwind tables' BPF budget");
+		return 0;
+	}
+	for (size_t i = 0; i < nv; i++)
+		evict(l, victims[i]);
+	int fd = -1;
+	if (push_rules(l, &why) < 0 || (fd = table_map(&p, &why)) < 0 ||
+	    bpf_map_update_elem(l->maps.tables, &id, &fd, BPF_ANY)) {
+		if (fd >= 0)
+			np_errno(&why, "install unwind table %u", id);
+		np_log(NP_WARN, "unwind", "cannot load an unwind table", "file", e->key, "err", why.msg, NULL);
+		if (fd >= 0)
+			close(fd);
+		unw_packed_free(&p);
+		failed(l, id, why.msg);
+		return 0;
+	}
+	close(fd); /* the outer map holds the table now */
+	unw_registry_loaded(&l->reg, id, bytes);
+	l->compile_ns += now_ns() - t0;
+	np_log(NP_DEBUG, "unwind", "unwind table loaded", "file", e->key, "rows", NP_LOG_INT(p.nrows), "bytes",
+	       NP_LOG_INT(bytes), "us", NP_LOG_INT((now_ns() - t0) / 1000), NULL);
+	unw_packed_free(&p);
+	return 0;
+}
+
+void unw_loader_stats(const struct unw_loader *l, struct unw_loader_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->tables = l->reg.st;
+	out->rules = l->rules.loaded;
+	out->processes = l->nprocs;
+	out->mapping_keys = l->keys;
+	out->mapping_keys_dropped = l->keys_dropped;
+	out->compile_ns = l->compile_ns;
+	out->bpf_bytes = l->reg.st.loaded_bytes + l->rules.loaded * sizeof(struct np_unw_rule) +
+	                 l->keys * LPM_ENTRY_BYTES;
+}

@@ -1,0 +1,52 @@
+/* Keeps the BPF unwinder's maps (bpf/unwind.h) in step with the processes it samples:
+ *   - a process first seen (or exec'd) gets its executable mappings in the LPM trie, each with
+ *     the table id of its file (registry.h) and its load bias; a pc the walker finds in no
+ *     mapping (dlopen) re-reads the maps; exit and exec remove them;
+ *   - a table is compiled (agent/unwind/compile.h), packed (pack.h) and loaded into its own
+ *     BPF array only when the walker asks for it, within a byte budget, LRU-evicted. The agent
+ *     keeps no table once it is in BPF: compile, pack and load are transient.
+ * Files are reached through the symbolizer's snapshot and root-safe opener, read with pread. */
+#ifndef NP_UNWIND_LOADER_H
+#define NP_UNWIND_LOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/profile/sampler.h"
+#include "agent/symbols/symbolizer.h"
+#include "agent/unwind/registry.h"
+#include "agent/util/error.h"
+
+/* Bytes of unwind tables in BPF maps: every table of a busy host (python3.11's is 0.5 MiB,
+ * libc's 0.2 MiB) fits many times over. */
+#define UNW_DEFAULT_BPF_BUDGET ((size_t)64 << 20)
+
+struct unw_loader;
+
+NP_MUST_CHECK int unw_loader_new(const struct np_unwind_maps *maps, struct symbolizer *sym, size_t budget,
+                                 struct unw_loader **out, struct np_err *err);
+void unw_loader_free(struct unw_loader *l);
+
+/* (Re)registers the mappings of (pid, gen): a new gen replaces the previous one (exec);
+ * refresh re-reads /proc/PID/maps (a pc outside every known mapping). -1 only on allocation
+ * failure or a BPF map update failing for another reason than a full map. */
+NP_MUST_CHECK int unw_loader_process(struct unw_loader *l, uint32_t pid, uint32_t gen, int refresh,
+                                     struct np_err *err);
+/* The process exited: its mappings leave the trie. */
+void unw_loader_exit(struct unw_loader *l, uint32_t pid);
+/* The walker asked for table id. A file that cannot be read or compiled is marked so the
+ * walker stops asking; -1 only on allocation failure. */
+NP_MUST_CHECK int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err);
+
+struct unw_loader_stats {
+	struct unw_reg_stats tables;   /* ids, loaded tables and their BPF bytes, loads, evictions */
+	size_t rules;                  /* distinct rules in the global BPF array */
+	size_t processes;              /* processes with mappings in the trie */
+	size_t mapping_keys;           /* trie entries */
+	uint64_t mapping_keys_dropped; /* trie entries that did not fit */
+	uint64_t compile_ns;           /* time spent compiling and loading tables */
+	size_t bpf_bytes;              /* tables + rules + trie entries (estimated for the trie) */
+};
+void unw_loader_stats(const struct unw_loader *l, struct unw_loader_stats *out);
+
+#endif

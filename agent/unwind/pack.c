@@ -1,0 +1,149 @@
+/* Packing unwind tables for BPF: see pack.h. */
+#include "agent/unwind/pack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE ((uint64_t)1 << NP_UNW_PAGE_SHIFT)
+/* base_page is a u32 page number. */
+#define MAX_BASE (((uint64_t)UINT32_MAX + 1) << NP_UNW_PAGE_SHIFT)
+
+void unw_rule_set_free(struct unw_rule_set *rs)
+{
+	np_intern_free(&rs->ids);
+	rs->loaded = 0;
+}
+
+size_t unw_rule_set_count(const struct unw_rule_set *rs)
+{
+	return rs->ids.n;
+}
+
+void unw_rule_set_get(const struct unw_rule_set *rs, uint32_t i, struct np_unw_rule *out)
+{
+	size_t len;
+	memcpy(out, np_intern_key(&rs->ids, i + 1, &len), sizeof(*out));
+}
+
+static uint64_t elem(uint32_t lo, uint32_t hi)
+{
+	return (uint64_t)lo | (uint64_t)hi << 32;
+}
+
+static int rule_index(struct unw_rule_set *rs, const struct unw_rule *r, uint32_t *out, struct np_err *err)
+{
+	struct np_unw_rule b;
+	int added;
+
+	memset(&b, 0, sizeof(b));
+	b.kind = r->kind;
+	b.rbp = r->rbp;
+	b.why = r->why;
+	b.cfa_off = r->cfa_off;
+	b.cfa_aux = r->cfa_aux;
+	b.rbp_off = r->rbp_off;
+	uint32_t id = np_intern_add(&rs->ids, &b, sizeof(b), &added);
+	if (!id)
+		return np_errf(err, "unwind rules: out of memory");
+	if (id > NP_UNW_MAX_RULES)
+		return np_errf(err, "more than %d distinct unwind rules across all tables", NP_UNW_MAX_RULES);
+	*out = id - 1;
+	return 0;
+}
+
+/* The last row whose pc is <= off (0 when none is). */
+static uint32_t last_row_at(const uint32_t *pc, uint32_t nrows, uint64_t off)
+{
+	uint32_t lo = 0, hi = nrows;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (pc[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int unw_pack(const struct unw_table *t, struct unw_rule_set *rs, struct unw_packed *out, struct np_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	uint64_t base = t->base & ~(PAGE - 1), delta = t->base - base;
+	if (t->base >= MAX_BASE)
+		return np_errf(err, "unwind table at %#llx: above the walker's 2^44 address range",
+		               (unsigned long long)t->base);
+	if (t->nrows && (uint64_t)t->pc[t->nrows - 1] + delta > UINT32_MAX)
+		return np_errf(err, "unwind table spans more than 4 GiB");
+	/* The last row ends the covered range: pages up to the page holding its start. */
+	uint64_t span = t->nrows ? t->pc[t->nrows - 1] + delta : 0;
+	uint64_t npages = (span + PAGE - 1) / PAGE;
+	uint64_t n = 1 + npages + t->nrows;
+	if (n > UINT32_MAX)
+		return np_errf(err, "unwind table too large (%llu elements)", (unsigned long long)n);
+	uint32_t *pc = malloc((t->nrows ? t->nrows : 1) * sizeof(*pc));
+	out->elems = malloc(n * sizeof(uint64_t));
+	if (!pc || !out->elems) {
+		free(pc);
+		free(out->elems);
+		out->elems = NULL;
+		return np_errf(err, "unwind table: out of memory packing %u rows", t->nrows);
+	}
+	for (uint32_t i = 0; i < t->nrows; i++)
+		pc[i] = (uint32_t)(t->pc[i] + delta);
+	out->n = (uint32_t)n;
+	out->npages = (uint32_t)npages;
+	out->nrows = t->nrows;
+	out->base = base;
+	out->elems[0] = elem((uint32_t)npages, (uint32_t)(base >> NP_UNW_PAGE_SHIFT));
+	uint32_t rows = 1 + (uint32_t)npages;
+	for (uint64_t p = 0; p < npages; p++) {
+		uint32_t lo = last_row_at(pc, t->nrows, p * PAGE);
+		uint32_t hi = last_row_at(pc, t->nrows, (p + 1) * PAGE - 1);
+		out->elems[1 + p] = elem(rows + lo, rows + hi);
+	}
+	for (uint32_t i = 0; i < t->nrows; i++) {
+		uint32_t g = 0;
+		if (rule_index(rs, &t->rules[t->rule[i]], &g, err) < 0) {
+			free(pc);
+			unw_packed_free(out);
+			return -1;
+		}
+		out->elems[rows + i] = elem(pc[i], g);
+	}
+	free(pc);
+	return 0;
+}
+
+void unw_packed_free(struct unw_packed *p)
+{
+	free(p->elems);
+	memset(p, 0, sizeof(*p));
+}
+
+long unw_packed_find(const struct unw_packed *p, uint64_t vaddr)
+{
+	if (p->n == 0)
+		return -2;
+	uint32_t npages = (uint32_t)p->elems[0];
+	uint64_t base = (p->elems[0] >> 32) << NP_UNW_PAGE_SHIFT;
+	uint64_t off = vaddr - base;
+	if (vaddr < base || off >> NP_UNW_PAGE_SHIFT >= npages)
+		return -1;
+	uint64_t pg = p->elems[1 + (off >> NP_UNW_PAGE_SHIFT)];
+	uint32_t lo = (uint32_t)pg, hi = (uint32_t)(pg >> 32);
+	if (lo >= p->n || hi >= p->n)
+		return -2;
+	if ((uint32_t)p->elems[lo] > off)
+		return -1;
+	uint32_t rule = (uint32_t)(p->elems[lo] >> 32);
+	for (int i = 0; i < NP_UNW_MAX_SEARCH && lo < hi; i++) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+		if ((uint32_t)p->elems[mid] <= off) {
+			lo = mid;
+			rule = (uint32_t)(p->elems[mid] >> 32);
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return lo < hi ? -2 : (long)rule;
+}

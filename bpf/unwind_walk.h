@@ -1,0 +1,400 @@
+/* The user-stack walker of the sampler (included by bpf/sampler.bpf.c once).
+ *
+ * Per frame: find the mapping of the pc in the process's trie (reusing the previous frame's
+ * mapping when the pc is still inside it), its file's unwind table, the row covering the pc
+ * (page index, then a bounded binary search), and apply the row's rule: compute the CFA, read
+ * the return address at CFA-8 and the caller's rbp where the rule says, step to the caller
+ * (sp = CFA). Without a table (anonymous/JIT code, Go, a file without CFI, a table not loaded
+ * yet) the frame is stepped with frame pointers. Signal trampolines continue from the
+ * interrupted registers in the rt_sigframe's ucontext; the outermost frame's rule (return
+ * address undefined) ends the walk cleanly. Every other end is counted by reason.
+ *
+ * One step is a global (separately verified) function, so the verifier checks it once, not
+ * once per frame; a program walks NP_UNW_FRAMES_PER_PROG frames and tail-calls np_unwind for
+ * the next ones, the state living in the per-CPU scratch. */
+#ifndef NP_BPF_UNWIND_WALK_H
+#define NP_BPF_UNWIND_WALK_H
+
+#include <bpf/bpf_endian.h>
+
+#include "unwind.h"
+
+/* 127 frames take 4 programs (the first and three tail calls), within the kernel's 33. */
+#define NP_UNW_FRAMES_PER_PROG 32
+
+/* Why a step ended the walk (index into the stats, or 0 to continue). */
+#define NP_UNW_CONTINUE 0
+
+/* x86-64 rt_sigframe as the kernel builds it: the handler returns into __restore_rt with rsp at
+ * the ucontext; uc_mcontext (struct sigcontext) starts 40 bytes in, rbp, rsp and rip are its
+ * 11th, 16th and 17th words. */
+#define NP_UC_RBP 0x78
+#define NP_UC_RSP 0xa0
+#define NP_UC_RIP 0xa8
+
+/* UAPI struct pt_regs word indexes of the DWARF registers 0-15 (rax rdx rcx rbx rsi rdi rbp rsp
+ * r8-r15) for the CFA_REG rule. */
+#define NP_PT_REGS_WORDS 21
+
+struct np_unw_state {
+	struct np_stack stack;	/* the user stack being built, leaf first */
+	struct np_stack kstack; /* scratch for the kernel stack */
+	struct np_count_key key;
+	__u64 regs[NP_PT_REGS_WORDS]; /* the user registers at the sample (struct pt_regs) */
+	__u64 ip, sp, bp;
+	__u32 interrupted;	      /* ip is where the thread stopped (leaf, signal), not a return address */
+	__u32 bp_unknown;	      /* the caller's rbp could not be recovered */
+	/* The mapping of the previous frame. */
+	__u64 m_start, m_end, m_bias;
+	__u32 m_table;
+	__u32 leaf_fp; /* the leaf was stepped with frame pointers */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct np_unw_state);
+} unw_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, NP_UNW_MAX_MAPPING_KEYS);
+	__type(key, struct np_unw_key);
+	__type(value, struct np_unw_mapping);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} unw_mappings SEC(".maps");
+
+/* Tables differ in size: the template carries BPF_F_INNER_MAP so any ARRAY of 8-byte
+ * elements may sit in a slot. */
+struct unw_table_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u64));
+	__uint(map_flags, BPF_F_INNER_MAP);
+} unw_table_template SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, NP_UNW_MAX_TABLES);
+	__type(key, __u32);
+	__array(values, struct unw_table_map);
+} unw_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NP_UNW_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct np_unw_rule);
+} unw_rules SEC(".maps");
+
+/* When each table was last asked for (rate limit; NP_UNW_NEVER: it cannot be loaded). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NP_UNW_MAX_TABLES);
+	__type(key, __u32);
+	__type(value, __u64);
+} unw_requested SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} unw_progs SEC(".maps");
+
+static __always_inline int unw_due(__u64 *last, __u64 now)
+{
+	if ((__s64)(now - *last) < (__s64)NP_UNW_REQUEST_NS)
+		return 0;
+	*last = now;
+	return 1;
+}
+
+/* A pc in no mapping the trie knows: ask user space to re-read the process's maps. */
+static __always_inline void unw_request_maps(__u32 tgid)
+{
+	struct np_proc_state *ps = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (ps && unw_due(&ps->maps_req_ns, bpf_ktime_get_ns()))
+		send_proc_event(NP_PROC_MAPS, tgid, ps->gen, 0);
+}
+
+static __always_inline void unw_request_table(struct np_unw_state *st, __u32 table_id)
+{
+	__u64 *last = bpf_map_lookup_elem(&unw_requested, &table_id);
+
+	if (last && unw_due(last, bpf_ktime_get_ns()))
+		send_proc_event(NP_UNW_TABLE, st->key.tgid, st->key.gen, table_id);
+}
+
+/* Results of unw_find_rule besides a stat index. */
+#define NP_UNW_FOUND 0
+#define NP_UNW_USE_FP 1
+
+/* The rule covering pc, or NP_UNW_USE_FP, or a NP_UNW_LOST_* reason. */
+static __always_inline int unw_find_rule(struct np_unw_state *st, __u64 pc, struct np_unw_rule *out)
+{
+	if (pc < st->m_start || pc >= st->m_end) {
+		struct np_unw_key k = {
+			.prefixlen = NP_UNW_KEY_BITS,
+			.tgid_be = bpf_htonl(st->key.tgid),
+			.addr_be = bpf_cpu_to_be64(pc),
+		};
+		struct np_unw_mapping *m = bpf_map_lookup_elem(&unw_mappings, &k);
+		if (!m) {
+			st->m_start = st->m_end = 0;
+			stat_inc(NP_UNW_NO_MAPPING);
+			unw_request_maps(st->key.tgid);
+			return NP_UNW_USE_FP;
+		}
+		st->m_start = m->start;
+		st->m_end = m->end;
+		st->m_bias = m->bias;
+		st->m_table = m->table_id;
+	}
+	__u32 tid = st->m_table;
+	if (!tid)
+		return NP_UNW_USE_FP;
+	void *tbl = bpf_map_lookup_elem(&unw_tables, &tid);
+	if (!tbl) {
+		stat_inc(NP_UNW_NO_TABLE);
+		unw_request_table(st, tid);
+		return NP_UNW_USE_FP;
+	}
+	__u32 idx = 0;
+	struct np_unw_hdr *h = bpf_map_lookup_elem(tbl, &idx);
+	if (!h)
+		return NP_UNW_LOST_TABLE;
+	__u64 off = pc - st->m_bias - ((__u64)h->base_page << NP_UNW_PAGE_SHIFT);
+	__u64 page = off >> NP_UNW_PAGE_SHIFT;
+	if (page >= h->npages)
+		return NP_UNW_USE_FP; /* outside every FDE of the file */
+	idx = 1 + (__u32)page;
+	struct np_unw_page *pg = bpf_map_lookup_elem(tbl, &idx);
+	if (!pg)
+		return NP_UNW_LOST_TABLE;
+	__u32 lo = pg->lo, hi = pg->hi;
+	struct np_unw_row *row = bpf_map_lookup_elem(tbl, &lo);
+	if (!row)
+		return NP_UNW_LOST_TABLE;
+	if (row->pc > off)
+		return NP_UNW_USE_FP; /* before the first FDE */
+	__u32 rule = row->rule;
+	for (int i = 0; i < NP_UNW_MAX_SEARCH && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo + 1) / 2;
+		row = bpf_map_lookup_elem(tbl, &mid);
+		if (!row)
+			return NP_UNW_LOST_TABLE;
+		if (row->pc <= off) {
+			lo = mid;
+			rule = row->rule;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	if (lo < hi)
+		return NP_UNW_LOST_TABLE;
+	struct np_unw_rule *r = bpf_map_lookup_elem(&unw_rules, &rule);
+	if (!r)
+		return NP_UNW_LOST_TABLE;
+	*out = *r;
+	return NP_UNW_FOUND;
+}
+
+static __always_inline int unw_read(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr) ? -1 : 0;
+}
+
+/* A frame-pointer step: the caller's return address and rbp are saved at rbp+8 and rbp. */
+static __always_inline int unw_fp_step(struct np_unw_state *st)
+{
+	__u64 saved[2];
+
+	stat_inc(NP_UNW_FRAMES_FP);
+	if (!st->bp || st->bp_unknown)
+		return NP_UNW_FP_END;
+	if (bpf_probe_read_user(saved, sizeof(saved), (void *)st->bp))
+		return NP_UNW_FP_END;
+	if (!saved[1])
+		return NP_UNW_FP_END;
+	if (st->bp + 16 <= st->sp)
+		return NP_UNW_FP_END; /* a stale rbp below the stack pointer: not a frame */
+	st->sp = st->bp + 16;
+	st->ip = saved[1];
+	st->bp = saved[0];
+	return NP_UNW_CONTINUE;
+}
+
+/* The register of a CFA_REG rule (DWARF number) from the sampled registers. */
+static __always_inline int unw_dwarf_reg(struct np_unw_state *st, int reg, __u64 *val)
+{
+	/* UAPI struct pt_regs word order: r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi. */
+	int w;
+
+	switch (reg) {
+	case 0: w = 10; break;
+	case 1: w = 12; break;
+	case 2: w = 11; break;
+	case 3: w = 5; break;
+	case 4: w = 13; break;
+	case 5: w = 14; break;
+	case 6: w = 4; break;
+	case 8: w = 9; break;
+	case 9: w = 8; break;
+	case 10: w = 7; break;
+	case 11: w = 6; break;
+	case 12: w = 3; break;
+	case 13: w = 2; break;
+	case 14: w = 1; break;
+	case 15: w = 0; break;
+	default: return -1;
+	}
+	*val = st->regs[w];
+	return 0;
+}
+
+/* Steps one frame: records st->ip, then moves st to its caller. Returns NP_UNW_CONTINUE or
+ * the stat index the walk ended with. Global: verified once, whatever calls it. */
+__noinline int np_unw_step(void)
+{
+	__u32 zero = 0;
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &zero);
+	struct np_unw_rule r;
+	__u64 cfa, pc, lookup, ra;
+	__u32 n;
+	int found;
+
+	if (!st)
+		return NP_LOST_NO_MAP;
+	n = st->stack.len;
+	if (n >= NP_MAX_STACK_DEPTH)
+		return NP_UNW_LOST_DEPTH;
+	pc = st->ip;
+	st->stack.ips[n] = pc;
+	st->stack.len = n + 1;
+	/* A return address belongs to the call before it. */
+	lookup = st->interrupted ? pc : pc - 1;
+	found = unw_find_rule(st, lookup, &r);
+	if (found != NP_UNW_FOUND && found != NP_UNW_USE_FP)
+		return found;
+	if (found == NP_UNW_USE_FP || r.kind == 0 /* UNW_NONE */) {
+		if (n == 0)
+			st->leaf_fp = 1;
+		st->interrupted = 0;
+		return unw_fp_step(st);
+	}
+	stat_inc(NP_UNW_FRAMES_TABLE);
+	switch (r.kind) {
+	case 1: /* UNW_CFA_RSP */
+		cfa = st->sp + r.cfa_off;
+		break;
+	case 2: /* UNW_CFA_RBP */
+		if (st->bp_unknown)
+			return NP_UNW_LOST_RBP;
+		cfa = st->bp + r.cfa_off;
+		break;
+	case 3: /* UNW_CFA_PLT */
+		cfa = st->sp + r.cfa_off + ((pc & 15) >= (__u64)r.cfa_aux ? 8 : 0);
+		break;
+	case 4: /* UNW_CFA_DEREF_RSP */
+		if (unw_read(&cfa, st->sp + r.cfa_off))
+			return NP_UNW_LOST_READ;
+		cfa += r.cfa_aux;
+		break;
+	case 5: /* UNW_CFA_REG: every register is known only in the interrupted frame */
+		if (n != 0 || unw_dwarf_reg(st, r.cfa_aux, &cfa))
+			return NP_UNW_LOST_REG;
+		cfa += r.cfa_off;
+		break;
+	case 6: { /* UNW_SIGNAL: sp is at the ucontext */
+		__u64 bp, sp, ip;
+		if (unw_read(&bp, st->sp + NP_UC_RBP) || unw_read(&sp, st->sp + NP_UC_RSP) ||
+		    unw_read(&ip, st->sp + NP_UC_RIP))
+			return NP_UNW_LOST_READ;
+		if (!ip)
+			return NP_UNW_LOST_RA_ZERO;
+		st->ip = ip;
+		st->sp = sp;
+		st->bp = bp;
+		st->bp_unknown = 0;
+		st->interrupted = 1; /* the interrupted instruction itself */
+		return NP_UNW_CONTINUE;
+	}
+	case 7: /* UNW_END */
+		return NP_UNW_END;
+	default: /* UNW_UNSUPPORTED */
+		return NP_UNW_LOST_UNSUPPORTED;
+	}
+	if (cfa <= st->sp)
+		return NP_UNW_LOST_SP;
+	if (r.rbp == 1 /* UNW_RBP_AT_CFA */ && r.rbp_off == -16) {
+		/* push rbp right after the call, the usual prologue: one read for both words */
+		__u64 saved[2];
+		if (bpf_probe_read_user(saved, sizeof(saved), (void *)(cfa - 16)))
+			return NP_UNW_LOST_READ;
+		st->bp = saved[0];
+		st->bp_unknown = 0;
+		ra = saved[1];
+	} else {
+		if (unw_read(&ra, cfa - 8))
+			return NP_UNW_LOST_READ;
+		if (r.rbp == 1) {
+			if (unw_read(&st->bp, cfa + r.rbp_off))
+				return NP_UNW_LOST_READ;
+			st->bp_unknown = 0;
+		} else if (r.rbp != 0 /* UNW_RBP_UNCHANGED */) {
+			st->bp_unknown = 1;
+		}
+	}
+	if (!ra)
+		return NP_UNW_LOST_RA_ZERO;
+	st->ip = ra;
+	st->sp = cfa;
+	st->interrupted = 0;
+	return NP_UNW_CONTINUE;
+}
+
+/* Reads the thread's user registers into st (the ones saved at kernel entry: the same whether
+ * the sample interrupted user or kernel code). 0, or -1 for a thread with no user context. */
+static __always_inline int unw_begin(struct np_unw_state *st)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	st->stack.len = 0;
+	st->stack.sp_word = 0;
+	st->leaf_fp = 0;
+	st->m_start = st->m_end = 0;
+	if (bpf_probe_read_kernel(st->regs, sizeof(st->regs), regs)) {
+		stat_inc(NP_LOST_USTACK);
+		return -1;
+	}
+	/* cs (word 17) with RPL 3: a user context; kernel threads have none. */
+	if ((st->regs[17] & 3) != 3 || !st->regs[16])
+		return -1;
+	st->ip = st->regs[16];
+	st->sp = st->regs[19];
+	st->bp = st->regs[4];
+	st->bp_unknown = 0;
+	st->interrupted = 1;
+	stat_inc(NP_UNW_STACKS);
+	return 0;
+}
+
+/* Walks up to NP_UNW_FRAMES_PER_PROG frames: 1 when the walk ended, 0 when more remain. */
+static __always_inline int unw_walk(void)
+{
+	for (int i = 0; i < NP_UNW_FRAMES_PER_PROG; i++) {
+		int why = np_unw_step();
+		if (why != NP_UNW_CONTINUE) {
+			if (why > 0 && why < NP_STAT_MAX)
+				stat_inc((__u32)why);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+#endif

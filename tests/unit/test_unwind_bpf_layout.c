@@ -1,0 +1,349 @@
+/* The unwinder's user-space pieces that shape what BPF reads: LPM prefix splitting of process
+ * mappings, tables packed with a page index and global rules (checked against the compiled
+ * table at every row boundary of real Debian libraries, with the same bounded search the BPF
+ * walker does), and the registry's ids, references and eviction budget. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <endian.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "agent/unwind/compile.h"
+#include "agent/unwind/elf_cfi.h"
+#include "agent/unwind/lpm.h"
+#include "agent/unwind/pack.h"
+#include "agent/unwind/registry.h"
+
+/* ---- LPM ---- */
+
+/* The blocks cover [start, end) exactly, in order, each aligned to its size. */
+static size_t check_split(uint64_t start, uint64_t end)
+{
+	struct unw_lpm_block b[UNW_LPM_MAX_BLOCKS];
+	size_t n = unw_lpm_split(start, end, b);
+	uint64_t at = start;
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(b[i].addr, at);
+		assert_true(b[i].bits < 64);
+		assert_int_equal(b[i].addr & ((1ULL << b[i].bits) - 1), 0);
+		at += 1ULL << b[i].bits;
+		assert_true(at <= end || at == 0);
+		/* Minimal: no two neighbours could merge into one aligned block of twice the size. */
+		if (i > 0 && b[i - 1].bits == b[i].bits)
+			assert_int_not_equal(b[i - 1].addr & ((1ULL << (b[i].bits + 1)) - 1), 0);
+	}
+	assert_int_equal(at, start < end ? end : start);
+	return n;
+}
+
+static void test_lpm_split(void **state)
+{
+	(void)state;
+	assert_int_equal(check_split(0x1000, 0x2000), 1);
+	assert_int_equal(check_split(0x400000, 0x800000), 1);
+	/* libc's text mapping on this machine: 0x7f...28000-0x7f...17d000 */
+	size_t n = check_split(0x7f3c2a628000ULL, 0x7f3c2a77d000ULL);
+	assert_true(n > 1 && n <= 2 * (64 - 12));
+	assert_int_equal(check_split(0x1000, 0x1000), 0);
+	assert_int_equal(check_split(0x2000, 0x1000), 0);
+	/* Worst case: one page short of both ends of a huge aligned range. */
+	n = check_split(0x1000, 0x7ffffffff000ULL);
+	assert_true(n <= UNW_LPM_MAX_BLOCKS);
+	assert_true(n >= 2 * (47 - 12) - 2);
+	check_split(1, 0xffffffffffffffffULL);
+	check_split(0x7f0000001000ULL, 0x7f0000003000ULL);
+}
+
+static void test_lpm_key(void **state)
+{
+	(void)state;
+	struct unw_lpm_block b = { .addr = 0x7f0000000000ULL, .bits = 20 };
+	struct np_unw_key k;
+	unw_lpm_key(1234, &b, &k);
+	assert_int_equal(k.prefixlen, 32 + 44);
+	assert_int_equal(be32toh(k.tgid_be), 1234);
+	assert_int_equal(be64toh(k.addr_be), 0x7f0000000000ULL);
+	assert_int_equal(sizeof(k), 16);
+	assert_int_equal(NP_UNW_KEY_BITS, 96);
+}
+
+/* ---- packing ---- */
+
+static int rule_kind(const struct unw_rule_set *rs, long g)
+{
+	struct np_unw_rule r;
+	unw_rule_set_get(rs, (uint32_t)g, &r);
+	return r.kind;
+}
+
+static struct unw_table *compile_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	Elf *e = unw_elf_begin_fd(fd);
+	assert_non_null(e);
+	struct unw_table *t;
+	struct np_err err;
+	int rc = unw_compile_elf(&e, 1, &unw_default_limits, &t, &err);
+	if (rc < 0)
+		fail_msg("%s: %s", path, err.msg);
+	elf_end(e);
+	close(fd);
+	return t;
+}
+
+static void rule_matches(const struct unw_rule_set *rs, long g, const struct unw_rule *r)
+{
+	assert_true(g >= 0 && (size_t)g < unw_rule_set_count(rs));
+	struct np_unw_rule b;
+	unw_rule_set_get(rs, (uint32_t)g, &b);
+	assert_int_equal(b.kind, r->kind);
+	assert_int_equal(b.rbp, r->rbp);
+	assert_int_equal(b.why, r->why);
+	assert_int_equal(b.cfa_off, r->cfa_off);
+	assert_int_equal(b.cfa_aux, r->cfa_aux);
+	assert_int_equal(b.rbp_off, r->rbp_off);
+}
+
+/* Every row's first and last byte, and the bytes around the table, find the same rule
+ * through the packed layout as through the table; no page needs more search steps than BPF
+ * allows. */
+static void check_packed(const struct unw_table *t, const struct unw_packed *p, const struct unw_rule_set *rs)
+{
+	assert_int_equal(p->n, 1 + p->npages + p->nrows);
+	assert_int_equal(p->nrows, t->nrows);
+	for (uint32_t pg = 0; pg < p->npages; pg++) {
+		uint32_t lo = (uint32_t)p->elems[1 + pg], hi = (uint32_t)(p->elems[1 + pg] >> 32);
+		assert_true(lo <= hi && hi < p->n && lo >= 1 + p->npages);
+		assert_true(hi - lo < (1u << NP_UNW_MAX_SEARCH));
+	}
+	for (uint32_t i = 0; i + 1 < t->nrows; i++) {
+		uint64_t a = t->base + t->pc[i], z = t->base + t->pc[i + 1] - 1;
+		const struct unw_rule *r = &t->rules[t->rule[i]];
+		long g = unw_packed_find(p, a);
+		if (r->kind == UNW_NONE && g == -1)
+			continue; /* outside the pages: frame pointers, as rule 0 says */
+		rule_matches(rs, g, r);
+		rule_matches(rs, unw_packed_find(p, z), r);
+	}
+	if (t->nrows) {
+		long g = unw_packed_find(p, t->base + t->pc[t->nrows - 1]);
+		assert_true(g == -1 || rule_kind(rs, g) == UNW_NONE);
+		if (t->base > 0)
+			assert_int_equal(unw_packed_find(p, t->base - 1), -1);
+		assert_int_equal(unw_packed_find(p, t->base + t->pc[t->nrows - 1] + (1u << NP_UNW_PAGE_SHIFT)), -1);
+	}
+}
+
+static void test_pack_real_libraries(void **state)
+{
+	(void)state;
+	static const char *const files[] = { "/usr/bin/python3.11", "/lib/x86_64-linux-gnu/libc.so.6",
+		                             "/lib/x86_64-linux-gnu/liblzma.so.5", "/usr/bin/xz" };
+	struct unw_rule_set rs = UNW_RULE_SET_INIT;
+	size_t rules_sum = 0;
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct unw_table *t = compile_file(files[f]);
+		assert_true(t->nrows > 100);
+		struct unw_packed p;
+		struct np_err err;
+		size_t before = unw_rule_set_count(&rs);
+		assert_int_equal(unw_pack(t, &rs, &p, &err), 0);
+		check_packed(t, &p, &rs);
+		/* 8 bytes per element: the rows plus one element per 4 KiB of covered text. */
+		assert_true(p.npages <= (t->pc[t->nrows - 1] >> NP_UNW_PAGE_SHIFT) + 2);
+		rules_sum += t->nrules;
+		assert_true(unw_rule_set_count(&rs) - before <= t->nrules);
+		unw_packed_free(&p);
+		unw_table_free(t);
+	}
+	/* Rules repeat across files: the shared set is smaller than the sum of the tables'. */
+	assert_true(unw_rule_set_count(&rs) < rules_sum);
+	unw_rule_set_free(&rs);
+}
+
+/* A table whose base is not page aligned, with a gap, built by hand. */
+static void test_pack_unaligned_base(void **state)
+{
+	(void)state;
+	struct unw_builder b;
+	struct np_err err;
+	assert_int_equal(unw_builder_init(&b, 1 << 20, &err), 0);
+	struct unw_rule r1 = { .kind = UNW_CFA_RSP, .cfa_off = 8 };
+	struct unw_rule r2 = { .kind = UNW_CFA_RSP, .cfa_off = 16, .rbp = UNW_RBP_AT_CFA, .rbp_off = -16 };
+	struct unw_rule r3 = { .kind = UNW_CFA_RBP, .cfa_off = 16, .rbp = UNW_RBP_AT_CFA, .rbp_off = -16 };
+	/* Many small rows in one page (the search bound), then a gap, then rows across pages. */
+	uint64_t at = 0x401234;
+	for (int i = 0; i < 1000; i++, at += 2)
+		assert_true(unw_builder_add(&b, at, at + 2, i % 2 ? &r1 : &r2, &err) >= 0);
+	assert_true(unw_builder_add(&b, 0x409000, 0x40b100, &r3, &err) >= 0);
+	assert_true(unw_builder_add(&b, 0x40b100, 0x40f001, &r1, &err) >= 0);
+	struct unw_table *t;
+	assert_int_equal(unw_builder_finish(&b, &t, &err), 0);
+	struct unw_rule_set rs = UNW_RULE_SET_INIT;
+	struct unw_packed p;
+	assert_int_equal(unw_pack(t, &rs, &p, &err), 0);
+	assert_int_equal(p.base, 0x401000);
+	check_packed(t, &p, &rs);
+	assert_int_equal(unw_packed_find(&p, 0x401233), -1); /* before the first FDE */
+	long g = unw_packed_find(&p, 0x405000);                             /* the gap: rule 0 */
+	assert_true(g >= 0 && rule_kind(&rs, g) == UNW_NONE);
+	rule_matches(&rs, unw_packed_find(&p, 0x40a000), &r3);
+	rule_matches(&rs, unw_packed_find(&p, 0x40f000), &r1);
+	assert_int_equal(unw_packed_find(&p, 0x410000), -1);
+	/* A corrupt page entry is reported, not followed. */
+	p.elems[1] = (uint64_t)p.n << 32 | 1;
+	assert_int_equal(unw_packed_find(&p, 0x401300), -2);
+	unw_packed_free(&p);
+	unw_table_free(t);
+	unw_rule_set_free(&rs);
+}
+
+static void test_pack_refuses_high_base(void **state)
+{
+	(void)state;
+	struct unw_builder b;
+	struct np_err err;
+	assert_int_equal(unw_builder_init(&b, 1 << 20, &err), 0);
+	struct unw_rule r1 = { .kind = UNW_CFA_RSP, .cfa_off = 8 };
+	assert_true(unw_builder_add(&b, 1ULL << 45, (1ULL << 45) + 16, &r1, &err) >= 0);
+	struct unw_table *t;
+	assert_int_equal(unw_builder_finish(&b, &t, &err), 0);
+	struct unw_rule_set rs = UNW_RULE_SET_INIT;
+	struct unw_packed p;
+	assert_int_equal(unw_pack(t, &rs, &p, &err), -1);
+	assert_non_null(strstr(err.msg, "2^44"));
+	unw_table_free(t);
+	unw_rule_set_free(&rs);
+}
+
+/* ---- registry ---- */
+
+static void test_registry_ids_and_refs(void **state)
+{
+	(void)state;
+	struct unw_registry r;
+	struct np_err err;
+	int fresh;
+	assert_int_equal(unw_registry_init(&r, 1000, &err), 0);
+	uint32_t a = unw_registry_ref(&r, "aaaa", 10, 1, 0x1000, &fresh);
+	assert_true(a > 0 && fresh);
+	uint32_t a2 = unw_registry_ref(&r, "aaaa", 11, 1, 0x2000, &fresh);
+	assert_int_equal(a2, a);
+	assert_false(fresh);
+	assert_int_equal(unw_registry_get(&r, a)->pid, 11); /* the newest mapping is where to read it */
+	uint32_t b = unw_registry_ref(&r, "bbbb", 10, 1, 0x3000, &fresh);
+	assert_true(b > 0 && b != a && fresh);
+	assert_int_equal(r.st.tables, 2);
+	/* Not loaded and no longer mapped: the id is freed and reused. */
+	unw_registry_unref(&r, b);
+	assert_null(unw_registry_get(&r, b));
+	assert_int_equal(unw_registry_ref(&r, "cccc", 10, 1, 0x3000, &fresh), b);
+	/* A failed file is asked for again when mapped anew. */
+	unw_registry_failed(&r, a);
+	assert_int_equal(unw_registry_get(&r, a)->state, UNW_REG_FAILED);
+	assert_int_equal(unw_registry_ref(&r, "aaaa", 12, 1, 0x1000, &fresh), a);
+	assert_true(fresh);
+	assert_int_equal(unw_registry_get(&r, a)->state, UNW_REG_UNLOADED);
+	assert_int_equal(unw_registry_get(&r, a)->refs, 3);
+	/* Loaded tables outlive their last mapping until evicted. */
+	unw_registry_loaded(&r, a, 100);
+	unw_registry_unref(&r, a);
+	unw_registry_unref(&r, a);
+	unw_registry_unref(&r, a);
+	assert_non_null(unw_registry_get(&r, a));
+	unw_registry_evicted(&r, a);
+	assert_null(unw_registry_get(&r, a));
+	assert_int_equal(r.st.loaded_bytes, 0);
+	assert_int_equal(r.st.evictions, 1);
+	unw_registry_free(&r);
+}
+
+static void test_registry_eviction_budget(void **state)
+{
+	(void)state;
+	struct unw_registry r;
+	struct np_err err;
+	int fresh, fits;
+	uint32_t v[8];
+	assert_int_equal(unw_registry_init(&r, 1000, &err), 0);
+	uint32_t a = unw_registry_ref(&r, "a", 1, 1, 0, &fresh);
+	uint32_t b = unw_registry_ref(&r, "b", 1, 1, 0, &fresh);
+	uint32_t c = unw_registry_ref(&r, "c", 1, 1, 0, &fresh);
+	uint32_t d = unw_registry_ref(&r, "d", 1, 1, 0, &fresh);
+	unw_registry_loaded(&r, a, 300);
+	unw_registry_loaded(&r, b, 300);
+	unw_registry_loaded(&r, c, 300);
+	assert_int_equal(r.st.loaded_bytes, 900);
+	/* Fits without evicting. */
+	assert_int_equal(unw_registry_victims(&r, 100, d, v, 8, &fits), 0);
+	assert_true(fits);
+	/* All mapped: the least recently used goes first (a, then b). */
+	assert_int_equal(unw_registry_victims(&r, 200, d, v, 8, &fits), 1);
+	assert_true(fits);
+	assert_int_equal(v[0], a);
+	assert_int_equal(unw_registry_victims(&r, 500, d, v, 8, &fits), 2);
+	assert_int_equal(v[0], a);
+	assert_int_equal(v[1], b);
+	/* A table no live process maps goes before any mapped one, however recent. */
+	unw_registry_unref(&r, c);
+	assert_int_equal(unw_registry_victims(&r, 200, d, v, 8, &fits), 1);
+	assert_int_equal(v[0], c);
+	/* A loaded table named as kept is never a victim (its bytes stay counted); more than the
+	 * budget never fits. */
+	assert_int_equal(unw_registry_victims(&r, 700, a, v, 8, &fits), 2);
+	assert_true(fits);
+	unw_registry_victims(&r, 701, a, v, 8, &fits);
+	assert_false(fits);
+	for (int i = 0; i < 2; i++)
+		assert_int_not_equal(v[i], a);
+	unw_registry_victims(&r, 1001, d, v, 8, &fits);
+	assert_false(fits);
+	/* Room limited by max: reported as not fitting. */
+	unw_registry_victims(&r, 1000, d, v, 1, &fits);
+	assert_false(fits);
+	unw_registry_evicted(&r, c);
+	assert_int_equal(r.st.loaded_bytes, 600);
+	assert_null(unw_registry_get(&r, c)); /* unmapped and evicted: the id is free */
+	unw_registry_free(&r);
+}
+
+static void test_registry_runs_out_of_ids(void **state)
+{
+	(void)state;
+	struct unw_registry r;
+	struct np_err err;
+	int fresh;
+	char key[32];
+	assert_int_equal(unw_registry_init(&r, 1000, &err), 0);
+	for (int i = 1; i < NP_UNW_MAX_TABLES; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		assert_int_equal(unw_registry_ref(&r, key, 1, 1, 0, &fresh), (uint32_t)i);
+	}
+	assert_int_equal(unw_registry_ref(&r, "one too many", 1, 1, 0, &fresh), 0);
+	assert_int_equal(r.st.no_id, 1);
+	/* Known keys still resolve through the hash. */
+	assert_int_equal(unw_registry_ref(&r, "k4095", 1, 1, 0, &fresh), 4095);
+	unw_registry_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lpm_split),
+		cmocka_unit_test(test_lpm_key),
+		cmocka_unit_test(test_pack_real_libraries),
+		cmocka_unit_test(test_pack_unaligned_base),
+		cmocka_unit_test(test_pack_refuses_high_base),
+		cmocka_unit_test(test_registry_ids_and_refs),
+		cmocka_unit_test(test_registry_eviction_budget),
+		cmocka_unit_test(test_registry_runs_out_of_ids),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
