@@ -37,7 +37,6 @@ NO_FP = ("-O2", "-fomit-frame-pointer", "-Wall", "-Wextra", "-Werror")
 DESCEND = "_ZN9Descender7descendEi"
 WALKER_RUN = "_ZN6Walker3runEi"
 BURN = "_Z4burnv"
-ENTRY = "__libc_start_call_main"
 
 PYTHON_BUSY = r"""
 import sys, time
@@ -68,8 +67,7 @@ def keeps_frame_pointer(exe, fn):
     return len(body) >= 2 and body[0][:2] == ["push", "%rbp"] and body[1][:2] == ["mov", "%rsp,%rbp"]
 
 
-def reaches_main_through(*run_):
-    return st.has_run("main", *run_)
+WHOLE_SPLIT = st.any_of(st.has_run("main", "heavy", "crunch"), st.has_run("main", "light", "crunch"))
 
 
 def through_signal_frame(f):
@@ -189,24 +187,45 @@ class UnwindStacks(unittest.TestCase):
 
     # ---- judging both tools the same way ----------------------------------------------
 
-    def both(self, name, check, min_samples=MIN_SAMPLES):
-        """Runs check(stacks, frame_bound) on perf's and on nodeprof's stacks of job name."""
-        job = self.jobs[name]
-        for tool, stacks, rc, log, bound in (("perf", job.perf, job.perf_rc, job.perf_log, st.MAX_FRAMES),
-                                            ("nodeprof", job.nodeprof, job.nodeprof_rc, job.nodeprof_log,
-                                             nodeprof_depth())):
+    def both(self, names, checks, min_samples=MIN_SAMPLES):
+        """Applies every (label, check(stacks, frame_bound)) of checks to perf's and to nodeprof's
+        stacks of the jobs names (merged), each as its own subtest, so that every assertion
+        nodeprof fails is reported with its numbers."""
+        for tool, bound in (("perf", st.MAX_FRAMES), ("nodeprof", nodeprof_depth())):
+            stacks = None
             with self.subTest(tool=tool):
-                self.assertEqual(rc, 0, f"{tool} failed on {name}: {log[-2000:]}")
-                n = st.total(stacks)
-                self.assertGreaterEqual(n, min_samples, f"{tool}: only {n} samples of {name}:\n{st.top(stacks)}")
-                check(stacks, bound, tool)
+                merged = {}
+                for name in names:
+                    job = self.jobs[name]
+                    rc, log = getattr(job, tool + "_rc"), getattr(job, tool + "_log")
+                    self.assertEqual(rc, 0, f"{tool} failed on {name}: {log[-2000:]}")
+                    for s, c in getattr(job, tool).items():
+                        merged[s] = merged.get(s, 0) + c
+                n = st.total(merged)
+                self.assertGreaterEqual(n, min_samples, f"{tool}: only {n} samples of {names}:\n{st.top(merged)}")
+                stacks = merged
+            for label, check in checks if stacks is not None else ():
+                with self.subTest(tool=tool, check=label):
+                    check(stacks, bound)
 
-    def assert_share(self, stacks, hit, among, at_least, what, tool):
-        hits, n, pct = st.share(stacks, hit, among)
-        self.assertGreater(n, 0, f"{tool}: no samples to judge for {what}:\n{st.top(stacks)}")
-        self.assertGreaterEqual(pct, at_least, f"{tool}: {what}: {hits} of {n} samples ({pct:.1f}%, "
-                                f"want >= {at_least}%); heaviest stacks:\n{st.top(stacks)}")
-        return pct
+    def share_at_least(self, hit, among, at_least, what):
+        """A check: of the samples satisfying among (all when None), at least at_least percent
+        satisfy hit."""
+        def check(stacks, bound):
+            hits, n, pct = st.share(stacks, hit, among)
+            self.assertGreater(n, 0, f"no samples to judge for {what}:\n{st.top(stacks)}")
+            self.assertGreaterEqual(pct, at_least, f"{what}: {hits} of {n} samples ({pct:.1f}%, "
+                                    f"want >= {at_least}%); heaviest stacks:\n{st.top(stacks)}")
+        return (what, check)
+
+    def samples_in(self, pred, at_least, what):
+        def check(stacks, bound):
+            n = st.total(stacks, pred)
+            self.assertGreaterEqual(n, at_least, f"only {n} samples {what}:\n{st.top(stacks)}")
+        return ("samples " + what, check)
+
+    def reach_entry(self, what):
+        return self.share_at_least(st.has(st.ENTRY), None, 95, f"{what} samples reaching {st.ENTRY}")
 
     # ---- the tests ----------------------------------------------------------------------
 
@@ -227,97 +246,71 @@ class UnwindStacks(unittest.TestCase):
             heavy_ns, light_ns = heavy_ns + h, light_ns + l_
         truth = 100.0 * heavy_ns / (heavy_ns + light_ns)
         self.assertLess(abs(truth - 75.0), 5.0, f"the workload itself spent {truth:.1f}% in heavy, not 3:1")
-        merged = {}
-        for name in ("split0", "split1"):
-            for tool in ("perf", "nodeprof"):
-                for s, c in (getattr(self.jobs[name], tool) or {}).items():
-                    merged.setdefault(tool, {})[s] = merged.get(tool, {}).get(s, 0) + c
-        for tool in ("perf", "nodeprof"):
-            job = self.jobs["split0"], self.jobs["split1"]
-            with self.subTest(tool=tool):
-                for j in job:
-                    self.assertEqual(getattr(j, tool + "_rc"), 0, getattr(j, tool + "_log")[-2000:])
-                stacks = merged[tool]
-                self.assertGreaterEqual(st.total(stacks, st.has("crunch")), SPLIT_MIN_SAMPLES,
-                                        f"{tool}: too few samples in crunch")
-                self.assert_share(stacks, st.any_of(reaches_main_through("heavy", "crunch"),
-                                                    reaches_main_through("light", "crunch")),
-                                  st.has("crunch"), 95, "whole stacks main -> heavy|light -> crunch", tool)
-                heavy = st.total(stacks, st.has_run("heavy", "crunch"))
-                light = st.total(stacks, st.has_run("light", "crunch"))
-                pct = 100.0 * heavy / max(1, heavy + light)
-                self.assertLess(abs(pct - truth), 5.0, f"{tool}: heavy {heavy} light {light} samples: {pct:.1f}% "
-                                f"in heavy, the workload measured {truth:.1f}%:\n{st.top(stacks)}")
+
+        def split(stacks, bound):
+            heavy = st.total(stacks, st.has_run("heavy", "crunch"))
+            light = st.total(stacks, st.has_run("light", "crunch"))
+            pct = 100.0 * heavy / max(1, heavy + light)
+            self.assertLess(abs(pct - truth), 5.0, f"heavy {heavy} light {light} samples: {pct:.1f}% in heavy, "
+                            f"the workload measured {truth:.1f}%:\n{st.top(stacks)}")
+        self.both(["split0", "split1"], [
+            self.samples_in(st.has("crunch"), SPLIT_MIN_SAMPLES, "in crunch"),
+            self.share_at_least(WHOLE_SPLIT, st.has("crunch"), 95, "whole stacks main -> heavy|light -> crunch"),
+            ("split within 5 points of the measured 3:1", split)])
 
     def test_cpp_recursion_reaches_main(self):
         def whole(f):
             return (st.longest_run(f, DESCEND) == RECURSION and
                     np.contains_run(f, ["main", WALKER_RUN, DESCEND]) and f[-1] == BURN)
-
-        def check(stacks, bound, tool):
-            self.assert_share(stacks, whole, st.has(BURN), 95,
-                              f"main -> Walker::run -> {RECURSION} x Descender::descend -> burn", tool)
-        self.both("recurse", check)
+        self.both(["recurse"], [self.share_at_least(
+            whole, st.has(BURN), 95, f"main -> Walker::run -> {RECURSION} x Descender::descend -> burn")])
 
     def test_recursion_deeper_than_the_bound(self):
         """A stack deeper than the tool keeps: the frames nearest the leaf, as many as the bound
         allows, and never a made-up path to main."""
-        def kept(bound):
-            def ok(f):
+        def check(stacks, bound):
+            def kept(f):
                 if "main" in f:
                     return st.longest_run(f, DESCEND) == DEEP  # a tool that keeps them all
                 return st.longest_run(f, DESCEND) >= bound - 2
-            return ok
-
-        def check(stacks, bound, tool):
-            self.assert_share(stacks, kept(bound), st.has(BURN), 95,
-                              f"{DEEP}-deep recursion kept to the bound of {bound} frames "
-                              f"(depths seen: {st.depth_histogram(stacks, DESCEND)})", tool)
-        self.both("deep", check)
+            hits, n, pct = st.share(stacks, kept, st.has(BURN))
+            self.assertGreaterEqual(pct, 95, f"{DEEP}-deep recursion kept to the bound of {bound} frames: {hits} "
+                                    f"of {n} samples ({pct:.1f}%); depths seen (frames: samples): "
+                                    f"{st.depth_histogram(stacks, DESCEND)}")
+        self.both(["deep"], [("the frames nearest the leaf, up to the bound", check)])
 
     def test_signal_handler_stack(self):
-        def check(stacks, bound, tool):
-            in_handler = st.has("handler_leaf")
-            self.assertGreaterEqual(st.total(stacks, in_handler), MIN_SAMPLES // 2, f"{tool}: too few samples in the handler")
-            self.assert_share(stacks, through_signal_frame, in_handler, 95,
-                              "handler_leaf -> on_tick -> signal frame -> interrupted -> main", tool)
-            self.assert_share(stacks, reaches_main_through("interrupted"), st.has("interrupted_leaf"), 95,
-                              "every stack through interrupted_leaf reaches main", tool)
-        self.both("signal", check)
+        self.both(["signal"], [
+            self.samples_in(st.has("handler_leaf"), MIN_SAMPLES // 2, "in the handler"),
+            self.share_at_least(through_signal_frame, st.has("handler_leaf"), 95,
+                                "handler_leaf -> on_tick -> signal frame -> interrupted -> main"),
+            self.share_at_least(st.has_run("main", "interrupted"), st.has("interrupted_leaf"), 95,
+                                "stacks through interrupted_leaf reaching main")])
 
     def test_library_loaded_after_the_recording_started(self):
         self.assertEqual(self.dlopen_said[:1], ["loaded"])
         started = self.jobs["dlopen"].nodeprof_started
         self.assertIsNotNone(started)
         self.assertGreater(float(self.dlopen_said[1]), started, "the library was loaded before nodeprof recorded")
-
-        def check(stacks, bound, tool):
-            self.assertGreaterEqual(st.total(stacks, st.has("lib_inner")), MIN_SAMPLES, f"{tool}: too few samples in the library")
-            self.assert_share(stacks, reaches_main_through("lib_outer", "lib_inner"), st.has("lib_inner"), 95,
-                              "main -> lib_outer -> lib_inner in the late library", tool)
-        self.both("dlopen", check)
+        self.both(["dlopen"], [
+            self.samples_in(st.has("lib_inner"), MIN_SAMPLES, "in the library"),
+            self.share_at_least(st.has_run("main", "lib_outer", "lib_inner"), st.has("lib_inner"), 95,
+                                "main -> lib_outer -> lib_inner in the late library")])
 
     def test_process_in_a_container_root(self):
         self.assertFalse(os.path.exists(self.container_exe))
         self.assertEqual(os.listdir(self.root), [])  # the root's files are in another mount namespace
-
-        def check(stacks, bound, tool):
-            self.assert_share(stacks, st.any_of(reaches_main_through("heavy", "crunch"),
-                                                reaches_main_through("light", "crunch")),
-                              st.has("crunch"), 95, "whole stacks inside the container's root", tool)
-        self.both("container", check)
+        self.both(["container"], [self.share_at_least(WHOLE_SPLIT, st.has("crunch"), 95,
+                                                      "whole stacks inside the container's root")])
 
     def test_debian_xz(self):
-        self.both("xz", lambda stacks, bound, tool: self.assert_share(stacks, st.has(ENTRY), None, 95,
-                                                                      f"xz -9 samples reaching {ENTRY}", tool))
+        self.both(["xz"], [self.reach_entry("xz -9")])
 
     def test_debian_gzip(self):
-        self.both("gzip", lambda stacks, bound, tool: self.assert_share(stacks, st.has(ENTRY), None, 95,
-                                                                        f"gzip -9 samples reaching {ENTRY}", tool))
+        self.both(["gzip"], [self.reach_entry("gzip -9")])
 
     def test_debian_python(self):
-        self.both("python3.11", lambda stacks, bound, tool: self.assert_share(
-            stacks, st.has(ENTRY), None, 95, f"python3.11 samples reaching {ENTRY}", tool))
+        self.both(["python3.11"], [self.reach_entry("python3.11")])
 
 
 if __name__ == "__main__":
