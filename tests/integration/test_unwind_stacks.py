@@ -7,9 +7,7 @@ Every workload is recorded at the same time by `perf record --call-graph dwarf` 
 script), the reference, and every assertion is applied to both outputs: a failure under
 "tool=perf" means the workload or the test is wrong, under "tool=nodeprof" that nodeprof is.
 The recordings run once, in three phases, in setUpClass; the tests judge them."""
-import base64
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -20,6 +18,7 @@ import unittest
 import np
 import rootfs
 import stacks as st
+import unwind_workloads as uw
 
 HZ = 97
 # Two processes for 15 s: about 2,900 samples on an idle machine, so a 3:1 split is known to
@@ -31,24 +30,10 @@ MIN_SAMPLES = 50    # enough to tell 95% from 100%
 LATE_DLOPEN = 3     # seconds after the recording started
 DEEP = 200          # deeper than any stack either tool keeps
 RECURSION = 100     # + burn, Walker::run, main, libc and _start: fits in 127 frames
-WORKLOADS = np.WORKLOADS
-NO_FP = ("-O2", "-fomit-frame-pointer", "-Wall", "-Wextra", "-Werror")
 
 DESCEND = "_ZN9Descender7descendEi"
 WALKER_RUN = "_ZN6Walker3runEi"
 BURN = "_Z4burnv"
-
-PYTHON_BUSY = r"""
-import sys, time
-def fib(n):
-    return n if n < 2 else fib(n - 1) + fib(n - 2)
-def work():
-    end = time.monotonic() + float(sys.argv[1])
-    while time.monotonic() < end:
-        fib(20)
-work()
-"""
-
 
 def nodeprof_depth():
     """nodeprof's bound on user frames, NP_MAX_STACK_DEPTH in bpf/sampler.h."""
@@ -64,6 +49,8 @@ def keeps_frame_pointer(exe, fn):
     """True when fn's code in exe begins with push %rbp; mov %rsp,%rbp."""
     out = run("objdump", "-d", "--no-show-raw-insn", f"--disassemble={fn}", exe).stdout
     body = [ln.split(":", 1)[1].split() for ln in out.splitlines() if re.match(r"^\s+[0-9a-f]+:", ln)]
+    if not body:
+        raise AssertionError(f"no function {fn} in {exe}")
     return len(body) >= 2 and body[0][:2] == ["push", "%rbp"] and body[1][:2] == ["mov", "%rsp,%rbp"]
 
 
@@ -91,6 +78,9 @@ class UnwindStacks(unittest.TestCase):
             cls.phase_split()
             cls.phase_programs()
             cls.phase_packages()
+        except BaseException:
+            shutil.rmtree(cls.dir, True)  # tearDownClass does not run after a failed setUpClass
+            raise
         finally:
             cls.stop_all()
 
@@ -103,29 +93,19 @@ class UnwindStacks(unittest.TestCase):
     @classmethod
     def build(cls):
         d = cls.dir
-
-        def cc(out, src, *flags, compiler="gcc"):
-            run(compiler, *NO_FP, "-o", os.path.join(d, out), os.path.join(WORKLOADS, src), *flags)
-            return os.path.join(d, out)
-        cls.split = cc("split", "unwind_split.c")
-        cls.recurse = cc("recurse", "unwind_recurse.cc", compiler="g++")
-        cls.signal = cc("signal", "unwind_signal.c")
-        cls.dlopen = cc("dlopen", "unwind_dlopen.c", "-ldl")
+        cls.split = uw.build("unwind_split.c", os.path.join(d, "split"))
+        cls.recurse = uw.build("unwind_recurse.cc", os.path.join(d, "recurse"))
+        cls.signal = uw.build("unwind_signal.c", os.path.join(d, "signal"))
+        cls.dlopen = uw.build("unwind_dlopen.c", os.path.join(d, "dlopen"), "-ldl")
         # Freshly built, under a name no process has mapped before.
-        cls.late_lib = cc(f"liblate-{os.getpid()}-{int(time.time())}.so", "unwind_dlopen_lib.c", "-fPIC", "-shared")
+        cls.late_lib = uw.build("unwind_dlopen_lib.c", os.path.join(d, f"liblate-{os.getpid()}-{int(time.time())}.so"),
+                                "-fPIC", "-shared")
         # The container's program exists only inside its root: built apart, copied in, deleted.
-        cdir = os.path.join(d, "container-build")
-        os.makedirs(cdir)
-        cls.container_exe = cc("container-build/app", "unwind_split.c")
+        os.makedirs(os.path.join(d, "container-build"))
+        cls.container_exe = uw.build("unwind_split.c", os.path.join(d, "container-build", "app"))
         cls.root = os.path.join(d, "root")
         os.makedirs(cls.root)
-        # Input for the compressors: 3 MiB of random bytes as base64 text (4 MiB).
-        cls.text = os.path.join(d, "input.txt")
-        with open(cls.text, "wb") as f:
-            f.write(base64.encodebytes(random.Random(17).randbytes(3 << 20)))
-        cls.pyfile = os.path.join(d, "busy.py")
-        with open(cls.pyfile, "w") as f:
-            f.write(PYTHON_BUSY)
+        cls.text = uw.compressor_input(os.path.join(d, "input.txt"))
 
     @classmethod
     def start(cls, argv, **kw):
@@ -180,9 +160,9 @@ class UnwindStacks(unittest.TestCase):
             time.sleep(0.05)
         os.unlink(cls.container_exe)
         cls.container_pid = container.pid
-        xz = cls.start(["xz", "-9", "-T1", "-c"] + [cls.text] * 50, stdout=subprocess.DEVNULL)
-        gz = cls.start(["gzip", "-9", "-c"] + [cls.text] * 200, stdout=subprocess.DEVNULL)
-        py = cls.start(["/usr/bin/python3.11", cls.pyfile, s])
+        xz = cls.start(uw.xz_argv(cls.text), stdout=subprocess.DEVNULL)
+        gz = cls.start(uw.gzip_argv(cls.text), stdout=subprocess.DEVNULL)
+        py = cls.start(uw.python_argv(s))
         cls.record({"container": container.pid, "xz": xz.pid, "gzip": gz.pid, "python3.11": py.pid}, PHASE_SECONDS)
 
     # ---- judging both tools the same way ----------------------------------------------

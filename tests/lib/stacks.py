@@ -5,6 +5,7 @@ both (share of samples that reach a frame, a CPU split between two callers, recu
 depth). Standard library only: bench/ imports it too."""
 import collections
 import os
+import re
 import subprocess
 import time
 
@@ -178,7 +179,7 @@ def record_both(procs, seconds, workdir, hz=97, stack_bytes=None, poll=None, nod
     bid = os.path.join(workdir, "perf-buildids")
     running = {}  # child pid -> (job, tool, log path)
     for job in jobs.values():
-        base = os.path.join(workdir, job.name)
+        base = os.path.join(workdir, re.sub(r"[^A-Za-z0-9_.-]+", "_", job.name))
         for tool, argv in (("nodeprof", nodeprof_record_argv(job.pid, seconds, hz, base + ".folded", nodeprof)),
                            ("perf", perf_record_argv([job.pid], base + ".perf.data", seconds, hz, stack_bytes, bid))):
             log = f"{base}.{tool}.log"
@@ -210,7 +211,7 @@ def record_both(procs, seconds, workdir, hz=97, stack_bytes=None, poll=None, nod
                 job.perf_rc, job.perf_log, job.perf_record_cpu = rc, text, _cpu(ru)
         time.sleep(0.05)
     for job in jobs.values():
-        base = os.path.join(workdir, job.name)
+        base = os.path.join(workdir, re.sub(r"[^A-Za-z0-9_.-]+", "_", job.name))
         if job.nodeprof_rc == 0:
             with open(base + ".folded") as f:
                 job.nodeprof = np.parse_folded(f.read())
