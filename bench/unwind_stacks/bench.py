@@ -44,7 +44,7 @@ SHALLOW = 18    # recursion levels: + burn, Walker::run, main, libc's two frames
 
 def build(tmp):
     exes = {
-        "split": uw.build("unwind_split.c", os.path.join(tmp, "split")),
+        "split": uw.build("split.c", os.path.join(tmp, "split")),
         "recurse": uw.build("unwind_recurse.cc", os.path.join(tmp, "recurse")),
         "recurse_fp": uw.build("unwind_recurse.cc", os.path.join(tmp, "recurse-fp"), frame_pointers=True),
     }
@@ -198,10 +198,13 @@ def main():
         "nodeprof does today on them, not of a table walk.")
     mem = ("\n".join(f"    {s}" for s in series) if series else
            "not available: nodeprof's /metrics has no series about unwind tables")
+    load = os.getloadavg()[2]
     text = f"""# Whole stacks without frame pointers (issue 17)
 
 `python3 bench/run.py unwind_stacks` (`bench/unwind_stacks/bench.py`); {os.cpu_count()} CPUs,
-{HZ} Hz, {SECONDS} s per recording (BENCH_SECONDS); {np.nodeprof("--version").stdout.strip()}.
+{HZ} Hz, {SECONDS} s per recording (BENCH_SECONDS); {np.nodeprof("--version").stdout.strip()};
+load average over the last 15 minutes at the end: {load:.1f} (other work on the machine
+shares the CPUs with the workloads and is sampled, as ticks outside the recorded processes).
 
 ## Share of samples reaching {st.ENTRY}, and CPU of the whole job
 

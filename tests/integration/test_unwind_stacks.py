@@ -54,16 +54,20 @@ def keeps_frame_pointer(exe, fn):
     return len(body) >= 2 and body[0][:2] == ["push", "%rbp"] and body[1][:2] == ["mov", "%rsp,%rbp"]
 
 
-WHOLE_SPLIT = st.any_of(st.has_run("main", "heavy", "crunch"), st.has_run("main", "light", "crunch"))
+WHOLE_SPLIT = st.any_of(st.has_run("main", "heavy", "spin"), st.has_run("main", "light", "spin"))
 
 
 def through_signal_frame(f):
-    """handler -> one frame (the kernel's signal frame, libc's __restore_rt) -> the
+    """on_tick -> one frame (the kernel's signal frame, libc's __restore_rt) -> the
     interrupted function, which main called."""
     if "on_tick" not in f:
         return False
     k = f.index("on_tick")
-    return k >= 3 and f[k - 2] in ("interrupted", "interrupted_leaf") and np.contains_run(f[:k - 1], ["main", "interrupted"])
+    return k >= 3 and f[k - 2] in ("interrupted", "grind") and np.contains_run(f[:k - 1], ["main", "interrupted"])
+
+
+def outside_handler(f):
+    return "grind" in f and "on_tick" not in f
 
 
 class UnwindStacks(unittest.TestCase):
@@ -93,7 +97,7 @@ class UnwindStacks(unittest.TestCase):
     @classmethod
     def build(cls):
         d = cls.dir
-        cls.split = uw.build("unwind_split.c", os.path.join(d, "split"))
+        cls.split = uw.build("split.c", os.path.join(d, "split"))
         cls.recurse = uw.build("unwind_recurse.cc", os.path.join(d, "recurse"))
         cls.signal = uw.build("unwind_signal.c", os.path.join(d, "signal"))
         cls.dlopen = uw.build("unwind_dlopen.c", os.path.join(d, "dlopen"), "-ldl")
@@ -102,7 +106,7 @@ class UnwindStacks(unittest.TestCase):
                                 "-fPIC", "-shared")
         # The container's program exists only inside its root: built apart, copied in, deleted.
         os.makedirs(os.path.join(d, "container-build"))
-        cls.container_exe = uw.build("unwind_split.c", os.path.join(d, "container-build", "app"))
+        cls.container_exe = uw.build("split.c", os.path.join(d, "container-build", "app"))
         cls.root = os.path.join(d, "root")
         os.makedirs(cls.root)
         cls.text = uw.compressor_input(os.path.join(d, "input.txt"))
@@ -211,9 +215,9 @@ class UnwindStacks(unittest.TestCase):
 
     def test_workloads_keep_no_frame_pointer(self):
         """What the tests below rely on: no frame pointer to follow in the workloads' frames."""
-        for exe, fns in ((self.split, ["crunch", "heavy", "light", "main"]),
+        for exe, fns in ((self.split, ["spin", "heavy", "light", "main"]),
                          (self.recurse, [DESCEND, WALKER_RUN, BURN]),
-                         (self.signal, ["on_tick", "handler_leaf", "interrupted", "interrupted_leaf"]),
+                         (self.signal, ["on_tick", "grind", "interrupted"]),
                          (self.late_lib, ["lib_inner", "lib_outer"])):
             for fn in fns:
                 self.assertFalse(keeps_frame_pointer(exe, fn), f"{fn} in {exe} sets up a frame pointer")
@@ -228,14 +232,14 @@ class UnwindStacks(unittest.TestCase):
         self.assertLess(abs(truth - 75.0), 5.0, f"the workload itself spent {truth:.1f}% in heavy, not 3:1")
 
         def split(stacks, bound):
-            heavy = st.total(stacks, st.has_run("heavy", "crunch"))
-            light = st.total(stacks, st.has_run("light", "crunch"))
+            heavy = st.total(stacks, st.has_run("heavy", "spin"))
+            light = st.total(stacks, st.has_run("light", "spin"))
             pct = 100.0 * heavy / max(1, heavy + light)
             self.assertLess(abs(pct - truth), 5.0, f"heavy {heavy} light {light} samples: {pct:.1f}% in heavy, "
                             f"the workload measured {truth:.1f}%:\n{st.top(stacks)}")
         self.both(["split0", "split1"], [
-            self.samples_in(st.has("crunch"), SPLIT_MIN_SAMPLES, "in crunch"),
-            self.share_at_least(WHOLE_SPLIT, st.has("crunch"), 95, "whole stacks main -> heavy|light -> crunch"),
+            self.samples_in(st.has("spin"), SPLIT_MIN_SAMPLES, "in spin"),
+            self.share_at_least(WHOLE_SPLIT, st.has("spin"), 95, "whole stacks main -> heavy|light -> spin"),
             ("split within 5 points of the measured 3:1", split)])
 
     def test_cpp_recursion_reaches_main(self):
@@ -261,11 +265,11 @@ class UnwindStacks(unittest.TestCase):
 
     def test_signal_handler_stack(self):
         self.both(["signal"], [
-            self.samples_in(st.has("handler_leaf"), MIN_SAMPLES // 2, "in the handler"),
-            self.share_at_least(through_signal_frame, st.has("handler_leaf"), 95,
-                                "handler_leaf -> on_tick -> signal frame -> interrupted -> main"),
-            self.share_at_least(st.has_run("main", "interrupted"), st.has("interrupted_leaf"), 95,
-                                "stacks through interrupted_leaf reaching main")])
+            self.samples_in(st.has("on_tick"), MIN_SAMPLES // 2, "in the handler"),
+            self.share_at_least(through_signal_frame, st.has("on_tick"), 95,
+                                "grind -> on_tick -> signal frame -> interrupted -> main"),
+            self.share_at_least(st.has_run("main", "interrupted", "grind"), outside_handler, 95,
+                                "main -> interrupted -> grind outside the handler")])
 
     def test_library_loaded_after_the_recording_started(self):
         self.assertEqual(self.dlopen_said[:1], ["loaded"])
@@ -280,7 +284,7 @@ class UnwindStacks(unittest.TestCase):
     def test_process_in_a_container_root(self):
         self.assertFalse(os.path.exists(self.container_exe))
         self.assertEqual(os.listdir(self.root), [])  # the root's files are in another mount namespace
-        self.both(["container"], [self.share_at_least(WHOLE_SPLIT, st.has("crunch"), 95,
+        self.both(["container"], [self.share_at_least(WHOLE_SPLIT, st.has("spin"), 95,
                                                       "whole stacks inside the container's root")])
 
     def test_debian_xz(self):

@@ -88,19 +88,18 @@ def top(stacks, n=5):
 
 # ---- perf, the reference ---------------------------------------------------------------
 
-def perf_record_argv(pids, out, seconds, hz=97, stack_bytes=None, buildid_dir=None):
-    """argv of `perf record --call-graph dwarf` on pids for seconds. stack_bytes is the user
-    stack copied per sample (perf's default 8192 when None). buildid_dir keeps perf's copies
+def perf_record_argv(pids, out, seconds, hz=97, buildid_dir=None):
+    """argv of `perf record --call-graph dwarf` on pids for seconds (perf copies 8 KiB of user
+    stack per sample, its default, enough for every workload here). buildid_dir keeps perf's copies
     of the sampled files (taken while the processes are alive, so files that exist only in
     a container's root can still be read by perf script) out of ~/.debug."""
-    cg = "dwarf" if stack_bytes is None else f"dwarf,{stack_bytes}"
     pre = ["perf"] + (["--buildid-dir", buildid_dir] if buildid_dir else [])
-    return pre + ["record", "-q", "-F", str(hz), "--call-graph", cg, "-o", out,
+    return pre + ["record", "-q", "-F", str(hz), "--call-graph", "dwarf", "-o", out,
                   "-p", ",".join(map(str, pids)), "--", "sleep", str(seconds)]
 
 
 def perf_script_argv(data, buildid_dir=None):
-    """argv of the perf script that perf_folded_by_pid reads: one header line per sample
+    """argv of the perf script that parse_perf_script reads: one header line per sample
     with its PID, one line per frame (address, symbol, file), leaf first. Names stay
     mangled and inlined frames are left out, as nodeprof names frames by default."""
     pre = ["perf"] + (["--buildid-dir", buildid_dir] if buildid_dir else [])
@@ -110,7 +109,8 @@ def perf_script_argv(data, buildid_dir=None):
 
 def _perf_frame(line):
     """'  12d1 _ZN9Descender7descendEi (/tmp/x/recurse)' -> the frame's name. An unnamed
-    frame is named as nodeprof names it, FILE+0xADDRESS (perf prints the address in the file)."""
+    frame is named as nodeprof names it, FILE+0xADDRESS (perf prints the address in the file; a caller's
+    is its return address - 1, inside the call instruction)."""
     addr, _, rest = line.strip().partition(" ")
     sym, _, dso = rest.rpartition(" (")
     dso = dso[:-1] if dso.endswith(")") else dso
@@ -169,7 +169,7 @@ class Job:
         self.nodeprof_started = None  # time.time() when nodeprof said it is recording
 
 
-def record_both(procs, seconds, workdir, hz=97, stack_bytes=None, poll=None, nodeprof=None):
+def record_both(procs, seconds, workdir, hz=97, poll=None, nodeprof=None):
     """Profiles every process of procs ({name: pid}) for seconds with, at the same time, one
     `nodeprof record --pid` and one `perf record --call-graph dwarf -p` per process, then
     runs perf script on each perf.data. poll(name, nodeprof_pid), when given, is called about
@@ -181,7 +181,7 @@ def record_both(procs, seconds, workdir, hz=97, stack_bytes=None, poll=None, nod
     for job in jobs.values():
         base = os.path.join(workdir, re.sub(r"[^A-Za-z0-9_.-]+", "_", job.name))
         for tool, argv in (("nodeprof", nodeprof_record_argv(job.pid, seconds, hz, base + ".folded", nodeprof)),
-                           ("perf", perf_record_argv([job.pid], base + ".perf.data", seconds, hz, stack_bytes, bid))):
+                           ("perf", perf_record_argv([job.pid], base + ".perf.data", seconds, hz, bid))):
             log = f"{base}.{tool}.log"
             with open(log, "w") as lf:
                 p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=lf)

@@ -1,10 +1,10 @@
 /* A signal handler's stack: ITIMER_PROF delivers SIGPROF every 4 ms of CPU time to a
- * process spinning in main -> interrupted -> interrupted_leaf; the handler on_tick
- * spins in handler_leaf for about 2 ms (half the time). A sample taken in the handler must lead
- * handler_leaf -> on_tick -> (the kernel's signal frame, __restore_rt) ->
- * interrupted_leaf or interrupted -> main: the unwinder has to step through the
- * signal frame, whose saved registers live in the ucontext on the stack.
- * Built -O2 -fomit-frame-pointer. Runs for argv[1] seconds. */
+ * process spinning in main -> interrupted -> grind; the handler on_tick spins in grind
+ * too, for about 2 ms (half the time). A sample taken in the handler must lead
+ * grind -> on_tick -> (the kernel's signal frame, libc's __restore_rt) -> grind or
+ * interrupted -> main: the unwinder has to step through the signal frame, whose saved
+ * registers live in the ucontext on the stack. Built -O2 -fomit-frame-pointer.
+ * Runs for argv[1] seconds. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@
 static volatile unsigned long sink;
 static volatile sig_atomic_t done;
 
-__attribute__((noipa)) unsigned long handler_leaf(unsigned long n)
+__attribute__((noipa)) unsigned long grind(unsigned long n)
 {
 	unsigned long x = sink;
 
@@ -26,7 +26,7 @@ __attribute__((noipa)) unsigned long handler_leaf(unsigned long n)
 __attribute__((noipa)) void on_tick(int sig)
 {
 	(void)sig;
-	sink = handler_leaf(1600000) + 1;
+	sink = grind(1600000) + 1;
 }
 
 static void on_alarm(int sig)
@@ -35,19 +35,10 @@ static void on_alarm(int sig)
 	done = 1;
 }
 
-__attribute__((noipa)) unsigned long interrupted_leaf(unsigned long n)
-{
-	unsigned long x = sink;
-
-	for (unsigned long i = 0; i < n; i++)
-		x = x * 2862933555777941757UL + i;
-	return x;
-}
-
 __attribute__((noipa)) void interrupted(void)
 {
 	while (!done)
-		sink = interrupted_leaf(50000) + 1;
+		sink = grind(50000) + 1;
 }
 
 int main(int argc, char **argv)
