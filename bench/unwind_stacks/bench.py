@@ -222,8 +222,8 @@ Targets: reaching the entry equal to perf's and >= 99%; cost <= 0.4x perf's.
 ## BPF time per sample, ~24-frame stacks
 
 The C++ recursion at depth {SHALLOW}, two copies (both CPUs busy), one `nodeprof record` on
-both: run time of the perf_event programs / runs of the attached one (every tick of every
-CPU, a few of them not in a recorded process).
+both: run time of the perf_event programs / runs of the attached one (it runs on every tick of
+every CPU, also when another process is running there; "samples kept" are the recorded ones).
 
 | build | BPF per run | BPF per kept sample (all runs' time / samples kept) | runs | samples kept | median frames per stack | reaching the entry |
 |---|---|---|---|---|---|---|
