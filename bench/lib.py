@@ -1,5 +1,7 @@
 """Helpers for benchmarks: run a command and measure its CPU time and peak RSS,
 toggle BPF run-time statistics, read a BPF program's run time per invocation."""
+import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -35,6 +37,28 @@ def bpf_stats(enable):
         f.write("1" if enable else "0")
 
 
+_SYS_BPF = 321           # x86-64
+_BPF_ENABLE_STATS = 32   # enum bpf_cmd
+_BPF_STATS_RUN_TIME = 0
+
+
+@contextlib.contextmanager
+def bpf_stats_held():
+    """BPF run-time statistics on for as long as the block runs, whatever anyone writes to
+    kernel.bpf_stats_enabled meanwhile (another benchmark ending turns the sysctl off): the
+    kernel counts while a BPF_ENABLE_STATS file descriptor is open (Linux 5.8+)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.c_uint32(_BPF_STATS_RUN_TIME)
+    fd = libc.syscall(_SYS_BPF, _BPF_ENABLE_STATS, ctypes.byref(attr), ctypes.sizeof(attr))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"bpf(BPF_ENABLE_STATS): {os.strerror(err)}")
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
 def bpf_prog_costs(prog_type=None):
     """{name: (run_cnt, run_time_ns)} for every loaded BPF program (of prog_type, if given)."""
     out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True, check=True).stdout
@@ -54,3 +78,21 @@ def write_result(name, text):
     with open(os.path.join(RESULTS, name + ".md"), "w") as f:
         f.write(text)
     print(text, flush=True)
+
+
+def bpf_fd_costs(pid):
+    """{prog_id: (prog_type, run_cnt, run_time_ns)} of the BPF programs process pid holds open,
+    from /proc/PID/fdinfo (the counters grow while kernel.bpf_stats_enabled is 1). Reading
+    them by file descriptor keeps other loaders of programs of the same name out."""
+    progs = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf-prog":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except OSError:  # the fd closed, or the process exited, while we looked
+            continue
+        progs[int(info["prog_id"])] = (int(info["prog_type"]), int(info.get("run_cnt", 0)),
+                                       int(info.get("run_time_ns", 0)))
+    return progs

@@ -13,6 +13,7 @@ import time
 import unittest
 
 import np
+import rootfs
 
 # NP_SYMBOLS_HARNESS=build/asan/harness/symbols runs these under ASan/UBSan.
 HARNESS = os.environ.get("NP_SYMBOLS_HARNESS") or os.path.join(np.ROOT, "build", "harness", "symbols")
@@ -264,21 +265,13 @@ class Processes(unittest.TestCase):
         shutil.copy(self.lib, stripped)
         run("objcopy", "--only-keep-debug", stripped, debug)
         run("strip", "--strip-all", stripped)
-        deps = []
-        for line in run("ldd", self.app, env=dict(os.environ, LD_LIBRARY_PATH=self.dir)).stdout.splitlines():
-            parts = line.split()
-            path = parts[2] if "=>" in parts and len(parts) > 2 else parts[0]
-            if path.startswith("/") and "libsecret" not in path:
-                deps.append(path)
+        deps = [d for d in rootfs.library_deps(self.app, env=dict(os.environ, LD_LIBRARY_PATH=self.dir))
+                if "libsecret" not in d]
         bid = self.lib_build_id
-        script = "set -e\n" + f"mount -t tmpfs tmpfs {root}\n" + "".join(
-            f"mkdir -p {root}{os.path.dirname(d)}; cp {d} {root}{d}\n" for d in deps) + (
-            f"mkdir -p {root}/opt/secret/lib {root}/usr/lib/debug/.build-id/{bid[:2]}\n"
-            f"cp {self.app} {root}/app\n"
-            f"cp {stripped} {root}/opt/secret/lib/libsecret.so\n"
-            f"cp {debug} {root}/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug\n"
-            f"export LD_LIBRARY_PATH=/opt/secret/lib\n"
-            f"exec chroot {root} /app\n")
+        files = [(d, d) for d in deps] + [
+            (self.app, "/app"), (stripped, "/opt/secret/lib/libsecret.so"),
+            (debug, f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug")]
+        script = rootfs.chroot_script(root, files, ["/app"], env=[("LD_LIBRARY_PATH", "/opt/secret/lib")])
         p, (_, work, helper) = start(self, ["unshare", "--mount", "sh", "-c", script])
         pid, work, helper = p.pid, int(work, 16), int(helper, 16)
         # Nothing of this exists on the host.

@@ -3,29 +3,39 @@
  * period so that the loop cannot alias with the sampler. Runs for argv[1] seconds
  * (default 5); when argv[2] names a file, writes there the thread CPU time really
  * spent in heavy and light ("heavy_ns light_ns"), the ground truth for the profile.
- * Built -O0 -fno-omit-frame-pointer so every frame is a real call with a frame pointer. */
+ * Most tests build it -O0 -fno-omit-frame-pointer, so every frame is a real call with a
+ * frame pointer; the unwinding tests build it -O2 -fomit-frame-pointer, as distributions
+ * build, and it keeps its shape there too: noipa stops gcc from inlining or cloning
+ * (spin.constprop.0), and the store after each call stops it from turning the call into a
+ * tail jump that would take heavy and light off the stack. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#define UNIT 10000UL /* iterations of spin per call */
+
 static volatile unsigned long sink;
+static volatile unsigned long calls;
 static volatile sig_atomic_t stop;
 
-__attribute__((noinline)) void spin(unsigned long n)
+__attribute__((noipa)) void spin(unsigned long n)
 {
 	for (unsigned long i = 0; i < n; i++)
 		sink += i;
 }
 
-__attribute__((noinline)) void heavy(void)
+__attribute__((noipa)) void heavy(void)
 {
-	spin(30000);
+	for (int i = 0; i < 3; i++)
+		spin(UNIT);
+	calls++;
 }
 
-__attribute__((noinline)) void light(void)
+__attribute__((noipa)) void light(void)
 {
-	spin(10000);
+	spin(UNIT);
+	calls++;
 }
 
 static long long cpu_ns(void)
