@@ -66,6 +66,14 @@ def through_signal_frame(f):
     return k >= 3 and f[k - 2] in ("interrupted", "grind") and np.contains_run(f[:k - 1], ["main", "interrupted"])
 
 
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def outside_handler(f):
     return "grind" in f and "on_tick" not in f
 
@@ -126,10 +134,10 @@ class UnwindStacks(unittest.TestCase):
         cls.procs = []
 
     @classmethod
-    def record(cls, procs, seconds, **kw):
+    def record(cls, procs, seconds):
         work = os.path.join(cls.dir, "rec-" + "-".join(procs))
         os.makedirs(work)
-        cls.jobs.update(st.record_both(procs, seconds, work, hz=HZ, **kw))
+        cls.jobs.update(st.record_both(procs, seconds, work, hz=HZ))
 
     @classmethod
     def phase_split(cls):
@@ -160,10 +168,11 @@ class UnwindStacks(unittest.TestCase):
         script = rootfs.chroot_script(cls.root, files, ["/app", str(s)])
         container = cls.start(["unshare", "--mount", "sh", "-c", script])
         deadline = time.time() + 20
-        while time.time() < deadline and open(f"/proc/{container.pid}/comm").read().strip() != "app":
+        while comm(container.pid) != "app":  # the script has copied the root and exec'd /app
+            if time.time() > deadline or container.poll() is not None:
+                raise AssertionError(f"the container's /app did not start (comm {comm(container.pid)!r})")
             time.sleep(0.05)
         os.unlink(cls.container_exe)
-        cls.container_pid = container.pid
         xz = cls.start(uw.xz_argv(cls.text), stdout=subprocess.DEVNULL)
         gz = cls.start(uw.gzip_argv(cls.text), stdout=subprocess.DEVNULL)
         py = cls.start(uw.python_argv(s))
@@ -235,12 +244,14 @@ class UnwindStacks(unittest.TestCase):
             heavy = st.total(stacks, st.has_run("heavy", "spin"))
             light = st.total(stacks, st.has_run("light", "spin"))
             pct = 100.0 * heavy / max(1, heavy + light)
-            self.assertLess(abs(pct - truth), 5.0, f"heavy {heavy} light {light} samples: {pct:.1f}% in heavy, "
-                            f"the workload measured {truth:.1f}%:\n{st.top(stacks)}")
+            # Samples in spin under heavy against under light: 3:1 by construction (the same leaf,
+            # three calls against one). The workload's own measure also holds its clock reads.
+            self.assertLess(abs(pct - 75.0), 5.0, f"heavy {heavy} light {light} samples: {pct:.1f}% in heavy, "
+                            f"not 75% (the workload measured {truth:.1f}%):\n{st.top(stacks)}")
         self.both(["split0", "split1"], [
             self.samples_in(st.has("spin"), SPLIT_MIN_SAMPLES, "in spin"),
             self.share_at_least(WHOLE_SPLIT, st.has("spin"), 95, "whole stacks main -> heavy|light -> spin"),
-            ("split within 5 points of the measured 3:1", split)])
+            ("split within 5 points of 3:1", split)])
 
     def test_cpp_recursion_reaches_main(self):
         def whole(f):

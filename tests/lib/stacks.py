@@ -142,9 +142,9 @@ def parse_perf_script(text):
 
 # ---- nodeprof ----------------------------------------------------------------------------
 
-def nodeprof_record_argv(pid, seconds, hz=97, out=None, nodeprof=None):
+def nodeprof_record_argv(pid, seconds, hz=97, out=None):
     """argv of `nodeprof record` on one process, folded output to out (stdout when None)."""
-    argv = [nodeprof or np.NODEPROF, "record", "--pid", str(pid), "--duration", f"{seconds}s",
+    argv = [np.NODEPROF, "record", "--pid", str(pid), "--duration", f"{seconds}s",
             "--sample-rate", str(hz), "--format", "folded"]
     return argv + (["-o", out] if out else [])
 
@@ -159,28 +159,28 @@ class Job:
     """One process profiled by both tools: their stacks, exit codes, logs and CPU seconds
     (user + system, from wait4 of each tool's own process)."""
 
-    def __init__(self, name, pid):
+    def __init__(self, name, pid, workdir):
         self.name, self.pid = name, pid
+        self.base = os.path.join(workdir, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))  # its files, + suffix
         self.perf = self.nodeprof = None
         self.nodeprof_rc = self.perf_rc = None
         self.nodeprof_log = self.perf_log = ""
         self.nodeprof_cpu = self.perf_record_cpu = self.perf_script_cpu = 0.0
-        self.nodeprof_max_rss_kb = 0
         self.nodeprof_started = None  # time.time() when nodeprof said it is recording
 
 
-def record_both(procs, seconds, workdir, hz=97, poll=None, nodeprof=None):
+def record_both(procs, seconds, workdir, hz=97, poll=None):
     """Profiles every process of procs ({name: pid}) for seconds with, at the same time, one
     `nodeprof record --pid` and one `perf record --call-graph dwarf -p` per process, then
     runs perf script on each perf.data. poll(name, nodeprof_pid), when given, is called about
     every 0.05 s while that nodeprof runs (the benchmark reads its BPF programs' run time).
     Returns {name: Job}."""
-    jobs = {name: Job(name, pid) for name, pid in procs.items()}
+    jobs = {name: Job(name, pid, workdir) for name, pid in procs.items()}
     bid = os.path.join(workdir, "perf-buildids")
     running = {}  # child pid -> (job, tool, log path)
     for job in jobs.values():
-        base = os.path.join(workdir, re.sub(r"[^A-Za-z0-9_.-]+", "_", job.name))
-        for tool, argv in (("nodeprof", nodeprof_record_argv(job.pid, seconds, hz, base + ".folded", nodeprof)),
+        base = job.base
+        for tool, argv in (("nodeprof", nodeprof_record_argv(job.pid, seconds, hz, base + ".folded")),
                            ("perf", perf_record_argv([job.pid], base + ".perf.data", seconds, hz, bid))):
             log = f"{base}.{tool}.log"
             with open(log, "w") as lf:
@@ -206,12 +206,11 @@ def record_both(procs, seconds, workdir, hz=97, poll=None, nodeprof=None):
             rc = os.waitstatus_to_exitcode(status)
             if tool == "nodeprof":
                 job.nodeprof_rc, job.nodeprof_log, job.nodeprof_cpu = rc, text, _cpu(ru)
-                job.nodeprof_max_rss_kb = ru.ru_maxrss
             else:
                 job.perf_rc, job.perf_log, job.perf_record_cpu = rc, text, _cpu(ru)
         time.sleep(0.05)
     for job in jobs.values():
-        base = os.path.join(workdir, re.sub(r"[^A-Za-z0-9_.-]+", "_", job.name))
+        base = job.base
         if job.nodeprof_rc == 0:
             with open(base + ".folded") as f:
                 job.nodeprof = np.parse_folded(f.read())

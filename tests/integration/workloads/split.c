@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define UNIT 10000UL /* iterations of spin per call */
+#define UNIT 30000UL /* iterations of spin per call: 30-60 us, long beside the clock reads */
 
 static volatile unsigned long sink;
 static volatile unsigned long calls;
