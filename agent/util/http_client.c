@@ -98,10 +98,11 @@ int np_http_tls_copy(struct np_http_tls *d, const struct np_http_tls *s, struct 
 
 int np_http_tls_equal(const struct np_http_tls *a, const struct np_http_tls *b)
 {
-	return np_setting_eq(a->ca_pem, b->ca_pem) && np_setting_eq(a->ca_file, b->ca_file) && np_setting_eq(a->cert_pem, b->cert_pem) &&
-	       np_setting_eq(a->cert_file, b->cert_file) && np_setting_eq(a->key_pem, b->key_pem) &&
-	       np_setting_eq(a->key_file, b->key_file) && np_setting_eq(a->server_name, b->server_name) &&
-	       np_setting_eq(a->min_version, b->min_version) && a->insecure_skip_verify == b->insecure_skip_verify;
+	return np_setting_eq(a->ca_pem, b->ca_pem) && np_setting_eq(a->ca_file, b->ca_file) &&
+	       np_setting_eq(a->cert_pem, b->cert_pem) && np_setting_eq(a->cert_file, b->cert_file) &&
+	       np_setting_eq(a->key_pem, b->key_pem) && np_setting_eq(a->key_file, b->key_file) &&
+	       np_setting_eq(a->server_name, b->server_name) && np_setting_eq(a->min_version, b->min_version) &&
+	       a->insecure_skip_verify == b->insecure_skip_verify;
 }
 
 /* ---- the config ---- */

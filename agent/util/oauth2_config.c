@@ -87,9 +87,11 @@ int np_oauth2_config_equal(const struct np_oauth2_config *a, const struct np_oau
 		if (strcmp(a->scopes[i], b->scopes[i]) != 0)
 			return 0;
 	return np_setting_eq(a->client_id, b->client_id) && np_setting_eq(a->client_secret, b->client_secret) &&
-	       np_setting_eq(a->client_secret_file, b->client_secret_file) && np_setting_eq(a->token_url, b->token_url) &&
-	       np_http_headers_equal(&a->endpoint_params, &b->endpoint_params) && np_setting_eq(a->proxy_url, b->proxy_url) &&
-	       np_setting_eq(a->no_proxy, b->no_proxy) && a->proxy_from_environment == b->proxy_from_environment &&
+	       np_setting_eq(a->client_secret_file, b->client_secret_file) &&
+	       np_setting_eq(a->token_url, b->token_url) &&
+	       np_http_headers_equal(&a->endpoint_params, &b->endpoint_params) &&
+	       np_setting_eq(a->proxy_url, b->proxy_url) && np_setting_eq(a->no_proxy, b->no_proxy) &&
+	       a->proxy_from_environment == b->proxy_from_environment &&
 	       np_http_headers_equal(&a->proxy_connect_headers, &b->proxy_connect_headers) &&
 	       np_http_tls_equal(&a->tls, &b->tls);
 }
