@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/util/grow.h"
 #include "agent/util/log.h"
 #include "k8s/discovery_impl.h"
 
@@ -207,12 +208,10 @@ void k8s_discovery_stop(struct k8s_discovery *d)
 int k8s_discovery_add_reflector(struct k8s_discovery *d, enum k8s_resource res, const char *ns, const char *label,
 				const char *field, struct np_err *err)
 {
-	struct k8s_reflector **nv = realloc(d->refl, (d->n_refl + 1) * sizeof(*nv));
 	struct k8s_reflector *r;
 
-	if (!nv)
+	if (np_grow((void **)&d->refl, &d->cap_refl, d->n_refl + 1, sizeof(*d->refl)))
 		return np_errf(err, "out of memory");
-	d->refl = nv;
 	/* Each reflector has its own allocation: curl and the scanner keep pointers to it. */
 	r = malloc(sizeof(*r));
 	if (!r)

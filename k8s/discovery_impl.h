@@ -27,7 +27,7 @@ struct k8s_discovery {
 	atomic_int synced;
 
 	struct k8s_reflector **refl; /* each separately allocated: curl and the scanner point to them */
-	size_t n_refl;
+	size_t n_refl, cap_refl;
 	char *node_field_selector; /* owned: the node watch narrowed to this node, or NULL */
 
 	enum k8s_role role;

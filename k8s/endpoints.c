@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/grow.h"
 #include "k8s/group.h"
 #include "k8s/meta.h"
 #include "k8s/pod.h"
@@ -36,13 +37,10 @@ void k8s_endpoints_destroy(void *endpoints)
 /* Appends a zeroed target; NULL on allocation failure. */
 static struct k8s_ep_target *new_target(struct k8s_endpoints *e)
 {
-	struct k8s_ep_target *nv = realloc(e->v, (e->n + 1) * sizeof(*nv));
-
-	if (!nv)
+	if (np_grow((void **)&e->v, &e->cap, e->n + 1, sizeof(*e->v)))
 		return NULL;
-	e->v = nv;
-	memset(&nv[e->n], 0, sizeof(nv[0]));
-	return &nv[e->n++];
+	memset(&e->v[e->n], 0, sizeof(e->v[0]));
+	return &e->v[e->n++];
 }
 
 /* Copies s into *dst unless s is NULL; -1 on allocation failure. */
@@ -262,12 +260,12 @@ int k8s_endpointslice_build(const json_t *obj, struct k8s_endpoints *e, char **k
 struct seen_pod {
 	const struct k8s_pod_group *pod;
 	const char **ports; /* borrowed from the targets; NULL entries are slice ports without a number */
-	size_t n;
+	size_t n, cap;
 };
 
 struct seen {
 	struct seen_pod *v;
-	size_t n;
+	size_t n, cap;
 };
 
 static int see(struct seen *s, const struct k8s_pod_group *pod, const char *port, struct np_err *err)
@@ -278,17 +276,13 @@ static int see(struct seen *s, const struct k8s_pod_group *pod, const char *port
 		if (s->v[i].pod == pod)
 			sp = &s->v[i];
 	if (!sp) {
-		struct seen_pod *nv = realloc(s->v, (s->n + 1) * sizeof(*nv));
-		if (!nv)
+		if (np_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v)))
 			return np_errf(err, "out of memory");
-		s->v = nv;
-		sp = &nv[s->n++];
-		*sp = (struct seen_pod){ pod, NULL, 0 };
+		sp = &s->v[s->n++];
+		*sp = (struct seen_pod){ .pod = pod };
 	}
-	const char **np = realloc(sp->ports, (sp->n + 1) * sizeof(*np));
-	if (!np)
+	if (np_grow((void **)&sp->ports, &sp->cap, sp->n + 1, sizeof(*sp->ports)))
 		return np_errf(err, "out of memory");
-	sp->ports = np;
 	sp->ports[sp->n++] = port;
 	return 0;
 }
@@ -379,7 +373,7 @@ int k8s_endpoints_append_targets(const struct k8s_endpoints *e, const struct k8s
 {
 	const struct k8s_service *svc = e->service_key ? k8s_store_get(j->services, e->service_key) : NULL;
 	struct np_labels group = NP_LABELS_INIT;
-	struct seen seen = { NULL, 0 };
+	struct seen seen = { 0 };
 	int rc;
 
 	rc = np_labels_copy(&group, &e->labels, err);

@@ -40,7 +40,7 @@ struct k8s_endpoints {
 	char *service_key;       /* "namespace/name" of the service whose labels join the group, or NULL */
 	char *address_type;      /* a slice's addressType, NULL for endpoints */
 	struct k8s_ep_target *v; /* owned array */
-	size_t n;
+	size_t n, cap;
 };
 
 /* Parse an Endpoints / EndpointSlice object; *key is its "namespace/name" (caller frees). */

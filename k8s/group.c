@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/grow.h"
+
 void k8s_group_free(struct k8s_group *g)
 {
 	np_labels_free(&g->labels);
@@ -11,7 +13,7 @@ void k8s_group_free(struct k8s_group *g)
 		np_labels_free(&g->targets[i]);
 	free(g->targets);
 	g->targets = NULL;
-	g->n_targets = 0;
+	g->n_targets = g->cap_targets = 0;
 }
 
 void k8s_group_destroy(void *group)
@@ -28,13 +30,10 @@ void k8s_labels_destroy(void *labels)
 
 int k8s_group_push(struct k8s_group *g, struct np_labels *t, struct np_err *err)
 {
-	struct np_labels *nv = realloc(g->targets, (g->n_targets + 1) * sizeof(*nv));
-
-	if (!nv) {
+	if (np_grow((void **)&g->targets, &g->cap_targets, g->n_targets + 1, sizeof(*g->targets))) {
 		np_labels_free(t);
 		return np_errf(err, "out of memory");
 	}
-	g->targets = nv;
 	g->targets[g->n_targets++] = *t;
 	*t = (struct np_labels)NP_LABELS_INIT;
 	return 0;

@@ -13,7 +13,7 @@
 struct k8s_group {
 	struct np_labels labels;   /* shared by every target */
 	struct np_labels *targets; /* owned array */
-	size_t n_targets;
+	size_t n_targets, cap_targets;
 };
 
 void k8s_group_free(struct k8s_group *g); /* frees the contents; g stays reusable (empty) */

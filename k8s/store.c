@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/grow.h"
+
 void k8s_store_init(struct k8s_store *s, void (*free_val)(void *val))
 {
 	memset(s, 0, sizeof(*s));
@@ -54,24 +56,6 @@ void *k8s_store_get(const struct k8s_store *s, const char *key)
 	return found ? s->v[i].val : NULL;
 }
 
-static int grow(struct k8s_store *s, size_t need)
-{
-	size_t cap;
-	struct k8s_entry *nv;
-
-	if (need <= s->cap)
-		return 0;
-	cap = s->cap ? s->cap : 16;
-	while (cap < need)
-		cap *= 2;
-	nv = realloc(s->v, cap * sizeof(*nv));
-	if (!nv)
-		return -1;
-	s->v = nv;
-	s->cap = cap;
-	return 0;
-}
-
 int k8s_store_put(struct k8s_store *s, char *key, int owner, void *val, struct np_err *err)
 {
 	int found;
@@ -82,7 +66,7 @@ int k8s_store_put(struct k8s_store *s, char *key, int owner, void *val, struct n
 		s->v[i] = (struct k8s_entry){ key, owner, val };
 		return 0;
 	}
-	if (grow(s, s->n + 1)) {
+	if (np_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v))) {
 		struct k8s_entry e = { key, owner, val };
 		free_entry(s, &e);
 		return np_errf(err, "out of memory growing the object cache");

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agent/config/eval.h"
+#include "agent/util/grow.h"
 
 #define MAX_TYPES 64
 
@@ -60,8 +61,8 @@ const struct cfg_declare *cfg_scope_find_declare(const struct cfg_scope *s, cons
 struct expander {
 	struct cfg_graph *g;
 	struct cfg_diags *d;
-	size_t cap;	/* of g->nodes */
-	int too_many;	/* CFG_MAX_NODES reached (reported once) */
+	size_t cap_nodes, cap_scopes; /* of g->nodes, g->scopes */
+	int too_many;		       /* CFG_MAX_NODES reached (reported once) */
 };
 
 static int is_block(const struct cfg_stmt *st, const char *name)
@@ -100,15 +101,12 @@ static int need_label(struct expander *x, const struct cfg_stmt *st)
 
 static int add_scope(struct expander *x, struct cfg_scope *s)
 {
-	struct cfg_scope **v = realloc(x->g->scopes, (x->g->n_scopes + 1) * sizeof(*v));
-
-	if (!v) {
+	if (np_grow((void **)&x->g->scopes, &x->cap_scopes, x->g->n_scopes + 1, sizeof(*x->g->scopes))) {
 		cfg_scope_free(s);
 		cfg_error(x->d, CFG_NOPOS, "out of memory");
 		return -1;
 	}
-	x->g->scopes = v;
-	v[x->g->n_scopes++] = s;
+	x->g->scopes[x->g->n_scopes++] = s;
 	return 0;
 }
 
@@ -191,16 +189,10 @@ static long add_node(struct expander *x, const struct cfg_scope *s, const struct
 		free(id);
 		return -1;
 	}
-	if (g->n == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 16;
-		struct cfg_node *v = realloc(g->nodes, cap * sizeof(*v));
-		if (!v) {
-			free(id);
-			cfg_error(x->d, st->pos, "out of memory");
-			return -1;
-		}
-		g->nodes = v;
-		x->cap = cap;
+	if (np_grow((void **)&g->nodes, &x->cap_nodes, g->n + 1, sizeof(*g->nodes))) {
+		free(id);
+		cfg_error(x->d, st->pos, "out of memory");
+		return -1;
 	}
 	g->nodes[g->n] = (struct cfg_node){ .id = id, .local_id = id + strlen(s->prefix), .kind = kind, .type = type,
 					    .stmt = st, .scope = s };
@@ -398,7 +390,7 @@ static void expand_body(struct expander *x, struct cfg_scope *s, const struct cf
 
 void cfg_declare_expand(struct cfg_graph *g, struct cfg_diags *d)
 {
-	struct expander x = { g, d, 0, 0 };
+	struct expander x = { .g = g, .d = d };
 	struct cfg_scope *top = calloc(1, sizeof(*top));
 
 	if (!top || !(top->prefix = strdup(""))) {

@@ -61,14 +61,30 @@ int cfg_args_each_header(const struct cfg_args *a, const char *name,
 	return 0;
 }
 
-static int add_pair(void *ud, const char *key, const char *value, struct np_err *err)
+static int add_header(void *ud, const char *key, const char *value, struct np_err *err)
 {
-	return np_oauth2_pairs_add(ud, key, value, err);
+	return np_http_headers_add(ud, key, value, err);
+}
+
+/* The tls_config block b (NULL when not written) as owned settings. */
+static void tls_settings(const struct cfg_args *b, struct np_http_tls *out, int *failed)
+{
+	if (!b)
+		return;
+	out->ca_pem = np_strdup_or_null(cfg_args_str(b, "ca_pem"), failed);
+	out->ca_file = np_strdup_or_null(cfg_args_str(b, "ca_file"), failed);
+	out->cert_pem = np_strdup_or_null(cfg_args_str(b, "cert_pem"), failed);
+	out->cert_file = np_strdup_or_null(cfg_args_str(b, "cert_file"), failed);
+	out->key_pem = np_strdup_or_null(cfg_args_str(b, "key_pem"), failed);
+	out->key_file = np_strdup_or_null(cfg_args_str(b, "key_file"), failed);
+	out->server_name = np_strdup_or_null(cfg_args_str(b, "server_name"), failed);
+	out->min_version = np_strdup_or_null(cfg_args_str(b, "min_version"), failed);
+	out->insecure_skip_verify = cfg_args_bool(b, "insecure_skip_verify");
 }
 
 int cfg_http_client_oauth2(const struct cfg_args *a, struct np_oauth2_config **out, struct np_err *err)
 {
-	const struct cfg_args *b = cfg_args_block(a, "oauth2", 0), *tls;
+	const struct cfg_args *b = cfg_args_block(a, "oauth2", 0);
 	struct np_oauth2_config *c;
 	int failed = 0;
 
@@ -84,17 +100,7 @@ int cfg_http_client_oauth2(const struct cfg_args *a, struct np_oauth2_config **o
 	c->proxy_url = np_strdup_or_null(cfg_args_str(b, "proxy_url"), &failed);
 	c->no_proxy = np_strdup_or_null(cfg_args_str(b, "no_proxy"), &failed);
 	c->proxy_from_environment = cfg_args_bool(b, "proxy_from_environment");
-	if ((tls = cfg_args_block(b, "tls_config", 0))) {
-		c->tls.ca_pem = np_strdup_or_null(cfg_args_str(tls, "ca_pem"), &failed);
-		c->tls.ca_file = np_strdup_or_null(cfg_args_str(tls, "ca_file"), &failed);
-		c->tls.cert_pem = np_strdup_or_null(cfg_args_str(tls, "cert_pem"), &failed);
-		c->tls.cert_file = np_strdup_or_null(cfg_args_str(tls, "cert_file"), &failed);
-		c->tls.key_pem = np_strdup_or_null(cfg_args_str(tls, "key_pem"), &failed);
-		c->tls.key_file = np_strdup_or_null(cfg_args_str(tls, "key_file"), &failed);
-		c->tls.server_name = np_strdup_or_null(cfg_args_str(tls, "server_name"), &failed);
-		c->tls.min_version = np_strdup_or_null(cfg_args_str(tls, "min_version"), &failed);
-		c->tls.insecure_skip_verify = cfg_args_bool(tls, "insecure_skip_verify");
-	}
+	tls_settings(cfg_args_block(b, "tls_config", 0), &c->tls, &failed);
 	if (failed) {
 		np_errf(err, "oauth2: out of memory");
 		goto fail;
@@ -102,22 +108,19 @@ int cfg_http_client_oauth2(const struct cfg_args *a, struct np_oauth2_config **o
 	for (size_t i = 0; i < cfg_args_list_len(b, "scopes"); i++)
 		if (np_oauth2_add_scope(c, cfg_args_list_str(b, "scopes", i), err))
 			goto fail;
-	for (size_t i = 0; i < cfg_args_map_len(b, "endpoint_params"); i++)
-		if (np_oauth2_pairs_add(&c->endpoint_params, cfg_args_map_key(b, "endpoint_params", i),
-					cfg_args_map_str(b, "endpoint_params", i), err))
+	for (size_t i = 0; i < cfg_args_map_len(b, "endpoint_params"); i++) {
+		const char *value = cfg_args_map_str(b, "endpoint_params", i);
+		if (np_http_headers_add(&c->endpoint_params, cfg_args_map_key(b, "endpoint_params", i),
+					value ? value : "", err))
 			goto fail;
-	if (cfg_args_each_header(b, "proxy_connect_header", add_pair, &c->proxy_connect_header, err))
+	}
+	if (cfg_args_each_header(b, "proxy_connect_header", add_header, &c->proxy_connect_headers, err))
 		goto fail;
 	*out = c;
 	return 0;
 fail:
 	np_oauth2_config_free(c);
 	return -1;
-}
-
-static int add_header(void *ud, const char *key, const char *value, struct np_err *err)
-{
-	return np_http_headers_add(ud, key, value, err);
 }
 
 int cfg_http_client_settings(const struct cfg_args *a, struct np_http_client_config *out, struct np_err *err)
@@ -137,15 +140,7 @@ int cfg_http_client_settings(const struct cfg_args *a, struct np_http_client_con
 	out->authorization.type = np_strdup_or_null(hc.authorization.type, &failed);
 	out->authorization.credentials = np_strdup_or_null(hc.authorization.credentials, &failed);
 	out->authorization.credentials_file = np_strdup_or_null(hc.authorization.credentials_file, &failed);
-	out->tls.ca_pem = np_strdup_or_null(hc.tls.ca_pem, &failed);
-	out->tls.ca_file = np_strdup_or_null(hc.tls.ca_file, &failed);
-	out->tls.cert_pem = np_strdup_or_null(hc.tls.cert_pem, &failed);
-	out->tls.cert_file = np_strdup_or_null(hc.tls.cert_file, &failed);
-	out->tls.key_pem = np_strdup_or_null(hc.tls.key_pem, &failed);
-	out->tls.key_file = np_strdup_or_null(hc.tls.key_file, &failed);
-	out->tls.server_name = np_strdup_or_null(hc.tls.server_name, &failed);
-	out->tls.min_version = np_strdup_or_null(hc.tls.min_version, &failed);
-	out->tls.insecure_skip_verify = hc.tls.insecure_skip_verify;
+	tls_settings(cfg_args_block(a, "tls_config", 0), &out->tls, &failed);
 	out->proxy_url = np_strdup_or_null(hc.proxy_url, &failed);
 	out->no_proxy = np_strdup_or_null(hc.no_proxy, &failed);
 	out->proxy_from_environment = hc.proxy_from_environment;

@@ -10,6 +10,7 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/stdlib_internal.h"
+#include "agent/util/grow.h"
 
 static void element_error(struct cfg_call *c, size_t arg, size_t idx, const struct cfg_value *v)
 {
@@ -59,15 +60,9 @@ static int list_push(struct value_list *l, struct cfg_value *v)
 {
 	if (!v)
 		return -1;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 8;
-		struct cfg_value **nv = realloc(l->v, cap * sizeof(*nv));
-		if (!nv) {
-			cfg_unref(v);
-			return -1;
-		}
-		l->v = nv;
-		l->cap = cap;
+	if (np_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v))) {
+		cfg_unref(v);
+		return -1;
 	}
 	l->v[l->n++] = v;
 	return 0;

@@ -833,6 +833,7 @@ static struct fexpr *read_primary(struct parser *p)
 		return close_paren(p, read_eq(p));
 	case '[': {
 		/* A list constant. */
+		size_t cap = 0; /* of e->items */
 		e = new_expr(p);
 		if (!e)
 			return NULL;
@@ -848,7 +849,6 @@ static struct fexpr *read_primary(struct parser *p)
 				fexpr_free(e);
 				return NULL;
 			}
-			size_t cap = e->n_items;
 			if (np_grow((void **)&e->items, &cap, e->n_items + 1, sizeof(*e->items))) {
 				fexpr_free(item);
 				fexpr_free(e);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/pprof/proto.h"
+#include "agent/util/grow.h"
 #include "agent/util/intern.h"
 
 /* Location ids are written in chunks of this many (repeated packed fields concatenate). */
@@ -116,41 +117,37 @@ void np_pprof_free(struct np_pprof_builder *b)
 	free(b);
 }
 
+/* Makes map_unnamed hold an entry for mapping id: the new entries are 0. */
+static int unnamed_room(struct np_pprof_builder *b, uint32_t id)
+{
+	size_t old = b->map_unnamed_cap;
+
+	if (np_grow((void **)&b->map_unnamed, &b->map_unnamed_cap, id, 1))
+		return -1;
+	memset(b->map_unnamed + old, 0, b->map_unnamed_cap - old);
+	return 0;
+}
+
 static uint32_t mapping_id(struct np_pprof_builder *b, const struct np_pprof_frame *f)
 {
 	struct mapping_key key;
-	int added;
-	uint32_t id;
+	uint32_t id = 1;
 
 	if (b->mappings.n == 0) {
 		/* Mapping 1: frames without a file (like Alloy's dummy mapping). */
 		struct mapping_key none = { UINT32_MAX, UINT32_MAX, 0, 0, 0 };
 		if (np_intern_add(&b->mappings, &none, sizeof(none), NULL) != 1)
 			return 0;
-		b->map_unnamed = calloc(16, 1);
-		if (!b->map_unnamed)
-			return 0;
-		b->map_unnamed_cap = 16;
 	}
-	if (!f->mapping_file || !*f->mapping_file)
-		return 1;
-	key = (struct mapping_key){ str_index(b, f->mapping_file), str_index(b, f->build_id), f->map_start,
-				    f->map_limit, f->map_offset };
-	if (key.file == UINT32_MAX || key.build_id == UINT32_MAX)
-		return 0;
-	id = np_intern_add(&b->mappings, &key, sizeof(key), &added);
-	if (!id || !added)
-		return id;
-	if (id > b->map_unnamed_cap) {
-		size_t cap = b->map_unnamed_cap * 2;
-		uint8_t *u = realloc(b->map_unnamed, cap);
-		if (!u)
+	if (f->mapping_file && *f->mapping_file) {
+		key = (struct mapping_key){ str_index(b, f->mapping_file), str_index(b, f->build_id), f->map_start,
+					    f->map_limit, f->map_offset };
+		if (key.file == UINT32_MAX || key.build_id == UINT32_MAX)
 			return 0;
-		memset(u + b->map_unnamed_cap, 0, cap - b->map_unnamed_cap);
-		b->map_unnamed = u;
-		b->map_unnamed_cap = cap;
+		id = np_intern_add(&b->mappings, &key, sizeof(key), NULL);
 	}
-	return id;
+	/* Also for a mapping already known: its entry may be missing after a failure. */
+	return id && unnamed_room(b, id) == 0 ? id : 0;
 }
 
 static uint32_t location_id(struct np_pprof_builder *b, const struct np_pprof_frame *f)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 char *np_read_file(const char *path, size_t max, size_t *len, struct np_err *err)
@@ -66,4 +67,24 @@ char *np_read_file(const char *path, size_t max, size_t *len, struct np_err *err
 	if (len)
 		*len = n;
 	return buf;
+}
+
+#define MAX_SECRET_FILE (64u << 10)
+
+char *np_read_secret_file(const char *path, struct np_err *err)
+{
+	static const char space[] = " \t\r\n\v\f";
+	size_t len, start = 0;
+	char *s = np_read_file(path, MAX_SECRET_FILE, &len, err);
+
+	if (!s)
+		return NULL;
+	while (len && strchr(space, s[len - 1]))
+		len--;
+	while (start < len && s[start] && strchr(space, s[start]))
+		start++;
+	memmove(s, s + start, len - start);
+	/* What the move left behind is the secret too: wipe it, not just cut it off. */
+	explicit_bzero(s + (len - start), start + 1);
+	return s;
 }

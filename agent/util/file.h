@@ -13,4 +13,9 @@
  * O_NONBLOCK: a FIFO without a writer reads as empty instead of blocking. */
 NP_MUST_CHECK char *np_read_file(const char *path, size_t max, size_t *len, struct np_err *err);
 
+/* A secret file as Prometheus reads one (a token, a password, a client secret): the
+ * whole file, at most 64 KiB, surrounding white space trimmed (Go's strings.TrimSpace
+ * on ASCII). The caller wipes and frees it with np_secret_free. */
+NP_MUST_CHECK char *np_read_secret_file(const char *path, struct np_err *err);
+
 #endif

@@ -8,12 +8,12 @@
 #include <strings.h>
 
 #include "agent/util/file.h"
+#include "agent/util/grow.h"
 #include "agent/util/oauth2.h"
 #include "agent/util/proxy_env.h"
 #include "agent/util/server_name.h"
 #include "agent/util/strbuf.h"
 
-#define MAX_SECRET_FILE (64u << 10)
 #define MAX_REDIRECTS 10L /* Go's http.Client */
 
 /* ---- headers ---- */
@@ -22,20 +22,14 @@ int np_http_headers_add(struct np_http_headers *h, const char *name, const char 
 {
 	char *n, *v;
 
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? h->cap * 2 : 4;
-		struct np_http_header *nv = realloc(h->v, cap * sizeof(*nv));
-		if (!nv)
-			return np_errf(err, "out of memory adding header %s", name);
-		h->v = nv;
-		h->cap = cap;
-	}
+	if (np_grow((void **)&h->v, &h->cap, h->n + 1, sizeof(*h->v)))
+		return np_errf(err, "out of memory adding %s", name);
 	n = strdup(name);
 	v = strdup(value);
 	if (!n || !v) {
 		free(n);
-		free(v);
-		return np_errf(err, "out of memory adding header %s", name);
+		np_secret_free(v);
+		return np_errf(err, "out of memory adding %s", name);
 	}
 	h->v[h->n].name = n;
 	h->v[h->n].value = v;
@@ -53,12 +47,62 @@ void np_http_headers_free(struct np_http_headers *h)
 	memset(h, 0, sizeof(*h));
 }
 
-static int headers_copy(struct np_http_headers *dst, const struct np_http_headers *src, struct np_err *err)
+int np_http_headers_copy(struct np_http_headers *dst, const struct np_http_headers *src, struct np_err *err)
 {
 	for (size_t i = 0; i < src->n; i++)
 		if (np_http_headers_add(dst, src->v[i].name, src->v[i].value, err))
 			return -1;
 	return 0;
+}
+
+int np_http_headers_equal(const struct np_http_headers *a, const struct np_http_headers *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i].name, b->v[i].name) != 0 || strcmp(a->v[i].value, b->v[i].value) != 0)
+			return 0;
+	return 1;
+}
+
+/* ---- TLS settings ---- */
+
+void np_http_tls_free(struct np_http_tls *t)
+{
+	free(t->ca_pem);
+	free(t->ca_file);
+	free(t->cert_pem);
+	free(t->cert_file);
+	np_secret_free(t->key_pem);
+	free(t->key_file);
+	free(t->server_name);
+	free(t->min_version);
+	memset(t, 0, sizeof(*t));
+}
+
+int np_http_tls_copy(struct np_http_tls *d, const struct np_http_tls *s, struct np_err *err)
+{
+	int failed = 0;
+
+	d->ca_pem = np_strdup_or_null(s->ca_pem, &failed);
+	d->ca_file = np_strdup_or_null(s->ca_file, &failed);
+	d->cert_pem = np_strdup_or_null(s->cert_pem, &failed);
+	d->cert_file = np_strdup_or_null(s->cert_file, &failed);
+	d->key_pem = np_strdup_or_null(s->key_pem, &failed);
+	d->key_file = np_strdup_or_null(s->key_file, &failed);
+	d->server_name = np_strdup_or_null(s->server_name, &failed);
+	d->min_version = np_strdup_or_null(s->min_version, &failed);
+	d->insecure_skip_verify = s->insecure_skip_verify;
+	return failed ? np_errf(err, "out of memory copying tls_config") : 0;
+}
+
+int np_http_tls_equal(const struct np_http_tls *a, const struct np_http_tls *b)
+{
+	return np_setting_eq(a->ca_pem, b->ca_pem) && np_setting_eq(a->ca_file, b->ca_file) &&
+	       np_setting_eq(a->cert_pem, b->cert_pem) && np_setting_eq(a->cert_file, b->cert_file) &&
+	       np_setting_eq(a->key_pem, b->key_pem) && np_setting_eq(a->key_file, b->key_file) &&
+	       np_setting_eq(a->server_name, b->server_name) && np_setting_eq(a->min_version, b->min_version) &&
+	       a->insecure_skip_verify == b->insecure_skip_verify;
 }
 
 /* ---- the config ---- */
@@ -82,14 +126,7 @@ void np_http_client_config_free(struct np_http_client_config *c)
 	free(c->authorization.credentials_file);
 	np_oauth2_config_free(c->oauth2);
 	np_http_headers_free(&c->http_headers);
-	free(c->tls.ca_pem);
-	free(c->tls.ca_file);
-	free(c->tls.cert_pem);
-	free(c->tls.cert_file);
-	np_secret_free(c->tls.key_pem);
-	free(c->tls.key_file);
-	free(c->tls.server_name);
-	free(c->tls.min_version);
+	np_http_tls_free(&c->tls);
 	np_secret_free(c->proxy_url);
 	free(c->no_proxy);
 	np_http_headers_free(&c->proxy_connect_headers);
@@ -104,7 +141,6 @@ int np_http_client_config_copy(struct np_http_client_config *d, const struct np_
 	np_http_client_config_init(d);
 	d->basic_auth.set = s->basic_auth.set;
 	d->authorization.set = s->authorization.set;
-	d->tls.insecure_skip_verify = s->tls.insecure_skip_verify;
 	d->proxy_from_environment = s->proxy_from_environment;
 	d->follow_redirects = s->follow_redirects;
 	d->enable_http2 = s->enable_http2;
@@ -116,22 +152,16 @@ int np_http_client_config_copy(struct np_http_client_config *d, const struct np_
 	d->authorization.type = np_strdup_or_null(s->authorization.type, &failed);
 	d->authorization.credentials = np_strdup_or_null(s->authorization.credentials, &failed);
 	d->authorization.credentials_file = np_strdup_or_null(s->authorization.credentials_file, &failed);
-	d->tls.ca_pem = np_strdup_or_null(s->tls.ca_pem, &failed);
-	d->tls.ca_file = np_strdup_or_null(s->tls.ca_file, &failed);
-	d->tls.cert_pem = np_strdup_or_null(s->tls.cert_pem, &failed);
-	d->tls.cert_file = np_strdup_or_null(s->tls.cert_file, &failed);
-	d->tls.key_pem = np_strdup_or_null(s->tls.key_pem, &failed);
-	d->tls.key_file = np_strdup_or_null(s->tls.key_file, &failed);
-	d->tls.server_name = np_strdup_or_null(s->tls.server_name, &failed);
-	d->tls.min_version = np_strdup_or_null(s->tls.min_version, &failed);
 	d->proxy_url = np_strdup_or_null(s->proxy_url, &failed);
 	d->no_proxy = np_strdup_or_null(s->no_proxy, &failed);
 	if (failed)
 		return np_errf(err, "out of memory copying the HTTP client settings");
+	if (np_http_tls_copy(&d->tls, &s->tls, err))
+		return -1;
 	if (s->oauth2 && !(d->oauth2 = np_oauth2_config_dup(s->oauth2, err)))
 		return -1;
-	if (headers_copy(&d->http_headers, &s->http_headers, err) ||
-	    headers_copy(&d->proxy_connect_headers, &s->proxy_connect_headers, err))
+	if (np_http_headers_copy(&d->http_headers, &s->http_headers, err) ||
+	    np_http_headers_copy(&d->proxy_connect_headers, &s->proxy_connect_headers, err))
 		return -1;
 	return 0;
 }
@@ -203,7 +233,7 @@ int np_http_check_headers(const struct np_http_headers *h, const char *arg, int 
 	return 0;
 }
 
-static int check_tls(const struct np_http_tls *t, struct np_err *err)
+int np_http_check_tls(const struct np_http_tls *t, struct np_err *err)
 {
 	if (set(t->ca_pem) && set(t->ca_file))
 		return np_errf(err, "tls_config: at most one of ca_pem and ca_file must be configured");
@@ -260,24 +290,27 @@ int np_http_client_config_validate(const struct np_http_client_config *c, struct
 		return np_errf(err, "bearer_token contains a line break");
 	if (has_line_break(c->authorization.credentials))
 		return np_errf(err, "authorization: credentials contain a line break");
-	if (check_tls(&c->tls, err))
+	if (np_http_check_tls(&c->tls, err) ||
+	    np_http_check_proxy(c->proxy_url, c->no_proxy, c->proxy_from_environment, &c->proxy_connect_headers, err))
 		return -1;
+	return np_http_check_headers(&c->http_headers, "http_headers", 1, NULL, auths > 0, err);
+}
 
-	if (c->proxy_connect_headers.n && !set(c->proxy_url) && !c->proxy_from_environment)
+int np_http_check_proxy(const char *proxy_url, const char *no_proxy, int from_environment,
+			const struct np_http_headers *connect_headers, struct np_err *err)
+{
+	if (connect_headers->n && !set(proxy_url) && !from_environment)
 		return np_errf(err, "if proxy_connect_header is configured, proxy_url or proxy_from_environment must "
 				    "also be configured");
-	if (c->proxy_from_environment && set(c->proxy_url))
+	if (from_environment && set(proxy_url))
 		return np_errf(err, "if proxy_from_environment is configured, proxy_url must not be configured");
-	if (c->proxy_from_environment && set(c->no_proxy))
+	if (from_environment && set(no_proxy))
 		return np_errf(err, "if proxy_from_environment is configured, no_proxy must not be configured");
-	if (set(c->no_proxy) && !set(c->proxy_url))
+	if (set(no_proxy) && !set(proxy_url))
 		return np_errf(err, "if no_proxy is configured, proxy_url must also be configured");
-	if (set(c->proxy_url) && np_http_check_url(c->proxy_url, "proxy_url", 1, err))
+	if (set(proxy_url) && np_http_check_url(proxy_url, "proxy_url", 1, err))
 		return -1;
-	if (np_http_check_headers(&c->http_headers, "http_headers", 1, NULL, auths > 0, err) ||
-	    np_http_check_headers(&c->proxy_connect_headers, "proxy_connect_header", 0, NULL, 0, err))
-		return -1;
-	return 0;
+	return np_http_check_headers(connect_headers, "proxy_connect_header", 0, NULL, 0, err);
 }
 
 int np_http_check_url(const char *url, const char *arg, int proxy, struct np_err *err)
@@ -381,17 +414,9 @@ void np_http_redact_url(const char *url, char *buf, size_t cap)
 
 char *np_http_read_secret_file(const char *path, struct np_err *err)
 {
-	size_t len, start = 0;
-	char *s = np_read_file(path, MAX_SECRET_FILE, &len, err);
+	char *s = np_read_secret_file(path, err);
 
-	if (!s)
-		return NULL;
-	while (len && strchr(" \t\r\n\v\f", s[len - 1]))
-		s[--len] = '\0';
-	while (s[start] && strchr(" \t\r\n\v\f", s[start]))
-		start++;
-	memmove(s, s + start, len - start + 1);
-	if (strpbrk(s, "\r\n")) {
+	if (s && strpbrk(s, "\r\n")) {
 		np_secret_free(s);
 		np_errf(err, "%s contains a line break", path);
 		return NULL;
@@ -454,6 +479,21 @@ void np_http_request_release(CURL *c, struct np_http_request *r)
 	free(r->url);
 	np_secret_free(r->secret);
 	*r = (struct np_http_request)NP_HTTP_REQUEST_INIT;
+}
+
+int np_http_apply_request(CURL *c, const struct np_http_request *r, int follow_redirects, struct np_err *err)
+{
+	SET(c, CURLOPT_URL, r->url);
+	SET(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	SET(c, CURLOPT_NOSIGNAL, 1L);
+	SET(c, CURLOPT_FOLLOWLOCATION, follow_redirects ? 1L : 0L);
+	SET(c, CURLOPT_MAXREDIRS, MAX_REDIRECTS);
+	if (r->headers)
+		SET(c, CURLOPT_HTTPHEADER, r->headers);
+	if (r->connect_to)
+		SET(c, CURLOPT_CONNECT_TO, r->connect_to);
+	return 0;
 }
 
 int np_http_client_route(const char *url, const char *server_name, struct np_http_request *r, struct np_err *err)
@@ -602,21 +642,11 @@ int np_http_client_apply(CURL *c, const struct np_http_client_config *cfg, const
 	for (size_t i = 0; i < cfg->http_headers.n; i++)
 		if (add_line(&r->headers, cfg->http_headers.v[i].name, cfg->http_headers.v[i].value, err))
 			return -1;
-	if (apply_auth(c, cfg, oauth2_authorization, r, err))
+	if (apply_auth(c, cfg, oauth2_authorization, r, err) || np_http_apply_request(c, r, cfg->follow_redirects, err))
 		return -1;
-	SET(c, CURLOPT_URL, r->url);
-	SET(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	SET(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	SET(c, CURLOPT_NOSIGNAL, 1L);
-	SET(c, CURLOPT_FOLLOWLOCATION, cfg->follow_redirects ? 1L : 0L);
-	SET(c, CURLOPT_MAXREDIRS, MAX_REDIRECTS);
 	SET(c, CURLOPT_HTTP_VERSION, h2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
 	if (user_agent)
 		SET(c, CURLOPT_USERAGENT, user_agent);
-	if (r->headers)
-		SET(c, CURLOPT_HTTPHEADER, r->headers);
-	if (r->connect_to)
-		SET(c, CURLOPT_CONNECT_TO, r->connect_to);
 	if (np_http_apply_tls(c, &cfg->tls, err))
 		return -1;
 	return np_http_apply_proxy(c, url, cfg->proxy_url, cfg->no_proxy, cfg->proxy_from_environment,

@@ -28,7 +28,8 @@
 
 struct np_oauth2_config;
 
-/* Owned (name, value) header lines; a name may repeat. */
+/* Owned (name, value) pairs, in order; a name may repeat. Header lines, and the
+ * oauth2 endpoint_params (form parameters) too. */
 struct np_http_header {
 	char *name;
 	char *value; /* may be a secret: wiped when freed */
@@ -42,6 +43,11 @@ struct np_http_headers {
 NP_MUST_CHECK int np_http_headers_add(struct np_http_headers *h, const char *name, const char *value,
 				      struct np_err *err);
 void np_http_headers_free(struct np_http_headers *h); /* wipes the values, leaves an empty list */
+/* Appends copies of src's pairs to dst. */
+NP_MUST_CHECK int np_http_headers_copy(struct np_http_headers *dst, const struct np_http_headers *src,
+				       struct np_err *err);
+/* 1 when both hold the same pairs in the same order. */
+int np_http_headers_equal(const struct np_http_headers *a, const struct np_http_headers *b);
 
 struct np_http_tls {
 	char *ca_pem, *ca_file;
@@ -52,6 +58,13 @@ struct np_http_tls {
 	char *min_version; /* "TLS10".."TLS13"; NULL: TLS 1.2 */
 	int insecure_skip_verify;
 };
+
+/* Frees every string (wiping key_pem) and zeroes t. */
+void np_http_tls_free(struct np_http_tls *t);
+/* A deep copy into dst (which holds nothing yet); on failure dst is still safe to free. */
+NP_MUST_CHECK int np_http_tls_copy(struct np_http_tls *dst, const struct np_http_tls *src, struct np_err *err);
+/* 1 when both configure the same TLS (an empty string is the same as unset). */
+int np_http_tls_equal(const struct np_http_tls *a, const struct np_http_tls *b);
 
 struct np_http_client_config {
 	char *bearer_token; /* secret */
@@ -95,6 +108,13 @@ int np_http_client_auth_count(const struct np_http_client_config *c);
  * transport needs: a known TLS version, a usable proxy URL, header names and values
  * that fit on a header line. Touches no file. Messages name the argument to fix. */
 NP_MUST_CHECK int np_http_client_config_validate(const struct np_http_client_config *c, struct np_err *err);
+
+/* The tls_config rules alone (pairs of PEM and file, certificate and key, a known
+ * min_version), and the proxy rules alone (Alloy's ProxyConfig.Validate combinations, a
+ * usable proxy URL, proxy_connect_header lines), for settings that embed them (oauth2). */
+NP_MUST_CHECK int np_http_check_tls(const struct np_http_tls *t, struct np_err *err);
+NP_MUST_CHECK int np_http_check_proxy(const char *proxy_url, const char *no_proxy, int from_environment,
+				      const struct np_http_headers *connect_headers, struct np_err *err);
 
 /* Checks header lines of argument `arg`: token names, values without line breaks, none
  * of the names the transport sets (and with prometheus_rules, none that
@@ -147,9 +167,14 @@ NP_MUST_CHECK int np_http_client_apply(CURL *c, const struct np_http_client_conf
 				       const char *user_agent, const char *oauth2_authorization,
 				       struct np_http_request *r, struct np_err *err);
 
-/* The TLS and proxy part alone, for a client with no authentication or headers of its
- * own settings (an OAuth 2.0 token endpoint): url is the request's URL (for
- * proxy_from_environment); the proxy headers are kept in r. */
+/* The parts of np_http_client_apply alone, for a client with no authentication or
+ * headers of its own settings (an OAuth 2.0 token endpoint), after np_http_client_route
+ * and the caller's header lines: the request (r's URL, headers and rerouting, http and
+ * https only, at most 10 redirects when followed, no signals), the TLS settings, the
+ * proxy settings (url is the request's URL, for proxy_from_environment; the proxy
+ * headers are kept in r). */
+NP_MUST_CHECK int np_http_apply_request(CURL *c, const struct np_http_request *r, int follow_redirects,
+					struct np_err *err);
 NP_MUST_CHECK int np_http_apply_tls(CURL *c, const struct np_http_tls *tls, struct np_err *err);
 NP_MUST_CHECK int np_http_apply_proxy(CURL *c, const char *url, const char *proxy_url, const char *no_proxy,
 				      int from_environment, const struct np_http_headers *connect_headers,

@@ -13,8 +13,6 @@
 
 #include "agent/util/file.h"
 #include "agent/util/oauth2_wire.h"
-#include "agent/util/proxy_env.h"
-#include "agent/util/server_name.h"
 #include "agent/util/strbuf.h"
 
 #ifndef NP_VERSION
@@ -22,7 +20,6 @@
 #endif
 
 #define EXPIRY_DELTA_NS (10LL * 1000000000LL) /* x/oauth2's defaultExpiryDelta */
-#define MAX_SECRET_FILE (64u << 10)
 #define MAX_CONNECT_MS 30000L
 
 enum auth_style { STYLE_UNKNOWN, STYLE_IN_PARAMS, STYLE_IN_HEADER };
@@ -114,12 +111,11 @@ uint64_t np_oauth2_fetches(const struct np_oauth2 *ts)
 	return atomic_load(&((struct np_oauth2 *)ts)->fetches);
 }
 
-/* The client secret for this request: the inline one, or the file's content trimmed of
- * surrounding white space (Go's strings.TrimSpace), read now. The caller wipes it. */
+/* The client secret for this request: the inline one, or the file's content read now
+ * (util/file.h trims it as Prometheus does). The caller wipes it. */
 static char *current_secret(const struct np_oauth2_config *c, struct np_err *err)
 {
 	char *s;
-	size_t len, start = 0;
 
 	if (!c->client_secret_file || !*c->client_secret_file) {
 		s = strdup(c->client_secret ? c->client_secret : "");
@@ -127,33 +123,10 @@ static char *current_secret(const struct np_oauth2_config *c, struct np_err *err
 			np_errf(err, "oauth2: out of memory");
 		return s;
 	}
-	s = np_read_file(c->client_secret_file, MAX_SECRET_FILE, &len, err);
-	if (!s) {
+	s = np_read_secret_file(c->client_secret_file, err);
+	if (!s)
 		np_err_wrap(err, "oauth2: unable to read client_secret_file");
-		return NULL;
-	}
-	while (len && strchr(" \t\r\n\v\f", s[len - 1]))
-		s[--len] = '\0';
-	while (s[start] && strchr(" \t\r\n\v\f", s[start]))
-		start++;
-	memmove(s, s + start, len - start + 1);
 	return s;
-}
-
-/* token_url without a password, for messages. */
-static void redacted_url(const char *url, char *buf, size_t cap)
-{
-	CURLU *u = curl_url();
-	char *out = NULL;
-
-	if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    curl_url_set(u, CURLUPART_PASSWORD, NULL, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_URL, &out, 0) == CURLUE_OK)
-		snprintf(buf, cap, "%s", out);
-	else
-		snprintf(buf, cap, "the token_url");
-	curl_free(out);
-	curl_url_cleanup(u);
 }
 
 /* ---- one token request ---- */
@@ -190,139 +163,18 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 
 /* Everything one request allocates, released in one place. */
 struct request {
-	struct curl_slist *headers, *proxy_headers, *connect_to;
-	char *url;
-	struct np_buf body;
+	struct np_http_request http; /* URL, header lists, rerouting */
+	struct np_buf body;	     /* wiped: may carry the client secret */
 	struct response resp;
 };
 
-static void request_free(struct request *q)
+static void request_release(CURL *h, struct request *q)
 {
-	for (struct curl_slist *l = q->headers; l; l = l->next)
-		explicit_bzero(l->data, strlen(l->data));
-	for (struct curl_slist *l = q->proxy_headers; l; l = l->next)
-		explicit_bzero(l->data, strlen(l->data));
-	curl_slist_free_all(q->headers);
-	curl_slist_free_all(q->proxy_headers);
-	curl_slist_free_all(q->connect_to);
-	free(q->url);
+	np_http_request_release(h, &q->http);
 	if (q->body.p)
 		explicit_bzero(q->body.p, q->body.len);
 	np_buf_free(&q->body);
 	np_buf_free(&q->resp.body);
-}
-
-static int add_line(struct curl_slist **l, const char *name, const char *value, struct np_err *err)
-{
-	struct np_buf line = NP_BUF_INIT;
-	struct curl_slist *nl;
-
-	np_buf_printf(&line, "%s: %s", name, value);
-	nl = line.failed ? NULL : curl_slist_append(*l, line.p);
-	if (line.p)
-		explicit_bzero(line.p, line.len);
-	np_buf_free(&line);
-	if (!nl)
-		return np_errf(err, "out of memory");
-	*l = nl;
-	return 0;
-}
-
-/* The URL to ask, rerouted by tls_config.server_name (util/server_name.h). */
-static int target_url(struct request *q, const struct np_oauth2_config *c, struct np_err *err)
-{
-	struct np_server_name_route r;
-
-	if (np_server_name_route(c->token_url, c->tls.server_name, &r, err))
-		return -1;
-	if (!r.url) {
-		q->url = strdup(c->token_url);
-		return q->url ? 0 : np_errf(err, "out of memory");
-	}
-	q->url = r.url;
-	r.url = NULL;
-	q->connect_to = curl_slist_append(NULL, r.connect_to);
-	int rc = q->connect_to ? add_line(&q->headers, "Host", r.host, err) : np_errf(err, "out of memory");
-	np_server_name_route_free(&r);
-	return rc;
-}
-
-static long curl_tls_version(const char *v)
-{
-	static const struct {
-		const char *name;
-		long value;
-	} map[] = { { "TLS10", CURL_SSLVERSION_TLSv1_0 },
-		    { "TLS11", CURL_SSLVERSION_TLSv1_1 },
-		    { "TLS13", CURL_SSLVERSION_TLSv1_3 } };
-
-	for (size_t i = 0; v && i < sizeof(map) / sizeof(map[0]); i++)
-		if (strcmp(v, map[i].name) == 0)
-			return map[i].value;
-	return CURL_SSLVERSION_TLSv1_2; /* Go's client default */
-}
-
-static int set_blob(CURL *h, CURLoption opt, const char *pem, struct np_err *err)
-{
-	struct curl_blob blob = { (void *)pem, strlen(pem), CURL_BLOB_COPY };
-
-	if (curl_easy_setopt(h, opt, &blob) != CURLE_OK)
-		return np_errf(err, "cannot use the tls_config certificates");
-	return 0;
-}
-
-/* The token endpoint's transport: its own TLS and proxy settings. */
-static int set_transport(CURL *h, struct request *q, const struct np_oauth2_config *c, struct np_err *err)
-{
-	const char *proxy = "", *no_proxy = NULL;
-
-	curl_easy_setopt(h, CURLOPT_SSLVERSION, curl_tls_version(c->tls.min_version));
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, c->tls.insecure_skip_verify ? 0L : 1L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, c->tls.insecure_skip_verify ? 0L : 2L);
-	if ((c->tls.ca_pem && *c->tls.ca_pem) || (c->tls.ca_file && *c->tls.ca_file)) {
-		/* A configured CA is the only trust anchor, as Go's RootCAs. */
-		curl_easy_setopt(h, CURLOPT_CAPATH, (char *)NULL);
-		if (c->tls.ca_pem && *c->tls.ca_pem) {
-			if (set_blob(h, CURLOPT_CAINFO_BLOB, c->tls.ca_pem, err))
-				return -1;
-		} else {
-			curl_easy_setopt(h, CURLOPT_CAINFO, c->tls.ca_file);
-		}
-	}
-	if (c->tls.cert_pem && *c->tls.cert_pem) {
-		if (set_blob(h, CURLOPT_SSLCERT_BLOB, c->tls.cert_pem, err))
-			return -1;
-	} else if (c->tls.cert_file && *c->tls.cert_file) {
-		curl_easy_setopt(h, CURLOPT_SSLCERT, c->tls.cert_file);
-	}
-	if (c->tls.key_pem && *c->tls.key_pem) {
-		if (set_blob(h, CURLOPT_SSLKEY_BLOB, c->tls.key_pem, err))
-			return -1;
-	} else if (c->tls.key_file && *c->tls.key_file) {
-		curl_easy_setopt(h, CURLOPT_SSLKEY, c->tls.key_file);
-	}
-	if (q->connect_to)
-		curl_easy_setopt(h, CURLOPT_CONNECT_TO, q->connect_to);
-
-	/* Go uses a proxy only when told to; libcurl would read http_proxy on its own. */
-	if (c->proxy_url && *c->proxy_url) {
-		proxy = c->proxy_url;
-		no_proxy = c->no_proxy && *c->no_proxy ? c->no_proxy : NULL;
-	} else if (c->proxy_from_environment) {
-		np_proxy_from_env(c->token_url, &proxy, &no_proxy);
-	}
-	curl_easy_setopt(h, CURLOPT_PROXY, proxy);
-	if (no_proxy)
-		curl_easy_setopt(h, CURLOPT_NOPROXY, no_proxy);
-	for (size_t i = 0; i < c->proxy_connect_header.n; i++)
-		if (add_line(&q->proxy_headers, c->proxy_connect_header.v[i].name, c->proxy_connect_header.v[i].value,
-			     err))
-			return -1;
-	if (q->proxy_headers) {
-		curl_easy_setopt(h, CURLOPT_HEADEROPT, (long)CURLHEADER_SEPARATE);
-		curl_easy_setopt(h, CURLOPT_PROXYHEADER, q->proxy_headers);
-	}
-	return 0;
 }
 
 /* POSTs one token request with the given client authentication and parses the answer. */
@@ -331,7 +183,7 @@ static int request_token(struct np_oauth2 *ts, const char *secret, enum auth_sty
 			 struct np_err *err)
 {
 	const struct np_oauth2_config *c = ts->cfg;
-	struct request q = { .body = NP_BUF_INIT, .resp = { .body = NP_BUF_INIT } };
+	struct request q = { .http = NP_HTTP_REQUEST_INIT, .body = NP_BUF_INIT, .resp = { .body = NP_BUF_INIT } };
 	char errbuf[CURL_ERROR_SIZE] = "";
 	long timeout_ms = (long)(timeout_ns / 1000000), status = 0;
 	char *content_type = NULL;
@@ -342,35 +194,30 @@ static int request_token(struct np_oauth2 *ts, const char *secret, enum auth_sty
 	if (timeout_ms < 1)
 		timeout_ms = 1;
 	curl_easy_reset(h);
-	if (target_url(&q, c, err) || np_oauth2_request_body(c, secret, style == STYLE_IN_PARAMS, &q.body, err) ||
-	    add_line(&q.headers, "Content-Type", "application/x-www-form-urlencoded", err))
+	if (np_http_client_route(c->token_url, c->tls.server_name, &q.http, err) ||
+	    np_oauth2_request_body(c, secret, style == STYLE_IN_PARAMS, &q.body, err) ||
+	    np_http_request_header(&q.http, "Content-Type", "application/x-www-form-urlencoded", err))
 		goto out;
 	if (style == STYLE_IN_HEADER) {
 		char *basic = np_oauth2_basic_credentials(c->client_id, secret);
-		int arc = basic ? add_line(&q.headers, "Authorization", basic, err) : np_errf(err, "out of memory");
+		int arc = basic ? np_http_request_header(&q.http, "Authorization", basic, err)
+				: np_errf(err, "out of memory");
 		drop_secret(&basic);
 		if (arc)
 			goto out;
 	}
-	/* curl would wait for 100 Continue on a large body; Go never asks for it. */
-	if (!(q.headers = curl_slist_append(q.headers, "Expect:")) ||
-	    add_line(&q.headers, "User-Agent", user_agent && *user_agent ? user_agent : "nodeprof/" NP_VERSION, err)) {
-		if (!q.headers)
-			np_errf(err, "out of memory");
+	/* curl would wait for 100 Continue on a large body; Go never asks for it. Redirects
+	 * are followed, as Go's http.Client does. */
+	if (np_http_request_header(&q.http, "Expect", "", err) ||
+	    np_http_request_header(&q.http, "User-Agent",
+				   user_agent && *user_agent ? user_agent : "nodeprof/" NP_VERSION, err) ||
+	    np_http_apply_request(h, &q.http, 1, err) || np_http_apply_tls(h, &c->tls, err) ||
+	    np_http_apply_proxy(h, c->token_url, c->proxy_url, c->no_proxy, c->proxy_from_environment,
+				&c->proxy_connect_headers, &q.http, err))
 		goto out;
-	}
-	if (set_transport(h, &q, c, err))
-		goto out;
-	curl_easy_setopt(h, CURLOPT_URL, q.url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L); /* Go's http.Client follows up to 10 */
-	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_POST, 1L);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, q.body.p ? q.body.p : "");
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q.body.len);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, q.headers);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < MAX_CONNECT_MS ? timeout_ms : MAX_CONNECT_MS);
@@ -397,13 +244,10 @@ static int request_token(struct np_oauth2 *ts, const char *secret, enum auth_sty
 						    q.resp.body.len, tok, err);
 	}
 out:
-	/* The handle keeps pointers to the lists freed below. */
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(h, CURLOPT_PROXYHEADER, NULL);
-	curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
+	/* The handle keeps pointers to what is freed below. */
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-	request_free(&q);
+	request_release(h, &q);
 	return rc;
 }
 
@@ -474,7 +318,7 @@ int np_oauth2_authorization(struct np_oauth2 *ts, const char *user_agent, int64_
 failed:
 	{
 		char where[512];
-		redacted_url(ts->cfg->token_url, where, sizeof(where));
+		np_http_redact_url(ts->cfg->token_url, where, sizeof(where));
 		np_err_wrap(err, "oauth2: token request to %s", where);
 	}
 out:

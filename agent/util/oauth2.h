@@ -25,14 +25,7 @@
 #include <stdint.h>
 
 #include "agent/util/error.h"
-
-/* Owned (name, value) pairs; a name may repeat (proxy_connect_header). */
-struct np_oauth2_pairs {
-	struct np_oauth2_pair {
-		char *name, *value;
-	} *v;
-	size_t n;
-};
+#include "agent/util/http_client.h"
 
 /* An `oauth2` block. Every string is owned (NULL: not set); np_oauth2_config_free
  * releases them. */
@@ -42,20 +35,14 @@ struct np_oauth2_config {
 	char *client_secret_file;
 	char *token_url;
 	char **scopes;
-	size_t n_scopes;
-	struct np_oauth2_pairs endpoint_params;
-	/* The token endpoint's own transport. */
+	size_t n_scopes, cap_scopes;
+	struct np_http_headers endpoint_params; /* (name, value) form parameters */
+	/* The token endpoint's own transport, in the types of http_client.h. */
 	char *proxy_url; /* may carry user:password */
 	char *no_proxy;
 	int proxy_from_environment;
-	struct np_oauth2_pairs proxy_connect_header; /* values are secrets */
-	struct {
-		char *ca_pem, *ca_file, *cert_pem, *cert_file;
-		char *key_pem; /* secret */
-		char *key_file, *server_name;
-		char *min_version; /* "TLS10".."TLS13"; NULL: TLS 1.2 (Go's default) */
-		int insecure_skip_verify;
-	} tls;
+	struct np_http_headers proxy_connect_headers; /* values are secrets */
+	struct np_http_tls tls;
 };
 
 /* A new, empty configuration; NULL when out of memory. */
@@ -64,14 +51,12 @@ struct np_oauth2_config *np_oauth2_config_new(void);
 void np_oauth2_config_free(struct np_oauth2_config *c);
 /* A deep copy (NULL for NULL); NULL with err set when out of memory. */
 struct np_oauth2_config *np_oauth2_config_dup(const struct np_oauth2_config *c, struct np_err *err);
-NP_MUST_CHECK int np_oauth2_pairs_add(struct np_oauth2_pairs *p, const char *name, const char *value,
-				      struct np_err *err);
 NP_MUST_CHECK int np_oauth2_add_scope(struct np_oauth2_config *c, const char *scope, struct np_err *err);
 /* 1 when both configure the same token source (NULLs are equal). */
 int np_oauth2_config_equal(const struct np_oauth2_config *a, const struct np_oauth2_config *b);
 /* Alloy's OAuth2Config.Validate rules (client_id, token_url, exactly one secret, proxy
- * combinations), plus what the transport needs: an http(s) token_url, a known TLS
- * version, TLS pairs. Messages name the argument to fix. */
+ * combinations), plus what the transport needs: an http(s) token_url, and the TLS and
+ * proxy rules of http_client.h. Messages name the argument to fix. */
 NP_MUST_CHECK int np_oauth2_config_validate(const struct np_oauth2_config *c, struct np_err *err);
 
 /* ---- the token source ---- */

@@ -157,6 +157,11 @@ char *np_strdup_or_null(const char *s, int *failed)
 	return d;
 }
 
+int np_setting_eq(const char *a, const char *b)
+{
+	return (!a || !*a) ? (!b || !*b) : (b && strcmp(a, b) == 0);
+}
+
 void np_secret_free(char *s)
 {
 	if (s) {

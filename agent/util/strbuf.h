@@ -37,6 +37,8 @@ void np_buf_json_str(struct np_buf *b, const char *s, size_t len);
 /* strdup for copying optional settings: NULL stays NULL, and a failed copy sets *failed
  * (so that a run of copies is checked once). The caller frees the result. */
 char *np_strdup_or_null(const char *s, int *failed);
+/* 1 when two optional settings are the same: unset (NULL) and empty are alike. */
+int np_setting_eq(const char *a, const char *b);
 
 /* Frees a string that may hold a secret (token, password, key), wiping it first.
  * NULL is a no-op. */

@@ -20,6 +20,7 @@
 #include "agent/unwind/cfi_exec.h"
 #include "agent/unwind/compile.h"
 #include "agent/unwind/elf_cfi.h"
+#include "agent/util/grow.h"
 
 static double now_us(void)
 {
@@ -105,11 +106,11 @@ static int range_cmp(const void *a, const void *b)
 static struct range *fde_ranges(Elf *e, size_t *n)
 {
 	struct unw_cfi_section secs[4];
-	size_t nsecs = 0, budget = UNW_MAX_INPUT_BYTES, cap = 1024;
+	size_t nsecs = 0, budget = UNW_MAX_INPUT_BYTES, cap = 0;
 	struct np_err err;
-	struct range *r = malloc(cap * sizeof(*r));
+	struct range *r = NULL;
 	*n = 0;
-	if (!r || unw_elf_cfi(e, secs, 4, &nsecs, &budget, &err) < 0 || nsecs == 0)
+	if (unw_elf_cfi(e, secs, 4, &nsecs, &budget, &err) < 0 || nsecs == 0)
 		return r;
 	struct unw_entry ent;
 	size_t off = 0;
@@ -119,13 +120,8 @@ static struct range *fde_ranges(Elf *e, size_t *n)
 		if (ent.is_cie || unw_cie_decode(&secs[0], ent.cie_off, &cie) < 0 ||
 		    unw_fde_decode(&secs[0], &ent, &cie, &fde) < 0 || fde.start >= fde.end)
 			continue;
-		if (*n == cap) {
-			cap *= 2;
-			struct range *g = realloc(r, cap * sizeof(*r));
-			if (!g)
-				break;
-			r = g;
-		}
+		if (np_grow((void **)&r, &cap, *n + 1, sizeof(*r)))
+			break;
 		r[(*n)++] = (struct range){ fde.start, fde.end };
 	}
 	qsort(r, *n, sizeof(*r), range_cmp);

@@ -49,7 +49,7 @@ static int oauth2_from_json(json_t *o, struct np_oauth2_config **out, struct np_
 		}
 	}
 	json_object_foreach(json_object_get(o, "endpoint_params"), key, v) {
-		if (!json_is_string(v) || np_oauth2_pairs_add(&c->endpoint_params, key, json_string_value(v), err)) {
+		if (!json_is_string(v) || np_http_headers_add(&c->endpoint_params, key, json_string_value(v), err)) {
 			np_errf(err, "oauth2.endpoint_params values must be strings");
 			goto fail;
 		}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "agent/util/file.h"
 #include "agent/util/http_client.h"
 #include "agent/util/oauth2.h"
 #include "agent/util/strbuf.h"
@@ -66,6 +67,54 @@ static void secret_files_as_prometheus_reads_them(void **state)
 	assert_null(strstr(err.msg, "a\nb"));
 	assert_null(np_http_read_secret_file("/nonexistent/token", &err));
 	assert_non_null(strstr(err.msg, "open /nonexistent/token"));
+	/* util/file.h's read trims alone: an oauth2 client secret may hold a line break. */
+	s = np_read_secret_file(write_file("inner", "\n a\nb \r\n"), &err);
+	assert_non_null(s);
+	assert_string_equal(s, "a\nb");
+	np_secret_free(s);
+	s = np_read_secret_file(write_file("blank", " \n\t"), &err);
+	assert_non_null(s);
+	assert_string_equal(s, "");
+	np_secret_free(s);
+}
+
+static void tls_and_header_lists_copy_and_compare(void **state)
+{
+	struct np_http_tls a = { 0 }, b = { 0 };
+	struct np_http_headers h = { 0 }, g = { 0 };
+	struct np_err err;
+
+	a.ca_file = strdup("/ca.pem");
+	a.key_pem = strdup("KEY");
+	a.server_name = strdup("");
+	a.insecure_skip_verify = 1;
+	assert_int_equal(np_http_tls_copy(&b, &a, &err), 0);
+	assert_ptr_not_equal(b.ca_file, a.ca_file);
+	assert_string_equal(b.key_pem, "KEY");
+	assert_true(np_http_tls_equal(&a, &b));
+	free(b.server_name); /* unset and empty are the same setting */
+	b.server_name = NULL;
+	assert_true(np_http_tls_equal(&a, &b));
+	b.insecure_skip_verify = 0;
+	assert_false(np_http_tls_equal(&a, &b));
+	b.insecure_skip_verify = 1;
+	free(b.ca_file);
+	b.ca_file = strdup("/other.pem");
+	assert_false(np_http_tls_equal(&a, &b));
+	np_http_tls_free(&a);
+	np_http_tls_free(&b);
+	assert_null(a.ca_file);
+
+	assert_int_equal(np_http_headers_add(&h, "a", "1", &err), 0);
+	assert_int_equal(np_http_headers_add(&h, "b", "2", &err), 0);
+	assert_int_equal(np_http_headers_copy(&g, &h, &err), 0);
+	assert_true(np_http_headers_equal(&h, &g));
+	np_http_headers_free(&g);
+	assert_int_equal(np_http_headers_add(&g, "b", "2", &err), 0);
+	assert_int_equal(np_http_headers_add(&g, "a", "1", &err), 0);
+	assert_false(np_http_headers_equal(&h, &g)); /* the order is part of the setting */
+	np_http_headers_free(&h);
+	np_http_headers_free(&g);
 }
 
 static void copies_are_deep(void **state)
@@ -197,6 +246,7 @@ int main(void)
 	static const struct CMUnitTest tests[] = {
 		cmocka_unit_test(secret_files_as_prometheus_reads_them),
 		cmocka_unit_test(copies_are_deep),
+		cmocka_unit_test(tls_and_header_lists_copy_and_compare),
 		cmocka_unit_test(request_gets_headers_auth_and_route),
 		cmocka_unit_test(validation_names_the_argument),
 	};

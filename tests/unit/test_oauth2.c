@@ -52,13 +52,13 @@ static void request_body_like_url_values(void **state)
 	assert_string_equal(s, "client_id=my+id&client_secret=s%26%3D%2B&grant_type=client_credentials&scope=read+write+x");
 	free(s);
 	/* endpoint_params may replace grant_type, and are sorted in. */
-	assert_int_equal(np_oauth2_pairs_add(&c->endpoint_params, "audience", "a b/c~", &err), 0);
-	assert_int_equal(np_oauth2_pairs_add(&c->endpoint_params, "grant_type", "custom", &err), 0);
+	assert_int_equal(np_http_headers_add(&c->endpoint_params, "audience", "a b/c~", &err), 0);
+	assert_int_equal(np_http_headers_add(&c->endpoint_params, "grant_type", "custom", &err), 0);
 	s = body(c, 0);
 	assert_string_equal(s, "audience=a+b%2Fc~&grant_type=custom&scope=read+write+x");
 	free(s);
 	/* ... but not scope when scopes are configured. */
-	assert_int_equal(np_oauth2_pairs_add(&c->endpoint_params, "scope", "z", &err), 0);
+	assert_int_equal(np_http_headers_add(&c->endpoint_params, "scope", "z", &err), 0);
 	assert_int_equal(np_oauth2_request_body(c, "s", 0, &b, &err), -1);
 	assert_non_null(strstr(err.msg, "cannot overwrite parameter \"scope\""));
 	np_buf_free(&b);
@@ -241,6 +241,35 @@ static void config_rules(void **state)
 	d->token_url = NULL;
 	assert_int_equal(np_oauth2_config_validate(d, &err), -1);
 	assert_string_equal(err.msg, "oauth2 token_url must be configured");
+	np_oauth2_config_free(d);
+
+	/* The token endpoint's TLS and proxy follow http_client.h's rules and comparison. */
+	d = np_oauth2_config_dup(c, &err);
+	assert_non_null(d);
+	d->no_proxy = strdup("10.0.0.0/8");
+	assert_false(np_oauth2_config_equal(c, d));
+	assert_int_equal(np_oauth2_config_validate(d, &err), -1);
+	assert_string_equal(err.msg, "oauth2: if no_proxy is configured, proxy_url must also be configured");
+	d->proxy_url = strdup("http://proxy:3128");
+	assert_int_equal(np_oauth2_config_validate(d, &err), 0);
+	assert_int_equal(np_http_headers_add(&d->proxy_connect_headers, "X-P", "a\nb", &err), 0);
+	assert_int_equal(np_oauth2_config_validate(d, &err), -1);
+	assert_string_equal(err.msg, "oauth2: proxy_connect_header: the value of header X-P contains a line break");
+	np_http_headers_free(&d->proxy_connect_headers);
+	d->tls.cert_file = strdup("/c.pem");
+	assert_int_equal(np_oauth2_config_validate(d, &err), -1);
+	assert_non_null(strstr(err.msg, "oauth2: tls_config: exactly one of key_pem or key_file"));
+	d->tls.key_file = strdup("/k.pem");
+	d->tls.min_version = strdup("TLS14");
+	assert_int_equal(np_oauth2_config_validate(d, &err), -1);
+	assert_non_null(strstr(err.msg, "oauth2: tls_config: unknown TLS version: TLS14"));
+	np_oauth2_config_free(c);
+	c = np_oauth2_config_dup(d, &err);
+	assert_non_null(c);
+	assert_true(np_oauth2_config_equal(c, d));
+	free(d->tls.key_file);
+	d->tls.key_file = strdup("/other.pem");
+	assert_false(np_oauth2_config_equal(c, d));
 	np_oauth2_config_free(d);
 	np_oauth2_config_free(c);
 }
