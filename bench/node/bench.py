@@ -83,6 +83,11 @@ class Bench(unittest.TestCase):
         import urllib.request
         with urllib.request.urlopen(f"http://127.0.0.1:{n.http_port}/api/stats", timeout=10) as r:
             store = json.load(r)
+        import promtext
+        with urllib.request.urlopen(f"http://127.0.0.1:{n.http_port}/metrics", timeout=10) as r:
+            fams = promtext.parse(r.read().decode())
+        unwind = {name: sum(v for _, _, v in fams[name].samples) for name in ("nodeprof_unwind_tables", "nodeprof_unwind_bpf_bytes",
+                                                             "nodeprof_unwind_mapping_entries", "nodeprof_unwind_processes")}
         largest = ", ".join(f"{n} {kb / 1024:.1f}" for n, kb in rss_by_mapping(agent.pid))
         series = n.series()[pushes0:]
         intervals = (t1 - t0) / 15
@@ -104,6 +109,9 @@ measured for {t1 - t0:.0f} s after the first profile (`make bench BENCH_ARGS=nod
 
 At the end, {rss:.1f} MB resident: {anon:.1f} MB anonymous (heap, BPF maps' pages, stacks) and {file:.1f} MB
 of mapped files (the binary and its shared libraries' pages). Largest, in MB: {largest}.
+Unwind tables at the end: {unwind["nodeprof_unwind_tables"]:.0f} tables in {unwind["nodeprof_unwind_bpf_bytes"] / 1024:.0f} KiB of BPF maps
+(the agent keeps none once loaded), {unwind["nodeprof_unwind_mapping_entries"]:.0f} mapping entries for
+{unwind["nodeprof_unwind_processes"]:.0f} processes.
 The local UI's store held {store["bytes"] / 1024:.0f} KiB of its {store["budget_bytes"] / 1048576:.0f} MiB budget (`--ui-memory`; it keeps
 the last hour at most, and evicts the oldest profiles when full).
 """)
