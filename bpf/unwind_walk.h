@@ -223,7 +223,8 @@ static __always_inline int unw_find_rule(struct np_unw_state *st, __u64 pc, stru
 	int found;
 
 	/* Only found rules are kept: the other outcomes count a stat or ask user space for
-	 * something on every frame they happen to. The mapping state stays the one of pc. */
+	 * something on every frame they happen to. A hit leaves the mapping state alone: applying
+	 * a rule does not use it, and the next search checks it against its own pc. */
 	if (st->c_valid && st->c_lookup == pc) {
 		*out = st->c_rule;
 		return NP_UNW_FOUND;
