@@ -48,6 +48,15 @@ struct np_unw_state {
 	__u64 m_start, m_end, m_bias;
 	__u32 m_table;
 	__u32 leaf_fp; /* the leaf was stepped with frame pointers */
+	/* The header of table h_table (0: none cached), read once per table per walk rather than
+	 * once per frame: consecutive frames are mostly in one file. */
+	__u32 h_table, h_npages;
+	__u64 h_base;
+	/* The last lookup address and its rule, valid when c_valid (reset per walk): a recursion
+	 * returns to the same address frame after frame, and its search is skipped. */
+	__u64 c_lookup;
+	__u32 c_valid, c_pad;
+	struct np_unw_rule c_rule;
 };
 
 struct {
@@ -134,7 +143,7 @@ static __always_inline void unw_request_table(struct np_unw_state *st, __u32 tab
 #define NP_UNW_USE_FP 1
 
 /* The rule covering pc, or NP_UNW_USE_FP, or a NP_UNW_LOST_* reason. */
-static __always_inline int unw_find_rule(struct np_unw_state *st, __u64 pc, struct np_unw_rule *out)
+static __always_inline int unw_search_rule(struct np_unw_state *st, __u64 pc, struct np_unw_rule *out)
 {
 	if (pc < st->m_start || pc >= st->m_end) {
 		struct np_unw_key k = {
@@ -164,12 +173,17 @@ static __always_inline int unw_find_rule(struct np_unw_state *st, __u64 pc, stru
 		return NP_UNW_USE_FP;
 	}
 	__u32 idx = 0;
-	struct np_unw_hdr *h = bpf_map_lookup_elem(tbl, &idx);
-	if (!h)
-		return NP_UNW_LOST_TABLE;
-	__u64 off = pc - st->m_bias - ((__u64)h->base_page << NP_UNW_PAGE_SHIFT);
+	if (st->h_table != tid) {
+		struct np_unw_hdr *h = bpf_map_lookup_elem(tbl, &idx);
+		if (!h)
+			return NP_UNW_LOST_TABLE;
+		st->h_table = tid;
+		st->h_npages = h->npages;
+		st->h_base = (__u64)h->base_page << NP_UNW_PAGE_SHIFT;
+	}
+	__u64 off = pc - st->m_bias - st->h_base;
 	__u64 page = off >> NP_UNW_PAGE_SHIFT;
-	if (page >= h->npages)
+	if (page >= st->h_npages)
 		return NP_UNW_USE_FP; /* outside every FDE of the file */
 	idx = 1 + (__u32)page;
 	struct np_unw_page *pg = bpf_map_lookup_elem(tbl, &idx);
@@ -201,6 +215,27 @@ static __always_inline int unw_find_rule(struct np_unw_state *st, __u64 pc, stru
 		return NP_UNW_LOST_TABLE;
 	*out = *r;
 	return NP_UNW_FOUND;
+}
+
+/* unw_search_rule through the one-entry cache of the last lookup. */
+static __always_inline int unw_find_rule(struct np_unw_state *st, __u64 pc, struct np_unw_rule *out)
+{
+	int found;
+
+	/* Only found rules are kept: the other outcomes count a stat or ask user space for
+	 * something on every frame they happen to. A hit leaves the mapping state alone: applying
+	 * a rule does not use it, and the next search checks it against its own pc. */
+	if (st->c_valid && st->c_lookup == pc) {
+		*out = st->c_rule;
+		return NP_UNW_FOUND;
+	}
+	found = unw_search_rule(st, pc, out);
+	if (found == NP_UNW_FOUND) {
+		st->c_valid = 1;
+		st->c_lookup = pc;
+		st->c_rule = *out;
+	}
+	return found;
 }
 
 static __always_inline int unw_read(__u64 *dst, __u64 addr)
@@ -367,6 +402,8 @@ static __always_inline int unw_begin(struct np_unw_state *st)
 	st->stack.sp_word = 0;
 	st->leaf_fp = 0;
 	st->m_start = st->m_end = 0;
+	st->h_table = 0;
+	st->c_valid = 0;
 	if (bpf_probe_read_kernel(st->regs, sizeof(st->regs), regs)) {
 		stat_inc(NP_LOST_USTACK);
 		return -1;

@@ -19,7 +19,8 @@ processes (tests/lib/stacks.py records both and judges both alike).
 3. Unwind-table bytes in the agent and in BPF maps: `nodeprof run` (the embedded default,
    every process on this machine) for a while, then every /metrics series whose name says
    "unwind"; "not available" when the agent exposes none.
-Writes bench/results/unwind_stacks.md."""
+Writes bench/results/unwind_stacks.md. UNWIND_BENCH_ONLY=per_sample runs section 2 alone and
+prints its rows without writing the results file (for measuring a change to the walker)."""
 import os
 import statistics
 import subprocess
@@ -168,6 +169,13 @@ def main():
         sys.exit("the unwinding benchmark needs root")
     with tempfile.TemporaryDirectory(prefix="bench-unwind-", dir=os.path.join(ROOT, "build")) as tmp:
         exes, text = build(tmp)
+        if os.environ.get("UNWIND_BENCH_ONLY") == "per_sample":
+            with lib.bpf_stats_held():
+                per_sample = bpf_per_sample(exes, tmp)
+            for label, (ns, runs, n, frames, pct) in per_sample.items():
+                print(f"{label}: {ns:.0f} ns per run, {runs} runs, {n} samples kept, "
+                      f"{frames:.0f} median frames, {pct:.1f}% reaching the entry")
+            return
         with lib.bpf_stats_held():
             whole = whole_stacks(exes, text, tmp)
             per_sample = bpf_per_sample(exes, tmp)
