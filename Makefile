@@ -94,6 +94,9 @@ HARNESS_SRCS := $(wildcard tests/harness/*.c)
 HARNESS_BINS := $(patsubst tests/harness/%.c,$(BUILD)/harness/%,$(HARNESS_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
+# Plain `make` builds the agent, whatever the included fragments define first.
+.DEFAULT_GOAL := all
+
 -include mk/*.mk
 
 # Keep the BPF objects: make would otherwise delete them as intermediates and rebuild every time.
