@@ -106,12 +106,17 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-static __always_inline void stat_inc(__u32 idx)
+static __always_inline void stat_add(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
 
 	if (v)
-		*v += 1; /* per-CPU slot: no other writer */
+		*v += n; /* per-CPU slot: no other writer */
+}
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	stat_add(idx, 1);
 }
 
 static __always_inline void send_proc_event(__u32 type, __u32 tgid, __u32 gen, __u32 arg)
@@ -207,6 +212,10 @@ static __always_inline int finish(struct bpf_perf_event_data *ctx, struct np_unw
 		return 0;
 	}
 	st->key.ustack = 0;
+	if (st->frames_table)
+		stat_add(NP_UNW_FRAMES_TABLE, st->frames_table);
+	if (st->frames_fp)
+		stat_add(NP_UNW_FRAMES_FP, st->frames_fp);
 	if (st->stack.len) {
 		/* Only a leaf stepped with frame pointers may have skipped its caller. */
 		st->stack.sp_word = st->leaf_fp ? user_sp_word(st->regs[19]) : 0;

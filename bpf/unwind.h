@@ -46,6 +46,8 @@ typedef int32_t np_s32;
 #define NP_UNW_REQUEST_NS 1000000000ULL
 /* A request time user space writes for a table that cannot be loaded: never ask again. */
 #define NP_UNW_NEVER (1ULL << 62)
+/* Entries of the per-CPU rule cache (a power of two). */
+#define NP_UNW_CACHE_SLOTS 512
 
 struct np_unw_key {
 	np_u32 prefixlen; /* 32 + the number of leading address bits that must match */
@@ -80,6 +82,19 @@ struct np_unw_rule {
 	np_s32 cfa_off;
 	np_s16 cfa_aux;
 	np_s16 rbp_off;
+};
+
+/* The per-CPU cache of found rules, kept across samples: a profile samples the same few
+ * hundred return addresses over and over, and at 100 Hz every trie and table lookup misses
+ * the CPU caches. An entry is the rule for one lookup address of one process incarnation
+ * (tgid, gen), valid while the global epoch it was stored at is current: user space bumps
+ * the epoch whenever a live process's mapping leaves the trie or a table is evicted (its id
+ * may then name another file), the only changes that can make a stored rule wrong. */
+struct np_unw_cache_ent {
+	np_u64 pc;
+	np_u32 tgid, gen;
+	np_u32 epoch;
+	struct np_unw_rule rule;
 };
 
 #endif

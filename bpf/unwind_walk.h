@@ -1,10 +1,12 @@
 /* The user-stack walker of the sampler (included by bpf/sampler.bpf.c once).
  *
- * Per frame: find the mapping of the pc in the process's trie (reusing the previous frame's
- * mapping when the pc is still inside it), its file's unwind table, the row covering the pc
- * (page index, then a bounded binary search), and apply the row's rule: compute the CFA, read
- * the return address at CFA-8 and the caller's rbp where the rule says, step to the caller
- * (sp = CFA). Without a table (anonymous/JIT code, Go, a file without CFI, a table not loaded
+ * Per frame: find the rule for the pc, first in the per-CPU rule cache (kept across samples),
+ * else through the mapping of the pc in the process's trie (reusing the previous frame's
+ * mapping when the pc is still inside it), its file's unwind table and the row covering the pc
+ * (page index, then a bounded binary search); then apply the rule: compute the CFA, read the
+ * return address at CFA-8 and the caller's rbp where the rule says, step to the caller
+ * (sp = CFA). Stack words are read through a window copied from the user stack a kilobyte
+ * at a time, not one bpf_probe_read_user per frame. Without a table (anonymous/JIT code, Go, a file without CFI, a table not loaded
  * yet) the frame is stepped with frame pointers. Signal trampolines continue from the
  * interrupted registers in the rt_sigframe's ucontext; the outermost frame's rule (return
  * address undefined) ends the walk cleanly. Every other end is counted by reason.
@@ -18,6 +20,11 @@
 #include <bpf/bpf_endian.h>
 
 #include "unwind.h"
+
+/* Bytes of user stack copied at a time: most call chains' frames are a few dozen bytes, and
+ * one larger read costs little more than one of 16 bytes (each bpf_probe_read_user pays the
+ * fault-handling setup), so a window serves a dozen frames or more for the price of one. */
+#define NP_UNW_WINDOW 1024
 
 /* 127 frames take 4 programs (the first and three tail calls), within the kernel's 33. */
 #define NP_UNW_FRAMES_PER_PROG 32
@@ -52,11 +59,16 @@ struct np_unw_state {
 	 * once per frame: consecutive frames are mostly in one file. */
 	__u32 h_table, h_npages;
 	__u64 h_base;
-	/* The last lookup address and its rule, valid when c_valid (reset per walk): a recursion
-	 * returns to the same address frame after frame, and its search is skipped. */
-	__u64 c_lookup;
-	__u32 c_valid, c_pad;
-	struct np_unw_rule c_rule;
+	__u32 epoch; /* unw_epoch at the start of the walk */
+	/* Frames stepped each way in this walk (added to the stats once, when it ends). */
+	__u32 frames_table, frames_fp;
+	/* A copy of the user stack from w_base, w_len bytes (0: none): one read serves the
+	 * frames of a stretch of stack instead of one read per frame. */
+	__u64 w_base;
+	__u32 w_len, w_pad;
+	__u8 win[NP_UNW_WINDOW];
+	/* Kept across samples (see struct np_unw_cache_ent); the rest is per walk. */
+	struct np_unw_cache_ent cache[NP_UNW_CACHE_SLOTS];
 };
 
 struct {
@@ -106,6 +118,14 @@ struct {
 	__type(value, __u64);
 } unw_requested SEC(".maps");
 
+/* Bumped by user space when a stored rule may have become wrong (see np_unw_cache_ent). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} unw_epoch SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 1);
@@ -142,7 +162,9 @@ static __always_inline void unw_request_table(struct np_unw_state *st, __u32 tab
 #define NP_UNW_FOUND 0
 #define NP_UNW_USE_FP 1
 
-/* The rule covering pc, or NP_UNW_USE_FP, or a NP_UNW_LOST_* reason. */
+/* The rule covering pc (kind UNW_NONE: step with frame pointers, for code no table covers),
+ * or NP_UNW_USE_FP for a pc whose mapping or table user space has been asked for (not a
+ * lasting answer), or a NP_UNW_LOST_* reason. */
 static __always_inline int unw_search_rule(struct np_unw_state *st, __u64 pc, struct np_unw_rule *out)
 {
 	if (pc < st->m_start || pc >= st->m_end) {
@@ -164,8 +186,9 @@ static __always_inline int unw_search_rule(struct np_unw_state *st, __u64 pc, st
 		st->m_table = m->table_id;
 	}
 	__u32 tid = st->m_table;
+	*out = (struct np_unw_rule){ 0 }; /* UNW_NONE */
 	if (!tid)
-		return NP_UNW_USE_FP;
+		return NP_UNW_FOUND;
 	void *tbl = bpf_map_lookup_elem(&unw_tables, &tid);
 	if (!tbl) {
 		stat_inc(NP_UNW_NO_TABLE);
@@ -184,7 +207,7 @@ static __always_inline int unw_search_rule(struct np_unw_state *st, __u64 pc, st
 	__u64 off = pc - st->m_bias - st->h_base;
 	__u64 page = off >> NP_UNW_PAGE_SHIFT;
 	if (page >= st->h_npages)
-		return NP_UNW_USE_FP; /* outside every FDE of the file */
+		return NP_UNW_FOUND; /* outside every FDE of the file */
 	idx = 1 + (__u32)page;
 	struct np_unw_page *pg = bpf_map_lookup_elem(tbl, &idx);
 	if (!pg)
@@ -194,7 +217,7 @@ static __always_inline int unw_search_rule(struct np_unw_state *st, __u64 pc, st
 	if (!row)
 		return NP_UNW_LOST_TABLE;
 	if (row->pc > off)
-		return NP_UNW_USE_FP; /* before the first FDE */
+		return NP_UNW_FOUND; /* before the first FDE */
 	__u32 rule = row->rule;
 	for (int i = 0; i < NP_UNW_MAX_SEARCH && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo + 1) / 2;
@@ -217,30 +240,71 @@ static __always_inline int unw_search_rule(struct np_unw_state *st, __u64 pc, st
 	return NP_UNW_FOUND;
 }
 
-/* unw_search_rule through the one-entry cache of the last lookup. */
+/* unw_search_rule through the per-CPU cache. Only lasting answers are stored: the others
+ * count a stat or ask user space for something each time they happen. */
 static __always_inline int unw_find_rule(struct np_unw_state *st, __u64 pc, struct np_unw_rule *out)
 {
+	__u32 slot = (__u32)(((pc ^ ((__u64)st->key.tgid << 32)) * 0x9e3779b97f4a7c15ULL) >> 55);
+	struct np_unw_cache_ent *e = &st->cache[slot & (NP_UNW_CACHE_SLOTS - 1)];
 	int found;
 
-	/* Only found rules are kept: the other outcomes count a stat or ask user space for
-	 * something on every frame they happen to. A hit leaves the mapping state alone: applying
-	 * a rule does not use it, and the next search checks it against its own pc. */
-	if (st->c_valid && st->c_lookup == pc) {
-		*out = st->c_rule;
+	if (e->pc == pc && e->tgid == st->key.tgid && e->gen == st->key.gen && e->epoch == st->epoch) {
+		*out = e->rule;
 		return NP_UNW_FOUND;
 	}
 	found = unw_search_rule(st, pc, out);
 	if (found == NP_UNW_FOUND) {
-		st->c_valid = 1;
-		st->c_lookup = pc;
-		st->c_rule = *out;
+		e->pc = pc;
+		e->tgid = st->key.tgid;
+		e->gen = st->key.gen;
+		e->epoch = st->epoch;
+		e->rule = *out;
 	}
 	return found;
 }
 
-static __always_inline int unw_read(__u64 *dst, __u64 addr)
+/* Copies the user stack from addr into the window: NP_UNW_WINDOW bytes, or up to the end of
+ * addr's page when the window would reach past the stack's last mapped page. */
+static __always_inline int unw_fill(struct np_unw_state *st, __u64 addr)
 {
-	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr) ? -1 : 0;
+	__u32 len = NP_UNW_WINDOW;
+
+	st->w_len = 0;
+	if (bpf_probe_read_user(st->win, NP_UNW_WINDOW, (void *)addr)) {
+		len = 4096 - (__u32)(addr & 4095);
+		if (len > NP_UNW_WINDOW)
+			len = NP_UNW_WINDOW;
+		if (len < 16 || bpf_probe_read_user(st->win, len, (void *)addr))
+			return -1;
+	}
+	st->w_base = addr;
+	st->w_len = len;
+	return 0;
+}
+
+/* Reads two words of user stack at addr (from the window, refilled when addr is outside it). */
+static __always_inline int unw_read2(struct np_unw_state *st, __u64 addr, __u64 *w0, __u64 *w1)
+{
+	__u64 off = addr - st->w_base;
+
+	if (addr < st->w_base || off + 16 > st->w_len) {
+		if (unw_fill(st, addr))
+			return bpf_probe_read_user(w0, 8, (void *)addr) ||
+			       bpf_probe_read_user(w1, 8, (void *)(addr + 8)) ? -1 : 0;
+		off = 0;
+	}
+	if (off > NP_UNW_WINDOW - 16)
+		return -1; /* never: for the verifier */
+	*w0 = *(__u64 *)&st->win[off];
+	*w1 = *(__u64 *)&st->win[off + 8];
+	return 0;
+}
+
+static __always_inline int unw_read(struct np_unw_state *st, __u64 *dst, __u64 addr)
+{
+	__u64 unused;
+
+	return unw_read2(st, addr, dst, &unused);
 }
 
 /* A frame-pointer step: the caller's return address and rbp are saved at rbp+8 and rbp. */
@@ -248,10 +312,10 @@ static __always_inline int unw_fp_step(struct np_unw_state *st)
 {
 	__u64 saved[2];
 
-	stat_inc(NP_UNW_FRAMES_FP);
+	st->frames_fp++;
 	if (!st->bp || st->bp_unknown)
 		return NP_UNW_FP_END;
-	if (bpf_probe_read_user(saved, sizeof(saved), (void *)st->bp))
+	if (unw_read2(st, st->bp, &saved[0], &saved[1]))
 		return NP_UNW_FP_END;
 	if (!saved[1])
 		return NP_UNW_FP_END;
@@ -321,7 +385,7 @@ __noinline int np_unw_step(void)
 		st->interrupted = 0;
 		return unw_fp_step(st);
 	}
-	stat_inc(NP_UNW_FRAMES_TABLE);
+	st->frames_table++;
 	switch (r.kind) {
 	case 1: /* UNW_CFA_RSP */
 		cfa = st->sp + r.cfa_off;
@@ -335,7 +399,7 @@ __noinline int np_unw_step(void)
 		cfa = st->sp + r.cfa_off + ((pc & 15) >= (__u64)r.cfa_aux ? 8 : 0);
 		break;
 	case 4: /* UNW_CFA_DEREF_RSP */
-		if (unw_read(&cfa, st->sp + r.cfa_off))
+		if (unw_read(st, &cfa, st->sp + r.cfa_off))
 			return NP_UNW_LOST_READ;
 		cfa += r.cfa_aux;
 		break;
@@ -346,8 +410,7 @@ __noinline int np_unw_step(void)
 		break;
 	case 6: { /* UNW_SIGNAL: sp is at the ucontext */
 		__u64 bp, sp, ip;
-		if (unw_read(&bp, st->sp + NP_UC_RBP) || unw_read(&sp, st->sp + NP_UC_RSP) ||
-		    unw_read(&ip, st->sp + NP_UC_RIP))
+		if (unw_read(st, &bp, st->sp + NP_UC_RBP) || unw_read2(st, st->sp + NP_UC_RSP, &sp, &ip))
 			return NP_UNW_LOST_READ;
 		if (!ip)
 			return NP_UNW_LOST_RA_ZERO;
@@ -368,16 +431,16 @@ __noinline int np_unw_step(void)
 	if (r.rbp == 1 /* UNW_RBP_AT_CFA */ && r.rbp_off == -16) {
 		/* push rbp right after the call, the usual prologue: one read for both words */
 		__u64 saved[2];
-		if (bpf_probe_read_user(saved, sizeof(saved), (void *)(cfa - 16)))
+		if (unw_read2(st, cfa - 16, &saved[0], &saved[1]))
 			return NP_UNW_LOST_READ;
 		st->bp = saved[0];
 		st->bp_unknown = 0;
 		ra = saved[1];
 	} else {
-		if (unw_read(&ra, cfa - 8))
+		if (unw_read(st, &ra, cfa - 8))
 			return NP_UNW_LOST_READ;
 		if (r.rbp == 1) {
-			if (unw_read(&st->bp, cfa + r.rbp_off))
+			if (unw_read(st, &st->bp, cfa + r.rbp_off))
 				return NP_UNW_LOST_READ;
 			st->bp_unknown = 0;
 		} else if (r.rbp != 0 /* UNW_RBP_UNCHANGED */) {
@@ -403,7 +466,10 @@ static __always_inline int unw_begin(struct np_unw_state *st)
 	st->leaf_fp = 0;
 	st->m_start = st->m_end = 0;
 	st->h_table = 0;
-	st->c_valid = 0;
+	st->frames_table = st->frames_fp = 0;
+	st->w_len = 0;
+	__u32 zero = 0, *epoch = bpf_map_lookup_elem(&unw_epoch, &zero);
+	st->epoch = epoch ? *epoch : 0;
 	if (bpf_probe_read_kernel(st->regs, sizeof(st->regs), regs)) {
 		stat_inc(NP_LOST_USTACK);
 		return -1;

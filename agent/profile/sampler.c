@@ -46,19 +46,26 @@ struct np_sampler {
 __attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_level level, const char *fmt,
 										     va_list ap)
 {
-	char line[1024];
-	size_t n;
+	char *line; /* owned here: the verifier log is one message of up to megabytes */
+	size_t n = 0;
 
 	/* libbpf's messages (the verifier log included) explain a failure that our own
 	 * error already reports in one line: show them only at debug level. */
 	(void)level;
 	if (np_log_get_level() > NP_DEBUG)
 		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	n = strlen(line);
-	while (n && line[n - 1] == '\n')
-		line[--n] = '\0';
-	np_log(NP_DEBUG, "bpf", line, NULL);
+	if (vasprintf(&line, fmt, ap) < 0)
+		return 0;
+	/* One record per line: a log line has a bounded length, the verifier log does not. */
+	for (char *p = line, *nl; *p; p = nl ? nl + 1 : p + n) {
+		nl = strchr(p, '\n');
+		n = nl ? (size_t)(nl - p) : strlen(p);
+		if (nl)
+			*nl = '\0';
+		if (n)
+			np_log(NP_DEBUG, "bpf", p, NULL);
+	}
+	free(line);
 	return 0;
 }
 
@@ -309,6 +316,7 @@ void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *o
 	out->rules = bpf_map__fd(s->skel->maps.unw_rules);
 	out->requested = bpf_map__fd(s->skel->maps.unw_requested);
 	out->table_template = bpf_map__fd(s->skel->maps.unw_table_template);
+	out->epoch = bpf_map__fd(s->skel->maps.unw_epoch);
 }
 
 unsigned np_sampler_ncpus(const struct np_sampler *s)

@@ -63,6 +63,7 @@ struct np_unwind_maps {
 	int rules;	    /* ARRAY: global rule index -> struct np_unw_rule */
 	int requested;	    /* ARRAY: table id -> when BPF last asked for it */
 	int table_template; /* the inner map template (its flags and sizes) */
+	int epoch;	    /* ARRAY[1]: bumped when the walker's cached rules may be wrong */
 };
 void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *out);
 

@@ -44,6 +44,7 @@ struct unw_loader {
 	struct unw_proc *procs[PROC_BUCKETS];
 	size_t nprocs, keys;
 	uint64_t keys_dropped, compile_ns;
+	uint32_t epoch; /* the value of the walker's unw_epoch */
 	/* The mappings being collected for one process. */
 	struct unw_pmap *fresh;
 	size_t nfresh, capfresh;
@@ -103,6 +104,16 @@ static struct unw_proc **proc_slot(struct unw_loader *l, uint32_t pid)
 	while (*pp && (*pp)->pid != pid)
 		pp = &(*pp)->next;
 	return pp;
+}
+
+/* After a live process's mapping left the trie or a table was evicted: the rules the walker
+ * cached per CPU may be wrong, so they stop counting. Best effort, like set_requested: the
+ * update of a one-element ARRAY cannot fail for another reason than a bad fd. */
+static void bump_epoch(struct unw_loader *l)
+{
+	uint32_t zero = 0;
+	l->epoch++;
+	(void)bpf_map_update_elem(l->maps.epoch, &zero, &l->epoch, BPF_ANY);
 }
 
 static void set_requested(struct unw_loader *l, uint32_t id, uint64_t when)
@@ -207,9 +218,14 @@ int unw_loader_process(struct unw_loader *l, uint32_t pid, uint32_t gen, int ref
 			unw_registry_unref(&l->reg, old[j].table_id); /* m holds its own reference */
 		}
 	}
+	int dropped = 0;
 	for (j = 0; j < nold; j++)
-		if (old[j].keys != UINT32_MAX)
+		if (old[j].keys != UINT32_MAX) {
 			drop_mapping(l, pid, &old[j]);
+			dropped = 1;
+		}
+	if (dropped)
+		bump_epoch(l);
 	for (size_t i = 0; i < l->nfresh; i++) {
 		struct unw_pmap *m = &l->fresh[i];
 		if (m->keys)
@@ -307,6 +323,7 @@ static int table_map(const struct unw_packed *p, struct np_err *err)
 static void evict(struct unw_loader *l, uint32_t id)
 {
 	(void)bpf_map_delete_elem(l->maps.tables, &id);
+	bump_epoch(l);
 	unw_registry_evicted(&l->reg, id);
 	set_requested(l, id, 0);
 }
