@@ -36,6 +36,7 @@ DEB_PACKAGES := \
 	zlib1g-dev \
 	liblzma-dev \
 	libcmocka-dev \
+	valgrind \
 	libjansson-dev \
 	libcurl4-openssl-dev \
 	libyaml-dev \

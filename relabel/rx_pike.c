@@ -432,8 +432,10 @@ static int scratch_ready(struct rx_pike_scratch *sc, size_t ninst)
 		if (!q)
 			return -1;
 		sc->q[k] = q;
-		q->sparse = malloc(ninst * sizeof(*q->sparse));
-		q->dense = malloc(ninst * sizeof(*q->dense));
+		/* Zeroed although the sparse-set test never trusts a stale entry: reading
+		 * uninitialised memory is undefined, and Valgrind rightly says so. */
+		q->sparse = calloc(ninst, sizeof(*q->sparse));
+		q->dense = calloc(ninst, sizeof(*q->dense));
 		q->thread = malloc(ninst * sizeof(*q->thread));
 		if (!q->sparse || !q->dense || !q->thread)
 			return -1;

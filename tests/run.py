@@ -4,6 +4,8 @@
 Suites, in order:
   unit         build/tests/test_*            (cmocka, TAP output, one result per test case)
   asan         build/asan/tests/test_*       (the same tests under AddressSanitizer + UBSan)
+  valgrind     build/tests/test_*            (the same tests under Valgrind's memcheck, for reads of
+                                              uninitialised memory, which ASan does not see)
   fuzz         build/fuzz/fuzzers/fuzz_*     (libFuzzer, a short run each; `make fuzz` runs long)
   integration  tests/integration/test_*.py   (unittest modules; real BPF, real processes, test servers)
 
@@ -25,7 +27,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SUITES = ["unit", "asan", "fuzz", "integration"]
+SUITES = ["unit", "asan", "valgrind", "fuzz", "integration"]
 
 
 class Tally:
@@ -46,14 +48,28 @@ class Tally:
                 print("\n".join("    " + line for line in detail.rstrip().splitlines()[-60:]), flush=True)
 
 
-def run_tap(binary, label, tally, timeout):
+# Memcheck on the plain unit build: leaks are ASan's job; any error fails the binary.
+VALGRIND = ["valgrind", "-q", "--error-exitcode=99", "--leak-check=no",
+            "--suppressions=" + os.path.join(ROOT, "tests/valgrind.supp")]
+
+
+def exec_tap(argv, timeout):
+    """Runs one TAP test binary: the CompletedProcess, or None after timeout seconds."""
     env = dict(os.environ, CMOCKA_MESSAGE_OUTPUT="TAP")
     # ASan reports leaks at exit; halt on the first UBSan finding so it counts as a failure.
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
     env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
     try:
-        p = subprocess.run([binary], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     except subprocess.TimeoutExpired:
+        return None
+
+
+def run_tap(binary, label, tally, timeout, p=None):
+    """Records the results of a TAP test binary (run here, or already run: p)."""
+    if p is None:
+        p = exec_tap([binary], timeout)
+    if p is None:
         tally.record(f"{label} (timeout after {timeout}s)", False)
         return
     seen = 0
@@ -88,6 +104,20 @@ def suite_unit(tally, build, label, filt):
         if filt and filt not in os.path.basename(b):
             continue
         run_tap(b, f"{label}/{os.path.basename(b)}", tally, timeout=300)
+
+
+def suite_valgrind(tally, filt):
+    """The unit binaries under Valgrind, two at a time (each is single-threaded and slow there)."""
+    from concurrent.futures import ThreadPoolExecutor
+    bins = [b for b in sorted(glob.glob(os.path.join(ROOT, "build", "tests", "test_*")))
+            if not filt or filt in os.path.basename(b)]
+    if not bins and not filt:
+        tally.record("valgrind: no unit test binaries in build/tests (did the build run?)", False)
+    timeout = 600
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = [pool.submit(exec_tap, VALGRIND + [b], timeout) for b in bins]
+        for b, r in zip(bins, runs):
+            run_tap(b, f"valgrind/{os.path.basename(b)}", tally, timeout, r.result())
 
 
 def suite_fuzz(tally, seconds, filt):
@@ -186,6 +216,8 @@ def main():
         suite_unit(tally, "build", "unit", args.k)
     if "asan" in only:
         suite_unit(tally, "build/asan", "asan", args.k)
+    if "valgrind" in only:
+        suite_valgrind(tally, args.k)
     if "fuzz" in only:
         suite_fuzz(tally, args.fuzz_seconds, args.k)
     if "integration" in only:

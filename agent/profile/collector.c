@@ -10,6 +10,9 @@
 #include "agent/unwind/loader.h"
 #include "agent/util/log.h"
 
+/* Drains between two looks for processes that exited unnoticed (every 10 s by default). */
+#define SWEEP_EVERY_DRAINS 10
+
 /* Exited processes wait here until the drain that names their last samples. */
 #define MAX_PENDING_EXITS 65536
 
@@ -170,6 +173,9 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 	if (poll_events(c, 0, err) || np_sampler_drain(c->sampler, &d, err))
 		return -1;
 	c->drains++;
+	/* Exits lost with a full event ring buffer: look for them now and then. */
+	if (c->drains % SWEEP_EVERY_DRAINS == 0)
+		(void)unw_loader_sweep(c->unw);
 	c->missing_stacks += d.missing_stacks;
 	c->last_counts = d.counts_read;
 	c->last_stacks = d.stacks_read;

@@ -21,6 +21,7 @@ enum {
 	C_UNW_LOADS,
 	C_UNW_EVICTIONS,
 	C_UNW_FAILURES,
+	C_UNW_SWEPT,
 	NCOUNTERS
 };
 enum {
@@ -185,6 +186,12 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 					 "Files whose unwind table could not be built or loaded (frame pointers only).",
 					 NULL, err),
 		      err)) ||
+	    !(m->counters[C_UNW_SWEPT] = series0(
+		      np_metrics_counter(reg, "nodeprof_unwind_processes_swept_total",
+					 "Processes found gone although their exit event was lost; their mappings "
+					 "left the unwinder's trie.",
+					 NULL, err),
+		      err)) ||
 	    !(m->gauges[G_UNW_TABLES] = series0(
 		      np_metrics_gauge(reg, "nodeprof_unwind_tables", "Unwind tables loaded in BPF maps.", NULL, err),
 		      err)) ||
@@ -274,7 +281,8 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					  st->recovered_callers,
 					  st->unwind.tables.loads,
 					  st->unwind.tables.evictions,
-					  st->unwind.tables.failures };
+					  st->unwind.tables.failures,
+					  st->unwind.swept };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
 					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <libelf.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,7 +44,7 @@ struct unw_loader {
 	struct unw_rule_set rules;
 	struct unw_proc *procs[PROC_BUCKETS];
 	size_t nprocs, keys;
-	uint64_t keys_dropped, compile_ns;
+	uint64_t keys_dropped, compile_ns, swept;
 	uint32_t epoch; /* the value of the walker's unw_epoch */
 	/* The mappings being collected for one process. */
 	struct unw_pmap *fresh;
@@ -245,16 +246,39 @@ int unw_loader_process(struct unw_loader *l, uint32_t pid, uint32_t gen, int ref
 	return 0;
 }
 
-void unw_loader_exit(struct unw_loader *l, uint32_t pid)
+/* Removes *pp (a known process) and its trie entries. */
+static void forget(struct unw_loader *l, struct unw_proc **pp)
 {
-	struct unw_proc **pp = proc_slot(l, pid), *p = *pp;
-	if (!p)
-		return;
+	struct unw_proc *p = *pp;
 	for (size_t i = 0; i < p->n; i++)
-		drop_mapping(l, pid, &p->v[i]);
+		drop_mapping(l, p->pid, &p->v[i]);
 	*pp = p->next;
 	l->nprocs--;
 	proc_free(p);
+}
+
+void unw_loader_exit(struct unw_loader *l, uint32_t pid)
+{
+	struct unw_proc **pp = proc_slot(l, pid);
+	if (*pp)
+		forget(l, pp);
+}
+
+size_t unw_loader_sweep(struct unw_loader *l)
+{
+	size_t gone = 0;
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (struct unw_proc **pp = &l->procs[b]; *pp;) {
+			/* A pid reused since is a new incarnation: its first sample replaces the entry. */
+			if (kill((pid_t)(*pp)->pid, 0) < 0 && errno == ESRCH) {
+				forget(l, pp);
+				gone++;
+			} else {
+				pp = &(*pp)->next;
+			}
+		}
+	l->swept += gone;
+	return gone;
 }
 
 /* Compiles the table of registry entry e from its file (and separate debug file). */
@@ -403,6 +427,7 @@ void unw_loader_stats(const struct unw_loader *l, struct unw_loader_stats *out)
 	out->mapping_keys = l->keys;
 	out->mapping_keys_dropped = l->keys_dropped;
 	out->compile_ns = l->compile_ns;
+	out->swept = l->swept;
 	out->bpf_bytes = l->reg.st.loaded_bytes + l->rules.loaded * sizeof(struct np_unw_rule) +
 	                 l->keys * LPM_ENTRY_BYTES;
 }

@@ -34,6 +34,11 @@ NP_MUST_CHECK int unw_loader_process(struct unw_loader *l, uint32_t pid, uint32_
                                      struct np_err *err);
 /* The process exited: its mappings leave the trie. */
 void unw_loader_exit(struct unw_loader *l, uint32_t pid);
+/* Forgets the processes that no longer exist although their exit never arrived (the event
+ * ring buffer was full): their trie entries would stay until the pid is reused. Returns how
+ * many it forgot. One kill(pid, 0) per known process: call it every few seconds, not per
+ * event. */
+size_t unw_loader_sweep(struct unw_loader *l);
 /* The walker asked for table id. A file that cannot be read or compiled is marked so the
  * walker stops asking; -1 only on allocation failure. */
 NP_MUST_CHECK int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err);
@@ -44,6 +49,7 @@ struct unw_loader_stats {
 	size_t processes;              /* processes with mappings in the trie */
 	size_t mapping_keys;           /* trie entries */
 	uint64_t mapping_keys_dropped; /* trie entries that did not fit */
+	uint64_t swept;                /* processes forgotten by unw_loader_sweep */
 	uint64_t compile_ns;           /* time spent compiling and loading tables */
 	size_t bpf_bytes;              /* tables + rules + trie entries (estimated for the trie) */
 };

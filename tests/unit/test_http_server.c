@@ -197,7 +197,7 @@ static void websocket_broadcast(void **state)
 {
 	struct np_http_server *srv = start();
 	struct np_err err;
-	char buf[4096];
+	char buf[4096] = "";
 	int fd = connect_to(np_http_port(srv));
 	const char *hs = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
 			 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";

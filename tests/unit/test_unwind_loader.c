@@ -1,0 +1,216 @@
+/* The unwind loader against real BPF maps (the sampler's layout, created here) and a real
+ * process: what it puts into the mapping trie, when it bumps the epoch that invalidates the
+ * walker's per-CPU rule cache (a live process's mapping leaving the trie, a table evicted; not
+ * an exit, whose pid comes back only as a new incarnation), and the sweep that forgets a
+ * process whose exit event never arrived. Needs root and BPF, like the integration tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "agent/unwind/loader.h"
+#include "bpf/unwind.h"
+
+struct fixture {
+	struct np_unwind_maps maps;
+	struct symbolizer *sym;
+	pid_t child;
+};
+
+static int new_map(enum bpf_map_type type, uint32_t key, uint32_t value, uint32_t max, uint32_t flags, int inner)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = flags);
+	if (inner >= 0)
+		o.inner_map_fd = inner;
+	int fd = bpf_map_create(type, NULL, key, value, max, &o);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct np_err err;
+	assert_non_null(f);
+	f->maps.mappings = new_map(BPF_MAP_TYPE_LPM_TRIE, sizeof(struct np_unw_key), sizeof(struct np_unw_mapping),
+				   4096, BPF_F_NO_PREALLOC, -1);
+	f->maps.table_template = new_map(BPF_MAP_TYPE_ARRAY, 4, 8, 1, BPF_F_INNER_MAP, -1);
+	f->maps.tables = new_map(BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4, NP_UNW_MAX_TABLES, 0, f->maps.table_template);
+	f->maps.rules = new_map(BPF_MAP_TYPE_ARRAY, 4, sizeof(struct np_unw_rule), NP_UNW_MAX_RULES, 0, -1);
+	f->maps.requested = new_map(BPF_MAP_TYPE_ARRAY, 4, 8, NP_UNW_MAX_TABLES, 0, -1);
+	f->maps.epoch = new_map(BPF_MAP_TYPE_ARRAY, 4, 4, 1, 0, -1);
+	struct sym_options so = { 0 };
+	assert_int_equal(symbolizer_new(&so, &f->sym, &err), 0);
+	/* A real process with a program, libc and the dynamic loader mapped. */
+	f->child = fork();
+	assert_true(f->child >= 0);
+	if (f->child == 0) {
+		execl("/bin/sleep", "sleep", "60", (char *)NULL);
+		_exit(127);
+	}
+	/* Until exec has replaced the forked copy of this test. */
+	for (int i = 0; i < 500; i++) {
+		char path[64], exe[256] = "";
+		snprintf(path, sizeof(path), "/proc/%d/exe", f->child);
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+		if (n > 0 && strstr(exe, "sleep"))
+			break;
+		usleep(10000);
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	if (f->child > 0) {
+		kill(f->child, SIGKILL);
+		waitpid(f->child, NULL, 0);
+	}
+	symbolizer_free(f->sym);
+	int fds[] = { f->maps.mappings, f->maps.table_template, f->maps.tables,
+		      f->maps.rules,	f->maps.requested,	f->maps.epoch };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		close(fds[i]);
+	free(f);
+	return 0;
+}
+
+static uint32_t epoch(const struct fixture *f)
+{
+	uint32_t zero = 0, v = 0;
+	assert_int_equal(bpf_map_lookup_elem(f->maps.epoch, &zero, &v), 0);
+	return v;
+}
+
+static size_t trie_entries(const struct fixture *f)
+{
+	struct np_unw_key k, next;
+	size_t n = 0;
+	for (void *prev = NULL; bpf_map_get_next_key(f->maps.mappings, prev, &next) == 0; prev = &k) {
+		k = next;
+		n++;
+	}
+	return n;
+}
+
+static void test_exec_drops_and_bumps_exit_does_not(void **state)
+{
+	struct fixture *f = *state;
+	struct unw_loader *l;
+	struct unw_loader_stats st;
+	struct np_err err;
+	uint32_t pid = (uint32_t)f->child;
+
+	assert_int_equal(unw_loader_new(&f->maps, f->sym, 0, &l, &err), 0);
+	assert_int_equal(symbolizer_note_process(f->sym, pid, 1, &err), 0);
+	assert_int_equal(unw_loader_process(l, pid, 1, 0, &err), 0);
+	unw_loader_stats(l, &st);
+	assert_int_equal(st.processes, 1);
+	assert_true(st.mapping_keys > 0);
+	assert_int_equal(trie_entries(f), st.mapping_keys);
+	assert_int_equal(epoch(f), 0);
+
+	/* The same incarnation again: nothing changed, nothing to invalidate. */
+	assert_int_equal(unw_loader_process(l, pid, 1, 1, &err), 0);
+	assert_int_equal(epoch(f), 0);
+
+	/* A new incarnation (exec) of a live pid: its old mappings leave, cached rules must go. */
+	assert_int_equal(symbolizer_note_process(f->sym, pid, 2, &err), 0);
+	assert_int_equal(unw_loader_process(l, pid, 2, 0, &err), 0);
+	assert_int_equal(epoch(f), 1);
+	unw_loader_stats(l, &st);
+	assert_int_equal(trie_entries(f), st.mapping_keys);
+
+	/* Exit: the pid's next owner is a new incarnation, so the epoch stays. */
+	unw_loader_exit(l, pid);
+	unw_loader_stats(l, &st);
+	assert_int_equal(st.processes, 0);
+	assert_int_equal(st.mapping_keys, 0);
+	assert_int_equal(trie_entries(f), 0);
+	assert_int_equal(epoch(f), 1);
+	unw_loader_free(l);
+}
+
+static void test_sweep_forgets_only_the_dead(void **state)
+{
+	struct fixture *f = *state;
+	struct unw_loader *l;
+	struct unw_loader_stats st;
+	struct np_err err;
+	uint32_t pid = (uint32_t)f->child, self = (uint32_t)getpid();
+
+	assert_int_equal(unw_loader_new(&f->maps, f->sym, 0, &l, &err), 0);
+	assert_int_equal(symbolizer_note_process(f->sym, pid, 1, &err), 0);
+	assert_int_equal(unw_loader_process(l, pid, 1, 0, &err), 0);
+	assert_int_equal(symbolizer_note_process(f->sym, self, 1, &err), 0);
+	assert_int_equal(unw_loader_process(l, self, 1, 0, &err), 0);
+	unw_loader_stats(l, &st);
+	assert_int_equal(st.processes, 2);
+	assert_int_equal(unw_loader_sweep(l), 0);
+
+	/* The child dies and its exit event is "lost": only the sweep notices. */
+	kill(f->child, SIGKILL);
+	waitpid(f->child, NULL, 0);
+	f->child = 0;
+	assert_int_equal(unw_loader_sweep(l), 1);
+	unw_loader_stats(l, &st);
+	assert_int_equal(st.processes, 1);
+	assert_int_equal(st.swept, 1);
+	assert_int_equal(trie_entries(f), st.mapping_keys);
+	assert_int_equal(unw_loader_sweep(l), 0);
+	unw_loader_free(l);
+}
+
+/* Loads every table of the child's mappings within budget bytes; the loader's stats. */
+static void load_all(struct fixture *f, size_t budget, struct unw_loader_stats *st)
+{
+	struct unw_loader *l;
+	struct np_err err;
+	uint32_t pid = (uint32_t)f->child;
+
+	assert_int_equal(unw_loader_new(&f->maps, f->sym, budget, &l, &err), 0);
+	assert_int_equal(symbolizer_note_process(f->sym, pid, 1, &err), 0);
+	assert_int_equal(unw_loader_process(l, pid, 1, 0, &err), 0);
+	unw_loader_stats(l, st);
+	assert_true(st->tables.tables >= 3); /* sleep, libc, the dynamic loader */
+	for (uint32_t id = 1; id <= st->tables.tables; id++)
+		assert_int_equal(unw_loader_need_table(l, id, &err), 0);
+	unw_loader_stats(l, st);
+	unw_loader_free(l);
+}
+
+static void test_eviction_bumps(void **state)
+{
+	struct fixture *f = *state;
+	struct unw_loader_stats st;
+
+	load_all(f, 0, &st);
+	assert_int_equal(st.tables.failures, 0);
+	assert_int_equal(st.tables.evictions, 0);
+	assert_int_equal(epoch(f), 0);
+	/* One byte short of all of them: the last load evicts at least one. */
+	load_all(f, st.tables.loaded_bytes - 1, &st);
+	assert_true(st.tables.evictions >= 1);
+	assert_int_equal(epoch(f), st.tables.evictions);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_exec_drops_and_bumps_exit_does_not, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sweep_forgets_only_the_dead, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eviction_bumps, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("unwind_loader", tests, NULL, NULL);
+}
