@@ -290,7 +290,7 @@ static void xz_round_trip_and_limits(void **state)
 	                                         &xz_len, sizeof(xz)),
 	                 LZMA_OK);
 	size_t out_len;
-	int oom;
+	enum sym_xz_status oom;
 	unsigned char *out = sym_xz_decode(xz, xz_len, 1 << 20, &out_len, &oom);
 	assert_non_null(out);
 	assert_int_equal(out_len, sizeof(payload));
@@ -298,13 +298,16 @@ static void xz_round_trip_and_limits(void **state)
 	free(out);
 	/* Over the output bound: refused. */
 	assert_null(sym_xz_decode(xz, xz_len, 8, &out_len, &oom));
-	assert_int_equal(oom, 0);
-	/* Truncated and corrupted streams: refused, no crash. */
-	for (size_t cut = 0; cut < xz_len; cut++)
+	assert_int_equal(oom, SYM_XZ_TOO_BIG);
+	/* Truncated and corrupted streams: refused as invalid, no crash. */
+	for (size_t cut = 0; cut < xz_len; cut++) {
 		assert_null(sym_xz_decode(xz, cut, 1 << 20, &out_len, &oom));
+		assert_int_equal(oom, SYM_XZ_INVALID);
+	}
 	xz[xz_len / 2] ^= 0x55;
 	assert_null(sym_xz_decode(xz, xz_len, 1 << 20, &out_len, &oom));
 	assert_null(sym_xz_decode("not xz", 6, 1 << 20, &out_len, &oom));
+	assert_int_equal(oom, SYM_XZ_INVALID);
 }
 
 static void debuglink_crc_is_zlib_crc32(void **state)
@@ -314,8 +317,10 @@ static void debuglink_crc_is_zlib_crc32(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "123456789", 9), 9);
 	uint32_t crc;
-	assert_int_equal(sym_crc32_fd(fd, &crc), 0);
+	assert_int_equal(sym_crc32_fd(fd, 9, &crc), 0);
 	assert_true(crc == 0xcbf43926u); /* the CRC-32/ISO-HDLC check value */
+	/* A file shorter than it was when checked (truncated meanwhile): an error, not a CRC. */
+	assert_int_equal(sym_crc32_fd(fd, 10, &crc), -1);
 	close(fd);
 	unlink(path);
 }
