@@ -20,8 +20,7 @@ static void elf_init(void)
  * table, so both counts and that table's size are checked here, from the raw header. */
 
 struct image {
-	const unsigned char *mem; /* memory image, or NULL: read fd */
-	size_t mem_len;
+	const unsigned char *mem; /* memory image (of size bytes), or NULL: read fd */
 	int fd;
 	uint64_t size;
 };
@@ -101,7 +100,7 @@ Elf *sym_elf_begin_fd(int fd)
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return NULL;
-	struct image im = { NULL, 0, fd, (uint64_t)st.st_size };
+	struct image im = { NULL, fd, (uint64_t)st.st_size };
 	if (!header_ok(&im))
 		return NULL;
 	return begin_checked(elf_begin(fd, ELF_C_READ, NULL));
@@ -110,7 +109,7 @@ Elf *sym_elf_begin_fd(int fd)
 Elf *sym_elf_begin_mem(void *image, size_t len)
 {
 	pthread_once(&elf_once, elf_init);
-	struct image im = { image, len, -1, len };
+	struct image im = { image, -1, len };
 	if (!image || !header_ok(&im))
 		return NULL;
 	return begin_checked(elf_memory(image, len));

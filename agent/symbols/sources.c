@@ -27,8 +27,8 @@ const char *sym_refusal_name(enum sym_refusal r)
 void sym_refuse(struct symbolizer *s, enum sym_refusal why, const char *path, const char *what)
 {
 	static const char *const hints[SYM_REFUSED_N] = {
-		"a symbol source of this file would take its table over the per-table byte budget (an eighth of "
-		"the symbol cache); the file's other sources still name its frames",
+		("a symbol source of this file would take its table over the per-table byte budget (an eighth of "
+		 "the symbol cache); the file's other sources still name its frames"),
 		"the file's MiniDebugInfo decompresses to more than is accepted (or needs more decoder memory)",
 		"a separate debug file candidate is larger than is read to check its CRC",
 	};

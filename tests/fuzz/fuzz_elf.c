@@ -11,6 +11,7 @@
 #include "agent/symbols/elf_file.h"
 #include "agent/symbols/gopclntab.h"
 #include "agent/symbols/symbolizer.h"
+#include "agent/util/log.h"
 
 static char dir[64];
 
@@ -66,6 +67,7 @@ static void in_memory(const uint8_t *data, size_t size)
 static void as_file(const uint8_t *data, size_t size)
 {
 	if (!dir[0]) {
+		np_log_set_level(NP_ERROR); /* refusals are expected here: keep the output for findings */
 		strcpy(dir, "/tmp/np-fuzz-elf-XXXXXX");
 		if (!mkdtemp(dir))
 			abort();

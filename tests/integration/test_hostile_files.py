@@ -107,7 +107,7 @@ class HostileFiles(unittest.TestCase):
 
     def start_mapper(self, *files):
         p = subprocess.Popen([self.mapper, *files], stdout=subprocess.PIPE, text=True)
-        self.addCleanup(lambda: (p.kill(), p.wait()))
+        self.addCleanup(lambda: (p.kill(), p.wait(), p.stdout.close()))
         self.assertEqual(p.stdout.readline().strip(), "ready")
         return p
 
@@ -129,7 +129,11 @@ class HostileFiles(unittest.TestCase):
         errf.seek(0)
         err = errf.read()
         errf.close()
-        text = open(out).read() if os.path.exists(out) else ""
+        p.stdout.close()
+        text = ""
+        if os.path.exists(out):
+            with open(out) as f:
+                text = f.read()
         return rc, text, err, peak
 
     def assert_profiled(self, folded, pid, leaf_module):
@@ -177,6 +181,28 @@ class HostileFiles(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assert_profiled(folded, w.pid, "libgo.so")
 
+    def test_huge_debuglink_candidate(self):
+        """A .gnu_debuglink candidate of 2 GiB (sparse) is refused by its size, before anything
+        reads it for its CRC; a real one next to it (same name, right size) is still used."""
+        d = self.rootfs()
+        exe = os.path.join(d, "app")
+        subprocess.run(["gcc", "-O0", "-g", "-o", exe, "-x", "c", "-"], input="int work(int x) { return x * 3; }\n"
+                       "int main(void) { return work(1); }\n", text=True, check=True, capture_output=True)
+        nm = subprocess.run(["nm", exe], capture_output=True, text=True, check=True).stdout
+        work = int(re.search(r"^([0-9a-f]+) T work$", nm, re.M).group(1), 16)
+        dbg = os.path.join(d, "app.debug")
+        subprocess.run(["objcopy", "--only-keep-debug", exe, dbg], check=True)
+        subprocess.run(["objcopy", "--strip-all", "--add-gnu-debuglink=" + dbg, exe], check=True)
+        r = np.nodeprof("tools", "symbolize", exe, hex(work), timeout=30)
+        self.assertEqual(r.stdout, "%s work\n" % hex(work), r.stderr)
+        os.truncate(dbg, 2 << 30)
+        t0 = time.monotonic()
+        r = np.nodeprof("tools", "symbolize", exe, hex(work), timeout=30)
+        self.assertLess(time.monotonic() - t0, 1.0)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "%s ??\n" % hex(work))
+        self.assertIn("reason=debug_file", r.stderr)
+
     def test_library_truncated_while_read(self):
         """A container truncates and rewrites a library in a loop while it is read: by `tools
         symbolize` (every run reads the file afresh) and by `record` (new processes map each
@@ -206,7 +232,7 @@ class HostileFiles(unittest.TestCase):
         rec = subprocess.Popen([np.NODEPROF, "record", "--sample-rate", "199", "--duration", "60s", "-o",
                                 os.path.join(os.path.dirname(lib), "race.folded")], stderr=subprocess.PIPE,
                                text=True)
-        self.addCleanup(lambda: rec.poll() is None and rec.kill())
+        self.addCleanup(lambda: (rec.poll() is None and rec.kill(), rec.stderr.close()))
         deadline = time.monotonic() + 4
         runs = truncated = 0
         while time.monotonic() < deadline:
@@ -230,7 +256,8 @@ class HostileFiles(unittest.TestCase):
         self.assertEqual(rec.returncode, 0, err)
         for w in workers:
             self.assertIsNone(w.poll())
-        folded = open(os.path.join(os.path.dirname(lib), "race.folded")).read()
+        with open(os.path.join(os.path.dirname(lib), "race.folded")) as f:
+            folded = f.read()
         stacks = np.parse_folded(folded)
         named = sum(c for s, c in stacks.items() if re.search(r"(^|;)main;spin_loop;(hostile_spin|librace\.so\+0x100[0-8])$", s))
         self.assertGreater(named, 10, "\n".join(l for l in folded.splitlines() if "librace" in l or "spin" in l)[:3000])
