@@ -88,6 +88,8 @@ struct np_ebpf_metrics {
 	struct np_series *counters[NCOUNTERS], *gauges[NGAUGES], *bpf[NLABELED];
 	uint64_t last[NCOUNTERS]; /* the engine's values at the previous update */
 	uint64_t last_bpf[NLABELED];
+	struct np_series *refused[SYM_REFUSED_N]; /* nodeprof_symbols_refused_total{reason} */
+	uint64_t last_refused[SYM_REFUSED_N];
 	double gauge_share[NGAUGES]; /* what this instance added to each gauge */
 	pthread_mutex_t lock;
 };
@@ -239,6 +241,20 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 			return np_err_wrap(err, "pyroscope.ebpf metrics");
 		}
 	}
+	for (int i = 0; i < SYM_REFUSED_N; i++) {
+		const char *names[] = { "reason", NULL }, *values[] = { sym_refusal_name((enum sym_refusal)i), NULL };
+		struct np_metric *mt = np_metrics_counter(
+			reg, "nodeprof_symbols_refused_total",
+			"Symbol sources of files refused for their size (table_bytes: over the per-table byte budget; "
+			"minidebuginfo: decompresses too large; debug_file: a debuglink candidate too large to check), "
+			"once per table build; the file's frames are then named from its other sources or as file+offset.",
+			names, err);
+		if (!mt || !(m->refused[i] = np_metric_series(mt, values, err))) {
+			pthread_mutex_destroy(&m->lock);
+			free(m);
+			return np_err_wrap(err, "pyroscope.ebpf metrics");
+		}
+	}
 	*out = m;
 	return 0;
 }
@@ -304,6 +320,11 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 		uint64_t v = st->bpf[labeled[i].stat];
 		np_series_add(m->bpf[i], (double)(v >= m->last_bpf[i] ? v - m->last_bpf[i] : v));
 		m->last_bpf[i] = v;
+	}
+	for (int i = 0; i < SYM_REFUSED_N; i++) {
+		uint64_t v = st->symbols.refused[i];
+		np_series_add(m->refused[i], (double)(v >= m->last_refused[i] ? v - m->last_refused[i] : v));
+		m->last_refused[i] = v;
 	}
 	pthread_mutex_unlock(&m->lock);
 }

@@ -12,27 +12,28 @@
 #include "agent/symbols/fileio.h"
 
 #define CRC_CHUNK ((size_t)1 << 20)
-#define XZ_MEMLIMIT ((uint64_t)128 << 20)
+/* Decoder memory: MiniDebugInfo is written with xz's default preset (8 MiB dictionary, 9 MiB
+ * to decode); presets up to -7 fit. */
+#define XZ_MEMLIMIT ((uint64_t)32 << 20)
 
-int sym_crc32_fd(int fd, uint32_t *crc)
+int sym_crc32_fd(int fd, uint64_t size, uint32_t *crc)
 {
 	unsigned char *buf = malloc(CRC_CHUNK);
 	if (!buf)
 		return -1;
 	uLong c = crc32(0L, Z_NULL, 0);
-	off_t off = 0;
-	for (;;) {
-		ssize_t r = pread(fd, buf, CRC_CHUNK, off);
+	uint64_t off = 0;
+	while (off < size) {
+		size_t want = size - off < CRC_CHUNK ? (size_t)(size - off) : CRC_CHUNK;
+		ssize_t r = pread(fd, buf, want, (off_t)off);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0) {
+		if (r <= 0) { /* an error, or the file shrank under us: not the file that was checked */
 			free(buf);
 			return -1;
 		}
-		if (r == 0)
-			break;
 		c = crc32(c, buf, (uInt)r);
-		off += r;
+		off += (uint64_t)r;
 	}
 	free(buf);
 	*crc = (uint32_t)c;
@@ -49,37 +50,46 @@ void sym_debug_file_close(struct sym_debug_file *d)
 	d->fd = -1;
 }
 
-/* Opens one candidate in root; checks it is an ELF file with symbols and, per kind, that its
- * build ID matches or its CRC matches. */
-static int try_candidate(const struct sym_elf *elf, struct sym_root *root, const char *path, int by_crc,
-                         struct sym_debug_file *out)
+/* Opens one candidate in root and checks, cheapest first: a regular file (sym_open_in_root)
+ * not larger than we read, not the binary itself, an ELF file we read with a .symtab, then per
+ * kind its build ID, or the CRC of the whole file (read last: it is the costly check). */
+static int try_candidate(struct symbolizer *s, const struct sym_elf *elf, struct sym_root *root, const char *path,
+                         int by_crc, struct sym_debug_file *out)
 {
 	struct stat st;
 	int fd = sym_open_in_root(root->fd, path, SYM_MAX_ELF_BYTES, &st);
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EFBIG)
+			sym_refuse(s, SYM_REFUSED_DEBUG_FILE, elf->path, path);
 		return -1;
+	}
+	Elf *e = NULL;
 	/* A debuglink naming the binary itself (or a hard link to it) is no debug file. */
 	if ((uint64_t)st.st_dev == elf->dev && (uint64_t)st.st_ino == elf->ino)
 		goto reject;
-	if (by_crc) {
-		uint32_t crc;
-		if (sym_crc32_fd(fd, &crc) < 0 || crc != elf->info.debuglink_crc)
-			goto reject;
+	if (by_crc && (uint64_t)st.st_size > SYM_DEBUGLINK_MAX_BYTES) {
+		sym_refuse(s, SYM_REFUSED_DEBUG_FILE, elf->path, path);
+		goto reject;
 	}
-	Elf *e = sym_elf_begin_fd(fd);
+	e = sym_elf_begin_fd(fd);
 	if (!e)
 		goto reject;
 	struct sym_elf_info info;
 	if (sym_elf_info_read(e, &info) < 0 || !info.has_symtab ||
-	    (!by_crc && strcmp(info.build_id, elf->info.build_id) != 0)) {
-		elf_end(e);
+	    (!by_crc && strcmp(info.build_id, elf->info.build_id) != 0))
 		goto reject;
+	if (by_crc) {
+		uint32_t crc;
+		if (sym_crc32_fd(fd, (uint64_t)st.st_size, &crc) < 0 || crc != elf->info.debuglink_crc)
+			goto reject;
 	}
 	out->fd = fd;
 	out->elf = e;
 	out->how = by_crc ? "debuglink" : "build-id";
 	return 0;
 reject:
+	if (e)
+		elf_end(e);
 	close(fd);
 	return -1;
 }
@@ -88,9 +98,9 @@ reject:
 static int try_roots(struct symbolizer *s, const struct sym_elf *elf, const char *path, int by_crc,
                      struct sym_debug_file *out)
 {
-	if (elf->root && try_candidate(elf, elf->root, path, by_crc, out) == 0)
+	if (elf->root && try_candidate(s, elf, elf->root, path, by_crc, out) == 0)
 		return 0;
-	if (elf->root != s->host_root && try_candidate(elf, s->host_root, path, by_crc, out) == 0)
+	if (elf->root != s->host_root && try_candidate(s, elf, s->host_root, path, by_crc, out) == 0)
 		return 0;
 	return -1;
 }
@@ -138,27 +148,27 @@ int sym_debug_file_open(struct symbolizer *s, const struct sym_elf *elf, struct 
 	return -1;
 }
 
-unsigned char *sym_xz_decode(const void *in, size_t len, size_t max_out, size_t *out_len, int *oom)
+unsigned char *sym_xz_decode(const void *in, size_t len, size_t max_out, size_t *out_len, enum sym_xz_status *why)
 {
-	*oom = 0;
+	*why = SYM_XZ_INVALID;
 	*out_len = 0;
 	static const unsigned char magic[6] = { 0xfd, '7', 'z', 'X', 'Z', 0 };
 	if (len < sizeof(magic) || memcmp(in, magic, sizeof(magic)) != 0)
 		return NULL;
+	if (max_out == 0) {
+		*why = SYM_XZ_TOO_BIG;
+		return NULL;
+	}
 	lzma_stream z = LZMA_STREAM_INIT;
 	if (lzma_stream_decoder(&z, XZ_MEMLIMIT, 0) != LZMA_OK)
 		return NULL;
-	size_t cap = len * 4 < max_out ? len * 4 : max_out;
+	size_t cap = len < max_out / 4 ? len * 4 : max_out;
 	if (cap < 4096)
 		cap = 4096 < max_out ? 4096 : max_out;
-	if (cap == 0) {
-		lzma_end(&z);
-		return NULL;
-	}
 	unsigned char *out = malloc(cap);
 	if (!out) {
 		lzma_end(&z);
-		*oom = 1;
+		*why = SYM_XZ_OOM;
 		return NULL;
 	}
 	z.next_in = in;
@@ -170,12 +180,14 @@ unsigned char *sym_xz_decode(const void *in, size_t len, size_t max_out, size_t 
 		if (r == LZMA_STREAM_END)
 			break;
 		if (r == LZMA_OK && z.avail_out == 0) {
-			if (cap >= max_out)
-				goto fail; /* bigger than we accept */
-			size_t ncap = cap * 2 < max_out ? cap * 2 : max_out;
+			if (cap >= max_out) {
+				*why = SYM_XZ_TOO_BIG;
+				goto fail;
+			}
+			size_t ncap = cap < max_out / 2 ? cap * 2 : max_out;
 			unsigned char *n = realloc(out, ncap);
 			if (!n) {
-				*oom = 1;
+				*why = SYM_XZ_OOM;
 				goto fail;
 			}
 			out = n;
@@ -185,8 +197,10 @@ unsigned char *sym_xz_decode(const void *in, size_t len, size_t max_out, size_t 
 			continue;
 		}
 		if (r == LZMA_MEM_ERROR)
-			*oom = 1;
-		goto fail; /* corrupt, truncated (LZMA_OK with input left unusable -> BUF_ERROR), limits */
+			*why = SYM_XZ_OOM;
+		else if (r == LZMA_MEMLIMIT_ERROR)
+			*why = SYM_XZ_TOO_BIG;
+		goto fail; /* corrupt or truncated (LZMA_OK with input left unusable -> BUF_ERROR) */
 	}
 	*out_len = cap - z.avail_out;
 	lzma_end(&z);

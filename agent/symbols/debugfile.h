@@ -22,11 +22,20 @@ struct sym_debug_file {
 int sym_debug_file_open(struct symbolizer *s, const struct sym_elf *elf, struct sym_debug_file *out);
 void sym_debug_file_close(struct sym_debug_file *d);
 
-/* gdb's gnu_debuglink_crc32 over a whole open file (zlib's crc32). -1 on read error. */
-int sym_crc32_fd(int fd, uint32_t *crc);
+/* A .gnu_debuglink candidate is read whole for its CRC: larger ones are refused. */
+#define SYM_DEBUGLINK_MAX_BYTES ((uint64_t)1 << 30)
+/* MiniDebugInfo: compressed section and decompressed image at most this (and within the
+ * table's budget); real ones are a few MiB at most. */
+#define SYM_MINIDEBUG_MAX ((size_t)16 << 20)
 
-/* Decompresses an xz stream (MiniDebugInfo) into a malloc'd buffer of at most max_out bytes.
- * NULL when the input is not valid xz or is too big; *oom set on allocation failure. */
-unsigned char *sym_xz_decode(const void *in, size_t len, size_t max_out, size_t *out_len, int *oom);
+/* gdb's gnu_debuglink_crc32 over the first size bytes of an open file (zlib's crc32). -1 on a
+ * read error or when the file is shorter. */
+int sym_crc32_fd(int fd, uint64_t size, uint32_t *crc);
+
+enum sym_xz_status { SYM_XZ_INVALID, SYM_XZ_TOO_BIG, SYM_XZ_OOM };
+/* Decompresses an xz stream (MiniDebugInfo) into a malloc'd buffer of at most max_out bytes,
+ * with at most 32 MiB of decoder memory. NULL when the input is not valid xz (*why
+ * SYM_XZ_INVALID), needs more than those bounds (SYM_XZ_TOO_BIG) or memory ran out (SYM_XZ_OOM). */
+unsigned char *sym_xz_decode(const void *in, size_t len, size_t max_out, size_t *out_len, enum sym_xz_status *why);
 
 #endif

@@ -1,8 +1,12 @@
 /* libelf access: segments, build ID, debuglink, sections, function symbols. */
 #include "agent/symbols/elf_file.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
 static void elf_init(void)
@@ -10,31 +14,105 @@ static void elf_init(void)
 	(void)elf_version(EV_CURRENT);
 }
 
-Elf *sym_elf_begin_fd(int fd)
+/* ---- what libelf allocates, checked before it sees the image ----
+ * elf_begin() allocates one descriptor per section header the file claims (extended numbering
+ * lets a sparse file claim millions) and the first elf_strptr() reads the whole section-name
+ * table, so both counts and that table's size are checked here, from the raw header. */
+
+struct image {
+	const unsigned char *mem; /* memory image (of size bytes), or NULL: read fd */
+	int fd;
+	uint64_t size;
+};
+
+static int image_read(const struct image *im, uint64_t off, void *buf, size_t n)
 {
-	return sym_elf_begin_fd_cmd(fd, ELF_C_READ_MMAP);
+	if (off > im->size || im->size - off < n)
+		return -1;
+	if (im->mem) {
+		memcpy(buf, im->mem + off, n);
+		return 0;
+	}
+	for (size_t got = 0; got < n;) {
+		ssize_t r = pread(im->fd, (char *)buf + got, n - got, (off_t)(off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
 }
 
-Elf *sym_elf_begin_fd_cmd(int fd, Elf_Cmd cmd)
+static uint64_t field(const unsigned char *p, size_t n, int big)
 {
-	pthread_once(&elf_once, elf_init);
-	Elf *e = elf_begin(fd, cmd, NULL);
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = v << 8 | p[big ? i : n - 1 - i];
+	return v;
+}
+
+static int header_ok(const struct image *im)
+{
+	unsigned char h[64], s0[64];
+	if (image_read(im, 0, h, EI_NIDENT) < 0 || memcmp(h, ELFMAG, SELFMAG) != 0)
+		return 0;
+	int is64 = h[EI_CLASS] == ELFCLASS64, big = h[EI_DATA] == ELFDATA2MSB;
+	if ((!is64 && h[EI_CLASS] != ELFCLASS32) || (!big && h[EI_DATA] != ELFDATA2LSB) ||
+	    image_read(im, 0, h, is64 ? 64 : 52) < 0)
+		return 0;
+	uint64_t shoff = is64 ? field(h + 40, 8, big) : field(h + 32, 4, big);
+	uint64_t shentsize = field(h + (is64 ? 58 : 46), 2, big), shnum = field(h + (is64 ? 60 : 48), 2, big);
+	uint64_t phnum = field(h + (is64 ? 56 : 44), 2, big), shstrndx = field(h + (is64 ? 62 : 50), 2, big);
+	size_t shsz = is64 ? 64 : 40;
+	if (shoff == 0)
+		return phnum <= SYM_ELF_MAX_SEGMENTS;
+	if (shentsize != shsz || image_read(im, shoff, s0, shsz) < 0)
+		return shnum == 0 && phnum <= SYM_ELF_MAX_SEGMENTS; /* libelf then reads no sections */
+	if (shnum == 0)
+		shnum = is64 ? field(s0 + 32, 8, big) : field(s0 + 20, 4, big);
+	if (phnum == PN_XNUM)
+		phnum = field(s0 + (is64 ? 44 : 28), 4, big);
+	if (shstrndx == SHN_XINDEX)
+		shstrndx = field(s0 + (is64 ? 40 : 24), 4, big);
+	if (shnum > SYM_ELF_MAX_SECTIONS || phnum > SYM_ELF_MAX_SEGMENTS)
+		return 0;
+	if (shstrndx == 0 || shstrndx >= shnum)
+		return 1;
+	unsigned char ss[64];
+	if (image_read(im, shoff + shstrndx * shsz, ss, shsz) < 0)
+		return 1; /* libelf finds no section headers there either */
+	return (is64 ? field(ss + 32, 8, big) : field(ss + 20, 4, big)) <= SYM_ELF_SMALL_SECTION;
+}
+
+static Elf *begin_checked(Elf *e)
+{
 	if (e && elf_kind(e) != ELF_K_ELF) {
 		elf_end(e);
 		return NULL;
 	}
 	return e;
+}
+
+Elf *sym_elf_begin_fd(int fd)
+{
+	pthread_once(&elf_once, elf_init);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	struct image im = { NULL, fd, (uint64_t)st.st_size };
+	if (!header_ok(&im))
+		return NULL;
+	return begin_checked(elf_begin(fd, ELF_C_READ, NULL));
 }
 
 Elf *sym_elf_begin_mem(void *image, size_t len)
 {
 	pthread_once(&elf_once, elf_init);
-	Elf *e = elf_memory(image, len);
-	if (e && elf_kind(e) != ELF_K_ELF) {
-		elf_end(e);
+	struct image im = { image, -1, len };
+	if (!image || !header_ok(&im))
 		return NULL;
-	}
-	return e;
+	return begin_checked(elf_memory(image, len));
 }
 
 void sym_hex(const unsigned char *bytes, size_t n, char *out)
@@ -65,25 +143,40 @@ static int build_id_from_notes(Elf_Data *d, char *out)
 	return -1;
 }
 
+/* The contents of a section of at most max bytes (libelf reads a section whole on first
+ * access); NULL when larger, empty or unreadable. */
+static Elf_Data *bounded_data(Elf_Scn *scn, const GElf_Shdr *sh, size_t max, int raw)
+{
+	if (sh->sh_type == SHT_NOBITS || sh->sh_size == 0 || sh->sh_size > max)
+		return NULL;
+	Elf_Data *d = raw ? elf_rawdata(scn, NULL) : elf_getdata(scn, NULL);
+	return d && d->d_buf && d->d_size ? d : NULL;
+}
+
 static void read_build_id(Elf *e, struct sym_elf_info *info)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
-	while ((scn = elf_nextscn(e, scn)) != NULL) {
+	unsigned notes = 0;
+	while ((scn = elf_nextscn(e, scn)) != NULL && notes < SYM_ELF_MAX_NOTES) {
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		if (d && d->d_buf && build_id_from_notes(d, info->build_id) == 0)
+		notes++;
+		Elf_Data *d = bounded_data(scn, &sh, SYM_ELF_NOTE_MAX, 0);
+		if (d && build_id_from_notes(d, info->build_id) == 0)
 			return;
 	}
 	/* No section headers (or no note section): the PT_NOTE segments. */
 	size_t nph;
 	if (elf_getphdrnum(e, &nph) != 0)
 		return;
-	for (size_t i = 0; i < nph; i++) {
+	notes = 0;
+	for (size_t i = 0; i < nph && notes < SYM_ELF_MAX_NOTES; i++) {
 		GElf_Phdr ph;
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE || ph.p_filesz == 0 || ph.p_filesz > (1u << 20))
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE || ph.p_filesz == 0 ||
+		    ph.p_filesz > SYM_ELF_NOTE_MAX || ph.p_offset > INT64_MAX)
 			continue;
+		notes++;
 		Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz,
 		                                   ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
 		if (d && d->d_buf && build_id_from_notes(d, info->build_id) == 0)
@@ -107,14 +200,21 @@ static Elf_Scn *find_section(Elf *e, const char *name, GElf_Shdr *out)
 	return NULL;
 }
 
-const void *sym_elf_section(Elf *e, const char *name, size_t *len, uint64_t *addr)
+int sym_elf_section_size(Elf *e, const char *name, uint64_t *size)
+{
+	GElf_Shdr sh;
+	if (!find_section(e, name, &sh) || sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
+		return -1;
+	*size = sh.sh_size;
+	return 0;
+}
+
+const void *sym_elf_section(Elf *e, const char *name, size_t max, size_t *len, uint64_t *addr)
 {
 	GElf_Shdr sh;
 	Elf_Scn *scn = find_section(e, name, &sh);
-	if (!scn || sh.sh_type == SHT_NOBITS)
-		return NULL;
-	Elf_Data *d = elf_rawdata(scn, NULL);
-	if (!d || !d->d_buf || d->d_size == 0)
+	Elf_Data *d = scn ? bounded_data(scn, &sh, max, 1) : NULL;
+	if (!d)
 		return NULL;
 	*len = d->d_size;
 	if (addr)
@@ -125,7 +225,7 @@ const void *sym_elf_section(Elf *e, const char *name, size_t *len, uint64_t *add
 static void read_debuglink(Elf *e, struct sym_elf_info *info)
 {
 	size_t len;
-	const char *p = sym_elf_section(e, ".gnu_debuglink", &len, NULL);
+	const char *p = sym_elf_section(e, ".gnu_debuglink", SYM_ELF_NOTE_MAX, &len, NULL);
 	if (!p)
 		return;
 	size_t nl = strnlen(p, len);
@@ -209,16 +309,43 @@ static int usable_name(const char *n)
 	return n[0] != '\0';
 }
 
+/* The first section of sh_type and the bytes reading it costs: the table, a converted copy
+ * when the file's byte order is not ours, and its string table. NULL when absent. */
+static Elf_Scn *symbol_section(Elf *e, unsigned sh_type, GElf_Shdr *sh, uint64_t *cost)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, sh) && sh->sh_type == sh_type)
+			break;
+	if (!scn || sh->sh_entsize == 0)
+		return NULL;
+	GElf_Shdr strsh;
+	Elf_Scn *str = elf_getscn(e, sh->sh_link);
+	if (!str || !gelf_getshdr(str, &strsh) || strsh.sh_type == SHT_NOBITS)
+		return NULL;
+	GElf_Ehdr eh;
+	int foreign = gelf_getehdr(e, &eh) && eh.e_ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	                                                               ? ELFDATA2MSB : ELFDATA2LSB);
+	uint64_t c;
+	if (__builtin_mul_overflow(sh->sh_size, foreign ? 2 : 1, &c) || __builtin_add_overflow(c, strsh.sh_size, &c))
+		c = UINT64_MAX;
+	*cost = c;
+	return scn;
+}
+
 int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *added, struct np_err *err)
 {
 	*added = 0;
-	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
-	while ((scn = elf_nextscn(e, scn)) != NULL)
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == sh_type)
-			break;
-	if (!scn || sh.sh_entsize == 0)
+	uint64_t cost;
+	Elf_Scn *scn = symbol_section(e, sh_type, &sh, &cost);
+	if (!scn)
 		return 0;
+	/* Charged before libelf reads anything: what the build holds includes its input. */
+	if (cost > SIZE_MAX || sym_stb_charge(b, (size_t)cost) < 0) {
+		b->over = 1;
+		return 0;
+	}
 	Elf_Data *d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf)
 		return 0;
@@ -228,7 +355,7 @@ int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *add
 	size_t count = d->d_size / symsz;
 	GElf_Ehdr eh;
 	int thumb = gelf_getehdr(e, &eh) && eh.e_machine == EM_ARM;
-	for (size_t i = 1; i < count; i++) {
+	for (size_t i = 1; i < count && i <= INT_MAX; i++) {
 		GElf_Sym s;
 		if (!gelf_getsym(d, (int)i, &s))
 			break;
@@ -247,28 +374,28 @@ int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *add
 		size_t len = at && at > name ? (size_t)(at - name) : strlen(name);
 		if (sym_stb_add(b, value, s.st_size, name, len, sym_rank(s.st_size, bind, name), 0, err) < 0)
 			return -1;
+		if (b->over)
+			return 0; /* over budget: the caller rolls this source back */
 		(*added)++;
 	}
 	return 0;
 }
 
-int sym_elf_find_symbol(Elf *e, const char *name, uint64_t *value, uint64_t *size)
+int sym_elf_find_symbol(Elf *e, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size)
 {
 	static const unsigned types[] = { SHT_SYMTAB, SHT_DYNSYM };
 	for (size_t t = 0; t < 2; t++) {
-		Elf_Scn *scn = NULL;
 		GElf_Shdr sh;
-		while ((scn = elf_nextscn(e, scn)) != NULL)
-			if (gelf_getshdr(scn, &sh) && sh.sh_type == types[t])
-				break;
-		if (!scn)
+		uint64_t cost;
+		Elf_Scn *scn = symbol_section(e, types[t], &sh, &cost);
+		if (!scn || cost > max_bytes)
 			continue;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		size_t symsz = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
 		if (!d || !d->d_buf || !symsz)
 			continue;
 		size_t count = d->d_size / symsz;
-		for (size_t i = 1; i < count; i++) {
+		for (size_t i = 1; i < count && i <= INT_MAX; i++) {
 			GElf_Sym s;
 			if (!gelf_getsym(d, (int)i, &s))
 				break;

@@ -1,7 +1,12 @@
 /* Reading what the symbolizer needs from one ELF image with libelf: loadable segments
  * (address translation), build ID, .gnu_debuglink, section lookup, and the function
- * symbols of .symtab / .dynsym. The image may be a file (mmap'd by libelf) or memory
- * ([vdso], MiniDebugInfo). Malformed input is "not usable", never a crash. */
+ * symbols of .symtab / .dynsym. The image may be a file or memory ([vdso], MiniDebugInfo).
+ * Files are read with pread (libelf ELF_C_READ), never mapped: a container can truncate a
+ * file it owns while we read it, which would be SIGBUS through a mapping and is a short read
+ * here. Every read is bounded: section and segment counts are checked from the raw header
+ * before libelf allocates for them, and no section is read whole unless its size was checked
+ * (and, for symbol tables, charged to the table's byte budget) first. Malformed input is
+ * "not usable", never a crash. */
 #ifndef NP_SYMBOLS_ELF_FILE_H
 #define NP_SYMBOLS_ELF_FILE_H
 
@@ -16,6 +21,14 @@
 
 #define SYM_MAX_LOADS 32
 #define SYM_BUILD_ID_MAX 64 /* bytes */
+/* Linked executables and libraries have a few dozen sections and about ten segments; an image
+ * claiming more is not one we read (libelf allocates a descriptor per section up front). */
+#define SYM_ELF_MAX_SECTIONS 4096
+#define SYM_ELF_MAX_SEGMENTS 1024
+/* Section-name table, note and .gnu_debuglink sections: a few hundred bytes in real files. */
+#define SYM_ELF_SMALL_SECTION ((size_t)1 << 20)
+#define SYM_ELF_NOTE_MAX ((size_t)64 << 10)
+#define SYM_ELF_MAX_NOTES 16
 
 struct sym_elf_info {
 	int elf_type;            /* ET_EXEC, ET_DYN, ... */
@@ -29,27 +42,33 @@ struct sym_elf_info {
 	unsigned has_symtab : 1, has_dynsym : 1, has_debugdata : 1, has_gopclntab : 1, is_go : 1;
 };
 
-/* Starts libelf on an open file (read via mmap) or on memory the caller keeps alive.
- * NULL when the input is not an ELF image. Release with elf_end(). */
+/* Starts libelf on an open regular file (read with pread, ELF_C_READ) or on memory the caller
+ * keeps alive. NULL when the input is not an ELF image or claims more sections or segments
+ * (or a larger section-name table) than we read. Release with elf_end(). */
 Elf *sym_elf_begin_fd(int fd);
-/* The same with another libelf read command (ELF_C_READ: pread instead of mmap). */
-Elf *sym_elf_begin_fd_cmd(int fd, Elf_Cmd cmd);
 Elf *sym_elf_begin_mem(void *image, size_t len);
 
 /* Fills info. Returns -1 when the image is not a usable ELF file (no error to report). */
 int sym_elf_info_read(Elf *e, struct sym_elf_info *info);
 
 /* Adds the function symbols of the first section of sh_type (SHT_SYMTAB or SHT_DYNSYM) to b.
- * *added gets how many. -1 only on allocation failure. */
+ * *added gets how many. The section and its string table are charged to b's budget before
+ * they are read; when they, or the symbols, do not fit, b->over is set and the caller rolls
+ * the source back. -1 only on allocation failure. */
 NP_MUST_CHECK int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *added,
                                       struct np_err *err);
 
-/* The contents of the first section called name (SHT_NOBITS excluded), its address in *addr.
- * The pointer is valid until elf_end(). NULL when absent or unreadable. */
-const void *sym_elf_section(Elf *e, const char *name, size_t *len, uint64_t *addr);
+/* The size of the first section called name with contents (not SHT_NOBITS, not empty); -1
+ * when there is none. For charging it to a budget before reading it. */
+int sym_elf_section_size(Elf *e, const char *name, uint64_t *size);
+/* The contents of the first section called name (SHT_NOBITS excluded), its address in *addr,
+ * when it is at most max bytes. The pointer is valid until elf_end(). NULL when absent,
+ * larger or unreadable. */
+const void *sym_elf_section(Elf *e, const char *name, size_t max, size_t *len, uint64_t *addr);
 
-/* Finds a symbol by exact name in .symtab (then .dynsym): its value and size. -1 when absent. */
-int sym_elf_find_symbol(Elf *e, const char *name, uint64_t *value, uint64_t *size);
+/* Finds a symbol by exact name in .symtab (then .dynsym) whose table and strings are at most
+ * max_bytes to read: its value and size. -1 when absent. */
+int sym_elf_find_symbol(Elf *e, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size);
 
 /* Lowercase hex of bytes into out (2*n+1 bytes). */
 void sym_hex(const unsigned char *bytes, size_t n, char *out);

@@ -169,6 +169,8 @@ int sym_gopclntab_add(const uint8_t *data, size_t len, uint64_t text_start, stru
 			continue;
 		if (sym_stb_add(b, entry, next - entry, name, nlen, sym_rank(next - entry, SYM_BIND_GLOBAL, ""), 0, err) < 0)
 			return -1;
+		if (b->over)
+			return 0; /* over its budget: the caller drops the source */
 		(*added)++;
 	}
 	return 0;

@@ -97,6 +97,9 @@ struct sym_demangled {
 
 struct symbolizer {
 	size_t cache_limit;
+	size_t table_budget;      /* bytes one table build may hold (sources.c) */
+	uint64_t refused[SYM_REFUSED_N];
+	unsigned refused_logged;  /* a bit per reason already logged */
 	char *debug_dirs;         /* owned, colon separated */
 	char *proc_root;          /* owned */
 	int proc_fd;              /* directory fd of proc_root */
@@ -155,6 +158,9 @@ void sym_elf_cache_free(struct symbolizer *s);
  * allocation failure; *out NULL when no source had symbols. */
 NP_MUST_CHECK int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, struct sym_symtab **out,
                                    const char **source, struct np_err *err);
+
+/* Counts a refused symbol source of path (what: which source) and logs the first of each reason. */
+void sym_refuse(struct symbolizer *s, enum sym_refusal why, const char *path, const char *what);
 
 /* roots (process.c) */
 struct sym_root *sym_root_ref(struct sym_root *r);

@@ -41,6 +41,7 @@ int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct 
 		return np_errf(err, "symbolizer: out of memory");
 	s->proc_fd = -1;
 	s->cache_limit = o && o->cache_bytes ? o->cache_bytes : SYM_DEFAULT_CACHE_BYTES;
+	s->table_budget = s->cache_limit / SYM_TABLE_BUDGET_SHARE;
 	s->debug_dirs = strdup(o && o->debug_dirs ? o->debug_dirs : "/usr/lib/debug");
 	s->proc_root = strdup(o && o->proc_root ? o->proc_root : "/proc");
 	s->host_root = calloc(1, sizeof(*s->host_root));
@@ -674,6 +675,7 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	out->processes = s->nprocs;
 	out->lookups = s->lookups;
 	out->unresolved = s->unresolved;
+	memcpy(out->refused, s->refused, sizeof(out->refused));
 }
 
 static void json_str(struct np_buf *out, const char *v)

@@ -57,6 +57,20 @@ struct sym_options {
 };
 
 #define SYM_DEFAULT_CACHE_BYTES ((size_t)256 << 20)
+/* One table build (its arrays, names and the file sections it reads) holds at most this share
+ * of the cache: 32 MiB by default. */
+#define SYM_TABLE_BUDGET_SHARE 8
+
+/* Why symbols of a file were refused (sym_stats.refused; the reason label of
+ * nodeprof_symbols_refused_total). Each is counted once per table build and logged once. */
+enum sym_refusal {
+	SYM_REFUSED_TABLE_BYTES,   /* a source (.symtab, .dynsym, debug file, gopclntab, MiniDebugInfo)
+	                            * would take the table build over its byte budget */
+	SYM_REFUSED_MINIDEBUGINFO, /* .gnu_debugdata decompresses to more than is accepted */
+	SYM_REFUSED_DEBUG_FILE,    /* a .gnu_debuglink candidate too large to read for its CRC */
+	SYM_REFUSED_N
+};
+const char *sym_refusal_name(enum sym_refusal r);
 
 struct symbolizer;
 
@@ -117,6 +131,7 @@ void symbolizer_end_batch(struct symbolizer *s);
 struct sym_stats {
 	size_t cache_bytes, cached_files, cached_symbols, processes;
 	uint64_t lookups, unresolved;
+	uint64_t refused[SYM_REFUSED_N];     /* refusals by reason, since the start */
 };
 void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/util/grow.h"
+#include "agent/util/intern.h"
 
 #define DEFAULT_MAX_ENTRIES ((size_t)16 << 20)
 #define DEFAULT_ZERO_SIZE_MAX ((uint64_t)64 << 10)
@@ -31,32 +32,164 @@ void sym_stb_free(struct sym_stb *b)
 {
 	free(b->v);
 	free(b->pool);
+	free(b->slots);
 	sym_stb_init(b);
+}
+
+/* The capacity np_grow() will give (doubling from 16), or SIZE_MAX when it cannot. */
+static size_t grown(size_t cap, size_t need)
+{
+	size_t c = cap ? cap : 16;
+	while (c < need) {
+		if (c > SIZE_MAX / 4)
+			return SIZE_MAX;
+		c *= 2;
+	}
+	return c;
+}
+
+static size_t bytes_of(size_t cap, size_t pool_cap, size_t nslots, size_t charged)
+{
+	size_t a, c, t;
+	if (__builtin_mul_overflow(cap, sizeof(struct sym_stb_entry), &a) ||
+	    __builtin_mul_overflow(nslots, sizeof(uint32_t), &c) || __builtin_add_overflow(a, c, &t) ||
+	    __builtin_add_overflow(t, pool_cap, &t) || __builtin_add_overflow(t, charged, &t))
+		return SIZE_MAX;
+	return t;
+}
+
+size_t sym_stb_bytes(const struct sym_stb *b)
+{
+	return bytes_of(b->cap, b->pool_cap, b->nslots, b->charged);
+}
+
+int sym_stb_charge(struct sym_stb *b, size_t bytes)
+{
+	size_t c;
+	if (__builtin_add_overflow(b->charged, bytes, &c) ||
+	    (b->budget && bytes_of(b->cap, b->pool_cap, b->nslots, c) > b->budget)) {
+		b->over = 1;
+		return -1;
+	}
+	b->charged = c;
+	return 0;
+}
+
+void sym_stb_uncharge(struct sym_stb *b, size_t bytes)
+{
+	b->charged = bytes < b->charged ? b->charged - bytes : 0;
+}
+
+/* The slot holding name, or the empty slot where it goes. Pool strings hold no NUL before
+ * their end, and name none at all, so strncmp + the terminator check is an exact match. */
+static uint32_t *slot_of(const struct sym_stb *b, const char *name, size_t len, uint64_t h)
+{
+	size_t mask = b->nslots - 1;
+	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+		uint32_t s = b->slots[i];
+		if (!s)
+			return &b->slots[i];
+		const char *p = b->pool + s - 1;
+		if (strncmp(p, name, len) == 0 && p[len] == '\0')
+			return &b->slots[i];
+	}
+}
+
+/* Rebuilds the index over the pool's strings [0, pool_len) into nslots slots. */
+static int reindex(struct sym_stb *b, size_t nslots)
+{
+	uint32_t *v = calloc(nslots, sizeof(*v));
+	if (!v)
+		return -1;
+	free(b->slots);
+	b->slots = v;
+	b->nslots = nslots;
+	b->nnames = 0;
+	for (size_t off = 0; off < b->pool_len;) {
+		size_t len = strlen(b->pool + off);
+		*slot_of(b, b->pool + off, len, np_hash_bytes(b->pool + off, len)) = (uint32_t)off + 1;
+		b->nnames++;
+		off += len + 1;
+	}
+	return 0;
 }
 
 int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *name, size_t name_len,
                 unsigned rank, uint16_t tag, struct np_err *err)
 {
 	size_t max = b->max_entries ? b->max_entries : DEFAULT_MAX_ENTRIES;
-	if (name_len == 0 || b->n >= max || name_len >= UINT32_MAX || b->pool_len > UINT32_MAX - name_len - 1)
+	name_len = strnlen(name, name_len);
+	if (name_len == 0)
 		return 0;
-	if (np_grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0 ||
-	    np_grow((void **)&b->pool, &b->pool_cap, b->pool_len + name_len + 1, 1) < 0)
+	if (b->n >= max || name_len >= UINT32_MAX || b->pool_len > UINT32_MAX - name_len - 2) {
+		b->over = 1;
+		return 0;
+	}
+	uint64_t h = np_hash_bytes(name, name_len);
+	uint32_t *slot = b->nslots ? slot_of(b, name, name_len, h) : NULL;
+	int have = slot && *slot;
+	size_t cap = grown(b->cap, b->n + 1);
+	size_t pool_cap = have ? b->pool_cap : grown(b->pool_cap, b->pool_len + name_len + 1);
+	size_t nslots = !have && (b->nnames + 1) * 2 > b->nslots ? (b->nslots ? b->nslots * 2 : 1024) : b->nslots;
+	if (cap == SIZE_MAX || pool_cap == SIZE_MAX ||
+	    (b->budget && bytes_of(cap, pool_cap, nslots, b->charged) > b->budget)) {
+		b->over = 1;
+		return 0;
+	}
+	if (np_grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0)
 		return np_errf(err, "symbol table: out of memory (%zu symbols)", b->n);
+	uint32_t name_off;
+	if (have) {
+		name_off = *slot - 1;
+	} else {
+		if (np_grow((void **)&b->pool, &b->pool_cap, b->pool_len + name_len + 1, 1) < 0)
+			return np_errf(err, "symbol table: out of memory (%zu bytes of names)", b->pool_len);
+		name_off = (uint32_t)b->pool_len;
+		memcpy(b->pool + b->pool_len, name, name_len);
+		b->pool[b->pool_len + name_len] = '\0';
+		b->pool_len += name_len + 1;
+		if (nslots != b->nslots) {
+			if (reindex(b, nslots) < 0)
+				return np_errf(err, "symbol table: out of memory (%zu names)", b->nnames);
+		} else {
+			*slot = name_off + 1;
+			b->nnames++;
+		}
+	}
 	struct sym_stb_entry *e = &b->v[b->n];
 	e->addr = addr;
 	e->size = size > SYM_LEN_MAX ? SYM_LEN_MAX : (uint32_t)size;
-	e->name = (uint32_t)b->pool_len;
+	e->name = name_off;
 	e->seq = (uint32_t)b->n;
 	e->tag = tag;
 	e->rank = (uint8_t)rank;
 	if (tag)
 		b->has_tags = 1;
-	memcpy(b->pool + b->pool_len, name, name_len);
-	b->pool[b->pool_len + name_len] = '\0';
-	b->pool_len += name_len + 1;
 	b->n++;
 	return 0;
+}
+
+struct sym_stb_mark sym_stb_mark(const struct sym_stb *b)
+{
+	return (struct sym_stb_mark){ b->n, b->pool_len, b->charged };
+}
+
+void sym_stb_rollback(struct sym_stb *b, const struct sym_stb_mark *mark)
+{
+	b->over = 0;
+	b->charged = mark->charged;
+	if (b->n > mark->n)
+		b->n = mark->n;
+	if (b->pool_len <= mark->pool_len)
+		return;
+	b->pool_len = mark->pool_len;
+	/* The index still points at dropped names: rebuild it (or drop it, reindexed on the next
+	 * add, when it cannot be had). */
+	if (b->nslots && reindex(b, b->nslots) < 0) {
+		free(b->slots);
+		b->slots = NULL;
+		b->nslots = b->nnames = 0;
+	}
 }
 
 static int cmp_keep(const void *pa, const void *pb, void *arg)
@@ -82,6 +215,13 @@ static int cmp_start_seq(const void *pa, const void *pb)
 	if (a->addr != b->addr)
 		return a->addr < b->addr ? -1 : 1;
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int cmp_name_off(const void *pa, const void *pb, void *arg)
+{
+	const struct sym_stb_entry *v = arg;
+	uint32_t a = v[*(const uint32_t *)pa].name, b = v[*(const uint32_t *)pb].name;
+	return a < b ? -1 : a > b;
 }
 
 /* ELF policy: one symbol per address (the best ranked); unsized symbols extend to the next. */
@@ -233,20 +373,33 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 		}
 	}
 	t->n = n;
+	/* The index is for adding only. */
+	free(b->slots);
+	b->slots = NULL;
+	b->nslots = b->nnames = 0;
 	uint64_t base = n ? b->v[0].addr : 0, top = base;
-	size_t names = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t end = end_of(&b->v[i]);
 		if (end > top)
 			top = end;
-		names += strlen(b->pool + b->v[i].name) + 1;
 	}
+	/* The kept symbols in the order of their names in the pool: each distinct name once. */
+	uint32_t *order = malloc((n ? n : 1) * sizeof(*order));
+	if (!order)
+		goto oom;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, n, sizeof(*order), cmp_name_off, b->v);
+	size_t names = 0;
+	for (size_t k = 0; k < n; k++)
+		if (k == 0 || b->v[order[k]].name != b->v[order[k - 1]].name)
+			names += strlen(b->pool + b->v[order[k]].name) + 1;
 	int wide = top - base > UINT32_MAX;
 	t->base = base;
 	t->len = malloc((n ? n : 1) * sizeof(*t->len));
 	t->name = malloc((n ? n : 1) * sizeof(*t->name));
 	/* Adopt the builder's pool when nearly every name in it is kept (kallsyms, most ELF
-	 * files): no second copy of the names at the peak. Else compact. */
+	 * files): no second copy of the names at the peak. Else copy each kept name once. */
 	int adopt = b->pool && names >= b->pool_len / 10 * 9;
 	if (adopt) {
 		t->pool = b->pool;
@@ -263,30 +416,37 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 		t->off = malloc((n ? n : 1) * sizeof(*t->off));
 	if (b->has_tags)
 		t->tag = malloc((n ? n : 1) * sizeof(*t->tag));
-	if (!t->len || !t->name || !t->pool || (wide ? !t->addr64 : !t->off) || (b->has_tags && !t->tag))
+	if (!t->len || !t->name || !t->pool || (wide ? !t->addr64 : !t->off) || (b->has_tags && !t->tag)) {
+		free(order);
 		goto oom;
+	}
 	size_t p = 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct sym_stb_entry *e = &b->v[order[k]];
+		if (adopt) {
+			t->name[order[k]] = e->name;
+		} else if (k && e->name == b->v[order[k - 1]].name) {
+			t->name[order[k]] = t->name[order[k - 1]];
+		} else {
+			size_t l = strlen(b->pool + e->name) + 1;
+			memcpy(t->pool + p, b->pool + e->name, l);
+			t->name[order[k]] = (uint32_t)p;
+			p += l;
+		}
+	}
+	free(order);
 	uint64_t reach = 0; /* the furthest end of the symbols so far */
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_stb_entry *e = &b->v[i];
-		uint64_t size = e->size;
 		if (wide)
 			t->addr64[i] = e->addr;
 		else
 			t->off[i] = (uint32_t)(e->addr - base);
-		t->len[i] = (uint32_t)size | (i && reach > e->addr ? SYM_LEN_NESTED : 0);
-		if (e->addr + size > reach)
-			reach = e->addr + size;
+		t->len[i] = e->size | (i && reach > e->addr ? SYM_LEN_NESTED : 0);
+		if (end_of(e) > reach)
+			reach = end_of(e);
 		if (t->tag)
 			t->tag[i] = e->tag;
-		if (adopt) {
-			t->name[i] = e->name;
-		} else {
-			size_t l = strlen(b->pool + e->name) + 1;
-			memcpy(t->pool + p, b->pool + e->name, l);
-			t->name[i] = (uint32_t)p;
-			p += l;
-		}
 	}
 	t->pool_len = adopt ? b->pool_len : p;
 	p = t->pool_len;

@@ -51,20 +51,45 @@ struct sym_stb_entry {     /* 24 bytes: the builder's peak memory is n times thi
 struct sym_stb {
 	struct sym_stb_entry *v;
 	size_t n, cap;
-	char *pool;
+	char *pool;         /* names, each stored once (interned) and NUL-terminated */
 	size_t pool_len, pool_cap;
-	size_t max_entries;   /* further adds are ignored (bounded memory); 0 = 16M */
+	uint32_t *slots;    /* open-addressing index of pool: name offset + 1, 0 = empty */
+	size_t nslots, nnames; /* slots (a power of two), distinct names in them */
+	size_t max_entries;   /* further adds are ignored and `over` set; 0 = 16M */
+	/* Bytes the build may hold: its own arrays and whatever a reader charged for input it
+	 * keeps during the build (sym_stb_charge). An add past it is dropped and sets `over`;
+	 * 0 = unlimited. A hostile file must not turn a small strtab into a huge pool. */
+	size_t budget;
+	size_t charged;
+	int over;             /* an add was dropped (budget or max_entries): roll the source back */
 	uint64_t zero_size_max; /* an unsized symbol extends to the next one, at most this far; 0 = 64 KiB */
 	int has_tags;
 };
 
+/* Where a builder stood before a source was added: sym_stb_rollback() drops what came after. */
+struct sym_stb_mark {
+	size_t n, pool_len, charged;
+};
+
 void sym_stb_init(struct sym_stb *b);
 void sym_stb_free(struct sym_stb *b);
-/* Copies name[0..name_len) (no NUL needed). Empty names are ignored. -1 only on allocation failure. */
+/* Copies name[0..name_len) (no NUL needed) unless the pool has it already. Empty names are
+ * ignored; an add over the budget or max_entries is dropped and sets b->over. -1 only on
+ * allocation failure. */
 NP_MUST_CHECK int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *name, size_t name_len,
                               unsigned rank, uint16_t tag, struct np_err *err);
+/* Bytes the builder holds now, its charges included. */
+size_t sym_stb_bytes(const struct sym_stb *b);
+/* Charges bytes of input the caller holds during the build against the budget: -1 (and
+ * b->over set) when they do not fit, and then nothing is charged. */
+int sym_stb_charge(struct sym_stb *b, size_t bytes);
+void sym_stb_uncharge(struct sym_stb *b, size_t bytes);
+struct sym_stb_mark sym_stb_mark(const struct sym_stb *b);
+/* Drops every symbol, name and charge added since mark and clears b->over. */
+void sym_stb_rollback(struct sym_stb *b, const struct sym_stb_mark *mark);
+
 /* Sorts, resolves duplicates and overlaps, and compacts into *out (which the caller frees
- * with sym_symtab_free). The builder is emptied. An empty builder gives a table with n = 0. */
+ * with sym_symtab_free; symbols that share a name share its bytes). The builder is emptied. An empty builder gives a table with n = 0. */
 NP_MUST_CHECK int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab **out,
                                  struct np_err *err);
 

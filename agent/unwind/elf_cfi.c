@@ -13,7 +13,7 @@
 
 Elf *unw_elf_begin_fd(int fd)
 {
-	return sym_elf_begin_fd_cmd(fd, ELF_C_READ);
+	return sym_elf_begin_fd(fd); /* pread, counts checked */
 }
 
 static int take(size_t *budget, size_t bytes, const char *what, struct np_err *err)

@@ -11,6 +11,7 @@
 #include "agent/symbols/elf_file.h"
 #include "agent/symbols/gopclntab.h"
 #include "agent/symbols/symbolizer.h"
+#include "agent/util/log.h"
 
 static char dir[64];
 
@@ -33,20 +34,21 @@ static void in_memory(const uint8_t *data, size_t size)
 			struct np_err err;
 			size_t n;
 			sym_stb_init(&b);
+			b.budget = 4 << 20;
 			if (sym_elf_add_symbols(e, SHT_SYMTAB, &b, &n, &err) == 0 &&
 			    sym_elf_add_symbols(e, SHT_DYNSYM, &b, &n, &err) == 0) {
 				size_t len;
-				const uint8_t *p = sym_elf_section(e, ".gopclntab", &len, NULL);
+				const uint8_t *p = sym_elf_section(e, ".gopclntab", 1 << 20, &len, NULL);
 				if (p && sym_gopclntab_add(p, len, info.text_start, &b, &n, &err) < 0)
 					abort();
-				const void *xz = sym_elf_section(e, ".gnu_debugdata", &len, NULL);
+				const void *xz = sym_elf_section(e, ".gnu_debugdata", 1 << 20, &len, NULL);
 				if (xz) {
 					size_t out_len;
-					int oom;
+					enum sym_xz_status oom;
 					free(sym_xz_decode(xz, len, 1 << 20, &out_len, &oom));
 				}
 				uint64_t v, sz;
-				(void)sym_elf_find_symbol(e, "runtime.pclntab", &v, &sz);
+				(void)sym_elf_find_symbol(e, "runtime.pclntab", 1 << 20, &v, &sz);
 				struct sym_symtab *t;
 				if (sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err) == 0) {
 					for (size_t i = 0; i < info.nloads; i++)
@@ -65,6 +67,7 @@ static void in_memory(const uint8_t *data, size_t size)
 static void as_file(const uint8_t *data, size_t size)
 {
 	if (!dir[0]) {
+		np_log_set_level(NP_ERROR); /* refusals are expected here: keep the output for findings */
 		strcpy(dir, "/tmp/np-fuzz-elf-XXXXXX");
 		if (!mkdtemp(dir))
 			abort();

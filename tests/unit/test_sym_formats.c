@@ -16,6 +16,7 @@
 
 #include "agent/symbols/debugfile.h"
 #include "agent/symbols/demangle.h"
+#include "agent/symbols/elf_file.h"
 #include "agent/symbols/gopclntab.h"
 
 /* ---- a pclntab writer ---- */
@@ -279,6 +280,51 @@ static void demangle_simplified_keeps_operators(void **state)
 	free(s);
 }
 
+/* ---- ELF images: counts checked before libelf allocates for them ---- */
+
+/* A little-endian ELF64 header with section headers at 64 and section 0 after it. */
+static void elf_header(uint8_t *img, uint16_t shnum, uint16_t phnum, uint64_t s0_size, uint32_t s0_info)
+{
+	memset(img, 0, 128);
+	memcpy(img, "\177ELF\2\1\1", 7);
+	img[16] = 3;  /* ET_DYN */
+	img[18] = 62; /* EM_X86_64 */
+	img[20] = 1;
+	uint64_t shoff = 64;
+	memcpy(img + 40, &shoff, 8);
+	img[52] = 64;           /* e_ehsize */
+	img[54] = 56;           /* e_phentsize */
+	memcpy(img + 56, &phnum, 2);
+	img[58] = 64;           /* e_shentsize */
+	memcpy(img + 60, &shnum, 2);
+	memcpy(img + 64 + 32, &s0_size, 8);
+	memcpy(img + 64 + 44, &s0_info, 4);
+}
+
+static void elf_counts_checked_before_libelf(void **state)
+{
+	static uint8_t img[128];
+	elf_header(img, 1, 0, 0, 0);
+	Elf *e = sym_elf_begin_mem(img, sizeof(img));
+	assert_non_null(e); /* one (null) section: fine */
+	elf_end(e);
+	/* Extended numbering: section 0's sh_size claims a million sections (libelf would
+	 * allocate a descriptor for each). */
+	elf_header(img, 0, 0, 1000000, 0);
+	assert_null(sym_elf_begin_mem(img, sizeof(img)));
+	elf_header(img, 0, 0, SYM_ELF_MAX_SECTIONS, 0);
+	e = sym_elf_begin_mem(img, sizeof(img)); /* at the bound: libelf decides (too few headers) */
+	if (e)
+		elf_end(e);
+	/* PN_XNUM: section 0's sh_info holds the segment count. */
+	elf_header(img, 1, 0xffff, 0, 100000);
+	assert_null(sym_elf_begin_mem(img, sizeof(img)));
+	/* Truncated headers and other classes. */
+	assert_null(sym_elf_begin_mem(img, 40));
+	img[4] = 3;
+	assert_null(sym_elf_begin_mem(img, sizeof(img)));
+}
+
 /* ---- MiniDebugInfo decompression and debuglink CRC ---- */
 
 static void xz_round_trip_and_limits(void **state)
@@ -290,7 +336,7 @@ static void xz_round_trip_and_limits(void **state)
 	                                         &xz_len, sizeof(xz)),
 	                 LZMA_OK);
 	size_t out_len;
-	int oom;
+	enum sym_xz_status oom;
 	unsigned char *out = sym_xz_decode(xz, xz_len, 1 << 20, &out_len, &oom);
 	assert_non_null(out);
 	assert_int_equal(out_len, sizeof(payload));
@@ -298,13 +344,16 @@ static void xz_round_trip_and_limits(void **state)
 	free(out);
 	/* Over the output bound: refused. */
 	assert_null(sym_xz_decode(xz, xz_len, 8, &out_len, &oom));
-	assert_int_equal(oom, 0);
-	/* Truncated and corrupted streams: refused, no crash. */
-	for (size_t cut = 0; cut < xz_len; cut++)
+	assert_int_equal(oom, SYM_XZ_TOO_BIG);
+	/* Truncated and corrupted streams: refused as invalid, no crash. */
+	for (size_t cut = 0; cut < xz_len; cut++) {
 		assert_null(sym_xz_decode(xz, cut, 1 << 20, &out_len, &oom));
+		assert_int_equal(oom, SYM_XZ_INVALID);
+	}
 	xz[xz_len / 2] ^= 0x55;
 	assert_null(sym_xz_decode(xz, xz_len, 1 << 20, &out_len, &oom));
 	assert_null(sym_xz_decode("not xz", 6, 1 << 20, &out_len, &oom));
+	assert_int_equal(oom, SYM_XZ_INVALID);
 }
 
 static void debuglink_crc_is_zlib_crc32(void **state)
@@ -314,8 +363,10 @@ static void debuglink_crc_is_zlib_crc32(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "123456789", 9), 9);
 	uint32_t crc;
-	assert_int_equal(sym_crc32_fd(fd, &crc), 0);
+	assert_int_equal(sym_crc32_fd(fd, 9, &crc), 0);
 	assert_true(crc == 0xcbf43926u); /* the CRC-32/ISO-HDLC check value */
+	/* A file shorter than it was when checked (truncated meanwhile): an error, not a CRC. */
+	assert_int_equal(sym_crc32_fd(fd, 10, &crc), -1);
 	close(fd);
 	unlink(path);
 }
@@ -327,6 +378,7 @@ int main(void)
 		cmocka_unit_test(gopclntab_rejects_garbage),
 		cmocka_unit_test(demangle_modes_match_spec),
 		cmocka_unit_test(demangle_simplified_keeps_operators),
+		cmocka_unit_test(elf_counts_checked_before_libelf),
 		cmocka_unit_test(xz_round_trip_and_limits),
 		cmocka_unit_test(debuglink_crc_is_zlib_crc32),
 	};

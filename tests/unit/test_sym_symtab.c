@@ -146,8 +146,97 @@ static void max_entries_bounds_memory(void **state)
 	b.max_entries = 10;
 	for (int i = 0; i < 100; i++)
 		add(&b, 0x1000 + (uint64_t)i * 0x10, 0x10, "f", SYM_BIND_GLOBAL);
+	assert_true(b.over); /* the dropped adds are visible */
 	assert_int_equal(sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err), 0);
 	assert_int_equal(t->n, 10);
+	sym_symtab_free(t);
+}
+
+/* A small string table can name many symbols with long, equal names: they are stored once. */
+static void equal_names_are_stored_once(void **state)
+{
+	static char name[4001];
+	memset(name, 'N', 4000);
+	struct sym_stb b;
+	struct sym_symtab *t;
+	struct np_err err;
+	sym_stb_init(&b);
+	for (int i = 0; i < 100000; i++)
+		add(&b, 0x1000 + (uint64_t)i * 16, 16, name, SYM_BIND_GLOBAL);
+	add(&b, 0x10, 4, "other", SYM_BIND_GLOBAL);
+	assert_int_equal(b.pool_len, 4001 + 6);
+	assert_int_equal(sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err), 0);
+	assert_int_equal(t->n, 100001);
+	assert_int_equal(t->pool_len, 4001 + 6);
+	assert_string_equal(lookup(t, 0x1000 + 99999 * 16), name);
+	assert_string_equal(lookup(t, 0x12), "other");
+	sym_symtab_free(t);
+}
+
+/* Over its budget the builder drops the add and says so; a rollback returns it to the mark
+ * (names, index and charges), after which it works as before. */
+static void budget_refuses_and_rollback_restores(void **state)
+{
+	struct sym_stb b;
+	struct sym_symtab *t;
+	struct np_err err;
+	char name[600];
+	sym_stb_init(&b);
+	b.budget = 64 << 10;
+	add(&b, 0x100, 8, "kept_a", SYM_BIND_GLOBAL);
+	add(&b, 0x200, 8, "kept_b", SYM_BIND_GLOBAL);
+	assert_int_equal(sym_stb_charge(&b, 1000), 0);
+	struct sym_stb_mark m = sym_stb_mark(&b);
+	int i;
+	for (i = 0; i < 1000 && !b.over; i++) {
+		snprintf(name, sizeof(name), "%0500d", i); /* distinct 500-byte names */
+		add(&b, 0x1000 + (uint64_t)i * 16, 16, name, SYM_BIND_GLOBAL);
+	}
+	assert_true(b.over);
+	assert_true(i > 10 && i < 1000);
+	assert_true(sym_stb_bytes(&b) <= b.budget);
+	assert_int_equal(sym_stb_charge(&b, 1 << 20), -1); /* a charge that does not fit is not taken */
+	sym_stb_rollback(&b, &m);
+	assert_false(b.over);
+	assert_int_equal(b.n, 2);
+	assert_int_equal(b.charged, 1000);
+	assert_int_equal(b.pool_len, strlen("kept_a") + strlen("kept_b") + 2);
+	add(&b, 0x300, 8, "kept_a", SYM_BIND_GLOBAL); /* still found in the rebuilt index */
+	assert_int_equal(b.pool_len, strlen("kept_a") + strlen("kept_b") + 2);
+	add(&b, 0x400, 8, "kept_c", SYM_BIND_GLOBAL);
+	sym_stb_uncharge(&b, 1000);
+	assert_int_equal(b.charged, 0);
+	assert_int_equal(sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err), 0);
+	assert_int_equal(t->n, 4);
+	assert_string_equal(lookup(t, 0x100), "kept_a");
+	assert_string_equal(lookup(t, 0x300), "kept_a");
+	assert_string_equal(lookup(t, 0x400), "kept_c");
+	assert_null(lookup(t, 0x1000));
+	sym_symtab_free(t);
+}
+
+/* When most names are dropped (duplicates at one address), the table copies each kept name
+ * once, also when many symbols share it. */
+static void compaction_copies_shared_names_once(void **state)
+{
+	struct sym_stb b;
+	struct sym_symtab *t;
+	struct np_err err;
+	char name[300];
+	sym_stb_init(&b);
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "%0200d", i);
+		add(&b, 0x10, 4, name, i == 7 ? SYM_BIND_GLOBAL : SYM_BIND_LOCAL);
+	}
+	for (int i = 0; i < 50; i++)
+		add(&b, 0x1000 + (uint64_t)i * 16, 16, "shared", SYM_BIND_GLOBAL);
+	assert_int_equal(sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err), 0);
+	assert_int_equal(t->n, 51);
+	assert_int_equal(t->pool_len, 201 + 7);
+	snprintf(name, sizeof(name), "%0200d", 7);
+	assert_string_equal(lookup(t, 0x10), name);
+	for (int i = 0; i < 50; i++)
+		assert_string_equal(lookup(t, 0x1000 + (uint64_t)i * 16 + 3), "shared");
 	sym_symtab_free(t);
 }
 
@@ -378,6 +467,9 @@ int main(void)
 		cmocka_unit_test(wide_address_ranges),
 		cmocka_unit_test(empty_builder_gives_empty_table),
 		cmocka_unit_test(max_entries_bounds_memory),
+		cmocka_unit_test(equal_names_are_stored_once),
+		cmocka_unit_test(budget_refuses_and_rollback_restores),
+		cmocka_unit_test(compaction_copies_shared_names_once),
 		cmocka_unit_test(newest_policy_matches_simulation),
 		cmocka_unit_test(parses_perf_maps),
 		cmocka_unit_test(perf_map_limits),
