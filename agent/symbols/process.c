@@ -11,6 +11,7 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "agent/symbols/perfmap.h"
+#include "agent/util/procfs_text.h"
 
 #define MAX_ROOTS 512          /* container roots held open at once */
 #define MAX_SNAPSHOTS 4        /* exec generations remembered per process */
@@ -161,21 +162,7 @@ static uint32_t read_nspid(struct symbolizer *s, uint32_t pid)
 	char *txt = sym_read_small(s->proc_fd, p, 1 << 16, &len, &trunc);
 	if (!txt)
 		return 0;
-	uint32_t ns = 0;
-	const char *l = strstr(txt, "\nNSpid:");
-	if (l) {
-		l += 7;
-		const char *eol = strchr(l, '\n');
-		if (!eol)
-			eol = l + strlen(l);
-		/* The last number is the pid in the innermost namespace. */
-		const char *last = NULL;
-		for (const char *q = l; q < eol; q++)
-			if ((*q >= '0' && *q <= '9') && (q == l || q[-1] == ' ' || q[-1] == '\t'))
-				last = q;
-		if (last)
-			ns = (uint32_t)strtoul(last, NULL, 10);
-	}
+	uint32_t ns = np_procfs_status_nspid(txt, len);
 	free(txt);
 	return ns;
 }
