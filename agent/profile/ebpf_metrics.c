@@ -21,6 +21,8 @@ enum {
 	C_UNW_LOADS,
 	C_UNW_EVICTIONS,
 	C_UNW_FAILURES,
+	C_EVENTS_LOST,
+	C_ALLOW_FAILURES,
 	NCOUNTERS
 };
 enum {
@@ -38,8 +40,13 @@ enum {
 	G_UNW_BYTES,
 	G_UNW_KEYS,
 	G_UNW_PROCS,
+	G_PROC_BYTES,
 	NGAUGES
 };
+
+/* nodeprof_process_limits_total{reason}: the symbolizer's reasons, then the profiler's. */
+#define LIMIT_CGROUPS SYM_LIMIT_N
+#define NLIMITS (SYM_LIMIT_N + 1)
 
 /* The BPF counters exported with a label: how user stack walks ended, how frames were stepped
  * and why a frame fell back to frame pointers. */
@@ -87,6 +94,8 @@ struct np_ebpf_metrics {
 	struct np_series *counters[NCOUNTERS], *gauges[NGAUGES], *bpf[NLABELED];
 	uint64_t last[NCOUNTERS]; /* the engine's values at the previous update */
 	uint64_t last_bpf[NLABELED];
+	struct np_series *limits[NLIMITS];
+	uint64_t last_limits[NLIMITS];
 	double gauge_share[NGAUGES]; /* what this instance added to each gauge */
 	pthread_mutex_t lock;
 };
@@ -201,6 +210,22 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 		      np_metrics_gauge(reg, "nodeprof_unwind_processes",
 				       "Processes whose mappings the unwinder knows.", NULL, err),
 		      err)) ||
+	    !(m->counters[C_EVENTS_LOST] = series0(
+		      np_metrics_counter(reg, "nodeprof_ebpf_process_events_lost_total",
+					 "Process events (new, exec, exit, maps and unwind table requests) the BPF "
+					 "program dropped because the ring buffer to user space was full.",
+					 NULL, err),
+		      err)) ||
+	    !(m->counters[C_ALLOW_FAILURES] = series0(
+		      np_metrics_counter(reg, "nodeprof_ebpf_allow_list_failures_total",
+					 "Updates of the BPF sampling allow-list that failed (a full map); the list "
+					 "is reconciled with the kernel's at every rescan until one succeeds.",
+					 NULL, err),
+		      err)) ||
+	    !(m->gauges[G_PROC_BYTES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_process_state_bytes",
+				       "Bytes of per-process state (mapping snapshots, perf maps); bounded.", NULL, err),
+		      err)) ||
 	    !(m->gauges[G_ACTIVE] = series0(
 		      np_metrics_gauge(reg, "pyroscope_ebpf_active_targets",
 				       "Current number of active targets being tracked by the ebpf component", NULL, err),
@@ -227,6 +252,21 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 		const char *names[] = { label, NULL }, *values[] = { labeled[i].label, NULL };
 		struct np_metric *mt = np_metrics_counter(reg, labeled[i].metric, help, names, err);
 		if (!mt || !(m->bpf[i] = np_metric_series(mt, values, err))) {
+			pthread_mutex_destroy(&m->lock);
+			free(m);
+			return np_err_wrap(err, "pyroscope.ebpf metrics");
+		}
+	}
+	for (size_t i = 0; i < NLIMITS; i++) {
+		static const char *const names[] = { "reason", NULL };
+		const char *values[] = { i == LIMIT_CGROUPS ? "cgroups" : sym_limit_name((enum sym_limit)i), NULL };
+		struct np_metric *mt = np_metrics_counter(
+			reg, "nodeprof_process_limits_total",
+			"Per-process state refused at a bound, by reason: processes (too many tracked), "
+			"process_bytes (byte budget), maps (a process's mappings), perf_map (a perf map file), "
+			"cgroups (cgroup directories walked).",
+			names, err);
+		if (!mt || !(m->limits[i] = np_metric_series(mt, values, err))) {
 			pthread_mutex_destroy(&m->lock);
 			free(m);
 			return np_err_wrap(err, "pyroscope.ebpf metrics");
@@ -274,14 +314,21 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					  st->recovered_callers,
 					  st->unwind.tables.loads,
 					  st->unwind.tables.evictions,
-					  st->unwind.tables.failures };
+					  st->unwind.tables.failures,
+					  st->bpf[NP_LOST_PROC_EVENTS],
+					  st->allow_failures };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
 					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,
 					 (double)st->counts_entries,	  (double)st->counts_capacity,
 					 (double)st->stacks_entries,	  (double)st->stacks_capacity,
 					 (double)st->unwind.tables.loaded, (double)st->unwind.bpf_bytes,
-					 (double)st->unwind.mapping_keys, (double)st->unwind.processes };
+					 (double)st->unwind.mapping_keys, (double)st->unwind.processes,
+					 (double)st->symbols.process_bytes };
+	uint64_t limits[NLIMITS];
+
+	memcpy(limits, st->symbols.limits, sizeof(st->symbols.limits));
+	limits[LIMIT_CGROUPS] = st->cgroups_limited;
 
 	pthread_mutex_lock(&m->lock);
 	for (int i = 0; i < NCOUNTERS; i++) {
@@ -296,6 +343,10 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 		uint64_t v = st->bpf[labeled[i].stat];
 		np_series_add(m->bpf[i], (double)(v >= m->last_bpf[i] ? v - m->last_bpf[i] : v));
 		m->last_bpf[i] = v;
+	}
+	for (size_t i = 0; i < NLIMITS; i++) {
+		np_series_add(m->limits[i], (double)(limits[i] >= m->last_limits[i] ? limits[i] - m->last_limits[i] : limits[i]));
+		m->last_limits[i] = limits[i];
 	}
 	pthread_mutex_unlock(&m->lock);
 }
