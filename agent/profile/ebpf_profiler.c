@@ -292,6 +292,7 @@ static void apply_allow(struct np_ebpf_profiler *p, struct allow_scan *a)
 		       "(logged once; counted in nodeprof_ebpf_allow_list_failures_total)", "component_id", p->name,
 		       "failed_updates", NP_LOG_INT(failed), "error", why.msg, NULL);
 	} else if (!failed && p->allow_dirty) {
+		p->allow_failure_logged = 0; /* logged once per episode */
 		np_log(NP_INFO, "pyroscope.ebpf", "the sampling allow-list is in step again", "component_id", p->name,
 		       "stale_entries_removed", NP_LOG_INT(removed), NULL);
 	}
