@@ -9,69 +9,84 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
+#include "agent/util/file.h"
+
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo octal. Decodes in place. */
-static void unescape_octal(char *s)
+/* mountinfo escapes space, tab, newline and backslash as \ooo octal. Decodes s[0..n) into
+ * out (cap bytes with the NUL); 0 when it does not fit or would hold a NUL. */
+static int unescape_octal(const char *s, size_t n, char *out, size_t cap)
 {
-	char *w = s;
+	size_t w = 0;
 
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-		    r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+	for (size_t r = 0; r < n; r++) {
+		char c = s[r];
+		if (c == '\\' && n - r > 3 && s[r + 1] >= '0' && s[r + 1] <= '3' &&
+		    s[r + 2] >= '0' && s[r + 2] <= '7' && s[r + 3] >= '0' && s[r + 3] <= '7') {
+			c = (char)((s[r + 1] - '0') * 64 + (s[r + 2] - '0') * 8 + (s[r + 3] - '0'));
 			r += 3;
-		} else {
-			*w++ = *r;
 		}
+		if (c == '\0' || w + 1 >= cap)
+			return 0;
+		out[w++] = c;
 	}
-	*w = '\0';
+	out[w] = '\0';
+	return 1;
 }
 
-/* Splits one mountinfo line into its space-separated fields (in place). */
-static size_t split_fields(char *line, char **fields, size_t max)
+#define MAX_FIELDS 64
+
+int np_cgroup2_mount_parse(const char *text, size_t len, struct np_cgroup2_mount *out)
 {
-	size_t n = 0;
-	char *save = NULL;
+	size_t pos = 0;
 
-	for (char *tok = strtok_r(line, " ", &save); tok && n < max; tok = strtok_r(NULL, " ", &save))
-		fields[n++] = tok;
-	return n;
+	while (pos < len) {
+		const char *line = text + pos, *eol = memchr(line, '\n', len - pos);
+		size_t ll = eol ? (size_t)(eol - line) : len - pos, n = 0, dash;
+		const char *f[MAX_FIELDS];
+		size_t fl[MAX_FIELDS];
+
+		pos += ll + 1;
+		/* id parent major:minor root mountpoint options [optional...] - fstype source super */
+		for (size_t i = 0; i < ll && n < MAX_FIELDS;) {
+			while (i < ll && line[i] == ' ')
+				i++;
+			if (i == ll)
+				break;
+			size_t start = i;
+			while (i < ll && line[i] != ' ')
+				i++;
+			f[n] = line + start;
+			fl[n++] = i - start;
+		}
+		for (dash = 6; dash < n && !(fl[dash] == 1 && f[dash][0] == '-'); dash++)
+			;
+		if (n < 7 || dash + 1 >= n || fl[dash + 1] != 7 || memcmp(f[dash + 1], "cgroup2", 7) != 0)
+			continue;
+		if (!unescape_octal(f[3], fl[3], out->root, sizeof(out->root)) ||
+		    !unescape_octal(f[4], fl[4], out->dir, sizeof(out->dir)))
+			continue;
+		return 1;
+	}
+	return 0;
 }
+
+/* /proc/self/mountinfo grows with the mounts of this namespace; this is far above a busy node's. */
+#define MOUNTINFO_MAX (16u << 20)
 
 int np_cgroup2_find_mount(const char *mountinfo_path, struct np_cgroup2_mount *out, struct np_err *err)
 {
 	const char *path = mountinfo_path ? mountinfo_path : "/proc/self/mountinfo";
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t cap = 0;
-	int found = 0;
+	size_t len;
+	char *text = np_read_file(path, MOUNTINFO_MAX, &len, err);
+	int found;
 
-	if (!f)
-		return np_errno(err, "open %s", path);
-	while (!found && getline(&line, &cap, f) >= 0) {
-		char *fields[64];
-		size_t n, dash;
-
-		line[strcspn(line, "\n")] = '\0';
-		n = split_fields(line, fields, sizeof(fields) / sizeof(fields[0]));
-		/* id parent major:minor root mountpoint options [optional...] - fstype source super */
-		for (dash = 6; dash < n && strcmp(fields[dash], "-") != 0; dash++)
-			;
-		if (n < 7 || dash + 1 >= n || strcmp(fields[dash + 1], "cgroup2") != 0)
-			continue;
-		unescape_octal(fields[3]);
-		unescape_octal(fields[4]);
-		if (strlen(fields[3]) >= sizeof(out->root) || strlen(fields[4]) >= sizeof(out->dir))
-			continue;
-		strcpy(out->root, fields[3]);
-		strcpy(out->dir, fields[4]);
-		found = 1;
-	}
-	free(line);
-	fclose(f);
+	if (!text)
+		return -1;
+	found = np_cgroup2_mount_parse(text, len, out);
+	free(text);
 	if (!found) {
 		np_errf(err, "no cgroup2 mount in %s", path);
 		err->code = ENOENT;

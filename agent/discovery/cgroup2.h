@@ -19,6 +19,10 @@ struct np_cgroup2_mount {
 	char root[PATH_MAX]; /* the cgroup shown at dir, "/" unless a sub-tree is bind-mounted */
 };
 
+/* The first cgroup2 mount in a mountinfo text (not NUL-terminated): 1 when found, else 0.
+ * Lines that are not mountinfo-shaped, or whose paths do not fit, are skipped. */
+int np_cgroup2_mount_parse(const char *text, size_t len, struct np_cgroup2_mount *out);
+
 /* The first cgroup2 mount in a mountinfo file (NULL means /proc/self/mountinfo).
  * Fails with code ENOENT when there is none (a v1-only host). */
 NP_MUST_CHECK int np_cgroup2_find_mount(const char *mountinfo_path, struct np_cgroup2_mount *out, struct np_err *err);

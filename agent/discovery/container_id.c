@@ -75,21 +75,19 @@ static int segment_id(const char *s, size_t n, char id[NP_CONTAINER_ID_LEN + 1])
 
 int np_container_id_from_path(const char *path, size_t len, char id[NP_CONTAINER_ID_LEN + 1])
 {
-	size_t end = len;
+	size_t start = 0;
 
 	id[0] = '\0';
-	/* Segments from the last '/' backwards; the empty text before a leading '/' is a
-	 * segment too but can never be an ID. */
-	while (1) {
-		size_t start = end;
-		while (start > 0 && path[start - 1] != '/')
-			start--;
+	/* Segments from the first: the outermost container level is the one its runtime
+	 * created; whatever lies below it (a delegated subtree) the container itself made. */
+	while (start <= len) {
+		const char *slash = memchr(path + start, '/', len - start);
+		size_t end = slash ? (size_t)(slash - path) : len;
 		if (segment_id(path + start, end - start, id))
 			return 1;
-		if (start == 0)
-			return 0;
-		end = start - 1;
+		start = end + 1;
 	}
+	return 0;
 }
 
 /* A line split as hier:controllers:path. Returns 0 when the line is not cgroup-shaped. */

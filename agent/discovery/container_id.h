@@ -5,8 +5,13 @@
  * containerd and CRI-O under Kubernetes with either driver, podman, kind, nested
  * docker, cgroup v1, v2 and hybrid hosts) while refusing conmon monitor scopes:
  *   - lines are "hier:controllers:path" with a numeric hier; anything else is ignored;
- *   - a path's segments are tried from the last to the first, so nested setups give
- *     the innermost container;
+ *   - a path's segments are tried from the first to the last: the outermost container
+ *     level is the one a runtime created, and everything below it is the container's
+ *     own (a pod with a writable cgroup subtree can create "docker-<other id>.scope"
+ *     there and must not be taken for that other container). Nested setups (docker
+ *     in docker, kind seen from the host's cgroup namespace) therefore give the outer
+ *     container, as the host's runtime knows it; seen from inside its own cgroup
+ *     namespace, a kind node's pods give their own IDs;
  *   - an ID on the unified ("0::") line wins; otherwise the first v1 line with one.
  * Only 64 lowercase hex characters count as an ID (ECS task IDs do not).
  *
@@ -31,7 +36,7 @@ enum np_cid_origin {
 	NP_CID_V1,	/* a cgroup v1 controller line */
 };
 
-/* The ID in one cgroup path, walking its segments from the last to the first.
+/* The ID in one cgroup path: its outermost segment that names a container.
  * Writes NUL-terminated hex into id and returns 1, or returns 0 (id = ""). */
 int np_container_id_from_path(const char *path, size_t len, char id[NP_CONTAINER_ID_LEN + 1]);
 

@@ -12,10 +12,13 @@
 
 #include "agent/discovery/container_id.h"
 #include "agent/discovery/target.h"
+#include "agent/util/file.h"
 #include "agent/util/log.h"
+#include "agent/util/procfs_text.h"
 #include "agent/util/strbuf.h"
 
 #define LINK_MAX_BYTES (64 * 1024) /* procfs links are d_path()s: at most a page in practice */
+#define STATUS_MAX_BYTES (64 * 1024) /* /proc/PID/status is about 1.5 KiB */
 
 void np_process_config_init(struct np_process_config *cfg)
 {
@@ -101,14 +104,13 @@ static int read_link(const char *path, struct np_buf *out, struct np_err *err)
 	}
 }
 
-/* /proc/PID/cmdline as gopsutil gives it: NUL-separated arguments, empty ones dropped,
- * joined with single spaces. Reads at most max bytes. */
+/* /proc/PID/cmdline joined as gopsutil joins it (procfs_text.h), at most max bytes read. */
 static int read_cmdline(const char *path, size_t max, struct np_buf *out, struct np_err *err)
 {
 	char chunk[4096];
 	size_t total = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int in_arg = 0, any = 0;
+	struct np_cmdline_join j = NP_CMDLINE_JOIN_INIT;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 
 	np_buf_reset(out);
 	if (fd < 0)
@@ -126,16 +128,7 @@ static int read_cmdline(const char *path, size_t max, struct np_buf *out, struct
 		if (n == 0)
 			break;
 		total += (size_t)n;
-		for (ssize_t i = 0; i < n; i++) {
-			if (chunk[i] == '\0') {
-				in_arg = 0;
-				continue;
-			}
-			if (!in_arg && any)
-				np_buf_putc(out, ' ');
-			in_arg = any = 1;
-			np_buf_putc(out, chunk[i]);
-		}
+		np_procfs_cmdline_feed(&j, chunk, (size_t)n, out);
 	}
 	close(fd);
 	if (out->failed) {
@@ -149,22 +142,14 @@ static int read_cmdline(const char *path, size_t max, struct np_buf *out, struct
 /* The real UID from the "Uid:" line of /proc/PID/status. */
 static int read_uid(const char *path, unsigned long *uid, struct np_err *err)
 {
-	FILE *f = fopen(path, "re");
-	char line[256];
-	int found = 0;
+	size_t len;
+	char *text = np_read_file(path, STATUS_MAX_BYTES, &len, err);
+	int found;
 
-	if (!f)
-		return np_errno(err, "open %s", path);
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "Uid:", 4) == 0) {
-			char *end;
-			errno = 0;
-			*uid = strtoul(line + 4, &end, 10);
-			found = end != line + 4 && errno == 0;
-			break;
-		}
-	}
-	fclose(f);
+	if (!text)
+		return -1;
+	found = np_procfs_status_uid(text, len, uid);
+	free(text);
 	if (!found)
 		return np_errf(err, "%s: no Uid line", path);
 	return 0;

@@ -89,6 +89,8 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
 		sum->active_targets += st.active_targets;
 		sum->allowed_cgroups += st.allowed_cgroups;
 		sum->allowed_pids += st.allowed_pids;
+		sum->allow_failures += st.allow_failures;
+		sum->cgroups_limited += st.cgroups_limited;
 		sum->bpf_samples += st.bpf_samples;
 		sum->bpf_lost += st.bpf_lost;
 		sum->recovered_callers += st.recovered_callers;
@@ -109,6 +111,9 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
 		sum->symbols.cached_files += st.symbols.cached_files;
 		sum->symbols.cached_symbols += st.symbols.cached_symbols;
 		sum->symbols.processes += st.symbols.processes;
+		sum->symbols.process_bytes += st.symbols.process_bytes;
+		for (int i = 0; i < SYM_LIMIT_N; i++)
+			sum->symbols.limits[i] += st.symbols.limits[i];
 		sum->symbols.lookups += st.symbols.lookups;
 		sum->symbols.unresolved += st.symbols.unresolved;
 		sum->pid_cache.entries += st.pid_cache.entries;

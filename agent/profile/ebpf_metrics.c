@@ -22,6 +22,8 @@ enum {
 	C_UNW_EVICTIONS,
 	C_UNW_FAILURES,
 	C_UNW_SWEPT,
+	C_EVENTS_LOST,
+	C_ALLOW_FAILURES,
 	NCOUNTERS
 };
 enum {
@@ -39,8 +41,13 @@ enum {
 	G_UNW_BYTES,
 	G_UNW_KEYS,
 	G_UNW_PROCS,
+	G_PROC_BYTES,
 	NGAUGES
 };
+
+/* nodeprof_process_limits_total{reason}: the symbolizer's reasons, then the profiler's. */
+#define LIMIT_CGROUPS SYM_LIMIT_N
+#define NLIMITS (SYM_LIMIT_N + 1)
 
 /* The BPF counters exported with a label: how user stack walks ended, how frames were stepped
  * and why a frame fell back to frame pointers. */
@@ -90,6 +97,8 @@ struct np_ebpf_metrics {
 	uint64_t last_bpf[NLABELED];
 	struct np_series *refused[SYM_REFUSED_N]; /* nodeprof_symbols_refused_total{reason} */
 	uint64_t last_refused[SYM_REFUSED_N];
+	struct np_series *limits[NLIMITS]; /* nodeprof_process_limits_total{reason} */
+	uint64_t last_limits[NLIMITS];
 	double gauge_share[NGAUGES]; /* what this instance added to each gauge */
 	pthread_mutex_t lock;
 };
@@ -97,6 +106,30 @@ struct np_ebpf_metrics {
 static struct np_series *series0(struct np_metric *m, struct np_err *err)
 {
 	return m ? np_metric_series(m, NULL, err) : NULL;
+}
+
+/* Registers a counter family labelled "reason", one series per reasons[i] into out[i]. */
+static int reason_family(struct np_metrics *reg, const char *metric, const char *help, const char *const *reasons,
+			 size_t n, struct np_series **out, struct np_err *err)
+{
+	static const char *const names[] = { "reason", NULL };
+	for (size_t i = 0; i < n; i++) {
+		const char *values[] = { reasons[i], NULL };
+		struct np_metric *mt = np_metrics_counter(reg, metric, help, names, err);
+		if (!mt || !(out[i] = np_metric_series(mt, values, err)))
+			return -1;
+	}
+	return 0;
+}
+
+/* Adds to each counter series what its running total grew by since last (a restarted total,
+ * smaller than last, counts from zero). */
+static void add_deltas(struct np_series **series, uint64_t *last, const uint64_t *now, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		np_series_add(series[i], (double)(now[i] >= last[i] ? now[i] - last[i] : now[i]));
+		last[i] = now[i];
+	}
 }
 
 int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, struct np_err *err)
@@ -210,6 +243,22 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 		      np_metrics_gauge(reg, "nodeprof_unwind_processes",
 				       "Processes whose mappings the unwinder knows.", NULL, err),
 		      err)) ||
+	    !(m->counters[C_EVENTS_LOST] = series0(
+		      np_metrics_counter(reg, "nodeprof_ebpf_process_events_lost_total",
+					 "Process events (new, exec, exit, maps and unwind table requests) the BPF "
+					 "program dropped because the ring buffer to user space was full.",
+					 NULL, err),
+		      err)) ||
+	    !(m->counters[C_ALLOW_FAILURES] = series0(
+		      np_metrics_counter(reg, "nodeprof_ebpf_allow_list_failures_total",
+					 "Updates of the BPF sampling allow-list that failed (a full map); the list "
+					 "is reconciled with the kernel's at every rescan until one succeeds.",
+					 NULL, err),
+		      err)) ||
+	    !(m->gauges[G_PROC_BYTES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_process_state_bytes",
+				       "Bytes of per-process state (mapping snapshots, perf maps); bounded.", NULL, err),
+		      err)) ||
 	    !(m->gauges[G_ACTIVE] = series0(
 		      np_metrics_gauge(reg, "pyroscope_ebpf_active_targets",
 				       "Current number of active targets being tracked by the ebpf component", NULL, err),
@@ -241,19 +290,26 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 			return np_err_wrap(err, "pyroscope.ebpf metrics");
 		}
 	}
-	for (int i = 0; i < SYM_REFUSED_N; i++) {
-		const char *names[] = { "reason", NULL }, *values[] = { sym_refusal_name((enum sym_refusal)i), NULL };
-		struct np_metric *mt = np_metrics_counter(
-			reg, "nodeprof_symbols_refused_total",
-			"Symbol sources of files refused for their size (table_bytes: over the per-table byte budget; "
-			"minidebuginfo: decompresses too large; debug_file: a debuglink candidate too large to check), "
-			"once per table build; the file's frames are then named from its other sources or as file+offset.",
-			names, err);
-		if (!mt || !(m->refused[i] = np_metric_series(mt, values, err))) {
-			pthread_mutex_destroy(&m->lock);
-			free(m);
-			return np_err_wrap(err, "pyroscope.ebpf metrics");
-		}
+	const char *refusals[SYM_REFUSED_N], *limit_names[NLIMITS];
+	for (int i = 0; i < SYM_REFUSED_N; i++)
+		refusals[i] = sym_refusal_name((enum sym_refusal)i);
+	for (int i = 0; i < SYM_LIMIT_N; i++)
+		limit_names[i] = sym_limit_name((enum sym_limit)i);
+	limit_names[LIMIT_CGROUPS] = "cgroups";
+	if (reason_family(reg, "nodeprof_symbols_refused_total",
+			  "Symbol sources of files refused for their size (table_bytes: over the per-table byte budget; "
+			  "minidebuginfo: decompresses too large; debug_file: a debuglink candidate too large to check), "
+			  "once per table build; the file's frames are then named from its other sources or as "
+			  "file+offset.",
+			  refusals, SYM_REFUSED_N, m->refused, err) ||
+	    reason_family(reg, "nodeprof_process_limits_total",
+			  "Per-process state refused at a bound, by reason: processes (too many tracked), "
+			  "process_bytes (byte budget), maps (a process's mappings), perf_map (a perf map file), "
+			  "cgroups (cgroup directories walked).",
+			  limit_names, NLIMITS, m->limits, err)) {
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return np_err_wrap(err, "pyroscope.ebpf metrics");
 	}
 	*out = m;
 	return 0;
@@ -298,20 +354,24 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					  st->unwind.tables.loads,
 					  st->unwind.tables.evictions,
 					  st->unwind.tables.failures,
-					  st->unwind.swept };
+					  st->unwind.swept,
+					  st->bpf[NP_LOST_PROC_EVENTS],
+					  st->allow_failures };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
 					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,
 					 (double)st->counts_entries,	  (double)st->counts_capacity,
 					 (double)st->stacks_entries,	  (double)st->stacks_capacity,
 					 (double)st->unwind.tables.loaded, (double)st->unwind.bpf_bytes,
-					 (double)st->unwind.mapping_keys, (double)st->unwind.processes };
+					 (double)st->unwind.mapping_keys, (double)st->unwind.processes,
+					 (double)st->symbols.process_bytes };
+	uint64_t limits[NLIMITS];
+
+	memcpy(limits, st->symbols.limits, sizeof(st->symbols.limits));
+	limits[LIMIT_CGROUPS] = st->cgroups_limited;
 
 	pthread_mutex_lock(&m->lock);
-	for (int i = 0; i < NCOUNTERS; i++) {
-		np_series_add(m->counters[i], (double)(now[i] >= m->last[i] ? now[i] - m->last[i] : now[i]));
-		m->last[i] = now[i];
-	}
+	add_deltas(m->counters, m->last, now, NCOUNTERS);
 	for (int i = 0; i < NGAUGES; i++) {
 		np_series_add(m->gauges[i], gauges[i] - m->gauge_share[i]);
 		m->gauge_share[i] = gauges[i];
@@ -321,10 +381,7 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 		np_series_add(m->bpf[i], (double)(v >= m->last_bpf[i] ? v - m->last_bpf[i] : v));
 		m->last_bpf[i] = v;
 	}
-	for (int i = 0; i < SYM_REFUSED_N; i++) {
-		uint64_t v = st->symbols.refused[i];
-		np_series_add(m->refused[i], (double)(v >= m->last_refused[i] ? v - m->last_refused[i] : v));
-		m->last_refused[i] = v;
-	}
+	add_deltas(m->refused, m->last_refused, st->symbols.refused, SYM_REFUSED_N);
+	add_deltas(m->limits, m->last_limits, limits, NLIMITS);
 	pthread_mutex_unlock(&m->lock);
 }

@@ -28,6 +28,9 @@
 /* cgroup trees are shallow (kubepods.slice/<qos>/<pod>/<container>/...); this bounds a
  * pathological one. */
 #define MAX_CGROUP_DEPTH 24
+/* A pod with a writable cgroup subtree can create directories without end: the walk
+ * visits at most this many per rescan (a 110-pod node has about a thousand). */
+#define MAX_CGROUP_DIRS 65536
 
 struct slot {
 	struct np_labels labels; /* copy of the target's profile labels */
@@ -60,6 +63,8 @@ struct np_ebpf_profiler {
 	char (*cgroup_container)[NP_CONTAINER_ID_LEN + 1]; /* per allowed cgroup id - 1 */
 	size_t cgroup_container_cap;
 	struct np_intern allowed_pids; /* key: u32 pid */
+	int allow_dirty;	       /* the last pass failed part way: the BPF map may differ from the lists */
+	int allow_failure_logged, cgroups_limit_logged;
 	struct np_intern slot_index;   /* key: u64 target fingerprint */
 	struct slot *slots;
 	size_t slots_cap;
@@ -107,6 +112,7 @@ struct allow_scan {
 	size_t cap;
 	struct np_intern found_containers; /* container IDs that have a cgroup of their own */
 	struct np_intern pids;
+	size_t dirs; /* cgroup directories visited; past MAX_CGROUP_DIRS the walk stops */
 };
 
 static int add_cgroup(struct allow_scan *a, uint64_t id, const char *container, struct np_err *err)
@@ -140,7 +146,7 @@ static int walk_cgroups(struct allow_scan *a, char *path, size_t root_len, size_
 	struct dirent *e;
 	int rc = 0;
 
-	if (depth > MAX_CGROUP_DEPTH)
+	if (depth > MAX_CGROUP_DEPTH || a->dirs > MAX_CGROUP_DIRS)
 		return 0;
 	d = opendir(path);
 	if (!d)
@@ -150,6 +156,8 @@ static int walk_cgroups(struct allow_scan *a, char *path, size_t root_len, size_
 		size_t n;
 		if (e->d_type != DT_DIR || e->d_name[0] == '.')
 			continue;
+		if (++a->dirs > MAX_CGROUP_DIRS)
+			break;
 		n = strlen(e->d_name);
 		if (len + 1 + n + 1 > PATH_MAX)
 			continue;
@@ -209,35 +217,86 @@ static void allow_scan_free(struct allow_scan *a)
 	free(a->containers);
 }
 
-/* Applies the difference between the old and the new allow-lists to the BPF map. */
-static int apply_allow(struct np_ebpf_profiler *p, struct allow_scan *a, struct np_err *err)
+/* Whether an allow-list key belongs to the lists of a scan (np_sampler_allow_prune). */
+static int allow_wanted(void *ud, uint64_t key)
+{
+	struct allow_scan *a = ud;
+
+	if (key & NP_ALLOW_PID_BIT) {
+		uint32_t pid = (uint32_t)key;
+		return np_intern_find(&a->pids, &pid, sizeof(pid)) != 0;
+	}
+	return np_intern_find(&a->cgroups, &key, sizeof(key)) != 0;
+}
+
+/* Adds the keys of `want` that `have` lacks (have NULL: all of them) and removes those of
+ * `have` that `want` lacks, going on past a failure (the first one is kept in err).
+ * Returns how many updates failed. */
+static size_t allow_diff(struct np_sampler *s, const struct allow_scan *want, const struct np_intern *have_cgroups,
+			 const struct np_intern *have_pids, struct np_err *err)
+{
+	size_t failed = 0;
+	struct np_err e;
+
+	for (uint32_t i = 1; i <= want->cgroups.n; i++) {
+		uint64_t id;
+		memcpy(&id, np_intern_key(&want->cgroups, i, NULL), sizeof(id));
+		if ((!have_cgroups || !np_intern_find(have_cgroups, &id, sizeof(id))) &&
+		    np_sampler_allow_cgroup(s, id, 1, failed ? &e : err))
+			failed++;
+	}
+	for (uint32_t i = 1; have_cgroups && i <= have_cgroups->n; i++) {
+		uint64_t id;
+		memcpy(&id, np_intern_key(have_cgroups, i, NULL), sizeof(id));
+		if (!np_intern_find(&want->cgroups, &id, sizeof(id)) && np_sampler_allow_cgroup(s, id, 0, failed ? &e : err))
+			failed++;
+	}
+	for (uint32_t i = 1; i <= want->pids.n; i++) {
+		uint32_t pid;
+		memcpy(&pid, np_intern_key(&want->pids, i, NULL), sizeof(pid));
+		if ((!have_pids || !np_intern_find(have_pids, &pid, sizeof(pid))) &&
+		    np_sampler_allow_pid(s, pid, 1, failed ? &e : err))
+			failed++;
+	}
+	for (uint32_t i = 1; have_pids && i <= have_pids->n; i++) {
+		uint32_t pid;
+		memcpy(&pid, np_intern_key(have_pids, i, NULL), sizeof(pid));
+		if (!np_intern_find(&want->pids, &pid, sizeof(pid)) && np_sampler_allow_pid(s, pid, 0, failed ? &e : err))
+			failed++;
+	}
+	return failed;
+}
+
+/* Makes the BPF allow-list hold exactly the scan's lists. Normally only the difference
+ * from the previous pass is applied; after a pass where an update failed (a full map),
+ * the kernel map no longer matches what we applied, so the next pass prunes every key
+ * the map holds that is not wanted and re-adds every wanted key: the list converges
+ * instead of keeping stray entries forever. Failures are counted and logged once, never
+ * fatal: sampling goes on with what the map holds. The scan's lists become the current
+ * ones either way (attribution follows what is wanted). */
+static void apply_allow(struct np_ebpf_profiler *p, struct allow_scan *a)
 {
 	struct np_sampler *s = np_collector_sampler(p->col);
+	struct np_err why, scratch;
+	size_t failed, removed = 0;
 
-	for (uint32_t i = 1; i <= a->cgroups.n; i++) {
-		uint64_t id;
-		memcpy(&id, np_intern_key(&a->cgroups, i, NULL), sizeof(id));
-		if (!np_intern_find(&p->allowed_cgroups, &id, sizeof(id)) && np_sampler_allow_cgroup(s, id, 1, err))
-			return -1;
+	if (p->allow_dirty) {
+		failed = np_sampler_allow_prune(s, allow_wanted, a, &removed, &why) ? 1 : 0;
+		failed += allow_diff(s, a, NULL, NULL, failed ? &scratch : &why);
+	} else {
+		failed = allow_diff(s, a, &p->allowed_cgroups, &p->allowed_pids, &why);
 	}
-	for (uint32_t i = 1; i <= p->allowed_cgroups.n; i++) {
-		uint64_t id;
-		memcpy(&id, np_intern_key(&p->allowed_cgroups, i, NULL), sizeof(id));
-		if (!np_intern_find(&a->cgroups, &id, sizeof(id)) && np_sampler_allow_cgroup(s, id, 0, err))
-			return -1;
+	if (failed && !p->allow_failure_logged) {
+		p->allow_failure_logged = 1;
+		np_log(NP_WARN, "pyroscope.ebpf", "the sampling allow-list could not be updated; retried every rescan "
+		       "(logged once; counted in nodeprof_ebpf_allow_list_failures_total)", "component_id", p->name,
+		       "failed_updates", NP_LOG_INT(failed), "error", why.msg, NULL);
+	} else if (!failed && p->allow_dirty) {
+		p->allow_failure_logged = 0; /* logged once per episode */
+		np_log(NP_INFO, "pyroscope.ebpf", "the sampling allow-list is in step again", "component_id", p->name,
+		       "stale_entries_removed", NP_LOG_INT(removed), NULL);
 	}
-	for (uint32_t i = 1; i <= a->pids.n; i++) {
-		uint32_t pid;
-		memcpy(&pid, np_intern_key(&a->pids, i, NULL), sizeof(pid));
-		if (!np_intern_find(&p->allowed_pids, &pid, sizeof(pid)) && np_sampler_allow_pid(s, pid, 1, err))
-			return -1;
-	}
-	for (uint32_t i = 1; i <= p->allowed_pids.n; i++) {
-		uint32_t pid;
-		memcpy(&pid, np_intern_key(&p->allowed_pids, i, NULL), sizeof(pid));
-		if (!np_intern_find(&a->pids, &pid, sizeof(pid)) && np_sampler_allow_pid(s, pid, 0, err))
-			return -1;
-	}
+	p->allow_dirty = failed != 0;
 	/* The new lists become the current ones. */
 	np_intern_free(&p->allowed_cgroups);
 	np_intern_free(&p->allowed_pids);
@@ -251,8 +310,8 @@ static int apply_allow(struct np_ebpf_profiler *p, struct allow_scan *a, struct 
 	pthread_mutex_lock(&p->mu);
 	p->stats.allowed_cgroups = p->allowed_cgroups.n;
 	p->stats.allowed_pids = p->allowed_pids.n;
+	p->stats.allow_failures += failed;
 	pthread_mutex_unlock(&p->mu);
-	return 0;
 }
 
 static int rescan(struct np_ebpf_profiler *p, struct np_err *err)
@@ -282,7 +341,19 @@ static int rescan(struct np_ebpf_profiler *p, struct np_err *err)
 			rc = scan_pids(&a, err);
 	}
 	if (rc == 0)
-		rc = apply_allow(p, &a, err);
+		apply_allow(p, &a);
+	if (a.dirs > MAX_CGROUP_DIRS) {
+		pthread_mutex_lock(&p->mu);
+		p->stats.cgroups_limited++;
+		pthread_mutex_unlock(&p->mu);
+		if (!p->cgroups_limit_logged) {
+			p->cgroups_limit_logged = 1;
+			np_log(NP_WARN, "pyroscope.ebpf", "the cgroup tree has more directories than are walked; "
+			       "containers found past them are sampled by PID (logged once; counted in "
+			       "nodeprof_process_limits_total{reason=\"cgroups\"})", "component_id", p->name,
+			       "limit", NP_LOG_INT(MAX_CGROUP_DIRS), NULL);
+		}
+	}
 	allow_scan_free(&a);
 	return rc;
 }

@@ -78,6 +78,8 @@ struct np_ebpf_stats {
 	uint64_t sessions_failing;
 	size_t active_targets;	  /* targets with a PID or container key */
 	size_t allowed_cgroups, allowed_pids;
+	uint64_t allow_failures;  /* allow-list updates that failed (map full...): retried each rescan */
+	uint64_t cgroups_limited; /* cgroup tree walks cut at MAX_CGROUP_DIRS directories */
 	uint64_t bpf_samples, bpf_lost; /* from the BPF counters */
 	/* Snapshots taken by the profiler thread after every drain (for metrics and debug pages). */
 	struct sym_stats symbols;

@@ -1,6 +1,8 @@
 /* Recovering the caller of a frameless leaf: see leaf_caller.h. */
 #include "agent/profile/leaf_caller.h"
 
+#include "agent/util/grow.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,24 +34,38 @@ int np_ends_with_call(const uint8_t b[8])
 	return 0;
 }
 
+/* Grows the per-id arrays BEFORE an id is handed out, filling new slots, so that every id
+ * the intern tables know has an initialised slot: a failed growth adds no id at all. */
+static int fds_reserve(struct np_leaf_checker *c, size_t need)
+{
+	size_t old = c->fds_cap;
+
+	if (np_grow((void **)&c->mem_fds, &c->fds_cap, need, sizeof(*c->mem_fds)))
+		return -1;
+	for (size_t i = old; i < c->fds_cap; i++)
+		c->mem_fds[i] = -1;
+	return 0;
+}
+
+static int verdicts_reserve(struct np_leaf_checker *c, size_t need)
+{
+	return np_grow((void **)&c->verdict, &c->cap, need, sizeof(*c->verdict));
+}
+
+/* The process's /proc/PID/mem: an fd, -1 when it cannot be opened (remembered), or
+ * NO_MEMORY (nothing remembered). */
+#define NO_MEMORY (-2)
+
 static int mem_fd(struct np_leaf_checker *c, uint32_t pid)
 {
-	int added;
-	uint32_t id = np_intern_add(&c->mem_pids, &pid, sizeof(pid), &added);
+	uint32_t id = np_intern_find(&c->mem_pids, &pid, sizeof(pid));
 	char path[64];
+	int added;
 
-	if (!id)
-		return -1;
-	if (!added)
-		return id <= c->fds_cap ? c->mem_fds[id - 1] : -1;
-	if (id > c->fds_cap) {
-		size_t cap = c->fds_cap ? c->fds_cap * 2 : 64;
-		int *nf = realloc(c->mem_fds, cap * sizeof(*nf));
-		if (!nf)
-			return -1; /* the slot stays unset; the pid is just not checked again */
-		c->mem_fds = nf;
-		c->fds_cap = cap;
-	}
+	if (id)
+		return c->mem_fds[id - 1];
+	if (fds_reserve(c, c->mem_pids.n + 1) || !(id = np_intern_add(&c->mem_pids, &pid, sizeof(pid), &added)))
+		return NO_MEMORY;
 	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
 	c->mem_fds[id - 1] = open(path, O_RDONLY | O_CLOEXEC);
 	return c->mem_fds[id - 1];
@@ -65,29 +81,23 @@ int np_leaf_caller_ok(struct np_leaf_checker *c, uint32_t pid, uint64_t addr)
 		return 0;
 	memcpy(key, &pid, 4);
 	memcpy(key + 4, &addr, 8);
-	id = np_intern_add(&c->seen, key, sizeof(key), &added);
-	if (!id)
-		return 0;
-	if (!added && id <= c->cap)
+	id = np_intern_find(&c->seen, key, sizeof(key));
+	if (id)
 		return c->verdict[id - 1];
 	fd = mem_fd(c, pid);
+	if (fd == NO_MEMORY)
+		return 0; /* not checked, and asked again next time */
 	ok = fd >= 0 && pread(fd, before, sizeof(before), (off_t)(addr - 8)) == (ssize_t)sizeof(before) &&
 	     np_ends_with_call(before);
-	if (id > c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 256;
-		uint8_t *nv = realloc(c->verdict, cap);
-		if (!nv)
-			return ok;
-		c->verdict = nv;
-		c->cap = cap;
-	}
-	c->verdict[id - 1] = (uint8_t)ok;
+	/* Remembered only when there is room for the verdict; otherwise it is worked out again. */
+	if (verdicts_reserve(c, c->seen.n + 1) == 0 && (id = np_intern_add(&c->seen, key, sizeof(key), &added)))
+		c->verdict[id - 1] = (uint8_t)ok;
 	return ok;
 }
 
 void np_leaf_checker_reset(struct np_leaf_checker *c)
 {
-	for (uint32_t i = 0; i < c->mem_pids.n && i < c->fds_cap; i++)
+	for (uint32_t i = 0; i < c->mem_pids.n; i++)
 		if (c->mem_fds[i] >= 0)
 			close(c->mem_fds[i]);
 	np_intern_free(&c->seen);

@@ -21,10 +21,11 @@ int np_ends_with_call(const uint8_t before[8]);
  * per process per drain. */
 struct np_leaf_checker {
 	struct np_intern seen; /* key: u32 pid, u64 address */
-	uint8_t *verdict;      /* per seen id - 1 */
+	uint8_t *verdict;      /* per seen id - 1; grown before an id is added */
 	size_t cap;
 	struct np_intern mem_pids; /* key: u32 pid */
-	int *mem_fds;		   /* per mem_pids id - 1; -1 when the process could not be opened */
+	int *mem_fds;		   /* per mem_pids id - 1 (grown before an id is added, new slots -1);
+				    * -1 when the process could not be opened */
 	size_t fds_cap;
 };
 

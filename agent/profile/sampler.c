@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "agent/util/grow.h"
 #include "agent/util/log.h"
 #include "sampler.skel.h"
 
@@ -174,6 +175,32 @@ static int attach_cpus(struct np_sampler *s, unsigned rate, struct np_err *err)
 	return 0;
 }
 
+/* NODEPROF_TEST_BPF_MAPS="allow=64,proc_events=4096": smaller maps for tests that must fill
+ * them (a full allow-list, an overflowing event ring buffer). Never needed in production. */
+static int apply_test_map_sizes(struct sampler_bpf *skel, struct np_err *err)
+{
+	const char *spec = getenv("NODEPROF_TEST_BPF_MAPS");
+
+	while (spec && *spec) {
+		char name[32];
+		unsigned long v;
+		int used = 0;
+		if (sscanf(spec, "%31[a-z_]=%lu%n", name, &v, &used) != 2 || v == 0 || v > (1ul << 30))
+			return np_errf(err, "NODEPROF_TEST_BPF_MAPS: expected name=entries[,...] at \"%s\"", spec);
+		struct bpf_map *m = strcmp(name, "allow") == 0 ? skel->maps.allow :
+				    strcmp(name, "proc_events") == 0 ? skel->maps.proc_events : NULL;
+		if (!m)
+			return np_errf(err, "NODEPROF_TEST_BPF_MAPS: no map \"%s\" (allow, proc_events)", name);
+		if (bpf_map__set_max_entries(m, (uint32_t)v))
+			return np_errno(err, "NODEPROF_TEST_BPF_MAPS: size %s", name);
+		np_log(NP_WARN, "profile", "test map size in effect", "map", name, "entries", NP_LOG_INT(v), NULL);
+		spec += used;
+		if (*spec == ',')
+			spec++;
+	}
+	return 0;
+}
+
 static int create_inner(const struct bpf_map *tmpl, unsigned entries, const char *name, struct np_err *err)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = bpf_map__map_flags(tmpl));
@@ -238,6 +265,8 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 		np_errno(err, "size the BPF maps");
 		goto fail;
 	}
+	if (apply_test_map_sizes(s->skel, err))
+		goto fail;
 	if (sampler_bpf__load(s->skel)) {
 		np_errno(err, "load the BPF sampler (%s; run with --log-level=debug for the verifier log)",
 			 errno == EPERM || errno == EACCES ? permission_hint() : "the kernel rejected it");
@@ -341,6 +370,40 @@ static int allow_key(struct np_sampler *s, uint64_t key, int allow, struct np_er
 		return np_errno(err, "remove from the sampling allow-list");
 	}
 	return 0;
+}
+
+int np_sampler_allow_prune(struct np_sampler *s, int (*keep)(void *ud, uint64_t key), void *ud, size_t *removed,
+			   struct np_err *err)
+{
+	int fd = bpf_map__fd(s->skel->maps.allow);
+	uint64_t key, *drop = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	*removed = 0;
+	/* Keys are collected first: deleting the key an iteration stands on restarts it. */
+	for (const uint64_t *prev = NULL;; prev = &key) {
+		if (bpf_map_get_next_key(fd, prev, &key)) {
+			if (errno != ENOENT)
+				rc = np_errno(err, "list the sampling allow-list");
+			break;
+		}
+		if (keep(ud, key))
+			continue;
+		if (np_grow((void **)&drop, &cap, n + 1, sizeof(*drop))) {
+			free(drop);
+			return np_errf(err, "out of memory pruning the sampling allow-list");
+		}
+		drop[n++] = key;
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (bpf_map_delete_elem(fd, &drop[i]) && errno != ENOENT)
+			rc = np_errno(err, "remove from the sampling allow-list");
+		else
+			(*removed)++;
+	}
+	free(drop);
+	return rc;
 }
 
 int np_sampler_allow_pid(struct np_sampler *s, uint32_t tgid, int allow, struct np_err *err)

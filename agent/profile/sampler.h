@@ -71,6 +71,11 @@ void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *o
 void np_sampler_set_filter(struct np_sampler *s, uint32_t mode);
 NP_MUST_CHECK int np_sampler_allow_pid(struct np_sampler *s, uint32_t tgid, int allow, struct np_err *err);
 NP_MUST_CHECK int np_sampler_allow_cgroup(struct np_sampler *s, uint64_t cgroup_id, int allow, struct np_err *err);
+/* Removes every allow-list key (cgroup ID, or tgid | NP_ALLOW_PID_BIT) that keep() rejects:
+ * what the kernel map holds, not what the caller believes it holds, so a pass that failed
+ * half way is undone. *removed counts the keys removed. */
+NP_MUST_CHECK int np_sampler_allow_prune(struct np_sampler *s, int (*keep)(void *ud, uint64_t key), void *ud,
+					 size_t *removed, struct np_err *err);
 
 /* Swaps in empty maps and reads everything counted since the previous drain. */
 NP_MUST_CHECK int np_sampler_drain(struct np_sampler *s, struct np_drain *out, struct np_err *err);

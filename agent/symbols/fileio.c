@@ -16,18 +16,10 @@
 #define SYS_openat2 437
 #endif
 
-int sym_open_in_root(int root_fd, const char *path, uint64_t max_size, struct stat *st)
+/* Takes an O_PATH descriptor (closed in every case) and opens the regular file it names
+ * for reading, through the descriptor itself, which cannot resolve differently. */
+static int reopen_regular(int pfd, uint64_t max_size, struct stat *st)
 {
-	/* O_PATH first: a device node or FIFO planted at a library path inside a container must
-	 * not be opened for reading at all (driver side effects, blocking). Only a regular file
-	 * is then reopened, through its own descriptor, which cannot resolve differently. */
-	struct open_how how;
-	memset(&how, 0, sizeof(how));
-	how.flags = O_PATH | O_CLOEXEC;
-	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-	int pfd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
-	if (pfd < 0)
-		return -1;
 	int fd = -1;
 	if (fstat(pfd, st) < 0)
 		goto fail;
@@ -51,6 +43,28 @@ fail:;
 	close(pfd);
 	errno = e;
 	return -1;
+}
+
+int sym_open_in_root(int root_fd, const char *path, uint64_t max_size, struct stat *st)
+{
+	/* O_PATH first: a device node or FIFO planted at a library path inside a container must
+	 * not be opened for reading at all (driver side effects, blocking). */
+	struct open_how how;
+	memset(&how, 0, sizeof(how));
+	how.flags = O_PATH | O_CLOEXEC;
+	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+	int pfd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+	if (pfd < 0)
+		return -1;
+	return reopen_regular(pfd, max_size, st);
+}
+
+int sym_open_regular_at(int dir_fd, const char *path, uint64_t max_size, struct stat *st)
+{
+	int pfd = openat(dir_fd, path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return -1;
+	return reopen_regular(pfd, max_size, st);
 }
 
 int sym_dir_identity(int fd, uint64_t *dev, uint64_t *ino, uint64_t *mnt)

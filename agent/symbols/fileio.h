@@ -17,6 +17,11 @@
  * file's status. Returns an fd or -1 with errno set (ELOOP, EXDEV, EFBIG, EINVAL, ...). */
 int sym_open_in_root(int root_fd, const char *path, uint64_t max_size, struct stat *st);
 
+/* Opens a trusted path relative to dir_fd (such as /proc/PID/map_files/START-END, whose
+ * target a process chooses) only when it leads to a regular file no larger than max_size:
+ * checked through an O_PATH descriptor before anything is opened for reading. */
+int sym_open_regular_at(int dir_fd, const char *path, uint64_t max_size, struct stat *st);
+
 /* Identity of an open directory: device, inode and mount ID (statx STATX_MNT_ID). -1 on error. */
 int sym_dir_identity(int fd, uint64_t *dev, uint64_t *ino, uint64_t *mnt);
 

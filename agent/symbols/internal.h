@@ -68,6 +68,7 @@ struct sym_mapstate {
 
 struct sym_snapshot {
 	uint32_t gen;
+	size_t bytes;             /* counted in the symbolizer's process_bytes */
 	struct sym_maps maps;
 	struct sym_mapstate *st;  /* maps.n entries */
 	struct sym_root *root;    /* ref held; NULL: reach files via /proc/PID/root while alive */
@@ -84,7 +85,17 @@ struct sym_proc {
 	uint64_t last_used;       /* batch */
 	uint64_t refreshed;       /* batch of the last maps re-read after a miss */
 	struct sym_perfmap *perfmap; /* JIT symbols, lazily */
+	int maps_limited;         /* its maps were over a snapshot's bounds: never re-read */
 	struct sym_proc *next;    /* hash chain */
+};
+
+/* Bounds of per-process state and what they refused (process.c). */
+struct sym_proc_limits {
+	size_t max_bytes, max_procs;
+	size_t bytes;             /* held now by snapshots and perf maps */
+	uint64_t refused[SYM_LIMIT_N];
+	unsigned logged;          /* a bit per reason already logged */
+	uint32_t recent[256];     /* pids refused lately (by pid % 256): counted once, not per sample */
 };
 
 struct sym_demangled {
@@ -110,6 +121,7 @@ struct symbolizer {
 
 	struct sym_proc **procs;  /* hash by pid */
 	size_t proc_buckets, nprocs;
+	struct sym_proc_limits plimits;
 
 	struct sym_elf **elfs;    /* hash by identity */
 	size_t elf_buckets, nelfs;
@@ -176,6 +188,13 @@ NP_MUST_CHECK int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t
 NP_MUST_CHECK int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, size_t i,
                                       int symbols, struct np_err *err);
 void sym_procs_trim(struct symbolizer *s);
+/* Counts a refusal (once per process for maps and perf maps, which the caller remembers;
+ * new processes by pid through plimits.recent) and logs the first of each reason. */
+void sym_limit_hit(struct symbolizer *s, enum sym_limit why, uint32_t pid);
+/* perfmap.c: the JIT symbol at addr from the process's perf map, loaded or reloaded once per
+ * batch; *name NULL when none. -1 only on allocation failure. */
+NP_MUST_CHECK int sym_perfmap_lookup(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap,
+                                     uint64_t addr, const char **name, struct np_err *err);
 void sym_procs_free(struct symbolizer *s);
 size_t sym_procs_bytes(const struct symbolizer *s);
 

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/grow.h"
+#include "agent/util/lines.h"
+
 /* Parses hex digits at *p; at least one, at most 16. */
 static int hex_field(const char **p, const char *end, uint64_t *out)
 {
@@ -87,87 +90,88 @@ static int cmp_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int sym_maps_parse(const char *text, size_t len, size_t max_maps, struct sym_maps *out, struct np_err *err)
+void sym_maps_builder_init(struct sym_maps_builder *b, size_t max_maps, size_t max_pool)
+{
+	memset(b, 0, sizeof(*b));
+	b->max_maps = max_maps;
+	/* Paths are u32 offsets into the pool. */
+	b->max_pool = max_pool < UINT32_MAX ? max_pool : UINT32_MAX;
+}
+
+int sym_maps_builder_line(struct sym_maps_builder *b, const char *line, size_t len, struct np_err *err)
 {
 	static const char deleted_suffix[] = " (deleted)";
 	const size_t dsl = sizeof(deleted_suffix) - 1;
-	memset(out, 0, sizeof(*out));
-	size_t cap = 0, pool_cap = 0;
-	const char *p = text, *end = text + len;
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *line_end = eol ? eol : end;
-		const char *q = p;
-		p = eol ? eol + 1 : end;
+	struct sym_maps *out = &b->maps;
+	const char *q = line, *line_end = line + len;
+	uint64_t start, stop, pgoff, major, minor, inode;
+	char perms[4];
 
-		uint64_t start, stop, pgoff, major, minor, inode;
-		char perms[4];
-		if (hex_field(&q, line_end, &start) || expect(&q, line_end, '-') || hex_field(&q, line_end, &stop) ||
-		    expect(&q, line_end, ' ') || line_end - q < 5)
-			continue;
-		memcpy(perms, q, 4);
-		q += 4;
-		if (expect(&q, line_end, ' ') || hex_field(&q, line_end, &pgoff) || expect(&q, line_end, ' ') ||
-		    hex_field(&q, line_end, &major) || expect(&q, line_end, ':') || hex_field(&q, line_end, &minor) ||
-		    expect(&q, line_end, ' ') || dec_field(&q, line_end, &inode))
-			continue;
-		if (perms[2] != 'x' || stop <= start)
-			continue;
-		skip_spaces(&q, line_end);
-		const char *path = q;
-		size_t plen = (size_t)(line_end - q);
-		int deleted = 0;
-		if (plen >= dsl && memcmp(path + plen - dsl, deleted_suffix, dsl) == 0) {
-			plen -= dsl;
-			deleted = 1;
-		}
-		if (out->n >= max_maps)
-			break;
-		if (out->n == cap) {
-			size_t c = cap ? cap * 2 : 32;
-			struct sym_map *v = realloc(out->v, c * sizeof(*v));
-			if (!v)
-				goto oom;
-			out->v = v;
-			cap = c;
-		}
-		if (out->pool_len + plen + 1 > pool_cap) {
-			size_t c = pool_cap ? pool_cap : 512;
-			while (c < out->pool_len + plen + 1)
-				c *= 2;
-			char *np = realloc(out->pool, c);
-			if (!np)
-				goto oom;
-			out->pool = np;
-			pool_cap = c;
-		}
-		struct sym_map *m = &out->v[out->n++];
-		int memfd;
-		memset(m, 0, sizeof(*m));
-		m->start = start;
-		m->end = stop;
-		m->pgoff = pgoff;
-		m->dev_major = (uint32_t)major;
-		m->dev_minor = (uint32_t)minor;
-		m->inode = inode;
-		m->deleted = (uint8_t)deleted;
-		m->kind = (uint8_t)classify(path, plen, inode, &memfd);
-		m->memfd = (uint8_t)memfd;
-		/* Reuse the previous mapping's path: consecutive mappings of one file are the norm. */
-		if (out->n > 1 && m[-1].path + plen < out->pool_len && memcmp(out->pool + m[-1].path, path, plen) == 0 &&
-		    out->pool[m[-1].path + plen] == '\0') {
-			m->path = m[-1].path;
-		} else {
-			m->path = (uint32_t)out->pool_len;
-			memcpy(out->pool + out->pool_len, path, plen);
-			out->pool[out->pool_len + plen] = '\0';
-			out->pool_len += plen + 1;
-		}
+	if (b->over)
+		return 0;
+	if (hex_field(&q, line_end, &start) || expect(&q, line_end, '-') || hex_field(&q, line_end, &stop) ||
+	    expect(&q, line_end, ' ') || line_end - q < 5)
+		return 0;
+	memcpy(perms, q, 4);
+	q += 4;
+	if (expect(&q, line_end, ' ') || hex_field(&q, line_end, &pgoff) || expect(&q, line_end, ' ') ||
+	    hex_field(&q, line_end, &major) || expect(&q, line_end, ':') || hex_field(&q, line_end, &minor) ||
+	    expect(&q, line_end, ' ') || dec_field(&q, line_end, &inode))
+		return 0;
+	if (perms[2] != 'x' || stop <= start)
+		return 0;
+	skip_spaces(&q, line_end);
+	const char *path = q;
+	size_t plen = (size_t)(line_end - q);
+	int deleted = 0;
+	if (plen >= dsl && memcmp(path + plen - dsl, deleted_suffix, dsl) == 0) {
+		plen -= dsl;
+		deleted = 1;
 	}
+	/* Reuse the previous mapping's path: consecutive mappings of one file are the norm. */
+	const struct sym_map *prev = out->n ? &out->v[out->n - 1] : NULL;
+	int same_path = prev && prev->path + plen < out->pool_len &&
+			memcmp(out->pool + prev->path, path, plen) == 0 && out->pool[prev->path + plen] == '\0';
+	if (out->n >= b->max_maps || (!same_path && out->pool_len + plen + 1 > b->max_pool)) {
+		b->over = 1;
+		return 0;
+	}
+	if (np_grow((void **)&out->v, &b->cap, out->n + 1, sizeof(*out->v)) ||
+	    (!same_path && np_grow((void **)&out->pool, &b->pool_cap, out->pool_len + plen + 1, 1)))
+		return np_errf(err, "maps: out of memory");
+	struct sym_map *m = &out->v[out->n++];
+	int memfd;
+	memset(m, 0, sizeof(*m));
+	m->start = start;
+	m->end = stop;
+	m->pgoff = pgoff;
+	m->dev_major = (uint32_t)major;
+	m->dev_minor = (uint32_t)minor;
+	m->inode = inode;
+	m->deleted = (uint8_t)deleted;
+	m->kind = (uint8_t)classify(path, plen, inode, &memfd);
+	m->memfd = (uint8_t)memfd;
+	if (same_path) {
+		m->path = m[-1].path;
+	} else {
+		m->path = (uint32_t)out->pool_len;
+		memcpy(out->pool + out->pool_len, path, plen);
+		out->pool[out->pool_len + plen] = '\0';
+		out->pool_len += plen + 1;
+	}
+	return 0;
+}
+
+int sym_maps_builder_finish(struct sym_maps_builder *b, struct sym_maps *out, struct np_err *err)
+{
+	*out = b->maps;
+	memset(&b->maps, 0, sizeof(b->maps));
 	if (!out->pool) {
 		out->pool = calloc(1, 1);
-		if (!out->pool)
-			goto oom;
+		if (!out->pool) {
+			sym_maps_free(out);
+			return np_errf(err, "maps: out of memory");
+		}
 		out->pool_len = 1;
 	}
 	/* The kernel prints maps sorted; sort anyway and drop overlaps so lookups can trust it. */
@@ -181,9 +185,55 @@ int sym_maps_parse(const char *text, size_t len, size_t max_maps, struct sym_map
 	}
 	out->n = w;
 	return 0;
-oom:
-	sym_maps_free(out);
-	return np_errf(err, "maps: out of memory");
+}
+
+void sym_maps_builder_free(struct sym_maps_builder *b)
+{
+	sym_maps_free(&b->maps);
+}
+
+int sym_maps_parse(const char *text, size_t len, size_t max_maps, struct sym_maps *out, struct np_err *err)
+{
+	struct sym_maps_builder b;
+	const char *p = text, *end = text + len;
+
+	sym_maps_builder_init(&b, max_maps, SIZE_MAX);
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *line_end = eol ? eol : end;
+		if (sym_maps_builder_line(&b, p, (size_t)(line_end - p), err) < 0) {
+			sym_maps_builder_free(&b);
+			return -1;
+		}
+		p = eol ? eol + 1 : end;
+	}
+	return sym_maps_builder_finish(&b, out, err);
+}
+
+static int on_maps_line(void *ud, const char *line, size_t len, struct np_err *err)
+{
+	struct sym_maps_builder *b = ud;
+
+	if (sym_maps_builder_line(b, line, len, err) < 0)
+		return -1;
+	return b->over; /* nothing more will be kept: stop reading */
+}
+
+int sym_maps_read_fd(int fd, size_t max_text, size_t max_maps, size_t max_pool, struct sym_maps *out, int *over,
+		     struct np_err *err)
+{
+	struct sym_maps_builder b;
+	/* A maps line is at most its fields and a PATH_MAX path with " (deleted)". */
+	struct np_lines_opts o = { .max_bytes = max_text, .max_line = 4096 + 256 };
+	struct np_lines_result r;
+
+	sym_maps_builder_init(&b, max_maps, max_pool);
+	if (np_read_lines(fd, &o, on_maps_line, &b, &r, err) < 0) {
+		sym_maps_builder_free(&b);
+		return -1;
+	}
+	*over = b.over || r.truncated || r.long_lines;
+	return sym_maps_builder_finish(&b, out, err);
 }
 
 void sym_maps_free(struct sym_maps *m)

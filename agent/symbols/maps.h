@@ -38,6 +38,26 @@ struct sym_maps {
  * executable mappings are ignored. -1 only on allocation failure. */
 NP_MUST_CHECK int sym_maps_parse(const char *text, size_t len, size_t max_maps, struct sym_maps *out,
                                  struct np_err *err);
+
+/* Reads /proc/PID/maps from fd line by line (never more than one chunk in memory), keeping
+ * at most max_maps executable mappings and max_pool bytes of paths, and reading at most
+ * max_text bytes. *over is set when any bound cut the snapshot short (what was kept is
+ * still a valid snapshot). -1 on a read error or allocation failure. */
+NP_MUST_CHECK int sym_maps_read_fd(int fd, size_t max_text, size_t max_maps, size_t max_pool, struct sym_maps *out,
+                                   int *over, struct np_err *err);
+
+/* The incremental parser behind both: one line at a time. */
+struct sym_maps_builder {
+	struct sym_maps maps;    /* unsorted until finish */
+	size_t cap, pool_cap, max_maps, max_pool;
+	int over;                /* a bound was reached: later lines are ignored */
+};
+void sym_maps_builder_init(struct sym_maps_builder *b, size_t max_maps, size_t max_pool);
+/* A line without its newline. -1 only on allocation failure. */
+NP_MUST_CHECK int sym_maps_builder_line(struct sym_maps_builder *b, const char *line, size_t len, struct np_err *err);
+/* Sorts into *out (the builder is emptied). -1 only on allocation failure. */
+NP_MUST_CHECK int sym_maps_builder_finish(struct sym_maps_builder *b, struct sym_maps *out, struct np_err *err);
+void sym_maps_builder_free(struct sym_maps_builder *b);
 void sym_maps_free(struct sym_maps *m);
 size_t sym_maps_bytes(const struct sym_maps *m);
 

@@ -11,11 +11,16 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "agent/symbols/perfmap.h"
+#include "agent/util/log.h"
+#include "agent/util/procfs_text.h"
 
 #define MAX_ROOTS 512          /* container roots held open at once */
 #define MAX_SNAPSHOTS 4        /* exec generations remembered per process */
-#define MAX_EXEC_MAPS 65536
-#define MAPS_READ_MAX ((size_t)64 << 20)
+/* One snapshot's bounds: a large real process has a few hundred executable mappings and
+ * paths of a few KiB; a process with a million mappings is read no further than this. */
+#define MAX_EXEC_MAPS 4096
+#define MAPS_POOL_MAX ((size_t)256 << 10)
+#define MAPS_READ_MAX ((size_t)16 << 20)
 #define VDSO_MAX ((size_t)1 << 20)
 #define IDLE_SWEEP_BATCHES 64  /* a process unseen this long is checked for liveness */
 
@@ -94,6 +99,42 @@ int sym_open_for(struct symbolizer *s, struct sym_root *root, uint32_t pid, cons
 	return fd;
 }
 
+/* ---- limits ---- */
+
+const char *sym_limit_name(enum sym_limit l)
+{
+	static const char *const names[SYM_LIMIT_N] = { "processes", "process_bytes", "maps", "perf_map" };
+	return (unsigned)l < SYM_LIMIT_N ? names[l] : "unknown";
+}
+
+void sym_limit_hit(struct symbolizer *s, enum sym_limit why, uint32_t pid)
+{
+	struct sym_proc_limits *l = &s->plimits;
+	static const char *const hints[SYM_LIMIT_N] = {
+		"more processes were sampled than are tracked; their frames are named without their files",
+		"per-process state is at its byte budget; new processes or perf maps are not read",
+		"a process has more executable mappings (or longer maps) than a snapshot holds; the rest are unnamed",
+		"a perf map is larger than its bounds; only its newest part names JIT frames",
+	};
+	if (pid) {
+		/* Refusals of processes that are not tracked: once per pid, approximately. */
+		uint32_t *slot = &l->recent[pid % (sizeof(l->recent) / sizeof(l->recent[0]))];
+		if (*slot == pid)
+			return;
+		*slot = pid;
+	}
+	l->refused[why]++;
+	if (!(l->logged & (1u << why))) {
+		l->logged |= 1u << why;
+		char held[32], max[32];
+		snprintf(held, sizeof(held), "%zu", why == SYM_LIMIT_PROCESSES ? s->nprocs : l->bytes);
+		snprintf(max, sizeof(max), "%zu", why == SYM_LIMIT_PROCESSES ? l->max_procs : l->max_bytes);
+		np_log(NP_WARN, "symbols", "per-process state limit reached (logged once; counted in "
+		       "nodeprof_process_limits_total)", "reason", sym_limit_name(why), "held", held, "limit", max,
+		       "detail", hints[why], NULL);
+	}
+}
+
 /* ---- processes ---- */
 
 static size_t pid_bucket(const struct symbolizer *s, uint32_t pid)
@@ -137,6 +178,7 @@ static void snapshot_free(struct symbolizer *s, struct sym_snapshot *snap)
 {
 	if (!snap)
 		return;
+	s->plimits.bytes -= snap->bytes;
 	for (size_t i = 0; snap->st && i < snap->maps.n; i++)
 		sym_elf_unref(s, snap->st[i].elf);
 	sym_root_unref(s, snap->root);
@@ -161,50 +203,54 @@ static uint32_t read_nspid(struct symbolizer *s, uint32_t pid)
 	char *txt = sym_read_small(s->proc_fd, p, 1 << 16, &len, &trunc);
 	if (!txt)
 		return 0;
-	uint32_t ns = 0;
-	const char *l = strstr(txt, "\nNSpid:");
-	if (l) {
-		l += 7;
-		const char *eol = strchr(l, '\n');
-		if (!eol)
-			eol = l + strlen(l);
-		/* The last number is the pid in the innermost namespace. */
-		const char *last = NULL;
-		for (const char *q = l; q < eol; q++)
-			if ((*q >= '0' && *q <= '9') && (q == l || q[-1] == ' ' || q[-1] == '\t'))
-				last = q;
-		if (last)
-			ns = (uint32_t)strtoul(last, NULL, 10);
-	}
+	uint32_t ns = np_procfs_status_nspid(txt, len);
 	free(txt);
 	return ns;
+}
+
+/* The newest snapshot of gen, or NULL. */
+static struct sym_snapshot *snapshot_of(struct sym_proc *p, uint32_t gen)
+{
+	struct sym_snapshot *snap = p ? p->snaps : NULL;
+	while (snap && snap->gen != gen)
+		snap = snap->next;
+	return snap;
 }
 
 int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct sym_proc **procp,
                       struct sym_snapshot **out, struct np_err *err)
 {
 	*out = NULL;
+	struct sym_proc *known = sym_proc_find(s, pid);
+	if (!known && s->nprocs >= s->plimits.max_procs) {
+		sym_limit_hit(s, SYM_LIMIT_PROCESSES, pid);
+		return 0;
+	}
+	if (known && known->maps_limited && (*out = snapshot_of(known, gen))) {
+		*procp = known; /* refused once: not read again for a miss */
+		return 0;
+	}
 	char p[32];
 	snprintf(p, sizeof(p), "%" PRIu32 "/maps", pid);
-	size_t len;
-	int trunc;
-	char *txt = sym_read_small(s->proc_fd, p, MAPS_READ_MAX, &len, &trunc);
-	if (!txt) {
-		if (errno == ENOMEM)
-			return np_errf(err, "read /proc/%" PRIu32 "/maps: out of memory", pid);
+	int fd = openat(s->proc_fd, p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return 0; /* gone, or not ours to read: not an error */
-	}
 	struct sym_snapshot *snap = calloc(1, sizeof(*snap));
 	if (!snap) {
-		free(txt);
+		close(fd);
 		return np_errf(err, "symbolizer: out of memory");
 	}
 	snap->gen = gen;
-	int rc = sym_maps_parse(txt, len, MAX_EXEC_MAPS, &snap->maps, err);
-	free(txt);
+	int over = 0;
+	struct np_err rerr;
+	int rc = sym_maps_read_fd(fd, MAPS_READ_MAX, MAX_EXEC_MAPS, MAPS_POOL_MAX, &snap->maps, &over, &rerr);
+	close(fd);
 	if (rc < 0) {
 		free(snap);
-		return -1;
+		if (rerr.code) /* it exited while we read: not an error */
+			return 0;
+		*err = rerr;
+		return np_err_wrap(err, "read /proc/%" PRIu32 "/maps", pid);
 	}
 	snap->st = calloc(snap->maps.n ? snap->maps.n : 1, sizeof(*snap->st));
 	if (!snap->st) {
@@ -224,6 +270,18 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 			return np_errf(err, "symbolizer: out of memory");
 		}
 	}
+	size_t bytes = sizeof(*snap) + sym_maps_bytes(&snap->maps) + snap->maps.n * sizeof(*snap->st) +
+	               (snap->root_prefix ? strlen(snap->root_prefix) + 1 : 0) + (known ? 0 : sizeof(*known));
+	if (s->plimits.bytes + bytes > s->plimits.max_bytes) {
+		snapshot_free(s, snap);
+		sym_limit_hit(s, SYM_LIMIT_PROCESS_BYTES, pid);
+		if (known)
+			*out = snapshot_of(known, gen); /* keep naming with what it had */
+		*procp = known;
+		return 0;
+	}
+	snap->bytes = bytes - (known ? 0 : sizeof(*known));
+	s->plimits.bytes += snap->bytes;
 
 	struct sym_proc *proc = sym_proc_find(s, pid);
 	if (!proc) {
@@ -232,6 +290,7 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 			return np_errf(err, "symbolizer: out of memory");
 		}
 		proc->pid = pid;
+		s->plimits.bytes += sizeof(*proc);
 		size_t b = pid_bucket(s, pid);
 		proc->next = s->procs[b];
 		s->procs[b] = proc;
@@ -239,6 +298,10 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 	}
 	proc->forgotten = 0;
 	proc->last_used = s->batch;
+	if (over && !proc->maps_limited) {
+		proc->maps_limited = 1;
+		sym_limit_hit(s, SYM_LIMIT_MAPS, 0);
+	}
 	int has_anon = 0;
 	for (size_t i = 0; i < snap->maps.n; i++)
 		has_anon |= snap->maps.v[i].kind == SYM_MAP_ANON;
@@ -389,9 +452,9 @@ int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 	struct stat fst;
 	char mf[64];
 	snprintf(mf, sizeof(mf), "%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start, m->end);
-	int fd = openat(s->proc_fd, mf, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd >= 0 && (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || (uint64_t)fst.st_size > SYM_MAX_ELF_BYTES ||
-	                (uint64_t)fst.st_ino != m->inode)) {
+	/* The mapped file may be a device a process chose to map: checked before it is opened. */
+	int fd = sym_open_regular_at(s->proc_fd, mf, SYM_MAX_ELF_BYTES, &fst);
+	if (fd >= 0 && (uint64_t)fst.st_ino != m->inode) {
 		close(fd);
 		fd = -1;
 	}
@@ -429,6 +492,7 @@ static void proc_free(struct symbolizer *s, struct sym_proc *p)
 		n = snap->next;
 		snapshot_free(s, snap);
 	}
+	s->plimits.bytes -= sizeof(*p) + sym_perfmap_bytes(p->perfmap);
 	sym_perfmap_free(p->perfmap);
 	free(p);
 }
@@ -482,12 +546,5 @@ void sym_procs_free(struct symbolizer *s)
 
 size_t sym_procs_bytes(const struct symbolizer *s)
 {
-	size_t bytes = s->proc_buckets * sizeof(*s->procs);
-	for (size_t b = 0; b < s->proc_buckets; b++)
-		for (const struct sym_proc *p = s->procs[b]; p; p = p->next) {
-			bytes += sizeof(*p) + sym_perfmap_bytes(p->perfmap);
-			for (const struct sym_snapshot *snap = p->snaps; snap; snap = snap->next)
-				bytes += sizeof(*snap) + sym_maps_bytes(&snap->maps) + snap->maps.n * sizeof(*snap->st);
-		}
-	return bytes;
+	return s->proc_buckets * sizeof(*s->procs) + s->plimits.bytes;
 }

@@ -40,6 +40,8 @@ int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct 
 	if (!s)
 		return np_errf(err, "symbolizer: out of memory");
 	s->proc_fd = -1;
+	s->plimits.max_bytes = o && o->process_bytes ? o->process_bytes : SYM_DEFAULT_PROCESS_BYTES;
+	s->plimits.max_procs = o && o->max_processes ? o->max_processes : SYM_DEFAULT_MAX_PROCESSES;
 	s->cache_limit = o && o->cache_bytes ? o->cache_bytes : SYM_DEFAULT_CACHE_BYTES;
 	s->table_budget = s->cache_limit / SYM_TABLE_BUDGET_SHARE;
 	s->debug_dirs = strdup(o && o->debug_dirs ? o->debug_dirs : "/usr/lib/debug");
@@ -202,108 +204,6 @@ static void frame_init(struct sym_frame *f, uint64_t ip)
 	f->resolved = 0;
 }
 
-/* ---- perf maps ---- */
-
-static int perfmap_open(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, struct stat *st)
-{
-	char path[64];
-	uint32_t ns = p->nspid ? p->nspid : p->pid;
-	snprintf(path, sizeof(path), "/tmp/perf-%" PRIu32 ".map", ns);
-	int fd = sym_open_for(s, snap->root, p->pid, path, st);
-	if (fd < 0 && ns != p->pid) {
-		/* ddprof's fallback: a map the agent's own /tmp holds under the host pid. */
-		snprintf(path, sizeof(path), "/tmp/perf-%" PRIu32 ".map", p->pid);
-		fd = sym_open_in_root(s->host_root->fd, path, UINT64_MAX, st);
-	}
-	return fd;
-}
-
-static int perfmap_load(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, struct np_err *err)
-{
-	struct sym_perfmap *pm = p->perfmap;
-	if (!pm) {
-		pm = p->perfmap = calloc(1, sizeof(*pm));
-		if (!pm)
-			return np_errf(err, "perf map: out of memory");
-	}
-	pm->checked_batch = s->batch;
-	struct stat st;
-	int fd = perfmap_open(s, p, snap, &st);
-	if (fd < 0)
-		return 0;
-	/* Like perf: only a map owned by the process's user (or root) speaks for it, so one
-	 * process cannot name another's JIT frames through a shared /tmp. */
-	struct stat pst;
-	char pdir[16];
-	snprintf(pdir, sizeof(pdir), "%" PRIu32, p->pid);
-	if (st.st_uid != 0 && fstatat(s->proc_fd, pdir, &pst, 0) == 0 && pst.st_uid != st.st_uid) {
-		close(fd);
-		return 0;
-	}
-	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	if (pm->tab && pm->dev == (uint64_t)st.st_dev && pm->ino == (uint64_t)st.st_ino &&
-	    pm->size == (uint64_t)st.st_size && pm->mtime_ns == mtime) {
-		close(fd);
-		return 0;
-	}
-	/* The newest part of the file matters most: read its tail when it is too big. */
-	uint64_t size = (uint64_t)st.st_size, from = size > SYM_PERFMAP_MAX_READ ? size - SYM_PERFMAP_MAX_READ : 0;
-	size_t want = (size_t)(size - from);
-	char *buf = malloc(want + 1);
-	if (!buf) {
-		close(fd);
-		return np_errf(err, "perf map: out of memory");
-	}
-	size_t got = 0;
-	while (got < want) {
-		ssize_t r = pread(fd, buf + got, want - got, (off_t)(from + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	const char *text = buf;
-	size_t len = got;
-	if (from) { /* skip the partial first line */
-		const char *nl = memchr(buf, '\n', got);
-		len = nl ? got - (size_t)(nl + 1 - buf) : 0;
-		text = nl ? nl + 1 : buf;
-	}
-	struct sym_symtab *tab = NULL;
-	int rc = sym_perfmap_parse(text, len, SYM_PERFMAP_MAX_ENTRIES, &tab, err);
-	free(buf);
-	if (rc < 0)
-		return -1;
-	sym_symtab_free(pm->tab);
-	pm->tab = tab;
-	pm->dev = (uint64_t)st.st_dev;
-	pm->ino = (uint64_t)st.st_ino;
-	pm->size = (uint64_t)st.st_size;
-	pm->mtime_ns = mtime;
-	pm->loaded_batch = s->batch;
-	return 0;
-}
-
-static int perfmap_lookup(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap, uint64_t addr,
-                          const char **name, struct np_err *err)
-{
-	*name = NULL;
-	struct sym_perfmap *pm = p->perfmap;
-	/* Once per batch: has the file changed (the JIT appended code, or moved it)? perfmap_load
-	 * only re-reads when size, mtime or inode differ. */
-	if (!pm || pm->checked_batch != s->batch) {
-		if (perfmap_load(s, p, snap, err) < 0)
-			return -1;
-		pm = p->perfmap;
-	}
-	ssize_t i = sym_symtab_find(pm->tab, addr);
-	if (i >= 0)
-		*name = sym_symtab_name(pm->tab, (size_t)i);
-	return 0;
-}
-
 /* ---- user frames ---- */
 
 static int name_in_table(struct symbolizer *s, struct sym_table *t, uint64_t vaddr, enum sym_demangle mode,
@@ -333,7 +233,7 @@ static int name_user_frame(struct symbolizer *s, struct sym_proc *p, struct sym_
 			const char *jit;
 			f->rel_addr = addr;
 			f->rel_start = m->start;
-			if (perfmap_lookup(s, p, snap, addr, &jit, err) < 0)
+			if (sym_perfmap_lookup(s, p, snap, addr, &jit, err) < 0)
 				return -1;
 			if (jit) {
 				f->name = demangled(s, jit, mode, err, &failed);
@@ -673,6 +573,8 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	out->cached_files = s->nelfs;
 	out->cached_symbols = s->table_symbols + (s->kallsyms ? s->kallsyms->n : 0);
 	out->processes = s->nprocs;
+	out->process_bytes = s->plimits.bytes;
+	memcpy(out->limits, s->plimits.refused, sizeof(out->limits));
 	out->lookups = s->lookups;
 	out->unresolved = s->unresolved;
 	memcpy(out->refused, s->refused, sizeof(out->refused));

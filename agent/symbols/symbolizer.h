@@ -54,6 +54,9 @@ struct sym_options {
 	const char *debug_dirs;
 	/* Where /proc is; NULL = "/proc". Tests only. */
 	const char *proc_root;
+	/* Per-process state (mapping snapshots, perf maps): bytes held at most, and processes
+	 * tracked at most; 0 = the defaults below. What does not fit is refused and counted. */
+	size_t process_bytes, max_processes;
 };
 
 #define SYM_DEFAULT_CACHE_BYTES ((size_t)256 << 20)
@@ -71,6 +74,19 @@ enum sym_refusal {
 	SYM_REFUSED_N
 };
 const char *sym_refusal_name(enum sym_refusal r);
+
+#define SYM_DEFAULT_PROCESS_BYTES ((size_t)24 << 20)
+#define SYM_DEFAULT_MAX_PROCESSES ((size_t)8192)
+
+/* Why per-process state was refused (sym_stats.limits; the metric's reason label). */
+enum sym_limit {
+	SYM_LIMIT_PROCESSES,     /* max_processes are tracked: a new process gets no snapshot */
+	SYM_LIMIT_PROCESS_BYTES, /* process_bytes are held: a new snapshot or perf map is refused */
+	SYM_LIMIT_MAPS,          /* /proc/PID/maps over a snapshot's bounds: kept in part, not re-read */
+	SYM_LIMIT_PERF_MAP,      /* a perf map over its bounds: its newest part kept, not re-read */
+	SYM_LIMIT_N
+};
+const char *sym_limit_name(enum sym_limit l);
 
 struct symbolizer;
 
@@ -130,8 +146,10 @@ void symbolizer_end_batch(struct symbolizer *s);
 
 struct sym_stats {
 	size_t cache_bytes, cached_files, cached_symbols, processes;
+	size_t process_bytes;                /* of cache_bytes: per-process state */
 	uint64_t lookups, unresolved;
 	uint64_t refused[SYM_REFUSED_N];     /* refusals by reason, since the start */
+	uint64_t limits[SYM_LIMIT_N];        /* refusals by reason, since the start */
 };
 void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out);
 

@@ -22,6 +22,18 @@
  * out of scope for every 64-hex extractor, so for them the rule must give none. */
 static const char *const known_misses[] = { "otel-java: 64-hex followed by an arbitrary '.aaaa' suffix" };
 
+/* Nested containers seen from the outer host's cgroup namespace: the peers take the
+ * innermost ID; nodeprof takes the outermost, the level the host's runtime created,
+ * because everything below it is written by the container itself (issue 18). */
+static const struct {
+	const char *name, *id;
+} outermost[] = {
+	{ "neuvector: RancherOS docker-in-docker (/docker/<outer>/docker/<inner>)",
+	  "a9a5ad238e59234193ee7ec3fcff5e735b3708ea1068826952255b69e3cfa413" },
+	{ "beyla: kind node on a hybrid host (v1 lines show the kind node container, 0:: shows the pod container)",
+	  "8afe480d66074930353da456a1344caca810fe31c1e31f6e08c95a66887235d6" },
+};
+
 static json_t *fixture;
 
 static int is_64_hex(const char *s)
@@ -51,6 +63,9 @@ static void fixture_case(void **state)
 	for (size_t i = 0; i < sizeof(known_misses) / sizeof(known_misses[0]); i++)
 		if (strcmp(name, known_misses[i]) == 0)
 			want = NULL;
+	for (size_t i = 0; i < sizeof(outermost) / sizeof(outermost[0]); i++)
+		if (strcmp(name, outermost[i].name) == 0)
+			want = outermost[i].id;
 	origin = np_container_id_from_cgroup(text, strlen(text), got);
 	if (want) {
 		if (strcmp(got, want) != 0)
@@ -131,7 +146,7 @@ static void not_containers(void **state)
 
 static void conmon_then_parent_is_ignored_not_fatal(void **state)
 {
-	/* A conmon scope below a kind node: the walk continues to the node's ID. */
+	/* A conmon scope below a kind node: the node's ID (outermost) either way. */
 	check("0::/docker/" ID_B "/kubepods/crio-conmon-" ID_A ".scope\n", ID_B, NP_CID_UNIFIED);
 }
 
@@ -141,12 +156,31 @@ static void unified_wins_and_nesting(void **state)
 	/* hybrid host: v2 line shows a service, v1 lines the container; first v1 line wins */
 	check("5:memory:/docker/" ID_B "\n4:cpu:/docker/" ID_A "\n0::/system.slice/containerd.service\n", ID_B,
 	      NP_CID_V1);
-	/* docker in docker: innermost on the line */
-	check("0::/docker/" ID_B "/docker/" ID_A "\n", ID_A, NP_CID_UNIFIED);
+	/* docker in docker: the outer container, which the host's runtime created */
+	check("0::/docker/" ID_B "/docker/" ID_A "\n", ID_B, NP_CID_UNIFIED);
 	/* child cgroup below the container scope */
 	check("0::/system.slice/docker-" ID_A ".scope/init\n", ID_A, NP_CID_UNIFIED);
 	/* cgroup namespace relative paths */
 	check("0::/../../docker-" ID_A ".scope", ID_A, NP_CID_UNIFIED);
+}
+
+/* A container with a writable cgroup subtree names a scope after another container:
+ * its processes stay its own, whatever runtime prefix or depth it uses. */
+static void nested_scope_cannot_impersonate(void **state)
+{
+	const char *pod = "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/";
+
+	for (int i = 0; i < 4; i++) {
+		static const char *const fake[] = { "docker-" ID_B ".scope", "cri-containerd-" ID_B ".scope",
+						    "crio-" ID_B ".scope", ID_B };
+		char text[512];
+		snprintf(text, sizeof(text), "%scri-containerd-%s.scope/%s\n", pod, ID_A, fake[i]);
+		check(text, ID_A, NP_CID_UNIFIED);
+		snprintf(text, sizeof(text), "%scri-containerd-%s.scope/a/b/%s/c\n", pod, ID_A, fake[i]);
+		check(text, ID_A, NP_CID_UNIFIED);
+	}
+	/* seen from another cgroup namespace, too */
+	check("0::/../../cri-containerd-" ID_A ".scope/docker-" ID_B ".scope\n", ID_A, NP_CID_UNIFIED);
 }
 
 static void whitespace_crlf_and_no_newline(void **state)
@@ -247,6 +281,7 @@ int main(void)
 		cmocka_unit_test(not_containers),
 		cmocka_unit_test(conmon_then_parent_is_ignored_not_fatal),
 		cmocka_unit_test(unified_wins_and_nesting),
+		cmocka_unit_test(nested_scope_cannot_impersonate),
 		cmocka_unit_test(whitespace_crlf_and_no_newline),
 		cmocka_unit_test(path_function),
 		cmocka_unit_test(info_parse),

@@ -1,6 +1,8 @@
 /* Unit tests for the call-instruction check behind the frameless-leaf caller recovery,
  * with byte sequences assembled by hand from the x86-64 encoding tables, and for the
  * /proc/PID/mem path on this very process. */
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,21 @@
 #include <cmocka.h>
 
 #include "agent/profile/leaf_caller.h"
+
+/* realloc with injected failures: when fail_at counts down to 1, that realloc fails
+ * (the executable's definition comes first; the real one, libc's or ASan's, is next). */
+static int fail_at;
+
+void *realloc(void *p, size_t n)
+{
+	static void *(*real)(void *, size_t);
+
+	if (fail_at && --fail_at == 0)
+		return NULL;
+	if (!real)
+		real = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+	return real(p, n);
+}
 
 /* Right-aligns an instruction in the 8 bytes before a return address, padding with nops. */
 static int ends(const uint8_t *insn, size_t n)
@@ -82,12 +99,54 @@ static void checks_live_memory(void **state)
 	np_leaf_checker_reset(&c);
 }
 
+static int fds_open(const int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fcntl(fds[i], F_GETFD) < 0)
+			return 0;
+	return 1;
+}
+
+/* A growth that fails must not leave an id whose descriptor slot or verdict is unset:
+ * later lookups would read a random descriptor and the reset would close it. Each round
+ * fails a different one of the reallocations that adding the 65th process makes. */
+static void allocation_failure_leaves_no_unset_slot(void **state)
+{
+	uintptr_t ret = return_address_of_this_call();
+	int sentinel[256];
+	const size_t ns = sizeof(sentinel) / sizeof(sentinel[0]);
+
+	for (size_t i = 0; i < ns; i++)
+		assert_true((sentinel[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+	for (int k = 1; k <= 8; k++) {
+		struct np_leaf_checker c = NP_LEAF_CHECKER_INIT;
+		uint32_t fake = 4100000; /* above PID_MAX_LIMIT: never a process */
+		for (int i = 0; i < 64; i++)
+			assert_false(np_leaf_caller_ok(&c, fake++, ret + (uint64_t)i));
+		fail_at = k;
+		(void)np_leaf_caller_ok(&c, (uint32_t)getpid(), ret); /* maybe refused: no memory */
+		fail_at = 0;
+		for (int i = 0; i < 300; i++)
+			assert_false(np_leaf_caller_ok(&c, fake++, ret + (uint64_t)i));
+		/* The process is checked properly now, and again from the cache. */
+		assert_true(np_leaf_caller_ok(&c, (uint32_t)getpid(), ret));
+		assert_true(np_leaf_caller_ok(&c, (uint32_t)getpid(), ret));
+		np_leaf_checker_reset(&c);
+		/* The reset closed only what the checker opened. */
+		assert_true(fds_open(sentinel, ns));
+		assert_true(fcntl(0, F_GETFD) >= 0 && fcntl(1, F_GETFD) >= 0 && fcntl(2, F_GETFD) >= 0);
+	}
+	for (size_t i = 0; i < ns; i++)
+		close(sentinel[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(recognises_calls),
 		cmocka_unit_test(rejects_non_calls),
 		cmocka_unit_test(checks_live_memory),
+		cmocka_unit_test(allocation_failure_leaves_no_unset_slot),
 	};
 	return cmocka_run_group_tests_name("leaf_caller", tests, NULL, NULL);
 }

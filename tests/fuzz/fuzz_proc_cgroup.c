@@ -1,7 +1,8 @@
 /* libFuzzer target for the /proc/PID/cgroup parser (agent/discovery/container_id):
  * no crash, no leak, and the invariants the profiler relies on: an ID is exactly 64
- * lowercase hex characters, the origin says whether there is one, and the full parse
- * agrees with the ID-only one. */
+ * lowercase hex characters, the origin says whether there is one, the full parse
+ * agrees with the ID-only one, and nothing appended below a path's container level
+ * (a delegated subtree) changes the ID it gives. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (id[0] && !is_id(id))
 		abort();
-	if (np_container_id_from_path((const char *)data, size, id) && !is_id(id))
-		abort();
+	if (np_container_id_from_path((const char *)data, size, id)) {
+		char below[NP_CONTAINER_ID_LEN + 1];
+		uint8_t *longer = malloc(size + 2 + NP_CONTAINER_ID_LEN + 7);
+		if (!is_id(id) || !longer)
+			abort();
+		memcpy(longer, data, size);
+		memcpy(longer + size, "/docker-", 8);
+		memset(longer + size + 8, 'a', NP_CONTAINER_ID_LEN);
+		if (!np_container_id_from_path((const char *)longer, size + 8 + NP_CONTAINER_ID_LEN, below) ||
+		    strcmp(below, id) != 0)
+			abort();
+		free(longer);
+	}
 	if (np_cgroup_info_parse((const char *)data, size, &ci, &err) == 0) {
 		char again[NP_CONTAINER_ID_LEN + 1];
 		np_container_id_from_cgroup((const char *)data, size, again);
