@@ -20,6 +20,10 @@
 /* The shortest wait between two attempts, whatever min_backoff_period says: dskit's
  * backoff with a zero minimum (which Alloy accepts) retries in a tight loop. */
 #define RETRY_FLOOR_NS (100 * NP_NSEC_PER_SEC / 1000)
+/* The most an attempt cut short by new data waits after the previous attempt (less when
+ * min_backoff_period is shorter): many targets append in one burst per interval, and
+ * only the first of them may start an attempt. */
+#define PROBE_SPACING_MAX_NS NP_NSEC_PER_SEC
 
 const char *const np_write_drop_reasons[NP_DROP__COUNT] = {
 	[NP_DROP_QUEUE_FULL] = "queue_full",	   [NP_DROP_TOO_LARGE] = "too_large",
@@ -184,9 +188,10 @@ void np_endpoint_enqueue(struct np_endpoint *ep, struct np_push_req *req)
 	}
 	if (ep->bytes > ep->max_bytes_seen)
 		ep->max_bytes_seen = ep->bytes;
-	if (ep->inflight_waiting && ep->probe_allowed && !ep->abandoned &&
-	    np_write_now_ns() - ep->attempt_end_ns >= ep->cfg.min_backoff_ns) {
-		ep->retry_now = 1;
+	if (ep->inflight_waiting && ep->probe_allowed && !ep->abandoned) {
+		int64_t spacing = ep->cfg.min_backoff_ns < PROBE_SPACING_MAX_NS ? ep->cfg.min_backoff_ns : PROBE_SPACING_MAX_NS;
+		int64_t now = np_write_now_ns(), at = ep->attempt_end_ns + spacing;
+		ep->probe_at_ns = at > now ? at : now;
 		ep->probe_allowed = 0;
 	}
 	pthread_cond_broadcast(&ep->cond);
@@ -312,13 +317,18 @@ static void push_inflight(struct np_endpoint *ep)
 		ep->inflight_waiting = 1;
 		/* New data may cut a long backoff short, but not one the server asked for. */
 		ep->probe_allowed = r.retry_after_ns == 0;
-		ep->retry_now = 0;
-		while (!ep->abandoned && !ep->retry_now && np_write_now_ns() < wake &&
-		       !(ep->stopping && wake >= ep->deadline_ns))
-			timed_wait(ep, wake);
+		ep->probe_at_ns = 0;
+		for (;;) {
+			int64_t until = ep->probe_at_ns && ep->probe_at_ns < wake ? ep->probe_at_ns : wake;
+			if (ep->abandoned || np_write_now_ns() >= until || (ep->stopping && wake >= ep->deadline_ns))
+				break;
+			timed_wait(ep, until);
+		}
+		if (ep->probe_at_ns && ep->probe_at_ns < wake)
+			wake = ep->probe_at_ns; /* for the shutdown check below: the sleep ended early */
 		ep->inflight_waiting = 0;
 		ep->probe_allowed = 0;
-		ep->retry_now = 0;
+		ep->probe_at_ns = 0;
 		if (ep->abandoned) {
 			drop = NP_DROP_QUEUE_FULL;
 			break;

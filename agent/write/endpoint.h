@@ -87,12 +87,12 @@ struct np_endpoint {
 	size_t max_bytes_seen; /* high-water mark of bytes */
 	struct np_push_req *inflight;
 	int inflight_waiting; /* in a backoff sleep, not on the wire */
-	/* A profile appended during a backoff sleep ends the sleep once per attempt (and not
-	 * before min_backoff has passed since it): new data arrives every collect_interval,
-	 * so a server that comes back gets data within one interval, however long the
-	 * backoff has grown. */
-	int retry_now;
-	int probe_allowed;    /* the current sleep may still be cut short this way */
+	/* A profile appended during a backoff sleep cuts the sleep short, once per attempt
+	 * and not before min(min_backoff, 1 s) after it: new data arrives every
+	 * collect_interval, so a server that comes back gets data within one interval (plus
+	 * that second at most), however long the backoff has grown meanwhile. */
+	int probe_allowed;	/* the current sleep may still be cut short this way */
+	int64_t probe_at_ns;	/* when the cut-short sleep ends (monotonic), 0 = not cut */
 	int64_t attempt_end_ns; /* monotonic end of the last attempt */
 	int abandoned;	      /* the in-flight request was dropped to make room */
 	int stopping;	      /* flush what is queued until deadline_ns, then exit */
