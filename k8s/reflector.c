@@ -398,6 +398,7 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 	r->fail_msg[0] = '\0';
 	r->last_data = now;
 	r->stalled = 0;
+	r->credentials_gen = d->conn.credentials_gen;
 	if (watch) {
 		r->watch_started = now;
 		r->watch_events = 0;
@@ -434,6 +435,25 @@ static void status_reason(struct k8s_reflector *r, char *out, size_t cap)
 static void transport_reason(struct k8s_reflector *r, CURLcode result, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s%s%.300s", curl_easy_strerror(result), r->curl_err[0] ? ": " : "", r->curl_err);
+}
+
+/* A 401: re-read the credentials file (a rotated service account token), as client-go
+ * does. When the credentials differ from the ones the request carried, list again at
+ * once: the cause is fixed, and it happens only once per change, so it cannot loop.
+ * Returns 1 when the relist was scheduled, 0 to back off as for other failures. */
+static int unauthorized_retry_now(struct k8s_reflector *r, int64_t now, const char *reason)
+{
+	struct k8s_conn *c = &r->d->conn;
+	struct np_err cerr;
+
+	if (k8s_conn_refresh(c, now, 0, 1, &cerr) < 0)
+		logv(r, NP_WARN, "cannot re-read credentials", "err", cerr.msg, NULL, NULL, NULL, NULL);
+	if (c->credentials_gen == r->credentials_gen)
+		return 0;
+	logv(r, NP_INFO, "unauthorized with old credentials, listing again with the new ones", "reason", reason, NULL,
+	     NULL, NULL, NULL);
+	schedule(r, 0, now);
+	return 1;
 }
 
 static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
@@ -476,11 +496,8 @@ static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 	}
 	if (r->http_status < 200 || r->http_status >= 300) {
 		status_reason(r, reason, sizeof(reason));
-		if (r->http_status == 401) {
-			struct np_err cerr;
-			if (k8s_conn_refresh(&d->conn, now, 0, 1, &cerr) < 0)
-				logv(r, NP_WARN, "cannot re-read credentials", "err", cerr.msg, NULL, NULL, NULL, NULL);
-		}
+		if (r->http_status == 401 && unauthorized_retry_now(r, now, reason))
+			goto restart;
 		backoff_then(r, 0, now,
 			     r->http_status == 403 ? "list forbidden (RBAC: the service account needs list and watch on "
 						     "this resource)"
@@ -558,11 +575,8 @@ static void watch_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 			backoff_then(r, 1, now, "watch throttled", reason);
 			return;
 		}
-		if (r->http_status == 401) {
-			struct np_err cerr;
-			if (k8s_conn_refresh(&r->d->conn, now, 0, 1, &cerr) < 0)
-				logv(r, NP_WARN, "cannot re-read credentials", "err", cerr.msg, NULL, NULL, NULL, NULL);
-		}
+		if (r->http_status == 401 && unauthorized_retry_now(r, now, reason))
+			return;
 		backoff_then(r, 0, now, r->http_status == 403 ? "watch forbidden (RBAC)" : "watch failed", reason);
 		return;
 	}

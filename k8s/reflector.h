@@ -68,6 +68,7 @@ struct k8s_reflector {
 	enum k8s_refl_fail fail;
 	char fail_msg[512];
 
+	unsigned long credentials_gen; /* of the credentials the running request carries */
 	int64_t watch_started;
 	int64_t last_data; /* monotonic time the running transfer last delivered bytes */
 	int stalled;       /* the running watch was ended for bringing no data */

@@ -265,7 +265,7 @@ class ApiServer:
         self.drop_generation = 0
         self.closing = False
         self.open_watches = 0
-        self.active_watches = {}  # path -> watches being served now
+        self.active_watches = {}  # path -> {handler}: watches being served now
         self.max_concurrent_watches = {}  # path -> the most served at once
         self.reset_connections = 0  # accepted and reset while down(reset=True)
         self.max_history = 100000
@@ -732,13 +732,17 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         deadline = time.time() + timeout
         path = urllib.parse.urlsplit(self.path).path
         with api.lock:
-            api.active_watches[path] = api.active_watches.get(path, 0) + 1
-            api.max_concurrent_watches[path] = max(api.max_concurrent_watches.get(path, 0), api.active_watches[path])
+            # A watch whose client has closed it (its FIN is in already: the client closes
+            # before it asks again) is not counted, though its handler may not have noticed.
+            others = api.active_watches.setdefault(path, set())
+            live = 1 + sum(1 for h in others if not h.client_gone())
+            api.max_concurrent_watches[path] = max(api.max_concurrent_watches.get(path, 0), live)
+            others.add(self)
         try:
             return self._watch(sel, q, rv_param, timeout, bookmarks, deadline)
         finally:
             with api.lock:
-                api.active_watches[path] -= 1
+                api.active_watches[path].discard(self)
                 api.lock.notify_all()
 
     def _watch(self, sel, q, rv_param, timeout, bookmarks, deadline):
