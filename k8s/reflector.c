@@ -8,6 +8,7 @@
 
 #include "agent/util/log.h"
 #include "agent/util/duration.h"
+#include "agent/util/http_client.h"
 #include "k8s/discovery_impl.h"
 #include "k8s/meta.h"
 #include "k8s/status.h"
@@ -364,9 +365,12 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 		if (timeout_s < 1)
 			timeout_s = 1;
 	}
-	curl_easy_reset(r->easy);
 	curl_slist_free_all(r->headers);
 	r->headers = NULL;
+	if (np_curl_easy_renew(&r->easy)) { /* not curl_easy_reset: see util/http_client.h */
+		backoff_then(r, 0, now, "cannot prepare a request", "out of memory");
+		return;
+	}
 	pq = build_query(r, watch, timeout_s);
 	if (!pq) {
 		backoff_then(r, 0, now, "cannot prepare a request", "out of memory");

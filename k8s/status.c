@@ -30,7 +30,7 @@ int k8s_status_from_json(const json_t *obj, struct k8s_status *out)
 		copy_text(out->message, sizeof(out->message), json_string_value(msg), json_string_length(msg));
 	if (json_is_integer(retry) && json_integer_value(retry) > 0 && json_integer_value(retry) <= 3600)
 		out->retry_after_s = (int)json_integer_value(retry);
-	return out->code || out->reason[0] || out->message[0] ? 0 : -1;
+	return out->code || out->reason[0] || out->message[0] || out->retry_after_s ? 0 : -1;
 }
 
 int k8s_status_parse(const char *body, size_t len, struct k8s_status *out)

@@ -16,8 +16,8 @@ struct k8s_status {
 	int retry_after_s;     /* details.retryAfterSeconds within 0..3600, else 0 */
 };
 
-/* Reads obj (a JSON object) as a Status; 0 when it has a code, reason or message, -1
- * otherwise. *out is always filled (zeroes for what is missing). */
+/* Reads obj (a JSON object) as a Status; 0 when it has a code, reason, message or
+ * retryAfterSeconds, -1 otherwise. *out is always filled (zeroes for what is missing). */
 int k8s_status_from_json(const json_t *obj, struct k8s_status *out);
 
 /* The same from a response body (at most len bytes, not NUL-terminated). */
