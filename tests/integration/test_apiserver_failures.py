@@ -102,6 +102,13 @@ class Cluster:
         raise AssertionError(f"{what}: targets {got}, want {set(want)} after {timeout}s\n"
                              f"{self.agent_log()[-4000:]}")
 
+    def synced(self, *names):
+        """Puts pods of this node, waits for the agent's targets and its open watch."""
+        for n in names:
+            put_pod(self.srv, n)
+        self.wait_pods(set(names), 15, "first sync")
+        self.test.assertTrue(self.srv.wait_open_watches())
+
     def requests_between(self, t0, t1):
         with self.srv.lock:
             return [r for r in self.srv.requests if t0 <= r["time"] <= t1]
@@ -121,9 +128,7 @@ def put_pod(srv, name):
 class ApiServerFailures(unittest.TestCase):
     def test_restarted_converges_without_a_tight_loop(self):
         c = Cluster(self)
-        put_pod(c.srv, "a")
-        c.wait_pods({"a"}, 15, "first sync")
-        self.assertTrue(c.srv.wait_open_watches())
+        c.synced("a")
         # Down for 4 s (connections accepted and reset, counted); a pod comes and one goes meanwhile.
         c.srv.down(reset=True)
         down_at = time.time()
@@ -161,9 +166,7 @@ class ApiServerFailures(unittest.TestCase):
 
     def test_429_with_retry_after_is_honoured(self):
         c = Cluster(self)
-        put_pod(c.srv, "a")
-        c.wait_pods({"a"}, 15, "first sync")
-        self.assertTrue(c.srv.wait_open_watches())
+        c.synced("a")
         # Overloaded: the next three requests get 429 with Retry-After: 2 (as the apiserver's
         # priority and fairness answers); the watch is cut so the agent must ask again.
         c.srv.inject("http_status", status=429, reason="TooManyRequests", message="too many requests",
@@ -183,9 +186,7 @@ class ApiServerFailures(unittest.TestCase):
 
     def test_500s_back_off_then_converge(self):
         c = Cluster(self)
-        put_pod(c.srv, "a")
-        c.wait_pods({"a"}, 15, "first sync")
-        self.assertTrue(c.srv.wait_open_watches())
+        c.synced("a")
         c.srv.inject("http_status", status=500, reason="InternalError", message="etcdserver: leader changed", count=4)
         t0 = time.time()
         c.srv.drop_watches()
@@ -204,10 +205,7 @@ class ApiServerFailures(unittest.TestCase):
 
     def test_410_gone_relists(self):
         c = Cluster(self)
-        for n in ("a", "b"):
-            put_pod(c.srv, n)
-        c.wait_pods({"a", "b"}, 15, "first sync")
-        self.assertTrue(c.srv.wait_open_watches())
+        c.synced("a", "b")
         time.sleep(1.1)  # an established watch (a cut "very short watch" relists "not older than")
         # b is deleted and its event compacted away; the re-watch gets HTTP 410 Expired.
         c.srv.expired_as_http_status = True
@@ -233,9 +231,7 @@ class ApiServerFailures(unittest.TestCase):
 
     def test_token_rotated_on_disk(self):
         c = Cluster(self)
-        put_pod(c.srv, "a")
-        c.wait_pods({"a"}, 15, "first sync")
-        self.assertTrue(c.srv.wait_open_watches())
+        c.synced("a")
         # The kubelet rotates the token file; the server stops accepting the old token.
         c.write(c.token_file, "sa-token-2\n")
         c.srv.set_tokens(["sa-token-2"])
@@ -252,9 +248,7 @@ class ApiServerFailures(unittest.TestCase):
 
     def test_ca_changed(self):
         c = Cluster(self)
-        put_pod(c.srv, "a")
-        c.wait_pods({"a"}, 15, "first sync")
-        self.assertTrue(c.srv.wait_open_watches())
+        c.synced("a")
         # The cluster CA is rotated: the server comes back with a certificate of a new CA, and
         # the CA file is rewritten (the old CA would refuse the new certificate).
         new_ca, _ = k8s.make_ca(c.dir, "new-ca")
