@@ -161,27 +161,35 @@ unit: $(UNIT_BINS) $(HARNESS_BINS) $(BUILD)/nodeprof
 unit-asan:
 	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 unit
 
-# Fuzz targets: clang + libFuzzer over the same sources, built in their own tree.
+# Fuzz targets: clang + libFuzzer over the same sources, built in their own tree. Every
+# sanitizer finding aborts (-fno-sanitize-recover=all): undefined behaviour is a crash
+# the fuzzer reports and the smoke run fails on, not a line in a log.
 FUZZ_BUILD := build/fuzz
+FUZZ_SAN := -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz-build:
+	@mkdir -p $(FUZZ_BUILD); echo '$(FUZZ_SAN)' | cmp -s - $(FUZZ_BUILD)/sanitizers || \
+	  { rm -rf $(FUZZ_BUILD)/obj $(FUZZ_BUILD)/libnodeprof.a $(FUZZ_BUILD)/fuzzers; \
+	    echo '$(FUZZ_SAN)' > $(FUZZ_BUILD)/sanitizers; }
 	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(CLANG) \
-	  OPT="-O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined" \
+	  OPT="-O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link" \
 	  EXTRA_CFLAGS="-Wno-unused-command-line-argument" $(FUZZ_BUILD)/libnodeprof.a
 	@mkdir -p $(FUZZ_BUILD)/fuzzers
 	@for f in $(FUZZ_SRCS); do \
 	  n=$$(basename $$f .c); \
 	  if [ ! $(FUZZ_BUILD)/fuzzers/$$n -nt $$f ] || [ $(FUZZ_BUILD)/libnodeprof.a -nt $(FUZZ_BUILD)/fuzzers/$$n ]; then \
 	    echo "  FUZZ $$n"; \
-	    $(CLANG) $(BASE_CFLAGS) -I$(FUZZ_BUILD)/gen -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+	    $(CLANG) $(BASE_CFLAGS) -I$(FUZZ_BUILD)/gen -O1 $(FUZZ_SAN) -fsanitize=fuzzer \
 	      $(PKG_CFLAGS) -o $(FUZZ_BUILD)/fuzzers/$$n $$f $(FUZZ_BUILD)/libnodeprof.a $(PKG_LIBS) \
 	      -l:libiberty.a -lstdc++ -lpthread -lm || exit 1; \
 	  fi; \
 	done
 
-FUZZ_SECONDS ?= 300
+# The campaign: every target for FUZZ_SECONDS with its corpus; the runner writes what it
+# did (executions, exec/s, coverage, findings) to bench/results/fuzz.md.
+FUZZ_SECONDS ?= 600
 fuzz: deps
 	$(MAKE) --no-print-directory fuzz-build
-	$(PYTHON) tests/run.py --only fuzz --fuzz-seconds $(FUZZ_SECONDS)
+	$(PYTHON) tests/run.py --only fuzz --fuzz-seconds $(FUZZ_SECONDS) --fuzz-record bench/results/fuzz.md
 
 test: deps
 	$(MAKE) --no-print-directory all unit

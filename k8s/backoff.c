@@ -6,11 +6,11 @@
 
 void k8s_backoff_init(struct k8s_backoff *b)
 {
-	b->initial_ns = 800LL * 1000000;
-	b->cap_ns = 30LL * 1000000000;
+	b->initial_ns = 500LL * 1000000;
+	b->cap_ns = 1000LL * 1000000;
 	b->reset_ns = 120LL * 1000000000;
 	b->factor = 2.0;
-	b->jitter = 1.0;
+	b->jitter = 0.5;
 	b->next_ns = b->initial_ns;
 	b->last_start = 0;
 }

@@ -1,8 +1,14 @@
-/* Reconnect pacing, as client-go's reflector does it (wait.NewExponentialBackoffManager(
- * 800ms, 30s, 2min, 2.0, 1.0)): the delay starts at 0.8 s and doubles up to 30 s, each
- * delay stretched by a random factor in [1, 2), and it starts over from 0.8 s when the
- * previous backoff began more than 2 minutes ago. Also the small PRNG used for jitter
- * and for randomised watch timeouts. */
+/* Reconnect pacing: client-go's reflector backoff (wait.NewExponentialBackoffManager(
+ * 800ms, 30s, 2min, 2.0, 1.0)) with another floor and cap: the delay starts at 0.5 s
+ * and doubles up to 1 s, each delay stretched by a random factor in [1, 1.5), and it
+ * starts over from 0.5 s when the previous backoff began more than 2 minutes ago.
+ *
+ * Why not client-go's 30 s cap: a restarted or recovered apiserver must be seen within
+ * 2 s (the node's targets depend on it), and a retry every 1-1.5 s per list+watch is
+ * no load for it (a refused connection costs a SYN; an error answer, one small request).
+ * An overloaded apiserver slows us down explicitly: its 429/503 Retry-After (up to a
+ * minute) wins over this delay. Also the small PRNG used for jitter and for randomised
+ * watch timeouts. */
 #ifndef NP_K8S_BACKOFF_H
 #define NP_K8S_BACKOFF_H
 

@@ -24,6 +24,7 @@ void k8s_sd_config_init(struct k8s_sd_config *cfg)
 	cfg->tunables.debounce_max_ns = 1000LL * 1000000;
 	cfg->tunables.initial_wait_ns = 5LL * 1000000000;
 	cfg->tunables.min_watch_timeout_ns = 300LL * 1000000000;
+	cfg->tunables.watch_idle_timeout_ns = 150LL * 1000000000;
 	cfg->tunables.request_timeout_ns = 60LL * 1000000000;
 	cfg->tunables.connect_timeout_ns = 10LL * 1000000000;
 	cfg->tunables.max_object_bytes = 8u << 20;
@@ -366,10 +367,11 @@ int k8s_sd_config_validate(const struct k8s_sd_config *c, struct np_err *err)
 	if (!set(tu->serviceaccount_dir))
 		return np_errf(err, "serviceaccount_dir must be set");
 	if (tu->credentials_reread_ns <= 0 || tu->debounce_quiet_ns < 0 || tu->debounce_max_ns < tu->debounce_quiet_ns ||
-	    tu->initial_wait_ns < 0 || tu->min_watch_timeout_ns < 1000000000LL || tu->request_timeout_ns < 1000000LL ||
+	    tu->initial_wait_ns < 0 || tu->min_watch_timeout_ns < 1000000000LL ||
+	    tu->watch_idle_timeout_ns < 100000000LL || tu->request_timeout_ns < 1000000LL ||
 	    tu->connect_timeout_ns < 1000000LL || tu->max_object_bytes < 1024)
 		return np_errf(err, "invalid discovery tunables (periods must be positive, watch timeout >= 1s, "
-				    "max object size >= 1 KiB)");
+				    "watch idle timeout >= 100ms, max object size >= 1 KiB)");
 	return 0;
 }
 

@@ -346,6 +346,8 @@ int k8s_conn_refresh(struct k8s_conn *c, int64_t now, int64_t period_ns, int for
 	}
 	changed = !old || strcmp(old, c->credentials) != 0;
 	free_secret(&old);
+	if (changed)
+		c->credentials_gen++;
 	return changed;
 }
 

@@ -35,6 +35,8 @@ struct k8s_conn {
 	char *credentials_file; /* re-read periodically when set */
 	char *username;
 	int64_t credentials_read_at; /* monotonic ns of the last file read */
+	unsigned long credentials_gen; /* counts changes of credentials: a request refused with
+					  older ones is retried at once with the new ones */
 
 	char *proxy;         /* NULL: from the environment (client-go default); "": none */
 	char *no_proxy;

@@ -152,15 +152,21 @@ static void *run(void *arg)
 				k8s_reflector_done(r, m->data.result, k8s_now());
 		}
 		now = k8s_now();
+		for (size_t i = 0; i < d->n_refl; i++)
+			if (k8s_reflector_stall_at(d->refl[i]) <= now)
+				k8s_reflector_stall(d->refl[i], now);
 		if (d->dirty && publish_due(d) <= now)
 			publish(d, now);
 
 		/* Sleep until the next timer, a socket event, or a wakeup from stop. */
 		next = d->conn.credentials_file ? d->conn.credentials_read_at + d->cfg.tunables.credentials_reread_ns
 						: now + 60000 * MS;
-		for (size_t i = 0; i < d->n_refl; i++)
+		for (size_t i = 0; i < d->n_refl; i++) {
 			if (d->refl[i]->state == K8S_R_IDLE && d->refl[i]->due < next)
 				next = d->refl[i]->due;
+			if (k8s_reflector_stall_at(d->refl[i]) < next)
+				next = k8s_reflector_stall_at(d->refl[i]);
+		}
 		if (d->dirty && publish_due(d) < next)
 			next = publish_due(d);
 		running_timeout = next - now;

@@ -64,6 +64,9 @@ struct k8s_tunables {
 	int64_t debounce_max_ns;    /* ...or at the latest this long after the first change, default 1 s */
 	int64_t initial_wait_ns;    /* publish even if not every list has synced after this, default 5 s */
 	int64_t min_watch_timeout_ns; /* watch timeouts are uniform in [min, 2*min), default 300 s */
+	int64_t watch_idle_timeout_ns; /* a watch that brings no byte for this long has stalled and is
+					  resumed on a new connection, default 150 s: the apiserver sends a
+					  bookmark at least every minute (1.27+) */
 	int64_t request_timeout_ns; /* a list page (connect + response) must finish within, default 60 s */
 	int64_t connect_timeout_ns; /* TCP + TLS handshake, default 10 s */
 	size_t max_object_bytes;    /* one watch event or list item; bigger is an error, default 8 MiB */

@@ -8,8 +8,10 @@
 
 #include "agent/util/log.h"
 #include "agent/util/duration.h"
+#include "agent/util/http_client.h"
 #include "k8s/discovery_impl.h"
 #include "k8s/meta.h"
+#include "k8s/status.h"
 
 #define ERR_BODY_MAX (16u << 10)
 #define MS 1000000LL
@@ -145,6 +147,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
 	size_t n = size * nmemb;
 	struct np_err err;
 
+	r->last_data = k8s_now();
 	if (r->http_status == 0) {
 		long code = 0;
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -248,15 +251,16 @@ static int on_watch_event(struct k8s_reflector *r, const char *json, size_t len,
 	}
 	r->watch_events++;
 	if (strcmp(type, "ERROR") == 0) {
-		const json_t *code = json_object_get(obj, "code");
-		const char *msg = json_string_value(json_object_get(obj, "message"));
-		if (json_is_integer(code) && json_integer_value(code) == 410) {
+		struct k8s_status st;
+		(void)k8s_status_from_json(obj, &st); /* whatever it holds, the stream ends here */
+		if (k8s_status_expired(&st)) {
 			r->fail = K8S_F_EXPIRED;
-			snprintf(r->fail_msg, sizeof(r->fail_msg), "410 Gone: %s", msg ? msg : "resource version expired");
+			snprintf(r->fail_msg, sizeof(r->fail_msg), "%ld %s: %s", st.code ? st.code : 410L,
+				 st.reason[0] ? st.reason : "Gone", st.message[0] ? st.message : "resource version expired");
 		} else {
 			r->fail = K8S_F_ERROR;
-			snprintf(r->fail_msg, sizeof(r->fail_msg), "watch ERROR event %lld: %s",
-				 json_is_integer(code) ? (long long)json_integer_value(code) : 0LL, msg ? msg : "");
+			snprintf(r->fail_msg, sizeof(r->fail_msg), "watch ERROR event %ld %s: %s", st.code, st.reason,
+				 st.message);
 		}
 		json_decref(ev);
 		return np_errf(err, "%s", r->fail_msg);
@@ -325,12 +329,18 @@ static void backoff_lvl(struct k8s_reflector *r, enum np_level lvl, int watch, i
 	char dbuf[32];
 	curl_off_t retry_after = 0;
 
-	/* An overloaded apiserver (429, 503) says when to come back; wait at least that long (at most a minute). */
-	if ((r->http_status == 429 || r->http_status == 503) &&
-	    curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0) {
-		int64_t ra = (int64_t)(retry_after > 60 ? 60 : retry_after) * 1000000000LL;
-		if (ra > delay)
-			delay = ra;
+	/* An overloaded apiserver (429, 503) says when to come back, in the Retry-After header
+	 * or else in the Status' details.retryAfterSeconds; wait at least that long (at most a
+	 * minute). */
+	if (r->http_status == 429 || r->http_status == 503) {
+		struct k8s_status st;
+		if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after) != CURLE_OK || retry_after <= 0)
+			retry_after = k8s_status_parse(r->err_body.p, r->err_body.len, &st) == 0 ? st.retry_after_s : 0;
+		if (retry_after > 0) {
+			int64_t ra = (int64_t)(retry_after > 60 ? 60 : retry_after) * 1000000000LL;
+			if (ra > delay)
+				delay = ra;
+		}
 	}
 
 	np_duration_format(delay / MS * MS, dbuf, sizeof(dbuf));
@@ -355,9 +365,12 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 		if (timeout_s < 1)
 			timeout_s = 1;
 	}
-	curl_easy_reset(r->easy);
 	curl_slist_free_all(r->headers);
 	r->headers = NULL;
+	if (np_curl_easy_renew(&r->easy)) { /* not curl_easy_reset: see util/http_client.h */
+		backoff_then(r, 0, now, "cannot prepare a request", "out of memory");
+		return;
+	}
 	pq = build_query(r, watch, timeout_s);
 	if (!pq) {
 		backoff_then(r, 0, now, "cannot prepare a request", "out of memory");
@@ -387,6 +400,9 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 	np_buf_reset(&r->err_body);
 	r->fail = K8S_F_NONE;
 	r->fail_msg[0] = '\0';
+	r->last_data = now;
+	r->stalled = 0;
+	r->credentials_gen = d->conn.credentials_gen;
 	if (watch) {
 		r->watch_started = now;
 		r->watch_events = 0;
@@ -414,16 +430,34 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 /* "message" of a Status body, or the HTTP status alone. */
 static void status_reason(struct k8s_reflector *r, char *out, size_t cap)
 {
-	json_t *st = r->err_body.len ? json_loadb(r->err_body.p, r->err_body.len, 0, NULL) : NULL;
-	const char *msg = json_string_value(json_object_get(st, "message"));
+	struct k8s_status st;
+	int is_status = k8s_status_parse(r->err_body.p, r->err_body.len, &st) == 0 && st.message[0];
 
-	snprintf(out, cap, "HTTP %ld%s%.300s", r->http_status, msg ? ": " : "", msg ? msg : "");
-	json_decref(st);
+	snprintf(out, cap, "HTTP %ld%s%s", r->http_status, is_status ? ": " : "", is_status ? st.message : "");
 }
 
 static void transport_reason(struct k8s_reflector *r, CURLcode result, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s%s%.300s", curl_easy_strerror(result), r->curl_err[0] ? ": " : "", r->curl_err);
+}
+
+/* A 401: re-read the credentials file (a rotated service account token), as client-go
+ * does. When the credentials differ from the ones the request carried, list again at
+ * once: the cause is fixed, and it happens only once per change, so it cannot loop.
+ * Returns 1 when the relist was scheduled, 0 to back off as for other failures. */
+static int unauthorized_retry_now(struct k8s_reflector *r, int64_t now, const char *reason)
+{
+	struct k8s_conn *c = &r->d->conn;
+	struct np_err cerr;
+
+	if (k8s_conn_refresh(c, now, 0, 1, &cerr) < 0)
+		logv(r, NP_WARN, "cannot re-read credentials", "err", cerr.msg, NULL, NULL, NULL, NULL);
+	if (c->credentials_gen == r->credentials_gen)
+		return 0;
+	logv(r, NP_INFO, "unauthorized with old credentials, listing again with the new ones", "reason", reason, NULL,
+	     NULL, NULL, NULL);
+	schedule(r, 0, now);
+	return 1;
 }
 
 static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
@@ -466,11 +500,8 @@ static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 	}
 	if (r->http_status < 200 || r->http_status >= 300) {
 		status_reason(r, reason, sizeof(reason));
-		if (r->http_status == 401) {
-			struct np_err cerr;
-			if (k8s_conn_refresh(&d->conn, now, 0, 1, &cerr) < 0)
-				logv(r, NP_WARN, "cannot re-read credentials", "err", cerr.msg, NULL, NULL, NULL, NULL);
-		}
+		if (r->http_status == 401 && unauthorized_retry_now(r, now, reason))
+			goto restart;
 		backoff_then(r, 0, now,
 			     r->http_status == 403 ? "list forbidden (RBAC: the service account needs list and watch on "
 						     "this resource)"
@@ -526,6 +557,16 @@ static void watch_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 		backoff_lvl(r, NP_INFO, 0, now, "watch expired, relisting", r->fail_msg);
 		return;
 	}
+	if (r->stalled) {
+		/* The server said nothing for too long; the connection is closed already. */
+		char idle[32];
+		np_duration_format(r->d->cfg.tunables.watch_idle_timeout_ns / MS * MS, idle, sizeof(idle));
+		logv(r, r->stall_logged ? NP_DEBUG : NP_INFO, "watch stalled (no data, not even a bookmark), resuming",
+		     "idle_for", idle, "mid_event", k8s_jscan_idle(&r->scan) ? "false" : "true", NULL, NULL);
+		r->stall_logged = 1;
+		schedule(r, 1, now);
+		return;
+	}
 	/* The other failures relist "not older than" what we have, like client-go. */
 	set_str(&r->list_rv, r->rv);
 	if (r->fail == K8S_F_ERROR) {
@@ -538,11 +579,8 @@ static void watch_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 			backoff_then(r, 1, now, "watch throttled", reason);
 			return;
 		}
-		if (r->http_status == 401) {
-			struct np_err cerr;
-			if (k8s_conn_refresh(&r->d->conn, now, 0, 1, &cerr) < 0)
-				logv(r, NP_WARN, "cannot re-read credentials", "err", cerr.msg, NULL, NULL, NULL, NULL);
-		}
+		if (r->http_status == 401 && unauthorized_retry_now(r, now, reason))
+			return;
 		backoff_then(r, 0, now, r->http_status == 403 ? "watch forbidden (RBAC)" : "watch failed", reason);
 		return;
 	}
@@ -569,6 +607,19 @@ static void watch_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 		logv(r, NP_DEBUG, "watch ended, resuming", NULL, NULL, NULL, NULL, NULL, NULL);
 	}
 	schedule(r, 1, now);
+}
+
+int64_t k8s_reflector_stall_at(const struct k8s_reflector *r)
+{
+	if (r->state != K8S_R_WATCHING)
+		return INT64_MAX;
+	return r->last_data + r->d->cfg.tunables.watch_idle_timeout_ns;
+}
+
+void k8s_reflector_stall(struct k8s_reflector *r, int64_t now)
+{
+	r->stalled = 1;
+	k8s_reflector_done(r, CURLE_OPERATION_TIMEDOUT, now);
 }
 
 void k8s_reflector_done(struct k8s_reflector *r, CURLcode result, int64_t now)

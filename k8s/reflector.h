@@ -8,6 +8,11 @@
  *   resourceVersion -> a clean end re-watches at once; a 410 (ERROR event or HTTP
  *   status) relists with resourceVersion ""; 429 / refused connections re-watch after
  *   backoff; other failures back off and relist "not older than" the last version.
+ *   A watch that brings no byte for watch_idle_timeout (a stalled server or a dead
+ *   peer) is closed and resumed from its last version.
+ *
+ * One transfer per reflector at a time (one easy handle), so never two watches of one
+ * resource: a new one starts only after the old one's connection was closed.
  *
  * The state lives in `struct k8s_discovery` (discovery_impl.h); this file holds
  * the transitions. */
@@ -63,7 +68,11 @@ struct k8s_reflector {
 	enum k8s_refl_fail fail;
 	char fail_msg[512];
 
+	unsigned long credentials_gen; /* of the credentials the running request carries */
 	int64_t watch_started;
+	int64_t last_data; /* monotonic time the running transfer last delivered bytes */
+	int stalled;       /* the running watch was ended for bringing no data */
+	int stall_logged;  /* the first stall is logged at info level, later ones at debug */
 	unsigned long watch_events;
 	struct k8s_backoff backoff;
 };
@@ -78,5 +87,13 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now);
 
 /* The running transfer completed with result; decides what comes next. */
 void k8s_reflector_done(struct k8s_reflector *r, CURLcode result, int64_t now);
+
+/* For a running watch: when it counts as stalled if nothing arrives meanwhile (monotonic
+ * ns), or INT64_MAX when no watch is running. */
+int64_t k8s_reflector_stall_at(const struct k8s_reflector *r);
+
+/* Ends a running watch that brought no data since k8s_reflector_stall_at(): the
+ * connection is closed, and the watch resumes from the last version. */
+void k8s_reflector_stall(struct k8s_reflector *r, int64_t now);
 
 #endif

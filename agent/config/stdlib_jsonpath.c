@@ -289,7 +289,7 @@ static int read_int(struct parser *p, unsigned char b, long long *out, unsigned 
 	}
 	start = p->pos;
 	while (b >= '0' && b <= '9') {
-		if (v < 1000000000000000000LL)
+		if (v < 100000000000000000LL) /* v * 10 + 9 stays below LLONG_MAX */
 			v = v * 10 + (b - '0');
 		if (p->pos >= p->len)
 			break;

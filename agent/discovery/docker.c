@@ -253,7 +253,7 @@ static int configure(struct client *c, const char *url, struct np_http_request *
 {
 	const struct np_docker_config *cfg = c->cfg;
 	long timeout_ms = (long)(cfg->refresh_interval_ns / 1000000);
-	CURL *h = c->h;
+	CURL *h;
 
 	if (timeout_ms <= 0)
 		timeout_ms = 1;
@@ -269,7 +269,9 @@ static int configure(struct client *c, const char *url, struct np_http_request *
 		plain.enable_http2 = hc->enable_http2;
 		hc = &plain;
 	}
-	curl_easy_reset(h); /* keeps the connection for the next request */
+	if (np_curl_easy_renew(&c->h))
+		return np_errf(err, "out of memory");
+	h = c->h;
 	if (np_http_client_apply(h, hc, url, "nodeprof/" NP_VERSION, c->authorization, req, err))
 		return -1;
 	/* Prometheus bounds each request by the refresh interval. */
@@ -310,7 +312,8 @@ static int http_get(struct client *c, const char *path, struct response *r, stru
 	failed = configure(c, url.p, &req, r, errbuf, err);
 	if (!failed)
 		rc = curl_easy_perform(c->h);
-	curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, NULL);
+	if (c->h)
+		curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, NULL);
 	np_http_request_release(c->h, &req);
 	np_buf_free(&url);
 	if (failed)

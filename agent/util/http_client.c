@@ -652,3 +652,11 @@ int np_http_client_apply(CURL *c, const struct np_http_client_config *cfg, const
 	return np_http_apply_proxy(c, url, cfg->proxy_url, cfg->no_proxy, cfg->proxy_from_environment,
 				   &cfg->proxy_connect_headers, r, err);
 }
+
+int np_curl_easy_renew(CURL **h)
+{
+	if (*h)
+		curl_easy_cleanup(*h);
+	*h = curl_easy_init();
+	return *h ? 0 : -1;
+}

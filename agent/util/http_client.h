@@ -156,6 +156,16 @@ struct np_http_request {
 NP_MUST_CHECK int np_http_request_header(struct np_http_request *r, const char *name, const char *value,
 					 struct np_err *err);
 
+/* Replaces *h with a new easy handle for the next transfer (the old one is cleaned up; it
+ * must not be in a multi handle). Use it instead of curl_easy_reset between transfers:
+ * libcurl 7.88 (Debian 12) keeps a pointer to the previous response's last header across
+ * curl_easy_reset, and a response whose first header line is a folded one (" x") then
+ * reads freed memory (found by tests/fuzz/fuzz_docker_http; fixed upstream in curl 8:
+ * "headers: clear (possibly) lingering pointer in init"). Connections live in the multi
+ * handle, so a transfer driven through one still reuses them. 0, or -1 when out of memory
+ * (*h is then NULL). */
+NP_MUST_CHECK int np_curl_easy_renew(CURL **h);
+
 /* Sets on c (fresh or curl_easy_reset) everything the settings say for a request to url:
  * URL, http and https only (also on redirects), redirects, HTTP version, TLS, proxy,
  * headers, authentication, user_agent, no signals. oauth2_authorization is the

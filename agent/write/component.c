@@ -32,6 +32,7 @@ static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_args *a,
 	ep->max_backoff_ns = cfg_args_duration(a, "max_backoff_period");
 	ep->max_backoff_retries = (int)cfg_args_int(a, "max_backoff_retries");
 	ep->retry_on_http_429 = cfg_args_bool(a, "retry_on_http_429");
+	ep->queue_max_bytes = (size_t)cfg_args_int(a, "queue_max_bytes");
 	for (size_t i = 0; i < cfg_args_map_len(a, "headers"); i++)
 		if (np_http_headers_add(&ep->headers, cfg_args_map_key(a, "headers", i), cfg_args_map_str(a, "headers", i),
 					err))

@@ -17,6 +17,19 @@
 
 #define CAUSE_LOG_INTERVAL (300 * NP_NSEC_PER_SEC)
 #define OVERFLOW_LOG_INTERVAL (60 * NP_NSEC_PER_SEC)
+/* The shortest wait between two attempts, whatever min_backoff_period says: dskit's
+ * backoff with a zero minimum (which Alloy accepts) retries in a tight loop. */
+#define RETRY_FLOOR_NS (100 * NP_NSEC_PER_SEC / 1000)
+/* The most an attempt cut short by new data waits after the previous attempt (less when
+ * min_backoff_period is shorter): many targets append in one burst per interval, and
+ * only the first of them may start an attempt. */
+#define PROBE_SPACING_MAX_NS NP_NSEC_PER_SEC
+
+const char *const np_write_drop_reasons[NP_DROP__COUNT] = {
+	[NP_DROP_QUEUE_FULL] = "queue_full",	   [NP_DROP_TOO_LARGE] = "too_large",
+	[NP_DROP_OUT_OF_MEMORY] = "out_of_memory", [NP_DROP_REJECTED] = "rejected",
+	[NP_DROP_RETRIES_EXHAUSTED] = "retries_exhausted", [NP_DROP_SHUTDOWN] = "shutdown",
+};
 
 void np_push_req_release(struct np_push_req *req)
 {
@@ -63,6 +76,10 @@ static void bind_series(struct np_endpoint *ep)
 	ep->m.lat_downstream = np_metric_series(f->latency, down, &err);
 	ep->m.queue_bytes = np_metric_series(f->queue_bytes, lv, &err);
 	ep->m.queue_profiles = np_metric_series(f->queue_profiles, lv, &err);
+	for (size_t i = 0; i < NP_DROP__COUNT; i++) {
+		const char *const by[] = { ep->label, np_write_drop_reasons[i] };
+		ep->m.dropped_by_reason[i] = np_metric_series(f->dropped_by_reason, by, &err);
+	}
 }
 
 /* Queue gauges move by deltas, so that two writers pushing to the same URL add up. */
@@ -72,10 +89,11 @@ static void gauge_delta(struct np_endpoint *ep, double bytes, double profiles)
 	np_series_add(ep->m.queue_profiles, profiles);
 }
 
-static void count_dropped(struct np_endpoint *ep, const struct np_push_req *req)
+static void count_dropped(struct np_endpoint *ep, const struct np_push_req *req, enum np_write_drop why)
 {
 	ep->dropped++;
 	np_series_inc(ep->m.dropped_profiles);
+	np_series_inc(ep->m.dropped_by_reason[why]);
 	np_series_add(ep->m.dropped_bytes, (double)req->profile_len);
 }
 
@@ -100,7 +118,7 @@ static void apply_next_cfg(struct np_endpoint *ep)
 	}
 }
 
-static void drop_head(struct np_endpoint *ep)
+static void drop_head(struct np_endpoint *ep, enum np_write_drop why)
 {
 	struct np_qnode *n = ep->head;
 
@@ -110,7 +128,7 @@ static void drop_head(struct np_endpoint *ep)
 	ep->n_queued--;
 	ep->bytes -= n->req->len;
 	gauge_delta(ep, -(double)n->req->len, -1);
-	count_dropped(ep, n->req);
+	count_dropped(ep, n->req, why);
 	np_push_req_release(n->req);
 	free(n);
 }
@@ -139,7 +157,7 @@ void np_endpoint_enqueue(struct np_endpoint *ep, struct np_push_req *req)
 
 	pthread_mutex_lock(&ep->lock);
 	if (req->len > ep->queue_max || !(n = malloc(sizeof(*n)))) {
-		count_dropped(ep, req);
+		count_dropped(ep, req, req->len > ep->queue_max ? NP_DROP_TOO_LARGE : NP_DROP_OUT_OF_MEMORY);
 		log_overflow(ep, req->len > ep->queue_max ? "profile larger than the whole queue; dropped"
 							  : "out of memory queueing a profile; dropped");
 		pthread_mutex_unlock(&ep->lock);
@@ -161,7 +179,7 @@ void np_endpoint_enqueue(struct np_endpoint *ep, struct np_push_req *req)
 		if (inflight_live && ep->inflight_waiting)
 			abandon_inflight(ep);
 		else if (ep->head && ep->head->req != req)
-			drop_head(ep);
+			drop_head(ep, NP_DROP_QUEUE_FULL);
 		else if (inflight_live)
 			abandon_inflight(ep);
 		else
@@ -170,6 +188,12 @@ void np_endpoint_enqueue(struct np_endpoint *ep, struct np_push_req *req)
 	}
 	if (ep->bytes > ep->max_bytes_seen)
 		ep->max_bytes_seen = ep->bytes;
+	if (ep->inflight_waiting && ep->probe_allowed && !ep->abandoned) {
+		int64_t spacing = ep->cfg.min_backoff_ns < PROBE_SPACING_MAX_NS ? ep->cfg.min_backoff_ns : PROBE_SPACING_MAX_NS;
+		int64_t now = np_write_now_ns(), at = ep->attempt_end_ns + spacing;
+		ep->probe_at_ns = at > now ? at : now;
+		ep->probe_allowed = 0;
+	}
 	pthread_cond_broadcast(&ep->cond);
 	pthread_mutex_unlock(&ep->lock);
 }
@@ -225,7 +249,7 @@ static void push_inflight(struct np_endpoint *ep)
 	struct np_push_req *req = ep->inflight;
 	struct np_backoff bo;
 	struct np_write_result r;
-	const char *drop_reason = NULL;
+	enum np_write_drop drop = NP_DROP__COUNT; /* none: delivered */
 	int64_t first = np_write_now_ns();
 
 	ep->rng_seed = ep->rng_seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -237,7 +261,7 @@ static void push_inflight(struct np_endpoint *ep)
 		if (ep->stopping) {
 			int64_t left = ep->deadline_ns - np_write_now_ns();
 			if (left <= 0) {
-				drop_reason = "shutdown";
+				drop = NP_DROP_SHUTDOWN;
 				break;
 			}
 			if (left < timeout)
@@ -247,14 +271,15 @@ static void push_inflight(struct np_endpoint *ep)
 		t0 = np_write_now_ns();
 		np_write_http_push(ep->http, &ep->cfg, req->body, req->len, timeout, &r);
 		pthread_mutex_lock(&ep->lock);
+		ep->attempt_end_ns = np_write_now_ns();
 		o = r.aborted ? NP_WRITE_FAIL : np_write_classify(&r, ep->cfg.retry_on_http_429);
 		/* Abandoned while on the wire but delivered anyway: it counts as sent. */
 		if (ep->abandoned && o != NP_WRITE_SENT) {
-			drop_reason = "queue_full";
+			drop = NP_DROP_QUEUE_FULL;
 			break;
 		}
 		if (r.aborted) {
-			drop_reason = "shutdown";
+			drop = NP_DROP_SHUTDOWN;
 			break;
 		}
 		np_series_observe(ep->m.lat_downstream, (double)(np_write_now_ns() - t0) / 1e9);
@@ -269,45 +294,58 @@ static void push_inflight(struct np_endpoint *ep)
 		}
 		report_failure(ep, &r, o, bo.retries);
 		if (o == NP_WRITE_FAIL) {
-			drop_reason = "rejected";
+			drop = NP_DROP_REJECTED;
 			break;
 		}
 		delay = np_backoff_next(&bo);
 		if (!np_backoff_ongoing(&bo)) {
-			drop_reason = "retries_exhausted";
+			drop = NP_DROP_RETRIES_EXHAUSTED;
 			break;
 		}
 		/* A server's Retry-After is a floor, within the configured maximum. */
 		if (r.retry_after_ns > delay)
 			delay = r.retry_after_ns < ep->cfg.max_backoff_ns ? r.retry_after_ns : ep->cfg.max_backoff_ns;
+		if (delay < RETRY_FLOOR_NS)
+			delay = RETRY_FLOOR_NS;
 		wake = np_write_now_ns() + delay;
 		if (ep->stopping && wake >= ep->deadline_ns) {
-			drop_reason = "shutdown";
+			drop = NP_DROP_SHUTDOWN;
 			break;
 		}
 		ep->retries++;
 		np_series_inc(ep->m.retries);
 		ep->inflight_waiting = 1;
-		while (!ep->abandoned && np_write_now_ns() < wake && !(ep->stopping && wake >= ep->deadline_ns))
-			timed_wait(ep, wake);
+		/* New data may cut a long backoff short, but not one the server asked for. */
+		ep->probe_allowed = r.retry_after_ns == 0;
+		ep->probe_at_ns = 0;
+		for (;;) {
+			int64_t until = ep->probe_at_ns && ep->probe_at_ns < wake ? ep->probe_at_ns : wake;
+			if (ep->abandoned || np_write_now_ns() >= until || (ep->stopping && wake >= ep->deadline_ns))
+				break;
+			timed_wait(ep, until);
+		}
+		if (ep->probe_at_ns && ep->probe_at_ns < wake)
+			wake = ep->probe_at_ns; /* for the shutdown check below: the sleep ended early */
 		ep->inflight_waiting = 0;
+		ep->probe_allowed = 0;
+		ep->probe_at_ns = 0;
 		if (ep->abandoned) {
-			drop_reason = "queue_full";
+			drop = NP_DROP_QUEUE_FULL;
 			break;
 		}
 		if (ep->stopping && wake >= ep->deadline_ns) {
-			drop_reason = "shutdown";
+			drop = NP_DROP_SHUTDOWN;
 			break;
 		}
 		apply_next_cfg(ep);
 	}
 	np_series_observe(ep->m.lat_endpoint, (double)(np_write_now_ns() - first) / 1e9);
-	if (!drop_reason)
+	if (drop == NP_DROP__COUNT)
 		return;
-	count_dropped(ep, req);
-	if (strcmp(drop_reason, "shutdown") == 0) {
+	count_dropped(ep, req, drop);
+	if (drop == NP_DROP_SHUTDOWN) {
 		ep->shutdown_dropped++;
-	} else if (strcmp(drop_reason, "retries_exhausted") == 0) {
+	} else if (drop == NP_DROP_RETRIES_EXHAUSTED) {
 		uint64_t suppressed;
 		if (np_write_lograte_allow(&ep->giveup_log, np_write_now_ns(), CAUSE_LOG_INTERVAL, &suppressed))
 			np_log(NP_WARN, "pyroscope.write", "giving up on a profile after the last retry", "endpoint",
@@ -335,7 +373,7 @@ static void *worker_main(void *arg)
 		if (ep->stopping && np_write_now_ns() >= ep->deadline_ns) {
 			while (ep->head) {
 				ep->shutdown_dropped++;
-				drop_head(ep);
+				drop_head(ep, NP_DROP_SHUTDOWN);
 			}
 			break;
 		}
@@ -448,7 +486,7 @@ void np_endpoint_free(struct np_endpoint *ep)
 		pthread_join(ep->thread, NULL);
 	}
 	while (ep->head)
-		drop_head(ep);
+		drop_head(ep, NP_DROP_SHUTDOWN);
 	np_write_http_free(ep->http);
 	np_write_endpoint_free(&ep->cfg);
 	if (ep->has_next_cfg)

@@ -24,9 +24,23 @@ struct np_push_req {
 
 void np_push_req_release(struct np_push_req *req);
 
+/* Why an endpoint dropped a profile: the `reason` label of
+ * pyroscope_write_dropped_profiles_by_reason_total (np_write_drop_reasons). */
+enum np_write_drop {
+	NP_DROP_QUEUE_FULL,	   /* the oldest, to make room within queue_max_bytes */
+	NP_DROP_TOO_LARGE,	   /* larger than the whole queue */
+	NP_DROP_OUT_OF_MEMORY,	   /* no memory to queue it */
+	NP_DROP_REJECTED,	   /* the server (or an unusable URL) refused it: not retried */
+	NP_DROP_RETRIES_EXHAUSTED, /* max_backoff_retries reached */
+	NP_DROP_SHUTDOWN,	   /* not delivered before the shutdown flush deadline */
+	NP_DROP__COUNT
+};
+extern const char *const np_write_drop_reasons[NP_DROP__COUNT];
+
 /* The metric families a writer registers once; endpoints take series from them. */
 struct np_write_families {
 	struct np_metric *sent_bytes, *dropped_bytes, *sent_profiles, *dropped_profiles, *retries, *latency;
+	struct np_metric *dropped_by_reason;
 	struct np_metric *queue_bytes, *queue_profiles;
 	struct np_metric *fanout, *rejected, *fixed, *oversized;
 };
@@ -34,6 +48,7 @@ struct np_write_families {
 struct np_ep_series {
 	struct np_series *sent_bytes, *dropped_bytes, *sent_profiles, *dropped_profiles, *retries;
 	struct np_series *lat_endpoint, *lat_downstream, *queue_bytes, *queue_profiles;
+	struct np_series *dropped_by_reason[NP_DROP__COUNT];
 };
 
 struct np_qnode {
@@ -72,6 +87,13 @@ struct np_endpoint {
 	size_t max_bytes_seen; /* high-water mark of bytes */
 	struct np_push_req *inflight;
 	int inflight_waiting; /* in a backoff sleep, not on the wire */
+	/* A profile appended during a backoff sleep cuts the sleep short, once per attempt
+	 * and not before min(min_backoff, 1 s) after it: new data arrives every
+	 * collect_interval, so a server that comes back gets data within one interval (plus
+	 * that second at most), however long the backoff has grown meanwhile. */
+	int probe_allowed;	/* the current sleep may still be cut short this way */
+	int64_t probe_at_ns;	/* when the cut-short sleep ends (monotonic), 0 = not cut */
+	int64_t attempt_end_ns; /* monotonic end of the last attempt */
 	int abandoned;	      /* the in-flight request was dropped to make room */
 	int stopping;	      /* flush what is queued until deadline_ns, then exit */
 	int64_t deadline_ns;

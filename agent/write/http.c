@@ -302,7 +302,11 @@ void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint 
 			r->local_error = 1;
 		goto out;
 	}
-	curl_easy_reset(h->easy);
+	if (np_curl_easy_renew(&h->easy)) { /* not curl_easy_reset: see util/http_client.h */
+		r->local_error = 1;
+		snprintf(r->message, sizeof(r->message), "out of memory");
+		goto out;
+	}
 	if (configure(h->easy, &req, ep, oauth2_value, body, len, timeout_ns, resp, &err)) {
 		r->local_error = 1; /* the result's message is shorter than an np_err: keep its start */
 		snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(r->message) - 1, err.msg);

@@ -24,10 +24,16 @@ static size_t varint_len(uint64_t v)
 	return n;
 }
 
-/* Size of a length-delimited field with a one-byte tag. */
-static size_t field_len(size_t body)
+/* *acc += the size of a length-delimited field with a one-byte tag and a body of `body`
+ * bytes; -1 when that does not fit a size_t (labels and profiles come from discovery
+ * and the host: their sizes are not trusted to be small). */
+static int add_field(size_t *acc, size_t body)
 {
-	return 1 + varint_len(body) + body;
+	size_t f;
+
+	if (__builtin_add_overflow(body, 1 + varint_len(body), &f) || __builtin_add_overflow(*acc, f, acc))
+		return -1;
+	return 0;
 }
 
 /* Lengths are computed up front so that the body is written once, in one allocation,
@@ -35,21 +41,29 @@ static size_t field_len(size_t body)
 int np_write_encode_push(const struct np_labels *labels, const void *profile, size_t len, struct np_buf *out,
 			 struct np_err *err)
 {
-	size_t series = 0, sample = field_len(len); /* RawSample{raw_profile} */
+	size_t series = 0, sample = 0, total = 0;
 
+	if (add_field(&sample, len)) /* RawSample{raw_profile} */
+		goto too_large;
 	for (size_t i = 0; i < labels->n; i++) {
-		size_t pair = field_len(strlen(labels->v[i].name)) + field_len(strlen(labels->v[i].value));
-		series += field_len(pair);
+		size_t pair = 0;
+		if (add_field(&pair, strlen(labels->v[i].name)) || add_field(&pair, strlen(labels->v[i].value)) ||
+		    add_field(&series, pair))
+			goto too_large;
 	}
-	series += field_len(sample);
-	if (np_buf_reserve(out, field_len(series)))
-		return np_errf(err, "out of memory encoding a %zu-byte push request", field_len(series));
+	if (add_field(&series, sample) || add_field(&total, series))
+		goto too_large;
+	if (np_buf_reserve(out, total))
+		return np_errf(err, "out of memory encoding a %zu-byte push request", total);
 	pb_tag(out, 1, PB_LEN); /* PushRequest.series */
 	pb_varint(out, series);
 	for (size_t i = 0; i < labels->n; i++) {
 		const char *n = labels->v[i].name, *v = labels->v[i].value;
+		size_t pair = 0;
+		(void)add_field(&pair, strlen(n)); /* checked above */
+		(void)add_field(&pair, strlen(v));
 		pb_tag(out, 1, PB_LEN); /* RawProfileSeries.labels */
-		pb_varint(out, field_len(strlen(n)) + field_len(strlen(v)));
+		pb_varint(out, pair);
 		pb_string(out, 1, n); /* LabelPair.name */
 		pb_string(out, 2, v); /* LabelPair.value */
 	}
@@ -59,6 +73,8 @@ int np_write_encode_push(const struct np_labels *labels, const void *profile, si
 	if (out->failed)
 		return np_errf(err, "out of memory encoding a push request");
 	return 0;
+too_large:
+	return np_errf(err, "push request too large to encode (%zu labels, %zu-byte profile)", labels->n, len);
 }
 
 uint64_t np_write_uncompressed_size(const uint8_t *p, size_t len)
@@ -142,29 +158,31 @@ enum np_write_outcome np_write_classify(const struct np_write_result *r, int ret
 	return NP_WRITE_FAIL;
 }
 
+/* The server's value is untrusted: an HTTP date can be any year, so the difference is
+ * taken in seconds, bounded, and only then scaled to nanoseconds. */
 int64_t np_write_parse_retry_after(const char *value, int64_t now_realtime_ns)
 {
+	const int64_t max_s = 86400;
 	char *end;
 	long long secs;
 	time_t when;
+	int64_t delta_ns;
 
 	while (*value == ' ' || *value == '\t')
 		value++;
 	if (*value >= '0' && *value <= '9') {
-		secs = strtoll(value, &end, 10);
+		secs = strtoll(value, &end, 10); /* saturates on overflow, refused below */
 		while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
 			end++;
-		if (*end || secs < 0 || secs > 86400)
+		if (*end || secs < 0 || secs > max_s)
 			return 0;
 		return secs * NP_NSEC_PER_SEC;
 	}
 	when = curl_getdate(value, NULL);
-	if (when <= 0)
+	if (when <= 0 || (int64_t)when - now_realtime_ns / NP_NSEC_PER_SEC > max_s)
 		return 0;
-	{
-		int64_t delta = (int64_t)when * NP_NSEC_PER_SEC - now_realtime_ns;
-		return delta > 0 && delta <= 86400 * NP_NSEC_PER_SEC ? delta : 0;
-	}
+	delta_ns = (int64_t)when * NP_NSEC_PER_SEC - now_realtime_ns; /* |when| <= now + 1 day: no overflow */
+	return delta_ns > 0 ? delta_ns : 0;
 }
 
 /* ---- dskit backoff ---- */

@@ -32,6 +32,7 @@ static int register_families(struct np_writer *w, struct np_metrics *reg, struct
 	static const char *const ep[] = { "endpoint", NULL };
 	static const char *const ep_type[] = { "endpoint", "type", NULL };
 	static const char *const reason[] = { "reason", NULL };
+	static const char *const ep_reason[] = { "endpoint", "reason", NULL };
 	const double *b = np_metrics_default_buckets;
 	const size_t nb = NP_METRICS_DEFAULT_BUCKETS_N;
 	struct np_write_families *f = &w->fam;
@@ -45,6 +46,10 @@ static int register_families(struct np_writer *w, struct np_metrics *reg, struct
 						    "Total number of profiles sent to Pyroscope.", ep, err)) ||
 	    !(f->dropped_profiles = np_metrics_counter(reg, "pyroscope_write_dropped_profiles_total",
 						       "Total number of profiles dropped by Pyroscope.", ep, err)) ||
+	    !(f->dropped_by_reason = np_metrics_counter(reg, "pyroscope_write_dropped_profiles_by_reason_total",
+							"Profiles an endpoint dropped, by reason: queue_full, too_large, "
+							"out_of_memory, rejected, retries_exhausted, shutdown.",
+							ep_reason, err)) ||
 	    !(f->retries = np_metrics_counter(reg, "pyroscope_write_retries_total",
 					      "Total number of retries to Pyroscope.", ep, err)) ||
 	    !(f->latency = np_metrics_histogram(reg, "pyroscope_write_latency",

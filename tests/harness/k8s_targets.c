@@ -9,7 +9,7 @@
  * arrays: {"role": "pod", "api_server": "https://...", "tls_config": {"ca_file": ...},
  * "selectors": [{"role": "pod", "field": "spec.nodeName=n1"}], ...}. nodeprof's own
  * settings go under "nodeprof" (durations as Go strings): serviceaccount_dir,
- * credentials_reread, debounce_quiet, debounce_max, initial_wait, min_watch_timeout,
+ * credentials_reread, debounce_quiet, debounce_max, initial_wait, min_watch_timeout, watch_idle_timeout,
  * request_timeout, connect_timeout, max_object_bytes, page_size.
  * Exit status: 0 after SIGTERM/SIGINT or --duration, 1 on a configuration error
  * ("error: ..." on stderr), 2 on a usage error. */
@@ -155,7 +155,7 @@ static int parse_config(json_t *j, struct k8s_sd_config *c, struct np_err *err)
 	static const char *const selk[] = { "role", "label", "field", NULL };
 	static const char *const am[] = { "node", "namespace", NULL };
 	static const char *const npk[] = { "serviceaccount_dir", "credentials_reread", "debounce_quiet", "debounce_max",
-					   "initial_wait", "min_watch_timeout", "request_timeout", "connect_timeout",
+					   "initial_wait", "min_watch_timeout", "watch_idle_timeout", "request_timeout", "connect_timeout",
 					   "max_object_bytes", "page_size", NULL };
 	json_t *b;
 
@@ -231,6 +231,7 @@ static int parse_config(json_t *j, struct k8s_sd_config *c, struct np_err *err)
 		    get_duration(b, "debounce_max", &t->debounce_max_ns, err) ||
 		    get_duration(b, "initial_wait", &t->initial_wait_ns, err) ||
 		    get_duration(b, "min_watch_timeout", &t->min_watch_timeout_ns, err) ||
+		    get_duration(b, "watch_idle_timeout", &t->watch_idle_timeout_ns, err) ||
 		    get_duration(b, "request_timeout", &t->request_timeout_ns, err) ||
 		    get_duration(b, "connect_timeout", &t->connect_timeout_ns, err))
 			return -1;

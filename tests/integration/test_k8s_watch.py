@@ -147,7 +147,7 @@ class Watch(k8s.Case):
                          srv.get("pods", "default", "a")["metadata"]["resourceVersion"])
         self.assertNotIn("limit", relists[0]["query"])
         failed = [w for w in watches(srv) if w["time"] > first_watch["time"]][0]
-        self.assertGreaterEqual(relists[0]["time"] - failed["time"], 0.75, "the retry must wait for the backoff")
+        self.assertGreaterEqual(relists[0]["time"] - failed["time"], 0.45, "the retry must wait for the backoff")
         srv.put("pods", pod("b"))
         h.wait_for(lambda ts: k8s.names(ts) == ["a", "b"])
 
@@ -161,12 +161,12 @@ class Watch(k8s.Case):
         t = [r["time"] for r in lists(srv)]
         self.assertEqual(len(t), 3)
         gaps = [b - a for a, b in zip(t, t[1:])]
-        # Retry-After: 2 s is honoured over the first step (0.8 s); then 1.6 s (then 3.2 s...),
-        # each step stretched by a random factor in [1, 2).
+        # Retry-After: 2 s is honoured over the first step (0.5 s); then 1 s (the cap), each
+        # step stretched by a random factor in [1, 1.5).
         self.assertGreaterEqual(gaps[0], 1.95)
         self.assertLess(gaps[0], 2.5)
-        self.assertGreaterEqual(gaps[1], 1.6 - 0.05)
-        self.assertLess(gaps[1], 3.2 + 0.3)
+        self.assertGreaterEqual(gaps[1], 1.0 - 0.05)
+        self.assertLess(gaps[1], 1.5 + 0.3)
         self.assertIn("HTTP 503", h.log())
 
     def test_paging_and_expired_continue_token(self):
@@ -241,6 +241,30 @@ class Watch(k8s.Case):
         self.assertGreaterEqual(len(lists(srv)), 2)
         srv.put("pods", pod("later"))
         h.wait_for(lambda ts: k8s.names(ts) == ["after", "later", "ok"])
+
+    def test_stalled_watch_is_resumed_after_the_idle_timeout(self):
+        srv = self.server(bookmark_interval=0.3)
+        srv.put("pods", pod("a"))
+        h = self.harness(srv, nodeprof={"watch_idle_timeout": "1s"})
+        h.wait_for(lambda ts: len(ts) == 1)
+        self.assertTrue(srv.wait_open_watches())
+        # Bookmarks every 0.3 s keep a quiet watch alive past the idle timeout.
+        time.sleep(1.5)
+        self.assertEqual(len(watches(srv)), 1)
+        # The server goes silent on that connection (no bookmarks either) for a minute.
+        srv.inject("stall", seconds=60, on="watch")
+        stalled_at = time.time()
+        again = srv.wait_requests(lambda r: r["watch"] and r["time"] > stalled_at, timeout=5)
+        self.assertTrue(again, "the stalled watch was not resumed")
+        # 1 s after the last byte, which was a bookmark at most 0.3 s before the stall.
+        self.assertGreaterEqual(again[0]["time"] - stalled_at, 0.65)
+        self.assertLess(again[0]["time"] - stalled_at, 2.5)
+        self.assertEqual(len(lists(srv)), 1, "a stalled watch resumes, it does not relist")
+        self.assertIn("watch stalled", h.log())
+        srv.put("pods", pod("b"))
+        h.wait_for(lambda ts: k8s.names(ts) == ["a", "b"], timeout=5)
+        # The client closed the stalled connection before opening the new one.
+        self.assertEqual(srv.max_concurrent_watches, {"/api/v1/pods": 1})
 
     def test_stop_is_prompt_during_backoff_and_streams(self):
         srv = self.server()

@@ -16,9 +16,18 @@ It serves what every discovery.kubernetes role uses, the way the real apiserver 
   stream by default, or the HTTP status itself).
 * TLS with the test's own certificates (optionally requiring client certificates),
   bearer tokens and basic auth checked on every request (401 Status otherwise).
-* Failure injection: HTTP errors for the next requests, delays, slow ("trickled")
-  responses, a connection cut in the middle of the next event or list, an ERROR 410 in
-  the middle of a stream, dropping every open watch, over-long events.
+* Failure injection: HTTP errors for the next requests (Status bodies as the apiserver
+  writes them: 429 TooManyRequests with Retry-After and details.retryAfterSeconds, 500
+  InternalError, 410 Expired), delays, slow ("trickled") responses, a watch that stalls
+  mid-stream (sends nothing for a while, or until the client gives up), a connection cut in
+  the middle of the next event or list, an ERROR 410 in the middle of a stream, dropping
+  every open watch, over-long events.
+* Restarts: down() stops serving (connections refused, or accepted and reset while
+  counting them, as behind a load balancer), up() serves again on the same port with the
+  same objects, optionally with a new certificate (a CA rotation).
+* Accounting: every request (time, path, query, watch or not), the watches being served
+  per resource path right now, and the most ever served at once per path
+  (max_concurrent_watches): a client must never hold two watches of one resource.
 
 Tests drive it in-process (ApiServer methods) or, standalone, through a small JSON
 control API on a second, plain-HTTP localhost port:
@@ -36,6 +45,7 @@ import copy
 import gzip
 import http.server
 import json
+import select
 import socket
 import ssl
 import sys
@@ -44,7 +54,7 @@ import time
 import urllib.parse
 import uuid
 
-WATCH_STREAM_OPS = {"cut_event", "error_410", "huge_event"}
+WATCH_STREAM_OPS = {"cut_event", "error_410", "huge_event", "stall"}
 # resource -> (kind, namespaced, apiVersion)
 KINDS = {
     "pods": ("Pod", True, "v1"),
@@ -255,12 +265,20 @@ class ApiServer:
         self.drop_generation = 0
         self.closing = False
         self.open_watches = 0
+        self.active_watches = {}  # path -> {handler}: watches being served now
+        self.max_concurrent_watches = {}  # path -> the most served at once
+        self.reset_connections = 0  # accepted and reset while down(reset=True)
         self.max_history = 100000
+        self._down_sock = None
+        self.cert, self.key, self.client_ca = cert, key, client_ca
 
+        self._listen(port)
+
+    def _listen(self, port):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(cert, key)
-        if client_ca:
-            ctx.load_verify_locations(client_ca)
+        ctx.load_cert_chain(self.cert, self.key)
+        if self.client_ca:
+            ctx.load_verify_locations(self.client_ca)
             ctx.verify_mode = ssl.CERT_OPTIONAL
         self.ssl_ctx = ctx
         api = self
@@ -284,8 +302,55 @@ class ApiServer:
         with self.lock:
             self.closing = True
             self.lock.notify_all()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        if self.httpd:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.httpd = None
+        self._stop_resetting()
+
+    def down(self, reset=False):
+        """Stops serving, as a restarting apiserver: open watches are cut and new connections
+        refused, or with reset=True accepted and reset at once (counted in reset_connections),
+        as a load balancer in front of a restarting apiserver does."""
+        self.stop()
+        if reset:
+            ls = socket.socket()
+            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            ls.bind(("127.0.0.1", self.port))
+            ls.listen(64)
+            ls.settimeout(0.05)
+            self._down_sock = ls
+
+            def accept_and_reset():
+                while self._down_sock is ls:
+                    try:
+                        c, _ = ls.accept()
+                    except (socket.timeout, OSError):
+                        continue
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    c.close()
+                    with self.lock:
+                        self.reset_connections += 1
+                ls.close()
+
+            self._down_thread = threading.Thread(target=accept_and_reset, daemon=True)
+            self._down_thread.start()
+
+    def _stop_resetting(self):
+        if self._down_sock is not None:
+            self._down_sock = None
+            self._down_thread.join()
+
+    def up(self, cert=None, key=None):
+        """Serves again on the same port with the same objects; cert/key replace the serving
+        certificate (e.g. one signed by a new CA)."""
+        self._stop_resetting()
+        if cert:
+            self.cert, self.key = cert, key
+        with self.lock:
+            self.closing = False
+        self._listen(self.port)
+        return self.start()
 
     # --- objects
     def _next_rv(self):
@@ -370,7 +435,8 @@ class ApiServer:
         trickle (chunk=B, seconds=S between chunks), cut_event (watch: cut the next event
         in half and close), cut_list (list: send half the body and close), error_410
         (watch: an ERROR 410 event after the initial events), huge_event (watch: an
-        ADDED event of bytes=N), hang (seconds=S without answering, then close).
+        ADDED event of bytes=N), hang (seconds=S without answering, then close), stall
+        (watch: after the initial events send nothing for seconds=S, then go on).
         if_continue=True limits a list injection to requests carrying a continue token,
         path_contains=S to requests whose path contains S."""
         with self.lock:
@@ -553,6 +619,18 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def client_gone(self):
+        """The client closed a watch connection (it sends nothing else on it, so anything
+        readable is its close) - noticed without waiting for the next write, so that the
+        concurrent-watch accounting is exact."""
+        try:
+            if self.connection.pending():
+                return False
+            r, _, _ = select.select([self.connection.fileno()], [], [], 0)
+            return bool(r)
+        except (OSError, ValueError, AttributeError):
+            return True
+
     def abort(self):
         self.close_connection = True
         try:
@@ -597,9 +675,14 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         if inj:
             if inj["op"] == "http_status":
                 code = inj.get("status", 500)
-                extra = {"Retry-After": str(inj["retry_after"])} if "retry_after" in inj else None
-                return self.send_json(code, status(code, inj.get("reason", "InternalError"),
-                                                   inj.get("message", "injected failure")), headers=extra)
+                body = status(code, inj.get("reason", "InternalError"), inj.get("message", "injected failure"))
+                extra = None
+                if "retry_after" in inj:
+                    # As the apiserver's priority and fairness filter answers: the header and
+                    # details.retryAfterSeconds.
+                    extra = {"Retry-After": str(inj["retry_after"])}
+                    body["details"] = {"retryAfterSeconds": int(inj["retry_after"])}
+                return self.send_json(code, body, headers=extra)
             if inj["op"] == "hang":
                 time.sleep(inj.get("seconds", 5))
                 return self.abort()
@@ -647,6 +730,23 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         timeout = float(q.get("timeoutSeconds") or 1800)
         bookmarks = q.get("allowWatchBookmarks") == "true"
         deadline = time.time() + timeout
+        path = urllib.parse.urlsplit(self.path).path
+        with api.lock:
+            # A watch whose client has closed it (its FIN is in already: the client closes
+            # before it asks again) is not counted, though its handler may not have noticed.
+            others = api.active_watches.setdefault(path, set())
+            live = 1 + sum(1 for h in others if not h.client_gone())
+            api.max_concurrent_watches[path] = max(api.max_concurrent_watches.get(path, 0), live)
+            others.add(self)
+        try:
+            return self._watch(sel, q, rv_param, timeout, bookmarks, deadline)
+        finally:
+            with api.lock:
+                api.active_watches[path].discard(self)
+                api.lock.notify_all()
+
+    def _watch(self, sel, q, rv_param, timeout, bookmarks, deadline):
+        api = self.server_api
         with api.lock:
             initial = []
             if rv_param in ("", "0"):
@@ -691,11 +791,25 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                             time.time() < min(deadline, next_bookmark if bookmarks else deadline):
                         api.lock.wait(min(0.05, max(0.0, deadline - time.time())))
                         evs = api.events_after(sel, last)
+                        if self.client_gone():
+                            break
                     closing, dropped = api.closing, api.drop_generation != generation
                     cur_rv = api.rv
-                if closing or dropped:
+                if closing or dropped or self.client_gone():
                     return self.abort()
                 inj = api.take_injection(True, ops=WATCH_STREAM_OPS, path=self.path)
+                if inj and inj["op"] == "stall":
+                    # Nothing at all (no events, no bookmarks) for a while, on an open
+                    # connection; then the stream goes on. A client may give up first.
+                    until = time.time() + inj.get("seconds", 3600)
+                    while time.time() < until and not self.client_gone():
+                        with api.lock:
+                            if api.closing or api.drop_generation != generation:
+                                break
+                        time.sleep(0.02)
+                    if self.client_gone():
+                        return self.abort()
+                    continue
                 if inj and inj["op"] == "error_410":
                     self.send_event({"type": "ERROR", "object": status(410, "Expired",
                                      f"too old resource version: {last} ({last + 1})")}, api.watch_chunk_size)

@@ -301,24 +301,26 @@ static void conn_server_name_and_in_cluster(void **state)
 	rmdir(dir);
 }
 
+/* client-go's shape with a 0.5 s floor and a 1 s cap, jittered by [1, 1.5): never a
+ * tight loop, and never more than 1.5 s between two attempts (backoff.h). */
 static void backoff_like_client_go(void **state)
 {
 	struct k8s_backoff b;
 	uint64_t rng = 12345;
 	int64_t now = 1000LL * 1000000000;
-	const int64_t base[] = { 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000 };
+	const int64_t base[] = { 500, 1000, 1000, 1000, 1000, 1000, 1000, 1000 };
 
 	k8s_backoff_init(&b);
 	for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
 		int64_t d = k8s_backoff_next(&b, now, &rng) / 1000000;
-		if (d < base[i] || d >= 2 * base[i])
+		if (d < base[i] || d >= base[i] * 3 / 2)
 			fail_msg("step %zu: %lld ms not in [%lld, %lld)", i, (long long)d, (long long)base[i],
-				 (long long)(2 * base[i]));
+				 (long long)(base[i] * 3 / 2));
 		now += 1000000000LL;
 	}
 	/* Quiet for more than two minutes: back to the start. */
 	now += 121LL * 1000000000;
-	assert_true(k8s_backoff_next(&b, now, &rng) < 1600LL * 1000000);
+	assert_true(k8s_backoff_next(&b, now, &rng) < 750LL * 1000000);
 	/* The jitter varies. */
 	int64_t first = k8s_backoff_next(&b, now + 200LL * 1000000000, &rng);
 	int64_t second = k8s_backoff_next(&b, now + 400LL * 1000000000, &rng);

@@ -540,6 +540,13 @@ static void retry_after_values(void **state)
 	/* 1700000000 is Tue, 14 Nov 2023 22:13:20 GMT. */
 	assert_true(np_write_parse_retry_after("Tue, 14 Nov 2023 22:13:50 GMT", now) == 30 * NP_NSEC_PER_SEC);
 	assert_true(np_write_parse_retry_after("Tue, 14 Nov 2023 22:00:00 GMT", now) == 0);
+	/* Dates far away and huge numbers are refused without overflowing (the fuzzer's
+	 * signed overflow: year 9999 in nanoseconds does not fit an int64_t). */
+	assert_true(np_write_parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now) == 0);
+	assert_true(np_write_parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", 0) == 0);
+	assert_true(np_write_parse_retry_after("Wed, 15 Nov 2023 22:13:20 GMT", now) == 86400 * NP_NSEC_PER_SEC);
+	assert_true(np_write_parse_retry_after("Wed, 15 Nov 2023 22:13:21 GMT", now) == 0);
+	assert_true(np_write_parse_retry_after("99999999999999999999999", now) == 0);
 }
 
 /* ---- backoff ---- */

@@ -41,6 +41,9 @@ static const struct cfg_attr endpoint_attrs[] = {
 	CFG_A("max_backoff_period", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"5m\"", .min = 0, .max = 86400),
 	CFG_A("max_backoff_retries", &cfg_t_int, CFG_RANGE, "10", .min = 0, .max = 1e9),
 	CFG_A("retry_on_http_429", &cfg_t_bool, 0, "true"),
+	/* nodeprof's own (Alloy has no queue): the bytes of push requests held for this
+	 * endpoint while it is slow or away; the oldest go first when it is full. */
+	CFG_A("queue_max_bytes", &cfg_t_int, CFG_RANGE, "33554432", .min = 4096, .max = 4294967296.0),
 	CFG_A("debug_info_upload_timeout", &cfg_t_duration, CFG_UNSUPPORTED, "\"2m\"",
 	      .note = "debug info upload is not implemented"),
 	CFG_HTTP_CLIENT_ATTRS,
