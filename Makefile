@@ -164,14 +164,14 @@ unit-asan:
 FUZZ_BUILD := build/fuzz
 fuzz-build:
 	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(CLANG) \
-	  OPT="-O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined" \
+	  OPT="-O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
 	  EXTRA_CFLAGS="-Wno-unused-command-line-argument" $(FUZZ_BUILD)/libnodeprof.a
 	@mkdir -p $(FUZZ_BUILD)/fuzzers
 	@for f in $(FUZZ_SRCS); do \
 	  n=$$(basename $$f .c); \
 	  if [ ! $(FUZZ_BUILD)/fuzzers/$$n -nt $$f ] || [ $(FUZZ_BUILD)/libnodeprof.a -nt $(FUZZ_BUILD)/fuzzers/$$n ]; then \
 	    echo "  FUZZ $$n"; \
-	    $(CLANG) $(BASE_CFLAGS) -I$(FUZZ_BUILD)/gen -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+	    $(CLANG) $(BASE_CFLAGS) -I$(FUZZ_BUILD)/gen -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	      $(PKG_CFLAGS) -o $(FUZZ_BUILD)/fuzzers/$$n $$f $(FUZZ_BUILD)/libnodeprof.a $(PKG_LIBS) \
 	      -l:libiberty.a -lstdc++ -lpthread -lm || exit 1; \
 	  fi; \

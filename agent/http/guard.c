@@ -57,7 +57,8 @@ static int parse_authority(const char *s, size_t len, struct authority *a)
 		if (n == 0 || n > NP_HTTP_MAX_HOST_NAME)
 			return -1;
 		for (size_t i = 0; i < n; i++) {
-			if (!name_char((unsigned char)s[i]))
+			/* No empty label (".x", "a..b"): browsers send none. */
+			if (!name_char((unsigned char)s[i]) || (s[i] == '.' && (i == 0 || s[i - 1] == '.')))
 				return -1;
 			a->name[i] = (char)tolower((unsigned char)s[i]);
 		}
