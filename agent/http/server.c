@@ -845,6 +845,10 @@ static struct lws_vhost *listen_on(struct np_http_server *srv, struct lws_contex
 	info->options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND | LWS_SERVER_OPTION_VALIDATE_UTF8;
 	if (is_v6)
 		info->options |= LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY | LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE;
+	else if (*host)
+		/* lws binds an IPv6 socket otherwise, where an IPv4 iface names none of its
+		 * addresses: it listened on every interface (tests/integration/test_http_security.py). */
+		info->options |= LWS_SERVER_OPTION_DISABLE_IPV6;
 	vh = lws_create_vhost(srv->ctx, info);
 	if (!vh) {
 		np_errf(err, "http: listen %s: libwebsockets could not start a server on %s port %d", addr, numeric, port);

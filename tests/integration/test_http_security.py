@@ -245,6 +245,13 @@ class Agent(unittest.TestCase):
         self.assertIn(b"longer than", body)
         self.assertEqual(self.ui("GET", "/api/top?" + "&".join(f"p{i}=1" for i in range(32)))[0], 200)
 
+    def test_listens_on_the_given_address_only(self):
+        """127.0.0.1:PORT is the loopback's 127.0.0.1, not every interface (lws bound [::]
+        for an IPv4 address): another address of the host, here 127.0.0.2, gets nothing."""
+        for port in (self.port, self.mport):
+            with self.assertRaises(ConnectionRefusedError):
+                http.client.HTTPConnection("127.0.0.2", port, timeout=5).connect()
+
     # ---- the metrics-only listener ----
 
     def test_metrics_listener_serves_metrics_and_health_only(self):
