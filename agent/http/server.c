@@ -492,6 +492,12 @@ static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 	 * body) open otherwise. */
 	if (lws_hdr_copy(wsi, hdr, sizeof(hdr), WSI_TOKEN_CONNECTION) > 0 && strcasestr(hdr, "close"))
 		c->close_after = 1;
+	/* One request per connection. lws 4.1 spins at 100% CPU, serving nobody any more,
+	 * when a pipelined request declares a body that never comes (the client closes its
+	 * side): found by tests/fuzz/fuzz_http_request.c. Without keep-alive nothing is
+	 * pipelined; a new connection per request costs nothing on loopback and every 15 s
+	 * for a scraper. */
+	c->close_after = 1;
 	/* The guard stands before every handler of a private route (404 and 405 run none).
 	 * Refusals close the connection: a body they leave unread cannot start the next request. */
 	rc = route_find(srv, method, c->path, c->metrics_only, &h, &ud, &is_public, hdr, sizeof(hdr));

@@ -72,13 +72,16 @@ class Endpoints(unittest.TestCase):
         # The server still serves after all that.
         self.assertEqual(self.h.get("/-/healthy")[0], 200)
 
-    def test_keep_alive_and_head(self):
+    def test_one_request_per_connection_and_head(self):
+        """Each answer closes its connection (no keep-alive, so nothing is pipelined: see
+        on_http); clients such as http.client simply reconnect."""
         import http.client
         c = http.client.HTTPConnection(self.h.host, self.h.port, timeout=5)
         for _ in range(3):
             c.request("GET", "/-/healthy")
             r = c.getresponse()
             self.assertEqual(r.status, 200)
+            self.assertEqual(r.getheader("connection"), "close")
             r.read()
         c.request("HEAD", "/api/services")
         r = c.getresponse()

@@ -252,6 +252,25 @@ class Agent(unittest.TestCase):
             with self.assertRaises(ConnectionRefusedError):
                 http.client.HTTPConnection("127.0.0.2", port, timeout=5).connect()
 
+    def test_pipelined_request_without_its_body_does_not_stall_the_server(self):
+        """Two requests in one packet, the second declaring a body that never comes, then
+        EOF: lws 4.1 span at 100% CPU on it and answered nobody (probes failed, SIGTERM
+        hung). The server now closes each connection after one answer."""
+        import socket
+        for second in (b"GET /y HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n",
+                       b"POST /-/reload HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: 5\r\n\r\n"):
+            s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            s.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: a\r\n\r\n" + second)
+            s.shutdown(socket.SHUT_WR)
+            out = b""
+            while chunk := s.recv(65536):        # EOF within the timeout: closed
+                out += chunk
+            s.close()
+            self.assertTrue(out.startswith(b"HTTP/1.1 200"), out)
+            self.assertIn(b"connection: close", out.lower())
+            self.assertEqual(self.ui("GET", "/-/healthy")[0], 200)
+
     # ---- the metrics-only listener ----
 
     def test_metrics_listener_serves_metrics_and_health_only(self):
