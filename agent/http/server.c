@@ -488,30 +488,20 @@ static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 	}
 	snprintf(c->method, sizeof(c->method), "%s", method);
 	c->head_only = !strcmp(method, "HEAD");
-	/* Honour "Connection: close" ourselves: lws keeps some requests (a PUT without a
-	 * body) open otherwise. */
-	if (lws_hdr_copy(wsi, hdr, sizeof(hdr), WSI_TOKEN_CONNECTION) > 0 && strcasestr(hdr, "close"))
-		c->close_after = 1;
 	/* One request per connection. lws 4.1 spins at 100% CPU, serving nobody any more,
 	 * when a pipelined request declares a body that never comes (the client closes its
 	 * side): found by tests/fuzz/fuzz_http_request.c. Without keep-alive nothing is
 	 * pipelined; a new connection per request costs nothing on loopback and every 15 s
 	 * for a scraper. */
 	c->close_after = 1;
-	/* The guard stands before every handler of a private route (404 and 405 run none).
-	 * Refusals close the connection: a body they leave unread cannot start the next request. */
+	/* The guard stands before every handler of a private route (404 and 405 run none). */
 	rc = route_find(srv, method, c->path, c->metrics_only, &h, &ud, &is_public, hdr, sizeof(hdr));
 	if (rc == 1 && !is_public && guard_request(srv, wsi, method, c->path, why, sizeof(why))) {
-		c->close_after = 1;
 		np_http_response_text(&c->resp, 403, "%s", why);
 		return respond(wsi, c);
 	}
-	if ((rc = read_query(wsi, c)) != 0) {
-		if (rc < 0)
-			return -1;
-		c->close_after = 1;
-		return respond(wsi, c);
-	}
+	if ((rc = read_query(wsi, c)) != 0)
+		return rc < 0 ? -1 : respond(wsi, c);
 	if (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) {
 		if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
 			/* A chunked body has no length to check up front: ask for one. */
@@ -911,9 +901,7 @@ int np_http_start(const struct np_http_config *cfg_in, struct np_http_server **o
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_mutex_init(&srv->ws_lock, NULL);
 	pthread_rwlock_init(&srv->handler_lock, NULL);
-	if (np_http_parse_listen(cfg.listen, host, sizeof(host), &srv->port, err) ||
-	    np_http_hosts_init(&srv->hosts, host, cfg.allowed_hosts, cfg.nallowed_hosts, err) ||
-	    register_refusal_metrics(srv, err))
+	if (register_refusal_metrics(srv, err))
 		goto fail;
 
 	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_to_np);
@@ -934,7 +922,8 @@ int np_http_start(const struct np_http_config *cfg_in, struct np_http_server **o
 		np_errf(err, "http: libwebsockets could not create its context");
 		goto fail;
 	}
-	if (!(srv->vhost = listen_on(srv, &info, cfg.listen, "nodeprof", host, sizeof(host), &srv->port, err)))
+	if (!(srv->vhost = listen_on(srv, &info, cfg.listen, "nodeprof", host, sizeof(host), &srv->port, err)) ||
+	    np_http_hosts_init(&srv->hosts, host, cfg.allowed_hosts, cfg.nallowed_hosts, err))
 		goto fail;
 	if (cfg.metrics_listen && !(srv->metrics_vhost = listen_on(srv, &info, cfg.metrics_listen, "nodeprof-metrics",
 								     metrics_host, sizeof(metrics_host),
