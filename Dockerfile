@@ -45,6 +45,8 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update && apt-get install -y -q --no-install-recommends $RUNTIME_PACKAGES && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/nodeprof /usr/local/bin/nodeprof
 RUN chmod 0755 /usr/local/bin/nodeprof && install -d -m 0755 /etc/nodeprof && /usr/local/bin/nodeprof --version
-EXPOSE 4100
+# /metrics and health on the container's addresses; the UI, API and debug pages on its
+# loopback (as the chart runs it).
+EXPOSE 4101
 ENTRYPOINT ["/usr/local/bin/nodeprof"]
-CMD ["run", "--config", "/etc/nodeprof/config.alloy", "--http-listen", "0.0.0.0:4100"]
+CMD ["run", "--config", "/etc/nodeprof/config.alloy", "--http-listen", "127.0.0.1:4100", "--metrics-listen", "0.0.0.0:4101"]

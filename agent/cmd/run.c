@@ -1,4 +1,4 @@
-/* nodeprof run [--config FILE] [--http-listen ADDR]: the agent. Runs the component
+/* nodeprof run [--config FILE] [--http-listen ADDR] [--metrics-listen ADDR]: the agent. Runs the component
  * graph of a configuration (the embedded default without --config), serves
  * /metrics, health, readiness, reload, debug pages and the local flame-graph UI,
  * reloads on SIGHUP or POST /-/reload (keeping the running graph when the new file
@@ -15,6 +15,7 @@
 #include "agent/config/controller.h"
 #include "agent/config/graph.h"
 #include "agent/config/types/types.h"
+#include "agent/http/guard.h"
 #include "agent/http/server.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_metrics.h"
@@ -23,7 +24,8 @@
 #include "agent/util/log.h"
 
 static const char run_usage[] =
-	"Usage: nodeprof run [--config FILE] [--http-listen ADDR] [--ui-memory SIZE] [--log-level LEVEL]\n"
+	"Usage: nodeprof run [--config FILE] [--http-listen ADDR] [--metrics-listen ADDR] [--http-allowed-host NAME]...\n"
+	"                    [--ui-memory SIZE] [--log-level LEVEL]\n"
 	"\n"
 	"Runs the agent. With --config, the components of an Alloy configuration file (discovery.kubernetes,\n"
 	"discovery.docker, discovery.process, discovery.relabel, pyroscope.ebpf, pyroscope.write); without it,\n"
@@ -32,7 +34,17 @@ static const char run_usage[] =
 	"  --config FILE          the configuration; SIGHUP or POST /-/reload re-reads it (an invalid file\n"
 	"                         keeps the running configuration)\n"
 	"  --http-listen ADDR     where /metrics, /-/ready, /-/healthy, /-/reload, /debug/ and the UI are\n"
-	"                         served (default 127.0.0.1:4100; :4100 for every interface)\n"
+	"                         served (default 127.0.0.1:4100; :4100 for every interface). The UI, its\n"
+	"                         API, /debug/ and /-/reload answer only requests whose Host is an IP\n"
+	"                         address, localhost, the ADDR's host or this machine's name (against DNS\n"
+	"                         rebinding), with no Origin or this server's own, and POST /-/reload only\n"
+	"                         with a Content-Type such as application/json (not one a web form sends)\n"
+	"  --metrics-listen ADDR  also serve /metrics, /-/healthy and /-/ready, and nothing else, on ADDR:\n"
+	"                         for scrapers and probes on a network that must not see the UI (e.g.\n"
+	"                         --http-listen 127.0.0.1:4100 --metrics-listen :4101)\n"
+	"  --http-allowed-host NAME\n"
+	"                         also answer requests for the UI, API and debug pages addressed to NAME\n"
+	"                         (e.g. a reverse proxy's name); repeatable\n"
 	"  --ui-memory SIZE       memory for the profiles the local UI keeps (the last hour at most), e.g.\n"
 	"                         64MiB (the default without --config), 4MiB (the default with it); 0\n"
 	"                         turns the UI's store off\n"
@@ -263,14 +275,24 @@ static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }
 
-static int start_http(struct agent *a, const char *listen, size_t ui_memory, struct np_err *err)
+/* What the command line says about the HTTP server. */
+struct http_flags {
+	const char *listen, *metrics_listen;
+	const char *allowed_hosts[NP_HTTP_MAX_ALLOWED_HOSTS];
+	size_t nallowed_hosts;
+};
+
+static int start_http(struct agent *a, const struct http_flags *f, size_t ui_memory, struct np_err *err)
 {
 	struct np_http_config hc;
 	struct np_store_config sc;
 	struct np_ui_config uc = { 0 };
 
 	np_http_config_defaults(&hc);
-	hc.listen = listen;
+	hc.listen = f->listen;
+	hc.metrics_listen = f->metrics_listen;
+	hc.allowed_hosts = f->allowed_hosts;
+	hc.nallowed_hosts = f->nallowed_hosts;
 	if (np_ebpf_metrics_new(NULL, &a->metrics, err) || np_http_start(&hc, &a->http, err))
 		return -1;
 	np_http_set_ready(a->http, ready, a);
@@ -324,12 +346,14 @@ int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },	     { "http-listen", required_argument, NULL, 'l' },
+		{ "metrics-listen", required_argument, NULL, 'M' },  { "http-allowed-host", required_argument, NULL, 'A' },
 		{ "ui-memory", required_argument, NULL, 'm' },	     { "log-level", required_argument, NULL, 'L' },
 		{ "print-default-config", no_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct agent a = { 0 };
-	const char *listen = "127.0.0.1:4100";
+	struct http_flags http = { .listen = NP_HTTP_DEFAULT_LISTEN };
+	const char *listen;
 	size_t ui_memory = 0;
 	int ui_memory_set = 0, opt;
 	struct np_err err;
@@ -342,7 +366,22 @@ int cmd_run(int argc, char **argv)
 			a.config = optarg;
 			break;
 		case 'l':
-			listen = optarg;
+			http.listen = optarg;
+			break;
+		case 'M':
+			http.metrics_listen = optarg;
+			break;
+		case 'A':
+			if (np_http_check_host_name(optarg, &err)) {
+				fprintf(stderr, "nodeprof run: --http-allowed-host: %s\n", err.msg);
+				return 1;
+			}
+			if (http.nallowed_hosts == NP_HTTP_MAX_ALLOWED_HOSTS) {
+				fprintf(stderr, "nodeprof run: --http-allowed-host: at most %d names\n",
+					NP_HTTP_MAX_ALLOWED_HOSTS);
+				return 1;
+			}
+			http.allowed_hosts[http.nallowed_hosts++] = optarg;
 			break;
 		case 'm':
 			if (parse_size(optarg, &ui_memory)) {
@@ -377,6 +416,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (!ui_memory_set)
 		ui_memory = a.config ? (size_t)4 << 20 : (size_t)64 << 20;
+	listen = http.listen;
 	tune_malloc();
 
 	/* Signals are taken synchronously by this thread; every other thread (the
@@ -411,7 +451,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "nodeprof run: %s\n", err.msg);
 		return 1;
 	}
-	if (start_http(&a, listen, ui_memory, &err)) {
+	if (start_http(&a, &http, ui_memory, &err)) {
 		fprintf(stderr, "nodeprof run: %s\n", err.msg);
 		cfg_graph_free(checked);
 		stop_agent(&a);

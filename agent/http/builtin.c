@@ -1,5 +1,5 @@
-/* The server's built-in endpoints: /metrics, /-/healthy, /-/ready, /-/reload and
- * the debug pages (see server.h for what each answers). */
+/* The server's built-in endpoints: /metrics, /-/healthy, /-/ready (public routes),
+ * /-/reload and the debug pages (see server.h for what each answers). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,9 +259,10 @@ static void handle_debug(void *ud, const struct np_http_request *req, struct np_
 
 int np_http_builtin_register(struct np_http_server *srv, struct np_err *err)
 {
-	if (np_http_route(srv, "GET", "/metrics", handle_metrics, srv, err) ||
-	    np_http_route(srv, "GET", "/-/healthy", handle_healthy, srv, err) ||
-	    np_http_route(srv, "GET", "/-/ready", handle_ready, srv, err) ||
+	/* Public (any Host, and the metrics address): what scrapers and probes ask for. */
+	if (np_http_route_public(srv, "GET", "/metrics", handle_metrics, srv, err) ||
+	    np_http_route_public(srv, "GET", "/-/healthy", handle_healthy, srv, err) ||
+	    np_http_route_public(srv, "GET", "/-/ready", handle_ready, srv, err) ||
 	    np_http_route(srv, "POST", "/-/reload", handle_reload, srv, err) ||
 	    np_http_route(srv, "PUT", "/-/reload", handle_reload, srv, err) ||
 	    np_http_route(srv, "GET", "/debug", handle_debug, srv, err) ||

@@ -7,9 +7,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "agent/http/guard.h"
 #include "agent/http/server.h"
-
-#define NP_HTTP_MAX_QUERY_PARAMS 32
 
 struct np_http_query {
 	size_t n;
@@ -22,6 +21,7 @@ struct route {
 	char method[8];
 	char *path; /* owned; without the trailing "*" for prefix routes */
 	int prefix;
+	int public_route; /* served to any Host and on the metrics address (see server.h) */
 	np_http_handler handler;
 	void *ud;
 };
@@ -44,10 +44,14 @@ struct ws_msg {
 
 struct np_http_server {
 	struct lws_context *ctx;
-	struct lws_vhost *vhost;
+	struct lws_vhost *vhost;	 /* the listen address: every route */
+	struct lws_vhost *metrics_vhost; /* metrics_listen: public routes only; NULL without */
 	pthread_t thread;
 	atomic_int stopping;
-	int port;
+	int port, metrics_port;
+	struct np_http_hosts hosts; /* Host names the private routes answer to */
+	struct np_series *refused[NP_HTTP_REFUSAL_KINDS]; /* nodeprof_http_refused_requests_total{reason} */
+	atomic_int refusal_logged[NP_HTTP_REFUSAL_KINDS]; /* each reason is logged once */
 	size_t max_body;
 	struct np_metrics *metrics;
 	char listen_desc[300]; /* for logs */
@@ -73,6 +77,10 @@ struct np_http_server {
 
 	unsigned char *scratch; /* LWS_PRE + SCRATCH_SIZE: one write at a time, service thread only */
 };
+
+/* server.c: np_http_route for the public routes of builtin.c. */
+NP_MUST_CHECK int np_http_route_public(struct np_http_server *srv, const char *method, const char *path,
+				       np_http_handler handler, void *ud, struct np_err *err);
 
 /* builtin.c: registers /metrics, /-/..., /debug/ */
 NP_MUST_CHECK int np_http_builtin_register(struct np_http_server *srv, struct np_err *err);

@@ -19,7 +19,6 @@
 
 #define SCRATCH_SIZE (64u << 10) /* >= NP_HTTP_WS_MAX_MESSAGE; also the response chunk size */
 #define MAX_PATH 2048
-#define MAX_QUERY_ARG 4096
 
 struct ws_client {
 	struct ws_client *next;
@@ -41,6 +40,7 @@ struct conn {
 	struct np_http_response resp;
 	size_t sent;
 	int head_only, close_after, responding;
+	int metrics_only; /* arrived on the metrics address: public routes only */
 	/* WebSocket */
 	struct ws_client client;
 };
@@ -55,6 +55,11 @@ void np_http_config_defaults(struct np_http_config *cfg)
 int np_http_port(const struct np_http_server *srv)
 {
 	return srv->port;
+}
+
+int np_http_metrics_port(const struct np_http_server *srv)
+{
+	return srv->metrics_port;
 }
 
 /* ---- requests and responses ---- */
@@ -119,8 +124,8 @@ static void conn_reset_http(struct conn *c)
 
 /* ---- routes ---- */
 
-int np_http_route(struct np_http_server *srv, const char *method, const char *path, np_http_handler handler,
-		  void *ud, struct np_err *err)
+static int route_add(struct np_http_server *srv, const char *method, const char *path, np_http_handler handler,
+		     void *ud, int public_route, struct np_err *err)
 {
 	size_t plen = strlen(path);
 	int prefix = plen >= 2 && !strcmp(path + plen - 2, "/*");
@@ -135,6 +140,7 @@ int np_http_route(struct np_http_server *srv, const char *method, const char *pa
 		    strlen(r->path) == plen - prefix) {
 			r->handler = handler;
 			r->ud = ud;
+			r->public_route = public_route;
 			pthread_mutex_unlock(&srv->lock);
 			return 0;
 		}
@@ -153,6 +159,7 @@ int np_http_route(struct np_http_server *srv, const char *method, const char *pa
 		return np_errf(err, "http: out of memory");
 	}
 	r->prefix = prefix;
+	r->public_route = public_route;
 	r->handler = handler;
 	r->ud = ud;
 	srv->nroutes++;
@@ -160,10 +167,23 @@ int np_http_route(struct np_http_server *srv, const char *method, const char *pa
 	return 0;
 }
 
-/* Finds the handler for method + path. Returns 1 when found, 0 when the path is known
- * with other methods (allow lists them), -1 when the path is unknown. */
-static int route_find(struct np_http_server *srv, const char *method, const char *path, np_http_handler *h,
-		      void **ud, char *allow, size_t allow_cap)
+int np_http_route(struct np_http_server *srv, const char *method, const char *path, np_http_handler handler,
+		  void *ud, struct np_err *err)
+{
+	return route_add(srv, method, path, handler, ud, 0, err);
+}
+
+int np_http_route_public(struct np_http_server *srv, const char *method, const char *path, np_http_handler handler,
+			 void *ud, struct np_err *err)
+{
+	return route_add(srv, method, path, handler, ud, 1, err);
+}
+
+/* Finds the handler for method + path (among the public routes only with public_only).
+ * Returns 1 when found (*is_public says whether the route is public), 0 when the path
+ * is known with other methods (allow lists them), -1 when the path is unknown. */
+static int route_find(struct np_http_server *srv, const char *method, const char *path, int public_only,
+		      np_http_handler *h, void **ud, int *is_public, char *allow, size_t allow_cap)
 {
 	const struct route *best = NULL;
 	size_t best_len = 0;
@@ -177,7 +197,7 @@ static int route_find(struct np_http_server *srv, const char *method, const char
 		const struct route *r = &srv->routes[i];
 		size_t rl = strlen(r->path);
 		int match = r->prefix ? !strncmp(path, r->path, rl) : !strcmp(path, r->path);
-		if (!match)
+		if (!match || (public_only && !r->public_route))
 			continue;
 		/* Only the most specific path counts for 405. */
 		size_t specificity = r->prefix ? rl : SIZE_MAX;
@@ -198,6 +218,7 @@ static int route_find(struct np_http_server *srv, const char *method, const char
 	if (best) {
 		*h = best->handler;
 		*ud = best->ud;
+		*is_public = best->public_route;
 	}
 	pthread_mutex_unlock(&srv->lock);
 	return best ? 1 : path_known ? 0 : -1;
@@ -307,14 +328,19 @@ static void dispatch(struct np_http_server *srv, struct conn *c)
 	np_http_handler h = NULL;
 	void *ud = NULL;
 	char allow[128];
-	int found;
+	int found, is_public;
 
 	memset(&c->resp, 0, sizeof(c->resp));
 	c->resp.status = 200;
 	snprintf(c->resp.content_type, sizeof(c->resp.content_type), "text/plain; charset=utf-8");
 	pthread_rwlock_rdlock(&srv->handler_lock);
-	found = route_find(srv, c->method, c->path, &h, &ud, allow, sizeof(allow));
-	if (found < 0) {
+	found = route_find(srv, c->method, c->path, c->metrics_only, &h, &ud, &is_public, allow, sizeof(allow));
+	if (found < 0 && c->metrics_only) {
+		np_http_response_text(&c->resp, 404,
+				      "404 %s is not served on this address, which serves /metrics, /-/healthy and "
+				      "/-/ready only (the UI, API and debug pages are on the --http-listen address)",
+				      c->path);
+	} else if (found < 0) {
 		np_http_response_text(&c->resp, 404, "404 page not found: %s", c->path);
 	} else if (found == 0) {
 		np_http_response_text(&c->resp, 405, "405 method %s not allowed for %s (allowed: %s)", c->method,
@@ -359,42 +385,96 @@ void np_http_unroute(struct np_http_server *srv, void *ud)
 	pthread_rwlock_unlock(&srv->handler_lock);
 }
 
+/* Copies the query parameters (lws splits and percent-decodes them). Returns 0, -1 when
+ * out of memory, or 1 with a 400 in c->resp when there are too many or one is too long:
+ * a parameter is never dropped silently. */
 static int read_query(struct lws *wsi, struct conn *c)
 {
-	char *arg = malloc(MAX_QUERY_ARG);
+	char arg[NP_HTTP_MAX_QUERY_ARG + 1];
 
-	if (!arg)
-		return -1;
-	for (int i = 0; c->query.n < NP_HTTP_MAX_QUERY_PARAMS; i++) {
-		int n = lws_hdr_copy_fragment(wsi, arg, MAX_QUERY_ARG, WSI_TOKEN_HTTP_URI_ARGS, i);
-		if (n < 0)
-			break;
+	for (int i = 0;; i++) {
+		int n = lws_hdr_copy_fragment(wsi, arg, sizeof(arg), WSI_TOKEN_HTTP_URI_ARGS, i);
+		if (n < 0) {
+			/* Absent, or longer than the buffer: only the latter has a length. */
+			if (lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, i) <= 0)
+				return 0;
+			np_http_response_text(&c->resp, 400, "query parameter %d is longer than %d bytes", i + 1,
+					      NP_HTTP_MAX_QUERY_ARG);
+			return 1;
+		}
+		if (c->query.n >= NP_HTTP_MAX_QUERY_PARAMS) {
+			np_http_response_text(&c->resp, 400, "more than %d query parameters", NP_HTTP_MAX_QUERY_PARAMS);
+			return 1;
+		}
 		char *eq = strchr(arg, '=');
 		char *name = strndup(arg, eq ? (size_t)(eq - arg) : strlen(arg));
 		char *value = strdup(eq ? eq + 1 : "");
 		if (!name || !value) {
 			free(name);
 			free(value);
-			free(arg);
 			return -1;
 		}
 		c->query.v[c->query.n].name = name;
 		c->query.v[c->query.n].value = value;
 		c->query.n++;
 	}
-	free(arg);
-	return 0;
+}
+
+/* A copy of a request header (malloc()ed; NULL when absent or empty). Headers are
+ * bounded by max_http_header_data. */
+static char *header_dup(struct lws *wsi, enum lws_token_indexes t)
+{
+	int n = lws_hdr_total_length(wsi, t);
+	char *s;
+
+	if (n <= 0 || !(s = malloc((size_t)n + 1)))
+		return NULL;
+	if (lws_hdr_copy(wsi, s, n + 1, t) < 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Applies np_http_guard to a request for a private route: 0 when it may proceed, else
+ * counts and (once per reason) logs the refusal and fills why with the 403 text. */
+static int guard_request(struct np_http_server *srv, struct lws *wsi, const char *method, const char *path,
+			 char *why, size_t why_cap)
+{
+	struct np_http_guard_request r = { .method = method };
+	char *host = header_dup(wsi, WSI_TOKEN_HOST), *origin = header_dup(wsi, WSI_TOKEN_ORIGIN);
+	char *ctype = header_dup(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE);
+
+	r.host = host;
+	r.origin = origin;
+	r.content_type = ctype;
+	enum np_http_refusal v = np_http_guard(&srv->hosts, &r, why, why_cap);
+	if (v != NP_HTTP_ALLOWED) {
+		np_series_inc(srv->refused[v]);
+		if (!atomic_exchange(&srv->refusal_logged[v], 1))
+			np_log(NP_WARN, "http", "request refused (logged once per reason; counted in "
+						"nodeprof_http_refused_requests_total)",
+			       "reason", np_http_refusal_name(v), "method", method, "path", path, "host",
+			       host ? host : "", "origin", origin ? origin : "", "detail", why, NULL);
+	}
+	free(host);
+	free(origin);
+	free(ctype);
+	return v != NP_HTTP_ALLOWED;
 }
 
 static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, const char *in)
 {
 	char *uri = NULL;
-	int uri_len = 0, m;
+	int uri_len = 0, m, rc, is_public = 0;
 	const char *method;
-	char hdr[64];
+	char hdr[64], why[768];
+	np_http_handler h;
+	void *ud;
 
 	conn_reset_http(c);
 	c->kind = CONN_HTTP;
+	c->metrics_only = srv->metrics_vhost && lws_get_vhost(wsi) == srv->metrics_vhost;
 	m = lws_http_get_uri_and_method(wsi, &uri, &uri_len);
 	method = method_name(m);
 	c->path = strndup(in ? in : "/", MAX_PATH);
@@ -408,12 +488,20 @@ static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 	}
 	snprintf(c->method, sizeof(c->method), "%s", method);
 	c->head_only = !strcmp(method, "HEAD");
-	/* Honour "Connection: close" ourselves: lws keeps some requests (a PUT without a
-	 * body) open otherwise. */
-	if (lws_hdr_copy(wsi, hdr, sizeof(hdr), WSI_TOKEN_CONNECTION) > 0 && strcasestr(hdr, "close"))
-		c->close_after = 1;
-	if (read_query(wsi, c))
-		return -1;
+	/* One request per connection. lws 4.1 spins at 100% CPU, serving nobody any more,
+	 * when a pipelined request declares a body that never comes (the client closes its
+	 * side): found by tests/fuzz/fuzz_http_request.c. Without keep-alive nothing is
+	 * pipelined; a new connection per request costs nothing on loopback and every 15 s
+	 * for a scraper. */
+	c->close_after = 1;
+	/* The guard stands before every handler of a private route (404 and 405 run none). */
+	rc = route_find(srv, method, c->path, c->metrics_only, &h, &ud, &is_public, hdr, sizeof(hdr));
+	if (rc == 1 && !is_public && guard_request(srv, wsi, method, c->path, why, sizeof(why))) {
+		np_http_response_text(&c->resp, 403, "%s", why);
+		return respond(wsi, c);
+	}
+	if ((rc = read_query(wsi, c)) != 0)
+		return rc < 0 ? -1 : respond(wsi, c);
 	if (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) {
 		if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
 			/* A chunked body has no length to check up front: ask for one. */
@@ -567,17 +655,32 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		if (c && c->kind == CONN_HTTP)
 			conn_reset_http(c);
 		return 0;
-	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
-		/* WebSocket upgrades are accepted on /ws only; elsewhere the answer is a 404. */
-		if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/ws") != 0) {
+	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
+		/* WebSocket upgrades: on /ws of the listen address only (elsewhere a 404), from
+		 * a client that passes the guard (a 403 otherwise). */
+		char why[768];
+		if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/ws") != 0 ||
+		    (srv->metrics_vhost && lws_get_vhost(wsi) == srv->metrics_vhost)) {
 			lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, "no WebSocket endpoint here; use /ws");
 			return 1;
 		}
+		if (guard_request(srv, wsi, "GET", "/ws", why, sizeof(why))) {
+			lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, why);
+			return 1;
+		}
 		return 0;
+	}
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-		if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/ws") != 0)
+	{
+		/* After CONFIRM_UPGRADE accepted it; checked again so that no other path of
+		 * lws can open a WebSocket that skipped the guard (the same headers pass again). */
+		char why[768];
+		if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/ws") != 0 ||
+		    (srv->metrics_vhost && lws_get_vhost(wsi) == srv->metrics_vhost) ||
+		    guard_request(srv, wsi, "GET", "/ws", why, sizeof(why)))
 			return -1;
 		return 0;
+	}
 	case LWS_CALLBACK_ESTABLISHED:
 		if (c->kind == CONN_HTTP)
 			conn_reset_http(c);
@@ -716,27 +819,74 @@ static void *service_thread(void *arg)
 	return NULL;
 }
 
+/* Checks that an address can be bound and creates its vhost on srv->ctx. */
+static struct lws_vhost *listen_on(struct np_http_server *srv, struct lws_context_creation_info *info,
+				   const char *addr, const char *name, char *host, size_t host_cap, int *port_out,
+				   struct np_err *err)
+{
+	char numeric[NI_MAXHOST];
+	int port, is_v6 = 0;
+	struct lws_vhost *vh;
+
+	if (np_http_parse_listen(addr, host, host_cap, &port, err))
+		return NULL;
+	if (probe_bind(host, port, numeric, sizeof(numeric), &is_v6, err)) {
+		np_err_wrap(err, "http: listen %s", addr);
+		return NULL;
+	}
+	info->port = port;
+	/* lws binds to a numeric address given as iface; NULL means every interface. */
+	info->iface = *host ? numeric : NULL;
+	info->vhost_name = name;
+	info->options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND | LWS_SERVER_OPTION_VALIDATE_UTF8;
+	if (is_v6)
+		info->options |= LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY | LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE;
+	else if (*host)
+		/* lws binds an IPv6 socket otherwise, where an IPv4 iface names none of its
+		 * addresses: it listened on every interface (tests/integration/test_http_security.py). */
+		info->options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+	vh = lws_create_vhost(srv->ctx, info);
+	if (!vh) {
+		np_errf(err, "http: listen %s: libwebsockets could not start a server on %s port %d", addr, numeric, port);
+		return NULL;
+	}
+	*port_out = lws_get_vhost_listen_port(vh);
+	return vh;
+}
+
+static int register_refusal_metrics(struct np_http_server *srv, struct np_err *err)
+{
+	static const char *const reason[] = { "reason", NULL };
+	struct np_metric *m = np_metrics_counter(srv->metrics, "nodeprof_http_refused_requests_total",
+						 "Requests to the UI, API, debug pages or reload refused with 403: host "
+						 "(a Host name not allowed, DNS rebinding), origin (another web site), "
+						 "simple_request (a state change without a non-simple Content-Type).",
+						 reason, err);
+	if (!m)
+		return -1;
+	for (int v = NP_HTTP_REFUSED_HOST; v < NP_HTTP_REFUSAL_KINDS; v++) {
+		const char *values[] = { np_http_refusal_name((enum np_http_refusal)v) };
+		if (!(srv->refused[v] = np_metric_series(m, values, err)))
+			return -1;
+	}
+	return 0;
+}
+
 int np_http_start(const struct np_http_config *cfg_in, struct np_http_server **out, struct np_err *err)
 {
 	struct np_http_config cfg;
 	struct lws_context_creation_info info;
 	struct np_http_server *srv;
-	char host[256], numeric[NI_MAXHOST];
-	int port, is_v6 = 0;
+	char host[256], metrics_host[256];
 
 	np_http_config_defaults(&cfg);
 	if (cfg_in) {
-		if (cfg_in->listen)
-			cfg.listen = cfg_in->listen;
-		if (cfg_in->max_body)
-			cfg.max_body = cfg_in->max_body;
-		cfg.metrics = cfg_in->metrics;
+		cfg = *cfg_in;
+		if (!cfg.listen)
+			cfg.listen = NP_HTTP_DEFAULT_LISTEN;
+		if (!cfg.max_body)
+			cfg.max_body = NP_HTTP_DEFAULT_MAX_BODY;
 	}
-	if (np_http_parse_listen(cfg.listen, host, sizeof(host), &port, err))
-		return -1;
-	if (probe_bind(host, port, numeric, sizeof(numeric), &is_v6, err))
-		return np_err_wrap(err, "http: listen %s", cfg.listen);
-
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
 		return np_errf(err, "http: out of memory");
@@ -751,33 +901,34 @@ int np_http_start(const struct np_http_config *cfg_in, struct np_http_server **o
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_mutex_init(&srv->ws_lock, NULL);
 	pthread_rwlock_init(&srv->handler_lock, NULL);
+	if (register_refusal_metrics(srv, err))
+		goto fail;
 
 	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_to_np);
 	memset(&info, 0, sizeof(info));
-	info.port = port;
-	/* lws binds to a numeric address given as iface; NULL means every interface. */
-	info.iface = *host ? numeric : NULL;
 	info.protocols = protocols;
 	info.user = srv;
 	info.gid = -1;
 	info.uid = -1;
-	info.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND | LWS_SERVER_OPTION_VALIDATE_UTF8;
-	if (is_v6)
-		info.options |= LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY | LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE;
+	/* The context creates no vhost: each address gets its own below. */
+	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
 	info.timeout_secs = 30;		 /* a request that stalls this long is dropped */
 	info.keepalive_timeout = 30;
 	info.max_http_header_data = 8192; /* headers above this get 431 from lws */
 	info.max_http_header_pool = 32;	  /* concurrent requests parsing headers */
-	info.vhost_name = "nodeprof";
 	info.server_string = "nodeprof";
 	srv->ctx = lws_create_context(&info);
 	if (!srv->ctx) {
-		np_errf(err, "http: listen %s: libwebsockets could not start a server on %s port %d", cfg.listen,
-			numeric, port);
+		np_errf(err, "http: libwebsockets could not create its context");
 		goto fail;
 	}
-	srv->vhost = lws_get_vhost_by_name(srv->ctx, "nodeprof");
-	srv->port = srv->vhost ? lws_get_vhost_listen_port(srv->vhost) : port;
+	if (!(srv->vhost = listen_on(srv, &info, cfg.listen, "nodeprof", host, sizeof(host), &srv->port, err)) ||
+	    np_http_hosts_init(&srv->hosts, host, cfg.allowed_hosts, cfg.nallowed_hosts, err))
+		goto fail;
+	if (cfg.metrics_listen && !(srv->metrics_vhost = listen_on(srv, &info, cfg.metrics_listen, "nodeprof-metrics",
+								     metrics_host, sizeof(metrics_host),
+								     &srv->metrics_port, err)))
+		goto fail;
 	if (np_http_builtin_register(srv, err))
 		goto fail;
 	if (pthread_create(&srv->thread, NULL, service_thread, srv)) {
@@ -785,6 +936,9 @@ int np_http_start(const struct np_http_config *cfg_in, struct np_http_server **o
 		goto fail;
 	}
 	np_log(NP_INFO, "http", "listening", "addr", cfg.listen, "port", NP_LOG_INT(srv->port), NULL);
+	if (srv->metrics_vhost)
+		np_log(NP_INFO, "http", "listening for /metrics, /-/healthy and /-/ready only", "addr", cfg.metrics_listen,
+		       "port", NP_LOG_INT(srv->metrics_port), NULL);
 	*out = srv;
 	return 0;
 fail:
@@ -817,6 +971,7 @@ void np_http_stop(struct np_http_server *srv)
 	for (size_t i = 0; i < NP_HTTP_WS_BACKLOG; i++)
 		free(srv->ring[i].p);
 	free(srv->scratch);
+	np_http_hosts_free(&srv->hosts);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_mutex_destroy(&srv->ws_lock);
 	pthread_rwlock_destroy(&srv->handler_lock);

@@ -10,7 +10,19 @@
  *                        itself with ?format=json
  *   GET  /ws             WebSocket; clients receive np_http_ws_broadcast messages
  * Unknown paths get 404, a known path with another method 405 (with Allow), a body
- * above max_body 413.
+ * above max_body 413, a query with more than NP_HTTP_MAX_QUERY_PARAMS parameters or
+ * one longer than NP_HTTP_MAX_QUERY_ARG bytes 400.
+ *
+ * Public and private routes: /metrics, /-/healthy and /-/ready are public: they hold
+ * no profiles and no pod's labels, and scrapers and kubelet probes reach them by
+ * whatever name or address they were given, so they are served to any Host, and also
+ * on the optional metrics address (metrics_listen), which serves nothing else. Every
+ * other route (the UI, its API, the WebSocket, /debug/, /-/reload and what users
+ * register) is private: served on the listen address only, to requests that pass
+ * np_http_guard (guard.h: Host and Origin checks against DNS rebinding and cross-site
+ * requests; state changes need a non-simple Content-Type). A refusal is a 403 that
+ * says what to change, counted in nodeprof_http_refused_requests_total{reason} and
+ * logged once per reason.
  *
  * Threads: handlers, providers and callbacks run on the service thread, one at a
  * time, so they should answer in milliseconds. Everything else (registration,
@@ -26,9 +38,15 @@
 
 #define NP_HTTP_DEFAULT_LISTEN "127.0.0.1:4100"
 #define NP_HTTP_DEFAULT_MAX_BODY (1u << 20)
+#define NP_HTTP_MAX_QUERY_PARAMS 32
+#define NP_HTTP_MAX_QUERY_ARG 4095 /* bytes of one "name=value" */
 
 struct np_http_config {
 	const char *listen;	     /* host:port, [v6]:port or :port (all interfaces); port 0 picks one */
+	const char *metrics_listen; /* NULL, or a second address serving the public routes only */
+	const char *const *allowed_hosts; /* Host names accepted besides IP literals, localhost, the
+					     listen host and this machine's name (--http-allowed-host) */
+	size_t nallowed_hosts;
 	size_t max_body;	     /* request body limit in bytes; default 1 MiB */
 	struct np_metrics *metrics; /* served at /metrics; default np_metrics_global() */
 };
@@ -43,8 +61,9 @@ NP_MUST_CHECK int np_http_start(const struct np_http_config *cfg, struct np_http
 /* Closes every connection, joins the thread and frees the server. */
 void np_http_stop(struct np_http_server *srv);
 
-/* The port actually bound (useful with port 0). */
+/* The port actually bound (useful with port 0), and that of metrics_listen (0 without). */
 int np_http_port(const struct np_http_server *srv);
+int np_http_metrics_port(const struct np_http_server *srv);
 
 struct np_http_request {
 	const char *method; /* "GET", "POST", ... */
@@ -75,8 +94,9 @@ void np_http_response_text(struct np_http_response *resp, int status, const char
 
 typedef void (*np_http_handler)(void *ud, const struct np_http_request *req, struct np_http_response *resp);
 
-/* Registers a handler for method + path. A path ending in a slash and an asterisk matches every path
- * with that prefix (the longest registered prefix wins). Replaces an existing route. */
+/* Registers a handler for method + path, a private route. A path ending in a slash and an asterisk
+ * matches every path with that prefix (the longest registered prefix wins). Replaces an existing
+ * route. */
 NP_MUST_CHECK int np_http_route(struct np_http_server *srv, const char *method, const char *path,
 				np_http_handler handler, void *ud, struct np_err *err);
 

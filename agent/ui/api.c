@@ -1,7 +1,6 @@
 /* The web UI's routes and live updates (see api.h). */
 #include "agent/ui/api.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,29 +29,6 @@ struct np_ui {
 	char services[MAX_EVENT_SERVICES][128];
 	size_t nservices;
 };
-
-int np_ui_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, struct np_err *err)
-{
-	char *end;
-	int64_t d;
-
-	if (!strcmp(s, "now")) {
-		*out_ns = now_ns;
-		return 0;
-	}
-	if (!strncmp(s, "now-", 4)) {
-		if (np_duration_parse(s + 4, &d, err))
-			return np_err_wrap(err, "time \"%s\"", s);
-		*out_ns = now_ns - d;
-		return 0;
-	}
-	errno = 0;
-	long long ms = strtoll(s, &end, 10);
-	if (!*s || *end || errno || ms < 0 || ms > INT64_MAX / 1000000)
-		return np_errf(err, "time \"%s\": expected milliseconds since the epoch, now or now-DURATION", s);
-	*out_ns = ms * 1000000;
-	return 0;
-}
 
 /* Fills q from the request; on error answers 400 and returns -1. */
 static int read_query(struct np_ui *ui, const struct np_http_request *req, struct np_store_query *q,
@@ -83,18 +59,15 @@ static int read_size(const struct np_http_request *req, const char *name, size_t
 		     struct np_http_response *resp)
 {
 	const char *v = np_http_query_get(req, name);
-	char *end;
+	struct np_err err;
 
 	*out = def;
 	if (!v || !*v)
 		return 0;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (*end || errno || v[0] == '-' || n == 0 || n > max) {
-		np_http_response_text(resp, 400, "%s must be a number from 1 to %zu", name, max);
+	if (np_ui_parse_count(name, v, max, out, &err)) {
+		np_http_response_text(resp, 400, "%s", err.msg);
 		return -1;
 	}
-	*out = (size_t)n;
 	return 0;
 }
 

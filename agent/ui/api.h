@@ -9,7 +9,8 @@
  *   GET /api/pprof        the merged profile, gzipped pprof, as an attachment
  *   GET /api/stats        the store's counters
  * Common parameters: from, until (milliseconds since the epoch, "now", or
- * "now-DURATION" such as now-15m; default the last hour), service, process.
+ * "now-DURATION" such as now-15m; default the last hour), service, process. A number
+ * out of range is a 400 that says which range.
  *
  * Every WebSocket client gets {"type":"profiles","count":N,"services":[...],"time":MS}
  * at most every notify interval while profiles arrive. The debug page "store" shows
@@ -36,7 +37,11 @@ NP_MUST_CHECK int np_ui_start(struct np_http_server *srv, struct np_store *store
  * np_http_stop and np_store_free. */
 void np_ui_stop(struct np_ui *ui);
 
-/* Parses a time parameter: ms since the epoch, "now" or "now-DURATION". Exposed for tests. */
+/* params.c: the numbers of a request, range-checked (a 400 with err's text otherwise).
+ * A time: milliseconds since the epoch, "now" or "now-DURATION" (a Go duration, not
+ * negative), never before the epoch nor past what nanoseconds in an int64 hold. */
 NP_MUST_CHECK int np_ui_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, struct np_err *err);
+/* A count: decimal digits only, from 1 to max. name is the parameter's, for the message. */
+NP_MUST_CHECK int np_ui_parse_count(const char *name, const char *s, size_t max, size_t *out, struct np_err *err);
 
 #endif

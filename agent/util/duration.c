@@ -61,7 +61,9 @@ int np_duration_parse(const char *s, int64_t *out_ns, struct np_err *err)
 			return np_errf(err, "invalid duration \"%s\": missing or unknown unit (use ns, us, ms, s, m or h)",
 				       orig);
 		total += (whole + frac / scale) * (double)u->ns;
-		if (total > 9.2e18)
+		/* Negated so that NaN (a fraction of hundreds of digits: inf / inf) fails too:
+		 * converting it to int64_t would be undefined. */
+		if (!(total <= 9.2e18))
 			return np_errf(err, "invalid duration \"%s\": too large", orig);
 	}
 	*out_ns = (int64_t)(neg ? -total : total);

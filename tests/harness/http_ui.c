@@ -3,11 +3,13 @@
  * and/or by pprof files, until SIGTERM or SIGINT (then it flushes the engine's last
  * interval into the store and exits within a few seconds).
  *
- * usage: http_ui [--listen ADDR] [--targets FILE] [--pprof FILE:SERVICE[:PID]]...
+ * usage: http_ui [--listen ADDR] [--metrics-listen ADDR] [--allowed-host NAME]...
+ *                [--targets FILE] [--pprof FILE:SERVICE[:PID]]...
  *                [--sample-rate HZ] [--collect-interval DURATION] [--budget BYTES]
  *                [--ready-after DURATION] [--max-body BYTES] [--notify-interval DURATION]
  *
- * Prints "listening http://HOST:PORT/" once serving (port 0 picks a free port), and
+ * Prints "listening http://HOST:PORT/" once serving (port 0 picks a free port), then
+ * "metrics http://HOST:PORT/" with --metrics-listen, and
  * the store's stats as one JSON line on exit. Besides the agent's endpoints it has:
  *   POST /harness/pprof?service=S[&pid=N]  adds the body (pprof) to the store
  *   /debug/targets                          the targets of the targets file
@@ -204,7 +206,7 @@ int main(int argc, char **argv)
 	struct np_err err;
 	sigset_t sigs;
 	int64_t ready_after = 0;
-	const char *pprofs[64];
+	const char *pprofs[64], *allowed[8];
 	int npprofs = 0, rc = 1;
 
 	memset(&h, 0, sizeof(h));
@@ -221,6 +223,12 @@ int main(int argc, char **argv)
 			bad = 1;
 		} else if (!strcmp(a, "--listen")) {
 			hcfg.listen = v;
+		} else if (!strcmp(a, "--metrics-listen")) {
+			hcfg.metrics_listen = v;
+		} else if (!strcmp(a, "--allowed-host")) {
+			bad = hcfg.nallowed_hosts == 8;
+			if (!bad)
+				allowed[hcfg.nallowed_hosts++] = v;
 		} else if (!strcmp(a, "--targets")) {
 			h.targets_path = v;
 		} else if (!strcmp(a, "--pprof")) {
@@ -242,7 +250,7 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 		if (bad) {
-			fprintf(stderr, "usage: %s [--listen ADDR] [--targets FILE] [--pprof FILE:SERVICE[:PID]]... "
+			fprintf(stderr, "usage: %s [--listen ADDR] [--metrics-listen ADDR] [--allowed-host NAME]... [--targets FILE] [--pprof FILE:SERVICE[:PID]]... "
 					"[--sample-rate HZ] [--collect-interval D] [--budget BYTES] [--ready-after D] "
 					"[--max-body BYTES] [--notify-interval D]\n(bad argument %s)\n",
 				argv[0], a);
@@ -251,6 +259,7 @@ int main(int argc, char **argv)
 		i++;
 	}
 	h.ready_at = mono_ns() + ready_after;
+	hcfg.allowed_hosts = allowed;
 
 	/* Signals go to this thread only (sigwait below); threads inherit the mask. */
 	sigemptyset(&sigs);
@@ -274,6 +283,9 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	printf("listening http://%s:%d/\n", strncmp(hcfg.listen, "[", 1) ? "127.0.0.1" : "[::1]", np_http_port(h.srv));
+	if (hcfg.metrics_listen)
+		printf("metrics http://%s:%d/\n", strncmp(hcfg.metrics_listen, "[", 1) ? "127.0.0.1" : "[::1]",
+		       np_http_metrics_port(h.srv));
 	fflush(stdout);
 
 	if (h.targets_path) {

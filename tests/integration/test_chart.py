@@ -143,15 +143,17 @@ class ChartObjects(unittest.TestCase):
         self.assertIs(pod["automountServiceAccountToken"], True)
         self.assertEqual(pod["tolerations"], [{"operator": "Exists"}])
         self.assertEqual(pod["nodeSelector"], {"kubernetes.io/os": "linux"})
-        # The image runs the agent on the configuration file of the ConfigMap, listening on
-        # every address of the pod so that the kubelet's probes and scrapers reach it.
+        # The image runs the agent on the configuration file of the ConfigMap: the UI, its API,
+        # the debug pages and reload on the pod's loopback only (kubectl port-forward reaches
+        # it), /metrics and health on every address of the pod for the kubelet's probes and
+        # scrapers.
         self.assertEqual(c["image"], "nodeprof:" + makefile_version())
-        self.assertEqual(c["args"], ["run", "--config", "/etc/nodeprof/config.alloy", "--http-listen", "0.0.0.0:4100",
-                                     "--log-level", "info"])
+        self.assertEqual(c["args"], ["run", "--config", "/etc/nodeprof/config.alloy", "--http-listen", "127.0.0.1:4100",
+                                     "--metrics-listen", "0.0.0.0:4101", "--log-level", "info"])
         self.assertEqual(c["env"], [{"name": "HOSTNAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}])
-        self.assertEqual(c["ports"], [{"name": "http", "containerPort": 4100, "protocol": "TCP"}])
-        self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/-/ready", "port": "http"})
-        self.assertEqual(c["livenessProbe"]["httpGet"], {"path": "/-/healthy", "port": "http"})
+        self.assertEqual(c["ports"], [{"name": "metrics", "containerPort": 4101, "protocol": "TCP"}])
+        self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/-/ready", "port": "metrics"})
+        self.assertEqual(c["livenessProbe"]["httpGet"], {"path": "/-/healthy", "port": "metrics"})
         self.assertIn("memory", c["resources"]["limits"])
         self.assertIn("memory", c["resources"]["requests"])
         sc = c["securityContext"]
@@ -175,6 +177,8 @@ class ChartObjects(unittest.TestCase):
         check_config(self, r.config)
         self.assertIn("kubectl -n monitoring rollout status daemonset/nodeprof", r.notes)
         self.assertIn('profiles.grafana.com/cpu.ebpf.enabled: "false"', r.notes)
+        self.assertIn("kubectl -n monitoring port-forward daemonset/nodeprof 4100", r.notes)
+        self.assertIn("loopback only", r.notes)
 
     def test_config_checksum_rolls_the_pods_on_config_changes_only(self):
         base = chart.render()
@@ -343,20 +347,61 @@ class ChartObjects(unittest.TestCase):
         selector = r.daemonset["spec"]["selector"]["matchLabels"]
         self.assertEqual(svc["spec"]["selector"], selector)
         self.assertEqual(svc["spec"]["clusterIP"], "None")
-        self.assertEqual(svc["spec"]["ports"], [{"name": "http", "port": 4100, "targetPort": "http", "protocol": "TCP"}])
+        self.assertEqual(svc["spec"]["ports"], [{"name": "metrics", "port": 4101, "targetPort": "metrics",
+                                                 "protocol": "TCP"}])
         self.assertEqual(pm["apiVersion"], "monitoring.coreos.com/v1")
         self.assertEqual(pm["spec"]["selector"], {"matchLabels": selector})
         self.assertEqual(pm["metadata"]["labels"]["release"], "kps")
         (ep,) = pm["spec"]["podMetricsEndpoints"]
-        self.assertEqual((ep["port"], ep["path"], ep["interval"]), ("http", "/metrics", "15s"))
+        self.assertEqual((ep["port"], ep["path"], ep["interval"]), ("metrics", "/metrics", "15s"))
         self.assertEqual(r.kinds()[-1], "PodMonitor")          # Helm installs unknown kinds last
         self.assertIn("PodMonitor", r.notes)
-        r = chart.render({"service": {"enabled": False}, "podMonitor": {"enabled": False}, "http": {"port": 9100},
+        r = chart.render({"service": {"enabled": False}, "podMonitor": {"enabled": False},
+                          "http": {"port": 9100, "metricsPort": 9101},
                           "logLevel": "debug", "extraArgs": ["--ui-memory", "16MiB"]})
         self.assertNotIn("Service", r.kinds())
         self.assertNotIn("PodMonitor", r.kinds())
-        self.assertEqual(r.container["args"][4:], ["0.0.0.0:9100", "--log-level", "debug", "--ui-memory", "16MiB"])
-        self.assertEqual(r.container["ports"][0]["containerPort"], 9100)
+        self.assertEqual(r.container["args"][4:], ["127.0.0.1:9100", "--metrics-listen", "0.0.0.0:9101", "--log-level",
+                                                   "debug", "--ui-memory", "16MiB"])
+        self.assertEqual(r.container["ports"], [{"name": "metrics", "containerPort": 9101, "protocol": "TCP"}])
+
+    def test_ui_exposure_and_allowed_hosts(self):
+        """http.exposeUI puts the UI on the pod's addresses (and declares its port);
+        allowedHosts become --http-allowed-host flags that `nodeprof run` accepts."""
+        r = chart.render({"http": {"exposeUI": True, "allowedHosts": ["profiles.example.com", "UI.Example.com."]}})
+        args = r.container["args"]
+        self.assertEqual(args[3:11], ["--http-listen", "0.0.0.0:4100", "--metrics-listen", "0.0.0.0:4101",
+                                      "--http-allowed-host", "profiles.example.com", "--http-allowed-host",
+                                      "UI.Example.com."])
+        self.assertEqual(r.container["ports"], [{"name": "metrics", "containerPort": 4101, "protocol": "TCP"},
+                                                {"name": "http", "containerPort": 4100, "protocol": "TCP"}])
+        self.assertEqual(r.container["readinessProbe"]["httpGet"]["port"], "metrics")
+        self.assertIn("of every agent's pod address", r.notes)
+        p = np.nodeprof("run", *args[3:11], "--help")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = chart.run_render({"http": {"port": 4101}})
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("http.port and http.metricsPort must differ (both are 4101)", p.stderr)
+
+    def test_network_policy(self):
+        self.assertNotIn("NetworkPolicy", chart.render().kinds())
+        peers = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                  "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+        r = chart.render({"networkPolicy": {"enabled": True, "from": peers}}, namespace="monitoring")
+        netpol = r.one("NetworkPolicy")
+        self.assertEqual(netpol["apiVersion"], "networking.k8s.io/v1")
+        self.assertEqual(netpol["metadata"]["namespace"], "monitoring")
+        self.assertEqual(netpol["spec"]["podSelector"], {"matchLabels": r.daemonset["spec"]["selector"]["matchLabels"]})
+        self.assertEqual(netpol["spec"]["policyTypes"], ["Ingress"])
+        # The metrics port only (the UI is on the loopback, which no policy governs), from the peers.
+        self.assertEqual(netpol["spec"]["ingress"], [{"ports": [{"port": "metrics", "protocol": "TCP"}], "from": peers}])
+        self.assertIn("admitted by the NetworkPolicy nodeprof", r.notes)
+        # With the UI exposed its port is admitted too; without peers, from any source.
+        r = chart.render({"networkPolicy": {"enabled": True}, "http": {"exposeUI": True}})
+        self.assertEqual(r.one("NetworkPolicy")["spec"]["ingress"],
+                         [{"ports": [{"port": "metrics", "protocol": "TCP"}, {"port": "http", "protocol": "TCP"}]}])
+        ports = {p["name"] for p in r.container["ports"]}
+        self.assertEqual(ports, {"metrics", "http"})     # named ports the policy refers to exist
 
     def test_names_and_release(self):
         self.assertEqual(chart.render(release="prod").daemonset["metadata"]["name"], "prod-nodeprof")
@@ -473,6 +518,14 @@ BAD_VALUES = [
     ({"pyroscope": {"password": "secret"}}, "pyroscope"),
     ({"pyroscop": {}}, "(root)"),
     ({"http": {"port": 70000}}, "http.port"),
+    ({"http": {"metricsPort": 0}}, "http.metricsPort"),
+    ({"http": {"exposeUI": "true"}}, "http.exposeUI"),
+    ({"http": {"allowedHosts": ["evil.example.com:80"]}}, "http.allowedHosts.0"),
+    ({"http": {"allowedHosts": ["*.example.com"]}}, "http.allowedHosts.0"),
+    ({"http": {"allowedHosts": "a.example.com"}}, "http.allowedHosts"),
+    ({"networkPolicy": {"enabled": "yes"}}, "networkPolicy.enabled"),
+    ({"networkPolicy": {"from": [["monitoring"]]}}, "networkPolicy.from.0"),
+    ({"networkPolicy": {"ingress": []}}, "networkPolicy"),
     ({"securityContext": {"capabilities": "BPF"}}, "securityContext.capabilities"),
     ({"securityContext": {"privileged": "false"}}, "securityContext.privileged"),
     ({"image": {"digest": "latest"}}, "image.digest"),
@@ -816,16 +869,24 @@ class OnNode(unittest.TestCase):
             f.write(secret_value + "\n")
         # The container's arguments, with the configuration file where this test wrote it
         # and the pod's address replaced by a free port of the loopback.
+        # The container's arguments, with the configuration file where this test wrote it,
+        # the pod's loopback a free port of 127.0.0.1 and the pod's address 127.0.0.2.
         args = r.container["args"]
-        self.assertEqual(args[:6], ["run", "--config", "/etc/nodeprof/config.alloy", "--http-listen",
-                                    "0.0.0.0:4100", "--log-level"])
-        port = free_port()
-        args = args[:2] + [cfg, args[3], f"127.0.0.1:{port}"] + args[5:]
+        self.assertEqual(args[:8], ["run", "--config", "/etc/nodeprof/config.alloy", "--http-listen",
+                                    "127.0.0.1:4100", "--metrics-listen", "0.0.0.0:4101", "--log-level"])
+        port, mport = free_port(), free_port()
+        args = args[:2] + [cfg, args[3], f"127.0.0.1:{port}", args[5], f"127.0.0.2:{mport}"] + args[7:]
         n.start_agent(cfg, binds=[(secret_dir, AUTH_DIR)], args=args, **agent_kw)
-        # What the kubelet's probes and the PodMonitor ask for.
+        # What the kubelet's probes and the PodMonitor ask for, on the pod's address.
         probes = {c: r.container[c]["httpGet"]["path"] for c in ("readinessProbe", "livenessProbe")}
-        self.assertEqual(http_get(port, probes["readinessProbe"], until=200, timeout=20)[0], 200, n.agent_log())
-        self.assertEqual(http_get(port, probes["livenessProbe"])[0], 200)
+        self.assertEqual(http_get(mport, probes["readinessProbe"], until=200, timeout=20, host="127.0.0.2")[0], 200,
+                         n.agent_log())
+        self.assertEqual(http_get(mport, probes["livenessProbe"], host="127.0.0.2")[0], 200)
+        # Other pods see neither the UI nor the debug pages there; port-forward (loopback) does.
+        self.assertIsNone(http_get(port, "/", host="127.0.0.2")[0])
+        for path in ("/", "/debug/targets", "/api/services"):
+            self.assertEqual(http_get(mport, path, host="127.0.0.2")[0], 404, path)
+            self.assertEqual(http_get(port, path)[0], 200, path)
         # Symbolized stacks of the workload (its known functions), not only samples.
         n.wait_for(lambda s: any(l["service_name"] == "storefront" and nodelib.frames_total(p, "heavy") > 0
                                  for _, l, p in s), 40, "the annotated pod's symbolized profiles")
@@ -833,7 +894,7 @@ class OnNode(unittest.TestCase):
             self.assertEqual((labels["service_name"], labels["pod"], labels["namespace"], labels["container"]),
                              ("storefront", "web-0", "shop", "web"))
         self.assertEqual(n.violations(), [])
-        status, body = http_get(port, "/metrics")
+        status, body = http_get(mport, "/metrics", host="127.0.0.2")
         self.assertEqual(status, 200)
         self.metrics = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\w+) (\S+)$", body, re.M)}
         self.assertIn("nodeprof_ebpf_allowed_cgroups", self.metrics)
@@ -882,13 +943,13 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def http_get(port, path, until=None, timeout=0):
-    """(status, body) of GET http://127.0.0.1:port/path; with until, retried until that
-    status or the timeout."""
+def http_get(port, path, until=None, timeout=0, host="127.0.0.1"):
+    """(status, body) of GET http://host:port/path (status None when the connection
+    fails); with until, retried until that status or the timeout."""
     deadline = time.time() + timeout
     while True:
         try:
-            with NO_PROXY.open(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+            with NO_PROXY.open(f"http://{host}:{port}{path}", timeout=5) as resp:
                 result = resp.status, resp.read().decode()
         except urllib.error.HTTPError as e:
             result = e.code, e.read().decode()

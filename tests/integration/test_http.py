@@ -20,13 +20,16 @@ from np import tmpdir
 from pprof_build import build
 from wsclient import HandshakeError, WebSocket
 
+# State changes need a Content-Type no web form can send (agent/http/guard.h).
+PPROF = {"Content-Type": "application/x-protobuf"}
+JSON = {"Content-Type": "application/json"}
 HOT = ("nodeprof_test_hot_leaf", "compute", "main")
 COLD = ("nodeprof_test_cold_leaf", "main")
 
 
 def push(h, service, stacks, pid=None, **kw):
     q = f"/harness/pprof?service={service}" + (f"&pid={pid}" if pid else "")
-    return h.request("POST", q, body=build(stacks, **kw))
+    return h.request("POST", q, body=build(stacks, **kw), headers=PPROF)
 
 
 class Endpoints(unittest.TestCase):
@@ -55,27 +58,30 @@ class Endpoints(unittest.TestCase):
         self.assertIn("POST", hd["allow"])
 
     def test_body_limit(self):
-        st, hd, body = self.h.request("POST", "/harness/pprof?service=x", body=b"\0" * 70000)
+        st, hd, body = self.h.request("POST", "/harness/pprof?service=x", body=b"\0" * 70000, headers=PPROF)
         self.assertEqual(st, 413, body)
         self.assertEqual(hd.get("connection"), "close")
         # Just under the limit is read and handed to the handler (which rejects garbage with 400).
-        st, _, body = self.h.request("POST", "/harness/pprof?service=x", body=b"\0" * 65536)
+        st, _, body = self.h.request("POST", "/harness/pprof?service=x", body=b"\0" * 65536, headers=PPROF)
         self.assertEqual(st, 400, body)
         self.assertIn(b"pprof", body)
         # A chunked body has no length to check first.
         st, _, _ = self.h.request("POST", "/harness/pprof?service=x", body=iter([b"abc"]),
-                                  headers={"Transfer-Encoding": "chunked"})
+                                  headers={"Transfer-Encoding": "chunked", **PPROF})
         self.assertEqual(st, 411)
         # The server still serves after all that.
         self.assertEqual(self.h.get("/-/healthy")[0], 200)
 
-    def test_keep_alive_and_head(self):
+    def test_one_request_per_connection_and_head(self):
+        """Each answer closes its connection (no keep-alive, so nothing is pipelined: see
+        on_http); clients such as http.client simply reconnect."""
         import http.client
         c = http.client.HTTPConnection(self.h.host, self.h.port, timeout=5)
         for _ in range(3):
             c.request("GET", "/-/healthy")
             r = c.getresponse()
             self.assertEqual(r.status, 200)
+            self.assertEqual(r.getheader("connection"), "close")
             r.read()
         c.request("HEAD", "/api/services")
         r = c.getresponse()
@@ -85,7 +91,7 @@ class Endpoints(unittest.TestCase):
         c.close()
 
     def test_reload_without_targets_is_400(self):
-        st, _, body = self.h.request("POST", "/-/reload")
+        st, _, body = self.h.request("POST", "/-/reload", headers=JSON)
         self.assertEqual(st, 400)
         self.assertIn(b"no targets file", body)
 
@@ -223,14 +229,14 @@ class Ready(unittest.TestCase):
         # reload: a valid file is applied and shows on the debug page
         with open(targets, "w") as f:
             json.dump([{"__process_pid__": "1", "service_name": "init"}], f)
-        st, _, body = h.request("POST", "/-/reload")
+        st, _, body = h.request("POST", "/-/reload", headers=JSON)
         self.assertEqual(st, 200, body)
         st, _, body = h.get("/debug/targets?format=json")
         self.assertEqual(json.loads(body), [{"__process_pid__": "1", "service_name": "init"}])
         # an invalid one is refused with the reason and changes nothing
         with open(targets, "w") as f:
             f.write('[{"service_name": 5}]')
-        st, _, body = h.request("POST", "/-/reload")
+        st, _, body = h.request("POST", "/-/reload", headers=JSON)
         self.assertEqual(st, 400)
         self.assertIn(b"must be a string", body)
         st, _, body = h.get("/debug/targets?format=json")
@@ -307,9 +313,10 @@ class Api(unittest.TestCase):
         self.assertIn(b"no samples", body)
 
     def test_bad_profiles_are_refused(self):
-        st, _, body = self.h.request("POST", "/harness/pprof?service=x", body=b"\x1f\x8bgarbage")
+        st, _, body = self.h.request("POST", "/harness/pprof?service=x", body=b"\x1f\x8bgarbage", headers=PPROF)
         self.assertEqual(st, 400)
-        st, _, body = self.h.request("POST", "/harness/pprof?service=x", body=gzip.compress(b"\x0a\x02\x08\x01"))
+        st, _, body = self.h.request("POST", "/harness/pprof?service=x", body=gzip.compress(b"\x0a\x02\x08\x01"),
+                                      headers=PPROF)
         self.assertEqual(st, 400)
         stats = self.get_json("/api/stats")
         self.assertEqual(stats["rejected"], 2)

@@ -19,8 +19,10 @@ import promtext
 
 
 def get(port, path, method="GET", timeout=10):
-    """(status, body text) of an HTTP request to the agent."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    """(status, body text) of an HTTP request to the agent. A state change carries the
+    non-simple Content-Type the agent requires of it (agent/http/guard.h)."""
+    headers = {} if method in ("GET", "HEAD") else {"Content-Type": "application/json"}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read().decode()

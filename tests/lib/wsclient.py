@@ -22,11 +22,14 @@ class Closed(Exception):
 
 
 class WebSocket:
-    def __init__(self, host, port, path="/ws", timeout=10.0):
+    def __init__(self, host, port, path="/ws", timeout=10.0, headers=None):
+        """headers: extra request headers (e.g. Origin); a "Host" there replaces the real one."""
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.buf = b""
         key = base64.b64encode(os.urandom(16)).decode()
-        req = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        hdrs = {"Host": f"[{host}]:{port}" if ":" in host else f"{host}:{port}", **(headers or {})}
+        extra = "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())
+        req = (f"GET {path} HTTP/1.1\r\n{extra}Upgrade: websocket\r\nConnection: Upgrade\r\n"
                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
         self.sock.sendall(req.encode())
         head = self._read_until(b"\r\n\r\n")
