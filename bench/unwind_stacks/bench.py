@@ -22,6 +22,7 @@ processes (tests/lib/stacks.py records both and judges both alike).
 Writes bench/results/unwind_stacks.md. UNWIND_BENCH_ONLY=per_sample runs section 2 alone and
 prints its rows without writing the results file (for measuring a change to the walker)."""
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -113,42 +114,84 @@ def frames_median(stacks):
     return statistics.median(lens) if lens else 0
 
 
-def bpf_per_sample(exes, tmp):
-    """Section 2: {label: (ns per sample, samples, median frames, % reaching the entry)}."""
-    seconds = max(5, SECONDS // 2)
-    out = {}
-    for label, exe in (("frame pointers (-O2 -fno-omit-frame-pointer)", exes["recurse_fp"]),
-                       ("no frame pointers (-O2 -fomit-frame-pointer)", exes["recurse"])):
-        procs = [subprocess.Popen([exe, str(SHALLOW), str(seconds + 60)]) for _ in range(2)]
-        watch = BpfWatch()
-        folded = os.path.join(tmp, "per-sample.folded")
-        try:
-            time.sleep(0.5)
-            argv = [np.NODEPROF, "record", "--duration", f"{seconds}s", "--sample-rate", str(HZ), "-o", folded]
+ROUNDS = 3  # section 2: interleaved rounds, medians reported (the machine's speed drifts)
+BPFTRACE_FP = "bpftrace, frame pointers (its ustack: the kernel's frame-pointer walk)"
+
+
+def record_per_sample(tool, exe, seconds, tmp):
+    """One section-2 run: two copies of exe at depth SHALLOW recorded by tool ("nodeprof" or
+    "bpftrace") for seconds; (BPF ns per run, per kept sample, runs, samples kept, stacks or None)."""
+    procs = [subprocess.Popen([exe, str(SHALLOW), str(seconds + 60)], stdout=subprocess.DEVNULL) for _ in range(2)]
+    watch = BpfWatch()
+    out = os.path.join(tmp, "per-sample.out")
+    try:
+        time.sleep(0.5)
+        if tool == "nodeprof":
+            argv = [np.NODEPROF, "record", "--duration", f"{seconds}s", "--sample-rate", str(HZ), "-o", out]
             for p in procs:
                 argv += ["--pid", str(p.pid)]
-            rec = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        else:
+            pred = " || ".join(f"pid == {p.pid}" for p in procs)
+            argv = ["bpftrace", "-e", f"profile:hz:{HZ} /{pred}/ {{ @[pid, ustack, kstack] = count(); }} "
+                                      f"interval:s:{seconds} {{ exit(); }}"]
+        with open(out if tool == "bpftrace" else os.devnull, "w") as sink:
+            rec = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, text=True)
             while rec.poll() is None:
                 watch("x", rec.pid)
                 time.sleep(0.05)
-            err = rec.stderr.read()
-            if rec.returncode != 0:
-                sys.exit(f"nodeprof record failed: {err}")
-        finally:
-            for p in procs:
-                p.kill()
-                p.wait()
-        with open(folded) as f:
-            stacks = np.parse_folded(f.read())
-        _, n, pct = st.share(stacks, st.has(st.ENTRY))
-        out[label] = (watch.per_sample_ns("x"), watch.runs("x"), n, frames_median(stacks), pct)
+        err = rec.stderr.read()
+        if rec.returncode != 0:
+            sys.exit(f"{tool} failed: {err}")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    with open(out) as f:
+        text = f.read()
+    if tool == "nodeprof":
+        stacks = np.parse_folded(text)
+        kept = st.total(stacks)
+    else:  # bpftrace prints each distinct key as "@[pid, <frames>, <frames>]: N" over several lines
+        stacks = None
+        kept = sum(int(m) for m in re.findall(r"\]: (\d+)$", text, re.M))
+    runs = watch.runs("x")
+    total = watch.total_ns("x")
+    return watch.per_sample_ns("x"), (total / kept if kept else float("nan")), runs, kept, stacks
+
+
+def bpf_per_sample(exes, tmp):
+    """Section 2: {label: (ns per run, ns per kept sample, runs, samples, median frames, % reaching
+    the entry or None)}, medians over ROUNDS interleaved rounds."""
+    seconds = max(5, SECONDS // 4)
+    cases = [("frame pointers (-O2 -fno-omit-frame-pointer)", "nodeprof", exes["recurse_fp"]),
+             (BPFTRACE_FP, "bpftrace", exes["recurse_fp"]),
+             ("no frame pointers (-O2 -fomit-frame-pointer)", "nodeprof", exes["recurse"])]
+    got = {label: [] for label, _, _ in cases}
+    for _ in range(ROUNDS):
+        for label, tool, exe in cases:
+            got[label].append(record_per_sample(tool, exe, seconds, tmp))
+    out = {}
+    for label, tool, _ in cases:
+        rs = got[label]
+        med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
+        merged = {}
+        for r in rs:
+            for s, c in (r[4] or {}).items():
+                merged[s] = merged.get(s, 0) + c
+        pct = st.share(merged, st.has(st.ENTRY))[2] if tool == "nodeprof" else None
+        out[label] = (med(0), med(1), med(2), med(3), frames_median(merged) if merged else None, pct)
     return out
 
 
-def unwind_memory():
-    """Section 3: (the agent's unwind series from /metrics or None, its peak RSS in MB)."""
+def unwind_memory(exes, text):
+    """Section 3: (the agent's unwind series from /metrics or None, its peak RSS in MB). The
+    four workloads of section 1 run meanwhile, so their files' tables are built and loaded
+    (tables are built for what is sampled, not for every file mapped)."""
     port = np.free_port()
     seconds = max(10, SECONDS // 2)
+    busy = [subprocess.Popen(list(map(str, argv)), stdout=subprocess.DEVNULL) for argv in
+            ([exes["split"], seconds + 60], [exes["recurse"], 100, seconds + 60], uw.xz_argv(text),
+             uw.python_argv(seconds + 60))]
     p = subprocess.Popen([np.NODEPROF, "run", "--http-listen", f"127.0.0.1:{port}"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -160,6 +203,9 @@ def unwind_memory():
     finally:
         p.terminate()
         p.wait(timeout=30)
+        for b in busy:
+            b.kill()
+            b.wait()
     series = [line for line in text.splitlines() if not line.startswith("#") and "unwind" in line.split("{")[0].split()[0]]
     return (series or None), hwm / 1024, seconds
 
@@ -172,14 +218,15 @@ def main():
         if os.environ.get("UNWIND_BENCH_ONLY") == "per_sample":
             with lib.bpf_stats_held():
                 per_sample = bpf_per_sample(exes, tmp)
-            for label, (ns, runs, n, frames, pct) in per_sample.items():
-                print(f"{label}: {ns:.0f} ns per run, {runs} runs, {n} samples kept, "
-                      f"{frames:.0f} median frames, {pct:.1f}% reaching the entry")
+            for label, (ns, per_kept, runs, n, frames, pct) in per_sample.items():
+                print(f"{label}: {ns:.0f} ns per run, {per_kept:.0f} ns per kept sample, {runs} runs, "
+                      f"{n} samples kept" + (f", {frames:.0f} median frames, {pct:.1f}% reaching the entry"
+                                              if pct is not None else ""))
             return
         with lib.bpf_stats_held():
             whole = whole_stacks(exes, text, tmp)
             per_sample = bpf_per_sample(exes, tmp)
-        series, rss_mb, run_seconds = unwind_memory()
+        series, rss_mb, run_seconds = unwind_memory(exes, text)
 
     rows, tn, tp = [], 0.0, 0.0
     for name, (job, watch) in whole.items():
@@ -196,11 +243,13 @@ def main():
                     f"{job.perf_record_cpu:.2f} + {job.perf_script_cpu:.2f} = {perf_cost:.2f} s | "
                     f"{np_cost / perf_cost:.2f}x |")
     ps = []
-    for label, (ns, runs, n, frames, pct) in per_sample.items():
+    for label, (ns, per_kept, runs, n, frames, pct) in per_sample.items():
         if not runs:
-            sys.exit(f"{label}: no BPF runs were counted for nodeprof's sampler")
-        ps.append(f"| {label} | {ns:.0f} ns | {ns * runs / max(1, n):.0f} ns | {runs} | {n} | {frames:.0f} | {pct:.1f}% |")
-    (fp_ns, _, _, _, _), (nofp_ns, _, _, _, nofp_pct) = per_sample.values()
+            sys.exit(f"{label}: no BPF runs were counted")
+        ps.append(f"| {label} | {ns:.0f} ns | {per_kept:.0f} ns | {runs} | {n} | "
+                  + (f"{frames:.0f} | {pct:.1f}% |" if pct is not None else "| |"))
+    fp, bt, nofp = per_sample.values()
+    fp_ns, bt_kept, nofp_ns, nofp_pct = fp[0], bt[1], nofp[0], nofp[5]
     caveat = "" if nofp_pct >= 99 else (
         f" Only {nofp_pct:.1f}% of the stacks without frame pointers were whole: this is the cost of the walk "
         "nodeprof does today on them, not of a table walk.")
@@ -229,19 +278,25 @@ Targets: reaching the entry equal to perf's and >= 99%; cost <= 0.4x perf's.
 
 ## BPF time per sample, ~24-frame stacks
 
-The C++ recursion at depth {SHALLOW}, two copies (both CPUs busy), one `nodeprof record` on
-both: run time of the perf_event programs / runs of the attached one (it runs on every tick of
-every CPU, also when another process is running there; "samples kept" are the recorded ones).
+The C++ recursion at depth {SHALLOW}, two copies (both CPUs busy), recorded by one `nodeprof record`
+(or one `bpftrace -e 'profile:hz:{HZ} /pid == A || pid == B/ {{ @[pid, ustack, kstack] = count(); }}'`):
+run time of the perf_event programs / runs of the attached one (it runs on every tick of every
+CPU, also when another process is running there; "samples kept" are the recorded ones). The three
+recordings take turns, {ROUNDS} rounds of {max(5, SECONDS // 4)} s each, medians shown: the machine's
+speed drifts between minutes more than the differences measured here.
 
 | build | BPF per run | BPF per kept sample (all runs' time / samples kept) | runs | samples kept | median frames per stack | reaching the entry |
 |---|---|---|---|---|---|---|
 {chr(10).join(ps)}
 
 Without frame pointers / with, per run: {nofp_ns / fp_ns:.2f}x (target <= 2x, at whole stacks).{caveat}
+With frame pointers, nodeprof / bpftrace per kept sample: {fp[1] / bt_kept:.2f}x (target <= 1x; bpftrace's
+walk is the kernel's frame-pointer walk, which nodeprof also did before it had unwind tables).
 
 ## Unwind-table memory
 
-`nodeprof run` (embedded default, every process on this machine) for {run_seconds} s: peak RSS
+`nodeprof run` (embedded default: every process on this machine) for {run_seconds} s while the
+four workloads above run: peak RSS
 {rss_mb:.1f} MB (target <= 20 MB). Unwind tables in the agent and in BPF maps:
 {mem}
 """
