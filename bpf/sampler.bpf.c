@@ -221,7 +221,8 @@ static __always_inline int finish(struct bpf_perf_event_data *ctx, struct np_unw
 		st->stack.sp_word = st->leaf_fp ? user_sp_word(st->regs[19]) : 0;
 		st->key.ustack = put_stack(stacks, &st->stack);
 	}
-	st->key.kstack = store_kernel_stack(ctx, stacks, &st->kstack);
+	/* A sample in user code has no kernel stack: skip the helper (and its zeroing of 1 KiB). */
+	st->key.kstack = st->in_user ? 0 : store_kernel_stack(ctx, stacks, &st->kstack);
 
 	counts = bpf_map_lookup_elem(&counts_slot, &zero);
 	if (!counts) {
@@ -318,7 +319,7 @@ int np_sample(struct bpf_perf_event_data *ctx)
 	st->key.gen = gen;
 	st->key.cgroup_id = cgroup_id;
 	/* A kernel thread has no user stack. */
-	if (unw_begin(st))
+	if (unw_begin(st, ctx))
 		return finish(ctx, st);
 	return walk_on(ctx, st);
 }

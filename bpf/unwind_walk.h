@@ -55,6 +55,7 @@ struct np_unw_state {
 	__u64 m_start, m_end, m_bias;
 	__u32 m_table;
 	__u32 leaf_fp; /* the leaf was stepped with frame pointers */
+	__u32 in_user; /* the sample interrupted user code: there is no kernel stack */
 	/* The header of table h_table (0: none cached), read once per table per walk rather than
 	 * once per frame: consecutive frames are mostly in one file. */
 	__u32 h_table, h_npages;
@@ -455,11 +456,12 @@ __noinline int np_unw_step(void)
 	return NP_UNW_CONTINUE;
 }
 
-/* Reads the thread's user registers into st (the ones saved at kernel entry: the same whether
- * the sample interrupted user or kernel code). 0, or -1 for a thread with no user context. */
-static __always_inline int unw_begin(struct np_unw_state *st)
+/* Reads the thread's user registers into st: the sample's own registers when it interrupted
+ * user code (no helper call), else the ones saved at kernel entry. 0, or -1 for a thread with
+ * no user context. */
+static __always_inline int unw_begin(struct np_unw_state *st, struct bpf_perf_event_data *ctx)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	const __u64 *sampled = (const __u64 *)&ctx->regs;
 
 	st->stack.len = 0;
 	st->stack.sp_word = 0;
@@ -470,11 +472,18 @@ static __always_inline int unw_begin(struct np_unw_state *st)
 	st->w_len = 0;
 	__u32 zero = 0, *epoch = bpf_map_lookup_elem(&unw_epoch, &zero);
 	st->epoch = epoch ? *epoch : 0;
-	if (bpf_probe_read_kernel(st->regs, sizeof(st->regs), regs)) {
+	/* cs (word 17) with RPL 3: the sample interrupted user code. */
+	st->in_user = (sampled[17] & 3) == 3;
+	if (st->in_user) {
+#pragma unroll
+		for (int i = 0; i < NP_PT_REGS_WORDS; i++)
+			st->regs[i] = sampled[i];
+	} else if (bpf_probe_read_kernel(st->regs, sizeof(st->regs),
+					 (void *)bpf_task_pt_regs(bpf_get_current_task_btf()))) {
 		stat_inc(NP_LOST_USTACK);
 		return -1;
 	}
-	/* cs (word 17) with RPL 3: a user context; kernel threads have none. */
+	/* Kernel threads have no user context. */
 	if ((st->regs[17] & 3) != 3 || !st->regs[16])
 		return -1;
 	st->ip = st->regs[16];
