@@ -10,8 +10,9 @@ Suites, in order:
   integration  tests/integration/test_*.py   (unittest modules; real BPF, real processes, test servers)
 
 A test module that mostly waits (e.g. a 60 s server outage) and is safe beside anything
-else says so with a line `BACKGROUND = True`; it starts first and runs alongside the
-others. Everything else runs one module at a time (CPU-split assertions need a quiet machine).
+else says so with a line `BACKGROUND = True`; it starts before the unit suites and runs
+alongside them (and the rest). Every other integration module runs one at a time (CPU-split
+assertions need a quiet machine).
 
 Nothing is skipped for want of root or BPF: those tests fail instead, so CI cannot pass
 without exercising them. Options: --only SUITE[,SUITE], -k SUBSTRING (filters test files),
@@ -26,6 +27,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -192,41 +194,50 @@ def write_fuzz_record(path, runs, seconds):
     print(f"fuzz campaign recorded in {path}", flush=True)
 
 
+def run_fuzzer(f, seconds, env):
+    """One libFuzzer run of f for seconds: (ok, failure detail, summary for the record)."""
+    name = os.path.basename(f)
+    seeds = os.path.join(ROOT, "tests/fuzz/corpus", name)
+    work = os.path.join(ROOT, "build/fuzz/corpus", name)
+    artifacts = os.path.join(ROOT, "build/fuzz/artifacts", name)
+    os.makedirs(work, exist_ok=True)
+    shutil.rmtree(artifacts, ignore_errors=True)
+    os.makedirs(artifacts)
+    cmd = [f, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1",
+           f"-artifact_prefix={artifacts}/", work]
+    if os.path.isdir(seeds):
+        cmd.append(seeds)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120, cwd=ROOT, env=env)
+    except subprocess.TimeoutExpired:
+        detail = f"fuzzer did not stop within {seconds + 120}s"
+        return False, detail, {"name": name, "seconds": seconds, "exit": "timeout", "executions": 0,
+                               "exec_per_sec": 0, "cov": 0, "ft": 0, "corpus": "?", "new_units": 0,
+                               "peak_rss_mb": 0, "findings": [detail], "artifacts": []}
+    ok = p.returncode == 0
+    return ok, "" if ok else p.stderr[-6000:], fuzz_summary(name, seconds, p.returncode, p.stderr, artifacts)
+
+
 def suite_fuzz(tally, seconds, filt, record=None):
-    fuzzers = sorted(glob.glob(os.path.join(ROOT, "build/fuzz/fuzzers/fuzz_*")))
-    if not fuzzers and glob.glob(os.path.join(ROOT, "tests/fuzz/fuzz_*.c")):
+    """Every fuzz target for seconds: two at a time for the smoke run of make test, one at a
+    time for a recorded campaign (its exec/s figures are then each target's own)."""
+    from concurrent.futures import ThreadPoolExecutor
+    fuzzers = [f for f in sorted(glob.glob(os.path.join(ROOT, "build/fuzz/fuzzers/fuzz_*")))
+               if not filt or filt in os.path.basename(f)]
+    if not fuzzers and not filt and glob.glob(os.path.join(ROOT, "tests/fuzz/fuzz_*.c")):
         tally.record("fuzz: fuzz targets exist but none were built (run make fuzz-build)", False)
-    runs = []
     env = dict(os.environ)
     # A sanitizer finding must end the run with a non-zero status (the build already
     # makes UBSan abort; these keep a user's environment from turning that off).
     env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-    for f in fuzzers:
-        name = os.path.basename(f)
-        if filt and filt not in name:
-            continue
-        seeds = os.path.join(ROOT, "tests/fuzz/corpus", name)
-        work = os.path.join(ROOT, "build/fuzz/corpus", name)
-        artifacts = os.path.join(ROOT, "build/fuzz/artifacts", name)
-        os.makedirs(work, exist_ok=True)
-        shutil.rmtree(artifacts, ignore_errors=True)
-        os.makedirs(artifacts)
-        cmd = [f, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1",
-               f"-artifact_prefix={artifacts}/", work]
-        if os.path.isdir(seeds):
-            cmd.append(seeds)
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120, cwd=ROOT, env=env)
-            ok = p.returncode == 0
-            detail = "" if ok else p.stderr[-6000:]
-            runs.append(fuzz_summary(name, seconds, p.returncode, p.stderr, artifacts))
-        except subprocess.TimeoutExpired:
-            ok, detail = False, f"fuzzer did not stop within {seconds + 120}s"
-            runs.append({"name": name, "seconds": seconds, "exit": "timeout", "executions": 0, "exec_per_sec": 0,
-                         "cov": 0, "ft": 0, "corpus": "?", "new_units": 0, "peak_rss_mb": 0,
-                         "findings": [detail], "artifacts": []})
-        tally.record(f"fuzz/{name} ({seconds}s)", ok, detail)
+    runs = []
+    with ThreadPoolExecutor(max_workers=1 if record else 2) as pool:
+        results = [pool.submit(run_fuzzer, f, seconds, env) for f in fuzzers]
+        for f, r in zip(fuzzers, results):
+            ok, detail, summary = r.result()
+            runs.append(summary)
+            tally.record(f"fuzz/{os.path.basename(f)} ({seconds}s)", ok, detail)
     if record and runs:
         write_fuzz_record(record, runs, seconds)
 
@@ -254,15 +265,27 @@ def _is_background(path):
         return any(line.strip() == "BACKGROUND = True" for line in f)
 
 
-def suite_integration(tally, filt):
-    files = [f for f in sorted(glob.glob(os.path.join(ROOT, "tests/integration/test_*.py")))
-             if not filt or filt in os.path.basename(f)]
+def integration_files(filt):
+    return [f for f in sorted(glob.glob(os.path.join(ROOT, "tests/integration/test_*.py")))
+            if not filt or filt in os.path.basename(f)]
+
+
+def start_background(filt):
+    """Starts the integration modules that mostly wait (BACKGROUND = True); main() does it
+    before the unit, sanitizer and fuzz suites, which they then run beside."""
     background = []
-    for f in files:
+    for f in integration_files(filt):
         if _is_background(f):
-            background.append((f, time.time(), subprocess.Popen(_integration_cmd(f), stdout=subprocess.PIPE,
-                                                                stderr=subprocess.PIPE, text=True, cwd=ROOT)))
-    for f in files:
+            # Output goes to files, not pipes: nobody reads a pipe until the module ends, and a
+            # module that fills one would block there for as long as the others run.
+            outs = tuple(tempfile.TemporaryFile("w+") for _ in range(2))
+            background.append((f, time.time(), outs, subprocess.Popen(_integration_cmd(f), stdout=outs[0],
+                                                                      stderr=outs[1], text=True, cwd=ROOT)))
+    return background
+
+
+def suite_integration(tally, filt, background):
+    for f in integration_files(filt):
         if any(f == b[0] for b in background):
             continue
         name = os.path.basename(f)[:-3]
@@ -274,13 +297,21 @@ def suite_integration(tally, filt):
                          (e.stderr or b"").decode(errors="replace")[-4000:] if isinstance(e.stderr, bytes) else "")
             continue
         _collect(tally, name, p.stdout, p.stderr, p.returncode, start)
-    for f, start, p in background:
+    for f, start, outs, p in background:
         name = os.path.basename(f)[:-3]
         try:
-            out, err = p.communicate(timeout=max(1, 900 - (time.time() - start)))
+            p.wait(timeout=max(1, 900 - (time.time() - start)))
+            timed_out = False
         except subprocess.TimeoutExpired:
             p.kill()
-            out, err = p.communicate()
+            p.wait()
+            timed_out = True
+        for o in outs:
+            o.seek(0)
+        out, err = outs[0].read(), outs[1].read()
+        for o in outs:
+            o.close()
+        if timed_out:
             tally.record(f"integration/{name} (timeout after 900s)", False, err[-4000:])
             continue
         _collect(tally, name, out, err, p.returncode, start)
@@ -301,6 +332,7 @@ def main():
         print("note: not running as root; BPF and cgroup tests will fail (they never skip)", flush=True)
     tally = Tally()
     start = time.time()
+    background = start_background(args.k) if "integration" in only else []
     if "unit" in only:
         suite_unit(tally, "build", "unit", args.k)
     if "asan" in only:
@@ -310,7 +342,7 @@ def main():
     if "fuzz" in only:
         suite_fuzz(tally, args.fuzz_seconds, args.k, args.fuzz_record)
     if "integration" in only:
-        suite_integration(tally, args.k)
+        suite_integration(tally, args.k, background)
     print(f"\ntotal time {time.time() - start:.0f}s", flush=True)
     if tally.failures:
         print("failed:\n" + "\n".join("  " + f for f in tally.failures), flush=True)

@@ -445,7 +445,8 @@ static struct ynode *new_node(struct yparse *p, enum ykind kind, const char *val
 	n->value = malloc(len + 1);
 	if (!n->value)
 		return NULL;
-	memcpy(n->value, value, len);
+	if (len) /* value may be NULL for an empty node */
+		memcpy(n->value, value, len);
 	n->value[len] = '\0';
 	return n;
 }
@@ -1092,9 +1093,10 @@ static int decode_seq(struct ydec *d, const struct ynode *n, int depth, struct c
 		k += rc == D_OK;
 	}
 	*out = cfg_array_new(k);
-	if (*out)
-		memcpy((*out)->u.arr.v, items, k * sizeof(*items));
-	else
+	if (*out) {
+		if (k) /* an empty sequence has no items array to copy from (memcpy of NULL is UB) */
+			memcpy((*out)->u.arr.v, items, k * sizeof(*items));
+	} else
 		while (k > 0)
 			cfg_unref(items[--k]);
 	free(items);

@@ -937,10 +937,7 @@ class OnNode(unittest.TestCase):
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+free_port = np.free_port
 
 
 def http_get(port, path, until=None, timeout=0, host="127.0.0.1"):

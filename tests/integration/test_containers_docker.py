@@ -31,10 +31,7 @@ NET_DEFAULT = "7189986ab399e144e52a71b7451b4e04e2158c044b4cd2f3ae26fc3a285d3798"
 NET_BACKEND = "bfcf66a6b64f7d518f009e34290dc3f3c66a08164257ad1afc3bd31d75f656e8"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+free_port = np.free_port
 
 
 class EngineTest(unittest.TestCase):

@@ -10,6 +10,9 @@ import node as nodelib
 
 EXAMPLES = os.path.join(np.SHARED, "examples")
 INTERVAL = 15  # the default collect_interval: the examples do not set one
+# Mostly waits for 15 s intervals, and asserts labels and deliveries, not CPU shares: it runs
+# beside the other modules (tests/run.py).
+BACKGROUND = True
 
 
 class KubernetesExample(unittest.TestCase):

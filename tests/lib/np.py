@@ -1,6 +1,7 @@
 """Helpers shared by the integration tests: where the binary is, running it, building
 small C workloads, temporary directories. Standard library only."""
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -20,11 +21,29 @@ def nodeprof(*args, timeout=120, check=False, input=None, env=None):
     return p
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on right now, below the kernel's ephemeral
+    range: a port the kernel hands out by itself (bind to port 0) is also what the next
+    outgoing connection of any test may take as its local port, and a server started on it a
+    moment later then fails with "address already in use"."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(10000, max(10001, low))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free TCP port found in 10000-{low}")
 
 
 def tmpdir(test):
