@@ -275,7 +275,7 @@ static __always_inline int unw_fill(struct np_unw_state *st, __u64 addr)
 		len = 4096 - (__u32)(addr & 4095);
 		if (len > NP_UNW_WINDOW)
 			len = NP_UNW_WINDOW;
-		if (len < 16 || bpf_probe_read_user(st->win, len, (void *)addr))
+		if (len < 8 || bpf_probe_read_user(st->win, len, (void *)addr))
 			return -1;
 	}
 	st->w_base = addr;
@@ -283,29 +283,34 @@ static __always_inline int unw_fill(struct np_unw_state *st, __u64 addr)
 	return 0;
 }
 
-/* Reads two words of user stack at addr (from the window, refilled when addr is outside it). */
-static __always_inline int unw_read2(struct np_unw_state *st, __u64 addr, __u64 *w0, __u64 *w1)
+/* Reads one word of user stack at addr into *w0, and the next into *w1 unless w1 is NULL
+ * (from the window, refilled when what is asked lies outside it). Always inlined: the word
+ * count is a constant at each call, so the bounds the verifier checks are too. */
+static __always_inline int unw_read_words(struct np_unw_state *st, __u64 addr, __u64 *w0, __u64 *w1)
 {
+	const __u32 need = w1 ? 16 : 8;
 	__u64 off = addr - st->w_base;
 
-	if (addr < st->w_base || off + 16 > st->w_len) {
-		if (unw_fill(st, addr))
-			return bpf_probe_read_user(w0, 8, (void *)addr) ||
-			       bpf_probe_read_user(w1, 8, (void *)(addr + 8)) ? -1 : 0;
+	if (addr < st->w_base || off + need > st->w_len) {
+		if (unw_fill(st, addr)) {
+			/* Too close to the end of the stack's mapping for a window: word by word. */
+			if (bpf_probe_read_user(w0, 8, (void *)addr))
+				return -1;
+			return w1 && bpf_probe_read_user(w1, 8, (void *)(addr + 8)) ? -1 : 0;
+		}
 		off = 0;
 	}
-	if (off > NP_UNW_WINDOW - 16)
+	if (off > NP_UNW_WINDOW - need)
 		return -1; /* never: for the verifier */
 	*w0 = *(__u64 *)&st->win[off];
-	*w1 = *(__u64 *)&st->win[off + 8];
+	if (w1)
+		*w1 = *(__u64 *)&st->win[off + 8];
 	return 0;
 }
 
 static __always_inline int unw_read(struct np_unw_state *st, __u64 *dst, __u64 addr)
 {
-	__u64 unused;
-
-	return unw_read2(st, addr, dst, &unused);
+	return unw_read_words(st, addr, dst, NULL);
 }
 
 /* A frame-pointer step: the caller's return address and rbp are saved at rbp+8 and rbp. */
@@ -316,7 +321,7 @@ static __always_inline int unw_fp_step(struct np_unw_state *st)
 	st->frames_fp++;
 	if (!st->bp || st->bp_unknown)
 		return NP_UNW_FP_END;
-	if (unw_read2(st, st->bp, &saved[0], &saved[1]))
+	if (unw_read_words(st, st->bp, &saved[0], &saved[1]))
 		return NP_UNW_FP_END;
 	if (!saved[1])
 		return NP_UNW_FP_END;
@@ -411,7 +416,7 @@ __noinline int np_unw_step(void)
 		break;
 	case 6: { /* UNW_SIGNAL: sp is at the ucontext */
 		__u64 bp, sp, ip;
-		if (unw_read(st, &bp, st->sp + NP_UC_RBP) || unw_read2(st, st->sp + NP_UC_RSP, &sp, &ip))
+		if (unw_read(st, &bp, st->sp + NP_UC_RBP) || unw_read_words(st, st->sp + NP_UC_RSP, &sp, &ip))
 			return NP_UNW_LOST_READ;
 		if (!ip)
 			return NP_UNW_LOST_RA_ZERO;
@@ -432,7 +437,7 @@ __noinline int np_unw_step(void)
 	if (r.rbp == 1 /* UNW_RBP_AT_CFA */ && r.rbp_off == -16) {
 		/* push rbp right after the call, the usual prologue: one read for both words */
 		__u64 saved[2];
-		if (unw_read2(st, cfa - 16, &saved[0], &saved[1]))
+		if (unw_read_words(st, cfa - 16, &saved[0], &saved[1]))
 			return NP_UNW_LOST_READ;
 		st->bp = saved[0];
 		st->bp_unknown = 0;
