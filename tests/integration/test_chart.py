@@ -15,7 +15,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import time
 import unittest

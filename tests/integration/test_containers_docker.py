@@ -10,7 +10,6 @@ targets attributing a real process that runs in a docker-shaped cgroup.
 import copy
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
