@@ -135,6 +135,7 @@ static __always_inline void send_proc_event(__u32 type, __u32 tgid, __u32 gen, _
 }
 
 #include "unwind_walk.h"
+#include "python_walk.h"
 
 static __always_inline __u32 new_gen(void)
 {
@@ -221,6 +222,7 @@ static __always_inline int finish(struct bpf_perf_event_data *ctx, struct np_unw
 		st->stack.sp_word = st->leaf_fp ? user_sp_word(st->regs[19]) : 0;
 		st->key.ustack = put_stack(stacks, &st->stack);
 	}
+	st->key.pystack = np_py_walk() > 0 ? put_stack(stacks, &st->pystack) : 0;
 	/* A sample in user code has no kernel stack: skip the helper (and its zeroing of 1 KiB). */
 	st->key.kstack = st->in_user ? 0 : store_kernel_stack(ctx, stacks, &st->kstack);
 

@@ -5,10 +5,18 @@
 #define NP_BPF_SAMPLER_H
 
 #ifdef __bpf__
+typedef __u8 np_u8;
+typedef __u16 np_u16;
+typedef __s16 np_s16;
+typedef __s32 np_s32;
 typedef __u32 np_u32;
 typedef __u64 np_u64;
 #else
 #include <stdint.h>
+typedef uint8_t np_u8;
+typedef uint16_t np_u16;
+typedef int16_t np_s16;
+typedef int32_t np_s32;
 typedef uint32_t np_u32;
 typedef uint64_t np_u64;
 #endif
@@ -23,6 +31,7 @@ struct np_count_key {
 	np_u64 cgroup_id; /* cgroup v2 ID of the sampled thread */
 	np_u64 ustack;	  /* hash of the user stack, 0 = none */
 	np_u64 kstack;	  /* hash of the kernel stack, 0 = none */
+	np_u64 pystack;	  /* hash of the Python stack (bpf/python.h), 0 = none */
 };
 
 /* A stack, stored once per distinct hash; frames leaf first. */
@@ -77,6 +86,12 @@ enum np_stat {
 	NP_UNW_FRAMES_FP,     /* frames stepped with frame pointers */
 	NP_UNW_NO_MAPPING,    /* a pc in no known mapping of its process (maps re-read requested) */
 	NP_UNW_NO_TABLE,      /* a mapping whose table is not loaded (load requested) */
+	/* The Python walk (bpf/python_walk.h), in samples of processes running CPython: */
+	NP_PY_STACKS,	      /* Python stacks walked (the thread had a Python thread state) */
+	NP_PY_FRAMES,	      /* Python frames recorded */
+	NP_PY_NO_TSTATE,      /* samples of a thread with no Python thread state (a C thread) */
+	NP_PY_LOST_READ,      /* a thread state or frame could not be read: the stack ends there */
+	NP_PY_LOST_DEPTH,     /* NP_MAX_STACK_DEPTH Python frames reached: the root end is cut */
 	NP_STAT_MAX
 };
 

@@ -19,18 +19,6 @@
 
 #include "sampler.h"
 
-#ifdef __bpf__
-typedef __u8 np_u8;
-typedef __u16 np_u16;
-typedef __s16 np_s16;
-typedef __s32 np_s32;
-#else
-typedef uint8_t np_u8;
-typedef uint16_t np_u16;
-typedef int16_t np_s16;
-typedef int32_t np_s32;
-#endif
-
 #define NP_UNW_PAGE_SHIFT 12
 /* A page of 4096 bytes holds at most 4096 row starts plus the row covering its first byte:
  * ceil(log2(4097)) halvings find the row. */

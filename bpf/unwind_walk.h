@@ -19,6 +19,7 @@
 
 #include <bpf/bpf_endian.h>
 
+#include "python.h"
 #include "unwind.h"
 
 /* Bytes of user stack copied at a time: most call chains' frames are a few dozen bytes, and
@@ -68,6 +69,12 @@ struct np_unw_state {
 	__u64 w_base;
 	__u32 w_len, w_pad;
 	__u8 win[NP_UNW_WINDOW];
+	/* The Python walk (bpf/python_walk.h): the stack it records and a copy of one frame. */
+	struct np_stack pystack;
+	struct np_py_proc py; /* the process's entry of py_procs */
+	__u64 py_frame;	      /* the next frame to record */
+	__u32 py_read, py_pad; /* bytes of a frame to read */
+	__u8 pyframe[NP_PY_FRAME_READ + 8];
 	/* Kept across samples (see struct np_unw_cache_ent); the rest is per walk. */
 	struct np_unw_cache_ent cache[NP_UNW_CACHE_SLOTS];
 };

@@ -33,6 +33,8 @@ static const char record_usage[] =
 	"  -o, --output FILE      write here instead of standard output\n"
 	"      --demangle MODE    C++/Rust names: none (default), simplified, templates, full\n"
 	"      --no-kernel        leave out kernel frames\n"
+	"      --no-python        name CPython's frames as native code (the eval loop) instead of\n"
+	"                         the Python functions it runs (CPython 3.8 and later)\n"
 	"      --log-level LEVEL  debug, info, warn (default), error\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -153,13 +155,14 @@ int cmd_record(int argc, char **argv)
 		{ "sample-rate", required_argument, NULL, 'F' }, { "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },	 { "demangle", required_argument, NULL, 'M' },
 		{ "no-kernel", no_argument, NULL, 'K' },	 { "log-level", required_argument, NULL, 'L' },
+		{ "no-python", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },		 { 0 }
 	};
 	pid_t pids[MAX_PIDS];
 	size_t npids = 0;
 	int64_t duration_ns = 10 * NP_NSEC_PER_SEC;
 	unsigned rate = 97;
-	int pprof = 0, kernel = 1, opt, rc = 1, tty = isatty(STDERR_FILENO);
+	int pprof = 0, kernel = 1, python = 1, opt, rc = 1, tty = isatty(STDERR_FILENO);
 	const char *output = NULL;
 	enum sym_demangle demangle = SYM_DEMANGLE_NONE;
 	struct np_err err;
@@ -219,6 +222,9 @@ int cmd_record(int argc, char **argv)
 		case 'K':
 			kernel = 0;
 			break;
+		case 'P':
+			python = 0;
+			break;
 		case 'L': {
 			enum np_level level;
 			if (np_log_parse_level(optarg, &level)) {
@@ -268,9 +274,10 @@ int cmd_record(int argc, char **argv)
 		.drain_interval_ms = 1000,
 		.demangle = demangle,
 		.kernel_frames = kernel,
+		.python = python,
 	};
-	r.names = calloc(2 * NP_MAX_STACK_DEPTH, sizeof(*r.names));
-	r.pframes = calloc(2 * NP_MAX_STACK_DEPTH, sizeof(*r.pframes));
+	r.names = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*r.names));
+	r.pframes = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*r.pframes));
 	clock_gettime(CLOCK_REALTIME, &wall);
 	if (!r.names || !r.pframes) {
 		fputs("nodeprof record: out of memory\n", stderr);

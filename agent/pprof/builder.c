@@ -39,9 +39,12 @@ enum {
 	LOCATION_ADDRESS = 3,
 	LOCATION_LINE = 4,
 	LINE_FUNCTION_ID = 1,
+	LINE_LINE = 2,
 	FUNCTION_ID = 1,
 	FUNCTION_NAME = 2,
 	FUNCTION_SYSTEM_NAME = 3,
+	FUNCTION_FILENAME = 4,
+	FUNCTION_START_LINE = 5,
 };
 
 /* A mapping's key: what tells two mappings apart in a profile. Every field is a u32 or u64
@@ -55,14 +58,23 @@ struct location_key {
 	uint32_t function; /* function id, 0 when the Location has no Line */
 	uint32_t mapping;  /* mapping id */
 	uint64_t address;
+	uint32_t line;	   /* the Line's line number, 0 when unknown (native code) */
+	uint32_t pad;
 };
-_Static_assert(sizeof(struct mapping_key) == 32 && sizeof(struct location_key) == 16, "keys have no padding");
+
+/* A function: its name, file (string indices) and first line; the file is "" for native code. */
+struct function_key {
+	uint32_t name, file, start_line;
+};
+_Static_assert(sizeof(struct mapping_key) == 32 && sizeof(struct location_key) == 24 &&
+		       sizeof(struct function_key) == 12,
+	       "keys have no padding");
 
 struct np_pprof_builder {
 	int64_t period; /* ns per sample */
 	int64_t time_nanos;
 	struct np_intern strings;   /* id-1 = string table index (id 1 is "") */
-	struct np_intern functions; /* key: u32 name string index */
+	struct np_intern functions; /* key: struct function_key */
 	struct np_intern mappings;  /* key: struct mapping_key; id 1 is the no-file mapping */
 	uint8_t *map_unnamed;	    /* per mapping id - 1: 1 when one of its Locations has no Line */
 	size_t map_unnamed_cap;
@@ -152,7 +164,7 @@ static uint32_t mapping_id(struct np_pprof_builder *b, const struct np_pprof_fra
 
 static uint32_t location_id(struct np_pprof_builder *b, const struct np_pprof_frame *f)
 {
-	struct location_key key = { 0, mapping_id(b, f), 0 };
+	struct location_key key = { 0, mapping_id(b, f), 0, f->line, 0 };
 
 	if (!key.mapping)
 		return 0;
@@ -162,8 +174,9 @@ static uint32_t location_id(struct np_pprof_builder *b, const struct np_pprof_fr
 	if (f->unnamed && key.mapping != 1) {
 		b->map_unnamed[key.mapping - 1] = 1;
 	} else {
-		uint32_t name = str_index(b, f->function);
-		if (name == UINT32_MAX || !(key.function = np_intern_add(&b->functions, &name, sizeof(name), NULL)))
+		struct function_key fk = { str_index(b, f->function), str_index(b, f->filename), f->start_line };
+		if (fk.name == UINT32_MAX || fk.file == UINT32_MAX ||
+		    !(key.function = np_intern_add(&b->functions, &fk, sizeof(fk), NULL)))
 			return 0;
 	}
 	return np_intern_add(&b->locations, &key, sizeof(key), NULL);
@@ -289,18 +302,24 @@ int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct n
 		if (key.function) {
 			size_t line = pb_begin(out, LOCATION_LINE);
 			pb_uint64(out, LINE_FUNCTION_ID, key.function);
+			if (key.line)
+				pb_int64(out, LINE_LINE, key.line);
 			pb_end(out, line);
 		}
 		pb_end(out, m);
 	}
 	for (uint32_t id = 1; id <= b->functions.n; id++) {
-		uint32_t name;
+		struct function_key fk;
 		size_t m = pb_begin(out, PROFILE_FUNCTION);
 
-		memcpy(&name, np_intern_key(&b->functions, id, NULL), sizeof(name));
+		memcpy(&fk, np_intern_key(&b->functions, id, NULL), sizeof(fk));
 		pb_uint64(out, FUNCTION_ID, id);
-		pb_int64(out, FUNCTION_NAME, name);
-		pb_int64(out, FUNCTION_SYSTEM_NAME, name);
+		pb_int64(out, FUNCTION_NAME, fk.name);
+		pb_int64(out, FUNCTION_SYSTEM_NAME, fk.name);
+		if (fk.file)
+			pb_int64(out, FUNCTION_FILENAME, fk.file);
+		if (fk.start_line)
+			pb_int64(out, FUNCTION_START_LINE, fk.start_line);
 		pb_end(out, m);
 	}
 	for (uint32_t id = 1; id <= b->strings.n; id++) {

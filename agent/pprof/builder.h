@@ -30,6 +30,10 @@ struct np_pprof_frame {
 	uint64_t map_start, map_limit, map_offset;
 	uint64_t address;	  /* Location.address, in the mapping's space */
 	int unnamed;		  /* no Line: only with a mapping_file */
+	/* Interpreted code (Python): the source file, the function's first line and the line
+	 * executing, in the Function and the Line; NULL / 0 for native code. */
+	const char *filename;
+	unsigned start_line, line;
 };
 
 struct np_pprof_builder;

@@ -21,10 +21,14 @@ struct np_collector {
 	struct np_sampler *sampler;
 	struct symbolizer *sym;
 	struct unw_loader *unw; /* the walker's mappings and tables */
+	struct py_tracker *py;	/* NULL when Python frames are off */
 	int64_t next_drain_ns;
 	uint32_t *exited; /* tgids whose EXIT arrived since the last drain */
 	size_t n_exited;
-	struct sym_frame frames[2 * NP_MAX_STACK_DEPTH + 1];
+	/* A sample's frames as the sink gets them: kernel frames, then the user frames with the
+	 * Python frames merged in (at most a native and a Python stack's worth). */
+	struct sym_frame frames[NP_COLLECTED_MAX_FRAMES];
+	struct sym_frame native[NP_MAX_STACK_DEPTH + 1]; /* the named native user frames */
 	uint64_t user_ips[NP_MAX_STACK_DEPTH + 1]; /* a user stack with its recovered leaf caller */
 	struct np_leaf_checker leaf;
 	uint64_t drains, samples, missing_stacks, recovered_callers;
@@ -67,6 +71,10 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 		np_collector_close(c);
 		return -1;
 	}
+	if (opts->python && py_tracker_new(c->sym, np_sampler_python_map(c->sampler), &c->py, err)) {
+		np_collector_close(c);
+		return -1;
+	}
 	c->next_drain_ns = now_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
 	*out = c;
 	return 0;
@@ -78,6 +86,7 @@ void np_collector_close(struct np_collector *c)
 		return;
 	np_sampler_close(c->sampler);
 	unw_loader_free(c->unw);
+	py_tracker_free(c->py);
 	np_leaf_checker_reset(&c->leaf);
 	if (c->sym)
 		symbolizer_free(c->sym);
@@ -108,16 +117,20 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 		 * get module-less names. Only a hard failure (memory) is an error. The
 		 * snapshot also gives the unwinder the process's mappings. */
 		rc = symbolizer_note_process(c->sym, ev->tgid, ev->gen, &err) ||
-		     unw_loader_process(c->unw, ev->tgid, ev->gen, 0, &err);
+		     unw_loader_process(c->unw, ev->tgid, ev->gen, 0, &err) ||
+		     (c->py && py_tracker_process(c->py, ev->tgid, ev->gen, &err));
 		break;
 	case NP_PROC_MAPS: /* a pc in no known mapping: a library loaded since (dlopen) */
-		rc = unw_loader_process(c->unw, ev->tgid, ev->gen, 1, &err);
+		rc = unw_loader_process(c->unw, ev->tgid, ev->gen, 1, &err) ||
+		     (c->py && py_tracker_process(c->py, ev->tgid, ev->gen, &err));
 		break;
 	case NP_UNW_TABLE:
 		rc = unw_loader_need_table(c->unw, ev->arg, &err);
 		break;
 	case NP_PROC_EXIT:
 		unw_loader_exit(c->unw, ev->tgid);
+		if (c->py)
+			py_tracker_exit(c->py, ev->tgid);
 		if (c->n_exited < MAX_PENDING_EXITS)
 			c->exited[c->n_exited++] = ev->tgid;
 		else
@@ -194,10 +207,22 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.n_kernel = nk,
 		};
 		if ((nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err)) ||
-		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, user, nu, c->opts.demangle, c->frames + nk, err))) {
+		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, user, nu, c->opts.demangle, c->native, err))) {
 			rc = -1;
 			break;
 		}
+		size_t n_user = nu;
+		if (c->py && s->n_python) {
+			/* A native walk that used every frame may have lost the root end. */
+			if (py_tracker_merge(c->py, s->tgid, s->gen, c->native, nu, s->n_user >= NP_MAX_STACK_DEPTH,
+					     s->python, s->n_python, c->frames + nk, &n_user, err)) {
+				rc = -1;
+				break;
+			}
+		} else {
+			memcpy(c->frames + nk, c->native, nu * sizeof(c->native[0]));
+		}
+		out.n_frames = nk + n_user;
 		c->samples += s->count;
 		rc = sink(ud, &out, err);
 	}
@@ -207,6 +232,8 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 		symbolizer_forget_process(c->sym, c->exited[i]);
 	c->n_exited = 0;
 	symbolizer_end_batch(c->sym);
+	if (c->py)
+		py_tracker_end_batch(c->py);
 	return rc;
 }
 
@@ -244,6 +271,13 @@ void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_s
 	unw_loader_stats(c->unw, out);
 }
 
+void np_collector_python_stats(const struct np_collector *c, struct py_tracker_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (c->py)
+		py_tracker_stats(c->py, out);
+}
+
 /* The one place a named frame becomes a pprof Location (what the builder writes, see
  * builder.h), as Alloy's pyroscope.ebpf does (../shared/specs/pyroscope-push.md §3.1):
  * - a user frame in an ELF file: the ELF address and a Mapping in the file's own space
@@ -263,7 +297,9 @@ void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_fra
 		const struct sym_module *m = f->module;
 		struct np_pprof_frame *p = &out[i];
 
-		*p = (struct np_pprof_frame){ .function = f->name };
+		*p = (struct np_pprof_frame){
+			.function = f->name, .filename = f->file, .start_line = f->start_line, .line = f->line
+		};
 		if (!m)
 			continue;
 		p->mapping_file = m->path;

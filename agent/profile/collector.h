@@ -13,9 +13,14 @@
 #include <stdint.h>
 
 #include "agent/profile/sampler.h"
+#include "agent/python/tracker.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/loader.h"
 #include "agent/util/error.h"
+
+/* The most frames a collected sample has: a kernel stack, and a native user stack (with a
+ * recovered leaf caller) merged with a Python stack. */
+#define NP_COLLECTED_MAX_FRAMES (3 * NP_MAX_STACK_DEPTH + 1)
 
 struct np_collected {
 	uint32_t tgid, gen;
@@ -41,6 +46,7 @@ struct np_collector_options {
 	unsigned drain_interval_ms; /* how often the kernel maps are drained */
 	enum sym_demangle demangle;
 	int kernel_frames;	    /* include kernel frames */
+	int python;		    /* walk and name CPython processes' Python frames */
 	size_t symbol_cache_bytes;  /* 0 = the symbolizer's default */
 	size_t unwind_bpf_bytes;    /* budget of unwind tables in BPF maps; 0 = UNW_DEFAULT_BPF_BUDGET */
 	np_collect_event_hook on_event;
@@ -79,5 +85,7 @@ struct np_collector_stats {
 NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err);
 /* The unwind tables and mappings in BPF. Owner thread only (unlike np_collector_stats). */
 void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out);
+/* The Python processes and names (zeros when Python is off). Owner thread only. */
+void np_collector_python_stats(const struct np_collector *c, struct py_tracker_stats *out);
 
 #endif

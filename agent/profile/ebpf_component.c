@@ -171,6 +171,7 @@ static int read_config(const struct cfg_args *a, struct np_ebpf_config *cfg, con
 	cfg->kernel_frames = cfg_args_bool(a, "kernel_frames");
 	cfg->targets_only = cfg_args_bool(a, "targets_only");
 	cfg->verbose = cfg_args_bool(a, "verbose_mode");
+	cfg->python = cfg_args_bool(a, "python_enabled");
 	cfg->container_id_cache_size = (size_t)cfg_args_uint(a, "container_id_cache_size");
 	cfg->metrics = metrics;
 	return sym_demangle_parse(cfg_args_str(a, "demangle"), &cfg->demangle, err);
@@ -182,7 +183,7 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	return a->sample_rate == b->sample_rate && a->collect_interval_ns == b->collect_interval_ns &&
 	       a->demangle == b->demangle && a->kernel_frames == b->kernel_frames &&
 	       a->targets_only == b->targets_only && a->container_id_cache_size == b->container_id_cache_size &&
-	       a->verbose == b->verbose;
+	       a->verbose == b->verbose && a->python == b->python;
 }
 
 static size_t read_sinks(const struct cfg_args *a, struct np_profile_sink *out)

@@ -81,6 +81,7 @@ void np_ebpf_config_defaults(struct np_ebpf_config *cfg)
 	cfg->collect_interval_ns = 15LL * 1000000000LL;
 	cfg->demangle = SYM_DEMANGLE_NONE;
 	cfg->kernel_frames = 1;
+	cfg->python = 1;
 	cfg->container_id_cache_size = NP_PID_CACHE_DEFAULT_SIZE;
 	cfg->rescan_interval_ns = 5LL * 1000000000LL;
 	cfg->targets_only = 1;
@@ -655,7 +656,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 		p->cfg.rescan_interval_ns = 5LL * 1000000000LL;
 	if (np_ebpf_profiler_set_sinks(p, sinks, nsinks, err))
 		goto fail;
-	p->pframes = calloc(2 * NP_MAX_STACK_DEPTH, sizeof(*p->pframes));
+	p->pframes = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*p->pframes));
 	if (!p->pframes) {
 		np_errf(err, "out of memory");
 		goto fail;
@@ -672,6 +673,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	co.drain_interval_ms = (unsigned)(drain_ms > MAX_DRAIN_MS ? MAX_DRAIN_MS : (drain_ms < 100 ? 100 : drain_ms));
 	co.demangle = p->cfg.demangle;
 	co.kernel_frames = p->cfg.kernel_frames;
+	co.python = p->cfg.python;
 	co.on_event = on_event;
 	co.event_ud = p;
 	if (np_collector_open(&co, &p->col, err)) {

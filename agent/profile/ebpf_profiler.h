@@ -47,6 +47,7 @@ struct np_ebpf_config {
 	int targets_only;		/* default on: processes of no target are not sampled; off: they
 					 * are, under the default target service_name="ebpf/unspecified" */
 	int verbose;			/* log every profile handed to the sinks */
+	int python;			/* default on: Python frames of CPython processes */
 	struct np_ebpf_metrics *metrics;	/* not owned, may be NULL: counts every profile handed out */
 	const char *name;		/* the component's ID, for logs */
 };

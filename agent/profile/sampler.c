@@ -348,6 +348,11 @@ void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *o
 	out->epoch = bpf_map__fd(s->skel->maps.unw_epoch);
 }
 
+int np_sampler_python_map(const struct np_sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.py_procs);
+}
+
 unsigned np_sampler_ncpus(const struct np_sampler *s)
 {
 	return s->ncpus;
@@ -633,13 +638,14 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 	struct np_drain *d = c->d;
 	struct np_count_key k;
 	uint64_t count;
-	uint32_t uoff, ulen, koff, klen;
-	uint64_t usp, ksp;
+	uint32_t uoff, ulen, koff, klen, poff, plen;
+	uint64_t usp, ksp, psp;
 
 	memcpy(&k, key, sizeof(k));
 	memcpy(&count, value, sizeof(count));
 	d->counts_read++;
-	if (resolve_stack(c, k.ustack, &uoff, &ulen, &usp, err) || resolve_stack(c, k.kstack, &koff, &klen, &ksp, err))
+	if (resolve_stack(c, k.ustack, &uoff, &ulen, &usp, err) || resolve_stack(c, k.kstack, &koff, &klen, &ksp, err) ||
+	    resolve_stack(c, k.pystack, &poff, &plen, &psp, err))
 		return -1;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 256;
@@ -660,6 +666,8 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 		.n_user = ulen,
 		.kernel = (const uint64_t *)(uintptr_t)koff,
 		.n_kernel = klen,
+		.python = (const uint64_t *)(uintptr_t)poff,
+		.n_python = plen,
 	};
 	return 0;
 }
@@ -693,6 +701,7 @@ int np_sampler_drain(struct np_sampler *s, struct np_drain *out, struct np_err *
 		struct np_sample *smp = &out->samples[i];
 		smp->user = smp->n_user ? out->frames + (uintptr_t)smp->user : NULL;
 		smp->kernel = smp->n_kernel ? out->frames + (uintptr_t)smp->kernel : NULL;
+		smp->python = smp->n_python ? out->frames + (uintptr_t)smp->python : NULL;
 	}
 	return 0;
 }

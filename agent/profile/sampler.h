@@ -29,6 +29,9 @@ struct np_sample {
 	uint32_t n_user;
 	uint32_t n_kernel;
 	const uint64_t *kernel;
+	/* The Python frames of a CPython thread (bpf/python.h encodes them), leaf first. */
+	const uint64_t *python;
+	uint32_t n_python;
 };
 
 /* The result of one drain; owns the samples and the frames they point to. */
@@ -66,6 +69,9 @@ struct np_unwind_maps {
 	int epoch;	    /* ARRAY[1]: bumped when the walker's cached rules may be wrong */
 };
 void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *out);
+/* The Python walker's map of processes (tgid -> struct np_py_proc, bpf/python.h), for
+ * agent/python/ to fill. The fd stays owned by the sampler. */
+int np_sampler_python_map(const struct np_sampler *s);
 
 /* mode: 0 = every process, else NP_FILTER_PIDS | NP_FILTER_CGROUPS. */
 void np_sampler_set_filter(struct np_sampler *s, uint32_t mode);

@@ -30,7 +30,8 @@ int symbolizer_exec_mappings(struct symbolizer *s, uint32_t pid, uint32_t gen, i
 		return 0; /* gone */
 	for (size_t i = 0; i < snap->maps.n; i++) {
 		const struct sym_map *m = &snap->maps.v[i];
-		struct sym_exec_mapping x = { .start = m->start, .end = m->end, .pgoff = m->pgoff, .kind = m->kind };
+		struct sym_exec_mapping x = { .start = m->start, .end = m->end, .pgoff = m->pgoff, .kind = m->kind,
+					  .path = sym_map_path(&snap->maps, m) };
 		if (m->kind == SYM_MAP_FILE) {
 			if (snap->st[i].state == MAP_UNRESOLVED && sym_mapping_resolve(s, p, snap, i, 0, err) < 0)
 				return -1;

@@ -202,6 +202,8 @@ static void frame_init(struct sym_frame *f, uint64_t ip)
 	f->rel_start = 0;
 	f->elf = 0;
 	f->resolved = 0;
+	f->file = NULL;
+	f->start_line = f->line = 0;
 }
 
 /* ---- user frames ---- */

@@ -42,6 +42,10 @@ struct sym_frame {
 	 * runtime address for anonymous (JIT) memory and the kernel. */
 	uint64_t rel_addr;
 	uint64_t rel_start;         /* module->start in rel_addr's space (pprof Mapping.memory_start) */
+	/* Source position, for interpreted frames (Python): the file, the function's first line and
+	 * the line executing; NULL / 0 where unknown. Native frames have none. */
+	const char *file;
+	unsigned start_line, line;
 	int elf;                    /* rel_addr is an ELF vaddr of a file read here: with the build ID it
 	                             * names the code on any machine (server-side symbolization) */
 	int resolved;               /* 1 when a symbol source named it */
@@ -124,6 +128,7 @@ NP_MUST_CHECK int symbolizer_check_file(const char *path, struct np_err *err);
 struct sym_exec_mapping {
 	uint64_t start, end, pgoff;
 	int kind;           /* enum sym_map_kind (agent/symbols/maps.h) */
+	const char *path;   /* as the process sees it ("" for anonymous memory); valid during the call */
 	const char *key;    /* the file's build ID, or its identity "file:DEV:INO:SIZE:MTIME"; NULL
 	                     * when the file could not be opened or is not an x86-64 ELF file */
 	uint64_t bias;      /* runtime address - ELF vaddr (with key) */

@@ -3,7 +3,8 @@
  * NewDefaultArguments in ebpf_linux.go; the defaults below are those), with what
  * nodeprof does with each:
  *  - implemented: targets, forward_to, collect_interval, sample_rate, demangle,
- *    kernel_frames, container_id_cache_size, targets_only, verbose_mode, lazy_mode;
+ *    kernel_frames, container_id_cache_size, targets_only, verbose_mode, lazy_mode,
+ *    python_enabled (CPython 3.8+);
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
  *    it needs the BPF helpers of 5.15 and says so when loading fails);
  *  - deprecated no-ops in Alloy: accepted with a warning;
@@ -21,7 +22,8 @@ static const char *const comm_modes[] = { "none", "label", "stackframe", "both",
 
 #define INTERPRETER(name)                                                                                 \
 	CFG_A(name, &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true",                                               \
-	      .note = "nodeprof has no interpreter unwinders yet; it profiles these processes as native code " \
+	      .note = "nodeprof has no unwinder for this runtime yet (Python is the one it has); it profiles "  \
+		      "these processes as native code " \
 		      "(the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: "  \
 		      "node --perf-basic-prof, python -X perf, a JVM perf map agent)")
 
@@ -59,7 +61,7 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("lazy_mode", &cfg_t_bool, 0, "false"),
 	CFG_A("verbose_mode", &cfg_t_bool, 0, "false"),
 	CFG_A("no_kernel_version_check", &cfg_t_bool, 0, "false"),
-	INTERPRETER("python_enabled"),
+	CFG_A("python_enabled", &cfg_t_bool, 0, "true"),
 	INTERPRETER("perl_enabled"),
 	INTERPRETER("php_enabled"),
 	INTERPRETER("hotspot_enabled"),

@@ -1,0 +1,48 @@
+/* Naming Python frames: the code object a frame word (bpf/python.h) points at is read from
+ * the process's memory (process_vm_readv) for its qualified name, file, first line and line
+ * table; the line executing comes from the frame's instruction offset.
+ *
+ * A code object is read once per process incarnation (pid, gen) and kept until the cache
+ * is over its budget at the end of a batch, when everything is dropped and read again on
+ * demand. Everything read is untrusted: lengths are bounded, strings become valid UTF-8,
+ * a code object that cannot be read is named "[python]" (or "[python:0xADDR]"), never an
+ * error. */
+#ifndef NP_PYTHON_NAMER_H
+#define NP_PYTHON_NAMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/python/layout.h"
+#include "agent/symbols/symbolizer.h"
+#include "agent/util/error.h"
+
+/* The longest name or file name kept (in code points); longer ones are cut. */
+#define PY_NAME_MAX 1024
+/* The largest line table read; a larger one gives first lines only. */
+#define PY_LINETABLE_MAX ((size_t)64 << 10)
+/* The cache's budget (names, files and line tables); 0 = PY_NAMER_DEFAULT_BYTES. */
+#define PY_NAMER_DEFAULT_BYTES ((size_t)16 << 20)
+
+struct py_namer;
+
+NP_MUST_CHECK int py_namer_new(size_t budget_bytes, struct py_namer **out, struct np_err *err);
+void py_namer_free(struct py_namer *n);
+
+/* Names count frames (words of a Python stack, bpf/python.h) of (pid, gen), whose interpreter
+ * has layout l: out[i] gets name, file, start_line and line (module NULL). The strings stay
+ * valid until the next py_namer_frames or py_namer_end_batch call. -1 only on allocation
+ * failure. */
+NP_MUST_CHECK int py_namer_frames(struct py_namer *n, uint32_t pid, uint32_t gen, const struct py_layout *l,
+				  const uint64_t *words, size_t count, struct sym_frame *out, struct np_err *err);
+
+/* Drops the cache when it is over its budget. */
+void py_namer_end_batch(struct py_namer *n);
+
+struct py_namer_stats {
+	size_t codes, bytes;	 /* code objects cached, bytes held */
+	uint64_t reads, failed;	 /* code objects read, and those that could not be */
+};
+void py_namer_stats(const struct py_namer *n, struct py_namer_stats *out);
+
+#endif

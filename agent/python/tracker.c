@@ -1,0 +1,233 @@
+/* The Python side of the profiler: see tracker.h. */
+#include "agent/python/tracker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "agent/python/detect.h"
+#include "agent/python/merge.h"
+#include "agent/python/namer.h"
+#include "agent/util/grow.h"
+#include "agent/util/intern.h"
+#include "agent/util/log.h"
+#include "bpf/python.h"
+
+/* Dead entries kept before the process table is rebuilt without them. */
+#define DEAD_SLACK 1024
+
+struct proc {
+	uint32_t pid, gen;
+	int live;
+	struct py_layout layout;
+};
+
+struct py_tracker {
+	struct symbolizer *sym; /* not owned */
+	int map_fd;		/* not owned */
+	struct np_intern pids;	/* key: u32 pid; id - 1 indexes procs */
+	struct proc *procs;
+	size_t procs_cap, live;
+	struct np_intern reasons; /* why a CPython could not be walked: logged once each */
+	uint64_t unsupported;
+	struct py_namer *namer;
+	struct sym_frame pyframes[NP_MAX_STACK_DEPTH];
+};
+
+int py_tracker_new(struct symbolizer *sym, int py_procs_fd, struct py_tracker **out, struct np_err *err)
+{
+	struct py_tracker *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return np_errf(err, "out of memory");
+	t->sym = sym;
+	t->map_fd = py_procs_fd;
+	if (py_namer_new(0, &t->namer, err)) {
+		free(t);
+		return -1;
+	}
+	*out = t;
+	return 0;
+}
+
+void py_tracker_free(struct py_tracker *t)
+{
+	if (!t)
+		return;
+	np_intern_free(&t->pids);
+	np_intern_free(&t->reasons);
+	free(t->procs);
+	py_namer_free(t->namer);
+	free(t);
+}
+
+static struct proc *find(struct py_tracker *t, uint32_t pid)
+{
+	uint32_t id = np_intern_find(&t->pids, &pid, sizeof(pid));
+
+	return id ? &t->procs[id - 1] : NULL;
+}
+
+/* Rebuilds the pid table with the live processes only, once dead ones pile up. */
+static int compact(struct py_tracker *t, struct np_err *err)
+{
+	struct np_intern pids = NP_INTERN_INIT;
+	struct proc *procs = NULL;
+	size_t cap = 0;
+
+	if (t->pids.n - t->live < DEAD_SLACK || t->pids.n - t->live < t->live)
+		return 0;
+	for (uint32_t i = 0; i < t->pids.n; i++) {
+		int added;
+		uint32_t id;
+		if (!t->procs[i].live)
+			continue;
+		id = np_intern_add(&pids, &t->procs[i].pid, sizeof(uint32_t), &added);
+		if (!id || np_grow((void **)&procs, &cap, id, sizeof(*procs))) {
+			np_intern_free(&pids);
+			free(procs);
+			return np_errf(err, "out of memory tracking Python processes");
+		}
+		procs[id - 1] = t->procs[i];
+	}
+	np_intern_free(&t->pids);
+	free(t->procs);
+	t->pids = pids;
+	t->procs = procs;
+	t->procs_cap = cap;
+	return 0;
+}
+
+static void forget(struct py_tracker *t, struct proc *p)
+{
+	if (!p || !p->live)
+		return;
+	p->live = 0;
+	t->live--;
+	(void)bpf_map_delete_elem(t->map_fd, &p->pid);
+}
+
+static void note_unsupported(struct py_tracker *t, uint32_t pid, const char *why)
+{
+	int added = 0;
+
+	t->unsupported++;
+	if (np_intern_add(&t->reasons, why, strlen(why), &added) && added)
+		np_log(NP_WARN, "python", "cannot walk this interpreter's frames; its stacks show the eval loop", "pid",
+		       NP_LOG_INT(pid), "reason", why, NULL);
+}
+
+/* The walker's view of a layout (bpf/python.h). */
+static void to_bpf(const struct py_interp *in, uint32_t gen, struct np_py_proc *v)
+{
+	const struct py_layout *l = &in->layout;
+
+	memset(v, 0, sizeof(*v));
+	v->gen = gen;
+	v->frames = (uint8_t)l->frames;
+	v->instr_ptr = l->instr == PY_INSTR_PTR;
+	v->runtime = in->runtime;
+	v->runtime_interpreters_head = (uint16_t)l->runtime_interpreters_head;
+	v->interp_threads_head = (uint16_t)l->interp_threads_head;
+	v->tstate_next = (uint16_t)l->tstate_next;
+	v->tstate_native_thread_id = (uint16_t)l->tstate_native_thread_id;
+	v->tstate_frame = (uint16_t)l->tstate_frame;
+	v->cframe_current_frame = l->cframe_current_frame == PY_NONE ? NP_PY_NONE : (uint16_t)l->cframe_current_frame;
+	v->frame_previous = (uint16_t)l->frame_previous;
+	v->frame_code = (uint16_t)l->frame_code;
+	v->frame_instr = (uint16_t)l->frame_instr;
+	v->frame_owner = l->frame_owner == PY_NONE ? NP_PY_NONE : (uint16_t)l->frame_owner;
+	v->tstate_thread_id = l->tstate_thread_id >= NP_PY_NONE ? NP_PY_NONE : (uint16_t)l->tstate_thread_id;
+	v->pthread_tid = in->pthread_tid == PY_NONE ? NP_PY_NONE : (uint16_t)in->pthread_tid;
+}
+
+int py_tracker_process(struct py_tracker *t, uint32_t pid, uint32_t gen, struct np_err *err)
+{
+	struct proc *p = find(t, pid);
+	struct py_interp in;
+	struct np_py_proc v;
+	char why[256];
+	int found, added;
+	uint32_t id;
+
+	if (p && p->live && p->gen == gen)
+		return 0; /* known, and a re-read of its maps cannot change its interpreter */
+	found = py_detect(t->sym, pid, gen, &in, why, sizeof(why), err);
+	if (found < 0)
+		return -1;
+	if (!found) {
+		forget(t, p); /* exec'd into something else */
+		if (why[0])
+			note_unsupported(t, pid, why);
+		return 0;
+	}
+	to_bpf(&in, gen, &v);
+	if (bpf_map_update_elem(t->map_fd, &pid, &v, BPF_ANY))
+		return np_errno(err, "tell the Python walker about pid %u", pid);
+	if (!p) {
+		if (compact(t, err))
+			return -1;
+		id = np_intern_add(&t->pids, &pid, sizeof(pid), &added);
+		if (!id || np_grow((void **)&t->procs, &t->procs_cap, id, sizeof(*t->procs))) {
+			(void)bpf_map_delete_elem(t->map_fd, &pid);
+			return np_errf(err, "out of memory tracking Python processes");
+		}
+		p = &t->procs[id - 1];
+		p->live = 0;
+	}
+	if (!p->live)
+		t->live++;
+	p->pid = pid;
+	p->gen = gen;
+	p->live = 1;
+	p->layout = in.layout;
+	np_log(NP_DEBUG, "python", "walking CPython frames", "pid", NP_LOG_INT(pid), "version",
+	       NP_LOG_INT(in.layout.major * 100 + in.layout.minor), NULL);
+	return 0;
+}
+
+void py_tracker_exit(struct py_tracker *t, uint32_t pid)
+{
+	forget(t, find(t, pid));
+}
+
+int py_tracker_merge(struct py_tracker *t, uint32_t pid, uint32_t gen, const struct sym_frame *native,
+		     size_t n_native, int native_cut, const uint64_t *words, size_t n_words, struct sym_frame *out,
+		     size_t *n_out, struct np_err *err)
+{
+	struct proc *p = find(t, pid);
+
+	if (n_words > NP_MAX_STACK_DEPTH)
+		n_words = NP_MAX_STACK_DEPTH;
+	/* A sample taken before an exec is named after it: its words mean nothing now. Exited
+	 * processes are still named (exit events are handled before the drain's samples). */
+	if (!p || p->gen != gen || !n_words) {
+		memcpy(out, native, n_native * sizeof(*out));
+		*n_out = n_native;
+		return 0;
+	}
+	if (py_namer_frames(t->namer, pid, gen, &p->layout, words, n_words, t->pyframes, err))
+		return -1;
+	*n_out = py_merge(native, n_native, native_cut, t->pyframes, words, n_words, out);
+	return 0;
+}
+
+void py_tracker_end_batch(struct py_tracker *t)
+{
+	py_namer_end_batch(t->namer);
+}
+
+void py_tracker_stats(const struct py_tracker *t, struct py_tracker_stats *out)
+{
+	struct py_namer_stats ns;
+
+	py_namer_stats(t->namer, &ns);
+	out->processes = t->live;
+	out->unsupported = t->unsupported;
+	out->codes = ns.codes;
+	out->bytes = ns.bytes;
+	out->code_reads = ns.reads;
+	out->code_read_failures = ns.failed;
+}

@@ -1,0 +1,203 @@
+/* The Python walker of the sampler (included by bpf/sampler.bpf.c once, after the native
+ * walker, whose per-CPU state it shares).
+ *
+ * For a sample of a process user space found CPython in (py_procs, for its current
+ * incarnation), it finds the sampled thread's PyThreadState and records the chain of
+ * Python frames from the thread's current frame to the root, leaf first, as bpf/python.h
+ * encodes them; user space names the code objects and puts the frames where the native
+ * stack has its _PyEval_EvalFrameDefault frames.
+ *
+ * The thread state is found by thread ID: every PyThreadState of the main interpreter records
+ * its kernel TID (native_thread_id, 3.11+) or its pthread_self(), the C library's descriptor
+ * of the thread, which holds the TID; so a walk of the interpreter's thread list finds it
+ * without reading the thread's TLS base (which would need the kernel's task_struct layout,
+ * and this program reads no kernel structure). What was found is kept per thread
+ * and checked with one read before use, since a thread state lives as long as its thread.
+ *
+ * One frame is one bpf_probe_read_user of the frame's first bytes; the fields come out of
+ * that copy at the offsets user space gave for the interpreter's version. */
+#ifndef NP_BPF_PYTHON_WALK_H
+#define NP_BPF_PYTHON_WALK_H
+
+#include "python.h"
+
+/* Frames looked at per walk: NP_MAX_STACK_DEPTH recorded, plus the 3.12+ shim frames between
+ * eval-loop calls, which are not recorded. */
+#define NP_PY_MAX_WALK 192
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct np_py_proc);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} py_procs SEC(".maps");
+
+/* Key: tgid << 32 | tid (a thread state address means something only in its own process). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u64);
+	__type(value, struct np_py_thread);
+} py_threads SEC(".maps");
+
+static __always_inline __u64 py_word(const __u8 *buf, __u16 off)
+{
+	return *(const __u64 *)(buf + (off & (NP_PY_FRAME_READ - 1)));
+}
+
+/* The kernel TID of the thread a thread state belongs to (0 when it cannot be read). */
+static __always_inline __u32 py_tstate_tid(const struct np_py_proc *py, __u64 ts)
+{
+	__u64 v = 0;
+	__u32 tid = 0;
+
+	if (py->pthread_tid == NP_PY_NONE)
+		return bpf_probe_read_user(&v, sizeof(v), (void *)(ts + py->tstate_native_thread_id)) ? 0 : (__u32)v;
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)(ts + py->tstate_thread_id)) || !v ||
+	    bpf_probe_read_user(&tid, sizeof(tid), (void *)(v + py->pthread_tid)))
+		return 0;
+	return tid;
+}
+
+/* The thread state of thread tid, searching the interpreter's thread list from its head (0
+ * when there is none). */
+static __always_inline __u64 py_search_tstate(const struct np_py_proc *py, __u32 tid)
+{
+	__u64 interp = 0, ts = 0;
+
+	if (bpf_probe_read_user(&interp, sizeof(interp), (void *)(py->runtime + py->runtime_interpreters_head)) ||
+	    !interp || bpf_probe_read_user(&ts, sizeof(ts), (void *)(interp + py->interp_threads_head)))
+		return 0;
+	for (int i = 0; i < NP_PY_MAX_THREADS && ts; i++) {
+		if (py_tstate_tid(py, ts) == tid)
+			return ts;
+		if (bpf_probe_read_user(&ts, sizeof(ts), (void *)(ts + py->tstate_next)))
+			return 0;
+	}
+	return 0;
+}
+
+/* The sampled thread's PyThreadState, or 0: remembered per thread, checked before use. */
+static __always_inline __u64 py_tstate(const struct np_py_proc *py, __u32 tgid, __u32 tid)
+{
+	__u64 key = (__u64)tgid << 32 | tid, now = bpf_ktime_get_ns();
+	struct np_py_thread *t = bpf_map_lookup_elem(&py_threads, &key);
+	struct np_py_thread fresh = {};
+
+	if (t) {
+		if (t->tstate) {
+			if (py_tstate_tid(py, t->tstate) == tid)
+				return t->tstate;
+		} else if (now - t->no_tstate_ns < NP_PY_NO_TSTATE_NS) {
+			return 0;
+		}
+	}
+	fresh.tstate = py_search_tstate(py, tid);
+	if (!fresh.tstate)
+		fresh.no_tstate_ns = now;
+	bpf_map_update_elem(&py_threads, &key, &fresh, BPF_ANY);
+	return fresh.tstate;
+}
+
+/* Records one Python frame (st->py_frame) and moves to its caller: 1 to go on, 0 when the
+ * walk ended. Global: verified once, not once per frame. */
+__noinline int np_py_step(void)
+{
+	__u32 zero = 0;
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &zero);
+	__u64 code, raw, instr = NP_PY_INSTR_UNKNOWN, entry = 0, frame;
+	__u32 n, read;
+
+	if (!st || !(frame = st->py_frame))
+		return 0;
+	n = st->pystack.len;
+	if (n >= NP_MAX_STACK_DEPTH) {
+		stat_inc(NP_PY_LOST_DEPTH);
+		return 0;
+	}
+	read = st->py_read;
+	if (read < 8 || read > NP_PY_FRAME_READ)
+		return 0;
+	if (bpf_probe_read_user(st->pyframe, read, (void *)frame)) {
+		stat_inc(NP_PY_LOST_READ);
+		return 0;
+	}
+	code = py_word(st->pyframe, st->py.frame_code);
+	st->py_frame = py_word(st->pyframe, st->py.frame_previous);
+	if (st->py.frames == NP_PY_FRAMES_OBJECT) {
+		__s32 lasti = (__s32)py_word(st->pyframe, st->py.frame_instr);
+		if (lasti >= 0 && lasti < (__s32)NP_PY_INSTR_UNKNOWN)
+			instr = (__u64)lasti;
+		entry = NP_PY_ENTRY_BIT; /* one eval-loop call per frame */
+	} else {
+		__u8 owner = (__u8)py_word(st->pyframe, st->py.frame_owner);
+		if (st->py.frames == NP_PY_FRAMES_312 && owner == NP_PY_OWNED_BY_CSTACK) {
+			/* The shim below an eval-loop call's frames: the frame recorded last was
+			 * that call's first. */
+			if (n > 0)
+				st->pystack.ips[(n - 1) & 127] |= NP_PY_ENTRY_BIT;
+			return 1;
+		}
+		if (st->py.frames == NP_PY_FRAMES_311 && owner)
+			entry = NP_PY_ENTRY_BIT;
+		raw = py_word(st->pyframe, st->py.frame_instr) - code;
+		if (raw < NP_PY_INSTR_UNKNOWN)
+			instr = raw;
+	}
+	if (!code || code > NP_PY_CODE_MASK)
+		return 0;
+	st->pystack.ips[n & 127] = code | entry | instr << NP_PY_INSTR_SHIFT;
+	st->pystack.len = n + 1;
+	return 1;
+}
+
+/* Walks the sampled thread's Python frames into st->pystack: the number of frames recorded
+ * (0: not a Python thread, or nothing to record). Global: verified once. */
+__noinline int np_py_walk(void)
+{
+	__u32 zero = 0;
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &zero);
+	struct np_py_proc *py;
+	__u64 ts, frame = 0;
+	__u32 tgid, read;
+
+	if (!st)
+		return 0;
+	st->pystack.len = 0;
+	st->pystack.sp_word = 0;
+	tgid = st->key.tgid;
+	py = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!py || py->gen != st->key.gen)
+		return 0;
+	ts = py_tstate(py, tgid, (__u32)bpf_get_current_pid_tgid());
+	if (!ts) {
+		stat_inc(NP_PY_NO_TSTATE);
+		return 0;
+	}
+	stat_inc(NP_PY_STACKS);
+	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(ts + py->tstate_frame)) ||
+	    (py->cframe_current_frame != NP_PY_NONE && frame &&
+	     bpf_probe_read_user(&frame, sizeof(frame), (void *)(frame + py->cframe_current_frame)))) {
+		stat_inc(NP_PY_LOST_READ);
+		return 0;
+	}
+	/* Read only as far as the last field, so a frame near the end of its memory still reads. */
+	read = py->frame_previous;
+	if (py->frame_code > read)
+		read = py->frame_code;
+	if (py->frame_instr > read)
+		read = py->frame_instr;
+	if (py->frame_owner != NP_PY_NONE && py->frame_owner > read)
+		read = py->frame_owner;
+	st->py = *py;
+	st->py_read = read + 8;
+	st->py_frame = frame;
+	for (int i = 0; i < NP_PY_MAX_WALK; i++)
+		if (!np_py_step())
+			break;
+	stat_add(NP_PY_FRAMES, st->pystack.len);
+	return (int)st->pystack.len;
+}
+
+#endif
