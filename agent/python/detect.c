@@ -145,8 +145,6 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 	e = sym_elf_begin_fd(fd);
 	if (!e || sym_elf_info_read(e, &info) < 0)
 		goto out;
-	if (sym_elf_find_symbol(e, "_PyRuntime", SYMBOL_BYTES_MAX, &runtime, &runtime_size) < 0)
-		goto out; /* a python3.X executable of a shared build: the library has it */
 	/* 3.11+ export their version; older ones are known by their file name. */
 	if (sym_elf_find_symbol(e, "Py_Version", SYMBOL_BYTES_MAX, &ver_addr, &ver_size) == 0) {
 		uint32_t hex;
@@ -155,10 +153,16 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 			minor = (hex >> 16) & 0xff;
 		}
 	}
+	if (major != 3 || minor < 8) {
+		snprintf(why, why_len, "CPython %u.%u is not supported (3.8 and later are)", major, minor);
+		goto out;
+	}
+	if (sym_elf_find_symbol(e, "_PyRuntime", SYMBOL_BYTES_MAX, &runtime, &runtime_size) < 0)
+		goto out; /* a python3.X executable of a shared build: the library has it */
 	const struct py_layout *table = py_layout_table(major, minor);
 	if (table) {
 		out->layout = *table;
-	} else if (major == 3 && minor >= 13) {
+	} else if (minor >= 13) {
 		struct np_err lerr;
 		size_t len = runtime_size && runtime_size < RUNTIME_BYTES ? runtime_size : RUNTIME_BYTES;
 		uint8_t buf[RUNTIME_BYTES];
@@ -171,7 +175,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 			goto out;
 		}
 	} else {
-		snprintf(why, why_len, "CPython %u.%u is not supported (3.8 and later are)", major, minor);
+		snprintf(why, why_len, "CPython %u.%u has no layout in this build of nodeprof", major, minor);
 		goto out;
 	}
 	if (!walkable(&out->layout)) {
