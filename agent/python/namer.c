@@ -36,7 +36,18 @@ struct py_namer {
 	size_t info_cap;
 	struct np_buf text; /* names, files and line tables */
 	uint64_t reads, failed;
+	py_mem_reader read;
+	void *read_ud;
 };
+
+static int process_mem(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	(void)ud;
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+
+	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
 
 int py_namer_new(size_t budget_bytes, struct py_namer **out, struct np_err *err)
 {
@@ -45,6 +56,7 @@ int py_namer_new(size_t budget_bytes, struct py_namer **out, struct np_err *err)
 	if (!n)
 		return np_errf(err, "out of memory");
 	n->budget = budget_bytes ? budget_bytes : PY_NAMER_DEFAULT_BYTES;
+	n->read = process_mem;
 	*out = n;
 	return 0;
 }
@@ -66,12 +78,15 @@ void py_namer_free(struct py_namer *n)
 	free(n);
 }
 
-static int read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
+void py_namer_set_reader(struct py_namer *n, py_mem_reader read, void *ud)
 {
-	struct iovec local = { .iov_base = buf, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	n->read = read;
+	n->read_ud = ud;
+}
 
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+static int read_mem(struct py_namer *n, uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	return n->read(n->read_ud, pid, addr, buf, len);
 }
 
 static uint64_t word_at(const uint8_t *buf, uint32_t off)
@@ -92,7 +107,7 @@ static int64_t read_str(struct py_namer *n, uint32_t pid, const struct py_layout
 	size_t off = n->text.len, count;
 
 	if (!addr || hlen > sizeof(head) || l->unicode_state >= hlen || l->unicode_length + 8 > hlen ||
-	    read_mem(pid, addr, head, hlen))
+	    read_mem(n, pid, addr, head, hlen))
 		return -1;
 	state = head[l->unicode_state];
 	kind = (state >> 2) & 7;
@@ -101,7 +116,7 @@ static int64_t read_str(struct py_namer *n, uint32_t pid, const struct py_layout
 		return -1; /* not a compact string: code objects hold no other kind */
 	count = (size_t)length < PY_NAME_MAX ? (size_t)length : PY_NAME_MAX;
 	uint64_t start = addr + ((state & 0x40) ? l->unicode_ascii_size : l->unicode_compact_size);
-	if (count && read_mem(pid, start, data, count * kind))
+	if (count && read_mem(n, pid, start, data, count * kind))
 		return -1;
 	for (size_t i = 0; i < count; i++) {
 		uint32_t cp;
@@ -133,14 +148,14 @@ static int read_bytes(struct py_namer *n, uint32_t pid, const struct py_layout *
 
 	*off = (uint32_t)n->text.len;
 	*len = 0;
-	if (!addr || read_mem(pid, addr + l->bytes_size, &size, sizeof(size)) || size < 0 ||
+	if (!addr || read_mem(n, pid, addr + l->bytes_size, &size, sizeof(size)) || size < 0 ||
 	    (uint64_t)size > PY_LINETABLE_MAX)
 		return -1;
 	if (!size)
 		return 0;
 	if (np_buf_reserve(&n->text, (size_t)size))
 		return -1;
-	if (read_mem(pid, addr + l->bytes_sval, n->text.p + n->text.len, (size_t)size))
+	if (read_mem(n, pid, addr + l->bytes_sval, n->text.p + n->text.len, (size_t)size))
 		return -1;
 	n->text.len += (size_t)size;
 	*len = (uint32_t)size;
@@ -163,7 +178,7 @@ static void read_code(struct py_namer *n, uint32_t pid, const struct py_layout *
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		if (fields[i] + 8 > need)
 			need = fields[i] + 8;
-	if (need > sizeof(head) || read_mem(pid, code, head, need))
+	if (need > sizeof(head) || read_mem(n, pid, code, head, need))
 		goto fail;
 	name = read_str(n, pid, l, word_at(head, fields[4]));
 	file = name < 0 ? -1 : read_str(n, pid, l, word_at(head, l->code_filename));

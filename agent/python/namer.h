@@ -36,6 +36,11 @@ void py_namer_free(struct py_namer *n);
 NP_MUST_CHECK int py_namer_frames(struct py_namer *n, uint32_t pid, uint32_t gen, const struct py_layout *l,
 				  const uint64_t *words, size_t count, struct sym_frame *out, struct np_err *err);
 
+/* Reads len bytes of process pid's memory at addr: 0, or -1 when they cannot all be read. */
+typedef int (*py_mem_reader)(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len);
+/* Where memory is read from: process_vm_readv by default; tests and fuzzers give an image. */
+void py_namer_set_reader(struct py_namer *n, py_mem_reader read, void *ud);
+
 /* Drops the cache when it is over its budget. */
 void py_namer_end_batch(struct py_namer *n);
 

@@ -1,0 +1,67 @@
+/* Fuzzes the naming of Python frames from process memory (untrusted: a process controls
+ * every byte of its code objects, strings and line tables): the input is a memory image at a
+ * fixed address, its first bytes choose the frame words; every version's layout is tried.
+ * Names and files must come out as valid UTF-8 and the cache must stay consistent. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/python/namer.h"
+#include "bpf/python.h"
+#include "relabel/gostr.h"
+
+#define BASE 0x200000ULL
+
+struct image {
+	const uint8_t *p;
+	size_t n;
+};
+
+static int read_image(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	const struct image *im = ud;
+
+	(void)pid;
+	if (addr < BASE || addr - BASE > im->n || len > im->n - (addr - BASE))
+		return -1;
+	memcpy(buf, im->p + (addr - BASE), len);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct image im = { data, size };
+	struct py_namer *n;
+	struct np_err err;
+	struct sym_frame f[8];
+	uint64_t words[8];
+	size_t count = 0;
+
+	/* Frame words: offsets into the image (16-bit each) with instruction values. */
+	for (size_t i = 0; i + 4 <= size && i < 32 && count < 8; i += 4) {
+		uint16_t off, instr;
+		memcpy(&off, data + i, 2);
+		memcpy(&instr, data + i + 2, 2);
+		words[count++] = (BASE + off) | (uint64_t)instr << NP_PY_INSTR_SHIFT | (off & 1 ? NP_PY_ENTRY_BIT : 0);
+	}
+	for (unsigned minor = 8; minor <= 12; minor++) {
+		const struct py_layout *l = py_layout_table(3, minor);
+		if (!l)
+			abort();
+		if (py_namer_new(4096, &n, &err))
+			abort();
+		py_namer_set_reader(n, read_image, &im);
+		for (int round = 0; round < 2; round++) {
+			if (py_namer_frames(n, 1, 1, l, words, count, f, &err))
+				abort();
+			for (size_t i = 0; i < count; i++) {
+				if (!f[i].name || !go_utf8_valid(f[i].name, strlen(f[i].name)) ||
+				    (f[i].file && !go_utf8_valid(f[i].file, strlen(f[i].file))))
+					abort();
+			}
+			py_namer_end_batch(n);
+		}
+		py_namer_free(n);
+	}
+	return 0;
+}
