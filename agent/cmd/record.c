@@ -355,6 +355,14 @@ int cmd_record(int argc, char **argv)
 	       NP_LOG_INT(st.bpf[NP_UNW_FRAMES_FP]), "tables", NP_LOG_INT(us.tables.loaded), "table_bytes",
 	       NP_LOG_INT(us.tables.loaded_bytes), "mapping_entries", NP_LOG_INT(us.mapping_keys), "unwind_bpf_bytes",
 	       NP_LOG_INT(us.bpf_bytes), "compile_ms", NP_LOG_INT(us.compile_ns / 1000000), NULL);
+	struct py_tracker_stats ps;
+	np_collector_python_stats(c, &ps);
+	if (ps.processes || ps.code_reads)
+		np_log(NP_DEBUG, "record", "python stacks", "walked", NP_LOG_INT(st.bpf[NP_PY_STACKS]), "frames",
+		       NP_LOG_INT(st.bpf[NP_PY_FRAMES]), "no_thread_state", NP_LOG_INT(st.bpf[NP_PY_NO_TSTATE]),
+		       "cut_read", NP_LOG_INT(st.bpf[NP_PY_LOST_READ]), "cut_depth", NP_LOG_INT(st.bpf[NP_PY_LOST_DEPTH]),
+		       "processes", NP_LOG_INT(ps.processes), "code_objects", NP_LOG_INT(ps.codes), "code_reads_failed",
+		       NP_LOG_INT(ps.code_read_failures), NULL);
 	rc = 0;
 	goto done;
 fail:

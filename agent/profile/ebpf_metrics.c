@@ -24,6 +24,8 @@ enum {
 	C_UNW_SWEPT,
 	C_EVENTS_LOST,
 	C_ALLOW_FAILURES,
+	C_PY_UNSUPPORTED,
+	C_PY_READ_FAILED,
 	NCOUNTERS
 };
 enum {
@@ -42,6 +44,9 @@ enum {
 	G_UNW_KEYS,
 	G_UNW_PROCS,
 	G_PROC_BYTES,
+	G_PY_PROCS,
+	G_PY_CODES,
+	G_PY_BYTES,
 	NGAUGES
 };
 
@@ -71,6 +76,11 @@ static const struct {
 	{ "nodeprof_ebpf_unwound_frames_total", "frame_pointer", NP_UNW_FRAMES_FP },
 	{ "nodeprof_ebpf_unwind_fallbacks_total", "no_mapping", NP_UNW_NO_MAPPING },
 	{ "nodeprof_ebpf_unwind_fallbacks_total", "table_not_loaded", NP_UNW_NO_TABLE },
+	{ "nodeprof_ebpf_unwound_frames_total", "python", NP_PY_FRAMES },
+	{ "nodeprof_ebpf_python_samples_total", "walked", NP_PY_STACKS },
+	{ "nodeprof_ebpf_python_samples_total", "no_thread_state", NP_PY_NO_TSTATE },
+	{ "nodeprof_ebpf_python_stacks_cut_total", "read_failed", NP_PY_LOST_READ },
+	{ "nodeprof_ebpf_python_stacks_cut_total", "max_depth", NP_PY_LOST_DEPTH },
 };
 #define NLABELED (sizeof(labeled) / sizeof(labeled[0]))
 
@@ -83,7 +93,17 @@ static const char *labeled_help(const char *metric, const char **label)
 	}
 	if (strcmp(metric, "nodeprof_ebpf_unwound_frames_total") == 0) {
 		*label = "method";
-		return "User frames stepped with an unwind table or with frame pointers.";
+		return "User frames stepped with an unwind table or with frame pointers, and Python frames walked.";
+	}
+	if (strcmp(metric, "nodeprof_ebpf_python_samples_total") == 0) {
+		*label = "result";
+		return "Samples of CPython processes: walked (the thread had a Python thread state) or not "
+		       "(a thread the interpreter does not know, such as one a C extension started).";
+	}
+	if (strcmp(metric, "nodeprof_ebpf_python_stacks_cut_total") == 0) {
+		*label = "reason";
+		return "Python stacks that ended before their root: a thread state or frame could not be read, "
+		       "or the depth bound was reached.";
 	}
 	*label = "reason";
 	return "User frames stepped with frame pointers because their mapping was unknown (maps re-read) "
@@ -239,6 +259,32 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 		      np_metrics_gauge(reg, "nodeprof_unwind_mapping_entries",
 				       "Entries of the unwinder's process mapping trie.", NULL, err),
 		      err)) ||
+	    !(m->gauges[G_PY_PROCS] = series0(
+		      np_metrics_gauge(reg, "nodeprof_python_processes",
+				       "CPython processes whose Python frames the sampler walks.", NULL, err),
+		      err)) ||
+	    !(m->gauges[G_PY_CODES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_python_code_objects",
+				       "Python code objects named and cached (names, files, line tables).", NULL, err),
+		      err)) ||
+	    !(m->gauges[G_PY_BYTES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_python_cache_bytes",
+				       "Bytes held by the Python name cache (bounded: dropped at the end of a drain "
+				       "when over budget).",
+				       NULL, err),
+		      err)) ||
+	    !(m->counters[C_PY_UNSUPPORTED] = series0(
+		      np_metrics_counter(reg, "nodeprof_python_unsupported_processes_total",
+					 "Processes running a CPython whose frames cannot be walked (before 3.8, or "
+					 "without a usable layout); logged once per reason.",
+					 NULL, err),
+		      err)) ||
+	    !(m->counters[C_PY_READ_FAILED] = series0(
+		      np_metrics_counter(reg, "nodeprof_python_code_read_failures_total",
+					 "Python code objects that could not be read from their process (named "
+					 "[python]).",
+					 NULL, err),
+		      err)) ||
 	    !(m->gauges[G_UNW_PROCS] = series0(
 		      np_metrics_gauge(reg, "nodeprof_unwind_processes",
 				       "Processes whose mappings the unwinder knows.", NULL, err),
@@ -356,7 +402,9 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					  st->unwind.tables.failures,
 					  st->unwind.swept,
 					  st->bpf[NP_LOST_PROC_EVENTS],
-					  st->allow_failures };
+					  st->allow_failures,
+					  st->python.unsupported,
+					  st->python.code_read_failures };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
 					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,
@@ -364,7 +412,8 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					 (double)st->stacks_entries,	  (double)st->stacks_capacity,
 					 (double)st->unwind.tables.loaded, (double)st->unwind.bpf_bytes,
 					 (double)st->unwind.mapping_keys, (double)st->unwind.processes,
-					 (double)st->symbols.process_bytes };
+					 (double)st->symbols.process_bytes,	  (double)st->python.processes,
+					 (double)st->python.codes,	  (double)st->python.bytes };
 	uint64_t limits[NLIMITS];
 
 	memcpy(limits, st->symbols.limits, sizeof(st->symbols.limits));
