@@ -96,3 +96,32 @@ def bpf_fd_costs(pid):
         progs[int(info["prog_id"])] = (int(info["prog_type"]), int(info.get("run_cnt", 0)),
                                        int(info.get("run_time_ns", 0)))
     return progs
+
+
+PERF_EVENT = 7  # BPF_PROG_TYPE_PERF_EVENT: the sampler (and any program it tail-calls)
+
+
+class BpfWatch:
+    """The run time of the BPF programs of each nodeprof, read while it runs (the last read
+    is at most ~0.05 s before its programs go away)."""
+
+    def __init__(self):
+        self.last = {}
+
+    def __call__(self, name, pid):
+        costs = bpf_fd_costs(pid)
+        if costs:
+            self.last[name] = costs
+
+    def total_ns(self, name):
+        return sum(ns for _, _, ns in self.last.get(name, {}).values())
+
+    def per_sample_ns(self, name):
+        """Time of the perf_event programs per run of the one attached to the event (the one
+        run most often; programs reached by tail calls are not counted as runs)."""
+        progs = [(cnt, ns) for t, cnt, ns in self.last.get(name, {}).values() if t == PERF_EVENT]
+        runs = max((cnt for cnt, _ in progs), default=0)
+        return sum(ns for _, ns in progs) / runs if runs else float("nan")
+
+    def runs(self, name):
+        return max((cnt for t, cnt, _ in self.last.get(name, {}).values() if t == PERF_EVENT), default=0)

@@ -40,7 +40,6 @@ import unwind_workloads as uw  # noqa: E402
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "40"))
 HZ = 97
-PERF_EVENT = 7  # BPF_PROG_TYPE_PERF_EVENT: the sampler (and any program it tail-calls)
 SHALLOW = 18    # recursion levels: + burn, Walker::run, main, libc's two frames, _start = 24 frames
 
 
@@ -53,32 +52,6 @@ def build(tmp):
     return exes, uw.compressor_input(os.path.join(tmp, "input.txt"))
 
 
-class BpfWatch:
-    """The run time of the BPF programs of each nodeprof, read while it runs (the last read
-    is at most ~0.05 s before its programs go away)."""
-
-    def __init__(self):
-        self.last = {}
-
-    def __call__(self, name, pid):
-        costs = lib.bpf_fd_costs(pid)
-        if costs:
-            self.last[name] = costs
-
-    def total_ns(self, name):
-        return sum(ns for _, _, ns in self.last.get(name, {}).values())
-
-    def per_sample_ns(self, name):
-        """Time of the perf_event programs per run of the one attached to the event (the one
-        run most often; programs reached by tail calls are not counted as runs)."""
-        progs = [(cnt, ns) for t, cnt, ns in self.last.get(name, {}).values() if t == PERF_EVENT]
-        runs = max((cnt for cnt, _ in progs), default=0)
-        return sum(ns for _, ns in progs) / runs if runs else float("nan")
-
-    def runs(self, name):
-        return max((cnt for t, cnt, _ in self.last.get(name, {}).values() if t == PERF_EVENT), default=0)
-
-
 def whole_stacks(exes, text, tmp):
     """Section 1: {name: (Job, BpfWatch)}."""
     pairs = [
@@ -89,7 +62,7 @@ def whole_stacks(exes, text, tmp):
     out = {}
     for i, pair in enumerate(pairs):
         procs = {name: subprocess.Popen(list(map(str, argv)), stdout=subprocess.DEVNULL) for name, argv in pair.items()}
-        watch = BpfWatch()
+        watch = lib.BpfWatch()
         try:
             time.sleep(0.5)
             work = os.path.join(tmp, f"pair{i}")
@@ -122,7 +95,7 @@ def record_per_sample(tool, exe, seconds, tmp):
     """One section-2 run: two copies of exe at depth SHALLOW recorded by tool ("nodeprof" or
     "bpftrace") for seconds; (BPF ns per run, per kept sample, runs, samples kept, stacks or None)."""
     procs = [subprocess.Popen([exe, str(SHALLOW), str(seconds + 60)], stdout=subprocess.DEVNULL) for _ in range(2)]
-    watch = BpfWatch()
+    watch = lib.BpfWatch()
     out = os.path.join(tmp, "per-sample.out")
     try:
         time.sleep(0.5)
