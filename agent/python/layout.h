@@ -44,11 +44,14 @@ struct py_layout {
 	enum py_instr_kind instr;
 	/* _PyRuntimeState: interpreters.head */
 	uint32_t runtime_interpreters_head;
-	/* PyInterpreterState: tstate_head (<= 3.11), threads.head (3.12+) */
+	/* PyInterpreterState: tstate_head (<= 3.10), threads.head (3.11+) */
 	uint32_t interp_threads_head;
 	/* PyThreadState */
 	uint32_t tstate_next;
-	uint32_t tstate_native_thread_id; /* the kernel TID (gettid) */
+	uint32_t tstate_native_thread_id; /* the kernel TID (gettid); 3.11+, else PY_NONE */
+	/* thread_id: the thread's pthread_self(), in every version; with glibc and musl on x86-64 the
+	 * thread pointer (the task's fsbase), how a thread is matched where native_thread_id is PY_NONE */
+	uint32_t tstate_thread_id;
 	/* frame (<= 3.10: PyFrameObject *), cframe (3.11, 3.12: _PyCFrame *), current_frame (3.13+) */
 	uint32_t tstate_frame;
 	uint32_t cframe_current_frame; /* _PyCFrame.current_frame (3.11, 3.12), else PY_NONE */
@@ -91,7 +94,8 @@ int64_t py_instr_byte_offset(const struct py_layout *l, uint64_t raw, uint64_t c
 
 /* The source line of the instruction at byte_offset, from the code's line table (co_lnotab or
  * co_linetable, in the version's own format) and co_firstlineno; 0 when the table does not say
- * (or is malformed: it comes from a process nobody trusts). */
+ * (or is malformed: it comes from a process nobody trusts). A negative byte_offset (a frame
+ * that has not started) is co_firstlineno, as CPython's PyCode_Addr2Line says. */
 unsigned py_line_at(const struct py_layout *l, const uint8_t *table, size_t len, int firstlineno,
 		    int64_t byte_offset);
 
