@@ -1,7 +1,8 @@
 """agent/python/layout against the CPython builds this machine carries (pyenv, under
 /root/.pyenv/versions or $PYENV_ROOT/versions, and Debian's /usr/bin/python3.11):
 
-- offsets: tests/python/layout_probe.c compiled against each version's own headers prints every
+- offsets: tests/python/layout_probe.c compiled against each version's own headers (and Debian's
+  3.11 ones, another patch release, when python3.11-dev is installed) prints every
   field of struct py_layout with offsetof/sizeof; build/harness/py_layout prints our table's
   (3.8 to 3.12) or, for 3.13, what py_layout_from_debug_offsets reads from the initial bytes of
   _PyRuntime in that version's libpython. Any field that differs fails, as does a field one side
@@ -32,6 +33,8 @@ LINE_TABLES = os.path.join(np.ROOT, "tests", "python", "line_tables.py")
 SUPPORTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 TABLE_VERSIONS = SUPPORTED[:-1]
 EXTRA_INTERPRETERS = ["/usr/bin/python3.11"]
+# Other builds' headers, for versions in the table: another patch release (Debian's 3.11.2).
+EXTRA_HEADERS = [("3.11", "/usr/include/python3.11")]
 
 # enum py_frame_kind / py_instr_kind (layout.h) each version must have.
 FRAMES = {"3.8": 1, "3.9": 1, "3.10": 1, "3.11": 2, "3.12": 3, "3.13": 3}
@@ -64,8 +67,7 @@ def run(args, **kw):
     return p.stdout
 
 
-def probe(test, version, prefix):
-    inc = os.path.join(prefix, "include", "python" + version)
+def probe(test, inc):
     out = os.path.join(np.tmpdir(test), "probe")
     run(["gcc", "-std=gnu11", "-O0", "-Wall", "-Werror", "-DPy_BUILD_CORE", "-I" + inc,
          "-I" + os.path.join(inc, "internal"), "-o", out, PROBE])
@@ -125,9 +127,11 @@ class PythonLayout(unittest.TestCase):
 
     def test_offsets_match_headers(self):
         self.assertTrue(self.installs, "no CPython 3.8-3.13 with headers found")
-        for version, prefix in sorted(self.installs.items()):
-            with self.subTest(version=version, prefix=prefix):
-                want = probe(self, version, prefix)
+        builds = [(v, os.path.join(p, "include", "python" + v), p) for v, p in sorted(self.installs.items())]
+        builds += [(v, inc, None) for v, inc in EXTRA_HEADERS if os.path.exists(os.path.join(inc, "Python.h"))]
+        for version, inc, prefix in builds:
+            with self.subTest(version=version, headers=inc):
+                want = probe(self, inc)
                 facts = want.pop("facts")
                 got = ours(version, prefix)
                 self.assertEqual(got.pop("frames"), FRAMES[version])

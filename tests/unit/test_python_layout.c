@@ -142,9 +142,9 @@ static void debug_offsets_valid(void **state)
 		assert_int_equal(py_layout_from_debug_offsets(b, len, 3, 13, &l, &err), -1);
 	assert_int_equal(py_layout_from_debug_offsets(NULL, DBG_LEN, 3, 13, &l, &err), -1);
 	free(b);
-	/* Any micro version, release level and serial of 3.13. */
-	assert_int_equal(dbg_with(I_VERSION, 0x030d00a1, 13, &l, &err), 0);
+	/* 3.13.0 final and every release after it (a 3.13.1 candidate too). */
 	assert_int_equal(dbg_with(I_VERSION, 0x030d05f0, 13, &l, &err), 0);
+	assert_int_equal(dbg_with(I_VERSION, 0x030d01c1, 13, &l, &err), 0);
 	/* Fields the walker does not read may hold anything. */
 	assert_int_equal(dbg_with(I_RT_FINALIZING, UINT64_MAX, 13, &l, &err), 0);
 	/* The last places a field's read still fits. */
@@ -177,6 +177,11 @@ static void debug_offsets_refused(void **state)
 	assert_int_equal(dbg_with(I_VERSION, 0x040d00f0, 13, &l, &err), -1);
 	assert_int_equal(dbg_with(I_VERSION, 0x1030d00f0ull, 13, &l, &err), -1);
 	assert_int_equal(dbg_with(I_VERSION, 0, 13, &l, &err), -1);
+	/* 3.13's pre-releases had other layouts. */
+	assert_int_equal(dbg_with(I_VERSION, 0x030d00b3, 13, &l, &err), -1);
+	assert_non_null(strstr(err.msg, "pre-release"));
+	assert_int_equal(dbg_with(I_VERSION, 0x030d00c2, 13, &l, &err), -1);
+	assert_int_equal(dbg_with(I_VERSION, 0x030d00a1, 13, &l, &err), -1);
 	/* The caller's version: none before 3.13, an unknown layout after it. */
 	assert_int_equal(dbg_with(I_VERSION, 0x030c00f0, 12, &l, &err), -1);
 	assert_non_null(strstr(err.msg, "has none"));
