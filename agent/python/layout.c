@@ -207,6 +207,11 @@ int py_layout_from_debug_offsets(const uint8_t *runtime, size_t len, unsigned ma
 	if (version >> 32 || (version >> 24 & 0xff) != major || (version >> 16 & 0xff) != minor)
 		return np_errf(err, "_Py_DebugOffsets: version 0x%llx is not %u.%u", (unsigned long long)version, major,
 			       minor);
+	/* The block grew during 3.13's pre-releases (fields added in 3.13.0b4 and again in rc2):
+	 * this is the layout of 3.13.0 final and its patch releases. */
+	if (version < 0x030d00f0)
+		return np_errf(err, "_Py_DebugOffsets: version 0x%llx is a 3.13 pre-release (its layout is not "
+			       "known)", (unsigned long long)version);
 	if (DBG(free_threaded) != 0)
 		return np_errf(err, "_Py_DebugOffsets: a free-threaded build (not supported)");
 
