@@ -71,7 +71,8 @@ _Static_assert(sizeof(struct mapping_key) == 32 && sizeof(struct location_key) =
 	       "keys have no padding");
 
 struct np_pprof_builder {
-	int64_t period; /* ns per sample */
+	enum np_profile_kind kind;
+	int64_t period; /* ns per sample (CPU), else 1 */
 	int64_t time_nanos;
 	struct np_intern strings;   /* id-1 = string table index (id 1 is "") */
 	struct np_intern functions; /* key: struct function_key */
@@ -94,24 +95,47 @@ static uint32_t str_index(struct np_pprof_builder *b, const char *s)
 	return id ? id - 1 : UINT32_MAX;
 }
 
-int np_pprof_new(unsigned sample_rate_hz, int64_t time_nanos, struct np_pprof_builder **out, struct np_err *err)
+static const struct np_profile_type profile_types[NP_PROFILE_KINDS] = {
+	[NP_PROFILE_CPU] = { "process_cpu", "cpu", "nanoseconds", "cpu", "nanoseconds" },
+	[NP_PROFILE_OFFCPU] = { "offcpu", "offcpu", "nanoseconds", NULL, NULL },
+	[NP_PROFILE_UPROBE] = { "process_cpu", "uprobe", "count", "uprobe", "count" },
+};
+
+const struct np_profile_type *np_profile_type_of(enum np_profile_kind kind)
+{
+	return &profile_types[(unsigned)kind < NP_PROFILE_KINDS ? kind : NP_PROFILE_CPU];
+}
+
+int np_pprof_new_kind(enum np_profile_kind kind, unsigned sample_rate_hz, int64_t time_nanos,
+		      struct np_pprof_builder **out, struct np_err *err)
 {
 	struct np_pprof_builder *b;
+	const struct np_profile_type *t;
 
-	if (sample_rate_hz == 0)
+	if ((unsigned)kind >= NP_PROFILE_KINDS)
+		return np_errf(err, "pprof: unknown profile kind %d", (int)kind);
+	if (kind == NP_PROFILE_CPU && sample_rate_hz == 0)
 		return np_errf(err, "pprof: sample rate must be positive");
+	t = &profile_types[kind];
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return np_errf(err, "pprof: out of memory");
-	b->period = 1000000000LL / sample_rate_hz;
+	b->kind = kind;
+	b->period = kind == NP_PROFILE_CPU ? 1000000000LL / sample_rate_hz : 1;
 	b->time_nanos = time_nanos;
-	/* String 0 must be "", then the sample type strings. */
-	if (str_index(b, "") != 0 || str_index(b, "cpu") == UINT32_MAX || str_index(b, "nanoseconds") == UINT32_MAX) {
+	/* String 0 must be "", then the type strings. */
+	if (str_index(b, "") != 0 || str_index(b, t->sample_type) == UINT32_MAX ||
+	    str_index(b, t->sample_unit) == UINT32_MAX) {
 		np_pprof_free(b);
 		return np_errf(err, "pprof: out of memory");
 	}
 	*out = b;
 	return 0;
+}
+
+int np_pprof_new(unsigned sample_rate_hz, int64_t time_nanos, struct np_pprof_builder **out, struct np_err *err)
+{
+	return np_pprof_new_kind(NP_PROFILE_CPU, sample_rate_hz, time_nanos, out, err);
 }
 
 void np_pprof_free(struct np_pprof_builder *b)
@@ -240,10 +264,10 @@ static void value_type(struct np_buf *out, uint32_t field, uint32_t type, uint32
 
 int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct np_buf *out, struct np_err *err)
 {
-	uint32_t cpu = str_index(b, "cpu"), ns = str_index(b, "nanoseconds");
+	const struct np_profile_type *t = &profile_types[b->kind];
 	uint64_t ids[NP_PPROF_MAX_DEPTH];
 
-	value_type(out, PROFILE_SAMPLE_TYPE, cpu, ns);
+	value_type(out, PROFILE_SAMPLE_TYPE, str_index(b, t->sample_type), str_index(b, t->sample_unit));
 	for (uint32_t id = 1; id <= b->samples.n; id++) {
 		size_t len;
 		const uint32_t *locs = (const uint32_t *)(const void *)np_intern_key(&b->samples, id, &len);
@@ -331,7 +355,8 @@ int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct n
 		pb_int64(out, PROFILE_TIME_NANOS, b->time_nanos);
 	if (duration_nanos)
 		pb_int64(out, PROFILE_DURATION_NANOS, duration_nanos);
-	value_type(out, PROFILE_PERIOD_TYPE, cpu, ns);
+	if (t->period_type)
+		value_type(out, PROFILE_PERIOD_TYPE, str_index(b, t->period_type), str_index(b, t->period_unit));
 	pb_int64(out, PROFILE_PERIOD, b->period);
 	if (out->failed)
 		return np_errf(err, "pprof: out of memory encoding %zu samples", b->samples.n);

@@ -4,7 +4,8 @@
  * with the protobuf writer.
  *
  * CPU profiles carry sample type and period type cpu/nanoseconds, period
- * 1e9/sample_rate and value = count × period, as Pyroscope and Alloy expect. */
+ * 1e9/sample_rate and value = count × period, as Pyroscope and Alloy expect; off-CPU and
+ * probe profiles the types Alloy gives them (np_profile_type_of), period 1. */
 #ifndef NP_PPROF_BUILDER_H
 #define NP_PPROF_BUILDER_H
 
@@ -38,12 +39,32 @@ struct np_pprof_frame {
 
 struct np_pprof_builder;
 
-/* sample_rate_hz > 0; time_nanos is the profile's start (wall clock). */
+/* What a profile measures, as Alloy's pyroscope.ebpf pushes each: the __name__ label and the
+ * pprof sample and period types (docs: pyroscope-push). */
+enum np_profile_kind {
+	NP_PROFILE_CPU = 0,    /* process_cpu, cpu/nanoseconds: samples x the sampling period */
+	NP_PROFILE_OFFCPU = 1, /* offcpu, offcpu/nanoseconds: time off CPU, period 1, no period type */
+	NP_PROFILE_UPROBE = 2, /* process_cpu, uprobe/count: calls of a probed function, period 1 */
+	NP_PROFILE_KINDS
+};
+
+struct np_profile_type {
+	const char *name;			 /* the __name__ label */
+	const char *sample_type, *sample_unit;
+	const char *period_type, *period_unit; /* NULL: none written */
+};
+const struct np_profile_type *np_profile_type_of(enum np_profile_kind kind);
+
+/* A CPU profile: sample_rate_hz > 0; time_nanos is the profile's start (wall clock). */
 NP_MUST_CHECK int np_pprof_new(unsigned sample_rate_hz, int64_t time_nanos, struct np_pprof_builder **out,
 			       struct np_err *err);
+/* A profile of any kind: sample_rate_hz is used by NP_PROFILE_CPU only. */
+NP_MUST_CHECK int np_pprof_new_kind(enum np_profile_kind kind, unsigned sample_rate_hz, int64_t time_nanos,
+				    struct np_pprof_builder **out, struct np_err *err);
 void np_pprof_free(struct np_pprof_builder *b);
 
-/* Adds count samples of a stack given leaf first (kernel frames before user frames). */
+/* Adds count samples of a stack given leaf first (kernel frames before user frames): for an
+ * off-CPU profile, count is nanoseconds off CPU; for a probe, calls. */
 NP_MUST_CHECK int np_pprof_add(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n,
 			       uint64_t count, struct np_err *err);
 
