@@ -102,10 +102,9 @@ static __always_inline __u64 py_tstate(const struct np_py_proc *py, __u32 tgid, 
 
 /* Records one Python frame (st->py_frame) and moves to its caller: 1 to go on, 0 when the
  * walk ended. Global: verified once, not once per frame. */
-__noinline int np_py_step(void)
+__noinline int np_py_step(__u32 slot)
 {
-	__u32 zero = 0;
-	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &zero);
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 	__u64 code, raw, instr = NP_PY_INSTR_UNKNOWN, entry = 0, frame;
 	__u32 n, read;
 
@@ -154,10 +153,9 @@ __noinline int np_py_step(void)
 
 /* Walks the sampled thread's Python frames into st->pystack: the number of frames recorded
  * (0: not a Python thread, or nothing to record). Global: verified once. */
-__noinline int np_py_walk(void)
+__noinline int np_py_walk(__u32 slot)
 {
-	__u32 zero = 0;
-	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &zero);
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 	struct np_py_proc *py;
 	__u64 ts, frame = 0;
 	__u32 tgid, read;
@@ -194,7 +192,7 @@ __noinline int np_py_walk(void)
 	st->py_read = read + 8;
 	st->py_frame = frame;
 	for (int i = 0; i < NP_PY_MAX_WALK; i++)
-		if (!np_py_step())
+		if (!np_py_step(slot))
 			break;
 	stat_add(NP_PY_FRAMES, st->pystack.len);
 	return (int)st->pystack.len;

@@ -185,7 +185,7 @@ static __always_inline __u64 put_stack(void *stacks, struct np_stack *s)
 }
 
 /* Takes the kernel stack into s and stores it; its hash, 0 when there is none. */
-static __always_inline __u64 store_kernel_stack(struct bpf_perf_event_data *ctx, void *stacks, struct np_stack *s)
+static __always_inline __u64 store_kernel_stack(void *ctx, void *stacks, struct np_stack *s)
 {
 	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
@@ -202,9 +202,9 @@ static __always_inline __u64 store_kernel_stack(struct bpf_perf_event_data *ctx,
 
 /* The end of every sample, in whichever program ended the user stack walk: store both stacks
  * and count. The slots are looked up here, stacks before counts (see the top of this file). */
-static __always_inline int finish(struct bpf_perf_event_data *ctx, struct np_unw_state *st)
+static __always_inline int finish(void *ctx, struct np_unw_state *st, __u32 slot)
 {
-	__u64 one = 1, *count;
+	__u64 *count;
 	__u32 zero = 0;
 	void *counts, *stacks = bpf_map_lookup_elem(&stacks_slot, &zero);
 
@@ -222,9 +222,12 @@ static __always_inline int finish(struct bpf_perf_event_data *ctx, struct np_unw
 		st->stack.sp_word = st->leaf_fp ? user_sp_word(st->regs[19]) : 0;
 		st->key.ustack = put_stack(stacks, &st->stack);
 	}
-	st->key.pystack = np_py_walk() > 0 ? put_stack(stacks, &st->pystack) : 0;
+	st->key.pystack = np_py_walk(slot) > 0 ? put_stack(stacks, &st->pystack) : 0;
 	/* A sample in user code has no kernel stack: skip the helper (and its zeroing of 1 KiB). */
-	st->key.kstack = st->in_user ? 0 : store_kernel_stack(ctx, stacks, &st->kstack);
+	if (st->kstack_ready)
+		st->key.kstack = st->kstack.len ? put_stack(stacks, &st->kstack) : 0;
+	else
+		st->key.kstack = st->in_user ? 0 : store_kernel_stack(ctx, stacks, &st->kstack);
 
 	counts = bpf_map_lookup_elem(&counts_slot, &zero);
 	if (!counts) {
@@ -233,28 +236,29 @@ static __always_inline int finish(struct bpf_perf_event_data *ctx, struct np_unw
 	}
 	count = bpf_map_lookup_elem(counts, &st->key);
 	if (count) {
-		__sync_fetch_and_add(count, 1);
-	} else if (bpf_map_update_elem(counts, &st->key, &one, BPF_NOEXIST)) {
+		__sync_fetch_and_add(count, st->value);
+	} else if (bpf_map_update_elem(counts, &st->key, &st->value, BPF_NOEXIST)) {
 		/* Lost a race with another CPU (then add to its entry) or the map is full. */
 		count = bpf_map_lookup_elem(counts, &st->key);
 		if (!count) {
 			stat_inc(NP_LOST_COUNTS_FULL);
 			return 0;
 		}
-		__sync_fetch_and_add(count, 1);
+		__sync_fetch_and_add(count, st->value);
 	}
 	stat_inc(NP_STAT_SAMPLES);
 	return 0;
 }
 
-/* Continues the walk after NP_UNW_FRAMES_PER_PROG frames, or finishes the sample. */
-static __always_inline int walk_on(struct bpf_perf_event_data *ctx, struct np_unw_state *st)
+/* Continues the walk after NP_UNW_FRAMES_PER_PROG frames (in the continuation program of the
+ * caller's program type, in progs), or finishes the sample. */
+static __always_inline int walk_on(void *ctx, struct np_unw_state *st, __u32 slot, void *progs)
 {
-	if (!unw_walk()) {
-		bpf_tail_call(ctx, &unw_progs, 0);
+	if (!unw_walk(slot)) {
+		bpf_tail_call(ctx, progs, 0);
 		stat_inc(NP_UNW_LOST_TAILCALL); /* reached only when the tail call failed */
 	}
-	return finish(ctx, st);
+	return finish(ctx, st, slot);
 }
 
 static __always_inline int selected(__u32 tgid, __u64 cgroup_id)
@@ -277,14 +281,52 @@ static __always_inline int selected(__u32 tgid, __u64 cgroup_id)
 	return 0;
 }
 
+/* The process's current incarnation; a process seen for the first time is told to user space. */
+static __always_inline __u32 proc_gen(__u32 tgid)
+{
+	struct np_proc_state *ps = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (ps)
+		return ps->gen;
+	/* The maps are read for NP_PROC_NEW: no separate re-read request for a while. */
+	struct np_proc_state fresh = { .gen = new_gen(), .maps_req_ns = bpf_ktime_get_ns() };
+	if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_NOEXIST) == 0) {
+		send_proc_event(NP_PROC_NEW, tgid, fresh.gen, 0);
+		return fresh.gen;
+	}
+	/* Another thread of this process won the race: use its gen. */
+	ps = bpf_map_lookup_elem(&procs, &tgid);
+	return ps ? ps->gen : fresh.gen;
+}
+
+/* The per-CPU walk state of slot, keyed for an event of kind that adds value to its count; NULL when
+ * the state cannot be had (never expected). */
+static __always_inline struct np_unw_state *begin_event(__u32 slot, __u32 tgid, __u64 cgroup_id, __u32 kind,
+							  __u64 value)
+{
+	__u32 gen = proc_gen(tgid);
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
+
+	if (!st) {
+		stat_inc(NP_LOST_NO_MAP);
+		return NULL;
+	}
+	st->key.tgid = tgid;
+	st->key.gen = gen;
+	st->key.cgroup_id = cgroup_id;
+	st->key.kind = kind;
+	st->key.pad = 0;
+	st->value = value;
+	st->kstack_ready = 0;
+	return st;
+}
+
 SEC("perf_event")
 int np_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = (__u32)(id >> 32);
 	__u64 cgroup_id;
-	__u32 zero = 0, gen;
-	struct np_proc_state *ps;
 	struct np_unw_state *st;
 
 	if (tgid == 0) /* the idle task */
@@ -294,48 +336,210 @@ int np_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(NP_STAT_FILTERED);
 		return 0;
 	}
-
-	ps = bpf_map_lookup_elem(&procs, &tgid);
-	if (ps) {
-		gen = ps->gen;
-	} else {
-		/* The maps are read for NP_PROC_NEW: no separate re-read request for a while. */
-		struct np_proc_state fresh = { .gen = new_gen(), .maps_req_ns = bpf_ktime_get_ns() };
-		gen = fresh.gen;
-		if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_NOEXIST) == 0) {
-			send_proc_event(NP_PROC_NEW, tgid, fresh.gen, 0);
-		} else {
-			/* Another thread of this process won the race: use its gen. */
-			ps = bpf_map_lookup_elem(&procs, &tgid);
-			if (ps)
-				gen = ps->gen;
-		}
-	}
-
-	st = bpf_map_lookup_elem(&unw_state, &zero);
-	if (!st) {
-		stat_inc(NP_LOST_NO_MAP);
+	st = begin_event(NP_SLOT_SAMPLE, tgid, cgroup_id, NP_EVENT_CPU, 1);
+	if (!st)
 		return 0;
-	}
-	st->key.tgid = tgid;
-	st->key.gen = gen;
-	st->key.cgroup_id = cgroup_id;
 	/* A kernel thread has no user stack. */
-	if (unw_begin(st, ctx))
-		return finish(ctx, st);
-	return walk_on(ctx, st);
+	if (unw_begin(st, (const __u64 *)&ctx->regs))
+		return finish(ctx, st, NP_SLOT_SAMPLE);
+	return walk_on(ctx, st, NP_SLOT_SAMPLE, &unw_progs);
 }
 
 /* The next NP_UNW_FRAMES_PER_PROG frames of a long user stack (tail-called, never attached). */
 SEC("perf_event")
 int np_unwind(struct bpf_perf_event_data *ctx)
 {
-	__u32 zero = 0;
-	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &zero);
+	__u32 slot = NP_SLOT_SAMPLE;
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 
 	if (!st)
 		return 0;
-	return walk_on(ctx, st);
+	return walk_on(ctx, st, NP_SLOT_SAMPLE, &unw_progs);
+}
+
+/* Off-CPU time without kprobes. A voluntary switch (the thread blocks: sleep, I/O, a lock) of a
+ * selected thread is recorded, with off_cpu_threshold's probability, with its time and kernel
+ * stack; when the thread returns from the system call it blocked in, the time it was away is
+ * counted under that kernel stack and its user stack, walked then (a thread blocked in a system
+ * call has the same user stack when it leaves it). A thread that blocked elsewhere (a page
+ * fault) and next leaves a system call at another place is dropped, not misattributed. */
+
+/* The probability, scaled to 2^32 - 1, that a voluntary switch is recorded (0: off-CPU is off;
+ * user space writes it before attaching the programs). */
+volatile __u32 offcpu_threshold;
+
+struct np_offcpu_start {
+	__u64 ns;      /* when it switched out */
+	__u64 user_ip; /* where its user code entered the kernel */
+	__u64 kstack;  /* hash of its kernel stack in offcpu_kstacks, 0 = none */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct np_offcpu_start);
+} offcpu_starts SEC(".maps");
+
+/* Kernel stacks where threads blocked, by hash: they must outlive drains (a thread may sleep
+ * for minutes), so they live here and are copied into the stacks map when counted. User space
+ * sizes it to 1 entry when off-CPU is off. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct np_stack);
+} offcpu_kstacks SEC(".maps");
+
+/* The kernel stack of a switch, per CPU (sched_switch runs with preemption off; a perf sample
+ * interrupting it uses its own walk state). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct np_stack);
+} offcpu_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} unw_progs_raw SEC(".maps");
+
+/* The user instruction pointer saved at kernel entry, 0 when there is none. */
+static __always_inline __u64 entry_user_ip(void)
+{
+	/* UAPI struct pt_regs: rip is its 17th word. */
+	const __u64 *regs = (const __u64 *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	__u64 ip = 0;
+
+	if (bpf_probe_read_kernel(&ip, sizeof(ip), regs + 16))
+		return 0;
+	return ip;
+}
+
+SEC("raw_tp/sched_switch")
+int np_offcpu_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = (__u32)(id >> 32), tid = (__u32)id, zero = 0;
+	struct np_offcpu_start start = {};
+	struct np_stack *ks;
+	long n;
+
+	/* current is the thread switching out; args[0] says the switch was a preemption. */
+	if (ctx->args[0] || tgid == 0 || !selected(tgid, bpf_get_current_cgroup_id()))
+		return 0;
+	stat_inc(NP_OFFCPU_SWITCHES);
+	if (!offcpu_threshold || bpf_get_prandom_u32() > offcpu_threshold)
+		return 0;
+	start.ns = bpf_ktime_get_ns();
+	start.user_ip = entry_user_ip();
+	if (!start.user_ip)
+		return 0; /* a kernel thread */
+	ks = bpf_map_lookup_elem(&offcpu_scratch, &zero);
+	n = ks ? bpf_get_stack(ctx, ks->ips, sizeof(ks->ips), 0) : -1;
+	if (ks && n > 0) {
+		ks->len = (__u32)(n / sizeof(__u64));
+		ks->pad = 0;
+		ks->sp_word = 0;
+		start.kstack = hash_stack(ks);
+		if (!bpf_map_lookup_elem(&offcpu_kstacks, &start.kstack) &&
+		    bpf_map_update_elem(&offcpu_kstacks, &start.kstack, ks, BPF_ANY))
+			start.kstack = 0;
+	}
+	if (!start.kstack)
+		stat_inc(NP_OFFCPU_LOST_KSTACK);
+	if (bpf_map_update_elem(&offcpu_starts, &tid, &start, BPF_ANY) == 0)
+		stat_inc(NP_OFFCPU_RECORDED);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int np_offcpu_return(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = (__u32)(id >> 32), tid = (__u32)id;
+	struct np_offcpu_start *s = bpf_map_lookup_elem(&offcpu_starts, &tid), start;
+	struct np_unw_state *st;
+	struct np_stack *ks;
+
+	if (!s)
+		return 0;
+	start = *s;
+	bpf_map_delete_elem(&offcpu_starts, &tid);
+	if (entry_user_ip() != start.user_ip) {
+		stat_inc(NP_OFFCPU_LOST_ELSEWHERE);
+		return 0;
+	}
+	st = begin_event(NP_SLOT_OFFCPU, tgid, bpf_get_current_cgroup_id(), NP_EVENT_OFFCPU,
+			 bpf_ktime_get_ns() - start.ns);
+	if (!st)
+		return 0;
+	stat_inc(NP_OFFCPU_COUNTED);
+	/* The kernel stack where it blocked, kept at the switch. */
+	st->kstack_ready = 1;
+	st->kstack.len = 0;
+	ks = start.kstack ? bpf_map_lookup_elem(&offcpu_kstacks, &start.kstack) : NULL;
+	/* One helper call copies the kilobyte (the compiler would unroll a struct copy). */
+	if (ks && bpf_probe_read_kernel(&st->kstack, sizeof(st->kstack), ks))
+		st->kstack.len = 0;
+	if (unw_begin(st, NULL))
+		return finish(ctx, st, NP_SLOT_OFFCPU);
+	return walk_on(ctx, st, NP_SLOT_OFFCPU, &unw_progs_raw);
+}
+
+/* The off-CPU walk's continuation (tail-called, never attached). */
+SEC("raw_tp/sys_exit")
+int np_unwind_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 slot = NP_SLOT_OFFCPU;
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
+
+	if (!st)
+		return 0;
+	return walk_on(ctx, st, NP_SLOT_OFFCPU, &unw_progs_raw);
+}
+
+/* Uprobes (u_probe_links): every call of a probed function by a selected process is counted
+ * under its stack. User space attaches this program to each FILE:SYMBOL. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} unw_progs_kp SEC(".maps");
+
+SEC("uprobe")
+int np_uprobe(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = (__u32)(id >> 32);
+	__u64 cgroup_id = bpf_get_current_cgroup_id();
+	struct np_unw_state *st;
+
+	if (!selected(tgid, cgroup_id))
+		return 0;
+	stat_inc(NP_UPROBE_HITS);
+	st = begin_event(NP_SLOT_UPROBE, tgid, cgroup_id, NP_EVENT_UPROBE, 1);
+	if (!st)
+		return 0;
+	if (unw_begin(st, (const __u64 *)ctx))
+		return finish(ctx, st, NP_SLOT_UPROBE);
+	return walk_on(ctx, st, NP_SLOT_UPROBE, &unw_progs_kp);
+}
+
+/* The uprobe walk's continuation (tail-called, never attached). */
+SEC("uprobe")
+int np_unwind_kp(struct pt_regs *ctx)
+{
+	__u32 slot = NP_SLOT_UPROBE;
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
+
+	if (!st)
+		return 0;
+	return walk_on(ctx, st, NP_SLOT_UPROBE, &unw_progs_kp);
 }
 
 /* Raw tracepoints attach without tracefs, which a container often lacks. */

@@ -32,6 +32,15 @@ struct np_count_key {
 	np_u64 ustack;	  /* hash of the user stack, 0 = none */
 	np_u64 kstack;	  /* hash of the kernel stack, 0 = none */
 	np_u64 pystack;	  /* hash of the Python stack (bpf/python.h), 0 = none */
+	np_u32 kind;	  /* enum np_event_kind: what the count measures */
+	np_u32 pad;
+};
+
+/* What a count in the counts map measures. */
+enum np_event_kind {
+	NP_EVENT_CPU = 0,    /* samples of a thread on CPU */
+	NP_EVENT_OFFCPU = 1, /* nanoseconds a thread spent off CPU after a voluntary switch */
+	NP_EVENT_UPROBE = 2, /* calls of a probed function */
 };
 
 /* A stack, stored once per distinct hash; frames leaf first. */
@@ -92,6 +101,13 @@ enum np_stat {
 	NP_PY_NO_TSTATE,      /* samples of a thread with no Python thread state (a C thread) */
 	NP_PY_LOST_READ,      /* a thread state or frame could not be read: the stack ends there */
 	NP_PY_LOST_DEPTH,     /* NP_MAX_STACK_DEPTH Python frames reached: the root end is cut */
+	/* Off-CPU (raw_tp sched_switch and sys_exit) and uprobes: */
+	NP_OFFCPU_SWITCHES,   /* voluntary switches of selected threads seen */
+	NP_OFFCPU_RECORDED,   /* of those, recorded (off_cpu_threshold's random draw) */
+	NP_OFFCPU_COUNTED,    /* recorded switches whose thread came back, counted with its time off CPU */
+	NP_OFFCPU_LOST_ELSEWHERE, /* came back somewhere else than where it blocked (a page fault): dropped */
+	NP_OFFCPU_LOST_KSTACK,    /* the kernel stack at the switch could not be kept */
+	NP_UPROBE_HITS,	      /* calls of probed functions by selected processes */
 	NP_STAT_MAX
 };
 

@@ -57,6 +57,8 @@ struct np_unw_state {
 	__u32 m_table;
 	__u32 leaf_fp; /* the leaf was stepped with frame pointers */
 	__u32 in_user; /* the sample interrupted user code: there is no kernel stack */
+	__u32 kstack_ready; /* kstack was filled before the walk (off-CPU: at the switch) */
+	__u64 value;	    /* what the count grows by: 1, or nanoseconds off CPU */
 	/* The header of table h_table (0: none cached), read once per table per walk rather than
 	 * once per frame: consecutive frames are mostly in one file. */
 	__u32 h_table, h_npages;
@@ -79,9 +81,15 @@ struct np_unw_state {
 	struct np_unw_cache_ent cache[NP_UNW_CACHE_SLOTS];
 };
 
+/* One walk state per CPU for each context a walk can run in, so that one cannot overwrite
+ * another's: a perf sample is an NMI that can interrupt any program, the off-CPU return runs in
+ * the thread's system-call exit, a uprobe in the probed thread (uprobe programs do not nest on a
+ * CPU). */
+enum np_walk_slot { NP_SLOT_SAMPLE = 0, NP_SLOT_OFFCPU = 1, NP_SLOT_UPROBE = 2, NP_SLOTS };
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, NP_SLOTS);
 	__type(key, __u32);
 	__type(value, struct np_unw_state);
 } unw_state SEC(".maps");
@@ -368,12 +376,12 @@ static __always_inline int unw_dwarf_reg(struct np_unw_state *st, int reg, __u64
 	return 0;
 }
 
-/* Steps one frame: records st->ip, then moves st to its caller. Returns NP_UNW_CONTINUE or
- * the stat index the walk ended with. Global: verified once, whatever calls it. */
-__noinline int np_unw_step(void)
+/* Steps one frame of the walk in slot: records st->ip, then moves st to its caller. Returns
+ * NP_UNW_CONTINUE or the stat index the walk ended with. Global: verified once, whatever calls
+ * it. */
+__noinline int np_unw_step(__u32 slot)
 {
-	__u32 zero = 0;
-	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &zero);
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 	struct np_unw_rule r;
 	__u64 cfa, pc, lookup, ra;
 	__u32 n;
@@ -468,12 +476,12 @@ __noinline int np_unw_step(void)
 	return NP_UNW_CONTINUE;
 }
 
-/* Reads the thread's user registers into st: the sample's own registers when it interrupted
- * user code (no helper call), else the ones saved at kernel entry. 0, or -1 for a thread with
+/* Reads the thread's user registers into st: sampled, when the event interrupted user code and
+ * gives its registers (a perf sample's, a uprobe's; no helper call), else the ones saved at
+ * kernel entry (sampled NULL, or the sample interrupted the kernel). 0, or -1 for a thread with
  * no user context. */
-static __always_inline int unw_begin(struct np_unw_state *st, struct bpf_perf_event_data *ctx)
+static __always_inline int unw_begin(struct np_unw_state *st, const __u64 *sampled)
 {
-	const __u64 *sampled = (const __u64 *)&ctx->regs;
 
 	st->stack.len = 0;
 	st->stack.sp_word = 0;
@@ -485,7 +493,7 @@ static __always_inline int unw_begin(struct np_unw_state *st, struct bpf_perf_ev
 	__u32 zero = 0, *epoch = bpf_map_lookup_elem(&unw_epoch, &zero);
 	st->epoch = epoch ? *epoch : 0;
 	/* cs (word 17) with RPL 3: the sample interrupted user code. */
-	st->in_user = (sampled[17] & 3) == 3;
+	st->in_user = sampled && (sampled[17] & 3) == 3;
 	if (st->in_user) {
 #pragma unroll
 		for (int i = 0; i < NP_PT_REGS_WORDS; i++)
@@ -508,10 +516,10 @@ static __always_inline int unw_begin(struct np_unw_state *st, struct bpf_perf_ev
 }
 
 /* Walks up to NP_UNW_FRAMES_PER_PROG frames: 1 when the walk ended, 0 when more remain. */
-static __always_inline int unw_walk(void)
+static __always_inline int unw_walk(__u32 slot)
 {
 	for (int i = 0; i < NP_UNW_FRAMES_PER_PROG; i++) {
-		int why = np_unw_step();
+		int why = np_unw_step(slot);
 		if (why != NP_UNW_CONTINUE) {
 			if (why > 0 && why < NP_STAT_MAX)
 				stat_inc((__u32)why);

@@ -15,6 +15,7 @@
 #include "agent/pprof/gzip.h"
 #include "agent/profile/collector.h"
 #include "agent/profile/folded.h"
+#include "agent/profile/uprobes.h"
 #include "agent/util/duration.h"
 #include "agent/util/log.h"
 
@@ -35,12 +36,29 @@ static const char record_usage[] =
 	"      --no-kernel        leave out kernel frames\n"
 	"      --no-python        name CPython's frames as native code (the eval loop) instead of\n"
 	"                         the Python functions it runs (CPython 3.8 and later)\n"
+	"      --off-cpu          record time off CPU instead of CPU samples: where threads block\n"
+	"                         (sleeps, I/O, locks) and for how long; folded values are\n"
+	"                         nanoseconds, pprof sample type offcpu/nanoseconds\n"
+	"      --off-cpu-threshold F  record only this share (0 < F <= 1) of the voluntary\n"
+	"                         switches, as pyroscope.ebpf's off_cpu_threshold (implies --off-cpu)\n"
+	"      --uprobe FILE:SYMBOL  count calls of SYMBOL in the ELF file FILE (repeatable), e.g.\n"
+	"                         /usr/lib/x86_64-linux-gnu/libc.so.6:malloc, by stack, instead of\n"
+	"                         CPU samples; also in processes started later and in containers'\n"
+	"                         copies of FILE; folded values are calls\n"
 	"      --log-level LEVEL  debug, info, warn (default), error\n"
 	"  -h, --help             this help\n"
 	"\n"
 	"Needs root (or CAP_BPF and CAP_PERFMON).\n";
 
 #define MAX_PIDS 1024
+#define MAX_UPROBES 64
+
+static enum np_profile_kind profile_kind(uint32_t event_kind)
+{
+	return event_kind == NP_EVENT_OFFCPU ? NP_PROFILE_OFFCPU
+	       : event_kind == NP_EVENT_UPROBE ? NP_PROFILE_UPROBE
+					       : NP_PROFILE_CPU;
+}
 
 static volatile int stop_requested;
 
@@ -51,6 +69,7 @@ static void on_signal(int sig)
 }
 
 struct record {
+	uint32_t kind; /* enum np_event_kind recorded */
 	struct np_folded folded;
 	struct np_pprof_builder *pprof;
 	const char **names; /* root-first scratch for folded output */
@@ -61,6 +80,8 @@ static int sink(void *ud, const struct np_collected *s, struct np_err *err)
 {
 	struct record *r = ud;
 
+	if (s->kind != r->kind)
+		return 0;
 	if (r->pprof) {
 		np_collected_pprof_frames(s, r->pframes);
 		return np_pprof_add(r->pprof, r->pframes, s->n_frames, s->count, err);
@@ -155,13 +176,18 @@ int cmd_record(int argc, char **argv)
 		{ "sample-rate", required_argument, NULL, 'F' }, { "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },	 { "demangle", required_argument, NULL, 'M' },
 		{ "no-kernel", no_argument, NULL, 'K' },	 { "log-level", required_argument, NULL, 'L' },
-		{ "no-python", no_argument, NULL, 'P' },
+		{ "no-python", no_argument, NULL, 'P' },	 { "off-cpu", no_argument, NULL, 'O' },
+		{ "off-cpu-threshold", required_argument, NULL, 'T' },
+		{ "uprobe", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },		 { 0 }
 	};
 	pid_t pids[MAX_PIDS];
 	size_t npids = 0;
 	int64_t duration_ns = 10 * NP_NSEC_PER_SEC;
 	unsigned rate = 97;
+	const char *uprobes[MAX_UPROBES];
+	size_t nuprobes = 0;
+	double offcpu = 0;
 	int pprof = 0, kernel = 1, python = 1, opt, rc = 1, tty = isatty(STDERR_FILENO);
 	const char *output = NULL;
 	enum sym_demangle demangle = SYM_DEMANGLE_NONE;
@@ -225,6 +251,38 @@ int cmd_record(int argc, char **argv)
 		case 'P':
 			python = 0;
 			break;
+		case 'O':
+			if (offcpu == 0)
+				offcpu = 1;
+			break;
+		case 'T': {
+			char *end;
+			errno = 0;
+			offcpu = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(offcpu > 0 && offcpu <= 1)) {
+				fprintf(stderr, "nodeprof record: --off-cpu-threshold \"%s\": a probability above 0 and at "
+						"most 1 (the share of voluntary switches recorded)\n",
+					optarg);
+				return 1;
+			}
+			break;
+		}
+		case 'U': {
+			char file[4096], sym[256];
+			uint64_t off;
+			if (nuprobes == MAX_UPROBES) {
+				fprintf(stderr, "nodeprof record: at most %d --uprobe options\n", MAX_UPROBES);
+				return 1;
+			}
+			/* Checked here so that a typo is a usage error, not a failure after loading BPF. */
+			if (np_uprobe_parse(optarg, file, sizeof(file), sym, sizeof(sym), &err) ||
+			    np_uprobe_resolve(file, sym, &off, &err)) {
+				fprintf(stderr, "nodeprof record: --uprobe: %s\n", err.msg);
+				return 1;
+			}
+			uprobes[nuprobes++] = optarg;
+			break;
+		}
 		case 'L': {
 			enum np_level level;
 			if (np_log_parse_level(optarg, &level)) {
@@ -246,6 +304,13 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "nodeprof record: unexpected argument \"%s\"; run `nodeprof record --help`\n", argv[optind]);
 		return 1;
 	}
+	if (offcpu > 0 && nuprobes) {
+		fputs("nodeprof record: --off-cpu and --uprobe measure different things (nanoseconds, calls); "
+		      "record them one at a time\n",
+		      stderr);
+		return 1;
+	}
+	r.kind = offcpu > 0 ? NP_EVENT_OFFCPU : nuprobes ? NP_EVENT_UPROBE : NP_EVENT_CPU;
 	err.msg[0] = '\0';
 	for (size_t i = 0; i < npids; i++) {
 		if (!process_alive(pids[i])) {
@@ -270,11 +335,16 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	struct np_collector_options co = {
-		.sample_rate = rate,
 		.drain_interval_ms = 1000,
 		.demangle = demangle,
 		.kernel_frames = kernel,
 		.python = python,
+		/* Off-CPU time and probes are recorded alone: no CPU samples mixed into their values. */
+		.sample_rate = r.kind == NP_EVENT_CPU ? rate : 0,
+		.offcpu_threshold = offcpu,
+		.uprobes = uprobes,
+		.n_uprobes = nuprobes,
+		.load_probe = nuprobes > 0,
 	};
 	r.names = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*r.names));
 	r.pframes = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*r.pframes));
@@ -283,7 +353,8 @@ int cmd_record(int argc, char **argv)
 		fputs("nodeprof record: out of memory\n", stderr);
 		goto done;
 	}
-	if (pprof && np_pprof_new(rate, (int64_t)wall.tv_sec * NP_NSEC_PER_SEC + wall.tv_nsec, &r.pprof, &err))
+	if (pprof && np_pprof_new_kind(profile_kind(r.kind), rate, (int64_t)wall.tv_sec * NP_NSEC_PER_SEC + wall.tv_nsec,
+				       &r.pprof, &err))
 		goto fail;
 	if (np_collector_open(&co, &c, &err))
 		goto fail;
@@ -299,9 +370,18 @@ int cmd_record(int argc, char **argv)
 	}
 
 	int64_t start = mono_ns(), deadline = start + duration_ns;
-	fprintf(stderr, "nodeprof: recording %s on %u CPUs at %u Hz for %.1fs (Ctrl-C to stop early)\n",
-		npids ? "the given processes" : "every process", np_sampler_ncpus(np_collector_sampler(c)), rate,
-		(double)duration_ns / 1e9);
+	const char *who = npids ? "the given processes" : "every process";
+	if (r.kind == NP_EVENT_OFFCPU)
+		fprintf(stderr, "nodeprof: recording the time %s spend off CPU (%g of the switches) for %.1fs "
+				"(Ctrl-C to stop early)\n",
+			who, offcpu, (double)duration_ns / 1e9);
+	else if (r.kind == NP_EVENT_UPROBE)
+		fprintf(stderr, "nodeprof: recording the calls %s make to %zu probed function%s for %.1fs "
+				"(Ctrl-C to stop early)\n",
+			who, nuprobes, nuprobes == 1 ? "" : "s", (double)duration_ns / 1e9);
+	else
+		fprintf(stderr, "nodeprof: recording %s on %u CPUs at %u Hz for %.1fs (Ctrl-C to stop early)\n", who,
+			np_sampler_ncpus(np_collector_sampler(c)), rate, (double)duration_ns / 1e9);
 	while (!stop_requested && mono_ns() < deadline) {
 		if (np_collector_step(c, &stop_requested, sink, &r, &err))
 			goto fail;
@@ -333,8 +413,14 @@ int cmd_record(int argc, char **argv)
 		goto fail;
 	uint64_t lost = st.bpf[NP_LOST_COUNTS_FULL] + st.bpf[NP_LOST_STACKS_FULL] + st.bpf[NP_LOST_USTACK] +
 			st.bpf[NP_LOST_KSTACK] + st.missing_stacks;
-	fprintf(stderr, "nodeprof: %llu samples, %zu distinct stacks in %.1fs%s%s\n",
-		(unsigned long long)(pprof ? np_pprof_total(r.pprof) : r.folded.total),
+	uint64_t total = pprof ? np_pprof_total(r.pprof) : r.folded.total;
+	char what[64];
+	if (r.kind == NP_EVENT_OFFCPU)
+		snprintf(what, sizeof(what), "%.3fs off CPU", (double)total / 1e9);
+	else
+		snprintf(what, sizeof(what), "%llu %s", (unsigned long long)total,
+			 r.kind == NP_EVENT_UPROBE ? "calls" : "samples");
+	fprintf(stderr, "nodeprof: %s, %zu distinct stacks in %.1fs%s%s\n", what,
 		pprof ? np_pprof_sample_count(r.pprof) : np_folded_count(&r.folded), (double)elapsed / 1e9,
 		output ? ", written to " : "", output ? output : "");
 	if (lost)

@@ -22,6 +22,7 @@ struct np_collector {
 	struct symbolizer *sym;
 	struct unw_loader *unw; /* the walker's mappings and tables */
 	struct py_tracker *py;	/* NULL when Python frames are off */
+	struct np_uprobes *uprobes; /* NULL without probe links */
 	int64_t next_drain_ns;
 	uint32_t *exited; /* tgids whose EXIT arrived since the last drain */
 	size_t n_exited;
@@ -48,7 +49,9 @@ static int64_t now_ns(void)
 int np_collector_open(const struct np_collector_options *opts, struct np_collector **out, struct np_err *err)
 {
 	struct np_collector *c = calloc(1, sizeof(*c));
-	struct np_sampler_options so = { .sample_rate = opts->sample_rate, .drain_interval_ms = opts->drain_interval_ms };
+	struct np_sampler_options so = { .sample_rate = opts->sample_rate,
+					 .drain_interval_ms = opts->drain_interval_ms,
+					 .offcpu_threshold = opts->offcpu_threshold };
 	struct sym_options symo = { .cache_bytes = opts->symbol_cache_bytes };
 
 	if (!c)
@@ -71,7 +74,9 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 		np_collector_close(c);
 		return -1;
 	}
-	if (opts->python && py_tracker_new(c->sym, np_sampler_python_map(c->sampler), &c->py, err)) {
+	if ((opts->python && py_tracker_new(c->sym, np_sampler_python_map(c->sampler), &c->py, err)) ||
+	    (opts->n_uprobes &&
+	     np_uprobes_new(c->sampler, opts->uprobes, opts->n_uprobes, opts->load_probe, &c->uprobes, err))) {
 		np_collector_close(c);
 		return -1;
 	}
@@ -84,6 +89,7 @@ void np_collector_close(struct np_collector *c)
 {
 	if (!c)
 		return;
+	np_uprobes_free(c->uprobes); /* its links before the program they attach */
 	np_sampler_close(c->sampler);
 	unw_loader_free(c->unw);
 	py_tracker_free(c->py);
@@ -176,6 +182,22 @@ static const uint64_t *user_stack(struct np_collector *c, const struct np_sample
 	return c->user_ips;
 }
 
+/* Off-CPU kernel stacks are taken inside the sched_switch tracepoint: its leaf frames are the
+ * tracing machinery and the BPF program itself, not where the thread blocked. They are taken
+ * out (moving the rest down); the new kernel frame count is returned. */
+static size_t skip_tracing_frames(struct sym_frame *frames, size_t nk)
+{
+	size_t skip = 0;
+
+	while (skip < nk && (!strncmp(frames[skip].name, "bpf_prog_", 9) ||
+			     !strncmp(frames[skip].name, "bpf_trace_run", 13) ||
+			     !strncmp(frames[skip].name, "__bpf_trace_", 12) || !strcmp(frames[skip].name, "__traceiter_sched_switch")))
+		skip++;
+	if (skip)
+		memmove(frames, frames + skip, (nk - skip) * sizeof(*frames));
+	return nk - skip;
+}
+
 int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, struct np_err *err)
 {
 	struct np_drain d;
@@ -189,6 +211,8 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 	/* Exits lost with a full event ring buffer: look for them now and then. */
 	if (c->drains % SWEEP_EVERY_DRAINS == 0)
 		(void)unw_loader_sweep(c->unw);
+	if (c->uprobes && c->opts.load_probe)
+		np_uprobes_rescan(c->uprobes);
 	c->missing_stacks += d.missing_stacks;
 	c->last_counts = d.counts_read;
 	c->last_stacks = d.stacks_read;
@@ -201,6 +225,7 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.tgid = s->tgid,
 			.gen = s->gen,
 			.cgroup_id = s->cgroup_id,
+			.kind = s->kind,
 			.count = s->count,
 			.frames = c->frames,
 			.n_frames = nk + nu,
@@ -211,6 +236,8 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			rc = -1;
 			break;
 		}
+		if (s->kind == NP_EVENT_OFFCPU)
+			nk = skip_tracing_frames(c->frames, nk);
 		size_t n_user = nu;
 		if (c->py && s->n_python) {
 			/* A native walk that used every frame may have lost the root end. */
@@ -223,6 +250,7 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			memcpy(c->frames + nk, c->native, nu * sizeof(c->native[0]));
 		}
 		out.n_frames = nk + n_user;
+		out.n_kernel = nk;
 		c->samples += s->count;
 		rc = sink(ud, &out, err);
 	}
@@ -269,6 +297,11 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out)
 {
 	unw_loader_stats(c->unw, out);
+}
+
+void np_collector_uprobe_stats(const struct np_collector *c, struct np_uprobes_stats *out)
+{
+	np_uprobes_stats(c->uprobes, out);
 }
 
 void np_collector_python_stats(const struct np_collector *c, struct py_tracker_stats *out)

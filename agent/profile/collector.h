@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "agent/profile/sampler.h"
+#include "agent/profile/uprobes.h"
 #include "agent/python/tracker.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/loader.h"
@@ -25,7 +26,8 @@
 struct np_collected {
 	uint32_t tgid, gen;
 	uint64_t cgroup_id;
-	uint64_t count;
+	uint32_t kind;	/* enum np_event_kind: CPU samples, off-CPU nanoseconds or probe calls */
+	uint64_t count; /* samples, nanoseconds or calls */
 	/* Leaf first: the kernel frames (n_kernel of them) then the user frames. Valid
 	 * until the sink returns. */
 	const struct sym_frame *frames;
@@ -42,11 +44,15 @@ typedef int (*np_collect_sink)(void *ud, const struct np_collected *s, struct np
 typedef void (*np_collect_event_hook)(void *ud, const struct np_proc_event *ev);
 
 struct np_collector_options {
-	unsigned sample_rate;	    /* Hz */
+	unsigned sample_rate;	    /* Hz; 0: no CPU samples (off-CPU time or probes only) */
 	unsigned drain_interval_ms; /* how often the kernel maps are drained */
 	enum sym_demangle demangle;
 	int kernel_frames;	    /* include kernel frames */
 	int python;		    /* walk and name CPython processes' Python frames */
+	double offcpu_threshold;    /* off-CPU time: probability a voluntary switch is recorded; 0 off */
+	const char *const *uprobes; /* "FILE:SYMBOL" links to count calls of (not owned) */
+	size_t n_uprobes;
+	int load_probe;		    /* probe the files of processes that appear later too */
 	size_t symbol_cache_bytes;  /* 0 = the symbolizer's default */
 	size_t unwind_bpf_bytes;    /* budget of unwind tables in BPF maps; 0 = UNW_DEFAULT_BPF_BUDGET */
 	np_collect_event_hook on_event;
@@ -85,6 +91,8 @@ struct np_collector_stats {
 NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err);
 /* The unwind tables and mappings in BPF. Owner thread only (unlike np_collector_stats). */
 void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out);
+/* The uprobes attached (zeros without any). Owner thread only. */
+void np_collector_uprobe_stats(const struct np_collector *c, struct np_uprobes_stats *out);
 /* The Python processes and names (zeros when Python is off). Owner thread only. */
 void np_collector_python_stats(const struct np_collector *c, struct py_tracker_stats *out);
 

@@ -231,14 +231,52 @@ static int on_ring_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static int install_tail_call(struct bpf_map *progs, struct bpf_program *prog, struct np_err *err)
+{
+	uint32_t zero = 0;
+	int fd = bpf_program__fd(prog);
+
+	if (bpf_map_update_elem(bpf_map__fd(progs), &zero, &fd, BPF_ANY))
+		return np_errno(err, "install the unwinder's tail call (%s)", bpf_program__name(prog));
+	return 0;
+}
+
+/* The raw tracepoints of off-CPU time: sched_switch records, sys_exit counts. */
+static int attach_offcpu(struct np_sampler *s, double threshold, struct np_err *err)
+{
+	/* The BPF side draws a random u32 and records when it is at most this. */
+	s->skel->bss->offcpu_threshold = threshold >= 1 ? UINT32_MAX : (uint32_t)(threshold * (double)UINT32_MAX);
+	if (!s->skel->bss->offcpu_threshold)
+		s->skel->bss->offcpu_threshold = 1;
+	s->skel->links.np_offcpu_switch = bpf_program__attach(s->skel->progs.np_offcpu_switch);
+	if (!s->skel->links.np_offcpu_switch)
+		return np_errno(err, "attach the off-CPU program to the sched_switch raw tracepoint (off-CPU time "
+				     "needs raw tracepoints, kernel 4.17+, and bpf_task_pt_regs, 5.15+)");
+	s->skel->links.np_offcpu_return = bpf_program__attach(s->skel->progs.np_offcpu_return);
+	if (!s->skel->links.np_offcpu_return)
+		return np_errno(err, "attach the off-CPU program to the sys_exit raw tracepoint");
+	return 0;
+}
+
+int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t file_offset, struct bpf_link **link,
+			     struct np_err *err)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts);
+
+	*link = bpf_program__attach_uprobe_opts(s->skel->progs.np_uprobe, -1, path, (size_t)file_offset, &opts);
+	if (!*link)
+		return np_errno(err, "attach a uprobe to %s at file offset 0x%llx", path, (unsigned long long)file_offset);
+	return 0;
+}
+
 int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **out, struct np_err *err)
 {
 	struct np_sampler *s;
 	unsigned counts_n, stacks_n;
 	int cpus[1024], ncpu;
 
-	if (opts->sample_rate == 0)
-		return np_errf(err, "sample rate must be at least 1 Hz");
+	if (opts->offcpu_threshold < 0 || opts->offcpu_threshold > 1)
+		return np_errf(err, "off-CPU threshold %g is outside 0..1", opts->offcpu_threshold);
 	ncpu = online_cpus(cpus, 1024, err);
 	if (ncpu < 0)
 		return -1;
@@ -258,8 +296,16 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 		np_errno(err, "open the BPF sampler");
 		goto fail;
 	}
-	counts_n = map_entries(opts->sample_rate, (unsigned)ncpu, opts->drain_interval_ms, 1);
-	stacks_n = map_entries(opts->sample_rate, (unsigned)ncpu, opts->drain_interval_ms, 2);
+	/* Off-CPU and probe events are sized like samples at 100 Hz: they aggregate by stack too. */
+	unsigned rate = opts->sample_rate ? opts->sample_rate : 100;
+	counts_n = map_entries(rate, (unsigned)ncpu, opts->drain_interval_ms, 1);
+	stacks_n = map_entries(rate, (unsigned)ncpu, opts->drain_interval_ms, 2);
+	/* Without off-CPU time its maps would only hold memory (16 MiB of kernel stacks). */
+	if (opts->offcpu_threshold <= 0 && (bpf_map__set_max_entries(s->skel->maps.offcpu_starts, 1) ||
+					    bpf_map__set_max_entries(s->skel->maps.offcpu_kstacks, 1))) {
+		np_errno(err, "size the BPF maps");
+		goto fail;
+	}
 	if (bpf_map__set_max_entries(s->skel->maps.counts_template, counts_n) ||
 	    bpf_map__set_max_entries(s->skel->maps.stacks_template, stacks_n)) {
 		np_errno(err, "size the BPF maps");
@@ -287,15 +333,11 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 		goto fail;
 	s->active = 0;
 
-	{
-		/* The walker's continuation: np_unwind is reached only by tail call. */
-		uint32_t zero = 0;
-		int prog_fd = bpf_program__fd(s->skel->progs.np_unwind);
-		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.unw_progs), &zero, &prog_fd, BPF_ANY)) {
-			np_errno(err, "install the unwinder's tail call");
-			goto fail;
-		}
-	}
+	/* The walker's continuations, one per program type (a tail call stays within its type). */
+	if (install_tail_call(s->skel->maps.unw_progs, s->skel->progs.np_unwind, err) ||
+	    install_tail_call(s->skel->maps.unw_progs_raw, s->skel->progs.np_unwind_raw, err) ||
+	    install_tail_call(s->skel->maps.unw_progs_kp, s->skel->progs.np_unwind_kp, err))
+		goto fail;
 	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.proc_events), on_ring_event, s, NULL);
 	if (!s->events) {
 		np_errno(err, "open the process event ring buffer");
@@ -307,7 +349,9 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 		np_errno(err, "attach the exec/exit raw tracepoints");
 		goto fail;
 	}
-	if (attach_cpus(s, opts->sample_rate, err))
+	if (opts->sample_rate && attach_cpus(s, opts->sample_rate, err))
+		goto fail;
+	if (opts->offcpu_threshold > 0 && attach_offcpu(s, opts->offcpu_threshold, err))
 		goto fail;
 	np_log(NP_DEBUG, "profile", "sampler attached", "cpus", NP_LOG_INT(s->ncpus), "rate_hz",
 	       NP_LOG_INT(opts->sample_rate), "counts_entries", NP_LOG_INT(counts_n), "stacks_entries",
@@ -660,6 +704,7 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 		.tgid = k.tgid,
 		.gen = k.gen,
 		.cgroup_id = k.cgroup_id,
+		.kind = k.kind,
 		.count = count,
 		.user = (const uint64_t *)(uintptr_t)uoff,
 		.user_sp_word = usp,

@@ -13,8 +13,11 @@
 #include "bpf/sampler.h"
 
 struct np_sampler_options {
-	unsigned sample_rate;	   /* Hz per CPU */
+	unsigned sample_rate;	   /* Hz per CPU; 0: no CPU samples (off-CPU time or probes only) */
 	unsigned drain_interval_ms; /* how often the owner drains: sizes the maps so nothing is lost */
+	/* Off-CPU time: the probability (0, 1] that a voluntary switch of a selected thread is
+	 * recorded (Alloy's off_cpu_threshold); 0 leaves it off. */
+	double offcpu_threshold;
 };
 
 /* One distinct (process incarnation, cgroup, user stack, kernel stack) and how
@@ -23,7 +26,8 @@ struct np_sample {
 	uint32_t tgid;
 	uint32_t gen;
 	uint64_t cgroup_id;
-	uint64_t count;
+	uint32_t kind;	/* enum np_event_kind (bpf/sampler.h) */
+	uint64_t count; /* samples, nanoseconds off CPU, or calls (by kind) */
 	const uint64_t *user; /* points into the owning np_drain */
 	uint64_t user_sp_word; /* see struct np_stack: a candidate return address for the leaf, or 0 */
 	uint32_t n_user;
@@ -72,6 +76,14 @@ void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *o
 /* The Python walker's map of processes (tgid -> struct np_py_proc, bpf/python.h), for
  * agent/python/ to fill. The fd stays owned by the sampler. */
 int np_sampler_python_map(const struct np_sampler *s);
+
+/* Attaches the uprobe program at file_offset of the ELF file at path (as this process reaches
+ * it: a container's file through /proc/PID/root): every call, by any process mapping that
+ * file, of a selected process is counted as an NP_EVENT_UPROBE. *link is owned by the caller
+ * (bpf_link__destroy detaches). */
+struct bpf_link;
+NP_MUST_CHECK int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t file_offset,
+					   struct bpf_link **link, struct np_err *err);
 
 /* mode: 0 = every process, else NP_FILTER_PIDS | NP_FILTER_CGROUPS. */
 void np_sampler_set_filter(struct np_sampler *s, uint32_t mode);

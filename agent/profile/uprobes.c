@@ -1,0 +1,254 @@
+/* Uprobes: see uprobes.h. */
+#include "agent/profile/uprobes.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "agent/symbols/elf_file.h"
+#include "agent/symbols/fileio.h"
+#include "agent/util/grow.h"
+#include "agent/util/log.h"
+
+/* A symbol table larger than this is not read (libc's is about 1 MiB). */
+#define SYMBOL_BYTES_MAX ((size_t)64 << 20)
+/* Processes looked at per rescan, and pids remembered as seen before the set is reset. */
+#define RESCAN_MAX 8192
+#define SEEN_MAX 65536
+/* Files probed at most per link (each distinct copy of the file on this host). */
+#define FILES_MAX 1024
+
+struct probed {
+	uint64_t dev, ino;
+	struct bpf_link *link;
+};
+
+struct link {
+	char file[4096], sym[256];
+	struct probed *files;
+	size_t n, cap;
+};
+
+struct np_uprobes {
+	struct np_sampler *s; /* not owned */
+	struct link *links;
+	size_t n;
+	int load_probe;
+	uint32_t *seen; /* pids looked at (sorted on reset) */
+	size_t nseen, seen_cap;
+	uint64_t failed;
+};
+
+int np_uprobe_parse(const char *link, char *file, size_t file_len, char *sym, size_t sym_len, struct np_err *err)
+{
+	const char *colon = strrchr(link, ':');
+
+	if (!colon || colon == link || !colon[1])
+		return np_errf(err, "\"%s\": a probe link is FILE:SYMBOL, e.g. /usr/lib/x86_64-linux-gnu/libc.so.6:malloc",
+			       link);
+	if (link[0] != '/')
+		return np_errf(err, "\"%s\": the file must be an absolute path", link);
+	if ((size_t)(colon - link) >= file_len || strlen(colon + 1) >= sym_len)
+		return np_errf(err, "\"%s\": too long", link);
+	memcpy(file, link, (size_t)(colon - link));
+	file[colon - link] = '\0';
+	strcpy(sym, colon + 1);
+	return 0;
+}
+
+/* The file offset of sym's code in the ELF file open at fd (named path in messages). */
+static int resolve_fd(int fd, const char *path, const char *sym, uint64_t *file_offset, struct np_err *err)
+{
+	struct sym_elf_info info;
+	uint64_t value, size;
+	int rc = -1;
+	Elf *e = sym_elf_begin_fd(fd);
+
+	if (!e || sym_elf_info_read(e, &info) < 0) {
+		np_errf(err, "%s is not an ELF file this profiler can read", path);
+		goto out;
+	}
+	if (sym_elf_find_symbol(e, sym, SYMBOL_BYTES_MAX, &value, &size) < 0) {
+		np_errf(err, "%s has no symbol %s (in .symtab or .dynsym)", path, sym);
+		goto out;
+	}
+	for (size_t i = 0; i < info.nloads; i++) {
+		const struct sym_load *l = &info.loads[i];
+		if ((l->flags & 1 /* PF_X */) && value >= l->vaddr && value - l->vaddr < l->filesz) {
+			*file_offset = l->offset + (value - l->vaddr);
+			rc = 0;
+			goto out;
+		}
+	}
+	np_errf(err, "%s: symbol %s (0x%llx) is not in executable code", path, sym, (unsigned long long)value);
+out:
+	if (e)
+		elf_end(e);
+	return rc;
+}
+
+int np_uprobe_resolve(const char *path, const char *sym, uint64_t *file_offset, struct np_err *err)
+{
+	struct stat st;
+	int rc, fd = sym_open_regular_at(AT_FDCWD, path, SYM_MAX_ELF_BYTES, &st);
+
+	if (fd < 0)
+		return np_errno(err, "%s", path);
+	rc = resolve_fd(fd, path, sym, file_offset, err);
+	close(fd);
+	return rc;
+}
+
+/* Attaches l in the file at l->file inside root_fd (a process's root, so its symlinks resolve
+ * there; AT_FDCWD: this host's view), unless that file is probed already: 1 attached, 0 nothing
+ * to do (no such file, or probed), -1 failed (err set). */
+static int attach_at(struct np_uprobes *u, struct link *l, int root_fd, struct np_err *err)
+{
+	struct stat st;
+	uint64_t off;
+	struct bpf_link *bl;
+	char fdpath[64];
+	int fd, rc = 0;
+
+	fd = root_fd == AT_FDCWD ? sym_open_regular_at(AT_FDCWD, l->file, SYM_MAX_ELF_BYTES, &st)
+				 : sym_open_in_root(root_fd, l->file, SYM_MAX_ELF_BYTES, &st);
+	if (fd < 0)
+		return 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->files[i].dev == (uint64_t)st.st_dev && l->files[i].ino == (uint64_t)st.st_ino)
+			goto out;
+	if (l->n >= FILES_MAX)
+		goto out;
+	/* The kernel resolves the path it is given: this descriptor's is exactly the file checked. */
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	rc = -1;
+	if (resolve_fd(fd, l->file, l->sym, &off, err) || np_sampler_attach_uprobe(u->s, fdpath, off, &bl, err))
+		goto out;
+	if (np_grow((void **)&l->files, &l->cap, l->n + 1, sizeof(*l->files))) {
+		bpf_link__destroy(bl);
+		np_errf(err, "out of memory");
+		goto out;
+	}
+	l->files[l->n++] = (struct probed){ (uint64_t)st.st_dev, (uint64_t)st.st_ino, bl };
+	np_log(NP_DEBUG, "uprobes", "probe attached", "file", l->file, "symbol", l->sym, NULL);
+	rc = 1;
+out:
+	close(fd);
+	return rc;
+}
+
+/* Attaches every link in process pid's view of its file. */
+static void attach_process(struct np_uprobes *u, uint32_t pid)
+{
+	char path[64];
+	struct np_err err;
+	int root;
+
+	snprintf(path, sizeof(path), "/proc/%u/root", pid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return; /* gone, or a kernel thread */
+	for (size_t i = 0; i < u->n; i++) {
+		if (attach_at(u, &u->links[i], root, &err) < 0) {
+			u->failed++;
+			np_log(NP_DEBUG, "uprobes", "cannot probe a process's file", "pid", NP_LOG_INT(pid), "err",
+			       err.msg, NULL);
+		}
+	}
+	close(root);
+}
+
+static int seen_before(struct np_uprobes *u, uint32_t pid)
+{
+	for (size_t i = 0; i < u->nseen; i++)
+		if (u->seen[i] == pid)
+			return 1;
+	if (u->nseen >= SEEN_MAX)
+		u->nseen = 0; /* forget: at worst a file is stat'ed again */
+	if (np_grow((void **)&u->seen, &u->seen_cap, u->nseen + 1, sizeof(*u->seen)))
+		return 1;
+	u->seen[u->nseen++] = pid;
+	return 0;
+}
+
+void np_uprobes_rescan(struct np_uprobes *u)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t looked = 0;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) && looked < RESCAN_MAX) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+		if (!isdigit((unsigned char)de->d_name[0]) || *end || pid > UINT32_MAX || seen_before(u, (uint32_t)pid))
+			continue;
+		looked++;
+		attach_process(u, (uint32_t)pid);
+	}
+	closedir(d);
+}
+
+int np_uprobes_new(struct np_sampler *s, const char *const *links, size_t n, int load_probe, struct np_uprobes **out,
+		   struct np_err *err)
+{
+	struct np_uprobes *u = calloc(1, sizeof(*u));
+
+	if (!u || (n && !(u->links = calloc(n, sizeof(*u->links))))) {
+		free(u);
+		return np_errf(err, "out of memory");
+	}
+	u->s = s;
+	u->load_probe = load_probe;
+	for (size_t i = 0; i < n; i++, u->n++) {
+		struct link *l = &u->links[i];
+		uint64_t off;
+		/* Checked on this host first, so that the error says what is wrong with the link. */
+		if (np_uprobe_parse(links[i], l->file, sizeof(l->file), l->sym, sizeof(l->sym), err) ||
+		    np_uprobe_resolve(l->file, l->sym, &off, err) || attach_at(u, l, AT_FDCWD, err) < 0)
+			goto fail;
+	}
+	/* Every running process's own copy of the files (containers). */
+	np_uprobes_rescan(u);
+	*out = u;
+	return 0;
+fail:
+	np_err_wrap(err, "u_probe_links \"%s\"", links[u->n]);
+	u->n++;
+	np_uprobes_free(u);
+	return -1;
+}
+
+void np_uprobes_free(struct np_uprobes *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < u->n; i++) {
+		for (size_t j = 0; j < u->links[i].n; j++)
+			bpf_link__destroy(u->links[i].files[j].link);
+		free(u->links[i].files);
+	}
+	free(u->links);
+	free(u->seen);
+	free(u);
+}
+
+void np_uprobes_stats(const struct np_uprobes *u, struct np_uprobes_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!u)
+		return;
+	out->links = u->n;
+	for (size_t i = 0; i < u->n; i++)
+		out->attached += u->links[i].n;
+	out->failed = u->failed;
+}
