@@ -80,6 +80,7 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 		np_collector_close(c);
 		return -1;
 	}
+	c->opts.uprobes = NULL; /* the caller's, read above only */
 	c->next_drain_ns = now_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
 	*out = c;
 	return 0;

@@ -19,8 +19,10 @@
 #include "agent/config/types/types.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_profiler.h"
+#include "agent/util/intern.h"
 #include "agent/util/log.h"
 
+#define MAX_UPROBE_LINKS 64
 #define MAX_RECEIVERS 64
 
 /* Set by `nodeprof run` before any component starts. */
@@ -172,6 +174,16 @@ static int read_config(const struct cfg_args *a, struct np_ebpf_config *cfg, con
 	cfg->targets_only = cfg_args_bool(a, "targets_only");
 	cfg->verbose = cfg_args_bool(a, "verbose_mode");
 	cfg->python = cfg_args_bool(a, "python_enabled");
+	cfg->offcpu_threshold = cfg_args_float(a, "off_cpu_threshold");
+	cfg->load_probe = cfg_args_bool(a, "load_probe");
+	cfg->n_uprobes = cfg_args_list_len(a, "u_probe_links");
+	if (cfg->n_uprobes > MAX_UPROBE_LINKS)
+		return np_errf(err, "u_probe_links: at most %d links", MAX_UPROBE_LINKS);
+	cfg->uprobes_hash = 0;
+	for (size_t i = 0; i < cfg->n_uprobes; i++) {
+		const char *l = cfg_args_list_str(a, "u_probe_links", i);
+		cfg->uprobes_hash = cfg->uprobes_hash * 31 + np_hash_bytes(l, strlen(l) + 1);
+	}
 	cfg->container_id_cache_size = (size_t)cfg_args_uint(a, "container_id_cache_size");
 	cfg->metrics = metrics;
 	return sym_demangle_parse(cfg_args_str(a, "demangle"), &cfg->demangle, err);
@@ -183,7 +195,8 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	return a->sample_rate == b->sample_rate && a->collect_interval_ns == b->collect_interval_ns &&
 	       a->demangle == b->demangle && a->kernel_frames == b->kernel_frames &&
 	       a->targets_only == b->targets_only && a->container_id_cache_size == b->container_id_cache_size &&
-	       a->verbose == b->verbose && a->python == b->python;
+	       a->verbose == b->verbose && a->python == b->python && a->offcpu_threshold == b->offcpu_threshold &&
+	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash;
 }
 
 static size_t read_sinks(const struct cfg_args *a, struct np_profile_sink *out)
@@ -204,8 +217,15 @@ static int start_engine(struct ebpf_component *ec, const struct cfg_args *args, 
 	struct np_profile_sink sinks[MAX_RECEIVERS + 1];
 	size_t nsinks = read_sinks(args, sinks);
 	const struct np_targets *targets = cfg_args_targets(args, "targets");
+	const char *links[MAX_UPROBE_LINKS];
+	int rc;
 
-	if (np_ebpf_profiler_start(&ec->cfg, sinks, nsinks, &ec->engine, err))
+	for (size_t i = 0; i < ec->cfg.n_uprobes && i < MAX_UPROBE_LINKS; i++)
+		links[i] = cfg_args_list_str(args, "u_probe_links", i);
+	ec->cfg.uprobes = links; /* read while the engine starts only */
+	rc = np_ebpf_profiler_start(&ec->cfg, sinks, nsinks, &ec->engine, err);
+	ec->cfg.uprobes = NULL;
+	if (rc)
 		return -1;
 	if (targets && np_ebpf_profiler_set_targets(ec->engine, targets, err)) {
 		np_ebpf_profiler_stop(ec->engine);

@@ -383,10 +383,20 @@ static const struct np_target *target_of(struct np_ebpf_profiler *p, const struc
 	return NULL;
 }
 
-static struct slot *slot_for(struct np_ebpf_profiler *p, const struct np_target *t, struct np_err *err)
+/* The profile a sample goes into: one per target and kind (CPU, off-CPU, probes), each pushed
+ * under its own __name__ as Alloy does. */
+static struct slot *slot_for(struct np_ebpf_profiler *p, const struct np_target *t, uint32_t event_kind,
+			     struct np_err *err)
 {
 	int added;
-	uint32_t i = np_intern_add(&p->slot_index, &t->fingerprint, sizeof(t->fingerprint), &added);
+	struct {
+		uint64_t fingerprint;
+		uint64_t kind;
+	} key = { t->fingerprint, event_kind };
+	uint32_t i = np_intern_add(&p->slot_index, &key, sizeof(key), &added);
+	enum np_profile_kind kind = event_kind == NP_EVENT_OFFCPU   ? NP_PROFILE_OFFCPU
+				    : event_kind == NP_EVENT_UPROBE ? NP_PROFILE_UPROBE
+								    : NP_PROFILE_CPU;
 	struct slot *sl;
 
 	if (!i) {
@@ -407,7 +417,8 @@ static struct slot *slot_for(struct np_ebpf_profiler *p, const struct np_target 
 	if (added) {
 		memset(sl, 0, sizeof(*sl));
 		if (np_labels_copy(&sl->labels, &t->labels, err) ||
-		    np_pprof_new(p->cfg.sample_rate, p->interval_start_wall, &sl->b, err)) {
+		    np_labels_set(&sl->labels, NP_LABEL_METRIC_NAME, np_profile_type_of(kind)->name, err) ||
+		    np_pprof_new_kind(kind, p->cfg.sample_rate, p->interval_start_wall, &sl->b, err)) {
 			np_labels_free(&sl->labels);
 			return NULL;
 		}
@@ -425,15 +436,17 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 		t = &p->default_target;
 	if (!t) {
 		pthread_mutex_lock(&p->mu);
-		p->stats.unattributed += s->count;
+		if (s->kind == NP_EVENT_CPU)
+			p->stats.unattributed += s->count;
 		pthread_mutex_unlock(&p->mu);
 		return 0;
 	}
-	sl = slot_for(p, t, err);
+	sl = slot_for(p, t, s->kind, err);
 	if (!sl)
 		return -1;
 	np_collected_pprof_frames(s, p->pframes);
-	p->interval_samples += s->count;
+	if (s->kind == NP_EVENT_CPU)
+		p->interval_samples += s->count;
 	return np_pprof_add(sl->b, p->pframes, s->n_frames, s->count, err);
 }
 
@@ -677,8 +690,13 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	co.demangle = p->cfg.demangle;
 	co.kernel_frames = p->cfg.kernel_frames;
 	co.python = p->cfg.python;
+	co.offcpu_threshold = p->cfg.offcpu_threshold;
+	co.uprobes = p->cfg.uprobes;
+	co.n_uprobes = p->cfg.n_uprobes;
+	co.load_probe = p->cfg.load_probe;
 	co.on_event = on_event;
 	co.event_ud = p;
+	p->cfg.uprobes = NULL; /* the caller's: read by the collector's opening only */
 	if (np_collector_open(&co, &p->col, err)) {
 		pthread_mutex_lock(&p->mu);
 		p->stats.sessions_failing++;

@@ -49,6 +49,11 @@ struct np_ebpf_config {
 					 * are, under the default target service_name="ebpf/unspecified" */
 	int verbose;			/* log every profile handed to the sinks */
 	int python;			/* default on: Python frames of CPython processes */
+	double offcpu_threshold;	/* default 0 (off): share of voluntary switches recorded */
+	const char *const *uprobes;	/* "FILE:SYMBOL" links, read only by np_ebpf_profiler_start */
+	size_t n_uprobes;
+	uint64_t uprobes_hash;		/* of the links, to tell a changed list */
+	int load_probe;			/* probe the files of processes that appear later */
 	struct np_ebpf_metrics *metrics;	/* not owned, may be NULL: counts every profile handed out */
 	const char *name;		/* the component's ID, for logs */
 };

@@ -4,18 +4,21 @@
  * nodeprof does with each:
  *  - implemented: targets, forward_to, collect_interval, sample_rate, demangle,
  *    kernel_frames, container_id_cache_size, targets_only, verbose_mode, lazy_mode,
- *    python_enabled (CPython 3.8+);
+ *    python_enabled (CPython 3.8+), off_cpu_threshold, u_probe_links, load_probe;
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
  *    it needs the BPF helpers of 5.15 and says so when loading fails);
  *  - deprecated no-ops in Alloy: accepted with a warning;
  *  - default-on features nodeprof lacks (interpreter unwinders, OBI trace
  *    correlation): accepted, switched off is what nodeprof does anyway; written as
  *    true (the default), one warning says what nodeprof does instead;
- *  - features nodeprof lacks (off-CPU, probes, debug info upload, comm and pid
+ *  - features nodeprof lacks (probe_links' syntax, debug info upload, comm and pid
  *    labels, Go unwinding switched off) and knobs of Alloy's own caches: accepted at
  *    Alloy's default, an error that says why at any other value.
  * The runtime is agent/profile/ebpf_component.c. */
 #include "agent/config/types/types.h"
+
+#include "agent/config/diag.h"
+#include "agent/profile/uprobes.h"
 
 static const char *const demangle_modes[] = { "none", "simplified", "templates", "full", NULL };
 static const char *const comm_modes[] = { "none", "label", "stackframe", "both", "", NULL };
@@ -73,12 +76,11 @@ static const struct cfg_attr attrs[] = {
 		      "profiles carry no span IDs"),
 	CFG_A("bpf_fs_root", &cfg_t_string, CFG_UNSUPPORTED, "\"/sys/fs/bpf/\"",
 	      .note = "it only locates the maps of trace correlation, which is not implemented"),
-	CFG_A("off_cpu_threshold", &cfg_t_float, CFG_RANGE | CFG_UNSUPPORTED, "0", .min = 0, .max = 1,
-	      .note = "off-CPU profiling is not implemented"),
-	CFG_A("load_probe", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = "probes are not implemented"),
-	CFG_A("probe_links", &cfg_t_list_string, CFG_UNSUPPORTED, "[]", .note = "probes are not implemented"),
-	CFG_A("u_probe_links", &cfg_t_list_string, CFG_UNSUPPORTED, "[]",
-	      .note = "deprecated in favour of probe_links, and probes are not implemented"),
+	CFG_A("off_cpu_threshold", &cfg_t_float, CFG_RANGE, "0", .min = 0, .max = 1),
+	CFG_A("load_probe", &cfg_t_bool, 0, "false"),
+	CFG_A("probe_links", &cfg_t_list_string, CFG_UNSUPPORTED, "[]",
+	      .note = "its link syntax is not supported yet; use u_probe_links = [\"FILE:SYMBOL\", ...]"),
+	CFG_A("u_probe_links", &cfg_t_list_string, 0, "[]"),
 	/* Deprecated no-ops of the reference table. */
 	NO_OP_SIZE("build_id_cache_size"),
 	NO_OP_SIZE("cache_rounds"),
@@ -104,7 +106,24 @@ static const struct cfg_block_schema blocks[] = {
 	CFG_END,
 };
 
-static const struct cfg_schema schema = { attrs, blocks, NULL };
+/* Each u_probe_links entry must name a function in an ELF file of this host: a typo is found
+ * by `check`, not after the component started. */
+static void validate(const struct cfg_args *args, struct cfg_diags *d)
+{
+	size_t n = cfg_args_list_len(args, "u_probe_links");
+
+	for (size_t i = 0; i < n; i++) {
+		const char *link = cfg_args_list_str(args, "u_probe_links", i);
+		char file[4096], sym[256];
+		uint64_t off;
+		struct np_err err;
+		if (np_uprobe_parse(link, file, sizeof(file), sym, sizeof(sym), &err) ||
+		    np_uprobe_resolve(file, sym, &off, &err))
+			cfg_diag_add(d, CFG_ERROR, cfg_args_pos(args, "u_probe_links"), "u_probe_links: %s", err.msg);
+	}
+}
+
+static const struct cfg_schema schema = { attrs, blocks, validate };
 
 const struct cfg_component_type cfg_type_pyroscope_ebpf = {
 	.name = "pyroscope.ebpf",
