@@ -184,9 +184,13 @@ int cmd_record(int argc, char **argv)
 			npids++;
 			break;
 		case 'd':
-			if (np_duration_parse(optarg, &duration_ns, &err) || duration_ns <= 0) {
-				fprintf(stderr, "nodeprof record: --duration: %s\n",
-					duration_ns <= 0 && !err.msg[0] ? "must be positive" : err.msg);
+			if (np_duration_parse(optarg, &duration_ns, &err)) {
+				fprintf(stderr, "nodeprof record: --duration %s: %s\n", optarg, err.msg);
+				return 1;
+			}
+			/* A zero-length recording would be an empty profile nobody asked for. */
+			if (duration_ns <= 0) {
+				fprintf(stderr, "nodeprof record: --duration %s: duration must be > 0\n", optarg);
 				return 1;
 			}
 			break;

@@ -219,6 +219,7 @@ class RecordTest(unittest.TestCase):
             (["record", "--pid", "4000000"], "no running process with PID 4000000"),
             (["record", "--duration", "ten"], "--duration"),
             (["record", "--duration", "10"], "unit"),
+            (["record", "--duration", "0"], "duration must be > 0"),
             (["record", "--sample-rate", "0"], "--sample-rate"),
             (["record", "--format", "svg"], "use folded or pprof"),
             (["record", "-o", "/nonexistent-dir/out.folded"], "cannot write /nonexistent-dir/out.folded"),
@@ -231,6 +232,17 @@ class RecordTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 1, r.stderr)
                 self.assertIn(expected, r.stderr)
                 self.assertNotIn("Segmentation", r.stderr)
+
+    def test_zero_duration_is_a_usage_error(self):
+        # It used to print an error message nobody had written (uninitialised memory):
+        # under memcheck, any such read fails the run (exit 99).
+        for value in ("0", "0s", "-1s"):
+            with self.subTest(value=value):
+                r = subprocess.run(["valgrind", "-q", "--error-exitcode=99", np.NODEPROF, "record", "--duration",
+                                    value], capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(r.stderr, f"nodeprof record: --duration {value}: duration must be > 0\n")
+                self.assertEqual(r.stdout, "")
 
     def test_not_root_is_told_what_to_do(self):
         d = np.tmpdir(self)
