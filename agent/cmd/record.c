@@ -31,7 +31,8 @@ static const char record_usage[] =
 	"  -f, --format FMT       folded (default): \"frame;frame;... count\" lines, root first, user\n"
 	"                         frames then kernel frames; pprof: gzipped profile.proto\n"
 	"  -o, --output FILE      write here instead of standard output\n"
-	"      --demangle MODE    C++/Rust names: none (default), simplified, templates, full\n"
+	"      --demangle MODE    C++/Rust names: none, simplified, templates (default: names with\n"
+	"                         template arguments, without parameters, as perf shows them), full\n"
 	"      --no-kernel        leave out kernel frames\n"
 	"      --log-level LEVEL  debug, info, warn (default), error\n"
 	"  -h, --help             this help\n"
@@ -161,7 +162,9 @@ int cmd_record(int argc, char **argv)
 	unsigned rate = 97;
 	int pprof = 0, kernel = 1, opt, rc = 1, tty = isatty(STDERR_FILENO);
 	const char *output = NULL;
-	enum sym_demangle demangle = SYM_DEMANGLE_NONE;
+	/* Readable C++ and Rust names by default, as perf prints them (libiberty without
+	 * DMGL_PARAMS: what the "templates" mode gives); pyroscope.ebpf keeps Alloy's "none". */
+	enum sym_demangle demangle = SYM_DEMANGLE_TEMPLATES;
 	struct np_err err;
 	struct record r = { .folded = NP_FOLDED_INIT };
 	struct np_collector *c = NULL;

@@ -244,6 +244,27 @@ class RecordTest(unittest.TestCase):
                 self.assertEqual(r.stderr, f"nodeprof record: --duration {value}: duration must be > 0\n")
                 self.assertEqual(r.stdout, "")
 
+    def test_cxx_names_are_demangled_by_default(self):
+        exe = os.path.join(np.tmpdir(self), "cxx_names")
+        subprocess.run(["g++", "-O1", "-g", "-fno-omit-frame-pointer", "-o", exe,
+                        os.path.join(np.WORKLOADS, "cxx_names.cc")], check=True, capture_output=True)
+        w = self.start(exe, 8)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "2s", "--sample-rate", "499", timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stacks = np.parse_folded(r.stdout)
+        # As perf prints them: template arguments kept, parameters left out.
+        named = sum(c for s, c in stacks.items()
+                    if np.contains_run(s.split(";"), ["main", "shapes::churn", "shapes::Box<unsigned long>::spin"]))
+        self.assertGreater(named, 0.8 * sum(stacks.values()), list(stacks)[:10])
+        self.assertNotIn("_ZN", r.stdout)
+        # --demangle none keeps the linker's names; full adds the parameters.
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "1s", "--demangle", "none", timeout=60)
+        self.assertIn("_ZNK6shapes3BoxImE4spinEl", r.stdout)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "1s", "--demangle", "full", timeout=60)
+        self.assertIn("shapes::Box<unsigned long>::spin(long) const", r.stdout)
+        # The help says what the default is.
+        self.assertRegex(np.nodeprof("record", "--help").stdout, r"templates \(default")
+
     def test_not_root_is_told_what_to_do(self):
         d = np.tmpdir(self)
         os.chmod(d, 0o777)
