@@ -91,6 +91,7 @@ GEN_HDRS = $(SKELS) $(EXTRA_GEN_HDRS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 UNIT_HELPERS := $(wildcard tests/unit/helpers/*.c)
+UNIT_HELPER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPERS))
 HARNESS_SRCS := $(wildcard tests/harness/*.c)
 HARNESS_BINS := $(patsubst tests/harness/%.c,$(BUILD)/harness/%,$(HARNESS_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -100,8 +101,9 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 -include mk/*.mk
 
-# Keep the BPF objects: make would otherwise delete them as intermediates and rebuild every time.
-.SECONDARY: $(BPF_OBJS) $(SKELS)
+# Keep the BPF objects and unit-test helper objects: make would otherwise delete them as
+# intermediates and rebuild them every time.
+.SECONDARY: $(BPF_OBJS) $(SKELS) $(UNIT_HELPER_OBJS)
 
 .PHONY: all deps test run bench fuzz unit unit-asan fuzz-build clean check-root
 all: $(BUILD)/nodeprof
@@ -145,10 +147,12 @@ $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@echo "  SKEL    $@"
 	@$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPERS) $(BUILD)/libnodeprof.a | $(GEN_HDRS)
+# Helpers shared by unit tests (tests/unit/helpers/*.c, declared in tests/unit/*_test.h)
+# are compiled once and linked into every unit test.
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPER_OBJS) $(BUILD)/libnodeprof.a | $(GEN_HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
-	@$(CC) $(CFLAGS_ALL) -Wno-error=unused-function -o $@ $< $(UNIT_HELPERS) $(BUILD)/libnodeprof.a -lcmocka $(LDLIBS_ALL)
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(UNIT_HELPER_OBJS) $(BUILD)/libnodeprof.a -lcmocka $(LDLIBS_ALL)
 
 # Test harnesses: small programs that drive one module from the integration tests.
 $(BUILD)/harness/%: tests/harness/%.c $(BUILD)/libnodeprof.a | $(GEN_HDRS)
