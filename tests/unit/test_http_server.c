@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "agent/http/server.h"
+#include "tests/unit/wait_test.h"
 
 static int connect_to(int port)
 {
@@ -195,6 +196,11 @@ static void requests_and_errors(void **state)
 	np_http_stop(srv);
 }
 
+static int has_ws_client(void *srv)
+{
+	return np_http_ws_clients(srv) > 0;
+}
+
 static void websocket_broadcast(void **state)
 {
 	struct np_http_server *srv = start();
@@ -215,8 +221,7 @@ static void websocket_broadcast(void **state)
 	assert_non_null(strstr(buf, "101"));
 	/* RFC 6455's example key */
 	assert_non_null(strstr(buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
-	for (int i = 0; i < 50 && np_http_ws_clients(srv) == 0; i++)
-		usleep(10000);
+	assert_true(np_test_wait_until(has_ws_client, srv, 5000));
 	assert_int_equal(np_http_ws_clients(srv), 1);
 	assert_int_equal(np_http_ws_broadcast(srv, "{\"a\":1}", 7, &err), 0);
 	assert_int_equal(np_http_ws_broadcast(srv, "{\"b\":2}", 7, &err), 0);
