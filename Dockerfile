@@ -1,6 +1,6 @@
 # The nodeprof image.
 #   docker build -t nodeprof:0.1.0 .
-# Build stage: Debian 12 with the Makefile targets CI uses (make deps, then make).
+# Build stage: Debian 12, then the Makefile targets (make deps-run: what a build needs; make).
 # Runtime stage: Debian 12 slim with only the shared libraries the binary links (and
 # ICU, which it dlopens when relabel rules need Unicode tables), the binary as
 # entrypoint. The agent itself runs as root with hostPID and BPF (see
@@ -14,7 +14,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update && apt-get install -y -q --no-install-recommends make ca-certificates
 WORKDIR /src
 COPY . .
-RUN make deps && make -j"$(nproc)" all && mkdir -p /out && strip --strip-unneeded -o /out/nodeprof build/nodeprof
+RUN make deps-run && make -j"$(nproc)" all && mkdir -p /out && strip --strip-unneeded -o /out/nodeprof build/nodeprof
 
 FROM debian:12-slim
 ARG VERSION=0.1.0

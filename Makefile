@@ -1,9 +1,10 @@
 # nodeprof build. Targets:
-#   make deps    install missing Debian packages (apt-get, needs root)
+#   make deps    install missing Debian packages (apt-get, needs root): deps-run, deps-test
+#                and deps-bench together; each of those is what its job needs
 #   make         build build/nodeprof
-#   make test    deps + build + every test (unit, unit under ASan/UBSan, fuzz smoke, integration)
-#   make run     deps + build + start the agent on its embedded default
-#   make bench   deps + build + benchmarks (results in bench/results/)
+#   make test    deps-test + build + every test (unit, unit under ASan/UBSan, fuzz smoke, integration)
+#   make run     deps-run + build + start the agent on its embedded default
+#   make bench   deps-bench + build + benchmarks (results in bench/results/)
 #   make fuzz    long fuzzing runs (FUZZ_SECONDS per target)
 #   make manifests, make docker-check   see mk/chart.mk
 #
@@ -19,24 +20,22 @@ CLANG ?= clang
 BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 PYTHON ?= python3
 
-# Every Debian 12 package a build, test or benchmark needs. One per line keeps merges easy.
-DEB_PACKAGES := \
+# The Debian 12 packages each job needs, one per line (merges stay easy). `make run`
+# installs the first list only: the toolchain and the -dev libraries a build needs (their
+# runtime libraries come with them) and the CA certificates https:// pushes need.
+DEB_RUN_PACKAGES := \
 	make \
 	gcc \
+	binutils \
 	clang \
 	llvm \
-	libclang-rt-14-dev \
 	bpftool \
-	bpftrace \
-	linux-perf \
 	pkg-config \
+	python3 \
 	libbpf-dev \
 	libelf-dev \
-	libdw-dev \
 	zlib1g-dev \
 	liblzma-dev \
-	libcmocka-dev \
-	valgrind \
 	libjansson-dev \
 	libcurl4-openssl-dev \
 	libyaml-dev \
@@ -45,21 +44,45 @@ DEB_PACKAGES := \
 	libicu-dev \
 	libwebsockets-dev \
 	libiberty-dev \
-	binutils \
+	ca-certificates
+
+# What `make test` adds: cmocka and Valgrind (unit tests), clang's libFuzzer runtime
+# (fuzz targets), g++ and the binutils/xz/openssl tools that build test programs, files
+# and certificates, perf (the unwinding tests' reference), Debian's python3.11 (a
+# workload), Go and the Go packages of the chart renderer and the relabel oracle,
+# Chromium (UI tests), debootstrap (make docker-check).
+DEB_TEST_PACKAGES := \
+	libcmocka-dev \
+	valgrind \
+	libclang-rt-14-dev \
+	g++ \
 	xz-utils \
 	openssl \
-	python3 \
+	linux-perf \
 	python3.11 \
 	golang-go \
 	golang-github-masterminds-sprig-dev \
 	golang-k8s-sigs-yaml-dev \
 	golang-github-xeipuuv-gojsonschema-dev \
+	chromium \
 	debootstrap \
-	g++ \
 	procps \
-	iproute2 \
-	ca-certificates \
-	chromium
+	iproute2
+
+# What `make bench` adds: the peers it measures against (bpftrace, perf, llvm-symbolizer
+# comes with llvm, addr2line with binutils), elfutils' libdw (the CFI benchmark's other
+# side) and the workloads' tools.
+DEB_BENCH_PACKAGES := \
+	bpftrace \
+	linux-perf \
+	libdw-dev \
+	g++ \
+	python3.11 \
+	xz-utils \
+	openssl \
+	procps
+
+DEB_PACKAGES := $(sort $(DEB_RUN_PACKAGES) $(DEB_TEST_PACKAGES) $(DEB_BENCH_PACKAGES))
 
 PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1
 # ICU is compiled against but not linked: relabel/icu.c dlopens it on first use (it and
@@ -91,6 +114,7 @@ GEN_HDRS = $(SKELS) $(EXTRA_GEN_HDRS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 UNIT_HELPERS := $(wildcard tests/unit/helpers/*.c)
+UNIT_HELPER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_HELPERS))
 HARNESS_SRCS := $(wildcard tests/harness/*.c)
 HARNESS_BINS := $(patsubst tests/harness/%.c,$(BUILD)/harness/%,$(HARNESS_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -100,23 +124,29 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 -include mk/*.mk
 
-# Keep the BPF objects: make would otherwise delete them as intermediates and rebuild every time.
-.SECONDARY: $(BPF_OBJS) $(SKELS)
+# Keep the BPF objects and unit-test helper objects: make would otherwise delete them as
+# intermediates and rebuild them every time.
+.SECONDARY: $(BPF_OBJS) $(SKELS) $(UNIT_HELPER_OBJS)
 
-.PHONY: all deps test run bench fuzz unit unit-asan fuzz-build clean check-root
+.PHONY: all deps deps-run deps-test deps-bench test run bench fuzz unit unit-asan fuzz-build clean check-root
 all: $(BUILD)/nodeprof
 
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# Installs the missing packages of a list (apt-get, needs root); nothing when all are there.
+deps: DEB_WANT = $(DEB_PACKAGES)
+deps-run: DEB_WANT = $(DEB_RUN_PACKAGES)
+deps-test: DEB_WANT = $(DEB_RUN_PACKAGES) $(DEB_TEST_PACKAGES)
+deps-bench: DEB_WANT = $(DEB_RUN_PACKAGES) $(DEB_BENCH_PACKAGES)
+deps deps-run deps-test deps-bench:
+	@missing=""; for p in $(sort $(DEB_WANT)); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" != 0 ]; then echo "make deps: these packages are missing; run as root to install them:$$missing" >&2; exit 1; fi; \
-	  echo "make deps: installing$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make $@: these packages are missing; run as root to install them:$$missing" >&2; exit 1; fi; \
+	  echo "make $@: installing$$missing"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
 	    { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $$missing >/dev/null; } || \
-	    { echo "make deps: apt-get failed for:$$missing" >&2; exit 1; }; \
+	    { echo "make $@: apt-get failed for:$$missing" >&2; exit 1; }; \
 	fi
 
 $(BUILD)/obj/%.o: %.c | $(GEN_HDRS)
@@ -145,10 +175,12 @@ $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@echo "  SKEL    $@"
 	@$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPERS) $(BUILD)/libnodeprof.a | $(GEN_HDRS)
+# Helpers shared by unit tests (tests/unit/helpers/*.c, declared in tests/unit/*_test.h)
+# are compiled once and linked into every unit test.
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_HELPER_OBJS) $(BUILD)/libnodeprof.a | $(GEN_HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
-	@$(CC) $(CFLAGS_ALL) -Wno-error=unused-function -o $@ $< $(UNIT_HELPERS) $(BUILD)/libnodeprof.a -lcmocka $(LDLIBS_ALL)
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(UNIT_HELPER_OBJS) $(BUILD)/libnodeprof.a -lcmocka $(LDLIBS_ALL)
 
 # Test harnesses: small programs that drive one module from the integration tests.
 $(BUILD)/harness/%: tests/harness/%.c $(BUILD)/libnodeprof.a | $(GEN_HDRS)
@@ -187,11 +219,11 @@ fuzz-build:
 # The campaign: every target for FUZZ_SECONDS with its corpus; the runner writes what it
 # did (executions, exec/s, coverage, findings) to bench/results/fuzz.md.
 FUZZ_SECONDS ?= 600
-fuzz: deps
+fuzz: deps-test
 	$(MAKE) --no-print-directory fuzz-build
 	$(PYTHON) tests/run.py --only fuzz --fuzz-seconds $(FUZZ_SECONDS) --fuzz-record bench/results/fuzz.md
 
-test: deps
+test: deps-test
 	$(MAKE) --no-print-directory all unit
 	$(MAKE) --no-print-directory unit-asan
 	$(MAKE) --no-print-directory fuzz-build
@@ -199,12 +231,13 @@ test: deps
 
 # The agent on its embedded default: every process of this host, in the local UI
 # (it prints the URL; Ctrl-C stops it). RUN_ARGS adds options, e.g. RUN_ARGS="--config x.alloy".
-run: deps
+run: deps-run
 	$(MAKE) --no-print-directory all
 	./$(BUILD)/nodeprof run $(RUN_ARGS)
 
-bench: deps
-	$(MAKE) --no-print-directory all
+# The harnesses too: bench/k8s and bench/node drive build/harness/k8s_targets.
+bench: deps-bench
+	$(MAKE) --no-print-directory all $(HARNESS_BINS)
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
 clean:

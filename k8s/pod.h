@@ -1,4 +1,4 @@
-/* Pod objects -> Prometheus pod-role target groups (spec kubernetes.md §1).
+/* Pod objects -> Prometheus pod-role target groups (docs/specs/kubernetes.md §1).
  *
  * A pod's group is built once per ADDED/MODIFIED event and kept instead of the pod JSON;
  * the published targets are the group labels, then (with attach_metadata) node and

@@ -1,6 +1,6 @@
 /* One list+watch of one resource (k8s/resource.h: of a namespace or of all namespaces),
  * driven by the discovery thread's curl multi loop. It behaves like
- * client-go's Reflector (spec kubernetes.md §3.3):
+ * client-go's Reflector (docs/specs/kubernetes.md §3.3):
  *
  *   list (resourceVersion "0" first, paged with limit/continue) -> replace this
  *   reflector's objects in the cache -> watch from the list's resourceVersion with

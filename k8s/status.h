@@ -1,7 +1,7 @@
 /* kube-apiserver Status objects (metav1.Status): the body of every non-2xx answer and
  * the object of a watch ERROR event. Both come from the network, so every field is
  * optional, bounded and checked; the reflector decides what to do from the result
- * (spec kubernetes.md §3: 410 Expired relists, 429 honours Retry-After). */
+ * (docs/specs/kubernetes.md §3: 410 Expired relists, 429 honours Retry-After). */
 #ifndef NP_K8S_STATUS_H
 #define NP_K8S_STATUS_H
 

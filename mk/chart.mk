@@ -29,5 +29,5 @@ manifests: $(CHART_RENDER)
 	} > $(MANIFESTS_OUT).tmp && mv $(MANIFESTS_OUT).tmp $(MANIFESTS_OUT)
 	@echo "  GEN     $(MANIFESTS_OUT)"
 
-docker-check: deps $(CHART_RENDER)
+docker-check: deps-test $(CHART_RENDER)
 	$(PYTHON) tests/chart/docker_check.py $(DOCKER_CHECK_ARGS)

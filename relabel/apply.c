@@ -1,4 +1,4 @@
-/* Applying compiled relabel rules (spec sections 1, 3, 5, 6).
+/* Applying compiled relabel rules (docs/specs/relabel.md §1, §3, §5, §6).
  *
  * Hot path: discovery relabels thousands of targets at once. Per-call state (PCRE2
  * match data, the joined source value, expansion buffers, the labelmap snapshot)
@@ -185,7 +185,7 @@ static int set(struct np_labels *ls, const char *name, const char *value, size_t
 static int source_value(const struct rl_rule *r, const struct np_labels *ls, struct scratch *s, const char **val,
 			size_t *len, struct np_err *err)
 {
-	/* Zero source labels join to "" (spec section 3). */
+	/* Zero source labels join to "" (docs/specs/relabel.md §3). */
 	if (r->nsource <= 1) {
 		const char *v = r->nsource ? get(ls, r->source[0]) : NULL;
 		*val = v ? v : "";

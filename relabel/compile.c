@@ -1,5 +1,5 @@
 /* relabel_compile: defaults, decoding and load-time validation, in Prometheus'
- * order and with its messages (spec sections 2, 7, 8 and 12). */
+ * order and with its messages (docs/specs/relabel.md §2, §7, §8 and §12). */
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -101,7 +101,7 @@ static int template_ok(const struct rl_rule *r, const char *s)
 	return r->legacy_templates ? label_template_valid_legacy(s, n) : label_name_valid_utf8(s, n);
 }
 
-/* Config.Validate, steps 2-12 of spec section 7; first failure wins. */
+/* Config.Validate, steps 2-12 of docs/specs/relabel.md §7; first failure wins. */
 static int validate(const struct rl_rule *r, const struct relabel_rule_spec *spec, enum relabel_dialect dialect,
 		    struct np_err *err)
 {

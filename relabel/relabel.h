@@ -1,7 +1,7 @@
-/* The Prometheus relabel engine (../shared/specs/relabel.md).
+/* The Prometheus relabel engine (docs/specs/relabel.md).
  *
  * A rule is described by a relabel_rule_spec (what the user wrote: absent vs
- * present matters, see spec section 2), compiled once into relabel_rules, then
+ * present matters, see docs/specs/relabel.md §2), compiled once into relabel_rules, then
  * applied to many label sets. Compilation validates like Prometheus/Alloy and
  * reports the first error of each rule with the rule's index, so the config
  * layer can point at the rule block. */
@@ -29,7 +29,7 @@ struct relabel_rule_spec {
 
 /* Which dialect to validate: Alloy is what our configuration files are (the
  * default), Prometheus (utf8 or legacy name scheme) is what the upstream test
- * vectors check. See the table in spec section 12. */
+ * vectors check. See the table in docs/specs/relabel.md §12. */
 enum relabel_dialect { RELABEL_ALLOY = 0, RELABEL_PROMETHEUS_UTF8, RELABEL_PROMETHEUS_LEGACY };
 
 struct relabel_rules; /* opaque, immutable after compilation, safe to share between threads */

@@ -32,7 +32,8 @@ static const char record_usage[] =
 	"  -f, --format FMT       folded (default): \"frame;frame;... count\" lines, root first, user\n"
 	"                         frames then kernel frames; pprof: gzipped profile.proto\n"
 	"  -o, --output FILE      write here instead of standard output\n"
-	"      --demangle MODE    C++/Rust names: none (default), simplified, templates, full\n"
+	"      --demangle MODE    C++/Rust names: none, simplified, templates (default: names with\n"
+	"                         template arguments, without parameters, as perf shows them), full\n"
 	"      --no-kernel        leave out kernel frames\n"
 	"      --no-python        name CPython's frames as native code (the eval loop) instead of\n"
 	"                         the Python functions it runs (CPython 3.8 and later)\n"
@@ -190,7 +191,9 @@ int cmd_record(int argc, char **argv)
 	double offcpu = 0;
 	int pprof = 0, kernel = 1, python = 1, opt, rc = 1, tty = isatty(STDERR_FILENO);
 	const char *output = NULL;
-	enum sym_demangle demangle = SYM_DEMANGLE_NONE;
+	/* Readable C++ and Rust names by default, as perf prints them (libiberty without
+	 * DMGL_PARAMS: what the "templates" mode gives); pyroscope.ebpf keeps Alloy's "none". */
+	enum sym_demangle demangle = SYM_DEMANGLE_TEMPLATES;
 	struct np_err err;
 	struct record r = { .folded = NP_FOLDED_INIT };
 	struct np_collector *c = NULL;
@@ -213,9 +216,13 @@ int cmd_record(int argc, char **argv)
 			npids++;
 			break;
 		case 'd':
-			if (np_duration_parse(optarg, &duration_ns, &err) || duration_ns <= 0) {
-				fprintf(stderr, "nodeprof record: --duration: %s\n",
-					duration_ns <= 0 && !err.msg[0] ? "must be positive" : err.msg);
+			if (np_duration_parse(optarg, &duration_ns, &err)) {
+				fprintf(stderr, "nodeprof record: --duration %s: %s\n", optarg, err.msg);
+				return 1;
+			}
+			/* A zero-length recording would be an empty profile nobody asked for. */
+			if (duration_ns <= 0) {
+				fprintf(stderr, "nodeprof record: --duration %s: duration must be > 0\n", optarg);
 				return 1;
 			}
 			break;

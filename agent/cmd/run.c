@@ -476,12 +476,13 @@ int cmd_run(int argc, char **argv)
 	log_diags(&d, "configuration warning");
 	cfg_diags_free(&d);
 	char url[300];
-	snprintf(url, sizeof(url), "http://%s/", listen[0] == ':' ? listen + 1 : listen);
+	/* The server has parsed this address already, so this cannot fail; if it did, show it as written. */
+	if (np_http_listen_url(listen, np_http_port(a.http), url, sizeof(url), &err))
+		snprintf(url, sizeof(url), "%s", listen);
 	np_log(NP_INFO, "run", "nodeprof started", "version", NP_VERSION, "config",
 	       a.config ? a.config : "(embedded default)", "ui", ui_memory ? url : "off", NULL);
 	if (!a.config)
-		fprintf(stderr, "nodeprof: profiling every process on this host; open http://%s/ (Ctrl-C stops)\n",
-			listen[0] == ':' ? listen + 1 : listen);
+		fprintf(stderr, "nodeprof: profiling every process on this host; open %s (Ctrl-C stops)\n", url);
 
 	for (;;) {
 		int sig = 0;

@@ -58,8 +58,13 @@ int cmd_tools_targets(int argc, char **argv)
 		fputs(targets_usage, stderr);
 		return 1;
 	}
-	if (np_duration_parse(wait, &wait_ns, &err) || wait_ns < 0) {
-		fprintf(stderr, "nodeprof tools targets: --wait %s: %s\n", wait, wait_ns < 0 ? "must not be negative" : err.msg);
+	/* Two checks: wait_ns is only set when the value parses. */
+	if (np_duration_parse(wait, &wait_ns, &err)) {
+		fprintf(stderr, "nodeprof tools targets: --wait %s: %s\n", wait, err.msg);
+		return 1;
+	}
+	if (wait_ns < 0) {
+		fprintf(stderr, "nodeprof tools targets: --wait %s: must not be negative\n", wait);
 		return 1;
 	}
 	if (np_log_get_level() < NP_WARN)

@@ -1,4 +1,4 @@
-/* The syntax tree of a configuration file (../shared/specs/peers.md §4.2) and the
+/* The syntax tree of a configuration file (docs/specs/alloy-syntax.md §2) and the
  * arena that owns it: every node and string of a parsed file lives in one arena,
  * freed at once with cfg_file_free(). Nodes are immutable after parsing. */
 #ifndef NP_CONFIG_AST_H

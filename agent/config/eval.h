@@ -1,6 +1,6 @@
 /* The expression evaluator: literals, lists, objects, references, field and index
  * access, function calls and every Alloy operator with Alloy's semantics
- * (syntax/vm, syntax/internal/transform; ../shared/specs/peers.md §4.3).
+ * (syntax/vm, syntax/internal/transform; docs/specs/alloy-syntax.md §3).
  *
  * References to components (`discovery.relabel.pods.output`) are resolved through a
  * callback so that the same evaluator serves `check` (which answers with unknown

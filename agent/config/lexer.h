@@ -1,4 +1,4 @@
-/* The scanner of the Alloy configuration syntax (../shared/specs/peers.md §4.1),
+/* The scanner of the Alloy configuration syntax (docs/specs/alloy-syntax.md §1),
  * following grafana/alloy syntax/scanner: Go-style automatic terminators, Go string
  * escapes, raw backtick strings, `//` and block comments.
  *

@@ -1,5 +1,5 @@
 /* The parser of the Alloy configuration syntax: LL(1), the grammar of
- * grafana/alloy syntax/parser (../shared/specs/peers.md §4.2), with its error
+ * grafana/alloy syntax/parser (docs/specs/alloy-syntax.md §2), with its error
  * recovery: after an error it skips to the next statement and keeps going, and it
  * reports at most one error per line. */
 #ifndef NP_CONFIG_PARSER_H

@@ -1,6 +1,7 @@
 /* The container a process runs in, from the text of /proc/PID/cgroup.
  *
- * The rule is the one of ../shared/specs/container-id.md §5, chosen because it gives
+ * The rule is the one of docs/specs/container-id.md §5 (with segments tried outermost
+ * first, as that section says), chosen because it gives
  * the right 64-hex ID on every runtime layout we know of (docker cgroupfs/systemd,
  * containerd and CRI-O under Kubernetes with either driver, podman, kind, nested
  * docker, cgroup v1, v2 and hybrid hosts) while refusing conmon monitor scopes:

@@ -1,6 +1,6 @@
 /* discovery.docker: containers of a Docker Engine as targets, labelled exactly as
  * Prometheus' docker SD (discovery/moby/docker.go, network.go) labels them, which is
- * what Alloy's discovery.docker exports (../shared/specs/kubernetes.md §4.1):
+ * what Alloy's discovery.docker exports (docs/specs/kubernetes.md §4.1):
  *
  *   per container (skipped when it has no name):
  *     __meta_docker_container_id, __meta_docker_container_name (Names[0], with its

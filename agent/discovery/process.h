@@ -1,5 +1,5 @@
 /* discovery.process: one target per process found in /proc, with the labels of
- * Alloy's component (../shared/specs/kubernetes.md §4.2, grafana/alloy
+ * Alloy's component (docs/specs/kubernetes.md §4.2, grafana/alloy
  * internal/component/discovery/process):
  *   __process_pid__, __meta_process_exe (/proc/PID/exe), __meta_process_cwd,
  *   __meta_process_commandline (argv joined by spaces, empty arguments dropped),

@@ -1,5 +1,5 @@
 /* discovery.relabel: the component adapter around the relabel engine
- * (../shared/specs/relabel.md §12). Arguments: targets (required) and rule blocks
+ * (docs/specs/relabel.md §12). Arguments: targets (required) and rule blocks
  * applied top-down; exports `output` (the kept targets, in input order) and `rules`
  * (the compiled rules as a RelabelRules capsule). Unhealthy only on an invalid
  * configuration, keeping the last good exports. Rules are recompiled only when the

@@ -1,5 +1,5 @@
-/* pyroscope.ebpf's view of its targets (../shared/specs/pyroscope-push.md §3.1,
- * kubernetes.md §4.3, grafana/alloy internal/component/pyroscope/ebpf/discovery):
+/* pyroscope.ebpf's view of its targets (docs/specs/pyroscope-push.md §3.1,
+ * docs/specs/kubernetes.md §4.3, grafana/alloy internal/component/pyroscope/ebpf/discovery):
  * which processes a target selects, and the labels of the profiles built for it.
  *
  * Key: a target selects one PID when it has a valid __process_pid__ (checked first),

@@ -754,6 +754,31 @@ int np_http_parse_listen(const char *addr, char *host, size_t host_cap, int *por
 	return 0;
 }
 
+int np_http_listen_url(const char *addr, int bound_port, char *url, size_t cap, struct np_err *err)
+{
+	char host[256];
+	const char *shown;
+	int port, n;
+
+	if (np_http_parse_listen(addr, host, sizeof(host), &port, err))
+		return -1;
+	if (!*host || strcmp(host, "0.0.0.0") == 0)
+		shown = "127.0.0.1";
+	else if (strcmp(host, "::") == 0)
+		shown = "::1";
+	else
+		shown = host;
+	if (bound_port > 0)
+		port = bound_port;
+	if (strchr(shown, ':'))
+		n = snprintf(url, cap, "http://[%s]:%d/", shown, port);
+	else
+		n = snprintf(url, cap, "http://%s:%d/", shown, port);
+	if (n < 0 || (size_t)n >= cap)
+		return np_errf(err, "listen address \"%s\": URL too long", addr);
+	return 0;
+}
+
 /* Resolves host to a numeric address and checks that it can be bound, so that the
  * error says why ("address already in use") instead of lws' generic failure. */
 static int probe_bind(const char *host, int port, char *numeric, size_t numeric_cap, int *is_v6,

@@ -135,4 +135,10 @@ size_t np_http_ws_clients(struct np_http_server *srv);
 /* Parses a listen address into host ("" for all interfaces) and port. Exposed for tests. */
 NP_MUST_CHECK int np_http_parse_listen(const char *addr, char *host, size_t host_cap, int *port, struct np_err *err);
 
+/* The URL a person opens to reach a listen address, "http://HOST:PORT/": an address on
+ * every interface (":4100", "0.0.0.0:4100", "[::]:4100") is reached on the loopback,
+ * an IPv6 host is bracketed, and bound_port (when > 0, e.g. np_http_port()) replaces
+ * the written one, so ":0" names the port actually bound. Same parser as the server's. */
+NP_MUST_CHECK int np_http_listen_url(const char *addr, int bound_port, char *url, size_t cap, struct np_err *err);
+
 #endif

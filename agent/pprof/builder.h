@@ -1,5 +1,5 @@
-/* Builds one pprof profile (profile.proto, ../shared/specs/pyroscope-push.md
- * §1.2) from named stacks: strings, functions, mappings and locations are
+/* Builds one pprof profile (profile.proto, docs/specs/pyroscope-push.md §1.2)
+ * from named stacks: strings, functions, mappings and locations are
  * deduplicated, identical stacks are merged, and the result is encoded directly
  * with the protobuf writer.
  *
@@ -16,7 +16,7 @@
 #include "agent/util/strbuf.h"
 
 /* One frame; strings are copied into the builder. As Alloy's pyroscope.ebpf writes them
- * (../shared/specs/pyroscope-push.md §3.1): a frame in a file carries the address in the
+ * (docs/specs/pyroscope-push.md §3.1): a frame in a file carries the address in the
  * file's own space (the ELF virtual address, return addresses minus one) and a Mapping in
  * that same space: [map_start, map_limit) is the process mapping translated by its load
  * bias, map_offset its file offset, so address - map_start + map_offset is the file offset

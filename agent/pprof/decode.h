@@ -1,4 +1,4 @@
-/* A pprof (profile.proto, ../shared/specs/pyroscope-push.md §1.2) decoder, for the
+/* A pprof (profile.proto, docs/specs/pyroscope-push.md §1.2) decoder, for the
  * local profile store and for reading back what we wrote. It takes gzipped or plain
  * bytes from anywhere (a profiler, a file, a remote party), so it treats them as
  * hostile: every length and index is checked, cross-references (sample -> location

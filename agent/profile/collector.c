@@ -313,7 +313,7 @@ void np_collector_python_stats(const struct np_collector *c, struct py_tracker_s
 }
 
 /* The one place a named frame becomes a pprof Location (what the builder writes, see
- * builder.h), as Alloy's pyroscope.ebpf does (../shared/specs/pyroscope-push.md §3.1):
+ * builder.h), as Alloy's pyroscope.ebpf does (docs/specs/pyroscope-push.md §3.1):
  * - a user frame in an ELF file: the ELF address and a Mapping in the file's own space
  *   (the process mapping shifted by its load bias), so the same file gives the same
  *   Mapping in every process; without a symbol it gets no Line, and the server names it

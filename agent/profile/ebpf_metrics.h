@@ -1,4 +1,4 @@
-/* The pyroscope.ebpf metrics of the reference (../shared/specs/pyroscope-push.md §4.1:
+/* The pyroscope.ebpf metrics of the reference (docs/specs/pyroscope-push.md §4.1:
  * same names, types, labels and help texts) plus nodeprof's own engine counters, fed
  * from the pyroscope.ebpf engines:
  *   - np_ebpf_metrics_profile, called by an engine for every profile it hands out:

@@ -1,4 +1,4 @@
-/* Separate debug files, found as gdb finds them (symbols spec §1): the build-ID tree
+/* Separate debug files, found as gdb finds them (docs/specs/symbols.md §1): the build-ID tree
  * (<debugdir>/.build-id/ab/cdef....debug, accepted when its own build ID matches), then
  * .gnu_debuglink next to the binary, in its .debug/ subdirectory and under <debugdir>/<dir>/
  * (accepted only when the CRC32 of the whole file matches). A containerized process's paths

@@ -1,4 +1,4 @@
-/* Demangling modes over libiberty (recipe: symbols spec §6.3; Rust: §7).
+/* Demangling modes over libiberty (recipe: docs/specs/symbols.md §6.3; Rust: §7).
  *
  *   none        the symbol as stored
  *   simplified  no parameters, no template arguments      std::vector::push_back

@@ -1,4 +1,4 @@
-/* C++ and Rust demangling in the four pyroscope.ebpf `demangle` modes (symbols spec §6-7),
+/* C++ and Rust demangling in the four pyroscope.ebpf `demangle` modes (docs/specs/symbols.md §6-7),
  * using libiberty's demangler; only the mode filtering is ours. */
 #ifndef NP_SYMBOLS_DEMANGLE_H
 #define NP_SYMBOLS_DEMANGLE_H

@@ -1,5 +1,5 @@
 /* .gopclntab reader (layouts from golang/go src/debug/gosym/pclntab.go and runtime/symtab.go,
- * summarized in the symbols spec §2). Only function entry, extent and name are read: that is
+ * summarized in docs/specs/symbols.md §2). Only function entry, extent and name are read: that is
  * all a profile needs, and it keeps the hot table compact. */
 #include "agent/symbols/gopclntab.h"
 

@@ -1,4 +1,4 @@
-/* Go function names from .gopclntab (symbols spec §2): the Go 1.2, 1.16, 1.18 and 1.20+
+/* Go function names from .gopclntab (docs/specs/symbols.md §2): the Go 1.2, 1.16, 1.18 and 1.20+
  * layouts, either byte order, 4- or 8-byte pointers. Names every function of a stripped Go
  * binary. The input is untrusted: every offset is bounds-checked. */
 #ifndef NP_SYMBOLS_GOPCLNTAB_H

@@ -1,4 +1,4 @@
-/* Kernel symbols from /proc/kallsyms (symbols spec §5): text symbols of the core kernel,
+/* Kernel symbols from /proc/kallsyms (docs/specs/symbols.md §5): text symbols of the core kernel,
  * of every module and of JIT-ed BPF programs, in one compact table whose tag is the module.
  *
  * The ~120k names of a distribution kernel are 3 MB of text, three times the rest of the

@@ -76,7 +76,7 @@ struct sym_load {
 };
 
 /* The ELF virtual address of pc in a mapping that starts at map_start with file offset
- * map_pgoff (symbols spec §3.1): file_off = pc - start + pgoff, then the PT_LOAD that holds
+ * map_pgoff (docs/specs/symbols.md §3.1): file_off = pc - start + pgoff, then the PT_LOAD that holds
  * file_off. Returns 0, or -1 when no segment covers the address. */
 int sym_translate(const struct sym_load *loads, size_t n, uint64_t map_start, uint64_t map_pgoff, uint64_t pc,
                   uint64_t *vaddr);

@@ -1,4 +1,4 @@
-/* JIT symbols from perf map files (/tmp/perf-PID.map, symbols spec §4): "START SIZE name"
+/* JIT symbols from perf map files (/tmp/perf-PID.map, docs/specs/symbols.md §4): "START SIZE name"
  * per line, hex with or without 0x, the name is the rest of the line. Later lines replace
  * the earlier ones they overlap (code addresses are reused after the JIT moves code). */
 #ifndef NP_SYMBOLS_PERFMAP_H

@@ -1,4 +1,4 @@
-/* Symbol sources of one ELF file, merged into one compact table (symbols spec §1.3 order):
+/* Symbol sources of one ELF file, merged into one compact table (docs/specs/symbols.md §1.3 order):
  *   1. the file's own .symtab, else
  *   2. a separate debug file's .symtab (build-ID tree, then .gnu_debuglink with CRC), else
  *   3. MiniDebugInfo (.gnu_debugdata: an xz-compressed ELF whose .symtab has the local functions);

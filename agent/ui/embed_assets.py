@@ -6,7 +6,7 @@ usage: embed_assets.py OUT.c FILE...
 Each file becomes a string literal (printable ASCII as is, everything else as
 three-digit octal escapes, so no escape can swallow the next character) and an
 entry of np_ui_assets[] with its name and content type. Python's standard library
-only: make deps installs python3 for the tests already."""
+only: python3 is among the packages every build installs (make deps-run)."""
 import os
 import sys
 

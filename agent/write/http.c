@@ -1,8 +1,8 @@
-/* One push attempt over HTTP with libcurl: the Connect unary request (spec §1.3 and
- * §2: headers, auth, TLS, proxy) and what came back. Each worker owns one multi +
- * easy pair, so connections are kept alive between pushes, and the multi handle's
- * wakeup lets the writer abort a transfer at once (queue overflow, shutdown) instead
- * of waiting for the timeout. */
+/* One push attempt over HTTP with libcurl: the Connect unary request
+ * (docs/specs/pyroscope-push.md §1.3 and §2: headers, auth, TLS, proxy) and what came
+ * back. Each worker owns one multi + easy pair, so connections are kept alive between
+ * pushes, and the multi handle's wakeup lets the writer abort a transfer at once (queue
+ * overflow, shutdown) instead of waiting for the timeout. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -141,7 +141,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 }
 
 /* Sets every option of one attempt on the (reset) easy handle: the Connect unary
- * request (spec §1.3) over the endpoint's HTTP client settings. *secret is the oauth2
+ * request (docs/specs/pyroscope-push.md §1.3) over the endpoint's HTTP client settings. *secret is the oauth2
  * Authorization value, or NULL. */
 static int configure(CURL *c, struct np_http_request *req, const struct np_write_endpoint *ep,
 		     const char *oauth2_value, const void *body, size_t len, int64_t timeout_ns,

@@ -1,5 +1,5 @@
-/* The labels of a pushed series: Alloy's pyroscope.write rules (spec §2 "Labels in
- * Append") followed by Pyroscope's validation limits (spec §1.5), fixing what can be
+/* The labels of a pushed series: Alloy's pyroscope.write rules (docs/specs/pyroscope-push.md
+ * §2 "Labels in Append") followed by Pyroscope's validation limits (§1.5), fixing what can be
  * fixed so that a profile is not rejected for a cosmetic reason. See internal.h. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-/* The wire side of a push: encoding the PushRequest (spec §1.1), reading Connect
- * error bodies (§1.3), deciding what is retried (§2 shouldRetry), dskit's backoff,
+/* The wire side of a push: encoding the PushRequest (docs/specs/pyroscope-push.md §1.1),
+ * reading Connect error bodies (§1.3), deciding what is retried (§2 shouldRetry), dskit's backoff,
  * and a log rate limiter. Pure functions, unit-tested without a network. */
 #include <curl/curl.h>
 #include <jansson.h>

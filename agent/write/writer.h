@@ -1,13 +1,13 @@
 /* pyroscope.write: pushes profiles to one or more Pyroscope endpoints with the
- * Connect unary call POST <url>/push.v1.PusherService/Push (spec: ../shared/specs/
- * pyroscope-push.md §1 and §2).
+ * Connect unary call POST <url>/push.v1.PusherService/Push (spec:
+ * docs/specs/pyroscope-push.md §1 and §2).
  *
  * The profiler hands each profile to np_writer_append, which never touches the
  * network: it fixes the labels (Alloy's rules plus the server's limits), encodes one
  * PushRequest with one series, and puts it on every endpoint's bounded queue. Each
  * endpoint has its own worker thread and libcurl handle; it retries timeouts,
  * connection errors, 5xx and 429 with dskit's backoff and counts everything in the
- * metrics of spec §2.
+ * metrics of docs/specs/pyroscope-push.md §2.
  *
  * The config struct mirrors the component's arguments one to one, plus a few
  * nodeprof settings marked as such. Every string in it is owned by the config
@@ -47,8 +47,8 @@ struct np_write_endpoint {
 	size_t queue_max_bytes;
 };
 
-/* The server limits of spec §1.5 that the writer enforces before sending (nodeprof
- * settings; defaults are Pyroscope's defaults). */
+/* The server limits of docs/specs/pyroscope-push.md §1.5 that the writer enforces
+ * before sending (nodeprof settings; defaults are Pyroscope's defaults). */
 struct np_write_limits {
 	size_t max_label_names; /* 30, counting the service_name the server adds when absent */
 	size_t max_label_name_length;  /* 1024 bytes */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 8's numbers: the simulated node of tests/integration/test_e2e_kubernetes.py with
 100 pods (10 of them busy, the rest idle processes in their containers' cgroups),
-`nodeprof run --config ../shared/examples/kubernetes.alloy` unchanged at the default
+`nodeprof run --config docs/examples/kubernetes.alloy` unchanged at the default
 19 Hz and 15 s collect interval. Reports the agent's peak RSS, its CPU as a share of one
 core (and seconds per hour), and the profiles and bytes Pyroscope received per interval.
 BENCH_SECONDS (default 180) sets how long the agent runs after its first profile; BENCH_SMAPS=FILE
@@ -67,7 +67,7 @@ class Bench(unittest.TestCase):
                 p = subprocess.Popen([idle])
                 self.addCleanup(lambda p=p: (p.kill(), p.wait()))
                 n.tree.move(p.pid, rel)
-        agent = n.start_agent(os.path.join(np.SHARED, "examples", "kubernetes.alloy"))
+        agent = n.start_agent(os.path.join(np.EXAMPLES, "kubernetes.alloy"))
         n.wait_for(lambda s: len(s) > 0, 60, "the first profile")
         t0, c0 = time.time(), proc_cpu_seconds(agent.pid)
         pushes0 = len(n.series())
@@ -96,7 +96,7 @@ class Bench(unittest.TestCase):
         services = len({l["service_name"] for _, l, _ in series})
         lib.write_result("node", f"""# Simulated node benchmark (issue 8)
 
-`nodeprof run --config ../shared/examples/kubernetes.alloy` (unchanged: 19 Hz, 15 s interval) on a
+`nodeprof run --config docs/examples/kubernetes.alloy` (unchanged: 19 Hz, 15 s interval) on a
 simulated node with {PODS} pods ({BUSY} busy, {PODS - BUSY} idle processes in their containers' cgroups),
 measured for {t1 - t0:.0f} s after the first profile (`make bench BENCH_ARGS=node`; `bench/node/bench.py`).
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Relabel benchmark: 10,000 Kubernetes pod targets (about 40 labels each, the labels of
-Prometheus' pod role) through the seven rules of ../shared/examples/kubernetes.alloy,
+Prometheus' pod role) through the seven rules of docs/examples/kubernetes.alloy,
 with the relabel/ engine alone (build/relabel/bench_relabel, built -O2 by mk/relabel.mk).
 
 Measures time per target and allocations per target (malloc interposed in the bench
@@ -41,7 +41,7 @@ What runs: `build/relabel/bench_relabel`: {r['targets']} pod targets as `discove
 exports them ({r['labels_per_target']:.0f} labels each: address, pod metadata, container and port, 6 pod
 labels, 4 annotations, with their `labelpresent`/`annotationpresent` flags; 1 in 6 pods Succeeded or
 Failed), relabeled by the {r['rules']} rules of `discovery.relabel "local_pods"` in
-`../shared/examples/kubernetes.alloy` (drop by phase, `service_name` from namespace@container,
+`docs/examples/kubernetes.alloy` (drop by phase, `service_name` from namespace@container,
 labelmap of the pod labels, namespace/pod/node/container), dialect Alloy, one thread. Best of
 {r['rounds']} rounds after one warm-up batch.
 

@@ -1,5 +1,5 @@
 /* Relabel benchmark: N Kubernetes pod targets (~40 labels each, as Prometheus' pod role
- * produces them) through the seven rules of ../shared/examples/kubernetes.alloy.
+ * produces them) through the seven rules of docs/examples/kubernetes.alloy.
  *
  * Allocations are counted by interposing malloc/calloc/realloc/free (and the aligned
  * variants) in this binary over glibc's __libc_* entry points; every library in the
@@ -152,7 +152,7 @@ static void make_pod(struct np_labels *ls, unsigned i, unsigned *nlabels)
 	*nlabels += (unsigned)ls->n;
 }
 
-/* The seven rules of ../shared/examples/kubernetes.alloy (discovery.relabel "local_pods"). */
+/* The seven rules of docs/examples/kubernetes.alloy (discovery.relabel "local_pods"). */
 static const char *src_phase[] = { "__meta_kubernetes_pod_phase" };
 static const char *src_ns_container[] = { "__meta_kubernetes_namespace", "__meta_kubernetes_pod_container_name" };
 static const char *src_ns[] = { "__meta_kubernetes_namespace" };

@@ -265,7 +265,7 @@ static void value_type(struct np_buf *b, uint32_t field, int64_t type, int64_t u
 	pb_end(b, m);
 }
 
-/* A cpu/nanoseconds profile like pyroscope.ebpf's (spec §3.1): one location and one
+/* A cpu/nanoseconds profile like pyroscope.ebpf's (docs/specs/pyroscope-push.md §3.1): one location and one
  * function per distinct frame name, leaf first in each sample, value = count × period. */
 static int build_profile(json_t *prof, uint64_t *rng, struct np_buf *out, struct np_err *err)
 {

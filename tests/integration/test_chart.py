@@ -26,7 +26,7 @@ import chart
 import node as nodelib
 import np
 
-EXAMPLE = os.path.join(np.SHARED, "examples", "kubernetes.alloy")
+EXAMPLE = os.path.join(np.EXAMPLES, "kubernetes.alloy")
 AUTH_DIR = "/var/run/secrets/nodeprof/pyroscope"
 ENABLED = "__meta_kubernetes_pod_annotation_profiles_grafana_com_cpu_ebpf_enabled"
 SERVICE_ANNOTATION = "__meta_kubernetes_pod_annotation_pyroscope_io_service_name"
@@ -193,7 +193,7 @@ class ChartObjects(unittest.TestCase):
 
     def test_default_pipeline_is_the_kubernetes_example_plus_annotations(self):
         """On pods without the two annotations the generated rules do exactly what the rules of
-        ../shared/examples/kubernetes.alloy do; the annotations then opt out and name services."""
+        docs/examples/kubernetes.alloy do; the annotations then opt out and name services."""
         config = chart.render().config
         got = relabel(self, relabel_rules(config), TARGETS)
         want = relabel(self, relabel_rules(open(EXAMPLE).read()), TARGETS)

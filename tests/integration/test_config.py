@@ -9,9 +9,7 @@ import subprocess
 import time
 import unittest
 
-from np import NODEPROF, SHARED, nodeprof, tmpdir
-
-EXAMPLES = os.path.join(SHARED, "examples")
+from np import EXAMPLES, NODEPROF, nodeprof, tmpdir
 
 
 def write(path, text):
@@ -21,7 +19,7 @@ def write(path, text):
 
 
 class Check(unittest.TestCase):
-    def test_every_shared_example_passes(self):
+    def test_every_example_passes(self):
         names = sorted(n for n in os.listdir(EXAMPLES) if n.endswith(".alloy"))
         self.assertGreaterEqual(len(names), 3)
         for name in names:
@@ -440,6 +438,22 @@ class ToolsTargets(unittest.TestCase):
         p = nodeprof("tools", "targets", "--config", path, "--component", "discovery.relabel.a", "--wait", "soon")
         self.assertEqual(p.returncode, 1)
         self.assertIn("--wait soon:", p.stderr)
+        p = nodeprof("tools", "targets", "--config", path, "--component", "discovery.relabel.a", "--wait", "-1s")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "nodeprof tools targets: --wait -1s: must not be negative\n")
+
+    def test_unparsable_wait_is_a_usage_error(self):
+        # The value of a --wait that did not parse used to be read anyway (uninitialised):
+        # under memcheck any such read fails the run (exit 99).
+        d = tmpdir(self)
+        path = write(os.path.join(d, "t.alloy"), 'discovery.relabel "a" {\n  targets = []\n}\n')
+        p = subprocess.run(["valgrind", "-q", "--error-exitcode=99", NODEPROF, "tools", "targets", "--config", path,
+                            "--component", "discovery.relabel.a", "--wait", "garbage"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr, 'nodeprof tools targets: --wait garbage: invalid duration "garbage": '
+                                   'expected a number at "garbage"\n')
+        self.assertEqual(p.stdout, "")
         p = nodeprof("tools", "targets", "--config", path)
         self.assertEqual(p.returncode, 1)
         self.assertIn("Usage: nodeprof tools targets", p.stderr)

@@ -1,5 +1,5 @@
-"""End to end on a simulated node (issue 8): `nodeprof run --config` with the shared
-example configurations, unchanged, from pods on the apiserver to labelled profiles in
+"""End to end on a simulated node (issue 8): `nodeprof run --config` with the example
+configurations of docs/examples, unchanged, from pods on the apiserver to labelled profiles in
 Pyroscope, through real BPF sampling of real processes in Kubernetes-shaped cgroups."""
 import os
 import time
@@ -8,7 +8,7 @@ import unittest
 import np
 import node as nodelib
 
-EXAMPLES = os.path.join(np.SHARED, "examples")
+EXAMPLES = np.EXAMPLES
 INTERVAL = 15  # the default collect_interval: the examples do not set one
 # Mostly waits for 15 s intervals, and asserts labels and deliveries, not CPU shares: it runs
 # beside the other modules (tests/run.py).
@@ -16,7 +16,7 @@ BACKGROUND = True
 
 
 class KubernetesExample(unittest.TestCase):
-    """../shared/examples/kubernetes.alloy: relabel rules name the series."""
+    """docs/examples/kubernetes.alloy: relabel rules name the series."""
 
     def test_pods_to_profiles_and_changes(self):
         n = nodelib.Node(self)
@@ -102,7 +102,7 @@ class KubernetesExample(unittest.TestCase):
 
 
 class GrafanaAgentFlowExample(unittest.TestCase):
-    """../shared/examples/grafana-agent-flow.alloy: no relabel rules, service names inferred,
+    """docs/examples/grafana-agent-flow.alloy: no relabel rules, service names inferred,
     the pyroscope.io/service_name annotation wins; basic auth with the password from the env."""
 
     def test_inferred_service_names(self):

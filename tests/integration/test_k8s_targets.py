@@ -1,4 +1,4 @@
-"""Kubernetes discovery: the targets built from pods, label for label (spec kubernetes.md §1),
+"""Kubernetes discovery: the targets built from pods, label for label (docs/specs/kubernetes.md §1),
 through the real path: test kube-apiserver (TLS, token) -> list+watch -> harness JSON.
 
 The expected label sets below are written from the spec's rules and the fixture files,
@@ -48,7 +48,7 @@ class FixtureTargets(k8s.Case):
         }])
 
     def test_minikube_docker_init_container(self):
-        """Spec §1.5's worked example: bare pod, Pending with an IP, port 80 without a container
+        """docs/specs/kubernetes.md §1.5's worked example: bare pod, Pending with an IP, port 80 without a container
         ID, then the init container (with its docker ID, not lastState's)."""
         srv = self.server()
         for p in k8s.fixture_pods("pods-minikube-docker-initcontainer.json"):

@@ -1,7 +1,7 @@
 """Kubernetes discovery: the list+watch protocol against the test kube-apiserver, and
 what happens when things go wrong: 410 both ways, connections cut (between and inside
 events), 5xx and backoff, slow and hanging responses, paging and expired continue
-tokens, bookmarks, watch timeouts, over-long events (spec kubernetes.md §3)."""
+tokens, bookmarks, watch timeouts, over-long events (docs/specs/kubernetes.md §3)."""
 import time
 import unittest
 

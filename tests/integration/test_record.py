@@ -219,6 +219,7 @@ class RecordTest(unittest.TestCase):
             (["record", "--pid", "4000000"], "no running process with PID 4000000"),
             (["record", "--duration", "ten"], "--duration"),
             (["record", "--duration", "10"], "unit"),
+            (["record", "--duration", "0"], "duration must be > 0"),
             (["record", "--sample-rate", "0"], "--sample-rate"),
             (["record", "--format", "svg"], "use folded or pprof"),
             (["record", "-o", "/nonexistent-dir/out.folded"], "cannot write /nonexistent-dir/out.folded"),
@@ -231,6 +232,38 @@ class RecordTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 1, r.stderr)
                 self.assertIn(expected, r.stderr)
                 self.assertNotIn("Segmentation", r.stderr)
+
+    def test_zero_duration_is_a_usage_error(self):
+        # It used to print an error message nobody had written (uninitialised memory):
+        # under memcheck, any such read fails the run (exit 99).
+        for value in ("0", "0s", "-1s"):
+            with self.subTest(value=value):
+                r = subprocess.run(["valgrind", "-q", "--error-exitcode=99", np.NODEPROF, "record", "--duration",
+                                    value], capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(r.stderr, f"nodeprof record: --duration {value}: duration must be > 0\n")
+                self.assertEqual(r.stdout, "")
+
+    def test_cxx_names_are_demangled_by_default(self):
+        exe = os.path.join(np.tmpdir(self), "cxx_names")
+        subprocess.run(["g++", "-O1", "-g", "-fno-omit-frame-pointer", "-o", exe,
+                        os.path.join(np.WORKLOADS, "cxx_names.cc")], check=True, capture_output=True)
+        w = self.start(exe, 8)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "2s", "--sample-rate", "499", timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stacks = np.parse_folded(r.stdout)
+        # As perf prints them: template arguments kept, parameters left out.
+        named = sum(c for s, c in stacks.items()
+                    if np.contains_run(s.split(";"), ["main", "shapes::churn", "shapes::Box<unsigned long>::spin"]))
+        self.assertGreater(named, 0.8 * sum(stacks.values()), list(stacks)[:10])
+        self.assertNotIn("_ZN", r.stdout)
+        # --demangle none keeps the linker's names; full adds the parameters.
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "1s", "--demangle", "none", timeout=60)
+        self.assertIn("_ZNK6shapes3BoxImE4spinEl", r.stdout)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "1s", "--demangle", "full", timeout=60)
+        self.assertIn("shapes::Box<unsigned long>::spin(long) const", r.stdout)
+        # The help says what the default is.
+        self.assertRegex(np.nodeprof("record", "--help").stdout, r"templates \(default")
 
     def test_not_root_is_told_what_to_do(self):
         d = np.tmpdir(self)

@@ -313,6 +313,30 @@ class Run(unittest.TestCase):
         self.assertIn('msg="push rejected; not retried" endpoint="" status=none code=none '
                       'error="endpoint url \\"\\": not a valid URL (expected e.g. http://pyroscope:4040)"', text)
 
+    def test_printed_url_opens_the_ui(self):
+        # `--http-listen :PORT` is every interface: the URL printed for a person is one a
+        # browser can open (it used to be http://PORT/).
+        port = free_port()
+        log = open(os.path.join(np.tmpdir(self), "agent.log"), "w+")
+        self.addCleanup(log.close)
+        p = subprocess.Popen([np.NODEPROF, "run", "--http-listen", f":{port}"], stdout=log,
+                             stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        deadline, text = time.time() + 30, ""
+        while time.time() < deadline and "(Ctrl-C stops)" not in text:
+            self.assertIsNone(p.poll(), text)
+            time.sleep(0.2)
+            log.seek(0)
+            text = log.read()
+        url = f"http://127.0.0.1:{port}/"
+        self.assertIn(f"open {url} (Ctrl-C stops)", text)
+        self.assertIn(f"ui={url}", text)
+        with urllib.request.urlopen(url, timeout=10) as r:
+            self.assertEqual(r.status, 200)
+            self.assertIn("<html", r.read().decode().lower())
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=10), 0)
+
     def test_busy_listen_address(self):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))

@@ -73,7 +73,7 @@ int main(int argc, char **)
 }
 """
 
-# Spec §6.3: mangled -> (simplified, templates, full)
+# docs/specs/symbols.md §6.3: mangled -> (simplified, templates, full)
 CXX_EXPECT = {
     "_ZNSt6vectorIiSaIiEE9push_backEOi": (
         "std::vector::push_back",

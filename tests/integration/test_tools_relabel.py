@@ -1,12 +1,12 @@
 """`nodeprof tools relabel RULES_FILE` through the real binary: rule blocks in Alloy
 syntax, targets as JSON on stdin, relabeled targets on stdout. Data-driven over
 Prometheus's and Alloy's own test vectors (tests/fixtures/relabel-upstream.json), plus
-the rules of the shared Kubernetes example on pods shaped like the k8s fixtures."""
+the rules of the Kubernetes example (docs/examples/kubernetes.alloy) on pods shaped like the k8s fixtures."""
 import json
 import os
 import unittest
 
-from np import ROOT, SHARED, nodeprof, tmpdir
+from np import EXAMPLES, ROOT, nodeprof, tmpdir
 
 VECTORS = os.path.join(ROOT, "tests", "fixtures", "relabel-upstream.json")
 
@@ -53,7 +53,7 @@ ALLOY_REJECTS = {"prometheus TestRelabel #31: replace: UTF-8 target label name w
 
 def divergent(case):
     """Vectors about the points where Alloy's discovery.relabel and Prometheus differ
-    (../shared/specs/relabel.md §12): legacy name scheme, action spelling, templates.
+    (docs/specs/relabel.md §12): legacy name scheme, action spelling, templates.
     The tool speaks Alloy; these points have their own tests below."""
     if case.get("validation_scheme", "utf8") != "utf8" or case["name"] in ALLOY_REJECTS:
         return True
@@ -122,7 +122,7 @@ class ToolsRelabel(unittest.TestCase):
         self.assertEqual(json.loads(p.stdout), [{"a": "1", "b": "1"}])
 
     def test_kubernetes_example_rules(self):
-        with open(os.path.join(SHARED, "examples", "kubernetes.alloy")) as f:
+        with open(os.path.join(EXAMPLES, "kubernetes.alloy")) as f:
             text = f.read()
         # The rule blocks of discovery.relabel "local_pods", verbatim.
         body = text.split('discovery.relabel "local_pods" {', 1)[1].split("\npyroscope.ebpf", 1)[0]

@@ -9,7 +9,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODEPROF = os.path.join(ROOT, "build", "nodeprof")
-SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+EXAMPLES = os.path.join(ROOT, "docs", "examples")  # the example configurations tests run
 
 
 def nodeprof(*args, timeout=120, check=False, input=None, env=None):

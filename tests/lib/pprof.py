@@ -1,6 +1,6 @@
 """pprof for the integration tests: decoded by the Pyroscope test server's decoder
 (tests/servers/pyroscope.py, written from the field numbers of
-../shared/specs/pyroscope-push.md §1.2, sharing no code with the agent), and checked
+docs/specs/pyroscope-push.md §1.2, sharing no code with the agent), and checked
 with the server's own validation, so a profile that passes here would pass Pyroscope's."""
 import gzip
 import os

@@ -1,5 +1,5 @@
 """Builds small pprof profiles (profile.proto field numbers of
-../shared/specs/pyroscope-push.md §1.2) for tests that feed the agent without BPF:
+docs/specs/pyroscope-push.md §1.2) for tests that feed the agent without BPF:
 cpu/nanoseconds samples at a given rate, one function and location per frame name."""
 import gzip
 import time

@@ -2,7 +2,7 @@
 """A kube-apiserver stand-in for nodeprof's discovery tests (Python stdlib only).
 
 It serves what every discovery.kubernetes role uses, the way the real apiserver does
-(spec shared/specs/kubernetes.md §3):
+(docs/specs/kubernetes.md §3):
 
 * GET /api/v1/{pods,services,endpoints} (all namespaces) and
   /api/v1/namespaces/<ns>/{pods,services,endpoints}, /api/v1/nodes, /api/v1/namespaces,

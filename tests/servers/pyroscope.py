@@ -2,7 +2,7 @@
 """A Pyroscope push endpoint for tests (Python standard library only).
 
 It speaks the Connect unary protocol of POST /push.v1.PusherService/Push as Pyroscope serves it
-(../shared/specs/pyroscope-push.md §1): it decodes the protobuf (or JSON) PushRequest and the gzipped
+(docs/specs/pyroscope-push.md §1): it decodes the protobuf (or JSON) PushRequest and the gzipped
 pprof inside with its own decoder, applies the server-side validation of §1.5, answers with Connect
 status codes and JSON error bodies, and records what it received for the tests to query.
 
@@ -364,7 +364,8 @@ def valid_label_name(name):
 
 
 def check_series_labels(labels):
-    """Server validation (§1.5) of one series' labels; returns (labels dict, client notes)."""
+    """Server validation (docs/specs/pyroscope-push.md §1.5) of one series' labels; returns
+    (labels dict, client notes)."""
     notes = []
     names = [n for n, _ in labels]
     if not labels:

@@ -1,4 +1,4 @@
-/* Helpers shared by the k8s unit tests (include after cmocka.h). */
+/* Helpers shared by the k8s unit tests (tests/unit/helpers/k8s.c). */
 #ifndef NP_TESTS_K8S_TEST_H
 #define NP_TESTS_K8S_TEST_H
 
@@ -6,15 +6,7 @@
 
 #include "agent/util/labels.h"
 
-/* Fails unless ls has name = value. */
-static __attribute__((unused)) void assert_label(const struct np_labels *ls, const char *name, const char *value)
-{
-	const char *v = np_labels_get(ls, name);
-
-	if (!v)
-		fail_msg("label %s is missing", name);
-	if (strcmp(v, value) != 0)
-		fail_msg("label %s = \"%s\", want \"%s\"", name, v, value);
-}
+/* Fails the test unless ls has name = value. */
+void assert_label(const struct np_labels *ls, const char *name, const char *value);
 
 #endif

@@ -1,7 +1,8 @@
-/* Helpers shared by the relabel unit tests: rules and label sets written as JSON
- * (single quotes allowed, turned into double quotes; write \u0027 for a real one),
- * in the rule format of ../shared/fixtures/relabel-upstream.json: a present key is
- * a written field, an absent key is a default. */
+/* Helpers shared by the relabel unit tests (tests/unit/helpers/relabel.c): rules and
+ * label sets written as JSON (single quotes allowed, turned into double quotes; write
+ * \u0027 for a real one), in the rule format of tests/fixtures/relabel-upstream.json: a
+ * present key is a written field, an absent key is a default. Failures end the test
+ * (cmocka's fail_msg). */
 #ifndef NP_TESTS_RELABEL_TEST_H
 #define NP_TESTS_RELABEL_TEST_H
 
@@ -14,22 +15,6 @@
 #include "agent/util/targets_json.h"
 #include "relabel/relabel.h"
 
-static json_t *J(const char *text)
-{
-	char *t = strdup(text);
-	json_error_t je;
-	json_t *v;
-
-	for (char *p = t; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	v = json_loads(t, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-	if (!v)
-		fail_msg("bad test JSON %s: %s", text, je.text);
-	free(t);
-	return v;
-}
-
 /* Rule specs borrowing strings from a JSON array of rule objects (kept alive by the caller). */
 struct spec_set {
 	struct relabel_rule_spec *v;
@@ -37,157 +22,26 @@ struct spec_set {
 	size_t n;
 };
 
-static __attribute__((unused)) const char *opt_str(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-
-	return v ? json_string_value(v) : NULL;
-}
-
-static __attribute__((unused)) void specs_from_json(json_t *rules, struct spec_set *set)
-{
-	set->n = json_array_size(rules);
-	set->v = calloc(set->n + 1, sizeof(*set->v));
-	set->src = calloc(set->n + 1, sizeof(*set->src));
-	for (size_t i = 0; i < set->n; i++) {
-		json_t *r = json_array_get(rules, i), *sl = json_object_get(r, "source_labels"), *mod;
-		struct relabel_rule_spec *s = &set->v[i];
-		if (sl) {
-			set->src[i] = calloc(json_array_size(sl) + 1, sizeof(char *));
-			for (size_t k = 0; k < json_array_size(sl); k++)
-				set->src[i][k] = json_string_value(json_array_get(sl, k));
-			s->source_labels = set->src[i];
-			s->n_source_labels = json_array_size(sl);
-		}
-		s->separator = opt_str(r, "separator");
-		s->regex = opt_str(r, "regex");
-		s->target_label = opt_str(r, "target_label");
-		s->replacement = opt_str(r, "replacement");
-		s->action = opt_str(r, "action");
-		if ((mod = json_object_get(r, "modulus"))) {
-			s->modulus = (uint64_t)json_integer_value(mod);
-			s->has_modulus = 1;
-		}
-	}
-}
-
-static __attribute__((unused)) void specs_free(struct spec_set *set)
-{
-	for (size_t i = 0; i < set->n; i++)
-		free((void *)set->src[i]);
-	free(set->src);
-	free(set->v);
-}
-
-static __attribute__((unused)) int compile_json(json_t *rules, enum relabel_dialect d, struct relabel_rules **out, size_t *bad,
-			struct np_err *err)
-{
-	struct spec_set set;
-	int rc;
-
-	specs_from_json(rules, &set);
-	rc = relabel_compile(set.v, set.n, d, out, bad, err);
-	specs_free(&set);
-	return rc;
-}
-
-static __attribute__((unused)) struct relabel_rules *rules_ok(enum relabel_dialect d, const char *rules_json)
-{
-	json_t *j = J(rules_json);
-	struct relabel_rules *r = NULL;
-	struct np_err err;
-	size_t bad = 0;
-
-	if (compile_json(j, d, &r, &bad, &err) < 0)
-		fail_msg("rules %s: unexpected error: %s", rules_json, err.msg);
-	json_decref(j);
-	return r;
-}
-
+/* The JSON text as a value (single quotes read as double quotes). */
+json_t *J(const char *text);
+/* The string at key, or NULL when it is absent. */
+const char *opt_str(json_t *o, const char *key);
+void specs_from_json(json_t *rules, struct spec_set *set);
+void specs_free(struct spec_set *set);
+int compile_json(json_t *rules, enum relabel_dialect d, struct relabel_rules **out, size_t *bad, struct np_err *err);
+/* Compiling must succeed. */
+struct relabel_rules *rules_ok(enum relabel_dialect d, const char *rules_json);
 /* Compiling must fail with exactly msg. */
-static __attribute__((unused)) void rules_err(enum relabel_dialect d, const char *rules_json, const char *msg)
-{
-	json_t *j = J(rules_json);
-	struct relabel_rules *r = NULL;
-	struct np_err err;
-	size_t bad = 99;
-
-	if (compile_json(j, d, &r, &bad, &err) == 0) {
-		relabel_rules_free(r);
-		fail_msg("rules %s: compiled, expected error %s", rules_json, msg);
-	}
-	json_decref(j);
-	assert_null(r);
-	if (msg && strcmp(err.msg, msg) != 0)
-		fail_msg("rules %s:\n  got  %s\n  want %s", rules_json, err.msg, msg);
-}
-
-static __attribute__((unused)) void labels_json(json_t *obj, struct np_labels *ls)
-{
-	struct np_err err;
-
-	if (np_labels_from_json(obj, ls, &err) < 0)
-		fail_msg("bad labels: %s", err.msg);
-}
-
-static __attribute__((unused)) char *labels_str(const struct np_labels *ls)
-{
-	json_t *j = np_labels_to_json(ls);
-	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII);
-
-	json_decref(j);
-	return s;
-}
-
+void rules_err(enum relabel_dialect d, const char *rules_json, const char *msg);
+void labels_json(json_t *obj, struct np_labels *ls);
+/* The labels as compact JSON with sorted keys. Caller frees. */
+char *labels_str(const struct np_labels *ls);
 /* Applies rules to input (JSON object); expected is a JSON object or "null" for dropped. */
-static __attribute__((unused)) void expect_apply(const struct relabel_rules *r, json_t *input, json_t *expected, const char *what)
-{
-	struct np_labels ls = NP_LABELS_INIT, want = NP_LABELS_INIT;
-	struct np_err err;
-	int keep = -1;
-
-	labels_json(input, &ls);
-	if (relabel_apply(r, &ls, &keep, &err) < 0)
-		fail_msg("%s: relabel_apply failed: %s", what, err.msg);
-	if (json_is_null(expected)) {
-		if (keep) {
-			char *got = labels_str(&ls);
-			fail_msg("%s: expected the target to be dropped, got %s", what, got);
-		}
-	} else {
-		labels_json(expected, &want);
-		if (!keep)
-			fail_msg("%s: target dropped, expected a result", what);
-		if (np_labels_cmp(&ls, &want) != 0) {
-			char *got = labels_str(&ls), *exp = labels_str(&want);
-			fail_msg("%s:\n  got  %s\n  want %s", what, got, exp);
-		}
-	}
-	np_labels_free(&ls);
-	np_labels_free(&want);
-}
-
-static __attribute__((unused)) void apply_str(const struct relabel_rules *r, const char *input, const char *expected)
-{
-	json_t *in = J(input), *exp = J(expected);
-
-	expect_apply(r, in, exp, input);
-	json_decref(in);
-	json_decref(exp);
-}
-
-/* Compiles rules_json (Prometheus UTF-8 unless told) and checks one input/output pair. */
-static __attribute__((unused)) void case_d(enum relabel_dialect d, const char *rules_json, const char *input, const char *expected)
-{
-	struct relabel_rules *r = rules_ok(d, rules_json);
-
-	apply_str(r, input, expected);
-	relabel_rules_free(r);
-}
-
-static __attribute__((unused)) void case1(const char *rules_json, const char *input, const char *expected)
-{
-	case_d(RELABEL_PROMETHEUS_UTF8, rules_json, input, expected);
-}
+void expect_apply(const struct relabel_rules *r, json_t *input, json_t *expected, const char *what);
+void apply_str(const struct relabel_rules *r, const char *input, const char *expected);
+/* Compiles rules_json in dialect d and checks one input/output pair. */
+void case_d(enum relabel_dialect d, const char *rules_json, const char *input, const char *expected);
+/* case_d in the Prometheus UTF-8 dialect. */
+void case1(const char *rules_json, const char *input, const char *expected);
 
 #endif

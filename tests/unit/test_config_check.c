@@ -1,6 +1,6 @@
-/* Unit tests for component validation (what `nodeprof check` reports): the shared
- * examples, every component type's arguments, defaults and cross-argument rules,
- * references between components, and the typed accessors adapters use. */
+/* Unit tests for component validation (what `nodeprof check` reports): the example
+ * configurations (docs/examples), every component type's arguments, defaults and
+ * cross-argument rules, references between components, and the typed accessors adapters use. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,21 +28,21 @@ static char *read_file(const char *path)
 	return buf;
 }
 
-/* Every file of ../shared/examples passes check (warnings allowed). */
-static void shared_examples_pass(void **state)
+/* Every file of docs/examples passes check (warnings allowed). */
+static void examples_pass(void **state)
 {
 	static const struct {
 		const char *file, *summary, *diags;
 	} ex[] = {
-		{ "../shared/examples/kubernetes.alloy",
+		{ "docs/examples/kubernetes.alloy",
 		  "4 components: discovery.kubernetes.all_pods, discovery.relabel.local_pods, pyroscope.ebpf.local_pods, "
 		  "pyroscope.write.endpoint",
 		  "" },
-		{ "../shared/examples/docker.alloy",
+		{ "docs/examples/docker.alloy",
 		  "4 components: discovery.docker.linux, discovery.relabel.local_containers, pyroscope.write.staging, "
 		  "pyroscope.ebpf.default",
 		  "" },
-		{ "../shared/examples/grafana-agent-flow.alloy",
+		{ "docs/examples/grafana-agent-flow.alloy",
 		  "3 components: discovery.kubernetes.local_pods, pyroscope.ebpf.instance, pyroscope.write.endpoint",
 		  "7:32: warning: env is deprecated; use sys.env instead" },
 	};
@@ -64,13 +64,13 @@ static void shared_examples_pass(void **state)
 	}
 }
 
-/* The shared examples' edges and order: discovery, then relabel, then the writer
+/* The Kubernetes example's edges and order: discovery, then relabel, then the writer
  * before the profiler that forwards to it. */
 static void example_graph_shape(void **state)
 {
 	struct cfg_diags d;
 	cfg_diags_init(&d, "t");
-	const char *src = read_file("../shared/examples/kubernetes.alloy");
+	const char *src = read_file("docs/examples/kubernetes.alloy");
 	struct cfg_graph *g = cfg_graph_load_source("t", src, strlen(src), &d);
 	assert_non_null(g);
 	long k8s = cfg_graph_find(g, "discovery.kubernetes.all_pods"), rl = cfg_graph_find(g, "discovery.relabel.local_pods");
@@ -596,7 +596,7 @@ static void relabel_rules(void **state)
 		  "4:14: relabel configuration for replace action requires 'target_label' value" },
 		{ "discovery.relabel \"r\" {\n  targets = []\n  rule {\n    action = \"keepequal\"\n    source_labels = [\"a\"]\n    "
 		  "target_label = \"b\"\n    regex = \"(.*)\"\n  }\n}",
-		  "" }, /* Alloy accepts an explicit default regex here (spec §12) */
+		  "" }, /* Alloy accepts an explicit default regex here (docs/specs/relabel.md §12) */
 		{ "discovery.relabel \"r\" {\n  targets = []\n  rule {\n    source_labels = [\"a\"]\n    target_label = "
 		  "\"utf-8.label${1}\"\n  }\n}",
 		  "5:20: \"utf-8.label${1}\" is invalid 'target_label' for replace action" }, /* Alloy's Validate rejects it (Prometheus accepts it): Alloy's rules win */
@@ -657,7 +657,7 @@ static void references_and_structure(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(shared_examples_pass),
+		cmocka_unit_test(examples_pass),
 		cmocka_unit_test(example_graph_shape),
 		cmocka_unit_test(schema_defaults_are_valid),
 		cmocka_unit_test(documented_defaults),

@@ -26,7 +26,7 @@ static void run_cases(const struct tcase *cases, size_t n)
 
 #define RUN(cases) run_cases(cases, sizeof(cases) / sizeof(cases[0]))
 
-/* Every statement and expression form of the grammar (peers.md §4.2). */
+/* Every statement and expression form of the grammar (docs/specs/alloy-syntax.md §2). */
 static void valid_forms(void **state)
 {
 	static const struct tcase cases[] = {

@@ -1,5 +1,5 @@
 /* Unit tests for agent/discovery/container_id: every case of the real-world fixture
- * tests/fixtures/cgroup-sample.json (a copy of ../shared/fixtures/) as its own test,
+ * tests/fixtures/cgroup-sample.json as its own test,
  * then the edges of the rule one by one. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +17,7 @@
 
 #define FIXTURE "tests/fixtures/cgroup-sample.json"
 
-/* The spec (container-id.md §5) names the cases its rule misses on purpose: the
+/* docs/specs/container-id.md §5 names the cases its rule misses on purpose: the
  * synthetic "<id>.aaaa" suffix. IDs that are not 64 hex (ECS/Fargate task IDs) are
  * out of scope for every 64-hex extractor, so for them the rule must give none. */
 static const char *const known_misses[] = { "otel-java: 64-hex followed by an arbitrary '.aaaa' suffix" };

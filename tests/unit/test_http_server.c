@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "agent/http/server.h"
+#include "tests/unit/wait_test.h"
 
 static int connect_to(int port)
 {
@@ -195,6 +196,11 @@ static void requests_and_errors(void **state)
 	np_http_stop(srv);
 }
 
+static int has_ws_client(void *srv)
+{
+	return np_http_ws_clients(srv) > 0;
+}
+
 static void websocket_broadcast(void **state)
 {
 	struct np_http_server *srv = start();
@@ -215,8 +221,7 @@ static void websocket_broadcast(void **state)
 	assert_non_null(strstr(buf, "101"));
 	/* RFC 6455's example key */
 	assert_non_null(strstr(buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
-	for (int i = 0; i < 50 && np_http_ws_clients(srv) == 0; i++)
-		usleep(10000);
+	assert_true(np_test_wait_until(has_ws_client, srv, 5000));
 	assert_int_equal(np_http_ws_clients(srv), 1);
 	assert_int_equal(np_http_ws_broadcast(srv, "{\"a\":1}", 7, &err), 0);
 	assert_int_equal(np_http_ws_broadcast(srv, "{\"b\":2}", 7, &err), 0);
@@ -252,12 +257,44 @@ static void listen_addresses(void **state)
 			fail_msg("accepted %s", bad[i]);
 }
 
+/* The URL `nodeprof run` prints: one a browser opens, whatever the listen address. */
+static void listen_urls(void **state)
+{
+	static const struct {
+		const char *addr;
+		int bound;
+		const char *url;
+	} cases[] = {
+		{ "127.0.0.1:4100", 4100, "http://127.0.0.1:4100/" },
+		{ ":4100", 4100, "http://127.0.0.1:4100/" },
+		{ "0.0.0.0:4100", 0, "http://127.0.0.1:4100/" },
+		{ "[::]:4100", 4100, "http://[::1]:4100/" },
+		{ "[::1]:80", 80, "http://[::1]:80/" },
+		{ "[fe80::1]:81", 0, "http://[fe80::1]:81/" },
+		{ "myhost:4100", 4100, "http://myhost:4100/" },
+		{ "localhost:0", 43210, "http://localhost:43210/" },
+		{ ":0", 5555, "http://127.0.0.1:5555/" },
+	};
+	char url[64];
+	struct np_err err;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (np_http_listen_url(cases[i].addr, cases[i].bound, url, sizeof(url), &err))
+			fail_msg("%s: %s", cases[i].addr, err.msg);
+		assert_string_equal(url, cases[i].url);
+	}
+	assert_int_equal(np_http_listen_url("4100", 0, url, sizeof(url), &err), -1);
+	assert_non_null(strstr(err.msg, "expected host:port"));
+	assert_int_equal(np_http_listen_url("a-rather-long-host-name:4100", 0, url, 20, &err), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(requests_and_errors),
 		cmocka_unit_test(websocket_broadcast),
 		cmocka_unit_test(listen_addresses),
+		cmocka_unit_test(listen_urls),
 	};
 	return cmocka_run_group_tests_name("http_server", tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* The tricky points of ../shared/specs/relabel.md, one test each: validation messages
+/* The tricky points of docs/specs/relabel.md, one test each: validation messages
  * verbatim, dialect differences, source joins, anchoring, `$` expansion, empty values,
  * hashmod, Unicode case mapping, labelmap snapshots, relabel_targets, threads, and what
  * happens when a regexp gives up. (Go's own regexp is compared in the integration test

@@ -1,5 +1,5 @@
 /* Prometheus' and Alloy's own relabel test cases (tests/fixtures/relabel-upstream.json,
- * a copy of ../shared/fixtures/relabel-upstream.json), one cmocka test per case.
+ * described in docs/specs/relabel.md §13), one cmocka test per case.
  * Dialect per case: Alloy cases with RELABEL_ALLOY, "validation_scheme": "legacy"
  * with RELABEL_PROMETHEUS_LEGACY, the rest with RELABEL_PROMETHEUS_UTF8. Every run
  * case also goes through relabel_targets in one batch, which must agree. */

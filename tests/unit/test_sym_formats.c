@@ -1,6 +1,6 @@
 /* Unit tests for the binary symbol formats: .gopclntab in its four layouts (synthesized here
  * exactly as the Go linker lays them out, in both byte orders and pointer sizes), demangling
- * modes (the verified table of symbols spec §6.3 and §7), xz (MiniDebugInfo) and the
+ * modes (the verified tables of docs/specs/symbols.md §6.3 and §7), xz (MiniDebugInfo) and the
  * debuglink CRC. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -196,7 +196,7 @@ static void gopclntab_rejects_garbage(void **state)
 	sym_stb_free(&b);
 }
 
-/* ---- demangling: spec §6.3 and §7 verified outputs ---- */
+/* ---- demangling: docs/specs/symbols.md §6.3 and §7 verified outputs ---- */
 
 struct dm_case {
 	const char *mangled, *simplified, *templates, *full;

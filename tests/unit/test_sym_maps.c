@@ -114,7 +114,7 @@ static void bounds_the_number_of_mappings(void **state)
 	sym_maps_free(&m);
 }
 
-/* §3.1's verified example: /usr/bin/sleep, exec PT_LOAD offset = vaddr = 0x2000. */
+/* docs/specs/symbols.md §3.1's verified example: /usr/bin/sleep, exec PT_LOAD offset = vaddr = 0x2000. */
 static void translates_pie_text(void **state)
 {
 	struct sym_load loads[] = {

@@ -1,18 +1,19 @@
 /* Unit tests for the writer's queues and life cycle without a Pyroscope: a refused
  * port keeps profiles in backoff, a listener that never answers keeps one on the
  * wire. Checks the byte bound and oldest-first dropping, aborting an in-flight
- * transfer, the shutdown deadline, reloads that keep queues, and rejections. */
+ * transfer, the shutdown deadline, reloads that keep queues, and rejections. What the
+ * worker threads do is waited for as conditions with a deadline (tests/unit/wait_test.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -20,14 +21,7 @@
 #include "agent/util/log.h"
 #include "agent/util/metrics.h"
 #include "agent/write/writer.h"
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "tests/unit/wait_test.h"
 
 /* A bound socket on 127.0.0.1; listening or not. Returns the fd, sets *port. */
 static int local_socket(int listening, int *port)
@@ -95,18 +89,37 @@ static double metric(struct np_metrics *reg, const char *line_prefix)
 	return v;
 }
 
+struct drops {
+	struct np_writer *w;
+	int want;
+	struct np_write_endpoint_stats st;
+};
+
+static int dropped_enough(void *ud)
+{
+	struct drops *d = ud;
+
+	assert_int_equal(np_writer_endpoint_stats(d->w, 0, &d->st), 0);
+	return (int)d->st.dropped_profiles >= d->want;
+}
+
+/* A profile taken off the wire is counted as dropped by the worker, not by the append
+ * that overflowed the queue: wait for the count. */
 static void wait_for(struct np_writer *w, int want_dropped, int timeout_ms)
 {
-	struct np_write_endpoint_stats st;
-	int64_t until = mono_ms() + timeout_ms;
+	struct drops d = { .w = w, .want = want_dropped };
 
-	do {
-		assert_int_equal(np_writer_endpoint_stats(w, 0, &st), 0);
-		if ((int)st.dropped_profiles >= want_dropped)
-			return;
-		usleep(10000);
-	} while (mono_ms() < until);
-	fail_msg("dropped %d, want %d", (int)st.dropped_profiles, want_dropped);
+	if (!np_test_wait_until(dropped_enough, &d, timeout_ms))
+		fail_msg("dropped %d, want %d", (int)d.st.dropped_profiles, want_dropped);
+}
+
+/* True once a connection waits in the listening socket's backlog: the worker has taken
+ * the profile from the queue and is sending it. */
+static int connection_pending(void *ud)
+{
+	struct pollfd p = { .fd = *(int *)ud, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1;
 }
 
 static void queue_bound_drops_oldest(void **state)
@@ -123,10 +136,9 @@ static void queue_bound_drops_oldest(void **state)
 	cfg.endpoints[0].queue_max_bytes = 10000;
 	cfg.shutdown_flush_ns = 0;
 	assert_int_equal(np_writer_new(&cfg, &w, &err), 0);
-	for (int i = 0; i < 20; i++) {
+	for (int i = 0; i < 20; i++)
 		assert_int_equal(append_one(w, 1000, i), 0);
-		usleep(2000);
-	}
+	wait_for(w, 11, 5000);
 	assert_int_equal(np_writer_endpoint_stats(w, 0, &st), 0);
 	/* Each body is the 1000-byte profile plus ~40 bytes of labels: 9 fit in 10000. */
 	assert_true(st.queued_bytes <= 10000);
@@ -166,11 +178,11 @@ static void overflow_aborts_inflight_transfer(void **state)
 	cfg.shutdown_flush_ns = 0;
 	assert_int_equal(np_writer_new(&cfg, &w, &err), 0);
 	assert_int_equal(append_one(w, 1000, 0), 0);
-	usleep(200000); /* let the worker put it on the wire */
-	t0 = mono_ms();
+	assert_true(np_test_wait_until(connection_pending, &fd, 5000));
+	t0 = np_test_mono_ms();
 	assert_int_equal(append_one(w, 1000, 1), 0);
 	wait_for(w, 1, 2000);
-	assert_true(mono_ms() - t0 < 2000); /* aborted, not timed out after 30 s */
+	assert_true(np_test_mono_ms() - t0 < 2000); /* aborted, not timed out after 30 s */
 	assert_int_equal(np_writer_endpoint_stats(w, 0, &st), 0);
 	assert_int_equal(st.queued_profiles, 1);
 	assert_true(st.max_queued_bytes <= 1500);
@@ -196,10 +208,11 @@ static void shutdown_keeps_to_deadline(void **state)
 	assert_int_equal(np_writer_new(&cfg, &w, &err), 0);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(append_one(w, 100, i), 0);
-	usleep(100000);
-	t0 = mono_ms();
+	/* The first one on the wire, so that the flush has a transfer to wait for. */
+	assert_true(np_test_wait_until(connection_pending, &fd, 5000));
+	t0 = np_test_mono_ms();
 	np_writer_free(w);
-	took = mono_ms() - t0;
+	took = np_test_mono_ms() - t0;
 	assert_true(took >= 300 && took < 1500);
 	snprintf(key, sizeof(key), "pyroscope_write_dropped_profiles_total{endpoint=\"http://127.0.0.1:%d\"} ", port);
 	assert_true(metric(reg, key) == 3);

@@ -1,5 +1,5 @@
 /* discovery.docker: arguments of the Alloy reference (discovery/docker/docker.go;
- * ../shared/specs/kubernetes.md §4.1) and its Validate rules. The runtime adapter
+ * docs/specs/kubernetes.md §4.1) and its Validate rules. The runtime adapter
  * is agent/discovery/docker_component.c (over agent/discovery/docker.h). */
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* discovery.kubernetes: arguments of the Alloy reference
- * (../shared/specs/kubernetes.md §2), every role, and Alloy's load-time rules: only
+ * (docs/specs/kubernetes.md §2), every role, and Alloy's load-time rules: only
  * the HTTP client settings are checked. What Prometheus' own config loader refuses
  * but Alloy loads and ignores (api_server or HTTP client settings next to
  * kubeconfig_file, HTTP client settings in cluster, own_namespace outside a cluster,

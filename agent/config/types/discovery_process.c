@@ -1,5 +1,5 @@
 /* discovery.process: arguments of the Alloy reference (discovery/process/args.go;
- * ../shared/specs/kubernetes.md §4.2). Defaults follow the reference table (uid and
+ * docs/specs/kubernetes.md §4.2). Defaults follow the reference table (uid and
  * username true; Alloy's code leaves those two false when the block is absent, a
  * known doc/code mismatch). The runtime is agent/discovery/process_component.c. */
 #include "agent/config/types/types.h"

@@ -1,6 +1,6 @@
 /* pyroscope.write: external_labels, the endpoint blocks with every argument and
  * block of the Alloy reference (write.go, common/config HTTP client), and the
- * tracing block (../shared/specs/pyroscope-push.md §2). Exports `receiver`, the
+ * tracing block (docs/specs/pyroscope-push.md §2). Exports `receiver`, the
  * capsule pyroscope.ebpf's forward_to takes. The runtime is agent/write/component.c. */
 #include <string.h>
 

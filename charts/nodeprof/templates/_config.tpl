@@ -1,6 +1,6 @@
 {{/*
 The generated Alloy configuration: the Kubernetes pipeline of the pyroscope.ebpf
-reference (../shared/examples/kubernetes.alloy), with the chart's values. Every string
+reference (docs/examples/kubernetes.alloy), with the chart's values. Every string
 is written with toJson: a JSON string is a valid Alloy string with the same value.
 */}}
 {{- define "nodeprof.config" -}}

@@ -1,5 +1,5 @@
 // The expected result of a whole rule list on a target, written from Prometheus'
-// documented relabeling semantics (../shared/specs/relabel.md §§1-8) and the
+// documented relabeling semantics (docs/specs/relabel.md §§1-8) and the
 // validation of Alloy's relabel rule block (grafana/alloy
 // internal/component/common/relabel Config.Validate), on Go's own regexp, strings and
 // crypto/md5. tests/integration/test_relabel_differential.py compares it with
@@ -10,7 +10,7 @@
 //
 // A rule object holds the fields the rule writes (absent = Alloy's default).
 // "ambiguous" is set when a labelmap rule writes one name twice with different values:
-// Prometheus leaves that order to the label builder (spec §5), so no answer is the one.
+// Prometheus leaves that order to the label builder (docs/specs/relabel.md §5), so no answer is the one.
 package main
 
 import (

@@ -1,0 +1,164 @@
+"""The documents the code cites are in the repository, and the citations point at them:
+no tracked file refers to the notes that used to live one directory up, outside it, every
+`docs/...` file a tracked file names exists, every section cited as `docs/specs/FILE.md §N`
+is a heading of that file, a spec is never cited by its bare name, and the links between the
+documents resolve. Standard library only; reads `git ls-files`."""
+import os
+import re
+import subprocess
+import unittest
+
+from np import ROOT
+
+# Built from parts so that this file does not match itself.
+OUTSIDE = [("../" + "shared"), ('"..", ' + '"shared"')]
+
+# A file of docs/ named in text: docs/specs/X.md, docs/examples/X.alloy (both folders are
+# flat), docs/design.md, docs/conventions.md, or the folders themselves. Not preceded by
+# "repo:" or a longer path (upstream files such as grafana/alloy:docs/sources/... are
+# someone else's docs/), not followed by a deeper path.
+DOC_PATH = re.compile(r"(?<![\w/:.@-])docs/(?:(?:specs|examples)(?:/[\w.-]+)?|design\.md|conventions\.md)(?![\w/-])")
+# Section references right after a cited spec: "§2", "§§1-8", "§6-7", "§1.3 and §2",
+# "§2, §7, §8 and §12" (a comment may continue on the next line).
+SECTIONS = re.compile(r"^[\s*#/]*(§§?\s*\d+(?:\.\d+)*(?:(?:\s*(?:-|,|and)\s*)§?\d+(?:\.\d+)*)*)")
+HEADING = re.compile(r"^#+\s+(\d+(?:\.\d+)*)\.?\s")
+SPEC_NAMES = ("alloy-syntax", "container-id", "kubernetes", "pyroscope-push", "relabel", "symbols", "peers")
+BARE_SPEC = re.compile(r"(?<![\w/.(\[-])(%s)\.md\s*§" % "|".join(SPEC_NAMES))
+MD_LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+SELF = os.path.relpath(os.path.abspath(__file__), ROOT)
+
+
+def tracked_files():
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    return [p for p in out.decode().split("\0") if p]
+
+
+def read_text(path):
+    """The file's text, or None for binary files (and symlinks to directories)."""
+    try:
+        with open(os.path.join(ROOT, path), "rb") as f:
+            data = f.read()
+    except (IsADirectoryError, FileNotFoundError):
+        return None
+    if b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def headings(md_path):
+    """The section numbers of a Markdown file's headings ("1", "1.2", ...)."""
+    with open(md_path, encoding="utf-8") as f:
+        return {m.group(1) for m in map(HEADING.match, f) if m}
+
+
+def cited_sections(text):
+    """The section numbers in a citation's tail: "§§1-8" gives 1..8, "§1.3 and §2" gives 1.3 and 2."""
+    m = SECTIONS.match(text)
+    if not m:
+        return []
+    nums = re.findall(r"\d+(?:\.\d+)*", m.group(1))
+    out = list(nums)
+    # A range of top-level sections ("§§1-8", "§6-7") stands for every section between.
+    for a, b in re.findall(r"(\d+)\s*-\s*§?(\d+)(?![.\d])", m.group(1)):
+        out += [str(i) for i in range(int(a), int(b) + 1)]
+    return out
+
+
+def without_code(md):
+    """Markdown with code blocks and code spans blanked out (same length, same lines), so that
+    a regex or a C expression in them is not read as a link."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
+    md = re.sub(r"(?ms)^```.*?^```", blank, md)
+    return re.sub(r"`[^`\n]*`", blank, md)
+
+
+def problems_in(path, text, root=ROOT):
+    """Every problem with the references of one file's text, as "path:line: what" strings."""
+    found = []
+
+    def line_of(pos):
+        return text.count("\n", 0, pos) + 1
+
+    for bad in OUTSIDE:
+        for m in re.finditer(re.escape(bad), text):
+            found.append(f"{path}:{line_of(m.start())}: refers outside the repository ({bad}...)")
+    for m in DOC_PATH.finditer(text):
+        cited = m.group(0).rstrip(".")  # the end of a sentence
+        if re.fullmatch(r"[A-Z]+\.md", os.path.basename(cited)):
+            continue  # a placeholder: docs/specs/FILE.md
+        target = os.path.join(root, cited)
+        if not os.path.exists(target):
+            found.append(f"{path}:{line_of(m.start())}: {cited} does not exist")
+            continue
+        if cited.startswith("docs/specs/") and cited.endswith(".md"):
+            have = headings(target)
+            for sec in cited_sections(text[m.end():m.end() + 80]):
+                if sec not in have:
+                    found.append(f"{path}:{line_of(m.start())}: {cited} has no section {sec}")
+    if not path.startswith("docs/"):
+        for m in BARE_SPEC.finditer(text):
+            if not text[:m.start()].endswith("docs/specs/"):
+                found.append(f"{path}:{line_of(m.start())}: cite {m.group(1)}.md as docs/specs/{m.group(1)}.md")
+    if path.startswith("docs/") and path.endswith(".md"):
+        here = os.path.dirname(os.path.join(root, path))
+        for m in MD_LINK.finditer(without_code(text)):
+            link = m.group(1)
+            if re.match(r"^[a-z]+:", link):
+                continue
+            target = os.path.normpath(os.path.join(here, link))
+            if not os.path.exists(target):
+                found.append(f"{path}:{line_of(m.start())}: link {link} does not resolve")
+            elif target.endswith(".md"):
+                have = headings(target)
+                for sec in cited_sections(text[m.end():m.end() + 80]):
+                    if sec not in have:
+                        found.append(f"{path}:{line_of(m.start())}: {link} has no section {sec}")
+    return found
+
+
+class Docs(unittest.TestCase):
+    def test_every_reference_resolves_in_the_repository(self):
+        found = []
+        files = tracked_files()
+        self.assertIn("docs/design.md", files)
+        for path in files:
+            if path == SELF:
+                continue  # its own test cases are broken references on purpose
+            text = read_text(path)
+            if text is not None:
+                found += problems_in(path, text)
+        self.assertEqual(found, [], "\n" + "\n".join(found))
+
+    def test_the_documents_exist(self):
+        for name in ("design.md", "conventions.md", "specs/container-id.md", "specs/kubernetes.md",
+                     "specs/pyroscope-push.md", "specs/relabel.md", "specs/symbols.md", "specs/alloy-syntax.md",
+                     "examples/kubernetes.alloy", "examples/docker.alloy", "examples/grafana-agent-flow.alloy"):
+            self.assertTrue(os.path.isfile(os.path.join(ROOT, "docs", name)), name)
+
+    def test_the_checker_catches_what_it_should(self):
+        # A check that cannot fail checks nothing: each kind of broken reference, in a made-up file.
+        cases = {
+            "x.c": ("/* see " + OUTSIDE[0] + "/specs/relabel.md */", "refers outside"),
+            "x.py": ('P = os.path.join(ROOT, "..", ' + '"shared")', "refers outside"),
+            "y.c": ("/* docs/specs/nonexistent.md §1 */", "does not exist"),
+            "z.c": ("/* docs/examples/missing.alloy */", "does not exist"),
+            "s.c": ("/* docs/specs/relabel.md §99 */", "has no section 99"),
+            "t.c": ("/* docs/specs/relabel.md §§1-3 and §42 */", "has no section 42"),
+            "u.h": ("/* (docs/specs/pyroscope-push.md\n * §9.9) */", "has no section 9.9"),
+            "b.c": ("/* spec kubernetes.md §1 */", "cite kubernetes.md as docs/specs/kubernetes.md"),
+            "docs/specs/l.md": ("see [there](nowhere.md)", "does not resolve"),
+            "docs/specs/m.md": ("see [relabel.md](relabel.md) §77", "has no section 77"),
+        }
+        for path, (text, want) in cases.items():
+            with self.subTest(path=path):
+                found = problems_in(path, text)
+                self.assertTrue(any(want in f for f in found), found)
+        # And what is fine passes.
+        fine = ("/* docs/specs/relabel.md §2, §7, §8 and §12; docs/specs/symbols.md §6-7; "
+                "grafana/alloy:docs/sources/x.md; docs/examples/features/profiling/default; docs/examples */")
+        self.assertEqual(problems_in("ok.c", fine), [])
+        self.assertEqual(set(cited_sections(" §§1-3")), {"1", "2", "3"})
+
+
+if __name__ == "__main__":
+    unittest.main()
