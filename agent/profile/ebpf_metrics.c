@@ -47,6 +47,7 @@ enum {
 	G_PY_PROCS,
 	G_PY_CODES,
 	G_PY_BYTES,
+	G_UPROBES,
 	NGAUGES
 };
 
@@ -81,6 +82,12 @@ static const struct {
 	{ "nodeprof_ebpf_python_samples_total", "no_thread_state", NP_PY_NO_TSTATE },
 	{ "nodeprof_ebpf_python_stacks_cut_total", "read_failed", NP_PY_LOST_READ },
 	{ "nodeprof_ebpf_python_stacks_cut_total", "max_depth", NP_PY_LOST_DEPTH },
+	{ "nodeprof_ebpf_offcpu_events_total", "switch_seen", NP_OFFCPU_SWITCHES },
+	{ "nodeprof_ebpf_offcpu_events_total", "switch_recorded", NP_OFFCPU_RECORDED },
+	{ "nodeprof_ebpf_offcpu_events_total", "return_counted", NP_OFFCPU_COUNTED },
+	{ "nodeprof_ebpf_offcpu_events_total", "lost_returned_elsewhere", NP_OFFCPU_LOST_ELSEWHERE },
+	{ "nodeprof_ebpf_offcpu_events_total", "lost_kernel_stack", NP_OFFCPU_LOST_KSTACK },
+	{ "nodeprof_ebpf_probe_events_total", "uprobe_hit", NP_UPROBE_HITS },
 };
 #define NLABELED (sizeof(labeled) / sizeof(labeled[0]))
 
@@ -99,6 +106,16 @@ static const char *labeled_help(const char *metric, const char **label)
 		*label = "result";
 		return "Samples of CPython processes: walked (the thread had a Python thread state) or not "
 		       "(a thread the interpreter does not know, such as one a C extension started).";
+	}
+	if (strcmp(metric, "nodeprof_ebpf_offcpu_events_total") == 0) {
+		*label = "event";
+		return "Off-CPU time: voluntary switches of selected threads seen and recorded (off_cpu_threshold), "
+		       "returns counted with their time away, and records lost (the thread came back elsewhere "
+		       "than where it blocked, or its kernel stack could not be kept).";
+	}
+	if (strcmp(metric, "nodeprof_ebpf_probe_events_total") == 0) {
+		*label = "event";
+		return "Calls of probed functions (u_probe_links) by selected processes.";
 	}
 	if (strcmp(metric, "nodeprof_ebpf_python_stacks_cut_total") == 0) {
 		*label = "reason";
@@ -259,6 +276,11 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 		      np_metrics_gauge(reg, "nodeprof_unwind_mapping_entries",
 				       "Entries of the unwinder's process mapping trie.", NULL, err),
 		      err)) ||
+	    !(m->gauges[G_UPROBES] = series0(
+		      np_metrics_gauge(reg, "nodeprof_uprobes_attached",
+				       "Files with a uprobe attached (u_probe_links: one per distinct copy of each file).",
+				       NULL, err),
+		      err)) ||
 	    !(m->gauges[G_PY_PROCS] = series0(
 		      np_metrics_gauge(reg, "nodeprof_python_processes",
 				       "CPython processes whose Python frames the sampler walks.", NULL, err),
@@ -413,7 +435,8 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					 (double)st->unwind.tables.loaded, (double)st->unwind.bpf_bytes,
 					 (double)st->unwind.mapping_keys, (double)st->unwind.processes,
 					 (double)st->symbols.process_bytes,	  (double)st->python.processes,
-					 (double)st->python.codes,	  (double)st->python.bytes };
+					 (double)st->python.codes,	  (double)st->python.bytes,
+					 (double)st->uprobes.attached };
 	uint64_t limits[NLIMITS];
 
 	memcpy(limits, st->symbols.limits, sizeof(st->symbols.limits));

@@ -584,12 +584,15 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	struct py_tracker_stats pys;
 	np_collector_unwind_stats(p->col, &us);
 	np_collector_python_stats(p->col, &pys);
+	struct np_uprobes_stats ups;
+	np_collector_uprobe_stats(p->col, &ups);
 	symbolizer_stats(np_collector_symbolizer(p->col), &ss);
 	np_pid_cache_get_stats(p->pids, &ps);
 	pthread_mutex_lock(&p->mu);
 	p->stats.symbols = ss;
 	p->stats.unwind = us;
 	p->stats.python = pys;
+	p->stats.uprobes = ups;
 	p->stats.pid_cache = ps;
 	if (have_cs) {
 		p->stats.recovered_callers = cs.recovered_callers;

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "agent/discovery/pid_cache.h"
+#include "agent/profile/uprobes.h"
 #include "agent/python/tracker.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/loader.h"
@@ -95,6 +96,7 @@ struct np_ebpf_stats {
 	uint64_t bpf[NP_STAT_MAX];	  /* every BPF counter (stack walk ends by reason, frames) */
 	struct unw_loader_stats unwind;	  /* unwind tables and mappings in BPF */
 	struct py_tracker_stats python;	  /* CPython processes and their names */
+	struct np_uprobes_stats uprobes;  /* probes attached */
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity; /* BPF map fill */
 };
 void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats *out);
