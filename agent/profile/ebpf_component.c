@@ -105,6 +105,15 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
 		sum->unwind.mapping_keys += st.unwind.mapping_keys;
 		sum->unwind.processes += st.unwind.processes;
 		sum->unwind.bpf_bytes += st.unwind.bpf_bytes;
+		sum->python.processes += st.python.processes;
+		sum->python.unsupported += st.python.unsupported;
+		sum->python.codes += st.python.codes;
+		sum->python.bytes += st.python.bytes;
+		sum->python.code_reads += st.python.code_reads;
+		sum->python.code_read_failures += st.python.code_read_failures;
+		sum->uprobes.links += st.uprobes.links;
+		sum->uprobes.attached += st.uprobes.attached;
+		sum->uprobes.failed += st.uprobes.failed;
 		sum->counts_entries += st.counts_entries;
 		sum->counts_capacity += st.counts_capacity;
 		sum->stacks_entries += st.stacks_entries;

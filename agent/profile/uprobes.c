@@ -37,12 +37,19 @@ struct link {
 	size_t n, cap;
 };
 
+/* A process as the probes last saw it: its root directory can change under the same pid
+ * (a container's first process execs into chroot), and with it the files it maps. */
+struct seen {
+	uint32_t pid;
+	uint64_t root_dev, root_ino;
+};
+
 struct np_uprobes {
 	struct np_sampler *s; /* not owned */
 	struct link *links;
 	size_t n;
 	int load_probe;
-	uint32_t *seen; /* pids looked at (sorted on reset) */
+	struct seen *seen; /* processes looked at */
 	size_t nseen, seen_cap;
 	uint64_t failed;
 };
@@ -166,16 +173,28 @@ static void attach_process(struct np_uprobes *u, uint32_t pid)
 	close(root);
 }
 
+/* 1 when pid was looked at with the root it has now (a process that changed its root is new). */
 static int seen_before(struct np_uprobes *u, uint32_t pid)
 {
-	for (size_t i = 0; i < u->nseen; i++)
-		if (u->seen[i] == pid)
-			return 1;
-	if (u->nseen >= SEEN_MAX)
-		u->nseen = 0; /* forget: at worst a file is stat'ed again */
-	if (np_grow((void **)&u->seen, &u->seen_cap, u->nseen + 1, sizeof(*u->seen)))
+	char path[64];
+	struct stat st;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/proc/%u/root", pid);
+	if (stat(path, &st))
+		return 1; /* gone, or not ours to look at */
+	for (i = 0; i < u->nseen && u->seen[i].pid != pid; i++)
+		;
+	if (i < u->nseen && u->seen[i].root_dev == (uint64_t)st.st_dev && u->seen[i].root_ino == (uint64_t)st.st_ino)
 		return 1;
-	u->seen[u->nseen++] = pid;
+	if (i == u->nseen) {
+		if (u->nseen >= SEEN_MAX)
+			u->nseen = i = 0; /* forget: at worst a file is stat'ed again */
+		if (np_grow((void **)&u->seen, &u->seen_cap, u->nseen + 1, sizeof(*u->seen)))
+			return 1;
+		u->nseen++;
+	}
+	u->seen[i] = (struct seen){ pid, (uint64_t)st.st_dev, (uint64_t)st.st_ino };
 	return 0;
 }
 
