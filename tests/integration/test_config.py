@@ -133,10 +133,11 @@ pyroscope.write "w" { }
         p = nodeprof("check", path)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr.splitlines(), [
-            f"{path}:19:3: warning: python_enabled, perl_enabled, php_enabled, hotspot_enabled, ruby_enabled, "
-            "v8_enabled, dotnet_enabled = true: nodeprof has no interpreter unwinders yet; it profiles these "
-            "processes as native code (the runtime's own frames) and names JIT code from perf map files "
-            "(/tmp/perf-PID.map: node --perf-basic-prof, python -X perf, a JVM perf map agent)"])
+            f"{path}:LINE:3: warning: perl_enabled, php_enabled, hotspot_enabled, ruby_enabled, "
+            "v8_enabled, dotnet_enabled = true: nodeprof has no unwinder for this runtime yet (Python is the one "
+            "it has); it profiles these processes as native code (the runtime's own frames) and names JIT code "
+            "from perf map files (/tmp/perf-PID.map: node --perf-basic-prof, python -X perf, a JVM perf map agent)"
+            .replace("LINE", str(first_line(K8S_MONITORING_EBPF, "perl_enabled")))])
 
         path = write(os.path.join(d, "scenario.alloy"), """livedebugging {
   enabled = true
@@ -167,6 +168,7 @@ pyroscope.write "backend" {
   forward_to = []
   go_enabled = false
   off_cpu_threshold = 0.5
+  probe_links = ["kprobe:x"]
   debug_info {
     upload = true
   }
@@ -177,9 +179,14 @@ pyroscope.write "backend" {
         self.assertEqual(p.stderr.splitlines(), [
             f"{path}:3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized "
             "from their .gopclntab",
-            f"{path}:4:23: off_cpu_threshold = 0.5 is not supported by nodeprof yet: off-CPU profiling is not "
-            "implemented",
-            f"{path}:6:14: upload = true is not supported by nodeprof yet: debug info upload is not implemented"])
+            f"{path}:5:17: probe_links = [...] is not supported by nodeprof yet: its link syntax is not supported "
+            'yet; use u_probe_links = ["FILE:SYMBOL", ...]',
+            f"{path}:7:14: upload = true is not supported by nodeprof yet: debug info upload is not implemented"])
+
+
+def first_line(text, needle):
+    """The 1-based number of the first line of text that contains needle."""
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
 
 
 # The profiling feature of Grafana's k8s-monitoring chart, rendered with its default values.

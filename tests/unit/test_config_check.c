@@ -311,19 +311,21 @@ static void component_errors(void **state)
 		  "= false\n  v8_enabled = true\n  symb_cache_size = 4\n}",
 		  "3:3: warning: cache_rounds is deprecated and has no effect; remove it\n"
 		  "4:3: warning: collect_kernel_profile is deprecated and has no effect: use kernel_frames; remove it\n"
-		  "6:3: warning: v8_enabled = true: nodeprof has no interpreter unwinders yet; it profiles these processes as "
-		  "native code (the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: node "
-		  "--perf-basic-prof, python -X perf, a JVM perf map agent)\n"
+		  "6:3: warning: v8_enabled = true: nodeprof has no unwinder for this runtime yet (Python is the one it has); "
+		  "it profiles these processes as native code (the runtime's own frames) and names JIT code from perf map "
+		  "files (/tmp/perf-PID.map: node --perf-basic-prof, python -X perf, a JVM perf map agent)\n"
 		  "7:21: symb_cache_size = 4 is not supported by nodeprof yet: nodeprof keeps its symbol tables in a bounded "
 		  "in-memory cache" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  probe_links = [\"kprobe:x\"]\n  load_probe "
-		  "= true\n  debug_info { upload = true }\n  u_probe_links = [\"x\"]\n}",
-		  "3:23: off_cpu_threshold = 0.5 is not supported by nodeprof yet: off-CPU profiling is not implemented\n"
-		  "4:17: probe_links = [...] is not supported by nodeprof yet: probes are not implemented\n"
-		  "5:16: load_probe = true is not supported by nodeprof yet: probes are not implemented\n"
-		  "6:25: upload = true is not supported by nodeprof yet: debug info upload is not implemented\n"
-		  "7:19: u_probe_links = [...] is not supported by nodeprof yet: deprecated in favour of probe_links, and probes "
-		  "are not implemented" },
+		  "= true\n  debug_info { upload = true }\n}",
+		  "4:17: probe_links = [...] is not supported by nodeprof yet: its link syntax is not supported yet; use "
+		  "u_probe_links = [\"FILE:SYMBOL\", ...]\n"
+		  "6:25: upload = true is not supported by nodeprof yet: debug info upload is not implemented" },
+		/* off-CPU time and uprobes run: a link is checked against this host's files */
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  load_probe = true\n"
+		  "  u_probe_links = [\"x\", \"/nonexistent/lib.so:f\"]\n}",
+		  "5:19: u_probe_links: \"x\": a probe link is FILE:SYMBOL, e.g. /usr/lib/x86_64-linux-gnu/libc.so.6:malloc\n"
+		  "5:19: u_probe_links: /nonexistent/lib.so: No such file or directory" },
 		/* switched off, not-implemented features are fine */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0\n  probe_links = []\n  load_probe = false\n  "
 		  "python_enabled = false\n}",
@@ -557,9 +559,9 @@ static void k8s_monitoring_ebpf_block(void **state)
 		  "  forward_to = [pyroscope.write.profiles_service.receiver]\n}\n"
 		  "pyroscope.write \"profiles_service\" {\n  endpoint {\n    url = \"http://pyroscope.pyroscope.svc:4040\"\n"
 		  "    headers = {}\n  }\n  external_labels = {\n    cluster = \"k8s\",\n  }\n}",
-		  "7:3: warning: python_enabled, perl_enabled, php_enabled, hotspot_enabled, ruby_enabled, v8_enabled, "
-		  "dotnet_enabled = true: nodeprof has no interpreter unwinders yet; it profiles these processes as native "
-		  "code (the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: node "
+		  "12:3: warning: perl_enabled, php_enabled, hotspot_enabled, ruby_enabled, v8_enabled, dotnet_enabled = true: "
+		  "nodeprof has no unwinder for this runtime yet (Python is the one it has); it profiles these processes as "
+		  "native code (the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: node "
 		  "--perf-basic-prof, python -X perf, a JVM perf map agent)" },
 	};
 	RUN(cases);
