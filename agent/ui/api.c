@@ -13,6 +13,7 @@
 #include "agent/util/log.h"
 
 #define MAX_EVENT_SERVICES 16
+#define MAX_EVENT_TYPES 8
 
 struct np_ui {
 	struct np_http_server *srv;
@@ -28,6 +29,8 @@ struct np_ui {
 	int64_t pending_time_ns;
 	char services[MAX_EVENT_SERVICES][128];
 	size_t nservices;
+	char types[MAX_EVENT_TYPES][NP_STORE_TYPE_MAX]; /* so that a page refreshes only for its type */
+	size_t ntypes;
 };
 
 /* Fills q from the request; on error answers 400 and returns -1. */
@@ -52,6 +55,11 @@ static int read_query(struct np_ui *ui, const struct np_http_request *req, struc
 	}
 	q->service = np_http_query_get(req, "service");
 	q->process = np_http_query_get(req, "process");
+	q->type = np_http_query_get(req, "type");
+	if (np_store_check_type(ui->store, q->type, &err)) {
+		np_http_response_text(resp, 400, "%s", err.msg);
+		return -1;
+	}
 	return 0;
 }
 
@@ -127,6 +135,19 @@ static void handle_top(void *ud, const struct np_http_request *req, struct np_ht
 	json_response(resp);
 }
 
+static void handle_types(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+{
+	struct np_ui *ui = ud;
+	struct np_store_query q;
+	struct np_err err;
+
+	if (read_query(ui, req, &q, resp))
+		return;
+	if (np_store_types_json(ui->store, &q, &resp->body, &err))
+		return np_http_response_text(resp, 500, "%s", err.msg);
+	json_response(resp);
+}
+
 static void handle_timeline(void *ud, const struct np_http_request *req, struct np_http_response *resp)
 {
 	struct np_ui *ui = ud;
@@ -167,7 +188,7 @@ static void handle_pprof(void *ud, const struct np_http_request *req, struct np_
 	struct np_ui *ui = ud;
 	struct np_store_query q;
 	struct np_err err;
-	char svc[64], proc[64], disp[256];
+	char svc[64], proc[64], kind[64], disp[320];
 	struct tm tm;
 	char when[32];
 
@@ -179,11 +200,24 @@ static void handle_pprof(void *ud, const struct np_http_request *req, struct np_
 	}
 	filename_part(svc, sizeof(svc), q.service && *q.service ? q.service : "all");
 	filename_part(proc, sizeof(proc), q.process && *q.process ? q.process : "");
+	/* Other types than CPU say which in the name: the sample type, then the name when it is
+	 * not the kind's own (offcpu, uprobe, uprobe-myname). */
+	kind[0] = '\0';
+	if (q.type && *q.type && strcmp(q.type, NP_STORE_DEFAULT_TYPE) != 0) {
+		char id[NP_STORE_TYPE_MAX], part[128];
+		const char *rest = strchr(q.type, ':');
+		int k = np_store_kind_of(q.type);
+		snprintf(part, sizeof(part), "%.*s", rest ? (int)strcspn(rest + 1, ":") : 0, rest ? rest + 1 : "");
+		if (k >= 0 && !np_store_type_id(k, NULL, id, sizeof(id)) && strcmp(id, q.type) != 0)
+			snprintf(part + strlen(part), sizeof(part) - strlen(part), "-%.*s", (int)(rest - q.type), q.type);
+		kind[0] = '-';
+		filename_part(kind + 1, sizeof(kind) - 1, part);
+	}
 	time_t t = (time_t)(q.from_ns / 1000000000LL);
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(disp, sizeof(disp), "attachment; filename=\"nodeprof-%s%s%s-%s.pb.gz\"", svc, *proc ? "-" : "", proc,
-		 when);
+	snprintf(disp, sizeof(disp), "attachment; filename=\"nodeprof-%s%s%s%s-%s.pb.gz\"", svc, *proc ? "-" : "", proc,
+		 kind, when);
 	snprintf(resp->content_type, sizeof(resp->content_type), "application/octet-stream");
 	(void)np_http_response_header(resp, "Content-Disposition", disp);
 	(void)np_http_response_header(resp, "Cache-Control", "no-store");
@@ -237,6 +271,10 @@ static void on_profile(void *ud, const struct np_store_event *ev)
 		;
 	if (i == ui->nservices && ui->nservices < MAX_EVENT_SERVICES)
 		snprintf(ui->services[ui->nservices++], sizeof(ui->services[0]), "%s", ev->service);
+	for (i = 0; i < ui->ntypes && strcmp(ui->types[i], ev->type); i++)
+		;
+	if (i == ui->ntypes && ui->ntypes < MAX_EVENT_TYPES)
+		snprintf(ui->types[ui->ntypes++], sizeof(ui->types[0]), "%s", ev->type);
 	pthread_cond_signal(&ui->cond);
 	pthread_mutex_unlock(&ui->lock);
 }
@@ -274,9 +312,16 @@ static void *notifier(void *arg)
 				np_buf_putc(&msg, ',');
 			np_buf_json_str(&msg, ui->services[i], strlen(ui->services[i]));
 		}
+		np_buf_puts(&msg, "],\"types\":[");
+		for (size_t i = 0; i < ui->ntypes; i++) {
+			if (i)
+				np_buf_putc(&msg, ',');
+			np_buf_json_str(&msg, ui->types[i], strlen(ui->types[i]));
+		}
 		np_buf_puts(&msg, "]}");
 		ui->pending = 0;
 		ui->nservices = 0;
+		ui->ntypes = 0;
 		pthread_mutex_unlock(&ui->lock);
 		if (!msg.failed && np_http_ws_broadcast(ui->srv, msg.p, msg.len, &err))
 			np_log(NP_WARN, "ui", "websocket update failed", "err", err.msg, NULL);
@@ -311,6 +356,7 @@ int np_ui_start(struct np_http_server *srv, struct np_store *store, const struct
 	if (np_http_route(srv, "GET", "/", handle_index, ui, err) ||
 	    np_http_route(srv, "GET", "/ui/*", handle_asset, ui, err) ||
 	    np_http_route(srv, "GET", "/api/services", handle_services, ui, err) ||
+	    np_http_route(srv, "GET", "/api/types", handle_types, ui, err) ||
 	    np_http_route(srv, "GET", "/api/flamegraph", handle_flamegraph, ui, err) ||
 	    np_http_route(srv, "GET", "/api/top", handle_top, ui, err) ||
 	    np_http_route(srv, "GET", "/api/timeline", handle_timeline, ui, err) ||

@@ -2,19 +2,22 @@
  * profile store, and live updates over the server's WebSocket.
  *
  *   GET /                 the single-page UI (index.html); GET /ui/FILE its other files
+ *   GET /api/types        the profile types with data in the range (ID, label, unit)
  *   GET /api/services     services and processes with data in the range
  *   GET /api/flamegraph   the flame graph tree (&group=none|service|process, &max_nodes=N)
  *   GET /api/top          the top-functions table (&limit=N)
- *   GET /api/timeline     CPU time per bucket
+ *   GET /api/timeline     the type's values per bucket
  *   GET /api/pprof        the merged profile, gzipped pprof, as an attachment
  *   GET /api/stats        the store's counters
  * Common parameters: from, until (milliseconds since the epoch, "now", or
- * "now-DURATION" such as now-15m; default the last hour), service, process. A number
- * out of range is a 400 that says which range.
+ * "now-DURATION" such as now-15m; default the last hour), service, process, and
+ * type: the profile type ID (store.h; default the CPU type), one type per query. A
+ * number out of range is a 400 that says which range; a type the store does not know
+ * is a 400 that lists the types.
  *
- * Every WebSocket client gets {"type":"profiles","count":N,"services":[...],"time":MS}
- * at most every notify interval while profiles arrive. The debug page "store" shows
- * the store's counters. */
+ * Every WebSocket client gets {"type":"profiles","count":N,"services":[...],
+ * "types":[ID,...],"time":MS} at most every notify interval while profiles arrive. The
+ * debug page "store" shows the store's counters. */
 #ifndef NP_UI_API_H
 #define NP_UI_API_H
 

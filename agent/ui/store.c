@@ -1,7 +1,8 @@
-/* The local profile store: ingestion, time buckets, the memory budget and the
- * rebuilding of the interning tables (see store.h). Queries are in store_query.c.
+/* The local profile store: ingestion, profile types, time buckets, the memory budget
+ * and the rebuilding of the interning tables (see store.h). Queries are in
+ * store_query.c.
  *
- * A profile is decoded and reduced to (local stack, nanoseconds) pairs outside the
+ * A profile is decoded and reduced to (local stack, value) pairs outside the
  * lock; only the translation to store-wide ids and the merge into its bucket happen
  * under it. */
 #include <stdio.h>
@@ -342,11 +343,12 @@ static int bucket_merge(struct np_store *s, struct bucket *bk, const struct entr
 	return 0;
 }
 
-static uint32_t series_id(struct np_store *s, const char *service, const char *process, uint32_t pid)
+static uint32_t series_id(struct np_store *s, const char *type, int kind, const char *service, const char *process,
+			  uint32_t pid)
 {
 	char key[1024], comm[64] = "";
 	int added;
-	int n = snprintf(key, sizeof(key), "%s%c%s", service, '\0', process);
+	int n = snprintf(key, sizeof(key), "%s%c%s%c%s", type, '\0', service, '\0', process);
 	size_t klen = n < 0 ? 0 : (size_t)n >= sizeof(key) ? sizeof(key) - 1 : (size_t)n;
 	uint32_t id;
 
@@ -374,21 +376,24 @@ static uint32_t series_id(struct np_store *s, const char *service, const char *p
 			fclose(f);
 		}
 	}
-	size_t sl = strlen(service), pl = strlen(process), cl = strlen(comm);
+	size_t tl = strlen(type), sl = strlen(service), pl = strlen(process), cl = strlen(comm);
 	memset(se, 0, sizeof(*se));
-	se->block = malloc(sl + pl + cl + 3);
+	se->block = malloc(tl + sl + pl + cl + 4);
 	if (!se->block) {
 		/* A placeholder keeps ids dense; nothing refers to it, so compaction drops it. */
-		se->service = se->process = se->process_name = "";
+		se->type = se->service = se->process = se->process_name = "";
 		return 0;
 	}
-	memcpy(se->block, service, sl + 1);
-	memcpy(se->block + sl + 1, process, pl + 1);
-	memcpy(se->block + sl + pl + 2, comm, cl + 1);
-	se->block_len = sl + pl + cl + 3;
-	se->service = se->block;
-	se->process = se->block + sl + 1;
-	se->process_name = se->block + sl + pl + 2;
+	memcpy(se->block, type, tl + 1);
+	memcpy(se->block + tl + 1, service, sl + 1);
+	memcpy(se->block + tl + sl + 2, process, pl + 1);
+	memcpy(se->block + tl + sl + pl + 3, comm, cl + 1);
+	se->block_len = tl + sl + pl + cl + 4;
+	se->type = se->block;
+	se->kind = kind;
+	se->service = se->block + tl + 1;
+	se->process = se->block + tl + sl + 2;
+	se->process_name = se->block + tl + sl + pl + 3;
 	se->pid = pid;
 	s->series_bytes += se->block_len;
 	return id;
@@ -403,6 +408,7 @@ struct prepared {
 	uint64_t *values;	 /* per local stack id - 1 */
 	size_t values_cap;
 	uint64_t total;
+	int kind; /* enum np_profile_kind */
 	int64_t period_ns;
 	int64_t end_ns;
 };
@@ -414,23 +420,60 @@ static void prepared_free(struct prepared *p)
 	free(p->values);
 }
 
-/* Which value holds CPU time: a sample type in nanoseconds (cpu preferred), else a
- * count whose period is in nanoseconds. *mult converts the value to nanoseconds. */
-static int choose_value(const struct np_pprof_profile *prof, size_t *idx, int64_t *mult, struct np_err *err)
-{
-	long best = -1;
+/* ---- profile types ---- */
 
-	for (size_t i = 0; i < prof->nsample_types; i++) {
-		const char *unit = np_pprof_string(prof, prof->sample_types[i].unit);
-		const char *type = np_pprof_string(prof, prof->sample_types[i].type);
-		if (!strcmp(unit, "nanoseconds") && (best < 0 || !strcmp(type, "cpu")))
-			best = (long)i;
+int np_store_type_id(int kind, const char *name, char *buf, size_t cap)
+{
+	const struct np_profile_type *t = np_profile_type_of((enum np_profile_kind)kind);
+	int n = snprintf(buf, cap, "%s:%s:%s:%s:%s", name && *name ? name : t->name, t->sample_type, t->sample_unit,
+			 t->period_type ? t->period_type : "", t->period_unit ? t->period_unit : "");
+
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int np_store_kind_of(const char *type)
+{
+	const char *rest = type ? strchr(type, ':') : NULL;
+	char id[NP_STORE_TYPE_MAX];
+
+	for (int k = 0; rest && k < NP_PROFILE_KINDS; k++)
+		if (!np_store_type_id(k, "", id, sizeof(id)) && !strcmp(strchr(id, ':'), rest))
+			return k;
+	return -1;
+}
+
+static int is_type(const struct np_pprof_profile *prof, size_t i, const char *type, const char *unit)
+{
+	return !strcmp(np_pprof_string(prof, prof->sample_types[i].type), type) &&
+	       !strcmp(np_pprof_string(prof, prof->sample_types[i].unit), unit);
+}
+
+/* The profile's kind and the value kept: the first sample type, as Pyroscope reads a
+ * profile Alloy pushed, for off-CPU time and probe calls. CPU time is a cpu/nanoseconds
+ * sample type wherever it is (Go's runtime/pprof writes samples/count first), or else a
+ * count of samples whose period is in nanoseconds; *mult converts the value to the
+ * kind's unit. Any other sample type is refused rather than shown as what it is not. */
+static int classify(const struct np_pprof_profile *prof, int *kind, size_t *idx, int64_t *mult, struct np_err *err)
+{
+	const struct np_profile_type *cpu = np_profile_type_of(NP_PROFILE_CPU);
+
+	if (!prof->nsample_types)
+		return np_errf(err, "profile has no sample types");
+	*idx = 0;
+	*mult = 1;
+	for (int k = 0; k < NP_PROFILE_KINDS; k++) {
+		const struct np_profile_type *t = np_profile_type_of((enum np_profile_kind)k);
+		if (k != NP_PROFILE_CPU && is_type(prof, 0, t->sample_type, t->sample_unit)) {
+			*kind = k;
+			return 0;
+		}
 	}
-	if (best >= 0) {
-		*idx = (size_t)best;
-		*mult = 1;
-		return 0;
-	}
+	*kind = NP_PROFILE_CPU;
+	for (size_t i = 0; i < prof->nsample_types; i++)
+		if (is_type(prof, i, cpu->sample_type, cpu->sample_unit)) {
+			*idx = i;
+			return 0;
+		}
 	if (prof->period > 0 && !strcmp(np_pprof_string(prof, prof->period_type.unit), "nanoseconds"))
 		for (size_t i = 0; i < prof->nsample_types; i++) {
 			const char *unit = np_pprof_string(prof, prof->sample_types[i].unit);
@@ -440,11 +483,10 @@ static int choose_value(const struct np_pprof_profile *prof, size_t *idx, int64_
 				return 0;
 			}
 		}
-	if (!prof->nsample_types)
-		return np_errf(err, "profile has no sample types");
-	return np_errf(err, "profile has no CPU time (sample type %s/%s): the local store keeps nanoseconds",
-		       np_pprof_string(prof, prof->sample_types[0].type),
-		       np_pprof_string(prof, prof->sample_types[0].unit));
+	return np_errf(err,
+		       "profile has sample type %s/%s: the local store keeps CPU time (cpu/nanoseconds), off-CPU time "
+		       "(offcpu/nanoseconds) and probe calls (uprobe/count)",
+		       np_pprof_string(prof, prof->sample_types[0].type), np_pprof_string(prof, prof->sample_types[0].unit));
 }
 
 /* Frame keys (store_internal.h): "name" NUL, and for a frame with a mapping: file NUL
@@ -545,9 +587,11 @@ static int prepare(struct np_store *s, const struct np_pprof_profile *prof, stru
 	size_t nloc_frames = 0;
 	int rc = -1;
 
-	if (choose_value(prof, &vidx, &mult, err))
+	if (classify(prof, &p->kind, &vidx, &mult, err))
 		return -1;
-	p->period_ns = !strcmp(np_pprof_string(prof, prof->period_type.unit), "nanoseconds") ? prof->period : 0;
+	p->period_ns = p->kind == NP_PROFILE_CPU && !strcmp(np_pprof_string(prof, prof->period_type.unit), "nanoseconds")
+			       ? prof->period
+			       : 0;
 	/* Each location's frames, innermost first, computed once. */
 	loc_first = malloc((prof->nlocations + 1) * sizeof(uint32_t));
 	size_t total_lines = 0;
@@ -672,6 +716,19 @@ out:
 	return rc;
 }
 
+/* The type ID of a profile of this kind: __name__ from its labels. A ':' would make the
+ * ID ambiguous, and IDs are cut nowhere, so both are refused. */
+static int type_of(const struct np_labels *labels, int kind, char *type, size_t cap, struct np_err *err)
+{
+	const char *name = labels ? np_labels_get(labels, NP_LABEL_METRIC_NAME) : NULL;
+
+	if (name && (strchr(name, ':') || strlen(name) > 128))
+		return np_errf(err, "profile name (__name__) \"%.64s\" has a ':' or is longer than 128 bytes", name);
+	if (np_store_type_id(kind, name, type, cap))
+		return np_errf(err, "profile type too long");
+	return 0;
+}
+
 /* The series of a profile: its service and its process identity. */
 static void series_of(const struct np_labels *labels, char *service, size_t scap, char *process, size_t pcap,
 		      uint32_t *pid)
@@ -693,7 +750,7 @@ int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof
 {
 	struct np_pprof_profile *prof = NULL;
 	struct prepared p;
-	char service[256], process[256];
+	char type[NP_STORE_TYPE_MAX], service[256], process[256];
 	uint32_t pid, sid;
 	int rc;
 	np_store_listener listener;
@@ -703,7 +760,7 @@ int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof
 	memset(&p, 0, sizeof(p));
 	rc = np_pprof_decode(pprof, len, s->cfg.max_profile_bytes, &prof, err);
 	free(pprof);
-	if (rc || prepare(s, prof, &p, err)) {
+	if (rc || prepare(s, prof, &p, err) || type_of(labels, p.kind, type, sizeof(type), err)) {
 		pthread_mutex_lock(&s->lock);
 		s->st.rejected++;
 		pthread_mutex_unlock(&s->lock);
@@ -732,7 +789,7 @@ int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof
 			       s->cfg.budget_bytes);
 	}
 	enforce(s, s->cfg.budget_bytes - need); /* room first, so that the new data is not what gets evicted */
-	sid = series_id(s, service, process, pid);
+	sid = series_id(s, type, p.kind, service, process, pid);
 	if (!sid || insert(s, &p, sid, err)) {
 		if (!sid)
 			np_errf(err, "store: out of memory");
@@ -756,10 +813,11 @@ int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof
 	listener = s->listener;
 	listener_ud = s->listener_ud;
 	if (listener) {
+		ev.type = type;
 		ev.service = service;
 		ev.process = process;
 		ev.time_ns = end;
-		ev.value_ns = p.total;
+		ev.value = p.total;
 		ev.samples = p.stacks.n;
 		listener(listener_ud, &ev);
 	}
@@ -783,7 +841,8 @@ void np_store_get_stats(struct np_store *s, struct np_store_stats *out)
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		out->entries += s->buckets[b].n;
 		for (size_t i = 0; i < s->buckets[b].n; i++)
-			out->value_ns += s->buckets[b].e[i].value;
+			if (s->series[s->buckets[b].e[i].series - 1].kind == NP_PROFILE_CPU)
+				out->value_ns += s->buckets[b].e[i].value;
 	}
 	out->oldest_ns = s->nbuckets ? s->buckets[0].start : 0;
 	out->newest_ns = s->nbuckets ? s->buckets[s->nbuckets - 1].start : 0;

@@ -7,7 +7,8 @@
 #include "agent/ui/store.h"
 #include "agent/util/intern.h"
 
-/* One (series, stack) of a bucket: CPU nanoseconds. Entries are sorted by (series, stack). */
+/* One (series, stack) of a bucket: a value in the series' type's unit. Entries are
+ * sorted by (series, stack). */
 struct entry {
 	uint32_t series, stack; /* ids in s->series_ids / s->stacks */
 	uint64_t value;
@@ -19,14 +20,19 @@ struct bucket {
 	size_t n, cap;
 };
 
+/* A series is one profile type of one process (or service): the type is part of its
+ * key, so entries of different types never merge and a query picks a type by picking
+ * series. */
 struct series {
-	char *block;		  /* owned: the three strings below, NUL-separated */
+	char *block;		  /* owned: the four strings below, NUL-separated */
 	size_t block_len;
+	const char *type;	  /* in block: the profile type ID */
+	int kind;		  /* enum np_profile_kind of type */
 	const char *service;	  /* in block */
 	const char *process;	  /* in block: "pid:N", "container:ID" or "" */
 	const char *process_name; /* in block: the command name when known, else "" */
 	uint32_t pid;
-	int64_t period_ns; /* of its latest profile, for pprof export */
+	int64_t period_ns; /* of its latest profile, for pprof export (CPU types) */
 };
 
 struct np_store {
@@ -36,7 +42,7 @@ struct np_store {
 	/* Frame key: function name, NUL, then the mapping when there is one (np_store_frame_parse).
 	 * Stack key: uint32 frame ids, leaf first. */
 	struct np_intern frames, stacks;
-	struct np_intern series_ids; /* key: service, NUL, process */
+	struct np_intern series_ids; /* key: type ID, NUL, service, NUL, process */
 	struct series *series;	     /* index id-1 */
 	size_t series_cap, series_bytes;
 
@@ -51,6 +57,13 @@ struct np_store {
 	struct np_store_stats st; /* counters; sizes are recomputed on demand */
 	uint64_t evicted_since_compaction;
 };
+
+/* Profile types (store.h). The ID of a kind under a __name__ (NULL: the kind's own
+ * name) into buf (NP_STORE_TYPE_MAX bytes); -1 when it does not fit. */
+#define NP_STORE_TYPE_MAX 256
+int np_store_type_id(int kind, const char *name, char *buf, size_t cap);
+/* The kind of a type ID (the part after its name), or -1. */
+int np_store_kind_of(const char *type);
 
 /* A frame key as the pprof builder takes it; strings point into the key. */
 struct np_pprof_frame;

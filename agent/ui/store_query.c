@@ -1,6 +1,7 @@
 /* Queries over the local profile store (see store.h): every query first sums the
- * matching entries of the buckets in its time range into (group, stack) pairs,
- * then turns them into a flame graph tree, a top table, a timeline or a pprof.
+ * matching entries (series of its profile type and filters) of the buckets in its
+ * time range into (group, stack) pairs, then turns them into a flame graph tree, a
+ * top table, a timeline or a pprof.
  * Queries run under the store's lock: frame and stack ids are only stable while
  * it is held (a compaction renumbers them). */
 #include <math.h>
@@ -33,8 +34,69 @@ static void agg_free(struct agg *a)
 	a->n = 0;
 }
 
+/* ---- profile types ---- */
+
+static const char *query_type(const struct np_store_query *q)
+{
+	return q->type && *q->type ? q->type : NP_STORE_DEFAULT_TYPE;
+}
+
+static const char *const kind_labels[NP_PROFILE_KINDS] = {
+	[NP_PROFILE_CPU] = "CPU",
+	[NP_PROFILE_OFFCPU] = "Off-CPU",
+	[NP_PROFILE_UPROBE] = "uprobe calls",
+};
+
+/* "type":ID,"unit":UNIT, of an answer: the unit is the type's sample unit (its third field). */
+static void json_type_fields(struct np_buf *out, const char *type)
+{
+	const char *u = strchr(type, ':');
+
+	u = u ? strchr(u + 1, ':') : NULL;
+	np_buf_puts(out, "\"type\":");
+	np_buf_json_str(out, type, strlen(type));
+	np_buf_puts(out, ",\"unit\":");
+	np_buf_json_str(out, u ? u + 1 : "", u ? strcspn(u + 1, ":") : 0);
+	np_buf_putc(out, ',');
+}
+
+int np_store_check_type(struct np_store *s, const char *type, struct np_err *err)
+{
+	char id[NP_STORE_TYPE_MAX];
+	struct np_buf list = NP_BUF_INIT;
+	struct np_intern seen = NP_INTERN_INIT;
+	int found = !type || !*type; /* the default */
+
+	for (int k = 0; k < NP_PROFILE_KINDS && !found; k++)
+		found = !np_store_type_id(k, NULL, id, sizeof(id)) && !strcmp(id, type);
+	pthread_mutex_lock(&s->lock);
+	for (uint32_t i = 0; i < s->series_ids.n && !found; i++)
+		found = s->series[i].block && !strcmp(s->series[i].type, type);
+	if (found) {
+		pthread_mutex_unlock(&s->lock);
+		return 0;
+	}
+	/* The kinds' own types, then the other ones the store holds, each once. */
+	for (int k = 0; k < NP_PROFILE_KINDS; k++)
+		if (!np_store_type_id(k, NULL, id, sizeof(id)) && np_intern_str(&seen, id))
+			np_buf_printf(&list, "%s%s", k ? ", " : "", id);
+	for (uint32_t i = 0; i < s->series_ids.n; i++) {
+		int added = 0;
+		const char *t = s->series[i].type;
+		if (s->series[i].block && np_intern_add(&seen, t, strlen(t), &added) && added)
+			np_buf_printf(&list, ", %s", t);
+	}
+	pthread_mutex_unlock(&s->lock);
+	np_errf(err, "unknown profile type \"%.100s\": the types are %s", type, list.failed ? "(out of memory)" : list.p);
+	np_intern_free(&seen);
+	np_buf_free(&list);
+	return -1;
+}
+
 static int series_matches(const struct series *se, const struct np_store_query *q)
 {
+	if (strcmp(se->type, query_type(q)) != 0)
+		return 0;
 	if (q->service && *q->service && strcmp(se->service, q->service) != 0)
 		return 0;
 	if (q->process && *q->process && strcmp(se->process, q->process) != 0)
@@ -495,8 +557,9 @@ int np_store_flamegraph_json(struct np_store *s, const struct np_store_query *q,
 		threshold = max_nodes >= 2 ? kth_largest(tot, nnodes, max_nodes - 2) : UINT64_MAX;
 		free(tot);
 	}
-	np_buf_printf(out, "{\"unit\":\"nanoseconds\",\"total\":%llu,\"nodes\":%zu,", (unsigned long long)a.total,
-		      nnodes + 1);
+	np_buf_putc(out, '{');
+	json_type_fields(out, query_type(q));
+	np_buf_printf(out, "\"total\":%llu,\"nodes\":%zu,", (unsigned long long)a.total, nnodes + 1);
 	np_buf_printf(out, "\"from\":%lld,\"until\":%lld,\"tree\":", (long long)(q->from_ns / 1000000),
 		      (long long)(q->until_ns / 1000000));
 	if (emit_tree(&t, &nm, rank_to_name, threshold, max_nodes - 1, s->cfg.max_stack_depth + 1, out, &shown))
@@ -587,8 +650,9 @@ int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t
 		qsort_r(rows, nrows, sizeof(*rows), cmp_top, &nm);
 	if (limit == 0 || limit > nrows)
 		limit = nrows;
-	np_buf_printf(out, "{\"unit\":\"nanoseconds\",\"total\":%llu,\"count\":%zu,\"functions\":[",
-		      (unsigned long long)a.total, nrows);
+	np_buf_putc(out, '{');
+	json_type_fields(out, query_type(q));
+	np_buf_printf(out, "\"total\":%llu,\"count\":%zu,\"functions\":[", (unsigned long long)a.total, nrows);
 	for (size_t i = 0; i < limit; i++) {
 		const char *name = np_intern_key(&nm.ids, rows[i].name, NULL);
 		np_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
@@ -656,7 +720,7 @@ int np_store_services_json(struct np_store *s, const struct np_store_query *q_in
 			rows[bk->e[i].series].total += bk->e[i].value;
 	}
 	for (uint32_t id = 1; id <= s->series_ids.n; id++)
-		if (rows[id].total && s->series[id - 1].block)
+		if (rows[id].total && s->series[id - 1].block && series_matches(&s->series[id - 1], &q))
 			rows[nrows++] = (struct svc_row){ id, rows[id].total };
 	qsort_r(rows, nrows, sizeof(*rows), cmp_svc, s);
 	np_buf_puts(out, "{\"services\":[");
@@ -691,6 +755,88 @@ int np_store_services_json(struct np_store *s, const struct np_store_query *q_in
 	return 0;
 }
 
+struct type_row {
+	uint32_t series; /* one series of the type */
+	int own;	 /* the type has its kind's own name */
+	uint64_t total;
+};
+
+/* Kinds in their order (CPU first), each kind's own name first, then IDs alphabetically:
+ * equal types end up adjacent. */
+static int cmp_type(const void *a, const void *b, void *arg)
+{
+	const struct np_store *s = arg;
+	const struct type_row *ra = a, *rb = b;
+	const struct series *x = &s->series[ra->series - 1], *y = &s->series[rb->series - 1];
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (ra->own != rb->own)
+		return ra->own ? -1 : 1;
+	return strcmp(x->type, y->type);
+}
+
+int np_store_types_json(struct np_store *s, const struct np_store_query *q, struct np_buf *out, struct np_err *err)
+{
+	struct type_row *rows;
+	size_t nrows = 0;
+	char label[NP_STORE_TYPE_MAX + 32];
+
+	pthread_mutex_lock(&s->lock);
+	np_store_expire_locked(s);
+	rows = calloc(s->series_ids.n + 1, sizeof(*rows));
+	if (!rows) {
+		pthread_mutex_unlock(&s->lock);
+		return np_errf(err, "store query: out of memory");
+	}
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		const struct bucket *bk = &s->buckets[b];
+		if (!bucket_in_range(s, bk, q))
+			continue;
+		for (size_t i = 0; i < bk->n; i++)
+			rows[bk->e[i].series].total += bk->e[i].value;
+	}
+	for (uint32_t id = 1; id <= s->series_ids.n; id++) {
+		const struct series *se = &s->series[id - 1];
+		if (!rows[id].total || !se->block)
+			continue;
+		int own = !np_store_type_id(se->kind, NULL, label, sizeof(label)) && !strcmp(label, se->type);
+		rows[nrows++] = (struct type_row){ id, own, rows[id].total };
+	}
+	qsort_r(rows, nrows, sizeof(*rows), cmp_type, s);
+	np_buf_puts(out, "{\"default\":");
+	np_buf_json_str(out, NP_STORE_DEFAULT_TYPE, strlen(NP_STORE_DEFAULT_TYPE));
+	np_buf_puts(out, ",\"types\":[");
+	for (size_t i = 0, j; i < nrows; i = j) {
+		const struct series *se = &s->series[rows[i].series - 1];
+		const struct np_profile_type *t = np_profile_type_of((enum np_profile_kind)se->kind);
+		size_t name_len = strcspn(se->type, ":");
+		uint64_t total = 0;
+		for (j = i; j < nrows && !strcmp(s->series[rows[j].series - 1].type, se->type); j++)
+			total += rows[j].total;
+		np_buf_puts(out, i ? ",{\"id\":" : "{\"id\":");
+		np_buf_json_str(out, se->type, strlen(se->type));
+		np_buf_puts(out, ",\"name\":");
+		np_buf_json_str(out, se->type, name_len);
+		/* A name other than the kind's own is part of what a person must tell apart. */
+		if (rows[i].own)
+			snprintf(label, sizeof(label), "%s", kind_labels[se->kind]);
+		else
+			snprintf(label, sizeof(label), "%s (%.*s)", kind_labels[se->kind], (int)name_len, se->type);
+		np_buf_puts(out, ",\"label\":");
+		np_buf_json_str(out, label, strlen(label));
+		np_buf_puts(out, ",\"unit\":");
+		np_buf_json_str(out, t->sample_unit, strlen(t->sample_unit));
+		np_buf_printf(out, ",\"total\":%llu}", (unsigned long long)total);
+	}
+	np_buf_puts(out, "]}\n");
+	pthread_mutex_unlock(&s->lock);
+	free(rows);
+	if (out->failed)
+		return np_errf(err, "store query: out of memory");
+	return 0;
+}
+
 int np_store_timeline_json(struct np_store *s, const struct np_store_query *q, struct np_buf *out,
 			   struct np_err *err)
 {
@@ -706,7 +852,9 @@ int np_store_timeline_json(struct np_store *s, const struct np_store_query *q, s
 	}
 	for (uint32_t id = 1; id <= s->series_ids.n; id++)
 		match[id] = s->series[id - 1].block && series_matches(&s->series[id - 1], q);
-	np_buf_printf(out, "{\"step\":%lld,\"points\":[", (long long)(s->cfg.bucket_ns / 1000000));
+	np_buf_putc(out, '{');
+	json_type_fields(out, query_type(q));
+	np_buf_printf(out, "\"step\":%lld,\"points\":[", (long long)(s->cfg.bucket_ns / 1000000));
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		const struct bucket *bk = &s->buckets[b];
 		uint64_t v = 0;
@@ -738,29 +886,34 @@ int np_store_pprof(struct np_store *s, const struct np_store_query *q, struct np
 	struct np_pprof_frame *frames = NULL;
 	struct np_buf plain = NP_BUF_INIT;
 	int64_t period = 0, start;
-	int rc = -1;
+	int rc = -1, kind = np_store_kind_of(query_type(q));
+	unsigned rate = 0;
 
 	if (query_begin(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, &a, err))
 		goto out;
-	if (a.total == 0) {
+	if (a.total == 0 || kind < 0) { /* a type of no known kind has no series either */
 		np_errf(err, "no samples in the selected range");
 		goto out;
 	}
-	/* The sampling period of the matching series (they share one unless sample
-	 * rates differ between components; values stay exact in nanoseconds anyway). */
-	for (uint32_t id = 1; id <= s->series_ids.n && !period; id++)
-		if (group_of[id] && s->series[id - 1].period_ns > 0)
-			period = s->series[id - 1].period_ns;
-	if (!period)
-		period = 10000000; /* 100 Hz when the profiles carried no period */
-	unsigned rate = (unsigned)llround(1e9 / (double)period);
-	if (rate == 0)
-		rate = 1;
-	period = (int64_t)llround(1e9 / rate);
+	if (kind == NP_PROFILE_CPU) {
+		/* The sampling period of the matching series (they share one unless sample
+		 * rates differ between components; values stay exact in nanoseconds anyway). */
+		for (uint32_t id = 1; id <= s->series_ids.n && !period; id++)
+			if (group_of[id] && s->series[id - 1].period_ns > 0)
+				period = s->series[id - 1].period_ns;
+		if (!period)
+			period = 10000000; /* 100 Hz when the profiles carried no period */
+		rate = (unsigned)llround(1e9 / (double)period);
+		if (rate == 0)
+			rate = 1;
+		period = (int64_t)llround(1e9 / rate);
+	} else {
+		period = 1; /* off-CPU nanoseconds and calls are written as they are */
+	}
 	start = q->from_ns > 0 ? q->from_ns : s->nbuckets ? s->buckets[0].start : np_store_now(s);
 	int64_t until = q->until_ns > 0 ? q->until_ns : np_store_now(s);
 	frames = malloc(s->cfg.max_stack_depth * sizeof(*frames));
-	if (!frames || np_pprof_new(rate, start, &b, err))
+	if (!frames || np_pprof_new_kind((enum np_profile_kind)kind, rate, start, &b, err))
 		goto oom_or_err;
 	for (size_t id = 0; id < a.n; id++) {
 		size_t n;

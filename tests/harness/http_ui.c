@@ -4,14 +4,16 @@
  * interval into the store and exits within a few seconds).
  *
  * usage: http_ui [--listen ADDR] [--metrics-listen ADDR] [--allowed-host NAME]...
- *                [--targets FILE] [--pprof FILE:SERVICE[:PID]]...
+ *                [--targets FILE] [--pprof FILE:SERVICE[:PID[:NAME]]]...
  *                [--sample-rate HZ] [--collect-interval DURATION] [--budget BYTES]
  *                [--ready-after DURATION] [--max-body BYTES] [--notify-interval DURATION]
  *
  * Prints "listening http://HOST:PORT/" once serving (port 0 picks a free port), then
  * "metrics http://HOST:PORT/" with --metrics-listen, and
  * the store's stats as one JSON line on exit. Besides the agent's endpoints it has:
- *   POST /harness/pprof?service=S[&pid=N]  adds the body (pprof) to the store
+ *   POST /harness/pprof?service=S[&pid=N][&name=NAME]
+ *                                           adds the body (pprof) to the store, with
+ *                                           __name__=NAME (default process_cpu; empty: none)
  *   /debug/targets                          the targets of the targets file
  *   /-/reload                               re-reads the targets file (400 when invalid)
  *   /-/ready                                503 until the engine runs and --ready-after passed */
@@ -124,8 +126,8 @@ static void on_scrape(void *ud)
 	}
 }
 
-static int add_pprof(struct harness *h, const char *service, const char *pid, const void *data, size_t len,
-		     struct np_err *err)
+static int add_pprof(struct harness *h, const char *service, const char *pid, const char *name, const void *data,
+		     size_t len, struct np_err *err)
 {
 	struct np_labels ls = NP_LABELS_INIT;
 	void *copy = malloc(len ? len : 1);
@@ -134,7 +136,9 @@ static int add_pprof(struct harness *h, const char *service, const char *pid, co
 	if (!copy)
 		return np_errf(err, "out of memory");
 	memcpy(copy, data, len);
-	if (np_labels_set(&ls, "service_name", service, err) || np_labels_set(&ls, "__name__", "process_cpu", err) ||
+	if (!name)
+		name = "process_cpu";
+	if (np_labels_set(&ls, "service_name", service, err) || (*name && np_labels_set(&ls, "__name__", name, err)) ||
 	    (pid && *pid && np_labels_set(&ls, "__process_pid__", pid, err))) {
 		free(copy);
 		np_labels_free(&ls);
@@ -153,14 +157,15 @@ static void handle_push(void *ud, const struct np_http_request *req, struct np_h
 
 	if (!svc || !*svc)
 		return np_http_response_text(resp, 400, "service is required");
-	if (add_pprof(h, svc, np_http_query_get(req, "pid"), req->body, req->body_len, &err))
+	if (add_pprof(h, svc, np_http_query_get(req, "pid"), np_http_query_get(req, "name"), req->body, req->body_len,
+		      &err))
 		return np_http_response_text(resp, 400, "%s", err.msg);
 	np_http_response_text(resp, 200, "added");
 }
 
 static int load_pprof_arg(struct harness *h, const char *arg, struct np_err *err)
 {
-	char spec[4096], *service, *pid;
+	char spec[4096], *service, *pid, *name = NULL;
 	FILE *f;
 	struct np_buf data = NP_BUF_INIT;
 	char chunk[65536];
@@ -169,18 +174,20 @@ static int load_pprof_arg(struct harness *h, const char *arg, struct np_err *err
 	snprintf(spec, sizeof(spec), "%s", arg);
 	service = strchr(spec, ':');
 	if (!service)
-		return np_errf(err, "--pprof %s: expected FILE:SERVICE[:PID]", arg);
+		return np_errf(err, "--pprof %s: expected FILE:SERVICE[:PID[:NAME]]", arg);
 	*service++ = '\0';
 	pid = strchr(service, ':');
 	if (pid)
 		*pid++ = '\0';
+	if (pid && (name = strchr(pid, ':')))
+		*name++ = '\0';
 	f = fopen(spec, "re");
 	if (!f)
 		return np_errno(err, "open %s", spec);
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
 		np_buf_append(&data, chunk, n);
 	fclose(f);
-	int rc = data.failed ? np_errf(err, "out of memory") : add_pprof(h, service, pid, data.p ? data.p : "", data.len, err);
+	int rc = data.failed ? np_errf(err, "out of memory") : add_pprof(h, service, pid, name, data.p ? data.p : "", data.len, err);
 	np_buf_free(&data);
 	return rc;
 }
@@ -250,7 +257,7 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 		if (bad) {
-			fprintf(stderr, "usage: %s [--listen ADDR] [--metrics-listen ADDR] [--allowed-host NAME]... [--targets FILE] [--pprof FILE:SERVICE[:PID]]... "
+			fprintf(stderr, "usage: %s [--listen ADDR] [--metrics-listen ADDR] [--allowed-host NAME]... [--targets FILE] [--pprof FILE:SERVICE[:PID[:NAME]]]... "
 					"[--sample-rate HZ] [--collect-interval D] [--budget BYTES] [--ready-after D] "
 					"[--max-body BYTES] [--notify-interval D]\n(bad argument %s)\n",
 				argv[0], a);

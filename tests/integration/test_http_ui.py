@@ -3,7 +3,8 @@ is profiled by the real BPF engine (build/harness/http_ui, PID target, 1 s colle
 interval) into the local store; a WebSocket client gets the update; the pyroscope.ebpf
 metrics count the profiles; headless Chromium loads the page and shows the function in
 the flame graph and in the top table; a screenshot is saved to build/artifacts/. Also
-the empty state, and that SIGTERM flushes the last interval and exits within 5 s."""
+the empty state, and that SIGTERM flushes the last interval and exits within 5 s.
+Profile types (off-CPU, uprobe) in the UI: test_http_ui_types.py."""
 import html.parser
 import json
 import os
@@ -91,6 +92,7 @@ class Ui(unittest.TestCase):
                 msg = m
                 break
         self.assertIsNotNone(msg, "no WebSocket update within 20 s")
+        self.assertEqual(msg["types"], ["process_cpu:cpu:nanoseconds:cpu:nanoseconds"])  # the engine's CPU profiles
 
         # The store has the hot function on top; wait for a few seconds of samples.
         top = None
@@ -205,6 +207,7 @@ class Ui(unittest.TestCase):
         self.assertFalse(dom.find("div", cls="fg-node"))
         self.assertIn("No samples yet", [t for _, _, t in dom.find("td")])
         self.assertIn("disabled", dom.find("a", id="download")[0][1]["class"])
+        self.assertIn("hidden", dom.find("label", id="type-filter")[0][1])  # nothing to choose from
 
 
 if __name__ == "__main__":

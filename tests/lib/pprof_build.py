@@ -1,6 +1,8 @@
 """Builds small pprof profiles (profile.proto field numbers of
 docs/specs/pyroscope-push.md §1.2) for tests that feed the agent without BPF:
-cpu/nanoseconds samples at a given rate, one function and location per frame name."""
+one function and location per frame name, of the kinds nodeprof pushes
+(agent/pprof/builder.h): cpu/nanoseconds samples at a given rate, offcpu/nanoseconds
+(no period type, period 1) or uprobe/count (period type uprobe/count, period 1)."""
 import gzip
 import time
 
@@ -26,9 +28,19 @@ def _field_bytes(num, b):
     return _varint(num << 3 | 2) + _varint(len(b)) + b
 
 
-def build(stacks, rate_hz=100, time_ns=None, duration_ns=10_000_000_000, compress=True):
-    """stacks: {("leaf", ..., "root"): sample count}. Returns gzipped (or plain) pprof bytes."""
-    period = 1_000_000_000 // rate_hz
+# kind: (sample type, unit), (period type, unit) or None, as the builder writes them.
+KINDS = {
+    "cpu": (("cpu", "nanoseconds"), ("cpu", "nanoseconds")),
+    "offcpu": (("offcpu", "nanoseconds"), None),
+    "uprobe": (("uprobe", "count"), ("uprobe", "count")),
+}
+
+
+def build(stacks, rate_hz=100, time_ns=None, duration_ns=10_000_000_000, compress=True, kind="cpu"):
+    """stacks: {("leaf", ..., "root"): count}: samples for cpu, nanoseconds off CPU for
+    offcpu, calls for uprobe. Returns gzipped (or plain) pprof bytes."""
+    period = 1_000_000_000 // rate_hz if kind == "cpu" else 1
+    sample_type, period_type = KINDS[kind]
     strings = [""]
     index = {"": 0}
 
@@ -38,10 +50,11 @@ def build(stacks, rate_hz=100, time_ns=None, duration_ns=10_000_000_000, compres
             strings.append(x)
         return index[x]
 
-    cpu, ns = s("cpu"), s("nanoseconds")
+    st = _field_varint(1, s(sample_type[0])) + _field_varint(2, s(sample_type[1]))
+    pt = _field_varint(1, s(period_type[0])) + _field_varint(2, s(period_type[1])) if period_type else None
     funcs = {}
     out = bytearray()
-    out += _field_bytes(1, _field_varint(1, cpu) + _field_varint(2, ns))
+    out += _field_bytes(1, st)
     for stack, count in stacks.items():
         locs = []
         for name in stack:
@@ -59,7 +72,8 @@ def build(stacks, rate_hz=100, time_ns=None, duration_ns=10_000_000_000, compres
     now = time.time_ns() if time_ns is None else time_ns
     out += _field_varint(9, now - duration_ns)
     out += _field_varint(10, duration_ns)
-    out += _field_bytes(11, _field_varint(1, cpu) + _field_varint(2, ns))
+    if pt:
+        out += _field_bytes(11, pt)
     out += _field_varint(12, period)
     data = bytes(out)
     return gzip.compress(data) if compress else data

@@ -1,7 +1,8 @@
 /* Unit tests for the local profile store (agent/ui/store.h): aggregation, time
  * ranges, filters, the flame graph tree, the top table, services, the pprof export,
- * rejects, retention, the listener, concurrency, and the memory budget over a long
- * synthetic run (byte accounting and RSS). */
+ * profile types kept apart (CPU, off-CPU, uprobe), rejects, retention, the listener,
+ * concurrency, and the memory budget over a long synthetic run (byte accounting and
+ * RSS). */
 #include <jansson.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include "agent/pprof/builder.h"
 #include "agent/pprof/decode.h"
 #include "agent/pprof/gzip.h"
+#include "agent/pprof/proto.h"
 #include "agent/ui/store.h"
 
 #define SEC 1000000000LL
@@ -34,14 +36,16 @@ struct st {
 	uint64_t count;
 };
 
-/* Builds a gzipped pprof at 100 Hz (10 ms per sample), profile end = end_ns. */
-static void *make_profile(const struct st *stacks, size_t n, int64_t end_ns, size_t *len)
+/* Builds a gzipped pprof of a kind, profile end = end_ns; CPU at 100 Hz (10 ms per
+ * sample), the others with count as the value (nanoseconds off CPU, calls). */
+static void *make_profile_kind(enum np_profile_kind kind, const struct st *stacks, size_t n, int64_t end_ns,
+			       size_t *len)
 {
 	struct np_pprof_builder *b;
 	struct np_err err;
 	struct np_buf plain = NP_BUF_INIT, gz = NP_BUF_INIT;
 
-	assert_int_equal(np_pprof_new(100, end_ns - 10 * SEC, &b, &err), 0);
+	assert_int_equal(np_pprof_new_kind(kind, 100, end_ns - 10 * SEC, &b, &err), 0);
 	for (size_t i = 0; i < n; i++) {
 		struct np_pprof_frame fr[64];
 		char buf[1024], *save = NULL;
@@ -63,21 +67,29 @@ static void *make_profile(const struct st *stacks, size_t n, int64_t end_ns, siz
 	return np_buf_steal(&gz, len);
 }
 
-static void add(struct np_store *s, const char *service, const char *pid, const struct st *stacks, size_t n,
-		int64_t end_ns)
+/* Adds a profile of a kind as the engine pushes it: name is its __name__ (NULL: none). */
+static void add_kind(struct np_store *s, enum np_profile_kind kind, const char *name, const char *service,
+		     const char *pid, const struct st *stacks, size_t n, int64_t end_ns)
 {
 	struct np_labels ls = NP_LABELS_INIT;
 	struct np_err err;
 	size_t len;
-	void *p = make_profile(stacks, n, end_ns, &len);
+	void *p = make_profile_kind(kind, stacks, n, end_ns, &len);
 
 	assert_int_equal(np_labels_set(&ls, "service_name", service, &err), 0);
-	assert_int_equal(np_labels_set(&ls, "__name__", "process_cpu", &err), 0);
+	if (name)
+		assert_int_equal(np_labels_set(&ls, "__name__", name, &err), 0);
 	if (pid)
 		assert_int_equal(np_labels_set(&ls, "__process_pid__", pid, &err), 0);
 	if (np_store_add(s, &ls, p, len, &err))
 		fail_msg("add: %s", err.msg);
 	np_labels_free(&ls);
+}
+
+static void add(struct np_store *s, const char *service, const char *pid, const struct st *stacks, size_t n,
+		int64_t end_ns)
+{
+	add_kind(s, NP_PROFILE_CPU, "process_cpu", service, pid, stacks, n, end_ns);
 }
 
 static struct np_store *new_store(size_t budget)
@@ -109,6 +121,8 @@ static json_t *query_json(struct np_store *s, const char *what, const struct np_
 		rc = np_store_top_json(s, q, 0, &out, &err);
 	else if (!strcmp(what, "services"))
 		rc = np_store_services_json(s, q, &out, &err);
+	else if (!strcmp(what, "types"))
+		rc = np_store_types_json(s, q, &out, &err);
 	else
 		rc = np_store_timeline_json(s, q, &out, &err);
 	if (rc)
@@ -296,29 +310,29 @@ static void time_ranges_and_filters(void **state)
 	assert_int_equal(num(j, "total"), 7 * MS10);
 	json_decref(j);
 
-	struct np_store_query early = { T0, T0 + 200 * SEC, NULL, NULL };
+	struct np_store_query early = { T0, T0 + 200 * SEC, NULL, NULL, NULL };
 	j = query_json(s, "flame", &early);
 	assert_int_equal(num(j, "total"), 1 * MS10);
 	json_decref(j);
 
-	struct np_store_query mid = { T0 + 250 * SEC, T0 + 600 * SEC, NULL, NULL };
+	struct np_store_query mid = { T0 + 250 * SEC, T0 + 600 * SEC, NULL, NULL, NULL };
 	j = query_json(s, "flame", &mid);
 	assert_int_equal(num(j, "total"), 6 * MS10);
 	json_decref(j);
 
-	struct np_store_query svc = { 0, 0, "alpha", NULL };
+	struct np_store_query svc = { 0, 0, "alpha", NULL, NULL };
 	j = query_json(s, "top", &svc);
 	assert_int_equal(num(j, "total"), 3 * MS10);
 	json_decref(j);
 
-	struct np_store_query proc = { 0, 0, "alpha", "pid:2" };
+	struct np_store_query proc = { 0, 0, "alpha", "pid:2", NULL };
 	j = query_json(s, "flame", &proc);
 	assert_int_equal(num(j, "total"), 2 * MS10);
 	assert_non_null(child(child(json_object_get(j, "tree"), "main"), "fb"));
 	assert_null(child(child(json_object_get(j, "tree"), "main"), "fa"));
 	json_decref(j);
 
-	struct np_store_query none = { 0, 0, "nope", NULL };
+	struct np_store_query none = { 0, 0, "nope", NULL, NULL };
 	j = query_json(s, "flame", &none);
 	assert_int_equal(num(j, "total"), 0);
 	json_decref(j);
@@ -388,6 +402,306 @@ static void pprof_export_round_trip(void **state)
 	np_store_free(s);
 }
 
+#define CPU_T NP_STORE_DEFAULT_TYPE
+#define OFFCPU_T "offcpu:offcpu:nanoseconds::"
+#define UPROBE_T "process_cpu:uprobe:count:uprobe:count"
+
+static const char *str(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	assert_non_null(v);
+	return json_string_value(v);
+}
+
+/* One process with a CPU, an off-CPU and a uprobe profile, as the engine pushes them. */
+static struct np_store *three_kinds(void)
+{
+	struct np_store *s = new_store(0);
+	struct st cpu[] = { { "spin;main", 3 } };
+	struct st off[] = { { "futex_wait;lock;main", 5000000 }, { "read;main", 2000000 } }; /* ns off CPU */
+	struct st probe[] = { { "malloc;main", 7 } };						 /* calls */
+
+	add_kind(s, NP_PROFILE_CPU, "process_cpu", "svc", "7", cpu, 1, T0);
+	add_kind(s, NP_PROFILE_OFFCPU, "offcpu", "svc", "7", off, 2, T0);
+	add_kind(s, NP_PROFILE_UPROBE, "process_cpu", "svc", "7", probe, 1, T0);
+	return s;
+}
+
+/* Each query reads its type only, in that type's unit; no type means CPU. */
+static void types_kept_apart(void **state)
+{
+	struct np_store *s = three_kinds();
+	struct np_store_stats st;
+	const struct {
+		const char *type, *id, *unit, *leaf;
+		long long total;
+		size_t functions;
+	} want[] = {
+		{ NULL, CPU_T, "nanoseconds", "spin", 3 * MS10, 2 },
+		{ "", CPU_T, "nanoseconds", "spin", 3 * MS10, 2 },
+		{ CPU_T, CPU_T, "nanoseconds", "spin", 3 * MS10, 2 },
+		{ OFFCPU_T, OFFCPU_T, "nanoseconds", "futex_wait", 7000000, 4 },
+		{ UPROBE_T, UPROBE_T, "count", "malloc", 7, 2 },
+	};
+	const char *leaves[] = { "spin", "futex_wait", "read", "malloc" };
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct np_store_query q = { .type = want[i].type };
+		json_t *j = query_json(s, "flame", &q);
+		assert_string_equal(str(j, "type"), want[i].id);
+		assert_string_equal(str(j, "unit"), want[i].unit);
+		assert_int_equal(num(j, "total"), want[i].total);
+		json_t *main_ = child(json_object_get(j, "tree"), "main");
+		assert_non_null(main_);
+		assert_int_equal(num(main_, "total"), want[i].total);
+		for (size_t k = 0; k < 4; k++) {
+			/* futex_wait sits under lock */
+			json_t *n = child(main_, leaves[k]);
+			if (!n && child(main_, "lock"))
+				n = child(child(main_, "lock"), leaves[k]);
+			int mine = !strcmp(leaves[k], want[i].leaf) || (!strcmp(leaves[k], "read") && want[i].functions == 4);
+			if (mine)
+				assert_non_null(n);
+			else
+				assert_null(n);
+		}
+		json_decref(j);
+
+		j = query_json(s, "top", &q);
+		assert_string_equal(str(j, "unit"), want[i].unit);
+		assert_int_equal(num(j, "total"), want[i].total);
+		assert_int_equal(json_array_size(json_object_get(j, "functions")), want[i].functions);
+		assert_string_equal(str(json_array_get(json_object_get(j, "functions"), 0), "name"), want[i].leaf);
+		json_decref(j);
+
+		j = query_json(s, "timeline", &q);
+		assert_string_equal(str(j, "type"), want[i].id);
+		assert_int_equal(json_array_size(json_object_get(j, "points")), 1);
+		assert_int_equal(json_integer_value(json_array_get(json_array_get(json_object_get(j, "points"), 0), 1)),
+				 want[i].total);
+		json_decref(j);
+
+		j = query_json(s, "services", &q);
+		json_t *svc = json_array_get(json_object_get(j, "services"), 0);
+		assert_int_equal(json_array_size(json_object_get(j, "services")), 1);
+		assert_int_equal(num(svc, "total"), want[i].total);
+		assert_int_equal(json_array_size(json_object_get(svc, "processes")), 1);
+		assert_int_equal(num(json_array_get(json_object_get(svc, "processes"), 0), "total"), want[i].total);
+		json_decref(j);
+	}
+	/* a type the store does not hold has nothing (the API refuses it before asking) */
+	struct np_store_query other = { .type = "memory:alloc_space:bytes:space:bytes" };
+	json_t *j = query_json(s, "flame", &other);
+	assert_int_equal(num(j, "total"), 0);
+	json_decref(j);
+	j = query_json(s, "services", &other);
+	assert_int_equal(json_array_size(json_object_get(j, "services")), 0);
+	json_decref(j);
+	/* the stats' CPU time is CPU time only */
+	np_store_get_stats(s, &st);
+	assert_true(st.value_ns == 3 * MS10);
+	assert_int_equal(st.series, 3);
+	np_store_free(s);
+}
+
+/* The download of a type has that type's sample and period types and values. */
+static void pprof_of_each_type(void **state)
+{
+	struct np_store *s = three_kinds();
+	const struct {
+		enum np_profile_kind kind;
+		const char *id;
+		int64_t period, total;
+	} want[] = {
+		{ NP_PROFILE_CPU, CPU_T, MS10, 3 * MS10 },
+		{ NP_PROFILE_OFFCPU, OFFCPU_T, 1, 7000000 },
+		{ NP_PROFILE_UPROBE, UPROBE_T, 1, 7 },
+	};
+
+	for (size_t i = 0; i < 3; i++) {
+		const struct np_profile_type *t = np_profile_type_of(want[i].kind);
+		struct np_store_query q = { .type = want[i].id };
+		struct np_buf gz = NP_BUF_INIT;
+		struct np_pprof_profile *p;
+		struct np_err err;
+		int64_t total = 0;
+
+		assert_int_equal(np_store_pprof(s, &q, &gz, &err), 0);
+		assert_int_equal(np_pprof_decode(gz.p, gz.len, 1 << 20, &p, &err), 0);
+		assert_int_equal(p->nsample_types, 1);
+		assert_string_equal(np_pprof_string(p, p->sample_types[0].type), t->sample_type);
+		assert_string_equal(np_pprof_string(p, p->sample_types[0].unit), t->sample_unit);
+		assert_string_equal(np_pprof_string(p, p->period_type.type), t->period_type ? t->period_type : "");
+		assert_string_equal(np_pprof_string(p, p->period_type.unit), t->period_unit ? t->period_unit : "");
+		assert_true(p->period == want[i].period);
+		for (size_t k = 0; k < p->nsamples; k++)
+			total += p->values[p->samples[k].first_value];
+		assert_true(total == want[i].total);
+		np_pprof_profile_free(p);
+		np_buf_free(&gz);
+	}
+	/* nothing of a type in the range: "no samples", as for an empty range */
+	struct np_store_query q = { .from_ns = T0 + 100 * SEC, .type = OFFCPU_T };
+	struct np_buf gz = NP_BUF_INIT;
+	struct np_err err;
+	assert_int_equal(np_store_pprof(s, &q, &gz, &err), -1);
+	assert_non_null(strstr(err.msg, "no samples"));
+	q = (struct np_store_query){ .type = "memory:alloc_space:bytes:space:bytes" };
+	assert_int_equal(np_store_pprof(s, &q, &gz, &err), -1);
+	assert_non_null(strstr(err.msg, "no samples"));
+	np_buf_free(&gz);
+	np_store_free(s);
+}
+
+/* /api/types: the types with data in the range, in kind order, with labels and units;
+ * a name other than the kind's own is a type of its own. */
+static void types_listed(void **state)
+{
+	struct np_store *s = three_kinds();
+	struct st st[] = { { "other;main", 2 } };
+	struct np_store_query all = { 0 };
+
+	add_kind(s, NP_PROFILE_CPU, "node_cpu", "svc", "7", st, 1, T0);
+	add_kind(s, NP_PROFILE_OFFCPU, NULL, "svc", "8", st, 1, T0); /* no __name__: the kind's own */
+	json_t *j = query_json(s, "types", &all);
+	assert_string_equal(str(j, "default"), CPU_T);
+	json_t *ts = json_object_get(j, "types");
+	const struct {
+		const char *id, *name, *label, *unit;
+		long long total;
+	} want[] = {
+		{ CPU_T, "process_cpu", "CPU", "nanoseconds", 3 * MS10 },
+		{ "node_cpu:cpu:nanoseconds:cpu:nanoseconds", "node_cpu", "CPU (node_cpu)", "nanoseconds", 2 * MS10 },
+		{ OFFCPU_T, "offcpu", "Off-CPU", "nanoseconds", 7000000 + 2 },
+		{ UPROBE_T, "process_cpu", "uprobe calls", "count", 7 },
+	};
+	assert_int_equal(json_array_size(ts), 4);
+	for (size_t i = 0; i < 4; i++) {
+		json_t *t = json_array_get(ts, i);
+		assert_string_equal(str(t, "id"), want[i].id);
+		assert_string_equal(str(t, "name"), want[i].name);
+		assert_string_equal(str(t, "label"), want[i].label);
+		assert_string_equal(str(t, "unit"), want[i].unit);
+		assert_int_equal(num(t, "total"), want[i].total);
+	}
+	json_decref(j);
+	/* another range: only what is there */
+	struct np_store_query later = { .from_ns = T0 + 100 * SEC };
+	j = query_json(s, "types", &later);
+	assert_int_equal(json_array_size(json_object_get(j, "types")), 0);
+	json_decref(j);
+	np_store_free(s);
+}
+
+/* What a query may ask for: the kinds' types (even before any data), and what the store
+ * holds; anything else is refused with the list of types. */
+static void unknown_type_refused(void **state)
+{
+	struct np_store *s = new_store(0);
+	struct st st[] = { { "f;main", 1 } };
+	struct np_err err;
+
+	assert_int_equal(np_store_check_type(s, NULL, &err), 0); /* the default */
+	assert_int_equal(np_store_check_type(s, "", &err), 0);
+	assert_int_equal(np_store_check_type(s, CPU_T, &err), 0);
+	assert_int_equal(np_store_check_type(s, OFFCPU_T, &err), 0);
+	assert_int_equal(np_store_check_type(s, UPROBE_T, &err), 0);
+	assert_int_equal(np_store_check_type(s, "node_cpu:cpu:nanoseconds:cpu:nanoseconds", &err), -1);
+	add_kind(s, NP_PROFILE_CPU, "node_cpu", "svc", NULL, st, 1, T0);
+	add_kind(s, NP_PROFILE_CPU, "node_cpu", "svc2", NULL, st, 1, T0);
+	assert_int_equal(np_store_check_type(s, "node_cpu:cpu:nanoseconds:cpu:nanoseconds", &err), 0);
+	for (const char *const *bad = (const char *const[]){ "cpu", "offcpu", "process_cpu:cpu:nanoseconds", "x\"y", NULL };
+	     *bad; bad++) {
+		assert_int_equal(np_store_check_type(s, *bad, &err), -1);
+		char head[128];
+		snprintf(head, sizeof(head), "unknown profile type \"%s\"", *bad);
+		assert_non_null(strstr(err.msg, head));
+		assert_non_null(strstr(err.msg, CPU_T ", " OFFCPU_T ", " UPROBE_T ", node_cpu:cpu:nanoseconds:cpu:nanoseconds"));
+		assert_null(strstr(strstr(err.msg, "node_cpu") + 1, "node_cpu")); /* once */
+	}
+	np_store_free(s);
+}
+
+/* A one-sample profile written field by field (profile.proto), for sample and period
+ * types the builder does not write. */
+static void *raw_profile(const char *stype, const char *sunit, const char *ptype, const char *punit, int64_t period,
+			 int64_t value, size_t *len)
+{
+	struct np_buf b = NP_BUF_INIT;
+	const char *strings[] = { "", stype, sunit, ptype, punit, "rawfn" };
+	uint64_t loc = 1;
+	size_t m, l;
+
+	m = pb_begin(&b, 1); /* sample_type */
+	pb_int64(&b, 1, 1);
+	pb_int64(&b, 2, 2);
+	pb_end(&b, m);
+	m = pb_begin(&b, 2); /* sample */
+	pb_packed_uint64(&b, 1, &loc, 1);
+	pb_packed_int64(&b, 2, &value, 1);
+	pb_end(&b, m);
+	m = pb_begin(&b, 4); /* location 1: function 1 */
+	pb_uint64(&b, 1, 1);
+	l = pb_begin(&b, 4);
+	pb_uint64(&b, 1, 1);
+	pb_end(&b, l);
+	pb_end(&b, m);
+	m = pb_begin(&b, 5); /* function 1 */
+	pb_uint64(&b, 1, 1);
+	pb_int64(&b, 2, 5);
+	pb_end(&b, m);
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+		pb_string(&b, 6, strings[i]);
+	pb_int64(&b, 9, T0 - 10 * SEC);
+	pb_int64(&b, 10, 10 * SEC);
+	m = pb_begin(&b, 11); /* period_type */
+	pb_int64(&b, 1, 3);
+	pb_int64(&b, 2, 4);
+	pb_end(&b, m);
+	pb_int64(&b, 12, period);
+	assert_false(b.failed);
+	return np_buf_steal(&b, len);
+}
+
+/* Sample types: a count of samples with a nanosecond period is CPU time (count x period),
+ * as before; a nanosecond type that is not CPU, off-CPU or a probe is refused, not read
+ * as CPU time; so is a __name__ that would make the ID ambiguous. */
+static void sample_types_classified(void **state)
+{
+	struct np_store *s = new_store(0);
+	struct np_labels ls = NP_LABELS_INIT;
+	struct np_store_query q = { 0 };
+	struct np_err err;
+	size_t len;
+	void *p;
+
+	p = raw_profile("samples", "count", "cpu", "nanoseconds", MS10, 4, &len);
+	if (np_store_add(s, NULL, p, len, &err))
+		fail_msg("samples/count: %s", err.msg);
+	json_t *j = query_json(s, "top", &q);
+	assert_int_equal(num(j, "total"), 4 * MS10);
+	assert_string_equal(str(json_array_get(json_object_get(j, "functions"), 0), "name"), "rawfn");
+	json_decref(j);
+
+	p = raw_profile("wall", "nanoseconds", "wall", "nanoseconds", MS10, 4, &len);
+	assert_int_equal(np_store_add(s, NULL, p, len, &err), -1);
+	assert_non_null(strstr(err.msg, "sample type wall/nanoseconds"));
+	p = raw_profile("alloc_space", "bytes", "space", "bytes", 1, 4, &len);
+	assert_int_equal(np_store_add(s, NULL, p, len, &err), -1);
+
+	assert_int_equal(np_labels_set(&ls, "__name__", "a:b", &err), 0);
+	p = make_profile_kind(NP_PROFILE_CPU, (struct st[]){ { "f", 1 } }, 1, T0, &len);
+	assert_int_equal(np_store_add(s, &ls, p, len, &err), -1);
+	assert_non_null(strstr(err.msg, "__name__"));
+	np_labels_free(&ls);
+
+	struct np_store_stats st;
+	np_store_get_stats(s, &st);
+	assert_int_equal(st.profiles, 1);
+	assert_int_equal(st.rejected, 3);
+	np_store_free(s);
+}
+
 static void rejects_bad_profiles(void **state)
 {
 	struct np_store *s = new_store(0);
@@ -434,7 +748,8 @@ static uint64_t event_value;
 static void on_event(void *ud, const struct np_store_event *ev)
 {
 	events++;
-	event_value += ev->value_ns;
+	event_value += ev->value;
+	assert_string_equal(ev->type, NP_STORE_DEFAULT_TYPE);
 	assert_string_equal(ev->service, "svc");
 	assert_string_equal(ev->process, "pid:9");
 	assert_int_equal(ev->samples, 1);
@@ -605,6 +920,11 @@ int main(void)
 		cmocka_unit_test(top_self_and_total),
 		cmocka_unit_test(time_ranges_and_filters),
 		cmocka_unit_test(pprof_export_round_trip),
+		cmocka_unit_test(types_kept_apart),
+		cmocka_unit_test(pprof_of_each_type),
+		cmocka_unit_test(types_listed),
+		cmocka_unit_test(unknown_type_refused),
+		cmocka_unit_test(sample_types_classified),
 		cmocka_unit_test(rejects_bad_profiles),
 		cmocka_unit_test(retention_drops_old_buckets),
 		cmocka_unit_test(listener_hears_adds),

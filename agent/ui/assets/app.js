@@ -1,14 +1,18 @@
 // nodeprof UI: a live flame graph and top table over the agent's local profile store.
 // Vanilla JS, no dependencies; talks to /api/* and listens on /ws for new profiles.
+// One profile type at a time (CPU, off-CPU, uprobe calls): every query names it, and
+// values are shown in its unit (time for nanoseconds, calls for counts).
 'use strict';
 (function () {
   const $ = (id) => document.getElementById(id);
   const ROW = 18;          // px per flame graph row
   const MAX_DOM_NODES = 6000;
   const MIN_PX = 0.5;      // narrower nodes are not drawn
+  const CPU_TYPE = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds'; // the API's default
 
   const state = {
     range: '5m', from: '', until: '', service: '', process: '', group: 'service', live: true,
+    type: CPU_TYPE, types: [], unit: 'nanoseconds',
     search: '', zoom: [],  // zoom: path of names from the root to the focused node
     tree: null, total: 0, top: [], topTotal: 0, sortKey: 'self', sortDir: -1,
     services: [], loading: false, again: false, ws: null, wsDelay: 1000, lastUpdate: null,
@@ -21,6 +25,23 @@
     if (ns >= 1e9) return (ns / 1e9).toFixed(2) + ' s';
     if (ns >= 1e6) return (ns / 1e6).toFixed(1) + ' ms';
     return (ns / 1e3).toFixed(0) + ' µs';
+  }
+  function fmtCount(n) {
+    if (n >= 1e9) return (n / 1e9).toFixed(2) + 'G';
+    if (n >= 1e6) return (n / 1e6).toFixed(2) + 'M';
+    if (n >= 1e4) return (n / 1e3).toFixed(1) + 'k';
+    return String(n);
+  }
+  // A value of the selected type, with its unit: a time, or a number of calls.
+  function fmtValue(v) {
+    if (state.unit === 'nanoseconds') return fmtNs(v);
+    return fmtCount(v) + (v === 1 ? ' call' : ' calls');
+  }
+  // The selected type for people: its label from /api/types ("CPU", "Off-CPU", "uprobe calls").
+  function typeLabel() {
+    const t = state.types.find((x) => x.id === state.type);
+    if (t) return t.label;
+    return state.type === CPU_TYPE ? 'CPU' : state.type;
   }
   function pct(v, total) { return total > 0 ? (100 * v / total).toFixed(2) + '%' : '–'; }
   function hashName(s) {
@@ -49,6 +70,7 @@
     if (state.process) p.set('process', state.process);
     if (state.search) p.set('search', state.search);
     if (state.group !== 'service') p.set('group', state.group);
+    if (state.type !== CPU_TYPE) p.set('type', state.type);
     history.replaceState(null, '', '#' + p.toString());
   }
   function loadHash() {
@@ -64,12 +86,16 @@
     state.search = p.get('search') || '';
     const g = p.get('group');
     if (g && ['none', 'service', 'process'].includes(g)) state.group = g;
+    state.type = p.get('type') || CPU_TYPE; // an unknown one is the server's to refuse (400)
   }
 
-  function query(withFilters) {
+  // The query string of an API call: the range, the profile type unless for /api/types
+  // (which lists them all), and the service/process filters.
+  function query(withFilters, withType = true) {
     const p = new URLSearchParams();
     if (state.range === 'custom') { p.set('from', state.from); p.set('until', state.until); }
     else { p.set('from', 'now-' + state.range); p.set('until', 'now'); }
+    if (withType) p.set('type', state.type);
     if (withFilters) {
       if (state.service) p.set('service', state.service);
       if (state.process) p.set('process', state.process);
@@ -101,12 +127,20 @@
     try {
       const q = query(true);
       const group = state.process ? 'none' : state.group;
-      const [svc, fg, top, tl] = await Promise.all([
+      // The types first: the selector stays usable when the selected type is refused.
+      const typesP = getJSON('/api/types?' + query(false, false));
+      const restP = Promise.all([
         getJSON('/api/services?' + query(false)),
         getJSON('/api/flamegraph?' + q + '&group=' + group),
         getJSON('/api/top?' + q + '&limit=1000'),
         getJSON('/api/timeline?' + q),
       ]);
+      restP.catch(() => {}); // awaited below, after the types
+      const types = await typesP;
+      state.types = types.types || [];
+      renderTypes();
+      const [svc, fg, top, tl] = await restP;
+      state.unit = fg.unit || 'nanoseconds';
       state.services = svc.services || [];
       state.tree = fg.tree;
       state.total = fg.total;
@@ -140,13 +174,27 @@
     if (selected) o.selected = true;
     return o;
   }
+  // The profile type selector: shown once there is a choice (or a type other than CPU is
+  // selected, so that one can go back).
+  function renderTypes() {
+    const sel = $('type');
+    sel.textContent = '';
+    const types = state.types.slice();
+    if (!types.some((t) => t.id === state.type)) types.push({ id: state.type, label: typeLabel() + ' (no data)' });
+    for (const t of types) {
+      const o = option(t.id, t.label, t.id === state.type);
+      o.title = t.id;
+      sel.appendChild(o);
+    }
+    $('type-filter').hidden = !(state.types.length > 1 || state.type !== CPU_TYPE);
+  }
   function renderFilters() {
     const svcSel = $('service'), procSel = $('process');
     const services = state.services.slice();
     if (state.service && !services.some((s) => s.name === state.service)) services.push({ name: state.service, total: 0, processes: [] });
     svcSel.textContent = '';
     svcSel.appendChild(option('', 'all services (' + state.services.length + ')', !state.service));
-    for (const s of services) svcSel.appendChild(option(s.name, s.name + '  ' + fmtNs(s.total), s.name === state.service));
+    for (const s of services) svcSel.appendChild(option(s.name, s.name + '  ' + fmtValue(s.total), s.name === state.service));
     procSel.textContent = '';
     procSel.appendChild(option('', 'all processes', !state.process));
     let found = false;
@@ -154,7 +202,7 @@
       if (state.service && s.name !== state.service) continue;
       for (const p of s.processes || []) {
         if (!p.id) continue;
-        const label = (state.service ? '' : s.name + ' · ') + p.id + (p.name ? ' (' + p.name + ')' : '') + '  ' + fmtNs(p.total);
+        const label = (state.service ? '' : s.name + ' · ') + p.id + (p.name ? ' (' + p.name + ')' : '') + '  ' + fmtValue(p.total);
         procSel.appendChild(option(p.id, label, p.id === state.process));
         if (p.id === state.process) found = true;
       }
@@ -166,8 +214,11 @@
   }
 
   function renderSummary(fg, tl) {
-    $('total').textContent = state.total > 0 ? fmtNs(state.total) + ' CPU' : '';
+    const label = typeLabel();
+    // "1.20 s CPU", "350 ms Off-CPU", "7 uprobe calls"
+    $('total').textContent = state.total > 0 ? (state.unit === 'nanoseconds' ? fmtNs(state.total) : fmtCount(state.total)) + ' ' + label : '';
     const svg = $('timeline');
+    svg.setAttribute('aria-label', label + ' per interval');
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     const pts = tl.points || [];
     const now = Date.now();
@@ -189,7 +240,7 @@
       r.setAttribute('width', w.toFixed(2));
       r.setAttribute('height', h.toFixed(2));
       const title = document.createElementNS('http://www.w3.org/2000/svg', 'title');
-      title.textContent = new Date(p[0]).toLocaleTimeString() + ': ' + fmtNs(p[1]);
+      title.textContent = new Date(p[0]).toLocaleTimeString() + ': ' + fmtValue(p[1]);
       r.appendChild(title);
       svg.appendChild(r);
     }
@@ -273,7 +324,7 @@
     }
     el.style.height = ((maxDepth + 1) * ROW + 2) + 'px';
     el.appendChild(frag);
-    $('matched').textContent = re ? 'matched ' + fmtNs(matched) + ' (' + pct(matched, focus.total) + ' of view)' : '';
+    $('matched').textContent = re ? 'matched ' + fmtValue(matched) + ' (' + pct(matched, focus.total) + ' of view)' : '';
     markTopMatches(re);
   }
 
@@ -302,7 +353,7 @@
     b.textContent = n.name;
     tip.appendChild(b);
     tip.appendChild(document.createElement('br'));
-    tip.appendChild(document.createTextNode('total ' + fmtNs(n.total) + ' (' + pct(n.total, state.total) + ') · self ' + fmtNs(n.self) + ' (' + pct(n.self, state.total) + ')'));
+    tip.appendChild(document.createTextNode('total ' + fmtValue(n.total) + ' (' + pct(n.total, state.total) + ') · self ' + fmtValue(n.self) + ' (' + pct(n.self, state.total) + ')'));
     tip.hidden = false;
     const x = Math.min(ev.clientX + 12, window.innerWidth - tip.offsetWidth - 8);
     tip.style.left = x + 'px';
@@ -337,8 +388,8 @@
     for (const r of rows) {
       const tr = document.createElement('tr');
       tr.dataset.name = r.name;
-      const cells = [[r.name, 'fn'], [fmtNs(r.self), 'num'], [pct(r.self, state.topTotal), 'num'],
-        [fmtNs(r.total), 'num'], [pct(r.total, state.topTotal), 'num']];
+      const cells = [[r.name, 'fn'], [fmtValue(r.self), 'num'], [pct(r.self, state.topTotal), 'num'],
+        [fmtValue(r.total), 'num'], [pct(r.total, state.topTotal), 'num']];
       for (const [text, cls] of cells) {
         const td = document.createElement('td');
         td.className = cls;
@@ -369,7 +420,10 @@
     ws.onmessage = (ev) => {
       let msg;
       try { msg = JSON.parse(ev.data); } catch (e) { return; }
-      if (msg.type === 'profiles' && state.live && state.range !== 'custom') scheduleRefresh(250);
+      if (msg.type !== 'profiles' || !state.live || state.range === 'custom') return;
+      // Profiles of the selected type, or of a type the selector does not offer yet.
+      const types = msg.types || [state.type];
+      if (types.some((t) => t === state.type || !state.types.some((x) => x.id === t))) scheduleRefresh(250);
     };
     ws.onclose = () => {
       liveStatus();
@@ -381,6 +435,7 @@
   // ---- wiring ----
   function init() {
     loadHash();
+    renderTypes();
     $('range').value = state.range;
     $('group').value = state.group;
     $('search').value = state.search;
@@ -423,6 +478,12 @@
       refresh();
     });
     $('group').addEventListener('change', () => { state.group = $('group').value; state.zoom = []; saveHash(); refresh(); });
+    $('type').addEventListener('change', () => {
+      state.type = $('type').value;
+      state.zoom = [];
+      saveHash();
+      refresh();
+    });
     $('live').addEventListener('change', () => { state.live = $('live').checked; liveStatus(); if (state.live) refresh(); });
     let searchTimer = null;
     $('search').addEventListener('input', () => {
