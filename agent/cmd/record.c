@@ -448,6 +448,18 @@ int cmd_record(int argc, char **argv)
 	       NP_LOG_INT(st.bpf[NP_UNW_FRAMES_FP]), "tables", NP_LOG_INT(us.tables.loaded), "table_bytes",
 	       NP_LOG_INT(us.tables.loaded_bytes), "mapping_entries", NP_LOG_INT(us.mapping_keys), "unwind_bpf_bytes",
 	       NP_LOG_INT(us.bpf_bytes), "compile_ms", NP_LOG_INT(us.compile_ns / 1000000), NULL);
+	if (r.kind == NP_EVENT_OFFCPU)
+		np_log(NP_DEBUG, "record", "off-CPU", "switch_seen", NP_LOG_INT(st.bpf[NP_OFFCPU_SWITCHES]),
+		       "switch_recorded", NP_LOG_INT(st.bpf[NP_OFFCPU_RECORDED]), "return_counted",
+		       NP_LOG_INT(st.bpf[NP_OFFCPU_COUNTED]), "lost_returned_elsewhere",
+		       NP_LOG_INT(st.bpf[NP_OFFCPU_LOST_ELSEWHERE]), "lost_kernel_stack",
+		       NP_LOG_INT(st.bpf[NP_OFFCPU_LOST_KSTACK]), NULL);
+	if (r.kind == NP_EVENT_UPROBE) {
+		struct np_uprobes_stats us2;
+		np_collector_uprobe_stats(c, &us2);
+		np_log(NP_DEBUG, "record", "uprobes", "hits", NP_LOG_INT(st.bpf[NP_UPROBE_HITS]), "files_probed",
+		       NP_LOG_INT(us2.attached), "attach_failures", NP_LOG_INT(us2.failed), NULL);
+	}
 	struct py_tracker_stats ps;
 	np_collector_python_stats(c, &ps);
 	if (ps.processes || ps.code_reads)
