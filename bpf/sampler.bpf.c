@@ -261,6 +261,23 @@ static __always_inline int walk_on(void *ctx, struct np_unw_state *st, __u32 slo
 	return finish(ctx, st, slot);
 }
 
+/* Starts the user stack walk of an event from its user registers (see unw_begin), or finishes
+ * at once for a thread without a user context. */
+static __always_inline int start_walk(void *ctx, struct np_unw_state *st, const __u64 *regs, __u32 slot, void *progs)
+{
+	if (unw_begin(st, regs))
+		return finish(ctx, st, slot);
+	return walk_on(ctx, st, slot, progs);
+}
+
+/* The body of each continuation program (tail-called, never attached): the walk in slot goes on. */
+static __always_inline int continue_walk(void *ctx, __u32 slot, void *progs)
+{
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
+
+	return st ? walk_on(ctx, st, slot, progs) : 0;
+}
+
 static __always_inline int selected(__u32 tgid, __u64 cgroup_id)
 {
 	__u32 mode = filter_mode;
@@ -340,21 +357,14 @@ int np_sample(struct bpf_perf_event_data *ctx)
 	if (!st)
 		return 0;
 	/* A kernel thread has no user stack. */
-	if (unw_begin(st, (const __u64 *)&ctx->regs))
-		return finish(ctx, st, NP_SLOT_SAMPLE);
-	return walk_on(ctx, st, NP_SLOT_SAMPLE, &unw_progs);
+	return start_walk(ctx, st, (const __u64 *)&ctx->regs, NP_SLOT_SAMPLE, &unw_progs);
 }
 
 /* The next NP_UNW_FRAMES_PER_PROG frames of a long user stack (tail-called, never attached). */
 SEC("perf_event")
 int np_unwind(struct bpf_perf_event_data *ctx)
 {
-	__u32 slot = NP_SLOT_SAMPLE;
-	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
-
-	if (!st)
-		return 0;
-	return walk_on(ctx, st, NP_SLOT_SAMPLE, &unw_progs);
+	return continue_walk(ctx, NP_SLOT_SAMPLE, &unw_progs);
 }
 
 /* Off-CPU time without kprobes. A voluntary switch (the thread blocks: sleep, I/O, a lock) of a
@@ -485,21 +495,14 @@ int np_offcpu_return(struct bpf_raw_tracepoint_args *ctx)
 	/* One helper call copies the kilobyte (the compiler would unroll a struct copy). */
 	if (ks && bpf_probe_read_kernel(&st->kstack, sizeof(st->kstack), ks))
 		st->kstack.len = 0;
-	if (unw_begin(st, NULL))
-		return finish(ctx, st, NP_SLOT_OFFCPU);
-	return walk_on(ctx, st, NP_SLOT_OFFCPU, &unw_progs_raw);
+	return start_walk(ctx, st, NULL, NP_SLOT_OFFCPU, &unw_progs_raw);
 }
 
 /* The off-CPU walk's continuation (tail-called, never attached). */
 SEC("raw_tp/sys_exit")
 int np_unwind_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	__u32 slot = NP_SLOT_OFFCPU;
-	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
-
-	if (!st)
-		return 0;
-	return walk_on(ctx, st, NP_SLOT_OFFCPU, &unw_progs_raw);
+	return continue_walk(ctx, NP_SLOT_OFFCPU, &unw_progs_raw);
 }
 
 /* Uprobes (u_probe_links): every call of a probed function by a selected process is counted
@@ -525,21 +528,14 @@ int np_uprobe(struct pt_regs *ctx)
 	st = begin_event(NP_SLOT_UPROBE, tgid, cgroup_id, NP_EVENT_UPROBE, 1);
 	if (!st)
 		return 0;
-	if (unw_begin(st, (const __u64 *)ctx))
-		return finish(ctx, st, NP_SLOT_UPROBE);
-	return walk_on(ctx, st, NP_SLOT_UPROBE, &unw_progs_kp);
+	return start_walk(ctx, st, (const __u64 *)ctx, NP_SLOT_UPROBE, &unw_progs_kp);
 }
 
 /* The uprobe walk's continuation (tail-called, never attached). */
 SEC("uprobe")
 int np_unwind_kp(struct pt_regs *ctx)
 {
-	__u32 slot = NP_SLOT_UPROBE;
-	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
-
-	if (!st)
-		return 0;
-	return walk_on(ctx, st, NP_SLOT_UPROBE, &unw_progs_kp);
+	return continue_walk(ctx, NP_SLOT_UPROBE, &unw_progs_kp);
 }
 
 /* Raw tracepoints attach without tracefs, which a container often lacks. */
