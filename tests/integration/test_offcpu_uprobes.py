@@ -23,7 +23,7 @@ import rootfs
 import stacks as st
 from pyroscope import PyroscopeServer
 
-RECORD_SECONDS = 8
+RECORD_SECONDS = 6
 NS = 1e9
 
 

@@ -241,8 +241,10 @@ class Processes(unittest.TestCase):
         self.assertEqual(h.user(pid, [base + 4])[0][0], "planted_by_someone_else")
 
     def test_perf_map_inside_pid_and_mount_namespace(self):
-        # The JIT sees itself as pid 1 and writes /tmp/perf-1.map in its own private /tmp.
-        script = f"mount -t tmpfs tmpfs /tmp && exec {self.jit}"
+        # The JIT sees itself as pid 1 and writes /tmp/perf-1.map in its own private /tmp. Its binary
+        # is opened before the tmpfs hides /tmp (where a clone of this repository may live) and run
+        # through that descriptor.
+        script = f"exec 3<{self.jit} && mount -t tmpfs tmpfs /tmp && exec /proc/self/fd/3"
         p, (nspid, base) = start(self, ["unshare", "--pid", "--fork", "--mount", "sh", "-c", script],
                                  start_new_session=True)
         self.assertEqual(nspid, "1")

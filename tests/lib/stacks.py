@@ -145,7 +145,7 @@ def parse_perf_script(text):
 def nodeprof_record_argv(pid, seconds, hz=97, out=None):
     """argv of `nodeprof record` on one process, folded output to out (stdout when None)."""
     argv = [np.NODEPROF, "record", "--pid", str(pid), "--duration", f"{seconds}s",
-            "--sample-rate", str(hz), "--format", "folded"]
+            "--sample-rate", str(hz), "--format", "folded", "--demangle", "none"]  # as perf script --no-demangle
     return argv + (["-o", out] if out else [])
 
 
