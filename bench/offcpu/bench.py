@@ -63,7 +63,9 @@ def offcpu_once(switcher, threshold, tmp):
         argv = [np.NODEPROF, "record", "--pid", str(w.pid), "--duration", f"{SECONDS}s", "--off-cpu-threshold",
                 str(threshold), "--log-level", "debug", "-o", out]
         c0, t0 = ctxt(), time.time()
-        rec = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # The debug log (the verifier's included) is large: a file, not a pipe nobody reads meanwhile.
+        log = open(os.path.join(tmp, "offcpu.log"), "w+")
+        rec = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, text=True)
         costs = {}
         while True:
             got, status, ru = os.wait4(rec.pid, os.WNOHANG)
@@ -74,7 +76,9 @@ def offcpu_once(switcher, threshold, tmp):
                 costs = c
             time.sleep(0.05)
         rate = (ctxt() - c0) / (time.time() - t0)
-        err = rec.stderr.read()
+        log.seek(0)
+        err = log.read()
+        log.close()
         if os.waitstatus_to_exitcode(status):
             sys.exit(f"nodeprof record failed: {err}")
     finally:
