@@ -25,6 +25,10 @@
  * eval-loop calls, which are not recorded. */
 #define NP_PY_MAX_WALK 192
 
+/* How many processes py_procs holds (written by user space): with none, a sample skips the
+ * lookup, so processes that are not Python cost nothing here. */
+volatile __u32 py_procs_live;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -164,6 +168,8 @@ __noinline int np_py_walk(__u32 slot)
 		return 0;
 	st->pystack.len = 0;
 	st->pystack.sp_word = 0;
+	if (!py_procs_live)
+		return 0;
 	tgid = st->key.tgid;
 	py = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!py || py->gen != st->key.gen)

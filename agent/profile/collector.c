@@ -74,7 +74,8 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 		np_collector_close(c);
 		return -1;
 	}
-	if ((opts->python && py_tracker_new(c->sym, np_sampler_python_map(c->sampler), &c->py, err)) ||
+	if ((opts->python && py_tracker_new(c->sym, np_sampler_python_map(c->sampler),
+							   np_sampler_python_live(c->sampler), &c->py, err)) ||
 	    (opts->n_uprobes &&
 	     np_uprobes_new(c->sampler, opts->uprobes, opts->n_uprobes, opts->load_probe, &c->uprobes, err))) {
 		np_collector_close(c);

@@ -397,6 +397,11 @@ int np_sampler_python_map(const struct np_sampler *s)
 	return bpf_map__fd(s->skel->maps.py_procs);
 }
 
+volatile uint32_t *np_sampler_python_live(const struct np_sampler *s)
+{
+	return &s->skel->bss->py_procs_live;
+}
+
 unsigned np_sampler_ncpus(const struct np_sampler *s)
 {
 	return s->ncpus;

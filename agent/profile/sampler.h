@@ -76,6 +76,9 @@ void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *o
 /* The Python walker's map of processes (tgid -> struct np_py_proc, bpf/python.h), for
  * agent/python/ to fill. The fd stays owned by the sampler. */
 int np_sampler_python_map(const struct np_sampler *s);
+/* The walker's count of py_procs entries (in the program's mapped data), which the owner of
+ * the map keeps current: 0 lets every sample skip the map. */
+volatile uint32_t *np_sampler_python_live(const struct np_sampler *s);
 
 /* Attaches the uprobe program at file_offset of the ELF file at path (as this process reaches
  * it: a container's file through /proc/PID/root): every call, by any process mapping that

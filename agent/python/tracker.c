@@ -27,6 +27,7 @@ struct proc {
 struct py_tracker {
 	struct symbolizer *sym; /* not owned */
 	int map_fd;		/* not owned */
+	volatile uint32_t *map_live; /* not owned: the walker's count of map entries */
 	struct np_intern pids;	/* key: u32 pid; id - 1 indexes procs */
 	struct proc *procs;
 	size_t procs_cap, live;
@@ -36,7 +37,8 @@ struct py_tracker {
 	struct sym_frame pyframes[NP_MAX_STACK_DEPTH];
 };
 
-int py_tracker_new(struct symbolizer *sym, int py_procs_fd, struct py_tracker **out, struct np_err *err)
+int py_tracker_new(struct symbolizer *sym, int py_procs_fd, volatile uint32_t *live, struct py_tracker **out,
+		   struct np_err *err)
 {
 	struct py_tracker *t = calloc(1, sizeof(*t));
 
@@ -44,6 +46,7 @@ int py_tracker_new(struct symbolizer *sym, int py_procs_fd, struct py_tracker **
 		return np_errf(err, "out of memory");
 	t->sym = sym;
 	t->map_fd = py_procs_fd;
+	t->map_live = live;
 	if (py_namer_new(0, &t->namer, err)) {
 		free(t);
 		return -1;
@@ -107,6 +110,7 @@ static void forget(struct py_tracker *t, struct proc *p)
 	p->live = 0;
 	t->live--;
 	(void)bpf_map_delete_elem(t->map_fd, &p->pid);
+	*t->map_live = (uint32_t)t->live;
 }
 
 static void note_unsupported(struct py_tracker *t, uint32_t pid, const char *why)
@@ -179,6 +183,7 @@ int py_tracker_process(struct py_tracker *t, uint32_t pid, uint32_t gen, struct 
 	}
 	if (!p->live)
 		t->live++;
+	*t->map_live = (uint32_t)t->live;
 	p->pid = pid;
 	p->gen = gen;
 	p->live = 1;

@@ -14,10 +14,11 @@
 
 struct py_tracker;
 
-/* py_procs_fd: the sampler's py_procs map (not owned); sym: the collector's symbolizer (not
- * owned), through which the interpreter's files are read. */
-NP_MUST_CHECK int py_tracker_new(struct symbolizer *sym, int py_procs_fd, struct py_tracker **out,
-				 struct np_err *err);
+/* py_procs_fd: the sampler's py_procs map and live: the walker's count of its entries (neither
+ * owned); sym: the collector's symbolizer (not owned), through which the interpreter's files are
+ * read. */
+NP_MUST_CHECK int py_tracker_new(struct symbolizer *sym, int py_procs_fd, volatile uint32_t *live,
+				 struct py_tracker **out, struct np_err *err);
 void py_tracker_free(struct py_tracker *t);
 
 /* A process appeared, exec'd (a new gen) or mapped new files: looks for CPython in it and, when
