@@ -193,7 +193,8 @@ static size_t skip_tracing_frames(struct sym_frame *frames, size_t nk)
 
 	while (skip < nk && (!strncmp(frames[skip].name, "bpf_prog_", 9) ||
 			     !strncmp(frames[skip].name, "bpf_trace_run", 13) ||
-			     !strncmp(frames[skip].name, "__bpf_trace_", 12) || !strcmp(frames[skip].name, "__traceiter_sched_switch")))
+			     !strncmp(frames[skip].name, "__bpf_trace_", 12) ||
+			     !strcmp(frames[skip].name, "__traceiter_sched_switch")))
 		skip++;
 	if (skip)
 		memmove(frames, frames + skip, (nk - skip) * sizeof(*frames));
@@ -230,8 +231,6 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.kind = s->kind,
 			.count = s->count,
 			.frames = c->frames,
-			.n_frames = nk + nu,
-			.n_kernel = nk,
 		};
 		if ((nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err)) ||
 		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, user, nu, c->opts.demangle, c->native, err))) {
@@ -253,7 +252,8 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 		}
 		out.n_frames = nk + n_user;
 		out.n_kernel = nk;
-		c->samples += s->count;
+		if (s->kind == NP_EVENT_CPU) /* the others count nanoseconds or calls */
+			c->samples += s->count;
 		rc = sink(ud, &out, err);
 	}
 	np_drain_free(&d);
