@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 
 const char *k8s_str_at(const json_t *obj, const char *key)
 {

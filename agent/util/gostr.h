@@ -6,8 +6,8 @@
  *
  * Non-ASCII runes need ICU's tables (icu.h), loaded on first use; the functions that
  * may need them take an np_err for "Unicode tables unavailable". */
-#ifndef NP_RELABEL_GOSTR_H
-#define NP_RELABEL_GOSTR_H
+#ifndef NP_UTIL_GOSTR_H
+#define NP_UTIL_GOSTR_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,11 +6,11 @@
  * around them is written here, because its treatment of invalid bytes is part
  * of the observable result. ASCII is answered here too (Go's tables agree), so
  * ICU is loaded (icu.h) only when a non-ASCII rune needs it. */
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 
 #include <string.h>
 
-#include "relabel/icu.h"
+#include "agent/util/icu.h"
 
 uint32_t go_decode_rune(const char *str, size_t n, size_t *width)
 {
