@@ -20,6 +20,12 @@
 
 /* Decodes the rune at s[0..n). *width is 1 for an invalid byte (rune U+FFFD), 0 when n == 0. */
 uint32_t go_decode_rune(const char *s, size_t n, size_t *width);
+/* Whether a go_decode_rune result is the error for an invalid byte (or empty input), as
+ * opposed to a well-formed U+FFFD in the text. */
+static inline int go_rune_invalid(uint32_t r, size_t width)
+{
+	return r == GO_RUNE_ERROR && width <= 1;
+}
 /* Writes r as UTF-8 (surrogates and values above U+10FFFF become U+FFFD); returns the length. */
 size_t go_encode_rune(uint32_t r, char out[4]);
 int go_utf8_valid(const char *s, size_t n);
