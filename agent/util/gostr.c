@@ -279,6 +279,24 @@ int label_name_valid_utf8(const char *s, size_t n)
 	return n > 0 && go_utf8_valid(s, n);
 }
 
+void label_name_sanitize(const char *in, struct np_buf *out)
+{
+	size_t n = strlen(in);
+
+	while (n) {
+		unsigned char c = (unsigned char)*in;
+		size_t w = 1;
+		if (ascii_word(c))
+			np_buf_putc(out, (char)c);
+		else {
+			(void)go_decode_rune(in, n, &w);
+			np_buf_putc(out, '_');
+		}
+		in += w;
+		n -= w;
+	}
+}
+
 /* The regex is a sequence of word characters and $-references ($name or ${name},
  * name = \w+) that does not start with a digit, so a linear scan decides it. */
 int label_template_valid_legacy(const char *s, size_t n)

@@ -46,6 +46,10 @@ NP_MUST_CHECK int go_is_digit(uint32_t r, struct np_err *err);
 /* Label names: legacy = [a-zA-Z_][a-zA-Z0-9_]*; UTF-8 = non-empty valid UTF-8. */
 int label_name_valid_legacy(const char *s, size_t n);
 int label_name_valid_utf8(const char *s, size_t n);
+/* Prometheus' strutil.SanitizeLabelName of the NUL-terminated in, appended to out: every
+ * rune outside [a-zA-Z0-9_] becomes one '_' (an invalid byte being one rune). Kubernetes'
+ * and Docker's discovery build label names with it. */
+void label_name_sanitize(const char *in, struct np_buf *out);
 /* Prometheus' relabelTarget template check, ^(?:(?:[a-zA-Z_]|\$(?:\{\w+\}|\w+))+\w*)+$. */
 int label_template_valid_legacy(const char *s, size_t n);
 
