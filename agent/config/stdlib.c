@@ -340,9 +340,10 @@ static struct cfg_value *fn_split(struct cfg_call *c)
 			const char *hit = k + 1 < count ? find(s + i, n - i, sep, m) : NULL;
 			len = hit ? (size_t)(hit - (s + i)) : n - i;
 		}
-		size_t w;
+		size_t w = 0;
 		/* strings.Split's explode gives an invalid byte as "\uFFFD", not the byte. */
-		if (m == 0 && go_rune_invalid(go_decode_rune(s + i, n - i, &w), w))
+		uint32_t cp = m == 0 ? go_decode_rune(s + i, n - i, &w) : 0;
+		if (m == 0 && go_rune_invalid(cp, w))
 			r->u.arr.v[k] = cfg_string("\xEF\xBF\xBD", 3);
 		else
 			r->u.arr.v[k] = cfg_string(s + i, len);

@@ -105,6 +105,36 @@ int go_utf8_valid(const char *s, size_t n)
 	return 1;
 }
 
+int go_to_valid_utf8(struct np_buf *out, const char *s, size_t n)
+{
+	size_t i = 0, w;
+	int changed = 0, in_bad = 0;
+
+	while (i < n) {
+		uint32_t r = go_decode_rune(s + i, n - i, &w);
+		if (go_rune_invalid(r, w)) {
+			if (!in_bad)
+				np_buf_append(out, "\xEF\xBF\xBD", 3);
+			changed = in_bad = 1;
+		} else {
+			np_buf_append(out, s + i, w);
+			in_bad = 0;
+		}
+		i += w;
+	}
+	return changed;
+}
+
+size_t go_utf8_prefix(const char *s, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	/* Step back over continuation bytes to the start of the rune that crosses max. */
+	while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+		max--;
+	return max;
+}
+
 /* strings.Map with a per-rune mapping: invalid bytes come out as U+FFFD. */
 static void map_runes(struct np_buf *out, const char *s, size_t n, UChar32 (*fn)(UChar32))
 {

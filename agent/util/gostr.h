@@ -29,6 +29,13 @@ static inline int go_rune_invalid(uint32_t r, size_t width)
 /* Writes r as UTF-8 (surrogates and values above U+10FFFF become U+FFFD); returns the length. */
 size_t go_encode_rune(uint32_t r, char out[4]);
 int go_utf8_valid(const char *s, size_t n);
+/* strings.ToValidUTF8(s, "\uFFFD"): s[0..n) appended to out with each run of invalid bytes
+ * replaced by one U+FFFD (Pyroscope's label values). Returns 1 when something was replaced.
+ * Per-byte replacement, as encoding/json does, is go_decode_rune's width 1 (np_buf_json_str). */
+int go_to_valid_utf8(struct np_buf *out, const char *s, size_t n);
+/* The longest prefix of the valid UTF-8 s[0..n) of at most max bytes that does not split a
+ * rune (a length to cut at). */
+size_t go_utf8_prefix(const char *s, size_t n, size_t max);
 
 /* strings.ToLower / strings.ToUpper of s[0..n), appended to out (allocation failure
  * marks out as failed). -1 when s is not ASCII and ICU cannot be loaded. */
