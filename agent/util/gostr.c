@@ -105,6 +105,27 @@ int go_utf8_valid(const char *s, size_t n)
 	return 1;
 }
 
+size_t go_rune_count(const char *s, size_t n)
+{
+	size_t i = 0, count = 0, w;
+
+	for (; i < n; i += w, count++)
+		if ((unsigned char)s[i] < 0x80)
+			w = 1;
+		else
+			(void)go_decode_rune(s + i, n - i, &w);
+	return count;
+}
+
+size_t go_runes_prefix(const char *s, size_t n, size_t max)
+{
+	size_t i = 0, w;
+
+	for (size_t runes = 0; i < n && runes < max; i += w, runes++)
+		(void)go_decode_rune(s + i, n - i, &w);
+	return i;
+}
+
 int go_to_valid_utf8(struct np_buf *out, const char *s, size_t n)
 {
 	size_t i = 0, w;

@@ -29,6 +29,11 @@ static inline int go_rune_invalid(uint32_t r, size_t width)
 /* Writes r as UTF-8 (surrogates and values above U+10FFFF become U+FFFD); returns the length. */
 size_t go_encode_rune(uint32_t r, char out[4]);
 int go_utf8_valid(const char *s, size_t n);
+/* utf8.RuneCount: an invalid byte counts as one rune. */
+size_t go_rune_count(const char *s, size_t n);
+/* The length of the first max runes of s[0..n) (all of it when shorter), stepping as Go's
+ * range loop does: fmt's precision on %s and %q. */
+size_t go_runes_prefix(const char *s, size_t n, size_t max);
 /* strings.ToValidUTF8(s, "\uFFFD"): s[0..n) appended to out with each run of invalid bytes
  * replaced by one U+FFFD (Pyroscope's label values). Returns 1 when something was replaced.
  * Per-byte replacement, as encoding/json does, is go_decode_rune's width 1 (np_buf_json_str). */
