@@ -588,10 +588,8 @@ int rx_prog_exec(const struct rx_prog *p, const char *s, size_t n, size_t start,
 	next = sc->q[1];
 	run->n = next->n = run->arena_n = next->arena_n = 0;
 	if (start > 0) {
-		size_t k = start - 1;
-		while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
-			k--;
-		before = rune_at(s, n, k, &w);
+		/* Go's inputString.context: utf8.DecodeLastRuneInString(s[:start]). */
+		before = (int32_t)go_decode_last_rune(s, start, &w);
 	}
 	r = rune_at(s, n, pos, &w);
 	if (w)

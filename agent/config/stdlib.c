@@ -434,16 +434,10 @@ static struct cfg_value *trim_common(struct cfg_call *c, const char *cut, size_t
 		start += rl;
 	}
 	while (end > start) {
-		/* Step back to the start of the last rune. */
-		size_t k = end - 1;
-		while (k > start && ((unsigned char)s[k] & 0xc0) == 0x80 && end - k < 4)
-			k--;
+		/* strings.TrimRight* step back with utf8.DecodeLastRune. */
 		size_t rl;
-		uint32_t cp = go_decode_rune(s + k, end - k, &rl);
-		if (k + rl != end) {
-			k = end - 1;
-			cp = go_decode_rune(s + k, 1, &rl);
-		}
+		uint32_t cp = go_decode_last_rune(s + start, end - start, &rl);
+		size_t k = end - rl;
 		int hit = space ? !go_rune_invalid(cp, rl) && is_space_rune(cp) : in_cutset(cut, m, s + k, rl);
 		if (!hit)
 			break;

@@ -63,6 +63,28 @@ bad:
 	return GO_RUNE_ERROR;
 }
 
+uint32_t go_decode_last_rune(const char *s, size_t n, size_t *width)
+{
+	size_t start, w;
+	uint32_t r;
+
+	if (n == 0) {
+		*width = 0;
+		return GO_RUNE_ERROR;
+	}
+	/* Back to the last byte that can start a rune, looking at most 4 bytes back as Go does. */
+	start = n - 1;
+	while (start > 0 && n - start < 4 && ((unsigned char)s[start] & 0xC0) == 0x80)
+		start--;
+	r = go_decode_rune(s + start, n - start, &w);
+	if (start + w != n) {
+		*width = 1;
+		return GO_RUNE_ERROR;
+	}
+	*width = w;
+	return r;
+}
+
 size_t go_encode_rune(uint32_t r, char out[4])
 {
 	if (r > GO_MAX_RUNE || (r >= 0xD800 && r <= 0xDFFF))

@@ -20,6 +20,9 @@
 
 /* Decodes the rune at s[0..n). *width is 1 for an invalid byte (rune U+FFFD), 0 when n == 0. */
 uint32_t go_decode_rune(const char *s, size_t n, size_t *width);
+/* utf8.DecodeLastRune: the rune that ends s[0..n), *width as for go_decode_rune (1 when
+ * the bytes before n do not end in a whole valid rune). */
+uint32_t go_decode_last_rune(const char *s, size_t n, size_t *width);
 /* Whether a go_decode_rune result is the error for an invalid byte (or empty input), as
  * opposed to a well-formed U+FFFD in the text. */
 static inline int go_rune_invalid(uint32_t r, size_t width)
