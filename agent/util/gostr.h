@@ -1,8 +1,11 @@
-/* Go string semantics that relabeling results depend on, byte for byte:
- * UTF-8 decoding as Go's unicode/utf8 does it (a bad byte is U+FFFD of width 1),
- * strings.ToLower/ToUpper (per code point simple case mapping, from ICU whose
- * Unicode version matches current Go), strconv.Quote (the %q of error messages),
- * unicode.IsLetter/IsDigit, and Prometheus label-name validity.
+/* The one UTF-8 decoder and Go's string semantics, for every module (config, discovery,
+ * k8s, relabel, write): results that Go programs produce must come out byte for byte.
+ * UTF-8 decoding as Go's unicode/utf8 does it (a bad byte is U+FFFD of width 1; the
+ * variants callers need, such as ToValidUTF8's one U+FFFD per run or DecodeLastRune,
+ * live here, built on that decoder), strings.ToLower/ToUpper (per code point simple
+ * case mapping, from ICU whose Unicode version matches current Go), strconv.Quote (the
+ * %q of error messages and string.format), unicode.IsLetter/IsDigit, and Prometheus
+ * label-name validity and sanitizing. Stateless; safe from any thread.
  *
  * Non-ASCII runes need ICU's tables (icu.h), loaded on first use; the functions that
  * may need them take an np_err for "Unicode tables unavailable". */
