@@ -85,7 +85,7 @@ DEB_BENCH_PACKAGES := \
 DEB_PACKAGES := $(sort $(DEB_RUN_PACKAGES) $(DEB_TEST_PACKAGES) $(DEB_BENCH_PACKAGES))
 
 PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1
-# ICU is compiled against but not linked: relabel/icu.c dlopens it on first use (it and
+# ICU is compiled against but not linked: agent/util/icu.c dlopens it on first use (it and
 # its libstdc++ cost ~1.5 MB resident), by the soname of the version whose headers we use.
 ICU_PKG := icu-uc
 # Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 
 const char *k8s_str_at(const json_t *obj, const char *key)
 {
@@ -55,24 +55,6 @@ int k8s_meta_build(const json_t *obj, const char *role, int with_name, struct np
 	return 0;
 }
 
-void k8s_sanitize_label_name(const char *in, struct np_buf *out)
-{
-	size_t n = strlen(in);
-
-	while (n) {
-		unsigned char c = (unsigned char)*in;
-		size_t w = 1;
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') {
-			np_buf_putc(out, (char)c);
-		} else {
-			(void)go_decode_rune(in, n, &w); /* one '_' per rune, an invalid byte being one */
-			np_buf_putc(out, '_');
-		}
-		in += w;
-		n -= w;
-	}
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -84,7 +66,7 @@ static int set_prefixed(struct np_labels *ls, struct np_buf *name, const char *p
 {
 	np_buf_reset(name);
 	np_buf_puts(name, prefix);
-	k8s_sanitize_label_name(key, name);
+	label_name_sanitize(key, name);
 	if (name->failed)
 		return np_errf(err, "out of memory");
 	return np_labels_setn(ls, name->p, value, value_len, err);

@@ -43,10 +43,6 @@ NP_MUST_CHECK int k8s_meta_build(const json_t *obj, const char *role, int with_n
 NP_MUST_CHECK int k8s_map_labels(struct np_labels *ls, const json_t *map, const char *prefix,
 				 const char *present_prefix, struct np_err *err);
 
-/* Prometheus' strutil.SanitizeLabelName: every rune outside [a-zA-Z0-9_] becomes one '_'
- * (a multi-byte UTF-8 character is one rune; an invalid byte is one rune). Appends to out. */
-void k8s_sanitize_label_name(const char *in, struct np_buf *out);
-
 /* Sets name = strings.ToLower(value) (Unicode simple case mapping, as Go). */
 NP_MUST_CHECK int k8s_set_lower(struct np_labels *ls, const char *name, const char *value, struct np_err *err);
 

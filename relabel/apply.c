@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "agent/util/log.h"
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 #include "relabel/rules.h"
 
 /* Buffers that grew beyond this for one huge value are released afterwards. */

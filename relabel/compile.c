@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 #include "relabel/rules.h"
 
 static const struct {

@@ -9,7 +9,7 @@
 
 #include "agent/util/grow.h"
 #include "agent/util/strbuf.h"
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 #include "relabel/rx_emit.h"
 #include "relabel/rx_parse.h"
 #include "relabel/rx_pike.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "agent/util/grow.h"
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 
 #define F_FOLD 1
 #define F_DOTNL 2

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "agent/util/grow.h"
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 
 enum { I_FAIL, I_MATCH, I_RUNE, I_ANY, I_ANY_NOT_NL, I_EMPTY, I_CAP, I_ALT, I_NOP };
 enum { E_BEGIN_LINE = 1, E_END_LINE = 2, E_BEGIN_TEXT = 4, E_END_TEXT = 8, E_WORD = 16, E_NOT_WORD = 32 };
@@ -588,10 +588,8 @@ int rx_prog_exec(const struct rx_prog *p, const char *s, size_t n, size_t start,
 	next = sc->q[1];
 	run->n = next->n = run->arena_n = next->arena_n = 0;
 	if (start > 0) {
-		size_t k = start - 1;
-		while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
-			k--;
-		before = rune_at(s, n, k, &w);
+		/* Go's inputString.context: utf8.DecodeLastRuneInString(s[:start]). */
+		before = (int32_t)go_decode_last_rune(s, start, &w);
 	}
 	r = rune_at(s, n, pos, &w);
 	if (w)

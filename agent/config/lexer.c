@@ -6,44 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/gostr.h"
+
 #define EOF_CH (-1)
-
-/* Decodes one UTF-8 code point at s[0..n). Returns its length, or 0 when invalid. */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	uint32_t c;
-	size_t len;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if ((s[0] & 0xe0) == 0xc0) {
-		c = s[0] & 0x1f;
-		len = 2;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		c = s[0] & 0x0f;
-		len = 3;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		c = s[0] & 0x07;
-		len = 4;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and values past U+10FFFF are invalid. */
-	if ((len == 2 && c < 0x80) || (len == 3 && c < 0x800) || (len == 4 && c < 0x10000) || c > 0x10ffff ||
-	    (c >= 0xd800 && c < 0xe000))
-		return 0;
-	*cp = c;
-	return len;
-}
 
 static int cur(const struct cfg_lexer *lx)
 {
@@ -76,11 +41,10 @@ static void advance(struct cfg_lexer *lx)
 		return;
 	}
 	if (c >= 0x80) {
-		uint32_t cp;
-		n = utf8_decode((const unsigned char *)lx->src + lx->off, lx->len - lx->off, &cp);
-		if (!n) {
+		/* Go's scanner: an invalid sequence is one bad byte (go_decode_rune's width 1). */
+		uint32_t cp = go_decode_rune(lx->src + lx->off, lx->len - lx->off, &n);
+		if (go_rune_invalid(cp, n)) {
 			lex_error(lx, lx->pos, "illegal UTF-8 encoding");
-			n = 1;
 		} else if (cp == 0xfeff) {
 			lex_error(lx, lx->pos, "illegal byte order mark");
 		}
@@ -411,9 +375,9 @@ again:
 		insert_term = lx->insert_term; /* keep the pending terminator */
 		if (lx->diags) {
 			if (c >= 0x80) {
-				uint32_t cp = 0;
-				size_t n = utf8_decode((const unsigned char *)tok->lit, lx->len - start, &cp);
-				if (n && cp != 0xfeff) /* a BOM was reported by advance() */
+				size_t n;
+				uint32_t cp = go_decode_rune(tok->lit, lx->len - start, &n);
+				if (!go_rune_invalid(cp, n) && cp != 0xfeff) /* a BOM was reported by advance() */
 					cfg_error(lx->diags, tok->pos,
 						  "illegal character U+%04X '%.*s' (identifiers may only use ASCII letters, digits "
 						  "and _)",
@@ -483,25 +447,6 @@ int cfg_tok_precedence(enum cfg_tok t)
 	}
 }
 
-static void put_utf8(char *out, size_t *n, uint32_t cp)
-{
-	if (cp < 0x80) {
-		out[(*n)++] = (char)cp;
-	} else if (cp < 0x800) {
-		out[(*n)++] = (char)(0xc0 | (cp >> 6));
-		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
-	} else if (cp < 0x10000) {
-		out[(*n)++] = (char)(0xe0 | (cp >> 12));
-		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
-	} else {
-		out[(*n)++] = (char)(0xf0 | (cp >> 18));
-		out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
-	}
-}
-
 char *cfg_unquote(const char *lit, size_t len, size_t *out_len)
 {
 	if (len < 2 || (lit[0] != '"' && lit[0] != '`') || lit[len - 1] != lit[0])
@@ -566,7 +511,7 @@ char *cfg_unquote(const char *lit, size_t len, size_t *out_len)
 			} else {
 				if (x > 0x10ffff || (x >= 0xd800 && x < 0xe000))
 					goto bad;
-				put_utf8(out, &n, x);
+				n += go_encode_rune(x, out + n); /* x is a valid rune here */
 			}
 			break;
 		}

@@ -3,18 +3,17 @@
  * the JSON functions live in stdlib_format.c. */
 #include "agent/config/stdlib.h"
 
-#include <locale.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#include <wctype.h>
 
 #include "agent/config/eval.h"
 #include "agent/config/schema.h"
 #include "agent/config/stdlib_internal.h"
+#include "agent/util/gostr.h"
 
 const char *cfg_builtin_name(const struct cfg_builtin *fn)
 {
@@ -251,18 +250,13 @@ static struct cfg_value *fn_join(struct cfg_call *c)
 	return result_string(c, &b);
 }
 
-/* Length of the UTF-8 sequence at s (1 for invalid bytes, as Go's range loop). */
+/* The width of the rune at s as Go's range loop steps: 1 for an invalid byte. */
 static size_t rune_len(const char *s, size_t n)
 {
-	unsigned char b = (unsigned char)s[0];
-	size_t len = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3 : (b & 0xf8) == 0xf0 ? 4 : 1;
+	size_t w;
 
-	if (len > n)
-		return 1;
-	for (size_t i = 1; i < len; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			return 1;
-	return len;
+	(void)go_decode_rune(s, n, &w);
+	return w;
 }
 
 static const char *find(const char *s, size_t n, const char *sub, size_t m)
@@ -346,7 +340,13 @@ static struct cfg_value *fn_split(struct cfg_call *c)
 			const char *hit = k + 1 < count ? find(s + i, n - i, sep, m) : NULL;
 			len = hit ? (size_t)(hit - (s + i)) : n - i;
 		}
-		r->u.arr.v[k] = cfg_string(s + i, len);
+		size_t w = 0;
+		/* strings.Split's explode gives an invalid byte as "\uFFFD", not the byte. */
+		uint32_t cp = m == 0 ? go_decode_rune(s + i, n - i, &w) : 0;
+		if (m == 0 && go_rune_invalid(cp, w))
+			r->u.arr.v[k] = cfg_string("\xEF\xBF\xBD", 3);
+		else
+			r->u.arr.v[k] = cfg_string(s + i, len);
 		if (!r->u.arr.v[k]) {
 			cfg_unref(r);
 			r = NULL;
@@ -361,81 +361,25 @@ out:
 	return r ? r : cfg_fn_oom(c);
 }
 
-static locale_t utf8_locale;
-static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
-
-static void init_utf8_locale(void)
-{
-	utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-}
-
-static size_t utf8_put(char *out, uint32_t cp)
-{
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xc0 | (cp >> 6));
-		out[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xe0 | (cp >> 12));
-		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | (cp >> 18));
-	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-	out[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
-static uint32_t rune_at(const char *s, size_t len)
-{
-	const unsigned char *u = (const unsigned char *)s;
-
-	switch (len) {
-	case 2: return ((uint32_t)(u[0] & 0x1f) << 6) | (u[1] & 0x3f);
-	case 3: return ((uint32_t)(u[0] & 0x0f) << 12) | ((uint32_t)(u[1] & 0x3f) << 6) | (u[2] & 0x3f);
-	case 4:
-		return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3f) << 12) | ((uint32_t)(u[2] & 0x3f) << 6) |
-		       (u[3] & 0x3f);
-	default: return u[0];
-	}
-}
-
-/* strings.ToLower/ToUpper: Unicode simple case mapping per rune (glibc's C.UTF-8
- * tables; ASCII only if that locale is missing). Invalid bytes are kept. */
+/* strings.ToLower/ToUpper (gostr.h: Unicode simple case mapping from ICU, loaded only for
+ * non-ASCII text; an invalid byte becomes U+FFFD as in Go). */
 static struct cfg_value *map_case(struct cfg_call *c, int upper)
 {
 	const char *s;
 	size_t n;
 	struct cfg_value *tmp;
 	struct np_buf b = NP_BUF_INIT;
+	struct np_err err;
 
 	if (cfg_arg_string(c, 0, &s, &n, &tmp))
 		return NULL;
-	pthread_once(&utf8_once, init_utf8_locale);
-	for (size_t i = 0; i < n;) {
-		size_t r = rune_len(s + i, n - i);
-		unsigned char b0 = (unsigned char)s[i];
-		if (r == 1 && b0 >= 0x80) {
-			np_buf_putc(&b, (char)b0);
-		} else {
-			uint32_t cp = rune_at(s + i, r);
-			if (utf8_locale)
-				cp = (uint32_t)(upper ? towupper_l((wint_t)cp, utf8_locale) : towlower_l((wint_t)cp, utf8_locale));
-			else if (cp < 0x80)
-				cp = (uint32_t)(upper ? (cp >= 'a' && cp <= 'z' ? cp - 32 : cp) : (cp >= 'A' && cp <= 'Z' ? cp + 32 : cp));
-			char enc[4];
-			np_buf_append(&b, enc, utf8_put(enc, cp));
-		}
-		i += r;
-	}
+	int rc = upper ? go_to_upper(&b, s, n, &err) : go_to_lower(&b, s, n, &err);
 	cfg_unref(tmp);
+	if (rc < 0) {
+		np_buf_free(&b);
+		cfg_error(c->ev->d, c->pos, "%s: %s", c->fn->name, err.msg);
+		return NULL;
+	}
 	return result_string(c, &b);
 }
 
@@ -482,25 +426,19 @@ static struct cfg_value *trim_common(struct cfg_call *c, const char *cut, size_t
 		return NULL;
 	end = n;
 	while (start < end) {
-		size_t rl = rune_len(s + start, end - start);
-		int hit = space ? (rl > 1 || (unsigned char)s[start] < 0x80) && is_space_rune(rune_at(s + start, rl))
-				: in_cutset(cut, m, s + start, rl);
+		size_t rl;
+		uint32_t cp = go_decode_rune(s + start, end - start, &rl);
+		int hit = space ? !go_rune_invalid(cp, rl) && is_space_rune(cp) : in_cutset(cut, m, s + start, rl);
 		if (!hit)
 			break;
 		start += rl;
 	}
 	while (end > start) {
-		/* Step back to the start of the last rune. */
-		size_t k = end - 1;
-		while (k > start && ((unsigned char)s[k] & 0xc0) == 0x80 && end - k < 4)
-			k--;
-		size_t rl = rune_len(s + k, end - k);
-		if (k + rl != end) {
-			k = end - 1;
-			rl = 1;
-		}
-		int hit = space ? (rl > 1 || (unsigned char)s[k] < 0x80) && is_space_rune(rune_at(s + k, rl))
-				: in_cutset(cut, m, s + k, rl);
+		/* strings.TrimRight* step back with utf8.DecodeLastRune. */
+		size_t rl;
+		uint32_t cp = go_decode_last_rune(s + start, end - start, &rl);
+		size_t k = end - rl;
+		int hit = space ? !go_rune_invalid(cp, rl) && is_space_rune(cp) : in_cutset(cut, m, s + k, rl);
 		if (!hit)
 			break;
 		end = k;

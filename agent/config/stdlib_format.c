@@ -11,6 +11,7 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/stdlib_internal.h"
+#include "agent/util/gostr.h"
 
 #define MAX_WIDTH 1000
 
@@ -110,40 +111,10 @@ static int format_v(const struct cfg_value *v, struct np_buf *out)
 	}
 }
 
-/* Go's strconv.Quote for the bytes of s. */
-static void go_quote(const char *s, size_t n, struct np_buf *out)
-{
-	np_buf_putc(out, '"');
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		switch (c) {
-		case '\a': np_buf_puts(out, "\\a"); break;
-		case '\b': np_buf_puts(out, "\\b"); break;
-		case '\f': np_buf_puts(out, "\\f"); break;
-		case '\n': np_buf_puts(out, "\\n"); break;
-		case '\r': np_buf_puts(out, "\\r"); break;
-		case '\t': np_buf_puts(out, "\\t"); break;
-		case '\v': np_buf_puts(out, "\\v"); break;
-		case '\\': np_buf_puts(out, "\\\\"); break;
-		case '"': np_buf_puts(out, "\\\""); break;
-		default:
-			if (c < 0x20 || c == 0x7f)
-				np_buf_printf(out, "\\x%02x", c);
-			else
-				np_buf_putc(out, (char)c);
-		}
-	}
-	np_buf_putc(out, '"');
-}
-
 /* Pads body to the spec's width (counting runes, as fmt does). */
 static void pad(const struct spec *sp, const char *body, size_t len, struct np_buf *out, int zero_ok)
 {
-	size_t runes = 0;
-
-	for (size_t i = 0; i < len; i++)
-		if (((unsigned char)body[i] & 0xc0) != 0x80)
-			runes++;
+	size_t runes = go_rune_count(body, len);
 	size_t fill = sp->width > 0 && (size_t)sp->width > runes ? (size_t)sp->width - runes : 0;
 	char ch = sp->zero && !sp->minus && zero_ok ? '0' : ' ';
 	if (!sp->minus)
@@ -369,19 +340,11 @@ static int format_one(struct cfg_call *c, size_t i, const struct spec *sp, struc
 			return -1;
 		if (sp->prec >= 0) {
 			/* Precision truncates to that many runes. */
-			size_t runes = 0, k = 0;
-			for (; k < len; k++) {
-				if (((unsigned char)s[k] & 0xc0) != 0x80) {
-					if (runes == (size_t)sp->prec)
-						break;
-					runes++;
-				}
-			}
-			len = k;
+			len = go_runes_prefix(s, len, (size_t)sp->prec);
 		}
 		if (sp->verb == 'q') {
 			struct np_buf q = NP_BUF_INIT;
-			go_quote(s, len, &q);
+			go_quote(&q, s, len);
 			pad(sp, q.p ? q.p : "", q.len, out, 1);
 			np_buf_free(&q);
 		} else {
@@ -666,18 +629,15 @@ static void json_quote(const char *s, size_t n, struct np_buf *out)
 			}
 			continue;
 		}
-		size_t len = (ch & 0xe0) == 0xc0 ? 2 : (ch & 0xf0) == 0xe0 ? 3 : (ch & 0xf8) == 0xf0 ? 4 : 0;
-		int ok = len && i + len <= n;
-		for (size_t k = 1; ok && k < len; k++)
-			if (((unsigned char)s[i + k] & 0xc0) != 0x80)
-				ok = 0;
-		if (!ok) {
+		/* encoding/json: each invalid byte becomes U+FFFD. */
+		size_t len;
+		uint32_t r = go_decode_rune(s + i, n - i, &len);
+		if (go_rune_invalid(r, len)) {
 			np_buf_puts(out, "\\ufffd");
 			continue;
 		}
-		if (len == 3 && ch == 0xe2 && (unsigned char)s[i + 1] == 0x80 &&
-		    ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9)) {
-			np_buf_printf(out, "\\u202%c", (unsigned char)s[i + 2] == 0xa8 ? '8' : '9');
+		if (r == 0x2028 || r == 0x2029) { /* line and paragraph separators, escaped for JavaScript */
+			np_buf_printf(out, "\\u%04x", (unsigned)r);
 		} else {
 			np_buf_append(out, s + i, len);
 		}

@@ -24,6 +24,7 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/stdlib_internal.h"
+#include "agent/util/gostr.h"
 #include "agent/util/grow.h"
 #include "relabel/rx.h"
 #include "relabel/rx_parse.h"
@@ -363,20 +364,8 @@ static int read_str(struct parser *p, unsigned char term, char **out, size_t *ou
 				r = r << 4 | (uint32_t)h;
 			}
 			char enc[4];
-			size_t n = r < 0x80 ? 1 : r < 0x800 ? 2 : 3;
-			if (r >= 0xd800 && r <= 0xdfff)
-				r = 0xfffd; /* Go's utf8.AppendRune of a surrogate */
-			if (n == 1)
-				enc[0] = (char)r;
-			else if (n == 2) {
-				enc[0] = (char)(0xc0 | r >> 6);
-				enc[1] = (char)(0x80 | (r & 0x3f));
-			} else {
-				enc[0] = (char)(0xe0 | r >> 12);
-				enc[1] = (char)(0x80 | ((r >> 6) & 0x3f));
-				enc[2] = (char)(0x80 | (r & 0x3f));
-			}
-			np_buf_append(&b, enc, n);
+			/* Go's utf8.AppendRune: a surrogate becomes U+FFFD. */
+			np_buf_append(&b, enc, go_encode_rune(r, enc));
 			break;
 		}
 		default:

@@ -24,7 +24,7 @@
 #include "agent/config/eval.h"
 #include "agent/config/stdlib_internal.h"
 #include "agent/util/grow.h"
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 
 #define LONG_TAG_PREFIX "tag:yaml.org,2002:"
 #define GENERAL_MAP_TYPE "map[interface {}]interface {}"

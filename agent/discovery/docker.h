@@ -88,9 +88,4 @@ NP_MUST_CHECK int np_docker_targets_from_json(const struct np_docker_config *cfg
 					      size_t containers_len, const char *networks_json, size_t networks_len,
 					      struct np_targets *out, struct np_err *err);
 
-/* Prometheus' strutil.SanitizeLabelName: every character (UTF-8 rune) outside
- * [a-zA-Z0-9_] becomes one '_'. Appends to out. */
-struct np_buf;
-void np_docker_sanitize_label_name(const char *name, struct np_buf *out);
-
 #endif

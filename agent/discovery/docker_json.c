@@ -8,52 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/gostr.h"
 #include "agent/util/strbuf.h"
 
 #define L_CONTAINER "__meta_docker_container_"
 #define L_NETWORK "__meta_docker_network_"
 #define L_PORT "__meta_docker_port_"
-
-/* Length of the UTF-8 sequence at s (Go's utf8.DecodeRune width: 1 when invalid). */
-static size_t rune_len(const unsigned char *s)
-{
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 1;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 1;
-	/* overlong 3/4-byte forms, surrogates and > U+10FFFF are invalid too */
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
-	    (s[0] == 0xf4 && s[1] > 0x8f))
-		return 1;
-	return n;
-}
-
-void np_docker_sanitize_label_name(const char *name, struct np_buf *out)
-{
-	const unsigned char *s = (const unsigned char *)name;
-
-	while (*s) {
-		unsigned char c = *s;
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') {
-			np_buf_putc(out, (char)c);
-			s++;
-			continue;
-		}
-		np_buf_putc(out, '_');
-		s += rune_len(s);
-	}
-}
 
 /* ---- typed field access ---- */
 
@@ -166,7 +126,7 @@ static int set_sanitized(struct np_labels *ls, const char *prefix, const json_t 
 		const json_t *val = json_object_get(map, keys[i]);
 		np_buf_reset(&name);
 		np_buf_puts(&name, prefix);
-		np_docker_sanitize_label_name(keys[i], &name);
+		label_name_sanitize(keys[i], &name);
 		if (name.failed)
 			rc = np_errf(err, "out of memory building docker labels");
 		else

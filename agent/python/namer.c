@@ -11,7 +11,7 @@
 #include "agent/util/intern.h"
 #include "agent/util/strbuf.h"
 #include "bpf/python.h"
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 
 /* The first bytes of a code object read at once: every field named lies within them. */
 #define CODE_HEAD 512

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/gostr.h"
+
 void np_buf_free(struct np_buf *b)
 {
 	free(b->p);
@@ -124,21 +126,15 @@ void np_buf_json_str(struct np_buf *out, const char *s, size_t len)
 			np_buf_putc(out, (char)c);
 			p++;
 		} else {
-			/* Copy valid UTF-8 sequences; anything else becomes U+FFFD. */
-			size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-			size_t ok = n && (size_t)(end - p) >= n;
-			for (size_t i = 1; ok && i < n; i++)
-				ok = (p[i] & 0xc0) == 0x80;
-			/* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8. */
-			if (ok && ((n == 2 && c < 0xc2) || (c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) ||
-				   (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90) || c > 0xf4))
-				ok = 0;
-			if (ok) {
-				np_buf_append(out, p, n);
-				p += n;
-			} else {
+			/* encoding/json: a valid sequence is copied, each invalid byte becomes U+FFFD. */
+			size_t n;
+			uint32_t r = go_decode_rune((const char *)p, (size_t)(end - p), &n);
+			if (go_rune_invalid(r, n)) {
 				np_buf_puts(out, "\\ufffd");
 				p++;
+			} else {
+				np_buf_append(out, p, n);
+				p += n;
 			}
 		}
 	}

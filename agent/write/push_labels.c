@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/gostr.h"
+#include "agent/util/strbuf.h"
 #include "agent/write/internal.h"
 
 const char *const np_write_fix_reasons[NP_FIX__COUNT] = {
@@ -25,75 +27,6 @@ int np_write_label_name_valid(const char *name)
 	return 1;
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. Rejects overlongs,
- * surrogates and code points above U+10FFFF, as Go's utf8.ValidString. */
-static size_t utf8_seq(const unsigned char *p, size_t avail)
-{
-	unsigned char c = p[0];
-	size_t n;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (avail < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
-/* Replaces each run of invalid bytes with U+FFFD. Returns a new string or NULL. */
-static char *utf8_fix(const char *s, int *changed)
-{
-	size_t len = strlen(s), o = 0;
-	char *out = malloc(len * 3 + 1); /* worst case: every byte becomes 3 */
-
-	*changed = 0;
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len;) {
-		size_t n = utf8_seq((const unsigned char *)s + i, len - i);
-		if (n) {
-			memcpy(out + o, s + i, n);
-			o += n;
-			i += n;
-			continue;
-		}
-		*changed = 1;
-		memcpy(out + o, "\xef\xbf\xbd", 3);
-		o += 3;
-		while (i < len && !utf8_seq((const unsigned char *)s + i, len - i))
-			i++;
-	}
-	out[o] = '\0';
-	return out;
-}
-
-/* Truncates a valid UTF-8 string to at most max bytes without splitting a character. */
-static void utf8_truncate(char *s, size_t max)
-{
-	size_t len = strlen(s);
-
-	if (len <= max)
-		return;
-	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-		max--;
-	s[max] = '\0';
-}
-
 /* Replaces every character outside [A-Za-z0-9_.] (a whole UTF-8 sequence counts as
  * one character) with '_'. Returns a new string or NULL. */
 static char *sanitize_name(const char *name)
@@ -105,9 +38,10 @@ static char *sanitize_name(const char *name)
 		return NULL;
 	for (size_t i = 0; i < len;) {
 		unsigned char c = (unsigned char)name[i];
-		size_t n = utf8_seq((const unsigned char *)name + i, len - i);
+		size_t n;
+		(void)go_decode_rune(name + i, len - i, &n); /* an invalid byte is one character */
 		out[o++] = name_char_ok(c) ? (char)c : '_';
-		i += n ? n : 1;
+		i += n;
 	}
 	out[o] = '\0';
 	return out;
@@ -127,20 +61,23 @@ static void note(struct np_write_fixes *fx, enum np_write_fix f, const char *nam
 static int set_value(struct np_labels *ls, const char *name, const char *value, const struct np_write_limits *lim,
 		     struct np_write_fixes *fx, struct np_err *err)
 {
-	int changed;
-	char *v = utf8_fix(value, &changed);
+	struct np_buf v = NP_BUF_INIT;
+	/* Pyroscope replaces each run of invalid bytes with one U+FFFD (strings.ToValidUTF8). */
+	int changed = go_to_valid_utf8(&v, value, strlen(value));
 	int rc;
 
-	if (!v)
+	if (v.failed) {
+		np_buf_free(&v);
 		return np_errf(err, "out of memory fixing label %s", name);
+	}
 	if (changed)
 		note(fx, NP_FIX_INVALID_UTF8, name);
-	if (strlen(v) > lim->max_label_value_length) {
-		utf8_truncate(v, lim->max_label_value_length);
+	if (v.len > lim->max_label_value_length) {
+		v.p[go_utf8_prefix(v.p, v.len, lim->max_label_value_length)] = '\0';
 		note(fx, NP_FIX_VALUE_TOO_LONG, name);
 	}
-	rc = np_labels_set(ls, name, v, err);
-	free(v);
+	rc = np_labels_set(ls, name, v.p ? v.p : "", err); /* v.p is NUL-terminated, NULL when empty */
+	np_buf_free(&v);
 	return rc;
 }
 

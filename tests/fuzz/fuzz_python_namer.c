@@ -8,7 +8,7 @@
 
 #include "agent/python/namer.h"
 #include "bpf/python.h"
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 
 #define BASE 0x200000ULL
 

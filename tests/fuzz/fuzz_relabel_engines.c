@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "agent/util/strbuf.h"
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 #include "relabel/rx.h"
 #include "relabel/rx_parse.h"
 #include "relabel/rx_pike.h"

@@ -196,6 +196,14 @@ static void more_stdlib(void **state)
 		{ "string.to_upper(\"\xc3\xa9t\xc3\xa9\")", "\"\xc3\x89T\xc3\x89\"" },
 		{ "string.trim_space(\"\\u00a0 x\\u2003\")", "\"x\"" },
 		{ "string.trim(\"\xc3\xa9x\xc3\xa9\", \"\xc3\xa9\")", "\"x\"" },
+		/* Invalid UTF-8 as Go treats it (go1.19 strings, fmt): U+FFFD per bad byte where Go
+		 * decodes, the bytes kept where it only steps over them. */
+		{ "string.to_lower(\"A\\xffB\")", "\"a\xef\xbf\xbd" "b\"" },
+		{ "string.split(\"\\xc0\\x80x\", \"\")", "[\"\xef\xbf\xbd\", \"\xef\xbf\xbd\", \"x\"]" },
+		{ "string.replace(\"\\xed\\xa0\", \"\", \"-\")", "\"-\xed-\xa0-\"" },
+		{ "string.trim_space(\"\\xc2\\xa0x \\xc2\")", "\"x \xc2\"" }, /* NBSP is space; a bad byte is not */
+		{ "string.format(\"%q|%.1s|%3s|\", \"\\xff\", \"\\xffa\", \"\\xc0\\x80\")",
+		  "\"\\\"\\\\xff\\\"|\xff| \xc0\x80|\"" },
 		{ "string.join([\"a\", 1], 2)", "\"a21\"" }, /* numbers convert to strings, as Alloy decodes them */
 		{ "coalesce()", "null" },
 		{ "coalesce(\"\", 0, false, [], {}, null)", "null" },

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "agent/discovery/docker.h"
+#include "agent/util/gostr.h"
 #include "agent/util/strbuf.h"
 #include "agent/util/targets_json.h"
 
@@ -19,7 +20,7 @@ static char *sanitized(const char *s)
 {
 	struct np_buf b = NP_BUF_INIT;
 
-	np_docker_sanitize_label_name(s, &b);
+	label_name_sanitize(s, &b);
 	return np_buf_steal(&b, NULL);
 }
 

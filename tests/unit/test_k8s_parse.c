@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "agent/util/gostr.h"
 #include "agent/util/strbuf.h"
 #include "k8s/jscan.h"
 #include "k8s/pod.h"
@@ -352,7 +353,7 @@ static void sanitize(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct np_buf b = NP_BUF_INIT;
 		np_buf_puts(&b, "");
-		k8s_sanitize_label_name(cases[i].in, &b);
+		label_name_sanitize(cases[i].in, &b);
 		assert_string_equal(b.p, cases[i].out);
 		np_buf_free(&b);
 	}

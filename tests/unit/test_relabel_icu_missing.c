@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "relabel/gostr.h"
-#include "relabel/icu.h"
+#include "agent/util/gostr.h"
+#include "agent/util/icu.h"
 #include "tests/unit/relabel_test.h"
 
 #define MISSING "libnodeprof-test-no-icu.so.0"

@@ -1,5 +1,5 @@
 /* ICU loaded on first use: see icu.h (why: the memory of libicuuc and its dependencies). */
-#include "relabel/icu.h"
+#include "agent/util/icu.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

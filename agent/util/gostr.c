@@ -6,11 +6,11 @@
  * around them is written here, because its treatment of invalid bytes is part
  * of the observable result. ASCII is answered here too (Go's tables agree), so
  * ICU is loaded (icu.h) only when a non-ASCII rune needs it. */
-#include "relabel/gostr.h"
+#include "agent/util/gostr.h"
 
 #include <string.h>
 
-#include "relabel/icu.h"
+#include "agent/util/icu.h"
 
 uint32_t go_decode_rune(const char *str, size_t n, size_t *width)
 {
@@ -63,6 +63,28 @@ bad:
 	return GO_RUNE_ERROR;
 }
 
+uint32_t go_decode_last_rune(const char *s, size_t n, size_t *width)
+{
+	size_t start, w;
+	uint32_t r;
+
+	if (n == 0) {
+		*width = 0;
+		return GO_RUNE_ERROR;
+	}
+	/* Back to the last byte that can start a rune, looking at most 4 bytes back as Go does. */
+	start = n - 1;
+	while (start > 0 && n - start < 4 && ((unsigned char)s[start] & 0xC0) == 0x80)
+		start--;
+	r = go_decode_rune(s + start, n - start, &w);
+	if (start + w != n) {
+		*width = 1;
+		return GO_RUNE_ERROR;
+	}
+	*width = w;
+	return r;
+}
+
 size_t go_encode_rune(uint32_t r, char out[4])
 {
 	if (r > GO_MAX_RUNE || (r >= 0xD800 && r <= 0xDFFF))
@@ -103,6 +125,57 @@ int go_utf8_valid(const char *s, size_t n)
 		i += w;
 	}
 	return 1;
+}
+
+size_t go_rune_count(const char *s, size_t n)
+{
+	size_t i = 0, count = 0, w;
+
+	for (; i < n; i += w, count++)
+		if ((unsigned char)s[i] < 0x80)
+			w = 1;
+		else
+			(void)go_decode_rune(s + i, n - i, &w);
+	return count;
+}
+
+size_t go_runes_prefix(const char *s, size_t n, size_t max)
+{
+	size_t i = 0, w;
+
+	for (size_t runes = 0; i < n && runes < max; i += w, runes++)
+		(void)go_decode_rune(s + i, n - i, &w);
+	return i;
+}
+
+int go_to_valid_utf8(struct np_buf *out, const char *s, size_t n)
+{
+	size_t i = 0, w;
+	int changed = 0, in_bad = 0;
+
+	while (i < n) {
+		uint32_t r = go_decode_rune(s + i, n - i, &w);
+		if (go_rune_invalid(r, w)) {
+			if (!in_bad)
+				np_buf_append(out, "\xEF\xBF\xBD", 3);
+			changed = in_bad = 1;
+		} else {
+			np_buf_append(out, s + i, w);
+			in_bad = 0;
+		}
+		i += w;
+	}
+	return changed;
+}
+
+size_t go_utf8_prefix(const char *s, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	/* Step back over continuation bytes to the start of the rune that crosses max. */
+	while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+		max--;
+	return max;
 }
 
 /* strings.Map with a per-rune mapping: invalid bytes come out as U+FFFD. */
@@ -277,6 +350,24 @@ int label_name_valid_legacy(const char *s, size_t n)
 int label_name_valid_utf8(const char *s, size_t n)
 {
 	return n > 0 && go_utf8_valid(s, n);
+}
+
+void label_name_sanitize(const char *in, struct np_buf *out)
+{
+	size_t n = strlen(in);
+
+	while (n) {
+		unsigned char c = (unsigned char)*in;
+		size_t w = 1;
+		if (ascii_word(c))
+			np_buf_putc(out, (char)c);
+		else {
+			(void)go_decode_rune(in, n, &w);
+			np_buf_putc(out, '_');
+		}
+		in += w;
+		n -= w;
+	}
 }
 
 /* The regex is a sequence of word characters and $-references ($name or ${name},
