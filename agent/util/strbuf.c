@@ -113,6 +113,14 @@ void np_buf_json_str(struct np_buf *out, const char *s, size_t len)
 	np_buf_putc(out, '"');
 	while (p < end) {
 		unsigned char c = *p;
+		/* Plain ASCII is most of every name: copy a run of it at once. */
+		const unsigned char *run = p;
+		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+			p++;
+		if (p > run) {
+			np_buf_append(out, run, (size_t)(p - run));
+			continue;
+		}
 		if (c == '"' || c == '\\') {
 			np_buf_putc(out, '\\');
 			np_buf_putc(out, (char)c);
@@ -124,7 +132,8 @@ void np_buf_json_str(struct np_buf *out, const char *s, size_t len)
 			np_buf_putc(out, (char)c);
 			p++;
 		} else {
-			/* Copy valid UTF-8 sequences; anything else becomes U+FFFD. */
+			/* Copy valid UTF-8 sequences; anything else becomes U+FFFD. This is the
+			 * agent's only JSON string escaper (json_writer.h uses it). */
 			size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
 			size_t ok = n && (size_t)(end - p) >= n;
 			for (size_t i = 1; ok && i < n; i++)
