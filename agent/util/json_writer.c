@@ -98,14 +98,17 @@ void np_json_i64(struct np_json *j, int64_t v)
 	np_json_u64(j, (uint64_t)v);
 }
 
-void np_json_double(struct np_json *j, double v)
+void np_json_double(struct np_json *j, double v, int decimals)
 {
 	if (!isfinite(v)) {
 		np_json_null(j);
 		return;
 	}
 	sep(j);
-	np_buf_printf(j->out, "%.17g", v);
+	if (decimals >= 0)
+		np_buf_printf(j->out, "%.*f", decimals, v);
+	else
+		np_buf_printf(j->out, "%.17g", v);
 }
 
 void np_json_bool(struct np_json *j, int v)

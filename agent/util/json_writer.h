@@ -43,7 +43,9 @@ void np_json_str(struct np_json *j, const char *s); /* NULL writes "" */
 void np_json_strn(struct np_json *j, const char *s, size_t len);
 void np_json_u64(struct np_json *j, uint64_t v);
 void np_json_i64(struct np_json *j, int64_t v);
-void np_json_double(struct np_json *j, double v); /* NaN and infinities write null */
+/* decimals >= 0: that many digits after the point (%.3f); < 0: all 17 significant
+ * digits. NaN and infinities write null (JSON has neither). */
+void np_json_double(struct np_json *j, double v, int decimals);
 void np_json_bool(struct np_json *j, int v);
 void np_json_null(struct np_json *j);
 /* Text that is already JSON (one value), e.g. from jansson or another writer. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <math.h>
 
 #include "agent/util/json_writer.h"
 
@@ -73,7 +74,11 @@ static void nesting(void **state)
 	np_json_key(&j, "none");
 	np_json_null(&j);
 	np_json_key(&j, "d");
-	np_json_double(&j, 0.5);
+	np_json_double(&j, 0.5, -1);
+	np_json_key(&j, "f");
+	np_json_double(&j, 1.23456, 3);
+	np_json_key(&j, "nan");
+	np_json_double(&j, NAN, 3);
 	np_json_key(&j, "empty");
 	np_json_arr_begin(&j);
 	np_json_arr_end(&j);
@@ -93,7 +98,7 @@ static void nesting(void **state)
 	np_json_obj_end(&j);
 	assert_false(b.failed);
 	assert_string_equal(b.p, "{\"name\":\"x\",\"big\":18446744073709551615,\"neg\":-9223372036854775808,"
-				 "\"zero\":0,\"ok\":true,\"none\":null,\"d\":0.5,\"empty\":[],"
+				 "\"zero\":0,\"ok\":true,\"none\":null,\"d\":0.5,\"f\":1.235,\"nan\":null,\"empty\":[],"
 				 "\"list\":[1,[{},{\"k\\\"ey\":\"\"}],{\"r\":1},\"s\"]}");
 	json_error_t e;
 	json_t *v = json_loads(b.p, JSON_DECODE_INT_AS_REAL, &e); /* UINT64_MAX is past json_int_t */
