@@ -12,16 +12,31 @@ void np_json_init(struct np_json *j, struct np_buf *out)
 
 /* A value or key follows another one at the same level: separate them. The last
  * byte we wrote says whether one came before ('{', '[' and ':' open a place for a
- * value; anything else ends one). */
+ * value, ',' was written by np_json_break; anything else ends a value), looking
+ * past the whitespace np_json_break writes. */
+static int comma_due(const struct np_json *j)
+{
+	const struct np_buf *b = j->out;
+
+	for (size_t i = b->len; b->p && i > j->start; i--) {
+		char c = b->p[i - 1];
+		if (c == ' ' || c == '\n')
+			continue;
+		return c != '{' && c != '[' && c != ':' && c != ',';
+	}
+	return 0;
+}
+
 static void sep(struct np_json *j)
 {
-	struct np_buf *b = j->out;
+	if (comma_due(j))
+		np_buf_putc(j->out, ',');
+}
 
-	if (b->len > j->start && b->p) {
-		char c = b->p[b->len - 1];
-		if (c != '{' && c != '[' && c != ':')
-			np_buf_putc(b, ',');
-	}
+void np_json_break(struct np_json *j, const char *ws)
+{
+	sep(j);
+	np_buf_puts(j->out, ws);
 }
 
 void np_json_obj_begin(struct np_json *j)

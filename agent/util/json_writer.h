@@ -51,6 +51,10 @@ void np_json_null(struct np_json *j);
 /* Text that is already JSON (one value), e.g. from jansson or another writer. */
 void np_json_raw(struct np_json *j, const char *json, size_t len);
 
+/* For text meant for people (tools' pretty output): the comma due before the next
+ * value, if any, then ws (spaces and newlines only). */
+void np_json_break(struct np_json *j, const char *ws);
+
 /* key + value in one call, for the common object members. */
 void np_json_kv_str(struct np_json *j, const char *key, const char *s);
 void np_json_kv_u64(struct np_json *j, const char *key, uint64_t v);

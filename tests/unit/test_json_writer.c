@@ -141,6 +141,28 @@ static void after_text_and_deep(void **state)
 	np_buf_free(&b);
 }
 
+/* Pretty output: np_json_break writes the comma itself, then whitespace. */
+static void pretty_break(void **state)
+{
+	struct np_buf b = NP_BUF_INIT;
+	struct np_json j;
+
+	(void)state;
+	np_json_init(&j, &b);
+	np_json_arr_begin(&j);
+	for (int i = 0; i < 2; i++) {
+		np_json_break(&j, "\n  ");
+		np_json_obj_begin(&j);
+		np_json_kv_u64(&j, "a", (uint64_t)i);
+		np_json_kv_u64(&j, "b", 2);
+		np_json_obj_end(&j);
+	}
+	np_buf_putc(&b, '\n');
+	np_json_arr_end(&j);
+	assert_string_equal(b.p, "[\n  {\"a\":0,\"b\":2},\n  {\"a\":1,\"b\":2}\n]");
+	np_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +170,7 @@ int main(void)
 		cmocka_unit_test(utf8),
 		cmocka_unit_test(nesting),
 		cmocka_unit_test(after_text_and_deep),
+		cmocka_unit_test(pretty_break),
 	};
 	return cmocka_run_group_tests_name("json_writer", tests, NULL, NULL);
 }
