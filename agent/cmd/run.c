@@ -21,6 +21,7 @@
 #include "agent/profile/ebpf_metrics.h"
 #include "agent/ui/api.h"
 #include "agent/ui/store.h"
+#include "agent/util/json_writer.h"
 #include "agent/util/log.h"
 
 static const char run_usage[] =
@@ -191,35 +192,29 @@ static void scrape(void *ud)
 	np_ebpf_metrics_update(a->metrics, &sum);
 }
 
-static void json_string(struct np_buf *out, const char *s)
-{
-	np_buf_putc(out, '"');
-	for (const char *p = s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			np_buf_putc(out, '\\');
-		if ((unsigned char)*p >= 0x20)
-			np_buf_putc(out, *p);
-	}
-	np_buf_putc(out, '"');
-}
-
 static void status_json(void *ud, const struct cfg_component_status *s)
 {
-	struct np_buf *out = ud;
+	struct np_json *j = ud;
 
-	np_buf_printf(out, "%s{\"component\":\"%s\",\"type\":\"%s\",\"running\":%s,\"health\":\"%s\",\"message\":",
-		      out->len > 1 ? "," : "", s->id, s->type, s->running ? "true" : "false", cfg_health_name(s->health));
-	json_string(out, s->message);
-	np_buf_putc(out, '}');
+	np_json_obj_begin(j);
+	np_json_kv_str(j, "component", s->id);
+	np_json_kv_str(j, "type", s->type);
+	np_json_kv_bool(j, "running", s->running);
+	np_json_kv_str(j, "health", cfg_health_name(s->health));
+	np_json_kv_str(j, "message", s->message);
+	np_json_obj_end(j);
 }
 
 static int debug_components(void *ud, struct np_buf *out, struct np_err *err)
 {
 	struct agent *a = ud;
 
-	np_buf_putc(out, '[');
-	cfg_controller_status(a->ctl, status_json, out);
-	np_buf_putc(out, ']');
+	struct np_json j;
+
+	np_json_init(&j, out);
+	np_json_arr_begin(&j);
+	cfg_controller_status(a->ctl, status_json, &j);
+	np_json_arr_end(&j);
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }
 
@@ -246,12 +241,13 @@ static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
 {
 	struct agent *a = ud;
 	struct id_list *l = calloc(1, sizeof(*l));
-	int first = 1;
+	struct np_json j;
 
 	if (!l)
 		return np_errf(err, "out of memory");
 	cfg_controller_status(a->ctl, collect_component, l);
-	np_buf_putc(out, '[');
+	np_json_init(&j, out);
+	np_json_arr_begin(&j);
 	for (size_t i = 0; i < l->n; i++) {
 		const char *export = strcmp(l->type[i], "discovery.relabel") == 0 ? "output" : "targets";
 		struct cfg_value *v;
@@ -259,18 +255,20 @@ static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
 			continue;
 		for (size_t t = 0; v->kind == CFG_V_TARGETS && t < v->u.targets.n; t++) {
 			const struct np_labels *ls = &v->u.targets.v[t];
-			struct np_buf text = NP_BUF_INIT;
+			np_json_obj_begin(&j);
+			np_json_kv_str(&j, "component", l->id[i]);
+			/* An object, as a target's labels are everywhere else ({"name": "value"}):
+			 * the HTML page renders it as a table of its own. */
+			np_json_key(&j, "labels");
+			np_json_obj_begin(&j);
 			for (size_t k = 0; k < ls->n; k++)
-				np_buf_printf(&text, "%s%s=%s", k ? ", " : "", ls->v[k].name, ls->v[k].value);
-			np_buf_printf(out, "%s{\"component\":\"%s\",\"labels\":", first ? "" : ",", l->id[i]);
-			json_string(out, text.p ? text.p : "");
-			np_buf_putc(out, '}');
-			np_buf_free(&text);
-			first = 0;
+				np_json_kv_str(&j, ls->v[k].name, ls->v[k].value);
+			np_json_obj_end(&j);
+			np_json_obj_end(&j);
 		}
 		cfg_unref(v);
 	}
-	np_buf_putc(out, ']');
+	np_json_arr_end(&j);
 	free(l);
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/http/internal.h"
+#include "agent/util/json_writer.h"
 #include "agent/util/log.h"
 
 void np_http_set_ready(struct np_http_server *srv, np_http_ready_fn fn, void *ud)
@@ -167,9 +168,11 @@ static void debug_index(struct np_http_server *srv, const struct np_http_request
 	const char *fmt = np_http_query_get(req, "format");
 	int json = fmt && !strcmp(fmt, "json");
 
+	struct np_json j;
+	np_json_init(&j, &resp->body);
 	if (json) {
 		snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
-		np_buf_putc(&resp->body, '[');
+		np_json_arr_begin(&j);
 	} else {
 		snprintf(resp->content_type, sizeof(resp->content_type), "text/html; charset=utf-8");
 		np_buf_puts(&resp->body, "<!doctype html><html><head><meta charset=\"utf-8\"><title>nodeprof debug"
@@ -180,18 +183,13 @@ static void debug_index(struct np_http_server *srv, const struct np_http_request
 	for (size_t i = 0; i < srv->npages; i++) {
 		const struct debug_page *pg = &srv->pages[i];
 		if (json) {
-			/* Names are [a-z0-9_-]; titles need escaping. */
-			np_buf_printf(&resp->body, "%s{\"name\":\"%s\",\"path\":\"/debug/%s\",\"title\":\"", i ? "," : "",
-				      pg->name, pg->name);
-			for (const char *p = pg->title; *p; p++) {
-				if (*p == '"' || *p == '\\')
-					np_buf_printf(&resp->body, "\\%c", *p);
-				else if ((unsigned char)*p < 0x20)
-					np_buf_printf(&resp->body, "\\u%04x", (unsigned char)*p);
-				else
-					np_buf_putc(&resp->body, *p);
-			}
-			np_buf_puts(&resp->body, "\"}");
+			char path[sizeof("/debug/") + 64]; /* names are [a-z0-9_-]{1,64} (valid_page_name) */
+			snprintf(path, sizeof(path), "/debug/%s", pg->name);
+			np_json_obj_begin(&j);
+			np_json_kv_str(&j, "name", pg->name);
+			np_json_kv_str(&j, "path", path);
+			np_json_kv_str(&j, "title", pg->title);
+			np_json_obj_end(&j);
 		} else {
 			np_buf_printf(&resp->body, "<li><a href=\"/debug/%s\">", pg->name);
 			np_http_html_escape(&resp->body, pg->title, strlen(pg->title));
@@ -199,7 +197,9 @@ static void debug_index(struct np_http_server *srv, const struct np_http_request
 		}
 	}
 	pthread_mutex_unlock(&srv->lock);
-	np_buf_puts(&resp->body, json ? "]\n" : "</ul><p><a href=\"/metrics\">/metrics</a> &middot; <a href=\"/\">UI</a>"
+	if (json)
+		np_json_arr_end(&j);
+	np_buf_puts(&resp->body, json ? "\n" : "</ul><p><a href=\"/metrics\">/metrics</a> &middot; <a href=\"/\">UI</a>"
 						"</p></body></html>\n");
 }
 

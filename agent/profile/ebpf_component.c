@@ -20,6 +20,7 @@
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_profiler.h"
 #include "agent/util/intern.h"
+#include "agent/util/json_writer.h"
 #include "agent/util/log.h"
 
 #define MAX_UPROBE_LINKS 64
@@ -139,37 +140,47 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
 
 int np_ebpf_components_json(struct np_buf *out, struct np_err *err)
 {
-	int first = 1;
+	struct np_json j;
 
-	np_buf_putc(out, '[');
+	np_json_init(&j, out);
+	np_json_arr_begin(&j);
 	pthread_mutex_lock(&running_mu);
 	for (struct ebpf_component *ec = running; ec; ec = ec->next) {
 		struct np_ebpf_stats st = { 0 };
 		if (ec->engine)
 			np_ebpf_profiler_get_stats(ec->engine, &st);
-		np_buf_printf(out,
-			      "%s{\"component\":\"%s\",\"lazy_waiting\":%s,\"sample_rate\":%u,\"collect_interval_s\":%.3f,"
-			      "\"targets_only\":%s,\"active_targets\":%zu,\"allowed_cgroups\":%zu,\"allowed_pids\":%zu,"
-			      "\"profiles\":%llu,\"profile_bytes\":%llu,\"samples\":%llu,\"unattributed_samples\":%llu,"
-			      "\"bpf_samples\":%llu,\"bpf_lost\":%llu,\"recovered_leaf_callers\":%llu,"
-			      "\"symbol_cache_bytes\":%zu,\"symbol_cache_files\":%zu,\"symbol_cache_symbols\":%zu,"
-			      "\"symbolized_processes\":%zu,\"symbol_lookups\":%llu,\"unresolved_frames\":%llu,"
-			      "\"pid_cache_entries\":%zu,\"pid_cache_capacity\":%zu,\"pid_cache_hits\":%llu,"
-			      "\"pid_cache_misses\":%llu,\"pid_cache_evictions\":%llu}",
-			      first ? "" : ",", ec->id, ec->lazy_waiting ? "true" : "false", ec->cfg.sample_rate,
-			      (double)ec->cfg.collect_interval_ns / 1e9, ec->cfg.targets_only ? "true" : "false",
-			      st.active_targets, st.allowed_cgroups, st.allowed_pids, (unsigned long long)st.profiles, (unsigned long long)st.profile_bytes,
-			      (unsigned long long)st.samples, (unsigned long long)st.unattributed,
-			      (unsigned long long)st.bpf_samples, (unsigned long long)st.bpf_lost,
-			      (unsigned long long)st.recovered_callers, st.symbols.cache_bytes, st.symbols.cached_files,
-			      st.symbols.cached_symbols, st.symbols.processes, (unsigned long long)st.symbols.lookups,
-			      (unsigned long long)st.symbols.unresolved, st.pid_cache.entries, st.pid_cache.capacity,
-			      (unsigned long long)st.pid_cache.hits, (unsigned long long)st.pid_cache.misses,
-			      (unsigned long long)st.pid_cache.evictions);
-		first = 0;
+		np_json_obj_begin(&j);
+		np_json_kv_str(&j, "component", ec->id);
+		np_json_kv_bool(&j, "lazy_waiting", ec->lazy_waiting);
+		np_json_kv_u64(&j, "sample_rate", ec->cfg.sample_rate);
+		np_json_key(&j, "collect_interval_s");
+		np_json_double(&j, (double)ec->cfg.collect_interval_ns / 1e9, 3);
+		np_json_kv_bool(&j, "targets_only", ec->cfg.targets_only);
+		np_json_kv_u64(&j, "active_targets", st.active_targets);
+		np_json_kv_u64(&j, "allowed_cgroups", st.allowed_cgroups);
+		np_json_kv_u64(&j, "allowed_pids", st.allowed_pids);
+		np_json_kv_u64(&j, "profiles", st.profiles);
+		np_json_kv_u64(&j, "profile_bytes", st.profile_bytes);
+		np_json_kv_u64(&j, "samples", st.samples);
+		np_json_kv_u64(&j, "unattributed_samples", st.unattributed);
+		np_json_kv_u64(&j, "bpf_samples", st.bpf_samples);
+		np_json_kv_u64(&j, "bpf_lost", st.bpf_lost);
+		np_json_kv_u64(&j, "recovered_leaf_callers", st.recovered_callers);
+		np_json_kv_u64(&j, "symbol_cache_bytes", st.symbols.cache_bytes);
+		np_json_kv_u64(&j, "symbol_cache_files", st.symbols.cached_files);
+		np_json_kv_u64(&j, "symbol_cache_symbols", st.symbols.cached_symbols);
+		np_json_kv_u64(&j, "symbolized_processes", st.symbols.processes);
+		np_json_kv_u64(&j, "symbol_lookups", st.symbols.lookups);
+		np_json_kv_u64(&j, "unresolved_frames", st.symbols.unresolved);
+		np_json_kv_u64(&j, "pid_cache_entries", st.pid_cache.entries);
+		np_json_kv_u64(&j, "pid_cache_capacity", st.pid_cache.capacity);
+		np_json_kv_u64(&j, "pid_cache_hits", st.pid_cache.hits);
+		np_json_kv_u64(&j, "pid_cache_misses", st.pid_cache.misses);
+		np_json_kv_u64(&j, "pid_cache_evictions", st.pid_cache.evictions);
+		np_json_obj_end(&j);
 	}
 	pthread_mutex_unlock(&running_mu);
-	np_buf_putc(out, ']');
+	np_json_arr_end(&j);
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }
 
@@ -247,21 +258,25 @@ static int start_engine(struct ebpf_component *ec, const struct cfg_args *args, 
 static int listing_json(int (*fn)(struct np_ebpf_profiler *, struct np_buf *, struct np_err *), struct np_buf *out,
 			struct np_err *err)
 {
-	int rc = 0, first = 1;
+	int rc = 0;
+	struct np_json j;
 
-	np_buf_putc(out, '[');
+	np_json_init(&j, out);
+	np_json_arr_begin(&j);
 	pthread_mutex_lock(&running_mu);
 	for (struct ebpf_component *ec = running; ec && rc == 0; ec = ec->next) {
-		np_buf_printf(out, "%s{\"component\":\"%s\",\"entries\":", first ? "" : ",", ec->id);
+		np_json_obj_begin(&j);
+		np_json_kv_str(&j, "component", ec->id);
+		np_json_key(&j, "entries");
+		/* fn writes one value (with its own writer) right after the key. */
 		if (ec->engine)
 			rc = fn(ec->engine, out, err);
 		else
-			np_buf_puts(out, "[]");
-		np_buf_putc(out, '}');
-		first = 0;
+			np_json_raw(&j, "[]", 2);
+		np_json_obj_end(&j);
 	}
 	pthread_mutex_unlock(&running_mu);
-	np_buf_putc(out, ']');
+	np_json_arr_end(&j);
 	return rc;
 }
 

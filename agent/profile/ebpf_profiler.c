@@ -20,6 +20,7 @@
 #include "agent/profile/collector.h"
 #include "agent/profile/ebpf_metrics.h"
 #include "agent/util/intern.h"
+#include "agent/util/json_writer.h"
 #include "agent/util/log.h"
 
 /* The kernel maps are drained at least this often, whatever the collect interval:
@@ -807,33 +808,25 @@ void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats
 	}
 }
 
-struct pid_json {
-	struct np_buf *out;
-	int first;
-};
-
 static void pid_entry_json(void *ud, uint32_t pid, const char *container_id, const char *cgroup_path)
 {
-	struct pid_json *j = ud;
+	struct np_json *j = ud;
 
-	/* Container IDs are hex and cgroup paths come from the kernel: no character needs escaping
-	 * except the rare quote or backslash in a path, which is dropped. */
-	np_buf_printf(j->out, "%s{\"pid\":%u,\"container_id\":\"%s\",\"cgroup\":\"", j->first ? "" : ",", pid,
-		      container_id);
-	for (const char *c = cgroup_path; *c; c++)
-		if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20)
-			np_buf_putc(j->out, *c);
-	np_buf_puts(j->out, "\"}");
-	j->first = 0;
+	np_json_obj_begin(j);
+	np_json_kv_u64(j, "pid", pid);
+	np_json_kv_str(j, "container_id", container_id);
+	np_json_kv_str(j, "cgroup", cgroup_path);
+	np_json_obj_end(j);
 }
 
 int np_ebpf_profiler_pid_cache_json(struct np_ebpf_profiler *p, struct np_buf *out, struct np_err *err)
 {
-	struct pid_json j = { out, 1 };
+	struct np_json j;
 
-	np_buf_putc(out, '[');
+	np_json_init(&j, out);
+	np_json_arr_begin(&j);
 	np_pid_cache_foreach(p->pids, pid_entry_json, &j);
-	np_buf_putc(out, ']');
+	np_json_arr_end(&j);
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }
 

@@ -15,6 +15,7 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "agent/symbols/perfmap.h"
+#include "agent/util/json_writer.h"
 #include "agent/util/log.h"
 
 #define UNKNOWN "[unknown]"
@@ -582,50 +583,42 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	memcpy(out->refused, s->refused, sizeof(out->refused));
 }
 
-static void json_str(struct np_buf *out, const char *v)
-{
-	np_buf_putc(out, '"');
-	for (; v && *v; v++) {
-		if (*v == '"' || *v == '\\')
-			np_buf_putc(out, '\\');
-		if ((unsigned char)*v >= 0x20)
-			np_buf_putc(out, *v);
-	}
-	np_buf_putc(out, '"');
-}
-
 int symbolizer_tables_json(const struct symbolizer *s, struct np_buf *out, struct np_err *err)
 {
-	int first = 1;
+	struct np_json j;
 
-	np_buf_putc(out, '[');
+	np_json_init(&j, out);
+	np_json_arr_begin(&j);
 	if (s->kallsyms) {
-		np_buf_printf(out, "{\"key\":\"kernel\",\"source\":\"/proc/kallsyms\",\"symbols\":%zu,\"bytes\":%zu,"
-				   "\"files\":[\"[kernel.kallsyms]\"]}",
-			      s->kallsyms->n, s->kallsyms->bytes);
-		first = 0;
+		np_json_obj_begin(&j);
+		np_json_kv_str(&j, "key", "kernel");
+		np_json_kv_str(&j, "source", "/proc/kallsyms");
+		np_json_kv_u64(&j, "symbols", s->kallsyms->n);
+		np_json_kv_u64(&j, "bytes", s->kallsyms->bytes);
+		np_json_key(&j, "files");
+		np_json_arr_begin(&j);
+		np_json_str(&j, "[kernel.kallsyms]");
+		np_json_arr_end(&j);
+		np_json_obj_end(&j);
 	}
 	for (size_t b = 0; b < s->table_buckets; b++) {
 		for (const struct sym_table *t = s->tables[b]; t; t = t->next) {
-			int f = 1;
-			np_buf_puts(out, first ? "{\"key\":" : ",{\"key\":");
-			json_str(out, t->key);
-			np_buf_puts(out, ",\"source\":");
-			json_str(out, t->source);
-			np_buf_printf(out, ",\"symbols\":%zu,\"bytes\":%zu,\"last_used_batch\":%llu,\"files\":[", t->tab->n,
-				      t->bytes, (unsigned long long)t->last_used);
+			np_json_obj_begin(&j);
+			np_json_kv_str(&j, "key", t->key);
+			np_json_kv_str(&j, "source", t->source);
+			np_json_kv_u64(&j, "symbols", t->tab->n);
+			np_json_kv_u64(&j, "bytes", t->bytes);
+			np_json_kv_u64(&j, "last_used_batch", t->last_used);
+			np_json_key(&j, "files");
+			np_json_arr_begin(&j);
 			for (size_t e = 0; e < s->elf_buckets; e++)
 				for (const struct sym_elf *el = s->elfs[e]; el; el = el->next)
-					if (el->table == t && el->path) {
-						if (!f)
-							np_buf_putc(out, ',');
-						json_str(out, el->path);
-						f = 0;
-					}
-			np_buf_puts(out, "]}");
-			first = 0;
+					if (el->table == t && el->path)
+						np_json_str(&j, el->path);
+			np_json_arr_end(&j);
+			np_json_obj_end(&j);
 		}
 	}
-	np_buf_putc(out, ']');
+	np_json_arr_end(&j);
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }

@@ -10,6 +10,7 @@
 #include "agent/ui/assets.h"
 #include "agent/ui/store_internal.h"
 #include "agent/util/duration.h"
+#include "agent/util/json_writer.h"
 #include "agent/util/log.h"
 
 #define MAX_EVENT_SERVICES 16
@@ -305,20 +306,23 @@ static void *notifier(void *arg)
 		while (!ui->stopping && pthread_cond_timedwait(&ui->cond, &ui->lock, &ts) == 0)
 			;
 		np_buf_reset(&msg);
-		np_buf_printf(&msg, "{\"type\":\"profiles\",\"count\":%llu,\"time\":%lld,\"services\":[",
-			      (unsigned long long)ui->pending, (long long)(ui->pending_time_ns / 1000000));
-		for (size_t i = 0; i < ui->nservices; i++) {
-			if (i)
-				np_buf_putc(&msg, ',');
-			np_buf_json_str(&msg, ui->services[i], strlen(ui->services[i]));
-		}
-		np_buf_puts(&msg, "],\"types\":[");
-		for (size_t i = 0; i < ui->ntypes; i++) {
-			if (i)
-				np_buf_putc(&msg, ',');
-			np_buf_json_str(&msg, ui->types[i], strlen(ui->types[i]));
-		}
-		np_buf_puts(&msg, "]}");
+		struct np_json j;
+		np_json_init(&j, &msg);
+		np_json_obj_begin(&j);
+		np_json_kv_str(&j, "type", "profiles");
+		np_json_kv_u64(&j, "count", ui->pending);
+		np_json_kv_i64(&j, "time", ui->pending_time_ns / 1000000);
+		np_json_key(&j, "services");
+		np_json_arr_begin(&j);
+		for (size_t i = 0; i < ui->nservices; i++)
+			np_json_str(&j, ui->services[i]);
+		np_json_arr_end(&j);
+		np_json_key(&j, "types");
+		np_json_arr_begin(&j);
+		for (size_t i = 0; i < ui->ntypes; i++)
+			np_json_str(&j, ui->types[i]);
+		np_json_arr_end(&j);
+		np_json_obj_end(&j);
 		ui->pending = 0;
 		ui->nservices = 0;
 		ui->ntypes = 0;

@@ -14,6 +14,7 @@
 #include "agent/pprof/builder.h"
 #include "agent/pprof/decode.h"
 #include "agent/ui/store_internal.h"
+#include "agent/util/json_writer.h"
 #include "agent/util/log.h"
 
 #define ENTRY_SIZE sizeof(struct entry)
@@ -854,15 +855,26 @@ int np_store_stats_json(struct np_store *s, struct np_buf *out, struct np_err *e
 	struct np_store_stats st;
 
 	np_store_get_stats(s, &st);
-	np_buf_printf(out,
-		      "{\"bytes\":%zu,\"budget_bytes\":%zu,\"peak_bytes\":%zu,\"buckets\":%zu,\"series\":%zu,"
-		      "\"frames\":%zu,\"stacks\":%zu,\"entries\":%zu,\"profiles\":%llu,\"rejected\":%llu,"
-		      "\"evicted_buckets\":%llu,\"compactions\":%llu,\"cpu_seconds\":%.3f,\"oldest_ms\":%lld,"
-		      "\"newest_ms\":%lld}",
-		      st.bytes, st.budget, st.peak_bytes, st.buckets, st.series, st.frames, st.stacks, st.entries,
-		      (unsigned long long)st.profiles, (unsigned long long)st.rejected,
-		      (unsigned long long)st.evicted_buckets, (unsigned long long)st.compactions,
-		      (double)st.value_ns / 1e9, (long long)(st.oldest_ns / 1000000), (long long)(st.newest_ns / 1000000));
+	struct np_json j;
+	np_json_init(&j, out);
+	np_json_obj_begin(&j);
+	np_json_kv_u64(&j, "bytes", st.bytes);
+	np_json_kv_u64(&j, "budget_bytes", st.budget);
+	np_json_kv_u64(&j, "peak_bytes", st.peak_bytes);
+	np_json_kv_u64(&j, "buckets", st.buckets);
+	np_json_kv_u64(&j, "series", st.series);
+	np_json_kv_u64(&j, "frames", st.frames);
+	np_json_kv_u64(&j, "stacks", st.stacks);
+	np_json_kv_u64(&j, "entries", st.entries);
+	np_json_kv_u64(&j, "profiles", st.profiles);
+	np_json_kv_u64(&j, "rejected", st.rejected);
+	np_json_kv_u64(&j, "evicted_buckets", st.evicted_buckets);
+	np_json_kv_u64(&j, "compactions", st.compactions);
+	np_json_key(&j, "cpu_seconds");
+	np_json_double(&j, (double)st.value_ns / 1e9, 3);
+	np_json_kv_i64(&j, "oldest_ms", st.oldest_ns / 1000000);
+	np_json_kv_i64(&j, "newest_ms", st.newest_ns / 1000000);
+	np_json_obj_end(&j);
 	if (out->failed)
 		return np_errf(err, "out of memory");
 	return 0;

@@ -11,6 +11,7 @@
 
 #include "agent/pprof/builder.h"
 #include "agent/pprof/gzip.h"
+#include "agent/util/json_writer.h"
 #include "agent/ui/store_internal.h"
 
 /* ---- aggregation ---- */
@@ -47,17 +48,15 @@ static const char *const kind_labels[NP_PROFILE_KINDS] = {
 	[NP_PROFILE_UPROBE] = "uprobe calls",
 };
 
-/* "type":ID,"unit":UNIT, of an answer: the unit is the type's sample unit (its third field). */
-static void json_type_fields(struct np_buf *out, const char *type)
+/* "type":ID,"unit":UNIT of an answer: the unit is the type's sample unit (its third field). */
+static void json_type_fields(struct np_json *j, const char *type)
 {
 	const char *u = strchr(type, ':');
 
 	u = u ? strchr(u + 1, ':') : NULL;
-	np_buf_puts(out, "\"type\":");
-	np_buf_json_str(out, type, strlen(type));
-	np_buf_puts(out, ",\"unit\":");
-	np_buf_json_str(out, u ? u + 1 : "", u ? strcspn(u + 1, ":") : 0);
-	np_buf_putc(out, ',');
+	np_json_kv_str(j, "type", type);
+	np_json_key(j, "unit");
+	np_json_strn(j, u ? u + 1 : "", u ? strcspn(u + 1, ":") : 0);
 }
 
 int np_store_check_type(struct np_store *s, const char *type, struct np_err *err)
@@ -490,24 +489,28 @@ out:
 
 /* Writes the tree without recursion (stacks are up to max_stack_depth deep). */
 static int emit_tree(const struct tree *t, const struct names *nm, const uint32_t *rank_to_name, uint64_t threshold,
-		     size_t budget, size_t max_depth, struct np_buf *out, size_t *shown)
+		     size_t budget, size_t max_depth, struct np_json *j, size_t *shown)
 {
 	struct level {
 		uint32_t node, next;
-		int first;
 	} *st = malloc((max_depth + 3) * sizeof(*st));
 	int sp = 0;
 
 	if (!st)
 		return -1;
 	*shown = 1;
-	np_buf_printf(out, "{\"name\":\"total\",\"self\":%llu,\"total\":%llu,\"children\":[",
-		      (unsigned long long)t->self[0], (unsigned long long)t->total[0]);
-	st[0] = (struct level){ 0, 1, 1 };
+	np_json_obj_begin(j);
+	np_json_kv_str(j, "name", "total");
+	np_json_kv_u64(j, "self", t->self[0]);
+	np_json_kv_u64(j, "total", t->total[0]);
+	np_json_key(j, "children");
+	np_json_arr_begin(j);
+	st[0] = (struct level){ 0, 1 };
 	while (sp >= 0) {
 		struct level *l = &st[sp];
 		if (l->next >= t->end[l->node]) {
-			np_buf_puts(out, "]}");
+			np_json_arr_end(j);
+			np_json_obj_end(j);
 			sp--;
 			continue;
 		}
@@ -517,15 +520,16 @@ static int emit_tree(const struct tree *t, const struct names *nm, const uint32_
 			continue;
 		budget--;
 		(*shown)++;
-		if (!l->first)
-			np_buf_putc(out, ',');
-		l->first = 0;
-		const char *name = np_intern_key(&nm->ids, rank_to_name[t->name[c] - 1], NULL);
-		np_buf_puts(out, "{\"name\":");
-		np_buf_json_str(out, name, strlen(name));
-		np_buf_printf(out, ",\"self\":%llu,\"total\":%llu,\"children\":[", (unsigned long long)t->self[c],
-			      (unsigned long long)t->total[c]);
-		st[++sp] = (struct level){ c, c + 1, 1 };
+		size_t name_len;
+		const char *name = np_intern_key(&nm->ids, rank_to_name[t->name[c] - 1], &name_len);
+		np_json_obj_begin(j);
+		np_json_key(j, "name");
+		np_json_strn(j, name, name_len);
+		np_json_kv_u64(j, "self", t->self[c]);
+		np_json_kv_u64(j, "total", t->total[c]);
+		np_json_key(j, "children");
+		np_json_arr_begin(j);
+		st[++sp] = (struct level){ c, c + 1 };
 	}
 	free(st);
 	return 0;
@@ -557,14 +561,20 @@ int np_store_flamegraph_json(struct np_store *s, const struct np_store_query *q,
 		threshold = max_nodes >= 2 ? kth_largest(tot, nnodes, max_nodes - 2) : UINT64_MAX;
 		free(tot);
 	}
-	np_buf_putc(out, '{');
-	json_type_fields(out, query_type(q));
-	np_buf_printf(out, "\"total\":%llu,\"nodes\":%zu,", (unsigned long long)a.total, nnodes + 1);
-	np_buf_printf(out, "\"from\":%lld,\"until\":%lld,\"tree\":", (long long)(q->from_ns / 1000000),
-		      (long long)(q->until_ns / 1000000));
-	if (emit_tree(&t, &nm, rank_to_name, threshold, max_nodes - 1, s->cfg.max_stack_depth + 1, out, &shown))
+	struct np_json j;
+	np_json_init(&j, out);
+	np_json_obj_begin(&j);
+	json_type_fields(&j, query_type(q));
+	np_json_kv_u64(&j, "total", a.total);
+	np_json_kv_u64(&j, "nodes", nnodes + 1);
+	np_json_kv_i64(&j, "from", q->from_ns / 1000000);
+	np_json_kv_i64(&j, "until", q->until_ns / 1000000);
+	np_json_key(&j, "tree");
+	if (emit_tree(&t, &nm, rank_to_name, threshold, max_nodes - 1, s->cfg.max_stack_depth + 1, &j, &shown))
 		goto oom;
-	np_buf_printf(out, ",\"shown\":%zu}\n", shown);
+	np_json_kv_u64(&j, "shown", shown);
+	np_json_obj_end(&j);
+	np_buf_putc(out, '\n');
 	if (out->failed)
 		goto oom;
 	rc = 0;
@@ -650,17 +660,27 @@ int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t
 		qsort_r(rows, nrows, sizeof(*rows), cmp_top, &nm);
 	if (limit == 0 || limit > nrows)
 		limit = nrows;
-	np_buf_putc(out, '{');
-	json_type_fields(out, query_type(q));
-	np_buf_printf(out, "\"total\":%llu,\"count\":%zu,\"functions\":[", (unsigned long long)a.total, nrows);
+	struct np_json j;
+	np_json_init(&j, out);
+	np_json_obj_begin(&j);
+	json_type_fields(&j, query_type(q));
+	np_json_kv_u64(&j, "total", a.total);
+	np_json_kv_u64(&j, "count", nrows);
+	np_json_key(&j, "functions");
+	np_json_arr_begin(&j);
 	for (size_t i = 0; i < limit; i++) {
-		const char *name = np_intern_key(&nm.ids, rows[i].name, NULL);
-		np_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
-		np_buf_json_str(out, name, strlen(name));
-		np_buf_printf(out, ",\"self\":%llu,\"total\":%llu}", (unsigned long long)rows[i].self,
-			      (unsigned long long)rows[i].total);
+		size_t name_len;
+		const char *name = np_intern_key(&nm.ids, rows[i].name, &name_len);
+		np_json_obj_begin(&j);
+		np_json_key(&j, "name");
+		np_json_strn(&j, name, name_len);
+		np_json_kv_u64(&j, "self", rows[i].self);
+		np_json_kv_u64(&j, "total", rows[i].total);
+		np_json_obj_end(&j);
 	}
-	np_buf_puts(out, "]}\n");
+	np_json_arr_end(&j);
+	np_json_obj_end(&j);
+	np_buf_putc(out, '\n');
 	if (out->failed)
 		goto oom;
 	rc = 0;
@@ -723,31 +743,42 @@ int np_store_services_json(struct np_store *s, const struct np_store_query *q_in
 		if (rows[id].total && s->series[id - 1].block && series_matches(&s->series[id - 1], &q))
 			rows[nrows++] = (struct svc_row){ id, rows[id].total };
 	qsort_r(rows, nrows, sizeof(*rows), cmp_svc, s);
-	np_buf_puts(out, "{\"services\":[");
+	struct np_json j;
+	np_json_init(&j, out);
+	np_json_obj_begin(&j);
+	np_json_key(&j, "services");
+	np_json_arr_begin(&j);
 	for (size_t i = 0; i < nrows;) {
 		const struct series *first = &s->series[rows[i].series - 1];
 		uint64_t total = 0;
-		size_t j;
-		for (j = i; j < nrows && !strcmp(s->series[rows[j].series - 1].service, first->service); j++)
-			total += rows[j].total;
-		np_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
-		np_buf_json_str(out, first->service, strlen(first->service));
-		np_buf_printf(out, ",\"total\":%llu,\"processes\":[", (unsigned long long)total);
-		for (size_t k = i; k < j; k++) {
+		size_t e;
+		for (e = i; e < nrows && !strcmp(s->series[rows[e].series - 1].service, first->service); e++)
+			total += rows[e].total;
+		np_json_obj_begin(&j);
+		np_json_kv_str(&j, "name", first->service);
+		np_json_kv_u64(&j, "total", total);
+		np_json_key(&j, "processes");
+		np_json_arr_begin(&j);
+		for (size_t k = i; k < e; k++) {
 			const struct series *se = &s->series[rows[k].series - 1];
-			np_buf_puts(out, k > i ? ",{\"id\":" : "{\"id\":");
-			np_buf_json_str(out, se->process, strlen(se->process));
-			np_buf_puts(out, ",\"name\":");
-			np_buf_json_str(out, se->process_name, strlen(se->process_name));
-			np_buf_printf(out, ",\"pid\":%u,\"total\":%llu}", se->pid, (unsigned long long)rows[k].total);
+			np_json_obj_begin(&j);
+			np_json_kv_str(&j, "id", se->process);
+			np_json_kv_str(&j, "name", se->process_name);
+			np_json_kv_u64(&j, "pid", se->pid);
+			np_json_kv_u64(&j, "total", rows[k].total);
+			np_json_obj_end(&j);
 		}
-		np_buf_puts(out, "]}");
-		i = j;
+		np_json_arr_end(&j);
+		np_json_obj_end(&j);
+		i = e;
 	}
-	np_buf_printf(out, "],\"oldest\":%lld,\"newest\":%lld,\"step\":%lld}\n",
-		      (long long)(s->nbuckets ? s->buckets[0].start / 1000000 : 0),
-		      (long long)(s->nbuckets ? (s->buckets[s->nbuckets - 1].start + s->cfg.bucket_ns) / 1000000 : 0),
-		      (long long)(s->cfg.bucket_ns / 1000000));
+	np_json_arr_end(&j);
+	np_json_kv_i64(&j, "oldest", s->nbuckets ? s->buckets[0].start / 1000000 : 0);
+	np_json_kv_i64(&j, "newest",
+		       s->nbuckets ? (s->buckets[s->nbuckets - 1].start + s->cfg.bucket_ns) / 1000000 : 0);
+	np_json_kv_i64(&j, "step", s->cfg.bucket_ns / 1000000);
+	np_json_obj_end(&j);
+	np_buf_putc(out, '\n');
 	pthread_mutex_unlock(&s->lock);
 	free(rows);
 	if (out->failed)
@@ -804,9 +835,12 @@ int np_store_types_json(struct np_store *s, const struct np_store_query *q, stru
 		rows[nrows++] = (struct type_row){ id, own, rows[id].total };
 	}
 	qsort_r(rows, nrows, sizeof(*rows), cmp_type, s);
-	np_buf_puts(out, "{\"default\":");
-	np_buf_json_str(out, NP_STORE_DEFAULT_TYPE, strlen(NP_STORE_DEFAULT_TYPE));
-	np_buf_puts(out, ",\"types\":[");
+	struct np_json jw;
+	np_json_init(&jw, out);
+	np_json_obj_begin(&jw);
+	np_json_kv_str(&jw, "default", NP_STORE_DEFAULT_TYPE);
+	np_json_key(&jw, "types");
+	np_json_arr_begin(&jw);
 	for (size_t i = 0, j; i < nrows; i = j) {
 		const struct series *se = &s->series[rows[i].series - 1];
 		const struct np_profile_type *t = np_profile_type_of((enum np_profile_kind)se->kind);
@@ -814,22 +848,23 @@ int np_store_types_json(struct np_store *s, const struct np_store_query *q, stru
 		uint64_t total = 0;
 		for (j = i; j < nrows && !strcmp(s->series[rows[j].series - 1].type, se->type); j++)
 			total += rows[j].total;
-		np_buf_puts(out, i ? ",{\"id\":" : "{\"id\":");
-		np_buf_json_str(out, se->type, strlen(se->type));
-		np_buf_puts(out, ",\"name\":");
-		np_buf_json_str(out, se->type, name_len);
+		np_json_obj_begin(&jw);
+		np_json_kv_str(&jw, "id", se->type);
+		np_json_key(&jw, "name");
+		np_json_strn(&jw, se->type, name_len);
 		/* A name other than the kind's own is part of what a person must tell apart. */
 		if (rows[i].own)
 			snprintf(label, sizeof(label), "%s", kind_labels[se->kind]);
 		else
 			snprintf(label, sizeof(label), "%s (%.*s)", kind_labels[se->kind], (int)name_len, se->type);
-		np_buf_puts(out, ",\"label\":");
-		np_buf_json_str(out, label, strlen(label));
-		np_buf_puts(out, ",\"unit\":");
-		np_buf_json_str(out, t->sample_unit, strlen(t->sample_unit));
-		np_buf_printf(out, ",\"total\":%llu}", (unsigned long long)total);
+		np_json_kv_str(&jw, "label", label);
+		np_json_kv_str(&jw, "unit", t->sample_unit);
+		np_json_kv_u64(&jw, "total", total);
+		np_json_obj_end(&jw);
 	}
-	np_buf_puts(out, "]}\n");
+	np_json_arr_end(&jw);
+	np_json_obj_end(&jw);
+	np_buf_putc(out, '\n');
 	pthread_mutex_unlock(&s->lock);
 	free(rows);
 	if (out->failed)
@@ -841,7 +876,6 @@ int np_store_timeline_json(struct np_store *s, const struct np_store_query *q, s
 			   struct np_err *err)
 {
 	uint8_t *match;
-	int first = 1;
 
 	pthread_mutex_lock(&s->lock);
 	np_store_expire_locked(s);
@@ -852,9 +886,13 @@ int np_store_timeline_json(struct np_store *s, const struct np_store_query *q, s
 	}
 	for (uint32_t id = 1; id <= s->series_ids.n; id++)
 		match[id] = s->series[id - 1].block && series_matches(&s->series[id - 1], q);
-	np_buf_putc(out, '{');
-	json_type_fields(out, query_type(q));
-	np_buf_printf(out, "\"step\":%lld,\"points\":[", (long long)(s->cfg.bucket_ns / 1000000));
+	struct np_json j;
+	np_json_init(&j, out);
+	np_json_obj_begin(&j);
+	json_type_fields(&j, query_type(q));
+	np_json_kv_i64(&j, "step", s->cfg.bucket_ns / 1000000);
+	np_json_key(&j, "points");
+	np_json_arr_begin(&j);
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		const struct bucket *bk = &s->buckets[b];
 		uint64_t v = 0;
@@ -863,11 +901,14 @@ int np_store_timeline_json(struct np_store *s, const struct np_store_query *q, s
 		for (size_t i = 0; i < bk->n; i++)
 			if (match[bk->e[i].series])
 				v += bk->e[i].value;
-		np_buf_printf(out, "%s[%lld,%llu]", first ? "" : ",", (long long)(bk->start / 1000000),
-			      (unsigned long long)v);
-		first = 0;
+		np_json_arr_begin(&j);
+		np_json_i64(&j, bk->start / 1000000);
+		np_json_u64(&j, v);
+		np_json_arr_end(&j);
 	}
-	np_buf_puts(out, "]}\n");
+	np_json_arr_end(&j);
+	np_json_obj_end(&j);
+	np_buf_putc(out, '\n');
 	pthread_mutex_unlock(&s->lock);
 	free(match);
 	if (out->failed)

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/util/json_writer.h"
 #include "agent/util/strbuf.h"
 
 static _Atomic int current_level = NP_INFO;
@@ -86,14 +87,12 @@ static void append_value(char *line, size_t cap, size_t *len, const char *s)
  * (a response body in an error) cannot make a line unbounded. */
 #define JSON_VALUE_MAX 4096
 
-static void json_pair(struct np_buf *b, const char *key, const char *val)
+static void json_pair(struct np_json *j, const char *key, const char *val)
 {
 	size_t len = strlen(val);
 
-	np_buf_putc(b, ',');
-	np_buf_json_str(b, key, strlen(key));
-	np_buf_putc(b, ':');
-	np_buf_json_str(b, val, len < JSON_VALUE_MAX ? len : JSON_VALUE_MAX);
+	np_json_key(j, key);
+	np_json_strn(j, val, len < JSON_VALUE_MAX ? len : JSON_VALUE_MAX);
 }
 
 /* The key, value pairs of a call, at most max of them (a logfmt line has room for
@@ -124,13 +123,18 @@ static void write_json(const char *ts, enum np_level level, const char *componen
 	static const char oom[] = "{\"level\":\"error\",\"component\":\"log\",\"msg\":\"out of memory formatting a log "
 				  "line\"}\n";
 	struct np_buf b = NP_BUF_INIT;
+	struct np_json j;
 
-	np_buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\"", ts, level_names[level]);
-	json_pair(&b, "component", component);
-	json_pair(&b, "msg", msg);
+	np_json_init(&j, &b);
+	np_json_obj_begin(&j);
+	np_json_kv_str(&j, "ts", ts);
+	np_json_kv_str(&j, "level", level_names[level]);
+	json_pair(&j, "component", component);
+	json_pair(&j, "msg", msg);
 	for (size_t i = 0; i < n; i++)
-		json_pair(&b, kv[i][0], kv[i][1]);
-	np_buf_puts(&b, "}\n");
+		json_pair(&j, kv[i][0], kv[i][1]);
+	np_json_obj_end(&j);
+	np_buf_putc(&b, '\n');
 	const char *out = b.failed ? oom : b.p;
 	size_t len = b.failed ? sizeof(oom) - 1 : b.len;
 	/* One write per line keeps concurrent threads from interleaving inside a line; when

@@ -115,6 +115,14 @@ void np_buf_json_str(struct np_buf *out, const char *s, size_t len)
 	np_buf_putc(out, '"');
 	while (p < end) {
 		unsigned char c = *p;
+		/* Plain ASCII is most of every name: copy a run of it at once. */
+		const unsigned char *run = p;
+		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+			p++;
+		if (p > run) {
+			np_buf_append(out, run, (size_t)(p - run));
+			continue;
+		}
 		if (c == '"' || c == '\\') {
 			np_buf_putc(out, '\\');
 			np_buf_putc(out, (char)c);
@@ -126,7 +134,8 @@ void np_buf_json_str(struct np_buf *out, const char *s, size_t len)
 			np_buf_putc(out, (char)c);
 			p++;
 		} else {
-			/* encoding/json: a valid sequence is copied, each invalid byte becomes U+FFFD. */
+			/* encoding/json: a valid sequence is copied, each invalid byte becomes U+FFFD. This
+			 * is the agent's only JSON string escaper (json_writer.h uses it). */
 			size_t n;
 			uint32_t r = go_decode_rune((const char *)p, (size_t)(end - p), &n);
 			if (go_rune_invalid(r, n)) {

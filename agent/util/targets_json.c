@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/strbuf.h"
+#include "agent/util/json_writer.h"
 
 json_t *np_labels_to_json(const struct np_labels *ls)
 {
@@ -77,26 +77,22 @@ int np_targets_from_json(const json_t *arr, struct np_targets *out, struct np_er
 char *np_targets_to_json_string(const struct np_targets *ts, int pretty)
 {
 	struct np_buf b = NP_BUF_INIT;
+	struct np_json j;
 
-	np_buf_putc(&b, '[');
+	np_json_init(&j, &b);
+	np_json_arr_begin(&j);
 	for (size_t i = 0; i < ts->n; i++) {
-		json_t *o = np_labels_to_json(&ts->v[i]);
-		char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-		json_decref(o);
-		if (!s) {
-			np_buf_free(&b);
-			return NULL;
-		}
-		if (i)
-			np_buf_putc(&b, ',');
+		const struct np_labels *ls = &ts->v[i];
 		if (pretty)
-			np_buf_puts(&b, "\n  ");
-		np_buf_puts(&b, s);
-		free(s);
+			np_json_break(&j, "\n  ");
+		np_json_obj_begin(&j);
+		for (size_t k = 0; k < ls->n; k++)
+			np_json_kv_str(&j, ls->v[k].name, ls->v[k].value);
+		np_json_obj_end(&j);
 	}
 	if (pretty && ts->n)
 		np_buf_putc(&b, '\n');
-	np_buf_putc(&b, ']');
+	np_json_arr_end(&j);
 	if (b.failed) {
 		np_buf_free(&b);
 		return NULL;

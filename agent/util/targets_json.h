@@ -1,5 +1,6 @@
-/* Targets <-> JSON (jansson): the format of `nodeprof tools targets`, `tools relabel`
- * and the debug pages: an array of objects whose values are strings. */
+/* Targets <-> JSON: the format of `nodeprof tools targets`, `tools relabel` and the
+ * debug pages: an array of objects whose values are strings. jansson values for the
+ * callers that parse or merge; the text is written by the JSON writer (json_writer.h). */
 #ifndef NP_UTIL_TARGETS_JSON_H
 #define NP_UTIL_TARGETS_JSON_H
 

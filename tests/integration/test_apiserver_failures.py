@@ -78,13 +78,8 @@ class Cluster:
         """The pod names of the agent's current targets."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/debug/targets?format=json", timeout=5) as r:
             targets = json.loads(r.read())
-        names = set()
-        for t in targets:
-            for pair in t["labels"].split(", "):
-                k, _, v = pair.partition("=")
-                if k == "__meta_kubernetes_pod_name":
-                    names.add(v)
-        return names
+        return {t["labels"]["__meta_kubernetes_pod_name"] for t in targets
+                if "__meta_kubernetes_pod_name" in t["labels"]}
 
     def wait_pods(self, want, timeout, what):
         """Polls the agent's targets until their pods are `want`; returns when (time.time())."""
