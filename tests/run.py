@@ -321,7 +321,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
     ap.add_argument("-k", default="")
-    ap.add_argument("--fuzz-seconds", type=int, default=int(os.environ.get("FUZZ_SMOKE_SECONDS", "3")))
+    ap.add_argument("--fuzz-seconds", type=int, default=int(os.environ.get("FUZZ_SMOKE_SECONDS", "2")))
     ap.add_argument("--fuzz-record", default="", help="write the fuzz campaign's results to this file")
     args = ap.parse_args()
     only = [s for s in args.only.split(",") if s] or SUITES

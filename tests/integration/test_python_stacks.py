@@ -25,7 +25,7 @@ import stacks as st
 WORKLOAD = os.path.join(np.WORKLOADS, "python_chain.py")
 PYENV = os.environ.get("PYENV_ROOT", "/root/.pyenv")
 DEBIAN = "/usr/bin/python3.11"
-SECONDS = 5
+SECONDS = 4
 MIN_SAMPLES = 40
 PY_NAMES = {"<module>", "loop", "gen", "recurse", "crunch", "Worker.crunch", "alpha_loop", "alpha_leaf",
             "beta_loop", "beta_leaf"}

@@ -21,11 +21,11 @@ import stacks as st
 import unwind_workloads as uw
 
 HZ = 97
-# Two processes for 15 s: about 2,900 samples on an idle machine, so a 3:1 split is known to
-# +-0.8 points (one standard deviation); at least 600 (+-1.8) are required.
-SPLIT_SECONDS = 15
+# Two processes for 12 s: about 2,300 samples on an idle machine, so a 3:1 split is known to
+# +-0.9 points (one standard deviation); at least 600 (+-1.8) are required.
+SPLIT_SECONDS = 12
 SPLIT_MIN_SAMPLES = 600
-PHASE_SECONDS = 10  # four processes on two CPUs: about 480 samples each on an idle machine
+PHASE_SECONDS = 8  # four processes on two CPUs: about 390 samples each on an idle machine
 MIN_SAMPLES = 50    # enough to tell 95% from 100%
 LATE_DLOPEN = 3     # seconds after the recording started
 DEEP = 200          # deeper than any stack either tool keeps
