@@ -697,6 +697,24 @@ out:
 	return rc;
 }
 
+/* Each series' total over the buckets of q's range (index: series id; 0 unused), after expiring
+ * old buckets; NULL when out of memory. Caller holds the lock and frees the array. */
+static uint64_t *series_totals_locked(struct np_store *s, const struct np_store_query *q)
+{
+	uint64_t *totals;
+
+	np_store_expire_locked(s);
+	totals = calloc(s->series_ids.n + 1, sizeof(*totals));
+	for (size_t b = 0; totals && b < s->nbuckets; b++) {
+		const struct bucket *bk = &s->buckets[b];
+		if (!bucket_in_range(s, bk, q))
+			continue;
+		for (size_t i = 0; i < bk->n; i++)
+			totals[bk->e[i].series] += bk->e[i].value;
+	}
+	return totals;
+}
+
 /* ---- services, timeline ---- */
 
 struct svc_row {
@@ -722,26 +740,22 @@ int np_store_services_json(struct np_store *s, const struct np_store_query *q_in
 {
 	struct np_store_query q = *q_in;
 	struct svc_row *rows;
+	uint64_t *totals;
 	size_t nrows = 0;
 
 	q.service = q.process = NULL;
 	pthread_mutex_lock(&s->lock);
-	np_store_expire_locked(s);
 	rows = calloc(s->series_ids.n + 1, sizeof(*rows));
-	if (!rows) {
+	totals = rows ? series_totals_locked(s, &q) : NULL;
+	if (!totals) {
 		pthread_mutex_unlock(&s->lock);
+		free(rows);
 		return np_errf(err, "store query: out of memory");
 	}
-	for (size_t b = 0; b < s->nbuckets; b++) {
-		const struct bucket *bk = &s->buckets[b];
-		if (!bucket_in_range(s, bk, &q))
-			continue;
-		for (size_t i = 0; i < bk->n; i++)
-			rows[bk->e[i].series].total += bk->e[i].value;
-	}
 	for (uint32_t id = 1; id <= s->series_ids.n; id++)
-		if (rows[id].total && s->series[id - 1].block && series_matches(&s->series[id - 1], &q))
-			rows[nrows++] = (struct svc_row){ id, rows[id].total };
+		if (totals[id] && s->series[id - 1].block && series_matches(&s->series[id - 1], &q))
+			rows[nrows++] = (struct svc_row){ id, totals[id] };
+	free(totals);
 	qsort_r(rows, nrows, sizeof(*rows), cmp_svc, s);
 	struct np_json j;
 	np_json_init(&j, out);
@@ -810,30 +824,26 @@ static int cmp_type(const void *a, const void *b, void *arg)
 int np_store_types_json(struct np_store *s, const struct np_store_query *q, struct np_buf *out, struct np_err *err)
 {
 	struct type_row *rows;
+	uint64_t *totals;
 	size_t nrows = 0;
 	char label[NP_STORE_TYPE_MAX + 32];
 
 	pthread_mutex_lock(&s->lock);
-	np_store_expire_locked(s);
 	rows = calloc(s->series_ids.n + 1, sizeof(*rows));
-	if (!rows) {
+	totals = rows ? series_totals_locked(s, q) : NULL;
+	if (!totals) {
 		pthread_mutex_unlock(&s->lock);
+		free(rows);
 		return np_errf(err, "store query: out of memory");
-	}
-	for (size_t b = 0; b < s->nbuckets; b++) {
-		const struct bucket *bk = &s->buckets[b];
-		if (!bucket_in_range(s, bk, q))
-			continue;
-		for (size_t i = 0; i < bk->n; i++)
-			rows[bk->e[i].series].total += bk->e[i].value;
 	}
 	for (uint32_t id = 1; id <= s->series_ids.n; id++) {
 		const struct series *se = &s->series[id - 1];
-		if (!rows[id].total || !se->block)
+		if (!totals[id] || !se->block)
 			continue;
 		int own = !np_store_type_id(se->kind, NULL, label, sizeof(label)) && !strcmp(label, se->type);
-		rows[nrows++] = (struct type_row){ id, own, rows[id].total };
+		rows[nrows++] = (struct type_row){ id, own, totals[id] };
 	}
+	free(totals);
 	qsort_r(rows, nrows, sizeof(*rows), cmp_type, s);
 	struct np_json jw;
 	np_json_init(&jw, out);
