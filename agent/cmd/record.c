@@ -21,9 +21,12 @@
 
 static const char record_usage[] =
 	"Usage: nodeprof record [--pid PID]... [--duration 10s] [--sample-rate 97] [--format folded|pprof] [-o FILE]\n"
+	"                       [--off-cpu | --off-cpu-threshold F | --uprobe FILE:SYMBOL...]\n"
 	"\n"
-	"Samples the CPU stacks of the given processes (every process when no --pid is given) and\n"
-	"writes one profile. Ctrl-C ends the recording early and still writes the output.\n"
+	"Samples the CPU stacks of the given processes (every process when no --pid is given), or\n"
+	"records where they wait off CPU (--off-cpu) or which stacks call probed functions\n"
+	"(--uprobe), and writes one profile. Ctrl-C ends the recording early and still writes the\n"
+	"output.\n"
 	"\n"
 	"  -p, --pid PID          profile this process (repeatable); the recording ends early when\n"
 	"                         every given process has exited\n"
