@@ -51,7 +51,8 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 	struct np_collector *c = calloc(1, sizeof(*c));
 	struct np_sampler_options so = { .sample_rate = opts->sample_rate,
 					 .drain_interval_ms = opts->drain_interval_ms,
-					 .offcpu_threshold = opts->offcpu_threshold };
+					 .offcpu_threshold = opts->offcpu_threshold,
+					 .uprobes = opts->n_uprobes > 0 };
 	struct sym_options symo = { .cache_bytes = opts->symbol_cache_bytes };
 
 	if (!c)

@@ -263,6 +263,9 @@ int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t fi
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts);
 
+	*link = NULL;
+	if (bpf_program__fd(s->skel->progs.np_uprobe) < 0)
+		return np_errf(err, "the sampler was opened without uprobes");
 	*link = bpf_program__attach_uprobe_opts(s->skel->progs.np_uprobe, -1, path, (size_t)file_offset, &opts);
 	if (!*link)
 		return np_errno(err, "attach a uprobe to %s at file offset 0x%llx", path, (unsigned long long)file_offset);
@@ -313,6 +316,19 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 	}
 	if (apply_test_map_sizes(s->skel, err))
 		goto fail;
+	/* Programs for what is not asked for are not loaded: each carries its own copy of the walker
+	 * for the verifier, which makes loading them the largest part of a short recording's CPU. */
+	if (opts->offcpu_threshold <= 0 && (bpf_program__set_autoload(s->skel->progs.np_offcpu_switch, false) ||
+					    bpf_program__set_autoload(s->skel->progs.np_offcpu_return, false) ||
+					    bpf_program__set_autoload(s->skel->progs.np_unwind_raw, false))) {
+		np_errno(err, "leave out the off-CPU programs");
+		goto fail;
+	}
+	if (!opts->uprobes && (bpf_program__set_autoload(s->skel->progs.np_uprobe, false) ||
+			       bpf_program__set_autoload(s->skel->progs.np_unwind_kp, false))) {
+		np_errno(err, "leave out the uprobe programs");
+		goto fail;
+	}
 	if (sampler_bpf__load(s->skel)) {
 		np_errno(err, "load the BPF sampler (%s; run with --log-level=debug for the verifier log)",
 			 errno == EPERM || errno == EACCES ? permission_hint() : "the kernel rejected it");
@@ -335,8 +351,9 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 
 	/* The walker's continuations, one per program type (a tail call stays within its type). */
 	if (install_tail_call(s->skel->maps.unw_progs, s->skel->progs.np_unwind, err) ||
-	    install_tail_call(s->skel->maps.unw_progs_raw, s->skel->progs.np_unwind_raw, err) ||
-	    install_tail_call(s->skel->maps.unw_progs_kp, s->skel->progs.np_unwind_kp, err))
+	    (opts->offcpu_threshold > 0 &&
+	     install_tail_call(s->skel->maps.unw_progs_raw, s->skel->progs.np_unwind_raw, err)) ||
+	    (opts->uprobes && install_tail_call(s->skel->maps.unw_progs_kp, s->skel->progs.np_unwind_kp, err)))
 		goto fail;
 	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.proc_events), on_ring_event, s, NULL);
 	if (!s->events) {

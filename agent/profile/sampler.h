@@ -18,6 +18,7 @@ struct np_sampler_options {
 	/* Off-CPU time: the probability (0, 1] that a voluntary switch of a selected thread is
 	 * recorded (Alloy's off_cpu_threshold); 0 leaves it off. */
 	double offcpu_threshold;
+	int uprobes; /* uprobes will be attached (np_sampler_attach_uprobe) */
 };
 
 /* One distinct (process incarnation, cgroup, user stack, kernel stack) and how
