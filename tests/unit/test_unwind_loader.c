@@ -57,12 +57,19 @@ static int setup(void **state)
 		execl("/bin/sleep", "sleep", "60", (char *)NULL);
 		_exit(127);
 	}
-	/* Until exec has replaced the forked copy of this test. */
+	/* Until exec has replaced the forked copy of this test and the dynamic loader has mapped
+	 * libc: the exe link changes at exec, the libraries come a moment later. */
 	for (int i = 0; i < 500; i++) {
-		char path[64], exe[256] = "";
+		char path[64], exe[256] = "", maps[16384] = "";
 		snprintf(path, sizeof(path), "/proc/%d/exe", f->child);
 		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
-		if (n > 0 && strstr(exe, "sleep"))
+		snprintf(path, sizeof(path), "/proc/%d/maps", f->child);
+		FILE *m = n > 0 && strstr(exe, "sleep") ? fopen(path, "re") : NULL;
+		size_t got = m ? fread(maps, 1, sizeof(maps) - 1, m) : 0;
+		if (m)
+			fclose(m);
+		maps[got] = '\0';
+		if (strstr(maps, "libc.so"))
 			break;
 		usleep(10000);
 	}
