@@ -21,7 +21,7 @@ ARG VERSION=0.1.0
 ARG REVISION=unknown
 # The Debian packages owning the libraries build/nodeprof links (readelf -d NEEDED,
 # resolved with ldd and dpkg -S; tests/integration/test_chart.py checks this list) or
-# dlopens (libicuuc, agent/util/icu.c), plus ca-certificates for pushing to https:// endpoints.
+# dlopens (libicuuc, lib/icu.c), plus ca-certificates for pushing to https:// endpoints.
 ARG RUNTIME_PACKAGES="\
     libbpf1 \
     libc6 \

@@ -8,7 +8,7 @@
 #   make fuzz    long fuzzing runs (FUZZ_SECONDS per target)
 #   make manifests, make docker-check   see mk/chart.mk
 #
-# Sources are found by wildcard: a new .c file under agent/, k8s/ or relabel/ is part of
+# Sources are found by wildcard: a new .c file under lib/, agent/, k8s/ or relabel/ is part of
 # the agent; tests/unit/test_*.c is a unit test; tests/harness/*.c is a test harness
 # (build/harness/*); tests/fuzz/fuzz_*.c is a fuzz target; bpf/*.bpf.c is a BPF program
 # with a generated skeleton. Nothing needs registering here.
@@ -85,7 +85,7 @@ DEB_BENCH_PACKAGES := \
 DEB_PACKAGES := $(sort $(DEB_RUN_PACKAGES) $(DEB_TEST_PACKAGES) $(DEB_BENCH_PACKAGES))
 
 PKGS := libbpf libelf zlib liblzma jansson libcurl libpcre2-8 libwebsockets openssl yaml-0.1
-# ICU is compiled against but not linked: agent/util/icu.c dlopens it on first use (it and
+# ICU is compiled against but not linked: lib/icu.c dlopens it on first use (it and
 # its libstdc++ cost ~1.5 MB resident), by the soname of the version whose headers we use.
 ICU_PKG := icu-uc
 # Recursive (=) on purpose: evaluated only when compiling, i.e. after `make deps` ran.
@@ -105,7 +105,7 @@ endif
 CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(PKG_CFLAGS) $(ICU_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS_ALL = $(PKG_LIBS) -l:libiberty.a -lstdc++ -lpthread -lm $(LDSAN)
 
-LIB_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c agent/*/*.c agent/*/*/*.c k8s/*.c relabel/*.c))
+LIB_SRCS := $(filter-out agent/main.c,$(wildcard lib/*.c agent/*.c agent/*/*.c agent/*/*/*.c k8s/*.c relabel/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/log.h"
-#include "agent/util/file.h"
-#include "agent/util/server_name.h"
+#include "lib/log.h"
+#include "lib/file.h"
+#include "lib/server_name.h"
 #include "k8s/file.h"
 #include "k8s/kubeconfig.h"
 

@@ -12,8 +12,8 @@
 #include <curl/curl.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/oauth2.h"
+#include "lib/error.h"
+#include "lib/oauth2.h"
 #include "k8s/discovery.h"
 
 enum k8s_auth_kind { K8S_AUTH_NONE, K8S_AUTH_HEADER, K8S_AUTH_BASIC };

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/util/grow.h"
-#include "agent/util/log.h"
+#include "lib/grow.h"
+#include "lib/log.h"
 #include "k8s/discovery_impl.h"
 
 #define MS 1000000LL

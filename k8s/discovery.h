@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
-#include "agent/util/oauth2.h"
+#include "lib/error.h"
+#include "lib/labels.h"
+#include "lib/oauth2.h"
 
 /* A NULL-terminated-free list of owned strings. */
 struct k8s_strs {

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "agent/util/labels.h"
+#include "lib/labels.h"
 #include "k8s/conn.h"
 #include "k8s/discovery.h"
 #include "k8s/reflector.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/grow.h"
+#include "lib/grow.h"
 #include "k8s/group.h"
 #include "k8s/meta.h"
 #include "k8s/pod.h"

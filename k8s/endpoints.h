@@ -21,8 +21,8 @@
 
 #include <jansson.h>
 
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
+#include "lib/error.h"
+#include "lib/labels.h"
 #include "k8s/store.h"
 
 /* One (address, port) pair of the object. */

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "agent/util/file.h"
+#include "lib/file.h"
 
 char *k8s_read_secret_file(const char *path, size_t max, struct np_err *err)
 {

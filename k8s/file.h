@@ -6,9 +6,9 @@
 
 #include <stddef.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
-/* As np_read_file (agent/util/file.h), with trailing whitespace (a token file's final newline) removed. */
+/* As np_read_file (lib/file.h), with trailing whitespace (a token file's final newline) removed. */
 char *k8s_read_secret_file(const char *path, size_t max, struct np_err *err);
 
 #endif

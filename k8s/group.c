@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/grow.h"
+#include "lib/grow.h"
 
 void k8s_group_free(struct k8s_group *g)
 {

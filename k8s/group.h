@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
+#include "lib/error.h"
+#include "lib/labels.h"
 
 struct k8s_group {
 	struct np_labels labels;   /* shared by every target */

@@ -15,8 +15,8 @@
 
 #include <stddef.h>
 
-#include "agent/util/error.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/strbuf.h"
 
 enum k8s_jscan_mode { K8S_JSCAN_STREAM, K8S_JSCAN_LIST };
 

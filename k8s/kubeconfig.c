@@ -6,7 +6,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "agent/util/file.h"
+#include "lib/file.h"
 #include "k8s/file.h"
 
 #define MAX_KUBECONFIG_BYTES (16u << 20)

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 struct k8s_kubeconfig {
 	char *server;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 
 const char *k8s_str_at(const json_t *obj, const char *key)
 {

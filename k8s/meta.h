@@ -8,9 +8,9 @@
 
 #include <jansson.h>
 
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/labels.h"
+#include "lib/strbuf.h"
 
 #define K8S_META "__meta_kubernetes_"
 

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/gostr.h"
-#include "agent/util/log.h"
-#include "agent/util/strbuf.h"
+#include "lib/gostr.h"
+#include "lib/log.h"
+#include "lib/strbuf.h"
 #include "k8s/meta.h"
 
 /* kubernetes' address preference (k8s.io/kubernetes pkg/util/node), as Prometheus copies it. */

@@ -10,8 +10,8 @@
 
 #include <jansson.h>
 
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
+#include "lib/error.h"
+#include "lib/labels.h"
 #include "k8s/group.h"
 #include "k8s/meta.h"
 

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/log.h"
-#include "agent/util/duration.h"
-#include "agent/util/http_client.h"
+#include "lib/log.h"
+#include "lib/duration.h"
+#include "lib/http_client.h"
 #include "k8s/discovery_impl.h"
 #include "k8s/meta.h"
 #include "k8s/status.h"

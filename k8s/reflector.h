@@ -22,7 +22,7 @@
 #include <curl/curl.h>
 #include <stdint.h>
 
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 #include "k8s/backoff.h"
 #include "k8s/jscan.h"
 #include "k8s/resource.h"

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 enum k8s_role { K8S_ROLE_POD, K8S_ROLE_NODE, K8S_ROLE_SERVICE, K8S_ROLE_ENDPOINTS, K8S_ROLE_ENDPOINTSLICE,
 		K8S_ROLE_INGRESS };

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 
 /* --- field selectors: terms split on unescaped ',', each "key op value" with op one of
  * "!=", "==", "=" (first found from the left), values with \\ \, \= escapes. */

@@ -5,7 +5,7 @@
 #ifndef NP_K8S_SELECTOR_H
 #define NP_K8S_SELECTOR_H
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* "" and NULL are valid (everything). */
 NP_MUST_CHECK int k8s_field_selector_check(const char *sel, struct np_err *err);

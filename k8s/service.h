@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 #include "k8s/group.h"
 
 struct k8s_service {

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/log.h"
-#include "agent/util/gostr.h"
+#include "lib/log.h"
+#include "lib/gostr.h"
 #include "relabel/rules.h"
 
 /* Buffers that grew beyond this for one huge value are released afterwards. */

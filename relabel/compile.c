@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 #include "relabel/rules.h"
 
 static const struct {

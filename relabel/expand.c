@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 #include "relabel/rx.h"
 
 static int add_piece(struct tmpl *t, int kind, size_t off, size_t len, long group, size_t *cap)

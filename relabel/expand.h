@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "agent/util/error.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/strbuf.h"
 
 struct rx;
 struct rx_subject;

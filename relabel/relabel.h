@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
+#include "lib/error.h"
+#include "lib/labels.h"
 
 /* One rule as written. Pointers are borrowed for the duration of relabel_compile. */
 struct relabel_rule_spec {

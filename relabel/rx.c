@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/grow.h"
-#include "agent/util/strbuf.h"
-#include "agent/util/gostr.h"
+#include "lib/grow.h"
+#include "lib/strbuf.h"
+#include "lib/gostr.h"
 #include "relabel/rx_emit.h"
 #include "relabel/rx_parse.h"
 #include "relabel/rx_pike.h"

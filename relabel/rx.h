@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 #include "relabel/rx_pike.h"
 
 struct rx;

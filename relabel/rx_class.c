@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unicode/uscript.h>
 
-#include "agent/util/gostr.h"
-#include "agent/util/icu.h"
+#include "lib/gostr.h"
+#include "lib/icu.h"
 
 void rxc_free(struct rx_class *c)
 {

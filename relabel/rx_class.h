@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 struct rx_class {
 	uint32_t *r; /* owned; pairs lo, hi */

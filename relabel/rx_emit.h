@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 #include "relabel/rx_parse.h"
 
 struct rx_emit_out {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/grow.h"
-#include "agent/util/gostr.h"
+#include "lib/grow.h"
+#include "lib/gostr.h"
 
 #define F_FOLD 1
 #define F_DOTNL 2

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/grow.h"
-#include "agent/util/gostr.h"
+#include "lib/grow.h"
+#include "lib/gostr.h"
 
 enum { I_FAIL, I_MATCH, I_RUNE, I_ANY, I_ANY_NOT_NL, I_EMPTY, I_CAP, I_ALT, I_NOP };
 enum { E_BEGIN_LINE = 1, E_END_LINE = 2, E_BEGIN_TEXT = 4, E_END_TEXT = 8, E_WORD = 16, E_NOT_WORD = 32 };

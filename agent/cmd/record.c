@@ -16,8 +16,8 @@
 #include "agent/profile/collector.h"
 #include "agent/profile/folded.h"
 #include "agent/profile/uprobes.h"
-#include "agent/util/duration.h"
-#include "agent/util/log.h"
+#include "lib/duration.h"
+#include "lib/log.h"
 
 static const char record_usage[] =
 	"Usage: nodeprof record [--pid PID]... [--duration 10s] [--sample-rate 97] [--format folded|pprof] [-o FILE]\n"

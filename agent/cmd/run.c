@@ -21,8 +21,8 @@
 #include "agent/profile/ebpf_metrics.h"
 #include "agent/ui/api.h"
 #include "agent/ui/store.h"
-#include "agent/util/json_writer.h"
-#include "agent/util/log.h"
+#include "lib/json_writer.h"
+#include "lib/log.h"
 
 static const char run_usage[] =
 	"Usage: nodeprof run [--config FILE] [--http-listen ADDR] [--metrics-listen ADDR] [--http-allowed-host NAME]...\n"

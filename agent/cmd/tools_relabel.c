@@ -10,7 +10,7 @@
 #include "agent/config/eval.h"
 #include "agent/config/parser.h"
 #include "agent/config/relabel_rules.h"
-#include "agent/util/targets_json.h"
+#include "lib/targets_json.h"
 
 static const char relabel_usage[] =
 	"Usage: nodeprof tools relabel RULES_FILE < targets.json\n"

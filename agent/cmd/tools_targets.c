@@ -1,7 +1,7 @@
 /* nodeprof tools targets --config FILE --component ID [--wait DURATION]: runs the
  * component and what it depends on (nothing else: no profiler), waits until every
  * one of them has published its first targets, and prints the component's targets
- * as JSON (agent/util/targets_json.h), one target per line. */
+ * as JSON (lib/targets_json.h), one target per line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +9,9 @@
 
 #include "agent/cmd/commands.h"
 #include "agent/config/controller.h"
-#include "agent/util/duration.h"
-#include "agent/util/log.h"
-#include "agent/util/targets_json.h"
+#include "lib/duration.h"
+#include "lib/log.h"
+#include "lib/targets_json.h"
 
 static const char targets_usage[] =
 	"Usage: nodeprof tools targets --config FILE --component ID [--wait DURATION]\n"

@@ -20,7 +20,7 @@
 #include "agent/config/diag.h"
 #include "agent/config/schema.h"
 #include "agent/config/value.h"
-#include "agent/util/labels.h"
+#include "lib/labels.h"
 
 struct cfg_eval;
 

@@ -44,8 +44,8 @@
 #include "agent/config/args.h"
 #include "agent/config/schema.h"
 #include "agent/config/value.h"
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
+#include "lib/error.h"
+#include "lib/labels.h"
 
 struct cfg_component; /* handle of a running component, owned by the controller */
 

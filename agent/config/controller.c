@@ -14,7 +14,7 @@
 
 #include "agent/config/declare.h"
 #include "agent/config/eval.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 #define RETRY_MIN_NS (1000LL * 1000 * 1000)
 #define RETRY_MAX_NS (60LL * 1000 * 1000 * 1000)

@@ -23,7 +23,7 @@
 #include "agent/config/component.h"
 #include "agent/config/diag.h"
 #include "agent/config/graph.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 struct cfg_controller;
 

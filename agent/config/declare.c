@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "agent/config/eval.h"
-#include "agent/util/grow.h"
+#include "lib/grow.h"
 
 #define MAX_TYPES 64
 

@@ -12,8 +12,8 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/parser.h"
-#include "agent/util/duration.h"
-#include "agent/util/log.h"
+#include "lib/duration.h"
+#include "lib/log.h"
 
 /* ---- conversion ---- */
 

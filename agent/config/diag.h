@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 struct cfg_pos {
 	uint32_t line, col;

@@ -16,7 +16,7 @@
 #include "agent/config/ast.h"
 #include "agent/config/component.h"
 #include "agent/config/diag.h"
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 
 struct cfg_edge {
 	size_t to;	    /* index of the node referenced */

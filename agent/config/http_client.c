@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "agent/config/value.h"
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 
 void cfg_http_client_read(const struct cfg_args *a, struct cfg_http_client *out)
 {

@@ -6,9 +6,9 @@
 #define NP_CONFIG_HTTP_CLIENT_H
 
 #include "agent/config/args.h"
-#include "agent/util/error.h"
-#include "agent/util/http_client.h"
-#include "agent/util/oauth2.h"
+#include "lib/error.h"
+#include "lib/http_client.h"
+#include "lib/oauth2.h"
 
 struct cfg_http_client {
 	const char *bearer_token, *bearer_token_file;

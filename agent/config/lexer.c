@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 
 #define EOF_CH (-1)
 

@@ -110,7 +110,7 @@ size_t cfg_schema_n_blocks(const struct cfg_schema *s);
  * the arguments and blocks to list inside a component's (or endpoint's) schema, and
  * the rules of HTTPClientConfig.Validate (at most one auth method, proxy rules,
  * reserved headers) for its validate hook. oauth2 is the client-credentials grant
- * (agent/util/oauth2.h); its JWT bearer arguments are refused as not supported. */
+ * (lib/oauth2.h); its JWT bearer arguments are refused as not supported. */
 #define CFG_HTTP_CLIENT_ATTRS                                                                 \
 	CFG_A("bearer_token", &cfg_t_secret, 0, NULL),                                           \
 	CFG_A("bearer_token_file", &cfg_t_string, 0, NULL),                                      \

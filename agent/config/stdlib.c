@@ -13,7 +13,7 @@
 #include "agent/config/eval.h"
 #include "agent/config/schema.h"
 #include "agent/config/stdlib_internal.h"
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 
 const char *cfg_builtin_name(const struct cfg_builtin *fn)
 {

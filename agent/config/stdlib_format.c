@@ -11,7 +11,7 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/stdlib_internal.h"
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 
 #define MAX_WIDTH 1000
 

@@ -24,8 +24,8 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/stdlib_internal.h"
-#include "agent/util/gostr.h"
-#include "agent/util/grow.h"
+#include "lib/gostr.h"
+#include "lib/grow.h"
 #include "relabel/rx.h"
 #include "relabel/rx_parse.h"
 

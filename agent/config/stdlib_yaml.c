@@ -23,8 +23,8 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/stdlib_internal.h"
-#include "agent/util/grow.h"
-#include "agent/util/gostr.h"
+#include "lib/grow.h"
+#include "lib/gostr.h"
 
 #define LONG_TAG_PREFIX "tag:yaml.org,2002:"
 #define GENERAL_MAP_TYPE "map[interface {}]interface {}"

@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 #include "agent/config/ast.h"
-#include "agent/util/labels.h"
-#include "agent/util/strbuf.h"
+#include "lib/labels.h"
+#include "lib/strbuf.h"
 
 struct cfg_type;
 struct cfg_builtin;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
-#include "agent/util/file.h"
+#include "lib/file.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 struct np_cgroup2_mount {
 	char dir[PATH_MAX];  /* mount point, e.g. "/sys/fs/cgroup/unified" */

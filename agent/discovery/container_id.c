@@ -4,7 +4,7 @@
  * PID the profiler sees. */
 #include "agent/discovery/container_id.h"
 
-#include "agent/util/file.h"
+#include "lib/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 
 static int starts_with(const char *s, size_t n, const char *prefix)
 {

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 #define NP_CONTAINER_ID_LEN 64
 

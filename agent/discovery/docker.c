@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 
 #define CONNECT_TIMEOUT_MS 10000L
 

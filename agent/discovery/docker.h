@@ -37,10 +37,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/http_client.h"
-#include "agent/util/labels.h"
-#include "agent/util/oauth2.h"
+#include "lib/error.h"
+#include "lib/http_client.h"
+#include "lib/labels.h"
+#include "lib/oauth2.h"
 
 #define NP_DOCKER_API_VERSION_MAX "1.43"
 

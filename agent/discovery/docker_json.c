@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/gostr.h"
-#include "agent/util/strbuf.h"
+#include "lib/gostr.h"
+#include "lib/strbuf.h"
 
 #define L_CONTAINER "__meta_docker_container_"
 #define L_NETWORK "__meta_docker_network_"

@@ -9,7 +9,7 @@
 #include "agent/config/http_client.h"
 #include "agent/config/replace_on_update.h"
 #include "agent/config/types/types.h"
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 #include "k8s/discovery.h"
 
 struct k8s_run {

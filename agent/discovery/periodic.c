@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 struct np_periodic {
 	struct cfg_component *c;

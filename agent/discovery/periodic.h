@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "agent/config/component.h"
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
+#include "lib/error.h"
+#include "lib/labels.h"
 
 typedef int (*np_periodic_fn)(void *ctx, struct np_targets *out, struct np_err *err);
 

@@ -17,8 +17,8 @@
 
 #include "agent/discovery/cgroup2.h"
 #include "agent/discovery/container_id.h"
-#include "agent/util/error.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/strbuf.h"
 
 #define NP_PID_CACHE_DEFAULT_SIZE 1024 /* pyroscope.ebpf's container_id_cache_size default */
 #define NP_PID_CACHE_MAX_SIZE (1u << 22) /* PID_MAX_LIMIT: more entries can never be used */

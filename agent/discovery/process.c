@@ -12,10 +12,10 @@
 
 #include "agent/discovery/container_id.h"
 #include "agent/discovery/target.h"
-#include "agent/util/file.h"
-#include "agent/util/log.h"
-#include "agent/util/procfs_text.h"
-#include "agent/util/strbuf.h"
+#include "lib/file.h"
+#include "lib/log.h"
+#include "lib/procfs_text.h"
+#include "lib/strbuf.h"
 
 #define LINK_MAX_BYTES (64 * 1024) /* procfs links are d_path()s: at most a page in practice */
 #define STATUS_MAX_BYTES (64 * 1024) /* /proc/PID/status is about 1.5 KiB */

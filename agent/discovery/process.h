@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
+#include "lib/error.h"
+#include "lib/labels.h"
 
 struct np_process_config {
 	/* discover_config block (Alloy's defaults: all true except cgroup_path) */

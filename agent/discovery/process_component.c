@@ -10,7 +10,7 @@
 #include "agent/config/types/types.h"
 #include "agent/discovery/periodic.h"
 #include "agent/discovery/process.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 struct process_run {
 	struct np_process_config cfg;

@@ -10,8 +10,8 @@
 #include "agent/config/component.h"
 #include "agent/config/relabel_rules.h"
 #include "agent/config/types/types.h"
-#include "agent/util/log.h"
-#include "agent/util/strbuf.h"
+#include "lib/log.h"
+#include "lib/strbuf.h"
 
 struct relabel_component {
 	struct cfg_component *c;

@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/labels.h"
+#include "lib/strbuf.h"
 
 #define NP_LABEL_PROCESS_PID "__process_pid__"
 #define NP_LABEL_CONTAINER_ID "__container_id__"

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "agent/http/internal.h"
-#include "agent/util/json_writer.h"
-#include "agent/util/log.h"
+#include "lib/json_writer.h"
+#include "lib/log.h"
 
 void np_http_set_ready(struct np_http_server *srv, np_http_ready_fn fn, void *ud)
 {

@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 #define NP_HTTP_MAX_ALLOWED_HOSTS 32
 #define NP_HTTP_MAX_HOST_NAME 253

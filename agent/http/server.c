@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 #define SCRATCH_SIZE (64u << 10) /* >= NP_HTTP_WS_MAX_MESSAGE; also the response chunk size */
 #define MAX_PATH 2048

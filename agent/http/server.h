@@ -32,9 +32,9 @@
 
 #include <stddef.h>
 
-#include "agent/util/error.h"
-#include "agent/util/metrics.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/metrics.h"
+#include "lib/strbuf.h"
 
 #define NP_HTTP_DEFAULT_LISTEN "127.0.0.1:4100"
 #define NP_HTTP_DEFAULT_MAX_BODY (1u << 20)

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "agent/pprof/proto.h"
-#include "agent/util/grow.h"
-#include "agent/util/intern.h"
+#include "lib/grow.h"
+#include "lib/intern.h"
 
 /* Location ids are written in chunks of this many (repeated packed fields concatenate). */
 #define NP_PPROF_MAX_DEPTH 256

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/strbuf.h"
 
 /* One frame; strings are copied into the builder. As Alloy's pyroscope.ebpf writes them
  * (docs/specs/pyroscope-push.md §3.1): a frame in a file carries the address in the

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/strbuf.h"
 
 #define NP_PPROF_NONE UINT32_MAX /* "no mapping" / "no function" */
 

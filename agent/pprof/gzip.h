@@ -4,8 +4,8 @@
 
 #include <stddef.h>
 
-#include "agent/util/error.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/strbuf.h"
 
 /* Appends the gzip (RFC 1952) form of data to out. level: 1 (fastest, what Alloy
  * uses for profiles) to 9. */

@@ -8,7 +8,7 @@
 #include "agent/pprof/builder.h"
 #include "agent/profile/leaf_caller.h"
 #include "agent/unwind/loader.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 /* Drains between two looks for processes that exited unnoticed (every 10 s by default). */
 #define SWEEP_EVERY_DRAINS 10

@@ -17,7 +17,7 @@
 #include "agent/python/tracker.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/loader.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* The most frames a collected sample has: a kernel stack, and a native user stack (with a
  * recovered leaf caller) merged with a Python stack. */

@@ -19,9 +19,9 @@
 #include "agent/config/types/types.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_profiler.h"
-#include "agent/util/intern.h"
-#include "agent/util/json_writer.h"
-#include "agent/util/log.h"
+#include "lib/intern.h"
+#include "lib/json_writer.h"
+#include "lib/log.h"
 
 #define MAX_UPROBE_LINKS 64
 #define MAX_RECEIVERS 64

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "agent/profile/ebpf_profiler.h"
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 
 /* What every pyroscope.ebpf component also feeds, besides its forward_to: a local
  * sink (the store behind the UI) and the metrics. Set before the configuration is

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "agent/discovery/target.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 #define PPROFS_HELP "Total number of pprof profiles collected by the ebpf component"
 

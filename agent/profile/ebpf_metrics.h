@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "agent/profile/ebpf_profiler.h"
-#include "agent/util/metrics.h"
+#include "lib/metrics.h"
 
 struct np_ebpf_metrics;
 

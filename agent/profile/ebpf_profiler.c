@@ -19,9 +19,9 @@
 #include "agent/pprof/gzip.h"
 #include "agent/profile/collector.h"
 #include "agent/profile/ebpf_metrics.h"
-#include "agent/util/intern.h"
-#include "agent/util/json_writer.h"
-#include "agent/util/log.h"
+#include "lib/intern.h"
+#include "lib/json_writer.h"
+#include "lib/log.h"
 
 /* The kernel maps are drained at least this often, whatever the collect interval:
  * the maps are sized for it, and user space aggregates until the interval ends. */

@@ -24,9 +24,9 @@
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/loader.h"
 #include "bpf/sampler.h"
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/labels.h"
+#include "lib/strbuf.h"
 
 /* Takes ownership of pprof_gz (free() it) whether it succeeds or not. */
 typedef int (*np_profile_append_fn)(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len,

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "agent/util/error.h"
-#include "agent/util/intern.h"
+#include "lib/error.h"
+#include "lib/intern.h"
 
 struct np_folded {
 	struct np_intern stacks; /* key: the folded frame text */

@@ -1,7 +1,7 @@
 /* Recovering the caller of a frameless leaf: see leaf_caller.h. */
 #include "agent/profile/leaf_caller.h"
 
-#include "agent/util/grow.h"
+#include "lib/grow.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/intern.h"
+#include "lib/intern.h"
 
 /* True when before[0..8) (the 8 bytes ending at a candidate return address) end
  * with an x86-64 call: call rel32, or call through a register or memory operand

@@ -14,8 +14,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/util/grow.h"
-#include "agent/util/log.h"
+#include "lib/grow.h"
+#include "lib/log.h"
 #include "sampler.skel.h"
 
 /* Map sizing: room for every sample of SLACK_INTERVALS drain intervals (a drain

@@ -15,8 +15,8 @@
 
 #include "agent/symbols/elf_file.h"
 #include "agent/symbols/fileio.h"
-#include "agent/util/grow.h"
-#include "agent/util/log.h"
+#include "lib/grow.h"
+#include "lib/log.h"
 
 /* A symbol table larger than this is not read (libc's is about 1 MiB). */
 #define SYMBOL_BYTES_MAX ((size_t)64 << 20)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "agent/profile/sampler.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* "FILE:SYMBOL" split at its last ':' into the two (copied to file[] and sym[]); -1 with a
  * message saying what is wrong with the text. */

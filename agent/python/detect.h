@@ -11,7 +11,7 @@
 
 #include "agent/python/layout.h"
 #include "agent/symbols/symbolizer.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 struct py_interp {
 	struct py_layout layout;

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* An offset that does not exist in this version. */
 #define PY_NONE UINT32_MAX

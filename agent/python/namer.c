@@ -7,11 +7,11 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "agent/util/grow.h"
-#include "agent/util/intern.h"
-#include "agent/util/strbuf.h"
+#include "lib/grow.h"
+#include "lib/intern.h"
+#include "lib/strbuf.h"
 #include "bpf/python.h"
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 
 /* The first bytes of a code object read at once: every field named lies within them. */
 #define CODE_HEAD 512

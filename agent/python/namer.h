@@ -15,7 +15,7 @@
 
 #include "agent/python/layout.h"
 #include "agent/symbols/symbolizer.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* The longest name or file name kept (in code points); longer ones are cut. */
 #define PY_NAME_MAX 1024

@@ -10,9 +10,9 @@
 #include "agent/python/detect.h"
 #include "agent/python/merge.h"
 #include "agent/python/namer.h"
-#include "agent/util/grow.h"
-#include "agent/util/intern.h"
-#include "agent/util/log.h"
+#include "lib/grow.h"
+#include "lib/intern.h"
+#include "lib/log.h"
 #include "bpf/python.h"
 
 /* Dead entries kept before the process table is rebuilt without them. */

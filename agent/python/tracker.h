@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "agent/symbols/symbolizer.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 struct py_tracker;
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* Bounds for the tree walk: demangle trees are DAGs (substitutions share nodes), so a
  * hostile name could make a naive walk exponential. */

@@ -17,7 +17,7 @@
 
 #include "agent/symbols/maps.h"
 #include "agent/symbols/symtab.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 #define SYM_MAX_LOADS 32
 #define SYM_BUILD_ID_MAX 64 /* bytes */

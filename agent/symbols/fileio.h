@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* Largest ELF file the symbolizer opens; bigger files are named by module only. */
 #define SYM_MAX_ELF_BYTES ((uint64_t)4 << 30)

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "agent/symbols/symtab.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 enum sym_go_version { SYM_GO_NONE = 0, SYM_GO_12, SYM_GO_116, SYM_GO_118, SYM_GO_120 };
 

@@ -9,7 +9,7 @@
 #include <zlib.h>
 
 #include "agent/symbols/symtab.h" /* sym_rank */
-#include "agent/util/grow.h"
+#include "lib/grow.h"
 
 #define MAX_MODULES 4096
 /* The kernel's KSYM_NAME_LEN is 512: anything longer is not a symbol name (and would let

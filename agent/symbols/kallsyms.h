@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "agent/symbols/symbolizer.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 #define SYM_KALLSYMS_BLOCK 128
 #define SYM_KALLSYMS_TAG_BITS 12 /* modules are bounded to 4096 */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/grow.h"
-#include "agent/util/lines.h"
+#include "lib/grow.h"
+#include "lib/lines.h"
 
 /* Parses hex digits at *p; at least one, at most 16. */
 static int hex_field(const char **p, const char *end, uint64_t *out)

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 enum sym_map_kind {
 	SYM_MAP_FILE,     /* a path: an ELF file (maybe deleted) */

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/util/lines.h"
+#include "lib/lines.h"
 
 static int hex_num(const char **p, const char *end, uint64_t *out)
 {

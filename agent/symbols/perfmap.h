@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "agent/symbols/symtab.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 #define SYM_PERFMAP_MAX_LINE 4096
 #define SYM_PERFMAP_MAX_ENTRIES ((size_t)1 << 20)

@@ -11,8 +11,8 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "agent/symbols/perfmap.h"
-#include "agent/util/log.h"
-#include "agent/util/procfs_text.h"
+#include "lib/log.h"
+#include "lib/procfs_text.h"
 
 #define MAX_ROOTS 512          /* container roots held open at once */
 #define MAX_SNAPSHOTS 4        /* exec generations remembered per process */

@@ -16,7 +16,7 @@
 #include "agent/symbols/debugfile.h"
 #include "agent/symbols/gopclntab.h"
 #include "agent/symbols/internal.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 const char *sym_refusal_name(enum sym_refusal r)
 {

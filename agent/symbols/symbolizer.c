@@ -15,8 +15,8 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "agent/symbols/perfmap.h"
-#include "agent/util/json_writer.h"
-#include "agent/util/log.h"
+#include "lib/json_writer.h"
+#include "lib/log.h"
 
 #define UNKNOWN "[unknown]"
 #define KALLSYMS_READ_MAX ((size_t)128 << 20)

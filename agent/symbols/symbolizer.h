@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/strbuf.h"
 
 enum sym_demangle { SYM_DEMANGLE_NONE, SYM_DEMANGLE_SIMPLIFIED, SYM_DEMANGLE_TEMPLATES, SYM_DEMANGLE_FULL };
 /* "none", "simplified", "templates", "full"; the error lists the allowed values. */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/grow.h"
-#include "agent/util/intern.h"
+#include "lib/grow.h"
+#include "lib/intern.h"
 
 #define DEFAULT_MAX_ENTRIES ((size_t)16 << 20)
 #define DEFAULT_ZERO_SIZE_MAX ((uint64_t)64 << 10)

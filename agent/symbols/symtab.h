@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 struct sym_symtab {
 	uint64_t base;      /* symbol i starts at base + off[i] (or addr64[i] when wide) */

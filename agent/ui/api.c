@@ -9,9 +9,9 @@
 
 #include "agent/ui/assets.h"
 #include "agent/ui/store_internal.h"
-#include "agent/util/duration.h"
-#include "agent/util/json_writer.h"
-#include "agent/util/log.h"
+#include "lib/duration.h"
+#include "lib/json_writer.h"
+#include "lib/log.h"
 
 #define MAX_EVENT_SERVICES 16
 #define MAX_EVENT_TYPES 8

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "agent/ui/api.h"
-#include "agent/util/duration.h"
+#include "lib/duration.h"
 
 #define MAX_MS (INT64_MAX / 1000000) /* the last millisecond whose nanoseconds fit an int64 */
 

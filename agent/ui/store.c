@@ -14,8 +14,8 @@
 #include "agent/pprof/builder.h"
 #include "agent/pprof/decode.h"
 #include "agent/ui/store_internal.h"
-#include "agent/util/json_writer.h"
-#include "agent/util/log.h"
+#include "lib/json_writer.h"
+#include "lib/log.h"
 
 #define ENTRY_SIZE sizeof(struct entry)
 /* Per interned key beyond its bytes: slot (up to 2 x 4 at load 1/2), hash, key record. */

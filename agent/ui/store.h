@@ -31,9 +31,9 @@
 #include <stdint.h>
 
 #include "agent/profile/ebpf_profiler.h"
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/labels.h"
+#include "lib/strbuf.h"
 
 struct np_store_config {
 	size_t budget_bytes;	   /* default 64 MiB */

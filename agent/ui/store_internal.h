@@ -5,7 +5,7 @@
 #include <pthread.h>
 
 #include "agent/ui/store.h"
-#include "agent/util/intern.h"
+#include "lib/intern.h"
 
 /* One (series, stack) of a bucket: a value in the series' type's unit. Entries are
  * sorted by (series, stack). */

@@ -11,7 +11,7 @@
 
 #include "agent/pprof/builder.h"
 #include "agent/pprof/gzip.h"
-#include "agent/util/json_writer.h"
+#include "lib/json_writer.h"
 #include "agent/ui/store_internal.h"
 
 /* ---- aggregation ---- */

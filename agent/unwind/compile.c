@@ -7,7 +7,7 @@
 #include "agent/symbols/elf_file.h"
 #include "agent/unwind/classify.h"
 #include "agent/unwind/elf_cfi.h"
-#include "agent/util/grow.h"
+#include "lib/grow.h"
 
 #define MAX_SECTIONS 8
 #define CIE_CACHE 16 /* linked files repeat one CIE per object file; a few are live at a time */

@@ -11,7 +11,7 @@
 
 #include "agent/unwind/cfi_parse.h"
 #include "agent/unwind/table.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* Budgets: python3.11 reads 410 KB of .eh_frame into a 392 KB table; a 4 GiB file's CFI
  * should not be able to make the agent allocate more than these. */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "agent/unwind/cfi_parse.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* libelf on an open file, read with pread (ELF_C_READ). NULL when not an ELF file.
  * Release with elf_end(); the fd must stay open until then. (An image in memory:

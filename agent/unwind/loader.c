@@ -15,7 +15,7 @@
 #include "agent/unwind/elf_cfi.h"
 #include "agent/unwind/lpm.h"
 #include "agent/unwind/pack.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 #define PROC_BUCKETS 4096
 #define MAX_VICTIMS 64

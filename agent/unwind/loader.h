@@ -15,7 +15,7 @@
 #include "agent/profile/sampler.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/registry.h"
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* Bytes of unwind tables in BPF maps: every table of a busy host (python3.11's is 0.5 MiB,
  * libc's 0.2 MiB) fits many times over. */

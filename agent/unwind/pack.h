@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "agent/unwind/table.h"
-#include "agent/util/error.h"
-#include "agent/util/intern.h"
+#include "lib/error.h"
+#include "lib/intern.h"
 #include "bpf/unwind.h"
 
 /* The distinct rules of every packed table; index = id - 1. Grows only (bounded by

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/intern.h"
+#include "lib/intern.h"
 
 static uint32_t bucket(const char *key)
 {

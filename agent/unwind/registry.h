@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 #include "bpf/unwind.h"
 
 enum unw_reg_state {

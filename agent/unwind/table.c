@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/grow.h"
+#include "lib/grow.h"
 
 #define ROW_BYTES (sizeof(uint32_t) + sizeof(uint16_t))
 #define MAX_RULES 65536 /* rule indexes are u16 */

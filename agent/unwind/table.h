@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
+#include "lib/error.h"
 
 /* How the caller's CFA (its rsp) is found; the return address is at CFA-8 for every kind
  * that unwinds (anything else is UNW_UNSUPPORTED with why = UNW_WHY_RA). */

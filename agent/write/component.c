@@ -10,7 +10,7 @@
 #include "agent/config/http_client.h"
 #include "agent/config/types/types.h"
 #include "agent/profile/ebpf_profiler.h"
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 #include "agent/write/writer.h"
 
 struct write_component {

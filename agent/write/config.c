@@ -7,8 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/util/duration.h"
-#include "agent/util/strbuf.h"
+#include "lib/duration.h"
+#include "lib/strbuf.h"
 #include "agent/write/internal.h"
 
 #define DEFAULT_QUEUE_BYTES (32u << 20)

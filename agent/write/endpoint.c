@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/util/duration.h"
-#include "agent/util/log.h"
+#include "lib/duration.h"
+#include "lib/log.h"
 
 #define CAUSE_LOG_INTERVAL (300 * NP_NSEC_PER_SEC)
 #define OVERFLOW_LOG_INTERVAL (60 * NP_NSEC_PER_SEC)

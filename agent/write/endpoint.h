@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/metrics.h"
+#include "lib/metrics.h"
 #include "agent/write/internal.h"
 
 /* One encoded PushRequest, shared by every endpoint queue that holds it. */

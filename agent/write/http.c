@@ -12,10 +12,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "agent/util/duration.h"
-#include "agent/util/http_client.h"
-#include "agent/util/oauth2.h"
-#include "agent/util/strbuf.h"
+#include "lib/duration.h"
+#include "lib/http_client.h"
+#include "lib/oauth2.h"
+#include "lib/strbuf.h"
 #include "agent/write/internal.h"
 
 #define MAX_RESPONSE_BODY (64 * 1024) /* error bodies are small; the rest is discarded */

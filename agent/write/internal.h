@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
-#include "agent/util/strbuf.h"
+#include "lib/error.h"
+#include "lib/labels.h"
+#include "lib/strbuf.h"
 #include "agent/write/writer.h"
 
 #define NP_WRITE_PUSH_PATH "/push.v1.PusherService/Push"

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/gostr.h"
-#include "agent/util/strbuf.h"
+#include "lib/gostr.h"
+#include "lib/strbuf.h"
 #include "agent/write/internal.h"
 
 const char *const np_write_fix_reasons[NP_FIX__COUNT] = {

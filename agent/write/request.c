@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "agent/pprof/proto.h"
-#include "agent/util/duration.h"
+#include "lib/duration.h"
 #include "agent/write/internal.h"
 
 static size_t varint_len(uint64_t v)

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/duration.h"
-#include "agent/util/log.h"
-#include "agent/util/metrics.h"
+#include "lib/duration.h"
+#include "lib/log.h"
+#include "lib/metrics.h"
 #include "agent/write/endpoint.h"
 #include "agent/write/internal.h"
 

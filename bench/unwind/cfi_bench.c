@@ -20,7 +20,7 @@
 #include "agent/unwind/cfi_exec.h"
 #include "agent/unwind/compile.h"
 #include "agent/unwind/elf_cfi.h"
-#include "agent/util/grow.h"
+#include "lib/grow.h"
 
 static double now_us(void)
 {

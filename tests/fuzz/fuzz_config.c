@@ -10,7 +10,7 @@
 #include "agent/config/eval.h"
 #include "agent/config/graph.h"
 #include "agent/config/parser.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -11,7 +11,7 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/stdlib.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 static struct cfg_value *call(const char *ns, const char *name, struct cfg_value **args, size_t n)
 {

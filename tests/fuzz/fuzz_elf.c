@@ -11,7 +11,7 @@
 #include "agent/symbols/elf_file.h"
 #include "agent/symbols/gopclntab.h"
 #include "agent/symbols/symbolizer.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 static char dir[64];
 

@@ -20,7 +20,7 @@
 #include "agent/http/guard.h"
 #include "agent/http/server.h"
 #include "agent/ui/api.h"
-#include "agent/util/duration.h"
+#include "lib/duration.h"
 
 #define NOW_NS 1700000000000000000LL
 

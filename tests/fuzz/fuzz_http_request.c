@@ -19,7 +19,7 @@
 #include "agent/http/server.h"
 #include "agent/ui/api.h"
 #include "agent/ui/store.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 static int port;
 

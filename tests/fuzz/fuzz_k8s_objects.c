@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/log.h"
+#include "lib/log.h"
 #include "k8s/endpoints.h"
 #include "k8s/group.h"
 #include "k8s/pod.h"

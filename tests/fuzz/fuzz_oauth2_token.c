@@ -1,4 +1,4 @@
-/* libFuzzer target for the OAuth 2.0 token response parser (agent/util/oauth2_wire.c),
+/* libFuzzer target for the OAuth 2.0 token response parser (lib/oauth2_wire.c),
  * which reads what a token endpoint on the network sends. Input: the first byte picks
  * the status and the Content-Type header; the rest is the body. Checks: no crash,
  * leak or undefined behaviour; a success has a non-empty token, an error has a message,
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/oauth2_wire.h"
+#include "lib/oauth2_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,11 +1,11 @@
-/* libFuzzer target for the /proc/PID/cmdline join (agent/util/procfs_text): fed whole or
+/* libFuzzer target for the /proc/PID/cmdline join (lib/procfs_text): fed whole or
  * in two chunks cut at a fuzzer-chosen place, the result is the same, has no NUL, no
  * leading, trailing or doubled space that the input did not spell out. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/procfs_text.h"
+#include "lib/procfs_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,11 +1,11 @@
-/* libFuzzer target for the /proc/PID/status readers (agent/util/procfs_text): the Uid
+/* libFuzzer target for the /proc/PID/status readers (lib/procfs_text): the Uid
  * and NSpid fields. Invariants: a field's value lies inside the text, the UID and the
  * namespace PID fit 32 bits, and a text cut anywhere never reads past its length. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/procfs_text.h"
+#include "lib/procfs_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -8,7 +8,7 @@
 
 #include "agent/python/namer.h"
 #include "bpf/python.h"
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 
 #define BASE 0x200000ULL
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/strbuf.h"
-#include "agent/util/gostr.h"
+#include "lib/strbuf.h"
+#include "lib/gostr.h"
 #include "relabel/rx.h"
 #include "relabel/rx_parse.h"
 #include "relabel/rx_pike.h"

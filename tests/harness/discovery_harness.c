@@ -23,8 +23,8 @@
 #include "agent/discovery/pid_cache.h"
 #include "agent/discovery/process.h"
 #include "agent/discovery/target.h"
-#include "agent/util/duration.h"
-#include "agent/util/targets_json.h"
+#include "lib/duration.h"
+#include "lib/targets_json.h"
 
 static int die(const char *msg)
 {

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "agent/profile/ebpf_profiler.h"
-#include "agent/util/duration.h"
-#include "agent/util/targets_json.h"
+#include "lib/duration.h"
+#include "lib/targets_json.h"
 
 static const char *outdir;
 static int seq;

@@ -31,9 +31,9 @@
 #include "agent/profile/ebpf_profiler.h"
 #include "agent/ui/api.h"
 #include "agent/ui/store.h"
-#include "agent/util/duration.h"
-#include "agent/util/log.h"
-#include "agent/util/targets_json.h"
+#include "lib/duration.h"
+#include "lib/log.h"
+#include "lib/targets_json.h"
 
 struct harness {
 	const char *targets_path;

@@ -20,9 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/util/duration.h"
-#include "agent/util/log.h"
-#include "agent/util/targets_json.h"
+#include "lib/duration.h"
+#include "lib/log.h"
+#include "lib/targets_json.h"
 #include "k8s/discovery.h"
 #include "tests/harness/oauth2_json.h"
 

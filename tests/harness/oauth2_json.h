@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "agent/util/oauth2.h"
+#include "lib/oauth2.h"
 
 static int oauth2_json_str(json_t *o, const char *key, char **dst, struct np_err *err)
 {

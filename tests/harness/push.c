@@ -25,9 +25,9 @@
 #include <zlib.h>
 
 #include "agent/pprof/proto.h"
-#include "agent/util/duration.h"
-#include "agent/util/metrics.h"
-#include "agent/util/strbuf.h"
+#include "lib/duration.h"
+#include "lib/metrics.h"
+#include "lib/strbuf.h"
 #include "agent/write/writer.h"
 #include "tests/harness/oauth2_json.h"
 

@@ -7,7 +7,7 @@
 #include <unicode/uchar.h>
 
 #include "relabel/expand.h"
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 #include "relabel/rx.h"
 #include "relabel/rx_class.h"
 #include "relabel/rx_parse.h"

@@ -733,7 +733,7 @@ class Shipping(unittest.TestCase):
 
     def test_runtime_packages_are_the_linked_libraries(self):
         """RUNTIME_PACKAGES in the Dockerfile = the packages owning what build/nodeprof links
-        or loads on demand (ICU: agent/util/icu.c dlopens the soname it was built for)."""
+        or loads on demand (ICU: lib/icu.c dlopens the soname it was built for)."""
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+)\]",
                             subprocess.run(["readelf", "-d", np.NODEPROF], capture_output=True, text=True).stdout)
         ldd = subprocess.run(["ldd", np.NODEPROF], capture_output=True, text=True).stdout

@@ -12,7 +12,7 @@
 #include "agent/config/eval.h"
 #include "agent/config/graph.h"
 #include "agent/config/parser.h"
-#include "agent/util/strbuf.h"
+#include "lib/strbuf.h"
 
 /* The diagnostics as "L:C: message" lines (warnings "L:C: warning: message"), sorted
  * by position and joined by newlines; "" when there are none. Caller frees. */

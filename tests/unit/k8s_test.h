@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "agent/util/labels.h"
+#include "lib/labels.h"
 
 /* Fails the test unless ls has name = value. */
 void assert_label(const struct np_labels *ls, const char *name, const char *value);

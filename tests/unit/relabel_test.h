@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/labels.h"
-#include "agent/util/targets_json.h"
+#include "lib/labels.h"
+#include "lib/targets_json.h"
 #include "relabel/relabel.h"
 
 /* Rule specs borrowing strings from a JSON array of rule objects (kept alive by the caller). */

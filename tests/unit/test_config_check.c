@@ -9,7 +9,7 @@
 
 #include "agent/config/component.h"
 #include "agent/config/types/types.h"
-#include "agent/util/duration.h"
+#include "lib/duration.h"
 #include "tests/unit/config_test.h"
 
 #define RUN(c) RUN_CHECK_CASES(c)

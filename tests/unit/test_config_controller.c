@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "agent/config/controller.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 #include "tests/unit/config_test.h"
 
 /* ---- test component types ---- */

@@ -12,9 +12,9 @@
 #include <cmocka.h>
 
 #include "agent/discovery/docker.h"
-#include "agent/util/gostr.h"
-#include "agent/util/strbuf.h"
-#include "agent/util/targets_json.h"
+#include "lib/gostr.h"
+#include "lib/strbuf.h"
+#include "lib/targets_json.h"
 
 static char *sanitized(const char *s)
 {

@@ -1,4 +1,4 @@
-/* agent/util/gostr: the one UTF-8 decoder and encoder every module uses, checked against
+/* lib/gostr: the one UTF-8 decoder and encoder every module uses, checked against
  * Go's unicode/utf8 (go1.19): every class of invalid sequence decodes as U+FFFD of width 1,
  * encoding never writes a surrogate or a value past U+10FFFF, and the variants built on the
  * decoder (ToValidUTF8's runs, DecodeLastRune, RuneCount, label-name sanitizing) step over
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 
 struct dec_case {
 	const char *in;

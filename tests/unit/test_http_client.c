@@ -1,4 +1,4 @@
-/* Unit tests for agent/util/http_client: secret files, deep copies, and what one
+/* Unit tests for lib/http_client: secret files, deep copies, and what one
  * request gets from the settings (header lines, server_name routing, proxy headers,
  * errors that name the file), read back from the request without a network. The
  * transfers themselves are tested against real servers in the integration tests
@@ -13,10 +13,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "agent/util/file.h"
-#include "agent/util/http_client.h"
-#include "agent/util/oauth2.h"
-#include "agent/util/strbuf.h"
+#include "lib/file.h"
+#include "lib/http_client.h"
+#include "lib/oauth2.h"
+#include "lib/strbuf.h"
 
 static char dir[] = "/tmp/np-http-client-XXXXXX";
 

@@ -1,4 +1,4 @@
-/* Unit tests for agent/util/json_writer and its escaper (np_buf_json_str): escaping of
+/* Unit tests for lib/json_writer and its escaper (np_buf_json_str): escaping of
  * quotes, backslashes and control characters, invalid UTF-8 and UTF-16 surrogates
  * replaced by U+FFFD, commas at every nesting level, and output that jansson parses back. */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "agent/util/json_writer.h"
+#include "lib/json_writer.h"
 
 /* The JSON the writer produces for one string value. */
 static void check_str(const char *in, size_t len, const char *want)

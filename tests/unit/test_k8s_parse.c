@@ -13,8 +13,8 @@
 
 #include <jansson.h>
 
-#include "agent/util/gostr.h"
-#include "agent/util/strbuf.h"
+#include "lib/gostr.h"
+#include "lib/strbuf.h"
 #include "k8s/jscan.h"
 #include "k8s/pod.h"
 #include "k8s/store.h"

@@ -1,4 +1,4 @@
-/* Unit tests for agent/util/metrics: registration rules, exact text exposition
+/* Unit tests for lib/metrics: registration rules, exact text exposition
  * (HELP/TYPE, escaping, histogram buckets), value formatting, thread safety. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent/util/metrics.h"
+#include "lib/metrics.h"
 
 static char *render(struct np_metrics *reg)
 {

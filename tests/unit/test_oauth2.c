@@ -1,5 +1,5 @@
-/* Unit tests for the OAuth 2.0 client-credentials bytes (agent/util/oauth2_wire.c) and
- * the oauth2 configuration (agent/util/oauth2_config.c). Expected values follow
+/* Unit tests for the OAuth 2.0 client-credentials bytes (lib/oauth2_wire.c) and
+ * the oauth2 configuration (lib/oauth2_config.c). Expected values follow
  * golang.org/x/oauth2 (internal/token.go, clientcredentials) and Go's net/url. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent/util/oauth2.h"
-#include "agent/util/oauth2_wire.h"
+#include "lib/oauth2.h"
+#include "lib/oauth2_wire.h"
 
 static struct np_oauth2_config *config(void)
 {

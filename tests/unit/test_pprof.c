@@ -16,7 +16,7 @@
 #include "agent/pprof/gzip.h"
 #include "agent/pprof/proto.h"
 #include "agent/profile/folded.h"
-#include "agent/util/intern.h"
+#include "lib/intern.h"
 
 static void varints_round_trip(void **state)
 {

@@ -23,7 +23,7 @@
 #include "agent/profile/collector.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/ui/store.h"
-#include "agent/util/labels.h"
+#include "lib/labels.h"
 
 __attribute__((noinline, used)) int np_pm_marker_fn(int x)
 {

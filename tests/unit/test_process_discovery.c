@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "agent/discovery/process.h"
-#include "agent/util/targets_json.h"
+#include "lib/targets_json.h"
 
 #define CID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

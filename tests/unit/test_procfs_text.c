@@ -1,4 +1,4 @@
-/* Unit tests for agent/util/procfs_text: /proc/PID/status fields and the cmdline join,
+/* Unit tests for lib/procfs_text: /proc/PID/status fields and the cmdline join,
  * on texts as the kernel prints them and on hostile ones (a process names itself). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent/util/procfs_text.h"
+#include "lib/procfs_text.h"
 
 static const char status[] = "Name:\tUid: 0\n"
 			     "Umask:\t0022\n"

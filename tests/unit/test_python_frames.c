@@ -14,7 +14,7 @@
 #include "agent/python/merge.h"
 #include "agent/python/namer.h"
 #include "bpf/python.h"
-#include "agent/util/gostr.h"
+#include "lib/gostr.h"
 
 static struct sym_frame named(const char *name)
 {

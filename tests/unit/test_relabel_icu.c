@@ -1,4 +1,4 @@
-/* ICU is loaded on first use (agent/util/icu.h): ASCII rules and values must answer
+/* ICU is loaded on first use (lib/icu.h): ASCII rules and values must answer
  * without it, exactly as Go does, and the first Unicode question loads it. The cases
  * run in order in one process: everything before unicode_loads_icu stays ASCII.
  * (The library-missing path is test_relabel_icu_missing.c, a process of its own.) */
@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "agent/util/gostr.h"
-#include "agent/util/icu.h"
+#include "lib/gostr.h"
+#include "lib/icu.h"
 #include "relabel/rx_class.h"
 #include "tests/unit/relabel_test.h"
 

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "agent/util/gostr.h"
-#include "agent/util/icu.h"
+#include "lib/gostr.h"
+#include "lib/icu.h"
 #include "tests/unit/relabel_test.h"
 
 #define MISSING "libnodeprof-test-no-icu.so.0"

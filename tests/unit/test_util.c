@@ -1,4 +1,4 @@
-/* Unit tests for agent/util: label sets, buffers, durations, errors, logging levels. */
+/* Unit tests for lib: label sets, buffers, durations, errors, logging levels. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,11 +11,11 @@
 #include <jansson.h>
 #include <unistd.h>
 
-#include "agent/util/duration.h"
-#include "agent/util/error.h"
-#include "agent/util/labels.h"
-#include "agent/util/log.h"
-#include "agent/util/strbuf.h"
+#include "lib/duration.h"
+#include "lib/error.h"
+#include "lib/labels.h"
+#include "lib/log.h"
+#include "lib/strbuf.h"
 
 static void labels_sorted_and_replaced(void **state)
 {

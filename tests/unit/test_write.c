@@ -12,7 +12,7 @@
 #include <curl/curl.h>
 
 #include "agent/pprof/proto.h"
-#include "agent/util/duration.h"
+#include "lib/duration.h"
 #include "agent/write/internal.h"
 #include "agent/write/writer.h"
 

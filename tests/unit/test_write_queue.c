@@ -17,9 +17,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "agent/util/duration.h"
-#include "agent/util/log.h"
-#include "agent/util/metrics.h"
+#include "lib/duration.h"
+#include "lib/log.h"
+#include "lib/metrics.h"
 #include "agent/write/writer.h"
 #include "tests/unit/wait_test.h"
 

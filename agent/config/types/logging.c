@@ -1,6 +1,6 @@
 /* logging { level, format, destination, write_to }: Alloy's top-level logging block
  * (internal/runtime/logging/options.go). The level and the format (logfmt or json,
- * see agent/util/log.h) apply to every log line of the process, from the first line
+ * see lib/log.h) apply to every log line of the process, from the first line
  * of `nodeprof run` (cfg_logging_apply_early); "" means the default for both, as in
  * Alloy. Logs go to stderr, Alloy's destination outside a Windows service; write_to
  * (teeing logs to loki components) is not supported. */
@@ -8,7 +8,7 @@
 
 #include "agent/config/graph.h"
 #include "agent/config/types/types.h"
-#include "agent/util/log.h"
+#include "lib/log.h"
 
 static const char *const levels[] = { "debug", "info", "warn", "error", "", NULL };
 static const char *const formats[] = { "logfmt", "json", "", NULL };

@@ -1,0 +1,21 @@
+/* Bounded whole-file reads for small files the host or a user controls (kubeconfigs,
+ * tokens, certificates, /proc/PID/cgroup): a huge or endless file (a FIFO, /dev/zero)
+ * must not exhaust memory or block. */
+#ifndef NP_UTIL_FILE_H
+#define NP_UTIL_FILE_H
+
+#include <stddef.h>
+
+#include "lib/error.h"
+
+/* Returns a NUL-terminated malloc'ed copy of the file (len without the NUL), or NULL
+ * with err set ("open /path: ...", or "/path is larger than N bytes" with code EFBIG).
+ * O_NONBLOCK: a FIFO without a writer reads as empty instead of blocking. */
+NP_MUST_CHECK char *np_read_file(const char *path, size_t max, size_t *len, struct np_err *err);
+
+/* A secret file as Prometheus reads one (a token, a password, a client secret): the
+ * whole file, at most 64 KiB, surrounding white space trimmed (Go's strings.TrimSpace
+ * on ASCII). The caller wipes and frees it with np_secret_free. */
+NP_MUST_CHECK char *np_read_secret_file(const char *path, struct np_err *err);
+
+#endif

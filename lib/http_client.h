@@ -1,0 +1,201 @@
+/* Alloy's HTTP client settings (prometheus/common's HTTPClientConfig, as Alloy's
+ * common/config exposes them) and their one mapping onto a libcurl easy handle, for
+ * every client that takes them (pyroscope.write, discovery.docker):
+ *
+ *  - authentication, at most one of: bearer_token / bearer_token_file, authorization
+ *    (type + credentials / credentials_file), basic_auth (password / password_file),
+ *    oauth2 (the caller asks its token source and passes the header value). Secret
+ *    files are read for every request, so rotated secrets apply, and trimmed of
+ *    surrounding white space as Prometheus does.
+ *  - http_headers: one header line per value, sent on every request.
+ *  - tls_config: a configured CA is the only trust anchor (Go's RootCAs), client
+ *    certificate and key from files or PEM, server_name (util/server_name.h),
+ *    min_version (TLS 1.2 when unset, Go's client default), insecure_skip_verify.
+ *  - proxy_url + no_proxy, proxy_from_environment (as Go reads the environment; no
+ *    proxy at all otherwise), proxy_connect_header on the CONNECT request only.
+ *  - follow_redirects (at most 10, Go's limit), enable_http2 (HTTP/2 over TLS by ALPN,
+ *    as Go's transport; HTTP/1.1 otherwise).
+ *
+ * Every string in a config is owned (malloc'd); np_http_client_config_free releases
+ * them and wipes the secrets. Header values may be secrets and are never logged. */
+#ifndef NP_UTIL_HTTP_CLIENT_H
+#define NP_UTIL_HTTP_CLIENT_H
+
+#include <curl/curl.h>
+#include <stddef.h>
+
+#include "lib/error.h"
+
+struct np_oauth2_config;
+
+/* Owned (name, value) pairs, in order; a name may repeat. Header lines, and the
+ * oauth2 endpoint_params (form parameters) too. */
+struct np_http_header {
+	char *name;
+	char *value; /* may be a secret: wiped when freed */
+};
+
+struct np_http_headers {
+	struct np_http_header *v; /* owned array */
+	size_t n, cap;
+};
+
+NP_MUST_CHECK int np_http_headers_add(struct np_http_headers *h, const char *name, const char *value,
+				      struct np_err *err);
+void np_http_headers_free(struct np_http_headers *h); /* wipes the values, leaves an empty list */
+/* Appends copies of src's pairs to dst. */
+NP_MUST_CHECK int np_http_headers_copy(struct np_http_headers *dst, const struct np_http_headers *src,
+				       struct np_err *err);
+/* 1 when both hold the same pairs in the same order. */
+int np_http_headers_equal(const struct np_http_headers *a, const struct np_http_headers *b);
+
+struct np_http_tls {
+	char *ca_pem, *ca_file;
+	char *cert_pem, *cert_file;
+	char *key_pem; /* secret */
+	char *key_file;
+	char *server_name; /* SNI and the name the server certificate must carry */
+	char *min_version; /* "TLS10".."TLS13"; NULL: TLS 1.2 */
+	int insecure_skip_verify;
+};
+
+/* Frees every string (wiping key_pem) and zeroes t. */
+void np_http_tls_free(struct np_http_tls *t);
+/* A deep copy into dst (which holds nothing yet); on failure dst is still safe to free. */
+NP_MUST_CHECK int np_http_tls_copy(struct np_http_tls *dst, const struct np_http_tls *src, struct np_err *err);
+/* 1 when both configure the same TLS (an empty string is the same as unset). */
+int np_http_tls_equal(const struct np_http_tls *a, const struct np_http_tls *b);
+
+struct np_http_client_config {
+	char *bearer_token; /* secret */
+	char *bearer_token_file;
+	struct {
+		int set; /* the block is present */
+		char *username;
+		char *password; /* secret */
+		char *password_file;
+	} basic_auth;
+	struct {
+		int set;
+		char *type; /* NULL or blank: "Bearer" */
+		char *credentials; /* secret */
+		char *credentials_file;
+	} authorization;
+	struct np_oauth2_config *oauth2; /* owned; NULL without the block */
+	struct np_http_headers http_headers;
+	struct np_http_tls tls;
+	char *proxy_url; /* http://, https:// or socks5://; may carry user:password */
+	char *no_proxy;	 /* comma-separated hosts, domains, IPs, CIDRs */
+	int proxy_from_environment;
+	struct np_http_headers proxy_connect_headers; /* values are secrets */
+	int follow_redirects; /* default 1 */
+	int enable_http2;     /* default 1 */
+};
+
+/* Alloy's defaults: nothing set, follow_redirects and enable_http2 on. */
+void np_http_client_config_init(struct np_http_client_config *c);
+/* Frees every string (wiping secrets) and re-initialises c. */
+void np_http_client_config_free(struct np_http_client_config *c);
+/* A deep copy into dst (which holds nothing yet). On failure dst is still safe to free
+ * and owns none of src's strings. */
+NP_MUST_CHECK int np_http_client_config_copy(struct np_http_client_config *dst, const struct np_http_client_config *src,
+					     struct np_err *err);
+/* The number of authentication methods configured (valid configs have at most one). */
+int np_http_client_auth_count(const struct np_http_client_config *c);
+
+/* Alloy's HTTPClientConfig.Validate rules (one auth method, one of each secret and
+ * its file, TLS pairs, proxy combinations, reserved http_headers), plus what the
+ * transport needs: a known TLS version, a usable proxy URL, header names and values
+ * that fit on a header line. Touches no file. Messages name the argument to fix. */
+NP_MUST_CHECK int np_http_client_config_validate(const struct np_http_client_config *c, struct np_err *err);
+
+/* The tls_config rules alone (pairs of PEM and file, certificate and key, a known
+ * min_version), and the proxy rules alone (Alloy's ProxyConfig.Validate combinations, a
+ * usable proxy URL, proxy_connect_header lines), for settings that embed them (oauth2). */
+NP_MUST_CHECK int np_http_check_tls(const struct np_http_tls *t, struct np_err *err);
+NP_MUST_CHECK int np_http_check_proxy(const char *proxy_url, const char *no_proxy, int from_environment,
+				      const struct np_http_headers *connect_headers, struct np_err *err);
+
+/* Checks header lines of argument `arg`: token names, values without line breaks, none
+ * of the names the transport sets (and with prometheus_rules, none that
+ * prometheus/common reserves), none of also_reserved (NULL-terminated, may be NULL), and
+ * no Authorization when has_auth. */
+NP_MUST_CHECK int np_http_check_headers(const struct np_http_headers *h, const char *arg, int prometheus_rules,
+					const char *const *also_reserved, int has_auth, struct np_err *err);
+
+/* A URL curl can use for a server (proxy: a proxy): scheme http or https (a proxy also
+ * socks5), a host, and for a server no query or fragment. The error names `arg`. */
+NP_MUST_CHECK int np_http_check_url(const char *url, const char *arg, int proxy, struct np_err *err);
+/* CURL_SSLVERSION_TLSv1_x for "TLS1x", -1 when unknown. */
+long np_http_tls_version(const char *name);
+/* The authorization type, trimmed, "Bearer" when unset; NULL when it does not fit buf. */
+const char *np_http_auth_type(const char *type, char buf[64]);
+/* The URL with any password replaced by "xxxxx" (as Go's url.Redacted), for logs. */
+void np_http_redact_url(const char *url, char *buf, size_t cap);
+
+/* A secret file as Prometheus reads it: the whole file (at most 64 KiB), surrounding
+ * white space trimmed; refused when what remains holds a line break (it goes into a
+ * header). The caller wipes and frees it (np_secret_free). */
+NP_MUST_CHECK char *np_http_read_secret_file(const char *path, struct np_err *err);
+
+/* ---- one request ---- */
+
+/* Everything the settings of one request allocate; the easy handle points into it
+ * until np_http_request_release. Start from NP_HTTP_REQUEST_INIT. */
+struct np_http_request {
+	struct curl_slist *headers;	  /* owned, wiped: may carry credentials */
+	struct curl_slist *proxy_headers; /* owned, wiped */
+	struct curl_slist *connect_to;	  /* owned */
+	char *url;			  /* owned: the URL asked, rerouted by server_name */
+	char *secret;			  /* owned, wiped: a password read from its file */
+};
+#define NP_HTTP_REQUEST_INIT { NULL, NULL, NULL, NULL, NULL }
+
+/* Adds a header line of the caller's own (protocol headers, a component's `headers`)
+ * before np_http_client_apply, which adds the configured ones after it. */
+NP_MUST_CHECK int np_http_request_header(struct np_http_request *r, const char *name, const char *value,
+					 struct np_err *err);
+
+/* Replaces *h with a new easy handle for the next transfer (the old one is cleaned up; it
+ * must not be in a multi handle). Use it instead of curl_easy_reset between transfers:
+ * libcurl 7.88 (Debian 12) keeps a pointer to the previous response's last header across
+ * curl_easy_reset, and a response whose first header line is a folded one (" x") then
+ * reads freed memory (found by tests/fuzz/fuzz_docker_http; fixed upstream in curl 8:
+ * "headers: clear (possibly) lingering pointer in init"). Connections live in the multi
+ * handle, so a transfer driven through one still reuses them. 0, or -1 when out of memory
+ * (*h is then NULL). */
+NP_MUST_CHECK int np_curl_easy_renew(CURL **h);
+
+/* Sets on c (fresh or curl_easy_reset) everything the settings say for a request to url:
+ * URL, http and https only (also on redirects), redirects, HTTP version, TLS, proxy,
+ * headers, authentication, user_agent, no signals. oauth2_authorization is the
+ * Authorization value from the caller's token source, required when c->oauth2 is set.
+ * The caller adds its own options (timeouts, callbacks, method) and performs. Every
+ * option is checked; errors name the file that could not be read or the option curl
+ * refused. */
+NP_MUST_CHECK int np_http_client_apply(CURL *c, const struct np_http_client_config *cfg, const char *url,
+				       const char *user_agent, const char *oauth2_authorization,
+				       struct np_http_request *r, struct np_err *err);
+
+/* The parts of np_http_client_apply alone, for a client with no authentication or
+ * headers of its own settings (an OAuth 2.0 token endpoint), after np_http_client_route
+ * and the caller's header lines: the request (r's URL, headers and rerouting, http and
+ * https only, at most 10 redirects when followed, no signals), the TLS settings, the
+ * proxy settings (url is the request's URL, for proxy_from_environment; the proxy
+ * headers are kept in r). */
+NP_MUST_CHECK int np_http_apply_request(CURL *c, const struct np_http_request *r, int follow_redirects,
+					struct np_err *err);
+NP_MUST_CHECK int np_http_apply_tls(CURL *c, const struct np_http_tls *tls, struct np_err *err);
+NP_MUST_CHECK int np_http_apply_proxy(CURL *c, const char *url, const char *proxy_url, const char *no_proxy,
+				      int from_environment, const struct np_http_headers *connect_headers,
+				      struct np_http_request *r, struct np_err *err);
+/* The URL to ask for url under tls.server_name: r->url, with r->connect_to and a Host
+ * header in r->headers when it is rerouted. */
+NP_MUST_CHECK int np_http_client_route(const char *url, const char *server_name, struct np_http_request *r,
+				struct np_err *err);
+
+/* Detaches r's lists from c (c stays usable for the next request) and frees them,
+ * wiping what may be secret. c may be NULL. */
+void np_http_request_release(CURL *c, struct np_http_request *r);
+
+#endif

@@ -1,0 +1,220 @@
+/* Label sets and target lists: see labels.h. */
+#include "lib/labels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void np_labels_free(struct np_labels *ls)
+{
+	for (size_t i = 0; i < ls->n; i++) {
+		free(ls->v[i].name);
+		free(ls->v[i].value);
+	}
+	free(ls->v);
+	ls->v = NULL;
+	ls->n = ls->cap = 0;
+}
+
+size_t np_labels_find(const struct np_labels *ls, const char *name, int *found)
+{
+	size_t lo = 0, hi = ls->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ls->v[mid].name, name);
+		if (c == 0) {
+			*found = 1;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = 0;
+	return lo;
+}
+
+const char *np_labels_get(const struct np_labels *ls, const char *name)
+{
+	int found;
+	size_t i = np_labels_find(ls, name, &found);
+
+	return found ? ls->v[i].value : NULL;
+}
+
+int np_labels_setn(struct np_labels *ls, const char *name, const char *value, size_t value_len, struct np_err *err)
+{
+	int found;
+	size_t i = np_labels_find(ls, name, &found);
+	char *v = strndup(value, value_len);
+
+	if (!v)
+		return np_errf(err, "out of memory setting label %s", name);
+	if (found) {
+		free(ls->v[i].value);
+		ls->v[i].value = v;
+		return 0;
+	}
+	if (ls->n == ls->cap) {
+		size_t cap = ls->cap ? ls->cap * 2 : 8;
+		struct np_label *nv = realloc(ls->v, cap * sizeof(*nv));
+		if (!nv) {
+			free(v);
+			return np_errf(err, "out of memory setting label %s", name);
+		}
+		ls->v = nv;
+		ls->cap = cap;
+	}
+	char *n = strdup(name);
+	if (!n) {
+		free(v);
+		return np_errf(err, "out of memory setting label %s", name);
+	}
+	memmove(&ls->v[i + 1], &ls->v[i], (ls->n - i) * sizeof(ls->v[0]));
+	ls->v[i].name = n;
+	ls->v[i].value = v;
+	ls->n++;
+	return 0;
+}
+
+int np_labels_set(struct np_labels *ls, const char *name, const char *value, struct np_err *err)
+{
+	return np_labels_setn(ls, name, value, strlen(value), err);
+}
+
+void np_labels_del(struct np_labels *ls, const char *name)
+{
+	int found;
+	size_t i = np_labels_find(ls, name, &found);
+
+	if (!found)
+		return;
+	free(ls->v[i].name);
+	free(ls->v[i].value);
+	memmove(&ls->v[i], &ls->v[i + 1], (ls->n - i - 1) * sizeof(ls->v[0]));
+	ls->n--;
+}
+
+int np_labels_copy(struct np_labels *dst, const struct np_labels *src, struct np_err *err)
+{
+	struct np_labels out = NP_LABELS_INIT;
+
+	if (src->n) {
+		out.v = calloc(src->n, sizeof(out.v[0]));
+		if (!out.v)
+			return np_errf(err, "out of memory copying %zu labels", src->n);
+		out.cap = src->n;
+	}
+	for (size_t i = 0; i < src->n; i++) {
+		out.v[i].name = strdup(src->v[i].name);
+		out.v[i].value = strdup(src->v[i].value);
+		out.n++;
+		if (!out.v[i].name || !out.v[i].value) {
+			np_labels_free(&out);
+			return np_errf(err, "out of memory copying %zu labels", src->n);
+		}
+	}
+	np_labels_free(dst);
+	*dst = out;
+	return 0;
+}
+
+void np_labels_move(struct np_labels *dst, struct np_labels *src)
+{
+	np_labels_free(dst);
+	*dst = *src;
+	src->v = NULL;
+	src->n = src->cap = 0;
+}
+
+int np_labels_cmp(const struct np_labels *a, const struct np_labels *b)
+{
+	size_t n = a->n < b->n ? a->n : b->n;
+
+	for (size_t i = 0; i < n; i++) {
+		int c = strcmp(a->v[i].name, b->v[i].name);
+		if (c)
+			return c;
+		c = strcmp(a->v[i].value, b->v[i].value);
+		if (c)
+			return c;
+	}
+	return (a->n > b->n) - (a->n < b->n);
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	/* A separator byte that cannot appear in C strings keeps ("ab","c") != ("a","bc"). */
+	h ^= 0xff;
+	h *= 0x100000001b3ULL;
+	return h;
+}
+
+uint64_t np_labels_hash(const struct np_labels *ls)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < ls->n; i++) {
+		h = fnv1a(h, ls->v[i].name);
+		h = fnv1a(h, ls->v[i].value);
+	}
+	return h;
+}
+
+void np_targets_free(struct np_targets *ts)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		np_labels_free(&ts->v[i]);
+	free(ts->v);
+	ts->v = NULL;
+	ts->n = ts->cap = 0;
+}
+
+int np_targets_push(struct np_targets *ts, struct np_labels *ls, struct np_err *err)
+{
+	if (ts->n == ts->cap) {
+		size_t cap = ts->cap ? ts->cap * 2 : 16;
+		struct np_labels *nv = realloc(ts->v, cap * sizeof(*nv));
+		if (!nv)
+			return np_errf(err, "out of memory adding target %zu", ts->n);
+		ts->v = nv;
+		ts->cap = cap;
+	}
+	ts->v[ts->n] = *ls;
+	ts->n++;
+	ls->v = NULL;
+	ls->n = ls->cap = 0;
+	return 0;
+}
+
+int np_targets_copy(struct np_targets *dst, const struct np_targets *src, struct np_err *err)
+{
+	struct np_targets out = NP_TARGETS_INIT;
+
+	for (size_t i = 0; i < src->n; i++) {
+		struct np_labels ls = NP_LABELS_INIT;
+		if (np_labels_copy(&ls, &src->v[i], err) || np_targets_push(&out, &ls, err)) {
+			np_labels_free(&ls);
+			np_targets_free(&out);
+			return -1;
+		}
+	}
+	np_targets_free(dst);
+	*dst = out;
+	return 0;
+}
+
+int np_targets_equal(const struct np_targets *a, const struct np_targets *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (np_labels_cmp(&a->v[i], &b->v[i]) != 0)
+			return 0;
+	return 1;
+}

@@ -1,0 +1,101 @@
+/* Targets <-> JSON: see targets_json.h. */
+#include "lib/targets_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/json_writer.h"
+
+json_t *np_labels_to_json(const struct np_labels *ls)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < ls->n; i++) {
+		if (json_object_set_new(o, ls->v[i].name, json_string(ls->v[i].value))) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+json_t *np_targets_to_json(const struct np_targets *ts)
+{
+	json_t *a = json_array();
+
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < ts->n; i++) {
+		json_t *o = np_labels_to_json(&ts->v[i]);
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+int np_labels_from_json(const json_t *obj, struct np_labels *out, struct np_err *err)
+{
+	const char *key;
+	json_t *val;
+
+	if (!json_is_object(obj))
+		return np_errf(err, "a target must be an object of strings");
+	json_object_foreach((json_t *)obj, key, val) {
+		if (!json_is_string(val))
+			return np_errf(err, "label \"%s\": value must be a string", key);
+		if (np_labels_setn(out, key, json_string_value(val), json_string_length(val), err))
+			return -1;
+	}
+	return 0;
+}
+
+int np_targets_from_json(const json_t *arr, struct np_targets *out, struct np_err *err)
+{
+	size_t i;
+	json_t *el;
+
+	if (!json_is_array(arr))
+		return np_errf(err, "targets must be a JSON array of objects");
+	json_array_foreach(arr, i, el) {
+		struct np_labels ls = NP_LABELS_INIT;
+		if (np_labels_from_json(el, &ls, err)) {
+			np_labels_free(&ls);
+			return np_err_wrap(err, "target %zu", i);
+		}
+		if (np_targets_push(out, &ls, err)) {
+			np_labels_free(&ls);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+char *np_targets_to_json_string(const struct np_targets *ts, int pretty)
+{
+	struct np_buf b = NP_BUF_INIT;
+	struct np_json j;
+
+	np_json_init(&j, &b);
+	np_json_arr_begin(&j);
+	for (size_t i = 0; i < ts->n; i++) {
+		const struct np_labels *ls = &ts->v[i];
+		if (pretty)
+			np_json_break(&j, "\n  ");
+		np_json_obj_begin(&j);
+		for (size_t k = 0; k < ls->n; k++)
+			np_json_kv_str(&j, ls->v[k].name, ls->v[k].value);
+		np_json_obj_end(&j);
+	}
+	if (pretty && ts->n)
+		np_buf_putc(&b, '\n');
+	np_json_arr_end(&j);
+	if (b.failed) {
+		np_buf_free(&b);
+		return NULL;
+	}
+	return np_buf_steal(&b, NULL);
+}

@@ -1,0 +1,24 @@
+/* Targets <-> JSON: the format of `nodeprof tools targets`, `tools relabel` and the
+ * debug pages: an array of objects whose values are strings. jansson values for the
+ * callers that parse or merge; the text is written by the JSON writer (json_writer.h). */
+#ifndef NP_UTIL_TARGETS_JSON_H
+#define NP_UTIL_TARGETS_JSON_H
+
+#include <jansson.h>
+
+#include "lib/error.h"
+#include "lib/labels.h"
+
+/* New reference to an array of objects (keys in label order); NULL on allocation failure. */
+json_t *np_labels_to_json(const struct np_labels *ls);
+json_t *np_targets_to_json(const struct np_targets *ts);
+
+/* Appends the targets of a JSON array to out. Errors name the offending element and key
+ * ("target 3: label \"x\": value must be a string"). */
+NP_MUST_CHECK int np_targets_from_json(const json_t *arr, struct np_targets *out, struct np_err *err);
+NP_MUST_CHECK int np_labels_from_json(const json_t *obj, struct np_labels *out, struct np_err *err);
+
+/* The text form: compact by default, one target per line when pretty. Caller frees. */
+char *np_targets_to_json_string(const struct np_targets *ts, int pretty);
+
+#endif
