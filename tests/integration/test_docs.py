@@ -160,5 +160,70 @@ class Docs(unittest.TestCase):
         self.assertEqual(set(cited_sections(" §§1-3")), {"1", "2", "3"})
 
 
+# Source files a document may name that are not ours on purpose ("no `vmlinux.h` is
+# generated or committed").
+NOT_OURS = {"vmlinux.h"}
+SOURCE_NAME = re.compile(r"`([\w./-]+\.[ch])`")
+
+
+def module_folders(files):
+    """The folders the architecture is made of: the top-level code folders and agent/'s."""
+    tops = {"lib", "k8s", "relabel", "bpf"}
+    out = set()
+    for f in files:
+        parts = f.split("/")
+        if parts[0] in tops and len(parts) > 1:
+            out.add(parts[0])
+        elif parts[0] == "agent" and len(parts) > 2:
+            out.add("agent/" + parts[1])
+    return sorted(out)
+
+
+def section(text, heading):
+    """The text under a `## heading`, up to the next heading of that level."""
+    part = ("\n" + text).split("\n## " + heading + "\n", 1)
+    return part[1].split("\n## ", 1)[0] if len(part) == 2 else ""
+
+
+def map_problems(files, readme, design):
+    """Module folders missing from README's "How it works" or design.md's "Modules", and
+    source files the documents name that the tree does not have."""
+    how, modules = section(readme, "How it works"), section(design, "Modules")
+    bad = []
+    for folder in module_folders(files):
+        if "`%s/" % folder not in how:
+            bad.append("README.md \"How it works\" does not name %s/" % folder)
+        if "`%s/" % folder not in modules:
+            bad.append("docs/design.md \"Modules\" does not name %s/" % folder)
+    names = {f.rsplit("/", 1)[-1] for f in files}
+    for doc, text in (("README.md", readme), ("docs/design.md", design)):
+        for name in SOURCE_NAME.findall(text):
+            if name in NOT_OURS:
+                continue
+            if ("/" in name and name not in files) or ("/" not in name and name not in names):
+                bad.append("%s names %s, which the tree does not have" % (doc, name))
+    return bad
+
+
+class TheMapMatchesTheTree(unittest.TestCase):
+    def test_readme_and_design_name_every_module_and_only_real_files(self):
+        files = set(tracked_files())
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        with open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8") as f:
+            design = f.read()
+        self.assertEqual(map_problems(files, readme, design), [])
+
+    def test_the_map_check_catches_a_stale_map(self):
+        files = {"lib/a.c", "agent/new/x.c", "agent/old/y.c", "k8s/pod.c"}
+        readme = "## How it works\n| `lib/` | |\n| `agent/old/` | `gone.c` |\n| `k8s/` | |\n## Next\n"
+        design = "## Modules\n`lib/` `agent/new/` `agent/old/` `k8s/pod.c` `k8s/node.c`\n"
+        self.assertEqual(map_problems(files, readme, design), [
+            'README.md "How it works" does not name agent/new/',
+            "README.md names gone.c, which the tree does not have",
+            "docs/design.md names k8s/node.c, which the tree does not have",
+        ])
+
+
 if __name__ == "__main__":
     unittest.main()
