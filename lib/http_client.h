@@ -1,15 +1,18 @@
 /* Alloy's HTTP client settings (prometheus/common's HTTPClientConfig, as Alloy's
  * common/config exposes them) and their one mapping onto a libcurl easy handle, for
- * every client that takes them (pyroscope.write, discovery.docker):
+ * every client that takes them (pyroscope.write, discovery.docker, discovery.kubernetes,
+ * whose kubeconfig and in-cluster settings are expressed in them too):
  *
  *  - authentication, at most one of: bearer_token / bearer_token_file, authorization
  *    (type + credentials / credentials_file), basic_auth (password / password_file),
  *    oauth2 (the caller asks its token source and passes the header value). Secret
- *    files are read for every request, so rotated secrets apply, and trimmed of
- *    surrounding white space as Prometheus does.
- *  - http_headers: one header line per value, sent on every request.
+ *    files are read for every request through lib/file.h's bounded non-blocking
+ *    reader, so rotated secrets apply, and trimmed of surrounding white space as
+ *    Prometheus does (the kube-apiserver client reads them on its own schedule and
+ *    passes what it read: k8s/conn.h).
+ *  - http_headers: one header line per value, sent on every request (an empty value too).
  *  - tls_config: a configured CA is the only trust anchor (Go's RootCAs), client
- *    certificate and key from files or PEM, server_name (util/server_name.h),
+ *    certificate and key from files or PEM, server_name (lib/server_name.h),
  *    min_version (TLS 1.2 when unset, Go's client default), insecure_skip_verify.
  *  - proxy_url + no_proxy, proxy_from_environment (as Go reads the environment; no
  *    proxy at all otherwise), proxy_connect_header on the CONNECT request only.

@@ -103,7 +103,7 @@ uint64_t np_oauth2_fetches(const struct np_oauth2 *ts)
 }
 
 /* The client secret for this request: the inline one, or the file's content read now
- * (util/file.h trims it as Prometheus does). The caller wipes it. */
+ * (lib/file.h trims it as Prometheus does). The caller wipes it. */
 static char *current_secret(const struct np_oauth2_config *c, struct np_err *err)
 {
 	char *s;

@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -259,6 +263,7 @@ static void conn_server_name_and_in_cluster(void **state)
 	set(&c.api_server, "https://10.0.0.1:6443/prefix/");
 	set(&c.http.tls.server_name, "kubernetes.default.svc");
 	set(&c.http.bearer_token, "tok");
+	assert_int_equal(np_http_global_init(&err), 0);
 	assert_int_equal(k8s_conn_resolve(&c, &conn, &err), 0);
 	assert_string_equal(conn.base_url, "https://10.0.0.1:6443/prefix");
 	assert_null(conn.http.proxy_url); /* no proxy unless asked, as Prometheus */
@@ -313,6 +318,68 @@ static void conn_server_name_and_in_cluster(void **state)
 	rmdir(dir);
 }
 
+/* proxy_from_environment reads the environment as Go does, through lib/http_client.h:
+ * HTTP_PROXY (upper case) for an http:// apiserver, which libcurl alone ignores (it
+ * reads only http_proxy for http://). The proxy here accepts and never answers: the
+ * request line it received tells where the client sent it. */
+static void conn_proxy_from_environment_as_go(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct np_http_request req = NP_HTTP_REQUEST_INIT;
+	struct k8s_sd_config c;
+	struct k8s_conn conn;
+	struct np_err err;
+	char proxy[64], got[512] = "";
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
+	struct pollfd p;
+	size_t n = 0;
+	CURL *h;
+
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", ntohs(a.sin_port));
+	unsetenv("http_proxy");
+	unsetenv("NO_PROXY");
+	unsetenv("no_proxy");
+	setenv("HTTP_PROXY", proxy, 1);
+
+	k8s_sd_config_init(&c);
+	set(&c.role, "pod");
+	set(&c.api_server, "http://apiserver.invalid:8080");
+	c.http.proxy_from_environment = 1;
+	assert_int_equal(k8s_conn_resolve(&c, &conn, &err), 0);
+	h = curl_easy_init();
+	assert_non_null(h);
+	assert_int_equal(k8s_conn_apply(&conn, h, "/api/v1/pods", &req, &err), 0);
+	assert_int_equal(NP_CURL_SET(h, CURLOPT_TIMEOUT_MS, 500L, &err), 0);
+	assert_int_not_equal(curl_easy_perform(h), CURLE_OK); /* the proxy never answers */
+
+	p.fd = ls;
+	p.events = POLLIN;
+	assert_int_equal(poll(&p, 1, 0), 1); /* connected, or the request went elsewhere */
+	fd = accept(ls, NULL, NULL);
+	assert_true(fd >= 0);
+	p.fd = fd;
+	while (n < sizeof(got) - 1 && !strstr(got, "\r\n") && poll(&p, 1, 5000) == 1) {
+		ssize_t r = read(fd, got + n, sizeof(got) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		got[n] = '\0';
+	}
+	assert_non_null(strstr(got, "GET http://apiserver.invalid:8080/api/v1/pods HTTP/1.1\r\n"));
+	close(fd);
+	close(ls);
+	unsetenv("HTTP_PROXY");
+	np_http_request_release(h, &req);
+	curl_easy_cleanup(h);
+	k8s_conn_free(&conn);
+	k8s_sd_config_free(&c);
+}
+
 /* client-go's shape with a 0.5 s floor and a 1 s cap, jittered by [1, 1.5): never a
  * tight loop, and never more than 1.5 s between two attempts (backoff.h). */
 static void backoff_like_client_go(void **state)
@@ -351,6 +418,7 @@ int main(void)
 		cmocka_unit_test(selectors),
 		cmocka_unit_test(kubeconfig),
 		cmocka_unit_test(conn_server_name_and_in_cluster),
+		cmocka_unit_test(conn_proxy_from_environment_as_go),
 		cmocka_unit_test(backoff_like_client_go),
 	};
 
