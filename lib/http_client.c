@@ -450,6 +450,13 @@ int np_curl_setopt_result(CURLcode rc, const char *option, struct np_err *err)
 	return np_errf(err, "libcurl refused %s: %s", option, curl_easy_strerror(rc));
 }
 
+void np_curl_clear(CURL *h, CURLoption opt)
+{
+	CURLcode rc = curl_easy_setopt(h, opt, (void *)NULL);
+
+	(void)rc; /* see http_client.h */
+}
+
 /* ---- one request ---- */
 
 #define SET(c, opt, value)                                 \
@@ -493,15 +500,11 @@ static void wipe_list(struct curl_slist *l)
 void np_http_request_release(CURL *c, struct np_http_request *r)
 {
 	if (c) {
-		/* The handle keeps pointers to the lists: drop them before they are freed.
-		 * Clearing these options cannot fail (curl stores NULL for a list), and a release
-		 * has no caller to report to. */
-		struct np_err ignored;
-		int failed = NP_CURL_SET(c, CURLOPT_HTTPHEADER, NULL, &ignored) |
-			     NP_CURL_SET(c, CURLOPT_PROXYHEADER, NULL, &ignored) |
-			     NP_CURL_SET(c, CURLOPT_CONNECT_TO, NULL, &ignored) |
-			     NP_CURL_SET(c, CURLOPT_PASSWORD, "", &ignored);
-		(void)failed;
+		/* The handle keeps pointers to the lists: drop them before they are freed. */
+		np_curl_clear(c, CURLOPT_HTTPHEADER);
+		np_curl_clear(c, CURLOPT_PROXYHEADER);
+		np_curl_clear(c, CURLOPT_CONNECT_TO);
+		np_curl_clear(c, CURLOPT_PASSWORD);
 	}
 	wipe_list(r->headers);
 	wipe_list(r->proxy_headers);

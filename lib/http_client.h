@@ -161,6 +161,10 @@ NP_MUST_CHECK int np_http_global_init(struct np_err *err);
  * option every client sets: `if (NP_CURL_SET(h, CURLOPT_URL, url, err)) return -1;`. */
 #define NP_CURL_SET(h, opt, value, err) np_curl_setopt_result(curl_easy_setopt((h), (opt), (value)), #opt, (err))
 NP_MUST_CHECK int np_curl_setopt_result(CURLcode rc, const char *option, struct np_err *err);
+/* Sets a pointer option back to NULL before what it points to is freed (a list, an
+ * error buffer, a body). libcurl accepts NULL for every such option, and a caller that
+ * is releasing has nobody to report to, so nothing is returned. */
+void np_curl_clear(CURL *h, CURLoption opt);
 
 /* ---- one request ---- */
 

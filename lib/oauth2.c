@@ -233,14 +233,9 @@ static int request_token(struct np_oauth2 *ts, const char *secret, enum auth_sty
 						    q.resp.body.len, tok, err);
 	}
 out:
-	/* The handle keeps pointers to what is freed below; clearing them cannot fail, and rc
-	 * already says how the request went. */
-	{
-		struct np_err ignored;
-		int failed = NP_CURL_SET(h, CURLOPT_POSTFIELDS, NULL, &ignored) |
-			     NP_CURL_SET(h, CURLOPT_ERRORBUFFER, NULL, &ignored);
-		(void)failed;
-	}
+	/* The handle keeps pointers to what is freed below. */
+	np_curl_clear(h, CURLOPT_POSTFIELDS);
+	np_curl_clear(h, CURLOPT_ERRORBUFFER);
 	request_release(h, &q);
 	return rc;
 }

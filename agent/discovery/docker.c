@@ -308,12 +308,8 @@ static int http_get(struct client *c, const char *path, struct response *r, stru
 	failed = configure(c, url.p, &req, r, errbuf, err);
 	if (!failed)
 		rc = curl_easy_perform(c->h);
-	/* errbuf goes out of scope: the handle must not keep it. Clearing cannot fail. */
-	if (c->h) {
-		struct np_err ignored;
-		int unset_failed = NP_CURL_SET(c->h, CURLOPT_ERRORBUFFER, NULL, &ignored);
-		(void)unset_failed;
-	}
+	if (c->h) /* errbuf goes out of scope: the handle must not keep it */
+		np_curl_clear(c->h, CURLOPT_ERRORBUFFER);
 	np_http_request_release(c->h, &req);
 	np_buf_free(&url);
 	if (failed)
