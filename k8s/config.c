@@ -1,14 +1,12 @@
 /* discovery.kubernetes configuration: defaults, deep copy, and the load-time checks
- * Alloy makes (HTTPClientConfig.Validate), plus syntax checks of what would otherwise
- * fail on every request (role names, selectors, namespaces, URLs). */
+ * Alloy makes (HTTPClientConfig.Validate, lib/http_client.h's like every client's),
+ * plus syntax checks of what would otherwise fail on every request (role names,
+ * selectors, namespaces, api_server). */
 #include "k8s/discovery.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include "k8s/conn.h"
 #include "k8s/selector.h"
 
 #define DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -16,8 +14,7 @@
 void k8s_sd_config_init(struct k8s_sd_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->enable_http2 = 1;
-	cfg->follow_redirects = 1;
+	np_http_client_config_init(&cfg->http);
 	cfg->tunables.serviceaccount_dir = strdup(DEFAULT_SA_DIR);
 	cfg->tunables.credentials_reread_ns = 60LL * 1000000000;
 	cfg->tunables.debounce_quiet_ns = 200LL * 1000000;
@@ -40,43 +37,12 @@ static void strs_free(struct k8s_strs *s)
 	s->n = 0;
 }
 
-static void headers_free(struct k8s_headers *h)
-{
-	for (size_t i = 0; i < h->n; i++) {
-		free(h->v[i].name);
-		strs_free(&h->v[i].values);
-	}
-	free(h->v);
-	h->v = NULL;
-	h->n = 0;
-}
-
 void k8s_sd_config_free(struct k8s_sd_config *cfg)
 {
 	free(cfg->role);
 	free(cfg->api_server);
 	free(cfg->kubeconfig_file);
-	free(cfg->bearer_token);
-	free(cfg->bearer_token_file);
-	free(cfg->basic_auth.username);
-	free(cfg->basic_auth.password);
-	free(cfg->basic_auth.password_file);
-	free(cfg->authorization.type);
-	free(cfg->authorization.credentials);
-	free(cfg->authorization.credentials_file);
-	free(cfg->tls_config.ca_pem);
-	free(cfg->tls_config.ca_file);
-	free(cfg->tls_config.cert_pem);
-	free(cfg->tls_config.cert_file);
-	free(cfg->tls_config.key_pem);
-	free(cfg->tls_config.key_file);
-	free(cfg->tls_config.server_name);
-	free(cfg->tls_config.min_version);
-	free(cfg->proxy_url);
-	free(cfg->no_proxy);
-	headers_free(&cfg->proxy_connect_header);
-	np_oauth2_config_free(cfg->oauth2);
-	headers_free(&cfg->http_headers);
+	np_http_client_config_free(&cfg->http);
 	strs_free(&cfg->namespaces.names);
 	for (size_t i = 0; i < cfg->n_selectors; i++) {
 		free(cfg->selectors[i].role);
@@ -114,22 +80,6 @@ static int strs_copy(struct k8s_strs *dst, const struct k8s_strs *src)
 	return 0;
 }
 
-static int headers_copy(struct k8s_headers *dst, const struct k8s_headers *src)
-{
-	dst->v = NULL;
-	dst->n = 0;
-	if (!src->n)
-		return 0;
-	dst->v = calloc(src->n, sizeof(*dst->v));
-	if (!dst->v)
-		return -1;
-	dst->n = src->n;
-	for (size_t i = 0; i < src->n; i++)
-		if (dup_str(&dst->v[i].name, src->v[i].name) || strs_copy(&dst->v[i].values, &src->v[i].values))
-			return -1;
-	return 0;
-}
-
 int k8s_sd_config_copy(struct k8s_sd_config *dst, const struct k8s_sd_config *src, struct np_err *err)
 {
 	int bad = 0;
@@ -139,32 +89,12 @@ int k8s_sd_config_copy(struct k8s_sd_config *dst, const struct k8s_sd_config *sr
 	bad |= dup_str(&dst->role, src->role);
 	bad |= dup_str(&dst->api_server, src->api_server);
 	bad |= dup_str(&dst->kubeconfig_file, src->kubeconfig_file);
-	bad |= dup_str(&dst->bearer_token, src->bearer_token);
-	bad |= dup_str(&dst->bearer_token_file, src->bearer_token_file);
-	bad |= dup_str(&dst->basic_auth.username, src->basic_auth.username);
-	bad |= dup_str(&dst->basic_auth.password, src->basic_auth.password);
-	bad |= dup_str(&dst->basic_auth.password_file, src->basic_auth.password_file);
-	bad |= dup_str(&dst->authorization.type, src->authorization.type);
-	bad |= dup_str(&dst->authorization.credentials, src->authorization.credentials);
-	bad |= dup_str(&dst->authorization.credentials_file, src->authorization.credentials_file);
-	bad |= dup_str(&dst->tls_config.ca_pem, src->tls_config.ca_pem);
-	bad |= dup_str(&dst->tls_config.ca_file, src->tls_config.ca_file);
-	bad |= dup_str(&dst->tls_config.cert_pem, src->tls_config.cert_pem);
-	bad |= dup_str(&dst->tls_config.cert_file, src->tls_config.cert_file);
-	bad |= dup_str(&dst->tls_config.key_pem, src->tls_config.key_pem);
-	bad |= dup_str(&dst->tls_config.key_file, src->tls_config.key_file);
-	bad |= dup_str(&dst->tls_config.server_name, src->tls_config.server_name);
-	bad |= dup_str(&dst->tls_config.min_version, src->tls_config.min_version);
-	bad |= dup_str(&dst->proxy_url, src->proxy_url);
-	bad |= dup_str(&dst->no_proxy, src->no_proxy);
-	bad |= headers_copy(&dst->proxy_connect_header, &src->proxy_connect_header);
-	bad |= headers_copy(&dst->http_headers, &src->http_headers);
-	dst->oauth2 = src->oauth2 ? np_oauth2_config_dup(src->oauth2, err) : NULL;
-	bad |= src->oauth2 && !dst->oauth2;
 	bad |= strs_copy(&dst->namespaces.names, &src->namespaces.names);
 	bad |= dup_str(&dst->tunables.serviceaccount_dir, src->tunables.serviceaccount_dir);
 	dst->selectors = NULL;
 	dst->n_selectors = 0;
+	/* The settings' copy owns none of src's strings even when it fails part-way. */
+	bad |= np_http_client_config_copy(&dst->http, &src->http, err);
 	if (!bad && src->n_selectors) {
 		dst->selectors = calloc(src->n_selectors, sizeof(*dst->selectors));
 		if (!dst->selectors) {
@@ -190,35 +120,6 @@ static int set(const char *s)
 	return s && *s;
 }
 
-/* Headers the HTTP client sets itself (as prometheus/common's reserved list). */
-static const char *const reserved_headers[] = {
-	"Authorization", "Host", "Content-Encoding", "Content-Length", "Content-Type", "User-Agent",
-	"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "WWW-Authenticate",
-	"Accept-Encoding", "Transfer-Encoding", "Upgrade", "TE", "Trailer",
-};
-
-static int check_headers(const struct k8s_headers *h, const char *arg, int reserved_ok, struct np_err *err)
-{
-	for (size_t i = 0; i < h->n; i++) {
-		const char *name = h->v[i].name;
-		if (!set(name))
-			return np_errf(err, "%s: a header name is empty", arg);
-		for (const char *p = name; *p; p++)
-			if (*p <= ' ' || *p == ':' || (unsigned char)*p >= 0x7f)
-				return np_errf(err, "%s: invalid header name \"%s\"", arg, name);
-		if (!reserved_ok)
-			for (size_t k = 0; k < sizeof(reserved_headers) / sizeof(reserved_headers[0]); k++)
-				if (strcasecmp(name, reserved_headers[k]) == 0)
-					return np_errf(err, "%s: setting header \"%s\" is not allowed", arg, name);
-		for (size_t k = 0; k < h->v[i].values.n; k++) {
-			const char *v = h->v[i].values.v[k];
-			if (v && (strchr(v, '\r') || strchr(v, '\n')))
-				return np_errf(err, "%s: the value of header \"%s\" contains a line break", arg, name);
-		}
-	}
-	return 0;
-}
-
 static const char *const known_roles[] = { "pod", "service", "endpoints", "endpointslice", "node", "ingress" };
 
 static int known_role(const char *r)
@@ -226,73 +127,6 @@ static int known_role(const char *r)
 	for (size_t i = 0; i < sizeof(known_roles) / sizeof(known_roles[0]); i++)
 		if (strcmp(r, known_roles[i]) == 0)
 			return 1;
-	return 0;
-}
-
-static int check_http(const struct k8s_sd_config *c, struct np_err *err)
-{
-	const struct k8s_tls_config *t = &c->tls_config;
-	int auth = c->basic_auth.set + c->authorization.set + !!c->oauth2 + set(c->bearer_token) +
-		   set(c->bearer_token_file);
-
-	if (auth > 1)
-		return np_errf(err, "at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file "
-				    "must be configured");
-	if (c->oauth2 && np_oauth2_config_validate(c->oauth2, err))
-		return -1;
-	if (c->basic_auth.set && set(c->basic_auth.password) && set(c->basic_auth.password_file))
-		return np_errf(err, "at most one of basic_auth password & password_file must be configured");
-	if (c->authorization.set) {
-		const char *type = c->authorization.type;
-		if (set(c->authorization.credentials) && set(c->authorization.credentials_file))
-			return np_errf(err, "at most one of authorization credentials & credentials_file must be configured");
-		while (type && isspace((unsigned char)*type))
-			type++;
-		if (type && strncasecmp(type, "basic", 5) == 0) {
-			const char *rest = type + 5;
-			while (isspace((unsigned char)*rest))
-				rest++;
-			if (!*rest)
-				return np_errf(err, "authorization type cannot be set to \"basic\", use \"basic_auth\" block instead");
-		}
-		if (type)
-			for (const char *p = type; *p; p++)
-				if (*p == '\r' || *p == '\n')
-					return np_errf(err, "authorization type contains a line break");
-	}
-	if (set(c->bearer_token) && (strchr(c->bearer_token, '\n') || strchr(c->bearer_token, '\r')))
-		return np_errf(err, "bearer_token contains a line break");
-	if (set(t->ca_pem) && set(t->ca_file))
-		return np_errf(err, "at most one of ca_pem and ca_file must be configured");
-	if (set(t->cert_pem) && set(t->cert_file))
-		return np_errf(err, "at most one of cert_pem and cert_file must be configured");
-	if (set(t->key_pem) && set(t->key_file))
-		return np_errf(err, "at most one of key_pem and key_file must be configured");
-	int cert = set(t->cert_pem) || set(t->cert_file), key = set(t->key_pem) || set(t->key_file);
-	if (cert && !key)
-		return np_errf(err, "exactly one of key_pem or key_file must be configured when a client certificate "
-				    "is configured");
-	if (key && !cert)
-		return np_errf(err, "exactly one of cert_pem or cert_file must be configured when a client key is "
-				    "configured");
-	if (set(t->min_version)) {
-		long v;
-		if (k8s_tls_version_parse(t->min_version, &v))
-			return np_errf(err, "tls_config: unknown TLS version: %s (use TLS10, TLS11, TLS12 or TLS13)",
-				       t->min_version);
-	}
-	if (check_headers(&c->http_headers, "http_headers", 0, err) ||
-	    check_headers(&c->proxy_connect_header, "proxy_connect_header", 1, err))
-		return -1;
-	if (c->proxy_connect_header.n && !c->proxy_from_environment && !set(c->proxy_url))
-		return np_errf(err, "if proxy_connect_header is configured, proxy_url or proxy_from_environment must also "
-				    "be configured");
-	if (c->proxy_from_environment && set(c->proxy_url))
-		return np_errf(err, "if proxy_from_environment is configured, proxy_url must not be configured");
-	if (c->proxy_from_environment && set(c->no_proxy))
-		return np_errf(err, "if proxy_from_environment is configured, no_proxy must not be configured");
-	if (!set(c->proxy_url) && set(c->no_proxy))
-		return np_errf(err, "if no_proxy is configured, proxy_url must also be configured");
 	return 0;
 }
 
@@ -309,17 +143,6 @@ static int check_url(const char *what, const char *u, struct np_err *err)
 	return 0;
 }
 
-static int check_proxy_url(const char *u, struct np_err *err)
-{
-	static const char *const schemes[] = { "http://", "https://", "socks4://", "socks4a://", "socks5://", "socks5h://" };
-
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (strncmp(u, schemes[i], strlen(schemes[i])) == 0 && u[strlen(schemes[i])])
-			return 0;
-	(void)u; /* not echoed: a proxy URL may carry a password */
-	return np_errf(err, "proxy_url: must start with http://, https://, socks4://, socks5:// or socks5h://");
-}
-
 int k8s_sd_config_validate(const struct k8s_sd_config *c, struct np_err *err)
 {
 	const struct k8s_tunables *tu = &c->tunables;
@@ -330,7 +153,7 @@ int k8s_sd_config_validate(const struct k8s_sd_config *c, struct np_err *err)
 		return np_errf(err, "unknown Kubernetes SD role \"%s\" (one of: pod, service, endpoints, endpointslice, "
 				    "node, ingress)",
 			       c->role);
-	if (check_http(c, err))
+	if (np_http_client_config_validate(&c->http, err))
 		return -1;
 	/* Alloy checks only the HTTP client settings: kubeconfig_file with api_server or with
 	 * HTTP client settings, HTTP client settings in-cluster, and own_namespace outside a
@@ -338,8 +161,6 @@ int k8s_sd_config_validate(const struct k8s_sd_config *c, struct np_err *err)
 	 * ignored (Prometheus' loader rejects them; Alloy never runs it). The config layer
 	 * warns about each (agent/config/types/discovery_kubernetes.c). */
 	if (set(c->api_server) && check_url("api_server", c->api_server, err))
-		return -1;
-	if (set(c->proxy_url) && check_proxy_url(c->proxy_url, err))
 		return -1;
 
 	for (size_t i = 0; i < c->namespaces.names.n; i++) {
@@ -373,19 +194,4 @@ int k8s_sd_config_validate(const struct k8s_sd_config *c, struct np_err *err)
 		return np_errf(err, "invalid discovery tunables (periods must be positive, watch timeout >= 1s, "
 				    "watch idle timeout >= 100ms, max object size >= 1 KiB)");
 	return 0;
-}
-
-int k8s_tls_version_parse(const char *s, long *out)
-{
-	static const struct {
-		const char *name;
-		long v;
-	} versions[] = { { "TLS10", 10 }, { "TLS11", 11 }, { "TLS12", 12 }, { "TLS13", 13 } };
-
-	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
-		if (strcmp(s, versions[i].name) == 0) {
-			*out = versions[i].v;
-			return 0;
-		}
-	return -1;
 }

@@ -1,11 +1,16 @@
 /* How to reach and authenticate to the kube-apiserver, resolved once from the
  * configuration (api_server + HTTP client settings, a kubeconfig, or the in-cluster
- * service account), and applied to each libcurl request.
+ * service account) into lib/http_client.h's settings, and applied to each libcurl
+ * request by np_http_client_apply, as every other client's settings are.
  *
  * Credentials that live in files (service-account tokens are projected and rotate
- * hourly) are re-read every `credentials_reread_ns` and whenever the server answers 401.
- * TLS is always verified unless insecure_skip_verify is set explicitly; when a CA is
- * configured it is the only trust anchor (the system store is not consulted). */
+ * hourly) are read at resolve, re-read every `credentials_reread_ns` and whenever the
+ * server answers 401; requests carry the last read (a file that cannot be read again
+ * keeps the previous credentials, as client-go's cached token source). TLS is always
+ * verified unless insecure_skip_verify is set explicitly; when a CA is configured it is
+ * the only trust anchor (the system store is not consulted).
+ *
+ * One thread at a time: the discovery thread owns the connection. */
 #ifndef NP_K8S_CONN_H
 #define NP_K8S_CONN_H
 
@@ -13,38 +18,28 @@
 #include <stdint.h>
 
 #include "lib/error.h"
+#include "lib/http_client.h"
 #include "lib/oauth2.h"
 #include "k8s/discovery.h"
 
-enum k8s_auth_kind { K8S_AUTH_NONE, K8S_AUTH_HEADER, K8S_AUTH_BASIC };
-
 struct k8s_conn {
-	char *base_url;     /* scheme://host[:port][/prefix], no trailing '/' */
-	char *connect_to;   /* CURLOPT_CONNECT_TO entry when a TLS server name overrides the host */
-	struct curl_slist *connect_to_list;
-	char *host_header;  /* "Host: ..." keeping the real authority in that case */
+	char *base_url;     /* owned: scheme://host[:port][/prefix], no trailing '/' */
 	const char *origin; /* "in-cluster", "kubeconfig" or "api_server", for logs */
+	/* Owned: the settings every request is made with. For a kubeconfig or in cluster,
+	 * what client-go would use: proxies from the environment, the service account's
+	 * token file and CA. */
+	struct np_http_client_config http;
 
-	char *ca_file, *ca_pem, *cert_file, *cert_pem, *key_file, *key_pem; /* key_pem: secret */
-	int insecure;
-	long min_tls; /* 10..13 */
-
-	enum k8s_auth_kind auth;
-	char *auth_type;        /* "Bearer", or authorization.type */
-	char *credentials;      /* secret: token / credentials / basic password */
-	char *credentials_file; /* re-read periodically when set */
-	char *username;
-	int64_t credentials_read_at; /* monotonic ns of the last file read */
-	unsigned long credentials_gen; /* counts changes of credentials: a request refused with
-					  older ones is retried at once with the new ones */
-
-	char *proxy;         /* NULL: from the environment (client-go default); "": none */
-	char *no_proxy;
-	struct curl_slist *proxy_headers;
-	struct curl_slist *extra_headers; /* http_headers, as "Name: value" lines */
-	int http2, follow_redirects;
+	/* The file of http's credentials (bearer_token_file, authorization.credentials_file
+	 * or basic_auth.password_file; borrowed from http, NULL without one) and what it
+	 * held at the last read (owned, secret), which requests carry in its place. */
+	const char *credentials_file;
+	char *credentials;
+	int64_t credentials_read_at;	/* monotonic ns of the last file read */
+	unsigned long credentials_gen;	/* counts changes of credentials: a request refused with
+					   older ones is retried at once with the new ones */
 	int64_t connect_timeout_ns;
-	char *own_namespace; /* in-cluster namespaces.own_namespace */
+	char *own_namespace; /* owned: in-cluster namespaces.own_namespace */
 
 	/* oauth2: the token source (owned; NULL without the block). A token is fetched in
 	 * k8s_conn_apply, on the discovery thread, within token_timeout_ns; `cancel`
@@ -64,15 +59,14 @@ void k8s_conn_free(struct k8s_conn *c);
  * Returns 1 if the credentials changed, 0 if not, -1 on error (the old ones are kept). */
 int k8s_conn_refresh(struct k8s_conn *c, int64_t now, int64_t period_ns, int force, struct np_err *err);
 
-/* Sets everything but the URL-specific timeouts on a (reset) easy handle: URL =
- * base_url + path_query, TLS, auth, proxy, headers, HTTP version, redirects, user
- * agent; with oauth2 the Authorization header carries the current token (fetched
- * first when there is none or it expires). *headers receives the request's header list, which the caller frees after
- * the transfer (it holds the Authorization header). */
+/* Sets everything but the URL-specific timeouts on a fresh easy handle: URL = base_url +
+ * path_query, and the settings (np_http_client_apply: TLS, auth, proxy, headers, HTTP
+ * version, redirects), plus what the apiserver client adds (Accept, gzip, connect
+ * timeout, keepalive, user agent); with oauth2 the Authorization header carries the
+ * current token (fetched first when there is none or it expires). req (from
+ * NP_HTTP_REQUEST_INIT) receives what the handle points into; the caller releases it
+ * with np_http_request_release after the transfer, also when this fails. */
 NP_MUST_CHECK int k8s_conn_apply(const struct k8s_conn *c, CURL *h, const char *path_query,
-				 struct curl_slist **headers, struct np_err *err);
-
-/* Parses "TLS10".."TLS13" into 10..13. */
-NP_MUST_CHECK int k8s_tls_version_parse(const char *s, long *out);
+				 struct np_http_request *req, struct np_err *err);
 
 #endif

@@ -230,19 +230,13 @@ int k8s_discovery_add_reflector(struct k8s_discovery *d, enum k8s_resource res, 
 	return 0;
 }
 
-static void curl_init_once(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void *ud, struct k8s_discovery **out,
 			struct np_err *err)
 {
-	static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 	struct k8s_discovery *d;
 
 	*out = NULL;
-	if (k8s_sd_config_validate(cfg, err))
+	if (k8s_sd_config_validate(cfg, err) || np_http_global_init(err))
 		return -1;
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -262,7 +256,6 @@ int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void
 	}
 	for (size_t i = 0; i < K8S_RES_COUNT; i++)
 		k8s_store_init(&d->stores[i], k8s_value_destructor(d->role, (enum k8s_resource)i));
-	pthread_once(&curl_once, curl_init_once);
 	if (k8s_conn_resolve(&d->cfg, &d->conn, err))
 		goto fail;
 	d->conn.cancel = stopping;
@@ -275,7 +268,7 @@ int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void
 	if (k8s_role_setup(d, err))
 		goto fail;
 	d->rng = k8s_rand_seed();
-	if (d->conn.insecure)
+	if (d->conn.http.tls.insecure_skip_verify)
 		np_log(NP_WARN, "k8s", "TLS certificate verification is disabled (insecure_skip_verify)", NULL);
 	{
 		char n[24];

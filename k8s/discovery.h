@@ -9,8 +9,8 @@
  *
  * Ownership: every char* in the config is owned by the config (malloc'ed) and freed
  * by k8s_sd_config_free(); k8s_discovery_start() takes a deep copy, so the caller
- * may free its config right after starting. Secrets (bearer_token, passwords,
- * credentials, key_pem, header values) are never logged. */
+ * may free its config right after starting. Secrets (the HTTP client settings' tokens,
+ * passwords, credentials, key_pem, header values) are never logged. */
 #ifndef NP_K8S_DISCOVERY_H
 #define NP_K8S_DISCOVERY_H
 
@@ -19,33 +19,12 @@
 
 #include "lib/error.h"
 #include "lib/labels.h"
-#include "lib/oauth2.h"
+#include "lib/http_client.h"
 
 /* A NULL-terminated-free list of owned strings. */
 struct k8s_strs {
 	char **v;
 	size_t n;
-};
-
-/* One entry of http_headers / proxy_connect_header: map(list(secret)). */
-struct k8s_header {
-	char *name;
-	struct k8s_strs values; /* secrets */
-};
-
-struct k8s_headers {
-	struct k8s_header *v;
-	size_t n;
-};
-
-struct k8s_tls_config {
-	char *ca_pem, *ca_file;
-	char *cert_pem, *cert_file;
-	char *key_pem; /* secret */
-	char *key_file;
-	char *server_name;
-	int insecure_skip_verify;
-	char *min_version; /* "TLS10", "TLS11", "TLS12" (default), "TLS13" */
 };
 
 struct k8s_selector {
@@ -78,30 +57,9 @@ struct k8s_sd_config {
 	char *api_server;
 	char *kubeconfig_file;
 
-	/* HTTP client settings (only together with api_server, as in Prometheus). */
-	char *bearer_token; /* secret */
-	char *bearer_token_file;
-	struct {
-		int set; /* the block is present */
-		char *username;
-		char *password; /* secret */
-		char *password_file;
-	} basic_auth;
-	struct {
-		int set;
-		char *type; /* default "Bearer" */
-		char *credentials; /* secret */
-		char *credentials_file;
-	} authorization;
-	struct np_oauth2_config *oauth2; /* the oauth2 block, owned; NULL without one */
-	struct k8s_tls_config tls_config;
-	char *proxy_url;
-	char *no_proxy;
-	int proxy_from_environment;
-	struct k8s_headers proxy_connect_header;
-	int enable_http2;     /* default 1 */
-	int follow_redirects; /* default 1 */
-	struct k8s_headers http_headers;
+	/* HTTP client settings (used only together with api_server, as in Prometheus),
+	 * mapped onto libcurl by lib/http_client.h like every other client's. */
+	struct np_http_client_config http;
 
 	struct {
 		int set;
@@ -118,7 +76,8 @@ struct k8s_sd_config {
 	struct k8s_tunables tunables;
 };
 
-/* Defaults: enable_http2 and follow_redirects on, tunables as documented above. */
+/* Defaults: Alloy's HTTP client defaults (np_http_client_config_init), tunables as
+ * documented above. */
 void k8s_sd_config_init(struct k8s_sd_config *cfg);
 void k8s_sd_config_free(struct k8s_sd_config *cfg); /* frees contents; cfg itself is the caller's */
 NP_MUST_CHECK int k8s_sd_config_copy(struct k8s_sd_config *dst, const struct k8s_sd_config *src, struct np_err *err);

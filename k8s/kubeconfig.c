@@ -7,7 +7,6 @@
 #include <yaml.h>
 
 #include "lib/file.h"
-#include "k8s/file.h"
 
 #define MAX_KUBECONFIG_BYTES (16u << 20)
 

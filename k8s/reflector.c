@@ -42,6 +42,7 @@ int k8s_reflector_init(struct k8s_reflector *r, struct k8s_discovery *d, int id,
 	}
 	r->path = k8s_resource_path(res, r->namespace);
 	r->list_rv = strdup("0"); /* the first list may come from the watch cache, as client-go's */
+	r->req = (struct np_http_request)NP_HTTP_REQUEST_INIT;
 	r->easy = curl_easy_init();
 	if (rc || !r->path || !r->what || !r->list_rv || !r->easy) {
 		k8s_reflector_free(r);
@@ -52,9 +53,9 @@ int k8s_reflector_init(struct k8s_reflector *r, struct k8s_discovery *d, int id,
 
 void k8s_reflector_free(struct k8s_reflector *r)
 {
+	np_http_request_release(r->easy, &r->req);
 	if (r->easy)
 		curl_easy_cleanup(r->easy);
-	curl_slist_free_all(r->headers);
 	free(r->what);
 	free(r->namespace);
 	free(r->path);
@@ -365,9 +366,8 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 		if (timeout_s < 1)
 			timeout_s = 1;
 	}
-	curl_slist_free_all(r->headers);
-	r->headers = NULL;
-	if (np_curl_easy_renew(&r->easy)) { /* not curl_easy_reset: see util/http_client.h */
+	np_http_request_release(r->easy, &r->req);
+	if (np_curl_easy_renew(&r->easy)) { /* not curl_easy_reset: see lib/http_client.h */
 		backoff_then(r, 0, now, "cannot prepare a request", "out of memory");
 		return;
 	}
@@ -376,24 +376,22 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 		backoff_then(r, 0, now, "cannot prepare a request", "out of memory");
 		return;
 	}
-	if (k8s_conn_apply(&d->conn, r->easy, pq, &r->headers, &err)) {
+	r->curl_err[0] = '\0';
+	/* A watch: the server ends the stream after timeout_s; the limit only catches a
+	 * silently dead peer. */
+	if (k8s_conn_apply(&d->conn, r->easy, pq, &r->req, &err) ||
+	    NP_CURL_SET(r->easy, CURLOPT_ERRORBUFFER, r->curl_err, &err) ||
+	    NP_CURL_SET(r->easy, CURLOPT_WRITEFUNCTION, on_write, &err) ||
+	    NP_CURL_SET(r->easy, CURLOPT_WRITEDATA, r, &err) || NP_CURL_SET(r->easy, CURLOPT_PRIVATE, r, &err) ||
+	    NP_CURL_SET(r->easy, CURLOPT_TIMEOUT_MS,
+			watch ? (timeout_s + 60) * 1000L : (long)(tu->request_timeout_ns / MS), &err)) {
 		free(pq);
+		np_http_request_release(r->easy, &r->req);
 		backoff_then(r, 0, now, "cannot prepare a request", err.msg);
 		return;
 	}
 	logv(r, NP_DEBUG, watch ? "watch" : "list", "request", pq, NULL, NULL, NULL, NULL);
 	free(pq);
-	r->curl_err[0] = '\0';
-	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->curl_err);
-	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
-	if (watch) {
-		/* The server ends the stream after timeout_s; this only catches a silently dead peer. */
-		curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (timeout_s + 60) * 1000L);
-	} else {
-		curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)(tu->request_timeout_ns / MS));
-	}
 	k8s_jscan_reset(&r->scan);
 	r->scan.mode = watch ? K8S_JSCAN_STREAM : K8S_JSCAN_LIST;
 	r->http_status = 0;
@@ -632,8 +630,7 @@ void k8s_reflector_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 		r->http_status = code;
 	}
 	curl_multi_remove_handle(r->d->multi, r->easy);
-	curl_slist_free_all(r->headers);
-	r->headers = NULL;
+	np_http_request_release(r->easy, &r->req);
 	r->state = K8S_R_IDLE;
 	if (was == K8S_R_WATCHING)
 		watch_done(r, result, now);

@@ -22,6 +22,7 @@
 #include <curl/curl.h>
 #include <stdint.h>
 
+#include "lib/http_client.h"
 #include "lib/strbuf.h"
 #include "k8s/backoff.h"
 #include "k8s/jscan.h"
@@ -45,7 +46,7 @@ struct k8s_reflector {
 	const char *label_selector, *field_selector; /* borrowed from the config, may be NULL */
 
 	CURL *easy;
-	struct curl_slist *headers; /* of the running request (holds the Authorization header) */
+	struct np_http_request req; /* what the running request's handle points into (holds the Authorization header) */
 	char curl_err[CURL_ERROR_SIZE];
 
 	enum k8s_refl_state state;

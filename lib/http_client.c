@@ -2,6 +2,7 @@
  * onto a libcurl easy handle. See http_client.h. */
 #include "lib/http_client.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,23 +425,57 @@ char *np_http_read_secret_file(const char *path, struct np_err *err)
 	return s;
 }
 
+/* ---- libcurl ---- */
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int np_http_global_init(struct np_err *err)
+{
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK)
+		return np_errf(err, "libcurl initialisation failed: %s", curl_easy_strerror(global_rc));
+	return 0;
+}
+
+int np_curl_setopt_result(CURLcode rc, const char *option, struct np_err *err)
+{
+	if (rc == CURLE_OK)
+		return 0;
+	return np_errf(err, "libcurl refused %s: %s", option, curl_easy_strerror(rc));
+}
+
+void np_curl_clear(CURL *h, CURLoption opt)
+{
+	CURLcode rc = curl_easy_setopt(h, opt, (void *)NULL);
+
+	(void)rc; /* see http_client.h */
+}
+
 /* ---- one request ---- */
 
-/* Every option is checked: an option curl refuses (a build without a feature, a bad
- * value) must fail the request with its name rather than send it some other way. */
-#define SET(c, opt, value)                                                                          \
-	do {                                                                                        \
-		CURLcode set_rc_ = curl_easy_setopt((c), (opt), (value));                           \
-		if (set_rc_ != CURLE_OK)                                                            \
-			return np_errf(err, "libcurl refused %s: %s", #opt, curl_easy_strerror(set_rc_)); \
+#define SET(c, opt, value)                                 \
+	do {                                               \
+		if (NP_CURL_SET((c), opt, (value), err)) \
+			return -1;                         \
 	} while (0)
 
-static int add_line(struct curl_slist **l, const char *name, const char *value, struct np_err *err)
+/* "Name: value"; with send_empty an empty value as "Name;", curl's way to send a header
+ * with no value ("Name:" would remove it). */
+static int add_line(struct curl_slist **l, const char *name, const char *value, int send_empty, struct np_err *err)
 {
 	struct np_buf line = NP_BUF_INIT;
 	struct curl_slist *nl;
 
-	np_buf_printf(&line, "%s: %s", name, value);
+	if (send_empty && !*value)
+		np_buf_printf(&line, "%s;", name);
+	else
+		np_buf_printf(&line, "%s: %s", name, value);
 	nl = line.failed ? NULL : curl_slist_append(*l, line.p);
 	if (line.p)
 		explicit_bzero(line.p, line.len);
@@ -453,7 +488,7 @@ static int add_line(struct curl_slist **l, const char *name, const char *value, 
 
 int np_http_request_header(struct np_http_request *r, const char *name, const char *value, struct np_err *err)
 {
-	return add_line(&r->headers, name, value, err);
+	return add_line(&r->headers, name, value, 0, err);
 }
 
 static void wipe_list(struct curl_slist *l)
@@ -466,10 +501,10 @@ void np_http_request_release(CURL *c, struct np_http_request *r)
 {
 	if (c) {
 		/* The handle keeps pointers to the lists: drop them before they are freed. */
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-		curl_easy_setopt(c, CURLOPT_PROXYHEADER, NULL);
-		curl_easy_setopt(c, CURLOPT_CONNECT_TO, NULL);
-		curl_easy_setopt(c, CURLOPT_PASSWORD, "");
+		np_curl_clear(c, CURLOPT_HTTPHEADER);
+		np_curl_clear(c, CURLOPT_PROXYHEADER);
+		np_curl_clear(c, CURLOPT_CONNECT_TO);
+		np_curl_clear(c, CURLOPT_PASSWORD);
 	}
 	wipe_list(r->headers);
 	wipe_list(r->proxy_headers);
@@ -513,7 +548,7 @@ int np_http_client_route(const char *url, const char *server_name, struct np_htt
 	if (!r->connect_to)
 		rc = np_errf(err, "out of memory");
 	else
-		rc = add_line(&r->headers, "Host", route.host, err);
+		rc = add_line(&r->headers, "Host", route.host, 0, err);
 	np_server_name_route_free(&route);
 	return rc;
 }
@@ -521,10 +556,9 @@ int np_http_client_route(const char *url, const char *server_name, struct np_htt
 static int set_blob(CURL *c, CURLoption opt, const char *pem, const char *arg, struct np_err *err)
 {
 	struct curl_blob blob = { .data = (void *)pem, .len = strlen(pem), .flags = CURL_BLOB_COPY };
-	CURLcode rc = curl_easy_setopt(c, opt, &blob);
 
-	if (rc != CURLE_OK)
-		return np_errf(err, "tls_config: cannot use %s: %s", arg, curl_easy_strerror(rc));
+	if (NP_CURL_SET(c, opt, &blob, err))
+		return np_err_wrap(err, "tls_config: cannot use %s", arg);
 	return 0;
 }
 
@@ -537,9 +571,14 @@ int np_http_apply_tls(CURL *c, const struct np_http_tls *t, struct np_err *err)
 	if (set(t->ca_pem) || set(t->ca_file)) {
 		/* A configured CA is the only trust anchor, as Go's RootCAs: no system directory. */
 		SET(c, CURLOPT_CAPATH, (char *)NULL);
-		if (set(t->ca_file))
+		if (set(t->ca_file)) {
 			SET(c, CURLOPT_CAINFO, t->ca_file);
-		else if (set_blob(c, CURLOPT_CAINFO_BLOB, t->ca_pem, "ca_pem", err))
+#if LIBCURL_VERSION_NUM >= 0x075700
+			/* A rotated CA file takes effect on the next connection, as prometheus/common
+			 * re-reads it. */
+			SET(c, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+#endif
+		} else if (set_blob(c, CURLOPT_CAINFO_BLOB, t->ca_pem, "ca_pem", err))
 			return -1;
 	}
 	if (set(t->cert_file))
@@ -575,7 +614,7 @@ int np_http_apply_proxy(CURL *c, const char *url, const char *proxy_url, const c
 	if (strncasecmp(url, "https:", 6) != 0)
 		return 0;
 	for (size_t i = 0; connect_headers && i < connect_headers->n; i++)
-		if (add_line(&r->proxy_headers, connect_headers->v[i].name, connect_headers->v[i].value, err))
+		if (add_line(&r->proxy_headers, connect_headers->v[i].name, connect_headers->v[i].value, 1, err))
 			return -1;
 	if (r->proxy_headers)
 		SET(c, CURLOPT_PROXYHEADER, r->proxy_headers);
@@ -607,7 +646,7 @@ static int apply_auth(CURL *c, const struct np_http_client_config *cfg, const ch
 			cred = r->secret;
 		}
 		np_buf_printf(&value, "%s %s", type, cred ? cred : "");
-		rc = value.failed ? np_errf(err, "out of memory") : add_line(&r->headers, "Authorization", value.p, err);
+		rc = value.failed ? np_errf(err, "out of memory") : add_line(&r->headers, "Authorization", value.p, 0, err);
 		if (value.p)
 			explicit_bzero(value.p, value.len);
 		np_buf_free(&value);
@@ -616,7 +655,7 @@ static int apply_auth(CURL *c, const struct np_http_client_config *cfg, const ch
 	if (cfg->oauth2) {
 		if (!oauth2_authorization)
 			return np_errf(err, "oauth2: no token was fetched for the request");
-		return add_line(&r->headers, "Authorization", oauth2_authorization, err);
+		return add_line(&r->headers, "Authorization", oauth2_authorization, 0, err);
 	}
 	if (cfg->basic_auth.set) {
 		const char *password = cfg->basic_auth.password ? cfg->basic_auth.password : "";
@@ -640,7 +679,7 @@ int np_http_client_apply(CURL *c, const struct np_http_client_config *cfg, const
 	if (np_http_client_route(url, cfg->tls.server_name, r, err))
 		return -1;
 	for (size_t i = 0; i < cfg->http_headers.n; i++)
-		if (add_line(&r->headers, cfg->http_headers.v[i].name, cfg->http_headers.v[i].value, err))
+		if (add_line(&r->headers, cfg->http_headers.v[i].name, cfg->http_headers.v[i].value, 1, err))
 			return -1;
 	if (apply_auth(c, cfg, oauth2_authorization, r, err) || np_http_apply_request(c, r, cfg->follow_redirects, err))
 		return -1;

@@ -1,23 +1,34 @@
 /* Alloy's HTTP client settings (prometheus/common's HTTPClientConfig, as Alloy's
  * common/config exposes them) and their one mapping onto a libcurl easy handle, for
- * every client that takes them (pyroscope.write, discovery.docker):
+ * every client that takes them (pyroscope.write, discovery.docker, discovery.kubernetes,
+ * whose kubeconfig and in-cluster settings are expressed in them too):
  *
  *  - authentication, at most one of: bearer_token / bearer_token_file, authorization
  *    (type + credentials / credentials_file), basic_auth (password / password_file),
  *    oauth2 (the caller asks its token source and passes the header value). Secret
- *    files are read for every request, so rotated secrets apply, and trimmed of
- *    surrounding white space as Prometheus does.
- *  - http_headers: one header line per value, sent on every request.
+ *    files are read for every request through lib/file.h's bounded non-blocking
+ *    reader, so rotated secrets apply, and trimmed of surrounding white space as
+ *    Prometheus does (the kube-apiserver client reads them on its own schedule and
+ *    passes what it read: k8s/conn.h).
+ *  - http_headers: one header line per value, sent on every request (an empty value too).
  *  - tls_config: a configured CA is the only trust anchor (Go's RootCAs), client
- *    certificate and key from files or PEM, server_name (util/server_name.h),
+ *    certificate and key from files or PEM, server_name (lib/server_name.h),
  *    min_version (TLS 1.2 when unset, Go's client default), insecure_skip_verify.
  *  - proxy_url + no_proxy, proxy_from_environment (as Go reads the environment; no
  *    proxy at all otherwise), proxy_connect_header on the CONNECT request only.
  *  - follow_redirects (at most 10, Go's limit), enable_http2 (HTTP/2 over TLS by ALPN,
  *    as Go's transport; HTTP/1.1 otherwise).
  *
+ * It is the one place where these settings meet libcurl: the kube-apiserver client
+ * (k8s/conn.c), Pyroscope pushes (agent/write/http.c), the Docker Engine client
+ * (agent/discovery/docker.c) and the OAuth 2.0 token source (lib/oauth2.c) all go
+ * through np_http_client_apply or its parts, through np_http_global_init, and set their
+ * own options with NP_CURL_SET.
+ *
  * Every string in a config is owned (malloc'd); np_http_client_config_free releases
- * them and wipes the secrets. Header values may be secrets and are never logged. */
+ * them and wipes the secrets. Header values may be secrets and are never logged.
+ * Thread rules: a config is read-only once built and may be shared; a request and its
+ * easy handle belong to one thread at a time. */
 #ifndef NP_UTIL_HTTP_CLIENT_H
 #define NP_UTIL_HTTP_CLIENT_H
 
@@ -133,10 +144,27 @@ const char *np_http_auth_type(const char *type, char buf[64]);
 /* The URL with any password replaced by "xxxxx" (as Go's url.Redacted), for logs. */
 void np_http_redact_url(const char *url, char *buf, size_t cap);
 
-/* A secret file as Prometheus reads it: the whole file (at most 64 KiB), surrounding
- * white space trimmed; refused when what remains holds a line break (it goes into a
- * header). The caller wipes and frees it (np_secret_free). */
+/* A secret file as Prometheus reads it (np_read_secret_file: the whole file, at most
+ * 64 KiB, non-blocking, surrounding white space trimmed); refused when what remains holds
+ * a line break (it goes into a header). The caller wipes and frees it (np_secret_free). */
 NP_MUST_CHECK char *np_http_read_secret_file(const char *path, struct np_err *err);
+
+/* ---- libcurl ---- */
+
+/* curl_global_init, once for the whole program (it is not thread-safe, and every client
+ * may start first): call before making a handle. The first result is kept. */
+NP_MUST_CHECK int np_http_global_init(struct np_err *err);
+
+/* curl_easy_setopt, checked: 0, or -1 with an error naming the option ("libcurl refused
+ * CURLOPT_X: ..."). An option curl refuses (a build without a feature, a bad value) must
+ * fail the request with its name rather than send it some other way. Used for every
+ * option every client sets: `if (NP_CURL_SET(h, CURLOPT_URL, url, err)) return -1;`. */
+#define NP_CURL_SET(h, opt, value, err) np_curl_setopt_result(curl_easy_setopt((h), (opt), (value)), #opt, (err))
+NP_MUST_CHECK int np_curl_setopt_result(CURLcode rc, const char *option, struct np_err *err);
+/* Sets a pointer option back to NULL before what it points to is freed (a list, an
+ * error buffer, a body). libcurl accepts NULL for every such option, and a caller that
+ * is releasing has nobody to report to, so nothing is returned. */
+void np_curl_clear(CURL *h, CURLoption opt);
 
 /* ---- one request ---- */
 
@@ -152,7 +180,9 @@ struct np_http_request {
 #define NP_HTTP_REQUEST_INIT { NULL, NULL, NULL, NULL, NULL }
 
 /* Adds a header line of the caller's own (protocol headers, a component's `headers`)
- * before np_http_client_apply, which adds the configured ones after it. */
+ * before np_http_client_apply, which adds the configured ones after it. An empty value
+ * removes a header curl would send on its own ("Expect"); configured http_headers with an
+ * empty value are sent empty, as Go sends them. */
 NP_MUST_CHECK int np_http_request_header(struct np_http_request *r, const char *name, const char *value,
 					 struct np_err *err);
 

@@ -51,21 +51,12 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void init_curl(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 struct np_oauth2 *np_oauth2_new(const struct np_oauth2_config *cfg, struct np_err *err)
 {
 	struct np_oauth2 *ts;
 
-	pthread_once(&curl_once, init_curl);
-	if (curl_init_rc != CURLE_OK) {
-		np_errf(err, "oauth2: libcurl initialisation failed: %s", curl_easy_strerror(curl_init_rc));
+	if (np_http_global_init(err)) {
+		np_err_wrap(err, "oauth2");
 		return NULL;
 	}
 	ts = calloc(1, sizeof(*ts));
@@ -112,7 +103,7 @@ uint64_t np_oauth2_fetches(const struct np_oauth2 *ts)
 }
 
 /* The client secret for this request: the inline one, or the file's content read now
- * (util/file.h trims it as Prometheus does). The caller wipes it. */
+ * (lib/file.h trims it as Prometheus does). The caller wipes it. */
 static char *current_secret(const struct np_oauth2_config *c, struct np_err *err)
 {
 	char *s;
@@ -215,18 +206,16 @@ static int request_token(struct np_oauth2 *ts, const char *secret, enum auth_sty
 	    np_http_apply_proxy(h, c->token_url, c->proxy_url, c->no_proxy, c->proxy_from_environment,
 				&c->proxy_connect_headers, &q.http, err))
 		goto out;
-	curl_easy_setopt(h, CURLOPT_POST, 1L);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, q.body.p ? q.body.p : "");
-	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q.body.len);
-	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < MAX_CONNECT_MS ? timeout_ms : MAX_CONNECT_MS);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &q.resp);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)cancel);
+	if (NP_CURL_SET(h, CURLOPT_POST, 1L, err) ||
+	    NP_CURL_SET(h, CURLOPT_POSTFIELDS, q.body.p ? q.body.p : "", err) ||
+	    NP_CURL_SET(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q.body.len, err) ||
+	    NP_CURL_SET(h, CURLOPT_ACCEPT_ENCODING, "gzip", err) || NP_CURL_SET(h, CURLOPT_TIMEOUT_MS, timeout_ms, err) ||
+	    NP_CURL_SET(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < MAX_CONNECT_MS ? timeout_ms : MAX_CONNECT_MS, err) ||
+	    NP_CURL_SET(h, CURLOPT_WRITEFUNCTION, on_body, err) || NP_CURL_SET(h, CURLOPT_WRITEDATA, &q.resp, err) ||
+	    NP_CURL_SET(h, CURLOPT_ERRORBUFFER, errbuf, err) || NP_CURL_SET(h, CURLOPT_NOPROGRESS, 0L, err) ||
+	    NP_CURL_SET(h, CURLOPT_XFERINFOFUNCTION, on_progress, err) ||
+	    NP_CURL_SET(h, CURLOPT_XFERINFODATA, (void *)cancel, err))
+		goto out;
 	cc = curl_easy_perform(h);
 	atomic_fetch_add(&ts->fetches, 1);
 	if (q.resp.too_big) {
@@ -245,8 +234,8 @@ static int request_token(struct np_oauth2 *ts, const char *secret, enum auth_sty
 	}
 out:
 	/* The handle keeps pointers to what is freed below. */
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	np_curl_clear(h, CURLOPT_POSTFIELDS);
+	np_curl_clear(h, CURLOPT_ERRORBUFFER);
 	request_release(h, &q);
 	return rc;
 }

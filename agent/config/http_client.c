@@ -6,44 +6,6 @@
 #include "agent/config/value.h"
 #include "lib/strbuf.h"
 
-void cfg_http_client_read(const struct cfg_args *a, struct cfg_http_client *out)
-{
-	const struct cfg_args *b;
-
-	memset(out, 0, sizeof(*out));
-	out->bearer_token = cfg_args_str(a, "bearer_token");
-	out->bearer_token_file = cfg_args_str(a, "bearer_token_file");
-	out->proxy_url = cfg_args_str(a, "proxy_url");
-	out->no_proxy = cfg_args_str(a, "no_proxy");
-	out->proxy_from_environment = cfg_args_bool(a, "proxy_from_environment");
-	out->follow_redirects = cfg_args_bool(a, "follow_redirects");
-	out->enable_http2 = cfg_args_bool(a, "enable_http2");
-	if ((b = cfg_args_block(a, "basic_auth", 0))) {
-		out->basic_auth.set = 1;
-		out->basic_auth.username = cfg_args_str(b, "username");
-		out->basic_auth.password = cfg_args_str(b, "password");
-		out->basic_auth.password_file = cfg_args_str(b, "password_file");
-	}
-	if ((b = cfg_args_block(a, "authorization", 0))) {
-		out->authorization.set = 1;
-		out->authorization.type = cfg_args_str(b, "type");
-		out->authorization.credentials = cfg_args_str(b, "credentials");
-		out->authorization.credentials_file = cfg_args_str(b, "credentials_file");
-	}
-	out->oauth2 = cfg_args_nblocks(a, "oauth2") > 0;
-	if ((b = cfg_args_block(a, "tls_config", 0))) {
-		out->tls.ca_pem = cfg_args_str(b, "ca_pem");
-		out->tls.ca_file = cfg_args_str(b, "ca_file");
-		out->tls.cert_pem = cfg_args_str(b, "cert_pem");
-		out->tls.cert_file = cfg_args_str(b, "cert_file");
-		out->tls.key_pem = cfg_args_str(b, "key_pem");
-		out->tls.key_file = cfg_args_str(b, "key_file");
-		out->tls.server_name = cfg_args_str(b, "server_name");
-		out->tls.min_version = cfg_args_str(b, "min_version");
-		out->tls.insecure_skip_verify = cfg_args_bool(b, "insecure_skip_verify");
-	}
-}
-
 int cfg_args_each_header(const struct cfg_args *a, const char *name,
 			 int (*fn)(void *ud, const char *key, const char *value, struct np_err *err), void *ud,
 			 struct np_err *err)
@@ -82,7 +44,8 @@ static void tls_settings(const struct cfg_args *b, struct np_http_tls *out, int 
 	out->insecure_skip_verify = cfg_args_bool(b, "insecure_skip_verify");
 }
 
-int cfg_http_client_oauth2(const struct cfg_args *a, struct np_oauth2_config **out, struct np_err *err)
+/* The oauth2 block of a (*out NULL without one) as an owned configuration. */
+static int oauth2_settings(const struct cfg_args *a, struct np_oauth2_config **out, struct np_err *err)
 {
 	const struct cfg_args *b = cfg_args_block(a, "oauth2", 0);
 	struct np_oauth2_config *c;
@@ -123,32 +86,42 @@ fail:
 	return -1;
 }
 
+/* The basic_auth and authorization blocks of a (each NULL when not written). */
+static void auth_settings(const struct cfg_args *a, struct np_http_client_config *out, int *failed)
+{
+	const struct cfg_args *b;
+
+	if ((b = cfg_args_block(a, "basic_auth", 0))) {
+		out->basic_auth.set = 1;
+		out->basic_auth.username = np_strdup_or_null(cfg_args_str(b, "username"), failed);
+		out->basic_auth.password = np_strdup_or_null(cfg_args_str(b, "password"), failed);
+		out->basic_auth.password_file = np_strdup_or_null(cfg_args_str(b, "password_file"), failed);
+	}
+	if ((b = cfg_args_block(a, "authorization", 0))) {
+		out->authorization.set = 1;
+		out->authorization.type = np_strdup_or_null(cfg_args_str(b, "type"), failed);
+		out->authorization.credentials = np_strdup_or_null(cfg_args_str(b, "credentials"), failed);
+		out->authorization.credentials_file = np_strdup_or_null(cfg_args_str(b, "credentials_file"), failed);
+	}
+}
+
 int cfg_http_client_settings(const struct cfg_args *a, struct np_http_client_config *out, struct np_err *err)
 {
-	struct cfg_http_client hc;
 	int failed = 0;
 
 	np_http_client_config_init(out);
-	cfg_http_client_read(a, &hc);
-	out->bearer_token = np_strdup_or_null(hc.bearer_token, &failed);
-	out->bearer_token_file = np_strdup_or_null(hc.bearer_token_file, &failed);
-	out->basic_auth.set = hc.basic_auth.set;
-	out->basic_auth.username = np_strdup_or_null(hc.basic_auth.username, &failed);
-	out->basic_auth.password = np_strdup_or_null(hc.basic_auth.password, &failed);
-	out->basic_auth.password_file = np_strdup_or_null(hc.basic_auth.password_file, &failed);
-	out->authorization.set = hc.authorization.set;
-	out->authorization.type = np_strdup_or_null(hc.authorization.type, &failed);
-	out->authorization.credentials = np_strdup_or_null(hc.authorization.credentials, &failed);
-	out->authorization.credentials_file = np_strdup_or_null(hc.authorization.credentials_file, &failed);
+	out->bearer_token = np_strdup_or_null(cfg_args_str(a, "bearer_token"), &failed);
+	out->bearer_token_file = np_strdup_or_null(cfg_args_str(a, "bearer_token_file"), &failed);
+	auth_settings(a, out, &failed);
 	tls_settings(cfg_args_block(a, "tls_config", 0), &out->tls, &failed);
-	out->proxy_url = np_strdup_or_null(hc.proxy_url, &failed);
-	out->no_proxy = np_strdup_or_null(hc.no_proxy, &failed);
-	out->proxy_from_environment = hc.proxy_from_environment;
-	out->follow_redirects = hc.follow_redirects;
-	out->enable_http2 = hc.enable_http2;
+	out->proxy_url = np_strdup_or_null(cfg_args_str(a, "proxy_url"), &failed);
+	out->no_proxy = np_strdup_or_null(cfg_args_str(a, "no_proxy"), &failed);
+	out->proxy_from_environment = cfg_args_bool(a, "proxy_from_environment");
+	out->follow_redirects = cfg_args_bool(a, "follow_redirects");
+	out->enable_http2 = cfg_args_bool(a, "enable_http2");
 	if (failed)
 		return np_errf(err, "out of memory reading the HTTP client settings");
-	if (cfg_http_client_oauth2(a, &out->oauth2, err) ||
+	if (oauth2_settings(a, &out->oauth2, err) ||
 	    cfg_args_each_header(a, "http_headers", add_header, &out->http_headers, err) ||
 	    cfg_args_each_header(a, "proxy_connect_header", add_header, &out->proxy_connect_headers, err))
 		return -1;

@@ -1,45 +1,48 @@
-/* The Alloy HTTP client arguments of one block (CFG_HTTP_CLIENT_ATTRS and _BLOCKS),
- * read once into plain fields for the adapters that hand them to a client
- * (discovery.kubernetes, pyroscope.write, ...). Strings are borrowed from the args
- * and stay valid as long as they do; NULL means "not written". */
+/* Alloy's http_client_config block, for every component that embeds it
+ * (discovery.kubernetes, discovery.docker, pyroscope.write's endpoint): its one schema
+ * (CFG_HTTP_CLIENT_ATTRS and _BLOCKS) and load-time rules (http_client_schema.c), and
+ * its decoding into lib/http_client.h's settings (http_client.c) for the adapters that
+ * hand them to a client. */
 #ifndef NP_CONFIG_HTTP_CLIENT_H
 #define NP_CONFIG_HTTP_CLIENT_H
 
 #include "agent/config/args.h"
+#include "agent/config/schema.h"
 #include "lib/error.h"
 #include "lib/http_client.h"
 #include "lib/oauth2.h"
 
-struct cfg_http_client {
-	const char *bearer_token, *bearer_token_file;
-	const char *proxy_url, *no_proxy;
-	int proxy_from_environment, follow_redirects, enable_http2;
-	struct {
-		int set;
-		const char *username, *password, *password_file;
-	} basic_auth;
-	struct {
-		int set;
-		const char *type, *credentials, *credentials_file;
-	} authorization;
-	int oauth2; /* the block is present: read it with cfg_http_client_oauth2 */
-	struct {
-		const char *ca_pem, *ca_file, *cert_pem, *cert_file, *key_pem, *key_file, *server_name, *min_version;
-		int insecure_skip_verify;
-	} tls;
-};
+/* The block's schema (common/config/types.go), in http_client_schema.c:
+ * the arguments and blocks to list inside a component's (or endpoint's) schema, and
+ * the rules of HTTPClientConfig.Validate (at most one auth method, proxy rules,
+ * reserved headers) for its validate hook. oauth2 is the client-credentials grant
+ * (lib/oauth2.h); its JWT bearer arguments are refused as not supported. */
+#define CFG_HTTP_CLIENT_ATTRS                                                                 \
+	CFG_A("bearer_token", &cfg_t_secret, 0, NULL),                                           \
+	CFG_A("bearer_token_file", &cfg_t_string, 0, NULL),                                      \
+	CFG_A("proxy_url", &cfg_t_string, 0, NULL),                                              \
+	CFG_A("no_proxy", &cfg_t_string, 0, NULL),                                               \
+	CFG_A("proxy_from_environment", &cfg_t_bool, 0, "false"),                                \
+	CFG_A("proxy_connect_header", &cfg_t_map_list_secret, 0, NULL),                          \
+	CFG_A("follow_redirects", &cfg_t_bool, 0, "true"),                                       \
+	CFG_A("enable_http2", &cfg_t_bool, 0, "true"),                                           \
+	CFG_A("http_headers", &cfg_t_map_list_secret, 0, NULL)
 
-void cfg_http_client_read(const struct cfg_args *a, struct cfg_http_client *out);
+#define CFG_HTTP_CLIENT_BLOCKS                                                                \
+	CFG_B("basic_auth", &cfg_basic_auth_schema, 0, NULL),                                 \
+	CFG_B("authorization", &cfg_authorization_schema, 0, NULL),                           \
+	CFG_B("oauth2", &cfg_oauth2_schema, 0, NULL),                                         \
+	CFG_B("tls_config", &cfg_tls_config_schema, 0, NULL)
 
-/* Every HTTP client argument of a as owned settings for util/http_client.h (oauth2,
+extern const struct cfg_schema cfg_tls_config_schema, cfg_basic_auth_schema, cfg_authorization_schema,
+	cfg_oauth2_schema;
+void cfg_http_client_validate(const struct cfg_args *args, struct cfg_diags *d);
+
+/* Every HTTP client argument of a as owned settings for lib/http_client.h (oauth2,
  * http_headers and proxy_connect_header included). *out is initialised first; on
  * failure it is still safe to free with np_http_client_config_free. */
 NP_MUST_CHECK int cfg_http_client_settings(const struct cfg_args *a, struct np_http_client_config *out,
 					   struct np_err *err);
-
-/* The oauth2 block of a as an owned configuration for the token source (the caller
- * frees it with np_oauth2_config_free); *out is NULL when there is no block. */
-NP_MUST_CHECK int cfg_http_client_oauth2(const struct cfg_args *a, struct np_oauth2_config **out, struct np_err *err);
 
 /* Calls fn for every (name, value) of a map(list(secret)) argument such as
  * http_headers or proxy_connect_header: one call per value. Stops at the first error. */

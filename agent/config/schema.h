@@ -106,32 +106,6 @@ const struct cfg_block_schema *cfg_schema_block(const struct cfg_schema *s, cons
 size_t cfg_schema_n_attrs(const struct cfg_schema *s);
 size_t cfg_schema_n_blocks(const struct cfg_schema *s);
 
-/* Shared pieces of the Alloy HTTP client configuration (common/config/types.go):
- * the arguments and blocks to list inside a component's (or endpoint's) schema, and
- * the rules of HTTPClientConfig.Validate (at most one auth method, proxy rules,
- * reserved headers) for its validate hook. oauth2 is the client-credentials grant
- * (lib/oauth2.h); its JWT bearer arguments are refused as not supported. */
-#define CFG_HTTP_CLIENT_ATTRS                                                                 \
-	CFG_A("bearer_token", &cfg_t_secret, 0, NULL),                                           \
-	CFG_A("bearer_token_file", &cfg_t_string, 0, NULL),                                      \
-	CFG_A("proxy_url", &cfg_t_string, 0, NULL),                                              \
-	CFG_A("no_proxy", &cfg_t_string, 0, NULL),                                               \
-	CFG_A("proxy_from_environment", &cfg_t_bool, 0, "false"),                                \
-	CFG_A("proxy_connect_header", &cfg_t_map_list_secret, 0, NULL),                          \
-	CFG_A("follow_redirects", &cfg_t_bool, 0, "true"),                                       \
-	CFG_A("enable_http2", &cfg_t_bool, 0, "true"),                                           \
-	CFG_A("http_headers", &cfg_t_map_list_secret, 0, NULL)
-
-#define CFG_HTTP_CLIENT_BLOCKS                                                                \
-	CFG_B("basic_auth", &cfg_basic_auth_schema, 0, NULL),                                 \
-	CFG_B("authorization", &cfg_authorization_schema, 0, NULL),                           \
-	CFG_B("oauth2", &cfg_oauth2_schema, 0, NULL),                                         \
-	CFG_B("tls_config", &cfg_tls_config_schema, 0, NULL)
-
-extern const struct cfg_schema cfg_tls_config_schema, cfg_basic_auth_schema, cfg_authorization_schema,
-	cfg_oauth2_schema;
-void cfg_http_client_validate(const struct cfg_args *args, struct cfg_diags *d);
-
 /* The closest of `candidates` to `name` (for "did you mean"), or NULL when none is close. */
 const char *cfg_suggest(const char *name, const char *const *candidates, size_t n);
 

@@ -5,7 +5,6 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,17 +274,14 @@ static int configure(struct client *c, const char *url, struct np_http_request *
 	if (np_http_client_apply(h, hc, url, "nodeprof/" NP_VERSION, c->authorization, req, err))
 		return -1;
 	/* Prometheus bounds each request by the refresh interval. */
-	if (curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-			     timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS) != CURLE_OK ||
-	    (c->ep->scheme == SCHEME_UNIX &&
-	     curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->ep->socket_path) != CURLE_OK) ||
-	    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_WRITEDATA, r) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_HEADERDATA, r) != CURLE_OK)
-		return np_errf(err, "libcurl refused the request options");
+	if (NP_CURL_SET(h, CURLOPT_TIMEOUT_MS, timeout_ms, err) ||
+	    NP_CURL_SET(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS,
+			err) ||
+	    (c->ep->scheme == SCHEME_UNIX && NP_CURL_SET(h, CURLOPT_UNIX_SOCKET_PATH, c->ep->socket_path, err)) ||
+	    NP_CURL_SET(h, CURLOPT_ERRORBUFFER, errbuf, err) || NP_CURL_SET(h, CURLOPT_WRITEFUNCTION, on_body, err) ||
+	    NP_CURL_SET(h, CURLOPT_WRITEDATA, r, err) || NP_CURL_SET(h, CURLOPT_HEADERFUNCTION, on_header, err) ||
+	    NP_CURL_SET(h, CURLOPT_HEADERDATA, r, err))
+		return -1;
 	return 0;
 }
 
@@ -312,8 +308,8 @@ static int http_get(struct client *c, const char *path, struct response *r, stru
 	failed = configure(c, url.p, &req, r, errbuf, err);
 	if (!failed)
 		rc = curl_easy_perform(c->h);
-	if (c->h)
-		curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, NULL);
+	if (c->h) /* errbuf goes out of scope: the handle must not keep it */
+		np_curl_clear(c->h, CURLOPT_ERRORBUFFER);
 	np_http_request_release(c->h, &req);
 	np_buf_free(&url);
 	if (failed)
@@ -396,14 +392,6 @@ oom:
 	return np_errf(err, "out of memory");
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void init_curl(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int np_docker_discover_once(const struct np_docker_config *cfg, struct np_targets *out, struct np_err *err)
 {
 	struct endpoint ep = { .base = NP_BUF_INIT };
@@ -416,9 +404,8 @@ int np_docker_discover_once(const struct np_docker_config *cfg, struct np_target
 
 	if (np_docker_config_validate(cfg, err) != 0)
 		return np_err_wrap(err, "discovery.docker");
-	pthread_once(&curl_once, init_curl);
-	if (curl_init_rc != CURLE_OK)
-		return np_errf(err, "discovery.docker: libcurl initialisation failed: %s", curl_easy_strerror(curl_init_rc));
+	if (np_http_global_init(err))
+		return np_err_wrap(err, "discovery.docker");
 	if (parse_host(cfg->host, &ep, err) != 0)
 		goto out;
 	c.h = curl_easy_init();

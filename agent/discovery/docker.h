@@ -20,7 +20,7 @@
  *
  * The Engine API is reached over its unix socket (unix:///var/run/docker.sock) or TCP
  * (tcp://host:port, http://, https://) with libcurl, with the HTTP client settings of
- * util/http_client.h. The API version is negotiated like the Docker client does:
+ * lib/http_client.h. The API version is negotiated like the Docker client does:
  * /_ping's Api-Version, capped at the newest version this code knows.
  *
  * Prometheus' docker SD gives the Docker client its HTTP client settings only for

@@ -31,70 +31,18 @@ static int strs_add(struct k8s_strs *l, const char *s)
 	return 0;
 }
 
-/* One value of a map(list(secret)) argument: appended to the header of that name. */
-static int header_add(void *ud, const char *key, const char *value, struct np_err *err)
-{
-	struct k8s_headers *h = ud;
-	struct k8s_header *hv = NULL;
-
-	for (size_t i = 0; i < h->n; i++)
-		if (strcmp(h->v[i].name, key) == 0)
-			hv = &h->v[i];
-	if (!hv) {
-		struct k8s_header *nv = realloc(h->v, (h->n + 1) * sizeof(*nv));
-		if (!nv)
-			return np_errf(err, "out of memory");
-		h->v = nv;
-		hv = &h->v[h->n];
-		memset(hv, 0, sizeof(*hv));
-		hv->name = strdup(key);
-		if (!hv->name)
-			return np_errf(err, "out of memory");
-		h->n++;
-	}
-	return strs_add(&hv->values, value) ? np_errf(err, "out of memory") : 0;
-}
-
 static int build_config(const struct cfg_args *a, struct k8s_sd_config *cfg, struct np_err *err)
 {
-	struct cfg_http_client hc;
 	const struct cfg_args *ns = cfg_args_block(a, "namespaces", 0), *am = cfg_args_block(a, "attach_metadata", 0);
 	size_t nsel = cfg_args_nblocks(a, "selectors");
 	int failed = 0;
 
-	cfg_http_client_read(a, &hc);
 	cfg->role = np_strdup_or_null(cfg_args_str(a, "role"), &failed);
 	cfg->api_server = np_strdup_or_null(cfg_args_str(a, "api_server"), &failed);
 	cfg->kubeconfig_file = np_strdup_or_null(cfg_args_str(a, "kubeconfig_file"), &failed);
-	cfg->bearer_token = np_strdup_or_null(hc.bearer_token, &failed);
-	cfg->bearer_token_file = np_strdup_or_null(hc.bearer_token_file, &failed);
-	cfg->basic_auth.set = hc.basic_auth.set;
-	cfg->basic_auth.username = np_strdup_or_null(hc.basic_auth.username, &failed);
-	cfg->basic_auth.password = np_strdup_or_null(hc.basic_auth.password, &failed);
-	cfg->basic_auth.password_file = np_strdup_or_null(hc.basic_auth.password_file, &failed);
-	cfg->authorization.set = hc.authorization.set;
-	cfg->authorization.type = np_strdup_or_null(hc.authorization.type, &failed);
-	cfg->authorization.credentials = np_strdup_or_null(hc.authorization.credentials, &failed);
-	cfg->authorization.credentials_file = np_strdup_or_null(hc.authorization.credentials_file, &failed);
-	cfg->tls_config.ca_pem = np_strdup_or_null(hc.tls.ca_pem, &failed);
-	cfg->tls_config.ca_file = np_strdup_or_null(hc.tls.ca_file, &failed);
-	cfg->tls_config.cert_pem = np_strdup_or_null(hc.tls.cert_pem, &failed);
-	cfg->tls_config.cert_file = np_strdup_or_null(hc.tls.cert_file, &failed);
-	cfg->tls_config.key_pem = np_strdup_or_null(hc.tls.key_pem, &failed);
-	cfg->tls_config.key_file = np_strdup_or_null(hc.tls.key_file, &failed);
-	cfg->tls_config.server_name = np_strdup_or_null(hc.tls.server_name, &failed);
-	cfg->tls_config.min_version = np_strdup_or_null(hc.tls.min_version, &failed);
-	cfg->tls_config.insecure_skip_verify = hc.tls.insecure_skip_verify;
-	cfg->proxy_url = np_strdup_or_null(hc.proxy_url, &failed);
-	cfg->no_proxy = np_strdup_or_null(hc.no_proxy, &failed);
-	cfg->proxy_from_environment = hc.proxy_from_environment;
-	cfg->enable_http2 = hc.enable_http2;
-	cfg->follow_redirects = hc.follow_redirects;
 	if (failed)
 		return np_errf(err, "out of memory");
-	if (cfg_http_client_oauth2(a, &cfg->oauth2, err) ||
-	    cfg_args_each_header(a, "http_headers", header_add, &cfg->http_headers, err) ||
-	    cfg_args_each_header(a, "proxy_connect_header", header_add, &cfg->proxy_connect_header, err))
+	if (cfg_http_client_settings(a, &cfg->http, err))
 		return -1;
 	if (ns) {
 		cfg->namespaces.set = 1;

@@ -1,5 +1,5 @@
 /* pyroscope.write arguments: defaults, deep copy, release (wiping secrets) and
- * validation; the HTTP client settings are util/http_client.h's. See writer.h. */
+ * validation; the HTTP client settings are lib/http_client.h's. See writer.h. */
 #include "agent/write/writer.h"
 
 #include <stdio.h>

@@ -4,7 +4,6 @@
  * pushes, and the multi handle's wakeup lets the writer abort a transfer at once (queue
  * overflow, shutdown) instead of waiting for the timeout. */
 #include <curl/curl.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,23 +27,12 @@ struct np_write_http {
 	struct np_oauth2 *oauth2;    /* the token source of the endpoint's oauth2 block, made on first use */
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static int curl_init_rc;
-
-static void curl_init(void)
-{
-	curl_init_rc = (int)curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 struct np_write_http *np_write_http_new(struct np_err *err)
 {
 	struct np_write_http *h;
 
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK) {
-		np_errf(err, "libcurl initialisation failed: %s", curl_easy_strerror((CURLcode)curl_init_rc));
+	if (np_http_global_init(err))
 		return NULL;
-	}
 	h = calloc(1, sizeof(*h));
 	if (!h || !(h->multi = curl_multi_init()) || !(h->easy = curl_easy_init())) {
 		np_write_http_free(h);
@@ -140,54 +128,68 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 	return len;
 }
 
-/* Sets every option of one attempt on the (reset) easy handle: the Connect unary
- * request (docs/specs/pyroscope-push.md §1.3) over the endpoint's HTTP client settings. *secret is the oauth2
- * Authorization value, or NULL. */
+/* The push URL: the endpoint's base URL without trailing slashes, then the service path. */
+static int push_url(const struct np_write_endpoint *ep, struct np_buf *url, struct np_err *err)
+{
+	size_t base = strlen(ep->url);
+
+	while (base > 0 && ep->url[base - 1] == '/')
+		base--;
+	np_buf_append(url, ep->url, base);
+	np_buf_puts(url, NP_WRITE_PUSH_PATH);
+	return url->failed ? np_errf(err, "out of memory") : 0;
+}
+
+/* The Connect protocol's headers (connect-go's unary client with the proto codec), then
+ * the endpoint's `headers`; curl would wait for 100 Continue on big bodies, Go never asks. */
+static int push_headers(struct np_http_request *req, const struct np_write_endpoint *ep, long timeout_ms,
+			struct np_err *err)
+{
+	char value[32];
+
+	snprintf(value, sizeof(value), "%ld", timeout_ms);
+	if (np_http_request_header(req, "Content-Type", "application/proto", err) ||
+	    np_http_request_header(req, "Connect-Protocol-Version", "1", err) ||
+	    np_http_request_header(req, "Connect-Timeout-Ms", value, err) ||
+	    np_http_request_header(req, "Expect", "", err))
+		return -1;
+	for (size_t i = 0; i < ep->headers.n; i++)
+		if (np_http_request_header(req, ep->headers.v[i].name, ep->headers.v[i].value, err))
+			return -1;
+	return 0;
+}
+
+/* The POST of the body, its time limits, and where the response goes. */
+static int push_transfer(CURL *c, const void *body, size_t len, long timeout_ms, struct response *resp,
+			 struct np_err *err)
+{
+	return NP_CURL_SET(c, CURLOPT_POST, 1L, err) || NP_CURL_SET(c, CURLOPT_POSTFIELDS, body, err) ||
+	       NP_CURL_SET(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len, err) ||
+	       NP_CURL_SET(c, CURLOPT_TIMEOUT_MS, timeout_ms, err) ||
+	       NP_CURL_SET(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 30000 ? timeout_ms : 30000L, err) ||
+	       NP_CURL_SET(c, CURLOPT_TCP_KEEPALIVE, 1L, err) || NP_CURL_SET(c, CURLOPT_WRITEFUNCTION, on_body, err) ||
+	       NP_CURL_SET(c, CURLOPT_WRITEDATA, resp, err) || NP_CURL_SET(c, CURLOPT_HEADERFUNCTION, on_header, err) ||
+	       NP_CURL_SET(c, CURLOPT_HEADERDATA, resp, err) ? -1 : 0;
+}
+
+/* Sets every option of one attempt on a fresh easy handle: the Connect unary request
+ * (docs/specs/pyroscope-push.md §1.3) over the endpoint's HTTP client settings.
+ * oauth2_value is the oauth2 Authorization value, or NULL. */
 static int configure(CURL *c, struct np_http_request *req, const struct np_write_endpoint *ep,
 		     const char *oauth2_value, const void *body, size_t len, int64_t timeout_ns,
 		     struct response *resp, struct np_err *err)
 {
 	long timeout_ms = (long)(timeout_ns / 1000000);
-	size_t base = strlen(ep->url);
 	struct np_buf url = NP_BUF_INIT;
-	char value[32];
 	int rc;
 
 	if (timeout_ms < 1)
 		timeout_ms = 1;
-	while (base > 0 && ep->url[base - 1] == '/')
-		base--;
-	np_buf_append(&url, ep->url, base);
-	np_buf_puts(&url, NP_WRITE_PUSH_PATH);
-	if (url.failed)
-		return np_errf(err, "out of memory");
-
-	/* The Connect protocol (connect-go's unary client with the proto codec), then the
-	 * endpoint's `headers`; curl would wait for 100 Continue on big bodies, Go never asks. */
-	snprintf(value, sizeof(value), "%ld", timeout_ms);
-	rc = np_http_request_header(req, "Content-Type", "application/proto", err) ||
-	     np_http_request_header(req, "Connect-Protocol-Version", "1", err) ||
-	     np_http_request_header(req, "Connect-Timeout-Ms", value, err) ||
-	     np_http_request_header(req, "Expect", "", err);
-	for (size_t i = 0; rc == 0 && i < ep->headers.n; i++)
-		rc = np_http_request_header(req, ep->headers.v[i].name, ep->headers.v[i].value, err);
-	if (rc == 0)
-		rc = np_http_client_apply(c, &ep->http, url.p, NP_WRITE_USER_AGENT, oauth2_value, req, err);
+	rc = push_url(ep, &url, err) || push_headers(req, ep, timeout_ms, err) ||
+	     np_http_client_apply(c, &ep->http, url.p, NP_WRITE_USER_AGENT, oauth2_value, req, err) ||
+	     push_transfer(c, body, len, timeout_ms, resp, err);
 	np_buf_free(&url);
-	if (rc)
-		return -1;
-	if (curl_easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 30000 ? timeout_ms : 30000L) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_WRITEDATA, resp) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_HEADERDATA, resp) != CURLE_OK)
-		return np_errf(err, "libcurl refused the request options");
-	return 0;
+	return rc ? -1 : 0;
 }
 
 /* Drives the transfer until it completes, the timeout hits (libcurl enforces it) or
@@ -255,6 +257,51 @@ static int oauth2_authorization(struct np_write_http *h, const struct np_write_e
 	return rc;
 }
 
+/* Alloy loads any url (an unset env() gives ""); such an endpoint fails every push, at
+ * once and without retries: no attempt can succeed until the file changes. -1 (and r
+ * says why) for such a URL. */
+static int check_url(const struct np_write_endpoint *ep, struct np_write_result *r)
+{
+	const char *url = ep->url ? ep->url : "";
+	int named = ep->name && *ep->name;
+	char shown[256], what[400];
+	struct np_err err;
+
+	np_http_redact_url(url, shown, sizeof(shown));
+	snprintf(what, sizeof(what), "endpoint%s%s%s url \"%s\"", named ? " \"" : "", named ? ep->name : "",
+		 named ? "\"" : "", shown);
+	if (!np_http_check_url(url, what, 0, &err))
+		return 0;
+	r->transport_error = CURLE_URL_MALFORMAT;
+	snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(r->message) - 1, err.msg);
+	return -1;
+}
+
+/* The status, Retry-After and error of a completed transfer into r. */
+static void read_response(CURL *easy, const struct response *resp, struct np_write_result *r)
+{
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
+	snprintf(r->content_type, sizeof(r->content_type), "%s", resp->content_type);
+	if (resp->retry_after[0]) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		r->retry_after_ns = np_write_parse_retry_after(
+			resp->retry_after, (int64_t)now.tv_sec * NP_NSEC_PER_SEC + now.tv_nsec);
+	}
+	if (r->status < 200 || r->status >= 300) {
+		if (strncasecmp(resp->content_type, "application/json", 16) != 0 ||
+		    np_write_parse_connect_error(resp->body, resp->len, r) != 0) {
+			/* Not a Connect error (a proxy, a load balancer): keep the start of the body. */
+			size_t n = resp->len < sizeof(r->message) - 1 ? resp->len : sizeof(r->message) - 1;
+			memcpy(r->message, resp->body, n);
+			r->message[n] = '\0';
+			for (size_t i = 0; i < n; i++)
+				if ((unsigned char)r->message[i] < 0x20)
+					r->message[i] = ' ';
+		}
+	}
+}
+
 void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint *ep, const void *body, size_t len,
 			int64_t timeout_ns, struct np_write_result *r)
 {
@@ -275,22 +322,9 @@ void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint 
 		free(resp);
 		return;
 	}
-	/* Alloy loads any url (an unset env() gives ""); such an endpoint fails every push,
-	 * at once and without retries: no attempt can succeed until the file changes. */
-	{
-		const char *url = ep->url ? ep->url : "";
-		int named = ep->name && *ep->name;
-		char shown[256], what[400];
-		struct np_err uerr;
-		np_http_redact_url(url, shown, sizeof(shown));
-		snprintf(what, sizeof(what), "endpoint%s%s%s url \"%s\"", named ? " \"" : "", named ? ep->name : "",
-			 named ? "\"" : "", shown);
-		if (np_http_check_url(url, what, 0, &uerr)) {
-			r->transport_error = CURLE_URL_MALFORMAT;
-			snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(r->message) - 1, uerr.msg);
-			free(resp);
-			return;
-		}
+	if (check_url(ep, r)) {
+		free(resp);
+		return;
 	}
 	/* The token is asked for first, within the same timeout; a failure is retried like
 	 * a transport error (connect-go reports the round tripper's error as unknown). */
@@ -302,7 +336,7 @@ void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint 
 			r->local_error = 1;
 		goto out;
 	}
-	if (np_curl_easy_renew(&h->easy)) { /* not curl_easy_reset: see util/http_client.h */
+	if (np_curl_easy_renew(&h->easy)) { /* not curl_easy_reset: see lib/http_client.h */
 		r->local_error = 1;
 		snprintf(r->message, sizeof(r->message), "out of memory");
 		goto out;
@@ -322,26 +356,7 @@ void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint 
 		snprintf(r->message, sizeof(r->message), "%s", curl_easy_strerror((CURLcode)rc));
 		goto out;
 	}
-	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &r->status);
-	snprintf(r->content_type, sizeof(r->content_type), "%s", resp->content_type);
-	if (resp->retry_after[0]) {
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		r->retry_after_ns = np_write_parse_retry_after(
-			resp->retry_after, (int64_t)now.tv_sec * NP_NSEC_PER_SEC + now.tv_nsec);
-	}
-	if (r->status < 200 || r->status >= 300) {
-		if (strncasecmp(resp->content_type, "application/json", 16) != 0 ||
-		    np_write_parse_connect_error(resp->body, resp->len, r) != 0) {
-			/* Not a Connect error (a proxy, a load balancer): keep the start of the body. */
-			size_t n = resp->len < sizeof(r->message) - 1 ? resp->len : sizeof(r->message) - 1;
-			memcpy(r->message, resp->body, n);
-			r->message[n] = '\0';
-			for (size_t i = 0; i < n; i++)
-				if ((unsigned char)r->message[i] < 0x20)
-					r->message[i] = ' ';
-		}
-	}
+	read_response(h->easy, resp, r);
 out:
 	np_http_request_release(h->easy, &req);
 	np_secret_free(oauth2_value);

@@ -21,7 +21,7 @@
 NP_MUST_CHECK int np_write_endpoint_copy(struct np_write_endpoint *dst, const struct np_write_endpoint *src,
 					 struct np_err *err);
 void np_write_endpoint_free(struct np_write_endpoint *ep); /* wipes secrets, leaves zeroes */
-/* The endpoint's URL with any password redacted (util/http_client.h), for logs and the
+/* The endpoint's URL with any password redacted (lib/http_client.h), for logs and the
  * `endpoint` metric label. */
 void np_write_endpoint_label(const struct np_write_endpoint *ep, char *buf, size_t cap);
 

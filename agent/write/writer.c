@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "lib/duration.h"
+#include "lib/file.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
+#include "lib/strbuf.h"
 #include "agent/write/endpoint.h"
 #include "agent/write/internal.h"
 
@@ -77,6 +79,8 @@ static int register_families(struct np_writer *w, struct np_metrics *reg, struct
 	return 0;
 }
 
+#define MAX_CHECKED_FILE (16u << 20) /* a CA bundle is well below; a secret's own bound is checked per request */
+
 /* Files the config names must exist at start-up, so that a typo is a config error
  * rather than a stream of failed pushes. They are re-read later (rotation). */
 static int check_files(const struct np_write_config *cfg, struct np_err *err)
@@ -94,16 +98,19 @@ static int check_files(const struct np_write_config *cfg, struct np_err *err)
 			{ "tls_config key_file", ep->http.tls.key_file },
 		};
 		for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
-			FILE *f;
+			struct np_err ferr;
+			char *text;
 			if (!files[k].path || !*files[k].path)
 				continue;
-			f = fopen(files[k].path, "re");
-			if (!f) {
+			/* The bounded non-blocking reader: a FIFO or a device named here must not
+			 * stall the start. */
+			if (!(text = np_read_file(files[k].path, MAX_CHECKED_FILE, NULL, &ferr))) {
 				char where[512];
 				np_write_endpoint_label(ep, where, sizeof(where));
-				return np_errno(err, "endpoint[%zu] (%s): %s %s", i, where, files[k].arg, files[k].path);
+				return np_errf(err, "endpoint[%zu] (%s): %s %s: %s", i, where, files[k].arg, files[k].path,
+					       ferr.code ? strerror(ferr.code) : ferr.msg);
 			}
-			fclose(f);
+			np_secret_free(text);
 		}
 	}
 	return 0;

@@ -93,21 +93,26 @@ static int get_strs(json_t *arr, const char *key, struct k8s_strs *dst, struct n
 	return 0;
 }
 
-static int get_headers(json_t *obj, const char *key, struct k8s_headers *dst, struct np_err *err)
+/* A map(list(string)) of header values: one (name, value) pair per value. */
+static int get_headers(json_t *obj, const char *key, struct np_http_headers *dst, struct np_err *err)
 {
-	json_t *m = json_object_get(obj, key), *v;
+	json_t *m = json_object_get(obj, key), *vals, *v;
 	const char *name;
+	size_t i;
 
 	if (!m)
 		return 0;
 	if (!json_is_object(m))
 		return np_errf(err, "%s: must be an object of lists of strings", key);
-	dst->v = calloc(json_object_size(m) + 1, sizeof(*dst->v));
-	json_object_foreach(m, name, v) {
-		struct k8s_header *h = &dst->v[dst->n++];
-		h->name = strdup(name);
-		if (get_strs(v, key, &h->values, err))
-			return -1;
+	json_object_foreach(m, name, vals) {
+		if (!json_is_array(vals))
+			return np_errf(err, "%s: must be an object of lists of strings", key);
+		json_array_foreach(vals, i, v) {
+			if (!json_is_string(v))
+				return np_errf(err, "%s: must be an object of lists of strings", key);
+			if (np_http_headers_add(dst, name, json_string_value(v), err))
+				return -1;
+		}
 	}
 	return 0;
 }
@@ -157,37 +162,38 @@ static int parse_config(json_t *j, struct k8s_sd_config *c, struct np_err *err)
 	static const char *const npk[] = { "serviceaccount_dir", "credentials_reread", "debounce_quiet", "debounce_max",
 					   "initial_wait", "min_watch_timeout", "watch_idle_timeout", "request_timeout", "connect_timeout",
 					   "max_object_bytes", "page_size", NULL };
+	struct np_http_client_config *h = &c->http;
 	json_t *b;
 
 	if (check_keys(j, "config", top, err))
 		return -1;
 	if (get_str(j, "role", &c->role, err) || get_str(j, "api_server", &c->api_server, err) ||
-	    get_str(j, "kubeconfig_file", &c->kubeconfig_file, err) || get_str(j, "bearer_token", &c->bearer_token, err) ||
-	    get_str(j, "bearer_token_file", &c->bearer_token_file, err) || get_str(j, "proxy_url", &c->proxy_url, err) ||
-	    get_str(j, "no_proxy", &c->no_proxy, err) ||
-	    get_bool(j, "proxy_from_environment", &c->proxy_from_environment, err) ||
-	    get_bool(j, "enable_http2", &c->enable_http2, err) || get_bool(j, "follow_redirects", &c->follow_redirects, err) ||
-	    get_headers(j, "http_headers", &c->http_headers, err) ||
-	    get_headers(j, "proxy_connect_header", &c->proxy_connect_header, err))
+	    get_str(j, "kubeconfig_file", &c->kubeconfig_file, err) || get_str(j, "bearer_token", &h->bearer_token, err) ||
+	    get_str(j, "bearer_token_file", &h->bearer_token_file, err) || get_str(j, "proxy_url", &h->proxy_url, err) ||
+	    get_str(j, "no_proxy", &h->no_proxy, err) ||
+	    get_bool(j, "proxy_from_environment", &h->proxy_from_environment, err) ||
+	    get_bool(j, "enable_http2", &h->enable_http2, err) || get_bool(j, "follow_redirects", &h->follow_redirects, err) ||
+	    get_headers(j, "http_headers", &h->http_headers, err) ||
+	    get_headers(j, "proxy_connect_header", &h->proxy_connect_headers, err))
 		return -1;
 	if ((b = json_object_get(j, "basic_auth"))) {
-		c->basic_auth.set = 1;
-		if (check_keys(b, "basic_auth", basic, err) || get_str(b, "username", &c->basic_auth.username, err) ||
-		    get_str(b, "password", &c->basic_auth.password, err) ||
-		    get_str(b, "password_file", &c->basic_auth.password_file, err))
+		h->basic_auth.set = 1;
+		if (check_keys(b, "basic_auth", basic, err) || get_str(b, "username", &h->basic_auth.username, err) ||
+		    get_str(b, "password", &h->basic_auth.password, err) ||
+		    get_str(b, "password_file", &h->basic_auth.password_file, err))
 			return -1;
 	}
 	if ((b = json_object_get(j, "authorization"))) {
-		c->authorization.set = 1;
-		if (check_keys(b, "authorization", authz, err) || get_str(b, "type", &c->authorization.type, err) ||
-		    get_str(b, "credentials", &c->authorization.credentials, err) ||
-		    get_str(b, "credentials_file", &c->authorization.credentials_file, err))
+		h->authorization.set = 1;
+		if (check_keys(b, "authorization", authz, err) || get_str(b, "type", &h->authorization.type, err) ||
+		    get_str(b, "credentials", &h->authorization.credentials, err) ||
+		    get_str(b, "credentials_file", &h->authorization.credentials_file, err))
 			return -1;
 	}
-	if (oauth2_from_json(json_object_get(j, "oauth2"), &c->oauth2, err))
+	if (oauth2_from_json(json_object_get(j, "oauth2"), &h->oauth2, err))
 		return -1;
 	if ((b = json_object_get(j, "tls_config"))) {
-		struct k8s_tls_config *t = &c->tls_config;
+		struct np_http_tls *t = &h->tls;
 		if (check_keys(b, "tls_config", tls, err) || get_str(b, "ca_pem", &t->ca_pem, err) ||
 		    get_str(b, "ca_file", &t->ca_file, err) || get_str(b, "cert_pem", &t->cert_pem, err) ||
 		    get_str(b, "cert_file", &t->cert_file, err) || get_str(b, "key_pem", &t->key_pem, err) ||

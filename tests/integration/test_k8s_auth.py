@@ -375,7 +375,7 @@ class ConfigErrors(k8s.Case):
             (dict(base, selectors=[{"role": "pod", "field": "a=b=c"}]), "unescaped '='"),
             (dict(base, selectors=[{"role": "pod", "label": "app in (a"}]), "invalid label selector"),
             (dict(base, selectors=[{"role": "pod", "label": "-bad=x"}]), "is not a valid label key"),
-            (dict(base, http_headers={"Authorization": ["x"]}), 'setting header "Authorization" is not allowed'),
+            (dict(base, http_headers={"Authorization": ["x"]}), "http_headers: header Authorization is reserved"),
             (dict(base, no_proxy="10.0.0.0/8"), "if no_proxy is configured, proxy_url must also be configured"),
             (dict(base, proxy_from_environment=True, proxy_url="http://p:3128"),
              "if proxy_from_environment is configured, proxy_url must not be configured"),

@@ -22,7 +22,9 @@ static char dir[] = "/tmp/np-http-client-XXXXXX";
 
 static int setup(void **state)
 {
-	return mkdtemp(dir) ? 0 : -1;
+	struct np_err err;
+
+	return mkdtemp(dir) && np_http_global_init(&err) == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -162,6 +164,7 @@ static void request_gets_headers_auth_and_route(void **state)
 	assert_int_equal(np_http_headers_add(&c.http_headers, "foo", "foobar", &err), 0);
 	assert_int_equal(np_http_headers_add(&c.http_headers, "X-Multi", "1", &err), 0);
 	assert_int_equal(np_http_headers_add(&c.http_headers, "X-Multi", "2", &err), 0);
+	assert_int_equal(np_http_headers_add(&c.http_headers, "X-Empty", "", &err), 0);
 	c.proxy_url = strdup("http://127.0.0.1:3128");
 	assert_int_equal(np_http_headers_add(&c.proxy_connect_headers, "X-Proxy-Token", "t0k", &err), 0);
 
@@ -174,6 +177,7 @@ static void request_gets_headers_auth_and_route(void **state)
 	assert_true(has_line(r.headers, "Content-Type: application/proto"));
 	assert_true(has_line(r.headers, "foo: foobar"));
 	assert_true(has_line(r.headers, "X-Multi: 1") && has_line(r.headers, "X-Multi: 2"));
+	assert_true(has_line(r.headers, "X-Empty;")); /* sent empty, as Go does ("X-Empty:" would drop it) */
 	assert_true(has_line(r.headers, "Authorization: Custom s3cret"));
 	assert_true(has_line(r.proxy_headers, "X-Proxy-Token: t0k"));
 	np_http_request_release(h, &r);
@@ -201,6 +205,30 @@ static void request_gets_headers_auth_and_route(void **state)
 	np_http_request_release(h, &r);
 	assert_int_equal(np_http_client_apply(h, &c, "http://127.0.0.1:2375/", NULL, "Bearer tok", &r, &err), 0);
 	assert_true(has_line(r.headers, "Authorization: Bearer tok"));
+	np_http_request_release(h, &r);
+	np_http_client_config_free(&c);
+	curl_easy_cleanup(h);
+}
+
+/* An option libcurl refuses fails the request with the option's name, through the one
+ * checked setopt every client uses. */
+static void refused_option_is_named(void **state)
+{
+	struct np_http_client_config c;
+	struct np_http_request r = NP_HTTP_REQUEST_INIT;
+	CURL *h = curl_easy_init();
+	struct np_err err;
+
+	assert_non_null(h);
+	assert_int_equal(NP_CURL_SET(h, CURLOPT_HTTP_VERSION, -1L, &err), -1);
+	assert_non_null(strstr(err.msg, "libcurl refused CURLOPT_HTTP_VERSION: "));
+	assert_int_equal(NP_CURL_SET(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1, &err), 0);
+
+	/* settings that skipped validation: an unknown TLS version reaches libcurl as -1 */
+	np_http_client_config_init(&c);
+	c.tls.min_version = strdup("TLS99");
+	assert_int_equal(np_http_client_apply(h, &c, "https://127.0.0.1:1/", NULL, NULL, &r, &err), -1);
+	assert_non_null(strstr(err.msg, "libcurl refused CURLOPT_SSLVERSION: "));
 	np_http_request_release(h, &r);
 	np_http_client_config_free(&c);
 	curl_easy_cleanup(h);
@@ -249,6 +277,7 @@ int main(void)
 		cmocka_unit_test(tls_and_header_lists_copy_and_compare),
 		cmocka_unit_test(request_gets_headers_auth_and_route),
 		cmocka_unit_test(validation_names_the_argument),
+		cmocka_unit_test(refused_option_is_named),
 	};
 
 	return cmocka_run_group_tests_name("http_client", tests, setup, teardown);

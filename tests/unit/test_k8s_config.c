@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -47,27 +51,27 @@ static void validation(void **state)
 		assert_int_equal(k8s_sd_config_validate(&c, &err), 0); /* in-cluster, all namespaces */
 	}
 	/* In-cluster, Alloy ignores HTTP client settings instead of refusing them. */
-	set(&c.bearer_token, "x");
+	set(&c.http.bearer_token, "x");
 	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	set(&c.api_server, "https://10.0.0.1:6443");
 	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
-	set(&c.bearer_token_file, "/t");
+	set(&c.http.bearer_token_file, "/t");
 	expect_invalid(&c, "at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file");
-	set(&c.bearer_token_file, NULL);
-	c.basic_auth.set = 1;
+	set(&c.http.bearer_token_file, NULL);
+	c.http.basic_auth.set = 1;
 	expect_invalid(&c, "at most one of");
-	set(&c.bearer_token, NULL);
-	set(&c.basic_auth.password, "p");
-	set(&c.basic_auth.password_file, "/p");
+	set(&c.http.bearer_token, NULL);
+	set(&c.http.basic_auth.password, "p");
+	set(&c.http.basic_auth.password_file, "/p");
 	expect_invalid(&c, "at most one of basic_auth password & password_file");
-	c.basic_auth.set = 0;
-	set(&c.tls_config.ca_pem, "x");
-	set(&c.tls_config.ca_file, "/x");
+	c.http.basic_auth.set = 0;
+	set(&c.http.tls.ca_pem, "x");
+	set(&c.http.tls.ca_file, "/x");
 	expect_invalid(&c, "at most one of ca_pem and ca_file");
-	set(&c.tls_config.ca_pem, NULL);
-	set(&c.tls_config.key_file, "/k");
+	set(&c.http.tls.ca_pem, NULL);
+	set(&c.http.tls.key_file, "/k");
 	expect_invalid(&c, "exactly one of cert_pem or cert_file must be configured when a client key");
-	set(&c.tls_config.cert_file, "/c");
+	set(&c.http.tls.cert_file, "/c");
 	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	/* Alloy loads these (the kubeconfig wins; the rest is ignored, with warnings from the config layer). */
 	set(&c.kubeconfig_file, "/kc");
@@ -79,9 +83,9 @@ static void validation(void **state)
 	k8s_sd_config_init(&c);
 	set(&c.role, "pod");
 	set(&c.kubeconfig_file, "/kc");
-	c.enable_http2 = 0; /* not the default: a custom HTTP client configuration, ignored as in Alloy */
+	c.http.enable_http2 = 0; /* not the default: a custom HTTP client configuration, ignored as in Alloy */
 	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
-	c.enable_http2 = 1;
+	c.http.enable_http2 = 1;
 	c.namespaces.own_namespace = 1;
 	assert_int_equal(k8s_sd_config_validate(&c, &err), 0);
 	c.namespaces.own_namespace = 0;
@@ -113,16 +117,11 @@ static void copy_is_deep(void **state)
 	k8s_sd_config_init(&c);
 	set(&c.role, "pod");
 	set(&c.api_server, "https://h");
-	c.http_headers.v = calloc(1, sizeof(*c.http_headers.v));
-	c.http_headers.n = 1;
-	set(&c.http_headers.v[0].name, "X-A");
-	c.http_headers.v[0].values.v = calloc(1, sizeof(char *));
-	c.http_headers.v[0].values.n = 1;
-	set(&c.http_headers.v[0].values.v[0], "v");
+	assert_int_equal(np_http_headers_add(&c.http.http_headers, "X-A", "v", &err), 0);
 	assert_int_equal(k8s_sd_config_copy(&d, &c, &err), 0);
 	k8s_sd_config_free(&c);
 	assert_string_equal(d.api_server, "https://h");
-	assert_string_equal(d.http_headers.v[0].values.v[0], "v");
+	assert_string_equal(d.http.http_headers.v[0].value, "v");
 	assert_int_equal(d.tunables.page_size, 500);
 	assert_int_equal(k8s_sd_config_validate(&d, &err), 0);
 	k8s_sd_config_free(&d);
@@ -240,11 +239,21 @@ static void kubeconfig(void **state)
 	}
 }
 
+static int has_line(const struct curl_slist *l, const char *line)
+{
+	for (; l; l = l->next)
+		if (strcmp(l->data, line) == 0)
+			return 1;
+	return 0;
+}
+
 static void conn_server_name_and_in_cluster(void **state)
 {
 	struct k8s_sd_config c;
 	struct k8s_conn conn;
+	struct np_http_request req = NP_HTTP_REQUEST_INIT;
 	struct np_err err;
+	CURL *h;
 	char dir[] = "/tmp/nodeprof-k8s-unit-XXXXXX";
 	char path[128];
 	FILE *f;
@@ -252,16 +261,24 @@ static void conn_server_name_and_in_cluster(void **state)
 	k8s_sd_config_init(&c);
 	set(&c.role, "pod");
 	set(&c.api_server, "https://10.0.0.1:6443/prefix/");
-	set(&c.tls_config.server_name, "kubernetes.default.svc");
-	set(&c.bearer_token, "tok");
+	set(&c.http.tls.server_name, "kubernetes.default.svc");
+	set(&c.http.bearer_token, "tok");
+	assert_int_equal(np_http_global_init(&err), 0);
 	assert_int_equal(k8s_conn_resolve(&c, &conn, &err), 0);
-	assert_string_equal(conn.base_url, "https://kubernetes.default.svc:6443/prefix");
-	assert_string_equal(conn.connect_to, "kubernetes.default.svc:6443:10.0.0.1:6443");
-	assert_string_equal(conn.host_header, "Host: 10.0.0.1:6443");
-	assert_int_equal(conn.auth, K8S_AUTH_HEADER);
-	assert_string_equal(conn.auth_type, "Bearer");
-	assert_string_equal(conn.proxy, ""); /* no proxy unless asked, as Prometheus */
-	assert_int_equal(conn.min_tls, 12);
+	assert_string_equal(conn.base_url, "https://10.0.0.1:6443/prefix");
+	assert_null(conn.http.proxy_url); /* no proxy unless asked, as Prometheus */
+	assert_int_equal(conn.http.proxy_from_environment, 0);
+	/* The request goes to the server name, connects to the address, keeps its Host. */
+	h = curl_easy_init();
+	assert_non_null(h);
+	assert_int_equal(k8s_conn_apply(&conn, h, "/api/v1/pods", &req, &err), 0);
+	assert_string_equal(req.url, "https://kubernetes.default.svc:6443/prefix/api/v1/pods");
+	assert_string_equal(req.connect_to->data, "kubernetes.default.svc:6443:10.0.0.1:6443");
+	assert_true(has_line(req.headers, "Host: 10.0.0.1:6443"));
+	assert_true(has_line(req.headers, "Authorization: Bearer tok"));
+	assert_true(has_line(req.headers, "Accept: application/json"));
+	np_http_request_release(h, &req);
+	curl_easy_cleanup(h);
 	k8s_conn_free(&conn);
 	k8s_sd_config_free(&c);
 
@@ -279,8 +296,8 @@ static void conn_server_name_and_in_cluster(void **state)
 	assert_int_equal(k8s_conn_resolve(&c, &conn, &err), 0);
 	assert_string_equal(conn.base_url, "https://[fd00::1]:443");
 	assert_string_equal(conn.credentials, "t1");
-	assert_null(conn.ca_file); /* no ca.crt: system roots, as client-go */
-	assert_null(conn.proxy);   /* client-go honours the proxy environment */
+	assert_null(conn.http.tls.ca_file);		      /* no ca.crt: system roots, as client-go */
+	assert_int_equal(conn.http.proxy_from_environment, 1); /* client-go honours the proxy environment */
 	assert_int_equal(k8s_conn_refresh(&conn, 10, 60, 0, &err), 0); /* not due */
 	f = fopen(path, "w");
 	fputs("t2", f);
@@ -299,6 +316,68 @@ static void conn_server_name_and_in_cluster(void **state)
 	assert_non_null(strstr(err.msg, "KUBERNETES_SERVICE_HOST"));
 	k8s_sd_config_free(&c);
 	rmdir(dir);
+}
+
+/* proxy_from_environment reads the environment as Go does, through lib/http_client.h:
+ * HTTP_PROXY (upper case) for an http:// apiserver, which libcurl alone ignores (it
+ * reads only http_proxy for http://). The proxy here accepts and never answers: the
+ * request line it received tells where the client sent it. */
+static void conn_proxy_from_environment_as_go(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct np_http_request req = NP_HTTP_REQUEST_INIT;
+	struct k8s_sd_config c;
+	struct k8s_conn conn;
+	struct np_err err;
+	char proxy[64], got[512] = "";
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
+	struct pollfd p;
+	size_t n = 0;
+	CURL *h;
+
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", ntohs(a.sin_port));
+	unsetenv("http_proxy");
+	unsetenv("NO_PROXY");
+	unsetenv("no_proxy");
+	setenv("HTTP_PROXY", proxy, 1);
+
+	k8s_sd_config_init(&c);
+	set(&c.role, "pod");
+	set(&c.api_server, "http://apiserver.invalid:8080");
+	c.http.proxy_from_environment = 1;
+	assert_int_equal(k8s_conn_resolve(&c, &conn, &err), 0);
+	h = curl_easy_init();
+	assert_non_null(h);
+	assert_int_equal(k8s_conn_apply(&conn, h, "/api/v1/pods", &req, &err), 0);
+	assert_int_equal(NP_CURL_SET(h, CURLOPT_TIMEOUT_MS, 500L, &err), 0);
+	assert_int_not_equal(curl_easy_perform(h), CURLE_OK); /* the proxy never answers */
+
+	p.fd = ls;
+	p.events = POLLIN;
+	assert_int_equal(poll(&p, 1, 0), 1); /* connected, or the request went elsewhere */
+	fd = accept(ls, NULL, NULL);
+	assert_true(fd >= 0);
+	p.fd = fd;
+	while (n < sizeof(got) - 1 && !strstr(got, "\r\n") && poll(&p, 1, 5000) == 1) {
+		ssize_t r = read(fd, got + n, sizeof(got) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		got[n] = '\0';
+	}
+	assert_non_null(strstr(got, "GET http://apiserver.invalid:8080/api/v1/pods HTTP/1.1\r\n"));
+	close(fd);
+	close(ls);
+	unsetenv("HTTP_PROXY");
+	np_http_request_release(h, &req);
+	curl_easy_cleanup(h);
+	k8s_conn_free(&conn);
+	k8s_sd_config_free(&c);
 }
 
 /* client-go's shape with a 0.5 s floor and a 1 s cap, jittered by [1, 1.5): never a
@@ -339,6 +418,7 @@ int main(void)
 		cmocka_unit_test(selectors),
 		cmocka_unit_test(kubeconfig),
 		cmocka_unit_test(conn_server_name_and_in_cluster),
+		cmocka_unit_test(conn_proxy_from_environment_as_go),
 		cmocka_unit_test(backoff_like_client_go),
 	};
 

@@ -8,6 +8,7 @@
  * would fail every request). The runtime is agent/discovery/kubernetes_component.c. */
 #include <string.h>
 
+#include "agent/config/http_client.h"
 #include "agent/config/types/types.h"
 
 static const char *const roles[] = { "pod", "node", "service", "endpoints", "endpointslice", "ingress", NULL };

@@ -4,6 +4,7 @@
  * capsule pyroscope.ebpf's forward_to takes. The runtime is agent/write/component.c. */
 #include <string.h>
 
+#include "agent/config/http_client.h"
 #include "agent/config/types/types.h"
 
 /* Alloy checks nothing about the URL when it loads (write.go: url is a plain string,
