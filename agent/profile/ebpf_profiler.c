@@ -466,6 +466,99 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 	}
 }
 
+/* What a profile's hand-out did, for the stats. */
+struct handed {
+	uint64_t sent, dropped, bytes;
+};
+
+/* Gives each sink of the byte kind its own copy of the gzipped profile: the last one
+ * takes the buffer (steal), the others a copy. */
+static void hand_bytes(struct np_ebpf_profiler *p, const struct slot *sl, const struct np_profile_sink *sinks,
+		       size_t nsinks, struct np_buf *gz, struct handed *h)
+{
+	size_t last = nsinks, len = gz->len;
+	struct np_err err;
+
+	for (size_t k = 0; k < nsinks; k++)
+		if (sinks[k].append)
+			last = k;
+	for (size_t k = 0; k < nsinks; k++) {
+		if (!sinks[k].append)
+			continue;
+		void *own = k == last ? np_buf_steal(gz, NULL) : malloc(len ? len : 1);
+		if (!own) {
+			h->dropped++;
+			continue;
+		}
+		if (k != last)
+			memcpy(own, gz->p, len);
+		if (sinks[k].append(sinks[k].ud, &sl->labels, own, len, &err)) {
+			np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name, "error",
+			       err.msg, NULL);
+			h->dropped++;
+		} else {
+			h->sent++;
+			h->bytes += len;
+		}
+	}
+}
+
+/* Lends the built profile to each sink that reads it in place. */
+static void hand_built(struct np_ebpf_profiler *p, const struct slot *sl, const struct np_profile_sink *sinks,
+		       size_t nsinks, int64_t duration, size_t gz_len, struct handed *h)
+{
+	struct np_err err;
+
+	for (size_t k = 0; k < nsinks; k++) {
+		if (!sinks[k].append_built)
+			continue;
+		if (sinks[k].append_built(sinks[k].ud, &sl->labels, sl->b, duration, &err)) {
+			np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name, "error",
+			       err.msg, NULL);
+			h->dropped++;
+		} else {
+			h->sent++;
+			h->bytes += gz_len; /* counted as the pprof it stands for, as before */
+		}
+	}
+}
+
+/* Encodes one target's profile of the interval and hands it to every sink. The pprof
+ * is built even when no sink sends it on: pyroscope_ebpf_pprof_bytes_total counts it. */
+static void hand_out(struct np_ebpf_profiler *p, struct slot *sl, const struct np_profile_sink *sinks,
+		     size_t nsinks, int64_t duration)
+{
+	struct np_buf raw = NP_BUF_INIT, gz = NP_BUF_INIT;
+	struct handed h = { 0, 0, 0 };
+	struct np_err err;
+	size_t gz_len = 0;
+
+	if (np_pprof_encode(sl->b, duration, &raw, &err) || np_gzip(raw.p, raw.len, 1, &gz, &err)) {
+		np_log(NP_WARN, "pyroscope.ebpf", "cannot build a profile", "component_id", p->name, "error", err.msg,
+		       NULL);
+		h.dropped = nsinks;
+	} else {
+		gz_len = gz.len;
+		if (p->cfg.verbose)
+			np_log(NP_INFO, "pyroscope.ebpf", "profile collected", "component_id", p->name, "service_name",
+			       np_labels_get(&sl->labels, "service_name"), "samples", NP_LOG_INT(np_pprof_total(sl->b)),
+			       "bytes", NP_LOG_INT(gz_len), NULL);
+		/* The built profile first: the byte sinks may free the buffer, never the builder. */
+		hand_built(p, sl, sinks, nsinks, duration, gz_len, &h);
+		hand_bytes(p, sl, sinks, nsinks, &gz, &h);
+	}
+	if (h.sent && p->cfg.metrics)
+		np_ebpf_metrics_profile(p->cfg.metrics, np_labels_get(&sl->labels, "service_name"), gz_len,
+					np_pprof_sample_count(sl->b));
+	pthread_mutex_lock(&p->mu);
+	p->stats.profiles += h.sent;
+	p->stats.profile_bytes += h.bytes;
+	p->stats.dropped += h.dropped;
+	pthread_mutex_unlock(&p->mu);
+	np_buf_free(&raw);
+	np_buf_free(&gz);
+}
+
 /* Hands every profile of the interval to the sinks and starts a new interval. */
 static void flush(struct np_ebpf_profiler *p)
 {
@@ -486,50 +579,7 @@ static void flush(struct np_ebpf_profiler *p)
 
 	for (uint32_t i = 1; i <= p->slot_index.n; i++) {
 		struct slot *sl = &p->slots[i - 1];
-		struct np_buf raw = NP_BUF_INIT, gz = NP_BUF_INIT;
-		struct np_err err;
-		uint64_t dropped = 0, sent = 0, bytes = 0;
-		size_t gz_len = 0;
-
-		if (np_pprof_encode(sl->b, duration, &raw, &err) || np_gzip(raw.p, raw.len, 1, &gz, &err)) {
-			np_log(NP_WARN, "pyroscope.ebpf", "cannot build a profile", "component_id", p->name, "error", err.msg,
-			       NULL);
-			dropped = nsinks;
-		} else {
-			gz_len = gz.len;
-			if (p->cfg.verbose)
-				np_log(NP_INFO, "pyroscope.ebpf", "profile collected", "component_id", p->name, "service_name",
-				       np_labels_get(&sl->labels, "service_name"), "samples",
-				       NP_LOG_INT(np_pprof_total(sl->b)), "bytes", NP_LOG_INT(gz_len), NULL);
-			for (size_t k = 0; k < nsinks; k++) {
-				/* Each sink owns its profile: the last one takes the buffer, the others a copy. */
-				void *own = k + 1 == nsinks ? np_buf_steal(&gz, NULL) : malloc(gz_len ? gz_len : 1);
-				if (!own) {
-					dropped++;
-					continue;
-				}
-				if (k + 1 < nsinks)
-					memcpy(own, gz.p, gz_len);
-				if (sinks[k].append(sinks[k].ud, &sl->labels, own, gz_len, &err)) {
-					np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name,
-					       "error", err.msg, NULL);
-					dropped++;
-				} else {
-					sent++;
-					bytes += gz_len;
-				}
-			}
-		}
-		if (sent && p->cfg.metrics)
-			np_ebpf_metrics_profile(p->cfg.metrics, np_labels_get(&sl->labels, "service_name"), gz_len,
-						np_pprof_sample_count(sl->b));
-		pthread_mutex_lock(&p->mu);
-		p->stats.profiles += sent;
-		p->stats.profile_bytes += bytes;
-		p->stats.dropped += dropped;
-		pthread_mutex_unlock(&p->mu);
-		np_buf_free(&raw);
-		np_buf_free(&gz);
+		hand_out(p, sl, sinks, nsinks, duration);
 		np_pprof_free(sl->b);
 		np_labels_free(&sl->labels);
 	}
