@@ -164,97 +164,120 @@ static int cmp_entry(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* Rebuilds frames, stacks and series from what the buckets still reference. All or
- * nothing: on allocation failure the store is left as it was. */
-static int compact(struct np_store *s)
-{
-	struct np_intern frames = NP_INTERN_INIT, stacks = NP_INTERN_INIT, series_ids = NP_INTERN_INIT;
-	uint32_t *frame_map = calloc(s->frames.n + 1, sizeof(uint32_t));
-	uint32_t *stack_map = calloc(s->stacks.n + 1, sizeof(uint32_t));
-	uint32_t *series_map = calloc(s->series_ids.n + 1, sizeof(uint32_t));
-	uint32_t *key = malloc(s->cfg.max_stack_depth * sizeof(uint32_t));
-	struct series *series = NULL;
-	size_t series_cap = 0, series_bytes = 0;
-	int rc = -1;
+/* The tables a compaction builds, and the old ids to new ids (index: old id; 0: dead). */
+struct rebuild {
+	struct np_intern frames, stacks, series_ids;
+	uint32_t *frame_map, *stack_map, *series_map;
+	uint32_t *key; /* scratch: one stack */
+};
 
-	if (!frame_map || !stack_map || !series_map || !key)
-		goto out;
+static void rebuild_free(struct rebuild *r)
+{
+	np_intern_free(&r->frames);
+	np_intern_free(&r->stacks);
+	np_intern_free(&r->series_ids);
+	free(r->frame_map);
+	free(r->stack_map);
+	free(r->series_map);
+	free(r->key);
+}
+
+/* Interns a live stack, and its frames, into the new tables. */
+static int rebuild_stack(const struct np_store *s, struct rebuild *r, uint32_t stack)
+{
+	size_t klen;
+	const char *old = np_intern_key(&s->stacks, stack, &klen);
+	size_t n = klen / sizeof(uint32_t);
+
+	for (size_t f = 0; f < n; f++) {
+		uint32_t of;
+		memcpy(&of, old + f * sizeof(uint32_t), sizeof(of));
+		if (!r->frame_map[of]) {
+			size_t flen;
+			const char *fk = np_intern_key(&s->frames, of, &flen);
+			if (!(r->frame_map[of] = np_intern_add(&r->frames, fk, flen, NULL)))
+				return -1;
+		}
+		r->key[f] = r->frame_map[of];
+	}
+	r->stack_map[stack] = np_intern_add(&r->stacks, r->key, n * sizeof(uint32_t), NULL);
+	return r->stack_map[stack] ? 0 : -1;
+}
+
+/* Interns what the buckets reference, in the order they reference it. */
+static int rebuild_tables(const struct np_store *s, struct rebuild *r)
+{
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		for (size_t i = 0; i < s->buckets[b].n; i++) {
 			const struct entry *e = &s->buckets[b].e[i];
-			if (!series_map[e->series]) {
+			if (!r->series_map[e->series]) {
 				size_t klen;
 				const char *k = np_intern_key(&s->series_ids, e->series, &klen);
-				if (!(series_map[e->series] = np_intern_add(&series_ids, k, klen, NULL)))
-					goto out;
+				if (!(r->series_map[e->series] = np_intern_add(&r->series_ids, k, klen, NULL)))
+					return -1;
 			}
-			if (!stack_map[e->stack]) {
-				size_t klen;
-				const uint32_t *old = (const uint32_t *)(const void *)np_intern_key(&s->stacks, e->stack, &klen);
-				size_t n = klen / sizeof(uint32_t);
-				for (size_t f = 0; f < n; f++) {
-					uint32_t of;
-					memcpy(&of, old + f, sizeof(of));
-					if (!frame_map[of]) {
-						size_t flen;
-						const char *fk = np_intern_key(&s->frames, of, &flen);
-						if (!(frame_map[of] = np_intern_add(&frames, fk, flen, NULL)))
-							goto out;
-					}
-					key[f] = frame_map[of];
-				}
-				if (!(stack_map[e->stack] = np_intern_add(&stacks, key, n * sizeof(uint32_t), NULL)))
-					goto out;
-			}
+			if (!r->stack_map[e->stack] && rebuild_stack(s, r, e->stack))
+				return -1;
 		}
 	}
-	/* Live series move to a new array in their new order; the rest are freed below. */
-	series_cap = series_ids.n;
-	series = calloc(series_cap + 1, sizeof(*series));
+	return 0;
+}
+
+/* Live series move to a new array in their new order; the rest are freed. */
+static int move_series(struct np_store *s, const struct rebuild *r)
+{
+	size_t cap = r->series_ids.n, bytes = 0;
+	struct series *series = calloc(cap + 1, sizeof(*series));
+
 	if (!series)
-		goto out;
+		return -1;
 	for (uint32_t id = 1; id <= s->series_ids.n; id++) {
 		struct series *se = &s->series[id - 1];
-		if (series_map[id]) {
-			series[series_map[id] - 1] = *se;
-			series_bytes += se->block_len;
+		if (r->series_map[id]) {
+			series[r->series_map[id] - 1] = *se;
+			bytes += se->block_len;
 		} else {
 			series_free(se);
 		}
 	}
 	free(s->series);
 	s->series = series;
-	s->series_cap = series_cap;
-	s->series_bytes = series_bytes;
+	s->series_cap = cap;
+	s->series_bytes = bytes;
+	return 0;
+}
+
+/* Rebuilds frames, stacks and series from what the buckets still reference. All or
+ * nothing: on allocation failure the store is left as it was. */
+static int compact(struct np_store *s)
+{
+	struct rebuild r = { .frames = NP_INTERN_INIT, .stacks = NP_INTERN_INIT, .series_ids = NP_INTERN_INIT };
+
+	r.frame_map = calloc(s->frames.n + 1, sizeof(uint32_t));
+	r.stack_map = calloc(s->stacks.n + 1, sizeof(uint32_t));
+	r.series_map = calloc(s->series_ids.n + 1, sizeof(uint32_t));
+	r.key = malloc(s->cfg.max_stack_depth * sizeof(uint32_t));
+	if (!r.frame_map || !r.stack_map || !r.series_map || !r.key || rebuild_tables(s, &r) || move_series(s, &r)) {
+		rebuild_free(&r);
+		return -1;
+	}
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		struct bucket *bk = &s->buckets[b];
 		for (size_t i = 0; i < bk->n; i++) {
-			bk->e[i].series = series_map[bk->e[i].series];
-			bk->e[i].stack = stack_map[bk->e[i].stack];
+			bk->e[i].series = r.series_map[bk->e[i].series];
+			bk->e[i].stack = r.stack_map[bk->e[i].stack];
 		}
 		qsort(bk->e, bk->n, sizeof(*bk->e), cmp_entry);
 	}
-	np_intern_free(&s->frames);
-	np_intern_free(&s->stacks);
-	np_intern_free(&s->series_ids);
-	s->frames = frames;
-	s->stacks = stacks;
-	s->series_ids = series_ids;
-	memset(&frames, 0, sizeof(frames));
-	memset(&stacks, 0, sizeof(stacks));
-	memset(&series_ids, 0, sizeof(series_ids));
+	/* The new tables replace the old ones, which rebuild_free then frees. */
+	struct np_intern t;
+	t = s->frames, s->frames = r.frames, r.frames = t;
+	t = s->stacks, s->stacks = r.stacks, r.stacks = t;
+	t = s->series_ids, s->series_ids = r.series_ids, r.series_ids = t;
+	rebuild_free(&r);
 	s->evicted_since_compaction = 0;
 	s->st.compactions++;
-	rc = 0;
-out:
-	np_intern_free(&frames);
-	np_intern_free(&stacks);
-	np_intern_free(&series_ids);
-	free(frame_map);
-	free(stack_map);
-	free(series_map);
-	free(key);
-	return rc;
+	return 0;
 }
 
 /* Compacts once a quarter of the buckets turned over since the last compaction. */
