@@ -231,42 +231,45 @@ static int allow_wanted(void *ud, uint64_t key)
 	return np_intern_find(&a->cgroups, &key, sizeof(key)) != 0;
 }
 
+/* Sets the allow-list entry of every key of `from` that `other` lacks (other NULL: of
+ * every key) to `on`: keys are u32 PIDs or u64 cgroup IDs. The first failure is kept in
+ * err (failed says whether there was one before); returns the failures. */
+static size_t allow_missing(struct np_sampler *s, int pids, const struct np_intern *from,
+			    const struct np_intern *other, int on, size_t failed, struct np_err *err)
+{
+	struct np_err e;
+
+	for (uint32_t i = 1; from && i <= from->n; i++) {
+		size_t len;
+		const char *k = np_intern_key(from, i, &len);
+		uint64_t id = 0;
+		uint32_t pid = 0;
+		int rc;
+		if (other && np_intern_find(other, k, len))
+			continue;
+		if (pids) {
+			memcpy(&pid, k, sizeof(pid));
+			rc = np_sampler_allow_pid(s, pid, on, failed ? &e : err);
+		} else {
+			memcpy(&id, k, sizeof(id));
+			rc = np_sampler_allow_cgroup(s, id, on, failed ? &e : err);
+		}
+		failed += rc != 0;
+	}
+	return failed;
+}
+
 /* Adds the keys of `want` that `have` lacks (have NULL: all of them) and removes those of
  * `have` that `want` lacks, going on past a failure (the first one is kept in err).
  * Returns how many updates failed. */
 static size_t allow_diff(struct np_sampler *s, const struct allow_scan *want, const struct np_intern *have_cgroups,
 			 const struct np_intern *have_pids, struct np_err *err)
 {
-	size_t failed = 0;
-	struct np_err e;
+	size_t failed = allow_missing(s, 0, &want->cgroups, have_cgroups, 1, 0, err);
 
-	for (uint32_t i = 1; i <= want->cgroups.n; i++) {
-		uint64_t id;
-		memcpy(&id, np_intern_key(&want->cgroups, i, NULL), sizeof(id));
-		if ((!have_cgroups || !np_intern_find(have_cgroups, &id, sizeof(id))) &&
-		    np_sampler_allow_cgroup(s, id, 1, failed ? &e : err))
-			failed++;
-	}
-	for (uint32_t i = 1; have_cgroups && i <= have_cgroups->n; i++) {
-		uint64_t id;
-		memcpy(&id, np_intern_key(have_cgroups, i, NULL), sizeof(id));
-		if (!np_intern_find(&want->cgroups, &id, sizeof(id)) && np_sampler_allow_cgroup(s, id, 0, failed ? &e : err))
-			failed++;
-	}
-	for (uint32_t i = 1; i <= want->pids.n; i++) {
-		uint32_t pid;
-		memcpy(&pid, np_intern_key(&want->pids, i, NULL), sizeof(pid));
-		if ((!have_pids || !np_intern_find(have_pids, &pid, sizeof(pid))) &&
-		    np_sampler_allow_pid(s, pid, 1, failed ? &e : err))
-			failed++;
-	}
-	for (uint32_t i = 1; have_pids && i <= have_pids->n; i++) {
-		uint32_t pid;
-		memcpy(&pid, np_intern_key(have_pids, i, NULL), sizeof(pid));
-		if (!np_intern_find(&want->pids, &pid, sizeof(pid)) && np_sampler_allow_pid(s, pid, 0, failed ? &e : err))
-			failed++;
-	}
-	return failed;
+	failed = allow_missing(s, 0, have_cgroups, &want->cgroups, 0, failed, err);
+	failed = allow_missing(s, 1, &want->pids, have_pids, 1, failed, err);
+	return allow_missing(s, 1, have_pids, &want->pids, 0, failed, err);
 }
 
 /* Makes the BPF allow-list hold exactly the scan's lists. Normally only the difference
