@@ -13,10 +13,13 @@ import json
 import os
 import platform
 import subprocess
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import lib  # noqa: E402
+
 BIN = os.path.join(ROOT, "build", "store", "bench_intake")
-RESULT = os.path.join(ROOT, "bench", "results", "store.md")
 
 
 def main():
@@ -55,9 +58,7 @@ Per collect interval (15 s by default) the saving is this per target profile. Th
 gzip column is paid once per profile in both cases: pyroscope.write sends those bytes and
 `pyroscope_ebpf_pprof_bytes_total` counts them.
 """
-    with open(RESULT, "w") as f:
-        f.write(text)
-    print(text)
+    lib.write_result("store", text)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,8 @@
  *
  * The profile is a busy target's interval: STACKS distinct stacks of DEPTH frames drawn
  * from a pool of native frames of a few mappings (one in eight unnamed, as frames of
- * files without symbols are), plus kernel frames. Allocations are counted by interposing
- * malloc/calloc/realloc. Prints one JSON object. Usage: bench_intake [STACKS] [ROUNDS] */
-#include <stdatomic.h>
+ * files without symbols are), plus kernel frames. Allocations are counted by
+ * bench/alloc_count.c. Prints one JSON object. Usage: bench_intake [STACKS] [ROUNDS] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,39 +17,7 @@
 #include "agent/pprof/builder.h"
 #include "agent/pprof/gzip.h"
 #include "agent/ui/store.h"
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-
-static atomic_ullong n_alloc, n_bytes;
-
-void *malloc(size_t n)
-{
-	atomic_fetch_add_explicit(&n_alloc, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&n_bytes, n, memory_order_relaxed);
-	return __libc_malloc(n);
-}
-
-void *calloc(size_t a, size_t b)
-{
-	atomic_fetch_add_explicit(&n_alloc, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&n_bytes, a * b, memory_order_relaxed);
-	return __libc_calloc(a, b);
-}
-
-void *realloc(void *p, size_t n)
-{
-	atomic_fetch_add_explicit(&n_alloc, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&n_bytes, n, memory_order_relaxed);
-	return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-	__libc_free(p);
-}
+#include "bench/alloc_count.h"
 
 #define DEPTH 24
 #define POOL 4000
@@ -119,16 +86,16 @@ struct cost {
 
 static void start(struct cost *c)
 {
-	c->allocs = atomic_load(&n_alloc);
-	c->bytes = atomic_load(&n_bytes);
+	c->allocs = atomic_load(&bench_allocs);
+	c->bytes = atomic_load(&bench_alloc_bytes);
 	c->ns = cpu_ns();
 }
 
 static void stop(struct cost *c, struct cost *best, int iters)
 {
 	c->ns = (cpu_ns() - c->ns) / iters;
-	c->allocs = (atomic_load(&n_alloc) - c->allocs) / (unsigned)iters;
-	c->bytes = (atomic_load(&n_bytes) - c->bytes) / (unsigned)iters;
+	c->allocs = (atomic_load(&bench_allocs) - c->allocs) / (unsigned)iters;
+	c->bytes = (atomic_load(&bench_alloc_bytes) - c->bytes) / (unsigned)iters;
 	if (!best->ns || c->ns < best->ns)
 		*best = *c;
 }
