@@ -1,7 +1,7 @@
 /* The engine of a pyroscope.ebpf component: it samples only the processes of its
  * targets, builds one pprof per target every collect interval, and hands each
- * profile (gzipped, with the target's labels) to its sinks (pyroscope.write
- * receivers, the local store).
+ * profile with the target's labels to its sinks: gzipped to pyroscope.write
+ * receivers, as built (the builder, lent for the call) to the local store.
  *
  * Which processes are sampled: PID targets by PID; container targets by the
  * cgroup v2 directories whose path names the container (found by walking the

@@ -1,10 +1,8 @@
-/* The local profile store: ingestion, profile types, time buckets, the memory budget
- * and the rebuilding of the interning tables (see store.h). Queries are in
- * store_query.c.
- *
- * A profile is decoded and reduced to (local stack, value) pairs outside the
- * lock; only the translation to store-wide ids and the merge into its bucket happen
- * under it. */
+/* The local profile store: merging profiles in, profile types, time buckets, the memory
+ * budget and the rebuilding of the interning tables (see store.h). Profiles are reduced
+ * to (local stack, value) pairs outside the lock by store_intake.c; only the translation
+ * to store-wide ids and the merge into its bucket happen under it (np_store_commit).
+ * Queries are in store_query.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
