@@ -397,7 +397,7 @@ int cmd_record(int argc, char **argv)
 			goto fail;
 		if (tty)
 			show_progress(mono_ns() - start, duration_ns,
-				      pprof ? np_pprof_total(r.pprof) : r.folded.total);
+				      pprof ? np_pprof_total(r.pprof) : np_folded_total(&r.folded));
 		if (npids) {
 			size_t alive = 0;
 			for (size_t i = 0; i < npids; i++)
@@ -423,7 +423,7 @@ int cmd_record(int argc, char **argv)
 		goto fail;
 	uint64_t lost = st.bpf[NP_LOST_COUNTS_FULL] + st.bpf[NP_LOST_STACKS_FULL] + st.bpf[NP_LOST_USTACK] +
 			st.bpf[NP_LOST_KSTACK] + st.missing_stacks;
-	uint64_t total = pprof ? np_pprof_total(r.pprof) : r.folded.total;
+	uint64_t total = pprof ? np_pprof_total(r.pprof) : np_folded_total(&r.folded);
 	char what[64];
 	if (r.kind == NP_EVENT_OFFCPU)
 		snprintf(what, sizeof(what), "%.3fs off CPU", (double)total / 1e9);

@@ -7,6 +7,7 @@
 #include "agent/pprof/proto.h"
 #include "lib/grow.h"
 #include "lib/intern.h"
+#include "lib/tally.h"
 
 /* Location ids are written in chunks of this many (repeated packed fields concatenate). */
 #define NP_PPROF_MAX_DEPTH 256
@@ -80,10 +81,7 @@ struct np_pprof_builder {
 	uint8_t *map_unnamed;	    /* per mapping id - 1: 1 when one of its Locations has no Line */
 	size_t map_unnamed_cap;
 	struct np_intern locations; /* key: struct location_key */
-	struct np_intern samples;   /* key: the u32 location ids, leaf first */
-	uint64_t *counts;	    /* per sample id - 1 */
-	size_t counts_cap;
-	uint64_t total;
+	struct np_tally samples;    /* key: the u32 location ids, leaf first; sum: the count */
 	uint32_t *scratch; /* location ids of the stack being added */
 	size_t scratch_cap;
 };
@@ -146,9 +144,8 @@ void np_pprof_free(struct np_pprof_builder *b)
 	np_intern_free(&b->functions);
 	np_intern_free(&b->mappings);
 	np_intern_free(&b->locations);
-	np_intern_free(&b->samples);
+	np_tally_free(&b->samples);
 	free(b->map_unnamed);
-	free(b->counts);
 	free(b->scratch);
 	free(b);
 }
@@ -209,48 +206,96 @@ static uint32_t location_id(struct np_pprof_builder *b, const struct np_pprof_fr
 int np_pprof_add(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n, uint64_t count,
 		 struct np_err *err)
 {
-	uint32_t id;
-	int added;
-
-	if (n > b->scratch_cap) {
-		size_t cap = n < 128 ? 128 : n;
-		uint32_t *s = realloc(b->scratch, cap * sizeof(*s));
-		if (!s)
-			return np_errf(err, "pprof: out of memory");
-		b->scratch = s;
-		b->scratch_cap = cap;
-	}
+	if (np_grow((void **)&b->scratch, &b->scratch_cap, n, sizeof(*b->scratch)))
+		return np_errf(err, "pprof: out of memory");
 	for (size_t i = 0; i < n; i++) {
 		b->scratch[i] = location_id(b, &frames[i]);
 		if (!b->scratch[i])
 			return np_errf(err, "pprof: out of memory");
 	}
-	id = np_intern_add(&b->samples, b->scratch, n * sizeof(uint32_t), &added);
-	if (!id)
+	if (!np_tally_add(&b->samples, b->scratch, n * sizeof(uint32_t), count))
 		return np_errf(err, "pprof: out of memory");
-	if (id > b->counts_cap) {
-		size_t cap = b->counts_cap ? b->counts_cap * 2 : 256;
-		uint64_t *c = realloc(b->counts, cap * sizeof(*c));
-		if (!c)
-			return np_errf(err, "pprof: out of memory");
-		b->counts = c;
-		b->counts_cap = cap;
-	}
-	if (added)
-		b->counts[id - 1] = 0;
-	b->counts[id - 1] += count;
-	b->total += count;
 	return 0;
 }
 
 size_t np_pprof_sample_count(const struct np_pprof_builder *b)
 {
-	return b->samples.n;
+	return np_tally_count(&b->samples);
 }
 
 uint64_t np_pprof_total(const struct np_pprof_builder *b)
 {
-	return b->total;
+	return b->samples.total;
+}
+
+/* ---- reading a built profile back ---- */
+
+enum np_profile_kind np_pprof_kind(const struct np_pprof_builder *b)
+{
+	return b->kind;
+}
+
+int64_t np_pprof_period(const struct np_pprof_builder *b)
+{
+	return b->period;
+}
+
+int64_t np_pprof_time(const struct np_pprof_builder *b)
+{
+	return b->time_nanos;
+}
+
+size_t np_pprof_location_count(const struct np_pprof_builder *b)
+{
+	return b->locations.n;
+}
+
+/* Keys sit in the arenas at a 1-byte alignment: structs are copied out. */
+static void key_of(const struct np_intern *t, uint32_t id, void *out, size_t size)
+{
+	memcpy(out, np_intern_key(t, id, NULL), size);
+}
+
+static const char *string_at(const struct np_pprof_builder *b, uint32_t idx)
+{
+	return np_intern_key(&b->strings, idx + 1, NULL);
+}
+
+void np_pprof_location(const struct np_pprof_builder *b, uint32_t id, struct np_pprof_frame *out)
+{
+	struct location_key key;
+	struct mapping_key mk;
+
+	key_of(&b->locations, id, &key, sizeof(key));
+	*out = (struct np_pprof_frame){ .function = "", .address = key.address, .line = key.line };
+	if (key.mapping > 1) {
+		key_of(&b->mappings, key.mapping, &mk, sizeof(mk));
+		out->mapping_file = string_at(b, mk.file);
+		out->build_id = string_at(b, mk.build_id);
+		out->map_start = mk.start;
+		out->map_limit = mk.limit;
+		out->map_offset = mk.offset;
+	}
+	if (key.function) {
+		struct function_key fk;
+		key_of(&b->functions, key.function, &fk, sizeof(fk));
+		out->function = string_at(b, fk.name);
+		out->filename = fk.file ? string_at(b, fk.file) : NULL;
+		out->start_line = fk.start_line;
+	} else {
+		out->unnamed = 1;
+	}
+}
+
+size_t np_pprof_sample(const struct np_pprof_builder *b, uint32_t id, uint32_t *locs, size_t cap, uint64_t *count)
+{
+	size_t len;
+	const char *key = np_intern_key(&b->samples.keys, id, &len);
+	size_t n = len / sizeof(uint32_t);
+
+	memcpy(locs, key, (n < cap ? n : cap) * sizeof(uint32_t));
+	*count = b->samples.sums[id - 1];
+	return n;
 }
 
 static void value_type(struct np_buf *out, uint32_t field, uint32_t type, uint32_t unit)
@@ -262,40 +307,38 @@ static void value_type(struct np_buf *out, uint32_t field, uint32_t type, uint32
 	pb_end(out, m);
 }
 
-int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct np_buf *out, struct np_err *err)
+static void encode_samples(struct np_pprof_builder *b, struct np_buf *out)
 {
-	const struct np_profile_type *t = &profile_types[b->kind];
 	uint64_t ids[NP_PPROF_MAX_DEPTH];
+	uint32_t locs[NP_PPROF_MAX_DEPTH];
 
-	value_type(out, PROFILE_SAMPLE_TYPE, str_index(b, t->sample_type), str_index(b, t->sample_unit));
-	for (uint32_t id = 1; id <= b->samples.n; id++) {
+	for (uint32_t id = 1; id <= np_tally_count(&b->samples); id++) {
 		size_t len;
-		const uint32_t *locs = (const uint32_t *)(const void *)np_intern_key(&b->samples, id, &len);
+		const char *key = np_intern_key(&b->samples.keys, id, &len);
 		size_t n = len / sizeof(uint32_t);
-		int64_t value = (int64_t)b->counts[id - 1] * b->period;
+		int64_t value = (int64_t)b->samples.sums[id - 1] * b->period;
 		size_t m = pb_begin(out, PROFILE_SAMPLE);
 
-		/* Keys were copied into the arena at a 1-byte alignment: copy out. */
-		size_t done = 0;
-		while (done < n) {
+		for (size_t done = 0; done < n;) {
 			size_t chunk = n - done < NP_PPROF_MAX_DEPTH ? n - done : NP_PPROF_MAX_DEPTH;
-			for (size_t i = 0; i < chunk; i++) {
-				uint32_t v;
-				memcpy(&v, (const char *)locs + (done + i) * sizeof(uint32_t), sizeof(v));
-				ids[i] = v;
-			}
+			memcpy(locs, key + done * sizeof(uint32_t), chunk * sizeof(uint32_t));
+			for (size_t i = 0; i < chunk; i++)
+				ids[i] = locs[i];
 			pb_packed_uint64(out, SAMPLE_LOCATION_ID, ids, chunk);
 			done += chunk;
 		}
 		pb_packed_int64(out, SAMPLE_VALUE, &value, 1);
 		pb_end(out, m);
 	}
+}
+
+static void encode_mappings(struct np_pprof_builder *b, struct np_buf *out)
+{
 	for (uint32_t id = 1; id <= b->mappings.n; id++) {
 		struct mapping_key key;
 		size_t m = pb_begin(out, PROFILE_MAPPING);
 
-		/* Keys sit in the arena at a 1-byte alignment: copy out. */
-		memcpy(&key, np_intern_key(&b->mappings, id, NULL), sizeof(key));
+		key_of(&b->mappings, id, &key, sizeof(key));
 		pb_uint64(out, MAPPING_ID, id);
 		if (id > 1) {
 			if (key.start)
@@ -314,37 +357,56 @@ int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct n
 			pb_bool(out, MAPPING_HAS_FUNCTIONS, 1);
 		pb_end(out, m);
 	}
+}
+
+static void encode_location(struct np_buf *out, uint32_t id, const struct location_key *key)
+{
+	size_t m = pb_begin(out, PROFILE_LOCATION);
+
+	pb_uint64(out, LOCATION_ID, id);
+	pb_uint64(out, LOCATION_MAPPING_ID, key->mapping);
+	if (key->address)
+		pb_uint64(out, LOCATION_ADDRESS, key->address);
+	if (key->function) {
+		size_t line = pb_begin(out, LOCATION_LINE);
+		pb_uint64(out, LINE_FUNCTION_ID, key->function);
+		if (key->line)
+			pb_int64(out, LINE_LINE, key->line);
+		pb_end(out, line);
+	}
+	pb_end(out, m);
+}
+
+static void encode_function(struct np_buf *out, uint32_t id, const struct function_key *fk)
+{
+	size_t m = pb_begin(out, PROFILE_FUNCTION);
+
+	pb_uint64(out, FUNCTION_ID, id);
+	pb_int64(out, FUNCTION_NAME, fk->name);
+	pb_int64(out, FUNCTION_SYSTEM_NAME, fk->name);
+	if (fk->file)
+		pb_int64(out, FUNCTION_FILENAME, fk->file);
+	if (fk->start_line)
+		pb_int64(out, FUNCTION_START_LINE, fk->start_line);
+	pb_end(out, m);
+}
+
+int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct np_buf *out, struct np_err *err)
+{
+	const struct np_profile_type *t = &profile_types[b->kind];
+
+	value_type(out, PROFILE_SAMPLE_TYPE, str_index(b, t->sample_type), str_index(b, t->sample_unit));
+	encode_samples(b, out);
+	encode_mappings(b, out);
 	for (uint32_t id = 1; id <= b->locations.n; id++) {
 		struct location_key key;
-		size_t m = pb_begin(out, PROFILE_LOCATION);
-
-		memcpy(&key, np_intern_key(&b->locations, id, NULL), sizeof(key));
-		pb_uint64(out, LOCATION_ID, id);
-		pb_uint64(out, LOCATION_MAPPING_ID, key.mapping);
-		if (key.address)
-			pb_uint64(out, LOCATION_ADDRESS, key.address);
-		if (key.function) {
-			size_t line = pb_begin(out, LOCATION_LINE);
-			pb_uint64(out, LINE_FUNCTION_ID, key.function);
-			if (key.line)
-				pb_int64(out, LINE_LINE, key.line);
-			pb_end(out, line);
-		}
-		pb_end(out, m);
+		key_of(&b->locations, id, &key, sizeof(key));
+		encode_location(out, id, &key);
 	}
 	for (uint32_t id = 1; id <= b->functions.n; id++) {
 		struct function_key fk;
-		size_t m = pb_begin(out, PROFILE_FUNCTION);
-
-		memcpy(&fk, np_intern_key(&b->functions, id, NULL), sizeof(fk));
-		pb_uint64(out, FUNCTION_ID, id);
-		pb_int64(out, FUNCTION_NAME, fk.name);
-		pb_int64(out, FUNCTION_SYSTEM_NAME, fk.name);
-		if (fk.file)
-			pb_int64(out, FUNCTION_FILENAME, fk.file);
-		if (fk.start_line)
-			pb_int64(out, FUNCTION_START_LINE, fk.start_line);
-		pb_end(out, m);
+		key_of(&b->functions, id, &fk, sizeof(fk));
+		encode_function(out, id, &fk);
 	}
 	for (uint32_t id = 1; id <= b->strings.n; id++) {
 		size_t len;
@@ -359,6 +421,6 @@ int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct n
 		value_type(out, PROFILE_PERIOD_TYPE, str_index(b, t->period_type), str_index(b, t->period_unit));
 	pb_int64(out, PROFILE_PERIOD, b->period);
 	if (out->failed)
-		return np_errf(err, "pprof: out of memory encoding %zu samples", b->samples.n);
+		return np_errf(err, "pprof: out of memory encoding %zu samples", np_tally_count(&b->samples));
 	return 0;
 }

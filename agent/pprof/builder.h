@@ -71,6 +71,22 @@ NP_MUST_CHECK int np_pprof_add(struct np_pprof_builder *b, const struct np_pprof
 size_t np_pprof_sample_count(const struct np_pprof_builder *b); /* distinct stacks */
 uint64_t np_pprof_total(const struct np_pprof_builder *b);	    /* samples added */
 
+/* Reading a built profile back, for a consumer in this process (the local store) that
+ * would otherwise decode the encoding. Strings are borrowed: valid until the builder is
+ * freed or added to. */
+enum np_profile_kind np_pprof_kind(const struct np_pprof_builder *b);
+int64_t np_pprof_period(const struct np_pprof_builder *b); /* what one count weighs: ns per sample (CPU), else 1 */
+int64_t np_pprof_time(const struct np_pprof_builder *b);   /* time_nanos as given to np_pprof_new_kind */
+size_t np_pprof_location_count(const struct np_pprof_builder *b);
+/* Location id (1..np_pprof_location_count) as a frame: function "" and unnamed 1 for one
+ * without a Line; mapping_file NULL for one without a mapping (its address is then 0).
+ * Frames that differ only in what the pprof does not keep share a Location. */
+void np_pprof_location(const struct np_pprof_builder *b, uint32_t id, struct np_pprof_frame *out);
+/* Sample id (1..np_pprof_sample_count): copies its first min(n, cap) location ids, leaf
+ * first, into locs, sets *count to what np_pprof_add added up (value = count x period),
+ * and returns n. */
+size_t np_pprof_sample(const struct np_pprof_builder *b, uint32_t id, uint32_t *locs, size_t cap, uint64_t *count);
+
 /* Appends the encoded (uncompressed) profile to out. */
 NP_MUST_CHECK int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct np_buf *out,
 				  struct np_err *err);

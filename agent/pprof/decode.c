@@ -3,9 +3,9 @@
  * fills them; then ids are resolved to indices and every reference is checked. */
 #include "agent/pprof/decode.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #define MAX_DECODE_BYTES (1u << 30)
 
@@ -196,81 +196,86 @@ static int str_ref(const struct np_pprof_profile *prof, uint64_t v, uint32_t *ou
 	return 0;
 }
 
-static int parse_value_type(struct np_pprof_profile *prof, const uint8_t *p, size_t len,
-			    struct np_pprof_value_type *vt)
+/* A message of scalar fields, read by a table: each field number that is a varint lands
+ * at an offset of the decoded struct as a u64 (ids, addresses, int64 values: the same
+ * bits), a checked string index (u32) or a bool (int). Other fields and wire types are
+ * skipped, as a protobuf reader skips what it does not know. */
+enum slot_kind { SLOT_U64, SLOT_STR, SLOT_BOOL };
+
+struct slot {
+	uint32_t num;
+	enum slot_kind kind;
+	size_t off;
+};
+
+#define SLOT(num, kind, type, member) { num, kind, offsetof(type, member) }
+
+static const struct slot value_type_slots[] = {
+	SLOT(1, SLOT_STR, struct np_pprof_value_type, type),
+	SLOT(2, SLOT_STR, struct np_pprof_value_type, unit),
+};
+
+static const struct slot mapping_slots[] = {
+	SLOT(1, SLOT_U64, struct np_pprof_mapping, id),
+	SLOT(2, SLOT_U64, struct np_pprof_mapping, start),
+	SLOT(3, SLOT_U64, struct np_pprof_mapping, limit),
+	SLOT(4, SLOT_U64, struct np_pprof_mapping, offset),
+	SLOT(5, SLOT_STR, struct np_pprof_mapping, filename),
+	SLOT(6, SLOT_STR, struct np_pprof_mapping, build_id),
+	SLOT(7, SLOT_BOOL, struct np_pprof_mapping, has_functions),
+};
+
+static const struct slot function_slots[] = {
+	SLOT(1, SLOT_U64, struct np_pprof_function, id),
+	SLOT(2, SLOT_STR, struct np_pprof_function, name),
+	SLOT(3, SLOT_STR, struct np_pprof_function, system_name),
+	SLOT(4, SLOT_STR, struct np_pprof_function, filename),
+	SLOT(5, SLOT_U64, struct np_pprof_function, start_line),
+};
+
+static const struct slot label_slots[] = {
+	SLOT(1, SLOT_STR, struct np_pprof_label, key),
+	SLOT(2, SLOT_STR, struct np_pprof_label, str),
+	SLOT(3, SLOT_U64, struct np_pprof_label, num),
+	SLOT(4, SLOT_STR, struct np_pprof_label, num_unit),
+};
+
+#define NSLOTS(t) (sizeof(t) / sizeof((t)[0]))
+
+/* Zeroes out (size bytes), then reads the message into it; -1 when malformed or a string
+ * index is out of range. */
+static int parse_scalars(const struct np_pprof_profile *prof, const uint8_t *p, size_t len, const struct slot *slots,
+			 size_t nslots, void *out, size_t size)
 {
 	struct rd r = { p, p + len };
 	struct field f;
 	int rc;
 
-	vt->type = vt->unit = 0;
-	while ((rc = rd_field(&r, &f)) == 1) {
-		if ((f.num == 1 || f.num == 2) && f.wire == 0) {
-			if (str_ref(prof, f.v, f.num == 1 ? &vt->type : &vt->unit))
-				return -1;
-		}
-	}
-	return rc;
-}
-
-static int parse_mapping(struct np_pprof_profile *prof, const uint8_t *p, size_t len, struct np_pprof_mapping *m)
-{
-	struct rd r = { p, p + len };
-	struct field f;
-	int rc;
-
-	memset(m, 0, sizeof(*m));
+	memset(out, 0, size);
 	while ((rc = rd_field(&r, &f)) == 1) {
 		if (f.wire != 0)
 			continue;
-		switch (f.num) {
-		case 1: m->id = f.v; break;
-		case 2: m->start = f.v; break;
-		case 3: m->limit = f.v; break;
-		case 4: m->offset = f.v; break;
-		case 5:
-			if (str_ref(prof, f.v, &m->filename))
-				return -1;
-			break;
-		case 6:
-			if (str_ref(prof, f.v, &m->build_id))
-				return -1;
-			break;
-		case 7: m->has_functions = f.v != 0; break;
+		for (size_t i = 0; i < nslots; i++) {
+			char *at = (char *)out + slots[i].off;
+			uint32_t idx;
+			int on = f.v != 0;
+			if (slots[i].num != f.num)
+				continue;
+			if (slots[i].kind == SLOT_U64) {
+				memcpy(at, &f.v, sizeof(f.v));
+			} else if (slots[i].kind == SLOT_BOOL) {
+				memcpy(at, &on, sizeof(on));
+			} else {
+				if (str_ref(prof, f.v, &idx))
+					return -1;
+				memcpy(at, &idx, sizeof(idx));
+			}
 		}
 	}
 	return rc;
 }
 
-static int parse_function(struct np_pprof_profile *prof, const uint8_t *p, size_t len, struct np_pprof_function *fn)
-{
-	struct rd r = { p, p + len };
-	struct field f;
-	int rc;
-
-	memset(fn, 0, sizeof(*fn));
-	while ((rc = rd_field(&r, &f)) == 1) {
-		if (f.wire != 0)
-			continue;
-		switch (f.num) {
-		case 1: fn->id = f.v; break;
-		case 2:
-			if (str_ref(prof, f.v, &fn->name))
-				return -1;
-			break;
-		case 3:
-			if (str_ref(prof, f.v, &fn->system_name))
-				return -1;
-			break;
-		case 4:
-			if (str_ref(prof, f.v, &fn->filename))
-				return -1;
-			break;
-		case 5: fn->start_line = (int64_t)f.v; break;
-		}
-	}
-	return rc;
-}
+#define PARSE(prof, p, len, slots, out) parse_scalars(prof, p, len, slots, NSLOTS(slots), out, sizeof(*(out)))
 
 /* Function and mapping references hold ids here; resolve() turns them into indices. */
 static int parse_location(struct np_pprof_profile *prof, const uint8_t *p, size_t len, struct np_pprof_location *loc,
@@ -326,25 +331,6 @@ static int read_repeated(const struct field *f, uint64_t *out, size_t *n)
 		if (rd_varint(&r, &out[(*n)++]))
 			return -1;
 	return 0;
-}
-
-static int parse_label(struct np_pprof_profile *prof, const uint8_t *p, size_t len, struct np_pprof_label *l)
-{
-	struct rd r = { p, p + len };
-	struct field f;
-	int rc;
-
-	memset(l, 0, sizeof(*l));
-	while ((rc = rd_field(&r, &f)) == 1) {
-		if (f.wire != 0)
-			continue;
-		if ((f.num == 1 && str_ref(prof, f.v, &l->key)) || (f.num == 2 && str_ref(prof, f.v, &l->str)) ||
-		    (f.num == 4 && str_ref(prof, f.v, &l->num_unit)))
-			return -1;
-		if (f.num == 3)
-			l->num = (int64_t)f.v;
-	}
-	return rc;
 }
 
 /* Id -> index lookup: a dense fast path (ids 1..n in order, what every encoder we
@@ -441,17 +427,21 @@ void np_pprof_profile_free(struct np_pprof_profile *p)
 	free(p);
 }
 
-/* Second pass: fills the arrays. Location and line references are still ids. */
-static int fill(struct np_pprof_profile *prof, const uint8_t *data, size_t len, const struct counts *c,
-		uint64_t *loc_mapping_ids, uint64_t *line_fn_ids, uint64_t *sample_loc_ids, struct np_err *err)
+/* Where the second pass is: the next free element of each flat array, and the ids that
+ * resolve() turns into indices. */
+struct filling {
+	size_t nlines, nlocs, nvalues, nlabels;
+	uint64_t *loc_mapping_ids, *line_fn_ids, *sample_loc_ids;
+};
+
+/* Strings first: every other element refers to them. */
+static int fill_strings(struct np_pprof_profile *prof, const uint8_t *data, size_t len, struct np_err *err)
 {
 	struct rd r = { data, data + len };
 	struct field f;
-	size_t arena_off = 0, nlines = 0, nlocs = 0, nvalues = 0, nlabels = 0;
+	size_t arena_off = 0;
 	int rc;
-	int have_period_type = 0;
 
-	/* Strings first: every other element refers to them. */
 	while ((rc = rd_field(&r, &f)) == 1)
 		if (f.num == 6) {
 			struct np_pprof_str *s = &prof->strings[prof->nstrings++];
@@ -465,91 +455,111 @@ static int fill(struct np_pprof_profile *prof, const uint8_t *data, size_t len, 
 		return np_errf(err, "pprof: malformed protobuf");
 	if (prof->nstrings == 0 || prof->strings[0].len != 0)
 		return np_errf(err, "pprof: string_table[0] must be the empty string");
-
-	r.p = data;
-	while ((rc = rd_field(&r, &f)) == 1) {
-		switch (f.num) {
-		case 1:
-			if (parse_value_type(prof, f.sub, f.sublen, &prof->sample_types[prof->nsample_types++]))
-				return np_errf(err, "pprof: sample_type %zu is malformed", prof->nsample_types - 1);
-			break;
-		case 2: {
-			struct np_pprof_sample *s = &prof->samples[prof->nsamples++];
-			struct rd sr = { f.sub, f.sub + f.sublen };
-			struct field sf;
-			int src;
-			uint64_t *tmpv = (uint64_t *)(void *)prof->values; /* same size as int64_t */
-
-			s->first_loc = (uint32_t)nlocs;
-			s->first_value = (uint32_t)nvalues;
-			s->first_label = (uint32_t)nlabels;
-			while ((src = rd_field(&sr, &sf)) == 1) {
-				if (sf.num == 1) {
-					if (read_repeated(&sf, sample_loc_ids, &nlocs))
-						return np_errf(err, "pprof: sample %zu: bad location_id", prof->nsamples - 1);
-				} else if (sf.num == 2) {
-					if (read_repeated(&sf, tmpv, &nvalues))
-						return np_errf(err, "pprof: sample %zu: bad value", prof->nsamples - 1);
-				} else if (sf.num == 3) {
-					if (parse_label(prof, sf.sub, sf.sublen, &prof->labels[nlabels++]))
-						return np_errf(err, "pprof: sample %zu: bad label", prof->nsamples - 1);
-				}
-			}
-			if (src < 0)
-				return np_errf(err, "pprof: sample %zu is malformed", prof->nsamples - 1);
-			s->nloc = (uint32_t)(nlocs - s->first_loc);
-			s->nlabels = (uint32_t)(nlabels - s->first_label);
-			if (nvalues - s->first_value != c->sample_types)
-				return np_errf(err, "pprof: sample %zu has %zu values for %zu sample types",
-					       prof->nsamples - 1, nvalues - s->first_value, c->sample_types);
-			break;
-		}
-		case 3:
-			if (parse_mapping(prof, f.sub, f.sublen, &prof->mappings[prof->nmappings++]))
-				return np_errf(err, "pprof: mapping %zu is malformed", prof->nmappings - 1);
-			break;
-		case 4:
-			if (parse_location(prof, f.sub, f.sublen, &prof->locations[prof->nlocations],
-					   &loc_mapping_ids[prof->nlocations], line_fn_ids, &nlines))
-				return np_errf(err, "pprof: location %zu is malformed", prof->nlocations);
-			prof->nlocations++;
-			break;
-		case 5:
-			if (parse_function(prof, f.sub, f.sublen, &prof->functions[prof->nfunctions++]))
-				return np_errf(err, "pprof: function %zu is malformed", prof->nfunctions - 1);
-			break;
-		case 9:
-			if (f.wire == 0)
-				prof->time_nanos = (int64_t)f.v;
-			break;
-		case 10:
-			if (f.wire == 0)
-				prof->duration_nanos = (int64_t)f.v;
-			break;
-		case 11:
-			if (f.wire != 2 || parse_value_type(prof, f.sub, f.sublen, &prof->period_type))
-				return np_errf(err, "pprof: period_type is malformed");
-			have_period_type = 1;
-			break;
-		case 12:
-			if (f.wire == 0)
-				prof->period = (int64_t)f.v;
-			break;
-		case 14:
-			if (f.wire == 0 && str_ref(prof, f.v, &prof->default_sample_type))
-				return np_errf(err, "pprof: default_sample_type is not a string index");
-			break;
-		}
-	}
-	if (rc < 0)
-		return np_errf(err, "pprof: malformed protobuf");
-	(void)have_period_type;
 	return 0;
 }
 
-static int resolve(struct np_pprof_profile *prof, const uint64_t *loc_mapping_ids, const uint64_t *line_fn_ids,
-		   const uint64_t *sample_loc_ids, size_t nsample_locs, size_t nlines, struct np_err *err)
+static int fill_sample(struct np_pprof_profile *prof, const struct field *f, const struct counts *c,
+		       struct filling *fl, struct np_err *err)
 {
+	struct np_pprof_sample *s = &prof->samples[prof->nsamples++];
+	struct rd sr = { f->sub, f->sub + f->sublen };
+	struct field sf;
+	int src;
+	uint64_t *tmpv = (uint64_t *)(void *)prof->values; /* same size as int64_t */
+
+	s->first_loc = (uint32_t)fl->nlocs;
+	s->first_value = (uint32_t)fl->nvalues;
+	s->first_label = (uint32_t)fl->nlabels;
+	while ((src = rd_field(&sr, &sf)) == 1) {
+		if (sf.num == 1) {
+			if (read_repeated(&sf, fl->sample_loc_ids, &fl->nlocs))
+				return np_errf(err, "pprof: sample %zu: bad location_id", prof->nsamples - 1);
+		} else if (sf.num == 2) {
+			if (read_repeated(&sf, tmpv, &fl->nvalues))
+				return np_errf(err, "pprof: sample %zu: bad value", prof->nsamples - 1);
+		} else if (sf.num == 3) {
+			if (PARSE(prof, sf.sub, sf.sublen, label_slots, &prof->labels[fl->nlabels++]))
+				return np_errf(err, "pprof: sample %zu: bad label", prof->nsamples - 1);
+		}
+	}
+	if (src < 0)
+		return np_errf(err, "pprof: sample %zu is malformed", prof->nsamples - 1);
+	s->nloc = (uint32_t)(fl->nlocs - s->first_loc);
+	s->nlabels = (uint32_t)(fl->nlabels - s->first_label);
+	if (fl->nvalues - s->first_value != c->sample_types)
+		return np_errf(err, "pprof: sample %zu has %zu values for %zu sample types", prof->nsamples - 1,
+			       fl->nvalues - s->first_value, c->sample_types);
+	return 0;
+}
+
+/* One top-level field of the second pass. */
+static int fill_field(struct np_pprof_profile *prof, const struct field *f, const struct counts *c,
+		      struct filling *fl, struct np_err *err)
+{
+	switch (f->num) {
+	case 1:
+		if (PARSE(prof, f->sub, f->sublen, value_type_slots, &prof->sample_types[prof->nsample_types++]))
+			return np_errf(err, "pprof: sample_type %zu is malformed", prof->nsample_types - 1);
+		break;
+	case 2:
+		return fill_sample(prof, f, c, fl, err);
+	case 3:
+		if (PARSE(prof, f->sub, f->sublen, mapping_slots, &prof->mappings[prof->nmappings++]))
+			return np_errf(err, "pprof: mapping %zu is malformed", prof->nmappings - 1);
+		break;
+	case 4:
+		if (parse_location(prof, f->sub, f->sublen, &prof->locations[prof->nlocations],
+				   &fl->loc_mapping_ids[prof->nlocations], fl->line_fn_ids, &fl->nlines))
+			return np_errf(err, "pprof: location %zu is malformed", prof->nlocations);
+		prof->nlocations++;
+		break;
+	case 5:
+		if (PARSE(prof, f->sub, f->sublen, function_slots, &prof->functions[prof->nfunctions++]))
+			return np_errf(err, "pprof: function %zu is malformed", prof->nfunctions - 1);
+		break;
+	case 9:
+	case 10:
+	case 12:
+		if (f->wire == 0)
+			*(f->num == 9 ? &prof->time_nanos : f->num == 10 ? &prof->duration_nanos : &prof->period) =
+				(int64_t)f->v;
+		break;
+	case 11:
+		if (f->wire != 2 || PARSE(prof, f->sub, f->sublen, value_type_slots, &prof->period_type))
+			return np_errf(err, "pprof: period_type is malformed");
+		break;
+	case 14:
+		if (f->wire == 0 && str_ref(prof, f->v, &prof->default_sample_type))
+			return np_errf(err, "pprof: default_sample_type is not a string index");
+		break;
+	}
+	return 0;
+}
+
+/* Second pass: fills the arrays. Location and line references are still ids. */
+static int fill(struct np_pprof_profile *prof, const uint8_t *data, size_t len, const struct counts *c,
+		struct filling *fl, struct np_err *err)
+{
+	struct rd r = { data, data + len };
+	struct field f;
+	int rc;
+
+	if (fill_strings(prof, data, len, err))
+		return -1;
+	while ((rc = rd_field(&r, &f)) == 1)
+		if (fill_field(prof, &f, c, fl, err))
+			return -1;
+	if (rc < 0)
+		return np_errf(err, "pprof: malformed protobuf");
+	return 0;
+}
+
+static int resolve(struct np_pprof_profile *prof, const struct filling *fl, struct np_err *err)
+{
+	const uint64_t *loc_mapping_ids = fl->loc_mapping_ids, *line_fn_ids = fl->line_fn_ids,
+		       *sample_loc_ids = fl->sample_loc_ids;
+	size_t nsample_locs = fl->nlocs, nlines = fl->nlines;
+
 	struct id_index mix = { 0 }, lix = { 0 }, fix = { 0 };
 	int rc = -1;
 
@@ -591,47 +601,54 @@ out:
 	return rc;
 }
 
+/* Every array at the size the first pass counted (one allocation each). */
+static struct np_pprof_profile *profile_alloc(const struct counts *c)
+{
+	struct np_pprof_profile *prof = calloc(1, sizeof(*prof));
+
+	if (!prof)
+		return NULL;
+	prof->bytes = sizeof(*prof);
+	prof->arena = alloc_array(prof, c->string_bytes, 1);
+	prof->strings = alloc_array(prof, c->strings, sizeof(*prof->strings));
+	prof->sample_types = alloc_array(prof, c->sample_types, sizeof(*prof->sample_types));
+	prof->samples = alloc_array(prof, c->samples, sizeof(*prof->samples));
+	prof->sample_locs = alloc_array(prof, c->sample_locs, sizeof(*prof->sample_locs));
+	prof->values = alloc_array(prof, c->values, sizeof(*prof->values));
+	prof->labels = alloc_array(prof, c->labels, sizeof(*prof->labels));
+	prof->mappings = alloc_array(prof, c->mappings, sizeof(*prof->mappings));
+	prof->locations = alloc_array(prof, c->locations, sizeof(*prof->locations));
+	prof->lines = alloc_array(prof, c->lines, sizeof(*prof->lines));
+	prof->functions = alloc_array(prof, c->functions, sizeof(*prof->functions));
+	if (!prof->arena || !prof->strings || !prof->sample_types || !prof->samples || !prof->sample_locs ||
+	    !prof->values || !prof->labels || !prof->mappings || !prof->locations || !prof->lines ||
+	    !prof->functions) {
+		np_pprof_profile_free(prof);
+		return NULL;
+	}
+	return prof;
+}
+
 static int decode_plain(const uint8_t *data, size_t len, struct np_pprof_profile **out, struct np_err *err)
 {
 	struct counts c = { 0 };
 	struct np_pprof_profile *prof;
-	uint64_t *loc_mapping_ids = NULL, *line_fn_ids = NULL, *sample_loc_ids = NULL;
+	struct filling fl = { 0 };
 	int rc = -1;
 
 	if (count_all(data, len, &c, err))
 		return -1;
-	prof = calloc(1, sizeof(*prof));
-	if (!prof)
-		return np_errf(err, "pprof: out of memory");
-	prof->bytes = sizeof(*prof);
-	prof->arena = alloc_array(prof, c.string_bytes, 1);
-	prof->strings = alloc_array(prof, c.strings, sizeof(*prof->strings));
-	prof->sample_types = alloc_array(prof, c.sample_types, sizeof(*prof->sample_types));
-	prof->samples = alloc_array(prof, c.samples, sizeof(*prof->samples));
-	prof->sample_locs = alloc_array(prof, c.sample_locs, sizeof(*prof->sample_locs));
-	prof->values = alloc_array(prof, c.values, sizeof(*prof->values));
-	prof->labels = alloc_array(prof, c.labels, sizeof(*prof->labels));
-	prof->mappings = alloc_array(prof, c.mappings, sizeof(*prof->mappings));
-	prof->locations = alloc_array(prof, c.locations, sizeof(*prof->locations));
-	prof->lines = alloc_array(prof, c.lines, sizeof(*prof->lines));
-	prof->functions = alloc_array(prof, c.functions, sizeof(*prof->functions));
-	loc_mapping_ids = calloc(c.locations + 1, sizeof(uint64_t));
-	line_fn_ids = calloc(c.lines + 1, sizeof(uint64_t));
-	sample_loc_ids = calloc(c.sample_locs + 1, sizeof(uint64_t));
-	if (!prof->arena || !prof->strings || !prof->sample_types || !prof->samples || !prof->sample_locs ||
-	    !prof->values || !prof->labels || !prof->mappings || !prof->locations || !prof->lines ||
-	    !prof->functions || !loc_mapping_ids || !line_fn_ids || !sample_loc_ids) {
+	prof = profile_alloc(&c);
+	fl.loc_mapping_ids = calloc(c.locations + 1, sizeof(uint64_t));
+	fl.line_fn_ids = calloc(c.lines + 1, sizeof(uint64_t));
+	fl.sample_loc_ids = calloc(c.sample_locs + 1, sizeof(uint64_t));
+	if (!prof || !fl.loc_mapping_ids || !fl.line_fn_ids || !fl.sample_loc_ids)
 		np_errf(err, "pprof: out of memory");
-		goto out;
-	}
-	if (fill(prof, data, len, &c, loc_mapping_ids, line_fn_ids, sample_loc_ids, err) ||
-	    resolve(prof, loc_mapping_ids, line_fn_ids, sample_loc_ids, c.sample_locs, c.lines, err))
-		goto out;
-	rc = 0;
-out:
-	free(loc_mapping_ids);
-	free(line_fn_ids);
-	free(sample_loc_ids);
+	else if (!fill(prof, data, len, &c, &fl, err) && !resolve(prof, &fl, err))
+		rc = 0;
+	free(fl.loc_mapping_ids);
+	free(fl.line_fn_ids);
+	free(fl.sample_loc_ids);
 	if (rc) {
 		np_pprof_profile_free(prof);
 		return -1;
@@ -640,103 +657,56 @@ out:
 	return 0;
 }
 
-int np_gunzip(const void *data, size_t len, size_t max_out, struct np_buf *out, struct np_err *err)
+/* The plain bytes of gzipped or plain data: *p and *len point into plain (then filled,
+ * the caller frees it) or at the data itself. */
+static int plain_bytes(const void *data, size_t len, size_t max_bytes, struct np_buf *plain, const uint8_t **p,
+		       size_t *plen, struct np_err *err)
 {
-	z_stream zs = { 0 };
-	const uint8_t *in = data;
-	size_t start = out->len;
-	int rc;
+	const uint8_t *d = data;
 
-	if (len > UINT32_MAX)
-		return np_errf(err, "gunzip: input of %zu bytes is too large", len);
-	if (inflateInit2(&zs, 15 + 16) != Z_OK)
-		return np_errf(err, "gunzip: cannot initialise zlib");
-	zs.next_in = (Bytef *)(uintptr_t)in;
-	zs.avail_in = (uInt)len;
-	for (;;) {
-		size_t room = len * 4 + 4096;
-		if (room > max_out - (out->len - start) + 1)
-			room = max_out - (out->len - start) + 1; /* one byte more than allowed detects overflow */
-		if (np_buf_reserve(out, room)) {
-			inflateEnd(&zs);
-			return np_errf(err, "gunzip: out of memory");
-		}
-		zs.next_out = (Bytef *)out->p + out->len;
-		zs.avail_out = (uInt)(out->cap - out->len - 1 < room ? out->cap - out->len - 1 : room);
-		size_t before = zs.avail_out;
-		rc = inflate(&zs, Z_NO_FLUSH);
-		out->len += before - zs.avail_out;
-		out->p[out->len] = '\0';
-		if (out->len - start > max_out) {
-			inflateEnd(&zs);
-			out->len = start;
-			out->p[start] = '\0';
-			return np_errf(err, "gunzip: decompressed size exceeds the limit of %zu bytes", max_out);
-		}
-		if (rc == Z_STREAM_END) {
-			/* Another gzip member may follow (concatenated streams are valid gzip). */
-			if (zs.avail_in >= 2 && zs.next_in[0] == 0x1f && zs.next_in[1] == 0x8b) {
-				if (inflateReset(&zs) != Z_OK)
-					break;
-				continue;
-			}
-			inflateEnd(&zs);
-			return 0;
-		}
-		if (rc == Z_BUF_ERROR && zs.avail_in == 0)
-			break; /* needs more input than there is */
-		if (rc != Z_OK && rc != Z_BUF_ERROR)
-			break;
+	*p = d;
+	*plen = len;
+	if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
+		if (np_gunzip(data, len, max_bytes, plain, err))
+			return -1;
+		*p = (const uint8_t *)plain->p;
+		*plen = plain->len;
 	}
-	inflateEnd(&zs);
-	out->len = start;
-	if (out->p)
-		out->p[start] = '\0';
-	return np_errf(err, "gunzip: %s", zs.msg ? zs.msg : "truncated or corrupt stream");
+	return 0;
 }
 
 int np_pprof_decode(const void *data, size_t len, size_t max_bytes, struct np_pprof_profile **out,
 		    struct np_err *err)
 {
-	const uint8_t *p = data;
 	struct np_buf plain = NP_BUF_INIT;
+	const uint8_t *p;
 	int rc;
 
 	if (max_bytes > MAX_DECODE_BYTES)
 		max_bytes = MAX_DECODE_BYTES;
-	if (len >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
-		if (np_gunzip(data, len, max_bytes, &plain, err)) {
-			np_buf_free(&plain);
-			return -1;
-		}
-		rc = decode_plain((const uint8_t *)plain.p, plain.len, out, err);
-		np_buf_free(&plain);
-		return rc;
-	}
-	if (len > max_bytes)
-		return np_errf(err, "pprof: %zu bytes exceed the limit of %zu", len, max_bytes);
-	return decode_plain(p, len, out, err);
+	if (plain_bytes(data, len, max_bytes, &plain, &p, &len, err))
+		rc = -1;
+	else if (len > max_bytes) /* plain input: gunzip held gzipped input to the limit */
+		rc = np_errf(err, "pprof: %zu bytes exceed the limit of %zu", len, max_bytes);
+	else
+		rc = decode_plain(p, len, out, err);
+	np_buf_free(&plain);
+	return rc;
 }
 
 int np_pprof_count_samples(const void *data, size_t len, size_t max_bytes, size_t *out, struct np_err *err)
 {
-	const uint8_t *p = data;
 	struct np_buf plain = NP_BUF_INIT;
 	struct rd r;
 	struct field f;
 	size_t n = 0;
-	int rc;
+	int rc = 0;
 
-	if (len >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
-		if (np_gunzip(data, len, max_bytes, &plain, err)) {
-			np_buf_free(&plain);
-			return -1;
-		}
-		p = (const uint8_t *)plain.p;
-		len = plain.len;
+	if (plain_bytes(data, len, max_bytes, &plain, &r.p, &len, err)) {
+		np_buf_free(&plain);
+		return -1;
 	}
-	r.p = p;
-	r.end = p + len;
+	r.end = r.p + len;
 	while ((rc = rd_field(&r, &f)) == 1)
 		if (f.num == 2)
 			n++;

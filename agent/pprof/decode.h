@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/pprof/gzip.h" /* np_gunzip: gzipped input is taken */
 #include "lib/error.h"
 #include "lib/strbuf.h"
 
@@ -105,9 +106,5 @@ static inline const char *np_pprof_string(const struct np_pprof_profile *p, uint
  * metrics). Fails on malformed top-level framing. */
 NP_MUST_CHECK int np_pprof_count_samples(const void *data, size_t len, size_t max_bytes, size_t *out,
 					 struct np_err *err);
-
-/* Appends the decompression of a gzip stream (concatenated members allowed) to out;
- * fails when it would exceed max_out bytes or the stream is corrupt or truncated. */
-NP_MUST_CHECK int np_gunzip(const void *data, size_t len, size_t max_out, struct np_buf *out, struct np_err *err);
 
 #endif

@@ -6,7 +6,7 @@
 /* Room reserved for a sub-message length: 5 varint bytes cover 4 GiB. */
 #define PB_LEN_RESERVE 5
 
-static size_t varint_len(uint64_t v)
+size_t pb_varint_len(uint64_t v)
 {
 	size_t n = 1;
 
@@ -75,7 +75,7 @@ void pb_packed_uint64(struct np_buf *b, uint32_t field, const uint64_t *v, size_
 	size_t len = 0;
 
 	for (size_t i = 0; i < n; i++)
-		len += varint_len(v[i]);
+		len += pb_varint_len(v[i]);
 	pb_tag(b, field, PB_LEN);
 	pb_varint(b, len);
 	if (np_buf_reserve(b, len))

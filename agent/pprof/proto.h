@@ -16,6 +16,8 @@
 enum pb_wire { PB_VARINT = 0, PB_I64 = 1, PB_LEN = 2, PB_I32 = 5 };
 
 void pb_varint(struct np_buf *b, uint64_t v);
+/* Bytes pb_varint writes for v (1 to 10). */
+size_t pb_varint_len(uint64_t v);
 void pb_tag(struct np_buf *b, uint32_t field, enum pb_wire wire);
 /* Scalar fields are written even when zero; callers skip proto3 defaults themselves. */
 void pb_uint64(struct np_buf *b, uint32_t field, uint64_t v);

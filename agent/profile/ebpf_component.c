@@ -227,7 +227,7 @@ static size_t read_sinks(const struct cfg_args *a, struct np_profile_sink *out)
 	for (size_t i = 0; i < n; i++)
 		if (caps[i])
 			out[k++] = *(const struct np_profile_sink *)caps[i];
-	if (local_sink.append)
+	if (local_sink.append || local_sink.append_built)
 		out[k++] = local_sink;
 	return k;
 }

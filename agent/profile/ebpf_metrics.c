@@ -127,6 +127,87 @@ static const char *labeled_help(const char *metric, const char **label)
 	       "or its unwind table not loaded yet (load requested).";
 }
 
+/* The series without labels, in the order they are registered: counters[index] or
+ * gauges[index]. */
+static const struct {
+	int gauge;
+	int index;
+	const char *name, *help;
+} plain[] = {
+	{ 0, C_SESSIONS, "pyroscope_ebpf_profiling_sessions_total",
+	  "Total number of profiling sessions started by the ebpf component" },
+	{ 0, C_SESSIONS_FAILING, "pyroscope_ebpf_profiling_sessions_failing_total",
+	  "Total number of profiling sessions failed to complete by the ebpf component" },
+	{ 0, C_DROPPED, "pyroscope_ebpf_pprofs_dropped_total",
+	  "Total number of pprof profiles dropped by the ebpf component" },
+	{ 0, C_BPF_SAMPLES, "nodeprof_ebpf_bpf_samples_total",
+	  "Stack samples the BPF program recorded." },
+	{ 0, C_BPF_LOST, "nodeprof_ebpf_bpf_samples_lost_total",
+	  "Stack samples the BPF program could not record (full maps, failed stack walks)." },
+	{ 0, C_UNATTRIBUTED, "nodeprof_ebpf_unattributed_samples_total",
+	  "Samples of processes that matched no target when their interval was collected." },
+	{ 0, C_LEAF, "nodeprof_ebpf_recovered_leaf_callers_total",
+	  "Samples whose frameless leaf function got its caller back from the stack." },
+	{ 1, G_SYM_BYTES, "nodeprof_symbol_cache_bytes",
+	  "Bytes held by the symbol tables cache (bounded)." },
+	{ 1, G_SYM_FILES, "nodeprof_symbol_cache_files",
+	  "Files whose symbol tables are cached." },
+	{ 1, G_PID_CACHE, "nodeprof_pid_cache_entries",
+	  "Processes in the PID to container ID cache (bounded by container_id_cache_size)." },
+	{ 1, G_COUNTS_ENTRIES, "nodeprof_ebpf_counts_map_entries",
+	  "Entries the BPF counts map held at the last drain (see _capacity)." },
+	{ 1, G_COUNTS_CAPACITY, "nodeprof_ebpf_counts_map_capacity",
+	  "Capacity of the BPF counts map." },
+	{ 1, G_STACKS_ENTRIES, "nodeprof_ebpf_stacks_map_entries",
+	  "Stacks the BPF stacks map held at the last drain (see _capacity)." },
+	{ 1, G_STACKS_CAPACITY, "nodeprof_ebpf_stacks_map_capacity",
+	  "Capacity of the BPF stacks map." },
+	{ 0, C_UNW_LOADS, "nodeprof_unwind_table_loads_total",
+	  "Unwind tables compiled and loaded into BPF maps." },
+	{ 0, C_UNW_EVICTIONS, "nodeprof_unwind_table_evictions_total",
+	  "Unwind tables taken out of BPF maps to stay within their byte budget." },
+	{ 0, C_UNW_FAILURES, "nodeprof_unwind_table_failures_total",
+	  "Files whose unwind table could not be built or loaded (frame pointers only)." },
+	{ 0, C_UNW_SWEPT, "nodeprof_unwind_processes_swept_total",
+	  "Processes found gone although their exit event was lost; their mappings left the unwinder's trie." },
+	{ 1, G_UNW_TABLES, "nodeprof_unwind_tables",
+	  "Unwind tables loaded in BPF maps." },
+	{ 1, G_UNW_BYTES, "nodeprof_unwind_bpf_bytes",
+	  "Kernel memory of the unwinder's tables, rules and mapping trie (bounded)." },
+	{ 1, G_UNW_KEYS, "nodeprof_unwind_mapping_entries",
+	  "Entries of the unwinder's process mapping trie." },
+	{ 1, G_UPROBES, "nodeprof_uprobes_attached",
+	  "Files with a uprobe attached (u_probe_links: one per distinct copy of each file)." },
+	{ 1, G_PY_PROCS, "nodeprof_python_processes",
+	  "CPython processes whose Python frames the sampler walks." },
+	{ 1, G_PY_CODES, "nodeprof_python_code_objects",
+	  "Python code objects named and cached (names, files, line tables)." },
+	{ 1, G_PY_BYTES, "nodeprof_python_cache_bytes",
+	  "Bytes held by the Python name cache (bounded: dropped at the end of a drain when over budget)." },
+	{ 0, C_PY_UNSUPPORTED, "nodeprof_python_unsupported_processes_total",
+	  "Processes running a CPython whose frames cannot be walked (before 3.8, or without a usable "
+	  "layout); logged once per reason." },
+	{ 0, C_PY_READ_FAILED, "nodeprof_python_code_read_failures_total",
+	  "Python code objects that could not be read from their process (named [python])." },
+	{ 1, G_UNW_PROCS, "nodeprof_unwind_processes",
+	  "Processes whose mappings the unwinder knows." },
+	{ 0, C_EVENTS_LOST, "nodeprof_ebpf_process_events_lost_total",
+	  "Process events (new, exec, exit, maps and unwind table requests) the BPF program dropped "
+	  "because the ring buffer to user space was full." },
+	{ 0, C_ALLOW_FAILURES, "nodeprof_ebpf_allow_list_failures_total",
+	  "Updates of the BPF sampling allow-list that failed (a full map); the list is reconciled with "
+	  "the kernel's at every rescan until one succeeds." },
+	{ 1, G_PROC_BYTES, "nodeprof_process_state_bytes",
+	  "Bytes of per-process state (mapping snapshots, perf maps); bounded." },
+	{ 1, G_ACTIVE, "pyroscope_ebpf_active_targets",
+	  "Current number of active targets being tracked by the ebpf component" },
+	{ 1, G_PIDS, "nodeprof_ebpf_allowed_pids",
+	  "PIDs in the BPF program's allow-list." },
+	{ 1, G_CGROUPS, "nodeprof_ebpf_allowed_cgroups",
+	  "Cgroups in the BPF program's allow-list." },
+};
+#define NPLAIN (sizeof(plain) / sizeof(plain[0]))
+
 struct np_ebpf_metrics {
 	struct np_metric *pprofs, *bytes, *samples;
 	struct np_series *counters[NCOUNTERS], *gauges[NGAUGES], *bpf[NLABELED];
@@ -143,6 +224,20 @@ struct np_ebpf_metrics {
 static struct np_series *series0(struct np_metric *m, struct np_err *err)
 {
 	return m ? np_metric_series(m, NULL, err) : NULL;
+}
+
+/* Registers the series of `plain`. */
+static int register_plain(struct np_metrics *reg, struct np_ebpf_metrics *m, struct np_err *err)
+{
+	for (size_t i = 0; i < NPLAIN; i++) {
+		struct np_metric *mt = plain[i].gauge ? np_metrics_gauge(reg, plain[i].name, plain[i].help, NULL, err)
+						      : np_metrics_counter(reg, plain[i].name, plain[i].help, NULL, err);
+		struct np_series *se = series0(mt, err);
+		if (!se)
+			return -1;
+		(plain[i].gauge ? m->gauges : m->counters)[plain[i].index] = se;
+	}
+	return 0;
 }
 
 /* Registers a counter family labelled "reason", one series per reasons[i] into out[i]. */
@@ -169,196 +264,24 @@ static void add_deltas(struct np_series **series, uint64_t *last, const uint64_t
 	}
 }
 
-int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, struct np_err *err)
+/* Registers the BPF counters of `labeled`. */
+static int register_labeled(struct np_metrics *reg, struct np_ebpf_metrics *m, struct np_err *err)
 {
-	static const char *const svc[] = { "service_name", NULL };
-	struct np_ebpf_metrics *m = calloc(1, sizeof(*m));
-	struct np_metric *fanout;
-
-	if (!m)
-		return np_errf(err, "out of memory");
-	if (!reg)
-		reg = np_metrics_global();
-	pthread_mutex_init(&m->lock, NULL);
-	if (!(m->pprofs = np_metrics_counter(reg, "pyroscope_ebpf_pprofs_total", PPROFS_HELP, svc, err)) ||
-	    !(m->bytes = np_metrics_counter(reg, "pyroscope_ebpf_pprof_bytes_total", PPROFS_HELP, svc, err)) ||
-	    !(m->samples = np_metrics_counter(reg, "pyroscope_ebpf_pprof_samples_total", PPROFS_HELP, svc, err)) ||
-	    !(m->counters[C_SESSIONS] = series0(
-		      np_metrics_counter(reg, "pyroscope_ebpf_profiling_sessions_total",
-					 "Total number of profiling sessions started by the ebpf component", NULL, err),
-		      err)) ||
-	    !(m->counters[C_SESSIONS_FAILING] = series0(
-		      np_metrics_counter(reg, "pyroscope_ebpf_profiling_sessions_failing_total",
-					 "Total number of profiling sessions failed to complete by the ebpf component",
-					 NULL, err),
-		      err)) ||
-	    !(m->counters[C_DROPPED] = series0(
-		      np_metrics_counter(reg, "pyroscope_ebpf_pprofs_dropped_total",
-					 "Total number of pprof profiles dropped by the ebpf component", NULL, err),
-		      err)) ||
-	    !(m->counters[C_BPF_SAMPLES] = series0(
-		      np_metrics_counter(reg, "nodeprof_ebpf_bpf_samples_total",
-					 "Stack samples the BPF program recorded.", NULL, err),
-		      err)) ||
-	    !(m->counters[C_BPF_LOST] = series0(
-		      np_metrics_counter(reg, "nodeprof_ebpf_bpf_samples_lost_total",
-					 "Stack samples the BPF program could not record (full maps, failed stack walks).",
-					 NULL, err),
-		      err)) ||
-	    !(m->counters[C_UNATTRIBUTED] = series0(
-		      np_metrics_counter(reg, "nodeprof_ebpf_unattributed_samples_total",
-					 "Samples of processes that matched no target when their interval was collected.",
-					 NULL, err),
-		      err)) ||
-	    !(m->counters[C_LEAF] = series0(
-		      np_metrics_counter(reg, "nodeprof_ebpf_recovered_leaf_callers_total",
-					 "Samples whose frameless leaf function got its caller back from the stack.", NULL,
-					 err),
-		      err)) ||
-	    !(m->gauges[G_SYM_BYTES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_symbol_cache_bytes",
-				       "Bytes held by the symbol tables cache (bounded).", NULL, err),
-		      err)) ||
-	    !(m->gauges[G_SYM_FILES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_symbol_cache_files", "Files whose symbol tables are cached.",
-				       NULL, err),
-		      err)) ||
-	    !(m->gauges[G_PID_CACHE] = series0(
-		      np_metrics_gauge(reg, "nodeprof_pid_cache_entries",
-				       "Processes in the PID to container ID cache (bounded by container_id_cache_size).",
-				       NULL, err),
-		      err)) ||
-	    !(m->gauges[G_COUNTS_ENTRIES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_ebpf_counts_map_entries",
-				       "Entries the BPF counts map held at the last drain (see _capacity).", NULL, err),
-		      err)) ||
-	    !(m->gauges[G_COUNTS_CAPACITY] = series0(
-		      np_metrics_gauge(reg, "nodeprof_ebpf_counts_map_capacity", "Capacity of the BPF counts map.", NULL,
-				       err),
-		      err)) ||
-	    !(m->gauges[G_STACKS_ENTRIES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_ebpf_stacks_map_entries",
-				       "Stacks the BPF stacks map held at the last drain (see _capacity).", NULL, err),
-		      err)) ||
-	    !(m->gauges[G_STACKS_CAPACITY] = series0(
-		      np_metrics_gauge(reg, "nodeprof_ebpf_stacks_map_capacity", "Capacity of the BPF stacks map.", NULL,
-				       err),
-		      err)) ||
-	    !(m->counters[C_UNW_LOADS] = series0(
-		      np_metrics_counter(reg, "nodeprof_unwind_table_loads_total",
-					 "Unwind tables compiled and loaded into BPF maps.", NULL, err),
-		      err)) ||
-	    !(m->counters[C_UNW_EVICTIONS] = series0(
-		      np_metrics_counter(reg, "nodeprof_unwind_table_evictions_total",
-					 "Unwind tables taken out of BPF maps to stay within their byte budget.", NULL,
-					 err),
-		      err)) ||
-	    !(m->counters[C_UNW_FAILURES] = series0(
-		      np_metrics_counter(reg, "nodeprof_unwind_table_failures_total",
-					 "Files whose unwind table could not be built or loaded (frame pointers only).",
-					 NULL, err),
-		      err)) ||
-	    !(m->counters[C_UNW_SWEPT] = series0(
-		      np_metrics_counter(reg, "nodeprof_unwind_processes_swept_total",
-					 "Processes found gone although their exit event was lost; their mappings "
-					 "left the unwinder's trie.",
-					 NULL, err),
-		      err)) ||
-	    !(m->gauges[G_UNW_TABLES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_unwind_tables", "Unwind tables loaded in BPF maps.", NULL, err),
-		      err)) ||
-	    !(m->gauges[G_UNW_BYTES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_unwind_bpf_bytes",
-				       "Kernel memory of the unwinder's tables, rules and mapping trie (bounded).", NULL,
-				       err),
-		      err)) ||
-	    !(m->gauges[G_UNW_KEYS] = series0(
-		      np_metrics_gauge(reg, "nodeprof_unwind_mapping_entries",
-				       "Entries of the unwinder's process mapping trie.", NULL, err),
-		      err)) ||
-	    !(m->gauges[G_UPROBES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_uprobes_attached",
-				       "Files with a uprobe attached (u_probe_links: one per distinct copy of each file).",
-				       NULL, err),
-		      err)) ||
-	    !(m->gauges[G_PY_PROCS] = series0(
-		      np_metrics_gauge(reg, "nodeprof_python_processes",
-				       "CPython processes whose Python frames the sampler walks.", NULL, err),
-		      err)) ||
-	    !(m->gauges[G_PY_CODES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_python_code_objects",
-				       "Python code objects named and cached (names, files, line tables).", NULL, err),
-		      err)) ||
-	    !(m->gauges[G_PY_BYTES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_python_cache_bytes",
-				       "Bytes held by the Python name cache (bounded: dropped at the end of a drain "
-				       "when over budget).",
-				       NULL, err),
-		      err)) ||
-	    !(m->counters[C_PY_UNSUPPORTED] = series0(
-		      np_metrics_counter(reg, "nodeprof_python_unsupported_processes_total",
-					 "Processes running a CPython whose frames cannot be walked (before 3.8, or "
-					 "without a usable layout); logged once per reason.",
-					 NULL, err),
-		      err)) ||
-	    !(m->counters[C_PY_READ_FAILED] = series0(
-		      np_metrics_counter(reg, "nodeprof_python_code_read_failures_total",
-					 "Python code objects that could not be read from their process (named "
-					 "[python]).",
-					 NULL, err),
-		      err)) ||
-	    !(m->gauges[G_UNW_PROCS] = series0(
-		      np_metrics_gauge(reg, "nodeprof_unwind_processes",
-				       "Processes whose mappings the unwinder knows.", NULL, err),
-		      err)) ||
-	    !(m->counters[C_EVENTS_LOST] = series0(
-		      np_metrics_counter(reg, "nodeprof_ebpf_process_events_lost_total",
-					 "Process events (new, exec, exit, maps and unwind table requests) the BPF "
-					 "program dropped because the ring buffer to user space was full.",
-					 NULL, err),
-		      err)) ||
-	    !(m->counters[C_ALLOW_FAILURES] = series0(
-		      np_metrics_counter(reg, "nodeprof_ebpf_allow_list_failures_total",
-					 "Updates of the BPF sampling allow-list that failed (a full map); the list "
-					 "is reconciled with the kernel's at every rescan until one succeeds.",
-					 NULL, err),
-		      err)) ||
-	    !(m->gauges[G_PROC_BYTES] = series0(
-		      np_metrics_gauge(reg, "nodeprof_process_state_bytes",
-				       "Bytes of per-process state (mapping snapshots, perf maps); bounded.", NULL, err),
-		      err)) ||
-	    !(m->gauges[G_ACTIVE] = series0(
-		      np_metrics_gauge(reg, "pyroscope_ebpf_active_targets",
-				       "Current number of active targets being tracked by the ebpf component", NULL, err),
-		      err)) ||
-	    !(m->gauges[G_PIDS] = series0(
-		      np_metrics_gauge(reg, "nodeprof_ebpf_allowed_pids", "PIDs in the BPF program's allow-list.", NULL,
-				       err),
-		      err)) ||
-	    !(m->gauges[G_CGROUPS] = series0(
-		      np_metrics_gauge(reg, "nodeprof_ebpf_allowed_cgroups",
-				       "Cgroups in the BPF program's allow-list.", NULL, err),
-		      err)) ||
-	    /* Registered by pyroscope.write too (same definition): present even without a writer. */
-	    !(fanout = np_metrics_histogram(reg, "pyroscope_fanout_latency",
-					    "Write latency for sending to pyroscope profiles", NULL,
-					    np_metrics_default_buckets, NP_METRICS_DEFAULT_BUCKETS_N, err)) ||
-	    !series0(fanout, err)) {
-		pthread_mutex_destroy(&m->lock);
-		free(m);
-		return np_err_wrap(err, "pyroscope.ebpf metrics");
-	}
 	for (size_t i = 0; i < NLABELED; i++) {
 		const char *label, *help = labeled_help(labeled[i].metric, &label);
 		const char *names[] = { label, NULL }, *values[] = { labeled[i].label, NULL };
 		struct np_metric *mt = np_metrics_counter(reg, labeled[i].metric, help, names, err);
-		if (!mt || !(m->bpf[i] = np_metric_series(mt, values, err))) {
-			pthread_mutex_destroy(&m->lock);
-			free(m);
-			return np_err_wrap(err, "pyroscope.ebpf metrics");
-		}
+		if (!mt || !(m->bpf[i] = np_metric_series(mt, values, err)))
+			return -1;
 	}
+	return 0;
+}
+
+/* Registers the families by reason: symbol sources refused, per-process limits. */
+static int register_reasons(struct np_metrics *reg, struct np_ebpf_metrics *m, struct np_err *err)
+{
 	const char *refusals[SYM_REFUSED_N], *limit_names[NLIMITS];
+
 	for (int i = 0; i < SYM_REFUSED_N; i++)
 		refusals[i] = sym_refusal_name((enum sym_refusal)i);
 	for (int i = 0; i < SYM_LIMIT_N; i++)
@@ -374,7 +297,31 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 			  "Per-process state refused at a bound, by reason: processes (too many tracked), "
 			  "process_bytes (byte budget), maps (a process's mappings), perf_map (a perf map file), "
 			  "cgroups (cgroup directories walked).",
-			  limit_names, NLIMITS, m->limits, err)) {
+			  limit_names, NLIMITS, m->limits, err))
+		return -1;
+	return 0;
+}
+
+int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, struct np_err *err)
+{
+	static const char *const svc[] = { "service_name", NULL };
+	struct np_ebpf_metrics *m = calloc(1, sizeof(*m));
+	struct np_metric *fanout;
+
+	if (!m)
+		return np_errf(err, "out of memory");
+	if (!reg)
+		reg = np_metrics_global();
+	pthread_mutex_init(&m->lock, NULL);
+	if (!(m->pprofs = np_metrics_counter(reg, "pyroscope_ebpf_pprofs_total", PPROFS_HELP, svc, err)) ||
+	    !(m->bytes = np_metrics_counter(reg, "pyroscope_ebpf_pprof_bytes_total", PPROFS_HELP, svc, err)) ||
+	    !(m->samples = np_metrics_counter(reg, "pyroscope_ebpf_pprof_samples_total", PPROFS_HELP, svc, err)) ||
+	    register_plain(reg, m, err) ||
+	    /* Registered by pyroscope.write too (same definition): present even without a writer. */
+	    !(fanout = np_metrics_histogram(reg, "pyroscope_fanout_latency",
+					    "Write latency for sending to pyroscope profiles", NULL,
+					    np_metrics_default_buckets, NP_METRICS_DEFAULT_BUCKETS_N, err)) ||
+	    !series0(fanout, err) || register_labeled(reg, m, err) || register_reasons(reg, m, err)) {
 		pthread_mutex_destroy(&m->lock);
 		free(m);
 		return np_err_wrap(err, "pyroscope.ebpf metrics");

@@ -231,42 +231,45 @@ static int allow_wanted(void *ud, uint64_t key)
 	return np_intern_find(&a->cgroups, &key, sizeof(key)) != 0;
 }
 
+/* Sets the allow-list entry of every key of `from` that `other` lacks (other NULL: of
+ * every key) to `on`: keys are u32 PIDs or u64 cgroup IDs. The first failure is kept in
+ * err (failed says whether there was one before); returns the failures. */
+static size_t allow_missing(struct np_sampler *s, int pids, const struct np_intern *from,
+			    const struct np_intern *other, int on, size_t failed, struct np_err *err)
+{
+	struct np_err e;
+
+	for (uint32_t i = 1; from && i <= from->n; i++) {
+		size_t len;
+		const char *k = np_intern_key(from, i, &len);
+		uint64_t id = 0;
+		uint32_t pid = 0;
+		int rc;
+		if (other && np_intern_find(other, k, len))
+			continue;
+		if (pids) {
+			memcpy(&pid, k, sizeof(pid));
+			rc = np_sampler_allow_pid(s, pid, on, failed ? &e : err);
+		} else {
+			memcpy(&id, k, sizeof(id));
+			rc = np_sampler_allow_cgroup(s, id, on, failed ? &e : err);
+		}
+		failed += rc != 0;
+	}
+	return failed;
+}
+
 /* Adds the keys of `want` that `have` lacks (have NULL: all of them) and removes those of
  * `have` that `want` lacks, going on past a failure (the first one is kept in err).
  * Returns how many updates failed. */
 static size_t allow_diff(struct np_sampler *s, const struct allow_scan *want, const struct np_intern *have_cgroups,
 			 const struct np_intern *have_pids, struct np_err *err)
 {
-	size_t failed = 0;
-	struct np_err e;
+	size_t failed = allow_missing(s, 0, &want->cgroups, have_cgroups, 1, 0, err);
 
-	for (uint32_t i = 1; i <= want->cgroups.n; i++) {
-		uint64_t id;
-		memcpy(&id, np_intern_key(&want->cgroups, i, NULL), sizeof(id));
-		if ((!have_cgroups || !np_intern_find(have_cgroups, &id, sizeof(id))) &&
-		    np_sampler_allow_cgroup(s, id, 1, failed ? &e : err))
-			failed++;
-	}
-	for (uint32_t i = 1; have_cgroups && i <= have_cgroups->n; i++) {
-		uint64_t id;
-		memcpy(&id, np_intern_key(have_cgroups, i, NULL), sizeof(id));
-		if (!np_intern_find(&want->cgroups, &id, sizeof(id)) && np_sampler_allow_cgroup(s, id, 0, failed ? &e : err))
-			failed++;
-	}
-	for (uint32_t i = 1; i <= want->pids.n; i++) {
-		uint32_t pid;
-		memcpy(&pid, np_intern_key(&want->pids, i, NULL), sizeof(pid));
-		if ((!have_pids || !np_intern_find(have_pids, &pid, sizeof(pid))) &&
-		    np_sampler_allow_pid(s, pid, 1, failed ? &e : err))
-			failed++;
-	}
-	for (uint32_t i = 1; have_pids && i <= have_pids->n; i++) {
-		uint32_t pid;
-		memcpy(&pid, np_intern_key(have_pids, i, NULL), sizeof(pid));
-		if (!np_intern_find(&want->pids, &pid, sizeof(pid)) && np_sampler_allow_pid(s, pid, 0, failed ? &e : err))
-			failed++;
-	}
-	return failed;
+	failed = allow_missing(s, 0, have_cgroups, &want->cgroups, 0, failed, err);
+	failed = allow_missing(s, 1, &want->pids, have_pids, 1, failed, err);
+	return allow_missing(s, 1, have_pids, &want->pids, 0, failed, err);
 }
 
 /* Makes the BPF allow-list hold exactly the scan's lists. Normally only the difference
@@ -466,6 +469,99 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 	}
 }
 
+/* What a profile's hand-out did, for the stats. */
+struct handed {
+	uint64_t sent, dropped, bytes;
+};
+
+/* Gives each sink of the byte kind its own copy of the gzipped profile: the last one
+ * takes the buffer (steal), the others a copy. */
+static void hand_bytes(struct np_ebpf_profiler *p, const struct slot *sl, const struct np_profile_sink *sinks,
+		       size_t nsinks, struct np_buf *gz, struct handed *h)
+{
+	size_t last = nsinks, len = gz->len;
+	struct np_err err;
+
+	for (size_t k = 0; k < nsinks; k++)
+		if (sinks[k].append)
+			last = k;
+	for (size_t k = 0; k < nsinks; k++) {
+		if (!sinks[k].append)
+			continue;
+		void *own = k == last ? np_buf_steal(gz, NULL) : malloc(len ? len : 1);
+		if (!own) {
+			h->dropped++;
+			continue;
+		}
+		if (k != last)
+			memcpy(own, gz->p, len);
+		if (sinks[k].append(sinks[k].ud, &sl->labels, own, len, &err)) {
+			np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name, "error",
+			       err.msg, NULL);
+			h->dropped++;
+		} else {
+			h->sent++;
+			h->bytes += len;
+		}
+	}
+}
+
+/* Lends the built profile to each sink that reads it in place. */
+static void hand_built(struct np_ebpf_profiler *p, const struct slot *sl, const struct np_profile_sink *sinks,
+		       size_t nsinks, int64_t duration, size_t gz_len, struct handed *h)
+{
+	struct np_err err;
+
+	for (size_t k = 0; k < nsinks; k++) {
+		if (!sinks[k].append_built)
+			continue;
+		if (sinks[k].append_built(sinks[k].ud, &sl->labels, sl->b, duration, &err)) {
+			np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name, "error",
+			       err.msg, NULL);
+			h->dropped++;
+		} else {
+			h->sent++;
+			h->bytes += gz_len; /* counted as the pprof it stands for, as before */
+		}
+	}
+}
+
+/* Encodes one target's profile of the interval and hands it to every sink. The pprof
+ * is built even when no sink sends it on: pyroscope_ebpf_pprof_bytes_total counts it. */
+static void hand_out(struct np_ebpf_profiler *p, struct slot *sl, const struct np_profile_sink *sinks,
+		     size_t nsinks, int64_t duration)
+{
+	struct np_buf raw = NP_BUF_INIT, gz = NP_BUF_INIT;
+	struct handed h = { 0, 0, 0 };
+	struct np_err err;
+	size_t gz_len = 0;
+
+	if (np_pprof_encode(sl->b, duration, &raw, &err) || np_gzip(raw.p, raw.len, 1, &gz, &err)) {
+		np_log(NP_WARN, "pyroscope.ebpf", "cannot build a profile", "component_id", p->name, "error", err.msg,
+		       NULL);
+		h.dropped = nsinks;
+	} else {
+		gz_len = gz.len;
+		if (p->cfg.verbose)
+			np_log(NP_INFO, "pyroscope.ebpf", "profile collected", "component_id", p->name, "service_name",
+			       np_labels_get(&sl->labels, "service_name"), "samples", NP_LOG_INT(np_pprof_total(sl->b)),
+			       "bytes", NP_LOG_INT(gz_len), NULL);
+		/* The built profile first: the byte sinks may free the buffer, never the builder. */
+		hand_built(p, sl, sinks, nsinks, duration, gz_len, &h);
+		hand_bytes(p, sl, sinks, nsinks, &gz, &h);
+	}
+	if (h.sent && p->cfg.metrics)
+		np_ebpf_metrics_profile(p->cfg.metrics, np_labels_get(&sl->labels, "service_name"), gz_len,
+					np_pprof_sample_count(sl->b));
+	pthread_mutex_lock(&p->mu);
+	p->stats.profiles += h.sent;
+	p->stats.profile_bytes += h.bytes;
+	p->stats.dropped += h.dropped;
+	pthread_mutex_unlock(&p->mu);
+	np_buf_free(&raw);
+	np_buf_free(&gz);
+}
+
 /* Hands every profile of the interval to the sinks and starts a new interval. */
 static void flush(struct np_ebpf_profiler *p)
 {
@@ -486,50 +582,7 @@ static void flush(struct np_ebpf_profiler *p)
 
 	for (uint32_t i = 1; i <= p->slot_index.n; i++) {
 		struct slot *sl = &p->slots[i - 1];
-		struct np_buf raw = NP_BUF_INIT, gz = NP_BUF_INIT;
-		struct np_err err;
-		uint64_t dropped = 0, sent = 0, bytes = 0;
-		size_t gz_len = 0;
-
-		if (np_pprof_encode(sl->b, duration, &raw, &err) || np_gzip(raw.p, raw.len, 1, &gz, &err)) {
-			np_log(NP_WARN, "pyroscope.ebpf", "cannot build a profile", "component_id", p->name, "error", err.msg,
-			       NULL);
-			dropped = nsinks;
-		} else {
-			gz_len = gz.len;
-			if (p->cfg.verbose)
-				np_log(NP_INFO, "pyroscope.ebpf", "profile collected", "component_id", p->name, "service_name",
-				       np_labels_get(&sl->labels, "service_name"), "samples",
-				       NP_LOG_INT(np_pprof_total(sl->b)), "bytes", NP_LOG_INT(gz_len), NULL);
-			for (size_t k = 0; k < nsinks; k++) {
-				/* Each sink owns its profile: the last one takes the buffer, the others a copy. */
-				void *own = k + 1 == nsinks ? np_buf_steal(&gz, NULL) : malloc(gz_len ? gz_len : 1);
-				if (!own) {
-					dropped++;
-					continue;
-				}
-				if (k + 1 < nsinks)
-					memcpy(own, gz.p, gz_len);
-				if (sinks[k].append(sinks[k].ud, &sl->labels, own, gz_len, &err)) {
-					np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name,
-					       "error", err.msg, NULL);
-					dropped++;
-				} else {
-					sent++;
-					bytes += gz_len;
-				}
-			}
-		}
-		if (sent && p->cfg.metrics)
-			np_ebpf_metrics_profile(p->cfg.metrics, np_labels_get(&sl->labels, "service_name"), gz_len,
-						np_pprof_sample_count(sl->b));
-		pthread_mutex_lock(&p->mu);
-		p->stats.profiles += sent;
-		p->stats.profile_bytes += bytes;
-		p->stats.dropped += dropped;
-		pthread_mutex_unlock(&p->mu);
-		np_buf_free(&raw);
-		np_buf_free(&gz);
+		hand_out(p, sl, sinks, nsinks, duration);
 		np_pprof_free(sl->b);
 		np_labels_free(&sl->labels);
 	}

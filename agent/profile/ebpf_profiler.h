@@ -1,7 +1,7 @@
 /* The engine of a pyroscope.ebpf component: it samples only the processes of its
  * targets, builds one pprof per target every collect interval, and hands each
- * profile (gzipped, with the target's labels) to its sinks (pyroscope.write
- * receivers, the local store).
+ * profile with the target's labels to its sinks: gzipped to pyroscope.write
+ * receivers, as built (the builder, lent for the call) to the local store.
  *
  * Which processes are sampled: PID targets by PID; container targets by the
  * cgroup v2 directories whose path names the container (found by walking the
@@ -31,12 +31,21 @@
 /* Takes ownership of pprof_gz (free() it) whether it succeeds or not. */
 typedef int (*np_profile_append_fn)(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len,
 				    struct np_err *err);
+/* The profile as built, borrowed for the call: the sink copies what it keeps before it
+ * returns. Its start is np_pprof_time(b), duration_ns its length. */
+struct np_pprof_builder;
+typedef int (*np_profile_append_built_fn)(void *ud, const struct np_labels *labels,
+					  const struct np_pprof_builder *b, int64_t duration_ns, struct np_err *err);
 
 struct np_ebpf_metrics;
 
+/* A receiver of the engine's profiles. Exactly one of the two functions is set: append
+ * for a receiver that sends the pprof on (pyroscope.write), append_built for one in this
+ * process that reads the samples (the local store), which then costs no decoding. */
 struct np_profile_sink {
 	np_profile_append_fn append;
 	void *ud;
+	np_profile_append_built_fn append_built;
 };
 
 struct np_ebpf_config {

@@ -7,8 +7,7 @@
 
 void np_folded_free(struct np_folded *f)
 {
-	np_intern_free(&f->stacks);
-	free(f->counts);
+	np_tally_free(&f->stacks);
 	np_buf_free(&f->line);
 	memset(f, 0, sizeof(*f));
 }
@@ -23,9 +22,6 @@ static void put_name(struct np_buf *b, const char *s)
 
 int np_folded_add(struct np_folded *f, const char *const *names, size_t n, uint64_t count, struct np_err *err)
 {
-	uint32_t id;
-	int added;
-
 	np_buf_reset(&f->line);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
@@ -36,27 +32,19 @@ int np_folded_add(struct np_folded *f, const char *const *names, size_t n, uint6
 		np_buf_puts(&f->line, "[unknown]");
 	if (f->line.failed)
 		return np_errf(err, "folded: out of memory");
-	id = np_intern_add(&f->stacks, f->line.p, f->line.len, &added);
-	if (!id)
+	if (!np_tally_add(&f->stacks, f->line.p, f->line.len, count))
 		return np_errf(err, "folded: out of memory");
-	if (id > f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 256;
-		uint64_t *c = realloc(f->counts, cap * sizeof(*c));
-		if (!c)
-			return np_errf(err, "folded: out of memory");
-		f->counts = c;
-		f->cap = cap;
-	}
-	if (added)
-		f->counts[id - 1] = 0;
-	f->counts[id - 1] += count;
-	f->total += count;
 	return 0;
 }
 
 size_t np_folded_count(const struct np_folded *f)
 {
-	return f->stacks.n;
+	return np_tally_count(&f->stacks);
+}
+
+uint64_t np_folded_total(const struct np_folded *f)
+{
+	return f->stacks.total;
 }
 
 static int by_text(const void *a, const void *b, void *table)
@@ -66,16 +54,17 @@ static int by_text(const void *a, const void *b, void *table)
 
 int np_folded_write(const struct np_folded *f, FILE *out, struct np_err *err)
 {
-	uint32_t *order = malloc((f->stacks.n ? f->stacks.n : 1) * sizeof(uint32_t));
+	size_t n = np_tally_count(&f->stacks);
+	uint32_t *order = malloc((n ? n : 1) * sizeof(uint32_t));
 
 	if (!order)
 		return np_errf(err, "folded: out of memory");
-	for (uint32_t i = 0; i < f->stacks.n; i++)
+	for (uint32_t i = 0; i < n; i++)
 		order[i] = i + 1;
-	qsort_r(order, f->stacks.n, sizeof(uint32_t), by_text, (void *)&f->stacks);
-	for (uint32_t i = 0; i < f->stacks.n; i++) {
-		if (fprintf(out, "%s %llu\n", np_intern_key(&f->stacks, order[i], NULL),
-			    (unsigned long long)f->counts[order[i] - 1]) < 0) {
+	qsort_r(order, n, sizeof(uint32_t), by_text, (void *)&f->stacks.keys);
+	for (uint32_t i = 0; i < n; i++) {
+		if (fprintf(out, "%s %llu\n", np_intern_key(&f->stacks.keys, order[i], NULL),
+			    (unsigned long long)f->stacks.sums[order[i] - 1]) < 0) {
 			free(order);
 			return np_errno(err, "write folded stacks");
 		}

@@ -9,17 +9,14 @@
 #include <stdio.h>
 
 #include "lib/error.h"
-#include "lib/intern.h"
+#include "lib/tally.h"
 
 struct np_folded {
-	struct np_intern stacks; /* key: the folded frame text */
-	uint64_t *counts;	 /* per stack id - 1 */
-	size_t cap;
-	uint64_t total;
-	struct np_buf line; /* scratch */
+	struct np_tally stacks; /* key: the folded frame text; sum: the count */
+	struct np_buf line;	/* scratch */
 };
 
-#define NP_FOLDED_INIT { NP_INTERN_INIT, NULL, 0, 0, NP_BUF_INIT }
+#define NP_FOLDED_INIT { NP_TALLY_INIT, NP_BUF_INIT }
 
 void np_folded_free(struct np_folded *f);
 
@@ -28,7 +25,8 @@ void np_folded_free(struct np_folded *f);
 NP_MUST_CHECK int np_folded_add(struct np_folded *f, const char *const *names, size_t n, uint64_t count,
 				struct np_err *err);
 
-size_t np_folded_count(const struct np_folded *f);
+size_t np_folded_count(const struct np_folded *f); /* distinct stacks */
+uint64_t np_folded_total(const struct np_folded *f); /* samples added */
 
 /* Writes every line; fails only on a write error. */
 NP_MUST_CHECK int np_folded_write(const struct np_folded *f, FILE *out, struct np_err *err);

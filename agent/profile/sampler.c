@@ -272,6 +272,77 @@ int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t fi
 	return 0;
 }
 
+/* Sizes the maps and loads the programs asked for. */
+static int load_programs(struct np_sampler *s, const struct np_sampler_options *opts, unsigned counts_n,
+			 unsigned stacks_n, struct np_err *err)
+{
+	/* Without off-CPU time its maps would only hold memory (16 MiB of kernel stacks). */
+	if (opts->offcpu_threshold <= 0 && (bpf_map__set_max_entries(s->skel->maps.offcpu_starts, 1) ||
+					    bpf_map__set_max_entries(s->skel->maps.offcpu_kstacks, 1)))
+		return np_errno(err, "size the BPF maps");
+	if (bpf_map__set_max_entries(s->skel->maps.counts_template, counts_n) ||
+	    bpf_map__set_max_entries(s->skel->maps.stacks_template, stacks_n))
+		return np_errno(err, "size the BPF maps");
+	if (apply_test_map_sizes(s->skel, err))
+		return -1;
+	/* Programs for what is not asked for are not loaded: each carries its own copy of the walker
+	 * for the verifier, which makes loading them the largest part of a short recording's CPU. */
+	if (opts->offcpu_threshold <= 0 && (bpf_program__set_autoload(s->skel->progs.np_offcpu_switch, false) ||
+					    bpf_program__set_autoload(s->skel->progs.np_offcpu_return, false) ||
+					    bpf_program__set_autoload(s->skel->progs.np_unwind_raw, false)))
+		return np_errno(err, "leave out the off-CPU programs");
+	if (!opts->uprobes && (bpf_program__set_autoload(s->skel->progs.np_uprobe, false) ||
+			       bpf_program__set_autoload(s->skel->progs.np_unwind_kp, false)))
+		return np_errno(err, "leave out the uprobe programs");
+	if (sampler_bpf__load(s->skel))
+		return np_errno(err, "load the BPF sampler (%s; run with --log-level=debug for the verifier log)",
+				errno == EPERM || errno == EACCES ? permission_hint() : "the kernel rejected it");
+	return 0;
+}
+
+/* The two sets of counts and stacks maps the drain swaps between, the first one active. */
+static int swap_maps(struct np_sampler *s, unsigned counts_n, unsigned stacks_n, struct np_err *err)
+{
+	s->counts_cap = counts_n;
+	s->stacks_cap = stacks_n;
+	s->counts_fd[0] = bpf_map__fd(s->skel->maps.counts_template);
+	s->stacks_fd[0] = bpf_map__fd(s->skel->maps.stacks_template);
+	s->counts_fd[1] = create_inner(s->skel->maps.counts_template, counts_n, "np_counts_b", err);
+	if (s->counts_fd[1] < 0)
+		return -1;
+	s->stacks_fd[1] = create_inner(s->skel->maps.stacks_template, stacks_n, "np_stacks_b", err);
+	if (s->stacks_fd[1] < 0)
+		return -1;
+	if (set_slot(bpf_map__fd(s->skel->maps.stacks_slot), s->stacks_fd[0], "stacks", err) ||
+	    set_slot(bpf_map__fd(s->skel->maps.counts_slot), s->counts_fd[0], "counts", err))
+		return -1;
+	s->active = 0;
+	return 0;
+}
+
+/* The walker's continuations, the process events, and the programs' attachments. */
+static int attach_all(struct np_sampler *s, const struct np_sampler_options *opts, struct np_err *err)
+{
+	/* One continuation per program type (a tail call stays within its type). */
+	if (install_tail_call(s->skel->maps.unw_progs, s->skel->progs.np_unwind, err) ||
+	    (opts->offcpu_threshold > 0 &&
+	     install_tail_call(s->skel->maps.unw_progs_raw, s->skel->progs.np_unwind_raw, err)) ||
+	    (opts->uprobes && install_tail_call(s->skel->maps.unw_progs_kp, s->skel->progs.np_unwind_kp, err)))
+		return -1;
+	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.proc_events), on_ring_event, s, NULL);
+	if (!s->events)
+		return np_errno(err, "open the process event ring buffer");
+	s->skel->links.np_exec = bpf_program__attach(s->skel->progs.np_exec);
+	s->skel->links.np_exit = bpf_program__attach(s->skel->progs.np_exit);
+	if (!s->skel->links.np_exec || !s->skel->links.np_exit)
+		return np_errno(err, "attach the exec/exit raw tracepoints");
+	if (opts->sample_rate && attach_cpus(s, opts->sample_rate, err))
+		return -1;
+	if (opts->offcpu_threshold > 0 && attach_offcpu(s, opts->offcpu_threshold, err))
+		return -1;
+	return 0;
+}
+
 int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **out, struct np_err *err)
 {
 	struct np_sampler *s;
@@ -293,7 +364,6 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 		free(s);
 		return np_errf(err, "cannot count the possible CPUs of this machine");
 	}
-
 	s->skel = sampler_bpf__open();
 	if (!s->skel) {
 		np_errno(err, "open the BPF sampler");
@@ -303,72 +373,8 @@ int np_sampler_open(const struct np_sampler_options *opts, struct np_sampler **o
 	unsigned rate = opts->sample_rate ? opts->sample_rate : 100;
 	counts_n = map_entries(rate, (unsigned)ncpu, opts->drain_interval_ms, 1);
 	stacks_n = map_entries(rate, (unsigned)ncpu, opts->drain_interval_ms, 2);
-	/* Without off-CPU time its maps would only hold memory (16 MiB of kernel stacks). */
-	if (opts->offcpu_threshold <= 0 && (bpf_map__set_max_entries(s->skel->maps.offcpu_starts, 1) ||
-					    bpf_map__set_max_entries(s->skel->maps.offcpu_kstacks, 1))) {
-		np_errno(err, "size the BPF maps");
-		goto fail;
-	}
-	if (bpf_map__set_max_entries(s->skel->maps.counts_template, counts_n) ||
-	    bpf_map__set_max_entries(s->skel->maps.stacks_template, stacks_n)) {
-		np_errno(err, "size the BPF maps");
-		goto fail;
-	}
-	if (apply_test_map_sizes(s->skel, err))
-		goto fail;
-	/* Programs for what is not asked for are not loaded: each carries its own copy of the walker
-	 * for the verifier, which makes loading them the largest part of a short recording's CPU. */
-	if (opts->offcpu_threshold <= 0 && (bpf_program__set_autoload(s->skel->progs.np_offcpu_switch, false) ||
-					    bpf_program__set_autoload(s->skel->progs.np_offcpu_return, false) ||
-					    bpf_program__set_autoload(s->skel->progs.np_unwind_raw, false))) {
-		np_errno(err, "leave out the off-CPU programs");
-		goto fail;
-	}
-	if (!opts->uprobes && (bpf_program__set_autoload(s->skel->progs.np_uprobe, false) ||
-			       bpf_program__set_autoload(s->skel->progs.np_unwind_kp, false))) {
-		np_errno(err, "leave out the uprobe programs");
-		goto fail;
-	}
-	if (sampler_bpf__load(s->skel)) {
-		np_errno(err, "load the BPF sampler (%s; run with --log-level=debug for the verifier log)",
-			 errno == EPERM || errno == EACCES ? permission_hint() : "the kernel rejected it");
-		goto fail;
-	}
-	s->counts_cap = counts_n;
-	s->stacks_cap = stacks_n;
-	s->counts_fd[0] = bpf_map__fd(s->skel->maps.counts_template);
-	s->stacks_fd[0] = bpf_map__fd(s->skel->maps.stacks_template);
-	s->counts_fd[1] = create_inner(s->skel->maps.counts_template, counts_n, "np_counts_b", err);
-	if (s->counts_fd[1] < 0)
-		goto fail;
-	s->stacks_fd[1] = create_inner(s->skel->maps.stacks_template, stacks_n, "np_stacks_b", err);
-	if (s->stacks_fd[1] < 0)
-		goto fail;
-	if (set_slot(bpf_map__fd(s->skel->maps.stacks_slot), s->stacks_fd[0], "stacks", err) ||
-	    set_slot(bpf_map__fd(s->skel->maps.counts_slot), s->counts_fd[0], "counts", err))
-		goto fail;
-	s->active = 0;
-
-	/* The walker's continuations, one per program type (a tail call stays within its type). */
-	if (install_tail_call(s->skel->maps.unw_progs, s->skel->progs.np_unwind, err) ||
-	    (opts->offcpu_threshold > 0 &&
-	     install_tail_call(s->skel->maps.unw_progs_raw, s->skel->progs.np_unwind_raw, err)) ||
-	    (opts->uprobes && install_tail_call(s->skel->maps.unw_progs_kp, s->skel->progs.np_unwind_kp, err)))
-		goto fail;
-	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.proc_events), on_ring_event, s, NULL);
-	if (!s->events) {
-		np_errno(err, "open the process event ring buffer");
-		goto fail;
-	}
-	s->skel->links.np_exec = bpf_program__attach(s->skel->progs.np_exec);
-	s->skel->links.np_exit = bpf_program__attach(s->skel->progs.np_exit);
-	if (!s->skel->links.np_exec || !s->skel->links.np_exit) {
-		np_errno(err, "attach the exec/exit raw tracepoints");
-		goto fail;
-	}
-	if (opts->sample_rate && attach_cpus(s, opts->sample_rate, err))
-		goto fail;
-	if (opts->offcpu_threshold > 0 && attach_offcpu(s, opts->offcpu_threshold, err))
+	if (load_programs(s, opts, counts_n, stacks_n, err) || swap_maps(s, counts_n, stacks_n, err) ||
+	    attach_all(s, opts, err))
 		goto fail;
 	np_log(NP_DEBUG, "profile", "sampler attached", "cpus", NP_LOG_INT(s->ncpus), "rate_hz",
 	       NP_LOG_INT(opts->sample_rate), "counts_entries", NP_LOG_INT(counts_n), "stacks_entries",

@@ -86,7 +86,21 @@ static void json_response(struct np_http_response *resp)
 	(void)np_http_response_header(resp, "Cache-Control", "no-store");
 }
 
-static void handle_services(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+/* The answer of a store query that returned rc: the JSON, or the error (404 when the
+ * query matched nothing). */
+static void query_response(struct np_http_response *resp, int rc, const struct np_err *err)
+{
+	if (rc)
+		return np_http_response_text(resp, strstr(err->msg, "no samples") ? 404 : 500, "%s", err->msg);
+	json_response(resp);
+}
+
+typedef int (*store_query_fn)(struct np_store *s, const struct np_store_query *q, struct np_buf *out,
+			      struct np_err *err);
+
+/* A route that takes the common query parameters only. */
+static void answer_query(void *ud, const struct np_http_request *req, struct np_http_response *resp,
+			 store_query_fn fn)
 {
 	struct np_ui *ui = ud;
 	struct np_store_query q;
@@ -94,9 +108,22 @@ static void handle_services(void *ud, const struct np_http_request *req, struct 
 
 	if (read_query(ui, req, &q, resp))
 		return;
-	if (np_store_services_json(ui->store, &q, &resp->body, &err))
-		return np_http_response_text(resp, 500, "%s", err.msg);
-	json_response(resp);
+	query_response(resp, fn(ui->store, &q, &resp->body, &err), &err);
+}
+
+static void handle_services(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+{
+	answer_query(ud, req, resp, np_store_services_json);
+}
+
+static void handle_types(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+{
+	answer_query(ud, req, resp, np_store_types_json);
+}
+
+static void handle_timeline(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+{
+	answer_query(ud, req, resp, np_store_timeline_json);
 }
 
 static void handle_flamegraph(void *ud, const struct np_http_request *req, struct np_http_response *resp)
@@ -117,9 +144,7 @@ static void handle_flamegraph(void *ud, const struct np_http_request *req, struc
 		group = NP_STORE_GROUP_PROCESS;
 	else if (g && *g && strcmp(g, "none") != 0)
 		return np_http_response_text(resp, 400, "group must be none, service or process");
-	if (np_store_flamegraph_json(ui->store, &q, group, max_nodes, &resp->body, &err))
-		return np_http_response_text(resp, 500, "%s", err.msg);
-	json_response(resp);
+	query_response(resp, np_store_flamegraph_json(ui->store, &q, group, max_nodes, &resp->body, &err), &err);
 }
 
 static void handle_top(void *ud, const struct np_http_request *req, struct np_http_response *resp)
@@ -131,35 +156,7 @@ static void handle_top(void *ud, const struct np_http_request *req, struct np_ht
 
 	if (read_query(ui, req, &q, resp) || read_size(req, "limit", 500, 100000, &limit, resp))
 		return;
-	if (np_store_top_json(ui->store, &q, limit, &resp->body, &err))
-		return np_http_response_text(resp, 500, "%s", err.msg);
-	json_response(resp);
-}
-
-static void handle_types(void *ud, const struct np_http_request *req, struct np_http_response *resp)
-{
-	struct np_ui *ui = ud;
-	struct np_store_query q;
-	struct np_err err;
-
-	if (read_query(ui, req, &q, resp))
-		return;
-	if (np_store_types_json(ui->store, &q, &resp->body, &err))
-		return np_http_response_text(resp, 500, "%s", err.msg);
-	json_response(resp);
-}
-
-static void handle_timeline(void *ud, const struct np_http_request *req, struct np_http_response *resp)
-{
-	struct np_ui *ui = ud;
-	struct np_store_query q;
-	struct np_err err;
-
-	if (read_query(ui, req, &q, resp))
-		return;
-	if (np_store_timeline_json(ui->store, &q, &resp->body, &err))
-		return np_http_response_text(resp, 500, "%s", err.msg);
-	json_response(resp);
+	query_response(resp, np_store_top_json(ui->store, &q, limit, &resp->body, &err), &err);
 }
 
 static void handle_stats(void *ud, const struct np_http_request *req, struct np_http_response *resp)
@@ -259,6 +256,25 @@ static int store_page(void *ud, struct np_buf *out, struct np_err *err)
 
 /* ---- live updates ---- */
 
+/* Adds s to a list of *n strings of width bytes each unless it holds s or max of them. */
+static void remember(char *list, size_t width, size_t *n, size_t max, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(list + i * width, s))
+			return;
+	if (*n < max)
+		snprintf(list + (*n)++ * width, width, "%s", s);
+}
+
+static void json_str_list(struct np_json *j, const char *key, const char *list, size_t width, size_t n)
+{
+	np_json_key(j, key);
+	np_json_arr_begin(j);
+	for (size_t i = 0; i < n; i++)
+		np_json_str(j, list + i * width);
+	np_json_arr_end(j);
+}
+
 static void on_profile(void *ud, const struct np_store_event *ev)
 {
 	struct np_ui *ui = ud;
@@ -267,15 +283,8 @@ static void on_profile(void *ud, const struct np_store_event *ev)
 	ui->pending++;
 	if (ev->time_ns > ui->pending_time_ns)
 		ui->pending_time_ns = ev->time_ns;
-	size_t i;
-	for (i = 0; i < ui->nservices && strcmp(ui->services[i], ev->service); i++)
-		;
-	if (i == ui->nservices && ui->nservices < MAX_EVENT_SERVICES)
-		snprintf(ui->services[ui->nservices++], sizeof(ui->services[0]), "%s", ev->service);
-	for (i = 0; i < ui->ntypes && strcmp(ui->types[i], ev->type); i++)
-		;
-	if (i == ui->ntypes && ui->ntypes < MAX_EVENT_TYPES)
-		snprintf(ui->types[ui->ntypes++], sizeof(ui->types[0]), "%s", ev->type);
+	remember(ui->services[0], sizeof(ui->services[0]), &ui->nservices, MAX_EVENT_SERVICES, ev->service);
+	remember(ui->types[0], sizeof(ui->types[0]), &ui->ntypes, MAX_EVENT_TYPES, ev->type);
 	pthread_cond_signal(&ui->cond);
 	pthread_mutex_unlock(&ui->lock);
 }
@@ -312,16 +321,8 @@ static void *notifier(void *arg)
 		np_json_kv_str(&j, "type", "profiles");
 		np_json_kv_u64(&j, "count", ui->pending);
 		np_json_kv_i64(&j, "time", ui->pending_time_ns / 1000000);
-		np_json_key(&j, "services");
-		np_json_arr_begin(&j);
-		for (size_t i = 0; i < ui->nservices; i++)
-			np_json_str(&j, ui->services[i]);
-		np_json_arr_end(&j);
-		np_json_key(&j, "types");
-		np_json_arr_begin(&j);
-		for (size_t i = 0; i < ui->ntypes; i++)
-			np_json_str(&j, ui->types[i]);
-		np_json_arr_end(&j);
+		json_str_list(&j, "services", ui->services[0], sizeof(ui->services[0]), ui->nservices);
+		json_str_list(&j, "types", ui->types[0], sizeof(ui->types[0]), ui->ntypes);
 		np_json_obj_end(&j);
 		ui->pending = 0;
 		ui->nservices = 0;

@@ -1,10 +1,8 @@
-/* The local profile store: ingestion, profile types, time buckets, the memory budget
- * and the rebuilding of the interning tables (see store.h). Queries are in
- * store_query.c.
- *
- * A profile is decoded and reduced to (local stack, value) pairs outside the
- * lock; only the translation to store-wide ids and the merge into its bucket happen
- * under it. */
+/* The local profile store: merging profiles in, profile types, time buckets, the memory
+ * budget and the rebuilding of the interning tables (see store.h). Profiles are reduced
+ * to (local stack, value) pairs outside the lock by store_intake.c; only the translation
+ * to store-wide ids and the merge into its bucket happen under it (np_store_commit).
+ * Queries are in store_query.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +10,6 @@
 
 #include "agent/discovery/target.h"
 #include "agent/pprof/builder.h"
-#include "agent/pprof/decode.h"
 #include "agent/ui/store_internal.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
@@ -124,14 +121,15 @@ void np_store_set_listener(struct np_store *s, np_store_listener fn, void *ud)
 	pthread_rwlock_unlock(&s->listener_lock);
 }
 
-static int sink_append(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len, struct np_err *err)
+static int sink_append(void *ud, const struct np_labels *labels, const struct np_pprof_builder *b,
+		       int64_t duration_ns, struct np_err *err)
 {
-	return np_store_add(ud, labels, pprof_gz, len, err);
+	return np_store_add_built(ud, labels, b, duration_ns, err);
 }
 
 struct np_profile_sink np_store_sink(struct np_store *s)
 {
-	return (struct np_profile_sink){ sink_append, s };
+	return (struct np_profile_sink){ .ud = s, .append_built = sink_append };
 }
 
 /* ---- buckets and memory ---- */
@@ -164,97 +162,120 @@ static int cmp_entry(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* Rebuilds frames, stacks and series from what the buckets still reference. All or
- * nothing: on allocation failure the store is left as it was. */
-static int compact(struct np_store *s)
-{
-	struct np_intern frames = NP_INTERN_INIT, stacks = NP_INTERN_INIT, series_ids = NP_INTERN_INIT;
-	uint32_t *frame_map = calloc(s->frames.n + 1, sizeof(uint32_t));
-	uint32_t *stack_map = calloc(s->stacks.n + 1, sizeof(uint32_t));
-	uint32_t *series_map = calloc(s->series_ids.n + 1, sizeof(uint32_t));
-	uint32_t *key = malloc(s->cfg.max_stack_depth * sizeof(uint32_t));
-	struct series *series = NULL;
-	size_t series_cap = 0, series_bytes = 0;
-	int rc = -1;
+/* The tables a compaction builds, and the old ids to new ids (index: old id; 0: dead). */
+struct rebuild {
+	struct np_intern frames, stacks, series_ids;
+	uint32_t *frame_map, *stack_map, *series_map;
+	uint32_t *key; /* scratch: one stack */
+};
 
-	if (!frame_map || !stack_map || !series_map || !key)
-		goto out;
+static void rebuild_free(struct rebuild *r)
+{
+	np_intern_free(&r->frames);
+	np_intern_free(&r->stacks);
+	np_intern_free(&r->series_ids);
+	free(r->frame_map);
+	free(r->stack_map);
+	free(r->series_map);
+	free(r->key);
+}
+
+/* Interns a live stack, and its frames, into the new tables. */
+static int rebuild_stack(const struct np_store *s, struct rebuild *r, uint32_t stack)
+{
+	size_t klen;
+	const char *old = np_intern_key(&s->stacks, stack, &klen);
+	size_t n = klen / sizeof(uint32_t);
+
+	for (size_t f = 0; f < n; f++) {
+		uint32_t of;
+		memcpy(&of, old + f * sizeof(uint32_t), sizeof(of));
+		if (!r->frame_map[of]) {
+			size_t flen;
+			const char *fk = np_intern_key(&s->frames, of, &flen);
+			if (!(r->frame_map[of] = np_intern_add(&r->frames, fk, flen, NULL)))
+				return -1;
+		}
+		r->key[f] = r->frame_map[of];
+	}
+	r->stack_map[stack] = np_intern_add(&r->stacks, r->key, n * sizeof(uint32_t), NULL);
+	return r->stack_map[stack] ? 0 : -1;
+}
+
+/* Interns what the buckets reference, in the order they reference it. */
+static int rebuild_tables(const struct np_store *s, struct rebuild *r)
+{
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		for (size_t i = 0; i < s->buckets[b].n; i++) {
 			const struct entry *e = &s->buckets[b].e[i];
-			if (!series_map[e->series]) {
+			if (!r->series_map[e->series]) {
 				size_t klen;
 				const char *k = np_intern_key(&s->series_ids, e->series, &klen);
-				if (!(series_map[e->series] = np_intern_add(&series_ids, k, klen, NULL)))
-					goto out;
+				if (!(r->series_map[e->series] = np_intern_add(&r->series_ids, k, klen, NULL)))
+					return -1;
 			}
-			if (!stack_map[e->stack]) {
-				size_t klen;
-				const uint32_t *old = (const uint32_t *)(const void *)np_intern_key(&s->stacks, e->stack, &klen);
-				size_t n = klen / sizeof(uint32_t);
-				for (size_t f = 0; f < n; f++) {
-					uint32_t of;
-					memcpy(&of, old + f, sizeof(of));
-					if (!frame_map[of]) {
-						size_t flen;
-						const char *fk = np_intern_key(&s->frames, of, &flen);
-						if (!(frame_map[of] = np_intern_add(&frames, fk, flen, NULL)))
-							goto out;
-					}
-					key[f] = frame_map[of];
-				}
-				if (!(stack_map[e->stack] = np_intern_add(&stacks, key, n * sizeof(uint32_t), NULL)))
-					goto out;
-			}
+			if (!r->stack_map[e->stack] && rebuild_stack(s, r, e->stack))
+				return -1;
 		}
 	}
-	/* Live series move to a new array in their new order; the rest are freed below. */
-	series_cap = series_ids.n;
-	series = calloc(series_cap + 1, sizeof(*series));
+	return 0;
+}
+
+/* Live series move to a new array in their new order; the rest are freed. */
+static int move_series(struct np_store *s, const struct rebuild *r)
+{
+	size_t cap = r->series_ids.n, bytes = 0;
+	struct series *series = calloc(cap + 1, sizeof(*series));
+
 	if (!series)
-		goto out;
+		return -1;
 	for (uint32_t id = 1; id <= s->series_ids.n; id++) {
 		struct series *se = &s->series[id - 1];
-		if (series_map[id]) {
-			series[series_map[id] - 1] = *se;
-			series_bytes += se->block_len;
+		if (r->series_map[id]) {
+			series[r->series_map[id] - 1] = *se;
+			bytes += se->block_len;
 		} else {
 			series_free(se);
 		}
 	}
 	free(s->series);
 	s->series = series;
-	s->series_cap = series_cap;
-	s->series_bytes = series_bytes;
+	s->series_cap = cap;
+	s->series_bytes = bytes;
+	return 0;
+}
+
+/* Rebuilds frames, stacks and series from what the buckets still reference. All or
+ * nothing: on allocation failure the store is left as it was. */
+static int compact(struct np_store *s)
+{
+	struct rebuild r = { .frames = NP_INTERN_INIT, .stacks = NP_INTERN_INIT, .series_ids = NP_INTERN_INIT };
+
+	r.frame_map = calloc(s->frames.n + 1, sizeof(uint32_t));
+	r.stack_map = calloc(s->stacks.n + 1, sizeof(uint32_t));
+	r.series_map = calloc(s->series_ids.n + 1, sizeof(uint32_t));
+	r.key = malloc(s->cfg.max_stack_depth * sizeof(uint32_t));
+	if (!r.frame_map || !r.stack_map || !r.series_map || !r.key || rebuild_tables(s, &r) || move_series(s, &r)) {
+		rebuild_free(&r);
+		return -1;
+	}
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		struct bucket *bk = &s->buckets[b];
 		for (size_t i = 0; i < bk->n; i++) {
-			bk->e[i].series = series_map[bk->e[i].series];
-			bk->e[i].stack = stack_map[bk->e[i].stack];
+			bk->e[i].series = r.series_map[bk->e[i].series];
+			bk->e[i].stack = r.stack_map[bk->e[i].stack];
 		}
 		qsort(bk->e, bk->n, sizeof(*bk->e), cmp_entry);
 	}
-	np_intern_free(&s->frames);
-	np_intern_free(&s->stacks);
-	np_intern_free(&s->series_ids);
-	s->frames = frames;
-	s->stacks = stacks;
-	s->series_ids = series_ids;
-	memset(&frames, 0, sizeof(frames));
-	memset(&stacks, 0, sizeof(stacks));
-	memset(&series_ids, 0, sizeof(series_ids));
+	/* The new tables replace the old ones, which rebuild_free then frees. */
+	struct np_intern t;
+	t = s->frames, s->frames = r.frames, r.frames = t;
+	t = s->stacks, s->stacks = r.stacks, r.stacks = t;
+	t = s->series_ids, s->series_ids = r.series_ids, r.series_ids = t;
+	rebuild_free(&r);
 	s->evicted_since_compaction = 0;
 	s->st.compactions++;
-	rc = 0;
-out:
-	np_intern_free(&frames);
-	np_intern_free(&stacks);
-	np_intern_free(&series_ids);
-	free(frame_map);
-	free(stack_map);
-	free(series_map);
-	free(key);
-	return rc;
+	return 0;
 }
 
 /* Compacts once a quarter of the buckets turned over since the last compaction. */
@@ -402,25 +423,6 @@ static uint32_t series_id(struct np_store *s, const char *type, int kind, const 
 
 /* ---- ingestion ---- */
 
-/* A profile reduced to its stacks, before it meets the store's tables. */
-struct prepared {
-	struct np_intern frames; /* local frame keys */
-	struct np_intern stacks; /* local stack keys: local frame ids, leaf first */
-	uint64_t *values;	 /* per local stack id - 1 */
-	size_t values_cap;
-	uint64_t total;
-	int kind; /* enum np_profile_kind */
-	int64_t period_ns;
-	int64_t end_ns;
-};
-
-static void prepared_free(struct prepared *p)
-{
-	np_intern_free(&p->frames);
-	np_intern_free(&p->stacks);
-	free(p->values);
-}
-
 /* ---- profile types ---- */
 
 int np_store_type_id(int kind, const char *name, char *buf, size_t cap)
@@ -443,240 +445,23 @@ int np_store_kind_of(const char *type)
 	return -1;
 }
 
-static int is_type(const struct np_pprof_profile *prof, size_t i, const char *type, const char *unit)
-{
-	return !strcmp(np_pprof_string(prof, prof->sample_types[i].type), type) &&
-	       !strcmp(np_pprof_string(prof, prof->sample_types[i].unit), unit);
-}
-
-/* The profile's kind and the value kept: the first sample type, as Pyroscope reads a
- * profile Alloy pushed, for off-CPU time and probe calls. CPU time is a cpu/nanoseconds
- * sample type wherever it is (Go's runtime/pprof writes samples/count first), or else a
- * count of samples whose period is in nanoseconds; *mult converts the value to the
- * kind's unit. Any other sample type is refused rather than shown as what it is not. */
-static int classify(const struct np_pprof_profile *prof, int *kind, size_t *idx, int64_t *mult, struct np_err *err)
-{
-	const struct np_profile_type *cpu = np_profile_type_of(NP_PROFILE_CPU);
-
-	if (!prof->nsample_types)
-		return np_errf(err, "profile has no sample types");
-	*idx = 0;
-	*mult = 1;
-	for (int k = 0; k < NP_PROFILE_KINDS; k++) {
-		const struct np_profile_type *t = np_profile_type_of((enum np_profile_kind)k);
-		if (k != NP_PROFILE_CPU && is_type(prof, 0, t->sample_type, t->sample_unit)) {
-			*kind = k;
-			return 0;
-		}
-	}
-	*kind = NP_PROFILE_CPU;
-	for (size_t i = 0; i < prof->nsample_types; i++)
-		if (is_type(prof, i, cpu->sample_type, cpu->sample_unit)) {
-			*idx = i;
-			return 0;
-		}
-	if (prof->period > 0 && !strcmp(np_pprof_string(prof, prof->period_type.unit), "nanoseconds"))
-		for (size_t i = 0; i < prof->nsample_types; i++) {
-			const char *unit = np_pprof_string(prof, prof->sample_types[i].unit);
-			if (!strcmp(unit, "count") || !strcmp(unit, "samples")) {
-				*idx = i;
-				*mult = prof->period;
-				return 0;
-			}
-		}
-	return np_errf(err,
-		       "profile has sample type %s/%s: the local store keeps CPU time (cpu/nanoseconds), off-CPU time "
-		       "(offcpu/nanoseconds) and probe calls (uprobe/count)",
-		       np_pprof_string(prof, prof->sample_types[0].type), np_pprof_string(prof, prof->sample_types[0].unit));
-}
-
-/* Frame keys (store_internal.h): "name" NUL, and for a frame with a mapping: file NUL
- * build_id NUL, then the tail (unaligned): u8 unnamed, u64 start, limit, offset, and for an
- * unnamed frame its u64 address. Names and paths are cut to fit the key buffer. */
-static uint32_t local_frame(struct prepared *p, const char *name, const struct np_pprof_frame *m)
-{
-	char key[1024];
-	size_t nl = strnlen(name, 511), len = nl + 1;
-
-	memcpy(key, name, nl);
-	key[nl] = '\0';
-	if (m && m->mapping_file && *m->mapping_file) {
-		const char *bid = m->build_id ? m->build_id : "";
-		size_t fl = strnlen(m->mapping_file, 383), bl = strnlen(bid, 64);
-		uint64_t tail[4] = { m->map_start, m->map_limit, m->map_offset, m->address };
-		uint8_t unnamed = m->unnamed ? 1 : 0;
-
-		memcpy(key + len, m->mapping_file, fl);
-		key[len + fl] = '\0';
-		len += fl + 1;
-		memcpy(key + len, bid, bl);
-		key[len + bl] = '\0';
-		len += bl + 1;
-		key[len++] = (char)unnamed;
-		memcpy(key + len, tail, unnamed ? sizeof(tail) : 3 * sizeof(uint64_t));
-		len += unnamed ? sizeof(tail) : 3 * sizeof(uint64_t);
-	}
-	return np_intern_add(&p->frames, key, len, NULL);
-}
-
-void np_store_frame_parse(const char *key, size_t len, struct np_pprof_frame *out)
-{
-	size_t nl = strlen(key);
-	uint64_t tail[4] = { 0, 0, 0, 0 };
-
-	*out = (struct np_pprof_frame){ .function = key };
-	if (len <= nl + 1)
-		return;
-	out->mapping_file = key + nl + 1;
-	out->build_id = out->mapping_file + strlen(out->mapping_file) + 1;
-	const char *t = out->build_id + strlen(out->build_id) + 1;
-	out->unnamed = *t++ != 0;
-	size_t tl = (size_t)(key + len - t);
-	memcpy(tail, t, tl < sizeof(tail) ? tl : sizeof(tail));
-	out->map_start = tail[0];
-	out->map_limit = tail[1];
-	out->map_offset = tail[2];
-	out->address = tail[3];
-}
-
-/* The frames of a Location's line (innermost first). Kept from the profile: the mapping
- * (its file, build ID and range), and for a Location without a function its address, so
- * the pprof download lets a server name what the node could not. */
-static uint32_t location_frame(struct prepared *p, const struct np_pprof_profile *prof,
-			       const struct np_pprof_location *loc, uint32_t line)
-{
-	struct np_pprof_frame m = { .function = "" };
-	char name[96];
-
-	if (loc->mapping != NP_PPROF_NONE) {
-		const struct np_pprof_mapping *pm = &prof->mappings[loc->mapping];
-		m.mapping_file = np_pprof_string(prof, pm->filename);
-		m.build_id = np_pprof_string(prof, pm->build_id);
-		m.map_start = pm->start;
-		m.map_limit = pm->limit;
-		m.map_offset = pm->offset;
-	}
-	if (line < loc->nlines) {
-		uint32_t fi = prof->lines[loc->first_line + line].function;
-		if (fi != NP_PPROF_NONE) {
-			const char *fn = np_pprof_string(prof, prof->functions[fi].name);
-			if (!*fn)
-				fn = np_pprof_string(prof, prof->functions[fi].system_name);
-			if (*fn)
-				return local_frame(p, fn, &m);
-		}
-	}
-	/* No function: named as the node names unsymbolized frames, file+0xADDRESS, the
-	 * address being file-relative as nodeprof and Alloy write it. */
-	m.unnamed = 1;
-	m.address = loc->address;
-	if (m.mapping_file && *m.mapping_file) {
-		const char *base = strrchr(m.mapping_file, '/');
-		snprintf(name, sizeof(name), "%.48s+0x%llx", base ? base + 1 : m.mapping_file,
-			 (unsigned long long)loc->address);
-	} else {
-		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)loc->address);
-	}
-	return local_frame(p, name, &m);
-}
-
-static int prepare(struct np_store *s, const struct np_pprof_profile *prof, struct prepared *p, struct np_err *err)
-{
-	size_t vidx = 0, depth = s->cfg.max_stack_depth;
-	int64_t mult = 1;
-	uint32_t *stack = NULL, *loc_first = NULL, *loc_frames = NULL, truncated;
-	size_t nloc_frames = 0;
-	int rc = -1;
-
-	if (classify(prof, &p->kind, &vidx, &mult, err))
-		return -1;
-	p->period_ns = p->kind == NP_PROFILE_CPU && !strcmp(np_pprof_string(prof, prof->period_type.unit), "nanoseconds")
-			       ? prof->period
-			       : 0;
-	/* Each location's frames, innermost first, computed once. */
-	loc_first = malloc((prof->nlocations + 1) * sizeof(uint32_t));
-	size_t total_lines = 0;
-	for (size_t i = 0; i < prof->nlocations; i++)
-		total_lines += prof->locations[i].nlines ? prof->locations[i].nlines : 1;
-	loc_frames = malloc((total_lines + 1) * sizeof(uint32_t));
-	stack = malloc(depth * sizeof(uint32_t));
-	if (!loc_first || !loc_frames || !stack)
-		goto oom;
-	for (size_t i = 0; i < prof->nlocations; i++) {
-		const struct np_pprof_location *loc = &prof->locations[i];
-		uint32_t n = loc->nlines ? loc->nlines : 1;
-		loc_first[i] = (uint32_t)nloc_frames;
-		for (uint32_t l = 0; l < n; l++)
-			if (!(loc_frames[nloc_frames++] = location_frame(p, prof, loc, l)))
-				goto oom;
-	}
-	loc_first[prof->nlocations] = (uint32_t)nloc_frames;
-	if (!(truncated = local_frame(p, "[truncated]", NULL)))
-		goto oom;
-	for (size_t si = 0; si < prof->nsamples; si++) {
-		const struct np_pprof_sample *sm = &prof->samples[si];
-		int64_t v = prof->values[sm->first_value + vidx];
-		size_t n = 0;
-
-		if (v <= 0)
-			continue;
-		for (uint32_t k = 0; k < sm->nloc; k++) {
-			uint32_t li = prof->sample_locs[sm->first_loc + k];
-			for (uint32_t f = loc_first[li]; f < loc_first[li + 1]; f++) {
-				if (n == depth) {
-					/* Keep the leaf side; the root side becomes one marker frame. */
-					stack[depth - 1] = truncated;
-					goto full;
-				}
-				stack[n++] = loc_frames[f];
-			}
-		}
-	full:;
-		int added;
-		uint32_t id = np_intern_add(&p->stacks, stack, n * sizeof(uint32_t), &added);
-		if (!id)
-			goto oom;
-		if (id > p->values_cap) {
-			size_t cap = p->values_cap ? p->values_cap * 2 : 256;
-			uint64_t *nv = realloc(p->values, cap * sizeof(*nv));
-			if (!nv)
-				goto oom;
-			memset(nv + p->values_cap, 0, (cap - p->values_cap) * sizeof(*nv));
-			p->values = nv;
-			p->values_cap = cap;
-		}
-		uint64_t add = (uint64_t)v * (uint64_t)mult;
-		p->values[id - 1] += add;
-		p->total += add;
-	}
-	rc = 0;
-	goto out;
-oom:
-	np_errf(err, "store: out of memory decoding a profile");
-out:
-	free(stack);
-	free(loc_first);
-	free(loc_frames);
-	return rc;
-}
-
 /* Bytes the profile may add to the store at most (new keys, their table growth, entries). */
-static size_t estimate(const struct prepared *p)
+static size_t estimate(const struct np_store_prepared *p)
 {
+	size_t nstacks = np_tally_count(&p->stacks);
+
 	return 2 * (p->frames.arena.len + p->frames.n * INTERN_OVERHEAD) +
-	       2 * (p->stacks.arena.len + p->stacks.n * INTERN_OVERHEAD) + 2 * p->stacks.n * ENTRY_SIZE + 4096;
+	       2 * (p->stacks.keys.arena.len + nstacks * INTERN_OVERHEAD) + 2 * nstacks * ENTRY_SIZE + 4096;
 }
 
-/* Under the lock: local ids to store ids, then the merge. */
-static int insert(struct np_store *s, struct prepared *p, uint32_t sid, struct np_err *err)
+/* The store's entries of a prepared profile: local ids become store ids. */
+static size_t to_entries(struct np_store *s, const struct np_store_prepared *p, uint32_t sid, struct entry *add)
 {
 	uint32_t *fmap = calloc(p->frames.n + 1, sizeof(uint32_t));
 	uint32_t *key = malloc(s->cfg.max_stack_depth * sizeof(uint32_t));
-	struct entry *add = malloc((p->stacks.n + 1) * sizeof(*add));
 	size_t nadd = 0;
-	int rc = -1;
 
-	if (!fmap || !key || !add)
+	if (!fmap || !key)
 		goto oom;
 	for (uint32_t f = 1; f <= p->frames.n; f++) {
 		size_t len;
@@ -684,37 +469,50 @@ static int insert(struct np_store *s, struct prepared *p, uint32_t sid, struct n
 		if (!(fmap[f] = np_intern_add(&s->frames, k, len, NULL)))
 			goto oom;
 	}
-	for (uint32_t st = 1; st <= p->stacks.n; st++) {
+	for (uint32_t st = 1; st <= np_tally_count(&p->stacks); st++) {
 		size_t len;
-		const uint32_t *lk = (const uint32_t *)(const void *)np_intern_key(&p->stacks, st, &len);
+		const char *lk = np_intern_key(&p->stacks.keys, st, &len);
 		size_t n = len / sizeof(uint32_t);
-		if (!p->values[st - 1])
+		if (!p->stacks.sums[st - 1])
 			continue;
 		for (size_t i = 0; i < n; i++) {
 			uint32_t lf;
-			memcpy(&lf, lk + i, sizeof(lf));
+			memcpy(&lf, lk + i * sizeof(uint32_t), sizeof(lf));
 			key[i] = fmap[lf];
 		}
 		uint32_t gid = np_intern_add(&s->stacks, key, n * sizeof(uint32_t), NULL);
 		if (!gid)
 			goto oom;
-		add[nadd++] = (struct entry){ sid, gid, p->values[st - 1] };
+		add[nadd++] = (struct entry){ sid, gid, p->stacks.sums[st - 1] };
 	}
-	qsort(add, nadd, sizeof(*add), cmp_entry);
-	/* Distinct local stacks map to distinct store stacks, so `add` has unique keys. */
-	int64_t start = p->end_ns - p->end_ns % s->cfg.bucket_ns;
-	struct bucket *bk = bucket_for(s, start);
-	if (!bk || bucket_merge(s, bk, add, nadd))
-		goto oom;
-	rc = 0;
-	goto out;
-oom:
-	np_errf(err, "store: out of memory adding a profile");
-out:
 	free(fmap);
 	free(key);
+	return nadd;
+oom:
+	free(fmap);
+	free(key);
+	return SIZE_MAX;
+}
+
+/* Under the lock: local ids to store ids, then the merge into the profile's bucket. */
+static int insert(struct np_store *s, const struct np_store_prepared *p, uint32_t sid, int64_t end,
+		  struct np_err *err)
+{
+	struct entry *add = malloc((np_tally_count(&p->stacks) + 1) * sizeof(*add));
+	size_t nadd = add ? to_entries(s, p, sid, add) : SIZE_MAX;
+	struct bucket *bk = NULL;
+
+	if (nadd != SIZE_MAX) {
+		qsort(add, nadd, sizeof(*add), cmp_entry);
+		/* Distinct local stacks map to distinct store stacks, so `add` has unique keys. */
+		bk = bucket_for(s, end - end % s->cfg.bucket_ns);
+	}
+	if (!bk || bucket_merge(s, bk, add, nadd)) {
+		free(add);
+		return np_errf(err, "store: out of memory adding a profile");
+	}
 	free(add);
-	return rc;
+	return 0;
 }
 
 /* The type ID of a profile of this kind: __name__ from its labels. A ':' would make the
@@ -747,83 +545,83 @@ static void series_of(const struct np_labels *labels, char *service, size_t scap
 		process[0] = '\0';
 }
 
-int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof, size_t len, struct np_err *err)
+int np_store_reject(struct np_store *s, struct np_err *err)
 {
-	struct np_pprof_profile *prof = NULL;
-	struct prepared p;
-	char type[NP_STORE_TYPE_MAX], service[256], process[256];
-	uint32_t pid, sid;
-	int rc;
-	np_store_listener listener;
-	void *listener_ud;
-	struct np_store_event ev;
+	pthread_mutex_lock(&s->lock);
+	s->st.rejected++;
+	pthread_mutex_unlock(&s->lock);
+	return np_err_wrap(err, "local store");
+}
 
-	memset(&p, 0, sizeof(p));
-	rc = np_pprof_decode(pprof, len, s->cfg.max_profile_bytes, &prof, err);
-	free(pprof);
-	if (rc || prepare(s, prof, &p, err) || type_of(labels, p.kind, type, sizeof(type), err)) {
-		pthread_mutex_lock(&s->lock);
-		s->st.rejected++;
-		pthread_mutex_unlock(&s->lock);
-		np_pprof_profile_free(prof);
-		prepared_free(&p);
-		return np_err_wrap(err, "local store");
-	}
-	series_of(labels, service, sizeof(service), process, sizeof(process), &pid);
-
+/* The profile's end: its start + duration as it says, or now when it says none. */
+static int64_t end_of(const struct np_store *s, const struct np_store_prepared *p)
+{
 	int64_t now = np_store_now(s);
-	int64_t end = prof->time_nanos > 0 ? prof->time_nanos + (prof->duration_nanos > 0 ? prof->duration_nanos : 0) : now;
+	int64_t end = p->time_nanos > 0 ? p->time_nanos + (p->duration_nanos > 0 ? p->duration_nanos : 0) : now;
+
 	/* A clock far off (or a replayed file) would land outside what queries look at. */
 	if (end > now + 60LL * 1000000000LL || end <= now - s->cfg.retention_ns)
 		end = now;
-	p.end_ns = end;
-	np_pprof_profile_free(prof);
+	return end;
+}
 
-	pthread_mutex_lock(&s->lock);
+/* Under the lock: room, the series, the merge, the budget. */
+static int merge_locked(struct np_store *s, const struct np_store_prepared *p, const char *type,
+			const char *service, const char *process, uint32_t pid, int64_t end, struct np_err *err)
+{
+	size_t need = estimate(p);
+	uint32_t sid;
+
 	np_store_expire_locked(s);
-	size_t need = estimate(&p);
 	if (need + sizeof(*s) > s->cfg.budget_bytes) {
 		s->st.rejected++;
-		pthread_mutex_unlock(&s->lock);
-		prepared_free(&p);
 		return np_errf(err, "local store: a profile needing ~%zu bytes does not fit the budget of %zu bytes", need,
 			       s->cfg.budget_bytes);
 	}
 	enforce(s, s->cfg.budget_bytes - need); /* room first, so that the new data is not what gets evicted */
-	sid = series_id(s, type, p.kind, service, process, pid);
-	if (!sid || insert(s, &p, sid, err)) {
+	sid = series_id(s, type, p->kind, service, process, pid);
+	if (!sid || insert(s, p, sid, end, err)) {
 		if (!sid)
 			np_errf(err, "store: out of memory");
 		s->st.rejected++;
 		enforce(s, s->cfg.budget_bytes);
-		pthread_mutex_unlock(&s->lock);
-		prepared_free(&p);
 		return np_err_wrap(err, "local store");
 	}
-	if (p.period_ns > 0)
-		s->series[sid - 1].period_ns = p.period_ns;
+	if (p->period_ns > 0)
+		s->series[sid - 1].period_ns = p->period_ns;
 	enforce(s, s->cfg.budget_bytes);
 	maybe_compact(s);
 	s->st.profiles++;
 	size_t bytes = np_store_bytes_locked(s);
 	if (bytes > s->st.peak_bytes)
 		s->st.peak_bytes = bytes;
+	return 0;
+}
+
+int np_store_commit(struct np_store *s, const struct np_labels *labels, const struct np_store_prepared *p,
+		    struct np_err *err)
+{
+	char type[NP_STORE_TYPE_MAX], service[256], process[256];
+	uint32_t pid;
+	int rc;
+
+	if (type_of(labels, p->kind, type, sizeof(type), err))
+		return np_store_reject(s, err);
+	series_of(labels, service, sizeof(service), process, sizeof(process), &pid);
+	int64_t end = end_of(s, p);
+
+	pthread_mutex_lock(&s->lock);
+	rc = merge_locked(s, p, type, service, process, pid, end, err);
 	pthread_mutex_unlock(&s->lock);
+	if (rc)
+		return -1;
 
 	pthread_rwlock_rdlock(&s->listener_lock);
-	listener = s->listener;
-	listener_ud = s->listener_ud;
-	if (listener) {
-		ev.type = type;
-		ev.service = service;
-		ev.process = process;
-		ev.time_ns = end;
-		ev.value = p.total;
-		ev.samples = p.stacks.n;
-		listener(listener_ud, &ev);
+	if (s->listener) {
+		struct np_store_event ev = { type, service, process, end, p->stacks.total, np_tally_count(&p->stacks) };
+		s->listener(s->listener_ud, &ev);
 	}
 	pthread_rwlock_unlock(&s->listener_lock);
-	prepared_free(&p);
 	return 0;
 }
 

@@ -1,10 +1,11 @@
 /* The local profile store behind the web UI: a profile sink (struct np_profile_sink)
- * that decodes every gzipped pprof it receives and keeps its values by time bucket
- * and by series (profile type + service_name + process: the __process_pid__ or
- * __container_id__ of the profile's labels), within a fixed memory budget, and
- * answers the UI's queries for a profile type, a time range and an optional
+ * that reads every profile the engine built (no encoding to undo) and keeps its values
+ * by time bucket and by series (profile type + service_name + process: the
+ * __process_pid__ or __container_id__ of the profile's labels), within a fixed memory
+ * budget, and answers the UI's queries for a profile type, a time range and an optional
  * service/process filter: a flame graph tree, a top-functions table, the services and
- * processes seen, a timeline and a merged pprof for download.
+ * processes seen, a timeline and a merged pprof for download. Profiles that exist only
+ * as pprof bytes come in through np_store_add.
  *
  * Profile types are identified as Pyroscope identifies them,
  * NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT, from the __name__ label and
@@ -51,8 +52,17 @@ struct np_store;
 NP_MUST_CHECK int np_store_new(const struct np_store_config *cfg, struct np_store **out, struct np_err *err);
 void np_store_free(struct np_store *s);
 
-/* The sink for np_ebpf_profiler_start / _set_sinks. */
+/* The sink for np_ebpf_profiler_start / _set_sinks: its append_built is np_store_add_built. */
 struct np_profile_sink np_store_sink(struct np_store *s);
+
+/* Adds one profile as built (borrowed: the store copies what it keeps before returning);
+ * its start is np_pprof_time(b), its end that + duration_ns. Its type: the labels'
+ * __name__ (the kind's own name when absent) and the builder's kind. Fails for a
+ * __name__ with a ':' or over 128 bytes and profiles larger than the budget. Keeps what
+ * np_store_add keeps of the same profile encoded. */
+struct np_pprof_builder;
+NP_MUST_CHECK int np_store_add_built(struct np_store *s, const struct np_labels *labels,
+				     const struct np_pprof_builder *b, int64_t duration_ns, struct np_err *err);
 
 /* Adds one profile (gzipped or plain pprof); takes ownership of pprof (free()d).
  * Its type: the labels' __name__ (the kind's own name when absent) and its kind, by

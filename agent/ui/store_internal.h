@@ -1,4 +1,5 @@
-/* Private to the profile store (store.c: ingestion and memory; store_query.c: queries). */
+/* Private to the profile store (store_intake.c: profiles in; store.c: merging, memory;
+ * store_query.c: queries). */
 #ifndef NP_UI_STORE_INTERNAL_H
 #define NP_UI_STORE_INTERNAL_H
 
@@ -6,6 +7,7 @@
 
 #include "agent/ui/store.h"
 #include "lib/intern.h"
+#include "lib/tally.h"
 
 /* One (series, stack) of a bucket: a value in the series' type's unit. Entries are
  * sorted by (series, stack). */
@@ -72,6 +74,25 @@ void np_store_frame_parse(const char *key, size_t len, struct np_pprof_frame *ou
 size_t np_store_intern_bytes(const struct np_intern *t);
 size_t np_store_bytes_locked(const struct np_store *s);
 int64_t np_store_now(const struct np_store *s);
+
+/* A profile reduced to its stacks, before it meets the store's tables: built by
+ * store_intake.c outside the lock, merged by np_store_commit under it. Owns its tables
+ * (np_store_prepared_free). */
+struct np_store_prepared {
+	struct np_intern frames; /* local frame keys (np_store_frame_parse) */
+	struct np_tally stacks;	 /* key: local frame ids, leaf first; sum: value in the kind's unit */
+	int kind;		 /* enum np_profile_kind */
+	int64_t period_ns;	 /* CPU: ns per sample, for pprof export; else 0 */
+	int64_t time_nanos, duration_nanos; /* as the profile says; 0 when it does not */
+};
+void np_store_prepared_free(struct np_store_prepared *p);
+
+/* Adds a prepared profile under its labels' type and series (p stays the caller's), then
+ * tells the listener. Counts a refusal. */
+NP_MUST_CHECK int np_store_commit(struct np_store *s, const struct np_labels *labels,
+				  const struct np_store_prepared *p, struct np_err *err);
+/* Counts a refused profile and wraps err ("local store: ..."); returns -1. */
+int np_store_reject(struct np_store *s, struct np_err *err);
 
 /* Drops buckets outside the retention; called under the lock by adds and queries. */
 void np_store_expire_locked(struct np_store *s);

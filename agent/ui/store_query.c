@@ -11,6 +11,7 @@
 
 #include "agent/pprof/builder.h"
 #include "agent/pprof/gzip.h"
+#include "lib/grow.h"
 #include "lib/json_writer.h"
 #include "agent/ui/store_internal.h"
 
@@ -262,19 +263,44 @@ static int filter_series(struct np_store *s, const struct np_store_query *q, enu
 	return 0;
 }
 
-/* The start of every query over profiles: takes the store's lock (the caller releases it,
- * also on failure), drops expired buckets, and sums the matching series' stacks into *a
- * (group_of as filter_series makes it). On failure nm, *group_of and *a are still safe to
- * free. */
+/* What a query over profiles works on: the matching series' stacks summed per group. */
+struct query {
+	struct agg a;
+	struct names nm;
+	uint32_t *group_of; /* as filter_series makes it */
+};
+
+/* The start of every query over profiles: takes the store's lock, drops expired buckets,
+ * and sums the matching series' stacks. query_end releases all, also after a failure. */
 static int query_begin(struct np_store *s, const struct np_store_query *q, enum np_store_group group,
-		       struct names *nm, uint32_t **group_of, struct agg *a, struct np_err *err)
+		       struct query *qy, struct np_err *err)
 {
-	memset(a, 0, sizeof(*a));
+	memset(qy, 0, sizeof(*qy));
 	pthread_mutex_lock(&s->lock);
 	np_store_expire_locked(s);
-	if (names_init(nm, s))
+	if (names_init(&qy->nm, s))
 		return np_errf(err, "store query: out of memory");
-	return filter_series(s, q, group, nm, group_of, err) || aggregate(s, q, *group_of, a, err) ? -1 : 0;
+	return filter_series(s, q, group, &qy->nm, &qy->group_of, err) || aggregate(s, q, qy->group_of, &qy->a, err)
+		       ? -1
+		       : 0;
+}
+
+static void query_end(struct np_store *s, struct query *qy)
+{
+	pthread_mutex_unlock(&s->lock);
+	agg_free(&qy->a);
+	names_free(&qy->nm);
+	free(qy->group_of);
+}
+
+/* Closes an answer's object and line; fails when the buffer ran out of memory. */
+static int answer_end(struct np_json *j, struct np_buf *out, struct np_err *err)
+{
+	np_json_obj_end(j);
+	np_buf_putc(out, '\n');
+	if (out->failed)
+		return np_errf(err, "store query: out of memory");
+	return 0;
 }
 
 /* ---- flame graph ----
@@ -385,83 +411,88 @@ static uint32_t tree_add(struct tree *t, uint32_t parent, uint32_t name)
 	return (uint32_t)t->n++;
 }
 
-static int build_tree(struct np_store *s, const struct agg *a, enum np_store_group group, struct names *nm,
-		      struct tree *t, uint32_t **rank_to_name, struct np_err *err)
+/* Every pair's path of name ids, root first (after its group's node when grouped). */
+static int make_paths(struct np_store *s, const struct agg *a, enum np_store_group group, struct names *nm,
+		      struct paths *p)
 {
-	struct paths p = { NULL, NULL };
-	uint32_t *order = NULL, *rank = NULL, *names_sorted = NULL, *path = NULL;
-	size_t total_len = 0, depth_cap = s->cfg.max_stack_depth + 2;
-	int rc = -1;
+	size_t total_len = 0, k = 0;
 
 	for (size_t i = 0; i < a->n; i++) {
 		size_t n;
 		(void)stack_frames(s, a->v[i].stack, &n);
 		total_len += n + (group != NP_STORE_GROUP_NONE);
 	}
-	p.seq = malloc((total_len + 1) * sizeof(uint32_t));
-	p.off = malloc((a->n + 1) * sizeof(uint32_t));
-	order = malloc((a->n + 1) * sizeof(uint32_t));
-	path = malloc(depth_cap * sizeof(uint32_t));
-	if (!p.seq || !p.off || !order || !path)
-		goto oom;
-	/* Paths of name ids, root first. */
-	size_t k = 0;
+	p->seq = malloc((total_len + 1) * sizeof(uint32_t));
+	p->off = malloc((a->n + 1) * sizeof(uint32_t));
+	if (!p->seq || !p->off)
+		return -1;
 	for (size_t i = 0; i < a->n; i++) {
 		size_t n;
 		const char *fr = stack_frames(s, a->v[i].stack, &n);
-		p.off[i] = (uint32_t)k;
-		order[i] = (uint32_t)i;
+		p->off[i] = (uint32_t)k;
 		if (group != NP_STORE_GROUP_NONE)
-			p.seq[k++] = a->v[i].group;
-		for (size_t f = n; f-- > 0;) {
-			uint32_t id = name_id(nm, s, frame_at(fr, f));
-			if (!id)
-				goto oom;
-			p.seq[k++] = id;
-		}
+			p->seq[k++] = a->v[i].group;
+		for (size_t f = n; f-- > 0;)
+			if (!(p->seq[k++] = name_id(nm, s, frame_at(fr, f))))
+				return -1;
 	}
-	p.off[a->n] = (uint32_t)k;
-	/* Name ids -> alphabetical ranks (1-based, like ids). */
-	size_t nn = nm->ids.n;
-	names_sorted = malloc((nn + 1) * sizeof(uint32_t));
-	rank = malloc((nn + 1) * sizeof(uint32_t));
-	if (!names_sorted || !rank)
-		goto oom;
-	for (uint32_t i = 0; i < nn; i++)
-		names_sorted[i] = i + 1;
-	qsort_r(names_sorted, nn, sizeof(uint32_t), cmp_name_str, nm);
-	for (uint32_t r = 0; r < nn; r++)
-		rank[names_sorted[r]] = r + 1;
-	for (size_t i = 0; i < k; i++)
-		p.seq[i] = rank[p.seq[i]];
-	qsort_r(order, a->n, sizeof(uint32_t), cmp_path, &p);
+	p->off[a->n] = (uint32_t)k;
+	return 0;
+}
 
-	/* Preorder construction; node 0 is the root. */
-	if (tree_add(t, UINT32_MAX, 0) == UINT32_MAX)
-		goto oom;
-	size_t prev_len = 0;
+/* Replaces the name ids of the paths by alphabetical ranks (1-based, like ids); *rank_to_name
+ * (caller frees) maps them back. */
+static int rank_names(struct names *nm, struct paths *p, size_t npaths, uint32_t **rank_to_name)
+{
+	size_t nn = nm->ids.n;
+	uint32_t *sorted = malloc((nn + 1) * sizeof(uint32_t)), *rank = malloc((nn + 1) * sizeof(uint32_t));
+
+	if (!sorted || !rank) {
+		free(sorted);
+		free(rank);
+		return -1;
+	}
+	for (uint32_t i = 0; i < nn; i++)
+		sorted[i] = i + 1;
+	qsort_r(sorted, nn, sizeof(uint32_t), cmp_name_str, nm);
+	for (uint32_t r = 0; r < nn; r++)
+		rank[sorted[r]] = r + 1;
+	for (size_t i = 0; i < p->off[npaths]; i++)
+		p->seq[i] = rank[p->seq[i]];
+	free(rank);
+	*rank_to_name = sorted;
+	return 0;
+}
+
+/* Preorder construction from the sorted paths (node 0 is the root), then totals and
+ * subtree ends, children before parents (reverse preorder). */
+static int tree_from_paths(struct tree *t, const struct agg *a, const struct paths *p, const uint32_t *order,
+			   size_t depth_cap)
+{
+	uint32_t *path = malloc(depth_cap * sizeof(uint32_t));
 	const uint32_t *prev = NULL;
+	size_t prev_len = 0;
+
+	if (!path || tree_add(t, UINT32_MAX, 0) == UINT32_MAX)
+		goto oom;
 	for (size_t i = 0; i < a->n; i++) {
 		uint32_t pi = order[i];
-		const uint32_t *cur = p.seq + p.off[pi];
-		size_t len = p.off[pi + 1] - p.off[pi], common = 0;
+		const uint32_t *cur = p->seq + p->off[pi];
+		size_t len = p->off[pi + 1] - p->off[pi], common = 0;
 		while (prev && common < len && common < prev_len && cur[common] == prev[common])
 			common++;
-		for (size_t d = common; d < len; d++) {
-			uint32_t node = tree_add(t, d ? path[d - 1] : 0, cur[d]);
-			if (node == UINT32_MAX)
+		for (size_t d = common; d < len; d++)
+			if ((path[d] = tree_add(t, d ? path[d - 1] : 0, cur[d])) == UINT32_MAX)
 				goto oom;
-			path[d] = node;
-		}
 		t->self[len ? path[len - 1] : 0] += a->v[pi].value;
 		prev = cur;
 		prev_len = len;
 	}
-	/* Totals and subtree ends, children before parents (reverse preorder). */
+	free(path);
 	t->total = malloc(t->n * sizeof(uint64_t));
 	t->end = malloc(t->n * sizeof(uint32_t));
 	if (!t->total || !t->end)
-		goto oom;
+		return -1;
 	for (size_t i = 0; i < t->n; i++) {
 		t->total[i] = t->self[i];
 		t->end[i] = (uint32_t)i + 1;
@@ -471,20 +502,30 @@ static int build_tree(struct np_store *s, const struct agg *a, enum np_store_gro
 		if (t->end[i] > t->end[t->parent[i]])
 			t->end[t->parent[i]] = t->end[i];
 	}
-	*rank_to_name = names_sorted;
-	names_sorted = NULL;
-	rc = 0;
-	goto out;
+	return 0;
 oom:
-	np_errf(err, "store query: out of memory");
+	free(path);
+	return -1;
+}
+
+static int build_tree(struct np_store *s, struct query *qy, enum np_store_group group, struct tree *t,
+		      uint32_t **rank_to_name, struct np_err *err)
+{
+	struct paths p = { NULL, NULL };
+	uint32_t *order = malloc((qy->a.n + 1) * sizeof(uint32_t));
+	int rc = -1;
+
+	if (!order || make_paths(s, &qy->a, group, &qy->nm, &p) || rank_names(&qy->nm, &p, qy->a.n, rank_to_name))
+		goto out;
+	for (size_t i = 0; i < qy->a.n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, qy->a.n, sizeof(uint32_t), cmp_path, &p);
+	rc = tree_from_paths(t, &qy->a, &p, order, s->cfg.max_stack_depth + 2);
 out:
 	free(p.seq);
 	free(p.off);
 	free(order);
-	free(rank);
-	free(names_sorted);
-	free(path);
-	return rc;
+	return rc ? np_errf(err, "store query: out of memory") : 0;
 }
 
 /* Writes the tree without recursion (stacks are up to max_stack_depth deep). */
@@ -535,58 +576,61 @@ static int emit_tree(const struct tree *t, const struct names *nm, const uint32_
 	return 0;
 }
 
+/* The smallest total a node needs to be among the max_nodes largest (root included). */
+static int node_threshold(const struct tree *t, size_t max_nodes, uint64_t *threshold)
+{
+	size_t nnodes = t->n - 1;
+
+	*threshold = 0;
+	if (nnodes + 1 <= max_nodes)
+		return 0;
+	uint64_t *tot = malloc(nnodes * sizeof(uint64_t));
+	if (!tot)
+		return -1;
+	memcpy(tot, t->total + 1, nnodes * sizeof(uint64_t));
+	*threshold = max_nodes >= 2 ? kth_largest(tot, nnodes, max_nodes - 2) : UINT64_MAX;
+	free(tot);
+	return 0;
+}
+
 int np_store_flamegraph_json(struct np_store *s, const struct np_store_query *q, enum np_store_group group,
 			     size_t max_nodes, struct np_buf *out, struct np_err *err)
 {
-	struct agg a;
-	struct names nm;
+	struct query qy;
 	struct tree t;
-	uint32_t *group_of = NULL, *rank_to_name = NULL;
+	uint32_t *rank_to_name = NULL;
+	uint64_t threshold;
 	size_t shown = 0;
 	int rc = -1;
 
 	memset(&t, 0, sizeof(t));
 	if (max_nodes == 0)
 		max_nodes = 1;
-	if (query_begin(s, q, group, &nm, &group_of, &a, err) || build_tree(s, &a, group, &nm, &t, &rank_to_name, err))
+	if (query_begin(s, q, group, &qy, err) || build_tree(s, &qy, group, &t, &rank_to_name, err))
 		goto out;
-	/* Keep the max_nodes largest nodes (root included): the rest stay in their parents' totals. */
-	uint64_t threshold = 0;
-	size_t nnodes = t.n - 1;
-	if (nnodes + 1 > max_nodes) {
-		uint64_t *tot = malloc(nnodes * sizeof(uint64_t));
-		if (!tot)
-			goto oom;
-		memcpy(tot, t.total + 1, nnodes * sizeof(uint64_t));
-		threshold = max_nodes >= 2 ? kth_largest(tot, nnodes, max_nodes - 2) : UINT64_MAX;
-		free(tot);
+	/* Keep the max_nodes largest nodes: the rest stay in their parents' totals. */
+	if (node_threshold(&t, max_nodes, &threshold)) {
+		np_errf(err, "store query: out of memory");
+		goto out;
 	}
 	struct np_json j;
 	np_json_init(&j, out);
 	np_json_obj_begin(&j);
 	json_type_fields(&j, query_type(q));
-	np_json_kv_u64(&j, "total", a.total);
-	np_json_kv_u64(&j, "nodes", nnodes + 1);
+	np_json_kv_u64(&j, "total", qy.a.total);
+	np_json_kv_u64(&j, "nodes", t.n);
 	np_json_kv_i64(&j, "from", q->from_ns / 1000000);
 	np_json_kv_i64(&j, "until", q->until_ns / 1000000);
 	np_json_key(&j, "tree");
-	if (emit_tree(&t, &nm, rank_to_name, threshold, max_nodes - 1, s->cfg.max_stack_depth + 1, &j, &shown))
-		goto oom;
+	if (emit_tree(&t, &qy.nm, rank_to_name, threshold, max_nodes - 1, s->cfg.max_stack_depth + 1, &j, &shown)) {
+		np_errf(err, "store query: out of memory");
+		goto out;
+	}
 	np_json_kv_u64(&j, "shown", shown);
-	np_json_obj_end(&j);
-	np_buf_putc(out, '\n');
-	if (out->failed)
-		goto oom;
-	rc = 0;
-	goto out;
-oom:
-	np_errf(err, "store query: out of memory");
+	rc = answer_end(&j, out, err);
 out:
-	pthread_mutex_unlock(&s->lock);
+	query_end(s, &qy);
 	tree_free(&t);
-	agg_free(&a);
-	names_free(&nm);
-	free(group_of);
 	free(rank_to_name);
 	return rc;
 }
@@ -595,6 +639,7 @@ out:
 
 struct top_row {
 	uint32_t name;
+	uint32_t stamp; /* the last pair that counted in total: a recursive function counts once per stack */
 	uint64_t self, total;
 };
 
@@ -609,68 +654,64 @@ static int cmp_top(const void *a, const void *b, void *arg)
 	return strcmp(np_intern_key(&nm->ids, x->name, NULL), np_intern_key(&nm->ids, y->name, NULL));
 }
 
-int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t limit, struct np_buf *out,
-		      struct np_err *err)
+/* One row per function name (index: name id - 1), in *rows (caller frees). */
+static int top_rows(struct np_store *s, struct query *qy, struct top_row **rows)
 {
-	struct agg a;
-	struct names nm;
-	uint32_t *group_of = NULL, *stamp = NULL;
-	struct top_row *rows = NULL;
-	size_t rows_cap = 0;
-	int rc = -1;
+	size_t cap = 0;
 
-	if (query_begin(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, &a, err))
-		goto out;
-	for (uint32_t id = 1; id <= a.n; id++) {
+	*rows = NULL;
+	for (uint32_t id = 1; id <= qy->a.n; id++) {
 		size_t n;
-		uint64_t v = a.v[id - 1].value;
-		const char *frames = stack_frames(s, a.v[id - 1].stack, &n);
+		uint64_t v = qy->a.v[id - 1].value;
+		const char *frames = stack_frames(s, qy->a.v[id - 1].stack, &n);
 		for (size_t i = 0; i < n; i++) {
-			uint32_t nmid = name_id(&nm, s, frame_at(frames, i));
-			if (!nmid)
-				goto oom;
-			if (nmid > rows_cap) {
-				size_t cap = rows_cap ? rows_cap * 2 : 1024;
-				while (cap < nmid)
-					cap *= 2;
-				struct top_row *nr = realloc(rows, cap * sizeof(*nr));
-				uint32_t *ns = realloc(stamp, cap * sizeof(*ns));
-				if (nr)
-					rows = nr;
-				if (ns)
-					stamp = ns;
-				if (!nr || !ns)
-					goto oom;
-				memset(rows + rows_cap, 0, (cap - rows_cap) * sizeof(*rows));
-				memset(stamp + rows_cap, 0, (cap - rows_cap) * sizeof(*stamp));
-				rows_cap = cap;
-			}
-			struct top_row *r = &rows[nmid - 1];
+			uint32_t nmid = name_id(&qy->nm, s, frame_at(frames, i));
+			size_t old = cap;
+			if (!nmid || np_grow((void **)rows, &cap, nmid, sizeof(**rows)))
+				return -1;
+			memset(*rows + old, 0, (cap - old) * sizeof(**rows));
+			struct top_row *r = &(*rows)[nmid - 1];
 			r->name = nmid;
 			if (i == 0)
 				r->self += v;
-			if (stamp[nmid - 1] != id) { /* a recursive function counts once per stack */
-				stamp[nmid - 1] = id;
+			if (r->stamp != id) {
+				r->stamp = id;
 				r->total += v;
 			}
 		}
 	}
-	size_t nrows = nm.ids.n;
+	return 0;
+}
+
+int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t limit, struct np_buf *out,
+		      struct np_err *err)
+{
+	struct query qy;
+	struct top_row *rows = NULL;
+	int rc = -1;
+
+	if (query_begin(s, q, NP_STORE_GROUP_NONE, &qy, err))
+		goto out;
+	if (top_rows(s, &qy, &rows)) {
+		np_errf(err, "store query: out of memory");
+		goto out;
+	}
+	size_t nrows = qy.nm.ids.n;
 	if (nrows)
-		qsort_r(rows, nrows, sizeof(*rows), cmp_top, &nm);
+		qsort_r(rows, nrows, sizeof(*rows), cmp_top, &qy.nm);
 	if (limit == 0 || limit > nrows)
 		limit = nrows;
 	struct np_json j;
 	np_json_init(&j, out);
 	np_json_obj_begin(&j);
 	json_type_fields(&j, query_type(q));
-	np_json_kv_u64(&j, "total", a.total);
+	np_json_kv_u64(&j, "total", qy.a.total);
 	np_json_kv_u64(&j, "count", nrows);
 	np_json_key(&j, "functions");
 	np_json_arr_begin(&j);
 	for (size_t i = 0; i < limit; i++) {
 		size_t name_len;
-		const char *name = np_intern_key(&nm.ids, rows[i].name, &name_len);
+		const char *name = np_intern_key(&qy.nm.ids, rows[i].name, &name_len);
 		np_json_obj_begin(&j);
 		np_json_key(&j, "name");
 		np_json_strn(&j, name, name_len);
@@ -679,21 +720,10 @@ int np_store_top_json(struct np_store *s, const struct np_store_query *q, size_t
 		np_json_obj_end(&j);
 	}
 	np_json_arr_end(&j);
-	np_json_obj_end(&j);
-	np_buf_putc(out, '\n');
-	if (out->failed)
-		goto oom;
-	rc = 0;
-	goto out;
-oom:
-	np_errf(err, "store query: out of memory");
+	rc = answer_end(&j, out, err);
 out:
-	pthread_mutex_unlock(&s->lock);
-	agg_free(&a);
-	names_free(&nm);
-	free(group_of);
+	query_end(s, &qy);
 	free(rows);
-	free(stamp);
 	return rc;
 }
 
@@ -715,7 +745,24 @@ static uint64_t *series_totals_locked(struct np_store *s, const struct np_store_
 	return totals;
 }
 
-/* ---- services, timeline ---- */
+/* ---- services, types, timeline ---- */
+
+/* The start of a query over series: takes the lock, and *rows (row_size bytes per series,
+ * zeroed) and *totals (series_totals_locked) for the caller to free. On failure the lock
+ * is released again. */
+static int series_query_begin(struct np_store *s, const struct np_store_query *q, size_t row_size, void **rows,
+			      uint64_t **totals, struct np_err *err)
+{
+	pthread_mutex_lock(&s->lock);
+	*rows = calloc(s->series_ids.n + 1, row_size);
+	*totals = *rows ? series_totals_locked(s, q) : NULL;
+	if (!*totals) {
+		pthread_mutex_unlock(&s->lock);
+		free(*rows);
+		return np_errf(err, "store query: out of memory");
+	}
+	return 0;
+}
 
 struct svc_row {
 	uint32_t series;
@@ -744,14 +791,8 @@ int np_store_services_json(struct np_store *s, const struct np_store_query *q_in
 	size_t nrows = 0;
 
 	q.service = q.process = NULL;
-	pthread_mutex_lock(&s->lock);
-	rows = calloc(s->series_ids.n + 1, sizeof(*rows));
-	totals = rows ? series_totals_locked(s, &q) : NULL;
-	if (!totals) {
-		pthread_mutex_unlock(&s->lock);
-		free(rows);
-		return np_errf(err, "store query: out of memory");
-	}
+	if (series_query_begin(s, &q, sizeof(*rows), (void **)&rows, &totals, err))
+		return -1;
 	for (uint32_t id = 1; id <= s->series_ids.n; id++)
 		if (totals[id] && s->series[id - 1].block && series_matches(&s->series[id - 1], &q))
 			rows[nrows++] = (struct svc_row){ id, totals[id] };
@@ -791,13 +832,10 @@ int np_store_services_json(struct np_store *s, const struct np_store_query *q_in
 	np_json_kv_i64(&j, "newest",
 		       s->nbuckets ? (s->buckets[s->nbuckets - 1].start + s->cfg.bucket_ns) / 1000000 : 0);
 	np_json_kv_i64(&j, "step", s->cfg.bucket_ns / 1000000);
-	np_json_obj_end(&j);
-	np_buf_putc(out, '\n');
+	int rc = answer_end(&j, out, err);
 	pthread_mutex_unlock(&s->lock);
 	free(rows);
-	if (out->failed)
-		return np_errf(err, "store query: out of memory");
-	return 0;
+	return rc;
 }
 
 struct type_row {
@@ -828,14 +866,8 @@ int np_store_types_json(struct np_store *s, const struct np_store_query *q, stru
 	size_t nrows = 0;
 	char label[NP_STORE_TYPE_MAX + 32];
 
-	pthread_mutex_lock(&s->lock);
-	rows = calloc(s->series_ids.n + 1, sizeof(*rows));
-	totals = rows ? series_totals_locked(s, q) : NULL;
-	if (!totals) {
-		pthread_mutex_unlock(&s->lock);
-		free(rows);
-		return np_errf(err, "store query: out of memory");
-	}
+	if (series_query_begin(s, q, sizeof(*rows), (void **)&rows, &totals, err))
+		return -1;
 	for (uint32_t id = 1; id <= s->series_ids.n; id++) {
 		const struct series *se = &s->series[id - 1];
 		if (!totals[id] || !se->block)
@@ -873,13 +905,10 @@ int np_store_types_json(struct np_store *s, const struct np_store_query *q, stru
 		np_json_obj_end(&jw);
 	}
 	np_json_arr_end(&jw);
-	np_json_obj_end(&jw);
-	np_buf_putc(out, '\n');
+	int rc = answer_end(&jw, out, err);
 	pthread_mutex_unlock(&s->lock);
 	free(rows);
-	if (out->failed)
-		return np_errf(err, "store query: out of memory");
-	return 0;
+	return rc;
 }
 
 int np_store_timeline_json(struct np_store *s, const struct np_store_query *q, struct np_buf *out,
@@ -917,81 +946,85 @@ int np_store_timeline_json(struct np_store *s, const struct np_store_query *q, s
 		np_json_arr_end(&j);
 	}
 	np_json_arr_end(&j);
-	np_json_obj_end(&j);
-	np_buf_putc(out, '\n');
+	int rc = answer_end(&j, out, err);
 	pthread_mutex_unlock(&s->lock);
 	free(match);
-	if (out->failed)
-		return np_errf(err, "store query: out of memory");
-	return 0;
+	return rc;
 }
 
 /* ---- merged pprof ---- */
 
-int np_store_pprof(struct np_store *s, const struct np_store_query *q, struct np_buf *out_gz, struct np_err *err)
+/* The sampling period the merged CPU profile is written with, and its rate: the period of
+ * the matching series (they share one unless sample rates differ between components;
+ * values stay exact in nanoseconds anyway), rounded to a whole rate in Hz. */
+static int64_t cpu_period(const struct np_store *s, const struct query *qy, unsigned *rate)
 {
-	struct agg a;
-	struct names nm;
-	uint32_t *group_of = NULL;
-	struct np_pprof_builder *b = NULL;
-	struct np_pprof_frame *frames = NULL;
-	struct np_buf plain = NP_BUF_INIT;
-	int64_t period = 0, start;
-	int rc = -1, kind = np_store_kind_of(query_type(q));
-	unsigned rate = 0;
+	int64_t period = 0;
 
-	if (query_begin(s, q, NP_STORE_GROUP_NONE, &nm, &group_of, &a, err))
-		goto out;
-	if (a.total == 0 || kind < 0) { /* a type of no known kind has no series either */
-		np_errf(err, "no samples in the selected range");
-		goto out;
-	}
-	if (kind == NP_PROFILE_CPU) {
-		/* The sampling period of the matching series (they share one unless sample
-		 * rates differ between components; values stay exact in nanoseconds anyway). */
-		for (uint32_t id = 1; id <= s->series_ids.n && !period; id++)
-			if (group_of[id] && s->series[id - 1].period_ns > 0)
-				period = s->series[id - 1].period_ns;
-		if (!period)
-			period = 10000000; /* 100 Hz when the profiles carried no period */
-		rate = (unsigned)llround(1e9 / (double)period);
-		if (rate == 0)
-			rate = 1;
-		period = (int64_t)llround(1e9 / rate);
-	} else {
-		period = 1; /* off-CPU nanoseconds and calls are written as they are */
-	}
-	start = q->from_ns > 0 ? q->from_ns : s->nbuckets ? s->buckets[0].start : np_store_now(s);
-	int64_t until = q->until_ns > 0 ? q->until_ns : np_store_now(s);
-	frames = malloc(s->cfg.max_stack_depth * sizeof(*frames));
-	if (!frames || np_pprof_new_kind((enum np_profile_kind)kind, rate, start, &b, err))
-		goto oom_or_err;
-	for (size_t id = 0; id < a.n; id++) {
+	for (uint32_t id = 1; id <= s->series_ids.n && !period; id++)
+		if (qy->group_of[id] && s->series[id - 1].period_ns > 0)
+			period = s->series[id - 1].period_ns;
+	if (!period)
+		period = 10000000; /* 100 Hz when the profiles carried no period */
+	*rate = (unsigned)llround(1e9 / (double)period);
+	if (*rate == 0)
+		*rate = 1;
+	return (int64_t)llround(1e9 / *rate);
+}
+
+/* Adds every pair of the query to the builder as counts of the period. */
+static int add_pairs(const struct np_store *s, const struct query *qy, int64_t period,
+		     struct np_pprof_builder *b, struct np_err *err)
+{
+	struct np_pprof_frame *frames = malloc(s->cfg.max_stack_depth * sizeof(*frames));
+
+	if (!frames)
+		return np_errf(err, "store query: out of memory");
+	for (size_t id = 0; id < qy->a.n; id++) {
 		size_t n;
-		const char *fr = stack_frames(s, a.v[id].stack, &n);
+		const char *fr = stack_frames(s, qy->a.v[id].stack, &n);
 		for (size_t i = 0; i < n; i++) {
 			size_t klen;
 			const char *k = np_intern_key(&s->frames, frame_at(fr, i), &klen);
 			np_store_frame_parse(k, klen, &frames[i]);
 		}
-		uint64_t count = (a.v[id].value + (uint64_t)period / 2) / (uint64_t)period;
-		if (np_pprof_add(b, frames, n, count ? count : 1, err))
-			goto out;
+		uint64_t count = (qy->a.v[id].value + (uint64_t)period / 2) / (uint64_t)period;
+		if (np_pprof_add(b, frames, n, count ? count : 1, err)) {
+			free(frames);
+			return -1;
+		}
 	}
-	if (np_pprof_encode(b, until > start ? until - start : 0, &plain, err) || np_gzip(plain.p, plain.len, 6, out_gz, err))
+	free(frames);
+	return 0;
+}
+
+int np_store_pprof(struct np_store *s, const struct np_store_query *q, struct np_buf *out_gz, struct np_err *err)
+{
+	struct query qy;
+	struct np_pprof_builder *b = NULL;
+	struct np_buf plain = NP_BUF_INIT;
+	int64_t period = 1; /* off-CPU nanoseconds and calls are written as they are */
+	int rc = -1, kind = np_store_kind_of(query_type(q));
+	unsigned rate = 0;
+
+	if (query_begin(s, q, NP_STORE_GROUP_NONE, &qy, err))
+		goto out;
+	if (qy.a.total == 0 || kind < 0) { /* a type of no known kind has no series either */
+		np_errf(err, "no samples in the selected range");
+		goto out;
+	}
+	if (kind == NP_PROFILE_CPU)
+		period = cpu_period(s, &qy, &rate);
+	int64_t start = q->from_ns > 0 ? q->from_ns : s->nbuckets ? s->buckets[0].start : np_store_now(s);
+	int64_t until = q->until_ns > 0 ? q->until_ns : np_store_now(s);
+	if (np_pprof_new_kind((enum np_profile_kind)kind, rate, start, &b, err) || add_pairs(s, &qy, period, b, err) ||
+	    np_pprof_encode(b, until > start ? until - start : 0, &plain, err) ||
+	    np_gzip(plain.p, plain.len, 6, out_gz, err))
 		goto out;
 	rc = 0;
-	goto out;
-oom_or_err:
-	if (!frames)
-		np_errf(err, "store query: out of memory");
 out:
-	pthread_mutex_unlock(&s->lock);
+	query_end(s, &qy);
 	np_pprof_free(b);
-	free(frames);
 	np_buf_free(&plain);
-	agg_free(&a);
-	names_free(&nm);
-	free(group_of);
 	return rc;
 }

@@ -83,7 +83,7 @@ static int start(struct cfg_component *c, const struct cfg_args *args, void **st
 		free(wc);
 		return -1;
 	}
-	wc->sink = (struct np_profile_sink){ append, wc };
+	wc->sink = (struct np_profile_sink){ .append = append, .ud = wc };
 	/* The capsule points into wc, which lives until stop(): no release function. */
 	cap = cfg_capsule("ProfilesReceiver", &wc->sink, NULL);
 	cfg_component_publish(c, "receiver", cap);

@@ -13,17 +13,6 @@
 #include "lib/duration.h"
 #include "agent/write/internal.h"
 
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
 /* *acc += the size of a length-delimited field with a one-byte tag and a body of `body`
  * bytes; -1 when that does not fit a size_t (labels and profiles come from discovery
  * and the host: their sizes are not trusted to be small). */
@@ -31,7 +20,7 @@ static int add_field(size_t *acc, size_t body)
 {
 	size_t f;
 
-	if (__builtin_add_overflow(body, 1 + varint_len(body), &f) || __builtin_add_overflow(*acc, f, acc))
+	if (__builtin_add_overflow(body, 1 + pb_varint_len(body), &f) || __builtin_add_overflow(*acc, f, acc))
 		return -1;
 	return 0;
 }

@@ -1,9 +1,8 @@
 /* Relabel benchmark: N Kubernetes pod targets (~40 labels each, as Prometheus' pod role
  * produces them) through the seven rules of docs/examples/kubernetes.alloy.
  *
- * Allocations are counted by interposing malloc/calloc/realloc/free (and the aligned
- * variants) in this binary over glibc's __libc_* entry points; every library in the
- * process (PCRE2, ICU, OpenSSL) allocates through them. Prints one JSON object.
+ * Allocations are counted by bench/alloc_count.c (malloc and friends interposed: every
+ * library in the process counts). Prints one JSON object.
  *
  *   bench_relabel [targets] [rounds] */
 #include <inttypes.h>
@@ -13,58 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/alloc_count.h"
 #include "relabel/relabel.h"
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
-
-static atomic_ullong n_alloc, n_bytes;
-
-void *malloc(size_t n)
-{
-	atomic_fetch_add_explicit(&n_alloc, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&n_bytes, n, memory_order_relaxed);
-	return __libc_malloc(n);
-}
-
-void *calloc(size_t a, size_t b)
-{
-	atomic_fetch_add_explicit(&n_alloc, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&n_bytes, a * b, memory_order_relaxed);
-	return __libc_calloc(a, b);
-}
-
-void *realloc(void *p, size_t n)
-{
-	atomic_fetch_add_explicit(&n_alloc, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&n_bytes, n, memory_order_relaxed);
-	return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-	__libc_free(p);
-}
-
-void *memalign(size_t al, size_t n)
-{
-	atomic_fetch_add_explicit(&n_alloc, 1, memory_order_relaxed);
-	return __libc_memalign(al, n);
-}
-
-void *aligned_alloc(size_t al, size_t n)
-{
-	return memalign(al, n);
-}
-
-int posix_memalign(void **out, size_t al, size_t n)
-{
-	*out = memalign(al, n);
-	return *out ? 0 : 12;
-}
 
 static double now(void)
 {
@@ -188,12 +137,12 @@ int main(int argc, char **argv)
 		must(np_targets_push(&in, &ls, &err), &err);
 	}
 
-	a0 = n_alloc;
+	a0 = bench_allocs;
 	t0 = now();
 	must(relabel_compile(rules_spec, sizeof(rules_spec) / sizeof(rules_spec[0]), RELABEL_ALLOY, &rules, &bad, &err),
 	     &err);
 	compile_s = now() - t0;
-	compile_allocs = n_alloc - a0;
+	compile_allocs = bench_allocs - a0;
 
 	/* Warm-up: the per-thread scratch grows once. */
 	must(relabel_targets(rules, &in, &out, &err), &err);
@@ -203,22 +152,22 @@ int main(int argc, char **argv)
 	/* relabel_targets: the whole batch, as discovery.relabel runs it (copies the kept targets). */
 	for (unsigned r = 0; r < rounds; r++) {
 		np_targets_free(&out);
-		unsigned long long b0 = n_bytes;
-		a0 = n_alloc;
+		unsigned long long b0 = bench_alloc_bytes;
+		a0 = bench_allocs;
 		t0 = now();
 		must(relabel_targets(rules, &in, &out, &err), &err);
 		double dt = now() - t0;
 		if (dt < batch_s)
 			batch_s = dt;
-		batch_allocs = n_alloc - a0;
-		batch_bytes = n_bytes - b0;
+		batch_allocs = bench_allocs - a0;
+		batch_bytes = bench_alloc_bytes - b0;
 	}
 
 	/* relabel_apply in place on prepared copies: the engine alone, without the input copy. */
 	for (unsigned r = 0; r < rounds; r++) {
 		np_targets_free(&copies);
 		must(np_targets_copy(&copies, &in, &err), &err);
-		a0 = n_alloc;
+		a0 = bench_allocs;
 		t0 = now();
 		for (size_t i = 0; i < copies.n; i++) {
 			int keep;
@@ -227,7 +176,7 @@ int main(int argc, char **argv)
 		double dt = now() - t0;
 		if (dt < apply_s)
 			apply_s = dt;
-		apply_allocs = n_alloc - a0;
+		apply_allocs = bench_allocs - a0;
 	}
 
 	/* Strings a kept target must own in this representation: name + value per label, plus

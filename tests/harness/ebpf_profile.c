@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 {
 	struct np_ebpf_config cfg;
 	struct np_ebpf_profiler *p;
-	struct np_profile_sink sink = { write_profile, NULL };
+	struct np_profile_sink sink = { .append = write_profile };
 	struct np_targets ts = NP_TARGETS_INIT;
 	struct np_err err;
 	struct stat st;
