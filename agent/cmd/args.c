@@ -91,7 +91,7 @@ int cmd_parser_operands(const struct cmd_parser *p, int min, int max, const char
 	int n = p->argc - p->next;
 
 	if (n < min)
-		return np_errf(err, "expected %s", what);
+		return np_errf(err, "missing %s", what);
 	if (max >= 0 && n > max)
 		return np_errf(err, "unexpected argument \"%s\"", p->argv[p->next + max]);
 	return 0;

@@ -74,7 +74,7 @@ static inline enum cmd_status cmd_parser_stop(int key)
 }
 
 /* Between min and max operands remain (max < 0: no limit); else a misuse with err naming
- * what is missing ("expected FILE") or the first one too many ("unexpected argument \"x\""). */
+ * what is missing ("missing FILE") or the first one too many ("unexpected argument \"x\""). */
 NP_MUST_CHECK int cmd_parser_operands(const struct cmd_parser *p, int min, int max, const char *what,
 				      struct np_err *err);
 

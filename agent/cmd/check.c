@@ -21,7 +21,7 @@ struct check_args {
 
 static enum cmd_status parse_args(int argc, char **argv, struct check_args *out, struct np_err *err)
 {
-	return cmd_parse_one_operand(argc, argv, "a configuration FILE", &out->path, err);
+	return cmd_parse_one_operand(argc, argv, "FILE", &out->path, err);
 }
 
 static enum cmd_status check(const struct check_args *a)

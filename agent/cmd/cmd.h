@@ -4,7 +4,7 @@
  * reporter live in cmd.c, so that every command is found, documented and fails the same way:
  *
  *   nodeprof record: --duration 0: duration must be > 0                  usage error, exit 2
- *   nodeprof tools targets: expected --config FILE and --component ID    usage error, exit 2,
+ *   nodeprof tools targets: missing --component ID                       usage error, exit 2,
  *   Usage: nodeprof tools targets --config FILE --component ID ...       the usage follows
  *   nodeprof record: cannot write /x/out: No such file or directory      error, exit 1
  *

@@ -32,7 +32,7 @@ struct relabel_args {
 
 static enum cmd_status parse_args(int argc, char **argv, struct relabel_args *out, struct np_err *err)
 {
-	return cmd_parse_one_operand(argc, argv, "a RULES_FILE", &out->rules_file, err);
+	return cmd_parse_one_operand(argc, argv, "RULES_FILE", &out->rules_file, err);
 }
 
 /* The rules of path, or NULL after printing its diagnostics (FILE:LINE:COL: message). */

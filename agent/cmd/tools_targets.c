@@ -59,7 +59,7 @@ static enum cmd_status parse_args(int argc, char **argv, struct targets_args *ou
 	if (cmd_parser_operands(&p, 0, 0, NULL, err))
 		return CMD_MISUSE;
 	if (!out->config || !out->id) {
-		np_errf(err, "expected --config FILE and --component ID");
+		np_errf(err, "missing %s", out->config ? "--component ID" : "--config FILE");
 		return CMD_MISUSE;
 	}
 	return CMD_OK;
