@@ -30,6 +30,4 @@ struct record_args {
 /* Fills out from argv (argv[0] "record"); the defaults are those the help states. */
 enum cmd_status record_parse_args(int argc, char **argv, struct record_args *out, struct np_err *err);
 
-extern const struct cmd_opt record_opts[];
-
 #endif

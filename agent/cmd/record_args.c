@@ -16,7 +16,7 @@ enum {
 	OPT_LOG_LEVEL,
 };
 
-const struct cmd_opt record_opts[] = {
+static const struct cmd_opt record_opts[] = {
 	{ "pid", 'p', "PID",
 	  "profile this process (repeatable); the recording ends early when\n"
 	  "every given process has exited" },
