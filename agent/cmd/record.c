@@ -21,7 +21,7 @@
 
 /* One recording, from its opening to recording_close(). */
 struct recording {
-	const struct record_args *a; /* borrowed */
+	const struct cmd_record_args *a; /* borrowed */
 	uint32_t kind;		     /* enum np_event_kind recorded */
 	struct np_folded folded;
 	struct np_pprof_builder *pprof; /* owned; set for --format pprof */
@@ -102,7 +102,7 @@ static uint64_t recorded_total(const struct recording *r)
 /* Before anything is loaded: the processes exist and the output can be written. */
 static int check_inputs(struct recording *r, struct np_err *err)
 {
-	const struct record_args *a = r->a;
+	const struct cmd_record_args *a = r->a;
 
 	for (size_t i = 0; i < a->npids; i++)
 		if (!process_alive(a->pids[i]))
@@ -119,7 +119,7 @@ static int check_inputs(struct recording *r, struct np_err *err)
 
 static int open_collector(struct recording *r, struct np_err *err)
 {
-	const struct record_args *a = r->a;
+	const struct cmd_record_args *a = r->a;
 	struct np_collector_options co = {
 		.drain_interval_ms = 1000,
 		.demangle = a->demangle,
@@ -171,7 +171,7 @@ static int open_recording(struct recording *r, struct np_err *err)
 
 static void announce(const struct recording *r)
 {
-	const struct record_args *a = r->a;
+	const struct cmd_record_args *a = r->a;
 	const char *who = a->npids ? "the given processes" : "every process";
 	double seconds = (double)a->duration_ns / 1e9;
 
@@ -205,7 +205,7 @@ static void end_progress(struct recording *r)
 	r->progress_shown = 0;
 }
 
-static int all_exited(const struct record_args *a)
+static int all_exited(const struct cmd_record_args *a)
 {
 	for (size_t i = 0; i < a->npids; i++)
 		if (process_alive(a->pids[i]))
@@ -345,7 +345,7 @@ static void close_recording(struct recording *r, int failed)
 	}
 }
 
-static enum cmd_status record(const struct record_args *a, struct np_err *err)
+static enum cmd_status record(const struct cmd_record_args *a, struct np_err *err)
 {
 	struct recording r = { .a = a, .folded = NP_FOLDED_INIT, .tty = isatty(STDERR_FILENO) };
 	enum cmd_status st = CMD_FAILED;
@@ -367,8 +367,8 @@ out:
 enum cmd_status cmd_record(int argc, char **argv, struct np_err *err)
 {
 	/* Static: 1024 PIDs and 64 probes are too much for the stack of a command. */
-	static struct record_args a;
-	enum cmd_status st = record_parse_args(argc, argv, &a, err);
+	static struct cmd_record_args a;
+	enum cmd_status st = cmd_record_parse_args(argc, argv, &a, err);
 
 	return st != CMD_OK ? st : record(&a, err);
 }

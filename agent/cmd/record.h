@@ -9,16 +9,16 @@
 #include "agent/symbols/symbolizer.h"
 #include "lib/log.h"
 
-#define RECORD_MAX_PIDS 1024
-#define RECORD_MAX_UPROBES 64
-#define RECORD_PID_MAX 4194304 /* the kernel's PID_MAX_LIMIT: no process has a larger ID */
+#define CMD_RECORD_MAX_PIDS 1024
+#define CMD_RECORD_MAX_UPROBES 64
+#define CMD_RECORD_PID_MAX 4194304 /* the kernel's PID_MAX_LIMIT: no process has a larger ID */
 
-struct record_args {
-	int pids[RECORD_MAX_PIDS]; /* none: every process */
+struct cmd_record_args {
+	int pids[CMD_RECORD_MAX_PIDS]; /* none: every process */
 	size_t npids;
 	int64_t duration_ns;
 	unsigned rate; /* CPU samples per second per CPU */
-	const char *uprobes[RECORD_MAX_UPROBES]; /* borrowed from argv: FILE:SYMBOL, checked */
+	const char *uprobes[CMD_RECORD_MAX_UPROBES]; /* borrowed from argv: FILE:SYMBOL, checked */
 	size_t nuprobes;
 	double offcpu; /* the share of switches recorded; 0: CPU samples (or probes) */
 	int pprof, kernel, python;
@@ -28,6 +28,6 @@ struct record_args {
 };
 
 /* Fills out from argv (argv[0] "record"); the defaults are those the help states. */
-enum cmd_status record_parse_args(int argc, char **argv, struct record_args *out, struct np_err *err);
+enum cmd_status cmd_record_parse_args(int argc, char **argv, struct cmd_record_args *out, struct np_err *err);
 
 #endif

@@ -60,11 +60,11 @@ const struct cmd_help cmd_record_help = {
 	"Needs root (or CAP_BPF and CAP_PERFMON).\n",
 };
 
-static int add_pid(struct record_args *out, const char *value, struct np_err *err)
+static int add_pid(struct cmd_record_args *out, const char *value, struct np_err *err)
 {
-	if (out->npids == RECORD_MAX_PIDS)
-		return np_errf(err, "at most %d --pid options", RECORD_MAX_PIDS);
-	if (cmd_arg_pid("--pid", value, RECORD_PID_MAX, &out->pids[out->npids], err))
+	if (out->npids == CMD_RECORD_MAX_PIDS)
+		return np_errf(err, "at most %d --pid options", CMD_RECORD_MAX_PIDS);
+	if (cmd_arg_pid("--pid", value, CMD_RECORD_PID_MAX, &out->pids[out->npids], err))
 		return -1;
 	out->npids++;
 	return 0;
@@ -72,13 +72,13 @@ static int add_pid(struct record_args *out, const char *value, struct np_err *er
 
 /* Checked here, resolved and all, so that a typo is a usage error, not a failure after
  * loading BPF. */
-static int add_uprobe(struct record_args *out, const char *value, struct np_err *err)
+static int add_uprobe(struct cmd_record_args *out, const char *value, struct np_err *err)
 {
 	char file[4096], sym[256];
 	uint64_t off;
 
-	if (out->nuprobes == RECORD_MAX_UPROBES)
-		return np_errf(err, "at most %d --uprobe options", RECORD_MAX_UPROBES);
+	if (out->nuprobes == CMD_RECORD_MAX_UPROBES)
+		return np_errf(err, "at most %d --uprobe options", CMD_RECORD_MAX_UPROBES);
 	if (np_uprobe_parse(value, file, sizeof(file), sym, sizeof(sym), err) ||
 	    np_uprobe_resolve(file, sym, &off, err))
 		return np_err_wrap(err, "--uprobe");
@@ -86,7 +86,7 @@ static int add_uprobe(struct record_args *out, const char *value, struct np_err 
 	return 0;
 }
 
-static int parse_option(int key, const char *v, struct record_args *out, struct np_err *err)
+static int parse_option(int key, const char *v, struct cmd_record_args *out, struct np_err *err)
 {
 	static const char *const formats[] = { "folded", "pprof", NULL };
 	uint64_t rate;
@@ -131,12 +131,12 @@ static int parse_option(int key, const char *v, struct record_args *out, struct 
 	return 0; /* every key of record_opts is handled above */
 }
 
-enum cmd_status record_parse_args(int argc, char **argv, struct record_args *out, struct np_err *err)
+enum cmd_status cmd_record_parse_args(int argc, char **argv, struct cmd_record_args *out, struct np_err *err)
 {
 	struct cmd_parser p;
 	int key;
 
-	*out = (struct record_args){
+	*out = (struct cmd_record_args){
 		.duration_ns = 10 * NP_NSEC_PER_SEC,
 		.rate = 97,
 		.kernel = 1,

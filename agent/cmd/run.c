@@ -62,7 +62,7 @@ const struct cmd_help cmd_run_help = {
 	"SIGTERM and SIGINT stop the agent within a few seconds, after sending what is queued.\n",
 };
 
-static int add_allowed_host(struct run_args *out, const char *name, struct np_err *err)
+static int add_allowed_host(struct cmd_run_args *out, const char *name, struct np_err *err)
 {
 	if (np_http_check_host_name(name, err))
 		return np_err_wrap(err, "--http-allowed-host %s", name);
@@ -72,7 +72,7 @@ static int add_allowed_host(struct run_args *out, const char *name, struct np_er
 	return 0;
 }
 
-static int parse_option(int key, const char *v, struct run_args *out, struct np_err *err)
+static int parse_option(int key, const char *v, struct cmd_run_args *out, struct np_err *err)
 {
 	switch (key) {
 	case OPT_CONFIG:
@@ -96,12 +96,12 @@ static int parse_option(int key, const char *v, struct run_args *out, struct np_
 	return 0; /* every key of run_opts is handled above */
 }
 
-static enum cmd_status parse_args(int argc, char **argv, struct run_args *out, struct np_err *err)
+static enum cmd_status parse_args(int argc, char **argv, struct cmd_run_args *out, struct np_err *err)
 {
 	struct cmd_parser p;
 	int key, ui_memory_set = 0;
 
-	*out = (struct run_args){ .listen = NP_HTTP_DEFAULT_LISTEN };
+	*out = (struct cmd_run_args){ .listen = NP_HTTP_DEFAULT_LISTEN };
 	cmd_parser_init(&p, run_opts, argc, argv, 0);
 	while ((key = cmd_parser_next(&p, err)) > 0) {
 		if (parse_option(key, p.value, out, err))
@@ -117,7 +117,7 @@ static enum cmd_status parse_args(int argc, char **argv, struct run_args *out, s
 	return CMD_OK;
 }
 
-static void stop_agent(struct agent *a)
+static void stop_agent(struct cmd_run_agent *a)
 {
 	/* Components first (profilers flush their last interval, writers their queues),
 	 * then what serves and stores their output. */
@@ -160,7 +160,7 @@ static struct cfg_graph *load_checked(const char *config)
 
 /* Applies the checked graph: a file is loaded again by path (that is what a reload
  * re-reads); the embedded default is applied as parsed. Takes ownership of checked. */
-static enum cmd_status apply_config(struct agent *a, struct cfg_graph *checked)
+static enum cmd_status apply_config(struct cmd_run_agent *a, struct cfg_graph *checked)
 {
 	struct cfg_diags d;
 	int rc;
@@ -175,12 +175,12 @@ static enum cmd_status apply_config(struct agent *a, struct cfg_graph *checked)
 	if (rc)
 		cfg_diags_print(&d, stderr);
 	else
-		run_log_diags(&d, "configuration warning");
+		cmd_run_log_diags(&d, "configuration warning");
 	cfg_diags_free(&d);
 	return rc ? CMD_DIAGNOSED : CMD_OK;
 }
 
-static enum cmd_status start_agent(struct agent *a, const struct run_args *args, struct np_err *err)
+static enum cmd_status start_agent(struct cmd_run_agent *a, const struct cmd_run_args *args, struct np_err *err)
 {
 	struct cfg_controller_opts copts = { .command = "nodeprof run" };
 	struct cfg_graph *checked = load_checked(a->config);
@@ -189,7 +189,7 @@ static enum cmd_status start_agent(struct agent *a, const struct run_args *args,
 	if (!checked)
 		return CMD_DIAGNOSED;
 	if (cfg_logging_apply_early(checked, err) || cfg_controller_new(&copts, &a->ctl, err) ||
-	    run_start_http(a, args, err)) {
+	    cmd_run_start_http(a, args, err)) {
 		cfg_graph_free(checked);
 		return CMD_FAILED;
 	}
@@ -204,7 +204,7 @@ static enum cmd_status start_agent(struct agent *a, const struct run_args *args,
 }
 
 /* Until SIGINT or SIGTERM; SIGHUP reloads. */
-static void serve(struct agent *a, const sigset_t *set)
+static void serve(struct cmd_run_agent *a, const sigset_t *set)
 {
 	struct np_err err;
 
@@ -213,7 +213,7 @@ static void serve(struct agent *a, const sigset_t *set)
 		if (sigwait(set, &sig) != 0)
 			continue;
 		if (sig == SIGHUP) {
-			if (run_reload(a, &err))
+			if (cmd_run_reload(a, &err))
 				np_log(NP_WARN, "config", "SIGHUP reload failed", "err", err.msg, NULL);
 			continue;
 		}
@@ -222,9 +222,9 @@ static void serve(struct agent *a, const sigset_t *set)
 	}
 }
 
-static enum cmd_status run(const struct run_args *args, struct np_err *err)
+static enum cmd_status run(const struct cmd_run_args *args, struct np_err *err)
 {
-	struct agent a = { .config = args->config };
+	struct cmd_run_agent a = { .config = args->config };
 	enum cmd_status st;
 	sigset_t set;
 
@@ -251,7 +251,7 @@ static enum cmd_status run(const struct run_args *args, struct np_err *err)
 
 enum cmd_status cmd_run(int argc, char **argv, struct np_err *err)
 {
-	struct run_args a;
+	struct cmd_run_args a;
 	enum cmd_status st = parse_args(argc, argv, &a, err);
 
 	return st != CMD_OK ? st : run(&a, err);

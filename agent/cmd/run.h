@@ -10,7 +10,7 @@
 #include "agent/http/server.h"
 #include "lib/log.h"
 
-struct run_args {
+struct cmd_run_args {
 	const char *config; /* borrowed from argv; NULL: the embedded default */
 	const char *listen, *metrics_listen;
 	const char *allowed_hosts[NP_HTTP_MAX_ALLOWED_HOSTS];
@@ -21,7 +21,7 @@ struct run_args {
 };
 
 /* The running agent; every member owned, NULL until started. */
-struct agent {
+struct cmd_run_agent {
 	struct cfg_controller *ctl;
 	const char *config; /* borrowed; NULL: the embedded default */
 	struct np_http_server *http;
@@ -31,13 +31,13 @@ struct agent {
 };
 
 /* Logs every diagnostic as one line each, with msg. */
-void run_log_diags(struct cfg_diags *d, const char *msg);
+void cmd_run_log_diags(struct cfg_diags *d, const char *msg);
 
 /* Re-reads the configuration file (SIGHUP, POST /-/reload); an invalid one keeps the running
- * graph and is the error. ud: the struct agent. */
-NP_MUST_CHECK int run_reload(void *ud, struct np_err *err);
+ * graph and is the error. ud: the struct cmd_run_agent. */
+NP_MUST_CHECK int cmd_run_reload(void *ud, struct np_err *err);
 
 /* Starts the HTTP server, its debug pages and the UI (a store of f->ui_memory bytes) for a. */
-NP_MUST_CHECK int run_start_http(struct agent *a, const struct run_args *f, struct np_err *err);
+NP_MUST_CHECK int cmd_run_start_http(struct cmd_run_agent *a, const struct cmd_run_args *f, struct np_err *err);
 
 #endif

@@ -14,7 +14,7 @@
 #include "lib/log.h"
 
 /* Logs every diagnostic as one line each. */
-void run_log_diags(struct cfg_diags *d, const char *msg)
+void cmd_run_log_diags(struct cfg_diags *d, const char *msg)
 {
 	char line[1400];
 
@@ -24,9 +24,9 @@ void run_log_diags(struct cfg_diags *d, const char *msg)
 	}
 }
 
-int run_reload(void *ud, struct np_err *err)
+int cmd_run_reload(void *ud, struct np_err *err)
 {
-	struct agent *a = ud;
+	struct cmd_run_agent *a = ud;
 	struct cfg_diags d;
 	int rc;
 
@@ -35,12 +35,12 @@ int run_reload(void *ud, struct np_err *err)
 	cfg_diags_init(&d, a->config);
 	rc = cfg_controller_reload(a->ctl, &d);
 	if (rc == 0) {
-		run_log_diags(&d, "configuration warning");
+		cmd_run_log_diags(&d, "configuration warning");
 		np_log(NP_INFO, "config", "configuration reloaded", "config", a->config, "generation",
 		       NP_LOG_INT(cfg_controller_generation(a->ctl)), NULL);
 	} else {
 		char *text = cfg_diags_text(&d);
-		run_log_diags(&d, "reload failed; the running configuration stays");
+		cmd_run_log_diags(&d, "reload failed; the running configuration stays");
 		np_errf(err, "%s", text ? text : "the configuration is invalid");
 		free(text);
 	}
@@ -79,7 +79,7 @@ static void collect_component(void *ud, const struct cfg_component_status *s)
  * has targets from discovery that finished its first pass. */
 static int ready(void *ud, struct np_buf *reason)
 {
-	struct agent *a = ud;
+	struct cmd_run_agent *a = ud;
 	struct id_list *l = calloc(1, sizeof(*l));
 	int ok;
 
@@ -108,7 +108,7 @@ static int ready(void *ud, struct np_buf *reason)
 
 static void scrape(void *ud)
 {
-	struct agent *a = ud;
+	struct cmd_run_agent *a = ud;
 	struct np_ebpf_stats sum;
 
 	np_ebpf_components_stats(&sum);
@@ -130,7 +130,7 @@ static void status_json(void *ud, const struct cfg_component_status *s)
 
 static int debug_components(void *ud, struct np_buf *out, struct np_err *err)
 {
-	struct agent *a = ud;
+	struct cmd_run_agent *a = ud;
 
 	struct np_json j;
 
@@ -162,7 +162,7 @@ static int debug_elf_cache(void *ud, struct np_buf *out, struct np_err *err)
 /* One row per target of every discovery and relabel component. */
 static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
 {
-	struct agent *a = ud;
+	struct cmd_run_agent *a = ud;
 	struct id_list *l = calloc(1, sizeof(*l));
 	struct np_json j;
 
@@ -196,7 +196,7 @@ static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }
 
-int run_start_http(struct agent *a, const struct run_args *f, struct np_err *err)
+int cmd_run_start_http(struct cmd_run_agent *a, const struct cmd_run_args *f, struct np_err *err)
 {
 	struct np_http_config hc;
 	struct np_store_config sc;
@@ -210,7 +210,7 @@ int run_start_http(struct agent *a, const struct run_args *f, struct np_err *err
 	if (np_ebpf_metrics_new(NULL, &a->metrics, err) || np_http_start(&hc, &a->http, err))
 		return -1;
 	np_http_set_ready(a->http, ready, a);
-	np_http_set_reload(a->http, run_reload, a);
+	np_http_set_reload(a->http, cmd_run_reload, a);
 	if (np_http_on_scrape(a->http, scrape, a, err) ||
 	    np_http_debug_page(a->http, "components", "Components and their health", debug_components, a, err) ||
 	    np_http_debug_page(a->http, "targets", "Targets of the discovery components", debug_targets, a, err) ||
