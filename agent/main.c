@@ -17,52 +17,36 @@ int _gnutls_global_init_skip(void)
 	return 1;
 }
 
-static const char usage[] =
-	"nodeprof " NP_VERSION ": a Kubernetes-native eBPF CPU profiler\n"
-	"\n"
-	"Usage:\n"
-	"  nodeprof run [--config FILE] [--http-listen ADDR]\n"
-	"                       the agent: runs an Alloy configuration (SIGHUP reloads it)\n"
-	"  nodeprof check FILE  validate a configuration; errors as FILE:LINE:COL: message\n"
-	"  nodeprof record [--pid PID]... [--duration 10s] [--sample-rate 97] [--format folded|pprof] [-o FILE]\n"
-	"                       one-shot profile of the given processes (default: every process), to stdout\n"
-	"                       by default; Ctrl-C ends it early and still writes the output\n"
-	"  nodeprof tools TOOL [ARGS]\n"
-	"                       developer utilities; `nodeprof tools --help` lists them\n"
+/* The commands; `nodeprof --help` is printed from this table (agent/cmd/cmd.c). */
+static const struct cmd commands[] = {
+	{ "run", "the agent: runs an Alloy configuration (SIGHUP reloads it)", cmd_run, &cmd_run_help, NULL, NULL },
+	{ "check", "validate a configuration; errors as FILE:LINE:COL: message", cmd_check, &cmd_check_help, NULL,
+	  NULL },
+	{ "record",
+	  "one-shot profile of the given processes (default: every process), to stdout\n"
+	  "by default; Ctrl-C ends it early and still writes the output",
+	  cmd_record, &cmd_record_help, NULL, NULL },
+	{ "tools", "developer utilities; `nodeprof tools --help` lists them", NULL, NULL, cmd_tools_table,
+	  &cmd_tools_table_help },
+	{ 0 },
+};
+
+static const struct cmd_table_help nodeprof_help = {
+	"COMMAND [ARGS]",
+	"nodeprof " NP_VERSION ": a Kubernetes-native eBPF CPU profiler",
 	"  nodeprof --version   print the version\n"
 	"  nodeprof --help      print this help\n"
 	"\n"
-	"Run `nodeprof COMMAND --help` for the options of a command.\n";
-
-struct command {
-	const char *name;
-	int (*run)(int argc, char **argv);
+	"Run `nodeprof COMMAND --help` for the options of a command.\n",
 };
 
-static const struct command commands[] = {
-	{ "run", cmd_run },
-	{ "check", cmd_check },
-	{ "record", cmd_record },
-	{ "tools", cmd_tools },
-};
+static const struct cmd nodeprof = { "nodeprof", NULL, NULL, NULL, commands, &nodeprof_help };
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		fputs(usage, stderr);
-		return 1;
-	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-		fputs(usage, stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)) {
 		printf("nodeprof %s\n", NP_VERSION);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "nodeprof: unknown command \"%s\"; run `nodeprof --help` for the list of commands\n", argv[1]);
-	return 1;
+	return cmd_dispatch(&nodeprof, NULL, argc, argv);
 }

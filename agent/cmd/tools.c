@@ -1,43 +1,20 @@
 /* nodeprof tools ...: developer and test utilities that expose one part of the agent
- * (relabel, targets, symbolize, container-id) on the command line. */
-#include <stdio.h>
-#include <string.h>
-
+ * (relabel, targets, symbolize, container-id) on the command line. This is their table;
+ * agent/cmd/cmd.c dispatches through it and prints `nodeprof tools --help` from it. */
 #include "agent/cmd/commands.h"
 
-struct tool {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *synopsis;
+const struct cmd cmd_tools_table[] = {
+	{ "container-id", "the container ID of a process", cmd_tools_container_id, &cmd_tools_container_id_help, NULL,
+	  NULL },
+	{ "relabel", "relabel the JSON targets on stdin with rule { } blocks", cmd_tools_relabel,
+	  &cmd_tools_relabel_help, NULL, NULL },
+	{ "targets", "the JSON targets a component exports", cmd_tools_targets, &cmd_tools_targets_help, NULL, NULL },
+	{ "symbolize", "name ELF virtual addresses", cmd_tools_symbolize, &cmd_tools_symbolize_help, NULL, NULL },
+	{ 0 },
 };
 
-static const struct tool tools[] = {
-	{ "container-id", cmd_tools_container_id, "container-id (--pid PID | --cgroup-file FILE)   the container ID of a process" },
-	{ "relabel", cmd_tools_relabel, "relabel RULES_FILE   relabel the JSON targets on stdin with rule { } blocks" },
-	{ "targets", cmd_tools_targets, "targets --config FILE --component ID [--wait DURATION]   the JSON targets a component exports" },
-	{ "symbolize", cmd_tools_symbolize, "symbolize [--demangle MODE] ELF_FILE ADDR...   name ELF virtual addresses" },
+const struct cmd_table_help cmd_tools_table_help = {
+	"TOOL [ARGS]",
+	"Developer and test utilities: each runs one part of the agent on the command line.",
+	"\nRun `nodeprof tools TOOL --help` for the options of a tool.\n",
 };
-
-static void print_usage(FILE *f)
-{
-	fputs("Usage: nodeprof tools TOOL [ARGS]\n\nTools:\n", f);
-	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
-		fprintf(f, "  %s\n", tools[i].synopsis);
-}
-
-int cmd_tools(int argc, char **argv)
-{
-	if (argc < 2) {
-		print_usage(stderr);
-		return 1;
-	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		print_usage(stdout);
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
-		if (strcmp(argv[1], tools[i].name) == 0)
-			return tools[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "nodeprof tools: unknown tool \"%s\"; run `nodeprof tools --help` for the list\n", argv[1]);
-	return 1;
-}

@@ -5,128 +5,93 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "agent/cmd/commands.h"
 #include "agent/discovery/container_id.h"
 
-static const char usage[] =
-	"Usage: nodeprof tools container-id (--pid PID | --cgroup-file FILE)\n"
-	"\n"
+enum { OPT_PID = CMD_OPT_LONG, OPT_CGROUP_FILE };
+
+static const struct cmd_opt opts[] = {
+	{ "pid", OPT_PID, "PID", "the process whose /proc/PID/cgroup is read" },
+	{ "cgroup-file", OPT_CGROUP_FILE, "FILE", "a saved cgroup file (the format of /proc/PID/cgroup)" },
+	{ 0 },
+};
+
+const struct cmd_help cmd_tools_container_id_help = {
+	"(--pid PID | --cgroup-file FILE)",
 	"Prints the container ID of a process (from /proc/PID/cgroup) or of a saved cgroup\n"
-	"file. Exits 1 when the process is in no container.\n";
+	"file. Exits 1 when the process is in no container.\n",
+	opts,
+	NULL,
+};
 
-/* Strict decimal PID: digits only, 1..INT_MAX. */
-static int parse_pid(const char *s, int *pid)
+struct container_id_args {
+	int pid;	  /* 0: file is given */
+	const char *file; /* borrowed from argv; NULL: pid is given */
+};
+
+static enum cmd_status parse_args(int argc, char **argv, struct container_id_args *out, struct np_err *err)
 {
-	char *end;
-	long v;
+	struct cmd_parser p;
+	int key, npid = 0, nfile = 0;
 
-	if (!*s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < 1 || v > INT_MAX)
-		return -1;
-	*pid = (int)v;
-	return 0;
-}
-
-/* Accepts "--name VALUE" and "--name=VALUE"; returns the value or NULL when argv[*i] is
- * not this option; *missing is set when the option has no value. */
-static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
+	*out = (struct container_id_args){ 0 };
+	cmd_parser_init(&p, opts, argc, argv, 0);
+	while ((key = cmd_parser_next(&p, err)) > 0) {
+		if ((key == OPT_PID && npid++) || (key == OPT_CGROUP_FILE && nfile++)) {
+			np_errf(err, "--%s given twice", p.name);
+			return CMD_MISUSE;
+		}
+		if (key == OPT_PID && cmd_arg_pid("--pid", p.value, INT_MAX, &out->pid, err))
+			return CMD_BAD_VALUE;
+		if (key == OPT_CGROUP_FILE)
+			out->file = p.value;
 	}
-	return argv[++*i];
+	if (key < 0)
+		return cmd_parser_stop(key);
+	if (cmd_parser_operands(&p, 0, 0, NULL, err))
+		return CMD_MISUSE;
+	if (npid + nfile != 1) {
+		np_errf(err, "give exactly one of --pid PID or --cgroup-file FILE");
+		return CMD_MISUSE;
+	}
+	return CMD_OK;
 }
 
-int cmd_tools_container_id(int argc, char **argv)
+static enum cmd_status container_id(const struct container_id_args *a, struct np_err *err)
 {
-	const char *pid_arg = NULL, *file = NULL;
-	char path[64];
-	struct np_err err;
-	char id[NP_CONTAINER_ID_LEN + 1];
-	char *text;
+	char path[64], id[NP_CONTAINER_ID_LEN + 1];
+	const char *file = a->file;
 	size_t len;
-	int pid = 0;
+	char *text;
 
-	for (int i = 1; i < argc; i++) {
-		int missing = 0;
-		const char *v;
-
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			fputs(usage, stdout);
-			return 0;
-		}
-		if ((v = option_value(argc, argv, &i, "--pid", &missing)) || missing) {
-			if (missing) {
-				fprintf(stderr, "nodeprof tools container-id: --pid needs a value\n");
-				return 2;
-			}
-			if (pid_arg) {
-				fprintf(stderr, "nodeprof tools container-id: --pid given twice\n");
-				return 2;
-			}
-			pid_arg = v;
-			continue;
-		}
-		if ((v = option_value(argc, argv, &i, "--cgroup-file", &missing)) || missing) {
-			if (missing) {
-				fprintf(stderr, "nodeprof tools container-id: --cgroup-file needs a value\n");
-				return 2;
-			}
-			if (file) {
-				fprintf(stderr, "nodeprof tools container-id: --cgroup-file given twice\n");
-				return 2;
-			}
-			file = v;
-			continue;
-		}
-		fprintf(stderr, "nodeprof tools container-id: unknown argument \"%s\"\n%s", argv[i], usage);
-		return 2;
-	}
-	if (!!pid_arg == !!file) {
-		fprintf(stderr, "nodeprof tools container-id: give exactly one of --pid PID or --cgroup-file FILE\n%s",
-			usage);
-		return 2;
-	}
-	if (pid_arg) {
-		if (parse_pid(pid_arg, &pid) != 0) {
-			fprintf(stderr, "nodeprof tools container-id: --pid \"%s\" is not a process ID (a positive integer)\n",
-				pid_arg);
-			return 2;
-		}
-		snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	if (a->pid) {
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", a->pid);
 		file = path;
 	}
-	text = np_cgroup_file_read(file, &len, &err);
+	text = np_cgroup_file_read(file, &len, err);
 	if (!text) {
-		if (pid && (err.code == ENOENT || err.code == ESRCH))
-			fprintf(stderr, "nodeprof tools container-id: no process with PID %d\n", pid);
-		else
-			fprintf(stderr, "nodeprof tools container-id: %s\n", err.msg);
-		return 1;
+		if (a->pid && (err->code == ENOENT || err->code == ESRCH))
+			np_errf(err, "no process with PID %d", a->pid);
+		return CMD_FAILED;
 	}
 	np_container_id_from_cgroup(text, len, id);
 	free(text);
 	if (!id[0]) {
-		if (pid)
-			fprintf(stderr, "nodeprof tools container-id: process %d is not in a container\n", pid);
+		if (a->pid)
+			np_errf(err, "process %d is not in a container", a->pid);
 		else
-			fprintf(stderr, "nodeprof tools container-id: %s names no container\n", file);
-		return 1;
+			np_errf(err, "%s names no container", file);
+		return CMD_FAILED;
 	}
 	printf("%s\n", id);
-	return 0;
+	return CMD_OK;
+}
+
+enum cmd_status cmd_tools_container_id(int argc, char **argv, struct np_err *err)
+{
+	struct container_id_args a;
+	enum cmd_status st = parse_args(argc, argv, &a, err);
+
+	return st != CMD_OK ? st : container_id(&a, err);
 }

@@ -98,7 +98,7 @@ pyroscope.write "w" { }
 
     def test_usage_and_unreadable_files(self):
         p = nodeprof("check")
-        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.returncode, 2)
         self.assertIn("Usage: nodeprof check FILE", p.stderr)
         p = nodeprof("check", "--help")
         self.assertEqual(p.returncode, 0)
@@ -272,7 +272,7 @@ class Run(unittest.TestCase):
 
     def test_bad_arguments(self):
         p = nodeprof("run", "--bogus")
-        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.returncode, 2)
         self.assertIn("unrecognized option '--bogus'", p.stderr)
 
     def test_invalid_file_does_not_start(self):
@@ -443,10 +443,10 @@ class ToolsTargets(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn('component "pyroscope.write.w" exports no targets', p.stderr)
         p = nodeprof("tools", "targets", "--config", path, "--component", "discovery.relabel.a", "--wait", "soon")
-        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.returncode, 2)
         self.assertIn("--wait soon:", p.stderr)
         p = nodeprof("tools", "targets", "--config", path, "--component", "discovery.relabel.a", "--wait", "-1s")
-        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stderr, "nodeprof tools targets: --wait -1s: must not be negative\n")
 
     def test_unparsable_wait_is_a_usage_error(self):
@@ -457,12 +457,12 @@ class ToolsTargets(unittest.TestCase):
         p = subprocess.run(["valgrind", "-q", "--error-exitcode=99", NODEPROF, "tools", "targets", "--config", path,
                             "--component", "discovery.relabel.a", "--wait", "garbage"],
                            capture_output=True, text=True, timeout=60)
-        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.returncode, 2, p.stderr)
         self.assertEqual(p.stderr, 'nodeprof tools targets: --wait garbage: invalid duration "garbage": '
                                    'expected a number at "garbage"\n')
         self.assertEqual(p.stdout, "")
         p = nodeprof("tools", "targets", "--config", path)
-        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.returncode, 2)
         self.assertIn("Usage: nodeprof tools targets", p.stderr)
         bad = write(os.path.join(d, "bad.alloy"), 'discovery.relabel "a" {\n  targets = 1\n}\n')
         p = nodeprof("tools", "targets", "--config", bad, "--component", "discovery.relabel.a")

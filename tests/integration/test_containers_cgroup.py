@@ -84,7 +84,7 @@ class ContainerIdTool(V2Base):
                                (("--pid", "0"), "not a process ID"),
                                (("--pid", "1", "--cgroup-file", "/x"), "exactly one of"),
                                ((), "exactly one of"),
-                               (("--bogus",), "unknown argument")):
+                               (("--bogus",), "unrecognized option")):
             with self.subTest(args=args):
                 r = np.nodeprof("tools", "container-id", *args)
                 self.assertEqual(r.returncode, 2)

@@ -293,14 +293,15 @@ class Agent(unittest.TestCase):
 class Flags(unittest.TestCase):
     def test_bad_flags_are_refused_with_what_to_fix(self):
         port = np.free_port()
-        for args, want in (
-                (["--http-allowed-host", "evil.example.com:80"], "without a port"),
-                (["--http-allowed-host", "*.example.com"], "no wildcards"),
-                (["--http-allowed-host", ""], "empty host name"),
-                (["--metrics-listen", f"127.0.0.1:{port}"], "in use"),
-                (["--metrics-listen", "nonsense"], "expected host:port")):
+        # Exit 2: a usage error (a value that cannot be right); 1: the port is taken.
+        for args, status, want in (
+                (["--http-allowed-host", "evil.example.com:80"], 2, "without a port"),
+                (["--http-allowed-host", "*.example.com"], 2, "no wildcards"),
+                (["--http-allowed-host", ""], 2, "empty host name"),
+                (["--metrics-listen", f"127.0.0.1:{port}"], 1, "in use"),
+                (["--metrics-listen", "nonsense"], 2, "expected host:port")):
             p = np.nodeprof("run", "--http-listen", f"127.0.0.1:{port}", *args, timeout=20)
-            self.assertEqual(p.returncode, 1, args)
+            self.assertEqual(p.returncode, status, args)
             self.assertIn(want, p.stderr, args)
         help_text = np.nodeprof("run", "--help").stdout
         for flag in ("--metrics-listen ADDR", "--http-allowed-host NAME"):

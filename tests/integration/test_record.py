@@ -213,24 +213,26 @@ class RecordTest(unittest.TestCase):
         self.assertIn("short_lived_work", r.stdout)
 
     def test_bad_input_gets_one_line_errors(self):
+        # Exit 2: a usage error (the command line is wrong); 1: the recording could not be made.
         cases = [
-            (["record", "--bogus"], "unrecognized option"),
-            (["record", "--pid", "999999999"], "not a process ID"),
-            (["record", "--pid", "4000000"], "no running process with PID 4000000"),
-            (["record", "--duration", "ten"], "--duration"),
-            (["record", "--duration", "10"], "unit"),
-            (["record", "--duration", "0"], "duration must be > 0"),
-            (["record", "--sample-rate", "0"], "--sample-rate"),
-            (["record", "--format", "svg"], "use folded or pprof"),
-            (["record", "-o", "/nonexistent-dir/out.folded"], "cannot write /nonexistent-dir/out.folded"),
-            (["record", "--demangle", "fancy"], "--demangle"),
-            (["record", "extra"], "unexpected argument"),
+            (["record", "--bogus"], 2, "unrecognized option"),
+            (["record", "--pid", "999999999"], 2, "not a process ID"),
+            (["record", "--pid", "4000000"], 1, "no running process with PID 4000000"),
+            (["record", "--duration", "ten"], 2, "--duration"),
+            (["record", "--duration", "10"], 2, "unit"),
+            (["record", "--duration", "0"], 2, "duration must be > 0"),
+            (["record", "--sample-rate", "0"], 2, "--sample-rate"),
+            (["record", "--format", "svg"], 2, "use folded or pprof"),
+            (["record", "-o", "/nonexistent-dir/out.folded"], 1, "cannot write /nonexistent-dir/out.folded"),
+            (["record", "--demangle", "fancy"], 2, "--demangle"),
+            (["record", "extra"], 2, "unexpected argument"),
         ]
-        for args, expected in cases:
+        for args, status, expected in cases:
             with self.subTest(args=args):
                 r = np.nodeprof(*args, timeout=30)
-                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(r.returncode, status, r.stderr)
                 self.assertIn(expected, r.stderr)
+                self.assertTrue(r.stderr.startswith("nodeprof record: "), r.stderr)
                 self.assertNotIn("Segmentation", r.stderr)
 
     def test_zero_duration_is_a_usage_error(self):
@@ -240,7 +242,7 @@ class RecordTest(unittest.TestCase):
             with self.subTest(value=value):
                 r = subprocess.run(["valgrind", "-q", "--error-exitcode=99", np.NODEPROF, "record", "--duration",
                                     value], capture_output=True, text=True, timeout=60)
-                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertEqual(r.stderr, f"nodeprof record: --duration {value}: duration must be > 0\n")
                 self.assertEqual(r.stdout, "")
 

@@ -346,7 +346,7 @@ class Run(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("Address already in use", r.stderr)
         r = np.nodeprof("run", "--ui-memory", "lots", timeout=20)
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, 2)
         self.assertIn("--ui-memory", r.stderr)
 
 

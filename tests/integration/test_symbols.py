@@ -309,21 +309,22 @@ class GoAndCxx(unittest.TestCase):
 
 
 class ToolContract(unittest.TestCase):
-    def test_errors_exit_1_with_a_message(self):
+    def test_errors_exit_1_or_2_with_a_message(self):
+        # Exit 2: a usage error (the command line is wrong); 1: the file cannot be read.
         libc = "/lib/x86_64-linux-gnu/libc.so.6"
         cases = [
-            (["tools", "symbolize"], "missing ELF_FILE"),
-            (["tools", "symbolize", libc], "missing ADDR"),
-            (["tools", "symbolize", "/nonexistent", "1000"], "No such file"),
-            (["tools", "symbolize", "/etc/hostname", "1000"], "not an ELF file"),
-            (["tools", "symbolize", "/tmp", "1000"], "not a regular file"),
-            (["tools", "symbolize", libc, "xyz"], "invalid address"),
-            (["tools", "symbolize", "--demangle", "fancy", libc, "1000"], "none, simplified, templates, full"),
-            (["tools", "symbolize", "--frobnicate", libc, "1000"], "unknown option"),
+            (["tools", "symbolize"], 2, "missing ELF_FILE"),
+            (["tools", "symbolize", libc], 2, "missing ADDR"),
+            (["tools", "symbolize", "/nonexistent", "1000"], 1, "No such file"),
+            (["tools", "symbolize", "/etc/hostname", "1000"], 1, "not an ELF file"),
+            (["tools", "symbolize", "/tmp", "1000"], 1, "not a regular file"),
+            (["tools", "symbolize", libc, "xyz"], 2, "invalid address"),
+            (["tools", "symbolize", "--demangle", "fancy", libc, "1000"], 2, "none, simplified, templates, full"),
+            (["tools", "symbolize", "--frobnicate", libc, "1000"], 2, "unrecognized option"),
         ]
-        for args, msg in cases:
+        for args, status, msg in cases:
             p = np.nodeprof(*args)
-            self.assertEqual(p.returncode, 1, args)
+            self.assertEqual(p.returncode, status, args)
             self.assertIn(msg, p.stderr, args)
             self.assertNotIn("Sanitizer", p.stderr)
 

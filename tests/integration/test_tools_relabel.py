@@ -198,7 +198,7 @@ class ToolsRelabel(unittest.TestCase):
 
     def test_usage(self):
         p = nodeprof("tools", "relabel")
-        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.returncode, 2)
         self.assertIn("Usage: nodeprof tools relabel RULES_FILE", p.stderr)
 
 
