@@ -117,7 +117,8 @@ int np_uprobe_resolve(const char *path, const char *sym, uint64_t *file_offset, 
 /* Attaches l in the file at l->file inside root_fd (a process's root, so its symlinks resolve
  * there; AT_FDCWD: this host's view), unless that file is probed already: 1 attached, 0 nothing
  * to do (no such file, or probed), -1 failed (err set). */
-static int attach_at(struct np_uprobes *u, struct link *l, int root_fd, struct np_err *err)
+/* pid: the process whose view of the file this is (0: the agent's own), for the log. */
+static int attach_at(struct np_uprobes *u, struct link *l, int root_fd, uint32_t pid, struct np_err *err)
 {
 	struct stat st;
 	uint64_t off;
@@ -145,7 +146,7 @@ static int attach_at(struct np_uprobes *u, struct link *l, int root_fd, struct n
 		goto out;
 	}
 	l->files[l->n++] = (struct probed){ (uint64_t)st.st_dev, (uint64_t)st.st_ino, bl };
-	np_log(NP_DEBUG, "uprobes", "probe attached", "file", l->file, "symbol", l->sym, NULL);
+	np_log(NP_DEBUG, "uprobes", "probe attached", "file", l->file, "symbol", l->sym, "pid", NP_LOG_INT(pid), NULL);
 	rc = 1;
 out:
 	close(fd);
@@ -164,7 +165,7 @@ static void attach_process(struct np_uprobes *u, uint32_t pid)
 	if (root < 0)
 		return; /* gone, or a kernel thread */
 	for (size_t i = 0; i < u->n; i++) {
-		if (attach_at(u, &u->links[i], root, &err) < 0) {
+		if (attach_at(u, &u->links[i], root, pid, &err) < 0) {
 			u->failed++;
 			np_log(NP_DEBUG, "uprobes", "cannot probe a process's file", "pid", NP_LOG_INT(pid), "err",
 			       err.msg, NULL);
@@ -233,7 +234,7 @@ int np_uprobes_new(struct np_sampler *s, const char *const *links, size_t n, int
 		uint64_t off;
 		/* Checked on this host first, so that the error says what is wrong with the link. */
 		if (np_uprobe_parse(links[i], l->file, sizeof(l->file), l->sym, sizeof(l->sym), err) ||
-		    np_uprobe_resolve(l->file, l->sym, &off, err) || attach_at(u, l, AT_FDCWD, err) < 0)
+		    np_uprobe_resolve(l->file, l->sym, &off, err) || attach_at(u, l, AT_FDCWD, 0, err) < 0)
 			goto fail;
 	}
 	/* Every running process's own copy of the files (containers). */

@@ -10,6 +10,7 @@
 - `nodeprof run` pushes offcpu and uprobe profiles with Alloy's __name__ and sample types;
 - bad links and thresholds are errors that say which and why, in `check` and `record`."""
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -51,6 +52,33 @@ def folded(path):
 def record(argv, out, log):
     return subprocess.Popen([np.NODEPROF, "record", "-o", out, *map(str, argv)], stdout=subprocess.DEVNULL,
                             stderr=log, text=True)
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def wait_for_descendant(ancestor, argv, timeout=30):
+    """The PID of the process below `ancestor` whose command line is argv (bytes)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    if f.read().split(b"\0")[:-1] != argv:
+                        continue
+                p = int(d)
+                while p > 1 and p != ancestor:
+                    p = parent_of(p)
+            except (OSError, ValueError, IndexError):
+                continue
+            if p == ancestor:
+                return int(d)
+        time.sleep(0.05)
+    raise AssertionError(f"no process {argv} below {ancestor}")
 
 
 def wait_recording(log_path, proc, timeout=30):
@@ -136,7 +164,8 @@ class OffCpuAndUprobes(unittest.TestCase):
         rounds = 40
         out = os.path.join(self.dir, "late.folded")
         lf, lp = self.log("late")
-        rec = record(["--duration", f"{RECORD_SECONDS}s", "--uprobe", f"{self.libc}:malloc"], out, lf)
+        rec = record(["--duration", f"{RECORD_SECONDS}s", "--uprobe", f"{self.libc}:malloc", "--log-level", "debug"],
+                     out, lf)
         wait_recording(lp, rec)
         # A container root made now: its libc is a copy, another file with no probe yet.
         root = os.path.join(self.dir, "root")
@@ -145,15 +174,24 @@ class OffCpuAndUprobes(unittest.TestCase):
         script = rootfs.chroot_script(root, files, ["/app", str(rounds), "wait"])
         c = self.start(["unshare", "--mount", "sh", "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                        text=True)
-        time.sleep(2.5)  # the probes look for new processes' files every second
+        # The probes look for new processes' files every second: wait until the agent says it
+        # attached in this process's view (a fixed sleep was too short on a busy machine).
+        app = wait_for_descendant(c.pid, [b"/app", str(rounds).encode(), b"wait"])
+        attached = re.compile(r"probe attached.* pid=%d\b" % app)
+        deadline = time.time() + 30
+        while not attached.search(open(lp).read()):
+            self.assertLess(time.time(), deadline, "no probe attached in the container's libc:\n" + open(lp).read())
+            self.assertIsNone(rec.poll(), open(lp).read())
+            time.sleep(0.05)
         c.stdin.write("go\n")
         c.stdin.flush()
         self.assertEqual(c.stdout.readline().strip(), f"done {rounds}")
         self.assertEqual(rec.wait(timeout=RECORD_SECONDS + 60), 0, open(lp).read())
         calls = folded(out)
         mine = st.total(calls, st.has_run("main", "allocate", "malloc"))
-        self.assertGreaterEqual(mine, rounds * 1000 * 0.98, st.top(calls))
-        self.assertLessEqual(mine, rounds * 1000 * 1.02, st.top(calls))
+        why = st.top(calls) + "\n" + open(lp).read()[-3000:]
+        self.assertGreaterEqual(mine, rounds * 1000 * 0.98, why)
+        self.assertLessEqual(mine, rounds * 1000 * 1.02, why)
 
     def test_bad_input_says_which_and_why(self):
         cases = [
