@@ -8,7 +8,7 @@
  * label-name validity and sanitizing. Stateless; safe from any thread.
  *
  * Non-ASCII runes need ICU's tables (icu.h), loaded on first use; the functions that
- * may need them take an np_err for "Unicode tables unavailable". */
+ * may need them take an np_err for "Unicode tables (ICU) unavailable". */
 #ifndef NP_UTIL_GOSTR_H
 #define NP_UTIL_GOSTR_H
 
