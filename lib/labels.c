@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
+
 void np_labels_free(struct np_labels *ls)
 {
 	for (size_t i = 0; i < ls->n; i++) {
@@ -143,25 +145,14 @@ int np_labels_cmp(const struct np_labels *a, const struct np_labels *b)
 	return (a->n > b->n) - (a->n < b->n);
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	/* A separator byte that cannot appear in C strings keeps ("ab","c") != ("a","bc"). */
-	h ^= 0xff;
-	h *= 0x100000001b3ULL;
-	return h;
-}
-
 uint64_t np_labels_hash(const struct np_labels *ls)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = 0;
 
+	/* Each string's length is hashed with it: ("ab","c") and ("a","bc") differ. */
 	for (size_t i = 0; i < ls->n; i++) {
-		h = fnv1a(h, ls->v[i].name);
-		h = fnv1a(h, ls->v[i].value);
+		h = np_hash_seeded(ls->v[i].name, strlen(ls->v[i].name), h);
+		h = np_hash_seeded(ls->v[i].value, strlen(ls->v[i].value), h);
 	}
 	return h;
 }

@@ -13,6 +13,7 @@
 #include "agent/discovery/container_id.h"
 #include "agent/discovery/target.h"
 #include "lib/file.h"
+#include "lib/hash.h"
 #include "lib/log.h"
 #include "lib/procfs_text.h"
 #include "lib/strbuf.h"
@@ -423,17 +424,6 @@ static const char *join_container_id(const struct np_labels *ls)
 	return v && *v ? v : NULL;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 #define NO_SLOT SIZE_MAX
 
 /* Open-addressing map container ID -> index of the last container target with it. */
@@ -445,7 +435,7 @@ struct cid_map {
 
 static size_t *cid_slot(struct cid_map *m, const char *cid)
 {
-	size_t i = (size_t)hash_str(cid) & m->mask;
+	size_t i = (size_t)np_hash_bytes(cid, strlen(cid)) & m->mask;
 
 	while (m->slots[i] != NO_SLOT && strcmp(join_container_id(&m->containers->v[m->slots[i]]), cid) != 0)
 		i = (i + 1) & m->mask;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
+
 uint32_t np_target_pid(const struct np_labels *ls)
 {
 	const char *v = np_labels_get(ls, NP_LABEL_PROCESS_PID);
@@ -148,22 +150,6 @@ struct np_target_set {
 	size_t nslots; /* power of two, > 2 * n */
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
-static uint64_t hash_pid(uint32_t pid)
-{
-	return (uint64_t)pid * 0x9E3779B97F4A7C15ull >> 17;
-}
-
 /* Key of input target i during the build: either pid or cid. */
 struct key {
 	uint32_t pid;
@@ -173,7 +159,7 @@ struct key {
 /* Finds the slot of a key among keys[] via slots[], or the free slot to put it in. */
 static size_t probe_pid(const uint32_t *slots, size_t nslots, const struct key *keys, uint32_t pid)
 {
-	size_t i = (size_t)hash_pid(pid) & (nslots - 1);
+	size_t i = (size_t)np_hash_u64(pid) & (nslots - 1);
 
 	while (slots[i] != EMPTY && keys[slots[i]].pid != pid)
 		i = (i + 1) & (nslots - 1);
@@ -182,7 +168,7 @@ static size_t probe_pid(const uint32_t *slots, size_t nslots, const struct key *
 
 static size_t probe_cid(const uint32_t *slots, size_t nslots, const struct key *keys, const char *cid)
 {
-	size_t i = (size_t)hash_str(cid) & (nslots - 1);
+	size_t i = (size_t)np_hash_bytes(cid, strlen(cid)) & (nslots - 1);
 
 	while (slots[i] != EMPTY && strcmp(keys[slots[i]].cid, cid) != 0)
 		i = (i + 1) & (nslots - 1);
@@ -292,7 +278,7 @@ const struct np_target *np_target_set_find_pid(const struct np_target_set *s, ui
 
 	if (!pid)
 		return NULL;
-	for (i = (size_t)hash_pid(pid) & (s->nslots - 1); s->pid_slots[i] != EMPTY; i = (i + 1) & (s->nslots - 1))
+	for (i = (size_t)np_hash_u64(pid) & (s->nslots - 1); s->pid_slots[i] != EMPTY; i = (i + 1) & (s->nslots - 1))
 		if (s->targets[s->pid_slots[i]].pid == pid)
 			return &s->targets[s->pid_slots[i]];
 	return NULL;
@@ -304,7 +290,7 @@ const struct np_target *np_target_set_find_container(const struct np_target_set 
 
 	if (!container_id || !*container_id)
 		return NULL;
-	for (i = (size_t)hash_str(container_id) & (s->nslots - 1); s->cid_slots[i] != EMPTY;
+	for (i = (size_t)np_hash_bytes(container_id, strlen(container_id)) & (s->nslots - 1); s->cid_slots[i] != EMPTY;
 	     i = (i + 1) & (s->nslots - 1))
 		if (strcmp(s->targets[s->cid_slots[i]].container_id, container_id) == 0)
 			return &s->targets[s->cid_slots[i]];

@@ -10,26 +10,16 @@
 
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
+#include "lib/hash.h"
 
 /* An unreferenced file stays cached this many batches (a process that restarts reuses it). */
 #define ELF_IDLE_BATCHES 30
 #define ELF_IDLE_MAX 4096
 
-uint64_t sym_hash_bytes(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *b = p;
-	h ^= 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	return h ^ (h >> 29);
-}
-
 static uint64_t identity_hash(uint64_t dev, uint64_t ino)
 {
 	uint64_t k[2] = { dev, ino };
-	return sym_hash_bytes(k, sizeof(k), 0);
+	return np_hash_seeded(k, sizeof(k), 0);
 }
 
 /* Doubles a chained hash table when it gets as many entries as buckets. */
@@ -63,14 +53,14 @@ static uint64_t elfobj_hash(const struct sym_elf *e)
 
 static uint64_t table_hash(const struct sym_table *t)
 {
-	return sym_hash_bytes(t->key, strlen(t->key), 1);
+	return np_hash_seeded(t->key, strlen(t->key), 1);
 }
 
 static struct sym_table *table_find(struct symbolizer *s, const char *key)
 {
 	if (!s->tables)
 		return NULL;
-	size_t b = sym_hash_bytes(key, strlen(key), 1) & (s->table_buckets - 1);
+	size_t b = np_hash_seeded(key, strlen(key), 1) & (s->table_buckets - 1);
 	for (struct sym_table *t = s->tables[b]; t; t = t->next)
 		if (strcmp(t->key, key) == 0)
 			return t;

@@ -198,7 +198,4 @@ NP_MUST_CHECK int sym_perfmap_lookup(struct symbolizer *s, struct sym_proc *p, s
 void sym_procs_free(struct symbolizer *s);
 size_t sym_procs_bytes(const struct symbolizer *s);
 
-/* Small helpers */
-uint64_t sym_hash_bytes(const void *p, size_t n, uint64_t seed);
-
 #endif

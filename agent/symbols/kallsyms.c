@@ -10,6 +10,7 @@
 
 #include "agent/symbols/symtab.h" /* sym_rank */
 #include "lib/grow.h"
+#include "lib/hash.h"
 
 #define MAX_MODULES 4096
 /* The kernel's KSYM_NAME_LEN is 512: anything longer is not a symbol name (and would let
@@ -556,7 +557,7 @@ static char *inflate_name(struct sym_kallsyms *k, size_t i)
 
 static size_t cache_slot(const struct sym_kallsyms *k, size_t i)
 {
-	size_t h = ((uint32_t)i * 2654435761u) & (k->cache_slots - 1);
+	size_t h = (size_t)np_hash_u64(i) & (k->cache_slots - 1);
 	while (k->cache[h].idx_plus1 && k->cache[h].idx_plus1 != i + 1)
 		h = (h + 1) & (k->cache_slots - 1);
 	return h;

@@ -11,6 +11,7 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "agent/symbols/perfmap.h"
+#include "lib/hash.h"
 #include "lib/log.h"
 #include "lib/procfs_text.h"
 
@@ -139,7 +140,7 @@ void sym_limit_hit(struct symbolizer *s, enum sym_limit why, uint32_t pid)
 
 static size_t pid_bucket(const struct symbolizer *s, uint32_t pid)
 {
-	return (size_t)((pid * 0x9E3779B1u) >> 7) & (s->proc_buckets - 1);
+	return (size_t)np_hash_u64(pid) & (s->proc_buckets - 1);
 }
 
 struct sym_proc *sym_proc_find(struct symbolizer *s, uint32_t pid)
