@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/gostr.h"
+#include "lib/sorted.h"
 
 const char *k8s_str_at(const json_t *obj, const char *key)
 {
@@ -55,11 +56,6 @@ int k8s_meta_build(const json_t *obj, const char *role, int with_name, struct np
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Sets prefix + sanitized key = value. */
 static int set_prefixed(struct np_labels *ls, struct np_buf *name, const char *prefix, const char *key,
 			const char *value, size_t value_len, struct np_err *err)
@@ -91,7 +87,7 @@ int k8s_map_labels(struct np_labels *ls, const json_t *map, const char *prefix, 
 		if (json_is_string(val))
 			keys[k++] = key;
 	}
-	qsort(keys, k, sizeof(*keys), cmp_str);
+	qsort(keys, k, sizeof(*keys), np_cmp_str);
 	for (size_t i = 0; i < k && rc == 0; i++) {
 		const json_t *v = json_object_get(map, keys[i]);
 		rc = set_prefixed(ls, &name, prefix, keys[i], json_string_value(v), json_string_length(v), err);

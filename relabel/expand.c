@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/gostr.h"
+#include "lib/grow.h"
 #include "relabel/rx.h"
 
 static int add_piece(struct tmpl *t, int kind, size_t off, size_t len, long group, size_t *cap)
@@ -23,14 +24,8 @@ static int add_piece(struct tmpl *t, int kind, size_t off, size_t len, long grou
 		t->pieces[t->npieces - 1].len += len;
 		return 0;
 	}
-	if (t->npieces == *cap) {
-		size_t c = *cap ? *cap * 2 : 4;
-		struct tmpl_piece *p = realloc(t->pieces, c * sizeof(*p));
-		if (!p)
-			return -1;
-		t->pieces = p;
-		*cap = c;
-	}
+	if (np_grow((void **)&t->pieces, cap, t->npieces + 1, sizeof(t->pieces[0])) != 0)
+		return -1;
 	t->pieces[t->npieces++] = (struct tmpl_piece){ kind, off, len, group };
 	return 0;
 }

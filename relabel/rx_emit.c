@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
+
 struct emitter {
 	struct rx_emit_out *out;
 	int too_large;
@@ -37,14 +39,8 @@ static int add_group(struct emitter *E, uint32_t go_group)
 {
 	struct rx_emit_out *o = E->out;
 
-	if (o->npcre + 2 > o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 16;
-		uint32_t *m = realloc(o->pcre_to_go, cap * sizeof(*m));
-		if (!m)
-			return -1;
-		o->pcre_to_go = m;
-		o->cap = cap;
-	}
+	if (np_grow((void **)&o->pcre_to_go, &o->cap, o->npcre + 2, sizeof(o->pcre_to_go[0])) != 0)
+		return -1;
 	o->pcre_to_go[++o->npcre] = go_group; /* index 0 is the whole match */
 	o->pcre_to_go[0] = 0;
 	return (int)o->npcre;

@@ -12,6 +12,7 @@
 
 #include "lib/grow.h"
 #include "lib/gostr.h"
+#include "lib/sorted.h"
 
 enum { I_FAIL, I_MATCH, I_RUNE, I_ANY, I_ANY_NOT_NL, I_EMPTY, I_CAP, I_ALT, I_NOP };
 enum { E_BEGIN_LINE = 1, E_END_LINE = 2, E_BEGIN_TEXT = 4, E_END_TEXT = 8, E_WORD = 16, E_NOT_WORD = 32 };
@@ -188,13 +189,6 @@ static struct frag ranges_frag(struct rx_prog *p, const uint32_t *r, size_t n)
 	return f;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static struct frag literal(struct rx_prog *p, const struct rx_node *nd)
 {
 	uint32_t orbit[8], r[16];
@@ -203,7 +197,7 @@ static struct frag literal(struct rx_prog *p, const struct rx_node *nd)
 	orbit[0] = nd->rune;
 	if (nd->fold)
 		n = rxc_fold_orbit(nd->rune, orbit);
-	qsort(orbit, n, sizeof(orbit[0]), cmp_u32);
+	qsort(orbit, n, sizeof(orbit[0]), np_cmp_u32);
 	for (size_t i = 0; i < n; i++)
 		r[2 * i] = r[2 * i + 1] = orbit[i];
 	return ranges_frag(p, r, 2 * n);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/gostr.h"
+#include "lib/sorted.h"
 #include "lib/strbuf.h"
 
 #define L_CONTAINER "__meta_docker_container_"
@@ -98,11 +99,6 @@ static int get_str_map(const struct ctx *cx, const json_t *obj, const char *fiel
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Sets prefix + sanitize(key) = value for each entry of a string map, keys in sorted
  * order so that the greater of two colliding keys wins. */
 static int set_sanitized(struct np_labels *ls, const char *prefix, const json_t *map, struct np_err *err)
@@ -121,7 +117,7 @@ static int set_sanitized(struct np_labels *ls, const char *prefix, const json_t 
 		return np_errf(err, "out of memory building docker labels");
 	json_object_foreach((json_t *)map, k, v)
 		keys[i++] = k;
-	qsort(keys, n, sizeof(*keys), cmp_str);
+	qsort(keys, n, sizeof(*keys), np_cmp_str);
 	for (i = 0; i < n && rc == 0; i++) {
 		const json_t *val = json_object_get(map, keys[i]);
 		np_buf_reset(&name);
@@ -244,28 +240,26 @@ static int parse_network(const json_t *n, size_t index, struct network *out, str
 }
 
 /* Sorted views for lookups by ID; among equal IDs the last in input order wins, as a
- * Go map assignment in input order would. */
+ * Go map assignment in input order would: it sorts first. */
 static int cmp_container_id(const void *a, const void *b)
 {
 	const struct container *x = *(const struct container *const *)a, *y = *(const struct container *const *)b;
 	int c = strcmp(x->id, y->id);
 
-	return c ? c : (x->index < y->index ? -1 : x->index > y->index);
+	return c ? c : (x->index > y->index ? -1 : x->index < y->index);
+}
+
+static int cmp_id(const void *id, const void *container)
+{
+	return strcmp(id, (*(const struct container *const *)container)->id);
 }
 
 static const struct container *find_container(struct container *const *sorted, size_t n, const char *id)
 {
-	size_t lo = 0, hi = n;
+	int found;
+	size_t i = np_sorted_find(sorted, n, sizeof(sorted[0]), id, cmp_id, &found);
 
-	/* the last element whose id <= wanted */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(sorted[mid]->id, id) <= 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && strcmp(sorted[lo - 1]->id, id) == 0 ? sorted[lo - 1] : NULL;
+	return found ? sorted[i] : NULL;
 }
 
 static const struct np_labels *find_network_labels(const struct network *nets, size_t n, const char *id)
@@ -420,7 +414,7 @@ static int emit_container(struct build *b, const struct container *c, struct con
 		k = 0;
 		json_object_foreach((json_t *)networks, key, v)
 			names[k++] = key;
-		qsort(names, n_names, sizeof(*names), cmp_str);
+		qsort(names, n_names, sizeof(*names), np_cmp_str);
 		if (b->cfg->match_first_network && n_names > 1) {
 			/* the first non-null network by name, if any */
 			for (k = 0; k < n_names; k++) {

@@ -13,6 +13,7 @@
 #include "agent/discovery/container_id.h"
 #include "agent/discovery/target.h"
 #include "lib/file.h"
+#include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/log.h"
 #include "lib/procfs_text.h"
@@ -180,15 +181,9 @@ static const char *user_name(struct user_cache *uc, unsigned long uid)
 		name = strdup(res->pw_name);
 	if (!name)
 		return NULL;
-	if (uc->n == uc->cap) {
-		size_t cap = uc->cap ? uc->cap * 2 : 16;
-		void *nv = realloc(uc->v, cap * sizeof(uc->v[0]));
-		if (!nv) {
-			free(name);
-			return NULL;
-		}
-		uc->v = nv;
-		uc->cap = cap;
+	if (np_grow((void **)&uc->v, &uc->cap, uc->n + 1, sizeof(uc->v[0])) != 0) {
+		free(name);
+		return NULL;
 	}
 	uc->v[uc->n].uid = uid;
 	uc->v[uc->n].name = name;
@@ -324,17 +319,11 @@ static int list_pids(const char *proc, unsigned long **pids, size_t *n, struct n
 		pid = strtoul(de->d_name, &end, 10);
 		if (*end)
 			continue;
-		if (*n == cap) {
-			size_t ncap = cap ? cap * 2 : 1024;
-			unsigned long *np = realloc(*pids, ncap * sizeof(*np));
-			if (!np) {
-				closedir(d);
-				free(*pids);
-				*pids = NULL;
-				return np_errf(err, "out of memory listing %s", proc);
-			}
-			*pids = np;
-			cap = ncap;
+		if (np_grow((void **)pids, &cap, *n + 1, sizeof(**pids)) != 0) {
+			closedir(d);
+			free(*pids);
+			*pids = NULL;
+			return np_errf(err, "out of memory listing %s", proc);
 		}
 		(*pids)[(*n)++] = pid;
 	}

@@ -43,14 +43,8 @@ static int mod_index(struct modlist *ml, const char *name, size_t len, uint16_t 
 		*out = UINT16_MAX; /* beyond the bound: symbols are skipped */
 		return 0;
 	}
-	if (ml->n == ml->cap) {
-		size_t c = ml->cap ? ml->cap * 2 : 32;
-		char **v = realloc(ml->names, c * sizeof(*v));
-		if (!v)
-			return -1;
-		ml->names = v;
-		ml->cap = c;
-	}
+	if (np_grow((void **)&ml->names, &ml->cap, ml->n + 1, sizeof(ml->names[0])) != 0)
+		return -1;
 	char *s = strndup(name, len);
 	if (!s)
 		return -1;
