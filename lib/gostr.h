@@ -68,7 +68,5 @@ int label_name_valid_utf8(const char *s, size_t n);
  * rune outside [a-zA-Z0-9_] becomes one '_' (an invalid byte being one rune). Kubernetes'
  * and Docker's discovery build label names with it. */
 void label_name_sanitize(const char *in, struct np_buf *out);
-/* Prometheus' relabelTarget template check, ^(?:(?:[a-zA-Z_]|\$(?:\{\w+\}|\w+))+\w*)+$. */
-int label_template_valid_legacy(const char *s, size_t n);
 
 #endif
