@@ -29,57 +29,60 @@ static int type_error(const struct ctx *cx, const char *field, const char *want)
 	return np_errf(cx->err, "%s %zu: field %s must be %s", cx->what, cx->index, field, want);
 }
 
-/* A string field: "" when missing or null. */
-static int get_str(const struct ctx *cx, const json_t *obj, const char *field, const char **out)
-{
-	const json_t *v = json_object_get(obj, field);
+#define TYPE(t) (1u << (t))
 
-	*out = "";
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return type_error(cx, field, "a string");
-	*out = json_string_value(v);
-	return 0;
-}
-
-/* An object field: NULL when missing or null. */
-static int get_obj(const struct ctx *cx, const json_t *obj, const char *field, const json_t **out)
+/* A field whose JSON type is one of types (a TYPE() mask): *out = the value, NULL when
+ * missing or null (the zero value); an error naming want when of another type. */
+static int get_field(const struct ctx *cx, const json_t *obj, const char *field, unsigned types, const char *want,
+		     const json_t **out)
 {
 	const json_t *v = json_object_get(obj, field);
 
 	*out = NULL;
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_object(v))
-		return type_error(cx, field, "an object");
+	if (!(types & TYPE(json_typeof(v))))
+		return type_error(cx, field, want);
 	*out = v;
 	return 0;
 }
 
+/* A string field: "" when missing or null. */
+static int get_str(const struct ctx *cx, const json_t *obj, const char *field, const char **out)
+{
+	const json_t *v;
+	int rc = get_field(cx, obj, field, TYPE(JSON_STRING), "a string", &v);
+
+	*out = v ? json_string_value(v) : "";
+	return rc;
+}
+
+/* An object field: NULL when missing or null. */
+static int get_obj(const struct ctx *cx, const json_t *obj, const char *field, const json_t **out)
+{
+	return get_field(cx, obj, field, TYPE(JSON_OBJECT), "an object", out);
+}
+
 static int get_bool(const struct ctx *cx, const json_t *obj, const char *field, int *out)
 {
-	const json_t *v = json_object_get(obj, field);
+	const json_t *v;
+	int rc = get_field(cx, obj, field, TYPE(JSON_TRUE) | TYPE(JSON_FALSE), "a boolean", &v);
 
-	*out = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return type_error(cx, field, "a boolean");
-	*out = json_is_true(v);
-	return 0;
+	*out = v && json_is_true(v);
+	return rc;
 }
 
 static int get_u16(const struct ctx *cx, const json_t *obj, const char *field, unsigned *out)
 {
-	const json_t *v = json_object_get(obj, field);
+	static const char want[] = "an integer from 0 to 65535";
+	const json_t *v;
 
 	*out = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535)
-		return type_error(cx, field, "an integer from 0 to 65535");
-	*out = (unsigned)json_integer_value(v);
+	if (get_field(cx, obj, field, TYPE(JSON_INTEGER), want, &v) != 0)
+		return -1;
+	if (v && (json_integer_value(v) < 0 || json_integer_value(v) > 65535))
+		return type_error(cx, field, want);
+	*out = v ? (unsigned)json_integer_value(v) : 0;
 	return 0;
 }
 

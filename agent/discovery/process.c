@@ -397,22 +397,6 @@ out:
 
 /* ---- join ---- */
 
-/* The container ID discovery.process joins on (no swarm label, unlike pyroscope.ebpf). */
-static const char *join_container_id(const struct np_labels *ls)
-{
-	const char *v = np_labels_get(ls, NP_LABEL_CONTAINER_ID);
-
-	if (v && *v)
-		return v;
-	v = np_labels_get(ls, "__meta_kubernetes_pod_container_id");
-	if (v && *v) {
-		v = np_container_id_from_k8s(v);
-		return v && *v ? v : NULL;
-	}
-	v = np_labels_get(ls, "__meta_docker_container_id");
-	return v && *v ? v : NULL;
-}
-
 #define NO_SLOT SIZE_MAX
 
 /* Open-addressing map container ID -> index of the last container target with it. */
@@ -426,7 +410,7 @@ static size_t *cid_slot(struct cid_map *m, const char *cid)
 {
 	size_t i = (size_t)np_hash_bytes(cid, strlen(cid)) & m->mask;
 
-	while (m->slots[i] != NO_SLOT && strcmp(join_container_id(&m->containers->v[m->slots[i]]), cid) != 0)
+	while (m->slots[i] != NO_SLOT && strcmp(np_target_join_container_id(&m->containers->v[m->slots[i]]), cid) != 0)
 		i = (i + 1) & m->mask;
 	return &m->slots[i];
 }
@@ -466,7 +450,7 @@ int np_process_join(const struct np_targets *processes, const struct np_targets 
 		m.slots[i] = NO_SLOT;
 
 	for (size_t i = 0; i < containers->n; i++) {
-		const char *cid = join_container_id(&containers->v[i]);
+		const char *cid = np_target_join_container_id(&containers->v[i]);
 		size_t *slot;
 
 		if (!cid) {
@@ -481,7 +465,7 @@ int np_process_join(const struct np_targets *processes, const struct np_targets 
 	}
 	for (size_t i = 0; i < processes->n; i++) {
 		const struct np_labels *p = &processes->v[i];
-		const char *cid = join_container_id(p);
+		const char *cid = np_target_join_container_id(p);
 		size_t *slot = cid ? cid_slot(&m, cid) : NULL;
 		struct np_labels merged = NP_LABELS_INIT;
 		const struct np_labels *c;
@@ -512,7 +496,7 @@ int np_process_join(const struct np_targets *processes, const struct np_targets 
 	for (size_t i = 0; i < containers->n; i++) {
 		if (!first[i])
 			continue;
-		if (push_copy(out, &containers->v[*cid_slot(&m, join_container_id(&containers->v[i]))], err) != 0)
+		if (push_copy(out, &containers->v[*cid_slot(&m, np_target_join_container_id(&containers->v[i]))], err) != 0)
 			goto out;
 	}
 	rc = 0;

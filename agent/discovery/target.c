@@ -45,7 +45,7 @@ static const char *nonempty(const struct np_labels *ls, const char *name)
 	return v && *v ? v : NULL;
 }
 
-const char *np_target_container_id(const struct np_labels *ls)
+static const char *container_id(const struct np_labels *ls, int swarm)
 {
 	const char *v;
 
@@ -57,7 +57,17 @@ const char *np_target_container_id(const struct np_labels *ls)
 	}
 	if ((v = nonempty(ls, "__meta_docker_container_id")))
 		return v;
-	return nonempty(ls, "__meta_dockerswarm_task_container_id");
+	return swarm ? nonempty(ls, "__meta_dockerswarm_task_container_id") : NULL;
+}
+
+const char *np_target_container_id(const struct np_labels *ls)
+{
+	return container_id(ls, 1);
+}
+
+const char *np_target_join_container_id(const struct np_labels *ls)
+{
+	return container_id(ls, 0);
 }
 
 void np_target_service_name(const struct np_labels *ls, struct np_buf *out)
