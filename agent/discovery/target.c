@@ -185,6 +185,29 @@ static size_t probe_cid(const uint32_t *slots, size_t nslots, const struct key *
 	return i;
 }
 
+/* Pass 1 of the build: the key of each input, and for each key the last input that has
+ * it (wins[i] = 1; the slots hold input indices until pass 2 remaps them). */
+static void index_keys(struct np_target_set *s, const struct np_targets *discovered, struct key *keys, uint8_t *wins)
+{
+	for (size_t i = 0; i < discovered->n; i++) {
+		const struct np_labels *ls = &discovered->v[i];
+		uint32_t *slot;
+
+		if ((keys[i].pid = np_target_pid(ls)))
+			slot = &s->pid_slots[probe_pid(s->pid_slots, s->nslots, keys, keys[i].pid)];
+		else if ((keys[i].cid = np_target_container_id(ls)))
+			slot = &s->cid_slots[probe_cid(s->cid_slots, s->nslots, keys, keys[i].cid)];
+		else {
+			s->n_unkeyed++;
+			continue;
+		}
+		if (*slot != EMPTY)
+			wins[*slot] = 0;
+		*slot = (uint32_t)i;
+		wins[i] = 1;
+	}
+}
+
 int np_target_set_build(const struct np_targets *discovered, struct np_target_set **out, struct np_err *err)
 {
 	struct np_target_set *s = calloc(1, sizeof(*s));
@@ -212,28 +235,7 @@ int np_target_set_build(const struct np_targets *discovered, struct np_target_se
 	memset(s->pid_slots, 0xff, s->nslots * sizeof(uint32_t));
 	memset(s->cid_slots, 0xff, s->nslots * sizeof(uint32_t));
 
-	/* Pass 1: keys, and for each key the last input that has it (slots hold input
-	 * indices here). */
-	for (size_t i = 0; i < n; i++) {
-		const struct np_labels *ls = &discovered->v[i];
-		size_t slot;
-
-		if ((keys[i].pid = np_target_pid(ls))) {
-			slot = probe_pid(s->pid_slots, s->nslots, keys, keys[i].pid);
-			if (s->pid_slots[slot] != EMPTY)
-				wins[s->pid_slots[slot]] = 0;
-			s->pid_slots[slot] = (uint32_t)i;
-			wins[i] = 1;
-		} else if ((keys[i].cid = np_target_container_id(ls))) {
-			slot = probe_cid(s->cid_slots, s->nslots, keys, keys[i].cid);
-			if (s->cid_slots[slot] != EMPTY)
-				wins[s->cid_slots[slot]] = 0;
-			s->cid_slots[slot] = (uint32_t)i;
-			wins[i] = 1;
-		} else {
-			s->n_unkeyed++;
-		}
-	}
+	index_keys(s, discovered, keys, wins);
 	/* Pass 2: build the winners in input order and point the slots at them. */
 	for (size_t i = 0; i < n; i++) {
 		if (!wins[i])
