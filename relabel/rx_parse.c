@@ -944,6 +944,35 @@ static int parse_backslash(struct parser *P, size_t *pos)
 	return push_literal(P, r);
 }
 
+/* A repeat operator at *i (*, +, ?, or {n,m}; a '{' that does not start a count is a
+ * literal), applied to the item before it; *repeat = where it started, for Go's check
+ * of a repeat of a repeat. */
+static int parse_repeat_op(struct parser *P, size_t *i, long last_repeat, long *repeat)
+{
+	char c = P->p[*i];
+	size_t after = *i + 1;
+	int min = 0, max = 0;
+	enum rx_op op = RXO_REPEAT;
+
+	if (c == '{') {
+		if (!parse_repeat(P, *i, &min, &max, &after)) {
+			if (push_literal(P, '{') < 0)
+				return -1;
+			(*i)++;
+			return 0;
+		}
+		if (min < 0 || min > MAX_REPEAT || max > MAX_REPEAT || (max >= 0 && min > max))
+			return fail(P, "invalid repeat count", *i, after);
+	} else {
+		op = c == '*' ? RXO_STAR : c == '+' ? RXO_PLUS : RXO_QUEST;
+	}
+	if (do_repeat(P, op, min, max, *i, &after, last_repeat) < 0)
+		return -1;
+	*repeat = (long)*i;
+	*i = after;
+	return 0;
+}
+
 static int parse_all(struct parser *P)
 {
 	size_t i = 0, w;
@@ -1002,32 +1031,11 @@ static int parse_all(struct parser *P)
 			break;
 		case '*':
 		case '+':
-		case '?': {
-			size_t after = i + 1;
-			enum rx_op op = c == '*' ? RXO_STAR : c == '+' ? RXO_PLUS : RXO_QUEST;
-			if (do_repeat(P, op, 0, 0, i, &after, last_repeat) < 0)
+		case '?':
+		case '{':
+			if (parse_repeat_op(P, &i, last_repeat, &repeat) < 0)
 				return -1;
-			repeat = (long)i;
-			i = after;
 			break;
-		}
-		case '{': {
-			int min, max;
-			size_t after;
-			if (!parse_repeat(P, i, &min, &max, &after)) {
-				if (push_literal(P, '{') < 0)
-					return -1;
-				i++;
-				break;
-			}
-			if (min < 0 || min > MAX_REPEAT || max > MAX_REPEAT || (max >= 0 && min > max))
-				return fail(P, "invalid repeat count", i, after);
-			if (do_repeat(P, RXO_REPEAT, min, max, i, &after, last_repeat) < 0)
-				return -1;
-			repeat = (long)i;
-			i = after;
-			break;
-		}
 		case '\\':
 			if (parse_backslash(P, &i) < 0)
 				return -1;
