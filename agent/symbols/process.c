@@ -153,25 +153,14 @@ struct sym_proc *sym_proc_find(struct symbolizer *s, uint32_t pid)
 	return NULL;
 }
 
+static uint64_t proc_hash(const struct sym_proc *p)
+{
+	return np_hash_u64(p->pid);
+}
+
 static int procs_grow(struct symbolizer *s, struct np_err *err)
 {
-	if (s->procs && s->nprocs < s->proc_buckets)
-		return 0;
-	size_t old_n = s->proc_buckets, nb = old_n ? old_n * 2 : 256;
-	struct sym_proc **v = calloc(nb, sizeof(*v));
-	if (!v)
-		return s->procs ? 0 : np_errf(err, "symbolizer: out of memory");
-	struct sym_proc **old = s->procs;
-	s->procs = v;
-	s->proc_buckets = nb;
-	for (size_t i = 0; i < old_n; i++)
-		for (struct sym_proc *p = old[i], *n; p; p = n) {
-			n = p->next;
-			size_t b = pid_bucket(s, p->pid);
-			p->next = v[b];
-			v[b] = p;
-		}
-	free(old);
+	SYM_REHASH(struct sym_proc, procs, proc_buckets, s->nprocs, 256, proc_hash);
 	return 0;
 }
 
