@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/gostr.h"
 #include "lib/sorted.h"
 #include "lib/strbuf.h"
+#include "lib/targets_json.h"
 
 #define L_CONTAINER "__meta_docker_container_"
 #define L_NETWORK "__meta_docker_network_"
@@ -100,40 +100,6 @@ static int get_str_map(const struct ctx *cx, const json_t *obj, const char *fiel
 				return np_errf(cx->err, "%s %zu: %s[\"%s\"] must be a string", cx->what, cx->index,
 					       field, k);
 	return 0;
-}
-
-/* Sets prefix + sanitize(key) = value for each entry of a string map, keys in sorted
- * order so that the greater of two colliding keys wins. */
-static int set_sanitized(struct np_labels *ls, const char *prefix, const json_t *map, struct np_err *err)
-{
-	size_t n = map ? json_object_size(map) : 0, i = 0;
-	const char **keys;
-	const char *k;
-	const json_t *v;
-	struct np_buf name = NP_BUF_INIT;
-	int rc = 0;
-
-	if (!n)
-		return 0;
-	keys = malloc(n * sizeof(*keys));
-	if (!keys)
-		return np_errf(err, "out of memory building docker labels");
-	json_object_foreach((json_t *)map, k, v)
-		keys[i++] = k;
-	qsort(keys, n, sizeof(*keys), np_cmp_str);
-	for (i = 0; i < n && rc == 0; i++) {
-		const json_t *val = json_object_get(map, keys[i]);
-		np_buf_reset(&name);
-		np_buf_puts(&name, prefix);
-		label_name_sanitize(keys[i], &name);
-		if (name.failed)
-			rc = np_errf(err, "out of memory building docker labels");
-		else
-			rc = np_labels_set(ls, name.p, json_is_string(val) ? json_string_value(val) : "", err);
-	}
-	np_buf_free(&name);
-	free(keys);
-	return rc;
 }
 
 /* ---- parsed input ---- */
@@ -239,7 +205,7 @@ static int parse_network(const json_t *n, size_t index, struct network *out, str
 	    np_labels_set(&out->labels, L_NETWORK "internal", internal ? "true" : "false", err) != 0 ||
 	    np_labels_set(&out->labels, L_NETWORK "ingress", ingress ? "true" : "false", err) != 0)
 		return -1;
-	return set_sanitized(&out->labels, L_NETWORK "label_", labels, err);
+	return np_labels_set_json_map(&out->labels, labels, L_NETWORK "label_", NULL, err);
 }
 
 /* Sorted views for lookups by ID; among equal IDs the last in input order wins, as a
@@ -393,7 +359,7 @@ static int emit_container(struct build *b, const struct container *c, struct con
 	if (np_labels_set(&common, L_CONTAINER "id", c->id, b->err) != 0 ||
 	    np_labels_set(&common, L_CONTAINER "name", c->name, b->err) != 0 ||
 	    np_labels_set(&common, L_CONTAINER "network_mode", c->network_mode, b->err) != 0 ||
-	    set_sanitized(&common, L_CONTAINER "label_", c->labels, b->err) != 0)
+	    np_labels_set_json_map(&common, c->labels, L_CONTAINER "label_", NULL, b->err) != 0)
 		goto out;
 	/* "container:<id>" shares another container's network stack: follow the chain
 	 * (bounded, since a cycle would loop forever). */

@@ -238,18 +238,17 @@ static int read_process(struct scan *sc, unsigned long pid, struct np_labels *ls
 	snprintf(num, sizeof(num), "%lu", pid);
 	if (np_labels_set(ls, NP_LABEL_PROCESS_PID, num, err) != 0)
 		return -1;
-	if (cfg->exe) {
-		snprintf(path, sizeof(path), "%s/%lu/exe", sc->proc, pid);
+	const struct {
+		int wanted;
+		const char *file, *label;
+	} links[] = { { cfg->exe, "exe", "__meta_process_exe" }, { cfg->cwd, "cwd", "__meta_process_cwd" } };
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		if (!links[i].wanted)
+			continue;
+		snprintf(path, sizeof(path), "%s/%lu/%s", sc->proc, pid, links[i].file);
 		if (read_link(path, &sc->text, &why) != 0)
 			return skip(sc, &why, err);
-		if (sc->text.len && np_labels_set(ls, "__meta_process_exe", sc->text.p, err) != 0)
-			return -1;
-	}
-	if (cfg->cwd) {
-		snprintf(path, sizeof(path), "%s/%lu/cwd", sc->proc, pid);
-		if (read_link(path, &sc->text, &why) != 0)
-			return skip(sc, &why, err);
-		if (sc->text.len && np_labels_set(ls, "__meta_process_cwd", sc->text.p, err) != 0)
+		if (sc->text.len && np_labels_set(ls, links[i].label, sc->text.p, err) != 0)
 			return -1;
 	}
 	if (cfg->commandline) {
