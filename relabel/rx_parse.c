@@ -340,10 +340,58 @@ static int unhex(uint32_t c)
 }
 
 /* An escape at *pos (a backslash) denoting one rune. */
+/* The rest of a \x escape from *t: two hex digits or {hex digits} up to U+10FFFF. 0 with
+ * *out set, 1 when invalid, -1 on error; *t is where it stopped either way (the end of the
+ * span an error quotes). */
+static int hex_escape(struct parser *P, size_t *t, uint32_t *out)
+{
+	uint32_t c2, c3, r = 0;
+	size_t w;
+	int nhex = 0;
+
+	if (*t >= P->n)
+		return 1;
+	if (next_rune(P, *t, P->n, &c2, &w) < 0)
+		return -1;
+	*t += w;
+	if (c2 != '{') {
+		int x = unhex(c2);
+		if (next_rune(P, *t, P->n, &c3, &w) < 0)
+			return -1;
+		*t += w;
+		int y = unhex(c3);
+		if (x < 0 || y < 0)
+			return 1;
+		*out = (uint32_t)(x * 16 + y);
+		return 0;
+	}
+	for (;;) {
+		if (*t >= P->n)
+			return 1;
+		if (next_rune(P, *t, P->n, &c3, &w) < 0)
+			return -1;
+		*t += w;
+		if (c3 == '}')
+			break;
+		int v = unhex(c3);
+		if (v < 0)
+			return 1;
+		r = r * 16 + (uint32_t)v;
+		if (r > GO_MAX_RUNE)
+			return 1;
+		nhex++;
+	}
+	if (nhex == 0)
+		return 1;
+	*out = r;
+	return 0;
+}
+
 static int parse_escape(struct parser *P, size_t *pos, uint32_t *out)
 {
 	size_t s = *pos, t = s + 1, w;
 	uint32_t c, r;
+	int rc;
 
 	if (t >= P->n)
 		return fail(P, "trailing backslash at end of expression", 0, 0);
@@ -367,49 +415,13 @@ static int parse_escape(struct parser *P, size_t *pos, uint32_t *out)
 		*out = r;
 		*pos = t;
 		return 0;
-	case 'x': {
-		uint32_t c2, c3;
-		if (t >= P->n)
-			break;
-		if (next_rune(P, t, P->n, &c2, &w) < 0)
+	case 'x':
+		if ((rc = hex_escape(P, &t, out)) < 0)
 			return -1;
-		t += w;
-		if (c2 == '{') {
-			int nhex = 0;
-			r = 0;
-			for (;;) {
-				if (t >= P->n)
-					goto bad;
-				if (next_rune(P, t, P->n, &c3, &w) < 0)
-					return -1;
-				t += w;
-				if (c3 == '}')
-					break;
-				int v = unhex(c3);
-				if (v < 0)
-					goto bad;
-				r = r * 16 + (uint32_t)v;
-				if (r > GO_MAX_RUNE)
-					goto bad;
-				nhex++;
-			}
-			if (nhex == 0)
-				goto bad;
-			*out = r;
-			*pos = t;
-			return 0;
-		}
-		int x = unhex(c2);
-		if (next_rune(P, t, P->n, &c3, &w) < 0)
-			return -1;
-		t += w;
-		int y = unhex(c3);
-		if (x < 0 || y < 0)
-			break;
-		*out = (uint32_t)(x * 16 + y);
+		if (rc > 0)
+			goto bad;
 		*pos = t;
 		return 0;
-	}
 	case 'a': *out = '\a'; *pos = t; return 0;
 	case 'f': *out = '\f'; *pos = t; return 0;
 	case 'n': *out = '\n'; *pos = t; return 0;
