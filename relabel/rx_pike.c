@@ -567,6 +567,51 @@ static int32_t rune_at(const char *s, size_t n, size_t pos, size_t *w)
 	return (int32_t)go_decode_rune(s + pos, n - pos, w);
 }
 
+/* Go's m.step: every thread of run, in priority order, consumes r (at pos, w bytes wide)
+ * into next; the first to reach Match wins over all threads after it (leftmost-first) and
+ * leaves its captures in caps. run is emptied. 1 when a thread matched, 0 when none, -1
+ * on allocation failure. */
+static int step(const struct rx_prog *p, struct queue *run, struct queue *next, size_t pos, int32_t r, size_t w,
+		uint8_t cond_next, ssize_t *caps, struct rx_pike_scratch *sc)
+{
+	int matched = 0;
+
+	for (size_t j = 0; j < run->n; j++) {
+		int32_t t = run->thread[j];
+		const struct inst *in;
+		int take = 0;
+
+		if (t < 0)
+			continue;
+		in = &p->inst[run->dense[j]];
+		ssize_t *tc = run->arena + (size_t)t * p->nslots;
+		switch (in->op) {
+		case I_MATCH:
+			tc[1] = (ssize_t)pos;
+			memcpy(caps, tc, p->nslots * sizeof(ssize_t));
+			matched = 1;
+			j = run->n; /* cut off lower-priority threads */
+			continue;
+		case I_RUNE:
+			take = in_ranges(p->ranges + in->roff, in->rn, r);
+			break;
+		case I_ANY:
+			take = r >= 0;
+			break;
+		case I_ANY_NOT_NL:
+			take = r >= 0 && r != '\n';
+			break;
+		}
+		if (take) {
+			memcpy(sc->work, tc, p->nslots * sizeof(ssize_t));
+			if (add(p, next, in->out, pos + w, cond_next, sc) < 0)
+				return -1;
+		}
+	}
+	run->n = run->arena_n = 0;
+	return matched;
+}
+
 int rx_prog_exec(const struct rx_prog *p, const char *s, size_t n, size_t start, struct rx_pike_scratch *sc,
 		 ssize_t *caps)
 {
@@ -598,42 +643,10 @@ int rx_prog_exec(const struct rx_prog *p, const char *s, size_t n, size_t start,
 			if (add(p, run, p->start, pos, conditions(before, r), sc) < 0)
 				return -1;
 		}
-		/* Step: every thread in priority order consumes r; the first to reach Match
-		 * wins over all threads after it (leftmost-first). */
-		uint8_t cond_next = conditions(r, r1);
-		for (size_t j = 0; j < run->n; j++) {
-			int32_t t = run->thread[j];
-			const struct inst *in;
-			int take = 0;
-
-			if (t < 0)
-				continue;
-			in = &p->inst[run->dense[j]];
-			ssize_t *tc = run->arena + (size_t)t * p->nslots;
-			switch (in->op) {
-			case I_MATCH:
-				tc[1] = (ssize_t)pos;
-				memcpy(caps, tc, p->nslots * sizeof(ssize_t));
-				matched = 1;
-				j = run->n; /* cut off lower-priority threads */
-				continue;
-			case I_RUNE:
-				take = in_ranges(p->ranges + in->roff, in->rn, r);
-				break;
-			case I_ANY:
-				take = r >= 0;
-				break;
-			case I_ANY_NOT_NL:
-				take = r >= 0 && r != '\n';
-				break;
-			}
-			if (take) {
-				memcpy(sc->work, tc, p->nslots * sizeof(ssize_t));
-				if (add(p, next, in->out, pos + w, cond_next, sc) < 0)
-					return -1;
-			}
-		}
-		run->n = run->arena_n = 0;
+		int rc = step(p, run, next, pos, r, w, conditions(r, r1), caps, sc);
+		if (rc < 0)
+			return -1;
+		matched |= rc;
 		if (w == 0)
 			break;
 		pos += w;
