@@ -790,15 +790,13 @@ static int do_repeat(struct parser *P, enum rx_op op, int min, int max, size_t b
 static int add_capture(struct parser *P, const char *name, size_t len)
 {
 	struct rx_ast *a = P->ast;
-	char **names = realloc(a->names, (size_t)(a->ncap + 2) * sizeof(char *));
 	char *copy = NULL;
 
-	if (!names)
+	if (np_grow((void **)&a->names, &a->names_cap, (size_t)a->ncap + 2, sizeof(a->names[0])) != 0)
 		return oom(P);
-	a->names = names;
 	if (name && !(copy = strndup(name, len)))
 		return oom(P);
-	names[++a->ncap] = copy;
+	a->names[++a->ncap] = copy;
 	return open_group(P, a->ncap);
 }
 
@@ -1075,6 +1073,7 @@ int rx_parse(const char *pattern, size_t len, struct rx_ast *out, struct np_err 
 	out->names = calloc(1, sizeof(char *));
 	if (!out->names)
 		return oom(&P);
+	out->names_cap = 1;
 	rc = parse_all(&P);
 	for (size_t i = 0; i < P.nframes; i++)
 		free_frame(&P.frames[i]);
