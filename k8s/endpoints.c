@@ -9,6 +9,7 @@
 #include "k8s/meta.h"
 #include "k8s/pod.h"
 #include "k8s/service.h"
+#include "lib/targets_json.h"
 
 void k8s_endpoints_free(struct k8s_endpoints *e)
 {
@@ -212,7 +213,7 @@ static int slice_target(struct k8s_endpoints *e, const char *addr, const json_t 
 	rc = rc ? rc : set_opt_str(&t->labels, K8S_META "endpointslice_endpoint_node_name", ep, "nodeName", err);
 	rc = rc ? rc : set_opt_str(&t->labels, K8S_META "endpointslice_endpoint_zone", ep, "zone", err);
 	rc = rc ? rc
-		: k8s_map_labels(&t->labels, json_object_get(ep, "deprecatedTopology"),
+		: np_labels_set_json_map(&t->labels, json_object_get(ep, "deprecatedTopology"),
 				 K8S_META "endpointslice_endpoint_topology_",
 				 K8S_META "endpointslice_endpoint_topology_present_", err);
 	/* attach_metadata.node: a Node target reference, else the node name. */

@@ -115,12 +115,107 @@ static void key_done(struct k8s_jscan *s)
 		s->key_kind = KEY_OTHER;
 }
 
+/* A byte inside a string: escapes, the end of the string, and the key being read. */
+static void string_byte(struct k8s_jscan *s, char c)
+{
+	if (s->esc) {
+		s->esc = 0;
+		if (s->reading_key)
+			key_byte(s, c);
+	} else if (c == '\\') {
+		s->esc = 1;
+		if (s->reading_key)
+			s->key_overflow = 1; /* escaped keys are never ours */
+	} else if (c == '"') {
+		s->in_str = 0;
+		if (s->reading_key)
+			key_done(s);
+	} else if (s->reading_key) {
+		key_byte(s, c);
+	}
+}
+
+static int unexpected(const struct k8s_jscan *s, char c, struct np_err *err)
+{
+	if (s->mode == K8S_JSCAN_STREAM)
+		return np_errf(err, "unexpected '%c' between watch events", c);
+	return np_errf(err, "unexpected '%c' %s the list object", c, s->started ? "after" : "before");
+}
+
+/* '{' or '[' at data[i]: starts capturing an event, the list's metadata or an item (*seg
+ * = i) when this value is one. -1 when it cannot stand here. */
+static int open_bracket(struct k8s_jscan *s, char c, size_t i, size_t *seg, struct np_err *err)
+{
+	if (s->depth == 0) {
+		if (c != '{' || (s->mode == K8S_JSCAN_LIST && s->started))
+			return unexpected(s, c, err);
+		if (s->mode == K8S_JSCAN_STREAM) {
+			start_capture(s, K8S_JSCAN_EVENT);
+			*seg = i;
+		} else {
+			s->started = 1;
+			s->expect_key = 1;
+		}
+	} else if (s->mode == K8S_JSCAN_LIST && s->depth == 1) {
+		if (s->key_kind == KEY_ITEMS && c == '[') {
+			s->in_items = 1;
+		} else if (s->key_kind == KEY_METADATA && c == '{') {
+			start_capture(s, K8S_JSCAN_METADATA);
+			*seg = i;
+		}
+		s->key_kind = KEY_OTHER;
+	} else if (s->mode == K8S_JSCAN_LIST && s->depth == 2 && s->in_items && c == '{' && !s->capturing &&
+		   !s->skipping) {
+		start_capture(s, K8S_JSCAN_ITEM);
+		*seg = i;
+	}
+	s->depth++;
+	return 0;
+}
+
+/* '}' or ']' at data[i]: ends a captured value (handing it to fn) or an oversized one. */
+static int close_bracket(struct k8s_jscan *s, char c, const char *data, size_t seg, size_t i, struct np_err *err)
+{
+	if (s->depth == 0)
+		return unexpected(s, c, err);
+	s->depth--;
+	if (s->capturing && s->depth == s->cap_depth) {
+		if (end_capture(s, data, seg, i, err))
+			return -1;
+	} else if (s->skipping && s->depth == 2) {
+		s->skipping = 0;
+		if (s->fn(s->ud, K8S_JSCAN_OVERSIZE, NULL, 0, err))
+			return -1;
+	}
+	if (s->mode == K8S_JSCAN_LIST) {
+		if (s->depth == 1 && c == ']')
+			s->in_items = 0;
+		if (s->depth == 0)
+			s->done = 1;
+	}
+	return 0;
+}
+
+/* Keeps data[seg..len) of a value still being captured when the chunk ends. */
+static int keep_tail(struct k8s_jscan *s, const char *data, size_t seg, size_t len, struct np_err *err)
+{
+	if (!s->capturing || len <= seg)
+		return 0;
+	if (s->buf.len + (len - seg) > s->max_value)
+		return oversize(s, err) ? -1 : 0;
+	np_buf_append(&s->buf, data + seg, len - seg);
+	if (s->buf.failed) {
+		release_buf(s);
+		return np_errf(err, "out of memory buffering a value");
+	}
+	return 0;
+}
+
 int k8s_jscan_feed(struct k8s_jscan *s, const char *data, size_t len, struct np_err *err)
 {
 	size_t seg = 0; /* start of the captured bytes within this chunk */
-	size_t i;
 
-	for (i = 0; i < len; i++) {
+	for (size_t i = 0; i < len; i++) {
 		char c = data[i];
 
 		if (s->capturing && s->buf.len + (i - seg) >= s->max_value) {
@@ -128,21 +223,7 @@ int k8s_jscan_feed(struct k8s_jscan *s, const char *data, size_t len, struct np_
 				return -1;
 		}
 		if (s->in_str) {
-			if (s->esc) {
-				s->esc = 0;
-				if (s->reading_key)
-					key_byte(s, c);
-			} else if (c == '\\') {
-				s->esc = 1;
-				if (s->reading_key)
-					s->key_overflow = 1; /* escaped keys are never ours */
-			} else if (c == '"') {
-				s->in_str = 0;
-				if (s->reading_key)
-					key_done(s);
-			} else if (s->reading_key) {
-				key_byte(s, c);
-			}
+			string_byte(s, c);
 			continue;
 		}
 		switch (c) {
@@ -150,10 +231,10 @@ int k8s_jscan_feed(struct k8s_jscan *s, const char *data, size_t len, struct np_
 		case '\t':
 		case '\r':
 		case '\n':
-			continue;
+			break;
 		case '"':
 			if (s->depth == 0)
-				goto unexpected;
+				return unexpected(s, c, err);
 			s->in_str = 1;
 			if (s->mode == K8S_JSCAN_LIST && s->depth == 1 && s->expect_key) {
 				s->expect_key = 0;
@@ -161,83 +242,30 @@ int k8s_jscan_feed(struct k8s_jscan *s, const char *data, size_t len, struct np_
 				s->key_len = 0;
 				s->key_overflow = 0;
 			}
-			continue;
+			break;
 		case '{':
 		case '[':
-			if (s->depth == 0) {
-				if (c != '{' || (s->mode == K8S_JSCAN_LIST && s->started))
-					goto unexpected;
-				if (s->mode == K8S_JSCAN_STREAM) {
-					start_capture(s, K8S_JSCAN_EVENT);
-					seg = i;
-				} else {
-					s->started = 1;
-					s->expect_key = 1;
-				}
-			} else if (s->mode == K8S_JSCAN_LIST && s->depth == 1) {
-				if (s->key_kind == KEY_ITEMS && c == '[') {
-					s->in_items = 1;
-				} else if (s->key_kind == KEY_METADATA && c == '{') {
-					start_capture(s, K8S_JSCAN_METADATA);
-					seg = i;
-				}
-				s->key_kind = KEY_OTHER;
-			} else if (s->mode == K8S_JSCAN_LIST && s->depth == 2 && s->in_items && c == '{' &&
-				   !s->capturing && !s->skipping) {
-				start_capture(s, K8S_JSCAN_ITEM);
-				seg = i;
-			}
-			s->depth++;
-			continue;
+			if (open_bracket(s, c, i, &seg, err))
+				return -1;
+			break;
 		case '}':
 		case ']':
-			if (s->depth == 0)
-				goto unexpected;
-			s->depth--;
-			if (s->capturing && s->depth == s->cap_depth) {
-				if (end_capture(s, data, seg, i, err))
-					return -1;
-			} else if (s->skipping && s->depth == 2) {
-				s->skipping = 0;
-				if (s->fn(s->ud, K8S_JSCAN_OVERSIZE, NULL, 0, err))
-					return -1;
-			}
-			if (s->mode == K8S_JSCAN_LIST) {
-				if (s->depth == 1 && c == ']')
-					s->in_items = 0;
-				if (s->depth == 0)
-					s->done = 1;
-			}
-			continue;
+			if (close_bracket(s, c, data, seg, i, err))
+				return -1;
+			break;
 		case ',':
 			if (s->mode == K8S_JSCAN_LIST && s->depth == 1) {
 				s->expect_key = 1;
 				s->key_kind = KEY_OTHER;
 			}
-			continue;
+			break;
 		default:
 			if (s->depth == 0)
-				goto unexpected;
-			continue;
-		}
-unexpected:
-		if (s->mode == K8S_JSCAN_STREAM)
-			return np_errf(err, "unexpected '%c' between watch events", c);
-		return np_errf(err, "unexpected '%c' %s the list object", c, s->started ? "after" : "before");
-	}
-	if (s->capturing && len > seg) {
-		if (s->buf.len + (len - seg) > s->max_value) {
-			if (oversize(s, err))
-				return -1;
-		} else {
-			np_buf_append(&s->buf, data + seg, len - seg);
-			if (s->buf.failed) {
-				release_buf(s);
-				return np_errf(err, "out of memory buffering a value");
-			}
+				return unexpected(s, c, err);
+			break;
 		}
 	}
-	return 0;
+	return keep_tail(s, data, seg, len, err);
 }
 
 int k8s_jscan_finish(struct k8s_jscan *s, struct np_err *err)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/gostr.h"
+#include "lib/targets_json.h"
 
 const char *k8s_str_at(const json_t *obj, const char *key)
 {
@@ -55,54 +56,6 @@ int k8s_meta_build(const json_t *obj, const char *role, int with_name, struct np
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Sets prefix + sanitized key = value. */
-static int set_prefixed(struct np_labels *ls, struct np_buf *name, const char *prefix, const char *key,
-			const char *value, size_t value_len, struct np_err *err)
-{
-	np_buf_reset(name);
-	np_buf_puts(name, prefix);
-	label_name_sanitize(key, name);
-	if (name->failed)
-		return np_errf(err, "out of memory");
-	return np_labels_setn(ls, name->p, value, value_len, err);
-}
-
-int k8s_map_labels(struct np_labels *ls, const json_t *map, const char *prefix, const char *present_prefix,
-		   struct np_err *err)
-{
-	size_t n = json_object_size(map), k = 0;
-	const char **keys;
-	const char *key;
-	json_t *val;
-	struct np_buf name = NP_BUF_INIT;
-	int rc = 0;
-
-	if (!json_is_object(map) || n == 0)
-		return 0;
-	keys = malloc(n * sizeof(*keys));
-	if (!keys)
-		return np_errf(err, "out of memory");
-	json_object_foreach((json_t *)map, key, val) {
-		if (json_is_string(val))
-			keys[k++] = key;
-	}
-	qsort(keys, k, sizeof(*keys), cmp_str);
-	for (size_t i = 0; i < k && rc == 0; i++) {
-		const json_t *v = json_object_get(map, keys[i]);
-		rc = set_prefixed(ls, &name, prefix, keys[i], json_string_value(v), json_string_length(v), err);
-		if (rc == 0 && present_prefix)
-			rc = set_prefixed(ls, &name, present_prefix, keys[i], "true", 4, err);
-	}
-	np_buf_free(&name);
-	free(keys);
-	return rc;
-}
-
 int k8s_meta_labels(const json_t *obj, const char *role, int with_name, struct np_labels *out, struct np_err *err)
 {
 	const json_t *md = json_object_get(obj, "metadata");
@@ -115,11 +68,11 @@ int k8s_meta_labels(const json_t *obj, const char *role, int with_name, struct n
 	}
 	snprintf(p1, sizeof(p1), K8S_META "%s_label_", role);
 	snprintf(p2, sizeof(p2), K8S_META "%s_labelpresent_", role);
-	if (k8s_map_labels(out, json_object_get(md, "labels"), p1, p2, err))
+	if (np_labels_set_json_map(out, json_object_get(md, "labels"), p1, p2, err))
 		return -1;
 	snprintf(p1, sizeof(p1), K8S_META "%s_annotation_", role);
 	snprintf(p2, sizeof(p2), K8S_META "%s_annotationpresent_", role);
-	return k8s_map_labels(out, json_object_get(md, "annotations"), p1, p2, err);
+	return np_labels_set_json_map(out, json_object_get(md, "annotations"), p1, p2, err);
 }
 
 char *k8s_join_host_port(const char *host, const char *port)

@@ -36,13 +36,6 @@ NP_MUST_CHECK int k8s_meta_labels(const json_t *obj, const char *role, int with_
 NP_MUST_CHECK int k8s_meta_build(const json_t *obj, const char *role, int with_name, struct np_labels *out,
 				 char **key, struct np_err *err);
 
-/* <prefix><sanitized key> = value and <present_prefix><sanitized key> = "true" for every
- * string member of map (present_prefix NULL: no present labels). Keys are visited in byte
- * order so that when two keys sanitize to the same name (a.b, a_b, a/b) the greatest key
- * wins every time; Prometheus leaves this to Go's random map order. */
-NP_MUST_CHECK int k8s_map_labels(struct np_labels *ls, const json_t *map, const char *prefix,
-				 const char *present_prefix, struct np_err *err);
-
 /* Sets name = strings.ToLower(value) (Unicode simple case mapping, as Go). */
 NP_MUST_CHECK int k8s_set_lower(struct np_labels *ls, const char *name, const char *value, struct np_err *err);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/grow.h"
+#include "lib/sorted.h"
 
 void k8s_store_init(struct k8s_store *s, void (*free_val)(void *val))
 {
@@ -28,24 +29,14 @@ void k8s_store_free(struct k8s_store *s)
 	s->n = s->cap = 0;
 }
 
+static int cmp_key(const void *key, const void *entry)
+{
+	return strcmp(key, ((const struct k8s_entry *)entry)->key);
+}
+
 static size_t find(const struct k8s_store *s, const char *key, int *found)
 {
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(s->v[mid].key, key);
-		if (c == 0) {
-			*found = 1;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = 0;
-	return lo;
+	return np_sorted_find(s->v, s->n, sizeof(s->v[0]), key, cmp_key, found);
 }
 
 void *k8s_store_get(const struct k8s_store *s, const char *key)

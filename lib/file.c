@@ -7,65 +7,77 @@
 #include <string.h>
 #include <unistd.h>
 
-char *np_read_file(const char *path, size_t max, size_t *len, struct np_err *err)
+/* Out of memory, with ENOMEM in err->code: callers that go on after a read failure
+ * (the symbolizer) must still tell it apart. */
+static void *oom(struct np_err *err, const char *what)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	size_t n = 0, cap = 4096;
-	char *buf;
+	np_errf(err, "out of memory reading %s", what);
+	err->code = ENOMEM;
+	return NULL;
+}
 
-	if (fd < 0) {
-		np_errno(err, "open %s", path);
-		return NULL;
-	}
-	buf = malloc(cap);
-	if (!buf) {
-		close(fd);
-		np_errf(err, "out of memory reading %s", path);
-		return NULL;
-	}
+char *np_read_fd(int fd, const char *what, size_t max, int truncate, size_t *len, int *truncated,
+		 struct np_err *err)
+{
+	size_t n = 0, cap = max < 4096 ? max + 1 : 4096;
+	char *buf = malloc(cap + 1);
+
+	if (truncated)
+		*truncated = 0;
+	if (!buf)
+		return oom(err, what);
+	/* Up to one byte past max: that byte tells a file of exactly max bytes from a larger one. */
 	for (;;) {
-		if (n + 1 >= cap) {
-			if (cap > max + 1) {
-				free(buf);
-				close(fd);
-				np_errf(err, "%s is larger than %zu bytes", path, max);
-				err->code = EFBIG;
-				return NULL;
-			}
-			char *nb = realloc(buf, cap * 2);
+		if (n == cap && cap <= max) {
+			size_t c = cap > max / 2 ? max + 1 : cap * 2;
+			char *nb = realloc(buf, c + 1);
 			if (!nb) {
 				free(buf);
-				close(fd);
-				np_errf(err, "out of memory reading %s", path);
-				return NULL;
+				return oom(err, what);
 			}
 			buf = nb;
-			cap *= 2;
+			cap = c;
 		}
-		ssize_t r = read(fd, buf + n, cap - n - 1);
+		ssize_t r = read(fd, buf + n, cap - n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			np_errno(err, "read %s", path);
+			np_errno(err, "read %s", what);
 			free(buf);
-			close(fd);
 			return NULL;
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
 		if (n > max) {
-			free(buf);
-			close(fd);
-			np_errf(err, "%s is larger than %zu bytes", path, max);
-			err->code = EFBIG;
-			return NULL;
+			if (!truncate) {
+				free(buf);
+				np_errf(err, "%s is larger than %zu bytes", what, max);
+				err->code = EFBIG;
+				return NULL;
+			}
+			n = max;
+			*truncated = 1;
+			break;
 		}
 	}
-	close(fd);
 	buf[n] = '\0';
 	if (len)
 		*len = n;
+	return buf;
+}
+
+char *np_read_file(const char *path, size_t max, size_t *len, struct np_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	char *buf;
+
+	if (fd < 0) {
+		np_errno(err, "open %s", path);
+		return NULL;
+	}
+	buf = np_read_fd(fd, path, max, 0, len, NULL, err);
+	close(fd);
 	return buf;
 }
 

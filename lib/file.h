@@ -13,6 +13,13 @@
  * O_NONBLOCK: a FIFO without a writer reads as empty instead of blocking. */
 NP_MUST_CHECK char *np_read_file(const char *path, size_t max, size_t *len, struct np_err *err);
 
+/* Reads the open fd to its end: a NUL-terminated malloc'ed copy (len without the NUL), or
+ * NULL with err set ("read WHAT: ...", "out of memory reading WHAT" with code ENOMEM). More
+ * than max bytes is an error ("WHAT is larger than N bytes", code EFBIG) or, with truncate,
+ * cut at max bytes with *truncated set. what names the file in messages. */
+NP_MUST_CHECK char *np_read_fd(int fd, const char *what, size_t max, int truncate, size_t *len, int *truncated,
+			       struct np_err *err);
+
 /* A secret file as Prometheus reads one (a token, a password, a client secret): the
  * whole file, at most 64 KiB, surrounding white space trimmed (Go's strings.TrimSpace
  * on ASCII). The caller wipes and frees it with np_secret_free. */

@@ -369,35 +369,3 @@ void label_name_sanitize(const char *in, struct np_buf *out)
 		n -= w;
 	}
 }
-
-/* The regex is a sequence of word characters and $-references ($name or ${name},
- * name = \w+) that does not start with a digit, so a linear scan decides it. */
-int label_template_valid_legacy(const char *s, size_t n)
-{
-	size_t i = 0;
-
-	if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
-		return 0;
-	while (i < n) {
-		unsigned char c = (unsigned char)s[i];
-		if (ascii_word(c)) {
-			i++;
-			continue;
-		}
-		if (c != '$')
-			return 0;
-		i++;
-		int brace = i < n && s[i] == '{';
-		size_t start = i += brace;
-		while (i < n && ascii_word((unsigned char)s[i]))
-			i++;
-		if (i == start)
-			return 0;
-		if (brace) {
-			if (i >= n || s[i] != '}')
-				return 0;
-			i++;
-		}
-	}
-	return 1;
-}

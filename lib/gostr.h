@@ -8,7 +8,7 @@
  * label-name validity and sanitizing. Stateless; safe from any thread.
  *
  * Non-ASCII runes need ICU's tables (icu.h), loaded on first use; the functions that
- * may need them take an np_err for "Unicode tables unavailable". */
+ * may need them take an np_err for "Unicode tables (ICU) unavailable". */
 #ifndef NP_UTIL_GOSTR_H
 #define NP_UTIL_GOSTR_H
 
@@ -68,7 +68,5 @@ int label_name_valid_utf8(const char *s, size_t n);
  * rune outside [a-zA-Z0-9_] becomes one '_' (an invalid byte being one rune). Kubernetes'
  * and Docker's discovery build label names with it. */
 void label_name_sanitize(const char *in, struct np_buf *out);
-/* Prometheus' relabelTarget template check, ^(?:(?:[a-zA-Z_]|\$(?:\{\w+\}|\w+))+\w*)+$. */
-int label_template_valid_legacy(const char *s, size_t n);
 
 #endif

@@ -80,7 +80,7 @@ const struct np_icu *np_icu_get(struct np_err *err)
 	if (atomic_load(&loaded))
 		return &icu;
 	if (err)
-		np_errf(err, "relabel: Unicode tables unavailable: %s", load_error);
+		np_errf(err, "Unicode tables (ICU) unavailable: %s", load_error);
 	return NULL;
 }
 

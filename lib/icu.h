@@ -34,8 +34,9 @@ struct np_icu {
 };
 
 /* Loads ICU once per process (thread-safe; later calls only read a flag). Returns the
- * functions, or NULL with err (when not NULL) set to "relabel: Unicode tables
- * unavailable: dlopen libicuuc.so.72: ...". A failed load is not retried. */
+ * functions, or NULL with err (when not NULL) set to "Unicode tables (ICU) unavailable:
+ * dlopen libicuuc.so.72: ..." (callers put their context in front: "rule 1: ...",
+ * "string.to_lower: ..."). A failed load is not retried. */
 const struct np_icu *np_icu_get(struct np_err *err);
 
 /* 1 when this process has loaded ICU (never loads it). */

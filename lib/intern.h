@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/hash.h" /* the hash of the keys: users probing their own tables use it too */
 #include "lib/strbuf.h"
 
 struct np_intern {
@@ -33,7 +34,5 @@ uint32_t np_intern_str(struct np_intern *t, const char *s);
 uint32_t np_intern_find(const struct np_intern *t, const void *key, size_t len);
 /* The key of an id (1..n); NUL-terminated. */
 const char *np_intern_key(const struct np_intern *t, uint32_t id, size_t *len);
-
-uint64_t np_hash_bytes(const void *data, size_t len);
 
 #endif

@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
+#include "lib/hash.h"
+#include "lib/sorted.h"
+
 void np_labels_free(struct np_labels *ls)
 {
 	for (size_t i = 0; i < ls->n; i++) {
@@ -15,24 +19,14 @@ void np_labels_free(struct np_labels *ls)
 	ls->n = ls->cap = 0;
 }
 
+static int cmp_name(const void *name, const void *label)
+{
+	return strcmp(name, ((const struct np_label *)label)->name);
+}
+
 size_t np_labels_find(const struct np_labels *ls, const char *name, int *found)
 {
-	size_t lo = 0, hi = ls->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(ls->v[mid].name, name);
-		if (c == 0) {
-			*found = 1;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = 0;
-	return lo;
+	return np_sorted_find(ls->v, ls->n, sizeof(ls->v[0]), name, cmp_name, found);
 }
 
 const char *np_labels_get(const struct np_labels *ls, const char *name)
@@ -56,15 +50,9 @@ int np_labels_setn(struct np_labels *ls, const char *name, const char *value, si
 		ls->v[i].value = v;
 		return 0;
 	}
-	if (ls->n == ls->cap) {
-		size_t cap = ls->cap ? ls->cap * 2 : 8;
-		struct np_label *nv = realloc(ls->v, cap * sizeof(*nv));
-		if (!nv) {
-			free(v);
-			return np_errf(err, "out of memory setting label %s", name);
-		}
-		ls->v = nv;
-		ls->cap = cap;
+	if (np_grow((void **)&ls->v, &ls->cap, ls->n + 1, sizeof(ls->v[0])) != 0) {
+		free(v);
+		return np_errf(err, "out of memory setting label %s", name);
 	}
 	char *n = strdup(name);
 	if (!n) {
@@ -143,25 +131,14 @@ int np_labels_cmp(const struct np_labels *a, const struct np_labels *b)
 	return (a->n > b->n) - (a->n < b->n);
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	/* A separator byte that cannot appear in C strings keeps ("ab","c") != ("a","bc"). */
-	h ^= 0xff;
-	h *= 0x100000001b3ULL;
-	return h;
-}
-
 uint64_t np_labels_hash(const struct np_labels *ls)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = 0;
 
+	/* Each string's length is hashed with it: ("ab","c") and ("a","bc") differ. */
 	for (size_t i = 0; i < ls->n; i++) {
-		h = fnv1a(h, ls->v[i].name);
-		h = fnv1a(h, ls->v[i].value);
+		h = np_hash_seeded(ls->v[i].name, strlen(ls->v[i].name), h);
+		h = np_hash_seeded(ls->v[i].value, strlen(ls->v[i].value), h);
 	}
 	return h;
 }
@@ -177,14 +154,8 @@ void np_targets_free(struct np_targets *ts)
 
 int np_targets_push(struct np_targets *ts, struct np_labels *ls, struct np_err *err)
 {
-	if (ts->n == ts->cap) {
-		size_t cap = ts->cap ? ts->cap * 2 : 16;
-		struct np_labels *nv = realloc(ts->v, cap * sizeof(*nv));
-		if (!nv)
-			return np_errf(err, "out of memory adding target %zu", ts->n);
-		ts->v = nv;
-		ts->cap = cap;
-	}
+	if (np_grow((void **)&ts->v, &ts->cap, ts->n + 1, sizeof(ts->v[0])) != 0)
+		return np_errf(err, "out of memory adding target %zu", ts->n);
 	ts->v[ts->n] = *ls;
 	ts->n++;
 	ls->v = NULL;

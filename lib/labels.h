@@ -49,7 +49,7 @@ void np_labels_move(struct np_labels *dst, struct np_labels *src);
 /* Total order on label sets (by names then values, as Prometheus compares labels). */
 int np_labels_cmp(const struct np_labels *a, const struct np_labels *b);
 
-/* 64-bit FNV-1a over the sorted pairs, stable across runs. */
+/* A 64-bit hash (lib/hash.h) of the sorted pairs, stable across runs. */
 uint64_t np_labels_hash(const struct np_labels *ls);
 
 /* A list of targets, each a label set. */

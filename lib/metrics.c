@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
+#include "lib/sorted.h"
+
 const double np_metrics_default_buckets[NP_METRICS_DEFAULT_BUCKETS_N] = { .005, .01, .025, .05, .1,
 									   .25,  .5,  1,    2.5, 5, 10 };
 
@@ -216,54 +219,50 @@ static struct np_metric *family_new(const char *name, const char *help, enum np_
 
 struct np_series *np_metric_series(struct np_metric *m, const char *const *label_values, struct np_err *err);
 
+/* The checks of a family's name, label names and histogram buckets, before registering. */
+static int valid_family(enum np_metric_type type, const char *name, const char *const *label_names,
+			const double *bounds, size_t n_bounds, struct np_err *err)
+{
+	if (!valid_metric_name(name))
+		return np_errf(err, "invalid metric name \"%s\": must match [a-zA-Z_:][a-zA-Z0-9_:]*", name);
+	for (size_t i = 0; label_names && label_names[i]; i++) {
+		if (!valid_label_name(label_names[i]) ||
+		    (type == NP_METRIC_HISTOGRAM && strcmp(label_names[i], "le") == 0))
+			return np_errf(err, "metric %s: invalid label name \"%s\"", name, label_names[i]);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(label_names[i], label_names[j]) == 0)
+				return np_errf(err, "metric %s: duplicate label name \"%s\"", name, label_names[i]);
+	}
+	for (size_t i = 0; type == NP_METRIC_HISTOGRAM && i < n_bounds; i++)
+		if (!isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1])))
+			return np_errf(err, "metric %s: histogram buckets must be finite and strictly increasing", name);
+	return 0;
+}
+
+static int cmp_family_name(const void *name, const void *family)
+{
+	return strcmp(name, (*(struct np_metric *const *)family)->name);
+}
+
 static struct np_metric *reg_family(struct np_metrics *reg, enum np_metric_type type, const char *name,
 				    const char *help, const char *const *label_names, const double *bounds,
 				    size_t n_bounds, struct np_err *err)
 {
-	struct np_metric *m = NULL;
-	size_t lo = 0, hi;
+	struct np_metric *m;
+	size_t lo;
+	int found;
 
 	if (!reg) {
 		np_errf(err, "metric %s: no registry", name);
 		return NULL;
 	}
-	if (!valid_metric_name(name)) {
-		np_errf(err, "invalid metric name \"%s\": must match [a-zA-Z_:][a-zA-Z0-9_:]*", name);
+	if (valid_family(type, name, label_names, bounds, n_bounds, err) != 0)
 		return NULL;
-	}
-	for (size_t i = 0; label_names && label_names[i]; i++) {
-		if (!valid_label_name(label_names[i]) ||
-		    (type == NP_METRIC_HISTOGRAM && strcmp(label_names[i], "le") == 0)) {
-			np_errf(err, "metric %s: invalid label name \"%s\"", name, label_names[i]);
-			return NULL;
-		}
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(label_names[i], label_names[j]) == 0) {
-				np_errf(err, "metric %s: duplicate label name \"%s\"", name, label_names[i]);
-				return NULL;
-			}
-	}
-	for (size_t i = 0; type == NP_METRIC_HISTOGRAM && i < n_bounds; i++)
-		if (!isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1]))) {
-			np_errf(err, "metric %s: histogram buckets must be finite and strictly increasing", name);
-			return NULL;
-		}
 
 	pthread_mutex_lock(&reg->lock);
-	hi = reg->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(reg->families[mid]->name, name);
-		if (c == 0) {
-			m = reg->families[mid];
-			break;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (m) {
+	lo = np_sorted_find(reg->families, reg->n, sizeof(reg->families[0]), name, cmp_family_name, &found);
+	if (found) {
+		m = reg->families[lo];
 		int ok = same_shape(m, type, label_names, bounds, n_bounds);
 		pthread_mutex_unlock(&reg->lock);
 		if (!ok) {
@@ -272,14 +271,8 @@ static struct np_metric *reg_family(struct np_metrics *reg, enum np_metric_type 
 		}
 		return m;
 	}
-	if (reg->n == reg->cap) {
-		size_t cap = reg->cap ? reg->cap * 2 : 32;
-		struct np_metric **nf = realloc(reg->families, cap * sizeof(*nf));
-		if (!nf)
-			goto oom;
-		reg->families = nf;
-		reg->cap = cap;
-	}
+	if (np_grow((void **)&reg->families, &reg->cap, reg->n + 1, sizeof(reg->families[0])) != 0)
+		goto oom;
 	m = family_new(name, help, type, label_names, bounds, n_bounds);
 	if (!m)
 		goto oom;
@@ -319,35 +312,31 @@ struct np_metric *np_metrics_histogram(struct np_metrics *reg, const char *name,
 	return reg_family(reg, NP_METRIC_HISTOGRAM, name, help, label_names, buckets, n_buckets, err);
 }
 
-static int cmp_values(char *const *a, const char *const *b, size_t n)
+/* The label values a series is looked up by (NULL values read as ""). */
+struct series_key {
+	const char *const *values;
+	size_t n;
+};
+
+static int cmp_series(const void *key, const void *series)
 {
-	for (size_t i = 0; i < n; i++) {
-		int c = strcmp(a[i], b[i] ? b[i] : "");
+	const struct series_key *k = key;
+	char *const *v = (*(struct np_series *const *)series)->values;
+
+	for (size_t i = 0; i < k->n; i++) {
+		int c = strcmp(k->values[i] ? k->values[i] : "", v[i]);
 		if (c)
 			return c;
 	}
 	return 0;
 }
 
-/* Binary search under m->lock: index of the series or its insertion point. */
+/* Under m->lock: index of the series or its insertion point. */
 static size_t find_series(struct np_metric *m, const char *const *values, int *found)
 {
-	size_t lo = 0, hi = m->n_series;
+	struct series_key k = { values, m->n_labels };
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = cmp_values(m->series[mid]->values, values, m->n_labels);
-		if (c == 0) {
-			*found = 1;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = 0;
-	return lo;
+	return np_sorted_find(m->series, m->n_series, sizeof(m->series[0]), &k, cmp_series, found);
 }
 
 struct np_series *np_metric_series(struct np_metric *m, const char *const *label_values, struct np_err *err)
@@ -371,14 +360,8 @@ struct np_series *np_metric_series(struct np_metric *m, const char *const *label
 		pthread_mutex_unlock(&m->lock);
 		return s;
 	}
-	if (m->n_series == m->cap_series) {
-		size_t cap = m->cap_series ? m->cap_series * 2 : 8;
-		struct np_series **ns = realloc(m->series, cap * sizeof(*ns));
-		if (!ns)
-			goto oom;
-		m->series = ns;
-		m->cap_series = cap;
-	}
+	if (np_grow((void **)&m->series, &m->cap_series, m->n_series + 1, sizeof(m->series[0])) != 0)
+		goto oom;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		goto oom;

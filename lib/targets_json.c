@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/gostr.h"
 #include "lib/json_writer.h"
+#include "lib/sorted.h"
+#include "lib/strbuf.h"
 
 json_t *np_labels_to_json(const struct np_labels *ls)
 {
@@ -98,4 +101,49 @@ char *np_targets_to_json_string(const struct np_targets *ts, int pretty)
 		return NULL;
 	}
 	return np_buf_steal(&b, NULL);
+}
+
+/* Sets prefix + sanitized key = value. */
+static int set_prefixed(struct np_labels *ls, struct np_buf *name, const char *prefix, const char *key,
+			const char *value, size_t value_len, struct np_err *err)
+{
+	np_buf_reset(name);
+	np_buf_puts(name, prefix);
+	label_name_sanitize(key, name);
+	if (name->failed)
+		return np_errf(err, "out of memory setting labels %s*", prefix);
+	return np_labels_setn(ls, name->p, value, value_len, err);
+}
+
+int np_labels_set_json_map(struct np_labels *ls, const json_t *map, const char *prefix, const char *present_prefix,
+			   struct np_err *err)
+{
+	size_t n = json_object_size(map), k = 0;
+	const char **keys;
+	const char *key;
+	json_t *val;
+	struct np_buf name = NP_BUF_INIT;
+	int rc = 0;
+
+	if (!json_is_object(map) || n == 0)
+		return 0;
+	keys = malloc(n * sizeof(*keys));
+	if (!keys)
+		return np_errf(err, "out of memory setting labels %s*", prefix);
+	json_object_foreach((json_t *)map, key, val) {
+		if (json_is_string(val) || json_is_null(val))
+			keys[k++] = key;
+	}
+	qsort(keys, k, sizeof(*keys), np_cmp_str);
+	for (size_t i = 0; i < k && rc == 0; i++) {
+		const json_t *v = json_object_get(map, keys[i]);
+		rc = json_is_string(v) ? set_prefixed(ls, &name, prefix, keys[i], json_string_value(v),
+						      json_string_length(v), err)
+				       : set_prefixed(ls, &name, prefix, keys[i], "", 0, err);
+		if (rc == 0 && present_prefix)
+			rc = set_prefixed(ls, &name, present_prefix, keys[i], "true", 4, err);
+	}
+	np_buf_free(&name);
+	free(keys);
+	return rc;
 }

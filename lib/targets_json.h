@@ -18,6 +18,15 @@ json_t *np_targets_to_json(const struct np_targets *ts);
 NP_MUST_CHECK int np_targets_from_json(const json_t *arr, struct np_targets *out, struct np_err *err);
 NP_MUST_CHECK int np_labels_from_json(const json_t *obj, struct np_labels *out, struct np_err *err);
 
+/* Sets prefix + sanitized key = value (label_name_sanitize, gostr.h) for each entry of the
+ * JSON object map whose value is a string, or null (as Go decodes a map[string]string: "");
+ * with present_prefix, also present_prefix + sanitized key = "true". Keys go in sorted order
+ * so that when two keys sanitize to the same name (a.b, a_b, a/b) the greatest key wins
+ * every time (Prometheus leaves this to Go's random map order). Kubernetes' labels and
+ * annotations, Docker's container and network labels. Nothing when map is not an object. */
+NP_MUST_CHECK int np_labels_set_json_map(struct np_labels *ls, const json_t *map, const char *prefix,
+					 const char *present_prefix, struct np_err *err);
+
 /* The text form: compact by default, one target per line when pretty. Caller frees. */
 char *np_targets_to_json_string(const struct np_targets *ts, int pretty);
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "lib/gostr.h"
 #include "relabel/rules.h"
@@ -105,14 +106,8 @@ static const char *get(const struct np_labels *ls, const char *name)
 
 static int grave_push(struct scratch *s, char *p)
 {
-	if (s->ngrave == s->grave_cap) {
-		size_t cap = s->grave_cap ? s->grave_cap * 2 : 16;
-		char **g = realloc(s->grave, cap * sizeof(*g));
-		if (!g)
-			return -1;
-		s->grave = g;
-		s->grave_cap = cap;
-	}
+	if (np_grow((void **)&s->grave, &s->grave_cap, s->ngrave + 1, sizeof(s->grave[0])) != 0)
+		return -1;
 	s->grave[s->ngrave++] = p;
 	return 0;
 }
@@ -157,14 +152,8 @@ static int set(struct np_labels *ls, const char *name, const char *value, size_t
 		ls->v[i].value = v;
 		return 0;
 	}
-	if (ls->n == ls->cap) {
-		size_t cap = ls->cap ? ls->cap * 2 : 8;
-		struct np_label *nv = realloc(ls->v, cap * sizeof(*nv));
-		if (!nv)
-			return oom(err);
-		ls->v = nv;
-		ls->cap = cap;
-	}
+	if (np_grow((void **)&ls->v, &ls->cap, ls->n + 1, sizeof(ls->v[0])) != 0)
+		return oom(err);
 	char *n = strdup(name);
 	if (!n || !(v = malloc(len + 1))) {
 		free(n);

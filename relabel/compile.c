@@ -98,7 +98,7 @@ static int template_ok(const struct rl_rule *r, const char *s)
 {
 	size_t n = strlen(s);
 
-	return r->legacy_templates ? label_template_valid_legacy(s, n) : label_name_valid_utf8(s, n);
+	return r->legacy_templates ? tmpl_valid_legacy(s, n) : label_name_valid_utf8(s, n);
 }
 
 /* Config.Validate, steps 2-12 of docs/specs/relabel.md §7; first failure wins. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/gostr.h"
+#include "lib/grow.h"
 #include "relabel/rx.h"
 
 static int add_piece(struct tmpl *t, int kind, size_t off, size_t len, long group, size_t *cap)
@@ -23,26 +24,25 @@ static int add_piece(struct tmpl *t, int kind, size_t off, size_t len, long grou
 		t->pieces[t->npieces - 1].len += len;
 		return 0;
 	}
-	if (t->npieces == *cap) {
-		size_t c = *cap ? *cap * 2 : 4;
-		struct tmpl_piece *p = realloc(t->pieces, c * sizeof(*p));
-		if (!p)
-			return -1;
-		t->pieces = p;
-		*cap = c;
-	}
+	if (np_grow((void **)&t->pieces, cap, t->npieces + 1, sizeof(t->pieces[0])) != 0)
+		return -1;
 	t->pieces[t->npieces++] = (struct tmpl_piece){ kind, off, len, group };
 	return 0;
 }
 
-/* A rune of a name: letter, digit or '_'. 1 or 0; -1 when a non-ASCII rune needs ICU
- * and it cannot be loaded. */
-static int name_rune(uint32_t r, struct np_err *err)
+/* Which runes make a name: Go's (Unicode letters and digits, '_') for Expand, or RE2's
+ * ASCII \w for Prometheus' template check. */
+enum name_runes { NAME_GO, NAME_ASCII_WORD };
+
+/* A rune of a name. 1 or 0; -1 when a non-ASCII rune needs ICU and it cannot be loaded. */
+static int name_rune(uint32_t r, enum name_runes which, struct np_err *err)
 {
 	int rc;
 
 	if (r == '_')
 		return 1;
+	if (which == NAME_ASCII_WORD && r >= 0x80)
+		return 0;
 	if ((rc = go_is_letter(r, err)) != 0)
 		return rc;
 	return go_is_digit(r, err);
@@ -50,7 +50,8 @@ static int name_rune(uint32_t r, struct np_err *err)
 
 /* Go's extract(): the name after a '$' at s[0..n). *used = its length consumed, 0 if
  * malformed. Returns -1 when the Unicode tables were needed and are unavailable. */
-static int extract(const char *s, size_t n, size_t *used, size_t *name_off, size_t *name_len, struct np_err *err)
+static int extract(const char *s, size_t n, enum name_runes which, size_t *used, size_t *name_off, size_t *name_len,
+		   struct np_err *err)
 {
 	size_t i = 0, w;
 	int brace = 0, rc;
@@ -65,7 +66,7 @@ static int extract(const char *s, size_t n, size_t *used, size_t *name_off, size
 	size_t start = i;
 	while (i < n) {
 		uint32_t r = go_decode_rune(s + i, n - i, &w);
-		if ((rc = name_rune(r, err)) < 0)
+		if ((rc = name_rune(r, which, err)) < 0)
 			return -1;
 		if (!rc)
 			break;
@@ -98,6 +99,30 @@ static long group_number(const char *name, size_t len)
 	return num;
 }
 
+int tmpl_valid_legacy(const char *s, size_t n)
+{
+	size_t i = 0, used, name_off, name_len;
+
+	/* The regex is a sequence of word characters and $-references that does not start
+	 * with a digit, so a linear scan decides it. */
+	if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	while (i < n) {
+		if (name_rune((unsigned char)s[i], NAME_ASCII_WORD, NULL) == 1) {
+			i++;
+			continue;
+		}
+		if (s[i] != '$')
+			return 0;
+		i++;
+		/* ASCII names never need the Unicode tables: extract cannot fail here. */
+		if (extract(s + i, n - i, NAME_ASCII_WORD, &used, &name_off, &name_len, NULL) < 0 || !used)
+			return 0;
+		i += used;
+	}
+	return 1;
+}
+
 int tmpl_compile(struct tmpl *t, const char *text, struct np_err *err)
 {
 	size_t cap = 0, i = 0, lit = 0;
@@ -126,7 +151,7 @@ int tmpl_compile(struct tmpl *t, const char *text, struct np_err *err)
 			lit = i;
 			continue;
 		}
-		if (extract(text + i, t->len - i, &used, &name_off, &name_len, err) < 0) {
+		if (extract(text + i, t->len - i, NAME_GO, &used, &name_off, &name_len, err) < 0) {
 			tmpl_free(t);
 			return -1;
 		}

@@ -30,6 +30,11 @@ struct tmpl {
 	size_t npieces;
 };
 
+/* Prometheus' relabelTarget template check of s[0..n),
+ * ^(?:(?:[a-zA-Z_]|\$(?:\{\w+\}|\w+))+\w*)+$: the $-references as Expand reads them,
+ * with names of ASCII word characters only (RE2's \w). 1 when valid. */
+int tmpl_valid_legacy(const char *s, size_t n);
+
 NP_MUST_CHECK int tmpl_compile(struct tmpl *t, const char *text, struct np_err *err);
 void tmpl_free(struct tmpl *t);
 

@@ -46,7 +46,7 @@ size_t relabel_rules_count(const struct relabel_rules *rules);
  * answer (PCRE2 first; Go's own algorithm when PCRE2's limits stop it, rx_pike.h). Errors
  * on allocation failure (err->code == ENOMEM), on a PCRE2 failure other than its limits
  * ("rule N: regexp match gave up ...", not expected) and when a non-ASCII value needs ICU
- * and it cannot be loaded ("rule N: relabel: Unicode tables unavailable: ..."). */
+ * and it cannot be loaded ("rule N: Unicode tables (ICU) unavailable: ..."). */
 NP_MUST_CHECK int relabel_apply(const struct relabel_rules *rules, struct np_labels *ls, int *keep,
 				struct np_err *err);
 

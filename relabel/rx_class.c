@@ -7,7 +7,9 @@
 #include <unicode/uscript.h>
 
 #include "lib/gostr.h"
+#include "lib/grow.h"
 #include "lib/icu.h"
+#include "lib/sorted.h"
 
 void rxc_free(struct rx_class *c)
 {
@@ -23,14 +25,8 @@ void rxc_reset(struct rx_class *c)
 
 int rxc_add(struct rx_class *c, uint32_t lo, uint32_t hi)
 {
-	if (c->n + 2 > c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 16;
-		uint32_t *r = realloc(c->r, cap * sizeof(*r));
-		if (!r)
-			return -1;
-		c->r = r;
-		c->cap = cap;
-	}
+	if (np_grow((void **)&c->r, &c->cap, c->n + 2, sizeof(c->r[0])) != 0)
+		return -1;
 	/* Merging with the previous range keeps long folded runs (A-Z, a-z) short. */
 	if (c->n && lo <= c->r[c->n - 1] + 1 && lo >= c->r[c->n - 2]) {
 		if (hi > c->r[c->n - 1])
@@ -139,11 +135,11 @@ static int cmp_pair(const void *a, const void *b)
 	return (x->cp > y->cp) - (x->cp < y->cp);
 }
 
-static int cmp_u32(const void *a, const void *b)
+static int cmp_target(const void *target, const void *pair)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t t = *(const uint32_t *)target, pt = ((const struct fold_pair *)pair)->target;
 
-	return (x > y) - (x < y);
+	return (t > pt) - (t < pt);
 }
 
 static void fold_init(void)
@@ -161,7 +157,7 @@ static void fold_init(void)
 		cased[n_cased++] = t;
 	}
 	qsort(by_target, n_by_target, sizeof(by_target[0]), cmp_pair);
-	qsort(cased, n_cased, sizeof(cased[0]), cmp_u32);
+	qsort(cased, n_cased, sizeof(cased[0]), np_cmp_u32);
 	size_t w = 0;
 	for (size_t i = 0; i < n_cased; i++)
 		if (w == 0 || cased[w - 1] != cased[i])
@@ -201,7 +197,7 @@ static size_t ascii_orbit(uint32_t r, uint32_t out[8])
 size_t rxc_fold_orbit(uint32_t r, uint32_t out[8])
 {
 	uint32_t t;
-	size_t lo = 0, hi, n = 0;
+	size_t lo, n = 0;
 
 	if (r < 0x80)
 		return ascii_orbit(r, out);
@@ -212,18 +208,11 @@ size_t rxc_fold_orbit(uint32_t r, uint32_t out[8])
 		return 1;
 	}
 	t = (uint32_t)np_icu_get(NULL)->fold_case((UChar32)r, U_FOLD_CASE_DEFAULT);
-	hi = n_by_target;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (by_target[mid].target < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = np_sorted_find(by_target, n_by_target, sizeof(by_target[0]), &t, cmp_target, NULL);
 	out[n++] = t;
 	for (size_t i = lo; i < n_by_target && by_target[i].target == t && n < 8; i++)
 		out[n++] = by_target[i].cp;
-	qsort(out, n, sizeof(out[0]), cmp_u32);
+	qsort(out, n, sizeof(out[0]), np_cmp_u32);
 	return n;
 }
 

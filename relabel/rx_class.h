@@ -5,7 +5,7 @@
  * these classes as explicit ranges, so PCRE2's own Unicode tables and caseless
  * rules never decide a match. Unicode data comes from ICU, loaded on first use
  * (icu.h): ASCII-only classes and folding never need it. Functions that may need
- * it take an np_err and return -2 with "Unicode tables unavailable" when it cannot
+ * it take an np_err and return -2 with "Unicode tables (ICU) unavailable" when it cannot
  * be loaded. */
 #ifndef NP_RELABEL_RX_CLASS_H
 #define NP_RELABEL_RX_CLASS_H

@@ -24,27 +24,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
+
 struct emitter {
 	struct rx_emit_out *out;
 	int too_large;
 	unsigned marks; /* named mark groups allocated so far */
 	int share_classes;
 	char **classes; /* shared class texts, by id */
-	size_t nclasses;
+	size_t nclasses, classes_cap;
 };
 
 static int add_group(struct emitter *E, uint32_t go_group)
 {
 	struct rx_emit_out *o = E->out;
 
-	if (o->npcre + 2 > o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 16;
-		uint32_t *m = realloc(o->pcre_to_go, cap * sizeof(*m));
-		if (!m)
-			return -1;
-		o->pcre_to_go = m;
-		o->cap = cap;
-	}
+	if (np_grow((void **)&o->pcre_to_go, &o->cap, o->npcre + 2, sizeof(o->pcre_to_go[0])) != 0)
+		return -1;
 	o->pcre_to_go[++o->npcre] = go_group; /* index 0 is the whole match */
 	o->pcre_to_go[0] = 0;
 	return (int)o->npcre;
@@ -122,13 +118,11 @@ static void put_shared_class(struct emitter *E, const uint32_t *r, size_t n)
 		if (strcmp(E->classes[id], text.p) == 0)
 			break;
 	if (id == E->nclasses) {
-		char **c = realloc(E->classes, (E->nclasses + 1) * sizeof(*c));
-		if (!c) {
+		if (np_grow((void **)&E->classes, &E->classes_cap, E->nclasses + 1, sizeof(E->classes[0])) != 0) {
 			E->out->pat.failed = 1;
 			np_buf_free(&text);
 			return;
 		}
-		E->classes = c;
 		E->classes[E->nclasses++] = np_buf_steal(&text, NULL);
 	}
 	np_buf_free(&text);
@@ -466,7 +460,7 @@ static int emit(struct emitter *E, const struct rx_node *nd, int inst)
 
 int rx_emit(const struct rx_ast *ast, int share_classes, struct rx_emit_out *out)
 {
-	struct emitter E = { out, 0, 0, share_classes, NULL, 0 };
+	struct emitter E = { out, 0, 0, share_classes, NULL, 0, 0 };
 	int rc;
 
 	memset(out, 0, sizeof(*out));

@@ -340,10 +340,58 @@ static int unhex(uint32_t c)
 }
 
 /* An escape at *pos (a backslash) denoting one rune. */
+/* The rest of a \x escape from *t: two hex digits or {hex digits} up to U+10FFFF. 0 with
+ * *out set, 1 when invalid, -1 on error; *t is where it stopped either way (the end of the
+ * span an error quotes). */
+static int hex_escape(struct parser *P, size_t *t, uint32_t *out)
+{
+	uint32_t c2, c3, r = 0;
+	size_t w;
+	int nhex = 0;
+
+	if (*t >= P->n)
+		return 1;
+	if (next_rune(P, *t, P->n, &c2, &w) < 0)
+		return -1;
+	*t += w;
+	if (c2 != '{') {
+		int x = unhex(c2);
+		if (next_rune(P, *t, P->n, &c3, &w) < 0)
+			return -1;
+		*t += w;
+		int y = unhex(c3);
+		if (x < 0 || y < 0)
+			return 1;
+		*out = (uint32_t)(x * 16 + y);
+		return 0;
+	}
+	for (;;) {
+		if (*t >= P->n)
+			return 1;
+		if (next_rune(P, *t, P->n, &c3, &w) < 0)
+			return -1;
+		*t += w;
+		if (c3 == '}')
+			break;
+		int v = unhex(c3);
+		if (v < 0)
+			return 1;
+		r = r * 16 + (uint32_t)v;
+		if (r > GO_MAX_RUNE)
+			return 1;
+		nhex++;
+	}
+	if (nhex == 0)
+		return 1;
+	*out = r;
+	return 0;
+}
+
 static int parse_escape(struct parser *P, size_t *pos, uint32_t *out)
 {
 	size_t s = *pos, t = s + 1, w;
 	uint32_t c, r;
+	int rc;
 
 	if (t >= P->n)
 		return fail(P, "trailing backslash at end of expression", 0, 0);
@@ -367,49 +415,13 @@ static int parse_escape(struct parser *P, size_t *pos, uint32_t *out)
 		*out = r;
 		*pos = t;
 		return 0;
-	case 'x': {
-		uint32_t c2, c3;
-		if (t >= P->n)
-			break;
-		if (next_rune(P, t, P->n, &c2, &w) < 0)
+	case 'x':
+		if ((rc = hex_escape(P, &t, out)) < 0)
 			return -1;
-		t += w;
-		if (c2 == '{') {
-			int nhex = 0;
-			r = 0;
-			for (;;) {
-				if (t >= P->n)
-					goto bad;
-				if (next_rune(P, t, P->n, &c3, &w) < 0)
-					return -1;
-				t += w;
-				if (c3 == '}')
-					break;
-				int v = unhex(c3);
-				if (v < 0)
-					goto bad;
-				r = r * 16 + (uint32_t)v;
-				if (r > GO_MAX_RUNE)
-					goto bad;
-				nhex++;
-			}
-			if (nhex == 0)
-				goto bad;
-			*out = r;
-			*pos = t;
-			return 0;
-		}
-		int x = unhex(c2);
-		if (next_rune(P, t, P->n, &c3, &w) < 0)
-			return -1;
-		t += w;
-		int y = unhex(c3);
-		if (x < 0 || y < 0)
-			break;
-		*out = (uint32_t)(x * 16 + y);
+		if (rc > 0)
+			goto bad;
 		*pos = t;
 		return 0;
-	}
 	case 'a': *out = '\a'; *pos = t; return 0;
 	case 'f': *out = '\f'; *pos = t; return 0;
 	case 'n': *out = '\n'; *pos = t; return 0;
@@ -778,15 +790,13 @@ static int do_repeat(struct parser *P, enum rx_op op, int min, int max, size_t b
 static int add_capture(struct parser *P, const char *name, size_t len)
 {
 	struct rx_ast *a = P->ast;
-	char **names = realloc(a->names, (size_t)(a->ncap + 2) * sizeof(char *));
 	char *copy = NULL;
 
-	if (!names)
+	if (np_grow((void **)&a->names, &a->names_cap, (size_t)a->ncap + 2, sizeof(a->names[0])) != 0)
 		return oom(P);
-	a->names = names;
 	if (name && !(copy = strndup(name, len)))
 		return oom(P);
-	names[++a->ncap] = copy;
+	a->names[++a->ncap] = copy;
 	return open_group(P, a->ncap);
 }
 
@@ -944,6 +954,35 @@ static int parse_backslash(struct parser *P, size_t *pos)
 	return push_literal(P, r);
 }
 
+/* A repeat operator at *i (*, +, ?, or {n,m}; a '{' that does not start a count is a
+ * literal), applied to the item before it; *repeat = where it started, for Go's check
+ * of a repeat of a repeat. */
+static int parse_repeat_op(struct parser *P, size_t *i, long last_repeat, long *repeat)
+{
+	char c = P->p[*i];
+	size_t after = *i + 1;
+	int min = 0, max = 0;
+	enum rx_op op = RXO_REPEAT;
+
+	if (c == '{') {
+		if (!parse_repeat(P, *i, &min, &max, &after)) {
+			if (push_literal(P, '{') < 0)
+				return -1;
+			(*i)++;
+			return 0;
+		}
+		if (min < 0 || min > MAX_REPEAT || max > MAX_REPEAT || (max >= 0 && min > max))
+			return fail(P, "invalid repeat count", *i, after);
+	} else {
+		op = c == '*' ? RXO_STAR : c == '+' ? RXO_PLUS : RXO_QUEST;
+	}
+	if (do_repeat(P, op, min, max, *i, &after, last_repeat) < 0)
+		return -1;
+	*repeat = (long)*i;
+	*i = after;
+	return 0;
+}
+
 static int parse_all(struct parser *P)
 {
 	size_t i = 0, w;
@@ -1002,32 +1041,11 @@ static int parse_all(struct parser *P)
 			break;
 		case '*':
 		case '+':
-		case '?': {
-			size_t after = i + 1;
-			enum rx_op op = c == '*' ? RXO_STAR : c == '+' ? RXO_PLUS : RXO_QUEST;
-			if (do_repeat(P, op, 0, 0, i, &after, last_repeat) < 0)
+		case '?':
+		case '{':
+			if (parse_repeat_op(P, &i, last_repeat, &repeat) < 0)
 				return -1;
-			repeat = (long)i;
-			i = after;
 			break;
-		}
-		case '{': {
-			int min, max;
-			size_t after;
-			if (!parse_repeat(P, i, &min, &max, &after)) {
-				if (push_literal(P, '{') < 0)
-					return -1;
-				i++;
-				break;
-			}
-			if (min < 0 || min > MAX_REPEAT || max > MAX_REPEAT || (max >= 0 && min > max))
-				return fail(P, "invalid repeat count", i, after);
-			if (do_repeat(P, RXO_REPEAT, min, max, i, &after, last_repeat) < 0)
-				return -1;
-			repeat = (long)i;
-			i = after;
-			break;
-		}
 		case '\\':
 			if (parse_backslash(P, &i) < 0)
 				return -1;
@@ -1055,6 +1073,7 @@ int rx_parse(const char *pattern, size_t len, struct rx_ast *out, struct np_err 
 	out->names = calloc(1, sizeof(char *));
 	if (!out->names)
 		return oom(&P);
+	out->names_cap = 1;
 	rc = parse_all(&P);
 	for (size_t i = 0; i < P.nframes; i++)
 		free_frame(&P.frames[i]);

@@ -56,6 +56,7 @@ struct rx_ast {
 	struct rx_node *root;
 	int ncap;
 	char **names; /* [ncap + 1]; names[i] is group i's name or NULL */
+	size_t names_cap;
 	struct rx_node **all; /* every node, for freeing */
 	size_t nall, capall;
 };

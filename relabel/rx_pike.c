@@ -12,6 +12,7 @@
 
 #include "lib/grow.h"
 #include "lib/gostr.h"
+#include "lib/sorted.h"
 
 enum { I_FAIL, I_MATCH, I_RUNE, I_ANY, I_ANY_NOT_NL, I_EMPTY, I_CAP, I_ALT, I_NOP };
 enum { E_BEGIN_LINE = 1, E_END_LINE = 2, E_BEGIN_TEXT = 4, E_END_TEXT = 8, E_WORD = 16, E_NOT_WORD = 32 };
@@ -188,13 +189,6 @@ static struct frag ranges_frag(struct rx_prog *p, const uint32_t *r, size_t n)
 	return f;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static struct frag literal(struct rx_prog *p, const struct rx_node *nd)
 {
 	uint32_t orbit[8], r[16];
@@ -203,7 +197,7 @@ static struct frag literal(struct rx_prog *p, const struct rx_node *nd)
 	orbit[0] = nd->rune;
 	if (nd->fold)
 		n = rxc_fold_orbit(nd->rune, orbit);
-	qsort(orbit, n, sizeof(orbit[0]), cmp_u32);
+	qsort(orbit, n, sizeof(orbit[0]), np_cmp_u32);
 	for (size_t i = 0; i < n; i++)
 		r[2 * i] = r[2 * i + 1] = orbit[i];
 	return ranges_frag(p, r, 2 * n);
@@ -573,6 +567,51 @@ static int32_t rune_at(const char *s, size_t n, size_t pos, size_t *w)
 	return (int32_t)go_decode_rune(s + pos, n - pos, w);
 }
 
+/* Go's m.step: every thread of run, in priority order, consumes r (at pos, w bytes wide)
+ * into next; the first to reach Match wins over all threads after it (leftmost-first) and
+ * leaves its captures in caps. run is emptied. 1 when a thread matched, 0 when none, -1
+ * on allocation failure. */
+static int step(const struct rx_prog *p, struct queue *run, struct queue *next, size_t pos, int32_t r, size_t w,
+		uint8_t cond_next, ssize_t *caps, struct rx_pike_scratch *sc)
+{
+	int matched = 0;
+
+	for (size_t j = 0; j < run->n; j++) {
+		int32_t t = run->thread[j];
+		const struct inst *in;
+		int take = 0;
+
+		if (t < 0)
+			continue;
+		in = &p->inst[run->dense[j]];
+		ssize_t *tc = run->arena + (size_t)t * p->nslots;
+		switch (in->op) {
+		case I_MATCH:
+			tc[1] = (ssize_t)pos;
+			memcpy(caps, tc, p->nslots * sizeof(ssize_t));
+			matched = 1;
+			j = run->n; /* cut off lower-priority threads */
+			continue;
+		case I_RUNE:
+			take = in_ranges(p->ranges + in->roff, in->rn, r);
+			break;
+		case I_ANY:
+			take = r >= 0;
+			break;
+		case I_ANY_NOT_NL:
+			take = r >= 0 && r != '\n';
+			break;
+		}
+		if (take) {
+			memcpy(sc->work, tc, p->nslots * sizeof(ssize_t));
+			if (add(p, next, in->out, pos + w, cond_next, sc) < 0)
+				return -1;
+		}
+	}
+	run->n = run->arena_n = 0;
+	return matched;
+}
+
 int rx_prog_exec(const struct rx_prog *p, const char *s, size_t n, size_t start, struct rx_pike_scratch *sc,
 		 ssize_t *caps)
 {
@@ -604,42 +643,10 @@ int rx_prog_exec(const struct rx_prog *p, const char *s, size_t n, size_t start,
 			if (add(p, run, p->start, pos, conditions(before, r), sc) < 0)
 				return -1;
 		}
-		/* Step: every thread in priority order consumes r; the first to reach Match
-		 * wins over all threads after it (leftmost-first). */
-		uint8_t cond_next = conditions(r, r1);
-		for (size_t j = 0; j < run->n; j++) {
-			int32_t t = run->thread[j];
-			const struct inst *in;
-			int take = 0;
-
-			if (t < 0)
-				continue;
-			in = &p->inst[run->dense[j]];
-			ssize_t *tc = run->arena + (size_t)t * p->nslots;
-			switch (in->op) {
-			case I_MATCH:
-				tc[1] = (ssize_t)pos;
-				memcpy(caps, tc, p->nslots * sizeof(ssize_t));
-				matched = 1;
-				j = run->n; /* cut off lower-priority threads */
-				continue;
-			case I_RUNE:
-				take = in_ranges(p->ranges + in->roff, in->rn, r);
-				break;
-			case I_ANY:
-				take = r >= 0;
-				break;
-			case I_ANY_NOT_NL:
-				take = r >= 0 && r != '\n';
-				break;
-			}
-			if (take) {
-				memcpy(sc->work, tc, p->nslots * sizeof(ssize_t));
-				if (add(p, next, in->out, pos + w, cond_next, sc) < 0)
-					return -1;
-			}
-		}
-		run->n = run->arena_n = 0;
+		int rc = step(p, run, next, pos, r, w, conditions(r, r1), caps, sc);
+		if (rc < 0)
+			return -1;
+		matched |= rc;
 		if (w == 0)
 			break;
 		pos += w;

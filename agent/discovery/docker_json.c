@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/gostr.h"
+#include "lib/sorted.h"
 #include "lib/strbuf.h"
+#include "lib/targets_json.h"
 
 #define L_CONTAINER "__meta_docker_container_"
 #define L_NETWORK "__meta_docker_network_"
@@ -28,57 +29,60 @@ static int type_error(const struct ctx *cx, const char *field, const char *want)
 	return np_errf(cx->err, "%s %zu: field %s must be %s", cx->what, cx->index, field, want);
 }
 
-/* A string field: "" when missing or null. */
-static int get_str(const struct ctx *cx, const json_t *obj, const char *field, const char **out)
-{
-	const json_t *v = json_object_get(obj, field);
+#define TYPE(t) (1u << (t))
 
-	*out = "";
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return type_error(cx, field, "a string");
-	*out = json_string_value(v);
-	return 0;
-}
-
-/* An object field: NULL when missing or null. */
-static int get_obj(const struct ctx *cx, const json_t *obj, const char *field, const json_t **out)
+/* A field whose JSON type is one of types (a TYPE() mask): *out = the value, NULL when
+ * missing or null (the zero value); an error naming want when of another type. */
+static int get_field(const struct ctx *cx, const json_t *obj, const char *field, unsigned types, const char *want,
+		     const json_t **out)
 {
 	const json_t *v = json_object_get(obj, field);
 
 	*out = NULL;
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_object(v))
-		return type_error(cx, field, "an object");
+	if (!(types & TYPE(json_typeof(v))))
+		return type_error(cx, field, want);
 	*out = v;
 	return 0;
 }
 
+/* A string field: "" when missing or null. */
+static int get_str(const struct ctx *cx, const json_t *obj, const char *field, const char **out)
+{
+	const json_t *v;
+	int rc = get_field(cx, obj, field, TYPE(JSON_STRING), "a string", &v);
+
+	*out = v ? json_string_value(v) : "";
+	return rc;
+}
+
+/* An object field: NULL when missing or null. */
+static int get_obj(const struct ctx *cx, const json_t *obj, const char *field, const json_t **out)
+{
+	return get_field(cx, obj, field, TYPE(JSON_OBJECT), "an object", out);
+}
+
 static int get_bool(const struct ctx *cx, const json_t *obj, const char *field, int *out)
 {
-	const json_t *v = json_object_get(obj, field);
+	const json_t *v;
+	int rc = get_field(cx, obj, field, TYPE(JSON_TRUE) | TYPE(JSON_FALSE), "a boolean", &v);
 
-	*out = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return type_error(cx, field, "a boolean");
-	*out = json_is_true(v);
-	return 0;
+	*out = v && json_is_true(v);
+	return rc;
 }
 
 static int get_u16(const struct ctx *cx, const json_t *obj, const char *field, unsigned *out)
 {
-	const json_t *v = json_object_get(obj, field);
+	static const char want[] = "an integer from 0 to 65535";
+	const json_t *v;
 
 	*out = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535)
-		return type_error(cx, field, "an integer from 0 to 65535");
-	*out = (unsigned)json_integer_value(v);
+	if (get_field(cx, obj, field, TYPE(JSON_INTEGER), want, &v) != 0)
+		return -1;
+	if (v && (json_integer_value(v) < 0 || json_integer_value(v) > 65535))
+		return type_error(cx, field, want);
+	*out = v ? (unsigned)json_integer_value(v) : 0;
 	return 0;
 }
 
@@ -96,45 +100,6 @@ static int get_str_map(const struct ctx *cx, const json_t *obj, const char *fiel
 				return np_errf(cx->err, "%s %zu: %s[\"%s\"] must be a string", cx->what, cx->index,
 					       field, k);
 	return 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Sets prefix + sanitize(key) = value for each entry of a string map, keys in sorted
- * order so that the greater of two colliding keys wins. */
-static int set_sanitized(struct np_labels *ls, const char *prefix, const json_t *map, struct np_err *err)
-{
-	size_t n = map ? json_object_size(map) : 0, i = 0;
-	const char **keys;
-	const char *k;
-	const json_t *v;
-	struct np_buf name = NP_BUF_INIT;
-	int rc = 0;
-
-	if (!n)
-		return 0;
-	keys = malloc(n * sizeof(*keys));
-	if (!keys)
-		return np_errf(err, "out of memory building docker labels");
-	json_object_foreach((json_t *)map, k, v)
-		keys[i++] = k;
-	qsort(keys, n, sizeof(*keys), cmp_str);
-	for (i = 0; i < n && rc == 0; i++) {
-		const json_t *val = json_object_get(map, keys[i]);
-		np_buf_reset(&name);
-		np_buf_puts(&name, prefix);
-		label_name_sanitize(keys[i], &name);
-		if (name.failed)
-			rc = np_errf(err, "out of memory building docker labels");
-		else
-			rc = np_labels_set(ls, name.p, json_is_string(val) ? json_string_value(val) : "", err);
-	}
-	np_buf_free(&name);
-	free(keys);
-	return rc;
 }
 
 /* ---- parsed input ---- */
@@ -240,32 +205,30 @@ static int parse_network(const json_t *n, size_t index, struct network *out, str
 	    np_labels_set(&out->labels, L_NETWORK "internal", internal ? "true" : "false", err) != 0 ||
 	    np_labels_set(&out->labels, L_NETWORK "ingress", ingress ? "true" : "false", err) != 0)
 		return -1;
-	return set_sanitized(&out->labels, L_NETWORK "label_", labels, err);
+	return np_labels_set_json_map(&out->labels, labels, L_NETWORK "label_", NULL, err);
 }
 
 /* Sorted views for lookups by ID; among equal IDs the last in input order wins, as a
- * Go map assignment in input order would. */
+ * Go map assignment in input order would: it sorts first. */
 static int cmp_container_id(const void *a, const void *b)
 {
 	const struct container *x = *(const struct container *const *)a, *y = *(const struct container *const *)b;
 	int c = strcmp(x->id, y->id);
 
-	return c ? c : (x->index < y->index ? -1 : x->index > y->index);
+	return c ? c : (x->index > y->index ? -1 : x->index < y->index);
+}
+
+static int cmp_id(const void *id, const void *container)
+{
+	return strcmp(id, (*(const struct container *const *)container)->id);
 }
 
 static const struct container *find_container(struct container *const *sorted, size_t n, const char *id)
 {
-	size_t lo = 0, hi = n;
+	int found;
+	size_t i = np_sorted_find(sorted, n, sizeof(sorted[0]), id, cmp_id, &found);
 
-	/* the last element whose id <= wanted */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(sorted[mid]->id, id) <= 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && strcmp(sorted[lo - 1]->id, id) == 0 ? sorted[lo - 1] : NULL;
+	return found ? sorted[i] : NULL;
 }
 
 static const struct np_labels *find_network_labels(const struct network *nets, size_t n, const char *id)
@@ -396,7 +359,7 @@ static int emit_container(struct build *b, const struct container *c, struct con
 	if (np_labels_set(&common, L_CONTAINER "id", c->id, b->err) != 0 ||
 	    np_labels_set(&common, L_CONTAINER "name", c->name, b->err) != 0 ||
 	    np_labels_set(&common, L_CONTAINER "network_mode", c->network_mode, b->err) != 0 ||
-	    set_sanitized(&common, L_CONTAINER "label_", c->labels, b->err) != 0)
+	    np_labels_set_json_map(&common, c->labels, L_CONTAINER "label_", NULL, b->err) != 0)
 		goto out;
 	/* "container:<id>" shares another container's network stack: follow the chain
 	 * (bounded, since a cycle would loop forever). */
@@ -420,7 +383,7 @@ static int emit_container(struct build *b, const struct container *c, struct con
 		k = 0;
 		json_object_foreach((json_t *)networks, key, v)
 			names[k++] = key;
-		qsort(names, n_names, sizeof(*names), cmp_str);
+		qsort(names, n_names, sizeof(*names), np_cmp_str);
 		if (b->cfg->match_first_network && n_names > 1) {
 			/* the first non-null network by name, if any */
 			for (k = 0; k < n_names; k++) {

@@ -13,6 +13,8 @@
 #include "agent/discovery/container_id.h"
 #include "agent/discovery/target.h"
 #include "lib/file.h"
+#include "lib/grow.h"
+#include "lib/hash.h"
 #include "lib/log.h"
 #include "lib/procfs_text.h"
 #include "lib/strbuf.h"
@@ -179,15 +181,9 @@ static const char *user_name(struct user_cache *uc, unsigned long uid)
 		name = strdup(res->pw_name);
 	if (!name)
 		return NULL;
-	if (uc->n == uc->cap) {
-		size_t cap = uc->cap ? uc->cap * 2 : 16;
-		void *nv = realloc(uc->v, cap * sizeof(uc->v[0]));
-		if (!nv) {
-			free(name);
-			return NULL;
-		}
-		uc->v = nv;
-		uc->cap = cap;
+	if (np_grow((void **)&uc->v, &uc->cap, uc->n + 1, sizeof(uc->v[0])) != 0) {
+		free(name);
+		return NULL;
 	}
 	uc->v[uc->n].uid = uid;
 	uc->v[uc->n].name = name;
@@ -242,18 +238,17 @@ static int read_process(struct scan *sc, unsigned long pid, struct np_labels *ls
 	snprintf(num, sizeof(num), "%lu", pid);
 	if (np_labels_set(ls, NP_LABEL_PROCESS_PID, num, err) != 0)
 		return -1;
-	if (cfg->exe) {
-		snprintf(path, sizeof(path), "%s/%lu/exe", sc->proc, pid);
+	const struct {
+		int wanted;
+		const char *file, *label;
+	} links[] = { { cfg->exe, "exe", "__meta_process_exe" }, { cfg->cwd, "cwd", "__meta_process_cwd" } };
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		if (!links[i].wanted)
+			continue;
+		snprintf(path, sizeof(path), "%s/%lu/%s", sc->proc, pid, links[i].file);
 		if (read_link(path, &sc->text, &why) != 0)
 			return skip(sc, &why, err);
-		if (sc->text.len && np_labels_set(ls, "__meta_process_exe", sc->text.p, err) != 0)
-			return -1;
-	}
-	if (cfg->cwd) {
-		snprintf(path, sizeof(path), "%s/%lu/cwd", sc->proc, pid);
-		if (read_link(path, &sc->text, &why) != 0)
-			return skip(sc, &why, err);
-		if (sc->text.len && np_labels_set(ls, "__meta_process_cwd", sc->text.p, err) != 0)
+		if (sc->text.len && np_labels_set(ls, links[i].label, sc->text.p, err) != 0)
 			return -1;
 	}
 	if (cfg->commandline) {
@@ -323,17 +318,11 @@ static int list_pids(const char *proc, unsigned long **pids, size_t *n, struct n
 		pid = strtoul(de->d_name, &end, 10);
 		if (*end)
 			continue;
-		if (*n == cap) {
-			size_t ncap = cap ? cap * 2 : 1024;
-			unsigned long *np = realloc(*pids, ncap * sizeof(*np));
-			if (!np) {
-				closedir(d);
-				free(*pids);
-				*pids = NULL;
-				return np_errf(err, "out of memory listing %s", proc);
-			}
-			*pids = np;
-			cap = ncap;
+		if (np_grow((void **)pids, &cap, *n + 1, sizeof(**pids)) != 0) {
+			closedir(d);
+			free(*pids);
+			*pids = NULL;
+			return np_errf(err, "out of memory listing %s", proc);
 		}
 		(*pids)[(*n)++] = pid;
 	}
@@ -407,33 +396,6 @@ out:
 
 /* ---- join ---- */
 
-/* The container ID discovery.process joins on (no swarm label, unlike pyroscope.ebpf). */
-static const char *join_container_id(const struct np_labels *ls)
-{
-	const char *v = np_labels_get(ls, NP_LABEL_CONTAINER_ID);
-
-	if (v && *v)
-		return v;
-	v = np_labels_get(ls, "__meta_kubernetes_pod_container_id");
-	if (v && *v) {
-		v = np_container_id_from_k8s(v);
-		return v && *v ? v : NULL;
-	}
-	v = np_labels_get(ls, "__meta_docker_container_id");
-	return v && *v ? v : NULL;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 #define NO_SLOT SIZE_MAX
 
 /* Open-addressing map container ID -> index of the last container target with it. */
@@ -445,9 +407,9 @@ struct cid_map {
 
 static size_t *cid_slot(struct cid_map *m, const char *cid)
 {
-	size_t i = (size_t)hash_str(cid) & m->mask;
+	size_t i = (size_t)np_hash_bytes(cid, strlen(cid)) & m->mask;
 
-	while (m->slots[i] != NO_SLOT && strcmp(join_container_id(&m->containers->v[m->slots[i]]), cid) != 0)
+	while (m->slots[i] != NO_SLOT && strcmp(np_target_join_container_id(&m->containers->v[m->slots[i]]), cid) != 0)
 		i = (i + 1) & m->mask;
 	return &m->slots[i];
 }
@@ -487,7 +449,7 @@ int np_process_join(const struct np_targets *processes, const struct np_targets 
 		m.slots[i] = NO_SLOT;
 
 	for (size_t i = 0; i < containers->n; i++) {
-		const char *cid = join_container_id(&containers->v[i]);
+		const char *cid = np_target_join_container_id(&containers->v[i]);
 		size_t *slot;
 
 		if (!cid) {
@@ -502,7 +464,7 @@ int np_process_join(const struct np_targets *processes, const struct np_targets 
 	}
 	for (size_t i = 0; i < processes->n; i++) {
 		const struct np_labels *p = &processes->v[i];
-		const char *cid = join_container_id(p);
+		const char *cid = np_target_join_container_id(p);
 		size_t *slot = cid ? cid_slot(&m, cid) : NULL;
 		struct np_labels merged = NP_LABELS_INIT;
 		const struct np_labels *c;
@@ -533,7 +495,7 @@ int np_process_join(const struct np_targets *processes, const struct np_targets 
 	for (size_t i = 0; i < containers->n; i++) {
 		if (!first[i])
 			continue;
-		if (push_copy(out, &containers->v[*cid_slot(&m, join_container_id(&containers->v[i]))], err) != 0)
+		if (push_copy(out, &containers->v[*cid_slot(&m, np_target_join_container_id(&containers->v[i]))], err) != 0)
 			goto out;
 	}
 	rc = 0;

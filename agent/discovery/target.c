@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
+
 uint32_t np_target_pid(const struct np_labels *ls)
 {
 	const char *v = np_labels_get(ls, NP_LABEL_PROCESS_PID);
@@ -43,7 +45,7 @@ static const char *nonempty(const struct np_labels *ls, const char *name)
 	return v && *v ? v : NULL;
 }
 
-const char *np_target_container_id(const struct np_labels *ls)
+static const char *container_id(const struct np_labels *ls, int swarm)
 {
 	const char *v;
 
@@ -55,7 +57,17 @@ const char *np_target_container_id(const struct np_labels *ls)
 	}
 	if ((v = nonempty(ls, "__meta_docker_container_id")))
 		return v;
-	return nonempty(ls, "__meta_dockerswarm_task_container_id");
+	return swarm ? nonempty(ls, "__meta_dockerswarm_task_container_id") : NULL;
+}
+
+const char *np_target_container_id(const struct np_labels *ls)
+{
+	return container_id(ls, 1);
+}
+
+const char *np_target_join_container_id(const struct np_labels *ls)
+{
+	return container_id(ls, 0);
 }
 
 void np_target_service_name(const struct np_labels *ls, struct np_buf *out)
@@ -148,22 +160,6 @@ struct np_target_set {
 	size_t nslots; /* power of two, > 2 * n */
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
-static uint64_t hash_pid(uint32_t pid)
-{
-	return (uint64_t)pid * 0x9E3779B97F4A7C15ull >> 17;
-}
-
 /* Key of input target i during the build: either pid or cid. */
 struct key {
 	uint32_t pid;
@@ -173,7 +169,7 @@ struct key {
 /* Finds the slot of a key among keys[] via slots[], or the free slot to put it in. */
 static size_t probe_pid(const uint32_t *slots, size_t nslots, const struct key *keys, uint32_t pid)
 {
-	size_t i = (size_t)hash_pid(pid) & (nslots - 1);
+	size_t i = (size_t)np_hash_u64(pid) & (nslots - 1);
 
 	while (slots[i] != EMPTY && keys[slots[i]].pid != pid)
 		i = (i + 1) & (nslots - 1);
@@ -182,11 +178,34 @@ static size_t probe_pid(const uint32_t *slots, size_t nslots, const struct key *
 
 static size_t probe_cid(const uint32_t *slots, size_t nslots, const struct key *keys, const char *cid)
 {
-	size_t i = (size_t)hash_str(cid) & (nslots - 1);
+	size_t i = (size_t)np_hash_bytes(cid, strlen(cid)) & (nslots - 1);
 
 	while (slots[i] != EMPTY && strcmp(keys[slots[i]].cid, cid) != 0)
 		i = (i + 1) & (nslots - 1);
 	return i;
+}
+
+/* Pass 1 of the build: the key of each input, and for each key the last input that has
+ * it (wins[i] = 1; the slots hold input indices until pass 2 remaps them). */
+static void index_keys(struct np_target_set *s, const struct np_targets *discovered, struct key *keys, uint8_t *wins)
+{
+	for (size_t i = 0; i < discovered->n; i++) {
+		const struct np_labels *ls = &discovered->v[i];
+		uint32_t *slot;
+
+		if ((keys[i].pid = np_target_pid(ls)))
+			slot = &s->pid_slots[probe_pid(s->pid_slots, s->nslots, keys, keys[i].pid)];
+		else if ((keys[i].cid = np_target_container_id(ls)))
+			slot = &s->cid_slots[probe_cid(s->cid_slots, s->nslots, keys, keys[i].cid)];
+		else {
+			s->n_unkeyed++;
+			continue;
+		}
+		if (*slot != EMPTY)
+			wins[*slot] = 0;
+		*slot = (uint32_t)i;
+		wins[i] = 1;
+	}
 }
 
 int np_target_set_build(const struct np_targets *discovered, struct np_target_set **out, struct np_err *err)
@@ -216,28 +235,7 @@ int np_target_set_build(const struct np_targets *discovered, struct np_target_se
 	memset(s->pid_slots, 0xff, s->nslots * sizeof(uint32_t));
 	memset(s->cid_slots, 0xff, s->nslots * sizeof(uint32_t));
 
-	/* Pass 1: keys, and for each key the last input that has it (slots hold input
-	 * indices here). */
-	for (size_t i = 0; i < n; i++) {
-		const struct np_labels *ls = &discovered->v[i];
-		size_t slot;
-
-		if ((keys[i].pid = np_target_pid(ls))) {
-			slot = probe_pid(s->pid_slots, s->nslots, keys, keys[i].pid);
-			if (s->pid_slots[slot] != EMPTY)
-				wins[s->pid_slots[slot]] = 0;
-			s->pid_slots[slot] = (uint32_t)i;
-			wins[i] = 1;
-		} else if ((keys[i].cid = np_target_container_id(ls))) {
-			slot = probe_cid(s->cid_slots, s->nslots, keys, keys[i].cid);
-			if (s->cid_slots[slot] != EMPTY)
-				wins[s->cid_slots[slot]] = 0;
-			s->cid_slots[slot] = (uint32_t)i;
-			wins[i] = 1;
-		} else {
-			s->n_unkeyed++;
-		}
-	}
+	index_keys(s, discovered, keys, wins);
 	/* Pass 2: build the winners in input order and point the slots at them. */
 	for (size_t i = 0; i < n; i++) {
 		if (!wins[i])
@@ -292,7 +290,7 @@ const struct np_target *np_target_set_find_pid(const struct np_target_set *s, ui
 
 	if (!pid)
 		return NULL;
-	for (i = (size_t)hash_pid(pid) & (s->nslots - 1); s->pid_slots[i] != EMPTY; i = (i + 1) & (s->nslots - 1))
+	for (i = (size_t)np_hash_u64(pid) & (s->nslots - 1); s->pid_slots[i] != EMPTY; i = (i + 1) & (s->nslots - 1))
 		if (s->targets[s->pid_slots[i]].pid == pid)
 			return &s->targets[s->pid_slots[i]];
 	return NULL;
@@ -304,7 +302,7 @@ const struct np_target *np_target_set_find_container(const struct np_target_set 
 
 	if (!container_id || !*container_id)
 		return NULL;
-	for (i = (size_t)hash_str(container_id) & (s->nslots - 1); s->cid_slots[i] != EMPTY;
+	for (i = (size_t)np_hash_bytes(container_id, strlen(container_id)) & (s->nslots - 1); s->cid_slots[i] != EMPTY;
 	     i = (i + 1) & (s->nslots - 1))
 		if (strcmp(s->targets[s->cid_slots[i]].container_id, container_id) == 0)
 			return &s->targets[s->cid_slots[i]];

@@ -35,6 +35,9 @@ uint32_t np_target_pid(const struct np_labels *ls);
 
 /* The container ID a target names (a pointer into a label value of ls), or NULL. */
 const char *np_target_container_id(const struct np_labels *ls);
+/* The container ID discovery.process joins processes and containers on: the same search
+ * without the swarm task label. */
+const char *np_target_join_container_id(const struct np_labels *ls);
 
 /* The container ID of a Kubernetes container status ("containerd://<id>"): a pointer
  * into k8s_id after a known runtime prefix, or NULL for any other prefix. */

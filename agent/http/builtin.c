@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/http/internal.h"
+#include "lib/grow.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
 
@@ -27,12 +28,10 @@ void np_http_set_reload(struct np_http_server *srv, np_http_reload_fn fn, void *
 int np_http_on_scrape(struct np_http_server *srv, np_http_scrape_fn fn, void *ud, struct np_err *err)
 {
 	pthread_mutex_lock(&srv->lock);
-	struct scrape_hook *h = realloc(srv->hooks, (srv->nhooks + 1) * sizeof(*h));
-	if (!h) {
+	if (np_grow((void **)&srv->hooks, &srv->hooks_cap, srv->nhooks + 1, sizeof(srv->hooks[0])) != 0) {
 		pthread_mutex_unlock(&srv->lock);
 		return np_errf(err, "http: out of memory");
 	}
-	srv->hooks = h;
 	srv->hooks[srv->nhooks++] = (struct scrape_hook){ fn, ud };
 	pthread_mutex_unlock(&srv->lock);
 	return 0;
@@ -68,13 +67,11 @@ int np_http_debug_page(struct np_http_server *srv, const char *name, const char 
 			pthread_mutex_unlock(&srv->lock);
 			return 0;
 		}
-	struct debug_page *pg = realloc(srv->pages, (srv->npages + 1) * sizeof(*pg));
-	if (!pg) {
+	if (np_grow((void **)&srv->pages, &srv->pages_cap, srv->npages + 1, sizeof(srv->pages[0])) != 0) {
 		pthread_mutex_unlock(&srv->lock);
 		return np_errf(err, "http: out of memory");
 	}
-	srv->pages = pg;
-	pg = &srv->pages[srv->npages];
+	struct debug_page *pg = &srv->pages[srv->npages];
 	pg->name = strdup(name);
 	pg->title = strdup(title ? title : name);
 	pg->provider = provider;

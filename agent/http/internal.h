@@ -59,11 +59,11 @@ struct np_http_server {
 	pthread_rwlock_t handler_lock; /* read-held while a handler runs; np_http_unroute write-locks */
 	pthread_mutex_t lock; /* routes, callbacks, debug pages, scrape hooks */
 	struct route *routes;
-	size_t nroutes;
+	size_t nroutes, routes_cap;
 	struct debug_page *pages;
-	size_t npages;
+	size_t npages, pages_cap;
 	struct scrape_hook *hooks;
-	size_t nhooks;
+	size_t nhooks, hooks_cap;
 	np_http_ready_fn ready;
 	void *ready_ud;
 	np_http_reload_fn reload;

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "lib/log.h"
 
 #define SCRATCH_SIZE (64u << 10) /* >= NP_HTTP_WS_MAX_MESSAGE; also the response chunk size */
@@ -145,12 +146,10 @@ static int route_add(struct np_http_server *srv, const char *method, const char 
 			return 0;
 		}
 	}
-	r = realloc(srv->routes, (srv->nroutes + 1) * sizeof(*r));
-	if (!r) {
+	if (np_grow((void **)&srv->routes, &srv->routes_cap, srv->nroutes + 1, sizeof(srv->routes[0])) != 0) {
 		pthread_mutex_unlock(&srv->lock);
 		return np_errf(err, "http: out of memory");
 	}
-	srv->routes = r;
 	r = &srv->routes[srv->nroutes];
 	snprintf(r->method, sizeof(r->method), "%s", method);
 	r->path = strndup(path, plen - prefix); /* a prefix route keeps its trailing "/" */

@@ -10,51 +10,18 @@
 
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
+#include "lib/hash.h"
 
 /* An unreferenced file stays cached this many batches (a process that restarts reuses it). */
 #define ELF_IDLE_BATCHES 30
 #define ELF_IDLE_MAX 4096
 
-uint64_t sym_hash_bytes(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *b = p;
-	h ^= 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	return h ^ (h >> 29);
-}
-
 static uint64_t identity_hash(uint64_t dev, uint64_t ino)
 {
 	uint64_t k[2] = { dev, ino };
-	return sym_hash_bytes(k, sizeof(k), 0);
+	return np_hash_seeded(k, sizeof(k), 0);
 }
 
-/* Doubles a chained hash table when it gets as many entries as buckets. */
-#define REHASH(type, buckets_field, nbuckets_field, count, hashfn)                                 \
-	do {                                                                                       \
-		if ((count) < s->nbuckets_field && s->buckets_field)                               \
-			break;                                                                     \
-		size_t nb = s->nbuckets_field ? s->nbuckets_field * 2 : 64;                        \
-		type **v = calloc(nb, sizeof(*v));                                                 \
-		if (!v) {                                                                          \
-			if (s->buckets_field)                                                      \
-				break; /* keep the old, denser table */                            \
-			return np_errf(err, "symbol cache: out of memory");                        \
-		}                                                                                  \
-		for (size_t i_ = 0; i_ < s->nbuckets_field; i_++)                                  \
-			for (type *x = s->buckets_field[i_], *nx; x; x = nx) {                     \
-				nx = x->next;                                                      \
-				size_t b_ = hashfn(x) & (nb - 1);                                  \
-				x->next = v[b_];                                                   \
-				v[b_] = x;                                                         \
-			}                                                                          \
-		free(s->buckets_field);                                                            \
-		s->buckets_field = v;                                                              \
-		s->nbuckets_field = nb;                                                            \
-	} while (0)
 
 static uint64_t elfobj_hash(const struct sym_elf *e)
 {
@@ -63,14 +30,14 @@ static uint64_t elfobj_hash(const struct sym_elf *e)
 
 static uint64_t table_hash(const struct sym_table *t)
 {
-	return sym_hash_bytes(t->key, strlen(t->key), 1);
+	return np_hash_seeded(t->key, strlen(t->key), 1);
 }
 
 static struct sym_table *table_find(struct symbolizer *s, const char *key)
 {
 	if (!s->tables)
 		return NULL;
-	size_t b = sym_hash_bytes(key, strlen(key), 1) & (s->table_buckets - 1);
+	size_t b = np_hash_seeded(key, strlen(key), 1) & (s->table_buckets - 1);
 	for (struct sym_table *t = s->tables[b]; t; t = t->next)
 		if (strcmp(t->key, key) == 0)
 			return t;
@@ -79,7 +46,7 @@ static struct sym_table *table_find(struct symbolizer *s, const char *key)
 
 static int table_insert(struct symbolizer *s, struct sym_table *t, struct np_err *err)
 {
-	REHASH(struct sym_table, tables, table_buckets, s->ntables, table_hash);
+	SYM_REHASH(struct sym_table, tables, table_buckets, s->ntables, 64, table_hash);
 	size_t b = table_hash(t) & (s->table_buckets - 1);
 	t->next = s->tables[b];
 	s->tables[b] = t;
@@ -201,7 +168,7 @@ int sym_elf_open(struct symbolizer *s, struct sym_elf *e, uint32_t pid)
 
 static int elf_insert(struct symbolizer *s, struct sym_elf *e, struct np_err *err)
 {
-	REHASH(struct sym_elf, elfs, elf_buckets, s->nelfs, elfobj_hash);
+	SYM_REHASH(struct sym_elf, elfs, elf_buckets, s->nelfs, 64, elfobj_hash);
 	size_t b = elfobj_hash(e) & (s->elf_buckets - 1);
 	e->next = s->elfs[b];
 	s->elfs[b] = e;

@@ -12,6 +12,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "lib/file.h"
+
 #ifndef SYS_openat2
 #define SYS_openat2 437
 #endif
@@ -83,52 +85,18 @@ char *sym_read_small(int dir_fd, const char *path, size_t max, size_t *len, int 
 	int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return NULL;
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap + 1);
+	struct np_err err;
+	char *buf = np_read_fd(fd, path, max, 1, len, truncated, &err);
+	close(fd);
 	if (!buf) {
-		close(fd);
-		errno = ENOMEM;
+		errno = err.code ? err.code : EIO;
 		return NULL;
 	}
-	*truncated = 0;
-	for (;;) {
-		if (n == cap) {
-			if (cap >= max) {
-				*truncated = 1;
-				break;
-			}
-			size_t c = cap * 2 > max ? max : cap * 2;
-			char *nb = realloc(buf, c + 1);
-			if (!nb) {
-				free(buf);
-				close(fd);
-				errno = ENOMEM;
-				return NULL;
-			}
-			buf = nb;
-			cap = c;
-		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = errno;
-			free(buf);
-			close(fd);
-			errno = e;
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
 	if (*truncated) {
 		/* Keep whole lines only. */
-		while (n > 0 && buf[n - 1] != '\n')
-			n--;
+		while (*len > 0 && buf[*len - 1] != '\n')
+			(*len)--;
+		buf[*len] = '\0';
 	}
-	buf[n] = '\0';
-	*len = n;
 	return buf;
 }

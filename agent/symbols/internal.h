@@ -195,10 +195,35 @@ void sym_limit_hit(struct symbolizer *s, enum sym_limit why, uint32_t pid);
  * batch; *name NULL when none. -1 only on allocation failure. */
 NP_MUST_CHECK int sym_perfmap_lookup(struct symbolizer *s, struct sym_proc *p, struct sym_snapshot *snap,
                                      uint64_t addr, const char **name, struct np_err *err);
+/* Doubles one of the symbolizer's chained hash tables (s->buckets_field, s->nbuckets_field
+ * buckets; min at first) once it holds as many entries (count) as buckets, relinking each
+ * entry of type by hashfn(entry). Used inside a function of s and err that returns int:
+ * out of memory keeps an existing (denser) table, and returns -1 only when there is none.
+ * A macro: the tables hold different entry types (ELF files, symbol tables, processes). */
+#define SYM_REHASH(type, buckets_field, nbuckets_field, count, min, hashfn)                       \
+	do {                                                                                       \
+		if ((count) < s->nbuckets_field && s->buckets_field)                               \
+			break;                                                                     \
+		size_t nb = s->nbuckets_field ? s->nbuckets_field * 2 : (min);                     \
+		type **v = calloc(nb, sizeof(*v));                                                 \
+		if (!v) {                                                                          \
+			if (s->buckets_field)                                                      \
+				break; /* keep the old, denser table */                            \
+			return np_errf(err, "symbol cache: out of memory");                        \
+		}                                                                                  \
+		for (size_t i_ = 0; i_ < s->nbuckets_field; i_++)                                  \
+			for (type *x = s->buckets_field[i_], *nx; x; x = nx) {                     \
+				nx = x->next;                                                      \
+				size_t b_ = hashfn(x) & (nb - 1);                                  \
+				x->next = v[b_];                                                   \
+				v[b_] = x;                                                         \
+			}                                                                          \
+		free(s->buckets_field);                                                            \
+		s->buckets_field = v;                                                              \
+		s->nbuckets_field = nb;                                                            \
+	} while (0)
+
 void sym_procs_free(struct symbolizer *s);
 size_t sym_procs_bytes(const struct symbolizer *s);
-
-/* Small helpers */
-uint64_t sym_hash_bytes(const void *p, size_t n, uint64_t seed);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "agent/symbols/symtab.h" /* sym_rank */
 #include "lib/grow.h"
+#include "lib/hash.h"
 
 #define MAX_MODULES 4096
 /* The kernel's KSYM_NAME_LEN is 512: anything longer is not a symbol name (and would let
@@ -42,14 +43,8 @@ static int mod_index(struct modlist *ml, const char *name, size_t len, uint16_t 
 		*out = UINT16_MAX; /* beyond the bound: symbols are skipped */
 		return 0;
 	}
-	if (ml->n == ml->cap) {
-		size_t c = ml->cap ? ml->cap * 2 : 32;
-		char **v = realloc(ml->names, c * sizeof(*v));
-		if (!v)
-			return -1;
-		ml->names = v;
-		ml->cap = c;
-	}
+	if (np_grow((void **)&ml->names, &ml->cap, ml->n + 1, sizeof(ml->names[0])) != 0)
+		return -1;
 	char *s = strndup(name, len);
 	if (!s)
 		return -1;
@@ -556,7 +551,7 @@ static char *inflate_name(struct sym_kallsyms *k, size_t i)
 
 static size_t cache_slot(const struct sym_kallsyms *k, size_t i)
 {
-	size_t h = ((uint32_t)i * 2654435761u) & (k->cache_slots - 1);
+	size_t h = (size_t)np_hash_u64(i) & (k->cache_slots - 1);
 	while (k->cache[h].idx_plus1 && k->cache[h].idx_plus1 != i + 1)
 		h = (h + 1) & (k->cache_slots - 1);
 	return h;

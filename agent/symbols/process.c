@@ -11,6 +11,7 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "agent/symbols/perfmap.h"
+#include "lib/hash.h"
 #include "lib/log.h"
 #include "lib/procfs_text.h"
 
@@ -139,7 +140,7 @@ void sym_limit_hit(struct symbolizer *s, enum sym_limit why, uint32_t pid)
 
 static size_t pid_bucket(const struct symbolizer *s, uint32_t pid)
 {
-	return (size_t)((pid * 0x9E3779B1u) >> 7) & (s->proc_buckets - 1);
+	return (size_t)np_hash_u64(pid) & (s->proc_buckets - 1);
 }
 
 struct sym_proc *sym_proc_find(struct symbolizer *s, uint32_t pid)
@@ -152,25 +153,14 @@ struct sym_proc *sym_proc_find(struct symbolizer *s, uint32_t pid)
 	return NULL;
 }
 
+static uint64_t proc_hash(const struct sym_proc *p)
+{
+	return np_hash_u64(p->pid);
+}
+
 static int procs_grow(struct symbolizer *s, struct np_err *err)
 {
-	if (s->procs && s->nprocs < s->proc_buckets)
-		return 0;
-	size_t old_n = s->proc_buckets, nb = old_n ? old_n * 2 : 256;
-	struct sym_proc **v = calloc(nb, sizeof(*v));
-	if (!v)
-		return s->procs ? 0 : np_errf(err, "symbolizer: out of memory");
-	struct sym_proc **old = s->procs;
-	s->procs = v;
-	s->proc_buckets = nb;
-	for (size_t i = 0; i < old_n; i++)
-		for (struct sym_proc *p = old[i], *n; p; p = n) {
-			n = p->next;
-			size_t b = pid_bucket(s, p->pid);
-			p->next = v[b];
-			v[b] = p;
-		}
-	free(old);
+	SYM_REHASH(struct sym_proc, procs, proc_buckets, s->nprocs, 256, proc_hash);
 	return 0;
 }
 
@@ -217,19 +207,12 @@ static struct sym_snapshot *snapshot_of(struct sym_proc *p, uint32_t gen)
 	return snap;
 }
 
-int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct sym_proc **procp,
-                      struct sym_snapshot **out, struct np_err *err)
+/* Reads /proc/PID/maps and the process's root into a new snapshot (*out). *out stays NULL,
+ * without an error, when the process is gone or not ours to read. */
+static int read_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct sym_snapshot **out, int *over,
+                         struct np_err *err)
 {
 	*out = NULL;
-	struct sym_proc *known = sym_proc_find(s, pid);
-	if (!known && s->nprocs >= s->plimits.max_procs) {
-		sym_limit_hit(s, SYM_LIMIT_PROCESSES, pid);
-		return 0;
-	}
-	if (known && known->maps_limited && (*out = snapshot_of(known, gen))) {
-		*procp = known; /* refused once: not read again for a miss */
-		return 0;
-	}
 	char p[32];
 	snprintf(p, sizeof(p), "%" PRIu32 "/maps", pid);
 	int fd = openat(s->proc_fd, p, O_RDONLY | O_CLOEXEC);
@@ -241,9 +224,8 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 		return np_errf(err, "symbolizer: out of memory");
 	}
 	snap->gen = gen;
-	int over = 0;
 	struct np_err rerr;
-	int rc = sym_maps_read_fd(fd, MAPS_READ_MAX, MAX_EXEC_MAPS, MAPS_POOL_MAX, &snap->maps, &over, &rerr);
+	int rc = sym_maps_read_fd(fd, MAPS_READ_MAX, MAX_EXEC_MAPS, MAPS_POOL_MAX, &snap->maps, over, &rerr);
 	close(fd);
 	if (rc < 0) {
 		free(snap);
@@ -270,73 +252,68 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 			return np_errf(err, "symbolizer: out of memory");
 		}
 	}
-	size_t bytes = sizeof(*snap) + sym_maps_bytes(&snap->maps) + snap->maps.n * sizeof(*snap->st) +
-	               (snap->root_prefix ? strlen(snap->root_prefix) + 1 : 0) + (known ? 0 : sizeof(*known));
-	if (s->plimits.bytes + bytes > s->plimits.max_bytes) {
-		snapshot_free(s, snap);
-		sym_limit_hit(s, SYM_LIMIT_PROCESS_BYTES, pid);
-		if (known)
-			*out = snapshot_of(known, gen); /* keep naming with what it had */
-		*procp = known;
-		return 0;
-	}
-	snap->bytes = bytes - (known ? 0 : sizeof(*known));
-	s->plimits.bytes += snap->bytes;
+	*out = snap;
+	return 0;
+}
 
+/* The process entry of pid, added (and counted in the byte budget) when new. */
+static struct sym_proc *proc_entry(struct symbolizer *s, uint32_t pid, struct np_err *err)
+{
 	struct sym_proc *proc = sym_proc_find(s, pid);
-	if (!proc) {
-		if (procs_grow(s, err) < 0 || !(proc = calloc(1, sizeof(*proc)))) {
-			snapshot_free(s, snap);
-			return np_errf(err, "symbolizer: out of memory");
-		}
-		proc->pid = pid;
-		s->plimits.bytes += sizeof(*proc);
-		size_t b = pid_bucket(s, pid);
-		proc->next = s->procs[b];
-		s->procs[b] = proc;
-		s->nprocs++;
+	if (proc)
+		return proc;
+	if (procs_grow(s, err) < 0 || !(proc = calloc(1, sizeof(*proc)))) {
+		np_errf(err, "symbolizer: out of memory");
+		return NULL;
 	}
-	proc->forgotten = 0;
-	proc->last_used = s->batch;
-	if (over && !proc->maps_limited) {
-		proc->maps_limited = 1;
-		sym_limit_hit(s, SYM_LIMIT_MAPS, 0);
-	}
-	int has_anon = 0;
-	for (size_t i = 0; i < snap->maps.n; i++)
-		has_anon |= snap->maps.v[i].kind == SYM_MAP_ANON;
-	if (has_anon && !proc->nspid)
-		proc->nspid = read_nspid(s, pid);
+	proc->pid = pid;
+	s->plimits.bytes += sizeof(*proc);
+	size_t b = pid_bucket(s, pid);
+	proc->next = s->procs[b];
+	s->procs[b] = proc;
+	s->nprocs++;
+	return proc;
+}
 
-	/* Replace an older snapshot of the same generation, keeping what it had resolved for
-	 * mappings that did not change (a re-read after dlopen must not re-open every library). */
+/* Takes over what old (an older snapshot of the same generation) had resolved for the
+ * mappings of snap that did not change: a re-read after dlopen must not re-open every
+ * library. */
+static void inherit_resolved(struct sym_snapshot *snap, const struct sym_snapshot *old)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < snap->maps.n; i++) {
+		const struct sym_map *m = &snap->maps.v[i];
+		while (j < old->maps.n && old->maps.v[j].start < m->start)
+			j++;
+		if (j >= old->maps.n)
+			break;
+		const struct sym_map *o = &old->maps.v[j];
+		if (o->start != m->start || o->end != m->end || o->pgoff != m->pgoff || o->inode != m->inode ||
+		    old->st[j].state != MAP_RESOLVED || strcmp(sym_map_path(&old->maps, o), sym_map_path(&snap->maps, m)))
+			continue;
+		snap->st[i] = old->st[j];
+		/* The module path points into the old pool (maybe past a root prefix) or is a
+		 * literal such as "[anon]": move the former to the same spot in the new pool. */
+		uintptr_t op = (uintptr_t)old->st[j].module.path, ostart = (uintptr_t)sym_map_path(&old->maps, o);
+		if (op >= ostart && op <= ostart + strlen(sym_map_path(&old->maps, o)))
+			snap->st[i].module.path = sym_map_path(&snap->maps, m) + (op - ostart);
+		uintptr_t ob = (uintptr_t)old->st[j].base;
+		if (ob >= ostart && ob <= ostart + strlen(sym_map_path(&old->maps, o)))
+			snap->st[i].base = sym_map_path(&snap->maps, m) + (ob - ostart);
+		if (snap->st[i].elf)
+			snap->st[i].elf->refs++;
+	}
+}
+
+/* Makes snap the newest snapshot of proc: replaces an older one of the same generation
+ * (inheriting its resolved mappings) and retires those beyond MAX_SNAPSHOTS. */
+static void push_snapshot(struct symbolizer *s, struct sym_proc *proc, struct sym_snapshot *snap)
+{
 	for (struct sym_snapshot **pp = &proc->snaps; *pp; pp = &(*pp)->next) {
 		struct sym_snapshot *old = *pp;
-		if (old->gen != gen)
+		if (old->gen != snap->gen)
 			continue;
-		size_t j = 0;
-		for (size_t i = 0; i < snap->maps.n; i++) {
-			const struct sym_map *m = &snap->maps.v[i];
-			while (j < old->maps.n && old->maps.v[j].start < m->start)
-				j++;
-			if (j >= old->maps.n)
-				break;
-			const struct sym_map *o = &old->maps.v[j];
-			if (o->start != m->start || o->end != m->end || o->pgoff != m->pgoff || o->inode != m->inode ||
-			    old->st[j].state != MAP_RESOLVED || strcmp(sym_map_path(&old->maps, o), sym_map_path(&snap->maps, m)))
-				continue;
-			snap->st[i] = old->st[j];
-			/* The module path points into the old pool (maybe past a root prefix) or is a
-			 * literal such as "[anon]": move the former to the same spot in the new pool. */
-			uintptr_t op = (uintptr_t)old->st[j].module.path, ostart = (uintptr_t)sym_map_path(&old->maps, o);
-			if (op >= ostart && op <= ostart + strlen(sym_map_path(&old->maps, o)))
-				snap->st[i].module.path = sym_map_path(&snap->maps, m) + (op - ostart);
-			uintptr_t ob = (uintptr_t)old->st[j].base;
-			if (ob >= ostart && ob <= ostart + strlen(sym_map_path(&old->maps, o)))
-				snap->st[i].base = sym_map_path(&snap->maps, m) + (ob - ostart);
-			if (snap->st[i].elf)
-				snap->st[i].elf->refs++;
-		}
+		inherit_resolved(snap, old);
 		*pp = old->next;
 		retire(s, old);
 		break;
@@ -353,6 +330,57 @@ int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct s
 		}
 		pp = &(*pp)->next;
 	}
+}
+
+int sym_proc_snapshot(struct symbolizer *s, uint32_t pid, uint32_t gen, struct sym_proc **procp,
+                      struct sym_snapshot **out, struct np_err *err)
+{
+	*out = NULL;
+	struct sym_proc *known = sym_proc_find(s, pid);
+	if (!known && s->nprocs >= s->plimits.max_procs) {
+		sym_limit_hit(s, SYM_LIMIT_PROCESSES, pid);
+		return 0;
+	}
+	if (known && known->maps_limited && (*out = snapshot_of(known, gen))) {
+		*procp = known; /* refused once: not read again for a miss */
+		return 0;
+	}
+	struct sym_snapshot *snap;
+	int over = 0;
+	if (read_snapshot(s, pid, gen, &snap, &over, err) < 0)
+		return -1;
+	if (!snap)
+		return 0;
+	size_t bytes = sizeof(*snap) + sym_maps_bytes(&snap->maps) + snap->maps.n * sizeof(*snap->st) +
+	               (snap->root_prefix ? strlen(snap->root_prefix) + 1 : 0) + (known ? 0 : sizeof(*known));
+	if (s->plimits.bytes + bytes > s->plimits.max_bytes) {
+		snapshot_free(s, snap);
+		sym_limit_hit(s, SYM_LIMIT_PROCESS_BYTES, pid);
+		if (known)
+			*out = snapshot_of(known, gen); /* keep naming with what it had */
+		*procp = known;
+		return 0;
+	}
+	snap->bytes = bytes - (known ? 0 : sizeof(*known));
+	s->plimits.bytes += snap->bytes;
+
+	struct sym_proc *proc = proc_entry(s, pid, err);
+	if (!proc) {
+		snapshot_free(s, snap);
+		return -1;
+	}
+	proc->forgotten = 0;
+	proc->last_used = s->batch;
+	if (over && !proc->maps_limited) {
+		proc->maps_limited = 1;
+		sym_limit_hit(s, SYM_LIMIT_MAPS, 0);
+	}
+	int has_anon = 0;
+	for (size_t i = 0; i < snap->maps.n; i++)
+		has_anon |= snap->maps.v[i].kind == SYM_MAP_ANON;
+	if (has_anon && !proc->nspid)
+		proc->nspid = read_nspid(s, pid);
+	push_snapshot(s, proc, snap);
 	*procp = proc;
 	*out = snap;
 	return 0;

@@ -15,6 +15,7 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "agent/symbols/perfmap.h"
+#include "lib/hash.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
 
@@ -125,7 +126,7 @@ static const char *demangled(struct symbolizer *s, const char *name, enum sym_de
 	if (mode == SYM_DEMANGLE_NONE || !sym_is_mangled(name))
 		return name;
 	size_t len = strlen(name);
-	uint64_t h = sym_hash_bytes(name, len, (uint64_t)mode + 7);
+	uint64_t h = np_hash_seeded(name, len, (uint64_t)mode + 7);
 	if (!s->dm) {
 		s->dm = calloc(4096, sizeof(*s->dm));
 		if (!s->dm) {

@@ -358,6 +358,57 @@ static int resolve_newest(struct sym_stb *b, size_t *kept)
 	return 0;
 }
 
+/* The names of the n kept symbols: t->name and t->pool, each distinct name once. The
+ * builder's pool is adopted when nearly every name in it is kept (kallsyms, most ELF
+ * files): no second copy of the names at the peak. Else each kept name is copied. -1
+ * when memory runs out. */
+static int set_names(struct sym_stb *b, struct sym_symtab *t, size_t n)
+{
+	/* The kept symbols in the order of their names in the pool. */
+	uint32_t *order = malloc((n ? n : 1) * sizeof(*order));
+	if (!order)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, n, sizeof(*order), cmp_name_off, b->v);
+	size_t names = 0;
+	for (size_t k = 0; k < n; k++)
+		if (k == 0 || b->v[order[k]].name != b->v[order[k - 1]].name)
+			names += strlen(b->pool + b->v[order[k]].name) + 1;
+	t->name = malloc((n ? n : 1) * sizeof(*t->name));
+	int adopt = b->pool && names >= b->pool_len / 10 * 9;
+	if (adopt) {
+		t->pool = b->pool;
+		b->pool = NULL;
+		char *shrunk = realloc(t->pool, b->pool_len ? b->pool_len : 1);
+		if (shrunk)
+			t->pool = shrunk;
+	} else {
+		t->pool = malloc(names ? names : 1);
+	}
+	if (!t->name || !t->pool) {
+		free(order);
+		return -1;
+	}
+	size_t p = 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct sym_stb_entry *e = &b->v[order[k]];
+		if (adopt) {
+			t->name[order[k]] = e->name;
+		} else if (k && e->name == b->v[order[k - 1]].name) {
+			t->name[order[k]] = t->name[order[k - 1]];
+		} else {
+			size_t l = strlen(b->pool + e->name) + 1;
+			memcpy(t->pool + p, b->pool + e->name, l);
+			t->name[order[k]] = (uint32_t)p;
+			p += l;
+		}
+	}
+	free(order);
+	t->pool_len = adopt ? b->pool_len : p;
+	return 0;
+}
+
 int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab **out, struct np_err *err)
 {
 	struct sym_symtab *t = calloc(1, sizeof(*t));
@@ -383,58 +434,19 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 		if (end > top)
 			top = end;
 	}
-	/* The kept symbols in the order of their names in the pool: each distinct name once. */
-	uint32_t *order = malloc((n ? n : 1) * sizeof(*order));
-	if (!order)
+	if (set_names(b, t, n) < 0)
 		goto oom;
-	for (size_t i = 0; i < n; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, n, sizeof(*order), cmp_name_off, b->v);
-	size_t names = 0;
-	for (size_t k = 0; k < n; k++)
-		if (k == 0 || b->v[order[k]].name != b->v[order[k - 1]].name)
-			names += strlen(b->pool + b->v[order[k]].name) + 1;
 	int wide = top - base > UINT32_MAX;
 	t->base = base;
 	t->len = malloc((n ? n : 1) * sizeof(*t->len));
-	t->name = malloc((n ? n : 1) * sizeof(*t->name));
-	/* Adopt the builder's pool when nearly every name in it is kept (kallsyms, most ELF
-	 * files): no second copy of the names at the peak. Else copy each kept name once. */
-	int adopt = b->pool && names >= b->pool_len / 10 * 9;
-	if (adopt) {
-		t->pool = b->pool;
-		b->pool = NULL;
-		char *shrunk = realloc(t->pool, b->pool_len ? b->pool_len : 1);
-		if (shrunk)
-			t->pool = shrunk;
-	} else {
-		t->pool = malloc(names ? names : 1);
-	}
 	if (wide)
 		t->addr64 = malloc(n * sizeof(*t->addr64));
 	else
 		t->off = malloc((n ? n : 1) * sizeof(*t->off));
 	if (b->has_tags)
 		t->tag = malloc((n ? n : 1) * sizeof(*t->tag));
-	if (!t->len || !t->name || !t->pool || (wide ? !t->addr64 : !t->off) || (b->has_tags && !t->tag)) {
-		free(order);
+	if (!t->len || (wide ? !t->addr64 : !t->off) || (b->has_tags && !t->tag))
 		goto oom;
-	}
-	size_t p = 0;
-	for (size_t k = 0; k < n; k++) {
-		const struct sym_stb_entry *e = &b->v[order[k]];
-		if (adopt) {
-			t->name[order[k]] = e->name;
-		} else if (k && e->name == b->v[order[k - 1]].name) {
-			t->name[order[k]] = t->name[order[k - 1]];
-		} else {
-			size_t l = strlen(b->pool + e->name) + 1;
-			memcpy(t->pool + p, b->pool + e->name, l);
-			t->name[order[k]] = (uint32_t)p;
-			p += l;
-		}
-	}
-	free(order);
 	uint64_t reach = 0; /* the furthest end of the symbols so far */
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_stb_entry *e = &b->v[i];
@@ -448,9 +460,7 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 		if (t->tag)
 			t->tag[i] = e->tag;
 	}
-	t->pool_len = adopt ? b->pool_len : p;
-	p = t->pool_len;
-	t->bytes = sizeof(*t) + n * (sizeof(uint32_t) * 2 + (wide ? 8 : 4) + (t->tag ? 2 : 0)) + p;
+	t->bytes = sizeof(*t) + n * (sizeof(uint32_t) * 2 + (wide ? 8 : 4) + (t->tag ? 2 : 0)) + t->pool_len;
 	sym_stb_free(b);
 	*out = t;
 	return 0;

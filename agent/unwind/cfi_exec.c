@@ -78,15 +78,10 @@ static int uoffset(struct unw_reader *r, int64_t factor, int64_t *out)
  * by the data alignment (the _sf forms). */
 static int cfa_offset(struct unw_reader *r, int sf, int64_t daf, int64_t *off)
 {
-	if (sf) {
-		*off = unw_sleb(r);
-		return r->bad ? -1 : scaled(*off, daf, off);
-	}
-	uint64_t u = unw_uleb(r);
-	if (r->bad || u > INT64_MAX)
-		return -1;
-	*off = (int64_t)u;
-	return 0;
+	if (!sf)
+		return uoffset(r, 1, off);
+	*off = unw_sleb(r);
+	return r->bad ? -1 : scaled(*off, daf, off);
 }
 
 static int block(struct unw_reader *r, const uint8_t **p, size_t *len)
@@ -124,15 +119,18 @@ static int advance_by(struct run *x, uint64_t delta)
 	return advance(x, to);
 }
 
-static int set_rule(struct run *x, uint64_t reg, uint8_t how, int64_t val)
+/* Sets the rule of DWARF register reg (ignored for registers we do not track). */
+static int put_rule(struct run *x, uint64_t reg, struct unw_reg_rule rule)
 {
 	struct unw_reg_rule *r = slot(&x->cur, x->cie, reg);
-	if (r) {
-		memset(r, 0, sizeof(*r));
-		r->how = how;
-		r->val = val;
-	}
+	if (r)
+		*r = rule;
 	return 0;
+}
+
+static int set_rule(struct run *x, uint64_t reg, uint8_t how, int64_t val)
+{
+	return put_rule(x, reg, (struct unw_reg_rule){ .how = how, .val = val });
 }
 
 static int restore(struct run *x, uint64_t reg)
@@ -146,27 +144,13 @@ static int restore(struct run *x, uint64_t reg)
 	return 0;
 }
 
-/* Executes one instruction. 0 = go on, 1 = the FDE's end was reached, -1 = fn failed,
- * -2 = undecodable. */
-static int step(struct run *x, struct unw_reader *r)
+/* What step_*() return for an opcode that is not of their family. */
+#define NOT_MINE 2
+
+/* The location opcodes: move to the next row. */
+static int step_loc(struct run *x, struct unw_reader *r, uint8_t op)
 {
-	const int64_t daf = x->cie->data_align;
-	uint8_t op = unw_u8(r);
-	uint64_t reg, u;
-	int64_t off;
-	const uint8_t *expr;
-	size_t len;
-	if (r->bad)
-		return -2;
-	switch (op & 0xc0) {
-	case DW_CFA_advance_loc: return advance_by(x, op & 0x3f);
-	case DW_CFA_offset:
-		if (uoffset(r, daf, &off) < 0)
-			return -2;
-		return set_rule(x, op & 0x3f, UNW_R_OFFSET, off);
-	case DW_CFA_restore: return restore(x, op & 0x3f);
-	default: break;
-	}
+	uint64_t u;
 	switch (op) {
 	case DW_CFA_nop: return 0;
 	case DW_CFA_set_loc:
@@ -177,6 +161,19 @@ static int step(struct run *x, struct unw_reader *r)
 	case DW_CFA_advance_loc2: u = unw_uint(r, 2); return r->bad ? -2 : advance_by(x, u);
 	case DW_CFA_advance_loc4: u = unw_uint(r, 4); return r->bad ? -2 : advance_by(x, u);
 	case DW_CFA_MIPS_advance_loc8: u = unw_uint(r, 8); return r->bad ? -2 : advance_by(x, u);
+	default: return NOT_MINE;
+	}
+}
+
+/* The register rule opcodes (beyond the primary DW_CFA_offset and DW_CFA_restore). */
+static int step_reg(struct run *x, struct unw_reader *r, uint8_t op)
+{
+	const int64_t daf = x->cie->data_align;
+	uint64_t reg, u;
+	int64_t off;
+	const uint8_t *expr;
+	size_t len;
+	switch (op) {
 	case DW_CFA_offset_extended:
 	case DW_CFA_val_offset:
 		reg = unw_uleb(r);
@@ -206,16 +203,28 @@ static int step(struct run *x, struct unw_reader *r)
 		reg = unw_uleb(r);
 		u = unw_uleb(r);
 		return r->bad || u > INT64_MAX ? -2 : set_rule(x, reg, UNW_R_REGISTER, (int64_t)u);
-	case DW_CFA_remember_state:
-		if (x->depth == UNW_STATE_DEPTH)
+	case DW_CFA_expression:
+	case DW_CFA_val_expression:
+		reg = unw_uleb(r);
+		if (r->bad || block(r, &expr, &len) < 0)
 			return -2;
-		x->stack[x->depth++] = x->cur;
-		return 0;
-	case DW_CFA_restore_state:
-		if (x->depth == 0)
-			return -2;
-		x->cur = x->stack[--x->depth];
-		return 0;
+		return put_rule(x, reg,
+		                (struct unw_reg_rule){ .how = op == DW_CFA_expression ? UNW_R_EXPR : UNW_R_VAL_EXPR,
+		                                       .expr = expr,
+		                                       .expr_len = len });
+	default: return NOT_MINE;
+	}
+}
+
+/* The CFA rule opcodes. */
+static int step_cfa(struct run *x, struct unw_reader *r, uint8_t op)
+{
+	const int64_t daf = x->cie->data_align;
+	uint64_t reg;
+	int64_t off;
+	const uint8_t *expr;
+	size_t len;
+	switch (op) {
 	case DW_CFA_def_cfa:
 	case DW_CFA_def_cfa_sf:
 		reg = unw_uleb(r);
@@ -245,26 +254,48 @@ static int step(struct run *x, struct unw_reader *r)
 		x->cur.cfa_expr = expr;
 		x->cur.cfa_expr_len = len;
 		return 0;
-	case DW_CFA_expression:
-	case DW_CFA_val_expression: {
-		reg = unw_uleb(r);
-		if (r->bad || block(r, &expr, &len) < 0)
-			return -2;
-		struct unw_reg_rule *rr = slot(&x->cur, x->cie, reg);
-		if (rr) {
-			memset(rr, 0, sizeof(*rr));
-			rr->how = op == DW_CFA_expression ? UNW_R_EXPR : UNW_R_VAL_EXPR;
-			rr->expr = expr;
-			rr->expr_len = len;
-		}
-		return 0;
+	default: return NOT_MINE;
 	}
+}
+
+/* Executes one instruction. 0 = go on, 1 = the FDE's end was reached, -1 = fn failed,
+ * -2 = undecodable. */
+static int step(struct run *x, struct unw_reader *r)
+{
+	uint8_t op = unw_u8(r);
+	int64_t off;
+	int rc;
+	if (r->bad)
+		return -2;
+	switch (op & 0xc0) {
+	case DW_CFA_advance_loc: return advance_by(x, op & 0x3f);
+	case DW_CFA_offset:
+		if (uoffset(r, x->cie->data_align, &off) < 0)
+			return -2;
+		return set_rule(x, op & 0x3f, UNW_R_OFFSET, off);
+	case DW_CFA_restore: return restore(x, op & 0x3f);
+	default: break;
+	}
+	switch (op) {
+	case DW_CFA_remember_state:
+		if (x->depth == UNW_STATE_DEPTH)
+			return -2;
+		x->stack[x->depth++] = x->cur;
+		return 0;
+	case DW_CFA_restore_state:
+		if (x->depth == 0)
+			return -2;
+		x->cur = x->stack[--x->depth];
+		return 0;
 	case DW_CFA_GNU_args_size:
 		(void)unw_uleb(r);
 		return r->bad ? -2 : 0;
-	default:
-		return -2; /* DW_CFA_GNU_window_save (SPARC/AArch64), vendor opcodes: not x86-64 CFI */
+	default: break;
 	}
+	if ((rc = step_loc(x, r, op)) != NOT_MINE || (rc = step_reg(x, r, op)) != NOT_MINE ||
+	    (rc = step_cfa(x, r, op)) != NOT_MINE)
+		return rc;
+	return -2; /* DW_CFA_GNU_window_save (SPARC/AArch64), vendor opcodes: not x86-64 CFI */
 }
 
 /* Runs x over [p, end). The return values of step(), 0 when the input ends. */

@@ -15,6 +15,7 @@
 #include "agent/unwind/elf_cfi.h"
 #include "agent/unwind/lpm.h"
 #include "agent/unwind/pack.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 
 #define PROC_BUCKETS 4096
@@ -155,14 +156,8 @@ static void drop_mapping(struct unw_loader *l, uint32_t pid, struct unw_pmap *m)
 static int collect(void *ud, const struct sym_exec_mapping *m, struct np_err *err)
 {
 	struct unw_loader *l = ud;
-	if (l->nfresh == l->capfresh) {
-		size_t cap = l->capfresh ? l->capfresh * 2 : 64;
-		struct unw_pmap *v = realloc(l->fresh, cap * sizeof(*v));
-		if (!v)
-			return np_errf(err, "unwind loader: out of memory");
-		l->fresh = v;
-		l->capfresh = cap;
-	}
+	if (np_grow((void **)&l->fresh, &l->capfresh, l->nfresh + 1, sizeof(l->fresh[0])) != 0)
+		return np_errf(err, "unwind loader: out of memory");
 	struct unw_pmap *p = &l->fresh[l->nfresh++];
 	memset(p, 0, sizeof(*p));
 	p->start = m->start;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/grow.h"
+#include "lib/hash.h"
 
 #define ROW_BYTES (sizeof(uint32_t) + sizeof(uint16_t))
 #define MAX_RULES 65536 /* rule indexes are u16 */
@@ -32,11 +33,11 @@ static int rule_eq(const struct unw_rule *a, const struct unw_rule *b)
 
 static uint32_t rule_hash(const struct unw_rule *r)
 {
-	uint64_t h = (uint64_t)r->kind | (uint64_t)r->rbp << 8 | (uint64_t)r->why << 16 |
-	             (uint64_t)(uint16_t)r->cfa_aux << 24 | (uint64_t)(uint32_t)r->cfa_off << 32;
-	h ^= (uint64_t)(uint16_t)r->rbp_off * 0x9e3779b97f4a7c15ull;
-	h *= 0xff51afd7ed558ccdull;
-	return (uint32_t)(h >> 32);
+	/* The fields rule_eq compares, packed (the struct's padding is not hashed). */
+	uint64_t k[2] = { (uint64_t)r->kind | (uint64_t)r->rbp << 8 | (uint64_t)r->why << 16 |
+			  (uint64_t)(uint16_t)r->cfa_aux << 24 | (uint64_t)(uint32_t)r->cfa_off << 32,
+			  (uint16_t)r->rbp_off };
+	return (uint32_t)np_hash_bytes(k, sizeof(k));
 }
 
 static int rehash(struct unw_builder *b, size_t cap)

@@ -15,6 +15,7 @@
 #include "agent/config/controller.h"
 #include "lib/log.h"
 #include "tests/unit/config_test.h"
+#include "tests/unit/wait_test.h"
 
 /* ---- test component types ---- */
 
@@ -381,6 +382,11 @@ static void failures_are_isolated(void **state)
 	cfg_controller_free(c);
 }
 
+static int has_started(void *inst)
+{
+	return __atomic_load_n(&((struct inst *)inst)->starts, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* A failed start is retried with backoff (the first retry after one second). */
 static void failed_start_is_retried(void **state)
 {
@@ -388,8 +394,7 @@ static void failed_start_is_retried(void **state)
 	struct cfg_controller *c = start_graph("test.sink \"f\" {\n  targets = []\n  flaky = true\n}\n", NULL);
 	assert_int_equal(inst_for("test.sink.f")->starts, 0);
 	assert_int_equal(status_of(c, "test.sink.f").s.health, CFG_HEALTH_UNHEALTHY);
-	for (int i = 0; i < 300 && __atomic_load_n(&inst_for("test.sink.f")->starts, __ATOMIC_ACQUIRE) == 0; i++)
-		usleep(10000);
+	assert_true(np_test_wait_until(has_started, inst_for("test.sink.f"), 3000));
 	assert_int_equal(inst_for("test.sink.f")->starts, 1);
 	idle(c);
 	assert_int_equal(status_of(c, "test.sink.f").s.health, CFG_HEALTH_HEALTHY);
@@ -630,6 +635,11 @@ static void *hammer_thread(void *arg)
 	return NULL;
 }
 
+static int published_enough(void *hammer)
+{
+	return __atomic_load_n(&((struct hammer *)hammer)->published, __ATOMIC_ACQUIRE) >= 2000;
+}
+
 /* Publishing from another thread while the controller evaluates: every change is
  * eventually seen, the last one wins, and nothing races (run under ASan too). */
 static void concurrent_publishing(void **state)
@@ -640,8 +650,7 @@ static void concurrent_publishing(void **state)
 
 	assert_string_equal(insts[0].id, "test.source.src");
 	assert_int_equal(pthread_create(&t, NULL, hammer_thread, &h), 0);
-	while (__atomic_load_n(&h.published, __ATOMIC_ACQUIRE) < 2000)
-		usleep(1000);
+	assert_true(np_test_wait_until(published_enough, &h, 60000));
 	__atomic_store_n(&h.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	idle(c);

@@ -75,6 +75,10 @@ static void regex_rejections(void **state)
 		{ "(a{10}){101}", "invalid repeat count: `{101}`" },
 		{ "\\\\Z", "invalid escape sequence: `\\Z`" },
 		{ "\\\\C", "invalid escape sequence: `\\C`" },
+		{ "\\\\x{110000}", "invalid escape sequence: `\\x{110000`" },
+		{ "\\\\x{}", "invalid escape sequence: `\\x{}`" },
+		{ "\\\\x{12", "invalid escape sequence: `\\x{12)`" }, /* ) of the anchoring ^(?:...)$ */
+		{ "\\\\xg1", "invalid escape sequence: `\\xg1`" },
 		{ "(?x)a", "invalid or unsupported Perl syntax: `(?x`" },
 		{ "\\\\p{Grek}", "invalid character class range: `\\p{Grek}`" },
 		{ "[[:word]]", NULL }, /* not a named class: '[' ':' 'w' ... literals */

@@ -12,7 +12,7 @@
 #include "tests/unit/relabel_test.h"
 
 #define MISSING "libnodeprof-test-no-icu.so.0"
-#define UNAVAILABLE "relabel: Unicode tables unavailable: dlopen " MISSING ": "
+#define UNAVAILABLE "Unicode tables (ICU) unavailable: dlopen " MISSING ": "
 
 static void starts_with(const char *s, const char *prefix)
 {

@@ -19,6 +19,7 @@
 
 #include "agent/unwind/loader.h"
 #include "bpf/unwind.h"
+#include "tests/unit/wait_test.h"
 
 struct fixture {
 	struct np_unwind_maps maps;
@@ -34,6 +35,22 @@ static int new_map(enum bpf_map_type type, uint32_t key, uint32_t value, uint32_
 	int fd = bpf_map_create(type, NULL, key, value, max, &o);
 	assert_true(fd >= 0);
 	return fd;
+}
+
+/* Whether the child runs sleep with libc mapped. */
+static int libc_mapped(void *child)
+{
+	pid_t pid = *(const pid_t *)child;
+	char path[64], exe[256] = "", maps[16384] = "";
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	FILE *m = n > 0 && strstr(exe, "sleep") ? fopen(path, "re") : NULL;
+	size_t got = m ? fread(maps, 1, sizeof(maps) - 1, m) : 0;
+	if (m)
+		fclose(m);
+	maps[got] = '\0';
+	return strstr(maps, "libc.so") != NULL;
 }
 
 static int setup(void **state)
@@ -59,20 +76,7 @@ static int setup(void **state)
 	}
 	/* Until exec has replaced the forked copy of this test and the dynamic loader has mapped
 	 * libc: the exe link changes at exec, the libraries come a moment later. */
-	for (int i = 0; i < 500; i++) {
-		char path[64], exe[256] = "", maps[16384] = "";
-		snprintf(path, sizeof(path), "/proc/%d/exe", f->child);
-		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
-		snprintf(path, sizeof(path), "/proc/%d/maps", f->child);
-		FILE *m = n > 0 && strstr(exe, "sleep") ? fopen(path, "re") : NULL;
-		size_t got = m ? fread(maps, 1, sizeof(maps) - 1, m) : 0;
-		if (m)
-			fclose(m);
-		maps[got] = '\0';
-		if (strstr(maps, "libc.so"))
-			break;
-		usleep(10000);
-	}
+	assert_true(np_test_wait_until(libc_mapped, &f->child, 5000));
 	*state = f;
 	return 0;
 }

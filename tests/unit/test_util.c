@@ -16,6 +16,7 @@
 #include "lib/labels.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
+#include "lib/targets_json.h"
 
 static void labels_sorted_and_replaced(void **state)
 {
@@ -165,6 +166,28 @@ static void log_levels_parse(void **state)
 
 /* JSON strings are valid UTF-8 whatever the input: invalid bytes, overlong forms,
  * surrogates and code points past U+10FFFF become U+FFFD; valid text is kept. */
+/* A JSON string map as Kubernetes and Docker labels: sanitized names, the greatest of
+ * colliding keys wins, null is "" (Go's map[string]string), other types are skipped. */
+static void json_map_labels(void **state)
+{
+	json_t *map = json_loads("{\"a/b\": \"slash\", \"a.b\": \"dot\", \"n\": null, \"num\": 1}", 0, NULL);
+	struct np_labels ls = NP_LABELS_INIT;
+	struct np_err err;
+
+	assert_non_null(map);
+	assert_int_equal(np_labels_set_json_map(&ls, map, "p_", "pp_", &err), 0);
+	assert_string_equal(np_labels_get(&ls, "p_a_b"), "slash"); /* "a/b" > "a.b" */
+	assert_string_equal(np_labels_get(&ls, "pp_a_b"), "true");
+	assert_string_equal(np_labels_get(&ls, "p_n"), "");
+	assert_string_equal(np_labels_get(&ls, "pp_n"), "true");
+	assert_null(np_labels_get(&ls, "p_num"));
+	assert_int_equal(ls.n, 4);
+	np_labels_free(&ls);
+	assert_int_equal(np_labels_set_json_map(&ls, NULL, "p_", NULL, &err), 0);
+	assert_int_equal(ls.n, 0);
+	json_decref(map);
+}
+
 static void json_strings_are_valid_utf8(void **state)
 {
 	static const struct {
@@ -248,7 +271,7 @@ int main(void)
 		cmocka_unit_test(buf_grows_and_formats),      cmocka_unit_test(durations_parse_like_go),
 		cmocka_unit_test(durations_format_like_go),   cmocka_unit_test(errors_wrap_context),
 		cmocka_unit_test(log_levels_parse),	      cmocka_unit_test(json_strings_are_valid_utf8),
-		cmocka_unit_test(json_log_lines),
+		cmocka_unit_test(json_log_lines),	      cmocka_unit_test(json_map_labels),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }

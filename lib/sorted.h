@@ -1,0 +1,22 @@
+/* Sorted arrays: the one binary search for the tables kept in order of a key (label
+ * sets, the Kubernetes object caches, metric families and series, Docker containers by
+ * ID, case-folding pairs), and the qsort comparators several modules sort with.
+ * The per-sample lookups over addresses (symbol tables, unwind rows, memory maps) keep
+ * their own loops: a call through a comparator per step would cost on that path. */
+#ifndef NP_UTIL_SORTED_H
+#define NP_UTIL_SORTED_H
+
+#include <stddef.h>
+
+/* The first index of base[0..n) (elements of size bytes, sorted by cmp) whose element is
+ * not less than key, n when there is none; *found (when not NULL) says whether that
+ * element equals key. cmp(key, elem) < 0, 0, > 0 as key sorts before, with or after elem,
+ * as for bsearch. Among equal elements the first is found. */
+size_t np_sorted_find(const void *base, size_t n, size_t size, const void *key,
+		      int (*cmp)(const void *key, const void *elem), int *found);
+
+/* qsort comparators: arrays of const char * (strcmp order), of uint32_t. */
+int np_cmp_str(const void *a, const void *b);
+int np_cmp_u32(const void *a, const void *b);
+
+#endif
