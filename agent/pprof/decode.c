@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/sorted.h"
+
 #define MAX_DECODE_BYTES (1u << 30)
 
 struct rd {
@@ -382,22 +384,21 @@ static int id_index_build(struct id_index *ix, const void *elems, size_t n, size
 	return 0;
 }
 
+static int id_cmp(const void *key, const void *elem)
+{
+	uint64_t a = *(const uint64_t *)key;
+	const struct id_pair *e = elem;
+	return a < e->id ? -1 : a > e->id;
+}
+
 /* Index of id, or -1. */
 static long id_lookup(const struct id_index *ix, uint64_t id)
 {
 	if (ix->dense)
 		return id >= 1 && id <= ix->n ? (long)(id - 1) : -1;
-	size_t lo = 0, hi = ix->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ix->sorted[mid].id < id)
-			lo = mid + 1;
-		else if (ix->sorted[mid].id > id)
-			hi = mid;
-		else
-			return ix->sorted[mid].idx;
-	}
-	return -1;
+	int found;
+	size_t at = np_sorted_find(ix->sorted, ix->n, sizeof(*ix->sorted), &id, id_cmp, &found);
+	return found ? (long)ix->sorted[at].idx : -1;
 }
 
 static void *alloc_array(struct np_pprof_profile *prof, size_t n, size_t size)

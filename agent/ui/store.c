@@ -11,8 +11,10 @@
 #include "agent/discovery/target.h"
 #include "agent/pprof/builder.h"
 #include "agent/ui/store_internal.h"
+#include "lib/grow.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
+#include "lib/sorted.h"
 
 #define ENTRY_SIZE sizeof(struct entry)
 /* Per interned key beyond its bytes: slot (up to 2 x 4 at load 1/2), hash, key record. */
@@ -302,31 +304,25 @@ static void enforce(struct np_store *s, size_t limit)
 }
 
 /* The bucket starting at `start`, created when absent; NULL when out of memory. */
+static int bucket_cmp(const void *key, const void *elem)
+{
+	int64_t a = *(const int64_t *)key, b = ((const struct bucket *)elem)->start;
+	return a < b ? -1 : a > b;
+}
+
 static struct bucket *bucket_for(struct np_store *s, int64_t start)
 {
-	size_t lo = 0, hi = s->nbuckets;
+	int found;
+	size_t at = np_sorted_find(s->buckets, s->nbuckets, sizeof(*s->buckets), &start, bucket_cmp, &found);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->buckets[mid].start < start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < s->nbuckets && s->buckets[lo].start == start)
-		return &s->buckets[lo];
-	if (s->nbuckets == s->buckets_cap) {
-		size_t cap = s->buckets_cap ? s->buckets_cap * 2 : 16;
-		struct bucket *nb = realloc(s->buckets, cap * sizeof(*nb));
-		if (!nb)
-			return NULL;
-		s->buckets = nb;
-		s->buckets_cap = cap;
-	}
-	memmove(s->buckets + lo + 1, s->buckets + lo, (s->nbuckets - lo) * sizeof(*s->buckets));
-	s->buckets[lo] = (struct bucket){ start, NULL, 0, 0 };
+	if (found)
+		return &s->buckets[at];
+	if (np_grow((void **)&s->buckets, &s->buckets_cap, s->nbuckets + 1, sizeof(*s->buckets)))
+		return NULL;
+	memmove(s->buckets + at + 1, s->buckets + at, (s->nbuckets - at) * sizeof(*s->buckets));
+	s->buckets[at] = (struct bucket){ start, NULL, 0, 0 };
 	s->nbuckets++;
-	return &s->buckets[lo];
+	return &s->buckets[at];
 }
 
 /* Merges sorted, unique entries into a bucket, adding values of equal keys. */
