@@ -63,6 +63,9 @@ struct agent {
 	struct np_store *store;
 	struct np_ui *ui;
 	struct np_ebpf_metrics *metrics;
+	struct np_ebpf_running *running; /* the pyroscope.ebpf components, for /metrics and debug pages */
+	struct np_profile_sink store_sink;
+	struct cfg_host host; /* lent to the controller's components */
 };
 
 /* Logs every diagnostic as one line each. */
@@ -188,7 +191,7 @@ static void scrape(void *ud)
 	struct agent *a = ud;
 	struct np_ebpf_stats sum;
 
-	np_ebpf_components_stats(&sum);
+	np_ebpf_components_stats(a->running, &sum);
 	np_ebpf_metrics_update(a->metrics, &sum);
 }
 
@@ -220,20 +223,23 @@ static int debug_components(void *ud, struct np_buf *out, struct np_err *err)
 
 static int debug_profilers(void *ud, struct np_buf *out, struct np_err *err)
 {
-	(void)ud;
-	return np_ebpf_components_json(out, err);
+	struct agent *a = ud;
+
+	return np_ebpf_components_json(a->running, out, err);
 }
 
 static int debug_pid_cache(void *ud, struct np_buf *out, struct np_err *err)
 {
-	(void)ud;
-	return np_ebpf_components_pid_cache_json(out, err);
+	struct agent *a = ud;
+
+	return np_ebpf_components_pid_cache_json(a->running, out, err);
 }
 
 static int debug_elf_cache(void *ud, struct np_buf *out, struct np_err *err)
 {
-	(void)ud;
-	return np_ebpf_components_symbols_json(out, err);
+	struct agent *a = ud;
+
+	return np_ebpf_components_symbols_json(a->running, out, err);
 }
 
 /* One row per target of every discovery and relabel component. */
@@ -291,7 +297,8 @@ static int start_http(struct agent *a, const struct http_flags *f, size_t ui_mem
 	hc.metrics_listen = f->metrics_listen;
 	hc.allowed_hosts = f->allowed_hosts;
 	hc.nallowed_hosts = f->nallowed_hosts;
-	if (np_ebpf_metrics_new(NULL, &a->metrics, err) || np_http_start(&hc, &a->http, err))
+	if (np_ebpf_metrics_new(NULL, &a->metrics, err) || np_ebpf_running_new(&a->running, err) ||
+	    np_http_start(&hc, &a->http, err))
 		return -1;
 	np_http_set_ready(a->http, ready, a);
 	np_http_set_reload(a->http, reload, a);
@@ -310,8 +317,9 @@ static int start_http(struct agent *a, const struct http_flags *f, size_t ui_mem
 		if (np_store_new(&sc, &a->store, err) || np_ui_start(a->http, a->store, &uc, &a->ui, err))
 			return -1;
 	}
-	struct np_profile_sink store_sink = a->store ? np_store_sink(a->store) : (struct np_profile_sink){ 0 };
-	np_ebpf_component_set_local(a->store ? &store_sink : NULL, a->metrics);
+	if (a->store)
+		a->store_sink = np_store_sink(a->store);
+	a->host = (struct cfg_host){ a->store ? &a->store_sink : NULL, a->metrics, a->running };
 	return 0;
 }
 
@@ -320,7 +328,7 @@ static void stop_agent(struct agent *a)
 	/* Components first (profilers flush their last interval, writers their queues),
 	 * then what serves and stores their output. */
 	cfg_controller_free(a->ctl);
-	np_ebpf_component_set_local(NULL, NULL);
+	np_ebpf_running_free(a->running);
 	np_ui_stop(a->ui);
 	np_http_stop(a->http);
 	np_store_free(a->store);
@@ -443,7 +451,7 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 
-	struct cfg_controller_opts copts = { .command = "nodeprof run" };
+	struct cfg_controller_opts copts = { .command = "nodeprof run", .host = &a.host };
 	if (cfg_controller_new(&copts, &a.ctl, &err)) {
 		cfg_graph_free(checked);
 		fprintf(stderr, "nodeprof run: %s\n", err.msg);

@@ -23,7 +23,7 @@ static const struct cfg_block_schema file_blocks[] = {
 	CFG_B("rule", &cfg_relabel_rule_schema, CFG_REPEATABLE, NULL),
 	CFG_END,
 };
-static const struct cfg_schema file_schema = { NULL, file_blocks, NULL };
+static const struct cfg_schema file_schema = { .blocks = file_blocks };
 
 int cmd_tools_relabel(int argc, char **argv)
 {

@@ -67,6 +67,7 @@ struct cfg_controller {
 	char *path;
 	char *command;
 	char *only;
+	const struct cfg_host *host; /* borrowed from the options; never NULL */
 	uint64_t generation;
 };
 
@@ -324,13 +325,87 @@ static void eval_value_node(struct cfg_controller *c, struct ctl_node *n)
 	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
 }
 
+/* Starts a component that is not running with its first arguments (takes ownership
+ * of args). A failed start is retried later with backoff. */
+static void start_node(struct cfg_controller *c, struct ctl_node *n, struct cfg_args *args)
+{
+	struct np_err err;
+	char msg[1100];
+
+	pthread_mutex_lock(&c->mu);
+	int64_t retry_at = n->retry_at;
+	pthread_mutex_unlock(&c->mu);
+	if (retry_at && now_ns(CLOCK_MONOTONIC) < retry_at && n->args && cfg_args_equal(args, n->args)) {
+		/* Same arguments as the failed attempt: wait for the retry time. */
+		cfg_args_free(args);
+		return;
+	}
+	n->handle = new_handle(c, n);
+	if (!n->handle) {
+		cfg_args_free(args);
+		node_health(c, n, CFG_HEALTH_UNHEALTHY, "out of memory");
+		schedule_retry(c, n);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	n->handle->node = n;
+	pthread_mutex_unlock(&c->mu);
+	np_err_clear(&err);
+	if (n->type->ops->start(n->handle, c->host, args->fields, &n->state, &err)) {
+		free_handle(c, n->handle);
+		n->handle = NULL;
+		np_log(NP_WARN, "config", "component failed to start", "component_id", n->id, "err", err.msg, NULL);
+		snprintf(msg, sizeof(msg), "start failed: %s", err.msg);
+		node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
+		cfg_args_free(n->args);
+		n->args = args; /* remembered to avoid retrying the same arguments early */
+		schedule_retry(c, n);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	n->running = 1;
+	n->retry_at = 0;
+	n->backoff = 0;
+	pthread_mutex_unlock(&c->mu);
+	cfg_args_free(n->args);
+	n->args = args;
+	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
+	np_log(NP_INFO, "config", "component started", "component_id", n->id, NULL);
+}
+
+/* Hands changed arguments to a running component (takes ownership of args); on
+ * failure it keeps the previous ones. */
+static void update_node(struct cfg_controller *c, struct ctl_node *n, struct cfg_args *args)
+{
+	struct np_err err;
+	char msg[1100];
+
+	if (cfg_args_equal(args, n->args)) {
+		cfg_args_free(args);
+		node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
+		return;
+	}
+	np_err_clear(&err);
+	if (n->type->ops->update(n->state, args->fields, &err)) {
+		cfg_args_free(args);
+		np_log(NP_WARN, "config", "component update failed; it keeps its previous arguments", "component_id", n->id,
+		       "err", err.msg, NULL);
+		snprintf(msg, sizeof(msg), "update failed: %s", err.msg);
+		node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
+		return;
+	}
+	cfg_args_free(n->args);
+	n->args = args;
+	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
+	np_log(NP_DEBUG, "config", "component updated", "component_id", n->id, NULL);
+}
+
 static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 {
 	const struct cfg_node *gn = &c->graph->nodes[n->idx];
 	struct cfg_resolver r = { .g = c->graph, .scope = gn->scope, .export_value = runtime_export, .ud = c };
 	struct cfg_diags d;
 	struct cfg_eval ev = { .d = &d, .resolve = cfg_graph_resolve, .ud = &r };
-	struct np_err err;
 	char msg[1100];
 
 	if (n->kind != CFG_NODE_COMPONENT) {
@@ -348,67 +423,10 @@ static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 		return;
 	}
 	cfg_diags_free(&d);
-
-	if (!n->running) {
-		pthread_mutex_lock(&c->mu);
-		int64_t retry_at = n->retry_at;
-		pthread_mutex_unlock(&c->mu);
-		if (retry_at && now_ns(CLOCK_MONOTONIC) < retry_at && n->args && cfg_args_equal(args, n->args)) {
-			/* Same arguments as the failed attempt: wait for the retry time. */
-			cfg_args_free(args);
-			return;
-		}
-		n->handle = new_handle(c, n);
-		if (!n->handle) {
-			cfg_args_free(args);
-			node_health(c, n, CFG_HEALTH_UNHEALTHY, "out of memory");
-			schedule_retry(c, n);
-			return;
-		}
-		pthread_mutex_lock(&c->mu);
-		n->handle->node = n;
-		pthread_mutex_unlock(&c->mu);
-		np_err_clear(&err);
-		if (n->type->ops->start(n->handle, args, &n->state, &err)) {
-			free_handle(c, n->handle);
-			n->handle = NULL;
-			np_log(NP_WARN, "config", "component failed to start", "component_id", n->id, "err", err.msg, NULL);
-			snprintf(msg, sizeof(msg), "start failed: %s", err.msg);
-			node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
-			cfg_args_free(n->args);
-			n->args = args; /* remembered to avoid retrying the same arguments early */
-			schedule_retry(c, n);
-			return;
-		}
-		pthread_mutex_lock(&c->mu);
-		n->running = 1;
-		n->retry_at = 0;
-		n->backoff = 0;
-		pthread_mutex_unlock(&c->mu);
-		cfg_args_free(n->args);
-		n->args = args;
-		node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
-		np_log(NP_INFO, "config", "component started", "component_id", n->id, NULL);
-		return;
-	}
-	if (cfg_args_equal(args, n->args)) {
-		cfg_args_free(args);
-		node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
-		return;
-	}
-	np_err_clear(&err);
-	if (n->type->ops->update(n->state, args, &err)) {
-		cfg_args_free(args);
-		np_log(NP_WARN, "config", "component update failed; it keeps its previous arguments", "component_id", n->id,
-		       "err", err.msg, NULL);
-		snprintf(msg, sizeof(msg), "update failed: %s", err.msg);
-		node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
-		return;
-	}
-	cfg_args_free(n->args);
-	n->args = args;
-	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
-	np_log(NP_DEBUG, "config", "component updated", "component_id", n->id, NULL);
+	if (!n->running)
+		start_node(c, n, args);
+	else
+		update_node(c, n, args);
 }
 
 /* One pass in dependency order over the dirty nodes (apply_mu held). Nodes a
@@ -491,6 +509,8 @@ int cfg_controller_new(const struct cfg_controller_opts *opts, struct cfg_contro
 		return np_errf(err, "out of memory");
 	c->command = strdup(opts && opts->command ? opts->command : "nodeprof run");
 	c->only = opts && opts->only ? strdup(opts->only) : NULL;
+	static const struct cfg_host no_host;
+	c->host = opts && opts->host ? opts->host : &no_host;
 	if (!c->command || (opts && opts->only && !c->only)) {
 		free(c->command);
 		free(c->only);

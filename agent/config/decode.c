@@ -1,5 +1,6 @@
-/* Decoding block bodies against schemas, value conversion, and the typed
- * accessors: see args.h. Messages follow grafana/alloy syntax/vm where Alloy has
+/* Decoding block bodies against schemas and value conversion: see args.h (the
+ * struct a schema binds is filled by fields.c, the by-name accessors are in
+ * args_access.c). Messages follow grafana/alloy syntax/vm where Alloy has
  * one ("unrecognized attribute name", "missing required attribute", "attribute
  * may only be provided once", ...), with "did you mean" added. */
 #include "agent/config/args.h"
@@ -554,6 +555,7 @@ void cfg_args_free(struct cfg_args *a)
 {
 	if (!a)
 		return;
+	cfg_args_unbind(a);
 	size_t na = cfg_schema_n_attrs(a->schema), nb = cfg_schema_n_blocks(a->schema);
 	for (size_t i = 0; a->attrs && i < na; i++) {
 		cfg_unref(a->attrs[i].val);
@@ -679,6 +681,8 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 	warn_at_defaults(s, a, d);
 	if (d->n_errors == errors && s->validate)
 		s->validate(a, d);
+	if (d->n_errors == errors && cfg_args_bind(a))
+		oom(d, pos);
 	if (d->n_errors != errors) {
 		cfg_args_free(a);
 		return NULL;
@@ -708,196 +712,4 @@ int cfg_args_equal(const struct cfg_args *a, const struct cfg_args *b)
 				return 0;
 	}
 	return 1;
-}
-
-/* ---- accessors ---- */
-
-static const struct cfg_arg *find(const struct cfg_args *a, const char *name)
-{
-	size_t i;
-
-	if (!cfg_schema_attr(a->schema, name, &i)) {
-		np_log(NP_ERROR, "config", "BUG: accessor for an attribute the schema does not declare", "attribute", name,
-		       NULL);
-		return NULL;
-	}
-	return &a->attrs[i];
-}
-
-int cfg_args_has(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	return arg && arg->val;
-}
-
-int cfg_args_is_unknown(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	return arg && arg->val && cfg_value_contains_unknown(arg->val);
-}
-
-const struct cfg_value *cfg_args_get(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	if (!arg)
-		return NULL;
-	return arg->val ? arg->val : arg->dflt;
-}
-
-struct cfg_pos cfg_args_pos(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	return arg && arg->val ? arg->val_pos : a->pos;
-}
-
-struct cfg_pos cfg_args_name_pos(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	return arg && arg->val ? arg->name_pos : a->pos;
-}
-
-const char *cfg_args_str(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && (v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) ? v->u.str.s : NULL;
-}
-
-int cfg_args_bool(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_BOOL && v->u.b;
-}
-
-int64_t cfg_args_int(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_NUMBER ? cfg_num_as_int(v->u.num) : 0;
-}
-
-uint64_t cfg_args_uint(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_NUMBER ? cfg_num_as_uint(v->u.num) : 0;
-}
-
-double cfg_args_float(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_NUMBER ? cfg_num_as_float(v->u.num) : 0;
-}
-
-int64_t cfg_args_duration(const struct cfg_args *a, const char *name)
-{
-	const char *s = cfg_args_str(a, name);
-	int64_t ns = 0;
-	struct np_err err;
-
-	if (!s || np_duration_parse(s, &ns, &err))
-		return 0;
-	return ns;
-}
-
-size_t cfg_args_list_len(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && cfg_is_array(v) ? cfg_array_len(v) : 0;
-}
-
-const char *cfg_args_list_str(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	if (!v || v->kind != CFG_V_ARRAY || i >= v->u.arr.n)
-		return NULL;
-	v = v->u.arr.v[i];
-	return v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET ? v->u.str.s : NULL;
-}
-
-size_t cfg_args_map_len(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_OBJECT ? v->u.obj.n : 0;
-}
-
-const char *cfg_args_map_key(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_OBJECT && i < v->u.obj.n ? v->u.obj.v[i].key : NULL;
-}
-
-const struct cfg_value *cfg_args_map_value(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_OBJECT && i < v->u.obj.n ? v->u.obj.v[i].val : NULL;
-}
-
-const char *cfg_args_map_str(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_map_value(a, name, i);
-
-	return v && (v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) ? v->u.str.s : NULL;
-}
-
-const struct np_targets *cfg_args_targets(const struct cfg_args *a, const char *name)
-{
-	static const struct np_targets empty = NP_TARGETS_INIT;
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_TARGETS ? &v->u.targets : &empty;
-}
-
-size_t cfg_args_capsules(const struct cfg_args *a, const char *name, void **out, size_t max)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-	size_t n = 0;
-
-	if (!v)
-		return 0;
-	if (v->kind == CFG_V_CAPSULE) {
-		if (max > 0)
-			out[0] = v->u.cap.ptr;
-		return 1;
-	}
-	if (v->kind != CFG_V_ARRAY)
-		return 0;
-	for (size_t i = 0; i < v->u.arr.n; i++) {
-		if (v->u.arr.v[i]->kind != CFG_V_CAPSULE)
-			continue;
-		if (n < max)
-			out[n] = v->u.arr.v[i]->u.cap.ptr;
-		n++;
-	}
-	return n;
-}
-
-size_t cfg_args_nblocks(const struct cfg_args *a, const char *name)
-{
-	size_t i;
-
-	if (!cfg_schema_block(a->schema, name, &i))
-		return 0;
-	return a->blocks[i].n;
-}
-
-const struct cfg_args *cfg_args_block(const struct cfg_args *a, const char *name, size_t i)
-{
-	size_t k;
-
-	if (!cfg_schema_block(a->schema, name, &k) || i >= a->blocks[k].n)
-		return NULL;
-	return a->blocks[k].v[i];
 }
