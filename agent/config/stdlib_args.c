@@ -1,5 +1,5 @@
-/* Argument and result helpers shared by the standard-library functions
- * (stdlib_internal.h). */
+/* Argument and result helpers shared by the standard-library functions, and the
+ * container walk string.format's %v and encoding.to_json share (stdlib_internal.h). */
 #include <stdio.h>
 
 #include "agent/config/eval.h"
@@ -62,4 +62,55 @@ struct cfg_value *cfg_fn_result_string(struct cfg_call *c, struct np_buf *b)
 	char *s = np_buf_steal(b, NULL);
 	struct cfg_value *v = s ? cfg_string_take(s, len) : cfg_string("", 0);
 	return v ? v : cfg_fn_oom(c);
+}
+
+int cfg_put_container(const struct cfg_put_style *st, const struct cfg_value *v, int depth, struct np_buf *out)
+{
+	if (v->kind == CFG_V_OBJECT) {
+		np_buf_puts(out, st->obj_open);
+		for (size_t i = 0; i < v->u.obj.n; i++) {
+			if (i)
+				np_buf_puts(out, st->sep);
+			st->key(v->u.obj.v[i].key, out);
+			np_buf_putc(out, ':');
+			if (st->value(v->u.obj.v[i].val, out, depth + 1))
+				return -1;
+		}
+		np_buf_puts(out, st->obj_close);
+		return 0;
+	}
+	np_buf_puts(out, st->arr_open);
+	for (size_t i = 0; i < cfg_array_len(v); i++) {
+		struct cfg_value *el = cfg_array_get(v, i);
+		if (!el)
+			return -1;
+		if (i)
+			np_buf_puts(out, st->sep);
+		int rc = st->value(el, out, depth + 1);
+		cfg_unref(el);
+		if (rc)
+			return rc;
+	}
+	np_buf_puts(out, st->arr_close);
+	return 0;
+}
+
+struct cfg_value *cfg_fn_map_string(struct cfg_call *c, const void *how,
+				    int (*fn)(struct cfg_call *c, const void *how, const char *s, size_t n,
+					      struct np_buf *out))
+{
+	const char *s;
+	size_t n;
+	struct cfg_value *tmp;
+	struct np_buf b = NP_BUF_INIT;
+
+	if (cfg_arg_string(c, 0, &s, &n, &tmp))
+		return NULL;
+	int rc = fn(c, how, s, n, &b);
+	cfg_unref(tmp);
+	if (rc) {
+		np_buf_free(&b);
+		return NULL;
+	}
+	return cfg_fn_result_string(c, &b);
 }

@@ -6,20 +6,15 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/stdlib_internal.h"
-/* ---- encoding: base64 and URL query escaping ---- */
 
 static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static const char b64_url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-static struct cfg_value *b64_encode(struct cfg_call *c, const char *alphabet)
+static int b64_encode(struct cfg_call *c, const void *alphabet_, const char *s, size_t n, struct np_buf *b)
 {
-	const char *s;
-	size_t n;
-	struct cfg_value *tmp;
-	struct np_buf b = NP_BUF_INIT;
+	const char *alphabet = alphabet_;
 
-	if (cfg_arg_string(c, 0, &s, &n, &tmp))
-		return NULL;
+	(void)c;
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0; i < n; i += 3) {
 		uint32_t x = (uint32_t)u[i] << 16;
@@ -27,13 +22,12 @@ static struct cfg_value *b64_encode(struct cfg_call *c, const char *alphabet)
 			x |= (uint32_t)u[i + 1] << 8;
 		if (i + 2 < n)
 			x |= u[i + 2];
-		np_buf_putc(&b, alphabet[(x >> 18) & 63]);
-		np_buf_putc(&b, alphabet[(x >> 12) & 63]);
-		np_buf_putc(&b, i + 1 < n ? alphabet[(x >> 6) & 63] : '=');
-		np_buf_putc(&b, i + 2 < n ? alphabet[x & 63] : '=');
+		np_buf_putc(b, alphabet[(x >> 18) & 63]);
+		np_buf_putc(b, alphabet[(x >> 12) & 63]);
+		np_buf_putc(b, i + 1 < n ? alphabet[(x >> 6) & 63] : '=');
+		np_buf_putc(b, i + 2 < n ? alphabet[x & 63] : '=');
 	}
-	cfg_unref(tmp);
-	return cfg_fn_result_string(c, &b);
+	return 0;
 }
 
 /* Go's base64 (Std or URL encoding, padded) decoding, newlines skipped as Go does: 0
@@ -74,67 +68,58 @@ int cfg_base64_decode(const char *s, size_t n, int url, struct np_buf *out, size
 	return 0;
 }
 
-static struct cfg_value *b64_decode(struct cfg_call *c, int url)
+static int b64_decode(struct cfg_call *c, const void *alphabet, const char *s, size_t n, struct np_buf *b)
 {
-	const char *s;
-	size_t n, bad;
-	struct cfg_value *tmp;
-	struct np_buf b = NP_BUF_INIT;
+	size_t bad;
 
-	if (cfg_arg_string(c, 0, &s, &n, &tmp))
-		return NULL;
-	if (cfg_base64_decode(s, n, url, &b, &bad)) {
+	if (cfg_base64_decode(s, n, alphabet == b64_url, b, &bad)) {
 		cfg_error(c->ev->d, c->arg_pos[0], "%s: illegal base64 data at input byte %zu", c->fn->name, bad);
-		np_buf_free(&b);
-		cfg_unref(tmp);
-		return NULL;
+		return -1;
 	}
-	cfg_unref(tmp);
-	return cfg_fn_result_string(c, &b);
+	return 0;
 }
 
 struct cfg_value *cfg_fn_to_base64(struct cfg_call *c)
 {
-	return b64_encode(c, b64_std);
+	return cfg_fn_map_string(c, b64_std, b64_encode);
 }
 
 struct cfg_value *cfg_fn_to_urlbase64(struct cfg_call *c)
 {
-	return b64_encode(c, b64_url);
+	return cfg_fn_map_string(c, b64_url, b64_encode);
 }
 
 struct cfg_value *cfg_fn_from_base64(struct cfg_call *c)
 {
-	return b64_decode(c, 0);
+	return cfg_fn_map_string(c, b64_std, b64_decode);
 }
 
 struct cfg_value *cfg_fn_from_urlbase64(struct cfg_call *c)
 {
-	return b64_decode(c, 1);
+	return cfg_fn_map_string(c, b64_url, b64_decode);
 }
 
 /* url.QueryEscape */
-struct cfg_value *cfg_fn_url_encode(struct cfg_call *c)
+static int url_encode(struct cfg_call *c, const void *how, const char *s, size_t n, struct np_buf *b)
 {
-	const char *s;
-	size_t n;
-	struct cfg_value *tmp;
-	struct np_buf b = NP_BUF_INIT;
-
-	if (cfg_arg_string(c, 0, &s, &n, &tmp))
-		return NULL;
+	(void)c;
+	(void)how;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
 		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
 		    ch == '_' || ch == '.' || ch == '~')
-			np_buf_putc(&b, (char)ch);
+			np_buf_putc(b, (char)ch);
 		else if (ch == ' ')
-			np_buf_putc(&b, '+');
+			np_buf_putc(b, '+');
 		else
-			np_buf_printf(&b, "%%%02X", ch);
+			np_buf_printf(b, "%%%02X", ch);
 	}
-	cfg_unref(tmp);
-	return cfg_fn_result_string(c, &b);
+	return 0;
+}
+
+struct cfg_value *cfg_fn_url_encode(struct cfg_call *c)
+{
+	return cfg_fn_map_string(c, NULL, url_encode);
 }
 
 static int hexdigit(char ch)
@@ -149,31 +134,27 @@ static int hexdigit(char ch)
 }
 
 /* url.QueryUnescape */
-struct cfg_value *cfg_fn_url_decode(struct cfg_call *c)
+static int url_decode(struct cfg_call *c, const void *how, const char *s, size_t n, struct np_buf *b)
 {
-	const char *s;
-	size_t n;
-	struct cfg_value *tmp;
-	struct np_buf b = NP_BUF_INIT;
-
-	if (cfg_arg_string(c, 0, &s, &n, &tmp))
-		return NULL;
+	(void)how;
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] == '%') {
 			int hi = i + 2 < n ? hexdigit(s[i + 1]) : -1, lo = i + 2 < n ? hexdigit(s[i + 2]) : -1;
 			if (hi < 0 || lo < 0) {
 				size_t show = n - i < 3 ? n - i : 3;
 				cfg_error(c->ev->d, c->arg_pos[0], "%s: invalid URL escape \"%.*s\"", c->fn->name, (int)show, s + i);
-				np_buf_free(&b);
-				cfg_unref(tmp);
-				return NULL;
+				return -1;
 			}
-			np_buf_putc(&b, (char)(hi * 16 + lo));
+			np_buf_putc(b, (char)(hi * 16 + lo));
 			i += 2;
 		} else {
-			np_buf_putc(&b, s[i] == '+' ? ' ' : s[i]);
+			np_buf_putc(b, s[i] == '+' ? ' ' : s[i]);
 		}
 	}
-	cfg_unref(tmp);
-	return cfg_fn_result_string(c, &b);
+	return 0;
+}
+
+struct cfg_value *cfg_fn_url_decode(struct cfg_call *c)
+{
+	return cfg_fn_map_string(c, NULL, url_decode);
 }

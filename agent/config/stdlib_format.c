@@ -54,7 +54,17 @@ static void float_g_shortest(double f, struct np_buf *out)
 }
 
 /* Go's %v of a decoded Alloy value. Returns -1 for values fmt must not print. */
-static int format_v(const struct cfg_value *v, struct np_buf *out)
+static int format_v(const struct cfg_value *v, struct np_buf *out, int depth);
+
+static void plain_key(const char *key, struct np_buf *out)
+{
+	np_buf_puts(out, key);
+}
+
+/* Go's %v: [a b] and map[k:v k:v]. */
+static const struct cfg_put_style v_style = { "[", "]", "map[", "]", " ", plain_key, format_v };
+
+static int format_v(const struct cfg_value *v, struct np_buf *out, int depth)
 {
 	char num[400];
 
@@ -78,32 +88,8 @@ static int format_v(const struct cfg_value *v, struct np_buf *out)
 		return 0;
 	case CFG_V_ARRAY:
 	case CFG_V_TARGETS:
-		np_buf_putc(out, '[');
-		for (size_t i = 0; i < cfg_array_len(v); i++) {
-			struct cfg_value *el = cfg_array_get(v, i);
-			if (!el)
-				return -1;
-			if (i)
-				np_buf_putc(out, ' ');
-			int rc = format_v(el, out);
-			cfg_unref(el);
-			if (rc)
-				return rc;
-		}
-		np_buf_putc(out, ']');
-		return 0;
 	case CFG_V_OBJECT:
-		np_buf_puts(out, "map[");
-		for (size_t i = 0; i < v->u.obj.n; i++) {
-			if (i)
-				np_buf_putc(out, ' ');
-			np_buf_puts(out, v->u.obj.v[i].key);
-			np_buf_putc(out, ':');
-			if (format_v(v->u.obj.v[i].val, out))
-				return -1;
-		}
-		np_buf_putc(out, ']');
-		return 0;
+		return cfg_put_container(&v_style, v, depth, out);
 	default:
 		return -1;
 	}
@@ -322,7 +308,7 @@ static int format_one(struct cfg_call *c, size_t i, const struct spec *sp, struc
 			return 0;
 		}
 		struct np_buf b = NP_BUF_INIT;
-		if (format_v(v, &b)) {
+		if (format_v(v, &b, 0)) {
 			np_buf_free(&b);
 			cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a value containing a %s", c->fn->name,
 				  "secret, capsule or function");

@@ -35,6 +35,22 @@ struct cfg_value *cfg_from_jansson(const struct json_t *j, int ints_as_float);
  * an out-of-memory or too-long result. */
 struct cfg_value *cfg_fn_result_string(struct cfg_call *c, struct np_buf *b);
 
+/* A function of one string: argument 0 as text, handed to fn with `how`; the text fn
+ * appends to out is the result. fn returns -1 after reporting an error. */
+struct cfg_value *cfg_fn_map_string(struct cfg_call *c, const void *how,
+				    int (*fn)(struct cfg_call *c, const void *how, const char *s, size_t n,
+					      struct np_buf *out));
+
+/* How cfg_put_container writes an array, target list or object: the brackets, the
+ * separator, a key (followed by ':'), and each value (depth is the value's nesting). */
+struct cfg_put_style {
+	const char *arr_open, *arr_close, *obj_open, *obj_close, *sep;
+	void (*key)(const char *key, struct np_buf *out);
+	int (*value)(const struct cfg_value *v, struct np_buf *out, int depth);
+};
+/* 0, or the first nonzero value() returned (-1 when out of memory). */
+int cfg_put_container(const struct cfg_put_style *st, const struct cfg_value *v, int depth, struct np_buf *out);
+
 /* The functions, one file per Alloy namespace; stdlib.c lists them in its tables. */
 struct cfg_value *cfg_fn_format(struct cfg_call *c); /* stdlib_format.c */
 struct cfg_value *cfg_fn_join(struct cfg_call *c);   /* stdlib_string.c */

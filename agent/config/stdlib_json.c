@@ -158,6 +158,15 @@ static void json_float(double f, struct np_buf *out)
 	np_buf_puts(out, buf);
 }
 
+static int to_json(const struct cfg_value *v, struct np_buf *out, int depth);
+
+static void json_key(const char *key, struct np_buf *out)
+{
+	json_quote(key, strlen(key), out);
+}
+
+static const struct cfg_put_style json_style = { "[", "]", "{", "}", ",", json_key, to_json };
+
 static int to_json(const struct cfg_value *v, struct np_buf *out, int depth)
 {
 	char num[64];
@@ -186,32 +195,8 @@ static int to_json(const struct cfg_value *v, struct np_buf *out, int depth)
 		return 0;
 	case CFG_V_ARRAY:
 	case CFG_V_TARGETS:
-		np_buf_putc(out, '[');
-		for (size_t i = 0; i < cfg_array_len(v); i++) {
-			struct cfg_value *el = cfg_array_get(v, i);
-			if (!el)
-				return -1;
-			if (i)
-				np_buf_putc(out, ',');
-			int rc = to_json(el, out, depth + 1);
-			cfg_unref(el);
-			if (rc)
-				return rc;
-		}
-		np_buf_putc(out, ']');
-		return 0;
 	case CFG_V_OBJECT:
-		np_buf_putc(out, '{');
-		for (size_t i = 0; i < v->u.obj.n; i++) {
-			if (i)
-				np_buf_putc(out, ',');
-			json_quote(v->u.obj.v[i].key, strlen(v->u.obj.v[i].key), out);
-			np_buf_putc(out, ':');
-			if (to_json(v->u.obj.v[i].val, out, depth + 1))
-				return -1;
-		}
-		np_buf_putc(out, '}');
-		return 0;
+		return cfg_put_container(&json_style, v, depth, out);
 	default:
 		return -1;
 	}

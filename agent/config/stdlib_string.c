@@ -169,34 +169,25 @@ out:
 
 /* strings.ToLower/ToUpper (gostr.h: Unicode simple case mapping from ICU, loaded only for
  * non-ASCII text; an invalid byte becomes U+FFFD as in Go). */
-static struct cfg_value *map_case(struct cfg_call *c, int upper)
+static int map_case(struct cfg_call *c, const void *upper, const char *s, size_t n, struct np_buf *b)
 {
-	const char *s;
-	size_t n;
-	struct cfg_value *tmp;
-	struct np_buf b = NP_BUF_INIT;
 	struct np_err err;
 
-	if (cfg_arg_string(c, 0, &s, &n, &tmp))
-		return NULL;
-	int rc = upper ? go_to_upper(&b, s, n, &err) : go_to_lower(&b, s, n, &err);
-	cfg_unref(tmp);
-	if (rc < 0) {
-		np_buf_free(&b);
+	if ((upper ? go_to_upper(b, s, n, &err) : go_to_lower(b, s, n, &err)) < 0) {
 		cfg_error(c->ev->d, c->pos, "%s: %s", c->fn->name, err.msg);
-		return NULL;
+		return -1;
 	}
-	return cfg_fn_result_string(c, &b);
+	return 0;
 }
 
 struct cfg_value *cfg_fn_to_lower(struct cfg_call *c)
 {
-	return map_case(c, 0);
+	return cfg_fn_map_string(c, NULL, map_case);
 }
 
 struct cfg_value *cfg_fn_to_upper(struct cfg_call *c)
 {
-	return map_case(c, 1);
+	return cfg_fn_map_string(c, "upper", map_case);
 }
 
 static int in_cutset(const char *cut, size_t m, const char *r, size_t rl)
