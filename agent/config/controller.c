@@ -113,6 +113,17 @@ static long export_index(const struct cfg_component_type *t, const char *name)
 	return -1;
 }
 
+/* The component's node with the controller's lock held, or NULL (unlocked) once the
+ * component is detached (stopping). */
+static struct ctl_node *lock_node(struct cfg_component *comp)
+{
+	pthread_mutex_lock(&comp->ctl->mu);
+	struct ctl_node *n = comp->node;
+	if (!n)
+		pthread_mutex_unlock(&comp->ctl->mu);
+	return n;
+}
+
 void cfg_component_publish(struct cfg_component *comp, const char *export_name, struct cfg_value *v)
 {
 	struct cfg_controller *c = comp->ctl;
@@ -120,10 +131,7 @@ void cfg_component_publish(struct cfg_component *comp, const char *export_name, 
 	struct ctl_node *n;
 	long k;
 
-	pthread_mutex_lock(&c->mu);
-	n = comp->node;
-	if (!n) {
-		pthread_mutex_unlock(&c->mu);
+	if (!(n = lock_node(comp))) {
 		cfg_unref(v);
 		return;
 	}
@@ -145,10 +153,7 @@ void cfg_component_publish(struct cfg_component *comp, const char *export_name, 
 	int changed = !old || !cfg_value_equal(old, v);
 	cfg_unref(old);
 
-	pthread_mutex_lock(&c->mu);
-	n = comp->node;
-	if (!n) {
-		pthread_mutex_unlock(&c->mu);
+	if (!(n = lock_node(comp))) {
 		cfg_unref(v);
 		return;
 	}

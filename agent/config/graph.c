@@ -419,11 +419,10 @@ static struct cfg_graph *build(struct cfg_file *file, struct cfg_diags *d)
 	return g;
 }
 
-struct cfg_graph *cfg_graph_load_source(const char *name, const char *src, size_t len, struct cfg_diags *d)
+/* Builds the graph of a parsed file (takes ownership of f; NULL is a failed parse).
+ * `errors` is the error count before parsing. */
+static struct cfg_graph *build_parsed(struct cfg_file *f, size_t errors, struct cfg_diags *d)
 {
-	size_t errors = d->n_errors;
-	struct cfg_file *f = cfg_parse(name, src, len, d);
-
 	if (!f)
 		return NULL;
 	if (d->n_errors != errors) {
@@ -435,18 +434,18 @@ struct cfg_graph *cfg_graph_load_source(const char *name, const char *src, size_
 	return build(f, d);
 }
 
+struct cfg_graph *cfg_graph_load_source(const char *name, const char *src, size_t len, struct cfg_diags *d)
+{
+	size_t errors = d->n_errors;
+
+	return build_parsed(cfg_parse(name, src, len, d), errors, d);
+}
+
 struct cfg_graph *cfg_graph_load_file(const char *path, struct cfg_diags *d)
 {
 	size_t errors = d->n_errors;
-	struct cfg_file *f = cfg_parse_file(path, d);
 
-	if (!f)
-		return NULL;
-	if (d->n_errors != errors) {
-		cfg_file_free(f);
-		return NULL;
-	}
-	return build(f, d);
+	return build_parsed(cfg_parse_file(path, d), errors, d);
 }
 
 void cfg_graph_closure(const struct cfg_graph *g, size_t node, unsigned char *in)

@@ -391,6 +391,20 @@ static void skip_to_statement_end(struct parser *p)
 		next(p);
 }
 
+/* The expressions up to the closing token (the opening one is the current token),
+ * into out; returns the deepest of their depths and d. */
+static unsigned parse_delimited(struct parser *p, enum cfg_tok close, struct pvec *out, unsigned d)
+{
+	next(p);
+	if (p->tok.kind != close)
+		parse_expr_list(p, close, out);
+	expect(p, close);
+	for (size_t i = 0; i < out->n; i++)
+		if (depth_of(out->v[i]) > d)
+			d = depth_of(out->v[i]);
+	return d;
+}
+
 static struct cfg_expr *parse_primary(struct parser *p)
 {
 	struct cfg_pos pos = p->tok.pos;
@@ -433,15 +447,8 @@ static struct cfg_expr *parse_primary(struct parser *p)
 	}
 	case T_LBRACK: {
 		struct pvec elems = { 0 };
-		next(p);
-		if (p->tok.kind != T_RBRACK)
-			parse_expr_list(p, T_RBRACK, &elems);
-		expect(p, T_RBRACK);
+		unsigned d = parse_delimited(p, T_RBRACK, &elems, 1);
 		e = new_expr(p, E_ARRAY, pos);
-		unsigned d = 1;
-		for (size_t i = 0; i < elems.n; i++)
-			if (depth_of(elems.v[i]) > d)
-				d = depth_of(elems.v[i]);
 		if (e) {
 			e->u.list.v = (struct cfg_expr **)pvec_finish(p, &elems, &e->u.list.n);
 			return finish_depth(p, e, d);
@@ -522,15 +529,8 @@ static struct cfg_expr *parse_unary(struct parser *p)
 			prim = finish_depth(p, e, d);
 		} else if (p->tok.kind == T_LPAREN) {
 			struct pvec args = { 0 };
-			next(p);
-			if (p->tok.kind != T_RPAREN)
-				parse_expr_list(p, T_RPAREN, &args);
-			expect(p, T_RPAREN);
+			unsigned d = parse_delimited(p, T_RPAREN, &args, depth_of(prim));
 			e = new_expr(p, E_CALL, pos);
-			unsigned d = depth_of(prim);
-			for (size_t i = 0; i < args.n; i++)
-				if (depth_of(args.v[i]) > d)
-					d = depth_of(args.v[i]);
 			if (e) {
 				e->u.call.fn = prim;
 				e->u.call.v = (struct cfg_expr **)pvec_finish(p, &args, &e->u.call.n);
