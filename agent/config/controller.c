@@ -634,43 +634,136 @@ static struct ctl_node *new_node(const struct cfg_node *gn)
 	return n;
 }
 
-int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct cfg_diags *d)
-{
-	unsigned char *active = calloc(g->n ? g->n : 1, 1);
-	struct ctl_node **nodes = calloc(g->n ? g->n : 1, sizeof(*nodes));
-	size_t **readers = calloc(g->n ? g->n : 1, sizeof(*readers)), *n_readers = calloc(g->n ? g->n : 1, sizeof(size_t));
+/* What applying a graph prepares before it touches the running one: which nodes run
+ * (all, or the `only` component's closure), the controller node of each (kept or
+ * new) and each node's readers. */
+struct apply_plan {
+	size_t n;
+	unsigned char *active;
+	struct ctl_node **nodes;
+	size_t **readers, *n_readers;
+};
 
-	if (!active || !nodes || !readers || !n_readers) {
+static void plan_free(struct apply_plan *p)
+{
+	for (size_t i = 0; p->readers && i < p->n; i++)
+		free(p->readers[i]);
+	free(p->readers);
+	free(p->n_readers);
+	free(p->active);
+	free(p->nodes);
+}
+
+/* The readers of every active node: the active nodes that reference it. */
+static int plan_readers(struct apply_plan *p, const struct cfg_graph *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		for (size_t e = 0; e < g->nodes[i].n_deps; e++) {
+			size_t to = g->nodes[i].deps[e].to;
+			if (!p->active[i] || !p->active[to])
+				continue;
+			size_t *v = realloc(p->readers[to], (p->n_readers[to] + 1) * sizeof(size_t));
+			if (!v)
+				return -1;
+			p->readers[to] = v;
+			p->readers[to][p->n_readers[to]++] = i;
+		}
+	}
+	return 0;
+}
+
+static int plan_new(struct cfg_controller *c, const struct cfg_graph *g, struct apply_plan *p, struct cfg_diags *d)
+{
+	size_t n = g->n ? g->n : 1;
+
+	*p = (struct apply_plan){ .n = g->n };
+	p->active = calloc(n, 1);
+	p->nodes = calloc(n, sizeof(*p->nodes));
+	p->readers = calloc(n, sizeof(*p->readers));
+	p->n_readers = calloc(n, sizeof(size_t));
+	if (!p->active || !p->nodes || !p->readers || !p->n_readers) {
 		cfg_error(d, CFG_NOPOS, "out of memory");
-		goto fail;
+		return -1;
 	}
 	if (c->only) {
 		long idx = cfg_graph_find(g, c->only);
 		if (idx < 0) {
 			cfg_error(d, CFG_NOPOS, "component \"%s\" is not defined in this file", c->only);
-			goto fail;
+			return -1;
 		}
-		cfg_graph_closure(g, (size_t)idx, active);
+		cfg_graph_closure(g, (size_t)idx, p->active);
 	} else {
-		memset(active, 1, g->n);
+		memset(p->active, 1, g->n);
 	}
-	if (cfg_graph_check_runnable(g, active, c->command, d))
-		goto fail;
+	if (cfg_graph_check_runnable(g, p->active, c->command, d))
+		return -1;
+	if (plan_readers(p, g)) {
+		cfg_error(d, CFG_NOPOS, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Gives every active node of g its controller node: the running one with the same ID
+ * and type (taken out of old_nodes, so it is not stopped), else a new one. On failure
+ * (out of memory) the new nodes are freed and the running graph is left as it was. */
+static int plan_match(struct cfg_controller *c, const struct cfg_graph *g, struct apply_plan *p,
+		      struct ctl_node **old_nodes, struct ctl_node *const *live_nodes, size_t old_n)
+{
 	for (size_t i = 0; i < g->n; i++) {
-		for (size_t e = 0; e < g->nodes[i].n_deps; e++) {
-			size_t to = g->nodes[i].deps[e].to;
-			if (!active[i] || !active[to])
-				continue;
-			size_t *v = realloc(readers[to], (n_readers[to] + 1) * sizeof(size_t));
-			if (!v) {
-				cfg_error(d, CFG_NOPOS, "out of memory");
-				goto fail;
+		if (!p->active[i])
+			continue;
+		for (size_t j = 0; j < old_n; j++) {
+			if (old_nodes[j] && strcmp(old_nodes[j]->id, g->nodes[i].id) == 0 && old_nodes[j]->type == g->nodes[i].type) {
+				p->nodes[i] = old_nodes[j];
+				old_nodes[j] = NULL; /* kept: not stopped below */
+				break;
 			}
-			readers[to] = v;
-			readers[to][n_readers[to]++] = i;
+		}
+		if (!p->nodes[i] && !(p->nodes[i] = new_node(&g->nodes[i]))) {
+			/* Put the kept nodes back: the old graph keeps running unchanged. */
+			for (size_t k = 0; k < i; k++) {
+				int kept = 0;
+				for (size_t j = 0; p->nodes[k] && j < old_n; j++)
+					kept |= live_nodes[j] == p->nodes[k];
+				if (p->nodes[k] && !kept)
+					free_node(c, p->nodes[k]);
+			}
+			return -1;
 		}
 	}
+	return 0;
+}
 
+/* Makes g the running graph (mu taken here); its nodes are marked for evaluation. */
+static void plan_install(struct cfg_controller *c, struct cfg_graph *g, struct apply_plan *p)
+{
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < g->n; i++) {
+		struct ctl_node *n = p->nodes[i];
+		if (!n)
+			continue;
+		n->idx = i;
+		free(n->readers);
+		n->readers = p->readers[i];
+		n->n_readers = p->n_readers[i];
+		p->readers[i] = NULL;
+		n->dirty = 1;
+	}
+	c->graph = g;
+	c->nodes = p->nodes;
+	c->n = g->n;
+	c->busy = 1;
+	pthread_mutex_unlock(&c->mu);
+	p->nodes = NULL;
+}
+
+int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct cfg_diags *d)
+{
+	struct apply_plan plan;
+
+	if (plan_new(c, g, &plan, d))
+		goto fail;
 	pthread_mutex_lock(&c->apply_mu);
 	struct cfg_graph *old_graph = c->graph;
 	struct ctl_node **live_nodes = c->nodes;
@@ -686,51 +779,13 @@ int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct c
 	if (old_n)
 		memcpy(old_nodes, live_nodes, old_n * sizeof(*old_nodes));
 	pthread_mutex_unlock(&c->mu);
-	for (size_t i = 0; i < g->n; i++) {
-		if (!active[i])
-			continue;
-		for (size_t j = 0; j < old_n; j++) {
-			if (old_nodes[j] && strcmp(old_nodes[j]->id, g->nodes[i].id) == 0 && old_nodes[j]->type == g->nodes[i].type) {
-				nodes[i] = old_nodes[j];
-				old_nodes[j] = NULL; /* kept: not stopped below */
-				break;
-			}
-		}
-		if (!nodes[i] && !(nodes[i] = new_node(&g->nodes[i]))) {
-			/* Put the kept nodes back: the old graph keeps running unchanged. */
-			for (size_t k = 0; k < i; k++) {
-				int kept = 0;
-				for (size_t j = 0; nodes[k] && j < old_n; j++)
-					kept |= live_nodes[j] == nodes[k];
-				if (nodes[k] && !kept)
-					free_node(c, nodes[k]);
-			}
-			free(old_nodes);
-			pthread_mutex_unlock(&c->apply_mu);
-			cfg_error(d, CFG_NOPOS, "out of memory");
-			goto fail;
-		}
+	if (plan_match(c, g, &plan, old_nodes, live_nodes, old_n)) {
+		free(old_nodes);
+		pthread_mutex_unlock(&c->apply_mu);
+		cfg_error(d, CFG_NOPOS, "out of memory");
+		goto fail;
 	}
-
-	pthread_mutex_lock(&c->mu);
-	for (size_t i = 0; i < g->n; i++) {
-		struct ctl_node *n = nodes[i];
-		if (!n)
-			continue;
-		n->idx = i;
-		free(n->readers);
-		n->readers = readers[i];
-		n->n_readers = n_readers[i];
-		readers[i] = NULL;
-		n->dirty = 1;
-	}
-	c->graph = g;
-	c->nodes = nodes;
-	c->n = g->n;
-	c->busy = 1;
-	pthread_mutex_unlock(&c->mu);
-	g = NULL;
-	nodes = NULL;
+	plan_install(c, g, &plan);
 
 	/* Start and update now, so that a load returns with the graph running. */
 	run_pass(c);
@@ -751,18 +806,10 @@ int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct c
 	pthread_cond_signal(&c->work_cv); /* let the worker settle `busy` and pending retries */
 	pthread_mutex_unlock(&c->mu);
 	pthread_mutex_unlock(&c->apply_mu);
-	free(active);
-	free(readers);
-	free(n_readers);
+	plan_free(&plan);
 	return 0;
 fail:
-	if (readers)
-		for (size_t i = 0; i < g->n; i++)
-			free(readers[i]);
-	free(readers);
-	free(n_readers);
-	free(active);
-	free(nodes);
+	plan_free(&plan);
 	cfg_graph_free(g);
 	return -1;
 }
