@@ -646,31 +646,24 @@ static void consume_statement(struct parser *p)
 	}
 }
 
-/* Statement = IDENT "=" Expression | BlockName "{" Body "}"
- * BlockName = IDENT { "." IDENT } [ STRING ] */
-static struct cfg_stmt *parse_statement(struct parser *p)
+/* A statement's name, "a.b.c", into name (NUL-terminated; cap bytes); returns the
+ * number of dot-separated fragments. */
+static int parse_dotted_name(struct parser *p, char *name, size_t cap, size_t *len)
 {
-	char name[512];
-	size_t name_len = 0;
-	int fragments = 0, name_truncated = 0;
-	struct cfg_pos name_pos = p->tok.pos, label_pos = { 0, 0 };
-	const char *label = NULL;
+	struct cfg_pos name_pos = p->tok.pos;
+	int fragments = 0, truncated = 0;
 
-	if (p->tok.kind != T_IDENT) {
-		add_error(p, "expected identifier, got %s", tokname(p));
-		advance_to(p, T_IDENT);
-		return NULL;
-	}
+	*len = 0;
 	for (;;) {
 		if (p->tok.kind == T_IDENT) {
 			size_t need = p->tok.len + (fragments ? 1 : 0);
-			if (name_len + need < sizeof(name)) {
+			if (*len + need < cap) {
 				if (fragments)
-					name[name_len++] = '.';
-				memcpy(name + name_len, p->tok.lit, p->tok.len);
-				name_len += p->tok.len;
+					name[(*len)++] = '.';
+				memcpy(name + *len, p->tok.lit, p->tok.len);
+				*len += p->tok.len;
 			} else {
-				name_truncated = 1;
+				truncated = 1;
 			}
 		} else {
 			add_error(p, "expected identifier, got %s", tokname(p));
@@ -681,28 +674,55 @@ static struct cfg_stmt *parse_statement(struct parser *p)
 			break;
 		next(p);
 	}
-	name[name_len] = '\0';
-	if (name_truncated)
+	name[*len] = '\0';
+	if (truncated)
 		error_at(p, name_pos, "name is too long");
+	return fragments;
+}
 
-	if (p->tok.kind != T_ASSIGN && p->tok.kind != T_LCURLY) {
-		if (p->tok.kind == T_STRING) {
-			label_pos = p->tok.pos;
-			if (p->tok.lit[0] != '"') {
-				add_error(p, "expected block label to be a double quoted string, but got %.*s",
-					  (int)(p->tok.len > 80 ? 80 : p->tok.len), p->tok.lit);
-			} else {
-				size_t inner = p->tok.len >= 2 ? p->tok.len - 2 : 0;
-				label = cfg_arena_strndup(p->a, p->tok.lit + 1, inner);
-				if (inner > 0 && !cfg_is_ident(p->tok.lit + 1, inner))
-					add_error(p, "expected block label to be a valid identifier, but got \"%.*s\"",
-						  (int)(inner > 80 ? 80 : inner), p->tok.lit + 1);
-			}
+/* The block label after a name ("label" in `a.b "label" { }`), or NULL when it is
+ * missing or malformed (reported). */
+static const char *parse_label(struct parser *p, struct cfg_pos *label_pos)
+{
+	const char *label = NULL;
+
+	if (p->tok.kind == T_STRING) {
+		*label_pos = p->tok.pos;
+		if (p->tok.lit[0] != '"') {
+			add_error(p, "expected block label to be a double quoted string, but got %.*s",
+				  (int)(p->tok.len > 80 ? 80 : p->tok.len), p->tok.lit);
 		} else {
-			add_error(p, "expected block label, got %s", tokname(p));
+			size_t inner = p->tok.len >= 2 ? p->tok.len - 2 : 0;
+			label = cfg_arena_strndup(p->a, p->tok.lit + 1, inner);
+			if (inner > 0 && !cfg_is_ident(p->tok.lit + 1, inner))
+				add_error(p, "expected block label to be a valid identifier, but got \"%.*s\"",
+					  (int)(inner > 80 ? 80 : inner), p->tok.lit + 1);
 		}
-		next(p);
+	} else {
+		add_error(p, "expected block label, got %s", tokname(p));
 	}
+	next(p);
+	return label;
+}
+
+/* Statement = IDENT "=" Expression | BlockName "{" Body "}"
+ * BlockName = IDENT { "." IDENT } [ STRING ] */
+static struct cfg_stmt *parse_statement(struct parser *p)
+{
+	char name[512];
+	size_t name_len = 0;
+	int fragments;
+	struct cfg_pos name_pos = p->tok.pos, label_pos = { 0, 0 };
+	const char *label = NULL;
+
+	if (p->tok.kind != T_IDENT) {
+		add_error(p, "expected identifier, got %s", tokname(p));
+		advance_to(p, T_IDENT);
+		return NULL;
+	}
+	fragments = parse_dotted_name(p, name, sizeof(name), &name_len);
+	if (p->tok.kind != T_ASSIGN && p->tok.kind != T_LCURLY)
+		label = parse_label(p, &label_pos);
 
 	struct cfg_stmt *st = alloc(p, sizeof(*st));
 	if (!st)

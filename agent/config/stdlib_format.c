@@ -389,6 +389,80 @@ static int parse_num(const char *f, size_t n, size_t *i, int *out)
 	return 1;
 }
 
+/* The conversion spec after the '%' at f[start]: flags, width, precision, argument
+ * index and verb, with *i left on the verb. An explicit index sets *next_arg and
+ * *indexed. Returns -1 after reporting a malformed spec or an unsupported verb. */
+static int parse_spec(struct cfg_call *c, const char *f, size_t n, size_t start, size_t *pi, struct spec *sp,
+		      size_t *next_arg, int *indexed)
+{
+	size_t i = start + 1;
+
+	*sp = (struct spec){ .width = -1, .prec = -1 };
+	for (; i < n; i++) {
+		if (f[i] == '-')
+			sp->minus = 1;
+		else if (f[i] == '+')
+			sp->plus = 1;
+		else if (f[i] == ' ')
+			sp->space = 1;
+		else if (f[i] == '0')
+			sp->zero = 1;
+		else if (f[i] == '#')
+			sp->sharp = 1;
+		else
+			break;
+	}
+	int rc = parse_num(f, n, &i, &sp->width);
+	if (rc >= 0 && i < n && f[i] == '.') {
+		i++;
+		sp->prec = 0;
+		rc = parse_num(f, n, &i, &sp->prec);
+		if (rc == 0)
+			sp->prec = 0;
+	}
+	if (rc < 0) {
+		cfg_error(c->ev->d, c->arg_pos[0], "string.format: width or precision larger than %d", MAX_WIDTH);
+		return -1;
+	}
+	if (i < n && f[i] == '[') {
+		int idx = 0;
+		i++;
+		if (parse_num(f, n, &i, &idx) <= 0 || i >= n || f[i] != ']' || idx < 1) {
+			cfg_error(c->ev->d, c->arg_pos[0], "string.format: bad argument index in \"%.*s\"",
+				  (int)(i - start + (i < n)), f + start);
+			return -1;
+		}
+		i++;
+		*next_arg = (size_t)idx;
+		*indexed = 1;
+	}
+	if (i >= n) {
+		cfg_error(c->ev->d, c->arg_pos[0], "string.format: format ends in the middle of \"%.*s\"",
+			  (int)(n - start), f + start);
+		return -1;
+	}
+	if (f[i] == '*') {
+		cfg_error(c->ev->d, c->arg_pos[0], "string.format: * widths are not supported");
+		return -1;
+	}
+	sp->verb = f[i];
+	*pi = i;
+	if (sp->verb == '%' && i == start + 1)
+		return 0; /* %% */
+	if (!strchr("vsqtdboxXeEfFgG", sp->verb) || sp->verb == '\0') {
+		unsigned char vc = (unsigned char)sp->verb;
+		if (vc >= 0x20 && vc < 0x7f)
+			cfg_error(c->ev->d, c->arg_pos[0],
+				  "string.format: unsupported verb %%%c (supported: %%%% %%t %%b %%d %%o %%x %%X %%e "
+				  "%%E %%f %%g %%G %%s %%q %%v)",
+				  sp->verb);
+		else
+			cfg_error(c->ev->d, c->arg_pos[0], "string.format: unsupported verb");
+		return -1;
+	}
+	return 0;
+}
+
 struct cfg_value *cfg_fn_format(struct cfg_call *c)
 {
 	const char *f;
@@ -408,70 +482,13 @@ struct cfg_value *cfg_fn_format(struct cfg_call *c)
 			np_buf_putc(&out, f[i]);
 			continue;
 		}
-		size_t start = i++;
-		struct spec sp = { .width = -1, .prec = -1 };
-		for (; i < n; i++) {
-			if (f[i] == '-')
-				sp.minus = 1;
-			else if (f[i] == '+')
-				sp.plus = 1;
-			else if (f[i] == ' ')
-				sp.space = 1;
-			else if (f[i] == '0')
-				sp.zero = 1;
-			else if (f[i] == '#')
-				sp.sharp = 1;
-			else
-				break;
-		}
-		int rc = parse_num(f, n, &i, &sp.width);
-		if (rc >= 0 && i < n && f[i] == '.') {
-			i++;
-			sp.prec = 0;
-			rc = parse_num(f, n, &i, &sp.prec);
-			if (rc == 0)
-				sp.prec = 0;
-		}
-		if (rc < 0) {
-			cfg_error(c->ev->d, c->arg_pos[0], "string.format: width or precision larger than %d", MAX_WIDTH);
+		size_t start = i;
+		struct spec sp;
+		if (parse_spec(c, f, n, start, &i, &sp, &next_arg, &indexed))
 			goto fail;
-		}
-		if (i < n && f[i] == '[') {
-			int idx = 0;
-			i++;
-			if (parse_num(f, n, &i, &idx) <= 0 || i >= n || f[i] != ']' || idx < 1) {
-				cfg_error(c->ev->d, c->arg_pos[0], "string.format: bad argument index in \"%.*s\"",
-					  (int)(i - start + (i < n)), f + start);
-				goto fail;
-			}
-			i++;
-			next_arg = (size_t)idx;
-			indexed = 1;
-		}
-		if (i >= n) {
-			cfg_error(c->ev->d, c->arg_pos[0], "string.format: format ends in the middle of \"%.*s\"",
-				  (int)(n - start), f + start);
-			goto fail;
-		}
-		if (f[i] == '*') {
-			cfg_error(c->ev->d, c->arg_pos[0], "string.format: * widths are not supported");
-			goto fail;
-		}
-		sp.verb = f[i];
 		if (sp.verb == '%' && i == start + 1) {
 			np_buf_putc(&out, '%');
 			continue;
-		}
-		if (!strchr("vsqtdboxXeEfFgG", sp.verb) || sp.verb == '\0') {
-			unsigned char vc = (unsigned char)sp.verb;
-			if (vc >= 0x20 && vc < 0x7f)
-				cfg_error(c->ev->d, c->arg_pos[0],
-					  "string.format: unsupported verb %%%c (supported: %%%% %%t %%b %%d %%o %%x %%X %%e "
-					  "%%E %%f %%g %%G %%s %%q %%v)",
-					  sp.verb);
-			else
-				cfg_error(c->ev->d, c->arg_pos[0], "string.format: unsupported verb");
-			goto fail;
 		}
 		if (next_arg >= c->n) {
 			cfg_error(c->ev->d, c->pos, "string.format: the format needs argument %zu but only %zu %s given",
