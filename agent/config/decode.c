@@ -599,6 +599,18 @@ void cfg_args_free(struct cfg_args *a)
 	free(a);
 }
 
+/* A statement whose name the schema does not have in its kind (attribute or block):
+ * the other kind, or no such name at all. */
+static void name_error(struct cfg_diags *d, const struct cfg_stmt *st, const struct cfg_schema *s, const char *what)
+{
+	if (st->is_block && cfg_schema_attr(s, st->name, NULL))
+		cfg_error(d, st->pos, "\"%s\" must be an attribute, but is used as a block", st->name);
+	else if (!st->is_block && cfg_schema_block(s, st->name, NULL))
+		cfg_error(d, st->pos, "\"%s\" must be a block, but is used as an attribute", st->name);
+	else
+		unknown_name_error(d, st->pos, s, what, st->name, st->is_block);
+}
+
 /* One `name = value` statement of the body into its argument. seen[] marks the
  * attributes written (even with a bad value: one error, not also "missing"). */
 static void decode_attr(struct cfg_args *a, const struct cfg_stmt *st, unsigned char *seen, const char *what,
@@ -609,10 +621,7 @@ static void decode_attr(struct cfg_args *a, const struct cfg_stmt *st, unsigned 
 	const struct cfg_attr *at = cfg_schema_attr(s, st->name, &idx);
 
 	if (!at) {
-		if (cfg_schema_block(s, st->name, NULL))
-			cfg_error(d, st->pos, "\"%s\" must be a block, but is used as an attribute", st->name);
-		else
-			unknown_name_error(d, st->pos, s, what, st->name, 0);
+		name_error(d, st, s, what);
 		return;
 	}
 	struct cfg_arg *arg = &a->attrs[idx];
@@ -647,10 +656,7 @@ static void decode_block(struct cfg_args *a, const struct cfg_stmt *st, const ch
 	const struct cfg_block_schema *bs = cfg_schema_block(s, st->name, &idx);
 
 	if (!bs) {
-		if (cfg_schema_attr(s, st->name, NULL))
-			cfg_error(d, st->pos, "\"%s\" must be an attribute, but is used as a block", st->name);
-		else
-			unknown_name_error(d, st->pos, s, what, st->name, 1);
+		name_error(d, st, s, what);
 		return;
 	}
 	if (st->label) {
