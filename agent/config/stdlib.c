@@ -21,10 +21,8 @@ const char *cfg_builtin_name(const struct cfg_builtin *fn)
 /* ---- tables ---- */
 
 #define FN(name, fn, min, max, result) { name, fn, min, max, result, NULL }
-#define DEPRECATED(name, fn, min, max, result, repl) { name, fn, min, max, result, repl }
 
 static const struct cfg_builtin b_sys_env = FN("sys.env", cfg_fn_env, 1, 1, &cfg_t_string);
-static const struct cfg_builtin b_env = DEPRECATED("env", cfg_fn_env, 1, 1, &cfg_t_string, "sys.env");
 
 static const struct cfg_builtin string_fns[] = {
 	FN("string.format", cfg_fn_format, 1, -1, &cfg_t_string),
@@ -68,24 +66,55 @@ static const struct cfg_builtin file_fns[] = {
 static const struct cfg_builtin toplevel_fns[] = {
 	FN("coalesce", cfg_fn_coalesce, 0, -1, NULL),
 	FN("json_path", cfg_fn_json_path, 2, 2, NULL),
-	DEPRECATED("nonsensitive", cfg_fn_nonsensitive, 1, 1, &cfg_t_string, "convert.nonsensitive"),
-	DEPRECATED("concat", cfg_fn_concat, 0, -1, NULL, "array.concat"),
-	DEPRECATED("json_decode", cfg_fn_from_json, 1, 1, NULL, "encoding.from_json"),
-	DEPRECATED("yaml_decode", cfg_fn_from_yaml, 1, 1, NULL, "encoding.from_yaml"),
-	DEPRECATED("base64_decode", cfg_fn_from_base64, 1, 1, &cfg_t_string, "encoding.from_base64"),
-	DEPRECATED("format", cfg_fn_format, 1, -1, &cfg_t_string, "string.format"),
-	DEPRECATED("join", cfg_fn_join, 2, 2, &cfg_t_string, "string.join"),
-	DEPRECATED("replace", cfg_fn_replace, 3, 3, &cfg_t_string, "string.replace"),
-	DEPRECATED("split", cfg_fn_split, 2, 2, &cfg_t_list_string, "string.split"),
-	DEPRECATED("to_lower", cfg_fn_to_lower, 1, 1, &cfg_t_string, "string.to_lower"),
-	DEPRECATED("to_upper", cfg_fn_to_upper, 1, 1, &cfg_t_string, "string.to_upper"),
-	DEPRECATED("trim", cfg_fn_trim, 2, 2, &cfg_t_string, "string.trim"),
-	DEPRECATED("trim_prefix", cfg_fn_trim_prefix, 2, 2, &cfg_t_string, "string.trim_prefix"),
-	DEPRECATED("trim_suffix", cfg_fn_trim_suffix, 2, 2, &cfg_t_string, "string.trim_suffix"),
-	DEPRECATED("trim_space", cfg_fn_trim_space, 1, 1, &cfg_t_string, "string.trim_space"),
+};
+
+/* Alloy's deprecated top-level names: each is its replacement under another name,
+ * and a call warns "X is deprecated; use Y instead". */
+static const struct {
+	const char *name, *replacement;
+} alias_names[] = {
+	{ "env", "sys.env" },
+	{ "nonsensitive", "convert.nonsensitive" },
+	{ "concat", "array.concat" },
+	{ "json_decode", "encoding.from_json" },
+	{ "yaml_decode", "encoding.from_yaml" },
+	{ "base64_decode", "encoding.from_base64" },
+	{ "format", "string.format" },
+	{ "join", "string.join" },
+	{ "replace", "string.replace" },
+	{ "split", "string.split" },
+	{ "to_lower", "string.to_lower" },
+	{ "to_upper", "string.to_upper" },
+	{ "trim", "string.trim" },
+	{ "trim_prefix", "string.trim_prefix" },
+	{ "trim_suffix", "string.trim_suffix" },
+	{ "trim_space", "string.trim_space" },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Filled once by init_roots from alias_names. */
+static struct cfg_builtin aliases[COUNT(alias_names)];
+
+static const struct cfg_builtin *find_builtin(const char *name)
+{
+	static const struct {
+		const struct cfg_builtin *fns;
+		size_t n;
+	} tables[] = {
+		{ &b_sys_env, 1 },
+		{ string_fns, COUNT(string_fns) },
+		{ array_fns, COUNT(array_fns) },
+		{ encoding_fns, COUNT(encoding_fns) },
+		{ convert_fns, COUNT(convert_fns) },
+	};
+
+	for (size_t t = 0; t < COUNT(tables); t++)
+		for (size_t i = 0; i < tables[t].n; i++)
+			if (strcmp(tables[t].fns[i].name, name) == 0)
+				return &tables[t].fns[i];
+	return NULL;
+}
 
 
 struct root {
@@ -150,7 +179,15 @@ static void init_roots(void)
 	add_root("convert", namespace(convert_fns, COUNT(convert_fns)));
 	add_root("file", namespace(file_fns, COUNT(file_fns)));
 	add_root("constants", immortal(cfg_stdlib_constants()));
-	add_root("env", immortal(cfg_function(&b_env)));
+	for (size_t i = 0; i < COUNT(alias_names); i++) {
+		const struct cfg_builtin *of = find_builtin(alias_names[i].replacement);
+		if (!of)
+			continue; /* a typo in alias_names: test_config_stdlib checks every alias */
+		aliases[i] = *of;
+		aliases[i].name = alias_names[i].name;
+		aliases[i].replacement = alias_names[i].replacement;
+		add_root(aliases[i].name, immortal(cfg_function(&aliases[i])));
+	}
 	for (size_t i = 0; i < COUNT(toplevel_fns); i++)
 		add_root(toplevel_fns[i].name, immortal(cfg_function(&toplevel_fns[i])));
 }
