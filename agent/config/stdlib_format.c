@@ -278,64 +278,80 @@ static int arg_to_text(struct cfg_call *c, size_t i, const char **s, size_t *len
 	return cfg_arg_string(c, i, s, len, tmp);
 }
 
-static int format_one(struct cfg_call *c, size_t i, const struct spec *sp, struct np_buf *out)
+/* %v: integers as %d, floats as %g, everything else in Go's %v form. */
+static int format_verb_v(struct cfg_call *c, size_t i, const struct spec *sp, struct np_buf *out)
 {
-	struct cfg_value *v = c->args[i], *tmp = NULL;
+	struct cfg_value *v = c->args[i];
+
+	if (v->kind == CFG_V_SECRET || v->kind == CFG_V_CAPSULE || v->kind == CFG_V_FUNCTION) {
+		cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a %s%s", c->fn->name, cfg_value_type_name(v),
+			  v->kind == CFG_V_SECRET ? " (convert it with convert.nonsensitive first)" : "");
+		return -1;
+	}
+	if (v->kind == CFG_V_NUMBER && v->u.num.kind != CFG_NUM_FLOAT) {
+		int neg;
+		uint64_t mag;
+		struct spec isp = *sp;
+		isp.verb = 'd';
+		if (arg_to_int(c, i, &isp, &neg, &mag))
+			return -1;
+		format_int(&isp, neg, mag, out);
+		return 0;
+	}
+	if (v->kind == CFG_V_NUMBER) {
+		struct spec fsp = *sp;
+		fsp.verb = 'g';
+		format_float(&fsp, v->u.num.v.f, out);
+		return 0;
+	}
+	struct np_buf b = NP_BUF_INIT;
+	if (format_v(v, &b, 0)) {
+		np_buf_free(&b);
+		cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a value containing a %s", c->fn->name,
+			  "secret, capsule or function");
+		return -1;
+	}
+	pad(sp, b.p ? b.p : "", b.len, out, 1);
+	np_buf_free(&b);
+	return 0;
+}
+
+/* %s and %q: the text (numbers as decimal text), truncated to the precision in runes;
+ * %q quotes it as Go does. */
+static int format_verb_s(struct cfg_call *c, size_t i, const struct spec *sp, struct np_buf *out)
+{
+	struct cfg_value *tmp = NULL;
 	const char *s;
 	size_t len;
 
-	switch (sp->verb) {
-	case 'v': {
-		if (v->kind == CFG_V_SECRET || v->kind == CFG_V_CAPSULE || v->kind == CFG_V_FUNCTION) {
-			cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a %s%s", c->fn->name, cfg_value_type_name(v),
-				  v->kind == CFG_V_SECRET ? " (convert it with convert.nonsensitive first)" : "");
-			return -1;
-		}
-		if (v->kind == CFG_V_NUMBER && v->u.num.kind != CFG_NUM_FLOAT) {
-			int neg;
-			uint64_t mag;
-			struct spec isp = *sp;
-			isp.verb = 'd';
-			if (arg_to_int(c, i, &isp, &neg, &mag))
-				return -1;
-			format_int(&isp, neg, mag, out);
-			return 0;
-		}
-		if (v->kind == CFG_V_NUMBER) {
-			struct spec fsp = *sp;
-			fsp.verb = 'g';
-			format_float(&fsp, v->u.num.v.f, out);
-			return 0;
-		}
-		struct np_buf b = NP_BUF_INIT;
-		if (format_v(v, &b, 0)) {
-			np_buf_free(&b);
-			cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a value containing a %s", c->fn->name,
-				  "secret, capsule or function");
-			return -1;
-		}
-		pad(sp, b.p ? b.p : "", b.len, out, 1);
-		np_buf_free(&b);
-		return 0;
+	if (arg_to_text(c, i, &s, &len, &tmp, sp))
+		return -1;
+	if (sp->prec >= 0) {
+		/* Precision truncates to that many runes. */
+		len = go_runes_prefix(s, len, (size_t)sp->prec);
 	}
+	if (sp->verb == 'q') {
+		struct np_buf q = NP_BUF_INIT;
+		go_quote(&q, s, len);
+		pad(sp, q.p ? q.p : "", q.len, out, 1);
+		np_buf_free(&q);
+	} else {
+		pad(sp, s, len, out, 1);
+	}
+	cfg_unref(tmp);
+	return 0;
+}
+
+static int format_one(struct cfg_call *c, size_t i, const struct spec *sp, struct np_buf *out)
+{
+	struct cfg_value *v = c->args[i];
+
+	switch (sp->verb) {
+	case 'v':
+		return format_verb_v(c, i, sp, out);
 	case 's':
 	case 'q':
-		if (arg_to_text(c, i, &s, &len, &tmp, sp))
-			return -1;
-		if (sp->prec >= 0) {
-			/* Precision truncates to that many runes. */
-			len = go_runes_prefix(s, len, (size_t)sp->prec);
-		}
-		if (sp->verb == 'q') {
-			struct np_buf q = NP_BUF_INIT;
-			go_quote(&q, s, len);
-			pad(sp, q.p ? q.p : "", q.len, out, 1);
-			np_buf_free(&q);
-		} else {
-			pad(sp, s, len, out, 1);
-		}
-		cfg_unref(tmp);
-		return 0;
+		return format_verb_s(c, i, sp, out);
 	case 't':
 		if (v->kind != CFG_V_BOOL) {
 			cfg_error(c->ev->d, c->arg_pos[i], "%s: %%t needs a bool, got %s", c->fn->name, cfg_value_type_name(v));
