@@ -183,6 +183,33 @@ static int same_key(const struct cfg_value *a, const struct cfg_value *b)
 	return la == lb && memcmp(sa, sb, la) == 0;
 }
 
+/* One group as {<key> = value, items = [...]} (NULL when out of memory); the items'
+ * references move into it. */
+static struct cfg_value *group_object(const char *key, struct group *grp)
+{
+	const struct cfg_value *k = grp->key;
+	struct cfg_value *o = cfg_object_new(2);
+	struct cfg_value *kv = k ? cfg_string(k->u.str.s, k->u.str.len) : cfg_string("", 0);
+	struct cfg_value *arr = cfg_array_new(grp->items.n);
+
+	if (!o || !kv || !arr) {
+		cfg_unref(o);
+		cfg_unref(kv);
+		cfg_unref(arr);
+		return NULL;
+	}
+	for (size_t i = 0; i < grp->items.n; i++)
+		arr->u.arr.v[i] = grp->items.v[i];
+	grp->items.n = 0; /* the references moved into arr */
+	/* The key first: were it "items", the item list replaces it, as in Alloy's map literal. */
+	if (cfg_object_put(o, key, kv) || cfg_object_put(o, "items", arr)) {
+		cfg_unref(o);
+		return NULL;
+	}
+	cfg_object_done(o);
+	return o;
+}
+
 struct cfg_value *cfg_fn_group_by(struct cfg_call *c)
 {
 	if (!cfg_is_array(c->args[0])) {
@@ -238,30 +265,8 @@ struct cfg_value *cfg_fn_group_by(struct cfg_call *c)
 		objs = calloc(ngroups ? ngroups : 1, sizeof(*objs));
 		oom = !objs;
 	}
-	for (size_t g = 0; g < ngroups && !failed && !oom; g++) {
-		const struct cfg_value *k = groups[g].key;
-		struct cfg_value *o = cfg_object_new(2);
-		struct cfg_value *kv = k ? cfg_string(k->u.str.s, k->u.str.len) : cfg_string("", 0);
-		struct cfg_value *arr = cfg_array_new(groups[g].items.n);
-		if (!o || !kv || !arr) {
-			cfg_unref(o);
-			cfg_unref(kv);
-			cfg_unref(arr);
-			oom = 1;
-			break;
-		}
-		for (size_t i = 0; i < groups[g].items.n; i++)
-			arr->u.arr.v[i] = groups[g].items.v[i];
-		groups[g].items.n = 0; /* the references moved into arr */
-		/* The key first: were it "items", the item list replaces it, as in Alloy's map literal. */
-		if (cfg_object_put(o, key, kv) || cfg_object_put(o, "items", arr)) {
-			cfg_unref(o);
-			oom = 1;
-			break;
-		}
-		cfg_object_done(o);
-		objs[g] = o;
-	}
+	for (size_t g = 0; g < ngroups && !failed && !oom; g++)
+		oom = !(objs[g] = group_object(key, &groups[g]));
 	if (!failed && !oom) {
 		result = array_of(c, objs, ngroups);
 	} else {
