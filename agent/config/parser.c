@@ -471,35 +471,12 @@ static struct cfg_expr *parse_primary(struct parser *p)
 	return e;
 }
 
-/* UnaryExpr = ("!"|"-") UnaryExpr | Primary { "." IDENT | "[" Expression "]" | "(" [ExprList] ")" } */
-static struct cfg_expr *parse_unary(struct parser *p)
+/* The selectors, indexes and calls after a primary expression: `.name`, `[i]`,
+ * `(args)`; a block body where an expression belongs is reported. */
+static struct cfg_expr *parse_postfix(struct parser *p, struct cfg_expr *prim)
 {
 	struct cfg_expr *e;
 
-	if (++p->depth > CFG_MAX_DEPTH) {
-		p->depth--;
-		add_error(p, "expression is nested too deeply (more than 100 levels)");
-		struct cfg_pos pos = p->tok.pos;
-		/* Skip the rest of the line: the deep structure cannot be kept anyway. */
-		while (p->tok.kind != T_EOF && p->tok.kind != T_TERM)
-			next(p);
-		return null_expr(p, pos);
-	}
-	if (p->tok.kind == T_NOT || p->tok.kind == T_SUB) {
-		enum cfg_tok op = p->tok.kind;
-		struct cfg_pos pos = p->tok.pos;
-		next(p);
-		struct cfg_expr *x = parse_unary(p);
-		e = new_expr(p, E_UNARY, pos);
-		if (e) {
-			e->u.unary.op = op;
-			e->u.unary.x = x;
-		}
-		p->depth--;
-		return finish_depth(p, e, depth_of(x));
-	}
-
-	struct cfg_expr *prim = parse_primary(p);
 	for (;;) {
 		struct cfg_pos pos = prim ? prim->pos : p->tok.pos;
 		if (p->tok.kind == T_DOT) {
@@ -560,6 +537,38 @@ static struct cfg_expr *parse_unary(struct parser *p)
 			break;
 		}
 	}
+	return prim;
+}
+
+/* UnaryExpr = ("!"|"-") UnaryExpr | Primary { "." IDENT | "[" Expression "]" | "(" [ExprList] ")" } */
+static struct cfg_expr *parse_unary(struct parser *p)
+{
+	struct cfg_expr *e;
+
+	if (++p->depth > CFG_MAX_DEPTH) {
+		p->depth--;
+		add_error(p, "expression is nested too deeply (more than 100 levels)");
+		struct cfg_pos pos = p->tok.pos;
+		/* Skip the rest of the line: the deep structure cannot be kept anyway. */
+		while (p->tok.kind != T_EOF && p->tok.kind != T_TERM)
+			next(p);
+		return null_expr(p, pos);
+	}
+	if (p->tok.kind == T_NOT || p->tok.kind == T_SUB) {
+		enum cfg_tok op = p->tok.kind;
+		struct cfg_pos pos = p->tok.pos;
+		next(p);
+		struct cfg_expr *x = parse_unary(p);
+		e = new_expr(p, E_UNARY, pos);
+		if (e) {
+			e->u.unary.op = op;
+			e->u.unary.x = x;
+		}
+		p->depth--;
+		return finish_depth(p, e, depth_of(x));
+	}
+
+	struct cfg_expr *prim = parse_postfix(p, parse_primary(p));
 	p->depth--;
 	return prim;
 }
