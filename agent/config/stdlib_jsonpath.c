@@ -771,137 +771,87 @@ static struct fexpr *close_paren(struct parser *p, struct fexpr *e)
 	return e;
 }
 
-static struct fexpr *read_primary(struct parser *p)
+/* A list constant, [c, c, ...]; the current byte is the '['. */
+static struct fexpr *read_list(struct parser *p)
 {
-	unsigned char b = next_non_space(p);
+	unsigned char b;
 	struct fexpr *e;
 
-	switch (b) {
-	case '!':
-		p->pos++;
-		e = new_expr(p);
-		if (!e)
-			return NULL;
-		e->op = OP_NOT;
-		/* jp's ! takes the whole rest of the expression. */
-		e->l = read_eq(p);
-		if (!e->l) {
-			free(e);
-			return NULL;
-		}
-		return e;
-	case '\'':
-	case '"':
-		p->pos++;
-		e = new_expr(p);
-		if (!e)
-			return NULL;
-		if (read_str(p, b, &e->text, &e->val.len)) {
-			free(e);
-			return NULL;
-		}
-		e->val.kind = V_STR;
-		e->val.s = e->text;
-		return e;
-	case '@':
-	case '$':
-		e = new_expr(p);
-		e->path = e ? calloc(1, sizeof(*e->path)) : NULL;
-		if (!e || !e->path) {
-			free(e);
-			oom(p);
-			return NULL;
-		}
-		if (read_expr(p, e->path)) {
+	size_t cap = 0; /* of e->items */
+	e = new_expr(p);
+	if (!e)
+		return NULL;
+	e->val.kind = V_LIST;
+	p->pos++;
+	while (p->pos < p->len) {
+		struct fexpr *item = read_eq(p);
+		if (!item || item->op != OP_NONE || item->path || item->val.kind == V_LIST) {
+			if (item) {
+				fexpr_free(item);
+				raise(p, "list elements must be constants");
+			}
 			fexpr_free(e);
 			return NULL;
 		}
-		return e;
-	case '(':
-		p->pos++;
-		return close_paren(p, read_eq(p));
-	case '[': {
-		/* A list constant. */
-		size_t cap = 0; /* of e->items */
-		e = new_expr(p);
-		if (!e)
+		if (np_grow((void **)&e->items, &cap, e->n_items + 1, sizeof(*e->items))) {
+			fexpr_free(item);
+			fexpr_free(e);
+			oom(p);
 			return NULL;
-		e->val.kind = V_LIST;
-		p->pos++;
-		while (p->pos < p->len) {
-			struct fexpr *item = read_eq(p);
-			if (!item || item->op != OP_NONE || item->path || item->val.kind == V_LIST) {
-				if (item) {
-					fexpr_free(item);
-					raise(p, "list elements must be constants");
-				}
-				fexpr_free(e);
-				return NULL;
-			}
-			if (np_grow((void **)&e->items, &cap, e->n_items + 1, sizeof(*e->items))) {
-				fexpr_free(item);
-				fexpr_free(e);
-				oom(p);
-				return NULL;
-			}
-			e->items[e->n_items++] = *item;
-			free(item);
-			b = skip_space(p);
-			if (b == ']')
-				break;
-			if (b != ',') {
-				fexpr_free(e);
-				raise(p, "expected a comma or an array close");
-				return NULL;
-			}
 		}
-		e->val.list = e;
-		return e;
+		e->items[e->n_items++] = *item;
+		free(item);
+		b = skip_space(p);
+		if (b == ']')
+			break;
+		if (b != ',') {
+			fexpr_free(e);
+			raise(p, "expected a comma or an array close");
+			return NULL;
+		}
 	}
-	case '/': {
-		size_t start = ++p->pos;
-		while (p->pos < p->len) {
-			char ch = p->buf[p->pos++];
-			if (ch == '/')
-				break;
-			if (ch == '\\')
-				p->pos++;
-		}
-		/* jp takes the text up to the byte before where it stopped. */
-		if (p->pos == start) {
-			raise(p, "not terminated");
-			return NULL;
-		}
-		size_t n = (p->pos - 1 > p->len ? p->len : p->pos - 1) - start;
-		struct np_err err;
-		e = new_expr(p);
-		if (!e)
-			return NULL;
-		if (compile_search(p->buf + start, n, &e->re, &err)) {
-			free(e);
-			raise(p, "%s", err.msg);
-			return NULL;
-		}
-		e->val.kind = V_REGEX;
-		e->val.re = e->re;
-		return e;
-	}
-	case 'N':
-		if (p->len - p->pos < 7 || memcmp(p->buf + p->pos, "Nothing", 7) != 0) {
-			raise(p, "expected Nothing");
-			return NULL;
-		}
-		p->pos += 7;
-		e = new_expr(p);
-		if (e)
-			e->val.kind = V_NOTHING;
-		return e;
-	default:
-		if (b == '-' || (b >= '0' && b <= '9')) {
+	e->val.list = e;
+	return e;
+}
+
+/* A regular expression constant, /re/; the current byte is the first '/'. */
+static struct fexpr *read_regex(struct parser *p)
+{
+	struct fexpr *e;
+
+	size_t start = ++p->pos;
+	while (p->pos < p->len) {
+		char ch = p->buf[p->pos++];
+		if (ch == '/')
+			break;
+		if (ch == '\\')
 			p->pos++;
-			return read_num(p);
-		}
 	}
+	/* jp takes the text up to the byte before where it stopped. */
+	if (p->pos == start) {
+		raise(p, "not terminated");
+		return NULL;
+	}
+	size_t n = (p->pos - 1 > p->len ? p->len : p->pos - 1) - start;
+	struct np_err err;
+	e = new_expr(p);
+	if (!e)
+		return NULL;
+	if (compile_search(p->buf + start, n, &e->re, &err)) {
+		free(e);
+		raise(p, "%s", err.msg);
+		return NULL;
+	}
+	e->val.kind = V_REGEX;
+	e->val.re = e->re;
+	return e;
+}
+
+/* A word: true, false, null, or a function call such as length(@.x). */
+static struct fexpr *read_word(struct parser *p)
+{
+	struct fexpr *e;
+
 	size_t start = p->pos;
 	while (p->pos < p->len && p->buf[p->pos] >= 'a' && p->buf[p->pos] <= 'z')
 		p->pos++;
@@ -953,6 +903,78 @@ static struct fexpr *read_primary(struct parser *p)
 	p->pos = start;
 	raise(p, "'%.*s' is not a value or function", (int)len, tok);
 	return NULL;
+}
+
+static struct fexpr *read_primary(struct parser *p)
+{
+	unsigned char b = next_non_space(p);
+	struct fexpr *e;
+
+	switch (b) {
+	case '!':
+		p->pos++;
+		e = new_expr(p);
+		if (!e)
+			return NULL;
+		e->op = OP_NOT;
+		/* jp's ! takes the whole rest of the expression. */
+		e->l = read_eq(p);
+		if (!e->l) {
+			free(e);
+			return NULL;
+		}
+		return e;
+	case '\'':
+	case '"':
+		p->pos++;
+		e = new_expr(p);
+		if (!e)
+			return NULL;
+		if (read_str(p, b, &e->text, &e->val.len)) {
+			free(e);
+			return NULL;
+		}
+		e->val.kind = V_STR;
+		e->val.s = e->text;
+		return e;
+	case '@':
+	case '$':
+		e = new_expr(p);
+		e->path = e ? calloc(1, sizeof(*e->path)) : NULL;
+		if (!e || !e->path) {
+			free(e);
+			oom(p);
+			return NULL;
+		}
+		if (read_expr(p, e->path)) {
+			fexpr_free(e);
+			return NULL;
+		}
+		return e;
+	case '(':
+		p->pos++;
+		return close_paren(p, read_eq(p));
+	case '[':
+		return read_list(p);
+	case '/':
+		return read_regex(p);
+	case 'N':
+		if (p->len - p->pos < 7 || memcmp(p->buf + p->pos, "Nothing", 7) != 0) {
+			raise(p, "expected Nothing");
+			return NULL;
+		}
+		p->pos += 7;
+		e = new_expr(p);
+		if (e)
+			e->val.kind = V_NOTHING;
+		return e;
+	default:
+		if (b == '-' || (b >= '0' && b <= '9')) {
+			p->pos++;
+			return read_num(p);
+		}
+	}
+	return read_word(p);
 }
 
 static int parse_path(const char *s, size_t n, struct jpath *x, struct np_buf *err)
