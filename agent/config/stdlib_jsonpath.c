@@ -1096,6 +1096,87 @@ static const json_t *nth(const json_t *v, long long i)
 static int filter_eval(struct evalctx *c, const struct fexpr *f, const json_t *prev, const json_t *root,
 		       struct sstack *s);
 
+/* One step of F_DESCENT (jp's ..): the first visit of a node queues its members
+ * (and, on the last fragment, adds them); later visits add or pass on the node. */
+static int descent_step(struct sstack *s, struct results *res, const json_t *prev, int fi, int last)
+{
+	int di = s->v[s->n - 1].index;
+	int top = !(di & DESCENT_CHILD_FLAG);
+	if (!(di & DESCENT_FLAG)) {
+		const json_t **m;
+		size_t n = members(prev, &m);
+		if (n == (size_t)-1)
+			return -1;
+		s->v[s->n - 1] = (struct sentry){ prev, 0, 0 };
+		if (spush_index(s, di | DESCENT_FLAG)) {
+			free(m);
+			return -1;
+		}
+		for (size_t i = 0; last && i < n; i++)
+			if (radd(res, m[i])) {
+				free(m);
+				return -1;
+			}
+		for (size_t i = n; i-- > 0;) {
+			if (is_container(m[i]) && (spush(s, m[i]) || spush_index(s, fi | DESCENT_CHILD_FLAG))) {
+				free(m);
+				return -1;
+			}
+		}
+		free(m);
+	} else if (last) {
+		if (top && radd(res, prev))
+			return -1;
+	} else if (spush(s, prev)) {
+		return -1;
+	}
+	return 0;
+}
+
+/* One step of F_SLICE ([start:end:step], Python's rules as jp applies them). */
+static int slice_step(struct sstack *s, struct results *res, const struct frag *f, const json_t *prev, int last)
+{
+	long long start = f->slice[0], end = f->n_slice > 1 ? f->slice[1] : MAX_END,
+		  step = f->n_slice > 2 ? f->slice[2] : 1, len;
+	if (step == 0 || !json_is_array(prev))
+		return 0;
+	len = (long long)json_array_size(prev);
+	if (start < 0 && (start += len) < 0)
+		start = 0;
+	if (end < 0)
+		end += len;
+	if (len <= start)
+		return 0;
+	if (len < end)
+		end = len;
+	if (step > 0) {
+		if (last) {
+			for (long long i = start; i < end; i += step)
+				if (radd(res, json_array_get(prev, (size_t)i)))
+					return -1;
+		} else {
+			end = start + (end - start - 1) / step * step;
+			for (long long i = end; start <= i; i -= step)
+				if (push_if_container(s, json_array_get(prev, (size_t)i)))
+					return -1;
+		}
+	} else {
+		if (end < -1)
+			end = -1;
+		if (last) {
+			for (long long i = start; end < i; i += step)
+				if (radd(res, json_array_get(prev, (size_t)i)))
+					return -1;
+		} else {
+			end = start - (start - end - 1) / step * step;
+			for (long long i = end; i <= start; i -= step)
+				if (push_if_container(s, json_array_get(prev, (size_t)i)))
+					return -1;
+		}
+	}
+	return 0;
+}
+
 /* jp's Expr.Get: the matches of x on data, in jp's order. */
 static int get(struct evalctx *c, const struct jpath *x, const json_t *data, struct results *res)
 {
@@ -1142,39 +1223,10 @@ static int get(struct evalctx *c, const struct jpath *x, const json_t *data, str
 			free(m);
 			break;
 		}
-		case F_DESCENT: {
-			int di = s.v[s.n - 1].index;
-			int top = !(di & DESCENT_CHILD_FLAG);
-			if (!(di & DESCENT_FLAG)) {
-				const json_t **m;
-				size_t n = members(prev, &m);
-				if (n == (size_t)-1)
-					goto oom;
-				s.v[s.n - 1] = (struct sentry){ prev, 0, 0 };
-				if (spush_index(&s, di | DESCENT_FLAG)) {
-					free(m);
-					goto oom;
-				}
-				for (size_t i = 0; last && i < n; i++)
-					if (radd(res, m[i])) {
-						free(m);
-						goto oom;
-					}
-				for (size_t i = n; i-- > 0;) {
-					if (is_container(m[i]) && (spush(&s, m[i]) || spush_index(&s, fi | DESCENT_CHILD_FLAG))) {
-						free(m);
-						goto oom;
-					}
-				}
-				free(m);
-			} else if (last) {
-				if (top && radd(res, prev))
-					goto oom;
-			} else if (spush(&s, prev)) {
+		case F_DESCENT:
+			if (descent_step(&s, res, prev, fi, last))
 				goto oom;
-			}
 			break;
-		}
 		case F_ROOT:
 		case F_AT:
 			v = f->kind == F_ROOT ? data : prev;
@@ -1189,47 +1241,10 @@ static int get(struct evalctx *c, const struct jpath *x, const json_t *data, str
 					goto oom;
 			}
 			break;
-		case F_SLICE: {
-			long long start = f->slice[0], end = f->n_slice > 1 ? f->slice[1] : MAX_END,
-				  step = f->n_slice > 2 ? f->slice[2] : 1, len;
-			if (step == 0 || !json_is_array(prev))
-				break;
-			len = (long long)json_array_size(prev);
-			if (start < 0 && (start += len) < 0)
-				start = 0;
-			if (end < 0)
-				end += len;
-			if (len <= start)
-				break;
-			if (len < end)
-				end = len;
-			if (step > 0) {
-				if (last) {
-					for (long long i = start; i < end; i += step)
-						if (radd(res, json_array_get(prev, (size_t)i)))
-							goto oom;
-				} else {
-					end = start + (end - start - 1) / step * step;
-					for (long long i = end; start <= i; i -= step)
-						if (push_if_container(&s, json_array_get(prev, (size_t)i)))
-							goto oom;
-				}
-			} else {
-				if (end < -1)
-					end = -1;
-				if (last) {
-					for (long long i = start; end < i; i += step)
-						if (radd(res, json_array_get(prev, (size_t)i)))
-							goto oom;
-				} else {
-					end = start - (start - end - 1) / step * step;
-					for (long long i = end; i <= start; i -= step)
-						if (push_if_container(&s, json_array_get(prev, (size_t)i)))
-							goto oom;
-				}
-			}
+		case F_SLICE:
+			if (slice_step(&s, res, f, prev, last))
+				goto oom;
 			break;
-		}
 		case F_FILTER: {
 			size_t before = s.n;
 			if (filter_eval(c, f->filter, prev, data, &s))
