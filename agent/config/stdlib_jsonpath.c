@@ -1417,13 +1417,70 @@ static int arith(enum fop op, const struct fval *l, const struct fval *r, struct
 	return 0;
 }
 
+/* <, >, <= and >= as jp orders values: numbers by value (ints exactly), strings
+ * bytewise; anything else (and NaN) compares false. */
+static int ordered(enum fop op, const struct fval *l, const struct fval *r)
+{
+	double x, y;
+	int rc;
+
+	if (num(l, &x) && num(r, &y) && l->kind != V_STR) {
+		if (l->kind == V_INT && r->kind == V_INT)
+			rc = l->i < r->i ? -1 : l->i > r->i;
+		else
+			rc = x < y ? -1 : x > y ? 1 : x == y ? 0 : 2;
+	} else if (l->kind == V_STR && r->kind == V_STR) {
+		size_t n = l->len < r->len ? l->len : r->len;
+		rc = memcmp(l->s, r->s, n);
+		rc = rc < 0 ? -1 : rc > 0 ? 1 : l->len < r->len ? -1 : l->len > r->len;
+	} else {
+		return 0;
+	}
+	return rc == 2 ? 0 : op == OP_LT ? rc < 0 : op == OP_GT ? rc > 0 : op == OP_LTE ? rc <= 0 : rc >= 0;
+}
+
+/* `l in r`: whether a list r holds a value equal to l. */
+static int in_list(const struct fval *l, const struct fval *r)
+{
+	if (r->kind != V_LIST)
+		return 0;
+	size_t n = r->j ? json_array_size(r->j) : r->list->n_items;
+	for (size_t i = 0; i < n; i++) {
+		struct fval ev = r->j ? json_fval(json_array_get(r->j, i)) : r->list->items[i].val;
+		ev.got = 0;
+		if (equal(l, &ev) == 1)
+			return 1;
+	}
+	return 0;
+}
+
+/* match(s, re) (anchored at both ends) and search(s, re). */
+static int match_or_search(struct evalctx *c, enum fop op, const struct fval *l, const struct fval *r,
+			   struct fval *out)
+{
+	int rc;
+
+	out->kind = V_NOTHING;
+	if (l->kind != V_STR || r->kind != V_STR || r->len == 0)
+		return 0;
+	struct np_buf pat = NP_BUF_INIT;
+	if (op == OP_MATCH && r->s[0] != '^')
+		np_buf_putc(&pat, '^');
+	np_buf_append(&pat, r->s, r->len);
+	if (op == OP_MATCH && r->s[r->len - 1] != '$')
+		np_buf_putc(&pat, '$');
+	out->kind = V_BOOL;
+	rc = pat.failed ? -1 : rx_match(c, pat.p, pat.len, NULL, l, &out->b);
+	np_buf_free(&pat);
+	return rc;
+}
+
 /* The value of e for the current element and one choice of each path's values. */
 static int eval_expr(struct evalctx *c, const struct fexpr *e, const json_t *cur, const json_t *root,
 		     struct slot *slots, size_t *choice, struct fval *out)
 {
 	struct fval l = { 0 }, r = { 0 };
 	int rc;
-	double x, y;
 
 	memset(out, 0, sizeof(*out));
 	if (e->op == OP_NONE) {
@@ -1466,21 +1523,7 @@ static int eval_expr(struct evalctx *c, const struct fexpr *e, const json_t *cur
 	case OP_GT:
 	case OP_LTE:
 	case OP_GTE:
-		if (num(&l, &x) && num(&r, &y) && l.kind != V_STR) {
-			if (l.kind == V_INT && r.kind == V_INT)
-				rc = l.i < r.i ? -1 : l.i > r.i;
-			else
-				rc = x < y ? -1 : x > y ? 1 : x == y ? 0 : 2;
-		} else if (l.kind == V_STR && r.kind == V_STR) {
-			size_t n = l.len < r.len ? l.len : r.len;
-			rc = memcmp(l.s, r.s, n);
-			rc = rc < 0 ? -1 : rc > 0 ? 1 : l.len < r.len ? -1 : l.len > r.len;
-		} else {
-			out->b = 0;
-			return 0;
-		}
-		out->b = rc == 2 ? 0
-			 : e->op == OP_LT ? rc < 0 : e->op == OP_GT ? rc > 0 : e->op == OP_LTE ? rc <= 0 : rc >= 0;
+		out->b = ordered(e->op, &l, &r);
 		return 0;
 	case OP_OR: out->b = truthy(&l) || truthy(&r); return 0;
 	case OP_AND: out->b = truthy(&l) && truthy(&r); return 0;
@@ -1498,16 +1541,7 @@ static int eval_expr(struct evalctx *c, const struct fexpr *e, const json_t *cur
 		}
 		return 0;
 	case OP_IN:
-		out->b = 0;
-		if (r.kind == V_LIST) {
-			size_t n = r.j ? json_array_size(r.j) : r.list->n_items;
-			for (size_t i = 0; i < n && !out->b; i++) {
-				struct fval ev = r.j ? json_fval(json_array_get(r.j, i)) : r.list->items[i].val;
-				ev.got = 0;
-				rc = equal(&l, &ev);
-				out->b = rc == 1;
-			}
-		}
+		out->b = in_list(&l, &r);
 		return 0;
 	case OP_EMPTY: {
 		int ok;
@@ -1530,21 +1564,8 @@ static int eval_expr(struct evalctx *c, const struct fexpr *e, const json_t *cur
 		return 0;
 	}
 	case OP_MATCH:
-	case OP_SEARCH: {
-		out->kind = V_NOTHING;
-		if (l.kind != V_STR || r.kind != V_STR || r.len == 0)
-			return 0;
-		struct np_buf pat = NP_BUF_INIT;
-		if (e->op == OP_MATCH && r.s[0] != '^')
-			np_buf_putc(&pat, '^');
-		np_buf_append(&pat, r.s, r.len);
-		if (e->op == OP_MATCH && r.s[r.len - 1] != '$')
-			np_buf_putc(&pat, '$');
-		out->kind = V_BOOL;
-		rc = pat.failed ? -1 : rx_match(c, pat.p, pat.len, NULL, &l, &out->b);
-		np_buf_free(&pat);
-		return rc;
-	}
+	case OP_SEARCH:
+		return match_or_search(c, e->op, &l, &r, out);
 	default: return 0;
 	}
 }
