@@ -473,6 +473,97 @@ static int read_slice(struct parser *p, struct frag *f, long long first)
 static struct fexpr *read_eq(struct parser *p);
 static int read_expr(struct parser *p, struct jpath *x);
 
+/* A union fragment, ['a', 'b'] or [1, 2], from its first item (takes ownership of
+ * first.key); b is the ',' after it. */
+static int start_union(struct parser *p, struct jpath *x, struct union_item first, unsigned char b)
+{
+	struct frag *f = push_frag(p, x, F_UNION);
+
+	if (!f || !(f->items = calloc(1, sizeof(*f->items)))) {
+		free(first.key);
+		return f ? oom(p) : -1; /* push_frag reported it */
+	}
+	f->items[0] = first;
+	f->n_items = 1;
+	return read_union(p, f, b);
+}
+
+/* ['key'] or the start of a union of keys; b is the opening quote. */
+static int bracket_key(struct parser *p, struct jpath *x, unsigned char b)
+{
+	struct frag *f;
+	char *s;
+	size_t n;
+
+	if (read_str(p, b, &s, &n))
+		return -1;
+	b = skip_space(p);
+	if (b == ']') {
+		f = push_frag(p, x, F_CHILD);
+		if (!f) {
+			free(s);
+			return -1;
+		}
+		f->key = s;
+		f->len = n;
+		return 0;
+	}
+	if (b == ',')
+		return start_union(p, x, (struct union_item){ 1, s, n, 0 }, b);
+	free(s);
+	return raise(p, "invalid bracket fragment");
+}
+
+/* [?(filter)]. */
+static int bracket_filter(struct parser *p, struct jpath *x)
+{
+	struct frag *f;
+
+	if (p->pos >= p->len)
+		return raise(p, "not terminated");
+	struct fexpr *e = read_eq(p);
+	if (!e)
+		return -1;
+	unsigned char b = next_non_space(p);
+	if (p->pos >= p->len || b != ']') {
+		fexpr_free(e);
+		return raise(p, "not terminated");
+	}
+	p->pos++;
+	f = push_frag(p, x, F_FILTER);
+	if (!f) {
+		fexpr_free(e);
+		return -1;
+	}
+	f->filter = e;
+	return 0;
+}
+
+/* [n], a union of indexes or a slice starting at n; b is n's first byte. */
+static int bracket_index(struct parser *p, struct jpath *x, unsigned char b)
+{
+	struct frag *f;
+	long long i;
+
+	if (read_int(p, b, &i, &b))
+		return -1;
+	while (b == ' ')
+		b = skip_space(p);
+	if (b == ']') {
+		f = push_frag(p, x, F_NTH);
+		if (f)
+			f->n = i;
+		return f ? 0 : -1;
+	}
+	if (b == ',')
+		return start_union(p, x, (struct union_item){ 0, NULL, 0, i }, b);
+	if (b == ':') {
+		f = push_frag(p, x, F_SLICE);
+		return f ? read_slice(p, f, i) : -1;
+	}
+	return raise(p, "invalid bracket fragment");
+}
+
 static int after_bracket(struct parser *p, struct jpath *x)
 {
 	unsigned char b;
@@ -487,89 +578,18 @@ static int after_bracket(struct parser *p, struct jpath *x)
 			return raise(p, "not terminated");
 		return push_frag(p, x, F_WILD) ? 0 : -1;
 	case '\'':
-	case '"': {
-		char *s;
-		size_t n;
-		if (read_str(p, b, &s, &n))
-			return -1;
-		b = skip_space(p);
-		if (b == ']') {
-			f = push_frag(p, x, F_CHILD);
-			if (!f) {
-				free(s);
-				return -1;
-			}
-			f->key = s;
-			f->len = n;
-			return 0;
-		}
-		if (b == ',') {
-			f = push_frag(p, x, F_UNION);
-			f->items = f ? calloc(1, sizeof(*f->items)) : NULL;
-			if (!f || !f->items) {
-				free(s);
-				return oom(p);
-			}
-			f->items[0] = (struct union_item){ 1, s, n, 0 };
-			f->n_items = 1;
-			return read_union(p, f, b);
-		}
-		free(s);
-		return raise(p, "invalid bracket fragment");
-	}
+	case '"':
+		return bracket_key(p, x, b);
 	case ':':
 		f = push_frag(p, x, F_SLICE);
 		return f ? read_slice(p, f, 0) : -1;
-	case '?': {
-		if (p->pos >= p->len)
-			return raise(p, "not terminated");
-		struct fexpr *e = read_eq(p);
-		if (!e)
-			return -1;
-		b = next_non_space(p);
-		if (p->pos >= p->len || b != ']') {
-			fexpr_free(e);
-			return raise(p, "not terminated");
-		}
-		p->pos++;
-		f = push_frag(p, x, F_FILTER);
-		if (!f) {
-			fexpr_free(e);
-			return -1;
-		}
-		f->filter = e;
-		return 0;
-	}
+	case '?':
+		return bracket_filter(p, x);
 	case '(':
 		return raise(p, "script procedures [(...)] are not supported by nodeprof");
 	default:
-		if (b == '-' || (b >= '0' && b <= '9')) {
-			long long i;
-			if (read_int(p, b, &i, &b))
-				return -1;
-			while (b == ' ')
-				b = skip_space(p);
-			if (b == ']') {
-				f = push_frag(p, x, F_NTH);
-				if (f)
-					f->n = i;
-				return f ? 0 : -1;
-			}
-			if (b == ',') {
-				f = push_frag(p, x, F_UNION);
-				f->items = f ? calloc(1, sizeof(*f->items)) : NULL;
-				if (!f || !f->items)
-					return oom(p);
-				f->items[0] = (struct union_item){ 0, NULL, 0, i };
-				f->n_items = 1;
-				return read_union(p, f, b);
-			}
-			if (b == ':') {
-				f = push_frag(p, x, F_SLICE);
-				return f ? read_slice(p, f, i) : -1;
-			}
-			return raise(p, "invalid bracket fragment");
-		}
+		if (b == '-' || (b >= '0' && b <= '9'))
+			return bracket_index(p, x, b);
 	}
 	p->pos--;
 	return raise(p, "parse error");
@@ -940,8 +960,7 @@ static struct fexpr *read_primary(struct parser *p)
 	case '@':
 	case '$':
 		e = new_expr(p);
-		e->path = e ? calloc(1, sizeof(*e->path)) : NULL;
-		if (!e || !e->path) {
+		if (!e || !(e->path = calloc(1, sizeof(*e->path)))) {
 			free(e);
 			oom(p);
 			return NULL;
