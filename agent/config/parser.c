@@ -573,6 +573,21 @@ static struct cfg_expr *parse_unary(struct parser *p)
 	return prim;
 }
 
+/* The node of `l op r`, at l (or at the operator when l is missing). */
+static struct cfg_expr *binary(struct parser *p, enum cfg_tok op, struct cfg_pos op_pos, struct cfg_expr *l,
+			       struct cfg_expr *r)
+{
+	struct cfg_expr *e = new_expr(p, E_BINARY, l ? l->pos : op_pos);
+
+	if (e) {
+		e->u.binary.op = op;
+		e->u.binary.op_pos = op_pos;
+		e->u.binary.l = l;
+		e->u.binary.r = r;
+	}
+	return finish_depth(p, e, depth_of(l) > depth_of(r) ? depth_of(l) : depth_of(r));
+}
+
 /* PowExpr = UnaryExpr [ "^" PowExpr ] (right-associative) */
 static struct cfg_expr *parse_pow(struct parser *p)
 {
@@ -591,14 +606,7 @@ static struct cfg_expr *parse_pow(struct parser *p)
 	}
 	struct cfg_expr *r = parse_pow(p);
 	p->depth--;
-	struct cfg_expr *e = new_expr(p, E_BINARY, l ? l->pos : op_pos);
-	if (e) {
-		e->u.binary.op = T_POW;
-		e->u.binary.op_pos = op_pos;
-		e->u.binary.l = l;
-		e->u.binary.r = r;
-	}
-	return finish_depth(p, e, depth_of(l) > depth_of(r) ? depth_of(l) : depth_of(r));
+	return binary(p, T_POW, op_pos, l, r);
 }
 
 static struct cfg_expr *parse_binop(struct parser *p, int in_prec)
@@ -613,14 +621,7 @@ static struct cfg_expr *parse_binop(struct parser *p, int in_prec)
 		struct cfg_pos op_pos = p->tok.pos;
 		next(p);
 		struct cfg_expr *r = parse_binop(p, prec + 1);
-		struct cfg_expr *e = new_expr(p, E_BINARY, l ? l->pos : op_pos);
-		if (e) {
-			e->u.binary.op = op;
-			e->u.binary.op_pos = op_pos;
-			e->u.binary.l = l;
-			e->u.binary.r = r;
-		}
-		l = finish_depth(p, e, depth_of(l) > depth_of(r) ? depth_of(l) : depth_of(r));
+		l = binary(p, op, op_pos, l, r);
 	}
 }
 

@@ -86,14 +86,9 @@ static const struct cfg_schema schema = {
 	.raw = CFG_FIELD(struct cfg_docker_args, raw),
 };
 
-static const struct cfg_export exports[] = {
-	{ "targets", &cfg_t_targets },
-	{ NULL, NULL },
-};
-
 const struct cfg_component_type cfg_type_discovery_docker = {
 	.name = "discovery.docker",
 	.args = &schema,
-	.exports = exports,
+	.exports = cfg_targets_exports,
 	.ops = &cfg_ops_discovery_docker,
 };

@@ -38,14 +38,9 @@ static const struct cfg_block_schema blocks[] = {
 
 static const struct cfg_schema schema = { .attrs = attrs, .blocks = blocks, CFG_ARGS_STRUCT(struct cfg_process_args) };
 
-static const struct cfg_export exports[] = {
-	{ "targets", &cfg_t_targets },
-	{ NULL, NULL },
-};
-
 const struct cfg_component_type cfg_type_discovery_process = {
 	.name = "discovery.process",
 	.args = &schema,
-	.exports = exports,
+	.exports = cfg_targets_exports,
 	.ops = &cfg_ops_discovery_process,
 };
