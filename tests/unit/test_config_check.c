@@ -1,6 +1,7 @@
 /* Unit tests for component validation (what `nodeprof check` reports): the example
  * configurations (docs/examples), every component type's arguments, defaults and
- * cross-argument rules, references between components, and the typed accessors adapters use. */
+ * cross-argument rules, references between components, and the decoded arguments adapters
+ * read (their args structs, and the by-name accessors of validate hooks). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
