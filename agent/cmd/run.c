@@ -122,7 +122,7 @@ static void stop_agent(struct cmd_run_agent *a)
 	/* Components first (profilers flush their last interval, writers their queues),
 	 * then what serves and stores their output. */
 	cfg_controller_free(a->ctl);
-	np_ebpf_component_set_local(NULL, NULL);
+	np_ebpf_running_free(a->running);
 	np_ui_stop(a->ui);
 	np_http_stop(a->http);
 	np_store_free(a->store);
@@ -182,7 +182,7 @@ static enum cmd_status apply_config(struct cmd_run_agent *a, struct cfg_graph *c
 
 static enum cmd_status start_agent(struct cmd_run_agent *a, const struct cmd_run_args *args, struct np_err *err)
 {
-	struct cfg_controller_opts copts = { .command = "nodeprof run" };
+	struct cfg_controller_opts copts = { .command = "nodeprof run", .host = &a->host };
 	struct cfg_graph *checked = load_checked(a->config);
 	char url[300];
 

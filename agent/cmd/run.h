@@ -4,10 +4,12 @@
 
 #include <stddef.h>
 
+#include "agent/config/component.h"
 #include "agent/config/controller.h"
 #include "agent/config/graph.h"
 #include "agent/http/guard.h"
 #include "agent/http/server.h"
+#include "agent/profile/ebpf_profiler.h"
 #include "lib/log.h"
 
 struct cmd_run_args {
@@ -28,6 +30,9 @@ struct cmd_run_agent {
 	struct np_store *store;
 	struct np_ui *ui;
 	struct np_ebpf_metrics *metrics;
+	struct np_ebpf_running *running; /* the pyroscope.ebpf components, for /metrics and debug pages */
+	struct np_profile_sink store_sink;
+	struct cfg_host host; /* lent to the controller's components: the store's sink, metrics, running */
 };
 
 /* Logs every diagnostic as one line each, with msg. */

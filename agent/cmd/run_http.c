@@ -111,7 +111,7 @@ static void scrape(void *ud)
 	struct cmd_run_agent *a = ud;
 	struct np_ebpf_stats sum;
 
-	np_ebpf_components_stats(&sum);
+	np_ebpf_components_stats(a->running, &sum);
 	np_ebpf_metrics_update(a->metrics, &sum);
 }
 
@@ -143,20 +143,23 @@ static int debug_components(void *ud, struct np_buf *out, struct np_err *err)
 
 static int debug_profilers(void *ud, struct np_buf *out, struct np_err *err)
 {
-	(void)ud;
-	return np_ebpf_components_json(out, err);
+	struct cmd_run_agent *a = ud;
+
+	return np_ebpf_components_json(a->running, out, err);
 }
 
 static int debug_pid_cache(void *ud, struct np_buf *out, struct np_err *err)
 {
-	(void)ud;
-	return np_ebpf_components_pid_cache_json(out, err);
+	struct cmd_run_agent *a = ud;
+
+	return np_ebpf_components_pid_cache_json(a->running, out, err);
 }
 
 static int debug_elf_cache(void *ud, struct np_buf *out, struct np_err *err)
 {
-	(void)ud;
-	return np_ebpf_components_symbols_json(out, err);
+	struct cmd_run_agent *a = ud;
+
+	return np_ebpf_components_symbols_json(a->running, out, err);
 }
 
 /* One row per target of every discovery and relabel component. */
@@ -207,7 +210,8 @@ int cmd_run_start_http(struct cmd_run_agent *a, const struct cmd_run_args *f, st
 	hc.metrics_listen = f->metrics_listen;
 	hc.allowed_hosts = f->allowed_hosts;
 	hc.nallowed_hosts = f->nallowed_hosts;
-	if (np_ebpf_metrics_new(NULL, &a->metrics, err) || np_http_start(&hc, &a->http, err))
+	if (np_ebpf_metrics_new(NULL, &a->metrics, err) || np_ebpf_running_new(&a->running, err) ||
+	    np_http_start(&hc, &a->http, err))
 		return -1;
 	np_http_set_ready(a->http, ready, a);
 	np_http_set_reload(a->http, cmd_run_reload, a);
@@ -226,7 +230,8 @@ int cmd_run_start_http(struct cmd_run_agent *a, const struct cmd_run_args *f, st
 		if (np_store_new(&sc, &a->store, err) || np_ui_start(a->http, a->store, &uc, &a->ui, err))
 			return -1;
 	}
-	struct np_profile_sink store_sink = a->store ? np_store_sink(a->store) : (struct np_profile_sink){ 0 };
-	np_ebpf_component_set_local(a->store ? &store_sink : NULL, a->metrics);
+	if (a->store)
+		a->store_sink = np_store_sink(a->store);
+	a->host = (struct cfg_host){ a->store ? &a->store_sink : NULL, a->metrics, a->running };
 	return 0;
 }

@@ -24,7 +24,7 @@ static const struct cfg_block_schema file_blocks[] = {
 	CFG_B("rule", &cfg_relabel_rule_schema, CFG_REPEATABLE, NULL),
 	CFG_END,
 };
-static const struct cfg_schema file_schema = { NULL, file_blocks, NULL };
+static const struct cfg_schema file_schema = { .blocks = file_blocks };
 
 struct relabel_args {
 	const char *rules_file;

@@ -1,12 +1,15 @@
 /* Evaluated, validated arguments of one block (a component or a nested block),
- * decoded against its schema, and the typed accessors adapters read them with.
+ * decoded against its schema, and filled into the struct the schema binds (see
+ * schema.h: adapters read that struct, `args->host`).
  *
  * Values are normalized to the schema type while decoding (numbers to the declared
  * kind, numbers to strings where a string is expected, strings to secrets, target
- * lists to struct np_targets), so accessors never fail: they return the value
- * written in the file, else the schema's default, else a zero value. Asking for a
- * name the schema does not declare is a programming error: it is logged and a zero
- * value returned.
+ * lists to struct np_targets), so neither the struct nor the by-name accessors
+ * below can fail: they hold the value written in the file, else the schema's
+ * default, else a zero value. The accessors are for what must name an argument:
+ * validate hooks (positions, "written in the file", "only known at run time"), the
+ * HTTP client settings and the relabel rule compiler. Asking for a name the schema
+ * does not declare is a programming error: it is logged and a zero value returned.
  *
  * Args are immutable after decoding and independent of the parsed file (they may
  * outlive it). Borrowed pointers returned by accessors live as long as the args. */
@@ -43,6 +46,7 @@ struct cfg_args {
 	struct cfg_arg *attrs;		/* one per schema attribute, in schema order */
 	struct cfg_block_list *blocks;	/* one list per schema block, in schema order */
 	int has_unknown;		/* some value is only known at run time (check) */
+	void *fields; /* owned: the schema's struct (schema.h), filled by the decoder; NULL without one */
 };
 
 /* Decodes a block body (statements) against schema s. `what` names the block in
@@ -51,6 +55,11 @@ struct cfg_args {
 struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *body, struct cfg_pos pos,
 			    const char *what, struct cfg_eval *ev, struct cfg_diags *d);
 void cfg_args_free(struct cfg_args *a);
+
+/* Fills a->fields from the decoded arguments (fields.c); -1 when out of memory.
+ * cfg_args_unbind frees what binding allocated. */
+int cfg_args_bind(struct cfg_args *a);
+void cfg_args_unbind(struct cfg_args *a);
 
 /* Same values (deep), so an update can be skipped. */
 int cfg_args_equal(const struct cfg_args *a, const struct cfg_args *b);
@@ -69,9 +78,7 @@ struct cfg_pos cfg_args_name_pos(const struct cfg_args *a, const char *name);	  
 
 const char *cfg_args_str(const struct cfg_args *a, const char *name); /* strings and secrets; NULL when unset */
 int cfg_args_bool(const struct cfg_args *a, const char *name);
-int64_t cfg_args_int(const struct cfg_args *a, const char *name);
 uint64_t cfg_args_uint(const struct cfg_args *a, const char *name);
-double cfg_args_float(const struct cfg_args *a, const char *name);
 int64_t cfg_args_duration(const struct cfg_args *a, const char *name); /* nanoseconds */
 
 size_t cfg_args_list_len(const struct cfg_args *a, const char *name);
@@ -82,12 +89,6 @@ size_t cfg_args_map_len(const struct cfg_args *a, const char *name);
 const char *cfg_args_map_key(const struct cfg_args *a, const char *name, size_t i);
 const char *cfg_args_map_str(const struct cfg_args *a, const char *name, size_t i); /* map(string) */
 const struct cfg_value *cfg_args_map_value(const struct cfg_args *a, const char *name, size_t i);
-
-/* Never NULL: an unset or unknown list is empty. */
-const struct np_targets *cfg_args_targets(const struct cfg_args *a, const char *name);
-
-/* Capsules of list(T) or T arguments, in order; returns the count (may exceed max). */
-size_t cfg_args_capsules(const struct cfg_args *a, const char *name, void **out, size_t max);
 
 size_t cfg_args_nblocks(const struct cfg_args *a, const char *name);
 const struct cfg_args *cfg_args_block(const struct cfg_args *a, const char *name, size_t i);

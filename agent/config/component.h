@@ -4,15 +4,19 @@
  * implement struct cfg_component_ops against their module's plain C API; the
  * controller (controller.h) drives them.
  *
- * Writing an adapter:
- *   static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+ * Writing an adapter (Fluent Bit style: the schema binds each argument to a member of
+ * the component's args struct, see schema.h, and the decoder fills it):
+ *   struct my_args { const char *host; int64_t refresh_interval; const struct np_targets *targets; };
+ *   ... in the schema: CFG_A("host", &cfg_t_string, 0, NULL, .field = CFG_FIELD(struct my_args, host)),
+ *       and .size/.align = CFG_ARGS_STRUCT(struct my_args) ...
+ *   static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+ *                    struct np_err *err)
  *   {
- *       ... read arguments with the accessors of args.h: cfg_args_str(args, "host"),
- *       cfg_args_duration(args, "refresh_interval"), cfg_args_targets(args, "targets") ...
- *       ... start the module; keep `c` to publish later ...
+ *       const struct my_args *a = args;   (valid until the next update or stop)
+ *       ... start the module with a->host, a->refresh_interval; keep `c` to publish later ...
  *       cfg_component_publish_targets(c, "targets", &found, err);   (any thread, any time)
  *   }
- *   static int update(void *state, const struct cfg_args *args, struct np_err *err);
+ *   static int update(void *state, const void *args, struct np_err *err);
  *   static void stop(void *state);
  *   const struct cfg_component_ops my_ops = { start, update, stop };
  * then set `.ops = &my_ops` in the component type (agent/config/types/<type>.c).
@@ -48,6 +52,18 @@
 #include "lib/labels.h"
 
 struct cfg_component; /* handle of a running component, owned by the controller */
+struct np_profile_sink;
+struct np_ebpf_metrics;
+struct np_ebpf_running;
+
+/* What the agent lends its components: given to cfg_controller_new and to every
+ * start(). Every pointer is borrowed and may be NULL (`nodeprof tools targets` and
+ * tests run without them); the agent keeps them alive until the controller is freed. */
+struct cfg_host {
+	const struct np_profile_sink *local_sink; /* the store behind the UI: pyroscope.ebpf also sends there */
+	struct np_ebpf_metrics *ebpf_metrics;	  /* the profilers' /metrics counters */
+	struct np_ebpf_running *ebpf_running;	  /* the running profilers the debug pages list */
+};
 
 enum cfg_health { CFG_HEALTH_UNKNOWN = 0, CFG_HEALTH_HEALTHY, CFG_HEALTH_UNHEALTHY, CFG_HEALTH_EXITED };
 
@@ -57,21 +73,24 @@ struct cfg_export {
 };
 
 struct cfg_component_ops {
+	/* args is the component's struct, filled from its schema's bindings (schema.h);
+	 * valid until the next update() or stop() returns. */
 	/* Starts the component with its first arguments; *state is passed to the other
 	 * hooks. On error the component is marked unhealthy (others keep running) and
 	 * start is retried later with backoff and whenever its arguments change. */
-	int (*start)(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err);
+	int (*start)(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		     struct np_err *err);
 	/* New arguments (an export it reads changed, or the file was reloaded); only called
 	 * when they differ from the previous ones. On error the component should keep
 	 * its previous configuration; it is marked unhealthy with the error. */
-	int (*update)(void *state, const struct cfg_args *args, struct np_err *err);
+	int (*update)(void *state, const void *args, struct np_err *err);
 	/* Stops and frees everything, joining the component's threads. */
 	void (*stop)(void *state);
 };
 
 struct cfg_component_type {
 	const char *name;		      /* "discovery.relabel" */
-	const struct cfg_schema *args;	      /* arguments and nested blocks */
+	const struct cfg_schema *args;	      /* arguments and nested blocks, bound to the args struct */
 	const struct cfg_export *exports;     /* terminated by a NULL name; may be NULL */
 	const struct cfg_component_ops *ops;  /* NULL: not supported by `nodeprof run` yet */
 	int unlabeled;			      /* a singleton block without label (logging) */

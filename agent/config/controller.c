@@ -67,6 +67,7 @@ struct cfg_controller {
 	char *path;
 	char *command;
 	char *only;
+	const struct cfg_host *host; /* borrowed from the options; never NULL */
 	uint64_t generation;
 };
 
@@ -112,6 +113,17 @@ static long export_index(const struct cfg_component_type *t, const char *name)
 	return -1;
 }
 
+/* The component's node with the controller's lock held, or NULL (unlocked) once the
+ * component is detached (stopping). */
+static struct ctl_node *lock_node(struct cfg_component *comp)
+{
+	pthread_mutex_lock(&comp->ctl->mu);
+	struct ctl_node *n = comp->node;
+	if (!n)
+		pthread_mutex_unlock(&comp->ctl->mu);
+	return n;
+}
+
 void cfg_component_publish(struct cfg_component *comp, const char *export_name, struct cfg_value *v)
 {
 	struct cfg_controller *c = comp->ctl;
@@ -119,10 +131,7 @@ void cfg_component_publish(struct cfg_component *comp, const char *export_name, 
 	struct ctl_node *n;
 	long k;
 
-	pthread_mutex_lock(&c->mu);
-	n = comp->node;
-	if (!n) {
-		pthread_mutex_unlock(&c->mu);
+	if (!(n = lock_node(comp))) {
 		cfg_unref(v);
 		return;
 	}
@@ -144,10 +153,7 @@ void cfg_component_publish(struct cfg_component *comp, const char *export_name, 
 	int changed = !old || !cfg_value_equal(old, v);
 	cfg_unref(old);
 
-	pthread_mutex_lock(&c->mu);
-	n = comp->node;
-	if (!n) {
-		pthread_mutex_unlock(&c->mu);
+	if (!(n = lock_node(comp))) {
 		cfg_unref(v);
 		return;
 	}
@@ -324,13 +330,87 @@ static void eval_value_node(struct cfg_controller *c, struct ctl_node *n)
 	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
 }
 
+/* Starts a component that is not running with its first arguments (takes ownership
+ * of args). A failed start is retried later with backoff. */
+static void start_node(struct cfg_controller *c, struct ctl_node *n, struct cfg_args *args)
+{
+	struct np_err err;
+	char msg[1100];
+
+	pthread_mutex_lock(&c->mu);
+	int64_t retry_at = n->retry_at;
+	pthread_mutex_unlock(&c->mu);
+	if (retry_at && now_ns(CLOCK_MONOTONIC) < retry_at && n->args && cfg_args_equal(args, n->args)) {
+		/* Same arguments as the failed attempt: wait for the retry time. */
+		cfg_args_free(args);
+		return;
+	}
+	n->handle = new_handle(c, n);
+	if (!n->handle) {
+		cfg_args_free(args);
+		node_health(c, n, CFG_HEALTH_UNHEALTHY, "out of memory");
+		schedule_retry(c, n);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	n->handle->node = n;
+	pthread_mutex_unlock(&c->mu);
+	np_err_clear(&err);
+	if (n->type->ops->start(n->handle, c->host, args->fields, &n->state, &err)) {
+		free_handle(c, n->handle);
+		n->handle = NULL;
+		np_log(NP_WARN, "config", "component failed to start", "component_id", n->id, "err", err.msg, NULL);
+		snprintf(msg, sizeof(msg), "start failed: %s", err.msg);
+		node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
+		cfg_args_free(n->args);
+		n->args = args; /* remembered to avoid retrying the same arguments early */
+		schedule_retry(c, n);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	n->running = 1;
+	n->retry_at = 0;
+	n->backoff = 0;
+	pthread_mutex_unlock(&c->mu);
+	cfg_args_free(n->args);
+	n->args = args;
+	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
+	np_log(NP_INFO, "config", "component started", "component_id", n->id, NULL);
+}
+
+/* Hands changed arguments to a running component (takes ownership of args); on
+ * failure it keeps the previous ones. */
+static void update_node(struct cfg_controller *c, struct ctl_node *n, struct cfg_args *args)
+{
+	struct np_err err;
+	char msg[1100];
+
+	if (cfg_args_equal(args, n->args)) {
+		cfg_args_free(args);
+		node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
+		return;
+	}
+	np_err_clear(&err);
+	if (n->type->ops->update(n->state, args->fields, &err)) {
+		cfg_args_free(args);
+		np_log(NP_WARN, "config", "component update failed; it keeps its previous arguments", "component_id", n->id,
+		       "err", err.msg, NULL);
+		snprintf(msg, sizeof(msg), "update failed: %s", err.msg);
+		node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
+		return;
+	}
+	cfg_args_free(n->args);
+	n->args = args;
+	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
+	np_log(NP_DEBUG, "config", "component updated", "component_id", n->id, NULL);
+}
+
 static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 {
 	const struct cfg_node *gn = &c->graph->nodes[n->idx];
 	struct cfg_resolver r = { .g = c->graph, .scope = gn->scope, .export_value = runtime_export, .ud = c };
 	struct cfg_diags d;
 	struct cfg_eval ev = { .d = &d, .resolve = cfg_graph_resolve, .ud = &r };
-	struct np_err err;
 	char msg[1100];
 
 	if (n->kind != CFG_NODE_COMPONENT) {
@@ -348,67 +428,10 @@ static void eval_node(struct cfg_controller *c, struct ctl_node *n)
 		return;
 	}
 	cfg_diags_free(&d);
-
-	if (!n->running) {
-		pthread_mutex_lock(&c->mu);
-		int64_t retry_at = n->retry_at;
-		pthread_mutex_unlock(&c->mu);
-		if (retry_at && now_ns(CLOCK_MONOTONIC) < retry_at && n->args && cfg_args_equal(args, n->args)) {
-			/* Same arguments as the failed attempt: wait for the retry time. */
-			cfg_args_free(args);
-			return;
-		}
-		n->handle = new_handle(c, n);
-		if (!n->handle) {
-			cfg_args_free(args);
-			node_health(c, n, CFG_HEALTH_UNHEALTHY, "out of memory");
-			schedule_retry(c, n);
-			return;
-		}
-		pthread_mutex_lock(&c->mu);
-		n->handle->node = n;
-		pthread_mutex_unlock(&c->mu);
-		np_err_clear(&err);
-		if (n->type->ops->start(n->handle, args, &n->state, &err)) {
-			free_handle(c, n->handle);
-			n->handle = NULL;
-			np_log(NP_WARN, "config", "component failed to start", "component_id", n->id, "err", err.msg, NULL);
-			snprintf(msg, sizeof(msg), "start failed: %s", err.msg);
-			node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
-			cfg_args_free(n->args);
-			n->args = args; /* remembered to avoid retrying the same arguments early */
-			schedule_retry(c, n);
-			return;
-		}
-		pthread_mutex_lock(&c->mu);
-		n->running = 1;
-		n->retry_at = 0;
-		n->backoff = 0;
-		pthread_mutex_unlock(&c->mu);
-		cfg_args_free(n->args);
-		n->args = args;
-		node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
-		np_log(NP_INFO, "config", "component started", "component_id", n->id, NULL);
-		return;
-	}
-	if (cfg_args_equal(args, n->args)) {
-		cfg_args_free(args);
-		node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
-		return;
-	}
-	np_err_clear(&err);
-	if (n->type->ops->update(n->state, args, &err)) {
-		cfg_args_free(args);
-		np_log(NP_WARN, "config", "component update failed; it keeps its previous arguments", "component_id", n->id,
-		       "err", err.msg, NULL);
-		snprintf(msg, sizeof(msg), "update failed: %s", err.msg);
-		node_health(c, n, CFG_HEALTH_UNHEALTHY, msg);
-		return;
-	}
-	cfg_args_free(n->args);
-	n->args = args;
-	node_health(c, n, CFG_HEALTH_HEALTHY, NULL);
-	np_log(NP_DEBUG, "config", "component updated", "component_id", n->id, NULL);
+	if (!n->running)
+		start_node(c, n, args);
+	else
+		update_node(c, n, args);
 }
 
 /* One pass in dependency order over the dirty nodes (apply_mu held). Nodes a
@@ -491,6 +514,8 @@ int cfg_controller_new(const struct cfg_controller_opts *opts, struct cfg_contro
 		return np_errf(err, "out of memory");
 	c->command = strdup(opts && opts->command ? opts->command : "nodeprof run");
 	c->only = opts && opts->only ? strdup(opts->only) : NULL;
+	static const struct cfg_host no_host;
+	c->host = opts && opts->host ? opts->host : &no_host;
 	if (!c->command || (opts && opts->only && !c->only)) {
 		free(c->command);
 		free(c->only);
@@ -609,43 +634,136 @@ static struct ctl_node *new_node(const struct cfg_node *gn)
 	return n;
 }
 
-int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct cfg_diags *d)
-{
-	unsigned char *active = calloc(g->n ? g->n : 1, 1);
-	struct ctl_node **nodes = calloc(g->n ? g->n : 1, sizeof(*nodes));
-	size_t **readers = calloc(g->n ? g->n : 1, sizeof(*readers)), *n_readers = calloc(g->n ? g->n : 1, sizeof(size_t));
+/* What applying a graph prepares before it touches the running one: which nodes run
+ * (all, or the `only` component's closure), the controller node of each (kept or
+ * new) and each node's readers. */
+struct apply_plan {
+	size_t n;
+	unsigned char *active;
+	struct ctl_node **nodes;
+	size_t **readers, *n_readers;
+};
 
-	if (!active || !nodes || !readers || !n_readers) {
+static void plan_free(struct apply_plan *p)
+{
+	for (size_t i = 0; p->readers && i < p->n; i++)
+		free(p->readers[i]);
+	free(p->readers);
+	free(p->n_readers);
+	free(p->active);
+	free(p->nodes);
+}
+
+/* The readers of every active node: the active nodes that reference it. */
+static int plan_readers(struct apply_plan *p, const struct cfg_graph *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		for (size_t e = 0; e < g->nodes[i].n_deps; e++) {
+			size_t to = g->nodes[i].deps[e].to;
+			if (!p->active[i] || !p->active[to])
+				continue;
+			size_t *v = realloc(p->readers[to], (p->n_readers[to] + 1) * sizeof(size_t));
+			if (!v)
+				return -1;
+			p->readers[to] = v;
+			p->readers[to][p->n_readers[to]++] = i;
+		}
+	}
+	return 0;
+}
+
+static int plan_new(struct cfg_controller *c, const struct cfg_graph *g, struct apply_plan *p, struct cfg_diags *d)
+{
+	size_t n = g->n ? g->n : 1;
+
+	*p = (struct apply_plan){ .n = g->n };
+	p->active = calloc(n, 1);
+	p->nodes = calloc(n, sizeof(*p->nodes));
+	p->readers = calloc(n, sizeof(*p->readers));
+	p->n_readers = calloc(n, sizeof(size_t));
+	if (!p->active || !p->nodes || !p->readers || !p->n_readers) {
 		cfg_error(d, CFG_NOPOS, "out of memory");
-		goto fail;
+		return -1;
 	}
 	if (c->only) {
 		long idx = cfg_graph_find(g, c->only);
 		if (idx < 0) {
 			cfg_error(d, CFG_NOPOS, "component \"%s\" is not defined in this file", c->only);
-			goto fail;
+			return -1;
 		}
-		cfg_graph_closure(g, (size_t)idx, active);
+		cfg_graph_closure(g, (size_t)idx, p->active);
 	} else {
-		memset(active, 1, g->n);
+		memset(p->active, 1, g->n);
 	}
-	if (cfg_graph_check_runnable(g, active, c->command, d))
-		goto fail;
+	if (cfg_graph_check_runnable(g, p->active, c->command, d))
+		return -1;
+	if (plan_readers(p, g)) {
+		cfg_error(d, CFG_NOPOS, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Gives every active node of g its controller node: the running one with the same ID
+ * and type (taken out of old_nodes, so it is not stopped), else a new one. On failure
+ * (out of memory) the new nodes are freed and the running graph is left as it was. */
+static int plan_match(struct cfg_controller *c, const struct cfg_graph *g, struct apply_plan *p,
+		      struct ctl_node **old_nodes, struct ctl_node *const *live_nodes, size_t old_n)
+{
 	for (size_t i = 0; i < g->n; i++) {
-		for (size_t e = 0; e < g->nodes[i].n_deps; e++) {
-			size_t to = g->nodes[i].deps[e].to;
-			if (!active[i] || !active[to])
-				continue;
-			size_t *v = realloc(readers[to], (n_readers[to] + 1) * sizeof(size_t));
-			if (!v) {
-				cfg_error(d, CFG_NOPOS, "out of memory");
-				goto fail;
+		if (!p->active[i])
+			continue;
+		for (size_t j = 0; j < old_n; j++) {
+			if (old_nodes[j] && strcmp(old_nodes[j]->id, g->nodes[i].id) == 0 && old_nodes[j]->type == g->nodes[i].type) {
+				p->nodes[i] = old_nodes[j];
+				old_nodes[j] = NULL; /* kept: not stopped below */
+				break;
 			}
-			readers[to] = v;
-			readers[to][n_readers[to]++] = i;
+		}
+		if (!p->nodes[i] && !(p->nodes[i] = new_node(&g->nodes[i]))) {
+			/* Put the kept nodes back: the old graph keeps running unchanged. */
+			for (size_t k = 0; k < i; k++) {
+				int kept = 0;
+				for (size_t j = 0; p->nodes[k] && j < old_n; j++)
+					kept |= live_nodes[j] == p->nodes[k];
+				if (p->nodes[k] && !kept)
+					free_node(c, p->nodes[k]);
+			}
+			return -1;
 		}
 	}
+	return 0;
+}
 
+/* Makes g the running graph (mu taken here); its nodes are marked for evaluation. */
+static void plan_install(struct cfg_controller *c, struct cfg_graph *g, struct apply_plan *p)
+{
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < g->n; i++) {
+		struct ctl_node *n = p->nodes[i];
+		if (!n)
+			continue;
+		n->idx = i;
+		free(n->readers);
+		n->readers = p->readers[i];
+		n->n_readers = p->n_readers[i];
+		p->readers[i] = NULL;
+		n->dirty = 1;
+	}
+	c->graph = g;
+	c->nodes = p->nodes;
+	c->n = g->n;
+	c->busy = 1;
+	pthread_mutex_unlock(&c->mu);
+	p->nodes = NULL;
+}
+
+int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct cfg_diags *d)
+{
+	struct apply_plan plan;
+
+	if (plan_new(c, g, &plan, d))
+		goto fail;
 	pthread_mutex_lock(&c->apply_mu);
 	struct cfg_graph *old_graph = c->graph;
 	struct ctl_node **live_nodes = c->nodes;
@@ -661,51 +779,13 @@ int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct c
 	if (old_n)
 		memcpy(old_nodes, live_nodes, old_n * sizeof(*old_nodes));
 	pthread_mutex_unlock(&c->mu);
-	for (size_t i = 0; i < g->n; i++) {
-		if (!active[i])
-			continue;
-		for (size_t j = 0; j < old_n; j++) {
-			if (old_nodes[j] && strcmp(old_nodes[j]->id, g->nodes[i].id) == 0 && old_nodes[j]->type == g->nodes[i].type) {
-				nodes[i] = old_nodes[j];
-				old_nodes[j] = NULL; /* kept: not stopped below */
-				break;
-			}
-		}
-		if (!nodes[i] && !(nodes[i] = new_node(&g->nodes[i]))) {
-			/* Put the kept nodes back: the old graph keeps running unchanged. */
-			for (size_t k = 0; k < i; k++) {
-				int kept = 0;
-				for (size_t j = 0; nodes[k] && j < old_n; j++)
-					kept |= live_nodes[j] == nodes[k];
-				if (nodes[k] && !kept)
-					free_node(c, nodes[k]);
-			}
-			free(old_nodes);
-			pthread_mutex_unlock(&c->apply_mu);
-			cfg_error(d, CFG_NOPOS, "out of memory");
-			goto fail;
-		}
+	if (plan_match(c, g, &plan, old_nodes, live_nodes, old_n)) {
+		free(old_nodes);
+		pthread_mutex_unlock(&c->apply_mu);
+		cfg_error(d, CFG_NOPOS, "out of memory");
+		goto fail;
 	}
-
-	pthread_mutex_lock(&c->mu);
-	for (size_t i = 0; i < g->n; i++) {
-		struct ctl_node *n = nodes[i];
-		if (!n)
-			continue;
-		n->idx = i;
-		free(n->readers);
-		n->readers = readers[i];
-		n->n_readers = n_readers[i];
-		readers[i] = NULL;
-		n->dirty = 1;
-	}
-	c->graph = g;
-	c->nodes = nodes;
-	c->n = g->n;
-	c->busy = 1;
-	pthread_mutex_unlock(&c->mu);
-	g = NULL;
-	nodes = NULL;
+	plan_install(c, g, &plan);
 
 	/* Start and update now, so that a load returns with the graph running. */
 	run_pass(c);
@@ -726,18 +806,10 @@ int cfg_controller_apply(struct cfg_controller *c, struct cfg_graph *g, struct c
 	pthread_cond_signal(&c->work_cv); /* let the worker settle `busy` and pending retries */
 	pthread_mutex_unlock(&c->mu);
 	pthread_mutex_unlock(&c->apply_mu);
-	free(active);
-	free(readers);
-	free(n_readers);
+	plan_free(&plan);
 	return 0;
 fail:
-	if (readers)
-		for (size_t i = 0; i < g->n; i++)
-			free(readers[i]);
-	free(readers);
-	free(n_readers);
-	free(active);
-	free(nodes);
+	plan_free(&plan);
 	cfg_graph_free(g);
 	return -1;
 }

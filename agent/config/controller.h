@@ -33,6 +33,10 @@ struct cfg_controller_opts {
 	/* When set, only this component and the components it depends on run
 	 * (`nodeprof tools targets`). */
 	const char *only;
+	/* What the agent lends every component (see component.h); borrowed: it must
+	 * outlive the controller. Read when a component starts, so the agent may fill it
+	 * in after creating the controller, before loading a configuration. NULL: none. */
+	const struct cfg_host *host;
 };
 
 NP_MUST_CHECK int cfg_controller_new(const struct cfg_controller_opts *opts, struct cfg_controller **out,

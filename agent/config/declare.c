@@ -18,13 +18,13 @@ static const struct cfg_attr argument_attrs[] = {
 	CFG_A("optional", &cfg_t_bool, 0, "false"),
 	CFG_END,
 };
-static const struct cfg_schema argument_schema = { argument_attrs, NULL, NULL };
+static const struct cfg_schema argument_schema = { .attrs = argument_attrs };
 
 static const struct cfg_attr export_attrs[] = {
 	CFG_A("value", &cfg_t_any, CFG_REQUIRED, NULL),
 	CFG_END,
 };
-static const struct cfg_schema export_schema = { export_attrs, NULL, NULL };
+static const struct cfg_schema export_schema = { .attrs = export_attrs };
 
 static const struct cfg_export argument_exports[] = { { "value", &cfg_t_any }, { NULL, NULL } };
 const struct cfg_component_type cfg_type_argument = { .name = "argument", .args = &argument_schema,

@@ -1,5 +1,6 @@
-/* Decoding block bodies against schemas, value conversion, and the typed
- * accessors: see args.h. Messages follow grafana/alloy syntax/vm where Alloy has
+/* Decoding block bodies against schemas and value conversion: see args.h (the
+ * struct a schema binds is filled by fields.c, the by-name accessors are in
+ * args_access.c). Messages follow grafana/alloy syntax/vm where Alloy has
  * one ("unrecognized attribute name", "missing required attribute", "attribute
  * may only be provided once", ...), with "did you mean" added. */
 #include "agent/config/args.h"
@@ -200,10 +201,127 @@ static struct cfg_value *conv_targets(struct cfg_value *v, struct cfg_pos pos, c
 	return r ? r : oom(d, pos);
 }
 
+/* Strings and secrets: numbers convert to their decimal text, null to "". */
+static struct cfg_value *conv_text(const struct cfg_type *t, struct cfg_value *v, struct cfg_pos pos, const char *what,
+				   struct cfg_diags *d)
+{
+	int secret = t->kind == CFG_T_SECRET;
+	const char *s;
+	size_t len;
+	char num[64];
+	struct cfg_value *r;
+
+	/* Arguments are C strings: a NUL inside would silently cut them. */
+	if ((v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) && memchr(v->u.str.s, '\0', v->u.str.len)) {
+		cfg_error(d, pos, "%s: the string contains a NUL byte, which nodeprof cannot pass on", what);
+		return NULL;
+	}
+	if (v->kind == (secret ? CFG_V_SECRET : CFG_V_STRING))
+		return cfg_ref(v);
+	if (v->kind == CFG_V_STRING && secret) {
+		s = v->u.str.s;
+		len = v->u.str.len;
+	} else if (v->kind == CFG_V_NULL) {
+		s = "";
+		len = 0;
+	} else if (v->kind == CFG_V_NUMBER) {
+		cfg_num_format(v->u.num, num, sizeof(num));
+		s = num;
+		len = strlen(num);
+	} else {
+		return conv_error(d, pos, what, t, v);
+	}
+	r = secret ? cfg_secret(s, len) : cfg_string(s, len);
+	return r ? r : oom(d, pos);
+}
+
+static struct cfg_value *conv_duration(struct cfg_value *v, struct cfg_pos pos, const char *what, struct cfg_diags *d)
+{
+	int64_t ns;
+	struct np_err err;
+	struct cfg_value *r;
+
+	if (v->kind == CFG_V_NULL) {
+		r = cfg_cstring("0s");
+		return r ? r : oom(d, pos);
+	}
+	if (v->kind != CFG_V_STRING) {
+		cfg_error(d, pos, "%s: expected a duration string such as \"15s\" or \"1m30s\", got %s", what,
+			  cfg_value_type_name(v));
+		return NULL;
+	}
+	if (strlen(v->u.str.s) != v->u.str.len || np_duration_parse(v->u.str.s, &ns, &err)) {
+		cfg_error(d, pos, "%s: %s", what, err.msg);
+		return NULL;
+	}
+	return cfg_ref(v);
+}
+
+/* list(elem): every element converted, named "what[i]" in messages. */
+static struct cfg_value *conv_list(const struct cfg_type *t, struct cfg_value *v, struct cfg_pos pos, const char *what,
+				   struct cfg_diags *d)
+{
+	char sub[200];
+	struct cfg_value *r;
+
+	if (v->kind == CFG_V_NULL) {
+		r = cfg_array_new(0);
+		return r ? r : oom(d, pos);
+	}
+	if (!cfg_is_array(v))
+		return conv_error(d, pos, what, t, v);
+	size_t n = cfg_array_len(v);
+	if (!(r = cfg_array_new(n)))
+		return oom(d, pos);
+	for (size_t i = 0; i < n; i++) {
+		struct cfg_value *el = cfg_array_get(v, i);
+		if (!el) {
+			cfg_unref(r);
+			return oom(d, pos);
+		}
+		snprintf(sub, sizeof(sub), "%s[%zu]", what, i);
+		r->u.arr.v[i] = cfg_convert(t->elem, el, pos, sub, d);
+		cfg_unref(el);
+		if (!r->u.arr.v[i]) {
+			cfg_unref(r);
+			return NULL;
+		}
+	}
+	return r;
+}
+
+/* map(elem): every value converted, named "what[\"key\"]" in messages. */
+static struct cfg_value *conv_map(const struct cfg_type *t, struct cfg_value *v, struct cfg_pos pos, const char *what,
+				  struct cfg_diags *d)
+{
+	char sub[200];
+	struct cfg_value *r;
+
+	if (v->kind == CFG_V_NULL) {
+		r = cfg_object_new(0);
+		if (r)
+			cfg_object_done(r);
+		return r ? r : oom(d, pos);
+	}
+	if (v->kind != CFG_V_OBJECT)
+		return conv_error(d, pos, what, t, v);
+	if (!(r = cfg_object_new(v->u.obj.n)))
+		return oom(d, pos);
+	for (size_t i = 0; i < v->u.obj.n; i++) {
+		snprintf(sub, sizeof(sub), "%s[\"%s\"]", what, v->u.obj.v[i].key);
+		struct cfg_value *x = cfg_convert(t->elem, v->u.obj.v[i].val, pos, sub, d);
+		if (!x || cfg_object_put(r, v->u.obj.v[i].key, x)) {
+			cfg_unref(r);
+			return x ? oom(d, pos) : NULL;
+		}
+	}
+	cfg_object_done(r);
+	return r;
+}
+
 struct cfg_value *cfg_convert(const struct cfg_type *t, struct cfg_value *v, struct cfg_pos pos, const char *what,
 			      struct cfg_diags *d)
 {
-	char sub[200], num[64];
 	struct cfg_value *r;
 
 	if (v->kind == CFG_V_UNKNOWN) {
@@ -221,34 +339,7 @@ struct cfg_value *cfg_convert(const struct cfg_type *t, struct cfg_value *v, str
 		return cfg_ref(v);
 	case CFG_T_STRING:
 	case CFG_T_SECRET:
-		/* Arguments are C strings: a NUL inside would silently cut them. */
-		if ((v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) && memchr(v->u.str.s, '\0', v->u.str.len)) {
-			cfg_error(d, pos, "%s: the string contains a NUL byte, which nodeprof cannot pass on", what);
-			return NULL;
-		}
-		if (t->kind == CFG_T_SECRET)
-			goto secret;
-		if (v->kind == CFG_V_STRING)
-			return cfg_ref(v);
-		if (v->kind == CFG_V_NULL)
-			r = cfg_string("", 0);
-		else if (v->kind == CFG_V_NUMBER)
-			cfg_num_format(v->u.num, num, sizeof(num)), r = cfg_cstring(num);
-		else
-			return conv_error(d, pos, what, t, v);
-		return r ? r : oom(d, pos);
-	secret:
-		if (v->kind == CFG_V_SECRET)
-			return cfg_ref(v);
-		if (v->kind == CFG_V_STRING)
-			r = cfg_secret(v->u.str.s, v->u.str.len);
-		else if (v->kind == CFG_V_NULL)
-			r = cfg_secret("", 0);
-		else if (v->kind == CFG_V_NUMBER)
-			cfg_num_format(v->u.num, num, sizeof(num)), r = cfg_secret(num, strlen(num));
-		else
-			return conv_error(d, pos, what, t, v);
-		return r ? r : oom(d, pos);
+		return conv_text(t, v, pos, what, d);
 	case CFG_T_BOOL:
 		if (v->kind == CFG_V_BOOL)
 			return cfg_ref(v);
@@ -258,76 +349,13 @@ struct cfg_value *cfg_convert(const struct cfg_type *t, struct cfg_value *v, str
 	case CFG_T_INT:
 	case CFG_T_UINT:
 	case CFG_T_FLOAT:
-		r = conv_number(t, v, pos, what, d);
-		return r;
-	case CFG_T_DURATION: {
-		int64_t ns;
-		struct np_err err;
-		if (v->kind == CFG_V_NULL) {
-			r = cfg_cstring("0s");
-			return r ? r : oom(d, pos);
-		}
-		if (v->kind != CFG_V_STRING) {
-			cfg_error(d, pos, "%s: expected a duration string such as \"15s\" or \"1m30s\", got %s", what,
-				  cfg_value_type_name(v));
-			return NULL;
-		}
-		if (strlen(v->u.str.s) != v->u.str.len || np_duration_parse(v->u.str.s, &ns, &err)) {
-			cfg_error(d, pos, "%s: %s", what, err.msg);
-			return NULL;
-		}
-		return cfg_ref(v);
-	}
-	case CFG_T_LIST: {
-		if (v->kind == CFG_V_NULL) {
-			r = cfg_array_new(0);
-			return r ? r : oom(d, pos);
-		}
-		if (!cfg_is_array(v))
-			return conv_error(d, pos, what, t, v);
-		size_t n = cfg_array_len(v);
-		r = cfg_array_new(n);
-		if (!r)
-			return oom(d, pos);
-		for (size_t i = 0; i < n; i++) {
-			struct cfg_value *el = cfg_array_get(v, i);
-			if (!el) {
-				cfg_unref(r);
-				return oom(d, pos);
-			}
-			snprintf(sub, sizeof(sub), "%s[%zu]", what, i);
-			r->u.arr.v[i] = cfg_convert(t->elem, el, pos, sub, d);
-			cfg_unref(el);
-			if (!r->u.arr.v[i]) {
-				cfg_unref(r);
-				return NULL;
-			}
-		}
-		return r;
-	}
-	case CFG_T_MAP: {
-		if (v->kind == CFG_V_NULL) {
-			r = cfg_object_new(0);
-			if (r)
-				cfg_object_done(r);
-			return r ? r : oom(d, pos);
-		}
-		if (v->kind != CFG_V_OBJECT)
-			return conv_error(d, pos, what, t, v);
-		r = cfg_object_new(v->u.obj.n);
-		if (!r)
-			return oom(d, pos);
-		for (size_t i = 0; i < v->u.obj.n; i++) {
-			snprintf(sub, sizeof(sub), "%s[\"%s\"]", what, v->u.obj.v[i].key);
-			struct cfg_value *x = cfg_convert(t->elem, v->u.obj.v[i].val, pos, sub, d);
-			if (!x || cfg_object_put(r, v->u.obj.v[i].key, x)) {
-				cfg_unref(r);
-				return x ? oom(d, pos) : NULL;
-			}
-		}
-		cfg_object_done(r);
-		return r;
-	}
+		return conv_number(t, v, pos, what, d);
+	case CFG_T_DURATION:
+		return conv_duration(v, pos, what, d);
+	case CFG_T_LIST:
+		return conv_list(t, v, pos, what, d);
+	case CFG_T_MAP:
+		return conv_map(t, v, pos, what, d);
 	case CFG_T_TARGETS:
 		return conv_targets(v, pos, what, d);
 	case CFG_T_CAPSULE:
@@ -554,6 +582,7 @@ void cfg_args_free(struct cfg_args *a)
 {
 	if (!a)
 		return;
+	cfg_args_unbind(a);
 	size_t na = cfg_schema_n_attrs(a->schema), nb = cfg_schema_n_blocks(a->schema);
 	for (size_t i = 0; a->attrs && i < na; i++) {
 		cfg_unref(a->attrs[i].val);
@@ -570,6 +599,95 @@ void cfg_args_free(struct cfg_args *a)
 	free(a);
 }
 
+/* A statement whose name the schema does not have in its kind (attribute or block):
+ * the other kind, or no such name at all. */
+static void name_error(struct cfg_diags *d, const struct cfg_stmt *st, const struct cfg_schema *s, const char *what)
+{
+	if (st->is_block && cfg_schema_attr(s, st->name, NULL))
+		cfg_error(d, st->pos, "\"%s\" must be an attribute, but is used as a block", st->name);
+	else if (!st->is_block && cfg_schema_block(s, st->name, NULL))
+		cfg_error(d, st->pos, "\"%s\" must be a block, but is used as an attribute", st->name);
+	else
+		unknown_name_error(d, st->pos, s, what, st->name, st->is_block);
+}
+
+/* One `name = value` statement of the body into its argument. seen[] marks the
+ * attributes written (even with a bad value: one error, not also "missing"). */
+static void decode_attr(struct cfg_args *a, const struct cfg_stmt *st, unsigned char *seen, const char *what,
+			struct cfg_eval *ev, struct cfg_diags *d)
+{
+	const struct cfg_schema *s = a->schema;
+	size_t idx;
+	const struct cfg_attr *at = cfg_schema_attr(s, st->name, &idx);
+
+	if (!at) {
+		name_error(d, st, s, what);
+		return;
+	}
+	struct cfg_arg *arg = &a->attrs[idx];
+	if (seen[idx]) {
+		cfg_error(d, st->pos, "attribute \"%s\" may only be provided once", st->name);
+		return;
+	}
+	seen[idx] = 1;
+	struct cfg_value *v = cfg_eval(ev, st->value);
+	if (!v)
+		return;
+	struct cfg_pos vpos = st->value ? st->value->pos : st->pos;
+	struct cfg_value *conv = cfg_convert(at->type, v, vpos, st->name, d);
+	cfg_unref(v);
+	if (!conv)
+		return;
+	arg->val = conv;
+	arg->name_pos = st->pos;
+	arg->val_pos = vpos;
+	if (cfg_value_contains_unknown(conv))
+		a->has_unknown = 1;
+	if (check_constraints(at, conv, vpos, d) == 0)
+		check_flags(at, arg, d);
+}
+
+/* One nested block of the body, decoded against its own schema. */
+static void decode_block(struct cfg_args *a, const struct cfg_stmt *st, const char *what, struct cfg_eval *ev,
+			 struct cfg_diags *d)
+{
+	const struct cfg_schema *s = a->schema;
+	size_t idx;
+	const struct cfg_block_schema *bs = cfg_schema_block(s, st->name, &idx);
+
+	if (!bs) {
+		name_error(d, st, s, what);
+		return;
+	}
+	if (st->label) {
+		cfg_error(d, st->label_pos, "block \"%s\" does not support specifying labels", st->name);
+		return;
+	}
+	struct cfg_block_list *bl = &a->blocks[idx];
+	if (bl->n > 0 && !(bs->flags & CFG_REPEATABLE)) {
+		cfg_error(d, st->pos, "block \"%s\" may only be specified once", st->name);
+		return;
+	}
+	if (bs->flags & CFG_UNSUPPORTED) {
+		cfg_error(d, st->pos, "block \"%s\" is not supported by nodeprof yet%s%s", st->name, bs->note ? ": " : "",
+			  bs->note ? bs->note : "");
+		return;
+	}
+	struct cfg_args *sub = cfg_decode(bs->schema, &st->body, st->pos, st->name, ev, d);
+	if (!sub)
+		return;
+	struct cfg_args **nv = realloc(bl->v, (bl->n + 1) * sizeof(*nv));
+	if (!nv) {
+		cfg_args_free(sub);
+		oom(d, st->pos);
+		return;
+	}
+	bl->v = nv;
+	bl->v[bl->n++] = sub;
+	if (sub->has_unknown)
+		a->has_unknown = 1;
+}
+
 struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *body, struct cfg_pos pos,
 			    const char *what, struct cfg_eval *ev, struct cfg_diags *d)
 {
@@ -582,93 +700,21 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 	a->pos = pos;
 	a->attrs = calloc(na ? na : 1, sizeof(*a->attrs));
 	a->blocks = calloc(nb ? nb : 1, sizeof(*a->blocks));
-	if (!a->attrs || !a->blocks) {
-		cfg_args_free(a);
-		return oom(d, pos), NULL;
-	}
-	/* Attributes written in the file, even when their value was bad: a bad value is
-	 * one error, not also a "missing required attribute". */
 	unsigned char *seen = calloc(na ? na : 1, 1);
-	if (!seen) {
+	if (!a->attrs || !a->blocks || !seen) {
+		free(seen);
 		cfg_args_free(a);
 		return oom(d, pos), NULL;
 	}
 	for (size_t i = 0; i < na; i++)
 		if (s->attrs[i].def)
 			a->attrs[i].dflt = default_value(&s->attrs[i]);
-
 	for (size_t k = 0; k < body->n; k++) {
-		const struct cfg_stmt *st = body->v[k];
-		size_t idx;
-		if (!st->is_block) {
-			const struct cfg_attr *at = cfg_schema_attr(s, st->name, &idx);
-			if (!at) {
-				if (cfg_schema_block(s, st->name, NULL))
-					cfg_error(d, st->pos, "\"%s\" must be a block, but is used as an attribute", st->name);
-				else
-					unknown_name_error(d, st->pos, s, what, st->name, 0);
-				continue;
-			}
-			struct cfg_arg *arg = &a->attrs[idx];
-			if (seen[idx]) {
-				cfg_error(d, st->pos, "attribute \"%s\" may only be provided once", st->name);
-				continue;
-			}
-			seen[idx] = 1;
-			struct cfg_value *v = cfg_eval(ev, st->value);
-			if (!v)
-				continue;
-			struct cfg_pos vpos = st->value ? st->value->pos : st->pos;
-			struct cfg_value *conv = cfg_convert(at->type, v, vpos, st->name, d);
-			cfg_unref(v);
-			if (!conv)
-				continue;
-			arg->val = conv;
-			arg->name_pos = st->pos;
-			arg->val_pos = vpos;
-			if (cfg_value_contains_unknown(conv))
-				a->has_unknown = 1;
-			if (check_constraints(at, conv, vpos, d) == 0)
-				check_flags(at, arg, d);
-			continue;
-		}
-		const struct cfg_block_schema *bs = cfg_schema_block(s, st->name, &idx);
-		if (!bs) {
-			if (cfg_schema_attr(s, st->name, NULL))
-				cfg_error(d, st->pos, "\"%s\" must be an attribute, but is used as a block", st->name);
-			else
-				unknown_name_error(d, st->pos, s, what, st->name, 1);
-			continue;
-		}
-		if (st->label) {
-			cfg_error(d, st->label_pos, "block \"%s\" does not support specifying labels", st->name);
-			continue;
-		}
-		struct cfg_block_list *bl = &a->blocks[idx];
-		if (bl->n > 0 && !(bs->flags & CFG_REPEATABLE)) {
-			cfg_error(d, st->pos, "block \"%s\" may only be specified once", st->name);
-			continue;
-		}
-		if (bs->flags & CFG_UNSUPPORTED) {
-			cfg_error(d, st->pos, "block \"%s\" is not supported by nodeprof yet%s%s", st->name, bs->note ? ": " : "",
-				  bs->note ? bs->note : "");
-			continue;
-		}
-		struct cfg_args *sub = cfg_decode(bs->schema, &st->body, st->pos, st->name, ev, d);
-		if (!sub)
-			continue;
-		struct cfg_args **nv = realloc(bl->v, (bl->n + 1) * sizeof(*nv));
-		if (!nv) {
-			cfg_args_free(sub);
-			oom(d, st->pos);
-			continue;
-		}
-		bl->v = nv;
-		bl->v[bl->n++] = sub;
-		if (sub->has_unknown)
-			a->has_unknown = 1;
+		if (body->v[k]->is_block)
+			decode_block(a, body->v[k], what, ev, d);
+		else
+			decode_attr(a, body->v[k], seen, what, ev, d);
 	}
-
 	for (size_t i = 0; i < na; i++)
 		if ((s->attrs[i].flags & CFG_REQUIRED) && !seen[i])
 			cfg_error(d, pos, "missing required attribute \"%s\" in %s", s->attrs[i].name, what);
@@ -679,6 +725,8 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 	warn_at_defaults(s, a, d);
 	if (d->n_errors == errors && s->validate)
 		s->validate(a, d);
+	if (d->n_errors == errors && cfg_args_bind(a))
+		oom(d, pos);
 	if (d->n_errors != errors) {
 		cfg_args_free(a);
 		return NULL;
@@ -708,196 +756,4 @@ int cfg_args_equal(const struct cfg_args *a, const struct cfg_args *b)
 				return 0;
 	}
 	return 1;
-}
-
-/* ---- accessors ---- */
-
-static const struct cfg_arg *find(const struct cfg_args *a, const char *name)
-{
-	size_t i;
-
-	if (!cfg_schema_attr(a->schema, name, &i)) {
-		np_log(NP_ERROR, "config", "BUG: accessor for an attribute the schema does not declare", "attribute", name,
-		       NULL);
-		return NULL;
-	}
-	return &a->attrs[i];
-}
-
-int cfg_args_has(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	return arg && arg->val;
-}
-
-int cfg_args_is_unknown(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	return arg && arg->val && cfg_value_contains_unknown(arg->val);
-}
-
-const struct cfg_value *cfg_args_get(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	if (!arg)
-		return NULL;
-	return arg->val ? arg->val : arg->dflt;
-}
-
-struct cfg_pos cfg_args_pos(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	return arg && arg->val ? arg->val_pos : a->pos;
-}
-
-struct cfg_pos cfg_args_name_pos(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_arg *arg = find(a, name);
-
-	return arg && arg->val ? arg->name_pos : a->pos;
-}
-
-const char *cfg_args_str(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && (v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) ? v->u.str.s : NULL;
-}
-
-int cfg_args_bool(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_BOOL && v->u.b;
-}
-
-int64_t cfg_args_int(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_NUMBER ? cfg_num_as_int(v->u.num) : 0;
-}
-
-uint64_t cfg_args_uint(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_NUMBER ? cfg_num_as_uint(v->u.num) : 0;
-}
-
-double cfg_args_float(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_NUMBER ? cfg_num_as_float(v->u.num) : 0;
-}
-
-int64_t cfg_args_duration(const struct cfg_args *a, const char *name)
-{
-	const char *s = cfg_args_str(a, name);
-	int64_t ns = 0;
-	struct np_err err;
-
-	if (!s || np_duration_parse(s, &ns, &err))
-		return 0;
-	return ns;
-}
-
-size_t cfg_args_list_len(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && cfg_is_array(v) ? cfg_array_len(v) : 0;
-}
-
-const char *cfg_args_list_str(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	if (!v || v->kind != CFG_V_ARRAY || i >= v->u.arr.n)
-		return NULL;
-	v = v->u.arr.v[i];
-	return v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET ? v->u.str.s : NULL;
-}
-
-size_t cfg_args_map_len(const struct cfg_args *a, const char *name)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_OBJECT ? v->u.obj.n : 0;
-}
-
-const char *cfg_args_map_key(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_OBJECT && i < v->u.obj.n ? v->u.obj.v[i].key : NULL;
-}
-
-const struct cfg_value *cfg_args_map_value(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_OBJECT && i < v->u.obj.n ? v->u.obj.v[i].val : NULL;
-}
-
-const char *cfg_args_map_str(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_map_value(a, name, i);
-
-	return v && (v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) ? v->u.str.s : NULL;
-}
-
-const struct np_targets *cfg_args_targets(const struct cfg_args *a, const char *name)
-{
-	static const struct np_targets empty = NP_TARGETS_INIT;
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_TARGETS ? &v->u.targets : &empty;
-}
-
-size_t cfg_args_capsules(const struct cfg_args *a, const char *name, void **out, size_t max)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-	size_t n = 0;
-
-	if (!v)
-		return 0;
-	if (v->kind == CFG_V_CAPSULE) {
-		if (max > 0)
-			out[0] = v->u.cap.ptr;
-		return 1;
-	}
-	if (v->kind != CFG_V_ARRAY)
-		return 0;
-	for (size_t i = 0; i < v->u.arr.n; i++) {
-		if (v->u.arr.v[i]->kind != CFG_V_CAPSULE)
-			continue;
-		if (n < max)
-			out[n] = v->u.arr.v[i]->u.cap.ptr;
-		n++;
-	}
-	return n;
-}
-
-size_t cfg_args_nblocks(const struct cfg_args *a, const char *name)
-{
-	size_t i;
-
-	if (!cfg_schema_block(a->schema, name, &i))
-		return 0;
-	return a->blocks[i].n;
-}
-
-const struct cfg_args *cfg_args_block(const struct cfg_args *a, const char *name, size_t i)
-{
-	size_t k;
-
-	if (!cfg_schema_block(a->schema, name, &k) || i >= a->blocks[k].n)
-		return NULL;
-	return a->blocks[k].v[i];
 }

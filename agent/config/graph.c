@@ -270,27 +270,20 @@ static void scoped_refs(void *ud, const struct cfg_body *body, const struct cfg_
 
 /* Kahn's algorithm; nodes left over are on or behind a cycle, which is reported
  * with its path at the reference that closes it. */
-static int order_nodes(struct cfg_graph *g, struct cfg_diags *d)
+/* Kahn's algorithm: g->order gets every node whose dependencies all come before it;
+ * done[] marks them. Returns how many, or -1 when out of memory. */
+static long topo_order(struct cfg_graph *g, unsigned char *done)
 {
-	size_t n = g->n, head = 0, tail = 0;
-	size_t *pending = calloc(n ? n : 1, sizeof(size_t));
-	unsigned char *done = calloc(n ? n : 1, 1), *reported = calloc(n ? n : 1, 1);
-	size_t *walk = calloc(n ? n : 1, sizeof(size_t));
-	long *seen_at = malloc((n ? n : 1) * sizeof(long));
-	size_t n_edges = 0;
-	int rc = 0;
+	size_t n = g->n, head = 0, tail = 0, n_edges = 0;
+	long rc = -1;
 
 	for (size_t i = 0; i < n; i++)
 		n_edges += g->nodes[i].n_deps;
+	size_t *pending = calloc(n ? n : 1, sizeof(size_t));
 	size_t *rstart = calloc(n + 1, sizeof(size_t)), *rfill = calloc(n ? n : 1, sizeof(size_t));
 	size_t *rdeps = calloc(n_edges ? n_edges : 1, sizeof(size_t));
-
-	g->order = calloc(n ? n : 1, sizeof(size_t));
-	if (!pending || !done || !reported || !walk || !seen_at || !g->order || !rstart || !rfill || !rdeps) {
-		cfg_error(d, CFG_NOPOS, "out of memory");
-		rc = -1;
+	if (!pending || !rstart || !rfill || !rdeps)
 		goto out;
-	}
 	for (size_t i = 0; i < n; i++) {
 		pending[i] = g->nodes[i].n_deps;
 		if (pending[i] == 0)
@@ -314,9 +307,44 @@ static int order_nodes(struct cfg_graph *g, struct cfg_diags *d)
 			if (--pending[rdeps[k]] == 0)
 				g->order[tail++] = rdeps[k];
 	}
-	if (tail == n)
+	rc = (long)tail;
+out:
+	free(pending);
+	free(rstart);
+	free(rfill);
+	free(rdeps);
+	return rc;
+}
+
+/* "cycle in component references: a -> b -> a", at a's reference to b. */
+static void cycle_error(const struct cfg_graph *g, const size_t *cycle, size_t len, struct cfg_diags *d)
+{
+	struct np_buf path = NP_BUF_INIT;
+	struct cfg_pos at = CFG_NOPOS;
+
+	for (size_t i = 0; i < len; i++)
+		np_buf_printf(&path, "%s -> ", g->nodes[cycle[i]].id);
+	np_buf_puts(&path, g->nodes[cycle[0]].id);
+	size_t a = cycle[0], b = len > 1 ? cycle[1] : cycle[0];
+	for (size_t e = 0; e < g->nodes[a].n_deps; e++)
+		if (g->nodes[a].deps[e].to == b)
+			at = g->nodes[a].deps[e].pos;
+	cfg_error(d, at, "cycle in component references: %s", path.p ? path.p : "");
+	np_buf_free(&path);
+}
+
+/* Every cycle among the nodes topo_order left out, once each. */
+static void report_cycles(const struct cfg_graph *g, const unsigned char *done, struct cfg_diags *d)
+{
+	size_t n = g->n;
+	unsigned char *reported = calloc(n ? n : 1, 1);
+	size_t *walk = calloc(n ? n : 1, sizeof(size_t));
+	long *seen_at = malloc((n ? n : 1) * sizeof(long));
+
+	if (!reported || !walk || !seen_at) {
+		cfg_error(d, CFG_NOPOS, "out of memory");
 		goto out;
-	rc = -1;
+	}
 	for (size_t i = 0; i < n; i++)
 		seen_at[i] = -1;
 	for (size_t start = 0; start < n; start++) {
@@ -340,36 +368,34 @@ static int order_nodes(struct cfg_graph *g, struct cfg_diags *d)
 		int already = 0;
 		for (size_t i = first; i < len; i++)
 			already |= reported[walk[i]];
-		if (!already) {
-			struct np_buf path = NP_BUF_INIT;
-			struct cfg_pos at = CFG_NOPOS;
-			for (size_t i = first; i < len; i++) {
-				np_buf_printf(&path, "%s -> ", g->nodes[walk[i]].id);
-				reported[walk[i]] = 1;
-			}
-			np_buf_puts(&path, g->nodes[walk[first]].id);
-			size_t a = walk[first], b = first + 1 < len ? walk[first + 1] : walk[first];
-			for (size_t e = 0; e < g->nodes[a].n_deps; e++)
-				if (g->nodes[a].deps[e].to == b)
-					at = g->nodes[a].deps[e].pos;
-			cfg_error(d, at, "cycle in component references: %s", path.p ? path.p : "");
-			np_buf_free(&path);
-		}
+		if (!already)
+			cycle_error(g, walk + first, len - first, d);
 		for (size_t i = 0; i < len; i++) {
 			seen_at[walk[i]] = -1;
-			reported[walk[i]] = 1; /* also the nodes that only lead into the cycle */
+			reported[walk[i]] = 1; /* the cycle, and the nodes that only lead into it */
 		}
 	}
 out:
-	free(rstart);
-	free(rfill);
-	free(rdeps);
-	free(pending);
-	free(done);
 	free(reported);
 	free(walk);
 	free(seen_at);
-	return rc;
+}
+
+static int order_nodes(struct cfg_graph *g, struct cfg_diags *d)
+{
+	unsigned char *done = calloc(g->n ? g->n : 1, 1);
+	long ordered;
+
+	g->order = calloc(g->n ? g->n : 1, sizeof(size_t));
+	if (!done || !g->order || (ordered = topo_order(g, done)) < 0) {
+		free(done);
+		cfg_error(d, CFG_NOPOS, "out of memory");
+		return -1;
+	}
+	if ((size_t)ordered != g->n)
+		report_cycles(g, done, d);
+	free(done);
+	return (size_t)ordered == g->n ? 0 : -1;
 }
 
 static struct cfg_graph *build(struct cfg_file *file, struct cfg_diags *d)
@@ -419,11 +445,10 @@ static struct cfg_graph *build(struct cfg_file *file, struct cfg_diags *d)
 	return g;
 }
 
-struct cfg_graph *cfg_graph_load_source(const char *name, const char *src, size_t len, struct cfg_diags *d)
+/* Builds the graph of a parsed file (takes ownership of f; NULL is a failed parse).
+ * `errors` is the error count before parsing. */
+static struct cfg_graph *build_parsed(struct cfg_file *f, size_t errors, struct cfg_diags *d)
 {
-	size_t errors = d->n_errors;
-	struct cfg_file *f = cfg_parse(name, src, len, d);
-
 	if (!f)
 		return NULL;
 	if (d->n_errors != errors) {
@@ -435,18 +460,18 @@ struct cfg_graph *cfg_graph_load_source(const char *name, const char *src, size_
 	return build(f, d);
 }
 
+struct cfg_graph *cfg_graph_load_source(const char *name, const char *src, size_t len, struct cfg_diags *d)
+{
+	size_t errors = d->n_errors;
+
+	return build_parsed(cfg_parse(name, src, len, d), errors, d);
+}
+
 struct cfg_graph *cfg_graph_load_file(const char *path, struct cfg_diags *d)
 {
 	size_t errors = d->n_errors;
-	struct cfg_file *f = cfg_parse_file(path, d);
 
-	if (!f)
-		return NULL;
-	if (d->n_errors != errors) {
-		cfg_file_free(f);
-		return NULL;
-	}
-	return build(f, d);
+	return build_parsed(cfg_parse_file(path, d), errors, d);
 }
 
 void cfg_graph_closure(const struct cfg_graph *g, size_t node, unsigned char *in)

@@ -50,7 +50,7 @@ static const struct cfg_attr tls_attrs[] = {
 	CFG_END,
 };
 
-const struct cfg_schema cfg_tls_config_schema = { tls_attrs, NULL, tls_validate };
+const struct cfg_schema cfg_tls_config_schema = { .attrs = tls_attrs, .validate = tls_validate };
 
 static void basic_auth_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
@@ -66,7 +66,7 @@ static const struct cfg_attr basic_auth_attrs[] = {
 	CFG_END,
 };
 
-const struct cfg_schema cfg_basic_auth_schema = { basic_auth_attrs, NULL, basic_auth_validate };
+const struct cfg_schema cfg_basic_auth_schema = { .attrs = basic_auth_attrs, .validate = basic_auth_validate };
 
 static void authorization_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
@@ -90,7 +90,7 @@ static const struct cfg_attr authorization_attrs[] = {
 	CFG_END,
 };
 
-const struct cfg_schema cfg_authorization_schema = { authorization_attrs, NULL, authorization_validate };
+const struct cfg_schema cfg_authorization_schema = { .attrs = authorization_attrs, .validate = authorization_validate };
 
 static void proxy_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
@@ -171,7 +171,7 @@ static const struct cfg_block_schema oauth2_blocks[] = {
 	CFG_END,
 };
 
-const struct cfg_schema cfg_oauth2_schema = { oauth2_attrs, oauth2_blocks, oauth2_validate };
+const struct cfg_schema cfg_oauth2_schema = { .attrs = oauth2_attrs, .blocks = oauth2_blocks, .validate = oauth2_validate };
 
 static const char *const reserved_headers[] = {
 	"Authorization", "Host", "Content-Encoding", "Content-Length", "Content-Type", "User-Agent", "Connection",

@@ -258,6 +258,93 @@ static void skip_comment(struct cfg_lexer *lx)
 	lex_error(lx, start, "block comment not terminated");
 }
 
+/* Reports the character that starts no token (tok->lit points at it). */
+static void illegal_char(struct cfg_lexer *lx, const struct cfg_token *tok, int c, size_t start)
+{
+	if (lx->diags) {
+		if (c >= 0x80) {
+			size_t n;
+			uint32_t cp = go_decode_rune(tok->lit, lx->len - start, &n);
+			if (!go_rune_invalid(cp, n) && cp != 0xfeff) /* a BOM was reported by advance() */
+				cfg_error(lx->diags, tok->pos,
+					  "illegal character U+%04X '%.*s' (identifiers may only use ASCII letters, digits "
+					  "and _)",
+					  cp, (int)n, tok->lit);
+		} else if (c >= 0x20 && c < 0x7f) {
+			cfg_error(lx->diags, tok->pos, "illegal character U+%04X '%c'", c, c);
+		} else if (c != 0) {
+			cfg_error(lx->diags, tok->pos, "illegal character U+%04X", c);
+		}
+	}
+}
+
+/* A string, operator or punctuation token starting with c (already consumed).
+ * Returns whether a newline after it ends the statement. */
+static int scan_symbol(struct cfg_lexer *lx, int c, struct cfg_token *tok, size_t start)
+{
+	int insert_term = 0;
+
+	switch (c) {
+	case '"':
+	case '`':
+		scan_string(lx, c, tok->pos);
+		tok->kind = T_STRING;
+		insert_term = 1;
+		break;
+	case '\'':
+		lex_error(lx, tok->pos, "illegal single-quoted string; use double quotes");
+		scan_string(lx, '\'', tok->pos);
+		tok->kind = T_ILLEGAL;
+		insert_term = 1;
+		break;
+	case '|':
+		if (cur(lx) != '|')
+			lex_error(lx, lx->pos, "missing second | in ||");
+		else
+			advance(lx);
+		tok->kind = T_OR;
+		break;
+	case '&':
+		if (cur(lx) != '&')
+			lex_error(lx, lx->pos, "missing second & in &&");
+		else
+			advance(lx);
+		tok->kind = T_AND;
+		break;
+	case '!':
+		tok->kind = cur(lx) == '=' ? (advance(lx), T_NEQ) : T_NOT;
+		break;
+	case '=':
+		tok->kind = cur(lx) == '=' ? (advance(lx), T_EQ) : T_ASSIGN;
+		break;
+	case '<':
+		tok->kind = cur(lx) == '=' ? (advance(lx), T_LTE) : T_LT;
+		break;
+	case '>':
+		tok->kind = cur(lx) == '=' ? (advance(lx), T_GTE) : T_GT;
+		break;
+	case '+': tok->kind = T_ADD; break;
+	case '-': tok->kind = T_SUB; break;
+	case '*': tok->kind = T_MUL; break;
+	case '/': tok->kind = T_DIV; break;
+	case '%': tok->kind = T_MOD; break;
+	case '^': tok->kind = T_POW; break;
+	case '{': tok->kind = T_LCURLY; break;
+	case '}': tok->kind = T_RCURLY; insert_term = 1; break;
+	case '(': tok->kind = T_LPAREN; break;
+	case ')': tok->kind = T_RPAREN; insert_term = 1; break;
+	case '[': tok->kind = T_LBRACK; break;
+	case ']': tok->kind = T_RBRACK; insert_term = 1; break;
+	case ',': tok->kind = T_COMMA; break;
+	case '.': tok->kind = T_DOT; break;
+	default:
+		tok->kind = T_ILLEGAL;
+		illegal_char(lx, tok, c, start);
+		return lx->insert_term; /* keep the pending terminator */
+	}
+	return insert_term;
+}
+
 void cfg_lexer_next(struct cfg_lexer *lx, struct cfg_token *tok)
 {
 	int insert_term = 0;
@@ -318,76 +405,8 @@ again:
 		tok->kind = T_TERM;
 		tok->len = 1;
 		return;
-	case '"':
-	case '`':
-		scan_string(lx, c, tok->pos);
-		tok->kind = T_STRING;
-		insert_term = 1;
-		break;
-	case '\'':
-		lex_error(lx, tok->pos, "illegal single-quoted string; use double quotes");
-		scan_string(lx, '\'', tok->pos);
-		tok->kind = T_ILLEGAL;
-		insert_term = 1;
-		break;
-	case '|':
-		if (cur(lx) != '|')
-			lex_error(lx, lx->pos, "missing second | in ||");
-		else
-			advance(lx);
-		tok->kind = T_OR;
-		break;
-	case '&':
-		if (cur(lx) != '&')
-			lex_error(lx, lx->pos, "missing second & in &&");
-		else
-			advance(lx);
-		tok->kind = T_AND;
-		break;
-	case '!':
-		tok->kind = cur(lx) == '=' ? (advance(lx), T_NEQ) : T_NOT;
-		break;
-	case '=':
-		tok->kind = cur(lx) == '=' ? (advance(lx), T_EQ) : T_ASSIGN;
-		break;
-	case '<':
-		tok->kind = cur(lx) == '=' ? (advance(lx), T_LTE) : T_LT;
-		break;
-	case '>':
-		tok->kind = cur(lx) == '=' ? (advance(lx), T_GTE) : T_GT;
-		break;
-	case '+': tok->kind = T_ADD; break;
-	case '-': tok->kind = T_SUB; break;
-	case '*': tok->kind = T_MUL; break;
-	case '/': tok->kind = T_DIV; break;
-	case '%': tok->kind = T_MOD; break;
-	case '^': tok->kind = T_POW; break;
-	case '{': tok->kind = T_LCURLY; break;
-	case '}': tok->kind = T_RCURLY; insert_term = 1; break;
-	case '(': tok->kind = T_LPAREN; break;
-	case ')': tok->kind = T_RPAREN; insert_term = 1; break;
-	case '[': tok->kind = T_LBRACK; break;
-	case ']': tok->kind = T_RBRACK; insert_term = 1; break;
-	case ',': tok->kind = T_COMMA; break;
-	case '.': tok->kind = T_DOT; break;
 	default:
-		tok->kind = T_ILLEGAL;
-		insert_term = lx->insert_term; /* keep the pending terminator */
-		if (lx->diags) {
-			if (c >= 0x80) {
-				size_t n;
-				uint32_t cp = go_decode_rune(tok->lit, lx->len - start, &n);
-				if (!go_rune_invalid(cp, n) && cp != 0xfeff) /* a BOM was reported by advance() */
-					cfg_error(lx->diags, tok->pos,
-						  "illegal character U+%04X '%.*s' (identifiers may only use ASCII letters, digits "
-						  "and _)",
-						  cp, (int)n, tok->lit);
-			} else if (c >= 0x20 && c < 0x7f) {
-				cfg_error(lx->diags, tok->pos, "illegal character U+%04X '%c'", c, c);
-			} else if (c != 0) {
-				cfg_error(lx->diags, tok->pos, "illegal character U+%04X", c);
-			}
-		}
+		insert_term = scan_symbol(lx, c, tok, start);
 		break;
 	}
 	tok->len = lx->off - start;

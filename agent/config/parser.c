@@ -391,6 +391,20 @@ static void skip_to_statement_end(struct parser *p)
 		next(p);
 }
 
+/* The expressions up to the closing token (the opening one is the current token),
+ * into out; returns the deepest of their depths and d. */
+static unsigned parse_delimited(struct parser *p, enum cfg_tok close, struct pvec *out, unsigned d)
+{
+	next(p);
+	if (p->tok.kind != close)
+		parse_expr_list(p, close, out);
+	expect(p, close);
+	for (size_t i = 0; i < out->n; i++)
+		if (depth_of(out->v[i]) > d)
+			d = depth_of(out->v[i]);
+	return d;
+}
+
 static struct cfg_expr *parse_primary(struct parser *p)
 {
 	struct cfg_pos pos = p->tok.pos;
@@ -433,15 +447,8 @@ static struct cfg_expr *parse_primary(struct parser *p)
 	}
 	case T_LBRACK: {
 		struct pvec elems = { 0 };
-		next(p);
-		if (p->tok.kind != T_RBRACK)
-			parse_expr_list(p, T_RBRACK, &elems);
-		expect(p, T_RBRACK);
+		unsigned d = parse_delimited(p, T_RBRACK, &elems, 1);
 		e = new_expr(p, E_ARRAY, pos);
-		unsigned d = 1;
-		for (size_t i = 0; i < elems.n; i++)
-			if (depth_of(elems.v[i]) > d)
-				d = depth_of(elems.v[i]);
 		if (e) {
 			e->u.list.v = (struct cfg_expr **)pvec_finish(p, &elems, &e->u.list.n);
 			return finish_depth(p, e, d);
@@ -462,6 +469,75 @@ static struct cfg_expr *parse_primary(struct parser *p)
 	e = null_expr(p, pos);
 	skip_to_statement_end(p);
 	return e;
+}
+
+/* The selectors, indexes and calls after a primary expression: `.name`, `[i]`,
+ * `(args)`; a block body where an expression belongs is reported. */
+static struct cfg_expr *parse_postfix(struct parser *p, struct cfg_expr *prim)
+{
+	struct cfg_expr *e;
+
+	for (;;) {
+		struct cfg_pos pos = prim ? prim->pos : p->tok.pos;
+		if (p->tok.kind == T_DOT) {
+			next(p);
+			struct cfg_pos name_pos = p->tok.pos;
+			const char *name = "";
+			if (p->tok.kind == T_IDENT)
+				name = cfg_arena_strndup(p->a, p->tok.lit, p->tok.len);
+			expect(p, T_IDENT);
+			e = new_expr(p, E_ACCESS, pos);
+			if (e) {
+				e->u.access.x = prim;
+				e->u.access.name = name ? name : "";
+				e->u.access.name_pos = name_pos;
+			}
+			prim = finish_depth(p, e, depth_of(prim));
+		} else if (p->tok.kind == T_LBRACK) {
+			next(p);
+			struct cfg_expr *index = parse_expr(p);
+			expect(p, T_RBRACK);
+			e = new_expr(p, E_INDEX, pos);
+			if (e) {
+				e->u.index.x = prim;
+				e->u.index.index = index;
+			}
+			unsigned d = depth_of(prim) > depth_of(index) ? depth_of(prim) : depth_of(index);
+			prim = finish_depth(p, e, d);
+		} else if (p->tok.kind == T_LPAREN) {
+			struct pvec args = { 0 };
+			unsigned d = parse_delimited(p, T_RPAREN, &args, depth_of(prim));
+			e = new_expr(p, E_CALL, pos);
+			if (e) {
+				e->u.call.fn = prim;
+				e->u.call.v = (struct cfg_expr **)pvec_finish(p, &args, &e->u.call.n);
+			} else {
+				free(args.v);
+			}
+			prim = finish_depth(p, e, d);
+		} else if (p->tok.kind == T_STRING || p->tok.kind == T_LCURLY) {
+			/* `x = some.block "label" { ... }`: a block where an expression belongs. */
+			if (p->tok.kind == T_STRING)
+				next(p);
+			if (p->tok.kind != T_LCURLY) {
+				expect(p, T_LCURLY);
+				break;
+			}
+			next(p);
+			p->depth++;
+			parse_body(p, T_RCURLY);
+			p->depth--;
+			if (p->tok.kind != T_RCURLY) {
+				expect(p, T_RCURLY);
+				break;
+			}
+			next(p);
+			error_at(p, pos, "cannot use a block as an expression");
+		} else {
+			break;
+		}
+	}
+	return prim;
 }
 
 /* UnaryExpr = ("!"|"-") UnaryExpr | Primary { "." IDENT | "[" Expression "]" | "(" [ExprList] ")" } */
@@ -492,76 +568,24 @@ static struct cfg_expr *parse_unary(struct parser *p)
 		return finish_depth(p, e, depth_of(x));
 	}
 
-	struct cfg_expr *prim = parse_primary(p);
-	for (;;) {
-		struct cfg_pos pos = prim ? prim->pos : p->tok.pos;
-		if (p->tok.kind == T_DOT) {
-			next(p);
-			struct cfg_pos name_pos = p->tok.pos;
-			const char *name = "";
-			if (p->tok.kind == T_IDENT)
-				name = cfg_arena_strndup(p->a, p->tok.lit, p->tok.len);
-			expect(p, T_IDENT);
-			e = new_expr(p, E_ACCESS, pos);
-			if (e) {
-				e->u.access.x = prim;
-				e->u.access.name = name ? name : "";
-				e->u.access.name_pos = name_pos;
-			}
-			prim = finish_depth(p, e, depth_of(prim));
-		} else if (p->tok.kind == T_LBRACK) {
-			next(p);
-			struct cfg_expr *index = parse_expr(p);
-			expect(p, T_RBRACK);
-			e = new_expr(p, E_INDEX, pos);
-			if (e) {
-				e->u.index.x = prim;
-				e->u.index.index = index;
-			}
-			unsigned d = depth_of(prim) > depth_of(index) ? depth_of(prim) : depth_of(index);
-			prim = finish_depth(p, e, d);
-		} else if (p->tok.kind == T_LPAREN) {
-			struct pvec args = { 0 };
-			next(p);
-			if (p->tok.kind != T_RPAREN)
-				parse_expr_list(p, T_RPAREN, &args);
-			expect(p, T_RPAREN);
-			e = new_expr(p, E_CALL, pos);
-			unsigned d = depth_of(prim);
-			for (size_t i = 0; i < args.n; i++)
-				if (depth_of(args.v[i]) > d)
-					d = depth_of(args.v[i]);
-			if (e) {
-				e->u.call.fn = prim;
-				e->u.call.v = (struct cfg_expr **)pvec_finish(p, &args, &e->u.call.n);
-			} else {
-				free(args.v);
-			}
-			prim = finish_depth(p, e, d);
-		} else if (p->tok.kind == T_STRING || p->tok.kind == T_LCURLY) {
-			/* `x = some.block "label" { ... }`: a block where an expression belongs. */
-			if (p->tok.kind == T_STRING)
-				next(p);
-			if (p->tok.kind != T_LCURLY) {
-				expect(p, T_LCURLY);
-				break;
-			}
-			next(p);
-			p->depth++;
-			parse_body(p, T_RCURLY);
-			p->depth--;
-			if (p->tok.kind != T_RCURLY) {
-				expect(p, T_RCURLY);
-				break;
-			}
-			next(p);
-			error_at(p, pos, "cannot use a block as an expression");
-		} else {
-			break;
-		}
-	}
+	struct cfg_expr *prim = parse_postfix(p, parse_primary(p));
 	p->depth--;
 	return prim;
+}
+
+/* The node of `l op r`, at l (or at the operator when l is missing). */
+static struct cfg_expr *binary(struct parser *p, enum cfg_tok op, struct cfg_pos op_pos, struct cfg_expr *l,
+			       struct cfg_expr *r)
+{
+	struct cfg_expr *e = new_expr(p, E_BINARY, l ? l->pos : op_pos);
+
+	if (e) {
+		e->u.binary.op = op;
+		e->u.binary.op_pos = op_pos;
+		e->u.binary.l = l;
+		e->u.binary.r = r;
+	}
+	return finish_depth(p, e, depth_of(l) > depth_of(r) ? depth_of(l) : depth_of(r));
 }
 
 /* PowExpr = UnaryExpr [ "^" PowExpr ] (right-associative) */
@@ -582,14 +606,7 @@ static struct cfg_expr *parse_pow(struct parser *p)
 	}
 	struct cfg_expr *r = parse_pow(p);
 	p->depth--;
-	struct cfg_expr *e = new_expr(p, E_BINARY, l ? l->pos : op_pos);
-	if (e) {
-		e->u.binary.op = T_POW;
-		e->u.binary.op_pos = op_pos;
-		e->u.binary.l = l;
-		e->u.binary.r = r;
-	}
-	return finish_depth(p, e, depth_of(l) > depth_of(r) ? depth_of(l) : depth_of(r));
+	return binary(p, T_POW, op_pos, l, r);
 }
 
 static struct cfg_expr *parse_binop(struct parser *p, int in_prec)
@@ -604,14 +621,7 @@ static struct cfg_expr *parse_binop(struct parser *p, int in_prec)
 		struct cfg_pos op_pos = p->tok.pos;
 		next(p);
 		struct cfg_expr *r = parse_binop(p, prec + 1);
-		struct cfg_expr *e = new_expr(p, E_BINARY, l ? l->pos : op_pos);
-		if (e) {
-			e->u.binary.op = op;
-			e->u.binary.op_pos = op_pos;
-			e->u.binary.l = l;
-			e->u.binary.r = r;
-		}
-		l = finish_depth(p, e, depth_of(l) > depth_of(r) ? depth_of(l) : depth_of(r));
+		l = binary(p, op, op_pos, l, r);
 	}
 }
 
@@ -646,31 +656,24 @@ static void consume_statement(struct parser *p)
 	}
 }
 
-/* Statement = IDENT "=" Expression | BlockName "{" Body "}"
- * BlockName = IDENT { "." IDENT } [ STRING ] */
-static struct cfg_stmt *parse_statement(struct parser *p)
+/* A statement's name, "a.b.c", into name (NUL-terminated; cap bytes); returns the
+ * number of dot-separated fragments. */
+static int parse_dotted_name(struct parser *p, char *name, size_t cap, size_t *len)
 {
-	char name[512];
-	size_t name_len = 0;
-	int fragments = 0, name_truncated = 0;
-	struct cfg_pos name_pos = p->tok.pos, label_pos = { 0, 0 };
-	const char *label = NULL;
+	struct cfg_pos name_pos = p->tok.pos;
+	int fragments = 0, truncated = 0;
 
-	if (p->tok.kind != T_IDENT) {
-		add_error(p, "expected identifier, got %s", tokname(p));
-		advance_to(p, T_IDENT);
-		return NULL;
-	}
+	*len = 0;
 	for (;;) {
 		if (p->tok.kind == T_IDENT) {
 			size_t need = p->tok.len + (fragments ? 1 : 0);
-			if (name_len + need < sizeof(name)) {
+			if (*len + need < cap) {
 				if (fragments)
-					name[name_len++] = '.';
-				memcpy(name + name_len, p->tok.lit, p->tok.len);
-				name_len += p->tok.len;
+					name[(*len)++] = '.';
+				memcpy(name + *len, p->tok.lit, p->tok.len);
+				*len += p->tok.len;
 			} else {
-				name_truncated = 1;
+				truncated = 1;
 			}
 		} else {
 			add_error(p, "expected identifier, got %s", tokname(p));
@@ -681,28 +684,55 @@ static struct cfg_stmt *parse_statement(struct parser *p)
 			break;
 		next(p);
 	}
-	name[name_len] = '\0';
-	if (name_truncated)
+	name[*len] = '\0';
+	if (truncated)
 		error_at(p, name_pos, "name is too long");
+	return fragments;
+}
 
-	if (p->tok.kind != T_ASSIGN && p->tok.kind != T_LCURLY) {
-		if (p->tok.kind == T_STRING) {
-			label_pos = p->tok.pos;
-			if (p->tok.lit[0] != '"') {
-				add_error(p, "expected block label to be a double quoted string, but got %.*s",
-					  (int)(p->tok.len > 80 ? 80 : p->tok.len), p->tok.lit);
-			} else {
-				size_t inner = p->tok.len >= 2 ? p->tok.len - 2 : 0;
-				label = cfg_arena_strndup(p->a, p->tok.lit + 1, inner);
-				if (inner > 0 && !cfg_is_ident(p->tok.lit + 1, inner))
-					add_error(p, "expected block label to be a valid identifier, but got \"%.*s\"",
-						  (int)(inner > 80 ? 80 : inner), p->tok.lit + 1);
-			}
+/* The block label after a name ("label" in `a.b "label" { }`), or NULL when it is
+ * missing or malformed (reported). */
+static const char *parse_label(struct parser *p, struct cfg_pos *label_pos)
+{
+	const char *label = NULL;
+
+	if (p->tok.kind == T_STRING) {
+		*label_pos = p->tok.pos;
+		if (p->tok.lit[0] != '"') {
+			add_error(p, "expected block label to be a double quoted string, but got %.*s",
+				  (int)(p->tok.len > 80 ? 80 : p->tok.len), p->tok.lit);
 		} else {
-			add_error(p, "expected block label, got %s", tokname(p));
+			size_t inner = p->tok.len >= 2 ? p->tok.len - 2 : 0;
+			label = cfg_arena_strndup(p->a, p->tok.lit + 1, inner);
+			if (inner > 0 && !cfg_is_ident(p->tok.lit + 1, inner))
+				add_error(p, "expected block label to be a valid identifier, but got \"%.*s\"",
+					  (int)(inner > 80 ? 80 : inner), p->tok.lit + 1);
 		}
-		next(p);
+	} else {
+		add_error(p, "expected block label, got %s", tokname(p));
 	}
+	next(p);
+	return label;
+}
+
+/* Statement = IDENT "=" Expression | BlockName "{" Body "}"
+ * BlockName = IDENT { "." IDENT } [ STRING ] */
+static struct cfg_stmt *parse_statement(struct parser *p)
+{
+	char name[512];
+	size_t name_len = 0;
+	int fragments;
+	struct cfg_pos name_pos = p->tok.pos, label_pos = { 0, 0 };
+	const char *label = NULL;
+
+	if (p->tok.kind != T_IDENT) {
+		add_error(p, "expected identifier, got %s", tokname(p));
+		advance_to(p, T_IDENT);
+		return NULL;
+	}
+	fragments = parse_dotted_name(p, name, sizeof(name), &name_len);
+	if (p->tok.kind != T_ASSIGN && p->tok.kind != T_LCURLY)
+		label = parse_label(p, &label_pos);
 
 	struct cfg_stmt *st = alloc(p, sizeof(*st));
 	if (!st)

@@ -90,6 +90,11 @@ void cfg_registry_remove(const struct cfg_component_type *type)
 	pthread_mutex_unlock(&extra_mu);
 }
 
+const struct cfg_export cfg_targets_exports[] = {
+	{ "targets", &cfg_t_targets },
+	{ NULL, NULL },
+};
+
 const struct cfg_export *cfg_type_export(const struct cfg_component_type *t, const char *name)
 {
 	for (size_t i = 0; t->exports && t->exports[i].name; i++)

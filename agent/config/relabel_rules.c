@@ -25,7 +25,7 @@ static const struct cfg_attr rule_attrs[] = {
 
 /* Each rule is validated on its own, so that every bad rule of a block is reported
  * even when other parts of the component have errors. */
-const struct cfg_schema cfg_relabel_rule_schema = { rule_attrs, NULL, rule_validate };
+const struct cfg_schema cfg_relabel_rule_schema = { .attrs = rule_attrs, .validate = rule_validate };
 
 /* The attribute an engine message is about, to point at it. A "requires only X, and no
  * other fields" message is about the first other field written. */

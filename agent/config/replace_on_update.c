@@ -10,7 +10,7 @@ struct replace_state {
 	void *instance;
 };
 
-int cfg_replace_start(const struct cfg_instance_ops *ops, struct cfg_component *c, const struct cfg_args *args,
+int cfg_replace_start(const struct cfg_instance_ops *ops, struct cfg_component *c, const void *args,
 		      void **state, struct np_err *err)
 {
 	struct replace_state *st = calloc(1, sizeof(*st));
@@ -28,7 +28,7 @@ int cfg_replace_start(const struct cfg_instance_ops *ops, struct cfg_component *
 	return 0;
 }
 
-int cfg_replace_update(void *state, const struct cfg_args *args, struct np_err *err)
+int cfg_replace_update(void *state, const void *args, struct np_err *err)
 {
 	struct replace_state *st = state;
 	void *next = st->ops->open(st->c, args, err);

@@ -10,13 +10,13 @@
 
 struct cfg_instance_ops {
 	/* Returns the running instance, or NULL with err set. */
-	void *(*open)(struct cfg_component *c, const struct cfg_args *args, struct np_err *err);
+	void *(*open)(struct cfg_component *c, const void *args, struct np_err *err);
 	void (*close)(void *instance);
 };
 
 NP_MUST_CHECK int cfg_replace_start(const struct cfg_instance_ops *ops, struct cfg_component *c,
-				    const struct cfg_args *args, void **state, struct np_err *err);
-NP_MUST_CHECK int cfg_replace_update(void *state, const struct cfg_args *args, struct np_err *err);
+				    const void *args, void **state, struct np_err *err);
+NP_MUST_CHECK int cfg_replace_update(void *state, const void *args, struct np_err *err);
 void cfg_replace_stop(void *state);
 
 #endif

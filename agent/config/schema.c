@@ -3,6 +3,7 @@
 #include "agent/config/schema.h"
 
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "agent/config/args.h"
@@ -29,46 +30,64 @@ const char *cfg_type_name(const struct cfg_type *t)
 	return t ? t->name : "any";
 }
 
+/* Attribute and block tables are both arrays of structs that start with their name
+ * and end with a NULL name: one walk serves both. */
+_Static_assert(offsetof(struct cfg_attr, name) == 0 && offsetof(struct cfg_block_schema, name) == 0,
+	       "schema tables start with the name");
+
+static const char *name_at(const void *table, size_t stride, size_t i)
+{
+	return *(const char *const *)((const char *)table + i * stride);
+}
+
+static size_t table_len(const void *table, size_t stride)
+{
+	size_t n = 0;
+
+	while (table && name_at(table, stride, n))
+		n++;
+	return n;
+}
+
+/* The index of name in the table, or -1. */
+static long table_find(const void *table, size_t stride, const char *name)
+{
+	for (size_t i = 0; table && name_at(table, stride, i); i++)
+		if (strcmp(name_at(table, stride, i), name) == 0)
+			return (long)i;
+	return -1;
+}
+
 const struct cfg_attr *cfg_schema_attr(const struct cfg_schema *s, const char *name, size_t *index)
 {
-	for (size_t i = 0; s->attrs && s->attrs[i].name; i++) {
-		if (strcmp(s->attrs[i].name, name) == 0) {
-			if (index)
-				*index = i;
-			return &s->attrs[i];
-		}
-	}
-	return NULL;
+	long i = table_find(s->attrs, sizeof(*s->attrs), name);
+
+	if (i < 0)
+		return NULL;
+	if (index)
+		*index = (size_t)i;
+	return &s->attrs[i];
 }
 
 const struct cfg_block_schema *cfg_schema_block(const struct cfg_schema *s, const char *name, size_t *index)
 {
-	for (size_t i = 0; s->blocks && s->blocks[i].name; i++) {
-		if (strcmp(s->blocks[i].name, name) == 0) {
-			if (index)
-				*index = i;
-			return &s->blocks[i];
-		}
-	}
-	return NULL;
+	long i = table_find(s->blocks, sizeof(*s->blocks), name);
+
+	if (i < 0)
+		return NULL;
+	if (index)
+		*index = (size_t)i;
+	return &s->blocks[i];
 }
 
 size_t cfg_schema_n_attrs(const struct cfg_schema *s)
 {
-	size_t n = 0;
-
-	while (s->attrs && s->attrs[n].name)
-		n++;
-	return n;
+	return table_len(s->attrs, sizeof(*s->attrs));
 }
 
 size_t cfg_schema_n_blocks(const struct cfg_schema *s)
 {
-	size_t n = 0;
-
-	while (s->blocks && s->blocks[n].name)
-		n++;
-	return n;
+	return table_len(s->blocks, sizeof(*s->blocks));
 }
 
 /* Levenshtein distance, bounded: names are short. */

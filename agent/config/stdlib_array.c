@@ -1,4 +1,5 @@
-/* array.combine_maps and array.group_by, as Alloy's syntax/internal/stdlib defines them:
+/* array.concat, array.combine_maps and array.group_by, and the top-level coalesce,
+ * as Alloy's syntax/internal/stdlib defines them:
  * arrays of objects in (target lists count as arrays of objects), a new array out.
  * Quirks kept on purpose: combine_maps with retain_unmatched appends the left object
  * once per right object it does not match; group_by puts objects without the key in
@@ -182,6 +183,33 @@ static int same_key(const struct cfg_value *a, const struct cfg_value *b)
 	return la == lb && memcmp(sa, sb, la) == 0;
 }
 
+/* One group as {<key> = value, items = [...]} (NULL when out of memory); the items'
+ * references move into it. */
+static struct cfg_value *group_object(const char *key, struct group *grp)
+{
+	const struct cfg_value *k = grp->key;
+	struct cfg_value *o = cfg_object_new(2);
+	struct cfg_value *kv = k ? cfg_string(k->u.str.s, k->u.str.len) : cfg_string("", 0);
+	struct cfg_value *arr = cfg_array_new(grp->items.n);
+
+	if (!o || !kv || !arr) {
+		cfg_unref(o);
+		cfg_unref(kv);
+		cfg_unref(arr);
+		return NULL;
+	}
+	for (size_t i = 0; i < grp->items.n; i++)
+		arr->u.arr.v[i] = grp->items.v[i];
+	grp->items.n = 0; /* the references moved into arr */
+	/* The key first: were it "items", the item list replaces it, as in Alloy's map literal. */
+	if (cfg_object_put(o, key, kv) || cfg_object_put(o, "items", arr)) {
+		cfg_unref(o);
+		return NULL;
+	}
+	cfg_object_done(o);
+	return o;
+}
+
 struct cfg_value *cfg_fn_group_by(struct cfg_call *c)
 {
 	if (!cfg_is_array(c->args[0])) {
@@ -237,30 +265,8 @@ struct cfg_value *cfg_fn_group_by(struct cfg_call *c)
 		objs = calloc(ngroups ? ngroups : 1, sizeof(*objs));
 		oom = !objs;
 	}
-	for (size_t g = 0; g < ngroups && !failed && !oom; g++) {
-		const struct cfg_value *k = groups[g].key;
-		struct cfg_value *o = cfg_object_new(2);
-		struct cfg_value *kv = k ? cfg_string(k->u.str.s, k->u.str.len) : cfg_string("", 0);
-		struct cfg_value *arr = cfg_array_new(groups[g].items.n);
-		if (!o || !kv || !arr) {
-			cfg_unref(o);
-			cfg_unref(kv);
-			cfg_unref(arr);
-			oom = 1;
-			break;
-		}
-		for (size_t i = 0; i < groups[g].items.n; i++)
-			arr->u.arr.v[i] = groups[g].items.v[i];
-		groups[g].items.n = 0; /* the references moved into arr */
-		/* The key first: were it "items", the item list replaces it, as in Alloy's map literal. */
-		if (cfg_object_put(o, key, kv) || cfg_object_put(o, "items", arr)) {
-			cfg_unref(o);
-			oom = 1;
-			break;
-		}
-		cfg_object_done(o);
-		objs[g] = o;
-	}
+	for (size_t g = 0; g < ngroups && !failed && !oom; g++)
+		oom = !(objs[g] = group_object(key, &groups[g]));
 	if (!failed && !oom) {
 		result = array_of(c, objs, ngroups);
 	} else {
@@ -275,4 +281,91 @@ struct cfg_value *cfg_fn_group_by(struct cfg_call *c)
 	free(groups);
 	list_free(&items);
 	return result;
+}
+
+struct cfg_value *cfg_fn_concat(struct cfg_call *c)
+{
+	size_t total = 0, k = 0;
+	int all_targets = 1;
+
+	for (size_t i = 0; i < c->n; i++) {
+		if (!cfg_is_array(c->args[i])) {
+			cfg_arg_error(c, i, "array");
+			return NULL;
+		}
+		total += cfg_array_len(c->args[i]);
+		if (c->args[i]->kind != CFG_V_TARGETS)
+			all_targets = 0;
+	}
+	if (c->n == 0) {
+		struct cfg_value *r = cfg_array_new(0);
+		return r ? r : cfg_fn_oom(c);
+	}
+	if (c->n == 1)
+		return cfg_ref(c->args[0]);
+	if (all_targets) {
+		/* Target lists stay target lists: no per-label values are built. */
+		struct np_targets ts = NP_TARGETS_INIT;
+		struct np_err err;
+		for (size_t i = 0; i < c->n; i++) {
+			const struct np_targets *src = &c->args[i]->u.targets;
+			for (size_t j = 0; j < src->n; j++) {
+				struct np_labels ls = NP_LABELS_INIT;
+				if (np_labels_copy(&ls, &src->v[j], &err) || np_targets_push(&ts, &ls, &err)) {
+					np_labels_free(&ls);
+					np_targets_free(&ts);
+					return cfg_fn_oom(c);
+				}
+			}
+		}
+		struct cfg_value *r = cfg_targets(&ts);
+		return r ? r : cfg_fn_oom(c);
+	}
+	struct cfg_value *r = cfg_array_new(total);
+	if (!r)
+		return cfg_fn_oom(c);
+	for (size_t i = 0; i < c->n; i++) {
+		for (size_t j = 0; j < cfg_array_len(c->args[i]); j++) {
+			r->u.arr.v[k] = cfg_array_get(c->args[i], j);
+			if (!r->u.arr.v[k]) {
+				cfg_unref(r);
+				return cfg_fn_oom(c);
+			}
+			k++;
+		}
+	}
+	return r;
+}
+
+static int is_zero(const struct cfg_value *v)
+{
+	switch (v->kind) {
+	case CFG_V_NULL:
+		return 1;
+	case CFG_V_NUMBER:
+		return cfg_num_as_float(v->u.num) == 0;
+	case CFG_V_STRING:
+	case CFG_V_SECRET:
+		return v->u.str.len == 0;
+	case CFG_V_BOOL:
+		return !v->u.b;
+	case CFG_V_ARRAY:
+	case CFG_V_TARGETS:
+		return cfg_array_len(v) == 0;
+	case CFG_V_OBJECT:
+		return v->u.obj.n == 0;
+	default:
+		return 0;
+	}
+}
+
+/* The first argument that is not null, zero, empty or false; the last one if all are. */
+struct cfg_value *cfg_fn_coalesce(struct cfg_call *c)
+{
+	if (c->n == 0)
+		return cfg_null();
+	for (size_t i = 0; i < c->n; i++)
+		if (!is_zero(c->args[i]))
+			return cfg_ref(c->args[i]);
+	return cfg_ref(c->args[c->n - 1]);
 }

@@ -1,8 +1,6 @@
 /* string.format (the verbs of Alloy's stdlib reference, Go fmt flags, width,
- * precision and [n] argument indexes) and the JSON functions of the encoding
- * namespace. An impossible conversion, a missing or unused argument and an unknown
+ * precision and [n] argument indexes). An impossible conversion, a missing or unused argument and an unknown
  * verb are errors, as the reference says. */
-#include <jansson.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -56,7 +54,17 @@ static void float_g_shortest(double f, struct np_buf *out)
 }
 
 /* Go's %v of a decoded Alloy value. Returns -1 for values fmt must not print. */
-static int format_v(const struct cfg_value *v, struct np_buf *out)
+static int format_v(const struct cfg_value *v, struct np_buf *out, int depth);
+
+static void plain_key(const char *key, struct np_buf *out)
+{
+	np_buf_puts(out, key);
+}
+
+/* Go's %v: [a b] and map[k:v k:v]. */
+static const struct cfg_put_style v_style = { "[", "]", "map[", "]", " ", plain_key, format_v };
+
+static int format_v(const struct cfg_value *v, struct np_buf *out, int depth)
 {
 	char num[400];
 
@@ -80,32 +88,8 @@ static int format_v(const struct cfg_value *v, struct np_buf *out)
 		return 0;
 	case CFG_V_ARRAY:
 	case CFG_V_TARGETS:
-		np_buf_putc(out, '[');
-		for (size_t i = 0; i < cfg_array_len(v); i++) {
-			struct cfg_value *el = cfg_array_get(v, i);
-			if (!el)
-				return -1;
-			if (i)
-				np_buf_putc(out, ' ');
-			int rc = format_v(el, out);
-			cfg_unref(el);
-			if (rc)
-				return rc;
-		}
-		np_buf_putc(out, ']');
-		return 0;
 	case CFG_V_OBJECT:
-		np_buf_puts(out, "map[");
-		for (size_t i = 0; i < v->u.obj.n; i++) {
-			if (i)
-				np_buf_putc(out, ' ');
-			np_buf_puts(out, v->u.obj.v[i].key);
-			np_buf_putc(out, ':');
-			if (format_v(v->u.obj.v[i].val, out))
-				return -1;
-		}
-		np_buf_putc(out, ']');
-		return 0;
+		return cfg_put_container(&v_style, v, depth, out);
 	default:
 		return -1;
 	}
@@ -294,64 +278,80 @@ static int arg_to_text(struct cfg_call *c, size_t i, const char **s, size_t *len
 	return cfg_arg_string(c, i, s, len, tmp);
 }
 
-static int format_one(struct cfg_call *c, size_t i, const struct spec *sp, struct np_buf *out)
+/* %v: integers as %d, floats as %g, everything else in Go's %v form. */
+static int format_verb_v(struct cfg_call *c, size_t i, const struct spec *sp, struct np_buf *out)
 {
-	struct cfg_value *v = c->args[i], *tmp = NULL;
+	struct cfg_value *v = c->args[i];
+
+	if (v->kind == CFG_V_SECRET || v->kind == CFG_V_CAPSULE || v->kind == CFG_V_FUNCTION) {
+		cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a %s%s", c->fn->name, cfg_value_type_name(v),
+			  v->kind == CFG_V_SECRET ? " (convert it with convert.nonsensitive first)" : "");
+		return -1;
+	}
+	if (v->kind == CFG_V_NUMBER && v->u.num.kind != CFG_NUM_FLOAT) {
+		int neg;
+		uint64_t mag;
+		struct spec isp = *sp;
+		isp.verb = 'd';
+		if (arg_to_int(c, i, &isp, &neg, &mag))
+			return -1;
+		format_int(&isp, neg, mag, out);
+		return 0;
+	}
+	if (v->kind == CFG_V_NUMBER) {
+		struct spec fsp = *sp;
+		fsp.verb = 'g';
+		format_float(&fsp, v->u.num.v.f, out);
+		return 0;
+	}
+	struct np_buf b = NP_BUF_INIT;
+	if (format_v(v, &b, 0)) {
+		np_buf_free(&b);
+		cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a value containing a %s", c->fn->name,
+			  "secret, capsule or function");
+		return -1;
+	}
+	pad(sp, b.p ? b.p : "", b.len, out, 1);
+	np_buf_free(&b);
+	return 0;
+}
+
+/* %s and %q: the text (numbers as decimal text), truncated to the precision in runes;
+ * %q quotes it as Go does. */
+static int format_verb_s(struct cfg_call *c, size_t i, const struct spec *sp, struct np_buf *out)
+{
+	struct cfg_value *tmp = NULL;
 	const char *s;
 	size_t len;
 
-	switch (sp->verb) {
-	case 'v': {
-		if (v->kind == CFG_V_SECRET || v->kind == CFG_V_CAPSULE || v->kind == CFG_V_FUNCTION) {
-			cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a %s%s", c->fn->name, cfg_value_type_name(v),
-				  v->kind == CFG_V_SECRET ? " (convert it with convert.nonsensitive first)" : "");
-			return -1;
-		}
-		if (v->kind == CFG_V_NUMBER && v->u.num.kind != CFG_NUM_FLOAT) {
-			int neg;
-			uint64_t mag;
-			struct spec isp = *sp;
-			isp.verb = 'd';
-			if (arg_to_int(c, i, &isp, &neg, &mag))
-				return -1;
-			format_int(&isp, neg, mag, out);
-			return 0;
-		}
-		if (v->kind == CFG_V_NUMBER) {
-			struct spec fsp = *sp;
-			fsp.verb = 'g';
-			format_float(&fsp, v->u.num.v.f, out);
-			return 0;
-		}
-		struct np_buf b = NP_BUF_INIT;
-		if (format_v(v, &b)) {
-			np_buf_free(&b);
-			cfg_error(c->ev->d, c->arg_pos[i], "%s: cannot format a value containing a %s", c->fn->name,
-				  "secret, capsule or function");
-			return -1;
-		}
-		pad(sp, b.p ? b.p : "", b.len, out, 1);
-		np_buf_free(&b);
-		return 0;
+	if (arg_to_text(c, i, &s, &len, &tmp, sp))
+		return -1;
+	if (sp->prec >= 0) {
+		/* Precision truncates to that many runes. */
+		len = go_runes_prefix(s, len, (size_t)sp->prec);
 	}
+	if (sp->verb == 'q') {
+		struct np_buf q = NP_BUF_INIT;
+		go_quote(&q, s, len);
+		pad(sp, q.p ? q.p : "", q.len, out, 1);
+		np_buf_free(&q);
+	} else {
+		pad(sp, s, len, out, 1);
+	}
+	cfg_unref(tmp);
+	return 0;
+}
+
+static int format_one(struct cfg_call *c, size_t i, const struct spec *sp, struct np_buf *out)
+{
+	struct cfg_value *v = c->args[i];
+
+	switch (sp->verb) {
+	case 'v':
+		return format_verb_v(c, i, sp, out);
 	case 's':
 	case 'q':
-		if (arg_to_text(c, i, &s, &len, &tmp, sp))
-			return -1;
-		if (sp->prec >= 0) {
-			/* Precision truncates to that many runes. */
-			len = go_runes_prefix(s, len, (size_t)sp->prec);
-		}
-		if (sp->verb == 'q') {
-			struct np_buf q = NP_BUF_INIT;
-			go_quote(&q, s, len);
-			pad(sp, q.p ? q.p : "", q.len, out, 1);
-			np_buf_free(&q);
-		} else {
-			pad(sp, s, len, out, 1);
-		}
-		cfg_unref(tmp);
-		return 0;
+		return format_verb_s(c, i, sp, out);
 	case 't':
 		if (v->kind != CFG_V_BOOL) {
 			cfg_error(c->ev->d, c->arg_pos[i], "%s: %%t needs a bool, got %s", c->fn->name, cfg_value_type_name(v));
@@ -405,6 +405,80 @@ static int parse_num(const char *f, size_t n, size_t *i, int *out)
 	return 1;
 }
 
+/* The conversion spec after the '%' at f[start]: flags, width, precision, argument
+ * index and verb, with *i left on the verb. An explicit index sets *next_arg and
+ * *indexed. Returns -1 after reporting a malformed spec or an unsupported verb. */
+static int parse_spec(struct cfg_call *c, const char *f, size_t n, size_t start, size_t *pi, struct spec *sp,
+		      size_t *next_arg, int *indexed)
+{
+	size_t i = start + 1;
+
+	*sp = (struct spec){ .width = -1, .prec = -1 };
+	for (; i < n; i++) {
+		if (f[i] == '-')
+			sp->minus = 1;
+		else if (f[i] == '+')
+			sp->plus = 1;
+		else if (f[i] == ' ')
+			sp->space = 1;
+		else if (f[i] == '0')
+			sp->zero = 1;
+		else if (f[i] == '#')
+			sp->sharp = 1;
+		else
+			break;
+	}
+	int rc = parse_num(f, n, &i, &sp->width);
+	if (rc >= 0 && i < n && f[i] == '.') {
+		i++;
+		sp->prec = 0;
+		rc = parse_num(f, n, &i, &sp->prec);
+		if (rc == 0)
+			sp->prec = 0;
+	}
+	if (rc < 0) {
+		cfg_error(c->ev->d, c->arg_pos[0], "string.format: width or precision larger than %d", MAX_WIDTH);
+		return -1;
+	}
+	if (i < n && f[i] == '[') {
+		int idx = 0;
+		i++;
+		if (parse_num(f, n, &i, &idx) <= 0 || i >= n || f[i] != ']' || idx < 1) {
+			cfg_error(c->ev->d, c->arg_pos[0], "string.format: bad argument index in \"%.*s\"",
+				  (int)(i - start + (i < n)), f + start);
+			return -1;
+		}
+		i++;
+		*next_arg = (size_t)idx;
+		*indexed = 1;
+	}
+	if (i >= n) {
+		cfg_error(c->ev->d, c->arg_pos[0], "string.format: format ends in the middle of \"%.*s\"",
+			  (int)(n - start), f + start);
+		return -1;
+	}
+	if (f[i] == '*') {
+		cfg_error(c->ev->d, c->arg_pos[0], "string.format: * widths are not supported");
+		return -1;
+	}
+	sp->verb = f[i];
+	*pi = i;
+	if (sp->verb == '%' && i == start + 1)
+		return 0; /* %% */
+	if (!strchr("vsqtdboxXeEfFgG", sp->verb) || sp->verb == '\0') {
+		unsigned char vc = (unsigned char)sp->verb;
+		if (vc >= 0x20 && vc < 0x7f)
+			cfg_error(c->ev->d, c->arg_pos[0],
+				  "string.format: unsupported verb %%%c (supported: %%%% %%t %%b %%d %%o %%x %%X %%e "
+				  "%%E %%f %%g %%G %%s %%q %%v)",
+				  sp->verb);
+		else
+			cfg_error(c->ev->d, c->arg_pos[0], "string.format: unsupported verb");
+		return -1;
+	}
+	return 0;
+}
+
 struct cfg_value *cfg_fn_format(struct cfg_call *c)
 {
 	const char *f;
@@ -424,70 +498,13 @@ struct cfg_value *cfg_fn_format(struct cfg_call *c)
 			np_buf_putc(&out, f[i]);
 			continue;
 		}
-		size_t start = i++;
-		struct spec sp = { .width = -1, .prec = -1 };
-		for (; i < n; i++) {
-			if (f[i] == '-')
-				sp.minus = 1;
-			else if (f[i] == '+')
-				sp.plus = 1;
-			else if (f[i] == ' ')
-				sp.space = 1;
-			else if (f[i] == '0')
-				sp.zero = 1;
-			else if (f[i] == '#')
-				sp.sharp = 1;
-			else
-				break;
-		}
-		int rc = parse_num(f, n, &i, &sp.width);
-		if (rc >= 0 && i < n && f[i] == '.') {
-			i++;
-			sp.prec = 0;
-			rc = parse_num(f, n, &i, &sp.prec);
-			if (rc == 0)
-				sp.prec = 0;
-		}
-		if (rc < 0) {
-			cfg_error(c->ev->d, c->arg_pos[0], "string.format: width or precision larger than %d", MAX_WIDTH);
+		size_t start = i;
+		struct spec sp;
+		if (parse_spec(c, f, n, start, &i, &sp, &next_arg, &indexed))
 			goto fail;
-		}
-		if (i < n && f[i] == '[') {
-			int idx = 0;
-			i++;
-			if (parse_num(f, n, &i, &idx) <= 0 || i >= n || f[i] != ']' || idx < 1) {
-				cfg_error(c->ev->d, c->arg_pos[0], "string.format: bad argument index in \"%.*s\"",
-					  (int)(i - start + (i < n)), f + start);
-				goto fail;
-			}
-			i++;
-			next_arg = (size_t)idx;
-			indexed = 1;
-		}
-		if (i >= n) {
-			cfg_error(c->ev->d, c->arg_pos[0], "string.format: format ends in the middle of \"%.*s\"",
-				  (int)(n - start), f + start);
-			goto fail;
-		}
-		if (f[i] == '*') {
-			cfg_error(c->ev->d, c->arg_pos[0], "string.format: * widths are not supported");
-			goto fail;
-		}
-		sp.verb = f[i];
 		if (sp.verb == '%' && i == start + 1) {
 			np_buf_putc(&out, '%');
 			continue;
-		}
-		if (!strchr("vsqtdboxXeEfFgG", sp.verb) || sp.verb == '\0') {
-			unsigned char vc = (unsigned char)sp.verb;
-			if (vc >= 0x20 && vc < 0x7f)
-				cfg_error(c->ev->d, c->arg_pos[0],
-					  "string.format: unsupported verb %%%c (supported: %%%% %%t %%b %%d %%o %%x %%X %%e "
-					  "%%E %%f %%g %%G %%s %%q %%v)",
-					  sp.verb);
-			else
-				cfg_error(c->ev->d, c->arg_pos[0], "string.format: unsupported verb");
-			goto fail;
 		}
 		if (next_arg >= c->n) {
 			cfg_error(c->ev->d, c->pos, "string.format: the format needs argument %zu but only %zu %s given",
@@ -522,234 +539,4 @@ fail:
 	cfg_unref(tmp);
 	np_buf_free(&out);
 	return NULL;
-}
-
-/* ---- JSON ---- */
-
-static struct cfg_value *from_jansson(const json_t *j, int ints_as_float, int depth)
-{
-	struct cfg_value *v;
-
-	if (depth > CFG_MAX_DATA_DEPTH)
-		return NULL;
-	switch (json_typeof(j)) {
-	case JSON_OBJECT: {
-		const char *key;
-		json_t *val;
-		v = cfg_object_new(json_object_size(j));
-		if (!v)
-			return NULL;
-		json_object_foreach((json_t *)j, key, val) {
-			struct cfg_value *x = from_jansson(val, ints_as_float, depth + 1);
-			if (!x || cfg_object_put(v, key, x)) {
-				cfg_unref(v);
-				return NULL;
-			}
-		}
-		cfg_object_done(v);
-		return v;
-	}
-	case JSON_ARRAY:
-		v = cfg_array_new(json_array_size(j));
-		if (!v)
-			return NULL;
-		for (size_t i = 0; i < json_array_size(j); i++) {
-			v->u.arr.v[i] = from_jansson(json_array_get(j, i), ints_as_float, depth + 1);
-			if (!v->u.arr.v[i]) {
-				cfg_unref(v);
-				return NULL;
-			}
-		}
-		return v;
-	case JSON_STRING:
-		return cfg_string(json_string_value(j), json_string_length(j));
-	case JSON_INTEGER:
-		return ints_as_float ? cfg_float((double)json_integer_value(j)) : cfg_int(json_integer_value(j));
-	case JSON_REAL:
-		return cfg_float(json_real_value(j));
-	case JSON_TRUE:
-		return cfg_bool(1);
-	case JSON_FALSE:
-		return cfg_bool(0);
-	case JSON_NULL:
-		return cfg_null();
-	}
-	return NULL;
-}
-
-struct cfg_value *cfg_from_jansson(const json_t *j, int ints_as_float)
-{
-	return from_jansson(j, ints_as_float, 0);
-}
-
-struct cfg_value *cfg_fn_from_json(struct cfg_call *c)
-{
-	const char *s;
-	size_t n;
-	struct cfg_value *tmp, *r;
-	json_error_t jerr;
-
-	if (cfg_arg_string(c, 0, &s, &n, &tmp))
-		return NULL;
-	json_t *j = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-	cfg_unref(tmp);
-	if (!j) {
-		cfg_error(c->ev->d, c->arg_pos[0], "%s: invalid JSON: %s (line %d, column %d)", c->fn->name, jerr.text,
-			  jerr.line, jerr.column);
-		return NULL;
-	}
-	/* Go's encoding/json decodes every number into a float64. */
-	r = cfg_from_jansson(j, 1);
-	json_decref(j);
-	if (!r)
-		cfg_error(c->ev->d, c->arg_pos[0], "%s: the document nests deeper than %d levels or memory ran out",
-			  c->fn->name, CFG_MAX_DATA_DEPTH);
-	return r;
-}
-
-/* Go's encoding/json string escaping (HTML-safe, invalid UTF-8 as U+FFFD). */
-static void json_quote(const char *s, size_t n, struct np_buf *out)
-{
-	np_buf_putc(out, '"');
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch < 0x80) {
-			switch (ch) {
-			case '"': np_buf_puts(out, "\\\""); break;
-			case '\\': np_buf_puts(out, "\\\\"); break;
-			case '\n': np_buf_puts(out, "\\n"); break;
-			case '\r': np_buf_puts(out, "\\r"); break;
-			case '\t': np_buf_puts(out, "\\t"); break;
-			case '<': case '>': case '&': np_buf_printf(out, "\\u%04x", ch); break;
-			default:
-				if (ch < 0x20)
-					np_buf_printf(out, "\\u%04x", ch);
-				else
-					np_buf_putc(out, (char)ch);
-			}
-			continue;
-		}
-		/* encoding/json: each invalid byte becomes U+FFFD. */
-		size_t len;
-		uint32_t r = go_decode_rune(s + i, n - i, &len);
-		if (go_rune_invalid(r, len)) {
-			np_buf_puts(out, "\\ufffd");
-			continue;
-		}
-		if (r == 0x2028 || r == 0x2029) { /* line and paragraph separators, escaped for JavaScript */
-			np_buf_printf(out, "\\u%04x", (unsigned)r);
-		} else {
-			np_buf_append(out, s + i, len);
-		}
-		i += len - 1;
-	}
-	np_buf_putc(out, '"');
-}
-
-/* Go's encoding/json float format: 'f' unless the exponent is < -6 or >= 21. */
-static void json_float(double f, struct np_buf *out)
-{
-	char buf[400];
-	double a = fabs(f);
-
-	if (a != 0 && (a < 1e-6 || a >= 1e21)) {
-		struct np_buf tmp = NP_BUF_INIT;
-		char mant[64];
-		int prec;
-		for (prec = 1; prec <= 17; prec++) {
-			snprintf(mant, sizeof(mant), "%.*e", prec - 1, f);
-			if (strtod(mant, NULL) == f)
-				break;
-		}
-		char *e = strchr(mant, 'e');
-		int exp = atoi(e + 1);
-		*e = '\0';
-		np_buf_printf(&tmp, "%se%c%d", mant, exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-		np_buf_append(out, tmp.p, tmp.len);
-		np_buf_free(&tmp);
-		return;
-	}
-	cfg_num_format((struct cfg_number){ .kind = CFG_NUM_FLOAT, .v.f = f }, buf, sizeof(buf));
-	np_buf_puts(out, buf);
-}
-
-static int to_json(const struct cfg_value *v, struct np_buf *out, int depth)
-{
-	char num[64];
-
-	if (depth > 512)
-		return -1;
-	switch (v->kind) {
-	case CFG_V_NULL:
-		np_buf_puts(out, "null");
-		return 0;
-	case CFG_V_BOOL:
-		np_buf_puts(out, v->u.b ? "true" : "false");
-		return 0;
-	case CFG_V_NUMBER:
-		if (v->u.num.kind == CFG_NUM_FLOAT) {
-			if (isnan(v->u.num.v.f) || isinf(v->u.num.v.f))
-				return -1;
-			json_float(v->u.num.v.f, out);
-		} else {
-			cfg_num_format(v->u.num, num, sizeof(num));
-			np_buf_puts(out, num);
-		}
-		return 0;
-	case CFG_V_STRING:
-		json_quote(v->u.str.s, v->u.str.len, out);
-		return 0;
-	case CFG_V_ARRAY:
-	case CFG_V_TARGETS:
-		np_buf_putc(out, '[');
-		for (size_t i = 0; i < cfg_array_len(v); i++) {
-			struct cfg_value *el = cfg_array_get(v, i);
-			if (!el)
-				return -1;
-			if (i)
-				np_buf_putc(out, ',');
-			int rc = to_json(el, out, depth + 1);
-			cfg_unref(el);
-			if (rc)
-				return rc;
-		}
-		np_buf_putc(out, ']');
-		return 0;
-	case CFG_V_OBJECT:
-		np_buf_putc(out, '{');
-		for (size_t i = 0; i < v->u.obj.n; i++) {
-			if (i)
-				np_buf_putc(out, ',');
-			json_quote(v->u.obj.v[i].key, strlen(v->u.obj.v[i].key), out);
-			np_buf_putc(out, ':');
-			if (to_json(v->u.obj.v[i].val, out, depth + 1))
-				return -1;
-		}
-		np_buf_putc(out, '}');
-		return 0;
-	default:
-		return -1;
-	}
-}
-
-struct cfg_value *cfg_fn_to_json(struct cfg_call *c)
-{
-	struct np_buf out = NP_BUF_INIT;
-
-	if (to_json(c->args[0], &out, 0)) {
-		np_buf_free(&out);
-		cfg_error(c->ev->d, c->arg_pos[0],
-			  "%s: the value cannot be written as JSON (it holds a secret, capsule, function or non-finite "
-			  "number)",
-			  c->fn->name);
-		return NULL;
-	}
-	if (out.failed) {
-		np_buf_free(&out);
-		return cfg_fn_oom(c);
-	}
-	size_t len = out.len;
-	char *s = np_buf_steal(&out, NULL);
-	struct cfg_value *r = s ? cfg_string_take(s, len) : NULL;
-	return r ? r : cfg_fn_oom(c);
 }

@@ -473,6 +473,97 @@ static int read_slice(struct parser *p, struct frag *f, long long first)
 static struct fexpr *read_eq(struct parser *p);
 static int read_expr(struct parser *p, struct jpath *x);
 
+/* A union fragment, ['a', 'b'] or [1, 2], from its first item (takes ownership of
+ * first.key); b is the ',' after it. */
+static int start_union(struct parser *p, struct jpath *x, struct union_item first, unsigned char b)
+{
+	struct frag *f = push_frag(p, x, F_UNION);
+
+	if (!f || !(f->items = calloc(1, sizeof(*f->items)))) {
+		free(first.key);
+		return f ? oom(p) : -1; /* push_frag reported it */
+	}
+	f->items[0] = first;
+	f->n_items = 1;
+	return read_union(p, f, b);
+}
+
+/* ['key'] or the start of a union of keys; b is the opening quote. */
+static int bracket_key(struct parser *p, struct jpath *x, unsigned char b)
+{
+	struct frag *f;
+	char *s;
+	size_t n;
+
+	if (read_str(p, b, &s, &n))
+		return -1;
+	b = skip_space(p);
+	if (b == ']') {
+		f = push_frag(p, x, F_CHILD);
+		if (!f) {
+			free(s);
+			return -1;
+		}
+		f->key = s;
+		f->len = n;
+		return 0;
+	}
+	if (b == ',')
+		return start_union(p, x, (struct union_item){ 1, s, n, 0 }, b);
+	free(s);
+	return raise(p, "invalid bracket fragment");
+}
+
+/* [?(filter)]. */
+static int bracket_filter(struct parser *p, struct jpath *x)
+{
+	struct frag *f;
+
+	if (p->pos >= p->len)
+		return raise(p, "not terminated");
+	struct fexpr *e = read_eq(p);
+	if (!e)
+		return -1;
+	unsigned char b = next_non_space(p);
+	if (p->pos >= p->len || b != ']') {
+		fexpr_free(e);
+		return raise(p, "not terminated");
+	}
+	p->pos++;
+	f = push_frag(p, x, F_FILTER);
+	if (!f) {
+		fexpr_free(e);
+		return -1;
+	}
+	f->filter = e;
+	return 0;
+}
+
+/* [n], a union of indexes or a slice starting at n; b is n's first byte. */
+static int bracket_index(struct parser *p, struct jpath *x, unsigned char b)
+{
+	struct frag *f;
+	long long i;
+
+	if (read_int(p, b, &i, &b))
+		return -1;
+	while (b == ' ')
+		b = skip_space(p);
+	if (b == ']') {
+		f = push_frag(p, x, F_NTH);
+		if (f)
+			f->n = i;
+		return f ? 0 : -1;
+	}
+	if (b == ',')
+		return start_union(p, x, (struct union_item){ 0, NULL, 0, i }, b);
+	if (b == ':') {
+		f = push_frag(p, x, F_SLICE);
+		return f ? read_slice(p, f, i) : -1;
+	}
+	return raise(p, "invalid bracket fragment");
+}
+
 static int after_bracket(struct parser *p, struct jpath *x)
 {
 	unsigned char b;
@@ -487,89 +578,18 @@ static int after_bracket(struct parser *p, struct jpath *x)
 			return raise(p, "not terminated");
 		return push_frag(p, x, F_WILD) ? 0 : -1;
 	case '\'':
-	case '"': {
-		char *s;
-		size_t n;
-		if (read_str(p, b, &s, &n))
-			return -1;
-		b = skip_space(p);
-		if (b == ']') {
-			f = push_frag(p, x, F_CHILD);
-			if (!f) {
-				free(s);
-				return -1;
-			}
-			f->key = s;
-			f->len = n;
-			return 0;
-		}
-		if (b == ',') {
-			f = push_frag(p, x, F_UNION);
-			f->items = f ? calloc(1, sizeof(*f->items)) : NULL;
-			if (!f || !f->items) {
-				free(s);
-				return oom(p);
-			}
-			f->items[0] = (struct union_item){ 1, s, n, 0 };
-			f->n_items = 1;
-			return read_union(p, f, b);
-		}
-		free(s);
-		return raise(p, "invalid bracket fragment");
-	}
+	case '"':
+		return bracket_key(p, x, b);
 	case ':':
 		f = push_frag(p, x, F_SLICE);
 		return f ? read_slice(p, f, 0) : -1;
-	case '?': {
-		if (p->pos >= p->len)
-			return raise(p, "not terminated");
-		struct fexpr *e = read_eq(p);
-		if (!e)
-			return -1;
-		b = next_non_space(p);
-		if (p->pos >= p->len || b != ']') {
-			fexpr_free(e);
-			return raise(p, "not terminated");
-		}
-		p->pos++;
-		f = push_frag(p, x, F_FILTER);
-		if (!f) {
-			fexpr_free(e);
-			return -1;
-		}
-		f->filter = e;
-		return 0;
-	}
+	case '?':
+		return bracket_filter(p, x);
 	case '(':
 		return raise(p, "script procedures [(...)] are not supported by nodeprof");
 	default:
-		if (b == '-' || (b >= '0' && b <= '9')) {
-			long long i;
-			if (read_int(p, b, &i, &b))
-				return -1;
-			while (b == ' ')
-				b = skip_space(p);
-			if (b == ']') {
-				f = push_frag(p, x, F_NTH);
-				if (f)
-					f->n = i;
-				return f ? 0 : -1;
-			}
-			if (b == ',') {
-				f = push_frag(p, x, F_UNION);
-				f->items = f ? calloc(1, sizeof(*f->items)) : NULL;
-				if (!f || !f->items)
-					return oom(p);
-				f->items[0] = (struct union_item){ 0, NULL, 0, i };
-				f->n_items = 1;
-				return read_union(p, f, b);
-			}
-			if (b == ':') {
-				f = push_frag(p, x, F_SLICE);
-				return f ? read_slice(p, f, i) : -1;
-			}
-			return raise(p, "invalid bracket fragment");
-		}
+		if (b == '-' || (b >= '0' && b <= '9'))
+			return bracket_index(p, x, b);
 	}
 	p->pos--;
 	return raise(p, "parse error");
@@ -771,137 +791,87 @@ static struct fexpr *close_paren(struct parser *p, struct fexpr *e)
 	return e;
 }
 
-static struct fexpr *read_primary(struct parser *p)
+/* A list constant, [c, c, ...]; the current byte is the '['. */
+static struct fexpr *read_list(struct parser *p)
 {
-	unsigned char b = next_non_space(p);
+	unsigned char b;
 	struct fexpr *e;
 
-	switch (b) {
-	case '!':
-		p->pos++;
-		e = new_expr(p);
-		if (!e)
-			return NULL;
-		e->op = OP_NOT;
-		/* jp's ! takes the whole rest of the expression. */
-		e->l = read_eq(p);
-		if (!e->l) {
-			free(e);
-			return NULL;
-		}
-		return e;
-	case '\'':
-	case '"':
-		p->pos++;
-		e = new_expr(p);
-		if (!e)
-			return NULL;
-		if (read_str(p, b, &e->text, &e->val.len)) {
-			free(e);
-			return NULL;
-		}
-		e->val.kind = V_STR;
-		e->val.s = e->text;
-		return e;
-	case '@':
-	case '$':
-		e = new_expr(p);
-		e->path = e ? calloc(1, sizeof(*e->path)) : NULL;
-		if (!e || !e->path) {
-			free(e);
-			oom(p);
-			return NULL;
-		}
-		if (read_expr(p, e->path)) {
+	size_t cap = 0; /* of e->items */
+	e = new_expr(p);
+	if (!e)
+		return NULL;
+	e->val.kind = V_LIST;
+	p->pos++;
+	while (p->pos < p->len) {
+		struct fexpr *item = read_eq(p);
+		if (!item || item->op != OP_NONE || item->path || item->val.kind == V_LIST) {
+			if (item) {
+				fexpr_free(item);
+				raise(p, "list elements must be constants");
+			}
 			fexpr_free(e);
 			return NULL;
 		}
-		return e;
-	case '(':
-		p->pos++;
-		return close_paren(p, read_eq(p));
-	case '[': {
-		/* A list constant. */
-		size_t cap = 0; /* of e->items */
-		e = new_expr(p);
-		if (!e)
+		if (np_grow((void **)&e->items, &cap, e->n_items + 1, sizeof(*e->items))) {
+			fexpr_free(item);
+			fexpr_free(e);
+			oom(p);
 			return NULL;
-		e->val.kind = V_LIST;
-		p->pos++;
-		while (p->pos < p->len) {
-			struct fexpr *item = read_eq(p);
-			if (!item || item->op != OP_NONE || item->path || item->val.kind == V_LIST) {
-				if (item) {
-					fexpr_free(item);
-					raise(p, "list elements must be constants");
-				}
-				fexpr_free(e);
-				return NULL;
-			}
-			if (np_grow((void **)&e->items, &cap, e->n_items + 1, sizeof(*e->items))) {
-				fexpr_free(item);
-				fexpr_free(e);
-				oom(p);
-				return NULL;
-			}
-			e->items[e->n_items++] = *item;
-			free(item);
-			b = skip_space(p);
-			if (b == ']')
-				break;
-			if (b != ',') {
-				fexpr_free(e);
-				raise(p, "expected a comma or an array close");
-				return NULL;
-			}
 		}
-		e->val.list = e;
-		return e;
+		e->items[e->n_items++] = *item;
+		free(item);
+		b = skip_space(p);
+		if (b == ']')
+			break;
+		if (b != ',') {
+			fexpr_free(e);
+			raise(p, "expected a comma or an array close");
+			return NULL;
+		}
 	}
-	case '/': {
-		size_t start = ++p->pos;
-		while (p->pos < p->len) {
-			char ch = p->buf[p->pos++];
-			if (ch == '/')
-				break;
-			if (ch == '\\')
-				p->pos++;
-		}
-		/* jp takes the text up to the byte before where it stopped. */
-		if (p->pos == start) {
-			raise(p, "not terminated");
-			return NULL;
-		}
-		size_t n = (p->pos - 1 > p->len ? p->len : p->pos - 1) - start;
-		struct np_err err;
-		e = new_expr(p);
-		if (!e)
-			return NULL;
-		if (compile_search(p->buf + start, n, &e->re, &err)) {
-			free(e);
-			raise(p, "%s", err.msg);
-			return NULL;
-		}
-		e->val.kind = V_REGEX;
-		e->val.re = e->re;
-		return e;
-	}
-	case 'N':
-		if (p->len - p->pos < 7 || memcmp(p->buf + p->pos, "Nothing", 7) != 0) {
-			raise(p, "expected Nothing");
-			return NULL;
-		}
-		p->pos += 7;
-		e = new_expr(p);
-		if (e)
-			e->val.kind = V_NOTHING;
-		return e;
-	default:
-		if (b == '-' || (b >= '0' && b <= '9')) {
+	e->val.list = e;
+	return e;
+}
+
+/* A regular expression constant, /re/; the current byte is the first '/'. */
+static struct fexpr *read_regex(struct parser *p)
+{
+	struct fexpr *e;
+
+	size_t start = ++p->pos;
+	while (p->pos < p->len) {
+		char ch = p->buf[p->pos++];
+		if (ch == '/')
+			break;
+		if (ch == '\\')
 			p->pos++;
-			return read_num(p);
-		}
 	}
+	/* jp takes the text up to the byte before where it stopped. */
+	if (p->pos == start) {
+		raise(p, "not terminated");
+		return NULL;
+	}
+	size_t n = (p->pos - 1 > p->len ? p->len : p->pos - 1) - start;
+	struct np_err err;
+	e = new_expr(p);
+	if (!e)
+		return NULL;
+	if (compile_search(p->buf + start, n, &e->re, &err)) {
+		free(e);
+		raise(p, "%s", err.msg);
+		return NULL;
+	}
+	e->val.kind = V_REGEX;
+	e->val.re = e->re;
+	return e;
+}
+
+/* A word: true, false, null, or a function call such as length(@.x). */
+static struct fexpr *read_word(struct parser *p)
+{
+	struct fexpr *e;
+
 	size_t start = p->pos;
 	while (p->pos < p->len && p->buf[p->pos] >= 'a' && p->buf[p->pos] <= 'z')
 		p->pos++;
@@ -953,6 +923,77 @@ static struct fexpr *read_primary(struct parser *p)
 	p->pos = start;
 	raise(p, "'%.*s' is not a value or function", (int)len, tok);
 	return NULL;
+}
+
+static struct fexpr *read_primary(struct parser *p)
+{
+	unsigned char b = next_non_space(p);
+	struct fexpr *e;
+
+	switch (b) {
+	case '!':
+		p->pos++;
+		e = new_expr(p);
+		if (!e)
+			return NULL;
+		e->op = OP_NOT;
+		/* jp's ! takes the whole rest of the expression. */
+		e->l = read_eq(p);
+		if (!e->l) {
+			free(e);
+			return NULL;
+		}
+		return e;
+	case '\'':
+	case '"':
+		p->pos++;
+		e = new_expr(p);
+		if (!e)
+			return NULL;
+		if (read_str(p, b, &e->text, &e->val.len)) {
+			free(e);
+			return NULL;
+		}
+		e->val.kind = V_STR;
+		e->val.s = e->text;
+		return e;
+	case '@':
+	case '$':
+		e = new_expr(p);
+		if (!e || !(e->path = calloc(1, sizeof(*e->path)))) {
+			free(e);
+			oom(p);
+			return NULL;
+		}
+		if (read_expr(p, e->path)) {
+			fexpr_free(e);
+			return NULL;
+		}
+		return e;
+	case '(':
+		p->pos++;
+		return close_paren(p, read_eq(p));
+	case '[':
+		return read_list(p);
+	case '/':
+		return read_regex(p);
+	case 'N':
+		if (p->len - p->pos < 7 || memcmp(p->buf + p->pos, "Nothing", 7) != 0) {
+			raise(p, "expected Nothing");
+			return NULL;
+		}
+		p->pos += 7;
+		e = new_expr(p);
+		if (e)
+			e->val.kind = V_NOTHING;
+		return e;
+	default:
+		if (b == '-' || (b >= '0' && b <= '9')) {
+			p->pos++;
+			return read_num(p);
+		}
+	}
+	return read_word(p);
 }
 
 static int parse_path(const char *s, size_t n, struct jpath *x, struct np_buf *err)
@@ -1074,6 +1115,87 @@ static const json_t *nth(const json_t *v, long long i)
 static int filter_eval(struct evalctx *c, const struct fexpr *f, const json_t *prev, const json_t *root,
 		       struct sstack *s);
 
+/* One step of F_DESCENT (jp's ..): the first visit of a node queues its members
+ * (and, on the last fragment, adds them); later visits add or pass on the node. */
+static int descent_step(struct sstack *s, struct results *res, const json_t *prev, int fi, int last)
+{
+	int di = s->v[s->n - 1].index;
+	int top = !(di & DESCENT_CHILD_FLAG);
+	if (!(di & DESCENT_FLAG)) {
+		const json_t **m;
+		size_t n = members(prev, &m);
+		if (n == (size_t)-1)
+			return -1;
+		s->v[s->n - 1] = (struct sentry){ prev, 0, 0 };
+		if (spush_index(s, di | DESCENT_FLAG)) {
+			free(m);
+			return -1;
+		}
+		for (size_t i = 0; last && i < n; i++)
+			if (radd(res, m[i])) {
+				free(m);
+				return -1;
+			}
+		for (size_t i = n; i-- > 0;) {
+			if (is_container(m[i]) && (spush(s, m[i]) || spush_index(s, fi | DESCENT_CHILD_FLAG))) {
+				free(m);
+				return -1;
+			}
+		}
+		free(m);
+	} else if (last) {
+		if (top && radd(res, prev))
+			return -1;
+	} else if (spush(s, prev)) {
+		return -1;
+	}
+	return 0;
+}
+
+/* One step of F_SLICE ([start:end:step], Python's rules as jp applies them). */
+static int slice_step(struct sstack *s, struct results *res, const struct frag *f, const json_t *prev, int last)
+{
+	long long start = f->slice[0], end = f->n_slice > 1 ? f->slice[1] : MAX_END,
+		  step = f->n_slice > 2 ? f->slice[2] : 1, len;
+	if (step == 0 || !json_is_array(prev))
+		return 0;
+	len = (long long)json_array_size(prev);
+	if (start < 0 && (start += len) < 0)
+		start = 0;
+	if (end < 0)
+		end += len;
+	if (len <= start)
+		return 0;
+	if (len < end)
+		end = len;
+	if (step > 0) {
+		if (last) {
+			for (long long i = start; i < end; i += step)
+				if (radd(res, json_array_get(prev, (size_t)i)))
+					return -1;
+		} else {
+			end = start + (end - start - 1) / step * step;
+			for (long long i = end; start <= i; i -= step)
+				if (push_if_container(s, json_array_get(prev, (size_t)i)))
+					return -1;
+		}
+	} else {
+		if (end < -1)
+			end = -1;
+		if (last) {
+			for (long long i = start; end < i; i += step)
+				if (radd(res, json_array_get(prev, (size_t)i)))
+					return -1;
+		} else {
+			end = start - (start - end - 1) / step * step;
+			for (long long i = end; i <= start; i -= step)
+				if (push_if_container(s, json_array_get(prev, (size_t)i)))
+					return -1;
+		}
+	}
+	return 0;
+}
+
 /* jp's Expr.Get: the matches of x on data, in jp's order. */
 static int get(struct evalctx *c, const struct jpath *x, const json_t *data, struct results *res)
 {
@@ -1120,39 +1242,10 @@ static int get(struct evalctx *c, const struct jpath *x, const json_t *data, str
 			free(m);
 			break;
 		}
-		case F_DESCENT: {
-			int di = s.v[s.n - 1].index;
-			int top = !(di & DESCENT_CHILD_FLAG);
-			if (!(di & DESCENT_FLAG)) {
-				const json_t **m;
-				size_t n = members(prev, &m);
-				if (n == (size_t)-1)
-					goto oom;
-				s.v[s.n - 1] = (struct sentry){ prev, 0, 0 };
-				if (spush_index(&s, di | DESCENT_FLAG)) {
-					free(m);
-					goto oom;
-				}
-				for (size_t i = 0; last && i < n; i++)
-					if (radd(res, m[i])) {
-						free(m);
-						goto oom;
-					}
-				for (size_t i = n; i-- > 0;) {
-					if (is_container(m[i]) && (spush(&s, m[i]) || spush_index(&s, fi | DESCENT_CHILD_FLAG))) {
-						free(m);
-						goto oom;
-					}
-				}
-				free(m);
-			} else if (last) {
-				if (top && radd(res, prev))
-					goto oom;
-			} else if (spush(&s, prev)) {
+		case F_DESCENT:
+			if (descent_step(&s, res, prev, fi, last))
 				goto oom;
-			}
 			break;
-		}
 		case F_ROOT:
 		case F_AT:
 			v = f->kind == F_ROOT ? data : prev;
@@ -1167,47 +1260,10 @@ static int get(struct evalctx *c, const struct jpath *x, const json_t *data, str
 					goto oom;
 			}
 			break;
-		case F_SLICE: {
-			long long start = f->slice[0], end = f->n_slice > 1 ? f->slice[1] : MAX_END,
-				  step = f->n_slice > 2 ? f->slice[2] : 1, len;
-			if (step == 0 || !json_is_array(prev))
-				break;
-			len = (long long)json_array_size(prev);
-			if (start < 0 && (start += len) < 0)
-				start = 0;
-			if (end < 0)
-				end += len;
-			if (len <= start)
-				break;
-			if (len < end)
-				end = len;
-			if (step > 0) {
-				if (last) {
-					for (long long i = start; i < end; i += step)
-						if (radd(res, json_array_get(prev, (size_t)i)))
-							goto oom;
-				} else {
-					end = start + (end - start - 1) / step * step;
-					for (long long i = end; start <= i; i -= step)
-						if (push_if_container(&s, json_array_get(prev, (size_t)i)))
-							goto oom;
-				}
-			} else {
-				if (end < -1)
-					end = -1;
-				if (last) {
-					for (long long i = start; end < i; i += step)
-						if (radd(res, json_array_get(prev, (size_t)i)))
-							goto oom;
-				} else {
-					end = start - (start - end - 1) / step * step;
-					for (long long i = end; i <= start; i -= step)
-						if (push_if_container(&s, json_array_get(prev, (size_t)i)))
-							goto oom;
-				}
-			}
+		case F_SLICE:
+			if (slice_step(&s, res, f, prev, last))
+				goto oom;
 			break;
-		}
 		case F_FILTER: {
 			size_t before = s.n;
 			if (filter_eval(c, f->filter, prev, data, &s))
@@ -1380,13 +1436,70 @@ static int arith(enum fop op, const struct fval *l, const struct fval *r, struct
 	return 0;
 }
 
+/* <, >, <= and >= as jp orders values: numbers by value (ints exactly), strings
+ * bytewise; anything else (and NaN) compares false. */
+static int ordered(enum fop op, const struct fval *l, const struct fval *r)
+{
+	double x, y;
+	int rc;
+
+	if (num(l, &x) && num(r, &y) && l->kind != V_STR) {
+		if (l->kind == V_INT && r->kind == V_INT)
+			rc = l->i < r->i ? -1 : l->i > r->i;
+		else
+			rc = x < y ? -1 : x > y ? 1 : x == y ? 0 : 2;
+	} else if (l->kind == V_STR && r->kind == V_STR) {
+		size_t n = l->len < r->len ? l->len : r->len;
+		rc = memcmp(l->s, r->s, n);
+		rc = rc < 0 ? -1 : rc > 0 ? 1 : l->len < r->len ? -1 : l->len > r->len;
+	} else {
+		return 0;
+	}
+	return rc == 2 ? 0 : op == OP_LT ? rc < 0 : op == OP_GT ? rc > 0 : op == OP_LTE ? rc <= 0 : rc >= 0;
+}
+
+/* `l in r`: whether a list r holds a value equal to l. */
+static int in_list(const struct fval *l, const struct fval *r)
+{
+	if (r->kind != V_LIST)
+		return 0;
+	size_t n = r->j ? json_array_size(r->j) : r->list->n_items;
+	for (size_t i = 0; i < n; i++) {
+		struct fval ev = r->j ? json_fval(json_array_get(r->j, i)) : r->list->items[i].val;
+		ev.got = 0;
+		if (equal(l, &ev) == 1)
+			return 1;
+	}
+	return 0;
+}
+
+/* match(s, re) (anchored at both ends) and search(s, re). */
+static int match_or_search(struct evalctx *c, enum fop op, const struct fval *l, const struct fval *r,
+			   struct fval *out)
+{
+	int rc;
+
+	out->kind = V_NOTHING;
+	if (l->kind != V_STR || r->kind != V_STR || r->len == 0)
+		return 0;
+	struct np_buf pat = NP_BUF_INIT;
+	if (op == OP_MATCH && r->s[0] != '^')
+		np_buf_putc(&pat, '^');
+	np_buf_append(&pat, r->s, r->len);
+	if (op == OP_MATCH && r->s[r->len - 1] != '$')
+		np_buf_putc(&pat, '$');
+	out->kind = V_BOOL;
+	rc = pat.failed ? -1 : rx_match(c, pat.p, pat.len, NULL, l, &out->b);
+	np_buf_free(&pat);
+	return rc;
+}
+
 /* The value of e for the current element and one choice of each path's values. */
 static int eval_expr(struct evalctx *c, const struct fexpr *e, const json_t *cur, const json_t *root,
 		     struct slot *slots, size_t *choice, struct fval *out)
 {
 	struct fval l = { 0 }, r = { 0 };
 	int rc;
-	double x, y;
 
 	memset(out, 0, sizeof(*out));
 	if (e->op == OP_NONE) {
@@ -1429,21 +1542,7 @@ static int eval_expr(struct evalctx *c, const struct fexpr *e, const json_t *cur
 	case OP_GT:
 	case OP_LTE:
 	case OP_GTE:
-		if (num(&l, &x) && num(&r, &y) && l.kind != V_STR) {
-			if (l.kind == V_INT && r.kind == V_INT)
-				rc = l.i < r.i ? -1 : l.i > r.i;
-			else
-				rc = x < y ? -1 : x > y ? 1 : x == y ? 0 : 2;
-		} else if (l.kind == V_STR && r.kind == V_STR) {
-			size_t n = l.len < r.len ? l.len : r.len;
-			rc = memcmp(l.s, r.s, n);
-			rc = rc < 0 ? -1 : rc > 0 ? 1 : l.len < r.len ? -1 : l.len > r.len;
-		} else {
-			out->b = 0;
-			return 0;
-		}
-		out->b = rc == 2 ? 0
-			 : e->op == OP_LT ? rc < 0 : e->op == OP_GT ? rc > 0 : e->op == OP_LTE ? rc <= 0 : rc >= 0;
+		out->b = ordered(e->op, &l, &r);
 		return 0;
 	case OP_OR: out->b = truthy(&l) || truthy(&r); return 0;
 	case OP_AND: out->b = truthy(&l) && truthy(&r); return 0;
@@ -1461,16 +1560,7 @@ static int eval_expr(struct evalctx *c, const struct fexpr *e, const json_t *cur
 		}
 		return 0;
 	case OP_IN:
-		out->b = 0;
-		if (r.kind == V_LIST) {
-			size_t n = r.j ? json_array_size(r.j) : r.list->n_items;
-			for (size_t i = 0; i < n && !out->b; i++) {
-				struct fval ev = r.j ? json_fval(json_array_get(r.j, i)) : r.list->items[i].val;
-				ev.got = 0;
-				rc = equal(&l, &ev);
-				out->b = rc == 1;
-			}
-		}
+		out->b = in_list(&l, &r);
 		return 0;
 	case OP_EMPTY: {
 		int ok;
@@ -1493,21 +1583,8 @@ static int eval_expr(struct evalctx *c, const struct fexpr *e, const json_t *cur
 		return 0;
 	}
 	case OP_MATCH:
-	case OP_SEARCH: {
-		out->kind = V_NOTHING;
-		if (l.kind != V_STR || r.kind != V_STR || r.len == 0)
-			return 0;
-		struct np_buf pat = NP_BUF_INIT;
-		if (e->op == OP_MATCH && r.s[0] != '^')
-			np_buf_putc(&pat, '^');
-		np_buf_append(&pat, r.s, r.len);
-		if (e->op == OP_MATCH && r.s[r.len - 1] != '$')
-			np_buf_putc(&pat, '$');
-		out->kind = V_BOOL;
-		rc = pat.failed ? -1 : rx_match(c, pat.p, pat.len, NULL, &l, &out->b);
-		np_buf_free(&pat);
-		return rc;
-	}
+	case OP_SEARCH:
+		return match_or_search(c, e->op, &l, &r, out);
 	default: return 0;
 	}
 }

@@ -493,6 +493,55 @@ static int oom(struct yparse *p)
 	return -1;
 }
 
+/* The node a scalar, alias or collection start event makes (anchored when it has an
+ * anchor), or NULL after reporting. */
+static struct ynode *node_of_event(struct yparse *p, yaml_event_t *e)
+{
+	struct ynode *n;
+
+	switch (e->type) {
+	case YAML_SCALAR_EVENT: {
+		int plain = e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+		const char *v = (const char *)e->data.scalar.value;
+		size_t len = e->data.scalar.length;
+		n = new_node(p, Y_SCALAR, v, len);
+		if (!n || set_tag(n, e->data.scalar.tag, !plain ? "!!str" : len == 2 && memcmp(v, "<<", 2) == 0 ? "!!merge" : NULL) ||
+		    add_anchor(p->doc, e->data.scalar.anchor, n)) {
+			oom(p);
+			return NULL;
+		}
+		return n;
+	}
+	case YAML_ALIAS_EVENT: {
+		const char *name = (const char *)e->data.alias.anchor;
+		n = new_node(p, Y_ALIAS, name, strlen(name));
+		if (!n) {
+			oom(p);
+			return NULL;
+		}
+		n->target = find_anchor(p->doc, name);
+		if (!n->target) {
+			np_buf_printf(p->err, "yaml: unknown anchor '%s' referenced", name);
+			return NULL;
+		}
+		return n;
+	}
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT: {
+		int seq = e->type == YAML_SEQUENCE_START_EVENT;
+		n = new_node(p, seq ? Y_SEQ : Y_MAP, "", 0);
+		if (!n || set_tag(n, seq ? e->data.sequence_start.tag : e->data.mapping_start.tag, seq ? "!!seq" : "!!map") ||
+		    add_anchor(p->doc, seq ? e->data.sequence_start.anchor : e->data.mapping_start.anchor, n)) {
+			oom(p);
+			return NULL;
+		}
+		return n;
+	}
+	default:
+		return NULL;
+	}
+}
+
 /* The events of one node (and its children) after the current one: the tree, built
  * with an explicit stack so that nesting costs no C stack. */
 static int parse_node(struct yparse *p, struct ynode **root)
@@ -508,43 +557,13 @@ static int parse_node(struct yparse *p, struct ynode **root)
 		if (next_event(p))
 			goto out;
 		switch (e->type) {
-		case YAML_SCALAR_EVENT: {
-			int plain = e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-			const char *v = (const char *)e->data.scalar.value;
-			size_t len = e->data.scalar.length;
-			n = new_node(p, Y_SCALAR, v, len);
-			if (!n || set_tag(n, e->data.scalar.tag, !plain ? "!!str" : len == 2 && memcmp(v, "<<", 2) == 0 ? "!!merge" : NULL) ||
-			    add_anchor(p->doc, e->data.scalar.anchor, n)) {
-				oom(p);
-				goto out;
-			}
-			break;
-		}
-		case YAML_ALIAS_EVENT: {
-			const char *name = (const char *)e->data.alias.anchor;
-			n = new_node(p, Y_ALIAS, name, strlen(name));
-			if (!n) {
-				oom(p);
-				goto out;
-			}
-			n->target = find_anchor(p->doc, name);
-			if (!n->target) {
-				np_buf_printf(p->err, "yaml: unknown anchor '%s' referenced", name);
-				goto out;
-			}
-			break;
-		}
+		case YAML_SCALAR_EVENT:
+		case YAML_ALIAS_EVENT:
 		case YAML_SEQUENCE_START_EVENT:
-		case YAML_MAPPING_START_EVENT: {
-			int seq = e->type == YAML_SEQUENCE_START_EVENT;
-			n = new_node(p, seq ? Y_SEQ : Y_MAP, "", 0);
-			if (!n || set_tag(n, seq ? e->data.sequence_start.tag : e->data.mapping_start.tag, seq ? "!!seq" : "!!map") ||
-			    add_anchor(p->doc, seq ? e->data.sequence_start.anchor : e->data.mapping_start.anchor, n)) {
-				oom(p);
+		case YAML_MAPPING_START_EVENT:
+			if (!(n = node_of_event(p, e)))
 				goto out;
-			}
 			break;
-		}
 		case YAML_SEQUENCE_END_EVENT:
 		case YAML_MAPPING_END_EVENT:
 			depth--;

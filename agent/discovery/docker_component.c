@@ -7,6 +7,7 @@
 #include "agent/config/component.h"
 #include "agent/config/replace_on_update.h"
 #include "agent/config/http_client.h"
+#include "agent/config/types/fields.h"
 #include "agent/config/types/types.h"
 #include "agent/discovery/docker.h"
 #include "agent/discovery/periodic.h"
@@ -72,41 +73,41 @@ static const char *keep(struct docker_run *r, const char *s, int *failed)
 	return copy;
 }
 
-static void *run_start(struct cfg_component *c, const struct cfg_args *args, struct np_err *err)
+static void *run_start(struct cfg_component *c, const void *args, struct np_err *err)
 {
+	const struct cfg_docker_args *a = args;
 	struct docker_run *r = calloc(1, sizeof(*r));
 	int failed = 0;
-	size_t nf = cfg_args_nblocks(args, "filter");
+	size_t nf = a->filter.n;
 
 	if (!r)
 		goto oom;
 	np_docker_config_init(&r->cfg);
-	if (cfg_http_client_settings(args, &r->http, err)) {
+	if (cfg_http_client_settings(a->raw, &r->http, err)) {
 		run_free(r);
 		return NULL;
 	}
 	r->cfg.http = &r->http;
-	r->cfg.host = keep(r, cfg_args_str(args, "host"), &failed);
-	r->cfg.port = (int)cfg_args_int(args, "port");
-	r->cfg.host_networking_host = keep(r, cfg_args_str(args, "host_networking_host"), &failed);
-	r->cfg.refresh_interval_ns = cfg_args_duration(args, "refresh_interval");
-	r->cfg.match_first_network = cfg_args_bool(args, "match_first_network");
+	r->cfg.host = keep(r, a->host, &failed);
+	r->cfg.port = (int)a->port;
+	r->cfg.host_networking_host = keep(r, a->host_networking_host, &failed);
+	r->cfg.refresh_interval_ns = a->refresh_interval;
+	r->cfg.match_first_network = a->match_first_network;
 	if (nf) {
 		r->filters = calloc(nf, sizeof(*r->filters));
 		r->value_lists = calloc(nf, sizeof(*r->value_lists));
 		if (!r->filters || !r->value_lists)
 			goto oom;
 		for (size_t i = 0; i < nf; i++) {
-			const struct cfg_args *f = cfg_args_block(args, "filter", i);
-			size_t nv = cfg_args_list_len(f, "values");
+			const struct cfg_docker_filter_args *f = a->filter.v[i];
+			size_t nv = f->values.n;
 			r->value_lists[i] = calloc(nv ? nv : 1, sizeof(char *));
 			if (!r->value_lists[i])
 				goto oom;
 			r->n_filters = i + 1;
 			for (size_t k = 0; k < nv; k++)
-				r->value_lists[i][k] = keep(r, cfg_args_list_str(f, "values", k), &failed);
-			r->filters[i] = (struct np_docker_filter){ keep(r, cfg_args_str(f, "name"), &failed),
-								   r->value_lists[i], nv };
+				r->value_lists[i][k] = keep(r, f->values.v[k], &failed);
+			r->filters[i] = (struct np_docker_filter){ keep(r, f->name, &failed), r->value_lists[i], nv };
 		}
 		r->cfg.filters = r->filters;
 		r->cfg.n_filters = nf;
@@ -134,8 +135,10 @@ oom:
 
 static const struct cfg_instance_ops instance_ops = { run_start, run_free };
 
-static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		 struct np_err *err)
 {
+	(void)host;
 	return cfg_replace_start(&instance_ops, c, args, state, err);
 }
 

@@ -8,6 +8,7 @@
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
 #include "agent/config/replace_on_update.h"
+#include "agent/config/types/fields.h"
 #include "agent/config/types/types.h"
 #include "lib/strbuf.h"
 #include "k8s/discovery.h"
@@ -31,24 +32,25 @@ static int strs_add(struct k8s_strs *l, const char *s)
 	return 0;
 }
 
-static int build_config(const struct cfg_args *a, struct k8s_sd_config *cfg, struct np_err *err)
+static int build_config(const struct cfg_k8s_args *a, struct k8s_sd_config *cfg, struct np_err *err)
 {
-	const struct cfg_args *ns = cfg_args_block(a, "namespaces", 0), *am = cfg_args_block(a, "attach_metadata", 0);
-	size_t nsel = cfg_args_nblocks(a, "selectors");
+	const struct cfg_k8s_namespaces_args *ns = a->namespaces;
+	const struct cfg_k8s_attach_metadata_args *am = a->attach_metadata;
+	size_t nsel = a->selectors.n;
 	int failed = 0;
 
-	cfg->role = np_strdup_or_null(cfg_args_str(a, "role"), &failed);
-	cfg->api_server = np_strdup_or_null(cfg_args_str(a, "api_server"), &failed);
-	cfg->kubeconfig_file = np_strdup_or_null(cfg_args_str(a, "kubeconfig_file"), &failed);
+	cfg->role = np_strdup_or_null(a->role, &failed);
+	cfg->api_server = np_strdup_or_null(a->api_server, &failed);
+	cfg->kubeconfig_file = np_strdup_or_null(a->kubeconfig_file, &failed);
 	if (failed)
 		return np_errf(err, "out of memory");
-	if (cfg_http_client_settings(a, &cfg->http, err))
+	if (cfg_http_client_settings(a->raw, &cfg->http, err))
 		return -1;
 	if (ns) {
 		cfg->namespaces.set = 1;
-		cfg->namespaces.own_namespace = cfg_args_bool(ns, "own_namespace");
-		for (size_t i = 0; i < cfg_args_list_len(ns, "names"); i++)
-			if (strs_add(&cfg->namespaces.names, cfg_args_list_str(ns, "names", i)))
+		cfg->namespaces.own_namespace = ns->own_namespace;
+		for (size_t i = 0; i < ns->names.n; i++)
+			if (strs_add(&cfg->namespaces.names, ns->names.v[i]))
 				return np_errf(err, "out of memory");
 	}
 	if (nsel) {
@@ -56,18 +58,18 @@ static int build_config(const struct cfg_args *a, struct k8s_sd_config *cfg, str
 		if (!cfg->selectors)
 			return np_errf(err, "out of memory");
 		for (size_t i = 0; i < nsel; i++) {
-			const struct cfg_args *s = cfg_args_block(a, "selectors", i);
-			cfg->selectors[i].role = np_strdup_or_null(cfg_args_str(s, "role"), &failed);
-			cfg->selectors[i].label = np_strdup_or_null(cfg_args_str(s, "label"), &failed);
-			cfg->selectors[i].field = np_strdup_or_null(cfg_args_str(s, "field"), &failed);
+			const struct cfg_k8s_selector_args *s = a->selectors.v[i];
+			cfg->selectors[i].role = np_strdup_or_null(s->role, &failed);
+			cfg->selectors[i].label = np_strdup_or_null(s->label, &failed);
+			cfg->selectors[i].field = np_strdup_or_null(s->field, &failed);
 			cfg->n_selectors = i + 1;
 		}
 		if (failed)
 			return np_errf(err, "out of memory");
 	}
 	if (am) {
-		cfg->attach_metadata.node = cfg_args_bool(am, "node");
-		cfg->attach_metadata.namespace_ = cfg_args_bool(am, "namespace");
+		cfg->attach_metadata.node = am->node;
+		cfg->attach_metadata.namespace_ = am->namespace_;
 	}
 	return 0;
 }
@@ -91,7 +93,7 @@ static void run_stop(void *instance)
 	free(r);
 }
 
-static void *run_start(struct cfg_component *c, const struct cfg_args *args, struct np_err *err)
+static void *run_start(struct cfg_component *c, const void *args, struct np_err *err)
 {
 	struct k8s_run *r = calloc(1, sizeof(*r));
 	struct k8s_sd_config cfg;
@@ -115,8 +117,10 @@ static void *run_start(struct cfg_component *c, const struct cfg_args *args, str
 
 static const struct cfg_instance_ops instance_ops = { run_start, run_stop };
 
-static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		 struct np_err *err)
 {
+	(void)host;
 	return cfg_replace_start(&instance_ops, c, args, state, err);
 }
 

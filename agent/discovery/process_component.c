@@ -7,6 +7,7 @@
 
 #include "agent/config/component.h"
 #include "agent/config/replace_on_update.h"
+#include "agent/config/types/fields.h"
 #include "agent/config/types/types.h"
 #include "agent/discovery/periodic.h"
 #include "agent/discovery/process.h"
@@ -45,26 +46,27 @@ static void run_free(void *instance)
 	free(r);
 }
 
-static void *run_start(struct cfg_component *c, const struct cfg_args *args, struct np_err *err)
+static void *run_start(struct cfg_component *c, const void *args, struct np_err *err)
 {
+	const struct cfg_process_args *a = args;
 	struct process_run *r = calloc(1, sizeof(*r));
-	const struct cfg_args *dc = cfg_args_block(args, "discover_config", 0);
-	const struct np_targets *join = cfg_args_targets(args, "join");
+	const struct cfg_process_discover_args *dc = a->discover_config;
+	const struct np_targets *join = a->join;
 
 	if (!r) {
 		np_errf(err, "out of memory");
 		return NULL;
 	}
 	np_process_config_init(&r->cfg);
-	r->cfg.refresh_interval_ns = cfg_args_duration(args, "refresh_interval");
+	r->cfg.refresh_interval_ns = a->refresh_interval;
 	if (dc) {
-		r->cfg.exe = cfg_args_bool(dc, "exe");
-		r->cfg.cwd = cfg_args_bool(dc, "cwd");
-		r->cfg.commandline = cfg_args_bool(dc, "commandline");
-		r->cfg.uid = cfg_args_bool(dc, "uid");
-		r->cfg.username = cfg_args_bool(dc, "username");
-		r->cfg.container_id = cfg_args_bool(dc, "container_id");
-		r->cfg.cgroup_path = cfg_args_bool(dc, "cgroup_path");
+		r->cfg.exe = dc->exe;
+		r->cfg.cwd = dc->cwd;
+		r->cfg.commandline = dc->commandline;
+		r->cfg.uid = dc->uid;
+		r->cfg.username = dc->username;
+		r->cfg.container_id = dc->container_id;
+		r->cfg.cgroup_path = dc->cgroup_path;
 	}
 	if (join) {
 		if (np_targets_copy(&r->join, join, err)) {
@@ -83,8 +85,10 @@ static void *run_start(struct cfg_component *c, const struct cfg_args *args, str
 
 static const struct cfg_instance_ops instance_ops = { run_start, run_free };
 
-static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		 struct np_err *err)
 {
+	(void)host;
 	return cfg_replace_start(&instance_ops, c, args, state, err);
 }
 

@@ -27,8 +27,15 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 		relabel_rules_free(rules);
 }
 
+/* The rule blocks are compiled from the block itself (raw): the compiler reports
+ * problems at the position of the attribute they are about. */
+struct relabel_args {
+	const struct np_targets *targets;
+	const struct cfg_args *raw;
+};
+
 static const struct cfg_attr attrs[] = {
-	CFG_A("targets", &cfg_t_targets, CFG_REQUIRED, NULL),
+	CFG_A("targets", &cfg_t_targets, CFG_REQUIRED, NULL, .field = CFG_FIELD(struct relabel_args, targets)),
 	CFG_END,
 };
 
@@ -37,7 +44,13 @@ static const struct cfg_block_schema blocks[] = {
 	CFG_END,
 };
 
-static const struct cfg_schema schema = { attrs, blocks, validate };
+static const struct cfg_schema schema = {
+	.attrs = attrs,
+	.blocks = blocks,
+	.validate = validate,
+	CFG_ARGS_STRUCT(struct relabel_args),
+	.raw = CFG_FIELD(struct relabel_args, raw),
+};
 
 /* The rule blocks in a canonical text form (values as the config writes them). */
 static char *rules_text(const struct cfg_args *a)
@@ -70,8 +83,9 @@ static void release_rules(void *p)
 	relabel_rules_free(p);
 }
 
-static int apply(struct relabel_component *rc, const struct cfg_args *args, struct np_err *err)
+static int apply(struct relabel_component *rc, const struct relabel_args *a, struct np_err *err)
 {
+	const struct cfg_args *args = a->raw;
 	char *text = rules_text(args);
 
 	if (!text)
@@ -106,7 +120,7 @@ static int apply(struct relabel_component *rc, const struct cfg_args *args, stru
 	free(text);
 
 	struct np_targets out = NP_TARGETS_INIT;
-	if (relabel_targets(rc->rules->u.cap.ptr, cfg_args_targets(args, "targets"), &out, err)) {
+	if (relabel_targets(rc->rules->u.cap.ptr, a->targets, &out, err)) {
 		np_targets_free(&out);
 		return -1;
 	}
@@ -114,8 +128,10 @@ static int apply(struct relabel_component *rc, const struct cfg_args *args, stru
 	return 0;
 }
 
-static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		 struct np_err *err)
 {
+	(void)host;
 	struct relabel_component *rc = calloc(1, sizeof(*rc));
 
 	if (!rc)
@@ -131,7 +147,7 @@ static int start(struct cfg_component *c, const struct cfg_args *args, void **st
 	return 0;
 }
 
-static int update(void *state, const struct cfg_args *args, struct np_err *err)
+static int update(void *state, const void *args, struct np_err *err)
 {
 	return apply(state, args, err);
 }

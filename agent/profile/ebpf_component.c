@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "agent/config/component.h"
+#include "agent/config/types/fields.h"
 #include "agent/config/types/types.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_profiler.h"
@@ -26,57 +27,89 @@
 #define MAX_UPROBE_LINKS 64
 #define MAX_RECEIVERS 64
 
-/* Set by `nodeprof run` before any component starts. */
-static struct np_profile_sink local_sink;
-static struct np_ebpf_metrics *metrics;
-
-void np_ebpf_component_set_local(const struct np_profile_sink *sink, struct np_ebpf_metrics *m)
-{
-	local_sink = sink ? *sink : (struct np_profile_sink){ 0 };
-	metrics = m;
-}
-
 struct ebpf_component {
 	struct cfg_component *c;
 	struct np_ebpf_profiler *engine;
 	struct np_ebpf_config cfg; /* as started; name points into id */
 	int lazy_waiting;	   /* lazy_mode and no targets yet: engine is NULL */
 	char id[256];
-	struct ebpf_component *next; /* in the list of running components */
+	struct np_profile_sink local_sink;   /* the agent's store (append NULL: none) */
+	struct np_ebpf_metrics *metrics;     /* borrowed from the agent; may be NULL */
+	struct np_ebpf_running *running;     /* borrowed from the agent; may be NULL */
+	struct ebpf_component *next;	     /* in running's list */
 };
 
 /* Every running component, for metrics and debug pages. The lock also guards each
  * component's engine pointer, which update() replaces. */
-static pthread_mutex_t running_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct ebpf_component *running;
+struct np_ebpf_running {
+	pthread_mutex_t mu;
+	struct ebpf_component *head;
+};
+
+int np_ebpf_running_new(struct np_ebpf_running **out, struct np_err *err)
+{
+	struct np_ebpf_running *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return np_errf(err, "out of memory");
+	pthread_mutex_init(&r->mu, NULL);
+	*out = r;
+	return 0;
+}
+
+void np_ebpf_running_free(struct np_ebpf_running *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
 
 static void running_add(struct ebpf_component *ec)
 {
-	pthread_mutex_lock(&running_mu);
-	ec->next = running;
-	running = ec;
-	pthread_mutex_unlock(&running_mu);
+	struct np_ebpf_running *r = ec->running;
+
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	ec->next = r->head;
+	r->head = ec;
+	pthread_mutex_unlock(&r->mu);
 }
 
 static void running_remove(struct ebpf_component *ec)
 {
-	pthread_mutex_lock(&running_mu);
-	for (struct ebpf_component **pp = &running; *pp; pp = &(*pp)->next) {
+	struct np_ebpf_running *r = ec->running;
+
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	for (struct ebpf_component **pp = &r->head; *pp; pp = &(*pp)->next) {
 		if (*pp == ec) {
 			*pp = ec->next;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&running_mu);
+	pthread_mutex_unlock(&r->mu);
 }
 
-size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
+/* Sets ec's configuration under the list's lock: readers of the list read it. */
+static void set_cfg_locked(struct ebpf_component *ec, const struct np_ebpf_config *cfg)
+{
+	if (ec->running)
+		pthread_mutex_lock(&ec->running->mu);
+	ec->cfg = *cfg;
+	if (ec->running)
+		pthread_mutex_unlock(&ec->running->mu);
+}
+
+size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats *sum)
 {
 	size_t n = 0;
 
 	memset(sum, 0, sizeof(*sum));
-	pthread_mutex_lock(&running_mu);
-	for (struct ebpf_component *ec = running; ec; ec = ec->next) {
+	pthread_mutex_lock(&r->mu);
+	for (struct ebpf_component *ec = r->head; ec; ec = ec->next) {
 		struct np_ebpf_stats st;
 		n++;
 		if (!ec->engine)
@@ -134,18 +167,18 @@ size_t np_ebpf_components_stats(struct np_ebpf_stats *sum)
 		sum->pid_cache.misses += st.pid_cache.misses;
 		sum->pid_cache.evictions += st.pid_cache.evictions;
 	}
-	pthread_mutex_unlock(&running_mu);
+	pthread_mutex_unlock(&r->mu);
 	return n;
 }
 
-int np_ebpf_components_json(struct np_buf *out, struct np_err *err)
+int np_ebpf_components_json(struct np_ebpf_running *r, struct np_buf *out, struct np_err *err)
 {
 	struct np_json j;
 
 	np_json_init(&j, out);
 	np_json_arr_begin(&j);
-	pthread_mutex_lock(&running_mu);
-	for (struct ebpf_component *ec = running; ec; ec = ec->next) {
+	pthread_mutex_lock(&r->mu);
+	for (struct ebpf_component *ec = r->head; ec; ec = ec->next) {
 		struct np_ebpf_stats st = { 0 };
 		if (ec->engine)
 			np_ebpf_profiler_get_stats(ec->engine, &st);
@@ -179,34 +212,35 @@ int np_ebpf_components_json(struct np_buf *out, struct np_err *err)
 		np_json_kv_u64(&j, "pid_cache_evictions", st.pid_cache.evictions);
 		np_json_obj_end(&j);
 	}
-	pthread_mutex_unlock(&running_mu);
+	pthread_mutex_unlock(&r->mu);
 	np_json_arr_end(&j);
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }
 
-static int read_config(const struct cfg_args *a, struct np_ebpf_config *cfg, const char *id, struct np_err *err)
+static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg, const char *id,
+		       struct np_ebpf_metrics *metrics, struct np_err *err)
 {
 	np_ebpf_config_defaults(cfg);
 	cfg->name = id;
-	cfg->sample_rate = (unsigned)cfg_args_int(a, "sample_rate");
-	cfg->collect_interval_ns = cfg_args_duration(a, "collect_interval");
-	cfg->kernel_frames = cfg_args_bool(a, "kernel_frames");
-	cfg->targets_only = cfg_args_bool(a, "targets_only");
-	cfg->verbose = cfg_args_bool(a, "verbose_mode");
-	cfg->python = cfg_args_bool(a, "python_enabled");
-	cfg->offcpu_threshold = cfg_args_float(a, "off_cpu_threshold");
-	cfg->load_probe = cfg_args_bool(a, "load_probe");
-	cfg->n_uprobes = cfg_args_list_len(a, "u_probe_links");
+	cfg->sample_rate = (unsigned)a->sample_rate;
+	cfg->collect_interval_ns = a->collect_interval;
+	cfg->kernel_frames = a->kernel_frames;
+	cfg->targets_only = a->targets_only;
+	cfg->verbose = a->verbose_mode;
+	cfg->python = a->python_enabled;
+	cfg->offcpu_threshold = a->off_cpu_threshold;
+	cfg->load_probe = a->load_probe;
+	cfg->n_uprobes = a->u_probe_links.n;
 	if (cfg->n_uprobes > MAX_UPROBE_LINKS)
 		return np_errf(err, "u_probe_links: at most %d links", MAX_UPROBE_LINKS);
 	cfg->uprobes_hash = 0;
 	for (size_t i = 0; i < cfg->n_uprobes; i++) {
-		const char *l = cfg_args_list_str(a, "u_probe_links", i);
+		const char *l = a->u_probe_links.v[i];
 		cfg->uprobes_hash = cfg->uprobes_hash * 31 + np_hash_bytes(l, strlen(l) + 1);
 	}
-	cfg->container_id_cache_size = (size_t)cfg_args_uint(a, "container_id_cache_size");
+	cfg->container_id_cache_size = (size_t)a->container_id_cache_size;
 	cfg->metrics = metrics;
-	return sym_demangle_parse(cfg_args_str(a, "demangle"), &cfg->demangle, err);
+	return sym_demangle_parse(a->demangle, &cfg->demangle, err);
 }
 
 /* The settings that need a new engine when they change. */
@@ -219,29 +253,28 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash;
 }
 
-static size_t read_sinks(const struct cfg_args *a, struct np_profile_sink *out)
+static size_t read_sinks(const struct ebpf_component *ec, const struct cfg_ebpf_args *a, struct np_profile_sink *out)
 {
-	void *caps[MAX_RECEIVERS];
-	size_t n = cfg_args_capsules(a, "forward_to", caps, MAX_RECEIVERS), k = 0;
+	size_t k = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (caps[i])
-			out[k++] = *(const struct np_profile_sink *)caps[i];
-	if (local_sink.append || local_sink.append_built)
-		out[k++] = local_sink;
+	for (size_t i = 0; i < a->forward_to.n && i < MAX_RECEIVERS; i++)
+		if (a->forward_to.v[i])
+			out[k++] = *(const struct np_profile_sink *)a->forward_to.v[i];
+	if (ec->local_sink.append || ec->local_sink.append_built)
+		out[k++] = ec->local_sink;
 	return k;
 }
 
-static int start_engine(struct ebpf_component *ec, const struct cfg_args *args, struct np_err *err)
+static int start_engine(struct ebpf_component *ec, const struct cfg_ebpf_args *a, struct np_err *err)
 {
 	struct np_profile_sink sinks[MAX_RECEIVERS + 1];
-	size_t nsinks = read_sinks(args, sinks);
-	const struct np_targets *targets = cfg_args_targets(args, "targets");
+	size_t nsinks = read_sinks(ec, a, sinks);
+	const struct np_targets *targets = a->targets;
 	const char *links[MAX_UPROBE_LINKS];
 	int rc;
 
 	for (size_t i = 0; i < ec->cfg.n_uprobes && i < MAX_UPROBE_LINKS; i++)
-		links[i] = cfg_args_list_str(args, "u_probe_links", i);
+		links[i] = a->u_probe_links.v[i];
 	ec->cfg.uprobes = links; /* read while the engine starts only */
 	rc = np_ebpf_profiler_start(&ec->cfg, sinks, nsinks, &ec->engine, err);
 	ec->cfg.uprobes = NULL;
@@ -255,16 +288,16 @@ static int start_engine(struct ebpf_component *ec, const struct cfg_args *args, 
 	return 0;
 }
 
-static int listing_json(int (*fn)(struct np_ebpf_profiler *, struct np_buf *, struct np_err *), struct np_buf *out,
-			struct np_err *err)
+static int listing_json(struct np_ebpf_running *r, int (*fn)(struct np_ebpf_profiler *, struct np_buf *, struct np_err *),
+			struct np_buf *out, struct np_err *err)
 {
 	int rc = 0;
 	struct np_json j;
 
 	np_json_init(&j, out);
 	np_json_arr_begin(&j);
-	pthread_mutex_lock(&running_mu);
-	for (struct ebpf_component *ec = running; ec && rc == 0; ec = ec->next) {
+	pthread_mutex_lock(&r->mu);
+	for (struct ebpf_component *ec = r->head; ec && rc == 0; ec = ec->next) {
 		np_json_obj_begin(&j);
 		np_json_kv_str(&j, "component", ec->id);
 		np_json_key(&j, "entries");
@@ -275,36 +308,41 @@ static int listing_json(int (*fn)(struct np_ebpf_profiler *, struct np_buf *, st
 			np_json_raw(&j, "[]", 2);
 		np_json_obj_end(&j);
 	}
-	pthread_mutex_unlock(&running_mu);
+	pthread_mutex_unlock(&r->mu);
 	np_json_arr_end(&j);
 	return rc;
 }
 
-int np_ebpf_components_pid_cache_json(struct np_buf *out, struct np_err *err)
+int np_ebpf_components_pid_cache_json(struct np_ebpf_running *r, struct np_buf *out, struct np_err *err)
 {
-	return listing_json(np_ebpf_profiler_pid_cache_json, out, err);
+	return listing_json(r, np_ebpf_profiler_pid_cache_json, out, err);
 }
 
-int np_ebpf_components_symbols_json(struct np_buf *out, struct np_err *err)
+int np_ebpf_components_symbols_json(struct np_ebpf_running *r, struct np_buf *out, struct np_err *err)
 {
-	return listing_json(np_ebpf_profiler_symbols_json, out, err);
+	return listing_json(r, np_ebpf_profiler_symbols_json, out, err);
 }
 
 /* Whether lazy_mode keeps the engine from starting with these arguments. */
-static int lazy_wait(const struct cfg_args *args)
+static int lazy_wait(const struct cfg_ebpf_args *a)
 {
-	return cfg_args_bool(args, "lazy_mode") && cfg_args_targets(args, "targets")->n == 0;
+	return a->lazy_mode && a->targets->n == 0;
 }
 
-static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		 struct np_err *err)
 {
 	struct ebpf_component *ec = calloc(1, sizeof(*ec));
 
 	if (!ec)
 		return np_errf(err, "out of memory");
 	ec->c = c;
+	if (host->local_sink)
+		ec->local_sink = *host->local_sink;
+	ec->metrics = host->ebpf_metrics;
+	ec->running = host->ebpf_running;
 	snprintf(ec->id, sizeof(ec->id), "%s", cfg_component_id(c));
-	if (read_config(args, &ec->cfg, ec->id, err)) {
+	if (read_config(args, &ec->cfg, ec->id, ec->metrics, err)) {
 		free(ec);
 		return -1;
 	}
@@ -322,8 +360,8 @@ static int start(struct cfg_component *c, const struct cfg_args *args, void **st
 }
 
 /* The first targets of a lazy component: the engine starts now. Like a restart, out
- * of the running list while ec changes (readers take running_mu, not ec). */
-static int start_lazy(struct ebpf_component *ec, const struct np_ebpf_config *cfg, const struct cfg_args *args,
+ * of the running list while ec changes (readers take the list's lock, not ec). */
+static int start_lazy(struct ebpf_component *ec, const struct np_ebpf_config *cfg, const struct cfg_ebpf_args *args,
 		      struct np_err *err)
 {
 	int rc;
@@ -337,25 +375,24 @@ static int start_lazy(struct ebpf_component *ec, const struct np_ebpf_config *cf
 	if (rc)
 		return -1;
 	np_log(NP_INFO, "pyroscope.ebpf", "targets arrived; profiler started", "component_id", ec->id, "targets",
-	       NP_LOG_INT(cfg_args_targets(args, "targets")->n), NULL);
+	       NP_LOG_INT(args->targets->n), NULL);
 	return 0;
 }
 
-static int update(void *state, const struct cfg_args *args, struct np_err *err)
+static int update(void *state, const void *a, struct np_err *err)
 {
+	const struct cfg_ebpf_args *args = a;
 	struct ebpf_component *ec = state;
 	struct np_ebpf_config cfg;
 	struct np_profile_sink sinks[MAX_RECEIVERS + 1];
 	const struct np_targets *targets;
 	size_t nsinks;
 
-	if (read_config(args, &cfg, ec->id, err))
+	if (read_config(args, &cfg, ec->id, ec->metrics, err))
 		return -1;
 	if (ec->lazy_waiting) {
 		if (lazy_wait(args)) {
-			pthread_mutex_lock(&running_mu);
-			ec->cfg = cfg;
-			pthread_mutex_unlock(&running_mu);
+			set_cfg_locked(ec, &cfg);
 			return 0;
 		}
 		return start_lazy(ec, &cfg, args, err);
@@ -376,8 +413,8 @@ static int update(void *state, const struct cfg_args *args, struct np_err *err)
 		np_ebpf_profiler_stop(old); /* flushes the old engine's last interval */
 		return 0;
 	}
-	nsinks = read_sinks(args, sinks);
-	targets = cfg_args_targets(args, "targets");
+	nsinks = read_sinks(ec, args, sinks);
+	targets = args->targets;
 	if (np_ebpf_profiler_set_sinks(ec->engine, sinks, nsinks, err))
 		return -1;
 	if (targets && np_ebpf_profiler_set_targets(ec->engine, targets, err))

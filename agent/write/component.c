@@ -8,6 +8,7 @@
 
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
+#include "agent/config/types/fields.h"
 #include "agent/config/types/types.h"
 #include "agent/profile/ebpf_profiler.h"
 #include "lib/strbuf.h"
@@ -18,44 +19,42 @@ struct write_component {
 	struct np_profile_sink sink; /* the receiver capsule points here */
 };
 
-static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_args *a, struct np_err *err)
+static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_write_endpoint_args *a, struct np_err *err)
 {
 	int failed = 0;
 
-	ep->url = np_strdup_or_null(cfg_args_str(a, "url"), &failed);
-	ep->name = np_strdup_or_null(cfg_args_str(a, "name"), &failed);
+	ep->url = np_strdup_or_null(a->url, &failed);
+	ep->name = np_strdup_or_null(a->name, &failed);
 	if (failed)
 		return np_errf(err, "pyroscope.write: out of memory");
-	ep->remote_timeout_ns = cfg_args_duration(a, "remote_timeout");
-	ep->debug_info_upload_timeout_ns = cfg_args_duration(a, "debug_info_upload_timeout");
-	ep->min_backoff_ns = cfg_args_duration(a, "min_backoff_period");
-	ep->max_backoff_ns = cfg_args_duration(a, "max_backoff_period");
-	ep->max_backoff_retries = (int)cfg_args_int(a, "max_backoff_retries");
-	ep->retry_on_http_429 = cfg_args_bool(a, "retry_on_http_429");
-	ep->queue_max_bytes = (size_t)cfg_args_int(a, "queue_max_bytes");
-	for (size_t i = 0; i < cfg_args_map_len(a, "headers"); i++)
-		if (np_http_headers_add(&ep->headers, cfg_args_map_key(a, "headers", i), cfg_args_map_str(a, "headers", i),
-					err))
+	ep->remote_timeout_ns = a->remote_timeout;
+	ep->debug_info_upload_timeout_ns = a->debug_info_upload_timeout;
+	ep->min_backoff_ns = a->min_backoff_period;
+	ep->max_backoff_ns = a->max_backoff_period;
+	ep->max_backoff_retries = (int)a->max_backoff_retries;
+	ep->retry_on_http_429 = a->retry_on_http_429;
+	ep->queue_max_bytes = (size_t)a->queue_max_bytes;
+	for (size_t i = 0; i < a->headers.n; i++)
+		if (np_http_headers_add(&ep->headers, a->headers.keys[i], a->headers.values[i], err))
 			return -1;
-	return cfg_http_client_settings(a, &ep->http, err);
+	return cfg_http_client_settings(a->raw, &ep->http, err);
 }
 
-static int build_config(const struct cfg_args *a, struct np_write_config *cfg, struct np_err *err)
+static int build_config(const struct cfg_write_args *a, struct np_write_config *cfg, struct np_err *err)
 {
-	const struct cfg_args *tracing = cfg_args_block(a, "tracing", 0);
+	const struct cfg_write_tracing_args *tracing = a->tracing;
 
 	np_write_config_init(cfg);
-	for (size_t i = 0; i < cfg_args_map_len(a, "external_labels"); i++)
-		if (np_labels_set(&cfg->external_labels, cfg_args_map_key(a, "external_labels", i),
-				  cfg_args_map_str(a, "external_labels", i), err))
+	for (size_t i = 0; i < a->external_labels.n; i++)
+		if (np_labels_set(&cfg->external_labels, a->external_labels.keys[i], a->external_labels.values[i], err))
 			return -1;
 	if (tracing) {
-		cfg->tracing.jaeger_propagator = cfg_args_bool(tracing, "jaeger_propagator");
-		cfg->tracing.trace_context_propagator = cfg_args_bool(tracing, "trace_context_propagator");
+		cfg->tracing.jaeger_propagator = tracing->jaeger_propagator;
+		cfg->tracing.trace_context_propagator = tracing->trace_context_propagator;
 	}
-	for (size_t i = 0; i < cfg_args_nblocks(a, "endpoint"); i++) {
+	for (size_t i = 0; i < a->endpoint.n; i++) {
 		struct np_write_endpoint *ep = np_write_config_add_endpoint(cfg, err);
-		if (!ep || fill_endpoint(ep, cfg_args_block(a, "endpoint", i), err))
+		if (!ep || fill_endpoint(ep, a->endpoint.v[i], err))
 			return -1;
 	}
 	return 0;
@@ -68,8 +67,10 @@ static int append(void *ud, const struct np_labels *labels, void *pprof_gz, size
 	return np_writer_append(wc->writer, labels, pprof_gz, len, err);
 }
 
-static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		 struct np_err *err)
 {
+	(void)host;
 	struct write_component *wc = calloc(1, sizeof(*wc));
 	struct np_write_config cfg;
 	struct cfg_value *cap;
@@ -91,7 +92,7 @@ static int start(struct cfg_component *c, const struct cfg_args *args, void **st
 	return 0;
 }
 
-static int update(void *state, const struct cfg_args *args, struct np_err *err)
+static int update(void *state, const void *args, struct np_err *err)
 {
 	struct write_component *wc = state;
 	struct np_write_config cfg;

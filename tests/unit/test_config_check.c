@@ -1,6 +1,7 @@
 /* Unit tests for component validation (what `nodeprof check` reports): the example
  * configurations (docs/examples), every component type's arguments, defaults and
- * cross-argument rules, references between components, and the typed accessors adapters use. */
+ * cross-argument rules, references between components, and the decoded arguments adapters
+ * read (their args structs, and the by-name accessors of validate hooks). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <cmocka.h>
 
 #include "agent/config/component.h"
+#include "agent/config/types/fields.h"
 #include "agent/config/types/types.h"
 #include "lib/duration.h"
 #include "tests/unit/config_test.h"
@@ -86,24 +88,26 @@ static void example_graph_shape(void **state)
 
 	/* The check-time arguments: defaults, and the references as unknown values. */
 	const struct cfg_args *a = g->nodes[ebpf].args;
-	assert_int_equal(cfg_args_int(a, "sample_rate"), 19);
-	assert_int_equal(cfg_args_duration(a, "collect_interval"), 15 * NP_NSEC_PER_SEC);
-	assert_string_equal(cfg_args_str(a, "demangle"), "none");
+	const struct cfg_ebpf_args *ea = a->fields;
+	assert_int_equal(ea->sample_rate, 19);
+	assert_int_equal(ea->collect_interval, 15 * NP_NSEC_PER_SEC);
+	assert_string_equal(ea->demangle, "none");
 	assert_string_equal(cfg_args_str(a, "comm"), "none");
-	assert_true(cfg_args_bool(a, "kernel_frames"));
+	assert_true(ea->kernel_frames);
 	assert_false(cfg_args_bool(a, "pid_label"));
-	assert_true(cfg_args_bool(a, "targets_only"));
+	assert_true(ea->targets_only);
 	assert_true(cfg_args_is_unknown(a, "targets"));
-	assert_int_equal(cfg_args_targets(a, "targets")->n, 0);
-	const struct cfg_args *wa = g->nodes[w].args;
-	assert_int_equal(cfg_args_nblocks(wa, "endpoint"), 1);
-	const struct cfg_args *ep = cfg_args_block(wa, "endpoint", 0);
-	assert_string_equal(cfg_args_str(ep, "url"), "http://pyroscope:4040");
-	assert_int_equal(cfg_args_duration(ep, "remote_timeout"), 10 * NP_NSEC_PER_SEC);
-	assert_int_equal(cfg_args_duration(ep, "min_backoff_period"), 500 * 1000 * 1000);
-	assert_int_equal(cfg_args_duration(ep, "max_backoff_period"), 300 * NP_NSEC_PER_SEC);
-	assert_int_equal(cfg_args_int(ep, "max_backoff_retries"), 10);
-	assert_true(cfg_args_bool(ep, "retry_on_http_429"));
+	assert_int_equal(ea->targets->n, 0);
+	const struct cfg_write_args *wa = g->nodes[w].args->fields;
+	assert_int_equal(wa->endpoint.n, 1);
+	const struct cfg_write_endpoint_args *epa = wa->endpoint.v[0];
+	const struct cfg_args *ep = epa->raw;
+	assert_string_equal(epa->url, "http://pyroscope:4040");
+	assert_int_equal(epa->remote_timeout, 10 * NP_NSEC_PER_SEC);
+	assert_int_equal(epa->min_backoff_period, 500 * 1000 * 1000);
+	assert_int_equal(epa->max_backoff_period, 300 * NP_NSEC_PER_SEC);
+	assert_int_equal(epa->max_backoff_retries, 10);
+	assert_true(epa->retry_on_http_429);
 	assert_true(cfg_args_bool(ep, "enable_http2"));
 	assert_true(cfg_args_bool(ep, "follow_redirects"));
 	assert_false(cfg_args_has(ep, "bearer_token"));
@@ -168,26 +172,32 @@ static void documented_defaults(void **state)
 			  "pyroscope.ebpf \"e\" {\n  forward_to = []\n}\n";
 	struct cfg_graph *g = cfg_graph_load_source("t", src, strlen(src), &d);
 	assert_non_null(g);
-	const struct cfg_args *dk = g->nodes[0].args, *pr = g->nodes[1].args, *eb = g->nodes[2].args;
-	assert_int_equal(cfg_args_int(dk, "port"), 80);
-	assert_string_equal(cfg_args_str(dk, "host_networking_host"), "localhost");
-	assert_int_equal(cfg_args_duration(dk, "refresh_interval"), 60 * NP_NSEC_PER_SEC);
-	assert_true(cfg_args_bool(dk, "match_first_network"));
-	assert_int_equal(cfg_args_duration(pr, "refresh_interval"), 60 * NP_NSEC_PER_SEC);
-	assert_int_equal(cfg_args_nblocks(pr, "discover_config"), 0);
-	assert_int_equal(cfg_args_int(eb, "sample_rate"), 19);
-	assert_true(cfg_args_float(eb, "off_cpu_threshold") == 0);
+	const struct cfg_docker_args *dk = g->nodes[0].args->fields;
+	const struct cfg_process_args *pr = g->nodes[1].args->fields;
+	const struct cfg_args *eb = g->nodes[2].args;
+	const struct cfg_ebpf_args *ebf = eb->fields;
+	assert_int_equal(dk->port, 80);
+	assert_string_equal(dk->host_networking_host, "localhost");
+	assert_int_equal(dk->refresh_interval, 60 * NP_NSEC_PER_SEC);
+	assert_true(dk->match_first_network);
+	assert_int_equal(pr->refresh_interval, 60 * NP_NSEC_PER_SEC);
+	assert_null(pr->discover_config);
+	assert_int_equal(ebf->sample_rate, 19);
+	assert_true(ebf->off_cpu_threshold == 0);
 	assert_string_equal(cfg_args_str(eb, "bpf_fs_root"), "/sys/fs/bpf/");
-	assert_true(cfg_args_bool(eb, "python_enabled"));
+	assert_true(ebf->python_enabled);
 	assert_true(cfg_args_bool(eb, "go_enabled"));
-	assert_false(cfg_args_bool(eb, "lazy_mode"));
+	assert_false(ebf->lazy_mode);
 	assert_int_equal(cfg_args_list_len(eb, "probe_links"), 0);
-	assert_int_equal(cfg_args_list_len(eb, "forward_to"), 0);
+	assert_int_equal(ebf->forward_to.n, 0);
+	assert_int_equal(ebf->u_probe_links.n, 0);
+	assert_int_equal(ebf->container_id_cache_size, 1024);
 	cfg_graph_free(g);
 	cfg_diags_free(&d);
 }
 
-/* Values written in the file, through the accessors. */
+/* Values written in the file, in the components' args structs (and through the
+ * accessors for what no struct holds: the HTTP client arguments, positions). */
 static void accessors(void **state)
 {
 	struct cfg_diags d;
@@ -213,38 +223,48 @@ static void accessors(void **state)
 	struct cfg_graph *g = cfg_graph_load_source("t", src, strlen(src), &d);
 	if (!g)
 		fail_msg("%s", diags_text(&d));
-	const struct cfg_args *dk = g->nodes[0].args, *pr = g->nodes[1].args, *w = g->nodes[2].args;
-	assert_int_equal(cfg_args_int(dk, "port"), 8080);
-	assert_int_equal(cfg_args_duration(dk, "refresh_interval"), 90 * NP_NSEC_PER_SEC);
+	const struct cfg_args *dk = g->nodes[0].args, *w = g->nodes[2].args;
+	const struct cfg_docker_args *dka = dk->fields;
+	const struct cfg_process_args *pr = g->nodes[1].args->fields;
+	const struct cfg_write_args *wa = w->fields;
+	assert_int_equal(dka->port, 8080);
+	assert_int_equal(dka->refresh_interval, 90 * NP_NSEC_PER_SEC);
+	assert_ptr_equal(dka->raw, dk);
 	assert_int_equal(cfg_args_map_len(dk, "http_headers"), 2);
 	assert_string_equal(cfg_args_map_key(dk, "http_headers", 0), "X-A");
 	const struct cfg_value *hv = cfg_args_map_value(dk, "http_headers", 0);
 	assert_int_equal(cfg_array_len(hv), 2);
 	assert_int_equal(hv->u.arr.v[1]->kind, CFG_V_SECRET);
 	assert_string_equal(hv->u.arr.v[1]->u.str.s, "s2");
-	assert_int_equal(cfg_args_nblocks(dk, "filter"), 2);
+	assert_int_equal(dka->filter.n, 2);
+	const struct cfg_docker_filter_args *f0a = dka->filter.v[0], *f1a = dka->filter.v[1];
+	assert_string_equal(f0a->name, "label");
+	assert_int_equal(f0a->values.n, 2);
+	assert_string_equal(f0a->values.v[1], "1");
+	assert_string_equal(f1a->values.v[0], "running");
 	const struct cfg_args *f0 = cfg_args_block(dk, "filter", 0);
-	assert_string_equal(cfg_args_str(f0, "name"), "label");
-	assert_int_equal(cfg_args_list_len(f0, "values"), 2);
-	assert_string_equal(cfg_args_list_str(f0, "values", 1), "1");
 	assert_null(cfg_args_block(dk, "filter", 2));
 	assert_int_equal(cfg_args_pos(f0, "name").line, 7);
 	assert_int_equal(cfg_args_pos(f0, "name").col, 12);
 	assert_int_equal(cfg_args_name_pos(f0, "name").col, 5);
 
-	const struct np_targets *join = cfg_args_targets(pr, "join");
+	const struct np_targets *join = pr->join;
 	assert_int_equal(join->n, 1);
 	assert_string_equal(np_labels_get(&join->v[0], "__container_id__"), "abc");
 	assert_string_equal(np_labels_get(&join->v[0], "n"), "5");
-	const struct cfg_args *dc = cfg_args_block(pr, "discover_config", 0);
-	assert_true(cfg_args_bool(dc, "cgroup_path"));
-	assert_true(cfg_args_bool(dc, "exe"));
-	assert_true(cfg_args_bool(dc, "uid"));
+	const struct cfg_process_discover_args *dc = pr->discover_config;
+	assert_true(dc->cgroup_path);
+	assert_true(dc->exe);
+	assert_true(dc->uid);
 
-	assert_int_equal(cfg_args_map_len(w, "external_labels"), 2);
-	assert_string_equal(cfg_args_map_str(w, "external_labels", 1), "7");
-	const struct cfg_args *ep = cfg_args_block(w, "endpoint", 0);
-	assert_string_equal(cfg_args_map_str(ep, "headers", 0), "team");
+	assert_int_equal(wa->external_labels.n, 2);
+	assert_string_equal(wa->external_labels.keys[1], "env");
+	assert_string_equal(wa->external_labels.values[1], "7");
+	assert_null(wa->tracing);
+	const struct cfg_write_endpoint_args *epa = wa->endpoint.v[0];
+	assert_string_equal(epa->headers.keys[0], "X-Scope-OrgID");
+	assert_string_equal(epa->headers.values[0], "team");
+	const struct cfg_args *ep = epa->raw;
 	const struct cfg_args *ba = cfg_args_block(ep, "basic_auth", 0);
 	assert_string_equal(cfg_args_str(ba, "password"), "pw");
 	assert_int_equal(cfg_args_get(ba, "password")->kind, CFG_V_SECRET);

@@ -51,37 +51,48 @@ static struct inst *inst_for(const char *id)
 	return NULL;
 }
 
-static void record(struct inst *in, const struct cfg_args *args)
+static void record(struct inst *in, const struct np_targets *ts, const struct cfg_capsules *forward)
 {
-	const struct np_targets *ts = cfg_args_targets(args, "targets");
 	in->last_targets = ts->n;
 	const char *k = ts->n ? np_labels_get(&ts->v[0], "k") : NULL;
 	snprintf(in->last_label, sizeof(in->last_label), "%s", k ? k : "");
-	if (cfg_schema_attr(args->schema, "forward_to", NULL))
-		in->n_forward = cfg_args_capsules(args, "forward_to", in->forward, 4);
+	if (forward) {
+		in->n_forward = forward->n;
+		for (size_t i = 0; i < forward->n && i < 4; i++)
+			in->forward[i] = forward->v[i];
+	}
 }
 
+struct source_args {
+	const struct np_targets *targets;
+	int publish;
+};
+
 /* test.source: publishes its `targets` argument (and whatever the test publishes). */
-static int source_start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int source_start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+			struct np_err *err)
 {
+	const struct source_args *a = args;
 	struct inst *in = inst_for(cfg_component_id(c));
+	(void)host;
 	in->c = c;
 	in->starts++;
 	in->running = 1;
-	record(in, args);
+	record(in, a->targets, NULL);
 	*state = in;
-	if (cfg_args_bool(args, "publish"))
-		return cfg_component_publish_targets(c, "targets", cfg_args_targets(args, "targets"), err);
+	if (a->publish)
+		return cfg_component_publish_targets(c, "targets", a->targets, err);
 	return 0;
 }
 
-static int source_update(void *state, const struct cfg_args *args, struct np_err *err)
+static int source_update(void *state, const void *args, struct np_err *err)
 {
+	const struct source_args *a = args;
 	struct inst *in = state;
 	in->updates++;
-	record(in, args);
-	if (cfg_args_bool(args, "publish"))
-		return cfg_component_publish_targets(in->c, "targets", cfg_args_targets(args, "targets"), err);
+	record(in, a->targets, NULL);
+	if (a->publish)
+		return cfg_component_publish_targets(in->c, "targets", a->targets, err);
 	return 0;
 }
 
@@ -94,52 +105,63 @@ static void inst_stop(void *state)
 }
 
 static const struct cfg_attr source_attrs[] = {
-	CFG_A("targets", &cfg_t_targets, 0, "[]"),
-	CFG_A("publish", &cfg_t_bool, 0, "true"),
+	CFG_A("targets", &cfg_t_targets, 0, "[]", .field = CFG_FIELD(struct source_args, targets)),
+	CFG_A("publish", &cfg_t_bool, 0, "true", .field = CFG_FIELD(struct source_args, publish)),
 	CFG_END,
 };
-static const struct cfg_schema source_schema = { source_attrs, NULL, NULL };
+static const struct cfg_schema source_schema = { .attrs = source_attrs, CFG_ARGS_STRUCT(struct source_args) };
 static const struct cfg_export source_exports[] = { { "targets", &cfg_t_targets }, { NULL, NULL } };
 static const struct cfg_component_ops source_ops = { source_start, source_update, inst_stop };
 static const struct cfg_component_type source_type = { "test.source", &source_schema, source_exports, &source_ops, 0 };
 
+struct sink_args {
+	const struct np_targets *targets;
+	struct cfg_capsules forward_to;
+	int fail_start, fail_update, flaky;
+};
+
 /* test.sink: records what it is given; can be told to fail. */
-static int sink_start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int sink_start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		      struct np_err *err)
 {
+	const struct sink_args *a = args;
 	struct inst *in = inst_for(cfg_component_id(c));
-	if (cfg_args_bool(args, "fail_start"))
+	(void)host;
+	if (a->fail_start)
 		return np_errf(err, "told to fail");
-	if (cfg_args_bool(args, "flaky") && flaky_failures_left > 0) {
+	if (a->flaky && flaky_failures_left > 0) {
 		flaky_failures_left--;
 		return np_errf(err, "flaky start");
 	}
 	in->c = c;
 	__atomic_add_fetch(&in->starts, 1, __ATOMIC_RELEASE);
 	in->running = 1;
-	record(in, args);
+	record(in, a->targets, &a->forward_to);
 	*state = in;
 	return 0;
 }
 
-static int sink_update(void *state, const struct cfg_args *args, struct np_err *err)
+static int sink_update(void *state, const void *args, struct np_err *err)
 {
+	const struct sink_args *a = args;
 	struct inst *in = state;
-	if (cfg_args_bool(args, "fail_update"))
+	if (a->fail_update)
 		return np_errf(err, "update refused");
 	in->updates++;
-	record(in, args);
+	record(in, a->targets, &a->forward_to);
 	return 0;
 }
 
+#define SINK(m) .field = CFG_FIELD(struct sink_args, m)
 static const struct cfg_attr sink_attrs[] = {
-	CFG_A("targets", &cfg_t_targets, CFG_REQUIRED, NULL),
-	CFG_A("forward_to", &cfg_t_list_receiver, 0, "[]"),
-	CFG_A("fail_start", &cfg_t_bool, 0, "false"),
-	CFG_A("fail_update", &cfg_t_bool, 0, "false"),
-	CFG_A("flaky", &cfg_t_bool, 0, "false"),
+	CFG_A("targets", &cfg_t_targets, CFG_REQUIRED, NULL, SINK(targets)),
+	CFG_A("forward_to", &cfg_t_list_receiver, 0, "[]", SINK(forward_to)),
+	CFG_A("fail_start", &cfg_t_bool, 0, "false", SINK(fail_start)),
+	CFG_A("fail_update", &cfg_t_bool, 0, "false", SINK(fail_update)),
+	CFG_A("flaky", &cfg_t_bool, 0, "false", SINK(flaky)),
 	CFG_END,
 };
-static const struct cfg_schema sink_schema = { sink_attrs, NULL, NULL };
+static const struct cfg_schema sink_schema = { .attrs = sink_attrs, CFG_ARGS_STRUCT(struct sink_args) };
 static const struct cfg_component_ops sink_ops = { sink_start, sink_update, inst_stop };
 static const struct cfg_component_type sink_type = { "test.sink", &sink_schema, NULL, &sink_ops, 0 };
 
@@ -149,8 +171,10 @@ struct writer {
 	int token;
 };
 
-static int writer_start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int writer_start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+			struct np_err *err)
 {
+	(void)host;
 	struct writer *w = calloc(1, sizeof(*w));
 	w->in = inst_for(cfg_component_id(c));
 	w->in->starts++;
@@ -160,7 +184,7 @@ static int writer_start(struct cfg_component *c, const struct cfg_args *args, vo
 	return 0;
 }
 
-static int writer_update(void *state, const struct cfg_args *args, struct np_err *err)
+static int writer_update(void *state, const void *args, struct np_err *err)
 {
 	return 0;
 }
@@ -180,7 +204,7 @@ static void writer_stop(void *state)
 	free(w);
 }
 
-static const struct cfg_schema writer_schema = { NULL, NULL, NULL };
+static const struct cfg_schema writer_schema = { 0 };
 static const struct cfg_export writer_exports[] = { { "receiver", &cfg_t_receiver }, { NULL, NULL } };
 static const struct cfg_component_ops writer_ops = { writer_start, writer_update, writer_stop };
 static const struct cfg_component_type writer_type = { "test.writer", &writer_schema, writer_exports, &writer_ops, 0 };

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "agent/config/stdlib.h"
 #include "tests/unit/config_test.h"
 
 static void from_yaml_documented(void **state)
@@ -303,6 +304,49 @@ static void json_path_bounded(void **state)
 	np_buf_free(&src);
 }
 
+/* Alloy's deprecated top-level names: each is the function it names as replacement,
+ * under its old name (stdlib.c builds them from its alias table). */
+static void deprecated_aliases_resolve(void **state)
+{
+	static const char *const pairs[][3] = {
+		{ "env", "sys", "env" },
+		{ "nonsensitive", "convert", "nonsensitive" },
+		{ "concat", "array", "concat" },
+		{ "json_decode", "encoding", "from_json" },
+		{ "yaml_decode", "encoding", "from_yaml" },
+		{ "base64_decode", "encoding", "from_base64" },
+		{ "format", "string", "format" },
+		{ "join", "string", "join" },
+		{ "replace", "string", "replace" },
+		{ "split", "string", "split" },
+		{ "to_lower", "string", "to_lower" },
+		{ "to_upper", "string", "to_upper" },
+		{ "trim", "string", "trim" },
+		{ "trim_prefix", "string", "trim_prefix" },
+		{ "trim_suffix", "string", "trim_suffix" },
+		{ "trim_space", "string", "trim_space" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		const struct cfg_value *alias = cfg_stdlib_lookup(pairs[i][0]), *ns = cfg_stdlib_lookup(pairs[i][1]);
+		if (!alias || alias->kind != CFG_V_FUNCTION)
+			fail_msg("%s is not a function", pairs[i][0]);
+		assert_non_null(ns);
+		const struct cfg_value *of = NULL;
+		for (size_t k = 0; k < ns->u.obj.n; k++)
+			if (strcmp(ns->u.obj.v[k].key, pairs[i][2]) == 0)
+				of = ns->u.obj.v[k].val;
+		assert_non_null(of);
+		const struct cfg_builtin *a = alias->u.fn, *b = of->u.fn;
+		assert_string_equal(cfg_builtin_name(a), pairs[i][0]);
+		assert_non_null(a->replacement);
+		assert_string_equal(a->replacement, cfg_builtin_name(b));
+		assert_true(a->fn == b->fn && a->min_args == b->min_args && a->max_args == b->max_args &&
+			    a->result == b->result);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +361,7 @@ int main(void)
 		cmocka_unit_test(json_path_filters),
 		cmocka_unit_test(json_path_errors),
 		cmocka_unit_test(json_path_bounded),
+		cmocka_unit_test(deprecated_aliases_resolve),
 	};
 	return cmocka_run_group_tests_name("config_stdlib", tests, NULL, NULL);
 }

@@ -5,14 +5,22 @@
 
 #include "agent/config/http_client.h"
 #include "agent/config/types/types.h"
+#include "agent/config/types/fields.h"
 #include "agent/discovery/docker.h"
 
+/* Each argument's member in the args struct (agent/config/types/fields.h). */
+#define FILTER(m) .field = CFG_FIELD(struct cfg_docker_filter_args, m)
+#define DOCKER(m) .field = CFG_FIELD(struct cfg_docker_args, m)
+
 static const struct cfg_attr filter_attrs[] = {
-	CFG_A("name", &cfg_t_string, CFG_REQUIRED, NULL),
-	CFG_A("values", &cfg_t_list_string, CFG_REQUIRED, NULL),
+	CFG_A("name", &cfg_t_string, CFG_REQUIRED, NULL, FILTER(name)),
+	CFG_A("values", &cfg_t_list_string, CFG_REQUIRED, NULL, FILTER(values)),
 	CFG_END,
 };
-static const struct cfg_schema filter_schema = { filter_attrs, NULL, NULL };
+static const struct cfg_schema filter_schema = {
+	.attrs = filter_attrs,
+	CFG_ARGS_STRUCT(struct cfg_docker_filter_args),
+};
 
 /* The HTTP client settings that Prometheus' docker SD (so Alloy) ignores for a unix:// or
  * tcp:// host (agent/discovery/docker.h): the configuration loads, as in Alloy, with a
@@ -54,31 +62,33 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 }
 
 static const struct cfg_attr attrs[] = {
-	CFG_A("host", &cfg_t_string, CFG_REQUIRED | CFG_NON_EMPTY, NULL),
-	CFG_A("port", &cfg_t_int, CFG_RANGE, "80", .min = 0, .max = 65535),
-	CFG_A("host_networking_host", &cfg_t_string, 0, "\"localhost\""),
-	CFG_A("refresh_interval", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"1m\"", .min = 0, .max = 86400),
-	CFG_A("match_first_network", &cfg_t_bool, 0, "true"),
+	CFG_A("host", &cfg_t_string, CFG_REQUIRED | CFG_NON_EMPTY, NULL, DOCKER(host)),
+	CFG_A("port", &cfg_t_int, CFG_RANGE, "80", .min = 0, .max = 65535, DOCKER(port)),
+	CFG_A("host_networking_host", &cfg_t_string, 0, "\"localhost\"", DOCKER(host_networking_host)),
+	CFG_A("refresh_interval", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"1m\"", .min = 0, .max = 86400,
+	      DOCKER(refresh_interval)),
+	CFG_A("match_first_network", &cfg_t_bool, 0, "true", DOCKER(match_first_network)),
 	CFG_HTTP_CLIENT_ATTRS,
 	CFG_END,
 };
 
 static const struct cfg_block_schema blocks[] = {
-	CFG_B("filter", &filter_schema, CFG_REPEATABLE, NULL),
+	CFG_B("filter", &filter_schema, CFG_REPEATABLE, NULL, DOCKER(filter)),
 	CFG_HTTP_CLIENT_BLOCKS,
 	CFG_END,
 };
 
-static const struct cfg_schema schema = { attrs, blocks, validate };
-
-static const struct cfg_export exports[] = {
-	{ "targets", &cfg_t_targets },
-	{ NULL, NULL },
+static const struct cfg_schema schema = {
+	.attrs = attrs,
+	.blocks = blocks,
+	.validate = validate,
+	CFG_ARGS_STRUCT(struct cfg_docker_args),
+	.raw = CFG_FIELD(struct cfg_docker_args, raw),
 };
 
 const struct cfg_component_type cfg_type_discovery_docker = {
 	.name = "discovery.docker",
 	.args = &schema,
-	.exports = exports,
+	.exports = cfg_targets_exports,
 	.ops = &cfg_ops_discovery_docker,
 };

@@ -10,15 +10,25 @@
 
 #include "agent/config/http_client.h"
 #include "agent/config/types/types.h"
+#include "agent/config/types/fields.h"
 
 static const char *const roles[] = { "pod", "node", "service", "endpoints", "endpointslice", "ingress", NULL };
 
+/* Each argument's member in the args struct (agent/config/types/fields.h). */
+#define NAMESPACES(m) .field = CFG_FIELD(struct cfg_k8s_namespaces_args, m)
+#define SELECTOR(m) .field = CFG_FIELD(struct cfg_k8s_selector_args, m)
+#define ATTACH(m) .field = CFG_FIELD(struct cfg_k8s_attach_metadata_args, m)
+#define K8S(m) .field = CFG_FIELD(struct cfg_k8s_args, m)
+
 static const struct cfg_attr namespaces_attrs[] = {
-	CFG_A("names", &cfg_t_list_string, 0, NULL),
-	CFG_A("own_namespace", &cfg_t_bool, 0, "false"),
+	CFG_A("names", &cfg_t_list_string, 0, NULL, NAMESPACES(names)),
+	CFG_A("own_namespace", &cfg_t_bool, 0, "false", NAMESPACES(own_namespace)),
 	CFG_END,
 };
-static const struct cfg_schema namespaces_schema = { namespaces_attrs, NULL, NULL };
+static const struct cfg_schema namespaces_schema = {
+	.attrs = namespaces_attrs,
+	CFG_ARGS_STRUCT(struct cfg_k8s_namespaces_args),
+};
 
 static void selector_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
@@ -33,19 +43,26 @@ static void selector_validate(const struct cfg_args *a, struct cfg_diags *d)
 }
 
 static const struct cfg_attr selectors_attrs[] = {
-	CFG_A("role", &cfg_t_string, CFG_REQUIRED, NULL, .one_of = roles),
-	CFG_A("label", &cfg_t_string, 0, NULL),
-	CFG_A("field", &cfg_t_string, 0, NULL),
+	CFG_A("role", &cfg_t_string, CFG_REQUIRED, NULL, .one_of = roles, SELECTOR(role)),
+	CFG_A("label", &cfg_t_string, 0, NULL, SELECTOR(label)),
+	CFG_A("field", &cfg_t_string, 0, NULL, SELECTOR(field)),
 	CFG_END,
 };
-static const struct cfg_schema selectors_schema = { selectors_attrs, NULL, selector_validate };
+static const struct cfg_schema selectors_schema = {
+	.attrs = selectors_attrs,
+	.validate = selector_validate,
+	CFG_ARGS_STRUCT(struct cfg_k8s_selector_args),
+};
 
 static const struct cfg_attr attach_metadata_attrs[] = {
-	CFG_A("node", &cfg_t_bool, 0, "false"),
-	CFG_A("namespace", &cfg_t_bool, 0, "false"),
+	CFG_A("node", &cfg_t_bool, 0, "false", ATTACH(node)),
+	CFG_A("namespace", &cfg_t_bool, 0, "false", ATTACH(namespace_)),
 	CFG_END,
 };
-static const struct cfg_schema attach_metadata_schema = { attach_metadata_attrs, NULL, NULL };
+static const struct cfg_schema attach_metadata_schema = {
+	.attrs = attach_metadata_attrs,
+	CFG_ARGS_STRUCT(struct cfg_k8s_attach_metadata_args),
+};
 
 /* Whether any HTTP client argument or block is set (Prometheus compares the whole
  * HTTPClientConfig with its default). */
@@ -163,31 +180,32 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 }
 
 static const struct cfg_attr attrs[] = {
-	CFG_A("role", &cfg_t_string, CFG_REQUIRED, NULL, .one_of = roles),
-	CFG_A("api_server", &cfg_t_string, 0, NULL),
-	CFG_A("kubeconfig_file", &cfg_t_string, 0, NULL),
+	CFG_A("role", &cfg_t_string, CFG_REQUIRED, NULL, .one_of = roles, K8S(role)),
+	CFG_A("api_server", &cfg_t_string, 0, NULL, K8S(api_server)),
+	CFG_A("kubeconfig_file", &cfg_t_string, 0, NULL, K8S(kubeconfig_file)),
 	CFG_HTTP_CLIENT_ATTRS,
 	CFG_END,
 };
 
 static const struct cfg_block_schema blocks[] = {
-	CFG_B("namespaces", &namespaces_schema, 0, NULL),
-	CFG_B("selectors", &selectors_schema, CFG_REPEATABLE, NULL),
-	CFG_B("attach_metadata", &attach_metadata_schema, 0, NULL),
+	CFG_B("namespaces", &namespaces_schema, 0, NULL, K8S(namespaces)),
+	CFG_B("selectors", &selectors_schema, CFG_REPEATABLE, NULL, K8S(selectors)),
+	CFG_B("attach_metadata", &attach_metadata_schema, 0, NULL, K8S(attach_metadata)),
 	CFG_HTTP_CLIENT_BLOCKS,
 	CFG_END,
 };
 
-static const struct cfg_schema schema = { attrs, blocks, validate };
-
-static const struct cfg_export exports[] = {
-	{ "targets", &cfg_t_targets },
-	{ NULL, NULL },
+static const struct cfg_schema schema = {
+	.attrs = attrs,
+	.blocks = blocks,
+	.validate = validate,
+	CFG_ARGS_STRUCT(struct cfg_k8s_args),
+	.raw = CFG_FIELD(struct cfg_k8s_args, raw),
 };
 
 const struct cfg_component_type cfg_type_discovery_kubernetes = {
 	.name = "discovery.kubernetes",
 	.args = &schema,
-	.exports = exports,
+	.exports = cfg_targets_exports,
 	.ops = &cfg_ops_discovery_kubernetes,
 };

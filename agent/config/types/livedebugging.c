@@ -14,24 +14,34 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 			 "--http-listen address) always shows the live flame graph of what is profiled");
 }
 
+struct livedebugging_args {
+	int enabled;
+};
+
 static const struct cfg_attr attrs[] = {
-	CFG_A("enabled", &cfg_t_bool, 0, "false"),
+	CFG_A("enabled", &cfg_t_bool, 0, "false", .field = CFG_FIELD(struct livedebugging_args, enabled)),
 	CFG_END,
 };
 
-static const struct cfg_schema schema = { attrs, NULL, validate };
+static const struct cfg_schema schema = {
+	.attrs = attrs,
+	.validate = validate,
+	CFG_ARGS_STRUCT(struct livedebugging_args),
+};
 
 /* Nothing to start: the setting changes nothing nodeprof does (see the warning). */
-static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		 struct np_err *err)
 {
 	(void)c;
+	(void)host;
 	(void)args;
 	(void)err;
 	*state = NULL;
 	return 0;
 }
 
-static int update(void *state, const struct cfg_args *args, struct np_err *err)
+static int update(void *state, const void *args, struct np_err *err)
 {
 	(void)state;
 	(void)args;

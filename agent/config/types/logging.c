@@ -14,9 +14,14 @@ static const char *const levels[] = { "debug", "info", "warn", "error", "", NULL
 static const char *const formats[] = { "logfmt", "json", "", NULL };
 static const char *const destinations[] = { "stderr", "windows_event_log", NULL };
 
+struct logging_args {
+	const char *level, *format;
+};
+
 static const struct cfg_attr attrs[] = {
-	CFG_A("level", &cfg_t_string, 0, "\"info\"", .one_of = levels),
-	CFG_A("format", &cfg_t_string, 0, "\"logfmt\"", .one_of = formats),
+	CFG_A("level", &cfg_t_string, 0, "\"info\"", .one_of = levels, .field = CFG_FIELD(struct logging_args, level)),
+	CFG_A("format", &cfg_t_string, 0, "\"logfmt\"", .one_of = formats,
+	      .field = CFG_FIELD(struct logging_args, format)),
 	CFG_A("destination", &cfg_t_string, CFG_UNSUPPORTED, "\"stderr\"", .one_of = destinations,
 	      .note = "nodeprof runs on Linux and logs to stderr (Alloy, too, refuses windows_event_log outside a "
 		      "Windows service)"),
@@ -24,12 +29,12 @@ static const struct cfg_attr attrs[] = {
 	CFG_END,
 };
 
-static const struct cfg_schema schema = { attrs, NULL, NULL };
+static const struct cfg_schema schema = { .attrs = attrs, CFG_ARGS_STRUCT(struct logging_args) };
 
-static int apply(const struct cfg_args *args, struct np_err *err)
+static int apply(const struct logging_args *a, struct np_err *err)
 {
-	const char *level_name = cfg_args_str(args, "level");
-	const char *format = cfg_args_str(args, "format");
+	const char *level_name = a->level;
+	const char *format = a->format;
 	enum np_level level;
 
 	if (np_log_parse_level(*level_name ? level_name : "info", &level))
@@ -48,19 +53,21 @@ int cfg_logging_apply_early(const struct cfg_graph *g, struct np_err *err)
 		/* A value known only at run time waits for the component to start. */
 		if (cfg_args_is_unknown(a, "level") || cfg_args_is_unknown(a, "format"))
 			return 0;
-		return apply(a, err);
+		return apply(a->fields, err);
 	}
 	return 0;
 }
 
-static int start(struct cfg_component *c, const struct cfg_args *args, void **state, struct np_err *err)
+static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
+		 struct np_err *err)
 {
 	(void)c;
+	(void)host;
 	*state = NULL;
 	return apply(args, err);
 }
 
-static int update(void *state, const struct cfg_args *args, struct np_err *err)
+static int update(void *state, const void *args, struct np_err *err)
 {
 	(void)state;
 	return apply(args, err);

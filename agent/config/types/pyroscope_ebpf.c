@@ -16,9 +16,13 @@
  *    Alloy's default, an error that says why at any other value.
  * The runtime is agent/profile/ebpf_component.c. */
 #include "agent/config/types/types.h"
+#include "agent/config/types/fields.h"
 
 #include "agent/config/diag.h"
 #include "agent/profile/uprobes.h"
+
+/* Each argument's member in the args struct (agent/config/types/fields.h). */
+#define EBPF(m) .field = CFG_FIELD(struct cfg_ebpf_args, m)
 
 static const char *const demangle_modes[] = { "none", "simplified", "templates", "full", NULL };
 static const char *const comm_modes[] = { "none", "label", "stackframe", "both", "", NULL };
@@ -47,24 +51,25 @@ static const struct cfg_attr debug_info_attrs[] = {
 	CFG_A("worker_num", &cfg_t_int, CFG_UNSUPPORTED, "16", .note = NO_UPLOAD),
 	CFG_END,
 };
-static const struct cfg_schema debug_info_schema = { debug_info_attrs, NULL, NULL };
+static const struct cfg_schema debug_info_schema = { .attrs = debug_info_attrs };
 
 static const struct cfg_attr attrs[] = {
-	CFG_A("forward_to", &cfg_t_list_receiver, CFG_REQUIRED, NULL),
-	CFG_A("targets", &cfg_t_targets, 0, "[]"),
-	CFG_A("collect_interval", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"15s\"", .min = 0, .max = 3600),
-	CFG_A("sample_rate", &cfg_t_int, CFG_RANGE, "19", .min = 1, .max = 10000),
-	CFG_A("demangle", &cfg_t_string, 0, "\"none\"", .one_of = demangle_modes),
+	CFG_A("forward_to", &cfg_t_list_receiver, CFG_REQUIRED, NULL, EBPF(forward_to)),
+	CFG_A("targets", &cfg_t_targets, 0, "[]", EBPF(targets)),
+	CFG_A("collect_interval", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"15s\"", .min = 0, .max = 3600,
+	      EBPF(collect_interval)),
+	CFG_A("sample_rate", &cfg_t_int, CFG_RANGE, "19", .min = 1, .max = 10000, EBPF(sample_rate)),
+	CFG_A("demangle", &cfg_t_string, 0, "\"none\"", .one_of = demangle_modes, EBPF(demangle)),
 	CFG_A("comm", &cfg_t_string, CFG_UNSUPPORTED, "\"none\"", .one_of = comm_modes,
 	      .note = "comm labels and frames are not implemented"),
-	CFG_A("kernel_frames", &cfg_t_bool, 0, "true"),
+	CFG_A("kernel_frames", &cfg_t_bool, 0, "true", EBPF(kernel_frames)),
 	CFG_A("pid_label", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = "per-sample pid labels are not implemented"),
 	CFG_A("go_enabled", &cfg_t_bool, CFG_UNSUPPORTED, "true",
 	      .note = "Go binaries are always symbolized from their .gopclntab"),
-	CFG_A("lazy_mode", &cfg_t_bool, 0, "false"),
-	CFG_A("verbose_mode", &cfg_t_bool, 0, "false"),
+	CFG_A("lazy_mode", &cfg_t_bool, 0, "false", EBPF(lazy_mode)),
+	CFG_A("verbose_mode", &cfg_t_bool, 0, "false", EBPF(verbose_mode)),
 	CFG_A("no_kernel_version_check", &cfg_t_bool, 0, "false"),
-	CFG_A("python_enabled", &cfg_t_bool, 0, "true"),
+	CFG_A("python_enabled", &cfg_t_bool, 0, "true", EBPF(python_enabled)),
 	INTERPRETER("perl_enabled"),
 	INTERPRETER("php_enabled"),
 	INTERPRETER("hotspot_enabled"),
@@ -76,11 +81,11 @@ static const struct cfg_attr attrs[] = {
 		      "profiles carry no span IDs"),
 	CFG_A("bpf_fs_root", &cfg_t_string, CFG_UNSUPPORTED, "\"/sys/fs/bpf/\"",
 	      .note = "it only locates the maps of trace correlation, which is not implemented"),
-	CFG_A("off_cpu_threshold", &cfg_t_float, CFG_RANGE, "0", .min = 0, .max = 1),
-	CFG_A("load_probe", &cfg_t_bool, 0, "false"),
+	CFG_A("off_cpu_threshold", &cfg_t_float, CFG_RANGE, "0", .min = 0, .max = 1, EBPF(off_cpu_threshold)),
+	CFG_A("load_probe", &cfg_t_bool, 0, "false", EBPF(load_probe)),
 	CFG_A("probe_links", &cfg_t_list_string, CFG_UNSUPPORTED, "[]",
 	      .note = "its link syntax is not supported yet; use u_probe_links = [\"FILE:SYMBOL\", ...]"),
-	CFG_A("u_probe_links", &cfg_t_list_string, 0, "[]"),
+	CFG_A("u_probe_links", &cfg_t_list_string, 0, "[]", EBPF(u_probe_links)),
 	/* Deprecated no-ops of the reference table. */
 	NO_OP_SIZE("build_id_cache_size"),
 	NO_OP_SIZE("cache_rounds"),
@@ -88,12 +93,13 @@ static const struct cfg_attr attrs[] = {
 	NO_OP_SIZE("pid_map_size"),
 	NO_OP_SIZE("same_file_cache_size"),
 	NO_OP_SIZE("symbols_map_size"),
-	CFG_A("container_id_cache_size", &cfg_t_uint, CFG_RANGE, "1024", .min = 1, .max = 4194304),
+	CFG_A("container_id_cache_size", &cfg_t_uint, CFG_RANGE, "1024", .min = 1, .max = 4194304,
+	      EBPF(container_id_cache_size)),
 	CFG_A("collect_kernel_profile", &cfg_t_bool, CFG_DEPRECATED, NULL, .note = "use kernel_frames"),
 	CFG_A("collect_user_profile", &cfg_t_bool, CFG_DEPRECATED, NULL),
 	CFG_A("go_table_fallback", &cfg_t_bool, CFG_DEPRECATED, NULL),
 	/* Undocumented arguments of args.go. */
-	CFG_A("targets_only", &cfg_t_bool, 0, "true"),
+	CFG_A("targets_only", &cfg_t_bool, 0, "true", EBPF(targets_only)),
 	CFG_A("reporter_unsymbolized_stubs", &cfg_t_bool, CFG_UNSUPPORTED, "false",
 	      .note = "nodeprof always names unsymbolized frames as file+0xaddress"),
 	CFG_A("symb_cache_path", &cfg_t_string, CFG_UNSUPPORTED, "\"/tmp/symb-cache\"", .note = IN_MEMORY_CACHE),
@@ -123,7 +129,12 @@ static void validate(const struct cfg_args *args, struct cfg_diags *d)
 	}
 }
 
-static const struct cfg_schema schema = { attrs, blocks, validate };
+static const struct cfg_schema schema = {
+	.attrs = attrs,
+	.blocks = blocks,
+	.validate = validate,
+	CFG_ARGS_STRUCT(struct cfg_ebpf_args),
+};
 
 const struct cfg_component_type cfg_type_pyroscope_ebpf = {
 	.name = "pyroscope.ebpf",

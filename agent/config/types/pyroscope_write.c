@@ -6,6 +6,7 @@
 
 #include "agent/config/http_client.h"
 #include "agent/config/types/types.h"
+#include "agent/config/types/fields.h"
 
 /* Alloy checks nothing about the URL when it loads (write.go: url is a plain string,
  * and `url = env("PYROSCOPE_URL")` with the variable unset is a common sight): a URL
@@ -14,6 +15,11 @@
 static void endpoint_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
 	const char *url = cfg_args_str(a, "url");
+
+/* Each argument's member in the args struct (agent/config/types/fields.h). */
+#define ENDPOINT(m) .field = CFG_FIELD(struct cfg_write_endpoint_args, m)
+#define TRACING(m) .field = CFG_FIELD(struct cfg_write_tracing_args, m)
+#define WRITE(m) .field = CFG_FIELD(struct cfg_write_args, m)
 
 	if (url && !cfg_args_is_unknown(a, "url")) {
 		const char *host = strncmp(url, "http://", 7) == 0 ? url + 7 : strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
@@ -34,19 +40,23 @@ static void endpoint_validate(const struct cfg_args *a, struct cfg_diags *d)
 }
 
 static const struct cfg_attr endpoint_attrs[] = {
-	CFG_A("url", &cfg_t_string, CFG_REQUIRED, NULL),
-	CFG_A("name", &cfg_t_string, 0, NULL),
-	CFG_A("remote_timeout", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"10s\"", .min = 0, .max = 3600),
-	CFG_A("headers", &cfg_t_map_string, 0, NULL),
-	CFG_A("min_backoff_period", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"500ms\"", .min = 0, .max = 86400),
-	CFG_A("max_backoff_period", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"5m\"", .min = 0, .max = 86400),
-	CFG_A("max_backoff_retries", &cfg_t_int, CFG_RANGE, "10", .min = 0, .max = 1e9),
-	CFG_A("retry_on_http_429", &cfg_t_bool, 0, "true"),
+	CFG_A("url", &cfg_t_string, CFG_REQUIRED, NULL, ENDPOINT(url)),
+	CFG_A("name", &cfg_t_string, 0, NULL, ENDPOINT(name)),
+	CFG_A("remote_timeout", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"10s\"", .min = 0, .max = 3600,
+	      ENDPOINT(remote_timeout)),
+	CFG_A("headers", &cfg_t_map_string, 0, NULL, ENDPOINT(headers)),
+	CFG_A("min_backoff_period", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"500ms\"", .min = 0, .max = 86400,
+	      ENDPOINT(min_backoff_period)),
+	CFG_A("max_backoff_period", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"5m\"", .min = 0, .max = 86400,
+	      ENDPOINT(max_backoff_period)),
+	CFG_A("max_backoff_retries", &cfg_t_int, CFG_RANGE, "10", .min = 0, .max = 1e9, ENDPOINT(max_backoff_retries)),
+	CFG_A("retry_on_http_429", &cfg_t_bool, 0, "true", ENDPOINT(retry_on_http_429)),
 	/* nodeprof's own (Alloy has no queue): the bytes of push requests held for this
 	 * endpoint while it is slow or away; the oldest go first when it is full. */
-	CFG_A("queue_max_bytes", &cfg_t_int, CFG_RANGE, "33554432", .min = 4096, .max = 4294967296.0),
+	CFG_A("queue_max_bytes", &cfg_t_int, CFG_RANGE, "33554432", .min = 4096, .max = 4294967296.0,
+	      ENDPOINT(queue_max_bytes)),
 	CFG_A("debug_info_upload_timeout", &cfg_t_duration, CFG_UNSUPPORTED, "\"2m\"",
-	      .note = "debug info upload is not implemented"),
+	      .note = "debug info upload is not implemented", ENDPOINT(debug_info_upload_timeout)),
 	CFG_HTTP_CLIENT_ATTRS,
 	CFG_END,
 };
@@ -56,14 +66,23 @@ static const struct cfg_block_schema endpoint_blocks[] = {
 	CFG_END,
 };
 
-static const struct cfg_schema endpoint_schema = { endpoint_attrs, endpoint_blocks, endpoint_validate };
+static const struct cfg_schema endpoint_schema = {
+	.attrs = endpoint_attrs,
+	.blocks = endpoint_blocks,
+	.validate = endpoint_validate,
+	CFG_ARGS_STRUCT(struct cfg_write_endpoint_args),
+	.raw = CFG_FIELD(struct cfg_write_endpoint_args, raw),
+};
 
 static const struct cfg_attr tracing_attrs[] = {
-	CFG_A("jaeger_propagator", &cfg_t_bool, 0, "true"),
-	CFG_A("trace_context_propagator", &cfg_t_bool, 0, "true"),
+	CFG_A("jaeger_propagator", &cfg_t_bool, 0, "true", TRACING(jaeger_propagator)),
+	CFG_A("trace_context_propagator", &cfg_t_bool, 0, "true", TRACING(trace_context_propagator)),
 	CFG_END,
 };
-static const struct cfg_schema tracing_schema = { tracing_attrs, NULL, NULL };
+static const struct cfg_schema tracing_schema = {
+	.attrs = tracing_attrs,
+	CFG_ARGS_STRUCT(struct cfg_write_tracing_args),
+};
 
 static void validate(const struct cfg_args *a, struct cfg_diags *d)
 {
@@ -80,17 +99,22 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 }
 
 static const struct cfg_attr attrs[] = {
-	CFG_A("external_labels", &cfg_t_map_string, 0, NULL),
+	CFG_A("external_labels", &cfg_t_map_string, 0, NULL, WRITE(external_labels)),
 	CFG_END,
 };
 
 static const struct cfg_block_schema blocks[] = {
-	CFG_B("endpoint", &endpoint_schema, CFG_REPEATABLE, NULL),
-	CFG_B("tracing", &tracing_schema, 0, NULL),
+	CFG_B("endpoint", &endpoint_schema, CFG_REPEATABLE, NULL, WRITE(endpoint)),
+	CFG_B("tracing", &tracing_schema, 0, NULL, WRITE(tracing)),
 	CFG_END,
 };
 
-static const struct cfg_schema schema = { attrs, blocks, validate };
+static const struct cfg_schema schema = {
+	.attrs = attrs,
+	.blocks = blocks,
+	.validate = validate,
+	CFG_ARGS_STRUCT(struct cfg_write_args),
+};
 
 static const struct cfg_export exports[] = {
 	{ "receiver", &cfg_t_receiver },

@@ -16,6 +16,9 @@ extern const struct cfg_component_type cfg_type_logging;
 extern const struct cfg_component_type cfg_type_pyroscope_ebpf;
 extern const struct cfg_component_type cfg_type_pyroscope_write;
 
+/* The exports of a discovery component: `targets`, a list of label sets. */
+extern const struct cfg_export cfg_targets_exports[];
+
 /* Runtimes of the component types, each next to its module. */
 extern const struct cfg_component_ops cfg_ops_pyroscope_write, cfg_ops_pyroscope_ebpf, cfg_ops_discovery_kubernetes,
 	cfg_ops_discovery_docker, cfg_ops_discovery_process;

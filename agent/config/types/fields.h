@@ -1,0 +1,83 @@
+/* The args structs of the built-in components whose schema (agent/config/types/)
+ * and runtime (agent/discovery/, agent/write/, agent/profile/) live in different
+ * files: each schema binds its arguments to these members (CFG_FIELD, schema.h) and
+ * the decoder fills them; the adapter reads them. Durations are in nanoseconds;
+ * strings and arrays are borrowed from the decoded args (valid until the next
+ * update() or stop()). `raw` is the block itself, for the HTTP client settings
+ * (agent/config/http_client.h), which read the shared client arguments by name. */
+#ifndef NP_CONFIG_TYPES_FIELDS_H
+#define NP_CONFIG_TYPES_FIELDS_H
+
+#include <stdint.h>
+
+#include "agent/config/schema.h"
+
+struct cfg_ebpf_args {
+	struct cfg_capsules forward_to; /* np_profile_sink receivers */
+	const struct np_targets *targets;
+	int64_t collect_interval;
+	int64_t sample_rate;
+	const char *demangle;
+	int kernel_frames, lazy_mode, verbose_mode, python_enabled, load_probe, targets_only;
+	double off_cpu_threshold;
+	struct cfg_strs u_probe_links;
+	uint64_t container_id_cache_size;
+};
+
+struct cfg_write_endpoint_args {
+	const char *url, *name;
+	int64_t remote_timeout, debug_info_upload_timeout, min_backoff_period, max_backoff_period;
+	int64_t max_backoff_retries, queue_max_bytes;
+	struct cfg_str_map headers;
+	const struct cfg_args *raw;
+	int retry_on_http_429;
+};
+struct cfg_write_tracing_args {
+	int jaeger_propagator, trace_context_propagator;
+};
+struct cfg_write_args {
+	struct cfg_str_map external_labels;
+	struct cfg_blocks endpoint; /* struct cfg_write_endpoint_args */
+	const void *tracing;	    /* struct cfg_write_tracing_args */
+};
+
+struct cfg_k8s_namespaces_args {
+	struct cfg_strs names;
+	int own_namespace;
+};
+struct cfg_k8s_selector_args {
+	const char *role, *label, *field;
+};
+struct cfg_k8s_attach_metadata_args {
+	int node, namespace_;
+};
+struct cfg_k8s_args {
+	const char *role, *api_server, *kubeconfig_file;
+	const void *namespaces;	     /* struct cfg_k8s_namespaces_args */
+	struct cfg_blocks selectors; /* struct cfg_k8s_selector_args */
+	const void *attach_metadata; /* struct cfg_k8s_attach_metadata_args */
+	const struct cfg_args *raw;
+};
+
+struct cfg_docker_filter_args {
+	const char *name;
+	struct cfg_strs values;
+};
+struct cfg_docker_args {
+	const char *host, *host_networking_host;
+	int64_t port, refresh_interval;
+	struct cfg_blocks filter; /* struct cfg_docker_filter_args */
+	const struct cfg_args *raw;
+	int match_first_network;
+};
+
+struct cfg_process_discover_args {
+	int cwd, exe, commandline, username, uid, container_id, cgroup_path;
+};
+struct cfg_process_args {
+	const struct np_targets *join;
+	int64_t refresh_interval;
+	const void *discover_config; /* struct cfg_process_discover_args */
+};
+
+#endif
