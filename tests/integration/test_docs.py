@@ -200,7 +200,11 @@ def map_problems(files, readme, design):
         for name in SOURCE_NAME.findall(text):
             if name in NOT_OURS:
                 continue
-            if ("/" in name and name not in files) or ("/" not in name and name not in names):
+            if "/" in name:
+                missing = not any(f == name or f.endswith("/" + name) for f in files)
+            else:
+                missing = name not in names
+            if missing:
                 bad.append("%s names %s, which the tree does not have" % (doc, name))
     return bad
 
