@@ -1,7 +1,7 @@
 /* Durations as Go and Alloy write them: "1h30m", "15s", "500ms", "1.5s", "0".
  * Used by the configuration and by command-line flags such as --duration. */
-#ifndef NP_UTIL_DURATION_H
-#define NP_UTIL_DURATION_H
+#ifndef NP_LIB_DURATION_H
+#define NP_LIB_DURATION_H
 
 #include <stdint.h>
 

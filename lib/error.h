@@ -5,8 +5,8 @@
  * with np_err_wrap() and return it further up ("config.alloy:3:5: ...",
  * "pod default/web: ...", "open /proc/12/maps: No such file or directory").
  * The buffer is fixed so that reporting an error never needs to allocate. */
-#ifndef NP_UTIL_ERROR_H
-#define NP_UTIL_ERROR_H
+#ifndef NP_LIB_ERROR_H
+#define NP_LIB_ERROR_H
 
 #include <stddef.h>
 

@@ -1,8 +1,8 @@
 /* Bounded whole-file reads for small files the host or a user controls (kubeconfigs,
  * tokens, certificates, /proc/PID/cgroup): a huge or endless file (a FIFO, /dev/zero)
  * must not exhaust memory or block. */
-#ifndef NP_UTIL_FILE_H
-#define NP_UTIL_FILE_H
+#ifndef NP_LIB_FILE_H
+#define NP_LIB_FILE_H
 
 #include <stddef.h>
 

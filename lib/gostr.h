@@ -9,8 +9,8 @@
  *
  * Non-ASCII runes need ICU's tables (icu.h), loaded on first use; the functions that
  * may need them take an np_err for "Unicode tables (ICU) unavailable". */
-#ifndef NP_UTIL_GOSTR_H
-#define NP_UTIL_GOSTR_H
+#ifndef NP_LIB_GOSTR_H
+#define NP_LIB_GOSTR_H
 
 #include <stddef.h>
 #include <stdint.h>

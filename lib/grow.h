@@ -1,7 +1,7 @@
 /* Growing a malloc'd array by doubling: the one helper behind the tables that are
  * filled an element at a time (symbol tables, kernel symbols, regexp programs). */
-#ifndef NP_UTIL_GROW_H
-#define NP_UTIL_GROW_H
+#ifndef NP_LIB_GROW_H
+#define NP_LIB_GROW_H
 
 #include <stddef.h>
 

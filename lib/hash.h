@@ -2,8 +2,8 @@
  * fingerprints): fast and non-cryptographic, since only probe lengths depend on its
  * distribution. Deterministic (no per-process seed): a value is the same in every run,
  * which label fingerprints rely on. Stateless; safe from any thread. */
-#ifndef NP_UTIL_HASH_H
-#define NP_UTIL_HASH_H
+#ifndef NP_LIB_HASH_H
+#define NP_LIB_HASH_H
 
 #include <stddef.h>
 #include <stdint.h>

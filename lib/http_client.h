@@ -29,8 +29,8 @@
  * them and wipes the secrets. Header values may be secrets and are never logged.
  * Thread rules: a config is read-only once built and may be shared; a request and its
  * easy handle belong to one thread at a time. */
-#ifndef NP_UTIL_HTTP_CLIENT_H
-#define NP_UTIL_HTTP_CLIENT_H
+#ifndef NP_LIB_HTTP_CLIENT_H
+#define NP_LIB_HTTP_CLIENT_H
 
 #include <curl/curl.h>
 #include <stddef.h>

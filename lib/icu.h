@@ -11,8 +11,8 @@
  *
  * The functions are reachable only through the table np_icu_get returns, so every
  * call site has to handle "library missing" (an error, never a crash). */
-#ifndef NP_UTIL_ICU_H
-#define NP_UTIL_ICU_H
+#ifndef NP_LIB_ICU_H
+#define NP_LIB_ICU_H
 
 #include <unicode/uchar.h>
 #include <unicode/uset.h>

@@ -3,8 +3,8 @@
  * mappings, samples keyed by their stack), as does every "count distinct X" in
  * the profiler. Open addressing with linear probing; keys are copied into one
  * arena, so the table costs two allocations that grow geometrically. */
-#ifndef NP_UTIL_INTERN_H
-#define NP_UTIL_INTERN_H
+#ifndef NP_LIB_INTERN_H
+#define NP_LIB_INTERN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -16,8 +16,8 @@
  * The writer does not check that calls are balanced; tests parse what it writes.
  * An allocation failure is the buffer's sticky `failed`. One thread at a time per
  * writer (it borrows the buffer). */
-#ifndef NP_UTIL_JSON_WRITER_H
-#define NP_UTIL_JSON_WRITER_H
+#ifndef NP_LIB_JSON_WRITER_H
+#define NP_LIB_JSON_WRITER_H
 
 #include <stddef.h>
 #include <stdint.h>

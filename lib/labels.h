@@ -5,8 +5,8 @@
  * so that equality, hashing and JSON output are canonical. Values may be empty:
  * whether "" means absent is a relabel-rule question (relabel/ handles it), not a
  * storage one. */
-#ifndef NP_UTIL_LABELS_H
-#define NP_UTIL_LABELS_H
+#ifndef NP_LIB_LABELS_H
+#define NP_LIB_LABELS_H
 
 #include <stddef.h>
 #include <stdint.h>

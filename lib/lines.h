@@ -2,8 +2,8 @@
  * a process or container controls and that can be huge or endless (/proc/PID/maps of
  * a process with a million mappings, a perf map of gigabytes, a line without end).
  * Memory is one chunk plus one line, whatever the file holds. */
-#ifndef NP_UTIL_LINES_H
-#define NP_UTIL_LINES_H
+#ifndef NP_LIB_LINES_H
+#define NP_LIB_LINES_H
 
 #include <stddef.h>
 

@@ -8,8 +8,8 @@
  * The variable part is a NULL-terminated list of key, value string pairs; values are
  * quoted and escaped as logfmt requires. For numbers use NP_LOG_INT(v).
  * Thread-safe: each line is written with a single write(2). Never log secrets. */
-#ifndef NP_UTIL_LOG_H
-#define NP_UTIL_LOG_H
+#ifndef NP_LIB_LOG_H
+#define NP_LIB_LOG_H
 
 #include <stdint.h>
 

@@ -18,8 +18,8 @@
  * family, so components that are re-created on a config reload keep their counts.
  * Every update function accepts NULL and does nothing: a failed registration must not
  * take the data path down with it. */
-#ifndef NP_UTIL_METRICS_H
-#define NP_UTIL_METRICS_H
+#ifndef NP_LIB_METRICS_H
+#define NP_LIB_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -18,8 +18,8 @@
  *    caller's User-Agent, follows redirects, and reads at most 1 MiB of response.
  *
  * Secrets (client secret, access token) are never logged and are wiped when freed. */
-#ifndef NP_UTIL_OAUTH2_H
-#define NP_UTIL_OAUTH2_H
+#ifndef NP_LIB_OAUTH2_H
+#define NP_LIB_OAUTH2_H
 
 #include <stddef.h>
 #include <stdint.h>

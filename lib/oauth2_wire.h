@@ -2,8 +2,8 @@
  * token request (form body, Basic credentials) and the token response, parsed as
  * golang.org/x/oauth2's internal.RetrieveToken parses it. Used by the token source
  * (oauth2.c) and reachable by the unit tests and the fuzz target. */
-#ifndef NP_UTIL_OAUTH2_WIRE_H
-#define NP_UTIL_OAUTH2_WIRE_H
+#ifndef NP_LIB_OAUTH2_WIRE_H
+#define NP_LIB_OAUTH2_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * be fuzzed: /proc/PID/status fields (the Uid and NSpid lines) and /proc/PID/cmdline
  * (NUL-separated arguments). The text is the kernel's, but a process chooses its
  * name, its arguments and their sizes, so nothing here trusts a length or a layout. */
-#ifndef NP_UTIL_PROCFS_TEXT_H
-#define NP_UTIL_PROCFS_TEXT_H
+#ifndef NP_LIB_PROCFS_TEXT_H
+#define NP_LIB_PROCFS_TEXT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * by the URL's scheme, upper case first, then lower case; NO_PROXY likewise), for the
  * HTTP clients whose configuration says proxy_from_environment. libcurl alone would
  * read only the lower-case http_proxy. */
-#ifndef NP_UTIL_PROXY_ENV_H
-#define NP_UTIL_PROXY_ENV_H
+#ifndef NP_LIB_PROXY_ENV_H
+#define NP_LIB_PROXY_ENV_H
 
 /* *proxy is "" when none applies (for CURLOPT_PROXY: no proxy); *no_proxy is NULL
  * when unset. Both point into the environment. */

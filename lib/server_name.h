@@ -3,8 +3,8 @@
  * tls.Config.ServerName does), CURLOPT_CONNECT_TO sends the connection to the real host
  * and port, and a Host header keeps the real authority. Used by every HTTP client with
  * TLS settings (kube-apiserver, Pyroscope push, OAuth 2.0 token endpoint). */
-#ifndef NP_UTIL_SERVER_NAME_H
-#define NP_UTIL_SERVER_NAME_H
+#ifndef NP_LIB_SERVER_NAME_H
+#define NP_LIB_SERVER_NAME_H
 
 #include "lib/error.h"
 

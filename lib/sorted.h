@@ -3,8 +3,8 @@
  * ID, case-folding pairs), and the qsort comparators several modules sort with.
  * The per-sample lookups over addresses (symbol tables, unwind rows, memory maps) keep
  * their own loops: a call through a comparator per step would cost on that path. */
-#ifndef NP_UTIL_SORTED_H
-#define NP_UTIL_SORTED_H
+#ifndef NP_LIB_SORTED_H
+#define NP_LIB_SORTED_H
 
 #include <stddef.h>
 

@@ -2,8 +2,8 @@
  * output (JSON, folded stacks, protobuf). An allocation failure is sticky: the
  * buffer stops growing, `failed` is set, and the owner reports it once at the end
  * instead of checking every append. */
-#ifndef NP_UTIL_STRBUF_H
-#define NP_UTIL_STRBUF_H
+#ifndef NP_LIB_STRBUF_H
+#define NP_LIB_STRBUF_H
 
 #include <stdarg.h>
 #include <stddef.h>

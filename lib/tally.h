@@ -3,8 +3,8 @@
  * store's stacks of a profile being taken in.
  *
  * Ownership: the tally owns its keys and sums (np_tally_free). One thread at a time. */
-#ifndef NP_UTIL_TALLY_H
-#define NP_UTIL_TALLY_H
+#ifndef NP_LIB_TALLY_H
+#define NP_LIB_TALLY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* Targets <-> JSON: the format of `nodeprof tools targets`, `tools relabel` and the
  * debug pages: an array of objects whose values are strings. jansson values for the
  * callers that parse or merge; the text is written by the JSON writer (json_writer.h). */
-#ifndef NP_UTIL_TARGETS_JSON_H
-#define NP_UTIL_TARGETS_JSON_H
+#ifndef NP_LIB_TARGETS_JSON_H
+#define NP_LIB_TARGETS_JSON_H
 
 #include <jansson.h>
 
