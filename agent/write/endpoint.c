@@ -244,104 +244,104 @@ static void timed_wait(struct np_endpoint *ep, int64_t until_ns)
 
 /* Pushes ep->inflight until it is sent or given up. Called and returns with ep->lock
  * held; the lock is released around the network and the backoff sleeps. */
-static void push_inflight(struct np_endpoint *ep)
+/* One attempt to push req, the endpoint's lock held (released while on the wire). 1 when
+ * the profile's fate is settled: *drop is NP_DROP__COUNT when delivered, else the reason;
+ * 0 when it may be retried (r and *o say how it failed). */
+static int push_once(struct np_endpoint *ep, const struct np_push_req *req, struct np_write_result *r,
+		     enum np_write_outcome *o, enum np_write_drop *drop)
 {
-	struct np_push_req *req = ep->inflight;
-	struct np_backoff bo;
-	struct np_write_result r;
-	enum np_write_drop drop = NP_DROP__COUNT; /* none: delivered */
-	int64_t first = np_write_now_ns();
+	int64_t timeout = ep->cfg.remote_timeout_ns, t0;
 
-	ep->rng_seed = ep->rng_seed * 6364136223846793005ULL + 1442695040888963407ULL;
-	np_backoff_init(&bo, ep->cfg.min_backoff_ns, ep->cfg.max_backoff_ns, ep->cfg.max_backoff_retries, ep->rng_seed);
-	for (;;) {
-		int64_t timeout = ep->cfg.remote_timeout_ns, t0, delay, wake;
-		enum np_write_outcome o;
-
-		if (ep->stopping) {
-			int64_t left = ep->deadline_ns - np_write_now_ns();
-			if (left <= 0) {
-				drop = NP_DROP_SHUTDOWN;
-				break;
-			}
-			if (left < timeout)
-				timeout = left;
+	if (ep->stopping) {
+		int64_t left = ep->deadline_ns - np_write_now_ns();
+		if (left <= 0) {
+			*drop = NP_DROP_SHUTDOWN;
+			return 1;
 		}
-		pthread_mutex_unlock(&ep->lock);
-		t0 = np_write_now_ns();
-		np_write_http_push(ep->http, &ep->cfg, req->body, req->len, timeout, &r);
-		pthread_mutex_lock(&ep->lock);
-		ep->attempt_end_ns = np_write_now_ns();
-		o = r.aborted ? NP_WRITE_FAIL : np_write_classify(&r, ep->cfg.retry_on_http_429);
-		/* Abandoned while on the wire but delivered anyway: it counts as sent. */
-		if (ep->abandoned && o != NP_WRITE_SENT) {
-			drop = NP_DROP_QUEUE_FULL;
-			break;
-		}
-		if (r.aborted) {
-			drop = NP_DROP_SHUTDOWN;
-			break;
-		}
-		np_series_observe(ep->m.lat_downstream, (double)(np_write_now_ns() - t0) / 1e9);
-		if (o == NP_WRITE_SENT) {
-			ep->sent++;
-			np_series_inc(ep->m.sent_profiles);
-			np_series_add(ep->m.sent_bytes, (double)req->profile_len);
-			if (ep->failing)
-				np_log(NP_INFO, "pyroscope.write", "push succeeded again", "endpoint", ep->label, NULL);
-			ep->failing = 0;
-			break;
-		}
-		report_failure(ep, &r, o, bo.retries);
-		if (o == NP_WRITE_FAIL) {
-			drop = NP_DROP_REJECTED;
-			break;
-		}
-		delay = np_backoff_next(&bo);
-		if (!np_backoff_ongoing(&bo)) {
-			drop = NP_DROP_RETRIES_EXHAUSTED;
-			break;
-		}
-		/* A server's Retry-After is a floor, within the configured maximum. */
-		if (r.retry_after_ns > delay)
-			delay = r.retry_after_ns < ep->cfg.max_backoff_ns ? r.retry_after_ns : ep->cfg.max_backoff_ns;
-		if (delay < RETRY_FLOOR_NS)
-			delay = RETRY_FLOOR_NS;
-		wake = np_write_now_ns() + delay;
-		if (ep->stopping && wake >= ep->deadline_ns) {
-			drop = NP_DROP_SHUTDOWN;
-			break;
-		}
-		ep->retries++;
-		np_series_inc(ep->m.retries);
-		ep->inflight_waiting = 1;
-		/* New data may cut a long backoff short, but not one the server asked for. */
-		ep->probe_allowed = r.retry_after_ns == 0;
-		ep->probe_at_ns = 0;
-		for (;;) {
-			int64_t until = ep->probe_at_ns && ep->probe_at_ns < wake ? ep->probe_at_ns : wake;
-			if (ep->abandoned || np_write_now_ns() >= until || (ep->stopping && wake >= ep->deadline_ns))
-				break;
-			timed_wait(ep, until);
-		}
-		if (ep->probe_at_ns && ep->probe_at_ns < wake)
-			wake = ep->probe_at_ns; /* for the shutdown check below: the sleep ended early */
-		ep->inflight_waiting = 0;
-		ep->probe_allowed = 0;
-		ep->probe_at_ns = 0;
-		if (ep->abandoned) {
-			drop = NP_DROP_QUEUE_FULL;
-			break;
-		}
-		if (ep->stopping && wake >= ep->deadline_ns) {
-			drop = NP_DROP_SHUTDOWN;
-			break;
-		}
-		apply_next_cfg(ep);
+		if (left < timeout)
+			timeout = left;
 	}
-	np_series_observe(ep->m.lat_endpoint, (double)(np_write_now_ns() - first) / 1e9);
-	if (drop == NP_DROP__COUNT)
-		return;
+	pthread_mutex_unlock(&ep->lock);
+	t0 = np_write_now_ns();
+	np_write_http_push(ep->http, &ep->cfg, req->body, req->len, timeout, r);
+	pthread_mutex_lock(&ep->lock);
+	ep->attempt_end_ns = np_write_now_ns();
+	*o = r->aborted ? NP_WRITE_FAIL : np_write_classify(r, ep->cfg.retry_on_http_429);
+	/* Abandoned while on the wire but delivered anyway: it counts as sent. */
+	if (ep->abandoned && *o != NP_WRITE_SENT) {
+		*drop = NP_DROP_QUEUE_FULL;
+		return 1;
+	}
+	if (r->aborted) {
+		*drop = NP_DROP_SHUTDOWN;
+		return 1;
+	}
+	np_series_observe(ep->m.lat_downstream, (double)(np_write_now_ns() - t0) / 1e9);
+	if (*o != NP_WRITE_SENT)
+		return 0;
+	ep->sent++;
+	np_series_inc(ep->m.sent_profiles);
+	np_series_add(ep->m.sent_bytes, (double)req->profile_len);
+	if (ep->failing)
+		np_log(NP_INFO, "pyroscope.write", "push succeeded again", "endpoint", ep->label, NULL);
+	ep->failing = 0;
+	*drop = NP_DROP__COUNT;
+	return 1;
+}
+
+/* Sleeps until the next attempt after a retryable failure r, the lock held: the backoff's
+ * delay, at least the server's Retry-After (within the configured maximum). New data may
+ * cut a long backoff short (a probe), but not one the server asked for. 1 with *drop set
+ * when the profile is given up instead (retries exhausted, abandoned, shutting down). */
+static int wait_to_retry(struct np_endpoint *ep, struct np_backoff *bo, const struct np_write_result *r,
+			 enum np_write_drop *drop)
+{
+	int64_t delay = np_backoff_next(bo), wake;
+
+	if (!np_backoff_ongoing(bo)) {
+		*drop = NP_DROP_RETRIES_EXHAUSTED;
+		return 1;
+	}
+	if (r->retry_after_ns > delay)
+		delay = r->retry_after_ns < ep->cfg.max_backoff_ns ? r->retry_after_ns : ep->cfg.max_backoff_ns;
+	if (delay < RETRY_FLOOR_NS)
+		delay = RETRY_FLOOR_NS;
+	wake = np_write_now_ns() + delay;
+	if (ep->stopping && wake >= ep->deadline_ns) {
+		*drop = NP_DROP_SHUTDOWN;
+		return 1;
+	}
+	ep->retries++;
+	np_series_inc(ep->m.retries);
+	ep->inflight_waiting = 1;
+	ep->probe_allowed = r->retry_after_ns == 0;
+	ep->probe_at_ns = 0;
+	for (;;) {
+		int64_t until = ep->probe_at_ns && ep->probe_at_ns < wake ? ep->probe_at_ns : wake;
+		if (ep->abandoned || np_write_now_ns() >= until || (ep->stopping && wake >= ep->deadline_ns))
+			break;
+		timed_wait(ep, until);
+	}
+	if (ep->probe_at_ns && ep->probe_at_ns < wake)
+		wake = ep->probe_at_ns; /* for the shutdown check below: the sleep ended early */
+	ep->inflight_waiting = 0;
+	ep->probe_allowed = 0;
+	ep->probe_at_ns = 0;
+	if (ep->abandoned) {
+		*drop = NP_DROP_QUEUE_FULL;
+		return 1;
+	}
+	if (ep->stopping && wake >= ep->deadline_ns) {
+		*drop = NP_DROP_SHUTDOWN;
+		return 1;
+	}
+	return 0;
+}
+
+/* Counts a profile given up for drop; the last retry's failure is logged, rate-limited. */
+static void give_up(struct np_endpoint *ep, const struct np_push_req *req, enum np_write_drop drop, int retries,
+		    const struct np_write_result *r)
+{
 	count_dropped(ep, req, drop);
 	if (drop == NP_DROP_SHUTDOWN) {
 		ep->shutdown_dropped++;
@@ -349,9 +349,36 @@ static void push_inflight(struct np_endpoint *ep)
 		uint64_t suppressed;
 		if (np_write_lograte_allow(&ep->giveup_log, np_write_now_ns(), CAUSE_LOG_INTERVAL, &suppressed))
 			np_log(NP_WARN, "pyroscope.write", "giving up on a profile after the last retry", "endpoint",
-			       ep->label, "retries", NP_LOG_INT(bo.retries), "error", r.message, "similar_since_last_log",
+			       ep->label, "retries", NP_LOG_INT(retries), "error", r->message, "similar_since_last_log",
 			       NP_LOG_INT(suppressed), NULL);
 	}
+}
+
+/* Pushes the in-flight profile until it is delivered or given up, the lock held. */
+static void push_inflight(struct np_endpoint *ep)
+{
+	struct np_push_req *req = ep->inflight;
+	struct np_backoff bo;
+	struct np_write_result r;
+	enum np_write_outcome o;
+	enum np_write_drop drop = NP_DROP__COUNT;
+	int64_t first = np_write_now_ns();
+
+	ep->rng_seed = ep->rng_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+	np_backoff_init(&bo, ep->cfg.min_backoff_ns, ep->cfg.max_backoff_ns, ep->cfg.max_backoff_retries, ep->rng_seed);
+	while (!push_once(ep, req, &r, &o, &drop)) {
+		report_failure(ep, &r, o, bo.retries);
+		if (o == NP_WRITE_FAIL) {
+			drop = NP_DROP_REJECTED;
+			break;
+		}
+		if (wait_to_retry(ep, &bo, &r, &drop))
+			break;
+		apply_next_cfg(ep);
+	}
+	np_series_observe(ep->m.lat_endpoint, (double)(np_write_now_ns() - first) / 1e9);
+	if (drop != NP_DROP__COUNT)
+		give_up(ep, req, drop, bo.retries, &r);
 }
 
 static void *worker_main(void *arg)

@@ -172,6 +172,51 @@ fail:
 	return -1;
 }
 
+/* reuse[i] = j + 1 where the running endpoint j has new endpoint i's identity (keys[i],
+ * allocated here), 0 for an endpoint to start; each running endpoint matches once. */
+static int match_endpoints(const struct np_writer *w, const struct np_write_config *cfg, size_t *reuse, char **keys,
+			   struct np_err *err)
+{
+	for (size_t i = 0; i < cfg->n_endpoints; i++) {
+		keys[i] = np_endpoint_key(&cfg->endpoints[i]);
+		if (!keys[i])
+			return np_errf(err, "out of memory updating the writer");
+		for (size_t j = 0; j < w->n_eps && !reuse[i]; j++) {
+			int taken = 0;
+			for (size_t k = 0; k < i; k++)
+				taken |= reuse[k] == j + 1;
+			if (!taken && strcmp(w->eps[j]->key, keys[i]) == 0)
+				reuse[i] = j + 1;
+		}
+	}
+	return 0;
+}
+
+/* Cannot fail: kept endpoints take their new settings (and cfg's strings) into eps[], the
+ * others are stopped and listed in retired[]; returns how many were retired. */
+static size_t keep_endpoints(struct np_writer *w, struct np_write_config *cfg, const size_t *reuse,
+			     struct np_endpoint **eps, struct np_endpoint **retired)
+{
+	size_t n = cfg->n_endpoints, n_gone = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!reuse[i])
+			continue;
+		eps[i] = w->eps[reuse[i] - 1];
+		np_endpoint_reconfigure(eps[i], &cfg->endpoints[i]); /* takes the strings */
+	}
+	for (size_t j = 0; j < w->n_eps; j++) {
+		int kept = 0;
+		for (size_t i = 0; i < n; i++)
+			kept |= reuse[i] == j + 1;
+		if (!kept) {
+			np_endpoint_stop(w->eps[j], np_write_now_ns() + w->cfg.shutdown_flush_ns);
+			retired[n_gone++] = w->eps[j];
+		}
+	}
+	return n_gone;
+}
+
 int np_writer_update(struct np_writer *w, const struct np_write_config *cfg, struct np_err *err)
 {
 	struct np_write_config copy;
@@ -200,20 +245,8 @@ int np_writer_update(struct np_writer *w, const struct np_write_config *cfg, str
 		goto out;
 	}
 	/* Phase 1, everything that can fail: match endpoints by identity, start new ones. */
-	for (size_t i = 0; i < n; i++) {
-		keys[i] = np_endpoint_key(&copy.endpoints[i]);
-		if (!keys[i]) {
-			np_errf(err, "out of memory updating the writer");
-			goto out;
-		}
-		for (size_t j = 0; j < w->n_eps && !reuse[i]; j++) {
-			int taken = 0;
-			for (size_t k = 0; k < i; k++)
-				taken |= reuse[k] == j + 1;
-			if (!taken && strcmp(w->eps[j]->key, keys[i]) == 0)
-				reuse[i] = j + 1;
-		}
-	}
+	if (match_endpoints(w, &copy, reuse, keys, err))
+		goto out;
 	for (size_t i = 0; i < n; i++) {
 		if (reuse[i])
 			continue;
@@ -222,21 +255,7 @@ int np_writer_update(struct np_writer *w, const struct np_write_config *cfg, str
 			goto out;
 	}
 	/* Phase 2, cannot fail: hand settings to kept endpoints, retire the others. */
-	for (size_t i = 0; i < n; i++) {
-		if (!reuse[i])
-			continue;
-		eps[i] = w->eps[reuse[i] - 1];
-		np_endpoint_reconfigure(eps[i], &copy.endpoints[i]); /* takes the strings */
-	}
-	for (size_t j = 0; j < w->n_eps; j++) {
-		int kept = 0;
-		for (size_t i = 0; i < n; i++)
-			kept |= reuse[i] == j + 1;
-		if (!kept) {
-			np_endpoint_stop(w->eps[j], np_write_now_ns() + w->cfg.shutdown_flush_ns);
-			retired[n_gone++] = w->eps[j];
-		}
-	}
+	n_gone = keep_endpoints(w, &copy, reuse, eps, retired);
 	if (w->n_retired)
 		memcpy(retired + n_gone, w->retired, w->n_retired * sizeof(*retired));
 	free(w->retired);
