@@ -3,6 +3,7 @@
 #include "lib/http_client.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,17 +168,49 @@ int np_http_client_config_copy(struct np_http_client_config *d, const struct np_
 	return 0;
 }
 
-/* ---- validation ---- */
+/* ---- validation: each rule once ---- */
 
 static int set(const char *s)
 {
 	return s && *s;
 }
 
+int np_http_rule_broken(const struct np_http_rules *r, const char *arg, unsigned flags, const char *fmt, ...)
+{
+	struct np_err msg;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg.msg, sizeof(msg.msg), fmt, ap);
+	va_end(ap);
+	return r->broken(r->ud, arg, flags, msg.msg);
+}
+
+static int stop_at_first(void *ud, const char *arg, unsigned flags, const char *msg)
+{
+	(void)arg;
+	(void)flags;
+	return np_errf(ud, "%s", msg);
+}
+
+struct np_http_rules np_http_rules_first(struct np_err *err)
+{
+	return (struct np_http_rules){ stop_at_first, err };
+}
+
 int np_http_client_auth_count(const struct np_http_client_config *c)
 {
 	return (c->basic_auth.set != 0) + (c->authorization.set != 0) + (c->oauth2 != NULL) + set(c->bearer_token) +
 	       set(c->bearer_token_file);
+}
+
+int np_http_auth_rules(const struct np_http_client_config *c, const struct np_http_rules *r)
+{
+	if (np_http_client_auth_count(c) > 1)
+		return np_http_rule_broken(r, NULL, NP_HTTP_RULE_ALLOY,
+					   "at most one of basic_auth, authorization, oauth2, bearer_token & "
+					   "bearer_token_file must be configured");
+	return 0;
 }
 
 static int is_token_char(unsigned char c)
@@ -193,18 +226,25 @@ static const char *const transport_headers[] = {
 	"Expect",	  NULL,
 };
 
-/* prometheus/common refuses these in http_headers as well. */
+/* prometheus/common's reservedHeaders: refused in http_headers. */
 static const char *const prometheus_reserved[] = {
-	"Authorization",      "User-Agent",	  "Content-Type", "Proxy-Authenticate",
-	"Proxy-Authorization", "WWW-Authenticate", NULL,
+	"Authorization", "Host", "Content-Encoding", "Content-Length", "Content-Type", "User-Agent", "Connection",
+	"Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Www-Authenticate", "Accept-Encoding",
+	"X-Prometheus-Remote-Write-Version", "X-Prometheus-Remote-Read-Version", "X-Prometheus-Scrape-Timeout-Seconds",
+	"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256", NULL,
 };
 
-static int in_list(const char *name, const char *const *list)
+static const char *in_list(const char *name, const char *const *list)
 {
 	for (size_t i = 0; list && list[i]; i++)
 		if (strcasecmp(name, list[i]) == 0)
-			return 1;
-	return 0;
+			return list[i];
+	return NULL;
+}
+
+const char *np_http_prometheus_reserved(const char *name)
+{
+	return in_list(name, prometheus_reserved);
 }
 
 int np_http_check_headers(const struct np_http_headers *h, const char *arg, int prometheus_rules,
@@ -223,7 +263,7 @@ int np_http_check_headers(const struct np_http_headers *h, const char *arg, int 
 		if (strpbrk(value, "\r\n"))
 			return np_errf(err, "%s: the value of header %s contains a line break", arg, name);
 		if (in_list(name, transport_headers) || in_list(name, also_reserved) ||
-		    (prometheus_rules && in_list(name, prometheus_reserved)))
+		    (prometheus_rules && np_http_prometheus_reserved(name)))
 			return np_errf(err, "%s: header %s is reserved; it is set by nodeprof", arg, name);
 		if (has_auth && strcasecmp(name, "Authorization") == 0)
 			return np_errf(err,
@@ -234,24 +274,40 @@ int np_http_check_headers(const struct np_http_headers *h, const char *arg, int 
 	return 0;
 }
 
+int np_http_tls_rules(const struct np_http_tls *t, const struct np_http_rules *r)
+{
+	static const char *const names[][2] = {
+		{ "ca_pem", "ca_file" }, { "cert_pem", "cert_file" }, { "key_pem", "key_file" } };
+	const char *const values[][2] = {
+		{ t->ca_pem, t->ca_file }, { t->cert_pem, t->cert_file }, { t->key_pem, t->key_file } };
+	int cert = set(t->cert_pem) || set(t->cert_file), key = set(t->key_pem) || set(t->key_file);
+
+	for (size_t i = 0; i < 3; i++)
+		if (set(values[i][0]) && set(values[i][1]) &&
+		    np_http_rule_broken(r, names[i][1], NP_HTTP_RULE_ALLOY, "at most one of %s and %s must be configured",
+					names[i][0], names[i][1]))
+			return -1;
+	if (cert && !key &&
+	    np_http_rule_broken(r, NULL, NP_HTTP_RULE_ALLOY,
+				"exactly one of key_pem or key_file must be configured when a client certificate is "
+				"configured"))
+		return -1;
+	if (key && !cert &&
+	    np_http_rule_broken(r, NULL, NP_HTTP_RULE_ALLOY,
+				"exactly one of cert_pem or cert_file must be configured when a client key is configured"))
+		return -1;
+	if (set(t->min_version) && np_http_tls_version(t->min_version) < 0 &&
+	    np_http_rule_broken(r, "min_version", NP_HTTP_RULE_VALUE,
+				"unknown TLS version: %s (use TLS10, TLS11, TLS12 or TLS13)", t->min_version))
+		return -1;
+	return 0;
+}
+
 int np_http_check_tls(const struct np_http_tls *t, struct np_err *err)
 {
-	if (set(t->ca_pem) && set(t->ca_file))
-		return np_errf(err, "tls_config: at most one of ca_pem and ca_file must be configured");
-	if (set(t->cert_pem) && set(t->cert_file))
-		return np_errf(err, "tls_config: at most one of cert_pem and cert_file must be configured");
-	if (set(t->key_pem) && set(t->key_file))
-		return np_errf(err, "tls_config: at most one of key_pem and key_file must be configured");
-	if ((set(t->cert_pem) || set(t->cert_file)) && !(set(t->key_pem) || set(t->key_file)))
-		return np_errf(err, "tls_config: exactly one of key_pem or key_file must be configured when a client "
-				    "certificate is configured");
-	if ((set(t->key_pem) || set(t->key_file)) && !(set(t->cert_pem) || set(t->cert_file)))
-		return np_errf(err, "tls_config: exactly one of cert_pem or cert_file must be configured when a client "
-				    "key is configured");
-	if (set(t->min_version) && np_http_tls_version(t->min_version) < 0)
-		return np_errf(err, "tls_config: unknown TLS version: %s (use TLS10, TLS11, TLS12 or TLS13)",
-			       t->min_version);
-	return 0;
+	struct np_http_rules first = np_http_rules_first(err);
+
+	return np_http_tls_rules(t, &first) ? np_err_wrap(err, "tls_config") : 0;
 }
 
 static int has_line_break(const char *s)
@@ -259,34 +315,60 @@ static int has_line_break(const char *s)
 	return s && strpbrk(s, "\r\n") != NULL;
 }
 
+int np_http_basic_auth_rules(const struct np_http_client_config *c, const struct np_http_rules *r)
+{
+	if (!c->basic_auth.set)
+		return 0;
+	if (set(c->basic_auth.password) && set(c->basic_auth.password_file) &&
+	    np_http_rule_broken(r, "password_file", NP_HTTP_RULE_ALLOY,
+				"at most one of basic_auth password & password_file must be configured"))
+		return -1;
+	if (c->basic_auth.username && strchr(c->basic_auth.username, ':') &&
+	    np_http_rule_broken(r, "username", NP_HTTP_RULE_VALUE, "basic_auth: the username must not contain ':'"))
+		return -1;
+	return 0;
+}
+
+/* Alloy refuses the type "basic" (trimmed, any case); a type that starts with the word
+ * basic is that too. */
+static int is_basic(const char *type)
+{
+	return strncasecmp(type, "basic", 5) == 0 && (type[5] == '\0' || type[5] == ' ' || type[5] == '\t');
+}
+
+int np_http_authorization_rules(const struct np_http_client_config *c, const struct np_http_rules *r)
+{
+	char type_buf[64];
+	const char *type;
+
+	if (!c->authorization.set)
+		return 0;
+	if (!(type = np_http_auth_type(c->authorization.type, type_buf)))
+		return np_http_rule_broken(r, "type", NP_HTTP_RULE_VALUE, "authorization: type is too long");
+	if (set(c->authorization.credentials) && set(c->authorization.credentials_file) &&
+	    np_http_rule_broken(r, "credentials_file", NP_HTTP_RULE_ALLOY,
+				"at most one of authorization credentials & credentials_file must be configured"))
+		return -1;
+	if (is_basic(type))
+		return np_http_rule_broken(r, "type", NP_HTTP_RULE_ALLOY | NP_HTTP_RULE_VALUE,
+					   "authorization type cannot be set to \"basic\", use \"basic_auth\" block instead");
+	for (const char *p = type; *p; p++)
+		if (!is_token_char((unsigned char)*p))
+			return np_http_rule_broken(r, "type", NP_HTTP_RULE_VALUE, "authorization: invalid type \"%s\"",
+						   type);
+	return 0;
+}
+
 int np_http_client_config_validate(const struct np_http_client_config *c, struct np_err *err)
 {
-	int auths = np_http_client_auth_count(c);
+	struct np_http_rules first = np_http_rules_first(err);
 
-	if (auths > 1)
-		return np_errf(err, "at most one of basic_auth, authorization, oauth2, bearer_token & "
-				    "bearer_token_file must be configured");
+	if (np_http_auth_rules(c, &first))
+		return -1;
 	if (c->oauth2 && np_oauth2_config_validate(c->oauth2, err))
 		return -1;
-	if (c->basic_auth.set && set(c->basic_auth.password) && set(c->basic_auth.password_file))
-		return np_errf(err, "at most one of basic_auth password & password_file must be configured");
-	if (c->basic_auth.set && c->basic_auth.username && strchr(c->basic_auth.username, ':'))
-		return np_errf(err, "basic_auth: the username must not contain ':'");
-	if (c->authorization.set) {
-		char type_buf[64];
-		const char *type = np_http_auth_type(c->authorization.type, type_buf);
-		if (!type)
-			return np_errf(err, "authorization: type is too long");
-		if (set(c->authorization.credentials) && set(c->authorization.credentials_file))
-			return np_errf(err, "at most one of authorization credentials & credentials_file must be "
-					    "configured");
-		if (strcasecmp(type, "basic") == 0)
-			return np_errf(err, "authorization type cannot be set to \"basic\", use \"basic_auth\" block "
-					    "instead");
-		for (const char *p = type; *p; p++)
-			if (!is_token_char((unsigned char)*p))
-				return np_errf(err, "authorization: invalid type \"%s\"", type);
-	}
+	if (np_http_basic_auth_rules(c, &first) || np_http_authorization_rules(c, &first))
+		return -1;
 	if (has_line_break(c->bearer_token))
 		return np_errf(err, "bearer_token contains a line break");
 	if (has_line_break(c->authorization.credentials))
@@ -294,24 +376,59 @@ int np_http_client_config_validate(const struct np_http_client_config *c, struct
 	if (np_http_check_tls(&c->tls, err) ||
 	    np_http_check_proxy(c->proxy_url, c->no_proxy, c->proxy_from_environment, &c->proxy_connect_headers, err))
 		return -1;
-	return np_http_check_headers(&c->http_headers, "http_headers", 1, NULL, auths > 0, err);
+	return np_http_check_headers(&c->http_headers, "http_headers", 1, NULL, np_http_client_auth_count(c) > 0, err);
+}
+
+/* What Alloy's loader checks of a proxy URL (a scheme and something after it), then
+ * what curl needs. */
+static int proxy_url_rule(const char *url, const struct np_http_rules *r)
+{
+	const char *sep = strstr(url, "://");
+	struct np_err err;
+
+	if (!sep || sep == url || sep[3] == '\0')
+		return np_http_rule_broken(r, "proxy_url", NP_HTTP_RULE_ALLOY | NP_HTTP_RULE_VALUE,
+					   "proxy_url: invalid URL \"%s\" (expected scheme://host[:port])", url);
+	if (np_http_check_url(url, "proxy_url", 1, &err))
+		return np_http_rule_broken(r, "proxy_url", NP_HTTP_RULE_VALUE, "%s", err.msg);
+	return 0;
+}
+
+int np_http_proxy_rules(const char *proxy_url, const char *no_proxy, int from_environment,
+			const struct np_http_headers *connect_headers, const struct np_http_rules *r)
+{
+	struct np_err err;
+
+	if (connect_headers->n && !set(proxy_url) && !from_environment &&
+	    np_http_rule_broken(r, "proxy_connect_header", NP_HTTP_RULE_ALLOY,
+				"if proxy_connect_header is configured, proxy_url or proxy_from_environment must also "
+				"be configured"))
+		return -1;
+	if (from_environment && set(proxy_url) &&
+	    np_http_rule_broken(r, "proxy_url", NP_HTTP_RULE_ALLOY,
+				"if proxy_from_environment is configured, proxy_url must not be configured"))
+		return -1;
+	if (from_environment && set(no_proxy) &&
+	    np_http_rule_broken(r, "no_proxy", NP_HTTP_RULE_ALLOY,
+				"if proxy_from_environment is configured, no_proxy must not be configured"))
+		return -1;
+	if (set(no_proxy) && !set(proxy_url) &&
+	    np_http_rule_broken(r, "no_proxy", NP_HTTP_RULE_ALLOY,
+				"if no_proxy is configured, proxy_url must also be configured"))
+		return -1;
+	if (set(proxy_url) && proxy_url_rule(proxy_url, r))
+		return -1;
+	if (np_http_check_headers(connect_headers, "proxy_connect_header", 0, NULL, 0, &err))
+		return np_http_rule_broken(r, "proxy_connect_header", NP_HTTP_RULE_VALUE, "%s", err.msg);
+	return 0;
 }
 
 int np_http_check_proxy(const char *proxy_url, const char *no_proxy, int from_environment,
 			const struct np_http_headers *connect_headers, struct np_err *err)
 {
-	if (connect_headers->n && !set(proxy_url) && !from_environment)
-		return np_errf(err, "if proxy_connect_header is configured, proxy_url or proxy_from_environment must "
-				    "also be configured");
-	if (from_environment && set(proxy_url))
-		return np_errf(err, "if proxy_from_environment is configured, proxy_url must not be configured");
-	if (from_environment && set(no_proxy))
-		return np_errf(err, "if proxy_from_environment is configured, no_proxy must not be configured");
-	if (set(no_proxy) && !set(proxy_url))
-		return np_errf(err, "if no_proxy is configured, proxy_url must also be configured");
-	if (set(proxy_url) && np_http_check_url(proxy_url, "proxy_url", 1, err))
-		return -1;
-	return np_http_check_headers(connect_headers, "proxy_connect_header", 0, NULL, 0, err);
+	struct np_http_rules first = np_http_rules_first(err);
+
+	return np_http_proxy_rules(proxy_url, no_proxy, from_environment, connect_headers, &first);
 }
 
 int np_http_check_url(const char *url, const char *arg, int proxy, struct np_err *err)

@@ -127,6 +127,41 @@ NP_MUST_CHECK int np_http_check_tls(const struct np_http_tls *t, struct np_err *
 NP_MUST_CHECK int np_http_check_proxy(const char *proxy_url, const char *no_proxy, int from_environment,
 				      const struct np_http_headers *connect_headers, struct np_err *err);
 
+/* ---- the rules, one by one ----
+ * Each rule of these settings is written once, in the np_http_*_rules functions (and
+ * np_oauth2_config_rules): the checks above stop at the first broken one, and the config
+ * loader (agent/config/http_client_schema.c) reports every broken rule that Alloy's
+ * loader has at the position of the argument it names. Each returns nonzero when
+ * r->broken asked to stop. */
+struct np_http_rules {
+	/* One broken rule: arg is the argument to fix (NULL: the whole block), flags its
+	 * NP_HTTP_RULE_* and msg the message without the block's name. Nonzero stops the
+	 * check there. */
+	int (*broken)(void *ud, const char *arg, unsigned flags, const char *msg);
+	void *ud;
+};
+enum {
+	NP_HTTP_RULE_ALLOY = 1, /* Alloy's Validate has it (else nodeprof's own, for the transport) */
+	NP_HTTP_RULE_VALUE = 2, /* arg's value is wrong by itself, not its combination with others */
+};
+/* Reports one broken rule to r: what r->broken returned. */
+int np_http_rule_broken(const struct np_http_rules *r, const char *arg, unsigned flags, const char *fmt, ...)
+	NP_PRINTF(4, 5);
+/* Rules that stop at the first broken one with its message in err. */
+struct np_http_rules np_http_rules_first(struct np_err *err);
+
+/* At most one authentication method (the message names no argument). */
+int np_http_auth_rules(const struct np_http_client_config *c, const struct np_http_rules *r);
+/* The basic_auth and the authorization block of c, when set. */
+int np_http_basic_auth_rules(const struct np_http_client_config *c, const struct np_http_rules *r);
+int np_http_authorization_rules(const struct np_http_client_config *c, const struct np_http_rules *r);
+int np_http_tls_rules(const struct np_http_tls *t, const struct np_http_rules *r);
+int np_http_proxy_rules(const char *proxy_url, const char *no_proxy, int from_environment,
+			const struct np_http_headers *connect_headers, const struct np_http_rules *r);
+/* The name as prometheus/common's reserved header list spells it when it refuses name in
+ * http_headers (any case), else NULL. np_http_check_headers refuses these too. */
+const char *np_http_prometheus_reserved(const char *name);
+
 /* Checks header lines of argument `arg`: token names, values without line breaks, none
  * of the names the transport sets (and with prometheus_rules, none that
  * prometheus/common reserves), none of also_reserved (NULL-terminated, may be NULL), and

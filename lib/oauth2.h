@@ -58,6 +58,9 @@ int np_oauth2_config_equal(const struct np_oauth2_config *a, const struct np_oau
  * combinations), plus what the transport needs: an http(s) token_url, and the TLS and
  * proxy rules of http_client.h. Messages name the argument to fix. */
 NP_MUST_CHECK int np_oauth2_config_validate(const struct np_oauth2_config *c, struct np_err *err);
+/* The same rules but TLS one by one (http_client.h's np_http_rules), for the config
+ * loader, which checks the tls_config block on its own (np_http_tls_rules). */
+int np_oauth2_config_rules(const struct np_oauth2_config *c, const struct np_http_rules *r);
 
 /* ---- the token source ---- */
 

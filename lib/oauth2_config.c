@@ -101,22 +101,52 @@ static int set(const char *s)
 	return s && *s;
 }
 
+/* The client's own rules, in the order of Alloy's OAuth2Config.Validate. */
+static int client_rules(const struct np_oauth2_config *c, const struct np_http_rules *r)
+{
+	if (!set(c->client_id) && np_http_rule_broken(r, NULL, NP_HTTP_RULE_ALLOY, "oauth2 client_id must be configured"))
+		return -1;
+	if (!set(c->token_url) && np_http_rule_broken(r, NULL, NP_HTTP_RULE_ALLOY, "oauth2 token_url must be configured"))
+		return -1;
+	if (!set(c->client_secret) && !set(c->client_secret_file) &&
+	    np_http_rule_broken(r, NULL, NP_HTTP_RULE_ALLOY,
+				"either oauth2 client_secret or client_secret_file must be configured"))
+		return -1;
+	if (set(c->client_secret) && set(c->client_secret_file) &&
+	    np_http_rule_broken(r, "client_secret_file", NP_HTTP_RULE_ALLOY,
+				"at most one of oauth2 client_secret & client_secret_file must be configured"))
+		return -1;
+	return 0;
+}
+
+/* Go's client would fail every request with "unsupported protocol scheme". */
+static int token_url_rule(const struct np_oauth2_config *c, const struct np_http_rules *r)
+{
+	if (set(c->token_url) && strncasecmp(c->token_url, "http://", 7) != 0 &&
+	    strncasecmp(c->token_url, "https://", 8) != 0)
+		return np_http_rule_broken(r, "token_url", NP_HTTP_RULE_VALUE,
+					   "oauth2 token_url \"%s\" must start with http:// or https://", c->token_url);
+	return 0;
+}
+
+int np_oauth2_config_rules(const struct np_oauth2_config *c, const struct np_http_rules *r)
+{
+	if (client_rules(c, r) ||
+	    np_http_proxy_rules(c->proxy_url, c->no_proxy, c->proxy_from_environment, &c->proxy_connect_headers, r))
+		return -1;
+	return token_url_rule(c, r);
+}
+
 int np_oauth2_config_validate(const struct np_oauth2_config *c, struct np_err *err)
 {
-	/* In the order of Alloy's OAuth2Config.Validate. */
-	if (!set(c->client_id))
-		return np_errf(err, "oauth2 client_id must be configured");
-	if (!set(c->token_url))
-		return np_errf(err, "oauth2 token_url must be configured");
-	if (!set(c->client_secret) && !set(c->client_secret_file))
-		return np_errf(err, "either oauth2 client_secret or client_secret_file must be configured");
-	if (set(c->client_secret) && set(c->client_secret_file))
-		return np_errf(err, "at most one of oauth2 client_secret & client_secret_file must be configured");
+	struct np_http_rules first = np_http_rules_first(err);
+
+	if (client_rules(c, &first))
+		return -1;
 	if (np_http_check_proxy(c->proxy_url, c->no_proxy, c->proxy_from_environment, &c->proxy_connect_headers, err))
 		return np_err_wrap(err, "oauth2");
-	/* Go's client would fail every request with "unsupported protocol scheme". */
-	if (strncasecmp(c->token_url, "http://", 7) != 0 && strncasecmp(c->token_url, "https://", 8) != 0)
-		return np_errf(err, "oauth2 token_url \"%s\" must start with http:// or https://", c->token_url);
+	if (token_url_rule(c, &first))
+		return -1;
 	if (np_http_check_tls(&c->tls, err))
 		return np_err_wrap(err, "oauth2");
 	return 0;

@@ -87,8 +87,6 @@ const char *cfg_args_list_str(const struct cfg_args *a, const char *name, size_t
 /* map(string) and map(list(secret)): keys in sorted order. */
 size_t cfg_args_map_len(const struct cfg_args *a, const char *name);
 const char *cfg_args_map_key(const struct cfg_args *a, const char *name, size_t i);
-const char *cfg_args_map_str(const struct cfg_args *a, const char *name, size_t i); /* map(string) */
-const struct cfg_value *cfg_args_map_value(const struct cfg_args *a, const char *name, size_t i);
 
 size_t cfg_args_nblocks(const struct cfg_args *a, const char *name);
 const struct cfg_args *cfg_args_block(const struct cfg_args *a, const char *name, size_t i);

@@ -118,20 +118,6 @@ const char *cfg_args_map_key(const struct cfg_args *a, const char *name, size_t 
 	return v && v->kind == CFG_V_OBJECT && i < v->u.obj.n ? v->u.obj.v[i].key : NULL;
 }
 
-const struct cfg_value *cfg_args_map_value(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_get(a, name);
-
-	return v && v->kind == CFG_V_OBJECT && i < v->u.obj.n ? v->u.obj.v[i].val : NULL;
-}
-
-const char *cfg_args_map_str(const struct cfg_args *a, const char *name, size_t i)
-{
-	const struct cfg_value *v = cfg_args_map_value(a, name, i);
-
-	return v && (v->kind == CFG_V_STRING || v->kind == CFG_V_SECRET) ? v->u.str.s : NULL;
-}
-
 size_t cfg_args_nblocks(const struct cfg_args *a, const char *name)
 {
 	size_t i;

@@ -723,10 +723,11 @@ struct cfg_args *cfg_decode(const struct cfg_schema *s, const struct cfg_body *b
 		if ((s->blocks[i].flags & CFG_REQUIRED) && a->blocks[i].n == 0)
 			cfg_error(d, pos, "missing required block \"%s\" in %s", s->blocks[i].name, what);
 	warn_at_defaults(s, a, d);
-	if (d->n_errors == errors && s->validate)
-		s->validate(a, d);
+	/* Filled first, so that a validate hook can read the struct (the HTTP client rules). */
 	if (d->n_errors == errors && cfg_args_bind(a))
 		oom(d, pos);
+	if (d->n_errors == errors && s->validate)
+		s->validate(a, d);
 	if (d->n_errors != errors) {
 		cfg_args_free(a);
 		return NULL;

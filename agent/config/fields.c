@@ -30,8 +30,12 @@ enum cfg_ctype cfg_ctype_of_attr(const struct cfg_attr *at)
 			return CFG_C_CAPSULES;
 		return CFG_C_OTHER;
 	case CFG_T_MAP:
-		return t->elem && (t->elem->kind == CFG_T_STRING || t->elem->kind == CFG_T_SECRET) ? CFG_C_STR_MAP
-												     : CFG_C_OTHER;
+		if (t->elem && (t->elem->kind == CFG_T_STRING || t->elem->kind == CFG_T_SECRET))
+			return CFG_C_STR_MAP;
+		if (t->elem && t->elem->kind == CFG_T_LIST && t->elem->elem &&
+		    (t->elem->elem->kind == CFG_T_STRING || t->elem->elem->kind == CFG_T_SECRET))
+			return CFG_C_STR_LISTS;
+		return CFG_C_OTHER;
 	default: return CFG_C_OTHER;
 	}
 }
@@ -51,6 +55,7 @@ static const char *const ctype_names[] = {
 	[CFG_C_F64] = "double",
 	[CFG_C_STRS] = "struct cfg_strs",
 	[CFG_C_STR_MAP] = "struct cfg_str_map",
+	[CFG_C_STR_LISTS] = "struct cfg_str_lists",
 	[CFG_C_TARGETS] = "const struct np_targets *",
 	[CFG_C_CAPSULES] = "struct cfg_capsules",
 	[CFG_C_BLOCK] = "const void *",
@@ -187,6 +192,36 @@ static int bind_str_map(const struct cfg_value *v, struct cfg_str_map *out)
 	return 0;
 }
 
+/* map(list(string)): each value's strings as a cfg_strs (bind_strs). */
+static int bind_str_lists(const struct cfg_value *v, struct cfg_str_lists *out)
+{
+	size_t n = v && v->kind == CFG_V_OBJECT ? v->u.obj.n : 0;
+	const char **k;
+	struct cfg_strs *x;
+
+	if (n == 0)
+		return 0;
+	k = calloc(n, sizeof(*k));
+	x = calloc(n, sizeof(*x));
+	*out = (struct cfg_str_lists){ n, k, x };
+	if (!k || !x)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		k[i] = v->u.obj.v[i].key;
+		if (bind_strs(v->u.obj.v[i].val, &x[i]))
+			return -1;
+	}
+	return 0;
+}
+
+static void free_str_lists(struct cfg_str_lists *m)
+{
+	for (size_t i = 0; m->values && i < m->n; i++)
+		free((void *)m->values[i].v);
+	free((void *)m->keys);
+	free((void *)m->values);
+}
+
 static int bind_capsules(const struct cfg_value *v, struct cfg_capsules *out)
 {
 	size_t n = 0;
@@ -232,6 +267,7 @@ static int bind_attr(const struct cfg_attr *at, const struct cfg_arg *arg, char 
 		return 0;
 	case CFG_C_STRS: return bind_strs(v, dst);
 	case CFG_C_STR_MAP: return bind_str_map(v, dst);
+	case CFG_C_STR_LISTS: return bind_str_lists(v, dst);
 	case CFG_C_CAPSULES: return bind_capsules(v, dst);
 	default: return 0;
 	}
@@ -308,6 +344,7 @@ void cfg_args_unbind(struct cfg_args *a)
 			free((void *)((struct cfg_str_map *)p)->values);
 			break;
 		case CFG_C_CAPSULES: free((void *)((struct cfg_capsules *)p)->v); break;
+		case CFG_C_STR_LISTS: free_str_lists(p); break;
 		default: break;
 		}
 	}

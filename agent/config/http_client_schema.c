@@ -1,158 +1,161 @@
 /* The schema of Alloy's http_client_config block (grafana/alloy
  * internal/component/common/config/types.go, prometheus/common config) and its
  * load-time rules (HTTPClientConfig.Validate), shared by every component that embeds
- * it: see http_client.h. */
-#include <string.h>
-#include <strings.h>
-
+ * it: see http_client.h. The rules themselves are lib/http_client.h's (and
+ * lib/oauth2.h's), the ones the clients check again at run time: here each hook turns
+ * its block's struct into those settings and reports every broken rule that Alloy's
+ * loader has at the argument it names. */
 #include "agent/config/args.h"
 #include "agent/config/http_client.h"
 #include "agent/config/schema.h"
 
+/* Each argument's member in its block's struct (agent/config/types/fields.h). */
+#define TLS(m) .field = CFG_FIELD(struct cfg_tls_args, m)
+#define BASIC(m) .field = CFG_FIELD(struct cfg_basic_auth_args, m)
+#define AUTHZ(m) .field = CFG_FIELD(struct cfg_authorization_args, m)
+#define OAUTH2(m) .field = CFG_FIELD(struct cfg_oauth2_args, m)
+
 static const char *const tls_versions[] = { "TLS10", "TLS11", "TLS12", "TLS13", NULL };
 
-static int set_nonempty(const struct cfg_args *a, const char *name)
+/* Reports broken rules of the block a as errors at the argument each names. */
+struct report {
+	const struct cfg_args *a;
+	struct cfg_diags *d;
+	struct cfg_pos block; /* where a rule that names no argument is reported */
+};
+
+static int report_broken(void *ud, const char *arg, unsigned flags, const char *msg)
 {
-	if (!cfg_args_has(a, name))
+	const struct report *rp = ud;
+	struct cfg_pos pos = rp->block;
+
+	/* nodeprof's own rules are the clients' to report: Alloy loads such a file */
+	if (!(flags & NP_HTTP_RULE_ALLOY))
 		return 0;
-	if (cfg_args_is_unknown(a, name))
-		return 1;
-	const char *s = cfg_args_str(a, name);
-	return s && *s;
+	if (arg)
+		pos = flags & NP_HTTP_RULE_VALUE ? cfg_args_pos(rp->a, arg) : cfg_args_name_pos(rp->a, arg);
+	cfg_error(rp->d, pos, "%s", msg);
+	return 0;
+}
+
+/* Checks the settings of h (one block's members, or the whole client) with check. */
+static void check_rules(const struct cfg_args *a, const struct cfg_http_client_args *h, struct cfg_pos block,
+			int (*check)(const struct np_http_client_config *c, const struct np_http_rules *r),
+			struct cfg_diags *d)
+{
+	struct report rp = { a, d, block };
+	const struct np_http_rules r = { report_broken, &rp };
+	struct np_http_client_config c;
+	struct np_err err;
+
+	if (cfg_http_client_settings(h, &c, &err))
+		cfg_error(d, a->pos, "%s", err.msg);
+	else
+		(void)check(&c, &r);
+	np_http_client_config_free(&c);
+}
+
+static int tls_rules(const struct np_http_client_config *c, const struct np_http_rules *r)
+{
+	return np_http_tls_rules(&c->tls, r);
 }
 
 static void tls_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
-	static const char *const pairs[][2] = { { "ca_pem", "ca_file" }, { "cert_pem", "cert_file" }, { "key_pem", "key_file" } };
+	const struct cfg_http_client_args h = { .tls_config = a->fields };
 
-	for (size_t i = 0; i < 3; i++)
-		if (set_nonempty(a, pairs[i][0]) && set_nonempty(a, pairs[i][1]))
-			cfg_error(d, cfg_args_name_pos(a, pairs[i][1]), "at most one of %s and %s must be configured",
-				  pairs[i][0], pairs[i][1]);
-	int cert = set_nonempty(a, "cert_pem") || set_nonempty(a, "cert_file");
-	int key = set_nonempty(a, "key_pem") || set_nonempty(a, "key_file");
-	if (cert && !key)
-		cfg_error(d, a->pos, "exactly one of key_pem or key_file must be configured when a client certificate is configured");
-	else if (key && !cert)
-		cfg_error(d, a->pos, "exactly one of cert_pem or cert_file must be configured when a client key is configured");
+	check_rules(a, &h, a->pos, tls_rules, d);
 }
 
 static const struct cfg_attr tls_attrs[] = {
-	CFG_A("ca_pem", &cfg_t_string, 0, NULL),
-	CFG_A("ca_file", &cfg_t_string, 0, NULL),
-	CFG_A("cert_pem", &cfg_t_string, 0, NULL),
-	CFG_A("cert_file", &cfg_t_string, 0, NULL),
-	CFG_A("key_pem", &cfg_t_secret, 0, NULL),
-	CFG_A("key_file", &cfg_t_string, 0, NULL),
-	CFG_A("server_name", &cfg_t_string, 0, NULL),
-	CFG_A("insecure_skip_verify", &cfg_t_bool, 0, "false"),
-	CFG_A("min_version", &cfg_t_string, 0, NULL, .one_of = tls_versions),
+	CFG_A("ca_pem", &cfg_t_string, 0, NULL, TLS(ca_pem)),
+	CFG_A("ca_file", &cfg_t_string, 0, NULL, TLS(ca_file)),
+	CFG_A("cert_pem", &cfg_t_string, 0, NULL, TLS(cert_pem)),
+	CFG_A("cert_file", &cfg_t_string, 0, NULL, TLS(cert_file)),
+	CFG_A("key_pem", &cfg_t_secret, 0, NULL, TLS(key_pem)),
+	CFG_A("key_file", &cfg_t_string, 0, NULL, TLS(key_file)),
+	CFG_A("server_name", &cfg_t_string, 0, NULL, TLS(server_name)),
+	CFG_A("insecure_skip_verify", &cfg_t_bool, 0, "false", TLS(insecure_skip_verify)),
+	CFG_A("min_version", &cfg_t_string, 0, NULL, .one_of = tls_versions, TLS(min_version)),
 	CFG_END,
 };
 
-const struct cfg_schema cfg_tls_config_schema = { .attrs = tls_attrs, .validate = tls_validate };
+const struct cfg_schema cfg_tls_config_schema = {
+	.attrs = tls_attrs,
+	.validate = tls_validate,
+	CFG_ARGS_STRUCT(struct cfg_tls_args),
+};
 
 static void basic_auth_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
-	if (set_nonempty(a, "password") && set_nonempty(a, "password_file"))
-		cfg_error(d, cfg_args_name_pos(a, "password_file"),
-			  "at most one of basic_auth password & password_file must be configured");
+	const struct cfg_http_client_args h = { .basic_auth = a->fields };
+
+	check_rules(a, &h, a->pos, np_http_basic_auth_rules, d);
 }
 
 static const struct cfg_attr basic_auth_attrs[] = {
-	CFG_A("username", &cfg_t_string, 0, NULL),
-	CFG_A("password", &cfg_t_secret, 0, NULL),
-	CFG_A("password_file", &cfg_t_string, 0, NULL),
+	CFG_A("username", &cfg_t_string, 0, NULL, BASIC(username)),
+	CFG_A("password", &cfg_t_secret, 0, NULL, BASIC(password)),
+	CFG_A("password_file", &cfg_t_string, 0, NULL, BASIC(password_file)),
 	CFG_END,
 };
 
-const struct cfg_schema cfg_basic_auth_schema = { .attrs = basic_auth_attrs, .validate = basic_auth_validate };
+const struct cfg_schema cfg_basic_auth_schema = {
+	.attrs = basic_auth_attrs,
+	.validate = basic_auth_validate,
+	CFG_ARGS_STRUCT(struct cfg_basic_auth_args),
+};
 
 static void authorization_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
-	if (set_nonempty(a, "credentials") && set_nonempty(a, "credentials_file"))
-		cfg_error(d, cfg_args_name_pos(a, "credentials_file"),
-			  "at most one of authorization credentials & credentials_file must be configured");
-	const char *type = cfg_args_str(a, "type");
-	if (type && !cfg_args_is_unknown(a, "type")) {
-		while (*type == ' ' || *type == '\t')
-			type++;
-		if (strncasecmp(type, "basic", 5) == 0 && (type[5] == '\0' || type[5] == ' ' || type[5] == '\t'))
-			cfg_error(d, cfg_args_pos(a, "type"),
-				  "authorization type cannot be set to \"basic\", use \"basic_auth\" block instead");
-	}
+	const struct cfg_http_client_args h = { .authorization = a->fields };
+
+	check_rules(a, &h, a->pos, np_http_authorization_rules, d);
 }
 
 static const struct cfg_attr authorization_attrs[] = {
-	CFG_A("type", &cfg_t_string, 0, "\"Bearer\""),
-	CFG_A("credentials", &cfg_t_secret, 0, NULL),
-	CFG_A("credentials_file", &cfg_t_string, 0, NULL),
+	CFG_A("type", &cfg_t_string, 0, "\"Bearer\"", AUTHZ(type)),
+	CFG_A("credentials", &cfg_t_secret, 0, NULL, AUTHZ(credentials)),
+	CFG_A("credentials_file", &cfg_t_string, 0, NULL, AUTHZ(credentials_file)),
 	CFG_END,
 };
 
-const struct cfg_schema cfg_authorization_schema = { .attrs = authorization_attrs, .validate = authorization_validate };
-
-static void proxy_validate(const struct cfg_args *a, struct cfg_diags *d)
-{
-	int url = set_nonempty(a, "proxy_url");
-	int from_env = cfg_args_bool(a, "proxy_from_environment");
-	int no_proxy = set_nonempty(a, "no_proxy");
-
-	if (url && !cfg_args_is_unknown(a, "proxy_url")) {
-		const char *u = cfg_args_str(a, "proxy_url");
-		const char *sep = strstr(u, "://");
-		if (!sep || sep == u || sep[3] == '\0')
-			cfg_error(d, cfg_args_pos(a, "proxy_url"), "proxy_url: invalid URL \"%s\" (expected scheme://host[:port])", u);
-	}
-	if (cfg_args_map_len(a, "proxy_connect_header") > 0 && !from_env && !url)
-		cfg_error(d, cfg_args_name_pos(a, "proxy_connect_header"),
-			  "if proxy_connect_header is configured, proxy_url or proxy_from_environment must also be configured");
-	if (from_env && url)
-		cfg_error(d, cfg_args_name_pos(a, "proxy_url"),
-			  "if proxy_from_environment is configured, proxy_url must not be configured");
-	if (from_env && no_proxy)
-		cfg_error(d, cfg_args_name_pos(a, "no_proxy"),
-			  "if proxy_from_environment is configured, no_proxy must not be configured");
-	if (!url && no_proxy)
-		cfg_error(d, cfg_args_name_pos(a, "no_proxy"), "if no_proxy is configured, proxy_url must also be configured");
-}
+const struct cfg_schema cfg_authorization_schema = {
+	.attrs = authorization_attrs,
+	.validate = authorization_validate,
+	CFG_ARGS_STRUCT(struct cfg_authorization_args),
+};
 
 #define JWT_BEARER "urn:ietf:params:oauth:grant-type:jwt-bearer"
 #define JWT_ONLY "used by the JWT bearer grant (" JWT_BEARER "), which nodeprof does not implement"
 
-/* Alloy's OAuth2Config.Validate. */
+/* Alloy's OAuth2Config.Validate; its tls_config block checks itself (tls_validate). */
+static int oauth2_rules(const struct np_http_client_config *c, const struct np_http_rules *r)
+{
+	return np_oauth2_config_rules(c->oauth2, r);
+}
+
 static void oauth2_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
-	const char *grant = cfg_args_str(a, "grant_type");
+	const struct cfg_http_client_args h = { .oauth2 = a->fields };
 
-	if (!set_nonempty(a, "client_id"))
-		cfg_error(d, a->pos, "oauth2 client_id must be configured");
-	if (!set_nonempty(a, "token_url"))
-		cfg_error(d, a->pos, "oauth2 token_url must be configured");
-	if (!grant || strcmp(grant, "client_credentials") == 0) {
-		if (!set_nonempty(a, "client_secret") && !set_nonempty(a, "client_secret_file"))
-			cfg_error(d, a->pos, "either oauth2 client_secret or client_secret_file must be configured");
-		if (set_nonempty(a, "client_secret") && set_nonempty(a, "client_secret_file"))
-			cfg_error(d, cfg_args_name_pos(a, "client_secret_file"),
-				  "at most one of oauth2 client_secret & client_secret_file must be configured");
-	}
-	proxy_validate(a, d);
+	check_rules(a, &h, a->pos, oauth2_rules, d);
 }
 
 static const char *const grant_types[] = { "client_credentials", JWT_BEARER, NULL };
 static const char *const signature_algorithms[] = { "RS256", "RS384", "RS512", NULL };
 
 static const struct cfg_attr oauth2_attrs[] = {
-	CFG_A("client_id", &cfg_t_string, 0, NULL),
-	CFG_A("client_secret", &cfg_t_secret, 0, NULL),
-	CFG_A("client_secret_file", &cfg_t_string, 0, NULL),
-	CFG_A("scopes", &cfg_t_list_string, 0, NULL),
-	CFG_A("token_url", &cfg_t_string, 0, NULL),
-	CFG_A("endpoint_params", &cfg_t_map_string, 0, NULL),
-	CFG_A("proxy_url", &cfg_t_string, 0, NULL),
-	CFG_A("no_proxy", &cfg_t_string, 0, NULL),
-	CFG_A("proxy_from_environment", &cfg_t_bool, 0, "false"),
-	CFG_A("proxy_connect_header", &cfg_t_map_list_secret, 0, NULL),
+	CFG_A("client_id", &cfg_t_string, 0, NULL, OAUTH2(client_id)),
+	CFG_A("client_secret", &cfg_t_secret, 0, NULL, OAUTH2(client_secret)),
+	CFG_A("client_secret_file", &cfg_t_string, 0, NULL, OAUTH2(client_secret_file)),
+	CFG_A("scopes", &cfg_t_list_string, 0, NULL, OAUTH2(scopes)),
+	CFG_A("token_url", &cfg_t_string, 0, NULL, OAUTH2(token_url)),
+	CFG_A("endpoint_params", &cfg_t_map_string, 0, NULL, OAUTH2(endpoint_params)),
+	CFG_A("proxy_url", &cfg_t_string, 0, NULL, OAUTH2(proxy_url)),
+	CFG_A("no_proxy", &cfg_t_string, 0, NULL, OAUTH2(no_proxy)),
+	CFG_A("proxy_from_environment", &cfg_t_bool, 0, "false", OAUTH2(proxy_from_environment)),
+	CFG_A("proxy_connect_header", &cfg_t_map_list_secret, 0, NULL, OAUTH2(proxy_connect_header)),
 	CFG_A("grant_type", &cfg_t_string, CFG_UNSUPPORTED, "\"client_credentials\"", .one_of = grant_types,
 	      .note = "the JWT bearer grant is not implemented; use client_credentials"),
 	CFG_A("client_certificate_key", &cfg_t_secret, CFG_UNSUPPORTED, NULL, .note = JWT_ONLY),
@@ -167,51 +170,50 @@ static const struct cfg_attr oauth2_attrs[] = {
 };
 
 static const struct cfg_block_schema oauth2_blocks[] = {
-	CFG_B("tls_config", &cfg_tls_config_schema, 0, NULL),
+	CFG_B("tls_config", &cfg_tls_config_schema, 0, NULL, OAUTH2(tls_config)),
 	CFG_END,
 };
 
-const struct cfg_schema cfg_oauth2_schema = { .attrs = oauth2_attrs, .blocks = oauth2_blocks, .validate = oauth2_validate };
-
-static const char *const reserved_headers[] = {
-	"Authorization", "Host", "Content-Encoding", "Content-Length", "Content-Type", "User-Agent", "Connection",
-	"Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Www-Authenticate", "Accept-Encoding",
-	"X-Prometheus-Remote-Write-Version", "X-Prometheus-Remote-Read-Version", "X-Prometheus-Scrape-Timeout-Seconds",
-	"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256", NULL,
+const struct cfg_schema cfg_oauth2_schema = {
+	.attrs = oauth2_attrs,
+	.blocks = oauth2_blocks,
+	.validate = oauth2_validate,
+	CFG_ARGS_STRUCT(struct cfg_oauth2_args),
 };
 
-void cfg_http_client_validate(const struct cfg_args *a, struct cfg_diags *d)
+/* Where the auth option written last in the file is (what the message points at when
+ * more than one is configured). */
+static struct cfg_pos last_auth_pos(const struct cfg_args *a, const struct cfg_http_client_args *h)
 {
-	static const char *const auth[] = { "basic_auth", "authorization", "oauth2" };
-	int count = 0;
+	static const char *const names[] = { "basic_auth", "authorization", "oauth2", "bearer_token",
+					     "bearer_token_file" };
+	const int set[] = { h->basic_auth != NULL, h->authorization != NULL, h->oauth2 != NULL,
+			    h->bearer_token && *h->bearer_token, h->bearer_token_file && *h->bearer_token_file };
 	struct cfg_pos last = a->pos;
+	int count = 0;
 
-	/* Reported at the auth option written last in the file. */
 	for (size_t i = 0; i < 5; i++) {
-		struct cfg_pos p;
-		if (i < 3) {
-			if (cfg_args_nblocks(a, auth[i]) == 0)
-				continue;
-			p = cfg_args_block(a, auth[i], 0)->pos;
-		} else {
-			const char *name = i == 3 ? "bearer_token" : "bearer_token_file";
-			if (!set_nonempty(a, name))
-				continue;
-			p = cfg_args_name_pos(a, name);
-		}
+		if (!set[i])
+			continue;
+		struct cfg_pos p = i < 3 ? cfg_args_block(a, names[i], 0)->pos : cfg_args_name_pos(a, names[i]);
 		if (count++ == 0 || p.line > last.line || (p.line == last.line && p.col > last.col))
 			last = p;
 	}
-	if (count > 1)
-		cfg_error(d, last,
-			  "at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file must be configured");
+	return last;
+}
 
-	for (size_t i = 0; i < cfg_args_map_len(a, "http_headers"); i++) {
-		const char *name = cfg_args_map_key(a, "http_headers", i);
-		for (size_t k = 0; reserved_headers[k]; k++)
-			if (strcasecmp(name, reserved_headers[k]) == 0)
-				cfg_error(d, cfg_args_pos(a, "http_headers"), "setting header \"%s\" is not allowed",
-					  reserved_headers[k]);
+static int client_rules(const struct np_http_client_config *c, const struct np_http_rules *r)
+{
+	(void)np_http_auth_rules(c, r);
+	return np_http_proxy_rules(c->proxy_url, c->no_proxy, c->proxy_from_environment, &c->proxy_connect_headers, r);
+}
+
+void cfg_http_client_validate(const struct cfg_args *a, const struct cfg_http_client_args *h, struct cfg_diags *d)
+{
+	for (size_t i = 0; i < h->http_headers.n; i++) {
+		const char *name = np_http_prometheus_reserved(h->http_headers.keys[i]);
+		if (name)
+			cfg_error(d, cfg_args_pos(a, "http_headers"), "setting header \"%s\" is not allowed", name);
 	}
-	proxy_validate(a, d);
+	check_rules(a, h, last_auth_pos(a, h), client_rules, d);
 }

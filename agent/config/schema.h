@@ -93,6 +93,7 @@ enum cfg_ctype {
 	CFG_C_F64,	/* double */
 	CFG_C_STRS,	/* struct cfg_strs: list(string) */
 	CFG_C_STR_MAP,	/* struct cfg_str_map: map(string), keys in sorted order */
+	CFG_C_STR_LISTS, /* struct cfg_str_lists: map(list(string)), keys in sorted order */
 	CFG_C_TARGETS,	/* const struct np_targets *: never NULL (empty when unset) */
 	CFG_C_CAPSULES, /* struct cfg_capsules: list(capsule) or capsule */
 	CFG_C_BLOCK,	/* const void *: the nested block's struct, NULL when absent */
@@ -107,6 +108,13 @@ struct cfg_strs {
 struct cfg_str_map {
 	size_t n;
 	const char *const *keys, *const *values;
+};
+/* map(list(string)) or map(list(secret)), such as http_headers: values[i] are the
+ * strings of keys[i], in order. */
+struct cfg_str_lists {
+	size_t n;
+	const char *const *keys;
+	const struct cfg_strs *values;
 };
 struct cfg_capsules {
 	size_t n;
@@ -126,6 +134,7 @@ struct cfg_bind {
 #define CFG_CTYPE(x)                                                                               \
 	_Generic((x), const char *: CFG_C_STR, int: CFG_C_BOOL, int64_t: CFG_C_I64, uint64_t: CFG_C_U64, \
 		 double: CFG_C_F64, struct cfg_strs: CFG_C_STRS, struct cfg_str_map: CFG_C_STR_MAP,          \
+		 struct cfg_str_lists: CFG_C_STR_LISTS,                                                    \
 		 const struct np_targets *: CFG_C_TARGETS, struct cfg_capsules: CFG_C_CAPSULES,             \
 		 const void *: CFG_C_BLOCK, struct cfg_blocks: CFG_C_BLOCKS,                                \
 		 const struct cfg_args *: CFG_C_ARGS, default: CFG_C_OTHER)
@@ -164,13 +173,14 @@ struct cfg_schema {
 	const struct cfg_attr *attrs;		 /* terminated by a NULL name; may be NULL */
 	const struct cfg_block_schema *blocks;	 /* terminated by a NULL name; may be NULL */
 	/* Checks across arguments (exclusive options, ...), run when every argument decoded
-	 * without error. Reports with positions from cfg_args_pos(). */
+	 * without error, after the struct is filled (args->fields). Reports with positions
+	 * from cfg_args_pos(). */
 	void (*validate)(const struct cfg_args *args, struct cfg_diags *d);
 	/* The struct the arguments are decoded into (CFG_ARGS_STRUCT); size 0: none. */
 	size_t size;
 	size_t align;
 	/* A member that receives the block's args themselves (CFG_C_ARGS), for readers
-	 * that take cfg_args (the HTTP client settings of http_client.h). */
+	 * that take cfg_args (discovery.relabel's rules). */
 	struct cfg_bind raw;
 };
 

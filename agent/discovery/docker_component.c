@@ -83,7 +83,7 @@ static void *run_start(struct cfg_component *c, const void *args, struct np_err 
 	if (!r)
 		goto oom;
 	np_docker_config_init(&r->cfg);
-	if (cfg_http_client_settings(a->raw, &r->http, err)) {
+	if (cfg_http_client_settings(&a->http, &r->http, err)) {
 		run_free(r);
 		return NULL;
 	}

@@ -44,7 +44,7 @@ static int build_config(const struct cfg_k8s_args *a, struct k8s_sd_config *cfg,
 	cfg->kubeconfig_file = np_strdup_or_null(a->kubeconfig_file, &failed);
 	if (failed)
 		return np_errf(err, "out of memory");
-	if (cfg_http_client_settings(a->raw, &cfg->http, err))
+	if (cfg_http_client_settings(&a->http, &cfg->http, err))
 		return -1;
 	if (ns) {
 		cfg->namespaces.set = 1;

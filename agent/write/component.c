@@ -37,7 +37,7 @@ static int fill_endpoint(struct np_write_endpoint *ep, const struct cfg_write_en
 	for (size_t i = 0; i < a->headers.n; i++)
 		if (np_http_headers_add(&ep->headers, a->headers.keys[i], a->headers.values[i], err))
 			return -1;
-	return cfg_http_client_settings(a->raw, &ep->http, err);
+	return cfg_http_client_settings(&a->http, &ep->http, err);
 }
 
 static int build_config(const struct cfg_write_args *a, struct np_write_config *cfg, struct np_err *err)

@@ -101,7 +101,7 @@ static void example_graph_shape(void **state)
 	const struct cfg_write_args *wa = g->nodes[w].args->fields;
 	assert_int_equal(wa->endpoint.n, 1);
 	const struct cfg_write_endpoint_args *epa = wa->endpoint.v[0];
-	const struct cfg_args *ep = epa->raw;
+	const struct cfg_args *ep = cfg_args_block(g->nodes[w].args, "endpoint", 0);
 	assert_string_equal(epa->url, "http://pyroscope:4040");
 	assert_int_equal(epa->remote_timeout, 10 * NP_NSEC_PER_SEC);
 	assert_int_equal(epa->min_backoff_period, 500 * 1000 * 1000);
@@ -112,6 +112,10 @@ static void example_graph_shape(void **state)
 	assert_true(cfg_args_bool(ep, "follow_redirects"));
 	assert_false(cfg_args_has(ep, "bearer_token"));
 	assert_null(cfg_args_str(ep, "bearer_token"));
+	assert_true(epa->http.enable_http2);
+	assert_true(epa->http.follow_redirects);
+	assert_null(epa->http.bearer_token);
+	assert_null(epa->http.basic_auth);
 	cfg_graph_free(g);
 	cfg_diags_free(&d);
 }
@@ -196,8 +200,8 @@ static void documented_defaults(void **state)
 	cfg_diags_free(&d);
 }
 
-/* Values written in the file, in the components' args structs (and through the
- * accessors for what no struct holds: the HTTP client arguments, positions). */
+/* Values written in the file, in the components' args structs (the embedded HTTP
+ * client block's too), and through the by-name accessors the validate hooks use. */
 static void accessors(void **state)
 {
 	struct cfg_diags d;
@@ -229,10 +233,13 @@ static void accessors(void **state)
 	const struct cfg_write_args *wa = w->fields;
 	assert_int_equal(dka->port, 8080);
 	assert_int_equal(dka->refresh_interval, 90 * NP_NSEC_PER_SEC);
-	assert_ptr_equal(dka->raw, dk);
+	assert_int_equal(dka->http.http_headers.n, 2);
+	assert_string_equal(dka->http.http_headers.keys[0], "X-A");
+	assert_int_equal(dka->http.http_headers.values[0].n, 2);
+	assert_string_equal(dka->http.http_headers.values[0].v[1], "s2");
 	assert_int_equal(cfg_args_map_len(dk, "http_headers"), 2);
 	assert_string_equal(cfg_args_map_key(dk, "http_headers", 0), "X-A");
-	const struct cfg_value *hv = cfg_args_map_value(dk, "http_headers", 0);
+	const struct cfg_value *hv = cfg_args_get(dk, "http_headers")->u.obj.v[0].val;
 	assert_int_equal(cfg_array_len(hv), 2);
 	assert_int_equal(hv->u.arr.v[1]->kind, CFG_V_SECRET);
 	assert_string_equal(hv->u.arr.v[1]->u.str.s, "s2");
@@ -264,9 +271,12 @@ static void accessors(void **state)
 	const struct cfg_write_endpoint_args *epa = wa->endpoint.v[0];
 	assert_string_equal(epa->headers.keys[0], "X-Scope-OrgID");
 	assert_string_equal(epa->headers.values[0], "team");
-	const struct cfg_args *ep = epa->raw;
+	const struct cfg_args *ep = cfg_args_block(w, "endpoint", 0);
 	const struct cfg_args *ba = cfg_args_block(ep, "basic_auth", 0);
 	assert_string_equal(cfg_args_str(ba, "password"), "pw");
+	const struct cfg_basic_auth_args *baa = epa->http.basic_auth;
+	assert_ptr_equal(baa, ba->fields);
+	assert_string_equal(baa->password, "pw");
 	assert_int_equal(cfg_args_get(ba, "password")->kind, CFG_V_SECRET);
 
 	/* A name the schema does not declare is a programming error: zero value. */

@@ -131,6 +131,7 @@ struct all_args {
 	double f;
 	struct cfg_strs list;
 	struct cfg_str_map map;
+	struct cfg_str_lists lists;
 	const struct np_targets *targets;
 	const void *one;
 	struct cfg_blocks items;
@@ -154,6 +155,7 @@ static const struct cfg_attr all_attrs[] = {
 	CFG_A("f", &cfg_t_float, 0, NULL, ALL(f)),
 	CFG_A("list", &cfg_t_list_string, 0, NULL, ALL(list)),
 	CFG_A("map", &cfg_t_map_string, 0, NULL, ALL(map)),
+	CFG_A("lists", &cfg_t_map_list_secret, 0, NULL, ALL(lists)),
 	CFG_A("targets", &cfg_t_targets, 0, NULL, ALL(targets)),
 	CFG_A("unset", &cfg_t_string, 0, NULL, ALL(unset)),
 	CFG_A("ignored", &cfg_t_int, CFG_DEPRECATED, NULL),
@@ -196,6 +198,7 @@ static void decoding_fills_the_struct(void **state)
 			  "  f = 0.25\n"
 			  "  list = [\"a\", 1]\n"
 			  "  map = { z = \"1\", a = 2 }\n"
+			  "  lists = { \"X-B\" = [\"b1\", \"b2\"], \"X-A\" = [] }\n"
 			  "  targets = [{ k = \"v\" }, { k = \"w\" }]\n"
 			  "  one { name = \"first\" }\n"
 			  "  item { name = \"p\" }\n"
@@ -222,6 +225,13 @@ static void decoding_fills_the_struct(void **state)
 	assert_string_equal(x->map.keys[0], "a"); /* sorted */
 	assert_string_equal(x->map.values[0], "2");
 	assert_string_equal(x->map.values[1], "1");
+	assert_int_equal(x->lists.n, 2);
+	assert_string_equal(x->lists.keys[0], "X-A"); /* sorted */
+	assert_int_equal(x->lists.values[0].n, 0);
+	assert_string_equal(x->lists.keys[1], "X-B");
+	assert_int_equal(x->lists.values[1].n, 2);
+	assert_string_equal(x->lists.values[1].v[0], "b1");
+	assert_string_equal(x->lists.values[1].v[1], "b2");
 	assert_int_equal(x->targets->n, 2);
 	assert_string_equal(np_labels_get(&x->targets->v[1], "k"), "w");
 	assert_null(x->unset);
@@ -253,6 +263,7 @@ static void absent_arguments_are_defaults_or_zero(void **state)
 	assert_int_equal(x->i, 0);
 	assert_int_equal(x->list.n, 0);
 	assert_int_equal(x->map.n, 0);
+	assert_int_equal(x->lists.n, 0);
 	assert_non_null(x->targets);
 	assert_int_equal(x->targets->n, 0);
 	assert_null(x->one);

@@ -269,6 +269,53 @@ static void validation_names_the_argument(void **state)
 	}
 }
 
+/* Rules one by one (what the config loader uses): every broken rule is reported, with
+ * the argument it names and whether Alloy has it; nonzero from the reader stops. */
+struct seen {
+	size_t n, stop_at;
+	char text[4][160];
+};
+
+static int record(void *ud, const char *arg, unsigned flags, const char *msg)
+{
+	struct seen *s = ud;
+
+	snprintf(s->text[s->n], sizeof(s->text[0]), "%s|%s%s|%s", arg ? arg : "-",
+		 flags & NP_HTTP_RULE_ALLOY ? "alloy" : "own", flags & NP_HTTP_RULE_VALUE ? ",value" : "", msg);
+	return ++s->n == s->stop_at;
+}
+
+static void rules_report_every_broken_one(void **state)
+{
+	struct np_http_tls t = { .ca_pem = "a", .ca_file = "b", .cert_file = "c", .min_version = "TLS9" };
+	struct seen s = { 0 };
+	const struct np_http_rules r = { record, &s };
+	struct np_http_headers none = { 0 };
+
+	(void)state;
+	assert_int_equal(np_http_tls_rules(&t, &r), 0);
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.text[0], "ca_file|alloy|at most one of ca_pem and ca_file must be configured");
+	assert_string_equal(s.text[1], "-|alloy|exactly one of key_pem or key_file must be configured when a client "
+				       "certificate is configured");
+	assert_string_equal(s.text[2], "min_version|own,value|unknown TLS version: TLS9 (use TLS10, TLS11, TLS12 or "
+				       "TLS13)");
+
+	s = (struct seen){ .stop_at = 1 };
+	assert_int_not_equal(np_http_proxy_rules("x", "10.0.0.0/8", 1, &none, &r), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.text[0], "proxy_url|alloy|if proxy_from_environment is configured, proxy_url must not be "
+				       "configured");
+	s = (struct seen){ 0 };
+	assert_int_equal(np_http_proxy_rules("proxy:3128", NULL, 0, &none, &r), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.text[0], "proxy_url|alloy,value|proxy_url: invalid URL \"proxy:3128\" (expected "
+				       "scheme://host[:port])");
+	assert_non_null(np_http_prometheus_reserved("x-amz-date"));
+	assert_string_equal(np_http_prometheus_reserved("x-amz-date"), "X-Amz-Date");
+	assert_null(np_http_prometheus_reserved("X-Scope-OrgID"));
+}
+
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
@@ -277,6 +324,7 @@ int main(void)
 		cmocka_unit_test(tls_and_header_lists_copy_and_compare),
 		cmocka_unit_test(request_gets_headers_auth_and_route),
 		cmocka_unit_test(validation_names_the_argument),
+		cmocka_unit_test(rules_report_every_broken_one),
 		cmocka_unit_test(refused_option_is_named),
 	};
 

@@ -27,11 +27,12 @@ static const struct cfg_schema filter_schema = {
  * warning where the first of them is written, since nodeprof ignores them too. */
 static void transport_validate(const struct cfg_args *a, const char *host, struct cfg_diags *d)
 {
+	const struct cfg_docker_args *args = a->fields;
 	struct np_http_client_config hc;
 	const char *setting = NULL;
 	struct np_err err;
 
-	if (cfg_http_client_settings(a, &hc, &err) || np_docker_check_http_client(host, &hc, &setting, &err)) {
+	if (cfg_http_client_settings(&args->http, &hc, &err) || np_docker_check_http_client(host, &hc, &setting, &err)) {
 		struct cfg_pos pos = a->pos;
 		if (setting && cfg_schema_block(a->schema, setting, NULL))
 			pos = cfg_args_block(a, setting, 0)->pos;
@@ -56,7 +57,7 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 			cfg_error(d, cfg_args_pos(a, "host"),
 				  "host: unsupported scheme in \"%s\"; expected unix://, tcp://, http:// or https://", host);
 	}
-	cfg_http_client_validate(a, d);
+	cfg_http_client_validate(a, &((const struct cfg_docker_args *)a->fields)->http, d);
 	if (host && !cfg_args_is_unknown(a, "host"))
 		transport_validate(a, host, d);
 }
@@ -68,13 +69,13 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("refresh_interval", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"1m\"", .min = 0, .max = 86400,
 	      DOCKER(refresh_interval)),
 	CFG_A("match_first_network", &cfg_t_bool, 0, "true", DOCKER(match_first_network)),
-	CFG_HTTP_CLIENT_ATTRS,
+	CFG_HTTP_CLIENT_ATTRS(struct cfg_docker_args, http),
 	CFG_END,
 };
 
 static const struct cfg_block_schema blocks[] = {
 	CFG_B("filter", &filter_schema, CFG_REPEATABLE, NULL, DOCKER(filter)),
-	CFG_HTTP_CLIENT_BLOCKS,
+	CFG_HTTP_CLIENT_BLOCKS(struct cfg_docker_args, http),
 	CFG_END,
 };
 
@@ -83,7 +84,6 @@ static const struct cfg_schema schema = {
 	.blocks = blocks,
 	.validate = validate,
 	CFG_ARGS_STRUCT(struct cfg_docker_args),
-	.raw = CFG_FIELD(struct cfg_docker_args, raw),
 };
 
 const struct cfg_component_type cfg_type_discovery_docker = {

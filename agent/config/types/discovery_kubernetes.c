@@ -143,7 +143,7 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 	const struct cfg_args *ns = cfg_args_block(a, "namespaces", 0), *am = cfg_args_block(a, "attach_metadata", 0);
 	int own_ns = ns && cfg_args_bool(ns, "own_namespace");
 
-	cfg_http_client_validate(a, d);
+	cfg_http_client_validate(a, &((const struct cfg_k8s_args *)a->fields)->http, d);
 	if (api) {
 		const char *u = cfg_args_str(a, "api_server");
 		if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
@@ -183,7 +183,7 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("role", &cfg_t_string, CFG_REQUIRED, NULL, .one_of = roles, K8S(role)),
 	CFG_A("api_server", &cfg_t_string, 0, NULL, K8S(api_server)),
 	CFG_A("kubeconfig_file", &cfg_t_string, 0, NULL, K8S(kubeconfig_file)),
-	CFG_HTTP_CLIENT_ATTRS,
+	CFG_HTTP_CLIENT_ATTRS(struct cfg_k8s_args, http),
 	CFG_END,
 };
 
@@ -191,7 +191,7 @@ static const struct cfg_block_schema blocks[] = {
 	CFG_B("namespaces", &namespaces_schema, 0, NULL, K8S(namespaces)),
 	CFG_B("selectors", &selectors_schema, CFG_REPEATABLE, NULL, K8S(selectors)),
 	CFG_B("attach_metadata", &attach_metadata_schema, 0, NULL, K8S(attach_metadata)),
-	CFG_HTTP_CLIENT_BLOCKS,
+	CFG_HTTP_CLIENT_BLOCKS(struct cfg_k8s_args, http),
 	CFG_END,
 };
 
@@ -200,7 +200,6 @@ static const struct cfg_schema schema = {
 	.blocks = blocks,
 	.validate = validate,
 	CFG_ARGS_STRUCT(struct cfg_k8s_args),
-	.raw = CFG_FIELD(struct cfg_k8s_args, raw),
 };
 
 const struct cfg_component_type cfg_type_discovery_kubernetes = {

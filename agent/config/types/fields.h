@@ -3,14 +3,47 @@
  * files: each schema binds its arguments to these members (CFG_FIELD, schema.h) and
  * the decoder fills them; the adapter reads them. Durations are in nanoseconds;
  * strings and arrays are borrowed from the decoded args (valid until the next
- * update() or stop()). `raw` is the block itself, for the HTTP client settings
- * (agent/config/http_client.h), which read the shared client arguments by name. */
+ * update() or stop()). Alloy's http_client_config block, which several components
+ * embed, is one struct (cfg_http_client_args) embedded in theirs and bound by
+ * agent/config/http_client.h's CFG_HTTP_CLIENT_ATTRS and _BLOCKS. */
 #ifndef NP_CONFIG_TYPES_FIELDS_H
 #define NP_CONFIG_TYPES_FIELDS_H
 
 #include <stdint.h>
 
 #include "agent/config/schema.h"
+
+/* ---- the shared http_client_config block (agent/config/http_client.h) ----
+ * Each struct starts with its ints and ends with pointers, so that embedding one leaves
+ * no padding that belongs to no argument (cfg_schema_check_fields). */
+struct cfg_tls_args {
+	int insecure_skip_verify;
+	const char *ca_pem, *ca_file, *cert_pem, *cert_file, *key_pem, *key_file, *server_name, *min_version;
+};
+struct cfg_basic_auth_args {
+	const char *username, *password, *password_file;
+};
+struct cfg_authorization_args {
+	const char *type, *credentials, *credentials_file;
+};
+/* The client-credentials grant's arguments; the JWT bearer ones are refused, unbound. */
+struct cfg_oauth2_args {
+	int proxy_from_environment;
+	const char *client_id, *client_secret, *client_secret_file, *token_url, *proxy_url, *no_proxy;
+	struct cfg_strs scopes;
+	struct cfg_str_map endpoint_params;
+	struct cfg_str_lists proxy_connect_header;
+	const void *tls_config; /* struct cfg_tls_args */
+};
+struct cfg_http_client_args {
+	int proxy_from_environment, follow_redirects, enable_http2;
+	const char *bearer_token, *bearer_token_file, *proxy_url, *no_proxy;
+	struct cfg_str_lists proxy_connect_header, http_headers;
+	const void *basic_auth;	   /* struct cfg_basic_auth_args */
+	const void *authorization; /* struct cfg_authorization_args */
+	const void *oauth2;	   /* struct cfg_oauth2_args */
+	const void *tls_config;	   /* struct cfg_tls_args */
+};
 
 struct cfg_ebpf_args {
 	struct cfg_capsules forward_to; /* np_profile_sink receivers */
@@ -29,7 +62,7 @@ struct cfg_write_endpoint_args {
 	int64_t remote_timeout, debug_info_upload_timeout, min_backoff_period, max_backoff_period;
 	int64_t max_backoff_retries, queue_max_bytes;
 	struct cfg_str_map headers;
-	const struct cfg_args *raw;
+	struct cfg_http_client_args http;
 	int retry_on_http_429;
 };
 struct cfg_write_tracing_args {
@@ -56,7 +89,7 @@ struct cfg_k8s_args {
 	const void *namespaces;	     /* struct cfg_k8s_namespaces_args */
 	struct cfg_blocks selectors; /* struct cfg_k8s_selector_args */
 	const void *attach_metadata; /* struct cfg_k8s_attach_metadata_args */
-	const struct cfg_args *raw;
+	struct cfg_http_client_args http;
 };
 
 struct cfg_docker_filter_args {
@@ -67,7 +100,7 @@ struct cfg_docker_args {
 	const char *host, *host_networking_host;
 	int64_t port, refresh_interval;
 	struct cfg_blocks filter; /* struct cfg_docker_filter_args */
-	const struct cfg_args *raw;
+	struct cfg_http_client_args http;
 	int match_first_network;
 };
 

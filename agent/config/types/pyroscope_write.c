@@ -36,7 +36,7 @@ static void endpoint_validate(const struct cfg_args *a, struct cfg_diags *d)
 	if (cfg_args_duration(a, "min_backoff_period") > cfg_args_duration(a, "max_backoff_period"))
 		cfg_error(d, cfg_args_name_pos(a, "min_backoff_period"),
 			  "min_backoff_period must not be longer than max_backoff_period");
-	cfg_http_client_validate(a, d);
+	cfg_http_client_validate(a, &((const struct cfg_write_endpoint_args *)a->fields)->http, d);
 }
 
 static const struct cfg_attr endpoint_attrs[] = {
@@ -57,12 +57,12 @@ static const struct cfg_attr endpoint_attrs[] = {
 	      ENDPOINT(queue_max_bytes)),
 	CFG_A("debug_info_upload_timeout", &cfg_t_duration, CFG_UNSUPPORTED, "\"2m\"",
 	      .note = "debug info upload is not implemented", ENDPOINT(debug_info_upload_timeout)),
-	CFG_HTTP_CLIENT_ATTRS,
+	CFG_HTTP_CLIENT_ATTRS(struct cfg_write_endpoint_args, http),
 	CFG_END,
 };
 
 static const struct cfg_block_schema endpoint_blocks[] = {
-	CFG_HTTP_CLIENT_BLOCKS,
+	CFG_HTTP_CLIENT_BLOCKS(struct cfg_write_endpoint_args, http),
 	CFG_END,
 };
 
@@ -71,7 +71,6 @@ static const struct cfg_schema endpoint_schema = {
 	.blocks = endpoint_blocks,
 	.validate = endpoint_validate,
 	CFG_ARGS_STRUCT(struct cfg_write_endpoint_args),
-	.raw = CFG_FIELD(struct cfg_write_endpoint_args, raw),
 };
 
 static const struct cfg_attr tracing_attrs[] = {
