@@ -458,9 +458,59 @@ static int unauthorized_retry_now(struct k8s_reflector *r, int64_t now, const ch
 	return 1;
 }
 
-static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
+/* A 410 Gone answer to a list: 1 when it is listed again at once (a continue token too old
+ * to use: unpaged, as client-go's pager does; a resource version gone: the latest), 0 after
+ * a backoff was scheduled (the list starts over). */
+static int list_expired(struct k8s_reflector *r, int64_t now)
+{
+	char reason[512];
+
+	status_reason(r, reason, sizeof(reason));
+	if (r->sent_continue) {
+		logv(r, NP_INFO, "list continue token expired, listing unpaged", "reason", reason, NULL, NULL, NULL,
+		     NULL);
+		r->unpaged = 1;
+		set_str(&r->continue_token, NULL);
+		schedule(r, 0, now);
+		k8s_store_free(&r->pending);
+		return 1;
+	}
+	if (r->list_rv && *r->list_rv) {
+		logv(r, NP_INFO, "list resource version expired, listing the latest", "reason", reason, NULL, NULL,
+		     NULL, NULL);
+		set_str(&r->list_rv, "");
+		schedule(r, 0, now);
+		return 1;
+	}
+	backoff_then(r, 0, now, "list failed", reason);
+	return 0;
+}
+
+/* The whole list is in: it replaces this reflector's objects (deleting the missing ones)
+ * and the watch starts from its version. 0 after a backoff was scheduled instead. */
+static int list_complete(struct k8s_reflector *r, int64_t now)
 {
 	struct k8s_discovery *d = r->d;
+	size_t n = r->pending.n;
+	char count[24];
+	struct np_err err;
+
+	if (k8s_store_replace_owner(k8s_discovery_store(d, r->res), r->id, &r->pending, &err)) {
+		backoff_then(r, 0, now, "list failed", err.msg);
+		return 0;
+	}
+	set_str(&r->rv, r->page_rv);
+	r->unpaged = 0;
+	r->synced = 1;
+	k8s_discovery_mark_dirty(d, now);
+	snprintf(count, sizeof(count), "%zu", n);
+	logv(r, NP_DEBUG, "listed", "objects", count, "resource_version", r->rv ? r->rv : "", NULL, NULL);
+	schedule(r, 1, now);
+	return 1;
+}
+
+static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
+{
 	char reason[512];
 	struct np_err err;
 
@@ -474,26 +524,8 @@ static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 		goto restart;
 	}
 	if (r->http_status == 410) {
-		status_reason(r, reason, sizeof(reason));
-		if (r->sent_continue) {
-			/* The continue token is too old: list everything at once (client-go's pager does). */
-			logv(r, NP_INFO, "list continue token expired, listing unpaged", "reason", reason, NULL, NULL,
-			     NULL, NULL);
-			r->unpaged = 1;
-			set_str(&r->continue_token, NULL);
-			schedule(r, 0, now);
-			k8s_store_free(&r->pending);
+		if (list_expired(r, now))
 			return;
-		}
-		if (r->list_rv && *r->list_rv) {
-			/* The version is gone: retry at once with a consistent read. */
-			logv(r, NP_INFO, "list resource version expired, listing the latest", "reason", reason, NULL,
-			     NULL, NULL, NULL);
-			set_str(&r->list_rv, "");
-			schedule(r, 0, now);
-			return;
-		}
-		backoff_then(r, 0, now, "list failed", reason);
 		goto restart;
 	}
 	if (r->http_status < 200 || r->http_status >= 300) {
@@ -519,23 +551,8 @@ static void list_done(struct k8s_reflector *r, CURLcode result, int64_t now)
 		backoff_then(r, 0, now, "list failed", "the list has no metadata.resourceVersion");
 		goto restart;
 	}
-	/* The full list is in: it replaces this reflector's objects (deleting the missing ones). */
-	size_t n = r->pending.n;
-	if (k8s_store_replace_owner(k8s_discovery_store(d, r->res), r->id, &r->pending, &err)) {
-		backoff_then(r, 0, now, "list failed", err.msg);
-		goto restart;
-	}
-	set_str(&r->rv, r->page_rv);
-	r->unpaged = 0;
-	r->synced = 1;
-	k8s_discovery_mark_dirty(d, now);
-	{
-		char count[24];
-		snprintf(count, sizeof(count), "%zu", n);
-		logv(r, NP_DEBUG, "listed", "objects", count, "resource_version", r->rv ? r->rv : "", NULL, NULL);
-	}
-	schedule(r, 1, now);
-	return;
+	if (list_complete(r, now))
+		return;
 restart:
 	/* A failed list starts over from the first page. */
 	set_str(&r->continue_token, NULL);
