@@ -153,13 +153,81 @@ static int unsupported(yaml_document_t *doc, yaml_node_t *user, const char *user
 	return 0;
 }
 
+/* The current context's cluster and user (user NULL when the context names none). */
+struct chosen {
+	yaml_node_t *cluster, *user;
+	const char *cluster_name, *user_name;
+};
+
+static int choose_context(yaml_document_t *doc, yaml_node_t *root, struct chosen *c, struct np_err *err)
+{
+	const char *cur = scalar(map_get(doc, root, "current-context"));
+	yaml_node_t *ctx;
+
+	if (!cur || !*cur)
+		return np_errf(err, "no current-context is set");
+	ctx = named(doc, root, "contexts", "context", cur);
+	if (!ctx)
+		return np_errf(err, "context \"%s\" (current-context) is not defined", cur);
+	c->cluster_name = scalar(map_get(doc, ctx, "cluster"));
+	c->user_name = scalar(map_get(doc, ctx, "user"));
+	c->cluster = c->cluster_name ? named(doc, root, "clusters", "cluster", c->cluster_name) : NULL;
+	c->user = NULL;
+	if (!c->cluster)
+		return np_errf(err, "context \"%s\": cluster \"%s\" is not defined", cur,
+			       c->cluster_name ? c->cluster_name : "");
+	if (c->user_name && *c->user_name) {
+		c->user = named(doc, root, "users", "user", c->user_name);
+		if (!c->user)
+			return np_errf(err, "context \"%s\": user \"%s\" is not defined", cur, c->user_name);
+		if (unsupported(doc, c->user, c->user_name, err))
+			return -1;
+	}
+	return 0;
+}
+
+/* The chosen cluster's and user's settings into kc, checked as client-go checks them. */
+static int read_chosen(yaml_document_t *doc, const struct chosen *c, const char *base_dir, struct k8s_kubeconfig *kc,
+		       struct np_err *err)
+{
+	yaml_node_t *cluster = c->cluster, *user = c->user;
+
+	if (dup_into(&kc->server, scalar(map_get(doc, cluster, "server")), err) ||
+	    path_into(&kc->ca_file, scalar(map_get(doc, cluster, "certificate-authority")), base_dir, err) ||
+	    b64_into(&kc->ca_pem, scalar(map_get(doc, cluster, "certificate-authority-data")),
+		     "certificate-authority-data", err) ||
+	    dup_into(&kc->tls_server_name, scalar(map_get(doc, cluster, "tls-server-name")), err) ||
+	    dup_into(&kc->proxy_url, scalar(map_get(doc, cluster, "proxy-url")), err) ||
+	    path_into(&kc->cert_file, scalar(map_get(doc, user, "client-certificate")), base_dir, err) ||
+	    b64_into(&kc->cert_pem, scalar(map_get(doc, user, "client-certificate-data")), "client-certificate-data",
+		     err) ||
+	    path_into(&kc->key_file, scalar(map_get(doc, user, "client-key")), base_dir, err) ||
+	    b64_into(&kc->key_pem, scalar(map_get(doc, user, "client-key-data")), "client-key-data", err) ||
+	    dup_into(&kc->token, scalar(map_get(doc, user, "token")), err) ||
+	    path_into(&kc->token_file, scalar(map_get(doc, user, "tokenFile")), base_dir, err) ||
+	    dup_into(&kc->username, scalar(map_get(doc, user, "username")), err) ||
+	    dup_into(&kc->password, scalar(map_get(doc, user, "password")), err))
+		return -1;
+	kc->insecure = yaml_true(map_get(doc, cluster, "insecure-skip-tls-verify"));
+	if (!kc->server)
+		return np_errf(err, "cluster \"%s\" has no server", c->cluster_name);
+	if (kc->insecure && (kc->ca_file || kc->ca_pem))
+		return np_errf(err,
+			       "cluster \"%s\": specifying a root certificates file with the insecure flag is not allowed",
+			       c->cluster_name);
+	if ((kc->cert_file || kc->cert_pem) != (kc->key_file || kc->key_pem))
+		return np_errf(err, "user \"%s\": a client certificate needs both a certificate and a key",
+			       c->user_name ? c->user_name : "");
+	return 0;
+}
+
 int k8s_kubeconfig_parse(const char *text, size_t len, const char *base_dir, struct k8s_kubeconfig *kc,
 			 struct np_err *err)
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
-	yaml_node_t *root, *ctx, *cluster, *user = NULL;
-	const char *cur, *cluster_name, *user_name;
+	yaml_node_t *root;
+	struct chosen c = { 0 };
 	int rc = -1;
 
 	memset(kc, 0, sizeof(*kc));
@@ -172,68 +240,10 @@ int k8s_kubeconfig_parse(const char *text, size_t len, const char *base_dir, str
 		return -1;
 	}
 	root = yaml_document_get_root_node(&doc);
-	if (!root || root->type != YAML_MAPPING_NODE) {
+	if (!root || root->type != YAML_MAPPING_NODE)
 		np_errf(err, "not a kubeconfig (expected a mapping with clusters, users and contexts)");
-		goto out;
-	}
-	cur = scalar(map_get(&doc, root, "current-context"));
-	if (!cur || !*cur) {
-		np_errf(err, "no current-context is set");
-		goto out;
-	}
-	ctx = named(&doc, root, "contexts", "context", cur);
-	if (!ctx) {
-		np_errf(err, "context \"%s\" (current-context) is not defined", cur);
-		goto out;
-	}
-	cluster_name = scalar(map_get(&doc, ctx, "cluster"));
-	user_name = scalar(map_get(&doc, ctx, "user"));
-	cluster = cluster_name ? named(&doc, root, "clusters", "cluster", cluster_name) : NULL;
-	if (!cluster) {
-		np_errf(err, "context \"%s\": cluster \"%s\" is not defined", cur, cluster_name ? cluster_name : "");
-		goto out;
-	}
-	if (user_name && *user_name) {
-		user = named(&doc, root, "users", "user", user_name);
-		if (!user) {
-			np_errf(err, "context \"%s\": user \"%s\" is not defined", cur, user_name);
-			goto out;
-		}
-		if (unsupported(&doc, user, user_name, err))
-			goto out;
-	}
-	if (dup_into(&kc->server, scalar(map_get(&doc, cluster, "server")), err) ||
-	    path_into(&kc->ca_file, scalar(map_get(&doc, cluster, "certificate-authority")), base_dir, err) ||
-	    b64_into(&kc->ca_pem, scalar(map_get(&doc, cluster, "certificate-authority-data")),
-		     "certificate-authority-data", err) ||
-	    dup_into(&kc->tls_server_name, scalar(map_get(&doc, cluster, "tls-server-name")), err) ||
-	    dup_into(&kc->proxy_url, scalar(map_get(&doc, cluster, "proxy-url")), err) ||
-	    path_into(&kc->cert_file, scalar(map_get(&doc, user, "client-certificate")), base_dir, err) ||
-	    b64_into(&kc->cert_pem, scalar(map_get(&doc, user, "client-certificate-data")), "client-certificate-data",
-		     err) ||
-	    path_into(&kc->key_file, scalar(map_get(&doc, user, "client-key")), base_dir, err) ||
-	    b64_into(&kc->key_pem, scalar(map_get(&doc, user, "client-key-data")), "client-key-data", err) ||
-	    dup_into(&kc->token, scalar(map_get(&doc, user, "token")), err) ||
-	    path_into(&kc->token_file, scalar(map_get(&doc, user, "tokenFile")), base_dir, err) ||
-	    dup_into(&kc->username, scalar(map_get(&doc, user, "username")), err) ||
-	    dup_into(&kc->password, scalar(map_get(&doc, user, "password")), err))
-		goto out;
-	kc->insecure = yaml_true(map_get(&doc, cluster, "insecure-skip-tls-verify"));
-	if (!kc->server) {
-		np_errf(err, "cluster \"%s\" has no server", cluster_name);
-		goto out;
-	}
-	if (kc->insecure && (kc->ca_file || kc->ca_pem)) {
-		np_errf(err, "cluster \"%s\": specifying a root certificates file with the insecure flag is not allowed",
-			cluster_name);
-		goto out;
-	}
-	if ((kc->cert_file || kc->cert_pem) != (kc->key_file || kc->key_pem)) {
-		np_errf(err, "user \"%s\": a client certificate needs both a certificate and a key", user_name);
-		goto out;
-	}
-	rc = 0;
-out:
+	else if (choose_context(&doc, root, &c, err) == 0 && read_chosen(&doc, &c, base_dir, kc, err) == 0)
+		rc = 0;
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	if (rc)
