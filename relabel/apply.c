@@ -290,13 +290,8 @@ static int do_labelmap(const struct rl_rule *r, struct np_labels *ls, struct scr
 	size_t n = ls->n;
 	int rc = 0;
 
-	if (n > s->snap_cap) {
-		struct np_label *snap = realloc(s->snap, n * sizeof(*snap));
-		if (!snap)
-			return oom(err);
-		s->snap = snap;
-		s->snap_cap = n;
-	}
+	if (np_grow((void **)&s->snap, &s->snap_cap, n, sizeof(*s->snap)) != 0)
+		return oom(err);
 	if (n)
 		memcpy(s->snap, ls->v, n * sizeof(*ls->v));
 	s->ngrave = 0;
