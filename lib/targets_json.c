@@ -24,22 +24,6 @@ json_t *np_labels_to_json(const struct np_labels *ls)
 	return o;
 }
 
-json_t *np_targets_to_json(const struct np_targets *ts)
-{
-	json_t *a = json_array();
-
-	if (!a)
-		return NULL;
-	for (size_t i = 0; i < ts->n; i++) {
-		json_t *o = np_labels_to_json(&ts->v[i]);
-		if (!o || json_array_append_new(a, o)) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
-}
-
 int np_labels_from_json(const json_t *obj, struct np_labels *out, struct np_err *err)
 {
 	const char *key;

@@ -9,9 +9,8 @@
 #include "lib/error.h"
 #include "lib/labels.h"
 
-/* New reference to an array of objects (keys in label order); NULL on allocation failure. */
+/* New reference to an object (keys in label order); NULL on allocation failure. */
 json_t *np_labels_to_json(const struct np_labels *ls);
-json_t *np_targets_to_json(const struct np_targets *ts);
 
 /* Appends the targets of a JSON array to out. Errors name the offending element and key
  * ("target 3: label \"x\": value must be a string"). */
