@@ -16,6 +16,7 @@
 #include "agent/unwind/lpm.h"
 #include "agent/unwind/pack.h"
 #include "lib/grow.h"
+#include "lib/hash.h"
 #include "lib/log.h"
 
 #define PROC_BUCKETS 4096
@@ -102,7 +103,7 @@ void unw_loader_free(struct unw_loader *l)
 
 static struct unw_proc **proc_slot(struct unw_loader *l, uint32_t pid)
 {
-	struct unw_proc **pp = &l->procs[(pid * 0x9E3779B1u) >> 20 & (PROC_BUCKETS - 1)];
+	struct unw_proc **pp = &l->procs[np_hash_u64(pid) & (PROC_BUCKETS - 1)];
 	while (*pp && (*pp)->pid != pid)
 		pp = &(*pp)->next;
 	return pp;
