@@ -18,17 +18,17 @@ struct k8s_run {
 	struct k8s_discovery *d;
 };
 
-static int strs_add(struct k8s_strs *l, const char *s)
+/* Copies n strings into l (empty before): one allocation for the array, since n is known. */
+static int strs_set(struct k8s_strs *l, const char *const *v, size_t n)
 {
-	char **nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
-
-	if (!nv)
+	if (!n)
+		return 0;
+	l->v = calloc(n, sizeof(*l->v));
+	if (!l->v)
 		return -1;
-	l->v = nv;
-	l->v[l->n] = strdup(s);
-	if (!l->v[l->n])
-		return -1;
-	l->n++;
+	for (; l->n < n; l->n++)
+		if (!(l->v[l->n] = strdup(v[l->n])))
+			return -1;
 	return 0;
 }
 
@@ -49,9 +49,8 @@ static int build_config(const struct cfg_k8s_args *a, struct k8s_sd_config *cfg,
 	if (ns) {
 		cfg->namespaces.set = 1;
 		cfg->namespaces.own_namespace = ns->own_namespace;
-		for (size_t i = 0; i < ns->names.n; i++)
-			if (strs_add(&cfg->namespaces.names, ns->names.v[i]))
-				return np_errf(err, "out of memory");
+		if (strs_set(&cfg->namespaces.names, ns->names.v, ns->names.n))
+			return np_errf(err, "out of memory");
 	}
 	if (nsel) {
 		cfg->selectors = calloc(nsel, sizeof(*cfg->selectors));

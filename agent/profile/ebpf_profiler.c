@@ -474,6 +474,19 @@ struct handed {
 	uint64_t sent, dropped, bytes;
 };
 
+/* Counts one sink's answer (rc of its append) to a profile of bytes bytes. */
+static void handed_one(struct np_ebpf_profiler *p, struct handed *h, int rc, size_t bytes, const struct np_err *err)
+{
+	if (rc) {
+		np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name, "error",
+		       err->msg, NULL);
+		h->dropped++;
+	} else {
+		h->sent++;
+		h->bytes += bytes;
+	}
+}
+
 /* Gives each sink of the byte kind its own copy of the gzipped profile: the last one
  * takes the buffer (steal), the others a copy. */
 static void hand_bytes(struct np_ebpf_profiler *p, const struct slot *sl, const struct np_profile_sink *sinks,
@@ -495,14 +508,7 @@ static void hand_bytes(struct np_ebpf_profiler *p, const struct slot *sl, const 
 		}
 		if (k != last)
 			memcpy(own, gz->p, len);
-		if (sinks[k].append(sinks[k].ud, &sl->labels, own, len, &err)) {
-			np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name, "error",
-			       err.msg, NULL);
-			h->dropped++;
-		} else {
-			h->sent++;
-			h->bytes += len;
-		}
+		handed_one(p, h, sinks[k].append(sinks[k].ud, &sl->labels, own, len, &err), len, &err);
 	}
 }
 
@@ -515,14 +521,9 @@ static void hand_built(struct np_ebpf_profiler *p, const struct slot *sl, const 
 	for (size_t k = 0; k < nsinks; k++) {
 		if (!sinks[k].append_built)
 			continue;
-		if (sinks[k].append_built(sinks[k].ud, &sl->labels, sl->b, duration, &err)) {
-			np_log(NP_WARN, "pyroscope.ebpf", "a receiver refused a profile", "component_id", p->name, "error",
-			       err.msg, NULL);
-			h->dropped++;
-		} else {
-			h->sent++;
-			h->bytes += gz_len; /* counted as the pprof it stands for, as before */
-		}
+		/* counted as the pprof it stands for, as before */
+		handed_one(p, h, sinks[k].append_built(sinks[k].ud, &sl->labels, sl->b, duration, &err), gz_len,
+			   &err);
 	}
 }
 
