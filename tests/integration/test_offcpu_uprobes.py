@@ -81,18 +81,24 @@ def wait_for_descendant(ancestor, argv, timeout=30):
     raise AssertionError(f"no process {argv} below {ancestor}")
 
 
-def wait_recording(log_path, proc, timeout=30):
-    """Until `nodeprof record` says it is recording (its BPF programs and probes are attached)."""
+def wait_log(log_path, proc, pattern, what, timeout=30):
+    """Until the log of `proc` matches `pattern` (a regular expression); fails saying `what` if it
+    exits first or the time runs out."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         with open(log_path) as f:
-            if "recording" in f.read():
+            if re.search(pattern, f.read()):
                 return
         if proc.poll() is not None:
             break
         time.sleep(0.05)
     with open(log_path) as f:
-        raise AssertionError(f"nodeprof record did not start: {f.read()}")
+        raise AssertionError(f"{what}:\n{f.read()}")
+
+
+def wait_recording(log_path, proc, timeout=30):
+    """Until `nodeprof record` says it is recording (its BPF programs and probes are attached)."""
+    wait_log(log_path, proc, "recording", "nodeprof record did not start", timeout)
 
 
 class OffCpuAndUprobes(unittest.TestCase):
@@ -177,12 +183,7 @@ class OffCpuAndUprobes(unittest.TestCase):
         # The probes look for new processes' files every second: wait until the agent says it
         # attached in this process's view (a fixed sleep was too short on a busy machine).
         app = wait_for_descendant(c.pid, [b"/app", str(rounds).encode(), b"wait"])
-        attached = re.compile(r"probe attached.* pid=%d\b" % app)
-        deadline = time.time() + 30
-        while not attached.search(open(lp).read()):
-            self.assertLess(time.time(), deadline, "no probe attached in the container's libc:\n" + open(lp).read())
-            self.assertIsNone(rec.poll(), open(lp).read())
-            time.sleep(0.05)
+        wait_log(lp, rec, r"probe attached.* pid=%d\b" % app, "no probe attached in the container's libc")
         c.stdin.write("go\n")
         c.stdin.flush()
         self.assertEqual(c.stdout.readline().strip(), f"done {rounds}")

@@ -19,6 +19,7 @@
 
 #include "agent/unwind/loader.h"
 #include "bpf/unwind.h"
+#include "lib/file.h"
 #include "tests/unit/wait_test.h"
 
 struct fixture {
@@ -41,16 +42,18 @@ static int new_map(enum bpf_map_type type, uint32_t key, uint32_t value, uint32_
 static int libc_mapped(void *child)
 {
 	pid_t pid = *(const pid_t *)child;
-	char path[64], exe[256] = "", maps[16384] = "";
+	char path[64], exe[256] = "";
+	struct np_err err;
+	size_t len;
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0 || !strstr(exe, "sleep"))
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	FILE *m = n > 0 && strstr(exe, "sleep") ? fopen(path, "re") : NULL;
-	size_t got = m ? fread(maps, 1, sizeof(maps) - 1, m) : 0;
-	if (m)
-		fclose(m);
-	maps[got] = '\0';
-	return strstr(maps, "libc.so") != NULL;
+	char *maps = np_read_file(path, 1 << 20, &len, &err);
+	int mapped = maps && strstr(maps, "libc.so") != NULL;
+	free(maps);
+	return mapped;
 }
 
 static int setup(void **state)
