@@ -21,6 +21,9 @@
 
 #define PROC_BUCKETS 4096
 #define MAX_VICTIMS 64
+/* Tables of the mappings a re-read finds new, loaded at once (see unw_loader_process): a dlopen
+ * brings a library and a few of its dependencies; more wait for the walker to ask. */
+#define UNW_EAGER_TABLES 8
 /* Kernel memory of one LPM trie entry: the node (rcu head, two children, prefix length,
  * flags), key and value rounded up to its kmalloc size class, plus its share of the
  * intermediate nodes the trie adds (at most one per entry). */
@@ -223,12 +226,21 @@ int unw_loader_process(struct unw_loader *l, uint32_t pid, uint32_t gen, int ref
 		}
 	if (dropped)
 		bump_epoch(l);
+	/* A re-read was asked for by a walk that met a pc in no known mapping: one of the new
+	 * mappings is being executed now, so its table is loaded here rather than on the walker's
+	 * next request, which would cost a second round trip through the ring buffer (about a
+	 * second under load, all of it [unknown] samples of a freshly dlopen'ed library). */
+	uint32_t eager[UNW_EAGER_TABLES];
+	size_t neager = 0;
+	int same_gen = p->gen == gen && nold > 0;
 	for (size_t i = 0; i < l->nfresh; i++) {
 		struct unw_pmap *m = &l->fresh[i];
 		if (m->keys)
 			continue;
 		m->keys = put_mapping(l, pid, m, 0);
 		l->keys += m->keys;
+		if (refresh && same_gen && m->table_id && neager < UNW_EAGER_TABLES)
+			eager[neager++] = m->table_id;
 	}
 	/* The fresh list becomes the process's; the old array is reused for the next collection. */
 	p->v = l->fresh;
@@ -239,6 +251,9 @@ int unw_loader_process(struct unw_loader *l, uint32_t pid, uint32_t gen, int ref
 	l->fresh = old;
 	l->capfresh = cap;
 	l->nfresh = 0;
+	for (size_t i = 0; i < neager; i++)
+		if (unw_loader_need_table(l, eager[i], err) < 0)
+			return -1;
 	return 0;
 }
 
