@@ -55,6 +55,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		free(longer);
 	}
+	{
+		/* Below a pod's container even a whole fake pod slice changes nothing. */
+		static const char fake[] = "/kubepods-pod11111111_2222_3333_4444_555555555555.slice/cri-containerd-"
+					   "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.scope";
+		struct np_cid_answer a, b;
+		np_cgroup_path_answer((const char *)data, size, &a);
+		if (a.pod && a.id[0]) {
+			uint8_t *longer = malloc(size + sizeof(fake));
+			if (!longer)
+				abort();
+			memcpy(longer, data, size);
+			memcpy(longer + size, fake, sizeof(fake) - 1);
+			np_cgroup_path_answer((const char *)longer, size + sizeof(fake) - 1, &b);
+			if (strcmp(a.id, b.id) != 0 || strcmp(a.pod_uid, b.pod_uid) != 0)
+				abort();
+			free(longer);
+		}
+	}
 	if (np_cgroup_info_parse((const char *)data, size, &ci, &err) == 0) {
 		char again[NP_CONTAINER_ID_LEN + 1];
 		np_container_id_from_cgroup((const char *)data, size, again);
