@@ -15,7 +15,6 @@
 struct key_state {
 	int ever;	     /* processes were seen once */
 	int empty_intervals; /* collect intervals in a row without a process */
-	int warned;	     /* the no-process warning was logged for this episode */
 };
 
 struct example {
@@ -31,6 +30,7 @@ struct np_census {
 	struct np_intern mismatched; /* u32 PIDs refused at the last census (logged once each) */
 	uint64_t mismatches;
 	size_t without;
+	int warned; /* the no-process warning was logged, and some target still qualifies */
 	char *rows; /* owned JSON text of the last census */
 };
 
@@ -240,20 +240,26 @@ static void write_row(struct np_json *j, const struct np_census *c, const struct
 	np_json_obj_end(j);
 }
 
-static void maybe_warn(struct np_census *c, const struct np_target *t, const struct tally *ty, struct key_state *ks)
+/* Whether a target is one the warning is about: a pod target without a process for
+ * NP_CENSUS_WARN_INTERVALS intervals while processes run in containers no target has. */
+static int stuck(const struct np_target *t, const struct tally *ty, const struct key_state *ks)
 {
-	const struct example *e = ty->nexamples ? &ty->examples[0] : NULL;
+	return t->pod_uid && ks->empty_intervals >= NP_CENSUS_WARN_INTERVALS && ty->unmatched_ids.n && ty->nexamples;
+}
 
-	if (!t->pod_uid || ks->warned || ks->empty_intervals < NP_CENSUS_WARN_INTERVALS || !ty->unmatched_ids.n || !e)
-		return;
-	ks->warned = 1;
+/* One warning for all such targets, naming the first; told again only after none was left. */
+static void warn_stuck(struct np_census *c, const struct np_target *t, size_t nstuck, const struct tally *ty)
+{
+	const struct example *e = &ty->examples[0];
+
 	np_log(NP_WARN, "pyroscope.ebpf",
-	       "a pod target has matched no process for 3 intervals while processes run in containers no target "
+	       "pod targets have matched no process for 3 intervals while processes run in containers no target "
 	       "has; see /debug/targets and `nodeprof tools container-id --pid PID --explain` (logged once; "
 	       "nodeprof_targets_without_processes)",
-	       "component_id", c->component, "service_name", t->service_name, "container_id", t->container_id,
-	       "pod_uid", t->pod_uid, "unmatched_container_ids", NP_LOG_INT(ty->unmatched_ids.n), "example_pid",
-	       NP_LOG_INT(e->pid), "example_container_id", e->id, "example_cgroup", e->cgroup, NULL);
+	       "component_id", c->component, "targets", NP_LOG_INT(nstuck), "service_name", t->service_name,
+	       "container_id", t->container_id, "pod_uid", t->pod_uid, "unmatched_container_ids",
+	       NP_LOG_INT(ty->unmatched_ids.n), "example_pid", NP_LOG_INT(e->pid), "example_container_id", e->id,
+	       "example_cgroup", e->cgroup, NULL);
 }
 
 int np_census_run(struct np_census *c, const struct np_target_set *targets, struct np_pid_cache *pids,
@@ -265,7 +271,8 @@ int np_census_run(struct np_census *c, const struct np_target_set *targets, stru
 	struct key_state *state = NULL;
 	struct np_buf rows = NP_BUF_INIT;
 	struct np_json j;
-	size_t without = 0;
+	size_t without = 0, nstuck = 0;
+	const struct np_target *first_stuck = NULL;
 	int rc = -1;
 
 	ty.processes = calloc(n + 1, sizeof(*ty.processes));
@@ -299,7 +306,8 @@ int np_census_run(struct np_census *c, const struct np_target_set *targets, stru
 		} else {
 			without++;
 			state[id - 1].empty_intervals += interval;
-			maybe_warn(c, t, &ty, &state[id - 1]);
+			if (stuck(t, &ty, &state[id - 1]) && !nstuck++)
+				first_stuck = t;
 		}
 		write_row(&j, c, t, &ty, i, &state[id - 1]);
 	}
@@ -307,6 +315,9 @@ int np_census_run(struct np_census *c, const struct np_target_set *targets, stru
 		np_errf(err, "out of memory listing targets");
 		goto out;
 	}
+	if (nstuck && !c->warned)
+		warn_stuck(c, first_stuck, nstuck, &ty);
+	c->warned = nstuck != 0;
 	np_intern_free(&c->keys);
 	free(c->state);
 	c->keys = keys;

@@ -8,7 +8,8 @@
  * another pod than the target's (the cross-check); and processes in containers no target
  * has, with a few examples. It keeps, per target key, whether processes were ever seen
  * and for how many intervals none was, so that "process gone" and the warning after 3
- * empty intervals can be told.
+ * empty intervals can be told (one warning for all the pod targets in that state, told
+ * again only after none was left).
  *
  * Owned by the profiler thread (not thread-safe); the results are copied out as a JSON
  * text and numbers for the debug page and the metrics. */
@@ -35,7 +36,7 @@ void np_census_free(struct np_census *c);
 
 /* Counts the processes of proc_dir (NULL: /proc) for targets (may be NULL: no targets).
  * interval: this census ends a collect interval (only those count toward the warning).
- * Logs a pod UID mismatch once per process and the no-process warning once per target. */
+ * Logs a pod UID mismatch once per process, and the no-process warning. */
 NP_MUST_CHECK int np_census_run(struct np_census *c, const struct np_target_set *targets, struct np_pid_cache *pids,
 				const char *proc_dir, int interval, struct np_err *err);
 
