@@ -133,6 +133,12 @@ class KindNode(unittest.TestCase):
             self.assertIn({"pid": stray.pid, "container_id": stray_cid,
                            "cgroup": "/" + self.kind(stray_uid, stray_cid)}, examples)
 
+        # The HTML page says the same.
+        with urllib.request.urlopen(f"http://127.0.0.1:{n.http_port}/debug/targets", timeout=10) as r:
+            html = r.read().decode()
+        for text in ("pod_uid_mismatch", "unmatched_container_ids", "unmatched_processes", "ebpf/shop/web"):
+            self.assertIn(text, html)
+
         m = n.metrics()
         self.assertEqual(m["nodeprof_target_mismatches_total"].value({"reason": "pod_uid"}), 1)
         self.assertEqual(m["nodeprof_targets_without_processes"].value(), 3)
