@@ -162,7 +162,11 @@ static int debug_elf_cache(void *ud, struct np_buf *out, struct np_err *err)
 	return np_ebpf_components_symbols_json(a->running, out, err);
 }
 
-/* One row per target of every discovery and relabel component. */
+/* One row per target of every discovery and relabel component (component, labels), then
+ * one per target of every profiler with its processes and, when none, the reason
+ * (component, labels, processes, reason, detail, unmatched_processes): docs/design.md,
+ * "Why a target has no profile". A profiler still waiting for discovery has one row
+ * saying so. */
 static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
 {
 	struct cmd_run_agent *a = ud;
@@ -193,6 +197,24 @@ static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
 			np_json_obj_end(&j);
 		}
 		cfg_unref(v);
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		if (strcmp(l->type[i], "pyroscope.ebpf") != 0 || cfg_controller_settled(a->ctl, l->id[i]))
+			continue;
+		np_json_obj_begin(&j);
+		np_json_kv_str(&j, "component", l->id[i]);
+		np_json_key(&j, "labels");
+		np_json_obj_begin(&j);
+		np_json_obj_end(&j);
+		np_json_kv_u64(&j, "processes", 0);
+		np_json_kv_str(&j, "reason", "discovery_not_synced");
+		np_json_kv_str(&j, "detail", "no targets yet: the discovery feeding this profiler has not finished its "
+					     "first pass (see /debug/components)");
+		np_json_obj_end(&j);
+	}
+	if (np_ebpf_components_target_rows(a->running, &j, err)) {
+		free(l);
+		return -1;
 	}
 	np_json_arr_end(&j);
 	free(l);

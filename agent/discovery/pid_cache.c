@@ -17,6 +17,7 @@ struct entry {
 	int32_t hash_next;	      /* next in the bucket chain, or in the free list */
 	int32_t lru_prev, lru_next; /* lru_prev toward the most recent end */
 	char container_id[NP_CONTAINER_ID_LEN + 1];
+	char pod_uid[NP_POD_UID_LEN + 1];
 	uint8_t origin;
 	uint8_t has_cgroup_id; /* failures are not remembered: they are rare and cheap to retry */
 	uint64_t cgroup_id;
@@ -186,6 +187,7 @@ static int32_t get_locked(struct np_pid_cache *c, uint32_t pid, struct np_err *e
 	c->free_head = e->hash_next;
 	e->pid = pid;
 	memcpy(e->container_id, ci.container_id, sizeof(e->container_id));
+	memcpy(e->pod_uid, ci.pod_uid, sizeof(e->pod_uid));
 	e->origin = (uint8_t)ci.origin;
 	e->has_cgroup_id = 0;
 	e->cgroup_id = 0;
@@ -212,6 +214,18 @@ int np_pid_cache_container_id(struct np_pid_cache *c, uint32_t pid, char id[NP_C
 		if (origin)
 			*origin = (enum np_cid_origin)c->entries[i].origin;
 	}
+	pthread_mutex_unlock(&c->lock);
+	return i == NIL ? -1 : 0;
+}
+
+int np_pid_cache_pod_uid(struct np_pid_cache *c, uint32_t pid, char uid[NP_POD_UID_LEN + 1], struct np_err *err)
+{
+	int32_t i;
+
+	pthread_mutex_lock(&c->lock);
+	i = get_locked(c, pid, err);
+	if (i != NIL)
+		memcpy(uid, c->entries[i].pod_uid, NP_POD_UID_LEN + 1);
 	pthread_mutex_unlock(&c->lock);
 	return i == NIL ? -1 : 0;
 }

@@ -43,6 +43,11 @@ void np_pid_cache_free(struct np_pid_cache *c);
 NP_MUST_CHECK int np_pid_cache_container_id(struct np_pid_cache *c, uint32_t pid, char id[NP_CONTAINER_ID_LEN + 1],
 					    enum np_cid_origin *origin, struct np_err *err);
 
+/* The pod UID the process's cgroup path shows (docs/specs/container-id.md §5), "" when
+ * none; -1 as np_pid_cache_container_id. */
+NP_MUST_CHECK int np_pid_cache_pod_uid(struct np_pid_cache *c, uint32_t pid, char uid[NP_POD_UID_LEN + 1],
+				       struct np_err *err);
+
 /* Appends the process's cgroup v2 path (the "0::" line, e.g. "/kubepods.slice/...scope")
  * to out; appends nothing on a v1-only host. */
 NP_MUST_CHECK int np_pid_cache_cgroup_path(struct np_pid_cache *c, uint32_t pid, struct np_buf *out,

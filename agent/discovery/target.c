@@ -99,6 +99,7 @@ int np_target_init(struct np_target *t, const struct np_labels *discovered, uint
 {
 	struct np_buf service = NP_BUF_INIT;
 	char pid_text[16];
+	const char *v;
 
 	memset(t, 0, sizeof(*t));
 	for (size_t i = 0; i < discovered->n; i++) {
@@ -131,6 +132,8 @@ int np_target_init(struct np_target *t, const struct np_labels *discovered, uint
 	t->service_name = np_labels_get(&t->labels, NP_LABEL_SERVICE_NAME);
 	t->container_id = pid ? NULL : np_labels_get(&t->labels, NP_LABEL_CONTAINER_ID);
 	t->fingerprint = np_labels_hash(&t->labels);
+	if (!pid && (v = np_target_pod_uid(discovered)) && !(t->pod_uid = strdup(v)))
+		goto oom;
 	np_buf_free(&service);
 	return 0;
 oom:
@@ -141,8 +144,20 @@ fail:
 	return -1;
 }
 
+const char *np_target_pod_uid(const struct np_labels *ls)
+{
+	/* A static pod's cgroup carries its config hash; the API shows its mirror pod's UID. */
+	const char *v = np_labels_get(ls, "__meta_kubernetes_pod_annotation_kubernetes_io_config_hash");
+
+	if (!v || !v[0])
+		v = np_labels_get(ls, NP_LABEL_POD_UID);
+	return v && v[0] ? v : NULL;
+}
+
 void np_target_free(struct np_target *t)
 {
+	free(t->pod_uid);
+	t->pod_uid = NULL;
 	np_labels_free(&t->labels);
 	t->service_name = t->container_id = NULL;
 	t->pid = 0;

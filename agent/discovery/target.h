@@ -29,6 +29,7 @@
 #define NP_LABEL_SERVICE_NAME "service_name"
 #define NP_LABEL_METRIC_NAME "__name__"
 #define NP_METRIC_PROCESS_CPU "process_cpu"
+#define NP_LABEL_POD_UID "__meta_kubernetes_pod_uid"
 
 /* __process_pid__ parsed as Go's strconv.ParseUint(v, 10, 32); 0 when absent or invalid. */
 uint32_t np_target_pid(const struct np_labels *ls);
@@ -43,6 +44,11 @@ const char *np_target_join_container_id(const struct np_labels *ls);
  * into k8s_id after a known runtime prefix, or NULL for any other prefix. */
 const char *np_container_id_from_k8s(const char *k8s_id);
 
+/* The pod UID a container target's processes must show in their cgroup path
+ * (docs/specs/container-id.md §5): the kubernetes.io/config.hash annotation of a static
+ * pod, else __meta_kubernetes_pod_uid; a pointer into ls, or NULL. */
+const char *np_target_pod_uid(const struct np_labels *ls);
+
 /* Appends the service name pyroscope.ebpf uses for the target, in the code's order:
  * service_name; the pyroscope.io/service_name annotation;
  * "ebpf/<namespace>/<container>"; the Docker container name; the swarm container
@@ -55,6 +61,7 @@ struct np_target {
 	uint32_t pid;		  /* the PID of a PID-keyed target, else 0 */
 	const char *container_id; /* a value in labels for a container-keyed target, else NULL */
 	uint64_t fingerprint;	  /* np_labels_hash(&labels): one profile series per fingerprint */
+	char *pod_uid;		  /* owned: np_target_pod_uid() of a container target, or NULL */
 };
 
 /* Builds the profile view of `discovered` keyed by pid (when non-zero) or else by

@@ -127,6 +127,8 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 		sum->allowed_pids += st.allowed_pids;
 		sum->allow_failures += st.allow_failures;
 		sum->cgroups_limited += st.cgroups_limited;
+		sum->targets_without_processes += st.targets_without_processes;
+		sum->target_mismatches += st.target_mismatches;
 		sum->bpf_samples += st.bpf_samples;
 		sum->bpf_lost += st.bpf_lost;
 		sum->recovered_callers += st.recovered_callers;
@@ -316,6 +318,22 @@ static int listing_json(struct np_ebpf_running *r, int (*fn)(struct np_ebpf_prof
 int np_ebpf_components_pid_cache_json(struct np_ebpf_running *r, struct np_buf *out, struct np_err *err)
 {
 	return listing_json(r, np_ebpf_profiler_pid_cache_json, out, err);
+}
+
+int np_ebpf_components_target_rows(struct np_ebpf_running *r, struct np_json *j, struct np_err *err)
+{
+	struct np_buf rows = NP_BUF_INIT;
+	int rc = 0;
+
+	pthread_mutex_lock(&r->mu);
+	for (struct ebpf_component *ec = r->head; ec && rc == 0; ec = ec->next) {
+		np_buf_reset(&rows);
+		if (ec->engine && (rc = np_ebpf_profiler_targets_rows(ec->engine, &rows, err)) == 0 && rows.len)
+			np_json_raw(j, rows.p, rows.len); /* the writer puts the comma between engines */
+	}
+	pthread_mutex_unlock(&r->mu);
+	np_buf_free(&rows);
+	return rc;
 }
 
 int np_ebpf_components_symbols_json(struct np_ebpf_running *r, struct np_buf *out, struct np_err *err)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "agent/profile/ebpf_profiler.h"
+#include "lib/json_writer.h"
 #include "lib/strbuf.h"
 
 struct np_ebpf_running;
@@ -31,6 +32,9 @@ NP_MUST_CHECK int np_ebpf_components_json(struct np_ebpf_running *r, struct np_b
  * {"component": ..., "entries": [...]}. */
 NP_MUST_CHECK int np_ebpf_components_pid_cache_json(struct np_ebpf_running *r, struct np_buf *out,
 						    struct np_err *err);
+/* Appends, into j's open array, one row per target of every running profiler: its
+ * processes and, when none, why (agent/profile/target_census.h). */
+NP_MUST_CHECK int np_ebpf_components_target_rows(struct np_ebpf_running *r, struct np_json *j, struct np_err *err);
 NP_MUST_CHECK int np_ebpf_components_symbols_json(struct np_ebpf_running *r, struct np_buf *out, struct np_err *err);
 
 #endif

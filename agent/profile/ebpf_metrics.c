@@ -218,6 +218,10 @@ struct np_ebpf_metrics {
 	struct np_series *limits[NLIMITS]; /* nodeprof_process_limits_total{reason} */
 	uint64_t last_limits[NLIMITS];
 	double gauge_share[NGAUGES]; /* what this instance added to each gauge */
+	/* Why targets have no profile (agent/profile/target_census.h). */
+	struct np_series *targets_without, *mismatches;
+	double targets_without_share;
+	uint64_t last_mismatches;
 	pthread_mutex_t lock;
 };
 
@@ -302,6 +306,24 @@ static int register_reasons(struct np_metrics *reg, struct np_ebpf_metrics *m, s
 	return 0;
 }
 
+/* Registers the census's series: targets without processes, processes refused a target. */
+static int register_census(struct np_metrics *reg, struct np_ebpf_metrics *m, struct np_err *err)
+{
+	static const char *const pod_uid[] = { "pod_uid" };
+	struct np_metric *g = np_metrics_gauge(reg, "nodeprof_targets_without_processes",
+					       "Targets that matched no process at the last count (every collect "
+					       "interval); /debug/targets tells why for each.",
+					       NULL, err);
+
+	if (!(m->targets_without = series0(g, err)))
+		return -1;
+	return reason_family(reg, "nodeprof_target_mismatches_total",
+			     "Processes refused a target's labels, each counted once: pod_uid, the process has the "
+			     "target's container ID but its cgroup path names another pod than the target's "
+			     "__meta_kubernetes_pod_uid.",
+			     pod_uid, 1, &m->mismatches, err);
+}
+
 int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, struct np_err *err)
 {
 	static const char *const svc[] = { "service_name", NULL };
@@ -321,7 +343,8 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 	    !(fanout = np_metrics_histogram(reg, "pyroscope_fanout_latency",
 					    "Write latency for sending to pyroscope profiles", NULL,
 					    np_metrics_default_buckets, NP_METRICS_DEFAULT_BUCKETS_N, err)) ||
-	    !series0(fanout, err) || register_labeled(reg, m, err) || register_reasons(reg, m, err)) {
+	    !series0(fanout, err) || register_labeled(reg, m, err) || register_reasons(reg, m, err) ||
+	    register_census(reg, m, err)) {
 		pthread_mutex_destroy(&m->lock);
 		free(m);
 		return np_err_wrap(err, "pyroscope.ebpf metrics");
@@ -336,6 +359,7 @@ void np_ebpf_metrics_free(struct np_ebpf_metrics *m)
 		return;
 	for (int i = 0; i < NGAUGES; i++)
 		np_series_add(m->gauges[i], -m->gauge_share[i]);
+	np_series_add(m->targets_without, -m->targets_without_share);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -402,5 +426,8 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 	}
 	add_deltas(m->refused, m->last_refused, st->symbols.refused, SYM_REFUSED_N);
 	add_deltas(m->limits, m->last_limits, limits, NLIMITS);
+	np_series_add(m->targets_without, (double)st->targets_without_processes - m->targets_without_share);
+	m->targets_without_share = (double)st->targets_without_processes;
+	add_deltas(&m->mismatches, &m->last_mismatches, &st->target_mismatches, 1);
 	pthread_mutex_unlock(&m->lock);
 }

@@ -19,6 +19,7 @@
 #include "agent/pprof/gzip.h"
 #include "agent/profile/collector.h"
 #include "agent/profile/ebpf_metrics.h"
+#include "agent/profile/target_census.h"
 #include "lib/intern.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
@@ -53,6 +54,7 @@ struct np_ebpf_profiler {
 	size_t nsinks;
 	struct np_ebpf_stats stats;
 	char *symbols_json; /* the symbol tables cache as of the last interval (owned) */
+	char *target_rows;  /* the targets and their processes as of the last census (owned) */
 
 	/* thread-owned */
 	struct np_collector *col;
@@ -60,6 +62,7 @@ struct np_ebpf_profiler {
 	struct np_cgroup2_mount cg2;
 	int have_cg2;
 	struct np_target_set *targets;
+	struct np_census *census;
 	struct np_intern allowed_cgroups;	/* key: u64 cgroup id */
 	char (*cgroup_container)[NP_CONTAINER_ID_LEN + 1]; /* per allowed cgroup id - 1 */
 	size_t cgroup_container_cap;
@@ -154,7 +157,8 @@ static int walk_cgroups(struct allow_scan *a, char *path, size_t root_len, size_
 	if (!d)
 		return 0; /* removed meanwhile, or not readable: nothing to sample there */
 	while (rc == 0 && (e = readdir(d))) {
-		char id[NP_CONTAINER_ID_LEN + 1];
+		struct np_cid_answer ans;
+		const struct np_target *t;
 		size_t n;
 		if (e->d_type != DT_DIR || e->d_name[0] == '.')
 			continue;
@@ -166,12 +170,15 @@ static int walk_cgroups(struct allow_scan *a, char *path, size_t root_len, size_
 		path[len] = '/';
 		memcpy(path + len + 1, e->d_name, n + 1);
 		/* The path as /proc/PID/cgroup shows it: relative to the mount's root. */
-		if (np_container_id_from_path(path + root_len, len + 1 + n - root_len, id) &&
-		    np_target_set_find_container(a->p->targets, id)) {
+		np_cgroup_path_answer(path + root_len, len + 1 + n - root_len, &ans);
+		/* A directory naming another pod than its target's is not sampled for it
+		 * (docs/specs/container-id.md); the census counts its processes. */
+		if (ans.id[0] && (t = np_target_set_find_container(a->p->targets, ans.id)) &&
+		    np_census_pod_ok(t, ans.pod_uid)) {
 			uint64_t cgid;
 			struct np_err e2;
 			if (np_cgroup2_id(path, &cgid, &e2) == 0)
-				rc = add_cgroup(a, cgid, id, err);
+				rc = add_cgroup(a, cgid, ans.id, err);
 		}
 		if (rc == 0)
 			rc = walk_cgroups(a, path, root_len, len + 1 + n, depth + 1, err);
@@ -179,6 +186,19 @@ static int walk_cgroups(struct allow_scan *a, char *path, size_t root_len, size_
 	}
 	closedir(d);
 	return rc;
+}
+
+/* Whether process pid may take target t's labels (t NULL: no). */
+static int pod_ok(struct np_ebpf_profiler *p, uint32_t pid, const struct np_target *t)
+{
+	char uid[NP_POD_UID_LEN + 1];
+	struct np_err err;
+
+	if (!t)
+		return 0;
+	if (!t->pod_uid)
+		return 1;
+	return np_pid_cache_pod_uid(p->pids, pid, uid, &err) == 0 && np_census_pod_ok(t, uid);
 }
 
 /* For containers without a cgroup v2 directory of their own: their PIDs, from /proc. */
@@ -199,7 +219,7 @@ static int scan_pids(struct allow_scan *a, struct np_err *err)
 			continue;
 		if (np_intern_find(&a->found_containers, id, strlen(id)))
 			continue; /* sampled through its cgroup */
-		if (np_target_set_find_container(a->p->targets, id)) {
+		if (pod_ok(a->p, (uint32_t)pid, np_target_set_find_container(a->p->targets, id))) {
 			uint32_t pid32 = (uint32_t)pid;
 			if (!np_intern_add(&a->pids, &pid32, sizeof(pid32), NULL)) {
 				closedir(d);
@@ -382,8 +402,9 @@ static const struct np_target *target_of(struct np_ebpf_profiler *p, const struc
 	i = np_intern_find(&p->allowed_cgroups, &cg, sizeof(cg));
 	if (i && (t = np_target_set_find_container(p->targets, p->cgroup_container[i - 1])))
 		return t;
-	if (np_pid_cache_container_id(p->pids, s->tgid, id, NULL, &err) == 0 && id[0])
-		return np_target_set_find_container(p->targets, id);
+	if (np_pid_cache_container_id(p->pids, s->tgid, id, NULL, &err) == 0 && id[0] &&
+	    pod_ok(p, s->tgid, (t = np_target_set_find_container(p->targets, id))))
+		return t;
 	return NULL;
 }
 
@@ -596,6 +617,30 @@ static void flush(struct np_ebpf_profiler *p)
 	p->interval_start_wall = now;
 }
 
+/* Counts every target's processes (target_census.h) and publishes the result. Failures
+ * (out of memory, /proc unreadable) keep the previous census and are logged: the census
+ * explains, it does not select what is sampled. */
+static void census(struct np_ebpf_profiler *p, int interval)
+{
+	struct np_buf rows = NP_BUF_INIT;
+	struct np_err err;
+
+	if (np_census_run(p->census, p->targets, p->pids, NULL, interval, &err) ||
+	    np_census_rows(p->census, &rows, &err)) {
+		np_log(NP_WARN, "pyroscope.ebpf", "counting the targets' processes failed", "component_id", p->name,
+		       "error", err.msg, NULL);
+		np_buf_free(&rows);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->stats.targets_without_processes = np_census_without_processes(p->census);
+	p->stats.target_mismatches = np_census_mismatches(p->census);
+	free(p->target_rows);
+	p->target_rows = np_buf_steal(&rows, NULL);
+	pthread_mutex_unlock(&p->mu);
+	np_buf_free(&rows);
+}
+
 static int take_pending_targets(struct np_ebpf_profiler *p, struct np_err *err)
 {
 	struct np_targets ts = NP_TARGETS_INIT;
@@ -623,7 +668,10 @@ static int take_pending_targets(struct np_ebpf_profiler *p, struct np_err *err)
 	pthread_mutex_lock(&p->mu);
 	p->stats.active_targets = np_target_set_count(set);
 	pthread_mutex_unlock(&p->mu);
-	return rescan(p, err);
+	if (rescan(p, err))
+		return -1;
+	census(p, 0);
+	return 0;
 }
 
 /* The symbolizer and the PID cache belong to this thread: copy their numbers out. */
@@ -696,6 +744,7 @@ static void *run(void *arg)
 		snapshot_stats(p);
 		if (mono_ns() >= p->next_collect) {
 			snapshot_symbols(p);
+			census(p, 1);
 			flush(p);
 			p->next_collect += p->cfg.collect_interval_ns;
 			if (p->next_collect < mono_ns())
@@ -740,7 +789,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	else if (err->code != ENOENT)
 		goto fail;
 	p->pids = np_pid_cache_new(p->cfg.container_id_cache_size, NULL, p->have_cg2 ? &p->cg2 : NULL, err);
-	if (!p->pids)
+	if (!p->pids || !(p->census = np_census_new(p->name, err)))
 		goto fail;
 	drain_ms = p->cfg.collect_interval_ns / 1000000;
 	co.sample_rate = p->cfg.sample_rate;
@@ -797,6 +846,7 @@ void np_ebpf_profiler_stop(struct np_ebpf_profiler *p)
 		pthread_join(p->thread, NULL);
 	np_collector_close(p->col);
 	np_pid_cache_free(p->pids);
+	np_census_free(p->census);
 	np_target_set_free(p->targets);
 	np_target_free(&p->default_target);
 	np_targets_free(&p->pending);
@@ -805,6 +855,7 @@ void np_ebpf_profiler_stop(struct np_ebpf_profiler *p)
 	np_intern_free(&p->slot_index);
 	free(p->cgroup_container);
 	free(p->symbols_json);
+	free(p->target_rows);
 	free(p->slots);
 	free(p->sinks);
 	free(p->pframes);
@@ -881,6 +932,15 @@ int np_ebpf_profiler_pid_cache_json(struct np_ebpf_profiler *p, struct np_buf *o
 	np_json_arr_begin(&j);
 	np_pid_cache_foreach(p->pids, pid_entry_json, &j);
 	np_json_arr_end(&j);
+	return out->failed ? np_errf(err, "out of memory") : 0;
+}
+
+int np_ebpf_profiler_targets_rows(struct np_ebpf_profiler *p, struct np_buf *out, struct np_err *err)
+{
+	pthread_mutex_lock(&p->mu);
+	if (p->target_rows)
+		np_buf_puts(out, p->target_rows);
+	pthread_mutex_unlock(&p->mu);
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }
 

@@ -107,6 +107,9 @@ struct np_ebpf_stats {
 	struct py_tracker_stats python;	  /* CPython processes and their names */
 	struct np_uprobes_stats uprobes;  /* probes attached */
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity; /* BPF map fill */
+	/* agent/profile/target_census.h, as of the last census */
+	size_t targets_without_processes;
+	uint64_t target_mismatches; /* processes refused a target's labels: their cgroup names another pod */
 };
 void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats *out);
 
@@ -114,6 +117,9 @@ void np_ebpf_profiler_get_stats(struct np_ebpf_profiler *p, struct np_ebpf_stats
  * symbol tables cache (as of the last collect interval: the symbolizer belongs to the
  * profiler thread). Thread-safe. */
 NP_MUST_CHECK int np_ebpf_profiler_pid_cache_json(struct np_ebpf_profiler *p, struct np_buf *out, struct np_err *err);
+/* The targets and their processes as of the last census (agent/profile/target_census.h):
+ * row objects separated by commas, without brackets. Thread-safe. */
+NP_MUST_CHECK int np_ebpf_profiler_targets_rows(struct np_ebpf_profiler *p, struct np_buf *out, struct np_err *err);
 NP_MUST_CHECK int np_ebpf_profiler_symbols_json(struct np_ebpf_profiler *p, struct np_buf *out, struct np_err *err);
 
 #endif

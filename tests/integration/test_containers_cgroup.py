@@ -56,6 +56,36 @@ class ContainerIdTool(V2Base):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertEqual(r.stdout, cid + "\n")
 
+    def test_kind_node_layout_and_explain(self):
+        """A pod on a node that is a container (kind), made under this test's own directory:
+        the pod's container, not the node's, and --explain says why, segment by segment."""
+        root, node, uid = f"nodeprof-cid-{cgroups.new_container_id()[:8]}", cgroups.new_container_id(), cgroups.new_pod_uid()
+        cid, other = cgroups.new_container_id(), cgroups.new_container_id()
+        rel = cgroups.kind_pod_path(root, node, uid, cid)
+        for path in (rel, f"{rel}/docker-{other}.scope"):
+            self.tree.make(path)
+            proc = cgroups.spawn(self)
+            self.tree.move(proc.pid, path)
+            r = np.nodeprof("tools", "container-id", "--pid", proc.pid)
+            self.assertEqual((r.returncode, r.stdout), (0, cid + "\n"), r.stderr)
+            r = np.nodeprof("tools", "container-id", "--pid", proc.pid, "--explain")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = r.stdout.splitlines()
+            self.assertEqual(out[0], f"file: /proc/{proc.pid}/cgroup")
+            self.assertEqual(out[-1], cid)
+            self.assertIn("line 1 (", r.stdout)
+            self.assertIn(f"cgroup v2): /{path}", r.stdout)
+            self.assertIn(f'"docker-{node}.scope": container around the pod (a node that is a container, e.g. kind): '
+                          f"ignored, ID {node}", r.stdout)
+            self.assertIn(f'"kubelet-kubepods-besteffort-pod{uid.replace("-", "_")}.slice": pod slice', r.stdout)
+            self.assertIn(f'"cri-containerd-{cid}.scope": container directly under the pod slice', r.stdout)
+            self.assertIn(f"chosen: {cid} from line", r.stdout)
+        self.assertIn(f'"docker-{other}.scope": container below the pod\'s container: ignored', r.stdout)
+        # --explain also works on a saved file, and on a process in no container
+        r = np.nodeprof("tools", "container-id", "--pid", cgroups.spawn(self).pid, "--explain")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("chosen: no container", r.stdout)
+
     def test_conmon_scope_is_not_a_container(self):
         proc, cid, _ = self.in_container("crio-conmon")
         r = np.nodeprof("tools", "container-id", "--pid", proc.pid)
@@ -84,7 +114,8 @@ class ContainerIdTool(V2Base):
                                (("--pid", "0"), "not a process ID"),
                                (("--pid", "1", "--cgroup-file", "/x"), "exactly one of"),
                                ((), "exactly one of"),
-                               (("--bogus",), "unrecognized option")):
+                               (("--bogus",), "unrecognized option"),
+                               (("--pid", "1", "--explain", "--explain"), "--explain given twice")):
             with self.subTest(args=args):
                 r = np.nodeprof("tools", "container-id", *args)
                 self.assertEqual(r.returncode, 2)

@@ -76,6 +76,14 @@ def runtime_path(layout, pod_uid, cid, qos="burstable"):
     }[layout]
 
 
+def kind_pod_path(root, node_id, pod_uid, cid, qos="besteffort"):
+    """A pod container's cgroup on a kind node (a docker container running systemd and a
+    kubelet whose cgroup root is /kubelet), seen from the host, under `root`."""
+    u = pod_uid.replace("-", "_")
+    return (f"{root}/system.slice/docker-{node_id}.scope/kubelet.slice/kubelet-kubepods.slice/"
+            f"kubelet-kubepods-{qos}.slice/kubelet-kubepods-{qos}-pod{u}.slice/cri-containerd-{cid}.scope")
+
+
 class CgroupTree:
     """Directories created under one hierarchy; call cleanup() (or use addCleanup)."""
 

@@ -62,13 +62,17 @@ class Node:
 
     # ---- pods and containers ----
     def pod(self, name, namespace="default", node=None, containers=("app",), running=(), phase="Running",
-            labels=None, annotations=None, ip="10.1.0.1"):
+            labels=None, annotations=None, ip="10.1.0.1", cgroup=None, cgroup_uid=None):
         """Creates the pod on the apiserver; containers listed in `running` get a cgroup on
-        this host with a busy workload in it. Returns {container: container id}."""
+        this host with a busy workload in it. Returns {container: container id}.
+        cgroup: a function (pod uid, container id) -> the container's cgroup path (default:
+        containerd with the systemd driver at the root); cgroup_uid: the pod UID written in
+        that path when it must differ from the apiserver's."""
         uid = cgroups.new_pod_uid()
         ids = {c: cgroups.new_container_id() for c in containers}
         for c in running:
-            rel = cgroups.runtime_path("containerd-systemd", uid, ids[c])
+            rel = (cgroup or (lambda u, cid: cgroups.runtime_path("containerd-systemd", u, cid)))(
+                cgroup_uid or uid, ids[c])
             self.tree.make(rel)
             self.workloads[(namespace, name, c)] = self.run_in(rel)
         obj = k8s.pod(name, namespace=namespace, node=node or self.name, ip=ip,

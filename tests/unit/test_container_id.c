@@ -22,16 +22,15 @@
  * out of scope for every 64-hex extractor, so for them the rule must give none. */
 static const char *const known_misses[] = { "otel-java: 64-hex followed by an arbitrary '.aaaa' suffix" };
 
-/* Nested containers seen from the outer host's cgroup namespace: the peers take the
- * innermost ID; nodeprof takes the outermost, the level the host's runtime created,
- * because everything below it is written by the container itself (issue 18). */
+/* Nested containers outside Kubernetes, seen from the outer host's cgroup namespace: the
+ * peers take the innermost ID; nodeprof takes the outermost, the level the host's
+ * runtime created, because everything below it is written by the container itself
+ * (issue 18). Paths that show a pod give the container under the pod's slice instead. */
 static const struct {
 	const char *name, *id;
 } outermost[] = {
 	{ "neuvector: RancherOS docker-in-docker (/docker/<outer>/docker/<inner>)",
 	  "a9a5ad238e59234193ee7ec3fcff5e735b3708ea1068826952255b69e3cfa413" },
-	{ "beyla: kind node on a hybrid host (v1 lines show the kind node container, 0:: shows the pod container)",
-	  "8afe480d66074930353da456a1344caca810fe31c1e31f6e08c95a66887235d6" },
 };
 
 static json_t *fixture;
@@ -53,7 +52,9 @@ static void fixture_case(void **state)
 	const char *text = json_string_value(json_object_get(c, "cgroup"));
 	json_t *want_j = json_object_get(c, "container_id");
 	const char *want = json_is_string(want_j) ? json_string_value(want_j) : NULL;
+	const char *want_pod = json_string_value(json_object_get(c, "pod_uid"));
 	char got[NP_CONTAINER_ID_LEN + 1];
+	struct np_cid_answer a;
 	enum np_cid_origin origin;
 
 	assert_non_null(name);
@@ -67,6 +68,11 @@ static void fixture_case(void **state)
 		if (strcmp(name, outermost[i].name) == 0)
 			want = outermost[i].id;
 	origin = np_container_id_from_cgroup(text, strlen(text), got);
+	/* The pod the chosen line shows, when the case names one; none when it does not. */
+	assert_int_equal(np_cgroup_answer(text, strlen(text), &a), origin);
+	assert_string_equal(a.id, got);
+	if (strcmp(a.pod_uid, want_pod ? want_pod : "") != 0)
+		fail_msg("%s: pod UID \"%s\", want \"%s\"", name, a.pod_uid, want_pod ? want_pod : "");
 	if (want) {
 		if (strcmp(got, want) != 0)
 			fail_msg("%s: got \"%s\", want \"%s\"", name, got, want);
@@ -183,6 +189,106 @@ static void nested_scope_cannot_impersonate(void **state)
 	check("0::/../../cri-containerd-" ID_A ".scope/docker-" ID_B ".scope\n", ID_A, NP_CID_UNIFIED);
 }
 
+#define UID "44c76ce5-f953-4bd3-bc89-12621681af49"
+#define UID_ "44c76ce5_f953_4bd3_bc89_12621681af49"
+#define ID_N "a2ffe0e97ac22657a2a023ad628e9df837c38a03b1ebc904d3f6d644eb1a1a81"
+
+static void check_pod(const char *text, const char *want, const char *want_pod)
+{
+	struct np_cid_answer a;
+
+	np_cgroup_answer(text, strlen(text), &a);
+	if (strcmp(a.id, want) != 0 || strcmp(a.pod_uid, want_pod) != 0)
+		fail_msg("%s: got \"%s\" pod \"%s\", want \"%s\" pod \"%s\"", text, a.id, a.pod_uid, want, want_pod);
+}
+
+/* The pod's container is the segment under the pod slice wherever that slice sits. */
+static void pod_slice_anywhere(void **state)
+{
+	const char *kind = "0::/system.slice/docker-" ID_N ".scope/kubelet.slice/kubelet-kubepods.slice/"
+			   "kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod" UID_ ".slice/";
+	char text[1024];
+
+	snprintf(text, sizeof(text), "%scri-containerd-%s.scope\n", kind, ID_A);
+	check(text, ID_A, NP_CID_UNIFIED);
+	check_pod(text, ID_A, UID);
+	for (int i = 0; i < 3; i++) {
+		static const char *const prefix[] = { "crio-", "docker-", "" };
+		snprintf(text, sizeof(text), "%s%s%s%s\n", kind, prefix[i], ID_A, i < 2 ? ".scope" : "");
+		check_pod(text, ID_A, UID);
+	}
+	/* guaranteed QoS: no qos slice; cgroupfs driver below a node container */
+	check_pod("0::/kubepods.slice/kubepods-pod" UID_ ".slice/cri-containerd-" ID_A ".scope\n", ID_A, UID);
+	check_pod("0::/docker/" ID_N "/kubepods/besteffort/pod" UID "/" ID_A "\n", ID_A, UID);
+	check_pod("0::/docker/" ID_N "/kubepods/pod" UID "/crio-" ID_A "\n", ID_A, UID);
+	/* the pod's own cgroup, a conmon, or nothing under the slice: no container, and not the node's */
+	snprintf(text, sizeof(text), "%scrio-conmon-%s.scope\n", kind, ID_A);
+	check_pod(text, "", UID);
+	snprintf(text, sizeof(text), "%s\n", kind);
+	check_pod(text, "", UID);
+	check_pod("0::/docker/" ID_N "/kubepods/besteffort/pod" UID "\n", "", UID);
+	/* "pod<UID>" counts only below kubepods; a slice only with kubepods in its name */
+	check_pod("0::/docker/" ID_N "/pod" UID "/" ID_A "\n", ID_N, "");
+	check_pod("0::/docker/" ID_N "/x-pod" UID_ ".slice/" ID_A "\n", ID_N, "");
+	/* malformed UIDs are no pod */
+	check_pod("0::/docker/" ID_N "/kubepods/pod44c76ce5-f953-4bd3-bc89-12621681af4/" ID_A "\n", ID_N, "");
+	check_pod("0::/docker/" ID_N "/kubepods/pod44C76CE5-f953-4bd3-bc89-12621681af49/" ID_A "\n", ID_N, "");
+	/* static pods: the 32-hex config hash */
+	check_pod("0::/kubepods/burstable/pod9729a196c4723b60ab401eaff722982d/" ID_A "\n", ID_A,
+		  "9729a196c4723b60ab401eaff722982d");
+}
+
+/* A hybrid kind node: the v1 lines name the node's container, the v2 line the pod's. */
+static void pod_line_wins(void **state)
+{
+	check_pod("4:pids:/docker/" ID_N "\n0::/docker/" ID_B "/kubepods/pod" UID "/" ID_A "\n", ID_A, UID);
+	/* the v1 line shows the pod, the v2 line a shared service */
+	check_pod("0::/system.slice/docker-" ID_N ".scope\n4:pids:/kubepods/pod" UID "/" ID_A "\n", ID_A, UID);
+	check("0::/system.slice/docker-" ID_N ".scope\n4:pids:/kubepods/pod" UID "/" ID_A "\n", ID_A, NP_CID_V1);
+	/* a pod line without a container still beats the node's container */
+	check_pod("4:pids:/docker/" ID_N "\n0::/docker/" ID_B "/kubepods/pod" UID "\n", "", UID);
+	/* between two pod lines, the unified one */
+	check_pod("4:pids:/kubepods/pod" UID "/" ID_B "\n0::/kubepods/pod" UID "/" ID_A "\n", ID_A, UID);
+}
+
+/* Both impersonation shapes, and a whole fake pod slice below the pod's container. */
+static void pod_cannot_impersonate(void **state)
+{
+	check_pod("0::/kubepods.slice/kubepods-pod" UID_ ".slice/cri-containerd-" ID_A ".scope/docker-" ID_B
+		  ".scope\n", ID_A, UID);
+	check_pod("0::/kubepods/besteffort/pod" UID "/" ID_A "/" ID_B "\n", ID_A, UID);
+	check_pod("0::/kubepods/besteffort/pod" UID "/" ID_A "/kubepods/pod" UID "/" ID_B "\n", ID_A, UID);
+	check_pod("0::/kubepods.slice/kubepods-pod" UID_ ".slice/cri-containerd-" ID_A
+		  ".scope/kubepods.slice/kubepods-pod9d0c5e1e_3a1f_4c55_8f1e_2b7a6b0c9d11.slice/cri-containerd-" ID_B
+		  ".scope\n", ID_A, UID);
+	/* the colon form names pod and container in one segment; nothing below changes it */
+	check_pod("4:memory:/kubepods-pod" UID_ ".slice:cri-containerd:" ID_A "/docker-" ID_B ".scope\n", ID_A, UID);
+}
+
+static void explain_tells_why(void **state)
+{
+	const char *text = "4:pids:/docker/" ID_N "\n0::/system.slice/docker-" ID_B
+			   ".scope/kubelet.slice/kubelet-kubepods-pod" UID_ ".slice/cri-containerd-" ID_A
+			   ".scope/docker-" ID_N ".scope\nbogus\n";
+	struct np_buf out = NP_BUF_INIT;
+	struct np_cid_answer a;
+	struct np_err err;
+
+	assert_int_equal(np_container_id_explain(text, strlen(text), &out, &a, &err), 0);
+	assert_string_equal(a.id, ID_A);
+	assert_non_null(strstr(out.p, "line 1 (cgroup v1): /docker/" ID_N));
+	assert_non_null(strstr(out.p, "\"docker-" ID_B ".scope\": container around the pod"));
+	assert_non_null(strstr(out.p, "\"kubelet-kubepods-pod" UID_ ".slice\": pod slice"));
+	assert_non_null(strstr(out.p, "\"cri-containerd-" ID_A ".scope\": container directly under the pod slice"));
+	assert_non_null(strstr(out.p, "\"docker-" ID_N ".scope\": container below the pod's container: ignored"));
+	assert_non_null(strstr(out.p, "line 3: not hier:controllers:path"));
+	assert_non_null(strstr(out.p, "chosen: " ID_A " from line 2"));
+	np_buf_free(&out);
+	assert_int_equal(np_container_id_explain("0::/\n", 5, &out, &a, &err), 0);
+	assert_non_null(strstr(out.p, "chosen: no container"));
+	np_buf_free(&out);
+}
+
 static void whitespace_crlf_and_no_newline(void **state)
 {
 	check("0::/docker/   " ID_A "  \t\n", ID_A, NP_CID_UNIFIED);
@@ -220,6 +326,7 @@ static void info_parse(void **state)
 	assert_string_equal(ci.container_id, ID_A);
 	assert_int_equal(ci.origin, NP_CID_UNIFIED);
 	assert_string_equal(ci.unified_path, "/kubepods/pod/" ID_A);
+	assert_string_equal(ci.pod_uid, "");
 	assert_string_equal(ci.lines, "12:pids:/docker/" ID_B "|1:name=systemd:/x|0::/kubepods/pod/" ID_A);
 	/* parsing again replaces everything */
 	assert_int_equal(np_cgroup_info_parse("3:cpu:/\n\n4:mem:/a", 18, &ci, &err), 0);
@@ -282,6 +389,10 @@ int main(void)
 		cmocka_unit_test(conmon_then_parent_is_ignored_not_fatal),
 		cmocka_unit_test(unified_wins_and_nesting),
 		cmocka_unit_test(nested_scope_cannot_impersonate),
+		cmocka_unit_test(pod_slice_anywhere),
+		cmocka_unit_test(pod_line_wins),
+		cmocka_unit_test(pod_cannot_impersonate),
+		cmocka_unit_test(explain_tells_why),
 		cmocka_unit_test(whitespace_crlf_and_no_newline),
 		cmocka_unit_test(path_function),
 		cmocka_unit_test(info_parse),

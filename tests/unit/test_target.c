@@ -343,6 +343,36 @@ static void large_set(void **state)
 	np_targets_free(&ts);
 }
 
+/* The pod a container target's processes must show: a static pod's config hash (what its
+ * cgroup carries), else the pod UID; PID targets have none. */
+static void pod_uid_for_the_cross_check(void **state)
+{
+	struct np_labels ls = NP_LABELS_INIT;
+	struct np_target t;
+	struct np_err err;
+
+	(void)state;
+	labels_of(&ls, "__meta_kubernetes_pod_uid", "11111111-2222-3333-4444-555555555555", "__container_id__", CID1,
+		  NULL);
+	assert_string_equal(np_target_pod_uid(&ls), "11111111-2222-3333-4444-555555555555");
+	assert_int_equal(np_target_init(&t, &ls, 0, CID1, &err), 0);
+	assert_string_equal(t.pod_uid, "11111111-2222-3333-4444-555555555555");
+	/* not a profile label: pyroscope.write would drop it anyway */
+	assert_null(np_labels_get(&t.labels, "__meta_kubernetes_pod_uid"));
+	np_target_free(&t);
+	assert_null(t.pod_uid);
+	assert_int_equal(np_target_init(&t, &ls, 42, NULL, &err), 0);
+	assert_null(t.pod_uid);
+	np_target_free(&t);
+	labels_of(&ls, "__meta_kubernetes_pod_annotation_kubernetes_io_config_hash", "9729a196c4723b60ab401eaff722982d",
+		  NULL);
+	assert_string_equal(np_target_pod_uid(&ls), "9729a196c4723b60ab401eaff722982d");
+	np_labels_free(&ls);
+	labels_of(&ls, "__meta_kubernetes_pod_uid", "", NULL);
+	assert_null(np_target_pod_uid(&ls));
+	np_labels_free(&ls);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
@@ -355,6 +385,7 @@ int main(void)
 		cmocka_unit_test(duplicates_last_wins_and_unkeyed),
 		cmocka_unit_test(empty_set),
 		cmocka_unit_test(large_set),
+		cmocka_unit_test(pod_uid_for_the_cross_check),
 	};
 
 	return cmocka_run_group_tests_name("target", tests, NULL, NULL);
