@@ -32,6 +32,7 @@ struct np_collector {
 	struct sym_frame native[NP_MAX_STACK_DEPTH + 1]; /* the named native user frames */
 	struct sym_frame jit[NP_COLLECTED_MAX_USER];	 /* the same with JIT runtimes' frames named */
 	uint64_t user_ips[NP_MAX_STACK_DEPTH + 1]; /* a user stack with its recovered leaf caller */
+	uint64_t masked[NP_MAX_STACK_DEPTH + 1];   /* the same with JIT runtimes' tagged words zeroed */
 	struct np_leaf_checker leaf;
 	uint64_t drains, samples, missing_stacks, recovered_callers;
 	size_t last_counts, last_stacks; /* entries read at the last drain */
@@ -243,8 +244,17 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.count = s->count,
 			.frames = c->frames,
 		};
+		/* Tagged words (JIT frames, bpf/runtime.h) are no addresses: the symbolizer gets 0 for them,
+		 * which it names "[unknown]" without looking for a mapping (nor re-reading the maps). */
+		int jit = rt_set_has_jit(&c->rt, user, nu);
+		const uint64_t *to_name = user;
+		if (jit) {
+			for (uint32_t w = 0; w < nu; w++)
+				c->masked[w] = np_rt_word_id(user[w]) ? 0 : user[w];
+			to_name = c->masked;
+		}
 		if ((nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err)) ||
-		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, user, nu, c->opts.demangle, c->native, err))) {
+		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, to_name, nu, c->opts.demangle, c->native, err))) {
 			rc = -1;
 			break;
 		}
@@ -253,7 +263,7 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 		size_t n_user = nu;
 		const struct sym_frame *named = c->native;
 		/* JIT frames first (they stand in the native stack), then an interpreter's stack. */
-		if (rt_set_has_jit(&c->rt, user, nu)) {
+		if (jit) {
 			if (rt_set_name_jit(&c->rt, s->tgid, s->gen, user, c->native, nu, c->jit, NP_COLLECTED_MAX_USER,
 					    &n_user, err)) {
 				rc = -1;
