@@ -19,7 +19,7 @@
 
 #include <bpf/bpf_endian.h>
 
-#include "python.h"
+#include "runtime.h"
 #include "unwind.h"
 
 /* Bytes of user stack copied at a time: most call chains' frames are a few dozen bytes, and
@@ -71,12 +71,10 @@ struct np_unw_state {
 	__u64 w_base;
 	__u32 w_len, w_pad;
 	__u8 win[NP_UNW_WINDOW];
-	/* The Python walk (bpf/python_walk.h): the stack it records and a copy of one frame. */
-	struct np_stack pystack;
-	struct np_py_proc py; /* the process's entry of py_procs */
-	__u64 py_frame;	      /* the next frame to record */
-	__u32 py_read, py_pad; /* bytes of a frame to read */
-	__u8 pyframe[NP_PY_FRAME_READ + 8];
+	/* The walk of an interpreter-chain runtime (bpf/runtimes.h): the stack it records, and
+	 * scratch any runtime walker (interpreter-chain or JIT) lays its own state over. */
+	struct np_stack rtstack;
+	__u64 rt_scratch[NP_RT_SCRATCH / 8];
 	/* Kept across samples (see struct np_unw_cache_ent); the rest is per walk. */
 	struct np_unw_cache_ent cache[NP_UNW_CACHE_SLOTS];
 };
@@ -376,6 +374,23 @@ static __always_inline int unw_dwarf_reg(struct np_unw_state *st, int reg, __u64
 	return 0;
 }
 
+/* How many processes rt_jit_procs holds (written by user space): with none, the JIT dispatch is
+ * skipped. */
+volatile __u32 rt_jit_live;
+
+/* Processes with a JIT runtime, key tgid: where their generated code lies (bpf/runtime.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct np_rt_jit_proc);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} rt_jit_procs SEC(".maps");
+
+/* The JIT dispatch (bpf/runtimes.h, defined after every runtime's walker): steps the frame at
+ * st->ip when a JIT runtime's code region holds it, else NP_RT_NATIVE. */
+__noinline int np_rt_jit_step(__u32 slot);
+
 /* Steps one frame of the walk in slot: records st->ip, then moves st to its caller. Returns
  * NP_UNW_CONTINUE or the stat index the walk ended with. Global: verified once, whatever calls
  * it. */
@@ -401,6 +416,13 @@ __noinline int np_unw_step(__u32 slot)
 	if (found != NP_UNW_FOUND && found != NP_UNW_USE_FP)
 		return found;
 	if (found == NP_UNW_USE_FP || r.kind == 0 /* UNW_NONE */) {
+		/* Code no table covers: JIT code if a JIT runtime's region holds it (bpf/runtimes.h).
+		 * One global read for every process while no JIT process is known. */
+		if (rt_jit_live) {
+			int why = np_rt_jit_step(slot);
+			if (why != NP_RT_NATIVE)
+				return why;
+		}
 		if (n == 0)
 			st->leaf_fp = 1;
 		st->interrupted = 0;
