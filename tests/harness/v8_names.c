@@ -173,7 +173,32 @@ static int classify(uint32_t pid, const struct v8_layout *l, uint64_t fp, uint64
 		f->kind = V8_FRAME_BYTECODE;
 		f->offset = l->compressed ? (uint64_t)(int64_t)((int32_t)(uint32_t)bco >> 1)
 					  : (uint64_t)((int64_t)bco >> l->smi_shift);
+		return 1;
 	}
+	/* Compiled: the function's Code, when the pc is in it (OSR code is not the function's:
+	 * such frames stay SFI frames) and it is optimised (baseline code maps pcs to bytecode
+	 * offsets, which the namer does not do yet). */
+	uint64_t code = field(pid, l, fn, l->js_function_code), start = 0;
+	uint32_t size = 0, flags = 0;
+	if (type_of(pid, l, code) != (int)l->type_code || l->code_instruction_start == V8_NONE ||
+	    l->code_flags == V8_NONE || l->code_instruction_size == V8_NONE)
+		return 1;
+	code &= ~(uint64_t)l->heap_object_tag_mask;
+	if (l->code_instruction_start_is_pointer) {
+		if (mem(pid, code + l->code_instruction_start, &start, 8))
+			return 1;
+	} else {
+		start = code + l->code_instruction_start;
+	}
+	if (mem(pid, code + l->code_instruction_size, &size, 4) || mem(pid, code + l->code_flags, &flags, 4))
+		return 1;
+	uint32_t kind = (flags >> l->code_kind_shift) & l->code_kind_mask;
+	if (kind <= l->code_kind_baseline || pc < start || pc - start >= size)
+		return 1;
+	f->kind = V8_FRAME_CODE;
+	f->object = code;
+	f->offset = pc - start;
+	f->cookie = (uint32_t)field(pid, l, code, l->code_spt);
 	return 1;
 }
 
@@ -237,8 +262,17 @@ static int stack(struct symbolizer *sym, uint32_t pid, uint32_t tid)
 	np_json_kv_str(&j, "version", p.version);
 	np_json_key(&j, "walked");
 	np_json_arr_begin(&j);
-	for (size_t i = 0; i < nf; i++)
-		np_json_str(&j, kind_name(frames[i].kind));
+	for (size_t i = 0; i < nf; i++) {
+		char hex[24];
+		np_json_obj_begin(&j);
+		np_json_kv_str(&j, "kind", kind_name(frames[i].kind));
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, frames[i].object);
+		np_json_kv_str(&j, "object", hex);
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, frames[i].cookie);
+		np_json_kv_str(&j, "cookie", hex);
+		np_json_kv_u64(&j, "offset", frames[i].offset);
+		np_json_obj_end(&j);
+	}
 	np_json_arr_end(&j);
 	np_json_key(&j, "frames");
 	np_json_arr_begin(&j);

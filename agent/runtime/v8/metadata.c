@@ -254,7 +254,7 @@ int v8_layout_from_meta(const struct v8_meta *m, const struct v8_version *ver, s
 
 	l.js_function_shared = (uint32_t)REQ("class_JSFunction__shared__SharedFunctionInfo",
 					     "class_JSFunction__shared__Tagged_SharedFunctionInfo_");
-	x = OPT("class_JSFunction__code__Code", "class_JSFunction__code__Tagged_Code_");
+	x = OPT("class_JSFunction__code__Code", "class_JSFunction__code__CodeT", "class_JSFunction__code__Tagged_Code_");
 	if (x >= 0)
 		l.js_function_code = (uint32_t)x;
 	else /* docs/specs/v8.md §3: code moved in front of shared in 11.7.368 */
@@ -297,6 +297,39 @@ int v8_layout_from_meta(const struct v8_meta *m, const struct v8_version *ver, s
 	l.code_deopt_data = x >= 0 ? (uint32_t)x : V8_NONE;
 	x = OPT("class_Code__source_position_table__ByteArray", "class_Code__source_position_table__Tagged_ByteArray_");
 	l.code_spt = x >= 0 ? (uint32_t)x : V8_NONE;
+	{
+		/* docs/specs/v8.md §3.3: the Code fields the metadata of V8 11.x lost, placed by
+		 * the rules OTel's nodev8 also uses. */
+		int32_t start = OPT("class_Code__instruction_start__uintptr_t", "class_Code__instruction_start__Address");
+		int32_t size = OPT("class_Code__instruction_size__int");
+		int32_t flags = OPT("class_Code__flags__uint32_t");
+		uint32_t ps = l.pointer_size;
+		if (size >= 0) {
+			/* V8 <= 11.0: the tables lie before the instruction size (V8 8.4 to 11.0). */
+			if (l.code_spt == V8_NONE && size >= (int32_t)(3 * ps))
+				l.code_spt = (uint32_t)size - 2 * ps;
+			if (l.code_deopt_data == V8_NONE && l.code_spt != V8_NONE)
+				l.code_deopt_data = l.code_spt - ps;
+			if (flags < 0)
+				flags = size + 8;
+		} else if (l.code_spt != V8_NONE) {
+			if (start < 0)
+				start = (int32_t)(l.code_spt + 2 * ps);
+			if (flags < 0)
+				flags = start + (int32_t)ps;
+			size = flags + 4 + (v < V8_VER(11, 4, 59) ? 4 : 0);
+		}
+		l.code_instruction_start = start >= 0 ? (uint32_t)start : V8_NONE;
+		l.code_instruction_size = size >= 0 ? (uint32_t)size : V8_NONE;
+		l.code_flags = flags >= 0 ? (uint32_t)flags : V8_NONE;
+		l.code_instruction_start_is_pointer = v >= V8_VER(11, 1, 204);
+		int32_t mask = OPT("CodeKindFieldMask"), shift = OPT("CodeKindFieldShift"), base = OPT("CodeKindBaseline");
+		/* Before V8 9.0.240 there is no baseline kind: 0xff matches no code. */
+		l.code_kind_mask = mask > 0 ? (uint32_t)mask : 0xf;
+		l.code_kind_shift = shift >= 0 ? (uint32_t)shift : 0;
+		l.code_kind_baseline = base > 0 ? (uint32_t)base : v >= V8_VER(9, 0, 240) ? 11 : 0xff;
+	}
+	/* Baseline code keeps its bytecode where optimised code keeps its deoptimisation data. */
 	x = OPT("class_Code__bytecode_or_interpreter_data__HeapObject");
 	l.code_bytecode_or_interpreter_data = x >= 0 ? (uint32_t)x : l.code_deopt_data;
 	x = OPT("DeoptimizationDataInlinedFunctionCountIndex");

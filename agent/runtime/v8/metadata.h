@@ -93,6 +93,12 @@ struct v8_layout {
 	uint32_t bytecode_array_data, bytecode_array_spt;
 	uint32_t interpreter_data_bytecode;
 	uint32_t code_deopt_data, code_spt, code_bytecode_or_interpreter_data;
+	/* For a walker: where a Code object's instructions are and what kind it is. The
+	 * instruction start is a pointer field since V8 11.1.204, before it the instructions
+	 * follow the header at that offset. kind = (flags >> shift) & mask. */
+	uint32_t code_instruction_start, code_instruction_size, code_flags;
+	int code_instruction_start_is_pointer;
+	uint32_t code_kind_mask, code_kind_shift, code_kind_baseline;
 	/* DeoptimizationData indexes (a FixedArray). */
 	uint32_t deopt_inlined_count, deopt_literal_array, deopt_sfi, deopt_inlining_positions;
 

@@ -1,8 +1,12 @@
-// A busy chain for tests/integration/test_v8_names.py: main -> Worker.crunch -> recurse x5 ->
-// leaf, plus an anonymous function and an async function on the way. It prints one JSON line
-// with V8's own view of the chain (Error().stack taken in leaf: caller lines are the call
-// sites a sampled stack shows) and the line range of leaf's loop, then spins until killed.
+// A busy chain for tests/integration/test_v8_names.py: main (async) -> Worker.crunch -> an
+// anonymous function -> recurse x6 -> leaf. It prints one JSON line with V8's own view of the
+// chain (Error().stack taken in leaf: the callers' lines are the call sites a sampled stack
+// shows), the lines of leaf's loop and V8's version, then spins until killed, or for
+// CHAIN_SECONDS seconds (so that `node --cpu-prof` writes its profile). With CHAIN_WORKER=1
+// the chain runs in a worker_threads worker and the main thread sleeps.
 'use strict';
+
+const { Worker: Thread, isMainThread } = require('worker_threads');
 
 let reported = false;
 
@@ -13,7 +17,8 @@ function report() {
   const frames = e.stack.split('\n').slice(1).map((s) => s.trim().replace(/^at /, ''));
   const src = require('fs').readFileSync(__filename, 'utf8').split('\n');
   const loop = ['// LOOP_FIRST', '// LOOP_LAST'].map((m) => src.findIndex((l) => l.endsWith(m)) + 1);
-  process.stdout.write(JSON.stringify({ pid: process.pid, stack: frames, loop }) + '\n');
+  process.stdout.write(JSON.stringify({ pid: process.pid, main: isMainThread, v8: process.versions.v8,
+                                        stack: frames, loop }) + '\n');
 }
 
 function leaf(n) {
@@ -39,10 +44,16 @@ class Worker {
 
 async function main() {
   const w = new Worker();
-  for (;;) {
-    w.crunch(20000000);
+  const until = process.env.CHAIN_SECONDS ? Date.now() + 1000 * Number(process.env.CHAIN_SECONDS) : Infinity;
+  while (Date.now() < until) {
+    w.crunch(2000000);
     await null;
   }
 }
 
-main();
+if (isMainThread && process.env.CHAIN_WORKER === '1') {
+  new Thread(__filename);
+  setInterval(() => {}, 1000);
+} else {
+  main();
+}
