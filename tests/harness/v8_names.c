@@ -82,7 +82,7 @@ static void print_proc(const struct v8_proc *p)
 	np_json_obj_begin(&j);
 	for (int i = 0; i < V8_FRAME_TYPES; i++)
 		if (l->frame_type[i][0]) {
-			char k[8];
+			char k[16];
 			snprintf(k, sizeof(k), "%d", i);
 			np_json_kv_str(&j, k, l->frame_type[i]);
 		}
