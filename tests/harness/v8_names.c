@@ -130,17 +130,18 @@ static const char *kind_name(uint32_t k)
 	case V8_FRAME_BYTECODE: return "bytecode";
 	case V8_FRAME_SFI: return "sfi";
 	case V8_FRAME_CODE: return "code";
+	case V8_FRAME_BASELINE: return "baseline";
 	default: return "native";
 	}
 }
 
 /* One frame at fp as a V8 walker sees it: 1 and *f when it is a V8 frame, 0 otherwise. */
-static int classify(uint32_t pid, const struct v8_layout *l, uint64_t fp, uint64_t pc, int leaf, struct v8_frame *f)
+static int classify(uint32_t pid, const struct v8_layout *l, uint64_t fp, uint64_t pc, uint64_t sp, int leaf,
+		    struct v8_frame *f)
 {
 	uint64_t ctx = 0, fn = 0, bca = 0, bco = 0;
 	int t;
 
-	(void)pc;
 	memset(f, 0, sizeof(*f));
 	f->cookie = V8_NO_COOKIE;
 	f->return_address = !leaf;
@@ -176,8 +177,7 @@ static int classify(uint32_t pid, const struct v8_layout *l, uint64_t fp, uint64
 		return 1;
 	}
 	/* Compiled: the function's Code, when the pc is in it (OSR code is not the function's:
-	 * such frames stay SFI frames) and it is optimised (baseline code maps pcs to bytecode
-	 * offsets, which the namer does not do yet). */
+	 * such frames stay SFI frames): optimised, or baseline (Sparkplug). */
 	uint64_t code = field(pid, l, fn, l->js_function_code), start = 0;
 	uint32_t size = 0, flags = 0;
 	if (type_of(pid, l, code) != (int)l->type_code || l->code_instruction_start == V8_NONE ||
@@ -193,12 +193,29 @@ static int classify(uint32_t pid, const struct v8_layout *l, uint64_t fp, uint64
 	if (mem(pid, code + l->code_instruction_size, &size, 4) || mem(pid, code + l->code_flags, &flags, 4))
 		return 1;
 	uint32_t kind = (flags >> l->code_kind_shift) & l->code_kind_mask;
-	if (kind <= l->code_kind_baseline || pc < start || pc - start >= size)
+	if (leaf && (pc < start || pc - start >= size)) {
+		/* Stopped in a builtin that built no frame (a bytecode handler, a stack check): the
+		 * return address into this code is on top of the stack. */
+		uint64_t top[3];
+		if (mem(pid, sp, top, sizeof(top)) == 0)
+			for (int i = 0; i < 3; i++)
+				if (top[i] >= start && top[i] - start < size) {
+					pc = top[i];
+					f->return_address = 1;
+					break;
+				}
+	}
+	if (kind < l->code_kind_baseline || pc < start || pc - start >= size)
 		return 1;
-	f->kind = V8_FRAME_CODE;
+	f->kind = kind == l->code_kind_baseline ? V8_FRAME_BASELINE : V8_FRAME_CODE;
+	if (kind == l->code_kind_baseline) {
+		f->function = sfi;
+		f->cookie = (uint32_t)field(pid, l, code, l->code_bytecode_offset_table);
+	} else {
+		f->cookie = (uint32_t)field(pid, l, code, l->code_spt);
+	}
 	f->object = code;
 	f->offset = pc - start;
-	f->cookie = (uint32_t)field(pid, l, code, l->code_spt);
 	return 1;
 }
 
@@ -234,7 +251,7 @@ static int stack(struct symbolizer *sym, uint32_t pid, uint32_t tid)
 	uint64_t fp = regs.rbp, pc = regs.rip;
 	for (int depth = 0; depth < 512 && nf < MAX_FRAMES && fp; depth++) {
 		uint64_t next[2];
-		if (classify(pid, &p.layout, fp, pc, nf == 0, &frames[nf])) {
+		if (classify(pid, &p.layout, fp, pc, regs.rsp, nf == 0, &frames[nf])) {
 			int entry = frames[nf].kind == V8_FRAME_STUB &&
 				    !strcmp(p.layout.frame_type[frames[nf].marker], "V8::EntryFrame");
 			nf++;

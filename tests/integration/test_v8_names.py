@@ -157,6 +157,15 @@ class V8Names(unittest.TestCase):
         self.check_chain(info, s, CHAIN)
         self.assertEqual(s["stats"]["failed"] + s["stats"]["stale"], 0)
 
+    def test_baseline_chain(self):
+        """Sparkplug code: its pc mapped back to the bytecode, then to the line."""
+        proc, info = start(self, [NODE, "--no-opt", "--no-maglev", "--always-sparkplug", CHAIN])
+        s = sample_until(self, info["pid"], lambda s: s["walked"] and s["walked"][0]["kind"] == "baseline"
+                         and js_frames(s)[0]["name"] == "leaf")
+        kinds = [w["kind"] for w in s["walked"]]
+        self.assertGreaterEqual(kinds.count("baseline"), len(CHAIN_NAMES), kinds)
+        self.check_chain(info, s, CHAIN)
+
     def test_optimised_chain(self):
         proc, info = start(self, [NODE, CHAIN])
         s = sample_until(self, info["pid"], lambda s: s["walked"] and s["walked"][0]["kind"] == "code"

@@ -81,6 +81,38 @@ static void layout_refused(void **state)
 	v8_meta_free(&m);
 }
 
+static void baseline_decoder(void **state)
+{
+	static uint8_t sizes[3][256];
+	/* bytecodes: op 4 (2 bytes), Wide-prefixed op 5 (1 + 3), op 6 (2), op 7 (1) */
+	static const uint8_t bc[] = { 4, 0, 0, 5, 0, 0, 6, 0, 7 };
+	/* pc lengths: entry 3, then 5, 4, 6, 2 */
+	static const uint8_t table[] = { 3, 5, 4, 6, 2 };
+	int64_t off;
+
+	(void)state;
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < 256; i++)
+			sizes[k][i] = (uint8_t)(i == 5 ? 1 + 2 * k : i == 7 ? 1 : 2);
+	sizes[1][5] = 3;
+	assert_int_equal(v8_baseline_offset(table, 5, bc, 9, sizes, 8, 0, &off), 0);
+	assert_int_equal(off, -1);
+	assert_int_equal(v8_baseline_offset(table, 5, bc, 9, sizes, 8, 3, &off), 0);
+	assert_int_equal(off, -1); /* a return address at the end of the entry's code */
+	assert_int_equal(v8_baseline_offset(table, 5, bc, 9, sizes, 8, 4, &off), 0);
+	assert_int_equal(off, 0);
+	assert_int_equal(v8_baseline_offset(table, 5, bc, 9, sizes, 8, 9, &off), 0);
+	assert_int_equal(off, 2); /* the Wide prefix */
+	assert_int_equal(v8_baseline_offset(table, 5, bc, 9, sizes, 8, 13, &off), 0);
+	assert_int_equal(off, 6);
+	assert_int_equal(v8_baseline_offset(table, 5, bc, 9, sizes, 8, 20, &off), 0);
+	assert_int_equal(off, 8);
+	assert_int_equal(v8_baseline_offset(table, 5, bc, 9, sizes, 8, 21, &off), -1); /* past the table */
+	assert_int_equal(v8_baseline_offset(table, 5, bc, 9, sizes, 4, 9, &off), -1);	/* an unknown bytecode */
+	assert_int_equal(v8_baseline_offset(table, 0, bc, 9, sizes, 8, 1, &off), -1);
+	assert_int_equal(v8_baseline_offset(table, 5, bc, 4, sizes, 8, 13, &off), -1); /* bytecodes cut */
+}
+
 static void decoders(void **state)
 {
 	static const int64_t e[][2] = { { -1, 10 }, { 0, 20 }, { 5, 200 }, { 9, 30 }, { 300, 70000 } };
@@ -124,7 +156,7 @@ static void decoders(void **state)
 struct heap {
 	struct img im;
 	struct v8_layout l;
-	uint64_t script, inner, outer, code, bc_outer;
+	uint64_t script, inner, outer, code, bc_outer, baseline;
 	uint64_t names[8];
 };
 
@@ -183,6 +215,17 @@ static void build(struct heap *h, int compressed, int line_ends)
 	dd[h->l.deopt_sfi] = h->outer;
 	dd[h->l.deopt_inlining_positions] = img_bytes(im, inl, 16);
 	h->code = img_code(im, spt, img_fixed(im, dd, 8));
+	/* outer's baseline code: 8 bytecodes of 2 bytes; pcs: entry 3, then 5 per bytecode */
+	{
+		uint8_t ops[16], pcs[9] = { 3, 5, 5, 5, 5, 5, 5, 5, 5 };
+		for (int i = 0; i < 16; i++)
+			ops[i] = i % 2 ? 0 : 9;
+		img_put(im, (h->bc_outer & ~3ull) + h->l.bytecode_array_data, ops, 16);
+		h->l.bytecode_count = 16;
+		for (int k = 0; k < 3; k++)
+			memset(h->l.bytecode_sizes[k], 2, 16);
+		h->baseline = img_code(im, img_bytes(im, pcs, 9), h->bc_outer);
+	}
 
 	/* names of every kind */
 	static const uint16_t two[] = { 'c', 0xe9, 0xd83d, 0xde00, 0xd800, 'x' }; /* é, 😀, a lone surrogate */
@@ -243,8 +286,21 @@ static void frames_for(int compressed, int line_ends)
 		{ .kind = V8_FRAME_CODE, .object = h->code, .offset = 0x21, .return_address = 1, .cookie = V8_NO_COOKIE },
 		{ .kind = V8_FRAME_STUB, .marker = 13 },
 		{ .kind = V8_FRAME_STUB, .marker = 63 },
+		{ .kind = V8_FRAME_BASELINE, .object = h->baseline, .function = h->outer, .offset = 20,
+		  .cookie = V8_NO_COOKIE },
+		{ .kind = V8_FRAME_BASELINE, .object = h->baseline, .function = h->outer, .offset = 10,
+		  .return_address = 1, .cookie = V8_NO_COOKIE },
 	};
-	size_t got = name(n, h, f, 6, out, 8);
+	struct sym_frame more[10];
+	size_t got = name(n, h, f, 8, more, 10);
+	assert_int_equal(got, 9);
+	/* baseline: pc 20 is bytecode 6, the call (line 3); pc 9 is bytecode 2, still the entry's
+	 * position (line 2) */
+	assert_string_equal(more[7].name, "outer");
+	assert_int_equal(more[7].line, 3);
+	assert_string_equal(more[8].name, "outer");
+	assert_int_equal(more[8].line, 2);
+	got = name(n, h, f, 6, out, 8);
 	assert_int_equal(got, 7);
 	/* the inlined call: inner (line 5), then outer at the call (line 3), from one frame */
 	assert_string_equal(out[0].name, "inner");
@@ -403,7 +459,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(layout_node20),     cmocka_unit_test(layout_refused),
-		cmocka_unit_test(decoders),	     cmocka_unit_test(frames_plain),
+		cmocka_unit_test(decoders),	     cmocka_unit_test(baseline_decoder),
+		cmocka_unit_test(frames_plain),
 		cmocka_unit_test(frames_compressed), cmocka_unit_test(names_of_strings),
 		cmocka_unit_test(stale_and_garbage), cmocka_unit_test(hostile_bytes),
 	};

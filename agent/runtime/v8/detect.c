@@ -85,6 +85,24 @@ int v8_probe_fd(int fd, struct v8_proc *out, char *why, size_t why_len, struct n
 		snprintf(why, why_len, "%s", tmp);
 		goto out;
 	}
+	{
+		/* static const uint8_t Bytecodes::kBytecodeSizes[3][kBytecodeCount] */
+		uint64_t addr, size;
+		uint8_t sizes[3 * 256];
+		if (sym_elf_find_symbol(e, "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE", SYMBOL_BYTES_MAX,
+					&addr, &size) == 0 &&
+		    size && size % 3 == 0 && size <= sizeof(sizes) &&
+		    sym_elf_read_vaddr(fd, &info, addr, sizes, (size_t)size) == 0) {
+			size_t count = (size_t)size / 3, ok = 1;
+			for (size_t i = 0; i < (size_t)size; i++)
+				ok &= sizes[i] >= 1 && sizes[i] < 32; /* the longest is 17 bytes */
+			if (ok) {
+				out->layout.bytecode_count = (uint32_t)count;
+				for (size_t k = 0; k < 3; k++)
+					memcpy(out->layout.bytecode_sizes[k], sizes + k * count, count);
+			}
+		}
+	}
 	snprintf(out->version, sizeof(out->version), "%u.%u.%u.%u", ver.major, ver.minor, ver.build, ver.patch);
 	out->symbols = found;
 	rc = 1;

@@ -332,6 +332,9 @@ int v8_layout_from_meta(const struct v8_meta *m, const struct v8_version *ver, s
 	/* Baseline code keeps its bytecode where optimised code keeps its deoptimisation data. */
 	x = OPT("class_Code__bytecode_or_interpreter_data__HeapObject");
 	l.code_bytecode_or_interpreter_data = x >= 0 ? (uint32_t)x : l.code_deopt_data;
+	/* ... and its pc to bytecode table where optimised code keeps its position table. */
+	x = OPT("class_Code__bytecode_offset_table__ByteArray", "class_Code__bytecode_offset_table__Tagged_ByteArray_");
+	l.code_bytecode_offset_table = x >= 0 ? (uint32_t)x : l.code_spt;
 	x = OPT("DeoptimizationDataInlinedFunctionCountIndex");
 	l.deopt_inlined_count = x >= 0 ? (uint32_t)x : 1;
 	x = OPT("DeoptimizationDataLiteralArrayIndex");

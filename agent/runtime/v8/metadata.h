@@ -92,7 +92,7 @@ struct v8_layout {
 	int scope_info_fixed_positions; /* V8 >= 12.8.44: start/end position in slots 3 and 4 */
 	uint32_t bytecode_array_data, bytecode_array_spt;
 	uint32_t interpreter_data_bytecode;
-	uint32_t code_deopt_data, code_spt, code_bytecode_or_interpreter_data;
+	uint32_t code_deopt_data, code_spt, code_bytecode_or_interpreter_data, code_bytecode_offset_table;
 	/* For a walker: where a Code object's instructions are and what kind it is. The
 	 * instruction start is a pointer field since V8 11.1.204, before it the instructions
 	 * follow the header at that offset. kind = (flags >> shift) & mask. */
@@ -104,6 +104,12 @@ struct v8_layout {
 
 	/* Frame slots, in bytes from the frame pointer (negative below it). */
 	int32_t fp_function, fp_context, fp_bytecode_array, fp_bytecode_offset;
+	/* The size of each bytecode at each operand scale (single, wide, extra wide), prefix not
+	 * included: V8's Bytecodes::kBytecodeSizes, read from the binary by detect.c (0 bytecodes
+	 * when it is not there). For baseline frames: their pc maps to a bytecode by walking the
+	 * bytecodes. */
+	uint32_t bytecode_count;
+	uint8_t bytecode_sizes[3][256];
 	/* Frame type marker -> name ("V8::ExitFrame", as OTel's nodev8 names them), "" when V8 does not describe it. */
 	char frame_type[V8_FRAME_TYPES][64];
 };

@@ -24,7 +24,7 @@
 /* Elements of DeoptimizationData read (every index used is below it). */
 #define DEOPT_READ 16
 
-enum kind { K_SFI = 1, K_CODE, K_SCRIPT };
+enum kind { K_SFI = 1, K_CODE, K_SCRIPT, K_BASELINE };
 
 struct key {
 	uint32_t pid, gen;
@@ -43,6 +43,8 @@ struct entry {
 	uint32_t sfi;              /* the code's function: entry id */
 	uint32_t inl, inl_len;     /* InliningPosition records (16 bytes each) in text */
 	uint32_t inl_sfis, inl_n;  /* entry ids (u32) of the inlined functions in text */
+	/* K_BASELINE: the pc to bytecode table and the bytecodes in text */
+	uint32_t pcs, pcs_len, bc, bc_len;
 	/* K_SCRIPT */
 	uint32_t file;             /* text offset, UINT32_MAX when unnamed */
 	uint32_t ends, ends_n;     /* line ends (u32) in text */
@@ -751,7 +753,123 @@ static uint32_t code_id(struct v8_namer *n, uint64_t v, uint64_t cookie)
 	return id;
 }
 
+/* Baseline code: its pc to bytecode table and its bytecodes. */
+static void read_baseline(struct v8_namer *n, uint64_t v, struct entry *e)
+{
+	const struct v8_layout *l = n->l;
+	uint8_t buf[HEAD], bb[HEAD];
+	uint32_t type, offs[] = { l->code_bytecode_offset_table, l->code_bytecode_or_interpreter_data,
+				  l->interpreter_data_bytecode };
+	uint64_t addr = untag(l, v), bc;
+	int64_t len;
+
+	memset(e, 0, sizeof(*e));
+	n->reads++;
+	if (l->code_bytecode_offset_table == V8_NONE || l->code_bytecode_or_interpreter_data == V8_NONE ||
+	    object(n, v, buf, need(l, offs, 2), &type) || type != l->type_code)
+		return;
+	e->cookie = (uint32_t)tagged(l, buf, l->code_bytecode_offset_table, addr);
+	if (byte_array(n, tagged(l, buf, l->code_bytecode_offset_table, addr), &e->pcs, &e->pcs_len))
+		return;
+	bc = tagged(l, buf, l->code_bytecode_or_interpreter_data, addr);
+	for (int hop = 0; hop < 2; hop++) {
+		if (object(n, bc, bb, need(l, offs + 2, 1) > l->fixed_array_length + 8 ? need(l, offs + 2, 1)
+											   : l->fixed_array_length + 8,
+			   &type))
+			return;
+		if (type == l->type_bytecode_array)
+			break;
+		if (type != l->type_interpreter_data || hop)
+			return;
+		bc = tagged(l, bb, l->interpreter_data_bytecode, untag(l, bc));
+	}
+	len = smi(l, tagged(l, bb, l->fixed_array_length, untag(l, bc)));
+	if (len <= 0 || (uint64_t)len > V8_TABLE_MAX || np_buf_reserve(&n->text, (size_t)len) ||
+	    rd(n, untag(l, bc) + l->bytecode_array_data, n->text.p + n->text.len, (size_t)len))
+		return;
+	e->bc = (uint32_t)n->text.len;
+	e->bc_len = (uint32_t)len;
+	n->text.len += (size_t)len;
+	e->ok = 1;
+}
+
+static uint32_t baseline_id(struct v8_namer *n, uint64_t v, uint64_t cookie)
+{
+	int added;
+	uint32_t id = lookup(n, untag(n->l, v), K_BASELINE, &added);
+
+	if (!id)
+		return 0;
+	if (!added && cookie != V8_NO_COOKIE && n->ent[id - 1].ok && n->ent[id - 1].cookie != (uint32_t)cookie)
+		added = 1;
+	if (added) {
+		struct entry e;
+		read_baseline(n, v, &e);
+		n->ent[id - 1] = e;
+	}
+	return id;
+}
+
 /* ---- decoders ---- */
+
+static int uvlq(const uint8_t *t, size_t len, size_t *i, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0;; shift += 7) {
+		if (*i >= len || shift > 63)
+			return -1;
+		uint8_t b = t[(*i)++];
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			break;
+	}
+	*out = v;
+	return 0;
+}
+
+/* The length of the bytecode at bc[at] with its scaling prefix (Wide 0, ExtraWide 1,
+ * DebugBreakWide 2, DebugBreakExtraWide 3: v8/v8:src/interpreter/bytecodes.h), 0 when unknown. */
+static size_t bytecode_length(const uint8_t *bc, size_t len, size_t at, const uint8_t (*sizes)[256], uint32_t count)
+{
+	unsigned scale = 0, op;
+	size_t prefix = 0;
+
+	if (at >= len)
+		return 0;
+	op = bc[at];
+	if (op <= 3) {
+		scale = op == 0 || op == 2 ? 1 : 2;
+		prefix = 1;
+		if (at + 1 >= len)
+			return 0;
+		op = bc[at + 1];
+	}
+	if (op >= count || !sizes[scale][op])
+		return 0;
+	return prefix + sizes[scale][op];
+}
+
+int v8_baseline_offset(const uint8_t *table, size_t table_len, const uint8_t *bc, size_t bc_len,
+		       const uint8_t (*sizes)[256], uint32_t count, uint64_t pc_offset, int64_t *out)
+{
+	size_t i = 0, at = 0;
+	uint64_t end, d;
+	int64_t cur = -1; /* kFunctionEntryBytecodeOffset */
+
+	if (count > 256 || uvlq(table, table_len, &i, &end))
+		return -1;
+	while (end < pc_offset) {
+		size_t k = bytecode_length(bc, bc_len, at, sizes, count);
+		if (!k || uvlq(table, table_len, &i, &d) || end + d < end)
+			return -1;
+		end += d;
+		cur = (int64_t)at;
+		at += k;
+	}
+	*out = cur;
+	return 0;
+}
 
 /* V8's VLQ (src/base/vlq.h): base-128, least significant group first, zigzag sign. */
 static int vlq(const uint8_t *t, size_t len, size_t *i, int64_t *out)
@@ -845,13 +963,18 @@ static void unknown(struct sym_frame *f, uint64_t addr)
 	f->addr = addr;
 }
 
-/* Phase 1 of a frame: the entry it needs, read now if missing. 0 for stub frames, UINT32_MAX
- * when out of memory. */
-static uint32_t prepare(struct v8_namer *n, const struct v8_frame *f)
+/* Phase 1 of a frame: the entry it needs, read now if missing (and in *fn the function's, for
+ * baseline frames). 0 for stub frames, UINT32_MAX when out of memory. */
+static uint32_t prepare(struct v8_namer *n, const struct v8_frame *f, uint32_t *fn)
 {
 	uint32_t id;
 
+	*fn = 0;
 	switch (f->kind) {
+	case V8_FRAME_BASELINE:
+		*fn = sfi_id(n, f->function | n->l->heap_object_tag, V8_NO_COOKIE);
+		id = *fn ? baseline_id(n, f->object | n->l->heap_object_tag, f->cookie) : 0;
+		return id ? id : UINT32_MAX;
 	case V8_FRAME_BYTECODE:
 	case V8_FRAME_SFI:
 		id = sfi_id(n, f->object | n->l->heap_object_tag, f->cookie);
@@ -864,8 +987,8 @@ static uint32_t prepare(struct v8_namer *n, const struct v8_frame *f)
 	}
 }
 
-static int emit(struct v8_namer *n, const struct v8_frame *f, uint32_t id, struct sym_frame *out, size_t cap,
-		size_t *k)
+static int emit(struct v8_namer *n, const struct v8_frame *f, uint32_t id, uint32_t fn_id, struct sym_frame *out,
+		size_t cap, size_t *k)
 {
 	const struct v8_layout *l = n->l;
 	const struct entry *e;
@@ -882,7 +1005,8 @@ static int emit(struct v8_namer *n, const struct v8_frame *f, uint32_t id, struc
 		(*k)++;
 		return 0;
 	}
-	if (f->kind != V8_FRAME_BYTECODE && f->kind != V8_FRAME_SFI && f->kind != V8_FRAME_CODE) {
+	if (f->kind != V8_FRAME_BYTECODE && f->kind != V8_FRAME_SFI && f->kind != V8_FRAME_CODE &&
+	    f->kind != V8_FRAME_BASELINE) {
 		unknown(&out[(*k)++], f->object);
 		n->failed++;
 		return 0;
@@ -900,6 +1024,25 @@ static int emit(struct v8_namer *n, const struct v8_frame *f, uint32_t id, struc
 	}
 	if (f->kind == V8_FRAME_SFI) {
 		fill(n, e, -1, &out[(*k)++]);
+		return 0;
+	}
+	if (f->kind == V8_FRAME_BASELINE) {
+		/* pc -> bytecode offset -> the function's bytecode position table */
+		const struct entry *fe = &n->ent[fn_id - 1];
+		uint64_t pc = f->offset - (f->return_address && f->offset ? 1 : 0);
+		int64_t bco, at = -1;
+		if (!fe->ok) {
+			unknown(&out[(*k)++], f->object);
+			n->failed++;
+			return 0;
+		}
+		if (v8_baseline_offset((const uint8_t *)n->text.p + e->pcs, e->pcs_len, (const uint8_t *)n->text.p + e->bc,
+				       e->bc_len, l->bytecode_sizes, l->bytecode_count, pc, &bco) == 0 &&
+		    fe->spt_len &&
+		    v8_spt_lookup((const uint8_t *)n->text.p + fe->spt, fe->spt_len, bco < 0 ? 0 : (uint64_t)bco, &pos) == 0 &&
+		    !v8_pos_external(pos))
+			at = v8_pos_script_offset(pos);
+		fill(n, fe, at, &out[(*k)++]);
 		return 0;
 	}
 	if (f->kind == V8_FRAME_BYTECODE) {
@@ -963,7 +1106,7 @@ int v8_namer_frames(struct v8_namer *n, uint32_t pid, uint32_t gen, const struct
 		    const struct v8_frame *in, size_t count, struct sym_frame *out, size_t out_cap, size_t *out_n,
 		    struct np_err *err)
 {
-	uint32_t ids[256];
+	uint32_t ids[256], fids[256];
 	size_t k = 0;
 
 	*out_n = 0;
@@ -974,13 +1117,13 @@ int v8_namer_frames(struct v8_namer *n, uint32_t pid, uint32_t gen, const struct
 		size_t m = count - base < 256 ? count - base : 256;
 		/* First make sure every object is cached (text may move while it grows)... */
 		for (size_t i = 0; i < m; i++) {
-			ids[i] = prepare(n, &in[base + i]);
+			ids[i] = prepare(n, &in[base + i], &fids[i]);
 			if (ids[i] == UINT32_MAX)
 				return np_errf(err, "out of memory naming JavaScript frames");
 		}
 		/* ...then hand out pointers into it. */
 		for (size_t i = 0; i < m; i++)
-			if (emit(n, &in[base + i], ids[i], out, out_cap, &k))
+			if (emit(n, &in[base + i], ids[i], fids[i], out, out_cap, &k))
 				return np_errf(err, "out of memory naming JavaScript frames");
 	}
 	*out_n = k;

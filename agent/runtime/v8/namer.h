@@ -50,15 +50,19 @@ enum v8_frame_kind {
 	                     * offset slot, Smi-decoded (V8 keeps offset + BytecodeArray header - tag) */
 	V8_FRAME_SFI,       /* the function is known but not where in it: object = SFI */
 	V8_FRAME_CODE,      /* compiled (Maglev, TurboFan): object = Code, offset = pc - instruction start */
+	V8_FRAME_BASELINE,  /* Sparkplug: object = the baseline Code, offset = pc - instruction start,
+	                     * function = the JSFunction's SFI (baseline code does not point back) */
 };
 
 /* One frame as the walker recorded it. object may be tagged or not. cookie is V8_NO_COOKIE, or
  * the low 32 bits of the tagged word at layout.sfi_name_or_scope_info of the SFI (BYTECODE,
- * SFI) or at layout.code_spt of the Code (CODE) as the walker read it. */
+ * SFI, and function of BASELINE) or at layout.code_spt of the Code (CODE, BASELINE: the same
+ * slot holds baseline code's bytecode offset table) as the walker read it. */
 struct v8_frame {
 	uint32_t kind;
 	uint32_t marker;
 	uint64_t object;
+	uint64_t function;
 	uint64_t offset;
 	uint64_t cookie;
 	int return_address; /* offset is a return address's (not the leaf frame): look up offset - 1 */
@@ -116,6 +120,12 @@ static inline uint32_t v8_pos_inlining(uint64_t pos)
 {
 	return (uint32_t)((pos >> 31) & 0xffff);
 }
+/* Baseline code's pc to bytecode offset (v8/v8:src/baseline/bytecode-offset-iterator.cc): table
+ * is the code's bytecode offset table (unsigned VLQs: the pc length of the function's entry,
+ * then of each bytecode in order), bc the bytecodes, sizes/count V8's kBytecodeSizes. 0 and
+ * *out (-1: the function's entry), or -1 when the tables do not reach pc_offset. */
+int v8_baseline_offset(const uint8_t *table, size_t table_len, const uint8_t *bc, size_t bc_len,
+		       const uint8_t (*sizes)[256], uint32_t count, uint64_t pc_offset, int64_t *out);
 /* The 1-based line of a script offset given the line ends (offsets of each line's terminator),
  * 0 when unknown. */
 uint32_t v8_line_at(const uint32_t *ends, size_t n, int64_t offset);
