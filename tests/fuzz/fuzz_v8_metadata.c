@@ -3,7 +3,6 @@
  * version symbols, every read bounded), or lines "NAME VALUE" added to Node 20's metadata
  * (tests/fuzz/v8_node20_meta.h) before the layout is derived for several V8 versions. Whatever
  * is accepted must be a layout within the bounds the namer relies on. */
-#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

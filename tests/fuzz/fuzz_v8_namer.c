@@ -2,7 +2,7 @@
  * every byte of its heap). A valid V8 heap is built first (tests/fuzz/v8_image.h: functions,
  * a script, bytecode, optimised code with an inlined call, strings of every kind), with 8-byte
  * or compressed 4-byte tagged fields; the input then overwrites bytes of it (pairs of a 16-bit
- * offset and a byte) and chooses the frames (kind, object, offset, cookie). Names and files
+ * offset and a byte) and chooses the frames (kind, object, function, offset, cookie). Names and files
  * must come out as valid UTF-8, bounded, and the cache must stay consistent across batches. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 struct world {
 	struct img im;
 	struct v8_layout l;
-	uint64_t objs[12];
+	uint64_t objs[12]; /* f, g, f's optimised code (g inlined), the script, f's bytecode, f's baseline code */
 };
 
 static void build(struct world *w, int compressed)
@@ -48,7 +48,16 @@ static void build(struct world *w, int compressed)
 	dd[w->l.deopt_sfi] = f;
 	dd[w->l.deopt_inlining_positions] = img_bytes(im, inl, 16);
 	uint64_t code = img_code(im, spt, img_fixed(im, dd, 8));
-	uint64_t o[] = { f, g, code, script, bc, src };
+	/* Bytecodes of 2 bytes (op 4) in f's BytecodeArray, and a baseline Code for f. */
+	uint8_t ops[16], pcs[] = { 3, 5, 5, 5, 5, 5, 5, 5, 5 };
+	for (int i = 0; i < 16; i++)
+		ops[i] = i % 2 ? 0 : 4;
+	img_put(im, (bc & ~3ull) + w->l.bytecode_array_data, ops, 16);
+	w->l.bytecode_count = 8;
+	for (int k = 0; k < 3; k++)
+		memset(w->l.bytecode_sizes[k], 2 + k, 8);
+	uint64_t baseline = img_code(im, img_bytes(im, pcs, sizeof(pcs)), bc);
+	uint64_t o[] = { f, g, code, script, bc, baseline };
 	memcpy(w->objs, o, sizeof(o));
 }
 
@@ -69,7 +78,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *p = data + size - 8 * (i + 1);
 		uint16_t off;
 		memcpy(&off, p + 2, 2);
-		f[nf].kind = p[0] % 6;
+		memset(&f[nf], 0, sizeof(f[nf]));
+		f[nf].kind = p[0] % 7;
+		f[nf].function = w.objs[p[3] % 6];
 		f[nf].marker = p[1];
 		f[nf].object = p[1] < 200 ? w.objs[p[1] % 6] : IMG_BASE + (uint64_t)off * 3;
 		f[nf].offset = off;

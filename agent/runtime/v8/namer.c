@@ -183,13 +183,12 @@ static int object(struct v8_namer *n, uint64_t v, uint8_t *buf, size_t len, uint
 }
 
 /* The largest offset + tagged size among offs: how much of an object to read. */
-static size_t need(const struct v8_layout *l, const uint32_t *offs, size_t k)
+static size_t need(const uint32_t *offs, size_t k)
 {
 	size_t m = 0;
 	for (size_t i = 0; i < k; i++)
 		if (offs[i] != V8_NONE && offs[i] + 8 > m)
 			m = offs[i] + 8;
-	(void)l;
 	return m;
 }
 
@@ -313,7 +312,7 @@ static int str_visit(struct v8_namer *n, uint64_t v, uint64_t from, uint64_t cou
 
 	if (depth <= 0)
 		return -1;
-	hdr = need(l, offs, sizeof(offs) / sizeof(offs[0]));
+	hdr = need(offs, sizeof(offs) / sizeof(offs[0]));
 	if (object(n, v, buf, hdr, &type) || type >= l->first_nonstring_type)
 		return -1;
 	len = str_length(n, buf);
@@ -482,7 +481,7 @@ static uint32_t script_id(struct v8_namer *n, uint64_t v)
 	int added;
 	uint32_t offs[] = { l->script_name, l->script_source, l->script_line_ends };
 
-	if (object(n, v, buf, need(l, offs, 3), &type) || type != l->type_script)
+	if (object(n, v, buf, need(offs, 3), &type) || type != l->type_script)
 		return 0;
 	id = lookup(n, untag(l, v), K_SCRIPT, &added);
 	if (!id)
@@ -505,7 +504,7 @@ static void scope_info(struct v8_namer *n, uint64_t v, int64_t *name, int32_t *s
 {
 	const struct v8_layout *l = n->l;
 	uint64_t addr = untag(l, v), slots = addr + l->scope_info_slots;
-	uint8_t raw[8 * (64 + SCOPE_SCAN)];
+	uint8_t raw[8 * SCOPE_SCAN];
 	uint64_t ncl_w, first;
 	int64_t ncl;
 	uint32_t ts = l->tagged_size;
@@ -561,7 +560,7 @@ static void bytecode_table(struct v8_namer *n, uint64_t data, struct entry *e)
 	uint32_t offs[] = { l->bytecode_array_spt, l->interpreter_data_bytecode, l->code_bytecode_or_interpreter_data };
 
 	for (int hop = 0; hop < 3; hop++) {
-		if (object(n, data, buf, need(l, offs, 3), &type))
+		if (object(n, data, buf, need(offs, 3), &type))
 			return;
 		if (type == l->type_bytecode_array) {
 			uint64_t spt = tagged(l, buf, l->bytecode_array_spt, untag(l, data));
@@ -591,7 +590,7 @@ static void read_sfi(struct v8_namer *n, uint64_t v, struct entry *e)
 
 	memset(e, 0, sizeof(*e));
 	n->reads++;
-	if (object(n, v, buf, need(l, offs, 3), &type) || type != l->type_sfi)
+	if (object(n, v, buf, need(offs, 3), &type) || type != l->type_sfi)
 		return;
 	nosi = tagged(l, buf, l->sfi_name_or_scope_info, addr);
 	e->cookie = (uint32_t)nosi;
@@ -665,12 +664,11 @@ static void read_code(struct v8_namer *n, uint64_t v, struct entry *e)
 	uint64_t addr = untag(l, v), deopt;
 	int64_t count, inl_n;
 	uint32_t offs[] = { l->code_spt, l->code_deopt_data };
-	size_t mark = n->text.len;
 
 	memset(e, 0, sizeof(*e));
 	n->reads++;
 	if (l->code_spt == V8_NONE || l->code_deopt_data == V8_NONE ||
-	    object(n, v, buf, need(l, offs, 2), &type) || type != l->type_code)
+	    object(n, v, buf, need(offs, 2), &type) || type != l->type_code)
 		return;
 	e->cookie = (uint32_t)tagged(l, buf, l->code_spt, addr);
 	if (byte_array(n, tagged(l, buf, l->code_spt, addr), &e->spt, &e->spt_len))
@@ -731,7 +729,6 @@ static void read_code(struct v8_namer *n, uint64_t v, struct entry *e)
 	return;
 fail:
 	/* The text is kept: functions read meanwhile (inlined ones) have their names in it. */
-	(void)mark;
 	n->text.failed = 0;
 	memset(e, 0, sizeof(*e));
 }
@@ -766,14 +763,14 @@ static void read_baseline(struct v8_namer *n, uint64_t v, struct entry *e)
 	memset(e, 0, sizeof(*e));
 	n->reads++;
 	if (l->code_bytecode_offset_table == V8_NONE || l->code_bytecode_or_interpreter_data == V8_NONE ||
-	    object(n, v, buf, need(l, offs, 2), &type) || type != l->type_code)
+	    object(n, v, buf, need(offs, 2), &type) || type != l->type_code)
 		return;
 	e->cookie = (uint32_t)tagged(l, buf, l->code_bytecode_offset_table, addr);
 	if (byte_array(n, tagged(l, buf, l->code_bytecode_offset_table, addr), &e->pcs, &e->pcs_len))
 		return;
 	bc = tagged(l, buf, l->code_bytecode_or_interpreter_data, addr);
 	for (int hop = 0; hop < 2; hop++) {
-		if (object(n, bc, bb, need(l, offs + 2, 1) > l->fixed_array_length + 8 ? need(l, offs + 2, 1)
+		if (object(n, bc, bb, need(offs + 2, 1) > l->fixed_array_length + 8 ? need(offs + 2, 1)
 											   : l->fixed_array_length + 8,
 			   &type))
 			return;
@@ -895,7 +892,8 @@ int v8_spt_lookup(const uint8_t *table, size_t len, uint64_t code_offset, uint64
 	int found = 0;
 
 	while (i < len) {
-		if (vlq(table, len, &i, &d))
+		/* V8 encodes code offsets as ints: anything wider is not its table. */
+		if (vlq(table, len, &i, &d) || d < INT32_MIN || d > INT32_MAX)
 			return -1;
 		/* A negative delta marks a non-statement position: -(delta) - 1. */
 		code += d >= 0 ? d : -d - 1;
@@ -904,7 +902,7 @@ int v8_spt_lookup(const uint8_t *table, size_t len, uint64_t code_offset, uint64
 			break;
 		if (vlq(table, len, &i, &d))
 			return -1;
-		source += d;
+		source = (int64_t)((uint64_t)source + (uint64_t)d); /* garbage may wrap: no overflow */
 		found = 1;
 	}
 	if (!found)
@@ -999,9 +997,8 @@ static int emit(struct v8_namer *n, const struct v8_frame *f, uint32_t id, uint3
 	if (f->kind == V8_FRAME_STUB) {
 		/* the names are static per layout, which outlives the call */
 		memset(&out[*k], 0, sizeof(out[*k]));
-		out[*k].name = f->marker < V8_FRAME_TYPES && l->frame_type[f->marker][0] ? l->frame_type[f->marker]
-											  : V8_UNKNOWN;
-		out[*k].resolved = out[*k].name != (const char *)V8_UNKNOWN;
+		out[*k].resolved = f->marker < V8_FRAME_TYPES && l->frame_type[f->marker][0];
+		out[*k].name = out[*k].resolved ? l->frame_type[f->marker] : V8_UNKNOWN;
 		(*k)++;
 		return 0;
 	}
