@@ -63,7 +63,8 @@ static void build(struct world *w, int compressed)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct world w;
+	static struct world base[2], w;
+	static int built;
 	struct v8_frame f[8];
 	struct sym_frame out[V8_INLINE_MAX + 8];
 	size_t nf = 0, patches, got;
@@ -72,7 +73,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	build(&w, data[0] & 1);
+	if (!built) {
+		build(&base[0], 0);
+		build(&base[1], 1);
+		built = 1;
+	}
+	w = base[data[0] & 1];
+	w.im.l = &w.l;
 	/* Frames: 8 bytes each from the end: kind, object index, offset (16 bits), cookie mode... */
 	for (size_t i = 0; i < 4 && size >= 1 + 8 * (i + 1); i++) {
 		const uint8_t *p = data + size - 8 * (i + 1);
