@@ -9,8 +9,9 @@ checked against V8's own view of the same program:
   function: the callers' names, files and lines there must be the sampled ones (the leaf's line
   must be in its loop), and the names must be those `node --cpu-prof` (V8's CPU profiler) gives
   the same functions, in the same order;
-- interpreted frames (--no-opt --no-sparkplug --no-maglev), optimised ones (TurboFan, default
-  flags), an inlined call expanded into two frames in order (workloads/js/inline.js), a
+- interpreted frames (--no-opt --no-sparkplug --no-maglev), baseline ones (--always-sparkplug),
+  optimised ones (TurboFan, default flags), an inlined call expanded into two frames in order
+  (workloads/js/inline.js), on both Node 20 and Node 18 (whose Code layouts differ); a
   worker_threads worker, Node in a container root, and the stale check (an address whose
   object is not the one sampled is "[unknown js]" and counted).
 
@@ -256,23 +257,48 @@ class V8Names(unittest.TestCase):
         s = sample_until(self, info["pid"], lambda s: [f["name"] for f in js_frames(s)][:1] == ["leaf"])
         self.check_chain(info, s, "/app/chain.js")
 
-    def test_node18_libnode_in_container_root(self):
+    def node18(self, script, flags):
+        """script under Debian's Node 18 in a container root of its own; returns (proc, info)."""
         lib = os.path.join(NODE18_ROOT, "usr", "lib", "x86_64-linux-gnu", "libnode.so.108")
         exe = os.path.join(NODE18_ROOT, "usr", "bin", "node")
         env = {**os.environ, "LD_LIBRARY_PATH": os.path.dirname(lib)}
         libs = [p for p in rootfs.library_deps(exe, env=env) if not p.startswith(NODE18_ROOT)]
         root = np.tmpdir(self)
-        files = [(CHAIN, "/app/chain.js"), (exe, "/usr/bin/node"), (lib, "/usr/lib/x86_64-linux-gnu/libnode.so.108")]
+        inside = "/app/" + os.path.basename(script)
+        files = [(script, inside), (exe, "/usr/bin/node"), (lib, "/usr/lib/x86_64-linux-gnu/libnode.so.108")]
         files += [(p, p) for p in libs]
+        sh = rootfs.chroot_script(root, files, ["/usr/bin/node", *flags, inside],
+                                  binds=[(os.path.join(NODE18_ROOT, "usr", "share", "nodejs"), "/usr/share/nodejs")])
+        return start(self, ["unshare", "--mount", "sh", "-c", sh])
+
+    def test_node18_libnode_in_container_root(self):
         # V8 10.2 has no Maglev, so no --no-maglev
-        script = rootfs.chroot_script(root, files, ["/usr/bin/node", "--no-opt", "--no-sparkplug", "/app/chain.js"],
-                                      binds=[(os.path.join(NODE18_ROOT, "usr", "share", "nodejs"), "/usr/share/nodejs")])
-        proc, info = start(self, ["unshare", "--mount", "sh", "-c", script])
+        proc, info = self.node18(CHAIN, ["--no-opt", "--no-sparkplug"])
         self.assertTrue(info["v8"].startswith("10.2."), info["v8"])
         d = json.loads(harness("detect", info["pid"]).stdout)
         self.assertTrue(d["path"].endswith("/usr/lib/x86_64-linux-gnu/libnode.so.108"), d["path"])
         self.assertTrue(info["v8"].startswith(d["version"].rsplit(".", 1)[0]), (d["version"], info["v8"]))
         s = sample_until(self, info["pid"], lambda s: [f["name"] for f in js_frames(s)][:1] == ["leaf"])
+        self.check_chain(info, s, "/app/chain.js")
+
+    def test_node18_optimised_and_inlined(self):
+        """V8 10.2's Code layout (described by its metadata, instructions inline after the header)."""
+        proc, info = self.node18(CHAIN, [])
+        s = sample_until(self, info["pid"], lambda s: s["walked"] and s["walked"][0]["kind"] == "code"
+                         and js_frames(s)[0]["name"] == "leaf")
+        self.check_chain(info, s, "/app/chain.js", optimised=True)
+        proc, info = self.node18(INLINE, [])
+
+        def inlined(s):
+            f = js_frames(s)
+            return s["walked"] and s["walked"][0]["kind"] == "code" and [x["name"] for x in f[:2]] == ["sq", "hot"]
+        f = js_frames(sample_until(self, info["pid"], inlined))
+        self.assertEqual((f[0]["line"], f[1]["line"], f[0]["file"]), (info["sq"], info["call"], "/app/inline.js"))
+
+    def test_node18_baseline(self):
+        proc, info = self.node18(CHAIN, ["--no-opt", "--always-sparkplug"])
+        s = sample_until(self, info["pid"], lambda s: s["walked"] and s["walked"][0]["kind"] == "baseline"
+                         and js_frames(s)[0]["name"] == "leaf")
         self.check_chain(info, s, "/app/chain.js")
 
 
