@@ -31,6 +31,7 @@ import rootfs
 HARNESS = os.environ.get("NODEPROF_V8_NAMES_HARNESS") or os.path.join(np.ROOT, "build", "harness", "v8_names")
 JS = os.path.join(np.WORKLOADS, "js")
 CHAIN = os.path.join(JS, "chain.js")
+CHURN = os.path.join(JS, "churn.js")
 INLINE = os.path.join(JS, "inline.js")
 NODE = shutil.which("node") or "/usr/bin/node"
 NODE18_ROOT = os.path.join(np.ROOT, "build", "node18", "root")
@@ -244,6 +245,41 @@ class V8Names(unittest.TestCase):
         self.assertIn("failed=1", out[3])
         out = harness("sfi", info["pid"], "0x10").stdout.split("\t")
         self.assertEqual(out[0], "[unknown js]")
+
+    def test_stale_after_gc(self):
+        """Functions sampled, then freed and compacted away by the garbage collector: naming what
+        the walker recorded gives their own names or "[unknown js]", never another function's."""
+        proc, info = start(self, [NODE, "--expose-gc", "--compact-on-every-full-gc", *INTERPRETED, CHURN])
+        seen = {}
+        for _ in range(TRIES):
+            p = harness("stack", info["pid"], check=False)
+            if p.returncode == 0:
+                s = json.loads(p.stdout)
+                names = [f["name"] for f in js_frames(s)]
+                w = [w for w in s["walked"] if w["kind"] == "bytecode"]
+                if w and names and re.fullmatch(r"gen\d+_0", names[0]):
+                    seen[names[0]] = (w[0]["object"], w[0]["cookie"])
+            if len(seen) >= 4:
+                break
+            time.sleep(0.15)
+        self.assertGreaterEqual(len(seen), 4, seen)
+        # wait until every sampled generation is two collections in the past
+        last = max(int(n[3:].split("_")[0]) for n in seen)
+        end = time.monotonic() + 30
+        gen = -1
+        while gen < last + 2 and time.monotonic() < end:
+            line = proc.stdout.readline()
+            if line:
+                gen = json.loads(line).get("gen", gen)
+            else:
+                time.sleep(0.05)
+        self.assertGreaterEqual(gen, last + 2)
+        gone = 0
+        for name, (obj, cookie) in seen.items():
+            out = harness("sfi", info["pid"], obj, cookie).stdout.split("\t")
+            self.assertIn(out[0], (name, "[unknown js]"), (name, out))
+            gone += out[0] == "[unknown js]"
+        self.assertGreater(gone, 0, "no sampled function was collected: the test saw no garbage collection")
 
     def test_image_node_in_container_root(self):
         exe = os.path.realpath(NODE)
