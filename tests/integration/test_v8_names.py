@@ -32,6 +32,7 @@ HARNESS = os.environ.get("NODEPROF_V8_NAMES_HARNESS") or os.path.join(np.ROOT, "
 JS = os.path.join(np.WORKLOADS, "js")
 CHAIN = os.path.join(JS, "chain.js")
 CHURN = os.path.join(JS, "churn.js")
+ESM = os.path.join(JS, "esm.mjs")
 INLINE = os.path.join(JS, "inline.js")
 NODE = shutil.which("node") or "/usr/bin/node"
 NODE18_ROOT = os.path.join(np.ROOT, "build", "node18", "root")
@@ -187,6 +188,16 @@ class V8Names(unittest.TestCase):
         self.assertEqual(f[0]["file"], INLINE)
         self.assertEqual(f[2]["name"], "(anonymous)")  # the module's top level, which calls hot
 
+    def test_es_module(self):
+        """An ES module's script is named by its URL; its top level has no name (its ScopeInfo's
+        module slots must not be taken for one)."""
+        proc, info = start(self, [NODE, *INTERPRETED, ESM])
+        s = sample_until(self, info["pid"], lambda s: [f["name"] for f in js_frames(s)][:1] == ["spin"])
+        f = js_frames(s)
+        self.assertEqual(f[0]["file"], info["url"])
+        self.assertTrue(info["loop"][0] <= f[0]["line"] <= info["loop"][1], f[0])
+        self.assertEqual((f[1]["name"], f[1]["file"], f[1]["line"]), ("(anonymous)", info["url"], info["call"]))
+
     def test_cpu_prof_agrees(self):
         """Our names of leaf's chain are V8's CPU profiler's, in the same order."""
         d = np.tmpdir(self)
@@ -330,6 +341,12 @@ class V8Names(unittest.TestCase):
             return s["walked"] and s["walked"][0]["kind"] == "code" and [x["name"] for x in f[:2]] == ["sq", "hot"]
         f = js_frames(sample_until(self, info["pid"], inlined))
         self.assertEqual((f[0]["line"], f[1]["line"], f[0]["file"]), (info["sq"], info["call"], "/app/inline.js"))
+
+    def test_node18_es_module(self):
+        proc, info = self.node18(ESM, ["--no-opt", "--no-sparkplug"])
+        s = sample_until(self, info["pid"], lambda s: [f["name"] for f in js_frames(s)][:1] == ["spin"])
+        f = js_frames(s)
+        self.assertEqual((f[0]["file"], f[1]["name"], f[1]["line"]), (info["url"], "(anonymous)", info["call"]))
 
     def test_node18_baseline(self):
         proc, info = self.node18(CHAIN, ["--no-opt", "--always-sparkplug"])

@@ -368,6 +368,15 @@ static void names_of_strings(void **state)
 				assert_string_equal(out[0].name + V8_NAME_MAX, "...");
 			}
 		}
+		/* a module's top level (FunctionKind 1 in the SFI's flags): its ScopeInfo's strings are
+		 * the module's variables, not a name */
+		uint64_t mod = img_sfi(&h->im, img_scope(&h->im, img_str1(&h->im, "readFileSync"), 0, 10), img_smi(&h->im, 0),
+				       h->script);
+		img_u32(&h->im, (mod & ~3ull) + h->l.sfi_flags, 1);
+		struct v8_frame mf = { .kind = V8_FRAME_SFI, .object = mod, .cookie = V8_NO_COOKIE };
+		assert_int_equal(name(n, h, &mf, 1, out, 8), 1);
+		assert_string_equal(out[0].name, "(anonymous)");
+		assert_string_equal(out[0].file, "/app/x.js");
 		/* no name: V8's profiler's "(anonymous)" */
 		uint64_t anon = img_sfi(&h->im, img_smi(&h->im, 0), img_smi(&h->im, 0), img_smi(&h->im, 0));
 		struct v8_frame f = { .kind = V8_FRAME_SFI, .object = anon, .cookie = V8_NO_COOKIE };

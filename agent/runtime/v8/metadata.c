@@ -271,6 +271,8 @@ int v8_layout_from_meta(const struct v8_meta *m, const struct v8_version *ver, s
 	l.sfi_script_or_debug_info = (uint32_t)REQ("class_SharedFunctionInfo__script_or_debug_info__HeapObject",
 						   "class_SharedFunctionInfo__script_or_debug_info__Object",
 						   "class_SharedFunctionInfo__script__Tagged_HeapObject_");
+	x = OPT("class_SharedFunctionInfo__flags__int", "class_SharedFunctionInfo__flags__uint32_t");
+	l.sfi_flags = x >= 0 ? (uint32_t)x : V8_NONE;
 	l.script_name = (uint32_t)REQ("class_Script__name__Object", "class_Script__name__Tagged_Object_");
 	x = OPT("class_Script__source__Object", "class_Script__source__Tagged_Object_");
 	l.script_source = x >= 0 ? (uint32_t)x : l.script_name - l.tagged_size;

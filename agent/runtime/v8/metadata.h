@@ -85,6 +85,9 @@ struct v8_layout {
 	uint32_t fixed_array_length, fixed_array_data;
 	uint32_t js_function_shared, js_function_code;
 	uint32_t sfi_name_or_scope_info, sfi_function_data, sfi_script_or_debug_info;
+	/* SharedFunctionInfo::flags (u32), V8_NONE when not described: its low 5 bits are the
+	 * FunctionKind, 1 and 2 a module's top level (v8/v8:src/objects/function-kind.h). */
+	uint32_t sfi_flags;
 	uint32_t script_name, script_source, script_line_ends;
 	/* ScopeInfo: its slots start at scope_info_slots; the function name follows the header
 	 * slots (first_vars) and the context locals (count in slot ncontextlocals). */

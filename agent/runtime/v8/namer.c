@@ -586,12 +586,21 @@ static void read_sfi(struct v8_namer *n, uint64_t v, struct entry *e)
 	int64_t name = -1;
 	int32_t start = -1;
 	size_t mark = n->text.len;
-	uint32_t offs[] = { l->sfi_name_or_scope_info, l->sfi_function_data, l->sfi_script_or_debug_info };
+	uint32_t offs[] = { l->sfi_name_or_scope_info, l->sfi_function_data, l->sfi_script_or_debug_info,
+			    l->sfi_flags };
+	int module = 0;
 
 	memset(e, 0, sizeof(*e));
 	n->reads++;
-	if (object(n, v, buf, need(offs, 3), &type) || type != l->type_sfi)
+	if (object(n, v, buf, need(offs, 4), &type) || type != l->type_sfi)
 		return;
+	if (l->sfi_flags != V8_NONE) {
+		/* A module's top level has no name; its ScopeInfo's module slots hold the module's
+		 * imports, which the name heuristic would take for one. */
+		uint32_t flags;
+		memcpy(&flags, buf + l->sfi_flags, 4);
+		module = (flags & 0x1f) == 1 || (flags & 0x1f) == 2;
+	}
 	nosi = tagged(l, buf, l->sfi_name_or_scope_info, addr);
 	e->cookie = (uint32_t)nosi;
 	sodi = tagged(l, buf, l->sfi_script_or_debug_info, addr);
@@ -599,7 +608,7 @@ static void read_sfi(struct v8_namer *n, uint64_t v, struct entry *e)
 		uint8_t hb[HEAD];
 		uint32_t nt;
 		if (object(n, nosi, hb, 16, &nt) == 0) {
-			if (nt == l->type_scope_info)
+			if (nt == l->type_scope_info && !module)
 				scope_info(n, nosi, &name, &start);
 			else if (nt < l->first_nonstring_type)
 				name = read_name(n, nosi, 0);
