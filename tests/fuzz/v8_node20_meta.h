@@ -51,6 +51,7 @@ static const struct {
 	{ "class_Script__source__Object", 8 },
 	{ "class_SeqOneByteString__chars__char", 16 },
 	{ "class_SeqTwoByteString__chars__char", 16 },
+	{ "class_SharedFunctionInfo__flags__int", 48 },
 	{ "class_SharedFunctionInfo__function_data__Object", 8 },
 	{ "class_SharedFunctionInfo__name_or_scope_info__Object", 16 },
 	{ "class_SharedFunctionInfo__script_or_debug_info__HeapObject", 32 },
