@@ -14,7 +14,7 @@
 #include "tests/fuzz/v8_node20_meta.h"
 
 #define IMG_BASE 0x7f1200000000ull
-#define IMG_SIZE 16384
+#define IMG_SIZE 65536
 
 struct img {
 	uint8_t buf[IMG_SIZE];

@@ -356,11 +356,16 @@ static void names_of_strings(void **state)
 					      "tab here", NULL, "Worker.crunchsliced" };
 		build(h, c, 1);
 		struct v8_namer *n = namer(h);
+		const char *first = NULL, *first_file = NULL;
 		for (int i = 0; i < 7; i++) {
 			/* each string as a function's own name (name_or_scope_info is a String) */
 			uint64_t sfi = img_sfi(&h->im, h->names[i], img_smi(&h->im, 0), h->script);
 			struct v8_frame f = { .kind = V8_FRAME_SFI, .object = sfi, .cookie = V8_NO_COOKIE };
 			assert_int_equal(name(n, h, &f, 1, out, 8), 1);
+			if (!first) {
+				first = out[0].name;
+				first_file = out[0].file;
+			}
 			if (want[i]) {
 				assert_string_equal(out[0].name, want[i]);
 			} else {
@@ -383,6 +388,20 @@ static void names_of_strings(void **state)
 		assert_int_equal(name(n, h, &f, 1, out, 8), 1);
 		assert_string_equal(out[0].name, "(anonymous)");
 		assert_null(out[0].file);
+		/* names handed out by earlier calls stay valid until the end of the batch, however
+		 * much was read since (a JIT runtime names a batch's samples call by call) */
+		for (int i = 0; i < 200; i++) {
+			char nm[32];
+			snprintf(nm, sizeof(nm), "later%d", i);
+			uint64_t sfi = img_sfi(&h->im, img_str1(&h->im, nm), img_smi(&h->im, 0), h->script);
+			struct v8_frame lf = { .kind = V8_FRAME_SFI, .object = sfi, .cookie = V8_NO_COOKIE };
+			if (!sfi || h->im.used > IMG_SIZE - 512)
+				break;
+			assert_int_equal(name(n, h, &lf, 1, out, 8), 1);
+			assert_string_equal(out[0].name, nm);
+		}
+		assert_string_equal(first, "Worker.crunch");
+		assert_string_equal(first_file, "/app/x.js");
 		v8_namer_free(n);
 		free(h);
 	}

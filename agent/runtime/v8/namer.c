@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "agent/symbols/arena.h"
 #include "lib/gostr.h"
 #include "lib/grow.h"
 #include "lib/intern.h"
@@ -36,7 +37,8 @@ struct entry {
 	int ok;
 	uint32_t cookie; /* low 32 bits of the identity word (SFI: name_or_scope_info, Code: spt) */
 	/* K_SFI */
-	uint32_t name, script; /* text offset; script entry id (0 none) */
+	const char *name;      /* in names (or static) */
+	uint32_t script;       /* script entry id (0 none) */
 	int32_t start_pos;     /* script offset of the function, -1 unknown */
 	uint32_t spt, spt_len; /* bytecode source position table in text */
 	/* K_CODE */
@@ -46,7 +48,7 @@ struct entry {
 	/* K_BASELINE: the pc to bytecode table and the bytecodes in text */
 	uint32_t pcs, pcs_len, bc, bc_len;
 	/* K_SCRIPT */
-	uint32_t file;             /* text offset, UINT32_MAX when unnamed */
+	const char *file;          /* in names, NULL when unnamed */
 	uint32_t ends, ends_n;     /* line ends (u32) in text */
 	uint64_t id_name, id_source; /* the script's name and source words when read */
 };
@@ -56,7 +58,8 @@ struct v8_namer {
 	struct np_intern objs; /* key: struct key; id - 1 indexes ent */
 	struct entry *ent;
 	size_t ent_cap;
-	struct np_buf text;
+	struct np_buf text;    /* tables; strings are built here, then copied to names */
+	struct sym_arena names; /* names and files: they do not move until the cache is dropped */
 	uint64_t reads, failed, stale;
 	v8_mem_reader read;
 	void *read_ud;
@@ -94,6 +97,7 @@ static void clear(struct v8_namer *n)
 	n->ent = NULL;
 	n->ent_cap = 0;
 	np_buf_free(&n->text);
+	sym_arena_free(&n->names);
 }
 
 void v8_namer_free(struct v8_namer *n)
@@ -371,21 +375,22 @@ static int str_visit(struct v8_namer *n, uint64_t v, uint64_t from, uint64_t cou
 	return -1; /* external strings keep their characters outside V8's heap: not read */
 }
 
-/* Appends the string v as NUL-terminated UTF-8 (at most V8_NAME_MAX code points, "..." when
- * cut): its offset in text, or -1 (text unchanged). Empty strings give -1 when empty_ok is 0. */
-static int64_t read_name(struct v8_namer *n, uint64_t v, int empty_ok)
+/* The string v as NUL-terminated UTF-8 (at most V8_NAME_MAX code points, "..." when cut) in
+ * names, or NULL. Empty strings give NULL when empty_ok is 0. */
+static const char *read_name(struct v8_namer *n, uint64_t v, int empty_ok)
 {
 	size_t mark = n->text.len;
 	uint8_t buf[HEAD];
 	uint32_t type;
 	struct visit vis = { .chunk = name_chunk, .left = V8_NAME_MAX, .out = &n->text };
 	int64_t len;
+	const char *out;
 
 	if (object(n, v, buf, n->l->string_length + 4, &type) || type >= n->l->first_nonstring_type)
-		return -1;
+		return NULL;
 	len = str_length(n, buf);
 	if (len < 0 || (!len && !empty_ok))
-		return -1;
+		return NULL;
 	if (str_visit(n, v, 0, (uint64_t)len, V8_STRING_DEPTH, &vis))
 		goto fail;
 	if (vis.hi)
@@ -395,11 +400,13 @@ static int64_t read_name(struct v8_namer *n, uint64_t v, int empty_ok)
 	np_buf_putc(&n->text, '\0');
 	if (n->text.failed)
 		goto fail;
-	return (int64_t)mark;
+	out = sym_arena_strdup(&n->names, n->text.p + mark);
+	n->text.len = mark;
+	return out;
 fail:
 	n->text.len = mark;
 	n->text.failed = 0;
-	return -1;
+	return NULL;
 }
 
 /* ---- the cache ---- */
@@ -421,18 +428,15 @@ static void read_script(struct v8_namer *n, uint64_t v, const uint8_t *buf, stru
 {
 	const struct v8_layout *l = n->l;
 	uint64_t addr = untag(l, v);
-	int64_t name = -1;
 	uint64_t ends = l->script_line_ends != V8_NONE ? tagged(l, buf, l->script_line_ends, addr) : 0;
 	uint8_t hb[HEAD];
 	uint32_t type;
 
-	e->file = UINT32_MAX;
+	e->file = NULL;
 	e->id_name = tagged(l, buf, l->script_name, addr);
 	e->id_source = tagged(l, buf, l->script_source, addr);
 	if (is_heap(l, e->id_name))
-		name = read_name(n, e->id_name, 0);
-	if (name >= 0)
-		e->file = (uint32_t)name;
+		e->file = read_name(n, e->id_name, 0);
 	e->ok = 1;
 	/* Line ends: V8's own when it computed them (a FixedArray of Smis)... */
 	if (is_heap(l, ends) && object(n, ends, hb, l->fixed_array_length + l->tagged_size, &type) == 0 &&
@@ -500,7 +504,7 @@ static uint32_t script_id(struct v8_namer *n, uint64_t v)
 }
 
 /* The name and start position from a ScopeInfo (docs/specs/v8.md §4.2). */
-static void scope_info(struct v8_namer *n, uint64_t v, int64_t *name, int32_t *start)
+static void scope_info(struct v8_namer *n, uint64_t v, const char **name, int32_t *start)
 {
 	const struct v8_layout *l = n->l;
 	uint64_t addr = untag(l, v), slots = addr + l->scope_info_slots;
@@ -509,7 +513,7 @@ static void scope_info(struct v8_namer *n, uint64_t v, int64_t *name, int32_t *s
 	int64_t ncl;
 	uint32_t ts = l->tagged_size;
 
-	*name = -1;
+	*name = NULL;
 	*start = -1;
 	if (rd(n, slots + (uint64_t)l->scope_info_ncontextlocals * ts, raw, ts))
 		return;
@@ -535,18 +539,18 @@ static void scope_info(struct v8_namer *n, uint64_t v, int64_t *name, int32_t *s
 	 * order of V8's SharedFunctionInfo::DebugName); two Smis start < end follow. */
 	for (int i = 0; i < SCOPE_SCAN; i++) {
 		uint64_t w = tagged(l, raw, (uint32_t)i * ts, addr);
-		if (*name < 0 && is_heap(l, w)) {
+		if (!*name && is_heap(l, w)) {
 			*name = read_name(n, w, 0);
 			continue;
 		}
-		if (*name >= 0 && !l->scope_info_fixed_positions && i + 1 < SCOPE_SCAN && is_smi(l, w)) {
+		if (*name && !l->scope_info_fixed_positions && i + 1 < SCOPE_SCAN && is_smi(l, w)) {
 			uint64_t w2 = tagged(l, raw, (uint32_t)(i + 1) * ts, addr);
 			if (is_smi(l, w2) && smi(l, w) >= 0 && smi(l, w) < smi(l, w2) && smi(l, w2) < INT32_MAX) {
 				*start = (int32_t)smi(l, w);
 				break;
 			}
 		}
-		if (*name >= 0 && l->scope_info_fixed_positions)
+		if (*name && l->scope_info_fixed_positions)
 			break;
 	}
 }
@@ -583,9 +587,8 @@ static void read_sfi(struct v8_namer *n, uint64_t v, struct entry *e)
 	uint8_t buf[HEAD];
 	uint32_t type, script = 0;
 	uint64_t addr = untag(l, v), nosi, sodi;
-	int64_t name = -1;
+	const char *name = NULL;
 	int32_t start = -1;
-	size_t mark = n->text.len;
 	uint32_t offs[] = { l->sfi_name_or_scope_info, l->sfi_function_data, l->sfi_script_or_debug_info,
 			    l->sfi_flags };
 	int module = 0;
@@ -614,14 +617,7 @@ static void read_sfi(struct v8_namer *n, uint64_t v, struct entry *e)
 				name = read_name(n, nosi, 0);
 		}
 	}
-	if (name < 0) {
-		name = (int64_t)n->text.len;
-		np_buf_puts(&n->text, ANONYMOUS);
-		np_buf_putc(&n->text, '\0');
-	}
-	if (n->text.failed)
-		goto fail;
-	e->name = (uint32_t)name;
+	e->name = name ? name : ANONYMOUS;
 	e->start_pos = start;
 	bytecode_table(n, tagged(l, buf, l->sfi_function_data, addr), e);
 	if (is_heap(l, sodi))
@@ -632,7 +628,7 @@ static void read_sfi(struct v8_namer *n, uint64_t v, struct entry *e)
 	e->ok = 1;
 	return;
 fail:
-	n->text.len = mark;
+	/* The text is kept: the script read meanwhile has its tables in it. */
 	n->text.failed = 0;
 	memset(e, 0, sizeof(*e));
 }
@@ -955,10 +951,10 @@ static uint32_t line_of(struct v8_namer *n, const struct entry *sfi, int64_t off
 static void fill(struct v8_namer *n, const struct entry *sfi, int64_t offset, struct sym_frame *f)
 {
 	memset(f, 0, sizeof(*f));
-	f->name = n->text.p + sfi->name;
+	f->name = sfi->name;
 	f->resolved = 1;
-	if (sfi->script && n->ent[sfi->script - 1].ok && n->ent[sfi->script - 1].file != UINT32_MAX)
-		f->file = n->text.p + n->ent[sfi->script - 1].file;
+	if (sfi->script && n->ent[sfi->script - 1].ok)
+		f->file = n->ent[sfi->script - 1].file;
 	f->start_line = line_of(n, sfi, sfi->start_pos);
 	f->line = line_of(n, sfi, offset);
 }
@@ -1138,14 +1134,14 @@ int v8_namer_frames(struct v8_namer *n, uint32_t pid, uint32_t gen, const struct
 
 void v8_namer_end_batch(struct v8_namer *n)
 {
-	if (n->text.len + n->objs.n * (sizeof(struct entry) + 2 * sizeof(struct key)) > n->budget)
+	if (n->text.len + n->names.bytes + n->objs.n * (sizeof(struct entry) + 2 * sizeof(struct key)) > n->budget)
 		clear(n);
 }
 
 void v8_namer_stats(const struct v8_namer *n, struct v8_namer_stats *out)
 {
 	out->entries = n->objs.n;
-	out->bytes = n->text.len + n->objs.n * (sizeof(struct entry) + 2 * sizeof(struct key));
+	out->bytes = n->text.len + n->names.bytes + n->objs.n * (sizeof(struct entry) + 2 * sizeof(struct key));
 	out->reads = n->reads;
 	out->failed = n->failed;
 	out->stale = n->stale;

@@ -82,8 +82,8 @@ void v8_namer_set_reader(struct v8_namer *n, v8_mem_reader read, void *ud);
  * frame may give several (inlined functions, innermost first), the others one each. *out_n
  * gets how many were written (frames that do not fit are left out). Each sym_frame has name,
  * file (NULL when unknown), start_line and line (0 when unknown), resolved = 1 when named; the
- * strings stay valid until the next v8_namer_frames or v8_namer_end_batch call. -1 only on
- * allocation failure. */
+ * strings stay valid until v8_namer_end_batch (stub frames' names: while l lives), so several
+ * calls may name the samples of one batch. -1 only on allocation failure. */
 NP_MUST_CHECK int v8_namer_frames(struct v8_namer *n, uint32_t pid, uint32_t gen, const struct v8_layout *l,
 				  const struct v8_frame *in, size_t count, struct sym_frame *out, size_t out_cap,
 				  size_t *out_n, struct np_err *err);
