@@ -14,7 +14,9 @@
 #include "tests/fuzz/v8_node20_meta.h"
 
 #define IMG_BASE 0x7f1200000000ull
+#ifndef IMG_SIZE
 #define IMG_SIZE 65536
+#endif
 
 struct img {
 	uint8_t buf[IMG_SIZE];
