@@ -50,7 +50,8 @@ DEB_RUN_PACKAGES := \
 # (fuzz targets), g++ and the binutils/xz/openssl tools that build test programs, files
 # and certificates, perf (the unwinding tests' reference), Debian's python3.11 (a
 # workload), Go and the Go packages of the chart renderer and the relabel oracle,
-# Chromium (UI tests), debootstrap (make docker-check).
+# Chromium (UI tests), debootstrap (make docker-check), Node.js (the V8 tests' workloads: any
+# version the machine's sources give; `make node18` adds Debian's 18 beside it).
 DEB_TEST_PACKAGES := \
 	libcmocka-dev \
 	valgrind \
@@ -67,7 +68,8 @@ DEB_TEST_PACKAGES := \
 	chromium \
 	debootstrap \
 	procps \
-	iproute2
+	iproute2 \
+	nodejs
 
 # What `make bench` adds: the peers it measures against (bpftrace, perf, llvm-symbolizer
 # comes with llvm, addr2line with binutils), elfutils' libdw (the CFI benchmark's other
@@ -227,6 +229,7 @@ test: deps-test
 	$(MAKE) --no-print-directory all unit
 	$(MAKE) --no-print-directory unit-asan
 	$(MAKE) --no-print-directory fuzz-build
+	$(MAKE) --no-print-directory node18
 	$(PYTHON) tests/run.py
 
 # The agent on its embedded default: every process of this host, in the local UI

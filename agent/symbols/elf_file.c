@@ -409,3 +409,60 @@ int sym_elf_find_symbol(Elf *e, const char *name, size_t max_bytes, uint64_t *va
 	}
 	return -1;
 }
+
+int sym_elf_each_symbol(Elf *e, unsigned sh_type, const char *prefix, size_t max_bytes, sym_elf_symbol_fn fn,
+			void *ud)
+{
+	GElf_Shdr sh;
+	uint64_t cost;
+	size_t plen = strlen(prefix), seen = 0;
+	Elf_Scn *scn = symbol_section(e, sh_type, &sh, &cost);
+
+	if (!scn || cost > max_bytes)
+		return -1;
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t symsz = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
+	if (!d || !d->d_buf || !symsz)
+		return -1;
+	size_t count = d->d_size / symsz;
+	for (size_t i = 1; i < count && i <= INT_MAX; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		if (s.st_shndx == SHN_UNDEF)
+			continue;
+		const char *n = elf_strptr(e, sh.sh_link, s.st_name);
+		if (!n || strncmp(n, prefix, plen) != 0)
+			continue;
+		seen++;
+		if (fn(ud, n, s.st_value, s.st_size))
+			break;
+	}
+	return (int)(seen > INT_MAX ? INT_MAX : seen);
+}
+
+int sym_elf_read_vaddr(int fd, const struct sym_elf_info *info, uint64_t vaddr, void *buf, size_t len)
+{
+	for (size_t i = 0; i < info->nloads; i++) {
+		const struct sym_load *l = &info->loads[i];
+		if (vaddr < l->vaddr || vaddr - l->vaddr >= l->memsz || l->memsz - (vaddr - l->vaddr) < len)
+			continue;
+		uint64_t in = vaddr - l->vaddr;
+		if (in >= l->filesz) { /* .bss: zero until the program writes it */
+			memset(buf, 0, len);
+			return 0;
+		}
+		if (l->filesz - in < len)
+			return -1; /* straddles the end of the file's bytes: not a value we read */
+		for (size_t got = 0; got < len;) {
+			ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(l->offset + in + got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return -1;
+			got += (size_t)r;
+		}
+		return 0;
+	}
+	return -1;
+}

@@ -70,6 +70,19 @@ const void *sym_elf_section(Elf *e, const char *name, size_t max, size_t *len, u
  * max_bytes to read: its value and size. -1 when absent. */
 int sym_elf_find_symbol(Elf *e, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size);
 
+/* Calls fn for every defined symbol of the first section of sh_type (SHT_SYMTAB or SHT_DYNSYM)
+ * whose name starts with prefix, until fn returns nonzero; the name is valid during the call.
+ * The section and its strings are read only when they are at most max_bytes. Returns how many
+ * symbols matched, or -1 when there is no such section (or it is larger than max_bytes). */
+typedef int (*sym_elf_symbol_fn)(void *ud, const char *name, uint64_t value, uint64_t size);
+int sym_elf_each_symbol(Elf *e, unsigned sh_type, const char *prefix, size_t max_bytes, sym_elf_symbol_fn fn,
+			void *ud);
+
+/* Reads len bytes at the ELF virtual address vaddr of an open file from its loadable segments
+ * (info from sym_elf_info_read): bytes past a segment's file size (.bss) read as zero, as
+ * they are when the program starts. 0, or -1 when no segment holds all of them. */
+int sym_elf_read_vaddr(int fd, const struct sym_elf_info *info, uint64_t vaddr, void *buf, size_t len);
+
 /* Lowercase hex of bytes into out (2*n+1 bytes). */
 void sym_hex(const unsigned char *bytes, size_t n, char *out);
 

@@ -1,0 +1,71 @@
+/* Fuzzes V8's postmortem metadata (untrusted: a container's node binary says what it likes):
+ * the input is either an ELF file, read by v8_probe_fd from a memfd (its v8dbg_ symbols and
+ * version symbols, every read bounded), or lines "NAME VALUE" added to Node 20's metadata
+ * (tests/fuzz/v8_node20_meta.h) before the layout is derived for several V8 versions. Whatever
+ * is accepted must be a layout within the bounds the namer relies on. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "agent/runtime/v8/detect.h"
+#include "agent/runtime/v8/metadata.h"
+#include "tests/fuzz/v8_node20_meta.h"
+
+static void check(const struct v8_layout *l)
+{
+	if ((l->tagged_size != 4 && l->tagged_size != 8) || l->smi_shift > 63 || l->sfi_name_or_scope_info >= 4096 ||
+	    l->fixed_array_data >= 4096 || l->scope_info_first_vars > 64 || l->deopt_inlining_positions > 64)
+		abort();
+	for (int i = 0; i < V8_FRAME_TYPES; i++)
+		if (memchr(l->frame_type[i], '\0', sizeof(l->frame_type[i])) == NULL)
+			abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct np_err err;
+	char why[512];
+
+	if (size >= 4 && !memcmp(data, "\x7f" "ELF", 4)) {
+		struct v8_proc p;
+		int fd = memfd_create("fuzz_v8", MFD_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		if (write(fd, data, size) == (ssize_t)size && v8_probe_fd(fd, &p, why, sizeof(why), &err) == 1)
+			check(&p.layout);
+		close(fd);
+		return 0;
+	}
+	struct v8_meta m;
+	v8_meta_init(&m);
+	for (size_t i = 0; i < sizeof(v8_node20_meta) / sizeof(v8_node20_meta[0]); i++)
+		if (v8_meta_add(&m, v8_node20_meta[i].name, v8_node20_meta[i].value, &err))
+			abort();
+	char *text = malloc(size + 1);
+	if (!text)
+		abort();
+	memcpy(text, data, size);
+	text[size] = '\0';
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		char *sp = strrchr(line, ' ');
+		if (!sp)
+			continue;
+		*sp = '\0';
+		if (v8_meta_add(&m, line, (int32_t)strtol(sp + 1, NULL, 0), &err))
+			abort();
+	}
+	free(text);
+	static const struct v8_version vers[] = { { 8, 4, 371, 0 }, { 10, 2, 154, 0 }, { 11, 3, 244, 8 }, { 12, 9, 202, 0 } };
+	for (size_t i = 0; i < 4; i++) {
+		struct v8_layout l;
+		if (v8_layout_from_meta(&m, &vers[i], &l, why, sizeof(why)) == 0)
+			check(&l);
+		else if (!memchr(why, '\0', sizeof(why)))
+			abort();
+	}
+	v8_meta_free(&m);
+	return 0;
+}
