@@ -53,7 +53,9 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 					 .drain_interval_ms = opts->drain_interval_ms,
 					 .offcpu_threshold = opts->offcpu_threshold,
 					 .uprobes = opts->n_uprobes > 0 };
-	struct sym_options symo = { .cache_bytes = opts->symbol_cache_bytes };
+	struct sym_options symo = { .cache_bytes = opts->symbol_cache_bytes,
+				    .symb_cache_path = opts->symb_cache_path,
+				    .symb_cache_entries = opts->symb_cache_entries };
 
 	if (!c)
 		return np_errf(err, "out of memory");

@@ -54,6 +54,8 @@ struct np_collector_options {
 	size_t n_uprobes;
 	int load_probe;		    /* probe the files of processes that appear later too */
 	size_t symbol_cache_bytes;  /* 0 = the symbolizer's default */
+	const char *symb_cache_path; /* on-disk symbol tables (borrowed, read at open); NULL: memory only */
+	size_t symb_cache_entries;  /* files kept there at most; 0 = the default (2048) */
 	size_t unwind_bpf_bytes;    /* budget of unwind tables in BPF maps; 0 = UNW_DEFAULT_BPF_BUDGET */
 	np_collect_event_hook on_event;
 	void *event_ud;

@@ -2,8 +2,8 @@
  * (agent/profile/ebpf_profiler.h); forward_to's receivers (and the agent's local
  * store, when `nodeprof run` serves the UI) are its sinks. New targets or
  * receivers are handed to the running engine; a change of sample_rate,
- * collect_interval, demangle, kernel_frames, targets_only, verbose_mode or
- * container_id_cache_size restarts it (most of those shape the BPF maps and the
+ * collect_interval, demangle, kernel_frames, targets_only, verbose_mode,
+ * container_id_cache_size, symb_cache_path or symb_cache_size restarts it (most of those shape the BPF maps and the
  * caches; a restart flushes the current interval first, so nothing is lost).
  *
  * lazy_mode, as in Alloy (ebpf_linux.go Run/waitForTargets): while the targets list
@@ -239,6 +239,10 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 		cfg->uprobes_hash = cfg->uprobes_hash * 31 + np_hash_bytes(l, strlen(l) + 1);
 	}
 	cfg->container_id_cache_size = (size_t)a->container_id_cache_size;
+	if (snprintf(cfg->symb_cache_path, sizeof(cfg->symb_cache_path), "%s",
+		     a->symb_cache_path ? a->symb_cache_path : "") >= (int)sizeof(cfg->symb_cache_path))
+		return np_errf(err, "symb_cache_path: longer than %zu bytes", sizeof(cfg->symb_cache_path) - 1);
+	cfg->symb_cache_entries = (size_t)a->symb_cache_size;
 	cfg->metrics = metrics;
 	return sym_demangle_parse(a->demangle, &cfg->demangle, err);
 }
@@ -250,7 +254,8 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	       a->demangle == b->demangle && a->kernel_frames == b->kernel_frames &&
 	       a->targets_only == b->targets_only && a->container_id_cache_size == b->container_id_cache_size &&
 	       a->verbose == b->verbose && a->python == b->python && a->offcpu_threshold == b->offcpu_threshold &&
-	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash;
+	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash &&
+	       strcmp(a->symb_cache_path, b->symb_cache_path) == 0 && a->symb_cache_entries == b->symb_cache_entries;
 }
 
 static size_t read_sinks(const struct ebpf_component *ec, const struct cfg_ebpf_args *a, struct np_profile_sink *out)

@@ -21,6 +21,7 @@
 #include "agent/symbols/elf_file.h"
 #include "agent/symbols/kallsyms.h"
 #include "agent/symbols/maps.h"
+#include "agent/symbols/symbcache.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/symbols/symtab.h"
 
@@ -37,7 +38,8 @@ struct sym_table {
 	char *key;                /* build ID hex, or "file:DEV:INO:SIZE:MTIME" */
 	struct sym_symtab *tab;   /* never NULL */
 	const char *source;       /* which symbol sources fed it, for debugging ("symtab+dynsym", ...) */
-	size_t bytes;
+	size_t bytes;             /* heap bytes */
+	size_t mapped;            /* bytes of its cache file mapping (tab->map_len), 0 on the heap */
 	uint64_t last_used;       /* batch number */
 	struct sym_table *next;   /* hash chain */
 };
@@ -128,7 +130,10 @@ struct symbolizer {
 
 	struct sym_table **tables; /* hash by key */
 	size_t table_buckets, ntables, table_bytes, table_symbols;
+	size_t table_mapped;      /* bytes of mapped cache files, bounded by cache_limit on their own */
 	uint64_t table_epoch;
+	uint64_t tables_built, tables_evicted;
+	struct sym_symbcache *symb; /* owned; NULL: tables in memory only */
 
 	struct sym_demangled **dm; /* hash by (mangled, mode) */
 	size_t dm_buckets, dm_bytes;
