@@ -160,6 +160,20 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 		for (int i = 0; i < SYM_LIMIT_N; i++)
 			sum->symbols.limits[i] += st.symbols.limits[i];
 		sum->symbols.lookups += st.symbols.lookups;
+		sum->symbols.cache_budget += st.symbols.cache_budget;
+		sum->symbols.tables_built += st.symbols.tables_built;
+		sum->symbols.tables_evicted += st.symbols.tables_evicted;
+		sum->symbols.mapped_bytes += st.symbols.mapped_bytes;
+		sum->symbols.disk_loaded += st.symbols.disk_loaded;
+		sum->symbols.disk_stored += st.symbols.disk_stored;
+		sum->symbols.disk_invalid += st.symbols.disk_invalid;
+		sum->symbols.disk_evicted += st.symbols.disk_evicted;
+		sum->symbols.disk_store_failed += st.symbols.disk_store_failed;
+		/* Components sharing one directory see the same files: the largest count, not a sum. */
+		if (st.symbols.disk_files > sum->symbols.disk_files)
+			sum->symbols.disk_files = st.symbols.disk_files;
+		if (st.symbols.disk_max_files > sum->symbols.disk_max_files)
+			sum->symbols.disk_max_files = st.symbols.disk_max_files;
 		sum->symbols.unresolved += st.symbols.unresolved;
 		sum->pid_cache.entries += st.pid_cache.entries;
 		sum->pid_cache.capacity += st.pid_cache.capacity;
@@ -202,6 +216,10 @@ int np_ebpf_components_json(struct np_ebpf_running *r, struct np_buf *out, struc
 		np_json_kv_u64(&j, "symbol_cache_bytes", st.symbols.cache_bytes);
 		np_json_kv_u64(&j, "symbol_cache_files", st.symbols.cached_files);
 		np_json_kv_u64(&j, "symbol_cache_symbols", st.symbols.cached_symbols);
+		np_json_kv_u64(&j, "symbol_cache_budget_bytes", st.symbols.cache_budget);
+		np_json_kv_u64(&j, "symbol_cache_mapped_bytes", st.symbols.mapped_bytes);
+		np_json_kv_u64(&j, "symbol_tables_built", st.symbols.tables_built);
+		np_json_kv_u64(&j, "symbol_cache_files_loaded", st.symbols.disk_loaded);
 		np_json_kv_u64(&j, "symbolized_processes", st.symbols.processes);
 		np_json_kv_u64(&j, "symbol_lookups", st.symbols.lookups);
 		np_json_kv_u64(&j, "unresolved_frames", st.symbols.unresolved);

@@ -38,7 +38,7 @@ struct header {
 	uint64_t n;
 	uint64_t pool_len;
 	uint64_t file_size;
-	uint32_t crc;	   /* zlib crc32 of bytes [HEADER_BYTES, file_size) */
+	uint32_t crc;	   /* zlib crc32 of the whole file, this field read as 0 */
 	uint32_t reserved; /* 0 */
 	uint16_t key_len, source_len;
 	uint32_t reserved2; /* 0 */
@@ -98,7 +98,9 @@ int sym_symbcache_parse(const void *img, size_t len, const char *key, struct sym
 			       (unsigned long long)h.pool_len);
 	if (l.end != len)
 		return np_errf(err, "sizes add up to %llu bytes, the file has %zu", (unsigned long long)l.end, len);
-	uint32_t crc = (uint32_t)crc32(0L, Z_NULL, 0);
+	struct header h0 = h;
+	h0.crc = 0;
+	uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)&h0, sizeof(h0));
 	for (size_t off = HEADER_BYTES; off < len;) {
 		size_t chunk = len - off > (1u << 30) ? (1u << 30) : len - off;
 		crc = (uint32_t)crc32(crc, p + off, (uInt)chunk);
@@ -218,7 +220,8 @@ int sym_symbcache_write_fd(int fd, const char *key, const struct sym_symtab *t, 
 	    (t->tag && put_big(&w, t->tag, t->n * 2, err) < 0) || pad_to(&w, l.pool, err) < 0 ||
 	    put_big(&w, t->pool, t->pool_len, err) < 0)
 		return -1;
-	h.crc = w.crc;
+	h.crc = (uint32_t)crc32_combine(crc32(crc32(0L, Z_NULL, 0), (const Bytef *)&h, sizeof(h)), w.crc,
+					(z_off_t)(l.end - HEADER_BYTES));
 	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		return np_errno(err, "write header");
 	return 0;
