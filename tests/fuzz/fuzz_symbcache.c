@@ -1,7 +1,7 @@
 /* Fuzzes the symbol cache file validator (agent/symbols/symbcache.h): cache files sit in a
  * directory on disk, so their bytes are untrusted. Most inputs would stop at the checksum; the
  * target therefore parses each input twice, as given and with its checksum field made right
- * (docs/specs/symb-cache.md: the crc32 at offset 56, of the whole file with that field as 0),
+ * (docs/specs/symb-cache.md: the crc32 at offset 48, of the whole file with that field as 0),
  * so the structural checks are fuzzed too. A table that validates must be safe to use: every
  * name within the pool, every lookup in bounds. */
 #include <stdint.h>
@@ -11,7 +11,7 @@
 
 #include "agent/symbols/symbcache.h"
 
-#define CRC_AT 56
+#define CRC_AT 48
 
 static void check(const unsigned char *img, size_t len)
 {
