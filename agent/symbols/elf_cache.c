@@ -13,6 +13,7 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "lib/hash.h"
+#include "lib/log.h"
 
 /* An unreferenced file stays cached this many batches (a process that restarts reuses it). */
 #define ELF_IDLE_BATCHES 30
@@ -74,6 +75,20 @@ static int same_identity(const struct sym_elf *e, const struct stat *st)
 	       e->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
+struct sym_symbcache *sym_symbcache_get(struct symbolizer *s)
+{
+	if (s->symb || s->symb_tried || !s->symb_path)
+		return s->symb;
+	s->symb_tried = 1;
+	struct np_err err;
+	if (sym_symbcache_open(s->symb_path, s->symb_entries, &s->symb, &err) < 0) {
+		s->symb = NULL;
+		np_log(NP_WARN, "symbols", "symbol cache directory unusable; symbol tables are kept in memory", "error",
+		       err.msg, NULL);
+	}
+	return s->symb;
+}
+
 /* Caches tab (taken: freed on failure) under key in memory. */
 static struct sym_table *insert_table(struct symbolizer *s, const char *key, struct sym_symtab *tab,
                                       const char *source, struct np_err *err, int *failed)
@@ -107,9 +122,10 @@ static struct sym_table *load_cached(struct symbolizer *s, const char *key, stru
 {
 	struct sym_symtab *tab;
 	const char *source;
-	if (!s->symb)
+	struct sym_symbcache *c = sym_symbcache_get(s);
+	if (!c)
 		return NULL;
-	int rc = sym_symbcache_load(s->symb, key, &tab, &source, err);
+	int rc = sym_symbcache_load(c, key, &tab, &source, err);
 	if (rc < 0) {
 		*failed = 1;
 		return NULL;
@@ -139,7 +155,7 @@ static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, El
 		source = "none";
 	}
 	s->tables_built++;
-	if (s->symb) {
+	if (sym_symbcache_get(s)) {
 		struct sym_symtab *mapped;
 		if (sym_symbcache_store(s->symb, e->key, tab, source, &mapped, err) < 0) {
 			sym_symtab_free(tab);

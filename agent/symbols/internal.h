@@ -133,7 +133,10 @@ struct symbolizer {
 	size_t table_mapped;      /* bytes of mapped cache files, bounded by cache_limit on their own */
 	uint64_t table_epoch;
 	uint64_t tables_built, tables_evicted;
-	struct sym_symbcache *symb; /* owned; NULL: tables in memory only */
+	struct sym_symbcache *symb; /* owned; NULL: tables in memory only (or not opened yet) */
+	char *symb_path;          /* owned; the directory to open at the first table (sym_symbcache_get) */
+	size_t symb_entries;
+	int symb_tried;
 
 	struct sym_demangled **dm; /* hash by (mangled, mode) */
 	size_t dm_buckets, dm_bytes;
@@ -169,6 +172,9 @@ void sym_elf_unref(struct symbolizer *s, struct sym_elf *e);
 struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err,
                                 int *failed);
 void sym_elf_cache_trim(struct symbolizer *s);
+/* The on-disk table cache, opened at the first call (one warning when it cannot be: the
+ * in-memory cache is the fallback); NULL when there is none. */
+struct sym_symbcache *sym_symbcache_get(struct symbolizer *s);
 void sym_elf_cache_free(struct symbolizer *s);
 
 /* sources.c: builds the table of one ELF file from every symbol source it has. -1 only on

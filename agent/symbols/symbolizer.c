@@ -72,13 +72,14 @@ int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct 
 	s->roots = s->host_root;
 	s->batch = 1;
 	if (o && o->symb_cache_path) {
-		struct np_err cerr;
-		if (sym_symbcache_open(o->symb_cache_path, o->symb_cache_entries, &s->symb, &cerr) < 0) {
-			/* The in-memory cache (cache_bytes) is the bounded fallback. */
-			s->symb = NULL;
-			np_log(NP_WARN, "symbols", "symbol cache directory unusable; symbol tables are kept in memory",
-			       "error", cerr.msg, NULL);
+		/* Opened at the first table needed: a command that fails before (no BPF rights)
+		 * says only why it failed, and one that names nothing touches no directory. */
+		s->symb_path = strdup(o->symb_cache_path);
+		if (!s->symb_path) {
+			symbolizer_free(s);
+			return np_errf(err, "symbolizer: out of memory");
 		}
+		s->symb_entries = o->symb_cache_entries;
 	}
 	*out = s;
 	return 0;
@@ -105,6 +106,7 @@ void symbolizer_free(struct symbolizer *s)
 	sym_procs_free(s);
 	sym_elf_cache_free(s);
 	sym_symbcache_free(s->symb);
+	free(s->symb_path);
 	dm_clear(s);
 	free(s->dm);
 	sym_kallsyms_free(s->kallsyms);
