@@ -139,6 +139,7 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 		sum->unwind.mapping_keys += st.unwind.mapping_keys;
 		sum->unwind.processes += st.unwind.processes;
 		sum->unwind.bpf_bytes += st.unwind.bpf_bytes;
+		sum->unwind.tables.budget += st.unwind.tables.budget;
 		sum->python.processes += st.python.processes;
 		sum->python.unsupported += st.python.unsupported;
 		sum->python.codes += st.python.codes;
@@ -161,6 +162,7 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 			sum->symbols.limits[i] += st.symbols.limits[i];
 		sum->symbols.lookups += st.symbols.lookups;
 		sum->symbols.cache_budget += st.symbols.cache_budget;
+		sum->symbols.process_budget += st.symbols.process_budget;
 		sum->symbols.tables_built += st.symbols.tables_built;
 		sum->symbols.tables_evicted += st.symbols.tables_evicted;
 		sum->symbols.mapped_bytes += st.symbols.mapped_bytes;

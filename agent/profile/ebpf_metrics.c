@@ -59,6 +59,8 @@ enum {
 	G_SYM_MAPPED,
 	G_SYMB_FILES,
 	G_SYMB_MAX_FILES,
+	G_UNW_BUDGET,
+	G_PROC_BUDGET,
 	NGAUGES
 };
 
@@ -232,6 +234,12 @@ static const struct {
 	  "Files in symb_cache_path at its last scan." },
 	{ 1, G_SYMB_MAX_FILES, "nodeprof_symbol_cache_dir_max_files",
 	  "symb_cache_size: the files symb_cache_path keeps at most (0: the on-disk cache is off)." },
+	{ 1, G_UNW_BUDGET, "nodeprof_unwind_bpf_budget_bytes",
+	  "The byte budget of the unwind tables in BPF maps (beside nodeprof_unwind_bpf_bytes; evictions in "
+	  "nodeprof_unwind_table_evictions_total)." },
+	{ 1, G_PROC_BUDGET, "nodeprof_process_state_budget_bytes",
+	  "The byte budget of per-process state (beside nodeprof_process_state_bytes; refusals in "
+	  "nodeprof_process_limits_total)." },
 	{ 1, G_PROC_BYTES, "nodeprof_process_state_bytes",
 	  "Bytes of per-process state (mapping snapshots, perf maps); bounded." },
 	{ 1, G_ACTIVE, "pyroscope_ebpf_active_targets",
@@ -427,7 +435,8 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					 (double)st->python.codes,	  (double)st->python.bytes,
 					 (double)st->uprobes.attached,	  (double)st->symbols.cache_budget,
 					 (double)st->symbols.mapped_bytes, (double)st->symbols.disk_files,
-					 (double)st->symbols.disk_max_files };
+					 (double)st->symbols.disk_max_files, (double)st->unwind.tables.budget,
+					 (double)st->symbols.process_budget };
 	uint64_t limits[NLIMITS];
 
 	memcpy(limits, st->symbols.limits, sizeof(st->symbols.limits));

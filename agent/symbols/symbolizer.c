@@ -595,6 +595,7 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	out->unresolved = s->unresolved;
 	memcpy(out->refused, s->refused, sizeof(out->refused));
 	out->cache_budget = s->cache_limit;
+	out->process_budget = s->plimits.max_bytes;
 	out->tables_built = s->tables_built;
 	out->tables_evicted = s->tables_evicted;
 	out->mapped_bytes = s->table_mapped;

@@ -166,6 +166,7 @@ struct sym_stats {
 	uint64_t refused[SYM_REFUSED_N];     /* refusals by reason, since the start */
 	uint64_t limits[SYM_LIMIT_N];        /* refusals by reason, since the start */
 	size_t cache_budget;                 /* the byte budget of cache_bytes (sym_options.cache_bytes) */
+	size_t process_budget;               /* the byte budget of process_bytes (sym_options.process_bytes) */
 	uint64_t tables_built;               /* symbol tables built from ELF files, since the start */
 	uint64_t tables_evicted;             /* tables dropped from memory by the budget, since the start */
 	size_t mapped_bytes;                 /* of tables mapped from cache files (not in cache_bytes:
