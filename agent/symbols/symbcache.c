@@ -233,7 +233,6 @@ struct sym_symbcache {
 	int dirfd;
 	char *path;	       /* owned, for messages */
 	size_t max_entries;
-	unsigned tmp_seq;
 	int invalid_logged, store_logged;
 	struct sym_symbcache_stats st;
 };
@@ -504,7 +503,10 @@ int sym_symbcache_store(struct sym_symbcache *c, const char *key, const struct s
 	*out = NULL;
 	if (file_name(key, name, sizeof(name)) < 0)
 		return 0;
-	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld.%u.%s", (long)getpid(), c->tmp_seq++, name);
+	/* Unique among the agents sharing the directory (pid) and the symbolizers of one agent
+	 * (several pyroscope.ebpf components: one counter for the process). */
+	static _Atomic unsigned tmp_seq;
+	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld.%u.%s", (long)getpid(), tmp_seq++, name);
 	int fd = openat(c->dirfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		store_failed(c, strerror(errno));

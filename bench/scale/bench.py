@@ -133,7 +133,16 @@ def record(pids, cache_dir, workdir, name):
         argv += ["--pid", str(pid)]
     if cache_dir is not None and not OLD:
         argv += ["--symb-cache-path", cache_dir]
-    m = lib.measure(argv, timeout=600)
+    # The debug log goes to a file: a pipe nobody reads before the end would fill and stall it.
+    log_path = os.path.join(workdir, name + ".log")
+    t0 = time.time()
+    with open(log_path, "w") as log:
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
+        _, st, ru = os.wait4(p.pid, 0)
+    with open(log_path) as f:
+        err = f.read()
+    m = {"max_rss_kb": ru.ru_maxrss, "cpu_s": ru.ru_utime + ru.ru_stime, "wall_s": time.time() - t0,
+         "rc": os.waitstatus_to_exitcode(st), "stderr": err}
     if m["rc"] != 0:
         raise RuntimeError(f"record failed: {m['stderr'][-2000:]}")
     total = whole = 0
