@@ -15,6 +15,9 @@
 #include "lib/hash.h"
 #include "lib/log.h"
 
+/* Bytes of mapped tables used since their pages were last released, at most (see touch()). */
+#define MAPPED_RESIDENT_BYTES ((size_t)8 << 20)
+
 /* An unreferenced file stays cached this many batches (a process that restarts reuses it). */
 #define ELF_IDLE_BATCHES 30
 #define ELF_IDLE_MAX 4096
@@ -170,12 +173,41 @@ static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, El
 	return insert_table(s, e->key, tab, source, err, failed);
 }
 
+/* Releases the pages of every mapped table used since the last release, but keep. */
+static void release_touched(struct symbolizer *s, const struct sym_table *keep)
+{
+	for (size_t b = 0; b < s->table_buckets; b++)
+		for (struct sym_table *t = s->tables[b]; t; t = t->next)
+			if (t != keep && t->mapped && t->touch_gen == s->touch_gen)
+				sym_symbcache_release(t->tab);
+	s->touch_gen++;
+	s->mapped_touched = 0;
+}
+
+/* Marks t used in this batch. A mapped table's lookups fault in file pages, and each fault
+ * maps its neighbours as well (the kernel's fault-around, 64 KiB), so a few hundred lookups
+ * make most of a table resident in this process. Those pages are released at the end of the
+ * batch, and sooner when the tables used since the last release add up to more than
+ * MAPPED_RESIDENT_BYTES: what mapped tables hold at once stays near that bound, whatever the
+ * number of binaries a batch names frames in. (Released pages stay in the page cache; a
+ * later lookup maps them again without I/O. Names handed out stay valid: the mapping stays.) */
+static void touch(struct symbolizer *s, struct sym_table *t)
+{
+	t->last_used = s->batch;
+	if (!t->mapped || t->touch_gen == s->touch_gen)
+		return;
+	if (s->mapped_touched && s->mapped_touched + t->mapped > MAPPED_RESIDENT_BYTES)
+		release_touched(s, t);
+	t->touch_gen = s->touch_gen;
+	s->mapped_touched += t->mapped;
+}
+
 struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err, int *failed)
 {
 	*failed = 0;
 	e->last_used = s->batch;
 	if (e->table && e->table_epoch == s->table_epoch) {
-		e->table->last_used = s->batch;
+		touch(s, e->table);
 		return e->table;
 	}
 	struct sym_table *t = table_find(s, e->key);
@@ -210,7 +242,7 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 			return NULL;
 		}
 	}
-	t->last_used = s->batch;
+	touch(s, t);
 	e->table = t;
 	e->table_epoch = s->table_epoch;
 	return t;
@@ -331,6 +363,9 @@ static int cmp_last_used(const void *a, const void *b)
 
 void sym_elf_cache_trim(struct symbolizer *s)
 {
+	/* Mapped tables used in this batch give back the pages the lookups faulted in. */
+	if (s->mapped_touched)
+		release_touched(s, NULL);
 	/* Tables: least recently used first, down to 90% of the budget so trimming is not
 	 * needed again at the very next batch. */
 	if ((s->table_bytes > s->cache_limit || s->table_mapped > s->cache_limit) && s->ntables) {

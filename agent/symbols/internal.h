@@ -40,6 +40,7 @@ struct sym_table {
 	const char *source;       /* which symbol sources fed it, for debugging ("symtab+dynsym", ...) */
 	size_t bytes;             /* heap bytes */
 	size_t mapped;            /* bytes of its cache file mapping (tab->map_len), 0 on the heap */
+	uint64_t touch_gen;       /* the symbolizer's touch_gen when last used (mapped tables) */
 	uint64_t last_used;       /* batch number */
 	struct sym_table *next;   /* hash chain */
 };
@@ -131,6 +132,10 @@ struct symbolizer {
 	struct sym_table **tables; /* hash by key */
 	size_t table_buckets, ntables, table_bytes, table_symbols;
 	size_t table_mapped;      /* bytes of mapped cache files, bounded by cache_limit on their own */
+	/* Mapped tables used since the last release of their pages (elf_cache.c touch()): those
+	 * whose touch_gen is this, and their file sizes added up. */
+	uint64_t touch_gen;
+	size_t mapped_touched;
 	uint64_t table_epoch;
 	uint64_t tables_built, tables_evicted;
 	struct sym_symbcache *symb; /* owned; NULL: tables in memory only (or not opened yet) */

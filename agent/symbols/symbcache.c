@@ -422,6 +422,26 @@ static void refuse(struct sym_symbcache *c, const char *name, const char *why)
 	}
 }
 
+/* Puts the file in the page cache as single pages. A fault on a mapped file maps the whole
+ * folio it hits, and the page cache holds a written or read-ahead file in large folios (up to
+ * 2 MiB): a few lookups would then make most of a table resident in this process. Pages
+ * nobody maps are dropped first (clean: the writer synced them), then read back without
+ * readahead, which allocates one page per folio. Best effort: errors only cost memory. */
+static void small_folios(int fd, size_t len)
+{
+	enum { CHUNK = 64 << 10 };
+	char *buf = malloc(CHUNK);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	for (size_t off = 0; buf && off < len;) {
+		ssize_t r = pread(fd, buf, CHUNK, (off_t)off);
+		if (r <= 0)
+			break;
+		off += (size_t)r;
+	}
+	free(buf);
+}
+
 int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symtab **out, const char **source,
 		       struct np_err *err)
 {
@@ -453,11 +473,14 @@ int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symt
 		return 0;
 	}
 	size_t len = (size_t)st.st_size;
+	small_folios(fd, len);
 	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (m == MAP_FAILED) {
 		close(fd);
 		return 0;
 	}
+	/* No readahead on faults: a lookup reads a page, not a window around it. */
+	madvise(m, len, MADV_RANDOM);
 	struct sym_symtab *t = calloc(1, sizeof(*t));
 	if (!t) {
 		munmap(m, len);
@@ -514,6 +537,10 @@ int sym_symbcache_store(struct sym_symbcache *c, const char *key, const struct s
 	}
 	struct np_err werr;
 	int rc = sym_symbcache_write_fd(fd, key, t, source, &werr);
+	/* Synced, so that the load below can drop the written pages (large folios, see
+	 * small_folios) and read them back as single pages. */
+	if (rc == 0 && fdatasync(fd) < 0)
+		rc = np_errno(&werr, "fdatasync");
 	if (close(fd) < 0 && rc == 0)
 		rc = np_errno(&werr, "close");
 	if (rc == 0 && renameat(c->dirfd, tmp, c->dirfd, name) < 0)
@@ -532,6 +559,12 @@ int sym_symbcache_store(struct sym_symbcache *c, const char *key, const struct s
 	if (*out)
 		c->st.loaded--; /* counted as stored, not as a load */
 	return 0;
+}
+
+void sym_symbcache_release(const struct sym_symtab *t)
+{
+	if (t && t->map)
+		madvise(t->map, t->map_len, MADV_DONTNEED);
 }
 
 void sym_symbcache_stats(const struct sym_symbcache *c, struct sym_symbcache_stats *out)

@@ -60,6 +60,12 @@ NP_MUST_CHECK int sym_symbcache_store(struct sym_symbcache *c, const char *key, 
 
 void sym_symbcache_stats(const struct sym_symbcache *c, struct sym_symbcache_stats *out);
 
+/* Drops the pages of a mapped table from this process (they stay in the page cache): lookups
+ * fault back in only what they read next. Called at the end of a batch that used the table,
+ * since each fault maps its neighbours too (the kernel's fault-around) and a busy table would
+ * otherwise end up resident whole. No-op for a heap table. */
+void sym_symbcache_release(const struct sym_symtab *t);
+
 /* Validates a cache file image (8-byte aligned) of len bytes and fills *out with pointers into
  * it (out->map is not set; out->bytes is the struct only). key: the key the file must carry,
  * NULL to accept any. -1 with err saying what is wrong. The fuzz target's entry point. */
