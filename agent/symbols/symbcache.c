@@ -422,26 +422,6 @@ static void refuse(struct sym_symbcache *c, const char *name, const char *why)
 	}
 }
 
-/* Puts the file in the page cache as single pages. A fault on a mapped file maps the whole
- * folio it hits, and the page cache holds a written or read-ahead file in large folios (up to
- * 2 MiB): a few lookups would then make most of a table resident in this process. Pages
- * nobody maps are dropped first (clean: the writer synced them), then read back without
- * readahead, which allocates one page per folio. Best effort: errors only cost memory. */
-static void small_folios(int fd, size_t len)
-{
-	enum { CHUNK = 64 << 10 };
-	char *buf = malloc(CHUNK);
-	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-	for (size_t off = 0; buf && off < len;) {
-		ssize_t r = pread(fd, buf, CHUNK, (off_t)off);
-		if (r <= 0)
-			break;
-		off += (size_t)r;
-	}
-	free(buf);
-}
-
 int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symtab **out, const char **source,
 		       struct np_err *err)
 {
@@ -473,7 +453,6 @@ int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symt
 		return 0;
 	}
 	size_t len = (size_t)st.st_size;
-	small_folios(fd, len);
 	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (m == MAP_FAILED) {
 		close(fd);
@@ -537,10 +516,6 @@ int sym_symbcache_store(struct sym_symbcache *c, const char *key, const struct s
 	}
 	struct np_err werr;
 	int rc = sym_symbcache_write_fd(fd, key, t, source, &werr);
-	/* Synced, so that the load below can drop the written pages (large folios, see
-	 * small_folios) and read them back as single pages. */
-	if (rc == 0 && fdatasync(fd) < 0)
-		rc = np_errno(&werr, "fdatasync");
 	if (close(fd) < 0 && rc == 0)
 		rc = np_errno(&werr, "close");
 	if (rc == 0 && renameat(c->dirfd, tmp, c->dirfd, name) < 0)
