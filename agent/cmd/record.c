@@ -221,6 +221,7 @@ static int record_loop(struct recording *r, struct np_err *err)
 
 	r->start_ns = mono_ns();
 	deadline = r->start_ns + r->a->duration_ns;
+	np_collector_set_deadline(r->c, deadline);
 	announce(r);
 	while (!stop_requested && mono_ns() < deadline) {
 		if (np_collector_step(r->c, &stop_requested, sink, r, err))

@@ -80,6 +80,12 @@ NP_MUST_CHECK int np_collector_step(struct np_collector *c, volatile int *stop, 
 /* Drains now (e.g. a last time before exiting). */
 NP_MUST_CHECK int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, struct np_err *err);
 
+/* A recording that ends at mono_ns (CLOCK_MONOTONIC): from then on np_collector_step returns
+ * at once (to the caller's final drain) and unwind table requests are dropped, since a table
+ * compiled then would walk no sample. Without it a burst of new large binaries (seconds of
+ * compiling each) could hold a `record --duration 20s` far past its 20 s. 0: none. */
+void np_collector_set_deadline(struct np_collector *c, int64_t mono_ns);
+
 struct np_collector_stats {
 	uint64_t drains;
 	uint64_t samples; /* counted samples handed to sinks */
