@@ -210,8 +210,9 @@ def main():
             text.append(f"\n| {n} | {name} | {r['hwm']:.1f} | {r['cpu']:.2f} | {r['wall']:.1f} | {fmt(r['built'])} | "
                         f"{fmt(r['loaded'])} | {fmt(ub, '.1f')} | {r['whole']:.1f}% of {r['samples']} |")
     text.append(f"\n\n`nodeprof run` (embedded default: every process of this host) for {SECONDS} s, started "
-                "after the two recordings (its symbol cache is the default `/tmp/symb-cache`, shared with "
-                "earlier runs). RSS at the end, anonymous and file-backed (RssAnon, RssFile).\n")
+                "after the two recordings: the embedded default configuration"
+                + ("" if OLD else " with `symb_cache_path` set to an empty directory (cold: every table is built)")
+                + ". RSS at the end, anonymous and file-backed (RssAnon, RssFile).\n")
     text.append("\n| N | peak RSS (VmHWM) MB | RssAnon MB | RssFile MB | CPU s (after the first 2 s) | unwind BPF MB "
                 "(tables, evictions) | symbol heap MB | symbol mapped MB | tables built | from disk | evicted |")
     text.append("\n|---|---|---|---|---|---|---|---|---|---|---|")
