@@ -19,7 +19,6 @@
 #include "agent/pprof/gzip.h"
 #include "agent/profile/collector.h"
 #include "agent/profile/ebpf_metrics.h"
-#include "agent/symbols/symbolizer.h"
 #include "lib/intern.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
