@@ -131,6 +131,7 @@ static int open_collector(struct recording *r, struct np_err *err)
 		.uprobes = a->uprobes,
 		.n_uprobes = a->nuprobes,
 		.load_probe = a->nuprobes > 0,
+		.symb_cache_path = a->symb_cache_path && a->symb_cache_path[0] ? a->symb_cache_path : NULL,
 	};
 	struct np_sampler *sampler;
 
@@ -220,6 +221,7 @@ static int record_loop(struct recording *r, struct np_err *err)
 
 	r->start_ns = mono_ns();
 	deadline = r->start_ns + r->a->duration_ns;
+	np_collector_set_deadline(r->c, deadline);
 	announce(r);
 	while (!stop_requested && mono_ns() < deadline) {
 		if (np_collector_step(r->c, &stop_requested, sink, r, err))
@@ -319,6 +321,12 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 	       NP_LOG_INT(b[NP_UNW_FRAMES_FP]), "tables", NP_LOG_INT(us.tables.loaded), "table_bytes",
 	       NP_LOG_INT(us.tables.loaded_bytes), "mapping_entries", NP_LOG_INT(us.mapping_keys), "unwind_bpf_bytes",
 	       NP_LOG_INT(us.bpf_bytes), "compile_ms", NP_LOG_INT(us.compile_ns / 1000000), NULL);
+	struct sym_stats ss;
+	symbolizer_stats(np_collector_symbolizer(r->c), &ss);
+	np_log(NP_DEBUG, "record", "symbol tables", "built", NP_LOG_INT(ss.tables_built), "cache_files_loaded",
+	       NP_LOG_INT(ss.disk_loaded), "cache_files_written", NP_LOG_INT(ss.disk_stored), "cache_files_invalid",
+	       NP_LOG_INT(ss.disk_invalid), "cache_files_evicted", NP_LOG_INT(ss.disk_evicted), "heap_bytes",
+	       NP_LOG_INT(ss.cache_bytes), "mapped_bytes", NP_LOG_INT(ss.mapped_bytes), NULL);
 	if (r->kind == NP_EVENT_OFFCPU)
 		np_log(NP_DEBUG, "record", "off-CPU", "switch_seen", NP_LOG_INT(b[NP_OFFCPU_SWITCHES]), "switch_recorded",
 		       NP_LOG_INT(b[NP_OFFCPU_RECORDED]), "return_counted", NP_LOG_INT(b[NP_OFFCPU_COUNTED]),

@@ -26,6 +26,7 @@ struct cmd_record_args {
 	const char *output; /* borrowed from argv; NULL: stdout */
 	enum sym_demangle demangle;
 	enum np_level log_level;
+	const char *symb_cache_path; /* borrowed from argv or the default; "": symbol tables in memory only */
 };
 
 /* Fills out from argv (argv[0] "record"); the defaults are those the help states. */

@@ -14,6 +14,7 @@ enum {
 	OPT_OFF_CPU_THRESHOLD,
 	OPT_UPROBE,
 	OPT_LOG_LEVEL,
+	OPT_SYMB_CACHE_PATH,
 	OPT_NO_RUNTIME, /* + NP_RT_*: --no-<flag> of each supported runtime; keep last */
 };
 
@@ -50,6 +51,10 @@ static const struct cmd_opt record_opts[] = {
 	  "CPU samples; also in processes started later and in containers'\n"
 	  "copies of FILE; folded values are calls" },
 	{ "log-level", OPT_LOG_LEVEL, "LEVEL", "debug, info, warn (default), error" },
+	{ "symb-cache-path", OPT_SYMB_CACHE_PATH, "DIR",
+	  "keep symbol tables in files here, built once per binary and\n"
+	  "shared with later runs and the agent (default /tmp/symb-cache, as\n"
+	  "pyroscope.ebpf's symb_cache_path); \"\" keeps them in memory" },
 	{ 0 },
 };
 
@@ -128,6 +133,9 @@ static int parse_option(int key, const char *v, struct cmd_record_args *out, str
 		return add_uprobe(out, v, err);
 	case OPT_LOG_LEVEL:
 		return cmd_arg_log_level("--log-level", v, &out->log_level, err);
+	case OPT_SYMB_CACHE_PATH:
+		out->symb_cache_path = v;
+		return 0;
 	}
 	if (key > OPT_NO_RUNTIME && key < OPT_NO_RUNTIME + NP_RT_MAX)
 		out->runtimes &= ~(1u << (key - OPT_NO_RUNTIME));
@@ -148,6 +156,7 @@ enum cmd_status cmd_record_parse_args(int argc, char **argv, struct cmd_record_a
 		 * DMGL_PARAMS: what the "templates" mode gives); pyroscope.ebpf keeps Alloy's "none". */
 		.demangle = SYM_DEMANGLE_TEMPLATES,
 		.log_level = NP_WARN,
+		.symb_cache_path = SYM_SYMBCACHE_DEFAULT_PATH,
 	};
 	cmd_parser_init(&p, record_opts, argc, argv, 0);
 	while ((key = cmd_parser_next(&p, err)) > 0)

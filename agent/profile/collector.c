@@ -36,6 +36,7 @@ struct np_collector {
 	struct np_leaf_checker leaf;
 	uint64_t drains, samples, missing_stacks, recovered_callers;
 	size_t last_counts, last_stacks; /* entries read at the last drain */
+	int64_t deadline_ns; /* np_collector_set_deadline; 0 = none */
 	struct np_err event_err; /* the first error while handling an event, reported by step */
 	int event_failed;
 };
@@ -65,7 +66,9 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 					 .drain_interval_ms = opts->drain_interval_ms,
 					 .offcpu_threshold = opts->offcpu_threshold,
 					 .uprobes = opts->n_uprobes > 0 };
-	struct sym_options symo = { .cache_bytes = opts->symbol_cache_bytes };
+	struct sym_options symo = { .cache_bytes = opts->symbol_cache_bytes,
+				    .symb_cache_path = opts->symb_cache_path,
+				    .symb_cache_entries = opts->symb_cache_entries };
 
 	if (!c)
 		return np_errf(err, "out of memory");
@@ -146,7 +149,8 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 		     rt_set_process(&c->rt, ev->tgid, ev->gen, &err);
 		break;
 	case NP_UNW_TABLE:
-		rc = unw_loader_need_table(c->unw, ev->arg, &err);
+		if (!c->deadline_ns || now_ns() < c->deadline_ns)
+			rc = unw_loader_need_table(c->unw, ev->arg, &err);
 		break;
 	case NP_PROC_EXIT:
 		unw_loader_exit(c->unw, ev->tgid);
@@ -301,7 +305,7 @@ int np_collector_step(struct np_collector *c, volatile int *stop, np_collect_sin
 {
 	for (;;) {
 		int64_t left = c->next_drain_ns - now_ns();
-		if (left <= 0 || (stop && *stop))
+		if (left <= 0 || (stop && *stop) || (c->deadline_ns && now_ns() >= c->deadline_ns))
 			break;
 		if (poll_events(c, left > 100000000LL ? 100 : (int)(left / 1000000LL) + 1, err))
 			return -1;
@@ -311,6 +315,11 @@ int np_collector_step(struct np_collector *c, volatile int *stop, np_collect_sin
 	if (c->next_drain_ns < now_ns())
 		c->next_drain_ns = now_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
 	return np_collector_drain(c, sink, ud, err);
+}
+
+void np_collector_set_deadline(struct np_collector *c, int64_t mono_ns)
+{
+	c->deadline_ns = mono_ns;
 }
 
 int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err)

@@ -58,6 +58,8 @@ struct np_collector_options {
 	size_t n_uprobes;
 	int load_probe;		    /* probe the files of processes that appear later too */
 	size_t symbol_cache_bytes;  /* 0 = the symbolizer's default */
+	const char *symb_cache_path; /* on-disk symbol tables (borrowed, read at open); NULL: memory only */
+	size_t symb_cache_entries;  /* files kept there at most; 0 = the default (2048) */
 	size_t unwind_bpf_bytes;    /* budget of unwind tables in BPF maps; 0 = UNW_DEFAULT_BPF_BUDGET */
 	np_collect_event_hook on_event;
 	void *event_ud;
@@ -81,6 +83,12 @@ NP_MUST_CHECK int np_collector_step(struct np_collector *c, volatile int *stop, 
 
 /* Drains now (e.g. a last time before exiting). */
 NP_MUST_CHECK int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, struct np_err *err);
+
+/* A recording that ends at mono_ns (CLOCK_MONOTONIC): from then on np_collector_step returns
+ * at once (to the caller's final drain) and unwind table requests are dropped, since a table
+ * compiled then would walk no sample. Without it a burst of new large binaries (seconds of
+ * compiling each) could hold a `record --duration 20s` far past its 20 s. 0: none. */
+void np_collector_set_deadline(struct np_collector *c, int64_t mono_ns);
 
 struct np_collector_stats {
 	uint64_t drains;

@@ -2,8 +2,8 @@
  * (agent/profile/ebpf_profiler.h); forward_to's receivers (and the agent's local
  * store, when `nodeprof run` serves the UI) are its sinks. New targets or
  * receivers are handed to the running engine; a change of sample_rate,
- * collect_interval, demangle, kernel_frames, targets_only, verbose_mode or
- * container_id_cache_size restarts it (most of those shape the BPF maps and the
+ * collect_interval, demangle, kernel_frames, targets_only, verbose_mode,
+ * container_id_cache_size, symb_cache_path or symb_cache_size restarts it (most of those shape the BPF maps and the
  * caches; a restart flushes the current interval first, so nothing is lost).
  *
  * lazy_mode, as in Alloy (ebpf_linux.go Run/waitForTargets): while the targets list
@@ -152,6 +152,7 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 			a->name_read_failures += b->name_read_failures;
 			a->frames_dropped += b->frames_dropped;
 		}
+		sum->unwind.tables.budget += st.unwind.tables.budget;
 		sum->uprobes.links += st.uprobes.links;
 		sum->uprobes.attached += st.uprobes.attached;
 		sum->uprobes.failed += st.uprobes.failed;
@@ -167,6 +168,21 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 		for (int i = 0; i < SYM_LIMIT_N; i++)
 			sum->symbols.limits[i] += st.symbols.limits[i];
 		sum->symbols.lookups += st.symbols.lookups;
+		sum->symbols.cache_budget += st.symbols.cache_budget;
+		sum->symbols.process_budget += st.symbols.process_budget;
+		sum->symbols.tables_built += st.symbols.tables_built;
+		sum->symbols.tables_evicted += st.symbols.tables_evicted;
+		sum->symbols.mapped_bytes += st.symbols.mapped_bytes;
+		sum->symbols.disk_loaded += st.symbols.disk_loaded;
+		sum->symbols.disk_stored += st.symbols.disk_stored;
+		sum->symbols.disk_invalid += st.symbols.disk_invalid;
+		sum->symbols.disk_evicted += st.symbols.disk_evicted;
+		sum->symbols.disk_store_failed += st.symbols.disk_store_failed;
+		/* Components sharing one directory see the same files: the largest count, not a sum. */
+		if (st.symbols.disk_files > sum->symbols.disk_files)
+			sum->symbols.disk_files = st.symbols.disk_files;
+		if (st.symbols.disk_max_files > sum->symbols.disk_max_files)
+			sum->symbols.disk_max_files = st.symbols.disk_max_files;
 		sum->symbols.unresolved += st.symbols.unresolved;
 		sum->pid_cache.entries += st.pid_cache.entries;
 		sum->pid_cache.capacity += st.pid_cache.capacity;
@@ -209,6 +225,10 @@ int np_ebpf_components_json(struct np_ebpf_running *r, struct np_buf *out, struc
 		np_json_kv_u64(&j, "symbol_cache_bytes", st.symbols.cache_bytes);
 		np_json_kv_u64(&j, "symbol_cache_files", st.symbols.cached_files);
 		np_json_kv_u64(&j, "symbol_cache_symbols", st.symbols.cached_symbols);
+		np_json_kv_u64(&j, "symbol_cache_budget_bytes", st.symbols.cache_budget);
+		np_json_kv_u64(&j, "symbol_cache_mapped_bytes", st.symbols.mapped_bytes);
+		np_json_kv_u64(&j, "symbol_tables_built", st.symbols.tables_built);
+		np_json_kv_u64(&j, "symbol_cache_files_loaded", st.symbols.disk_loaded);
 		np_json_kv_u64(&j, "symbolized_processes", st.symbols.processes);
 		np_json_kv_u64(&j, "symbol_lookups", st.symbols.lookups);
 		np_json_kv_u64(&j, "unresolved_frames", st.symbols.unresolved);
@@ -252,6 +272,10 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 		cfg->uprobes_hash = cfg->uprobes_hash * 31 + np_hash_bytes(l, strlen(l) + 1);
 	}
 	cfg->container_id_cache_size = (size_t)a->container_id_cache_size;
+	if (snprintf(cfg->symb_cache_path, sizeof(cfg->symb_cache_path), "%s",
+		     a->symb_cache_path ? a->symb_cache_path : "") >= (int)sizeof(cfg->symb_cache_path))
+		return np_errf(err, "symb_cache_path: longer than %zu bytes", sizeof(cfg->symb_cache_path) - 1);
+	cfg->symb_cache_entries = (size_t)a->symb_cache_size;
 	cfg->metrics = metrics;
 	return sym_demangle_parse(a->demangle, &cfg->demangle, err);
 }
@@ -263,7 +287,8 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	       a->demangle == b->demangle && a->kernel_frames == b->kernel_frames &&
 	       a->targets_only == b->targets_only && a->container_id_cache_size == b->container_id_cache_size &&
 	       a->verbose == b->verbose && a->runtimes == b->runtimes && a->offcpu_threshold == b->offcpu_threshold &&
-	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash;
+	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash &&
+	       strcmp(a->symb_cache_path, b->symb_cache_path) == 0 && a->symb_cache_entries == b->symb_cache_entries;
 }
 
 static size_t read_sinks(const struct ebpf_component *ec, const struct cfg_ebpf_args *a, struct np_profile_sink *out)

@@ -24,6 +24,13 @@ enum {
 	C_UNW_SWEPT,
 	C_EVENTS_LOST,
 	C_ALLOW_FAILURES,
+	C_SYM_BUILT,
+	C_SYM_EVICTED,
+	C_SYMB_LOADED,
+	C_SYMB_STORED,
+	C_SYMB_INVALID,
+	C_SYMB_EVICTED,
+	C_SYMB_STORE_FAILED,
 	NCOUNTERS
 };
 enum {
@@ -43,6 +50,12 @@ enum {
 	G_UNW_PROCS,
 	G_PROC_BYTES,
 	G_UPROBES,
+	G_SYM_BUDGET,
+	G_SYM_MAPPED,
+	G_SYMB_FILES,
+	G_SYMB_MAX_FILES,
+	G_UNW_BUDGET,
+	G_PROC_BUDGET,
 	NGAUGES
 };
 
@@ -202,6 +215,36 @@ static const struct {
 	{ 0, C_ALLOW_FAILURES, "nodeprof_ebpf_allow_list_failures_total",
 	  "Updates of the BPF sampling allow-list that failed (a full map); the list is reconciled with "
 	  "the kernel's at every rescan until one succeeds." },
+	{ 0, C_SYM_BUILT, "nodeprof_symbol_tables_built_total",
+	  "Symbol tables built from ELF files (a table found in symb_cache_path is not built again)." },
+	{ 0, C_SYM_EVICTED, "nodeprof_symbol_table_evictions_total",
+	  "Symbol tables dropped from memory to stay within nodeprof_symbol_cache_budget_bytes." },
+	{ 1, G_SYM_BUDGET, "nodeprof_symbol_cache_budget_bytes",
+	  "The byte budget of the symbol cache in memory (nodeprof_symbol_cache_bytes, and on its own "
+	  "nodeprof_symbol_cache_mapped_bytes)." },
+	{ 1, G_SYM_MAPPED, "nodeprof_symbol_cache_mapped_bytes",
+	  "Bytes of symbol cache files mapped read-only (file-backed: resident only where lookups read)." },
+	{ 0, C_SYMB_LOADED, "nodeprof_symbol_cache_files_loaded_total",
+	  "Symbol tables mapped from a file of symb_cache_path instead of being built." },
+	{ 0, C_SYMB_STORED, "nodeprof_symbol_cache_files_written_total",
+	  "Symbol tables written to symb_cache_path after a build." },
+	{ 0, C_SYMB_INVALID, "nodeprof_symbol_cache_files_invalid_total",
+	  "Files of symb_cache_path refused when opened (truncated, corrupted, foreign or writable by "
+	  "others): removed and rebuilt." },
+	{ 0, C_SYMB_EVICTED, "nodeprof_symbol_cache_files_evicted_total",
+	  "Files of symb_cache_path removed, least recently used first, to keep symb_cache_size files." },
+	{ 0, C_SYMB_STORE_FAILED, "nodeprof_symbol_cache_store_failures_total",
+	  "Symbol tables that could not be written to symb_cache_path (kept in memory instead)." },
+	{ 1, G_SYMB_FILES, "nodeprof_symbol_cache_dir_files",
+	  "Files in symb_cache_path at its last scan." },
+	{ 1, G_SYMB_MAX_FILES, "nodeprof_symbol_cache_dir_max_files",
+	  "symb_cache_size: the files symb_cache_path keeps at most (0: the on-disk cache is off)." },
+	{ 1, G_UNW_BUDGET, "nodeprof_unwind_bpf_budget_bytes",
+	  "The byte budget of the unwind tables in BPF maps (beside nodeprof_unwind_bpf_bytes; evictions in "
+	  "nodeprof_unwind_table_evictions_total)." },
+	{ 1, G_PROC_BUDGET, "nodeprof_process_state_budget_bytes",
+	  "The byte budget of per-process state (beside nodeprof_process_state_bytes; refusals in "
+	  "nodeprof_process_limits_total)." },
 	{ 1, G_PROC_BYTES, "nodeprof_process_state_bytes",
 	  "Bytes of per-process state (mapping snapshots, perf maps); bounded." },
 	{ 1, G_ACTIVE, "pyroscope_ebpf_active_targets",
@@ -472,7 +515,14 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					  st->unwind.tables.failures,
 					  st->unwind.swept,
 					  st->bpf[NP_LOST_PROC_EVENTS],
-					  st->allow_failures };
+					  st->allow_failures,
+					  st->symbols.tables_built,
+					  st->symbols.tables_evicted,
+					  st->symbols.disk_loaded,
+					  st->symbols.disk_stored,
+					  st->symbols.disk_invalid,
+					  st->symbols.disk_evicted,
+					  st->symbols.disk_store_failed };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
 					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,
@@ -480,7 +530,10 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					 (double)st->stacks_entries,	  (double)st->stacks_capacity,
 					 (double)st->unwind.tables.loaded, (double)st->unwind.bpf_bytes,
 					 (double)st->unwind.mapping_keys, (double)st->unwind.processes,
-					 (double)st->symbols.process_bytes,	  (double)st->uprobes.attached };
+					 (double)st->symbols.process_bytes,	  (double)st->uprobes.attached,
+					 (double)st->symbols.cache_budget,	  (double)st->symbols.mapped_bytes,
+					 (double)st->symbols.disk_files,	  (double)st->symbols.disk_max_files,
+					 (double)st->unwind.tables.budget,	  (double)st->symbols.process_budget };
 	uint64_t limits[NLIMITS];
 
 	memcpy(limits, st->symbols.limits, sizeof(st->symbols.limits));

@@ -90,6 +90,8 @@ void np_ebpf_config_defaults(struct np_ebpf_config *cfg)
 	cfg->rescan_interval_ns = 5LL * 1000000000LL;
 	cfg->targets_only = 1;
 	cfg->name = "pyroscope.ebpf";
+	snprintf(cfg->symb_cache_path, sizeof(cfg->symb_cache_path), "%s", SYM_SYMBCACHE_DEFAULT_PATH);
+	cfg->symb_cache_entries = SYM_SYMBCACHE_DEFAULT_ENTRIES;
 }
 
 static int64_t mono_ns(void)
@@ -801,6 +803,8 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	co.uprobes = p->cfg.uprobes;
 	co.n_uprobes = p->cfg.n_uprobes;
 	co.load_probe = p->cfg.load_probe;
+	co.symb_cache_path = p->cfg.symb_cache_path[0] ? p->cfg.symb_cache_path : NULL;
+	co.symb_cache_entries = p->cfg.symb_cache_entries;
 	co.on_event = on_event;
 	co.event_ud = p;
 	p->cfg.uprobes = NULL; /* the caller's: read by the collector's opening only */

@@ -66,6 +66,9 @@ struct np_ebpf_config {
 	int load_probe;			/* probe the files of processes that appear later */
 	struct np_ebpf_metrics *metrics;	/* not owned, may be NULL: counts every profile handed out */
 	const char *name;		/* the component's ID, for logs */
+	/* symb_cache_path ("" = tables in memory only) and symb_cache_size (files; 0 = 2048). */
+	char symb_cache_path[1024];
+	size_t symb_cache_entries;
 };
 
 void np_ebpf_config_defaults(struct np_ebpf_config *cfg);

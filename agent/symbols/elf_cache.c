@@ -1,5 +1,7 @@
 /* The ELF file cache (identity -> sym_elf) and the symbol table cache (build ID -> sym_table),
- * with byte-bounded LRU eviction of tables and idle-file expiry, both run at end of batch. */
+ * with byte-bounded LRU eviction of tables and idle-file expiry, both run at end of batch.
+ * A table not in memory comes from the on-disk cache (symbcache.h) when it has it, else it is
+ * built from the file and written there, and the mapped file is kept instead of the heap copy. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,6 +13,10 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "lib/hash.h"
+#include "lib/log.h"
+
+/* Bytes of mapped tables used since their pages were last released, at most (see touch()). */
+#define MAPPED_RESIDENT_BYTES ((size_t)8 << 20)
 
 /* An unreferenced file stays cached this many batches (a process that restarts reuses it). */
 #define ELF_IDLE_BATCHES 30
@@ -52,6 +58,7 @@ static int table_insert(struct symbolizer *s, struct sym_table *t, struct np_err
 	s->tables[b] = t;
 	s->ntables++;
 	s->table_bytes += t->bytes;
+	s->table_mapped += t->mapped;
 	s->table_symbols += t->tab->n;
 	return 0;
 }
@@ -71,7 +78,66 @@ static int same_identity(const struct sym_elf *e, const struct stat *st)
 	       e->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-/* Builds the table for e from an open libelf handle and caches it under e->key. */
+struct sym_symbcache *sym_symbcache_get(struct symbolizer *s)
+{
+	if (s->symb || s->symb_tried || !s->symb_path)
+		return s->symb;
+	s->symb_tried = 1;
+	struct np_err err;
+	if (sym_symbcache_open(s->symb_path, s->symb_entries, &s->symb, &err) < 0) {
+		s->symb = NULL;
+		np_log(NP_WARN, "symbols", "symbol cache directory unusable; symbol tables are kept in memory", "error",
+		       err.msg, NULL);
+	}
+	return s->symb;
+}
+
+/* Caches tab (taken: freed on failure) under key in memory. */
+static struct sym_table *insert_table(struct symbolizer *s, const char *key, struct sym_symtab *tab,
+                                      const char *source, struct np_err *err, int *failed)
+{
+	struct sym_table *t = calloc(1, sizeof(*t));
+	if (t)
+		t->key = strdup(key);
+	if (!t || !t->key) {
+		sym_symtab_free(tab);
+		free(t);
+		np_errf(err, "symbol cache: out of memory");
+		*failed = 1;
+		return NULL;
+	}
+	t->tab = tab;
+	t->source = source;
+	t->bytes = sizeof(*t) + strlen(t->key) + 1 + tab->bytes;
+	t->mapped = tab->map_len;
+	t->last_used = s->batch;
+	if (table_insert(s, t, err) < 0) {
+		table_free(t);
+		*failed = 1;
+		return NULL;
+	}
+	return t;
+}
+
+/* The table of key from the on-disk cache, without opening the ELF file: NULL when the cache
+ * is off, has no valid file for key (a refused file is removed there), or on failure (*failed). */
+static struct sym_table *load_cached(struct symbolizer *s, const char *key, struct np_err *err, int *failed)
+{
+	struct sym_symtab *tab;
+	const char *source;
+	struct sym_symbcache *c = sym_symbcache_get(s);
+	if (!c)
+		return NULL;
+	int rc = sym_symbcache_load(c, key, &tab, &source, err);
+	if (rc < 0) {
+		*failed = 1;
+		return NULL;
+	}
+	return rc ? insert_table(s, key, tab, source, err, failed) : NULL;
+}
+
+/* Builds the table for e from an open libelf handle, writes it to the on-disk cache (then
+ * keeps the mapped file instead of the heap copy) and caches it under e->key. */
 static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, Elf *el, struct np_err *err,
                                      int *failed)
 {
@@ -91,26 +157,49 @@ static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, El
 		}
 		source = "none";
 	}
-	struct sym_table *t = calloc(1, sizeof(*t));
-	if (t)
-		t->key = strdup(e->key);
-	if (!t || !t->key) {
-		sym_symtab_free(tab);
-		free(t);
-		np_errf(err, "symbol cache: out of memory");
-		*failed = 1;
-		return NULL;
+	s->tables_built++;
+	if (sym_symbcache_get(s)) {
+		struct sym_symtab *mapped;
+		if (sym_symbcache_store(s->symb, e->key, tab, source, &mapped, err) < 0) {
+			sym_symtab_free(tab);
+			*failed = 1;
+			return NULL;
+		}
+		if (mapped) {
+			sym_symtab_free(tab);
+			tab = mapped;
+		}
 	}
-	t->tab = tab;
-	t->source = source;
-	t->bytes = sizeof(*t) + strlen(t->key) + 1 + tab->bytes;
+	return insert_table(s, e->key, tab, source, err, failed);
+}
+
+/* Releases the pages of every mapped table used since the last release, but keep. */
+static void release_touched(struct symbolizer *s, const struct sym_table *keep)
+{
+	for (size_t b = 0; b < s->table_buckets; b++)
+		for (struct sym_table *t = s->tables[b]; t; t = t->next)
+			if (t != keep && t->mapped && t->touch_gen == s->touch_gen)
+				sym_symbcache_release(t->tab);
+	s->touch_gen++;
+	s->mapped_touched = 0;
+}
+
+/* Marks t used in this batch. A mapped table's lookups fault in file pages, and each fault
+ * maps its neighbours as well (the kernel's fault-around, 64 KiB), so a few hundred lookups
+ * make most of a table resident in this process. Those pages are released at the end of the
+ * batch, and sooner when the tables used since the last release add up to more than
+ * MAPPED_RESIDENT_BYTES: what mapped tables hold at once stays near that bound, whatever the
+ * number of binaries a batch names frames in. (Released pages stay in the page cache; a
+ * later lookup maps them again without I/O. Names handed out stay valid: the mapping stays.) */
+static void touch(struct symbolizer *s, struct sym_table *t)
+{
 	t->last_used = s->batch;
-	if (table_insert(s, t, err) < 0) {
-		table_free(t);
-		*failed = 1;
-		return NULL;
-	}
-	return t;
+	if (!t->mapped || t->touch_gen == s->touch_gen)
+		return;
+	if (s->mapped_touched && s->mapped_touched + t->mapped > MAPPED_RESIDENT_BYTES)
+		release_touched(s, t);
+	t->touch_gen = s->touch_gen;
+	s->mapped_touched += t->mapped;
 }
 
 struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err, int *failed)
@@ -118,10 +207,15 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 	*failed = 0;
 	e->last_used = s->batch;
 	if (e->table && e->table_epoch == s->table_epoch) {
-		e->table->last_used = s->batch;
+		touch(s, e->table);
 		return e->table;
 	}
 	struct sym_table *t = table_find(s, e->key);
+	if (!t && e->load_failed_batch != s->batch) {
+		t = load_cached(s, e->key, err, failed);
+		if (*failed)
+			return NULL;
+	}
 	if (!t) {
 		if (e->load_failed_batch == s->batch)
 			return NULL;
@@ -148,7 +242,7 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 			return NULL;
 		}
 	}
-	t->last_used = s->batch;
+	touch(s, t);
 	e->table = t;
 	e->table_epoch = s->table_epoch;
 	return t;
@@ -239,7 +333,9 @@ int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, i
 	/* The file is open now: build its table while we have it, unless the build ID is known. */
 	int failed = 0;
 	if (symbols && !table_find(s, e->key)) {
-		struct sym_table *t = build_table(s, e, el, err, &failed);
+		struct sym_table *t = load_cached(s, e->key, err, &failed);
+		if (!t && !failed)
+			t = build_table(s, e, el, err, &failed);
 		if (t) {
 			e->table = t;
 			e->table_epoch = s->table_epoch;
@@ -267,9 +363,12 @@ static int cmp_last_used(const void *a, const void *b)
 
 void sym_elf_cache_trim(struct symbolizer *s)
 {
+	/* Mapped tables used in this batch give back the pages the lookups faulted in. */
+	if (s->mapped_touched)
+		release_touched(s, NULL);
 	/* Tables: least recently used first, down to 90% of the budget so trimming is not
 	 * needed again at the very next batch. */
-	if (s->table_bytes > s->cache_limit && s->ntables) {
+	if ((s->table_bytes > s->cache_limit || s->table_mapped > s->cache_limit) && s->ntables) {
 		struct sym_table **all = malloc(s->ntables * sizeof(*all));
 		if (all) {
 			size_t n = 0;
@@ -278,7 +377,7 @@ void sym_elf_cache_trim(struct symbolizer *s)
 					all[n++] = t;
 			qsort(all, n, sizeof(*all), cmp_last_used);
 			size_t target = s->cache_limit / 10 * 9;
-			for (size_t i = 0; i < n && s->table_bytes > target; i++) {
+			for (size_t i = 0; i < n && (s->table_bytes > target || s->table_mapped > target); i++) {
 				struct sym_table *t = all[i];
 				size_t b = table_hash(t) & (s->table_buckets - 1);
 				struct sym_table **pp = &s->tables[b];
@@ -287,7 +386,9 @@ void sym_elf_cache_trim(struct symbolizer *s)
 				*pp = t->next;
 				s->ntables--;
 				s->table_bytes -= t->bytes;
+				s->table_mapped -= t->mapped;
 				s->table_symbols -= t->tab->n;
+				s->tables_evicted++;
 				table_free(t);
 			}
 			free(all);
@@ -332,5 +433,5 @@ void sym_elf_cache_free(struct symbolizer *s)
 		}
 	free(s->tables);
 	s->tables = NULL;
-	s->table_buckets = s->ntables = s->table_bytes = s->table_symbols = 0;
+	s->table_buckets = s->ntables = s->table_bytes = s->table_symbols = s->table_mapped = 0;
 }

@@ -21,6 +21,7 @@
 #include "agent/symbols/elf_file.h"
 #include "agent/symbols/kallsyms.h"
 #include "agent/symbols/maps.h"
+#include "agent/symbols/symbcache.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/symbols/symtab.h"
 
@@ -37,7 +38,9 @@ struct sym_table {
 	char *key;                /* build ID hex, or "file:DEV:INO:SIZE:MTIME" */
 	struct sym_symtab *tab;   /* never NULL */
 	const char *source;       /* which symbol sources fed it, for debugging ("symtab+dynsym", ...) */
-	size_t bytes;
+	size_t bytes;             /* heap bytes */
+	size_t mapped;            /* bytes of its cache file mapping (tab->map_len), 0 on the heap */
+	uint64_t touch_gen;       /* the symbolizer's touch_gen when last used (mapped tables) */
 	uint64_t last_used;       /* batch number */
 	struct sym_table *next;   /* hash chain */
 };
@@ -128,7 +131,17 @@ struct symbolizer {
 
 	struct sym_table **tables; /* hash by key */
 	size_t table_buckets, ntables, table_bytes, table_symbols;
+	size_t table_mapped;      /* bytes of mapped cache files, bounded by cache_limit on their own */
+	/* Mapped tables used since the last release of their pages (elf_cache.c touch()): those
+	 * whose touch_gen is this, and their file sizes added up. */
+	uint64_t touch_gen;
+	size_t mapped_touched;
 	uint64_t table_epoch;
+	uint64_t tables_built, tables_evicted;
+	struct sym_symbcache *symb; /* owned; NULL: tables in memory only (or not opened yet) */
+	char *symb_path;          /* owned; the directory to open at the first table (sym_symbcache_get) */
+	size_t symb_entries;
+	int symb_tried;
 
 	struct sym_demangled **dm; /* hash by (mangled, mode) */
 	size_t dm_buckets, dm_bytes;
@@ -164,6 +177,9 @@ void sym_elf_unref(struct symbolizer *s, struct sym_elf *e);
 struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err,
                                 int *failed);
 void sym_elf_cache_trim(struct symbolizer *s);
+/* The on-disk table cache, opened at the first call (one warning when it cannot be: the
+ * in-memory cache is the fallback); NULL when there is none. */
+struct sym_symbcache *sym_symbcache_get(struct symbolizer *s);
 void sym_elf_cache_free(struct symbolizer *s);
 
 /* sources.c: builds the table of one ELF file from every symbol source it has. -1 only on

@@ -71,6 +71,17 @@ int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct 
 	s->host_root->next = NULL;
 	s->roots = s->host_root;
 	s->batch = 1;
+	s->touch_gen = 1;
+	if (o && o->symb_cache_path) {
+		/* Opened at the first table needed: a command that fails before (no BPF rights)
+		 * says only why it failed, and one that names nothing touches no directory. */
+		s->symb_path = strdup(o->symb_cache_path);
+		if (!s->symb_path) {
+			symbolizer_free(s);
+			return np_errf(err, "symbolizer: out of memory");
+		}
+		s->symb_entries = o->symb_cache_entries;
+	}
 	*out = s;
 	return 0;
 }
@@ -95,6 +106,8 @@ void symbolizer_free(struct symbolizer *s)
 		return;
 	sym_procs_free(s);
 	sym_elf_cache_free(s);
+	sym_symbcache_free(s->symb);
+	free(s->symb_path);
 	dm_clear(s);
 	free(s->dm);
 	sym_kallsyms_free(s->kallsyms);
@@ -582,6 +595,23 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	out->lookups = s->lookups;
 	out->unresolved = s->unresolved;
 	memcpy(out->refused, s->refused, sizeof(out->refused));
+	out->cache_budget = s->cache_limit;
+	out->process_budget = s->plimits.max_bytes;
+	out->tables_built = s->tables_built;
+	out->tables_evicted = s->tables_evicted;
+	out->mapped_bytes = s->table_mapped;
+	if (s->symb) {
+		struct sym_symbcache_stats cs;
+		sym_symbcache_stats(s->symb, &cs);
+		out->disk_cache = 1;
+		out->disk_loaded = cs.loaded;
+		out->disk_stored = cs.stored;
+		out->disk_invalid = cs.invalid;
+		out->disk_evicted = cs.evicted;
+		out->disk_store_failed = cs.store_failed;
+		out->disk_files = cs.files;
+		out->disk_max_files = cs.max_entries;
+	}
 }
 
 int symbolizer_tables_json(const struct symbolizer *s, struct np_buf *out, struct np_err *err)

@@ -61,9 +61,19 @@ struct sym_options {
 	/* Per-process state (mapping snapshots, perf maps): bytes held at most, and processes
 	 * tracked at most; 0 = the defaults below. What does not fit is refused and counted. */
 	size_t process_bytes, max_processes;
+	/* The on-disk table cache (agent/symbols/symbcache.h): tables are written there once per
+	 * build ID and mapped read-only. NULL = none (tables live in memory only); a directory
+	 * that cannot be used gives the in-memory cache and one warning. symb_cache_entries: files
+	 * kept at most (0 = SYM_SYMBCACHE_DEFAULT_ENTRIES), least recently used removed first. */
+	const char *symb_cache_path;
+	size_t symb_cache_entries;
 };
 
 #define SYM_DEFAULT_CACHE_BYTES ((size_t)256 << 20)
+/* pyroscope.ebpf's symb_cache_path and symb_cache_size defaults (Alloy's SymbCacheSizeEntries:
+ * a number of files, not bytes). */
+#define SYM_SYMBCACHE_DEFAULT_PATH "/tmp/symb-cache"
+#define SYM_SYMBCACHE_DEFAULT_ENTRIES 2048
 /* One table build (its arrays, names and the file sections it reads) holds at most this share
  * of the cache: 32 MiB by default. */
 #define SYM_TABLE_BUDGET_SHARE 8
@@ -155,6 +165,15 @@ struct sym_stats {
 	uint64_t lookups, unresolved;
 	uint64_t refused[SYM_REFUSED_N];     /* refusals by reason, since the start */
 	uint64_t limits[SYM_LIMIT_N];        /* refusals by reason, since the start */
+	size_t cache_budget;                 /* the byte budget of cache_bytes (sym_options.cache_bytes) */
+	size_t process_budget;               /* the byte budget of process_bytes (sym_options.process_bytes) */
+	uint64_t tables_built;               /* symbol tables built from ELF files, since the start */
+	uint64_t tables_evicted;             /* tables dropped from memory by the budget, since the start */
+	size_t mapped_bytes;                 /* of tables mapped from cache files (not in cache_bytes:
+	                                      * file-backed, resident only where lookups touched them) */
+	int disk_cache;                      /* the on-disk cache is in use; then: */
+	uint64_t disk_loaded, disk_stored, disk_invalid, disk_evicted, disk_store_failed;
+	size_t disk_files, disk_max_files;
 };
 void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out);
 

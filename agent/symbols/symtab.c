@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "lib/grow.h"
 #include "lib/intern.h"
@@ -474,6 +475,11 @@ void sym_symtab_free(struct sym_symtab *t)
 {
 	if (!t)
 		return;
+	if (t->map) {
+		munmap(t->map, t->map_len);
+		free(t);
+		return;
+	}
 	free(t->off);
 	free(t->addr64);
 	free(t->len);

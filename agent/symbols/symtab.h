@@ -25,6 +25,10 @@ struct sym_symtab {
 	char *pool;         /* owned; NUL-terminated names */
 	size_t pool_len;
 	size_t bytes;       /* heap bytes held by this table */
+	/* Set when the arrays and the pool point into a read-only file mapping (a symbol cache
+	 * file, symbcache.h) instead of being owned: sym_symtab_free unmaps it. */
+	void *map;
+	size_t map_len;
 };
 
 /* Preference among symbols at the same address (higher wins), as perf chooses:

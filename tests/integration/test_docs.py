@@ -22,7 +22,7 @@ DOC_PATH = re.compile(r"(?<![\w/:.@-])docs/(?:(?:specs|examples)(?:/[\w.-]+)?|de
 # "§2, §7, §8 and §12" (a comment may continue on the next line).
 SECTIONS = re.compile(r"^[\s*#/]*(§§?\s*\d+(?:\.\d+)*(?:(?:\s*(?:-|,|and)\s*)§?\d+(?:\.\d+)*)*)")
 HEADING = re.compile(r"^#+\s+(\d+(?:\.\d+)*)\.?\s")
-SPEC_NAMES = ("alloy-syntax", "container-id", "kubernetes", "pyroscope-push", "relabel", "symbols", "peers", "v8")
+SPEC_NAMES = ("alloy-syntax", "container-id", "kubernetes", "pyroscope-push", "relabel", "symbols", "peers", "v8", "symb-cache")
 BARE_SPEC = re.compile(r"(?<![\w/.(\[-])(%s)\.md\s*§" % "|".join(SPEC_NAMES))
 MD_LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 SELF = os.path.relpath(os.path.abspath(__file__), ROOT)

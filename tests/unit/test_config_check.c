@@ -338,14 +338,16 @@ static void component_errors(void **state)
 		  "7:22: collect_interval must be greater than 0s and at most 1h0m0s, got \"-1s\"" },
 		/* deprecated no-ops (accepted), then what nodeprof cannot honour (errors) */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  cache_rounds = 3\n  collect_kernel_profile = false\n  python_enabled "
-		  "= false\n  v8_enabled = true\n  symb_cache_size = 4\n}",
+		  "= false\n  v8_enabled = true\n  symb_cache_size = 0\n}",
 		  "3:3: warning: cache_rounds is deprecated and has no effect; remove it\n"
 		  "4:3: warning: collect_kernel_profile is deprecated and has no effect: use kernel_frames; remove it\n"
 		  "6:3: warning: v8_enabled = true: nodeprof has no unwinder for this runtime yet (Python is the one it has); "
 		  "it profiles these processes as native code (the runtime's own frames) and names JIT code from perf map "
 		  "files (/tmp/perf-PID.map: node --perf-basic-prof, python -X perf, a JVM perf map agent)\n"
-		  "7:21: symb_cache_size = 4 is not supported by nodeprof yet: nodeprof keeps its symbol tables in a bounded "
-		  "in-memory cache" },
+		  "7:21: symb_cache_size must be between 1 and 1048576, got 0" },
+		/* the on-disk symbol cache's arguments are honoured */
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  symb_cache_path = \"/var/cache/nodeprof\"\n  symb_cache_size = 4\n}",
+		  "" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  probe_links = [\"kprobe:x\"]\n  load_probe "
 		  "= true\n  debug_info { upload = true }\n}",
 		  "4:17: probe_links = [...] is not supported by nodeprof yet: its link syntax is not supported yet; use "
@@ -542,7 +544,7 @@ static void unsupported_only_off_default(void **state)
 {
 	static const struct ccase cases[] = {
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  go_enabled = false\n  comm = \"label\"\n  pid_label = true\n  "
-		  "bpf_fs_root = \"/bpf\"\n  reporter_unsymbolized_stubs = true\n  symb_cache_path = \"/var/cache\"\n  debug_info {\n"
+		  "bpf_fs_root = \"/bpf\"\n  reporter_unsymbolized_stubs = true\n  debug_info {\n"
 		  "    on_target_symbolization = false\n    cache_size = 1\n    strip_text_section = true\n    queue_size = 1\n"
 		  "    worker_num = 1\n  }\n}",
 		  "3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized from their "
@@ -553,14 +555,12 @@ static void unsupported_only_off_default(void **state)
 		  "which is not implemented\n"
 		  "7:33: reporter_unsymbolized_stubs = true is not supported by nodeprof yet: nodeprof always names "
 		  "unsymbolized frames as file+0xaddress\n"
-		  "8:21: symb_cache_path = \"/var/cache\" is not supported by nodeprof yet: nodeprof keeps its symbol tables in "
-		  "a bounded in-memory cache\n"
-		  "10:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
+		  "9:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
 		  "host\n"
-		  "11:18: cache_size = 1 is not supported by nodeprof yet: it sizes Alloy's debug info upload cache\n"
-		  "12:26: strip_text_section = true is not supported by nodeprof yet: debug info upload is not implemented\n"
-		  "13:18: queue_size = 1 is not supported by nodeprof yet: debug info upload is not implemented\n"
-		  "14:18: worker_num = 1 is not supported by nodeprof yet: debug info upload is not implemented" },
+		  "10:18: cache_size = 1 is not supported by nodeprof yet: it sizes Alloy's debug info upload cache\n"
+		  "11:26: strip_text_section = true is not supported by nodeprof yet: debug info upload is not implemented\n"
+		  "12:18: queue_size = 1 is not supported by nodeprof yet: debug info upload is not implemented\n"
+		  "13:18: worker_num = 1 is not supported by nodeprof yet: debug info upload is not implemented" },
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    debug_info_upload_timeout = \"5m\"\n  }\n  "
 		  "endpoint {\n    url = \"http://q\"\n    debug_info_upload_timeout = \"120s\"\n  }\n}",
 		  "4:33: debug_info_upload_timeout = \"5m\" is not supported by nodeprof yet: debug info upload is not "

@@ -61,6 +61,8 @@ struct cfg_ebpf_args {
 	double off_cpu_threshold;
 	struct cfg_strs u_probe_links;
 	uint64_t container_id_cache_size;
+	const char *symb_cache_path;
+	int64_t symb_cache_size;
 };
 
 struct cfg_write_endpoint_args {

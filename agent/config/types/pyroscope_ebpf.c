@@ -4,7 +4,9 @@
  * nodeprof does with each:
  *  - implemented: targets, forward_to, collect_interval, sample_rate, demangle,
  *    kernel_frames, container_id_cache_size, targets_only, verbose_mode, lazy_mode,
- *    python_enabled (CPython 3.8+), off_cpu_threshold, u_probe_links, load_probe;
+ *    python_enabled (CPython 3.8+), off_cpu_threshold, u_probe_links, load_probe,
+ *    symb_cache_path and symb_cache_size (on-disk symbol tables: docs/specs/symb-cache.md;
+ *    the size counts files, as Alloy's SymbCacheSizeEntries; "" keeps tables in memory);
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
  *    it needs the BPF helpers of 5.15 and says so when loading fails);
  *  - deprecated no-ops in Alloy: accepted with a warning;
@@ -44,7 +46,6 @@ static const char *const comm_modes[] = { "none", "label", "stackframe", "both",
 #define NO_OP_SIZE(name) CFG_A(name, &cfg_t_int, CFG_DEPRECATED, NULL)
 
 #define NO_UPLOAD "debug info upload is not implemented"
-#define IN_MEMORY_CACHE "nodeprof keeps its symbol tables in a bounded in-memory cache"
 
 /* Defaults: Alloy's NewDefaultArguments().DebugInfoArguments, which a written block
  * starts from (the block is decoded into the defaulted struct). */
@@ -103,8 +104,8 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("targets_only", &cfg_t_bool, 0, "true", EBPF(targets_only)),
 	CFG_A("reporter_unsymbolized_stubs", &cfg_t_bool, CFG_UNSUPPORTED, "false",
 	      .note = "nodeprof always names unsymbolized frames as file+0xaddress"),
-	CFG_A("symb_cache_path", &cfg_t_string, CFG_UNSUPPORTED, "\"/tmp/symb-cache\"", .note = IN_MEMORY_CACHE),
-	CFG_A("symb_cache_size", &cfg_t_int, CFG_UNSUPPORTED, "2048", .note = IN_MEMORY_CACHE),
+	CFG_A("symb_cache_path", &cfg_t_string, 0, "\"/tmp/symb-cache\"", EBPF(symb_cache_path)),
+	CFG_A("symb_cache_size", &cfg_t_int, CFG_RANGE, "2048", .min = 1, .max = 1048576, EBPF(symb_cache_size)),
 	CFG_END,
 };
 
