@@ -4,7 +4,8 @@
   serving pods of this node and of another one;
 - the service-account files and KUBERNETES_SERVICE_HOST/_PORT as a pod sees them, and
   HOSTNAME set to this node's name;
-- the Pyroscope test server on 127.0.0.1:4040, reachable as `pyroscope:4040`;
+- the Pyroscope test server on port 4040 of a loopback address of its own (127.x.y.z), reachable
+  as `pyroscope:4040`, so that two nodes (two test modules run side by side) never share it;
 - real "containers": Kubernetes-shaped cgroups (cri-containerd scopes under kubepods
   slices, on the host's cgroup v2 mount) with real workloads in them.
 
@@ -43,7 +44,9 @@ class Node:
         self.pki = k8s.Pki(self.dir)
         self.api = apiserver.ApiServer(self.pki.server_crt, self.pki.server_key, tokens=[TOKEN]).start()
         test.addCleanup(self.api.stop)
-        self.pyro = pyroscope.PyroscopeServer(port=4040, require_auth=auth).start()
+        # The configurations say pyroscope:4040; the node's /etc/hosts says which address that is.
+        self.pyro_host = "127.%d.%d.%d" % (os.getpid() >> 8 & 0xff, os.getpid() & 0xff, 2 + id(self) % 250)
+        self.pyro = pyroscope.PyroscopeServer(host=self.pyro_host, port=4040, require_auth=auth).start()
         test.addCleanup(self.pyro.stop)
         self.sa = os.path.join(self.dir, "serviceaccount")
         os.makedirs(self.sa)
@@ -53,7 +56,7 @@ class Node:
         shutil.copy(self.pki.ca, os.path.join(self.sa, "ca.crt"))
         self.hosts = os.path.join(self.dir, "hosts")
         with open(self.hosts, "w") as f:
-            f.write("127.0.0.1 localhost\n127.0.0.1 pyroscope\n::1 localhost\n")
+            f.write(f"127.0.0.1 localhost\n{self.pyro_host} pyroscope\n::1 localhost\n")
         self.tree = cgroups.CgroupTree(cgroups.cgroup2_mount())
         test.addCleanup(self.tree.cleanup)
         self.workloads = {}
