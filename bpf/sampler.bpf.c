@@ -265,7 +265,7 @@ static __always_inline int walk_on(void *ctx, struct np_unw_state *st, __u32 slo
  * at once for a thread without a user context. */
 static __always_inline int start_walk(void *ctx, struct np_unw_state *st, const __u64 *regs, __u32 slot, void *progs)
 {
-	if (unw_begin(st, regs))
+	if (unw_begin(st, regs, slot))
 		return finish(ctx, st, slot);
 	return walk_on(ctx, st, slot, progs);
 }

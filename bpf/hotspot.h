@@ -1,0 +1,383 @@
+/* The HotSpot (Java) step of the user-stack walk, and the types it shares with user space
+ * (agent/runtime/hotspot/walk_layout.c fills struct np_hs_proc, tracker.c decodes the frame
+ * words). Included by bpf/unwind_walk.h for the BPF side; plain fixed-width types above the
+ * __bpf__ part, so user space includes the same header.
+ *
+ * JIT-compiled Java code has no .eh_frame and keeps no frame pointer, so the native walk alone
+ * stops at the first Java frame. When a pc lies in a registered JVM's code cache, the walk
+ * hands the frame to np_hs_step, which finds the code's CodeBlob through the code heap's
+ * segment map (as CodeHeap::find_blob_unsafe does), tells its kind from the blob's name, and
+ * steps to the caller the way HotSpot's own frame::sender does on x86-64:
+ *   - interpreted (pc in the template interpreter): rbp-based; Method* and bcp are saved in the
+ *     frame at fixed word offsets from rbp (the bcp is in r13 while the leaf runs); the caller's
+ *     sp is the saved sender sp (the sp before the caller's adapter extended it), its rbp and
+ *     pc are at rbp and rbp+8;
+ *   - compiled methods and native wrappers (C1, C2, JNI): sender sp = sp + CodeBlob::_frame_size
+ *     words, the return address and the caller's rbp just below it; a frame whose return was
+ *     patched to the deoptimisation handler gives its original pc (saved at sp+orig_pc_offset);
+ *     a leaf stopped in the prologue or epilogue is stepped with what the instruction bytes say
+ *     is on the stack;
+ *   - stubs with a frame size step the same way; stubs without one (StubRoutines: the call stub
+ *     that enters Java from JavaCalls::call_helper, arraycopy...) keep rbp frames;
+ *   - vtable/itable stubs hold only the return address.
+ * The caller is then walked on as any other frame (libjvm's frames with their tables).
+ *
+ * Each Java frame takes two words of the native stack, in place of its pc (so user space
+ * merges nothing: the frames are where they ran):
+ *   word 0: NP_HS_TAG | kind << 56 | leaf bit | address (47 bits): the Method* (interpreted) or
+ *           the CodeBlob (compiled, native wrapper, stub);
+ *   word 1: position << 32 | check: the bytecode index (interpreted, NP_HS_BCI_UNKNOWN when the
+ *           bcp is not in the method's bytecodes) or the pc's offset from the blob; check is the
+ *           nmethod's compile id (compiled, native wrapper) or the low bits of the ConstMethod*
+ *           >> 3 (interpreted), which user space compares with what it reads when naming, so a
+ *           freed and reused address never gets another method's name. */
+#ifndef NP_BPF_HOTSPOT_H
+#define NP_BPF_HOTSPOT_H
+
+#include "sampler.h"
+
+/* The top nibble of a Java frame's first word: user addresses have it 0, the vsyscall page 0xf. */
+#define NP_HS_TAG (0xaULL << 60)
+#define NP_HS_TAG_MASK (0xfULL << 60)
+#define NP_HS_KIND_SHIFT 56
+#define NP_HS_KIND_MASK 0xfULL
+#define NP_HS_LEAF_BIT (1ULL << 55) /* the frame was interrupted, not at a return address */
+#define NP_HS_ADDR_MASK ((1ULL << 47) - 1)
+#define NP_HS_BCI_UNKNOWN 0xffffffffULL
+#define NP_HS_WORDS 2 /* stack words per Java frame */
+
+enum np_hs_kind {
+	NP_HS_INTERPRETED = 1,
+	NP_HS_COMPILED = 2, /* C1 or C2 nmethod */
+	NP_HS_NATIVE = 3,   /* the native wrapper nmethod of a JNI method */
+	NP_HS_STUB = 4,	    /* any other blob: stubs, adapters, runtime and call stubs */
+};
+
+static inline int np_hs_is_frame(np_u64 w)
+{
+	return (w & NP_HS_TAG_MASK) == NP_HS_TAG;
+}
+
+/* Code heaps of one JVM (the segmented code cache has three: non-nmethods, profiled, not
+ * profiled). */
+#define NP_HS_MAX_HEAPS 4
+/* Segment-map hops followed to a blob's first segment: a hop goes back at most 254 segments
+ * (CodeHeap fills the map with 0..254 ramps), so 16 hops cover blobs of 4064 segments (254 KiB
+ * with 64-byte segments), far above what the JIT emits; a longer chain ends the walk. */
+#define NP_HS_SEGMAP_HOPS 16
+/* Bytes of a CodeBlob read at once (a power of two): every field the step needs lies in the
+ * first ones in every version (user space refuses a layout where one does not). */
+#define NP_HS_BLOB_READ 512
+/* Words of an interpreted frame read at once: from rbp - NP_HS_INTERP_BELOW words to rbp + 1. */
+#define NP_HS_INTERP_BELOW 12
+#define NP_HS_INTERP_WORDS (NP_HS_INTERP_BELOW + 2)
+/* An interpreted frame's rbp lies at most this far above its sp (expression stack and monitors). */
+#define NP_HS_INTERP_MAX_FRAME 65536
+
+struct np_hs_heap {
+	np_u64 low, high; /* the heap's reserved memory (VirtualSpace _low_boundary, _high_boundary) */
+	np_u64 segmap;	  /* its segment map's first byte */
+	np_u32 log2_segment;
+	np_u32 pad;
+};
+
+/* The value of the hs_procs map (key: tgid): written by user space once it found a JVM in the
+ * process incarnation gen. */
+struct np_hs_proc {
+	np_u32 gen;
+	np_u32 nheaps;
+	np_u64 cc_low, cc_high;		/* the whole code cache (CodeCache::_low_bound, _high_bound) */
+	np_u64 interp_low, interp_high; /* the template interpreter's code (0, 0: tell it by blob name) */
+	struct np_hs_heap heaps[NP_HS_MAX_HEAPS];
+	/* A heap block is read whole up to block_read bytes (<= NP_HS_BLOB_READ): its HeapBlock
+	 * header, then the CodeBlob at byte blob. The other offsets are bytes from the block's
+	 * start (the field's offset in its structure plus blob). */
+	np_u16 block_read;
+	np_u16 block_used; /* HeapBlock::Header::_used (a bool) */
+	np_u16 blob;
+	np_u16 blob_name, blob_size, blob_frame_complete, blob_frame_size, blob_code_begin;
+	np_u16 nm_compile_id, nm_orig_pc_offset, nm_deopt_handler;
+	/* Bytes into a Method (its ConstMethod*) and sizeof(ConstMethod): the bytecodes follow it. */
+	np_u16 method_const, const_size;
+	np_u8 deopt_is_offset; /* nm_deopt_handler holds an offset from the blob (JDK 23+), not an address */
+	np_u8 pad8;
+	/* Word offsets from an interpreted frame's rbp, in [-NP_HS_INTERP_BELOW, -1]. */
+	np_s16 interp_method, interp_bcp, interp_sender_sp;
+	np_u16 pad16[2];
+};
+
+#ifdef __bpf__
+
+/* How many processes hs_procs holds (written by user space): with none, a walk skips the
+ * lookup, so processes that are not JVMs cost nothing here. */
+volatile __u32 hs_procs_live;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct np_hs_proc);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} hs_procs SEC(".maps");
+
+/* The first 8 bytes of CodeBlob::_name (string literals of libjvm) as little-endian words: how
+ * a blob's kind is told in JDK 8-25 ("nmethod", "native nmethod", "Interpreter", "vtable chunks",
+ * "itable chunks"; every other name is a stub). */
+#define NP_HS_NAME_NMETHOD 0x00646f6874656d6eULL
+#define NP_HS_NAME_NATIVE 0x6e2065766974616eULL
+#define NP_HS_NAME_INTERP 0x6572707265746e49ULL
+#define NP_HS_NAME_VTABLE 0x6320656c62617476ULL
+#define NP_HS_NAME_ITABLE 0x6320656c62617469ULL
+
+/* Which registers a frame's caller is found from. */
+enum hs_unwind {
+	HS_FRAME_SIZE, /* sp + frame size: return address and saved rbp just below */
+	HS_RBP,	       /* an rbp frame: rbp and return address at rbp, rbp + 8 */
+	HS_RBP_PC,     /* leaf in a prologue or epilogue: saved rbp and return address at sp, sp + 8 */
+	HS_PC,	       /* leaf with only the return address at sp */
+};
+
+/* One walk's HotSpot step, per CPU and walk slot (enum np_walk_slot): the JVM's layout copied
+ * at the walk's start, the frame in (pc, sp, bp, leaf, r13) and out (the caller's pc, sp, bp,
+ * and the frame's words w0, w1; w0 = 0: none recorded). */
+struct np_hs_walk {
+	struct np_hs_proc proc;
+	__u64 pc, sp, bp, r13;
+	__u32 leaf, pad;
+	__u64 w0, w1;
+	__u8 block[NP_HS_BLOB_READ + 8];
+	__u64 iframe[16]; /* NP_HS_INTERP_WORDS used: indexes are masked to 15 */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NP_SLOTS);
+	__type(key, __u32);
+	__type(value, struct np_hs_walk);
+} hs_walks SEC(".maps");
+
+/* Loads the sampled process's JVM layout for the walk in slot: 1 when it is a JVM the walker
+ * knows (then *low, *high bound its code cache), else 0. */
+static __always_inline int hs_begin(__u32 slot, __u32 tgid, __u32 gen, __u64 *low, __u64 *high)
+{
+	struct np_hs_proc *p;
+	struct np_hs_walk *w;
+
+	if (!hs_procs_live)
+		return 0;
+	p = bpf_map_lookup_elem(&hs_procs, &tgid);
+	if (!p || p->gen != gen)
+		return 0;
+	w = bpf_map_lookup_elem(&hs_walks, &slot);
+	if (!w)
+		return 0;
+	w->proc = *p;
+	*low = p->cc_low;
+	*high = p->cc_high;
+	return 1;
+}
+
+static __always_inline __u64 hs_word(const struct np_hs_walk *w, __u16 off)
+{
+	return *(const __u64 *)(w->block + (off & (NP_HS_BLOB_READ - 1)));
+}
+
+static __always_inline __s32 hs_int(const struct np_hs_walk *w, __u16 off)
+{
+	return *(const __s32 *)(w->block + (off & (NP_HS_BLOB_READ - 1)));
+}
+
+/* The heap block holding pc, found through its heap's segment map (0: none, or a free block). */
+static __always_inline __u64 hs_find_block(struct np_hs_walk *w, __u64 pc)
+{
+	const struct np_hs_proc *p = &w->proc;
+	__u64 low = 0, segmap = 0, seg;
+	__u32 shift = 0;
+	__u8 hop = 0;
+
+#pragma unroll
+	for (int i = 0; i < NP_HS_MAX_HEAPS; i++) {
+		if (i < p->nheaps && pc >= p->heaps[i].low && pc < p->heaps[i].high) {
+			low = p->heaps[i].low;
+			segmap = p->heaps[i].segmap;
+			shift = p->heaps[i].log2_segment;
+		}
+	}
+	if (!low || shift > 24)
+		return 0;
+	seg = (pc - low) >> shift;
+	for (int i = 0; i < NP_HS_SEGMAP_HOPS; i++) {
+		if (bpf_probe_read_user(&hop, 1, (void *)(segmap + seg)))
+			return 0;
+		if (hop == 0)
+			return low + (seg << shift);
+		if (hop == 0xff || hop > seg) /* free segment, or a map that does not hold */
+			return 0;
+		seg -= hop;
+	}
+	return 0;
+}
+
+/* An interpreted frame: records Method* and bci, steps with the frame's saved rbp, return
+ * address and sender sp. */
+static __always_inline int hs_interpreted(struct np_hs_walk *w)
+{
+	const struct np_hs_proc *p = &w->proc;
+	__u64 fp = w->bp, method, bcp, cm = 0, bci = NP_HS_BCI_UNKNOWN;
+	int mi = NP_HS_INTERP_BELOW + p->interp_method, bi = NP_HS_INTERP_BELOW + p->interp_bcp,
+	    si = NP_HS_INTERP_BELOW + p->interp_sender_sp;
+
+	if (fp < w->sp || fp - w->sp > NP_HS_INTERP_MAX_FRAME || mi < 0 || mi >= NP_HS_INTERP_BELOW || bi < 0 ||
+	    bi >= NP_HS_INTERP_BELOW || si < 0 || si >= NP_HS_INTERP_BELOW)
+		return NP_HS_LOST_FRAME;
+	if (bpf_probe_read_user(w->iframe, NP_HS_INTERP_WORDS * 8, (void *)(fp - NP_HS_INTERP_BELOW * 8)))
+		return NP_UNW_LOST_READ;
+	method = w->iframe[mi & 15];
+	/* The running leaf keeps its bcp in r13 and saves it to the frame only around calls. */
+	bcp = w->leaf ? w->r13 : w->iframe[bi & 15];
+	if (method && !(method & 7) && method <= NP_HS_ADDR_MASK) {
+		if (!bpf_probe_read_user(&cm, sizeof(cm), (void *)(method + p->method_const)) && cm) {
+			__u64 code = cm + p->const_size;
+			if (bcp >= code && bcp - code < 0xffff)
+				bci = bcp - code;
+		}
+		w->w0 = NP_HS_TAG | (__u64)NP_HS_INTERPRETED << NP_HS_KIND_SHIFT | method;
+		w->w1 = bci << 32 | (__u32)(cm >> 3);
+		stat_inc(NP_HS_FRAMES_INTERPRETED);
+	}
+	if (w->iframe[NP_HS_INTERP_BELOW + 1] == 0 || w->iframe[si & 15] <= w->sp)
+		return NP_HS_LOST_FRAME;
+	w->pc = w->iframe[NP_HS_INTERP_BELOW + 1];
+	w->sp = w->iframe[si & 15];
+	w->bp = w->iframe[NP_HS_INTERP_BELOW];
+	return NP_UNW_CONTINUE;
+}
+
+/* How a leaf stopped at pc in a frame-complete blob may not have its frame: the instruction
+ * bytes at pc tell the epilogue's tail (after the frame was popped) and the prologue's last
+ * step (rbp pushed, the frame not yet allocated). HS_FRAME_SIZE: the frame is whole. */
+static __always_inline int hs_leaf_edge(__u64 pc, int in_prologue)
+{
+	__u8 c[16];
+
+	if (bpf_probe_read_user(c, sizeof(c), (void *)(pc - 1)))
+		return in_prologue ? HS_PC : HS_FRAME_SIZE;
+	if (in_prologue)
+		/* sub rsp, imm: the prologue's last instruction, after push rbp */
+		return c[1] == 0x48 && (c[2] == 0x83 || c[2] == 0x81) && c[3] == 0xec ? HS_RBP_PC : HS_PC;
+	if (c[1] == 0xc3) /* ret */
+		return HS_PC;
+	if (c[1] == 0x5d) /* pop rbp */
+		return HS_RBP_PC;
+	/* After pop rbp: the return's safepoint poll (cmp rsp, [r15 + off]; ja) before ret. */
+	if (c[0] == 0x5d && c[1] == 0x49 && c[2] == 0x3b)
+		return HS_PC;
+	if (c[1] == 0x0f && c[2] == 0x87 && c[7] == 0xc3)
+		return HS_PC;
+	return HS_FRAME_SIZE;
+}
+
+/* A frame in a code blob: finds the blob, records it, steps to its caller. */
+static __always_inline int hs_blob(struct np_hs_walk *w)
+{
+	const struct np_hs_proc *p = &w->proc;
+	__u64 pc = w->pc, block = hs_find_block(w, pc), blob, name = 0, begin, at, ra, fp, sp;
+	__u32 len = p->block_read, kind = NP_HS_STUB, check = 0, how = HS_FRAME_SIZE;
+	__s32 size, fsize, complete;
+
+	if (!block) {
+		stat_inc(NP_HS_NO_BLOB);
+		return NP_HS_LOST_FRAME;
+	}
+	if (len < 16 || len > NP_HS_BLOB_READ || bpf_probe_read_user(w->block, len, (void *)block))
+		return NP_UNW_LOST_READ;
+	if (!w->block[p->block_used & (NP_HS_BLOB_READ - 1)]) {
+		stat_inc(NP_HS_NO_BLOB);
+		return NP_HS_LOST_FRAME;
+	}
+	blob = block + p->blob;
+	size = hs_int(w, p->blob_size);
+	fsize = hs_int(w, p->blob_frame_size);
+	complete = hs_int(w, p->blob_frame_complete);
+	begin = hs_word(w, p->blob_code_begin);
+	if (size <= 0 || pc >= blob + (__u64)size || fsize < 0 || fsize > 65536)
+		return NP_HS_LOST_FRAME;
+	if (bpf_probe_read_user(&name, sizeof(name), (void *)hs_word(w, p->blob_name)))
+		return NP_UNW_LOST_READ;
+	if (name == NP_HS_NAME_INTERP) {
+		/* The interpreter's bounds were not given: its blob says it. */
+		return hs_interpreted(w);
+	}
+	at = pc;
+	if (name == NP_HS_NAME_NMETHOD || name == NP_HS_NAME_NATIVE) {
+		kind = name == NP_HS_NAME_NMETHOD ? NP_HS_COMPILED : NP_HS_NATIVE;
+		check = (__u32)hs_int(w, p->nm_compile_id);
+		if (!w->leaf) {
+			/* A frame being deoptimised returns to the deopt handler; its pc was saved. */
+			__u64 deopt = hs_word(w, p->nm_deopt_handler), orig = 0;
+			if (p->deopt_is_offset)
+				deopt = blob + (__u32)deopt;
+			if (pc == deopt && !bpf_probe_read_user(&orig, sizeof(orig), (void *)(w->sp + hs_int(w, p->nm_orig_pc_offset))) &&
+			    orig >= blob && orig < blob + (__u64)size)
+				at = orig;
+		}
+	} else if (name == NP_HS_NAME_VTABLE || name == NP_HS_NAME_ITABLE) {
+		how = HS_PC;
+	} else if (fsize == 0) {
+		how = HS_RBP;
+	}
+	if (how == HS_FRAME_SIZE && w->leaf)
+		how = hs_leaf_edge(pc, complete > 0 && pc < begin + (__u64)complete);
+	w->w0 = NP_HS_TAG | (__u64)kind << NP_HS_KIND_SHIFT | (w->leaf ? NP_HS_LEAF_BIT : 0) | (blob & NP_HS_ADDR_MASK);
+	w->w1 = (at - blob) << 32 | check;
+	stat_inc(kind == NP_HS_STUB ? NP_HS_FRAMES_STUB : NP_HS_FRAMES_COMPILED);
+
+	fp = w->bp;
+	switch (how) {
+	case HS_FRAME_SIZE:
+		sp = w->sp + (__u64)fsize * 8;
+		break;
+	case HS_RBP:
+		if (fp < w->sp)
+			return NP_HS_LOST_FRAME;
+		sp = fp + 16;
+		break;
+	case HS_RBP_PC:
+		sp = w->sp + 16;
+		break;
+	default:
+		sp = w->sp + 8;
+		break;
+	}
+	if (sp <= w->sp)
+		return NP_HS_LOST_FRAME;
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(sp - 8)))
+		return NP_UNW_LOST_READ;
+	if (how != HS_PC && bpf_probe_read_user(&fp, sizeof(fp), (void *)(sp - 16)))
+		return NP_UNW_LOST_READ;
+	if (!ra)
+		return NP_UNW_LOST_RA_ZERO;
+	w->pc = ra;
+	w->sp = sp;
+	w->bp = fp;
+	return NP_UNW_CONTINUE;
+}
+
+/* Steps the HotSpot frame of the walk in slot (see the top of this file): NP_UNW_CONTINUE with
+ * the caller in w->pc/sp/bp, or why the walk ends; w->w0 != 0 when the frame was identified.
+ * Global: verified once, whatever calls it. */
+__noinline int np_hs_step(__u32 slot)
+{
+	struct np_hs_walk *w = bpf_map_lookup_elem(&hs_walks, &slot);
+
+	if (!w)
+		return NP_LOST_NO_MAP;
+	w->w0 = w->w1 = 0;
+	if (w->pc >= w->proc.interp_low && w->pc < w->proc.interp_high)
+		return hs_interpreted(w);
+	return hs_blob(w);
+}
+
+#endif /* __bpf__ */
+
+#endif
