@@ -50,7 +50,8 @@ DEB_RUN_PACKAGES := \
 # (fuzz targets), g++ and the binutils/xz/openssl tools that build test programs, files
 # and certificates, perf (the unwinding tests' reference), Debian's python3.11 (a
 # workload), Go and the Go packages of the chart renderer and the relabel oracle,
-# Chromium (UI tests), debootstrap (make docker-check).
+# Chromium (UI tests), debootstrap (make docker-check), OpenJDK 17 (the Java workloads, compiled
+# by the tests with javac; jcmd is the JVM's own view they compare with).
 DEB_TEST_PACKAGES := \
 	libcmocka-dev \
 	valgrind \
@@ -67,7 +68,8 @@ DEB_TEST_PACKAGES := \
 	chromium \
 	debootstrap \
 	procps \
-	iproute2
+	iproute2 \
+	openjdk-17-jdk
 
 # What `make bench` adds: the peers it measures against (bpftrace, perf, llvm-symbolizer
 # comes with llvm, addr2line with binutils), elfutils' libdw (the CFI benchmark's other
