@@ -125,6 +125,7 @@ static int open_collector(struct recording *r, struct np_err *err)
 		.demangle = a->demangle,
 		.kernel_frames = a->kernel,
 		.python = a->python,
+		.java = a->java,
 		/* Off-CPU time and probes are recorded alone: no CPU samples mixed into their values. */
 		.sample_rate = r->kind == NP_EVENT_CPU ? a->rate : 0,
 		.offcpu_threshold = a->offcpu,
@@ -287,6 +288,7 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 	const uint64_t *b = st->bpf;
 	struct unw_loader_stats us;
 	struct py_tracker_stats ps;
+	struct hs_tracker_stats hs;
 	uint64_t early = 0;
 
 	np_collector_unwind_stats(r->c, &us);
@@ -309,6 +311,12 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 		np_log(NP_DEBUG, "record", "uprobes", "hits", NP_LOG_INT(b[NP_UPROBE_HITS]), "files_probed",
 		       NP_LOG_INT(ups.attached), "attach_failures", NP_LOG_INT(ups.failed), NULL);
 	}
+	np_collector_java_stats(r->c, &hs);
+	if (hs.processes || hs.unsupported)
+		np_log(NP_DEBUG, "record", "java stacks", "interpreted", NP_LOG_INT(b[NP_HS_FRAMES_INTERPRETED]),
+		       "compiled", NP_LOG_INT(b[NP_HS_FRAMES_COMPILED]), "stub", NP_LOG_INT(b[NP_HS_FRAMES_STUB]),
+		       "no_blob", NP_LOG_INT(b[NP_HS_NO_BLOB]), "cut", NP_LOG_INT(b[NP_HS_LOST_FRAME]), "jvms",
+		       NP_LOG_INT(hs.processes), "unsupported", NP_LOG_INT(hs.unsupported), NULL);
 	np_collector_python_stats(r->c, &ps);
 	if (ps.processes || ps.code_reads)
 		np_log(NP_DEBUG, "record", "python stacks", "walked", NP_LOG_INT(b[NP_PY_STACKS]), "frames",

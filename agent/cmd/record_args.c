@@ -10,6 +10,7 @@ enum {
 	OPT_DEMANGLE = CMD_OPT_LONG,
 	OPT_NO_KERNEL,
 	OPT_NO_PYTHON,
+	OPT_NO_JAVA,
 	OPT_OFF_CPU,
 	OPT_OFF_CPU_THRESHOLD,
 	OPT_UPROBE,
@@ -33,6 +34,9 @@ static const struct cmd_opt record_opts[] = {
 	{ "no-python", OPT_NO_PYTHON, NULL,
 	  "name CPython's frames as native code (the eval loop) instead of\n"
 	  "the Python functions it runs (CPython 3.8 and later)" },
+	{ "no-java", OPT_NO_JAVA, NULL,
+	  "do not walk through HotSpot JVMs' Java frames (JDK 9 and later):\n"
+	  "their stacks then end at the first Java frame" },
 	{ "off-cpu", OPT_OFF_CPU, NULL,
 	  "record time off CPU instead of CPU samples: where threads block\n"
 	  "(sleeps, I/O, locks) and for how long; folded values are\n"
@@ -115,6 +119,9 @@ static int parse_option(int key, const char *v, struct cmd_record_args *out, str
 	case OPT_NO_PYTHON:
 		out->python = 0;
 		return 0;
+	case OPT_NO_JAVA:
+		out->java = 0;
+		return 0;
 	case OPT_OFF_CPU:
 		if (out->offcpu == 0)
 			out->offcpu = 1;
@@ -141,6 +148,7 @@ enum cmd_status cmd_record_parse_args(int argc, char **argv, struct cmd_record_a
 		.rate = 97,
 		.kernel = 1,
 		.python = 1,
+		.java = 1,
 		/* Readable C++ and Rust names by default, as perf prints them (libiberty without
 		 * DMGL_PARAMS: what the "templates" mode gives); pyroscope.ebpf keeps Alloy's "none". */
 		.demangle = SYM_DEMANGLE_TEMPLATES,

@@ -8,6 +8,7 @@
 #include "agent/pprof/builder.h"
 #include "agent/profile/leaf_caller.h"
 #include "agent/unwind/loader.h"
+#include "bpf/hotspot.h"
 #include "lib/log.h"
 
 /* Drains between two looks for processes that exited unnoticed (every 10 s by default). */
@@ -22,6 +23,7 @@ struct np_collector {
 	struct symbolizer *sym;
 	struct unw_loader *unw; /* the walker's mappings and tables */
 	struct py_tracker *py;	/* NULL when Python frames are off */
+	struct hs_tracker *hs;	/* NULL when Java frames are off */
 	struct np_uprobes *uprobes; /* NULL without probe links */
 	int64_t next_drain_ns;
 	uint32_t *exited; /* tgids whose EXIT arrived since the last drain */
@@ -31,6 +33,8 @@ struct np_collector {
 	struct sym_frame frames[NP_COLLECTED_MAX_FRAMES];
 	struct sym_frame native[NP_MAX_STACK_DEPTH + 1]; /* the named native user frames */
 	uint64_t user_ips[NP_MAX_STACK_DEPTH + 1]; /* a user stack with its recovered leaf caller */
+	uint64_t sym_ips[NP_MAX_STACK_DEPTH + 1];  /* a user stack with its Java words zeroed */
+	struct sym_frame java[NP_MAX_STACK_DEPTH + 1]; /* the native frames with the Java ones named */
 	struct np_leaf_checker leaf;
 	uint64_t drains, samples, missing_stacks, recovered_callers;
 	size_t last_counts, last_stacks; /* entries read at the last drain */
@@ -77,6 +81,8 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 	}
 	if ((opts->python && py_tracker_new(c->sym, np_sampler_python_map(c->sampler),
 							   np_sampler_python_live(c->sampler), &c->py, err)) ||
+	    (opts->java && hs_tracker_new(c->sym, np_sampler_hotspot_map(c->sampler),
+					  np_sampler_hotspot_live(c->sampler), &c->hs, err)) ||
 	    (opts->n_uprobes &&
 	     np_uprobes_new(c->sampler, opts->uprobes, opts->n_uprobes, opts->load_probe, &c->uprobes, err))) {
 		np_collector_close(c);
@@ -96,6 +102,7 @@ void np_collector_close(struct np_collector *c)
 	np_sampler_close(c->sampler);
 	unw_loader_free(c->unw);
 	py_tracker_free(c->py);
+	hs_tracker_free(c->hs);
 	np_leaf_checker_reset(&c->leaf);
 	if (c->sym)
 		symbolizer_free(c->sym);
@@ -127,11 +134,13 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 		 * snapshot also gives the unwinder the process's mappings. */
 		rc = symbolizer_note_process(c->sym, ev->tgid, ev->gen, &err) ||
 		     unw_loader_process(c->unw, ev->tgid, ev->gen, 0, &err) ||
-		     (c->py && py_tracker_process(c->py, ev->tgid, ev->gen, &err));
+		     (c->py && py_tracker_process(c->py, ev->tgid, ev->gen, &err)) ||
+		     (c->hs && hs_tracker_process(c->hs, ev->tgid, ev->gen, &err));
 		break;
 	case NP_PROC_MAPS: /* a pc in no known mapping: a library loaded since (dlopen) */
 		rc = unw_loader_process(c->unw, ev->tgid, ev->gen, 1, &err) ||
-		     (c->py && py_tracker_process(c->py, ev->tgid, ev->gen, &err));
+		     (c->py && py_tracker_process(c->py, ev->tgid, ev->gen, &err)) ||
+		     (c->hs && hs_tracker_process(c->hs, ev->tgid, ev->gen, &err));
 		break;
 	case NP_UNW_TABLE:
 		rc = unw_loader_need_table(c->unw, ev->arg, &err);
@@ -140,6 +149,8 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 		unw_loader_exit(c->unw, ev->tgid);
 		if (c->py)
 			py_tracker_exit(c->py, ev->tgid);
+		if (c->hs)
+			hs_tracker_exit(c->hs, ev->tgid);
 		if (c->n_exited < MAX_PENDING_EXITS)
 			c->exited[c->n_exited++] = ev->tgid;
 		else
@@ -185,6 +196,19 @@ static const uint64_t *user_stack(struct np_collector *c, const struct np_sample
 	return c->user_ips;
 }
 
+/* The user stack for the symbolizer: the Java frames' words (bpf/hotspot.h), which are no
+ * addresses, as 0 (named "[unknown]", then replaced by hs_tracker_frames). */
+static const uint64_t *java_zeroed(struct np_collector *c, const uint64_t *user, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		int word0 = np_hs_is_frame(user[i]);
+		c->sym_ips[i] = word0 ? 0 : user[i];
+		if (word0 && i + 1 < n)
+			c->sym_ips[++i] = 0;
+	}
+	return c->sym_ips;
+}
+
 /* Off-CPU kernel stacks are taken inside the sched_switch tracepoint: its leaf frames are the
  * tracing machinery and the BPF program itself, not where the thread blocked. They are taken
  * out (moving the rest down); the new kernel frame count is returned. */
@@ -225,6 +249,7 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 		size_t nk = c->opts.kernel_frames ? s->n_kernel : 0;
 		uint32_t nu;
 		const uint64_t *user = user_stack(c, s, &nu);
+		int java = c->hs && hs_stack_has_java(user, nu);
 		struct np_collected out = {
 			.tgid = s->tgid,
 			.gen = s->gen,
@@ -234,9 +259,19 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.frames = c->frames,
 		};
 		if ((nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err)) ||
-		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, user, nu, c->opts.demangle, c->native, err))) {
+		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, java ? java_zeroed(c, user, nu) : user, nu,
+					   c->opts.demangle, c->native, err))) {
 			rc = -1;
 			break;
+		}
+		if (java) {
+			size_t n_named;
+			if (hs_tracker_frames(c->hs, s->tgid, s->gen, user, c->native, nu, c->java, &n_named, err)) {
+				rc = -1;
+				break;
+			}
+			memcpy(c->native, c->java, n_named * sizeof(c->java[0]));
+			nu = (uint32_t)n_named;
 		}
 		if (s->kind == NP_EVENT_OFFCPU)
 			nk = skip_tracing_frames(c->frames, nk);
@@ -265,6 +300,8 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 	symbolizer_end_batch(c->sym);
 	if (c->py)
 		py_tracker_end_batch(c->py);
+	if (c->hs)
+		hs_tracker_end_batch(c->hs);
 	return rc;
 }
 
@@ -312,6 +349,13 @@ void np_collector_python_stats(const struct np_collector *c, struct py_tracker_s
 	memset(out, 0, sizeof(*out));
 	if (c->py)
 		py_tracker_stats(c->py, out);
+}
+
+void np_collector_java_stats(const struct np_collector *c, struct hs_tracker_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (c->hs)
+		hs_tracker_stats(c->hs, out);
 }
 
 /* The one place a named frame becomes a pprof Location (what the builder writes, see

@@ -15,6 +15,7 @@
 #include "agent/profile/sampler.h"
 #include "agent/profile/uprobes.h"
 #include "agent/python/tracker.h"
+#include "agent/runtime/hotspot/tracker.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/loader.h"
 #include "lib/error.h"
@@ -49,6 +50,7 @@ struct np_collector_options {
 	enum sym_demangle demangle;
 	int kernel_frames;	    /* include kernel frames */
 	int python;		    /* walk and name CPython processes' Python frames */
+	int java;		    /* walk through HotSpot JVMs' Java frames and name them */
 	double offcpu_threshold;    /* off-CPU time: probability a voluntary switch is recorded; 0 off */
 	const char *const *uprobes; /* "FILE:SYMBOL" links to count calls of (not owned) */
 	size_t n_uprobes;
@@ -95,5 +97,7 @@ void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_s
 void np_collector_uprobe_stats(const struct np_collector *c, struct np_uprobes_stats *out);
 /* The Python processes and names (zeros when Python is off). Owner thread only. */
 void np_collector_python_stats(const struct np_collector *c, struct py_tracker_stats *out);
+/* The JVMs and Java frames (zeros when Java is off). Owner thread only. */
+void np_collector_java_stats(const struct np_collector *c, struct hs_tracker_stats *out);
 
 #endif

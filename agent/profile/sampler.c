@@ -425,6 +425,16 @@ volatile uint32_t *np_sampler_python_live(const struct np_sampler *s)
 	return &s->skel->bss->py_procs_live;
 }
 
+int np_sampler_hotspot_map(const struct np_sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.hs_procs);
+}
+
+volatile uint32_t *np_sampler_hotspot_live(const struct np_sampler *s)
+{
+	return &s->skel->bss->hs_procs_live;
+}
+
 unsigned np_sampler_ncpus(const struct np_sampler *s)
 {
 	return s->ncpus;

@@ -80,6 +80,10 @@ int np_sampler_python_map(const struct np_sampler *s);
 /* The walker's count of py_procs entries (in the program's mapped data), which the owner of
  * the map keeps current: 0 lets every sample skip the map. */
 volatile uint32_t *np_sampler_python_live(const struct np_sampler *s);
+/* The HotSpot step's map of JVMs (tgid -> struct np_hs_proc, bpf/hotspot.h) and its count of
+ * entries, for agent/runtime/hotspot/tracker.c to fill; the same ownership as above. */
+int np_sampler_hotspot_map(const struct np_sampler *s);
+volatile uint32_t *np_sampler_hotspot_live(const struct np_sampler *s);
 
 /* Attaches the uprobe program at file_offset of the ELF file at path (as this process reaches
  * it: a container's file through /proc/PID/root): every call, by any process mapping that
