@@ -23,27 +23,33 @@
  * The caller is then walked on as any other frame (libjvm's frames with their tables).
  *
  * Each Java frame takes two words of the native stack, in place of its pc (so user space
- * merges nothing: the frames are where they ran):
- *   word 0: NP_HS_TAG | kind << 56 | leaf bit | address (47 bits): the Method* (interpreted) or
- *           the CodeBlob (compiled, native wrapper, stub);
- *   word 1: position << 32 | check: the bytecode index (interpreted, NP_HS_BCI_UNKNOWN when the
- *           bcp is not in the method's bytecodes) or the pc's offset from the blob; check is the
- *           nmethod's compile id (compiled, native wrapper) or the low bits of the ConstMethod*
- *           >> 3 (interpreted), which user space compares with what it reads when naming, so a
- *           freed and reused address never gets another method's name. */
+ * merges nothing: the frames are where they ran), tagged as the runtime interface's
+ * bpf/runtime.h lays runtime words out (bit 63, runtime id 4 in bits 58-62, bit 57 on the first
+ * word: the next belongs to the same frame), with these 57-bit payloads:
+ *   word 0: kind << 54 | leaf bit 53 | address (47 bits): the Method* (interpreted) or the
+ *           CodeBlob (compiled, native wrapper, stub);
+ *   word 1: position << 32 | check: the bytecode index (interpreted, NP_HS_POS_UNKNOWN when the
+ *           bcp is not in the method's bytecodes) or the pc's offset from the blob (25 bits);
+ *           check is the nmethod's compile id (compiled, native wrapper) or the low 32 bits of
+ *           the ConstMethod* >> 3 (interpreted), which user space compares with what it reads
+ *           when naming, so a freed and reused address never gets another method's name. */
 #ifndef NP_BPF_HOTSPOT_H
 #define NP_BPF_HOTSPOT_H
 
 #include "sampler.h"
 
-/* The top nibble of a Java frame's first word: user addresses have it 0, the vsyscall page 0xf. */
-#define NP_HS_TAG (0xaULL << 60)
-#define NP_HS_TAG_MASK (0xfULL << 60)
-#define NP_HS_KIND_SHIFT 56
-#define NP_HS_KIND_MASK 0xfULL
-#define NP_HS_LEAF_BIT (1ULL << 55) /* the frame was interrupted, not at a return address */
+/* The tag of both words (bpf/runtime.h: NP_RT_TAG | NP_RT_HOTSPOT << NP_RT_ID_SHIFT), the first
+ * word's "more" bit, and the payload fields. */
+#define NP_HS_TAG ((1ULL << 63) | (4ULL << 58))
+#define NP_HS_TAG_MASK (0x3fULL << 58)
+#define NP_HS_MORE (1ULL << 57)
+#define NP_HS_KIND_SHIFT 54
+#define NP_HS_KIND_MASK 0x7ULL
+#define NP_HS_LEAF_BIT (1ULL << 53) /* the frame was interrupted, not at a return address */
 #define NP_HS_ADDR_MASK ((1ULL << 47) - 1)
-#define NP_HS_BCI_UNKNOWN 0xffffffffULL
+#define NP_HS_POS_SHIFT 32
+#define NP_HS_POS_MASK ((1ULL << 25) - 1)
+#define NP_HS_POS_UNKNOWN NP_HS_POS_MASK
 #define NP_HS_WORDS 2 /* stack words per Java frame */
 
 enum np_hs_kind {
@@ -53,9 +59,10 @@ enum np_hs_kind {
 	NP_HS_STUB = 4,	    /* any other blob: stubs, adapters, runtime and call stubs */
 };
 
+/* The first word of a Java frame (the second follows it). */
 static inline int np_hs_is_frame(np_u64 w)
 {
-	return (w & NP_HS_TAG_MASK) == NP_HS_TAG;
+	return (w & NP_HS_TAG_MASK) == NP_HS_TAG && (w & NP_HS_MORE);
 }
 
 /* Code heaps of one JVM (the segmented code cache has three: non-nmethods, profiled, not
@@ -223,7 +230,7 @@ static __always_inline __u64 hs_find_block(struct np_hs_walk *w, __u64 pc)
 static __always_inline int hs_interpreted(struct np_hs_walk *w)
 {
 	const struct np_hs_proc *p = &w->proc;
-	__u64 fp = w->bp, method, bcp, cm = 0, bci = NP_HS_BCI_UNKNOWN;
+	__u64 fp = w->bp, method, bcp, cm = 0, bci = NP_HS_POS_UNKNOWN;
 	int mi = NP_HS_INTERP_BELOW + p->interp_method, bi = NP_HS_INTERP_BELOW + p->interp_bcp,
 	    si = NP_HS_INTERP_BELOW + p->interp_sender_sp;
 
@@ -241,8 +248,8 @@ static __always_inline int hs_interpreted(struct np_hs_walk *w)
 			if (bcp >= code && bcp - code < 0xffff)
 				bci = bcp - code;
 		}
-		w->w0 = NP_HS_TAG | (__u64)NP_HS_INTERPRETED << NP_HS_KIND_SHIFT | method;
-		w->w1 = bci << 32 | (__u32)(cm >> 3);
+		w->w0 = NP_HS_TAG | NP_HS_MORE | (__u64)NP_HS_INTERPRETED << NP_HS_KIND_SHIFT | method;
+		w->w1 = NP_HS_TAG | bci << NP_HS_POS_SHIFT | (__u32)(cm >> 3);
 		stat_inc(NP_HS_FRAMES_INTERPRETED);
 	}
 	if (w->iframe[NP_HS_INTERP_BELOW + 1] == 0 || w->iframe[si & 15] <= w->sp)
@@ -300,7 +307,7 @@ static __always_inline int hs_blob(struct np_hs_walk *w)
 	fsize = hs_int(w, p->blob_frame_size);
 	complete = hs_int(w, p->blob_frame_complete);
 	begin = hs_word(w, p->blob_code_begin);
-	if (size <= 0 || pc >= blob + (__u64)size || fsize < 0 || fsize > 65536)
+	if (size <= 0 || size > (__s32)NP_HS_POS_MASK || pc >= blob + (__u64)size || fsize < 0 || fsize > 65536)
 		return NP_HS_LOST_FRAME;
 	if (bpf_probe_read_user(&name, sizeof(name), (void *)hs_word(w, p->blob_name)))
 		return NP_UNW_LOST_READ;
@@ -328,8 +335,9 @@ static __always_inline int hs_blob(struct np_hs_walk *w)
 	}
 	if (how == HS_FRAME_SIZE && w->leaf)
 		how = hs_leaf_edge(pc, complete > 0 && pc < begin + (__u64)complete);
-	w->w0 = NP_HS_TAG | (__u64)kind << NP_HS_KIND_SHIFT | (w->leaf ? NP_HS_LEAF_BIT : 0) | (blob & NP_HS_ADDR_MASK);
-	w->w1 = (at - blob) << 32 | check;
+	w->w0 = NP_HS_TAG | NP_HS_MORE | (__u64)kind << NP_HS_KIND_SHIFT | (w->leaf ? NP_HS_LEAF_BIT : 0) |
+		(blob & NP_HS_ADDR_MASK);
+	w->w1 = NP_HS_TAG | ((at - blob) & NP_HS_POS_MASK) << NP_HS_POS_SHIFT | check;
 	stat_inc(kind == NP_HS_STUB ? NP_HS_FRAMES_STUB : NP_HS_FRAMES_COMPILED);
 
 	fp = w->bp;
