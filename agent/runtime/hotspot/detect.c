@@ -134,6 +134,10 @@ int hs_detect_with(struct symbolizer *sym, uint32_t pid, uint32_t gen, hs_mem_re
 	out->libjvm_start = c.start;
 	out->libjvm_bias = c.bias;
 	read_version(read, ud, pid, out);
+	if (hs_names_layout_from_vm(out->vm, out->major, &out->names, why, why_len)) {
+		hs_jvm_free(out);
+		return 0;
+	}
 	return 1;
 }
 

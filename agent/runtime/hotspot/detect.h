@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/runtime/hotspot/namer.h"
 #include "agent/runtime/hotspot/vmstructs.h"
 #include "agent/symbols/symbolizer.h"
 #include "lib/error.h"
@@ -21,6 +22,7 @@ struct hs_jvm {
 	char version[64];
 	/* The Java feature release (8, 11, 17, 21, 25...), 0 when the version is unknown. */
 	unsigned major;
+	struct hs_names_layout names; /* what the namer reads (namer.h) */
 };
 
 /* The feature release in a _s_vm_release string: "17.0.13+11..." is 17, "25-ea+3" 25, and
@@ -29,7 +31,8 @@ unsigned hs_major_from_release(const char *release);
 
 /* Looks for libjvm among the executable mappings of (pid, gen). 1: found, *out filled (free
  * with hs_jvm_free). 0: not a JVM this profiler can read; when the process does run one (its
- * libjvm exports no vmstructs, or their memory is unreadable or garbage), why[] says why, else
+ * libjvm exports no vmstructs, their memory is unreadable or garbage, or they do not describe
+ * what the namer reads), why[] says why, else
  * why[0] is NUL. -1 only on allocation failure. */
 NP_MUST_CHECK int hs_detect(struct symbolizer *sym, uint32_t pid, uint32_t gen, struct hs_jvm *out, char *why,
 			    size_t why_len, struct np_err *err);

@@ -438,3 +438,18 @@ void hs_vm_each_field(const struct hs_vm *vm, hs_vm_field_cb cb, void *ud)
 			return;
 	}
 }
+
+void hs_vm_each_constant(const struct hs_vm *vm, hs_vm_value_cb cb, void *ud)
+{
+	for (int t = T_INTS; t <= T_LONGS; t++)
+		for (size_t i = 0; i < vm->n[t]; i++)
+			if (cb(ud, vm->tab[t][i].type, t == T_LONGS, (int64_t)vm->tab[t][i].value))
+				return;
+}
+
+void hs_vm_each_type(const struct hs_vm *vm, hs_vm_value_cb cb, void *ud)
+{
+	for (size_t i = 0; i < vm->n[T_TYPES]; i++)
+		if (cb(ud, vm->tab[T_TYPES][i].type, 0, (int64_t)vm->tab[T_TYPES][i].value))
+			return;
+}

@@ -87,6 +87,10 @@ void hs_vm_stats(const struct hs_vm *vm, struct hs_vm_stats *out);
 typedef int (*hs_vm_field_cb)(void *ud, const char *type, const char *field, const char *type_string,
 			      int is_static, uint64_t value);
 void hs_vm_each_field(const struct hs_vm *vm, hs_vm_field_cb cb, void *ud);
+/* The same over the constants (is_long: gHotSpotVMLongConstants), and the type sizes. */
+typedef int (*hs_vm_value_cb)(void *ud, const char *name, int is_long, int64_t value);
+void hs_vm_each_constant(const struct hs_vm *vm, hs_vm_value_cb cb, void *ud);
+void hs_vm_each_type(const struct hs_vm *vm, hs_vm_value_cb cb, void *ud);
 
 /* Reads a NUL-terminated string of at most max-1 bytes at addr into buf without reading
  * across into a page it does not need: 0, or -1 when unreadable or longer. Shared with the
