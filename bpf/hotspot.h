@@ -28,11 +28,14 @@
  * word: the next belongs to the same frame), with these 57-bit payloads:
  *   word 0: kind << 54 | leaf bit 53 | address (47 bits): the Method* (interpreted) or the
  *           CodeBlob (compiled, native wrapper, stub);
- *   word 1: position << 32 | check: the bytecode index (interpreted, NP_HS_POS_UNKNOWN when the
- *           bcp is not in the method's bytecodes) or the pc's offset from the blob (25 bits);
- *           check is the nmethod's compile id (compiled, native wrapper) or the low 32 bits of
- *           the ConstMethod* >> 3 (interpreted), which user space compares with what it reads
- *           when naming, so a freed and reused address never gets another method's name. */
+ *   word 1, interpreted: bci << 41 | bits 3-43 of the method's ConstMethod* (the bytecode index
+ *           NP_HS_BCI_UNKNOWN when the bcp is not in the method's bytecodes; the ConstMethod's
+ *           top bits are taken from the Method*'s, its neighbour in metaspace);
+ *   word 1, other kinds: the pc's offset from the blob (25 bits) << 32 | the nmethod's compile id
+ *           (0 for stubs).
+ * User space compares the ConstMethod* or compile id with what it reads when naming, so a freed
+ * and reused address never gets another method's name (a wrong guess of the ConstMethod's top
+ * bits only makes the frame "[unknown java]"). */
 #ifndef NP_BPF_HOTSPOT_H
 #define NP_BPF_HOTSPOT_H
 
@@ -49,7 +52,9 @@
 #define NP_HS_ADDR_MASK ((1ULL << 47) - 1)
 #define NP_HS_POS_SHIFT 32
 #define NP_HS_POS_MASK ((1ULL << 25) - 1)
-#define NP_HS_POS_UNKNOWN NP_HS_POS_MASK
+#define NP_HS_BCI_SHIFT 41
+#define NP_HS_BCI_UNKNOWN 0xffffULL
+#define NP_HS_CM_MASK ((1ULL << 41) - 1) /* ConstMethod* >> 3, bits 3-43 */
 #define NP_HS_WORDS 2 /* stack words per Java frame */
 
 enum np_hs_kind {
@@ -230,7 +235,7 @@ static __always_inline __u64 hs_find_block(struct np_hs_walk *w, __u64 pc)
 static __always_inline int hs_interpreted(struct np_hs_walk *w)
 {
 	const struct np_hs_proc *p = &w->proc;
-	__u64 fp = w->bp, method, bcp, cm = 0, bci = NP_HS_POS_UNKNOWN;
+	__u64 fp = w->bp, method, bcp, cm = 0, bci = NP_HS_BCI_UNKNOWN;
 	int mi = NP_HS_INTERP_BELOW + p->interp_method, bi = NP_HS_INTERP_BELOW + p->interp_bcp,
 	    si = NP_HS_INTERP_BELOW + p->interp_sender_sp;
 
@@ -245,11 +250,11 @@ static __always_inline int hs_interpreted(struct np_hs_walk *w)
 	if (method && !(method & 7) && method <= NP_HS_ADDR_MASK) {
 		if (!bpf_probe_read_user(&cm, sizeof(cm), (void *)(method + p->method_const)) && cm) {
 			__u64 code = cm + p->const_size;
-			if (bcp >= code && bcp - code < 0xffff)
+			if (bcp >= code && bcp - code < NP_HS_BCI_UNKNOWN)
 				bci = bcp - code;
 		}
 		w->w0 = NP_HS_TAG | NP_HS_MORE | (__u64)NP_HS_INTERPRETED << NP_HS_KIND_SHIFT | method;
-		w->w1 = NP_HS_TAG | bci << NP_HS_POS_SHIFT | (__u32)(cm >> 3);
+		w->w1 = NP_HS_TAG | bci << NP_HS_BCI_SHIFT | ((cm >> 3) & NP_HS_CM_MASK);
 		stat_inc(NP_HS_FRAMES_INTERPRETED);
 	}
 	if (w->iframe[NP_HS_INTERP_BELOW + 1] == 0 || w->iframe[si & 15] <= w->sp)

@@ -34,7 +34,6 @@ struct np_collector {
 	struct sym_frame native[NP_MAX_STACK_DEPTH + 1]; /* the named native user frames */
 	uint64_t user_ips[NP_MAX_STACK_DEPTH + 1]; /* a user stack with its recovered leaf caller */
 	uint64_t sym_ips[NP_MAX_STACK_DEPTH + 1];  /* a user stack with its Java words zeroed */
-	struct sym_frame java[NP_MAX_STACK_DEPTH + 1]; /* the native frames with the Java ones named */
 	struct np_leaf_checker leaf;
 	uint64_t drains, samples, missing_stacks, recovered_callers;
 	size_t last_counts, last_stacks; /* entries read at the last drain */
@@ -264,19 +263,17 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			rc = -1;
 			break;
 		}
-		if (java) {
-			size_t n_named;
-			if (hs_tracker_frames(c->hs, s->tgid, s->gen, user, c->native, nu, c->java, &n_named, err)) {
-				rc = -1;
-				break;
-			}
-			memcpy(c->native, c->java, n_named * sizeof(c->java[0]));
-			nu = (uint32_t)n_named;
-		}
 		if (s->kind == NP_EVENT_OFFCPU)
 			nk = skip_tracing_frames(c->frames, nk);
 		size_t n_user = nu;
-		if (c->py && s->n_python) {
+		if (java) {
+			/* Java frames stand where they ran, inlined methods expanded. */
+			if (hs_tracker_frames(c->hs, s->tgid, s->gen, user, c->native, nu, c->frames + nk,
+					      NP_COLLECTED_MAX_FRAMES - nk, &n_user, err)) {
+				rc = -1;
+				break;
+			}
+		} else if (c->py && s->n_python) {
 			/* A native walk that used every frame may have lost the root end. */
 			if (py_tracker_merge(c->py, s->tgid, s->gen, c->native, nu, s->n_user >= NP_MAX_STACK_DEPTH,
 					     s->python, s->n_python, c->frames + nk, &n_user, err)) {

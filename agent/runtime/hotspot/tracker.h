@@ -33,11 +33,14 @@ int hs_stack_has_java(const uint64_t *words, size_t n);
 
 /* The named user stack of a sample whose words hold Java frames: named[i] is the symbolizer's
  * frame for words[i] (the Java words got placeholders), leaf first. Writes to out (room for
- * n frames) the native frames as they are and each Java frame (two words) as one frame, and
- * sets *n_out. The names stay valid until hs_tracker_end_batch. -1 only on allocation failure. */
+ * cap frames) the native frames as they are and each Java frame (two words) as its method's
+ * frame, or its inlined methods' frames, innermost first (a stub as its code blob's name;
+ * "[unknown java]" when it cannot be named or is stale), and sets *n_out. A process the
+ * tracker does not know in this incarnation keeps "[unknown java]" frames. The names stay
+ * valid until the next call or hs_tracker_end_batch. -1 only on allocation failure. */
 NP_MUST_CHECK int hs_tracker_frames(struct hs_tracker *t, uint32_t pid, uint32_t gen, const uint64_t *words,
-				    const struct sym_frame *named, size_t n, struct sym_frame *out, size_t *n_out,
-				    struct np_err *err);
+				    const struct sym_frame *named, size_t n, struct sym_frame *out, size_t cap,
+				    size_t *n_out, struct np_err *err);
 
 /* After a drain. */
 void hs_tracker_end_batch(struct hs_tracker *t);
@@ -45,8 +48,12 @@ void hs_tracker_end_batch(struct hs_tracker *t);
 struct hs_tracker_stats {
 	size_t processes;     /* live JVMs the walker walks */
 	uint64_t unsupported; /* processes running a JVM it cannot walk */
-	uint64_t frames[5];   /* Java frames named, by enum np_hs_kind */
-	uint64_t unnamed;     /* of those, named "[unknown java]" */
+	uint64_t frames[5];   /* Java frames (word pairs) met, by enum np_hs_kind */
+	uint64_t unnamed;     /* frames named "[unknown java]": stale, unreadable, or of an unknown JVM */
+	/* The namer's: frames named by kind (inlined: the extra frames of compiled ones), stale
+	 * and failed frames, and its cache. */
+	uint64_t named_interpreted, named_compiled, named_inlined, stale, failed;
+	size_t cache_entries, cache_bytes;
 };
 void hs_tracker_stats(const struct hs_tracker *t, struct hs_tracker_stats *out);
 
