@@ -317,6 +317,11 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 		       "compiled", NP_LOG_INT(b[NP_HS_FRAMES_COMPILED]), "stub", NP_LOG_INT(b[NP_HS_FRAMES_STUB]),
 		       "no_blob", NP_LOG_INT(b[NP_HS_NO_BLOB]), "cut", NP_LOG_INT(b[NP_HS_LOST_FRAME]), "jvms",
 		       NP_LOG_INT(hs.processes), "unsupported", NP_LOG_INT(hs.unsupported), NULL);
+	if (hs.processes || hs.unsupported)
+		np_log(NP_DEBUG, "record", "java names", "interpreted", NP_LOG_INT(hs.named_interpreted), "compiled",
+		       NP_LOG_INT(hs.named_compiled), "inlined", NP_LOG_INT(hs.named_inlined), "unknown",
+		       NP_LOG_INT(hs.unnamed), "stale", NP_LOG_INT(hs.stale), "failed", NP_LOG_INT(hs.failed),
+		       "cache_entries", NP_LOG_INT(hs.cache_entries), NULL);
 	np_collector_python_stats(r->c, &ps);
 	if (ps.processes || ps.code_reads)
 		np_log(NP_DEBUG, "record", "python stacks", "walked", NP_LOG_INT(b[NP_PY_STACKS]), "frames",

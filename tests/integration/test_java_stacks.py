@@ -1,10 +1,13 @@
 """Java stacks through HotSpot frames (issue 27): `nodeprof record` on a busy Java program
 (tests/integration/workloads/java/WalkChain.java: Thread.run -> lambda -> Worker.crunch ->
-recurse x5 -> leaf -> spin in the thread "walk-busy"), compiled from source with javac and run
-under Debian's OpenJDK 17, each JVM started before the recording: the walk goes through
-interpreted frames (-Xint: as deep as the JVM's own view of the thread, `jcmd PID Thread.print`)
-and compiled ones (after a warm-up) down to start_thread, inside a container's root too, and
-`--no-java` gives the native stacks of before (cut at the first Java frame)."""
+recurse x5 -> leaf -> spin in the thread "walk-busy", and other -> otherLeaf -> otherSpin in
+"walk-other"), compiled from source with javac and run under Debian's OpenJDK 17, each JVM
+started before the recording. The chain is in >= 90% of the busy thread's samples, in the
+order the JVM itself shows the thread (`jcmd PID Thread.print`), through interpreted frames
+(-Xint) and compiled ones (after a warm-up: C2 inlines most of the chain, expanded back from
+the nmethod's scopes), whole down to start_thread, inside a container's root too; the two
+threads' chains never mix; pprof has one Function per Java method with its file and first
+line; `--no-java` gives the native stacks of before (cut at the first Java frame)."""
 import os
 import re
 import shutil
@@ -14,6 +17,7 @@ import time
 import unittest
 
 import np
+import pprof
 import rootfs
 import stacks as st
 
@@ -24,13 +28,26 @@ JCMD = os.path.join(JDK, "bin", "jcmd")
 SOURCE = os.path.join(np.WORKLOADS, "java", "WalkChain.java")
 SECONDS = 6
 MIN_SAMPLES = 30
-JAVA_FRAME = "[unknown java]"  # until the namer names them: a Java frame, in its place
+UNKNOWN_JAVA = "[unknown java]"
+CALL_STUB = "StubRoutines (1)"  # the code blob of the call stub, JavaCalls' way into Java
 # libjvm's JavaCalls::call_helper, below every thread's first Java frame (mangled: --demangle none)
 CALL_HELPER = "_ZN9JavaCalls11call_helper"
 
 
+def method(frame):
+    """"long WalkChain$Worker.crunch(int)" -> "WalkChain$Worker.crunch", a hidden class's address
+    masked as jcmd's and ours differ ("$$Lambda$1/0x7f.." and "$$Lambda$1+<hidden>")."""
+    m = re.match(r"^(?:\S+ )?([^ (]+)\(", frame)
+    name = m.group(1) if m else frame
+    return re.sub(r"(/0x[0-9a-f]+|\+<hidden>)", "", name)
+
+
 def java_frames(f):
-    return [x for x in f if x == JAVA_FRAME]
+    """The Java frames of a folded stack (root first), as methods: those after the call stub."""
+    if CALL_STUB not in f:
+        return []
+    u = user_frames(f)
+    return [method(x) for x in u[u.index(CALL_STUB) + 1:]] if CALL_STUB in u else []
 
 
 def user_frames(f):
@@ -50,19 +67,24 @@ def whole(f):
     """The stack runs from the thread's start through libjvm's Java call into Java frames,
     with no frame left unnamed on the way."""
     u = user_frames(f)
-    if not java_frames(u) or "[unknown]" in u:
+    if not java_frames(u) or "[unknown]" in u or UNKNOWN_JAVA in u:
         return False
     root = u[1:] if u[0] == "clone3" else u
-    return root[0] == "start_thread" and 0 <= helper_at(u) < u.index(JAVA_FRAME)
+    return root[0] == "start_thread" and 0 <= helper_at(u) < u.index(CALL_STUB)
 
 
-def jcmd_depth(pid, thread):
-    """How many Java frames the JVM itself shows for the thread (jcmd Thread.print)."""
-    out = subprocess.run([JCMD, str(pid), "Thread.print"], capture_output=True, text=True, timeout=60).stdout
-    m = re.search(r'^"' + re.escape(thread) + r'".*?\n\n', out + "\n\n", re.S | re.M)
-    if not m:
-        raise AssertionError(f"no thread {thread} in jcmd's dump:\n{out[:2000]}")
-    return len(re.findall(r"^\s+at ", m.group(0), re.M))
+def jcmd_chain(pid, thread, leaf):
+    """The thread's Java frames as the JVM itself shows them (jcmd Thread.print), root first,
+    from a dump that caught it in leaf (the busy loop's innermost method)."""
+    for _ in range(20):
+        out = subprocess.run([JCMD, str(pid), "Thread.print"], capture_output=True, text=True, timeout=60).stdout
+        m = re.search(r'^"' + re.escape(thread) + r'".*?\n\n', out + "\n\n", re.S | re.M)
+        if not m:
+            raise AssertionError(f"no thread {thread} in jcmd's dump:\n{out[:2000]}")
+        chain = [method(x + "(") for x in re.findall(r"^\s+at (\S+?)\(", m.group(0), re.M)][::-1]
+        if chain and chain[-1].endswith("." + leaf):
+            return chain
+    raise AssertionError(f"jcmd never caught {thread} in {leaf}")
 
 
 class JavaStacks(unittest.TestCase):
@@ -103,6 +125,7 @@ class JavaStacks(unittest.TestCase):
     @classmethod
     def record_all(cls):
         java = [JAVA, "-cp", cls.classes, "WalkChain"]
+        two = java + ["two"]
         root = os.path.join(cls.dir, "root")
         os.makedirs(root)
         files = [(os.path.join(cls.classes, c), "/app/" + c) for c in os.listdir(cls.classes)]
@@ -113,13 +136,14 @@ class JavaStacks(unittest.TestCase):
                                              ("/proc", "/proc")])
         cls.container_root = root
         cls.record_batch({
-            "compiled": (java, [], 3),
+            "compiled": (two, [], 3),
             "interpreted": ([JAVA, "-Xint", "-cp", cls.classes, "WalkChain"], [], 0),
         })
         cls.record_batch({
             "container": (["unshare", "--mount", "sh", "-c", script], [], 3),
             "no-java": (java, ["--no-java"], 3),
         })
+        cls.record_batch({"pprof": (java, ["--format", "pprof"], 3)})
 
     @classmethod
     def record_batch(cls, jobs):
@@ -129,12 +153,18 @@ class JavaStacks(unittest.TestCase):
         running = {}
         for name, p in procs.items():
             extra = jobs[name][1]
-            out = os.path.join(cls.dir, name + ".folded")
+            out = os.path.join(cls.dir, name + (".pb.gz" if "pprof" in extra else ".folded"))
             log = open(os.path.join(cls.dir, name + ".log"), "w")
             argv = st.nodeprof_record_argv(p.pid, SECONDS, out=out) + ["--log-level", "debug"] + extra
+            if "pprof" in extra:
+                argv.remove("folded")
+                argv.remove("--format")
             running[name] = (subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log), out, log)
-        if "interpreted" in procs:
-            cls.depths["interpreted"] = max(jcmd_depth(procs["interpreted"].pid, "walk-busy") for _ in range(3))
+        for name in ("interpreted", "compiled"):
+            if name in procs:
+                cls.depths[name] = jcmd_chain(procs[name].pid, "walk-busy", "spin")
+        if "compiled" in procs:
+            cls.depths["other"] = jcmd_chain(procs["compiled"].pid, "walk-other", "otherSpin")
         for name, (p, out, log) in running.items():
             rc = p.wait(timeout=SECONDS + 120)
             log.close()
@@ -162,35 +192,59 @@ class JavaStacks(unittest.TestCase):
         self.assertIsNotNone(m, f"{name}: no java stacks line in the log:\n{log[-2000:]}")
         return dict(zip(("interpreted", "compiled", "stub", "no_blob", "cut"), map(int, m.groups())))
 
-    def assert_whole(self, name):
+    def assert_chain(self, name, thread="walk-busy", marker="WalkChain.lambda$main$0", want=None):
+        """The JVM's own chain of the thread (jcmd) in >= 90% of that thread's samples (those
+        running its lambda), whole down to start_thread."""
         s = self.stacks(name)
-        # The busy thread is nearly all of the process's samples: JVM threads are mostly idle.
-        busy = st.share(s, lambda f: bool(java_frames(f)))
-        self.assertGreaterEqual(busy[2], 90, f"{name}: {busy[0]} of {busy[1]} samples have Java frames:\n{st.top(s)}")
-        hits = st.share(s, whole, among=lambda f: bool(java_frames(f)))
-        self.assertGreaterEqual(hits[2], 95, f"{name}: {hits[0]} of {hits[1]} Java samples whole:\n{st.top(s)}")
+        want = want or self.depths[name if thread == "walk-busy" else "other"]
+        mine = lambda f: marker in java_frames(f)  # noqa: E731
+        hits = st.share(s, lambda f: java_frames(f) == want and whole(f), among=mine)
+        self.assertGreaterEqual(hits[1], MIN_SAMPLES // 2, f"{name}: few samples of {thread}:\n{st.top(s)}")
+        self.assertGreaterEqual(hits[2], 90, f"{name}: {hits[0]} of {hits[1]} samples of {thread} carry "
+                                f"{';'.join(want)}, whole:\n{st.top(s)}")
         return s
 
-    def test_compiled_frames_walked_whole(self):
-        self.assert_whole("compiled")
+    def test_compiled_chain_as_the_jvm_shows_it(self):
+        self.assert_chain("compiled")
         c = self.walker_counts("compiled")
         self.assertGreater(c["compiled"], 0, c)
         self.assertEqual(c["no_blob"] + c["cut"], 0, c)
+        # C2 inlined part of the chain: fewer compiled frames were walked than methods named.
+        _, log = self.result("compiled")
+        m = re.search(r'msg="java names".* inlined=(\d+)', log)
+        self.assertIsNotNone(m, log[-2000:])
+        self.assertGreater(int(m.group(1)), 0, log[-2000:])
 
-    def test_interpreted_frames_as_deep_as_the_jvm_says(self):
-        s = self.assert_whole("interpreted")
+    def test_interpreted_chain_as_the_jvm_shows_it(self):
+        self.assert_chain("interpreted")
         c = self.walker_counts("interpreted")
         self.assertEqual(c["compiled"], 0, c)
         self.assertGreater(c["interpreted"], 0, c)
-        # Every interpreted method is one frame; the call stub that enters Java adds one.
-        want = self.depths["interpreted"] + 1
-        deep = st.share(s, lambda f: len(java_frames(f)) == want, among=lambda f: bool(java_frames(f)))
-        self.assertGreaterEqual(deep[2], 80, f"{deep[0]} of {deep[1]} samples have {want} Java frames:\n{st.top(s)}")
-        self.assertEqual(st.total(s, lambda f: len(java_frames(f)) > want), 0, st.top(s))
+
+    def test_two_threads_keep_their_own_chains(self):
+        s = self.assert_chain("compiled", "walk-other", "WalkChain.lambda$main$1")
+        mixed = st.total(s, lambda f: {"WalkChain$Worker.crunch", "WalkChain.other"} <= set(java_frames(f)))
+        self.assertEqual(mixed, 0, f"a thread got another's frames:\n{st.top(s)}")
+
+    def test_pprof_functions_with_files_and_lines(self):
+        out, _ = self.result("pprof")
+        with open(out, "rb") as f:
+            p = pprof.decode(f.read(), ingest=False)
+        strings = p["string_table"]
+        funcs = {}
+        for fn in p["function"].values():
+            funcs.setdefault(method(strings[fn["name"]]), []).append(fn)
+        for m, line in (("WalkChain$Worker.crunch", 11), ("WalkChain$Worker.recurse", 15), ("WalkChain$Worker.spin", 28)):
+            with self.subTest(method=m):
+                self.assertEqual(len(funcs.get(m, [])), 1, f"{m}: {funcs.get(m)}")
+                fn = funcs[m][0]
+                self.assertEqual(strings[fn["filename"]], "WalkChain.java")
+                self.assertEqual(fn["start_line"], line)
 
     def test_jvm_in_a_container_root(self):
         self.assertEqual(os.listdir(self.container_root), [])  # its files are in another mount namespace
-        self.assert_whole("container")
+        # The same program as "compiled" (whose JVM jcmd could attach to): the same chain.
+        self.assert_chain("container", want=self.depths["compiled"])
 
     def test_no_java_keeps_native_stacks(self):
         s = self.stacks("no-java")
