@@ -2,8 +2,8 @@
  * process memory a pod controls: the input is a memory image at a fixed address whose first
  * 24 words are the exported layout variables, in hs_vm_symbol_names order (the four table
  * pointers, then the entry offsets and strides); everything else is what they point at.
- * Invariants: the read succeeds or fails cleanly, every entry it kept is found again by name
- * with the same value, and the memory held stays within the stated bounds. */
+ * Invariants: the read succeeds or fails cleanly, names are unique (the first of a duplicate
+ * wins) and every entry kept is found again by name with its value and type string, and the memory held stays within the stated bounds. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +37,18 @@ static int check(void *ud, const char *type, const char *field, const char *type
 	(void)type_string;
 	if (strlen(type) >= HS_VM_NAME_MAX || strlen(field) >= HS_VM_NAME_MAX)
 		abort();
-	/* Duplicates may shadow each other; the one found must be one of the same name. */
+	/* Names are unique once read: each entry is what its name finds. */
 	if (is_static) {
-		if (value && hs_vm_static_address(vm, type, field, &v) != 0 && hs_vm_field_offset(vm, type, field, &v) != 0)
+		if (value ? hs_vm_static_address(vm, type, field, &v) != 0 || v != value
+			  : hs_vm_static_address(vm, type, field, &v) != -1)
 			abort();
-	} else if (hs_vm_field_offset(vm, type, field, &v) != 0 && hs_vm_static_address(vm, type, field, &v) != 0) {
+		if (hs_vm_field_offset(vm, type, field, &v) != -1)
+			abort();
+	} else if (hs_vm_field_offset(vm, type, field, &v) != 0 || v != value) {
 		abort();
 	}
+	if (hs_vm_field_type(vm, type, field) != type_string)
+		abort();
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* Unit tests for agent/runtime/hotspot/vmstructs: the four tables read from a memory image
  * laid out the way libjvm lays them out (entry layouts from the exported variables, not from
  * this file's structs), lookups by name, and the refusals: garbage strides and offsets, an
- * unterminated table, unreadable and non-ASCII names, major versions from release strings.
+ * unterminated table, unreadable and non-ASCII names, duplicate names, major versions from
+ * release strings.
  * The tables of a real JVM are in tests/integration/test_hotspot_names.py. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -226,6 +227,29 @@ static void skips_bad_names(void **state)
 	hs_vm_free(vm);
 }
 
+static void keeps_first_of_duplicates(void **state)
+{
+	static struct image im;
+	struct hs_vm_symbols s;
+	struct hs_vm *vm;
+	struct np_err err;
+	struct hs_vm_stats st;
+	uint64_t v;
+
+	(void)state;
+	build(&im, &s);
+	/* The third entry takes the first's name with another offset. */
+	put64(&im, STRUCTS + 112 + 8, str(&im, "nmethod"));
+	put64(&im, STRUCTS + 112 + 0, str(&im, "_compile_id"));
+	assert_int_equal(hs_vm_read(read_image, &im, 1, &s, &vm, &err), 0);
+	assert_int_equal(hs_vm_field_offset(vm, "nmethod", "_compile_id", &v), 0);
+	assert_int_equal(v, 304);
+	hs_vm_stats(vm, &st);
+	assert_int_equal(st.fields, 2);
+	assert_int_equal(st.skipped, 1);
+	hs_vm_free(vm);
+}
+
 static void reads_strings_at_page_ends(void **state)
 {
 	static struct image im;
@@ -268,6 +292,7 @@ int main(void)
 		cmocka_unit_test(reads_tables),
 		cmocka_unit_test(refuses_garbage),
 		cmocka_unit_test(skips_bad_names),
+		cmocka_unit_test(keeps_first_of_duplicates),
 		cmocka_unit_test(reads_strings_at_page_ends),
 		cmocka_unit_test(majors),
 	};

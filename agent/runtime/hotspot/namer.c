@@ -636,24 +636,26 @@ fail:
 }
 
 /* The cached method at addr, read now when absent or when the Method no longer points at the
- * cached ConstMethod. cm_seen (0: unknown) must match. Returns the id, 0 when unreadable, or
+ * cached ConstMethod (one 8-byte read per call unless cm_seen matches the cache). cm_seen (0:
+ * unknown) must match what the Method points at. Returns the id, 0 when unreadable, or
  * UINT32_MAX on a mismatch with cm_seen; -1 in *oom on allocation failure. */
 #define STALE UINT32_MAX
 static uint32_t method_id(struct hs_namer *n, uint32_t pid, uint32_t gen, const struct hs_names_layout *l,
-			  uint64_t addr, uint64_t cm_seen, int revalidate, int *oom)
+			  uint64_t addr, uint64_t cm_seen, int *oom)
 {
 	struct method_key k = { .pid = pid, .gen = gen, .method = addr };
 	uint32_t id = np_intern_find(&n->methods, &k, sizeof(k));
 	struct method_info mi;
 
+	if (id && cm_seen && n->minfo[id - 1].const_method == cm_seen)
+		return id;
 	if (id) {
-		if (cm_seen)
-			return n->minfo[id - 1].const_method == cm_seen ? id : STALE;
-		if (!revalidate)
-			return id;
+		/* The entry may be of an earlier method at this address: what is there now? */
 		uint64_t cm;
 		if (rd(n, pid, addr + l->method_const_method.off, &cm, 8))
 			return 0;
+		if (cm_seen && cm != cm_seen)
+			return STALE;
 		if (cm == n->minfo[id - 1].const_method)
 			return id;
 	}
@@ -698,7 +700,7 @@ int hs_namer_interpreted(struct hs_namer *n, uint32_t pid, uint32_t gen, const s
 			 const struct hs_interp_frame *fr, struct sym_frame *out, struct np_err *err)
 {
 	int oom = 0;
-	uint32_t id = method_id(n, pid, gen, l, fr->method, fr->const_method, 1, &oom);
+	uint32_t id = method_id(n, pid, gen, l, fr->method, fr->const_method, &oom);
 
 	if (oom)
 		return np_errf(err, "out of memory naming Java frames");
@@ -779,7 +781,7 @@ static int resolve_scopes(struct hs_namer *n, uint32_t pid, uint32_t gen, const 
 			if (midx && midx <= nmeta && !u32_at(n->text.p + ni->meta + 4 * (midx - 1))) {
 				uint64_t m;
 				memcpy(&m, n->text.p + ni->meta_raw + 8 * (uint64_t)(midx - 1), 8);
-				uint32_t id = method_id(n, pid, gen, l, m, 0, 1, oom);
+				uint32_t id = method_id(n, pid, gen, l, m, 0, oom);
 				if (*oom || !id || id == STALE)
 					return -1;
 				memcpy(n->text.p + ni->meta + 4 * (midx - 1), &id, 4);
@@ -888,7 +890,7 @@ static void read_nmethod(struct hs_namer *n, uint32_t pid, uint32_t gen, const s
 	n->text.len += (size_t)(meta_len / 2);
 	ni->meta = (uint32_t)ids;
 	ni->meta_len = (uint32_t)(meta_len / 2);
-	ni->method = method_id(n, pid, gen, l, get(h, l->nm_method), 0, 1, oom);
+	ni->method = method_id(n, pid, gen, l, get(h, l->nm_method), 0, oom);
 	if (*oom)
 		goto fail_oom;
 	if (!ni->method || ni->method == STALE || resolve_scopes(n, pid, gen, l, ni, oom))

@@ -44,6 +44,7 @@ struct entry {
 	const char *type, *field, *type_string; /* into vm->text; field "" for types and constants */
 	uint64_t value;				/* offset, address, size or constant */
 	int is_static;
+	uint32_t index; /* in the JVM's table: of two entries with one name, the first is kept */
 };
 
 enum { T_FIELDS, T_TYPES, T_INTS, T_LONGS, T_COUNT };
@@ -197,7 +198,8 @@ static int read_table(struct reader *r, const struct layout *l, const char *what
 			tab = nt;
 			cap = nc;
 		}
-		struct entry *en = &tab[n++];
+		struct entry *en = &tab[n];
+		en->index = (uint32_t)n++;
 		en->type = OFF_PTR(t);
 		en->field = OFF_PTR(f);
 		en->type_string = OFF_PTR(ts);
@@ -220,6 +222,14 @@ static int cmp_entry(const void *a, const void *b)
 	int c = strcmp(x->type, y->type);
 
 	return c ? c : strcmp(x->field, y->field);
+}
+
+static int cmp_entry_index(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = cmp_entry(a, b);
+
+	return c ? c : x->index < y->index ? -1 : x->index > y->index;
 }
 
 /* Reads the uint64_t layout variables of one table and checks that they describe entries no
@@ -331,8 +341,19 @@ int hs_vm_read(hs_mem_reader read, void *ud, uint32_t pid, const struct hs_vm_sy
 			e->field = f < 0 ? vm->text : vm->text + f;
 			e->type_string = ts < 0 ? NULL : vm->text + ts;
 		}
-		if (vm->n[t])
-			qsort(vm->tab[t], vm->n[t], sizeof(struct entry), cmp_entry);
+		if (!vm->n[t])
+			continue;
+		/* A name twice (a JVM has none; garbage may): the first of the table wins. */
+		qsort(vm->tab[t], vm->n[t], sizeof(struct entry), cmp_entry_index);
+		size_t kept = 1;
+		for (size_t i = 1; i < vm->n[t]; i++) {
+			if (cmp_entry(&vm->tab[t][i], &vm->tab[t][kept - 1]) == 0) {
+				vm->skipped++;
+				continue;
+			}
+			vm->tab[t][kept++] = vm->tab[t][i];
+		}
+		vm->n[t] = kept;
 	}
 	*out = vm;
 	return 0;
