@@ -7,7 +7,10 @@ order the JVM itself shows the thread (`jcmd PID Thread.print`), through interpr
 (-Xint) and compiled ones (after a warm-up: C2 inlines most of the chain, expanded back from
 the nmethod's scopes), whole down to start_thread, inside a container's root too; the two
 threads' chains never mix; pprof has one Function per Java method with its file and first
-line; `--no-java` gives the native stacks of before (cut at the first Java frame)."""
+line; `--no-java` gives the native stacks of before (cut at the first Java frame). Code that
+changes while it is sampled (WalkChurn.java: a method deoptimised mid-run, classes unloaded and
+their code addresses reused) never gets a wrong name: a frame is its method's or
+"[unknown java]"."""
 import os
 import re
 import shutil
@@ -26,6 +29,8 @@ JAVA = os.path.join(JDK, "bin", "java")
 JAVAC = os.path.join(JDK, "bin", "javac")
 JCMD = os.path.join(JDK, "bin", "jcmd")
 SOURCE = os.path.join(np.WORKLOADS, "java", "WalkChain.java")
+CHURN = os.path.join(np.WORKLOADS, "java", "WalkChurn.java")
+GENS = [os.path.join(np.WORKLOADS, "java", f"WalkGen{g}.java") for g in "AB"]
 SECONDS = 6
 MIN_SAMPLES = 30
 UNKNOWN_JAVA = "[unknown java]"
@@ -42,12 +47,17 @@ def method(frame):
     return re.sub(r"(/0x[0-9a-f]+|\+<hidden>)", "", name)
 
 
+# A Java method's frame as the namer names it: "long pkg.Class.method(int, java.lang.String)".
+JAVA_NAME = re.compile(r"^\S+ [^ (]+\(.*\)$")
+
+
 def java_frames(f):
-    """The Java frames of a folded stack (root first), as methods: those after the call stub."""
-    if CALL_STUB not in f:
-        return []
+    """The Java frames of a folded stack (root first), as methods: those after the call stub
+    (native frames they called, a signal handler, are left out)."""
     u = user_frames(f)
-    return [method(x) for x in u[u.index(CALL_STUB) + 1:]] if CALL_STUB in u else []
+    if CALL_STUB not in u:
+        return []
+    return [method(x) for x in u[u.index(CALL_STUB) + 1:] if x == UNKNOWN_JAVA or JAVA_NAME.match(x)]
 
 
 def user_frames(f):
@@ -92,7 +102,11 @@ class JavaStacks(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="java-", dir=os.path.join(np.ROOT, "build"))
         cls.classes = os.path.join(cls.dir, "classes")
-        subprocess.run([JAVAC, "-d", cls.classes, SOURCE], check=True, capture_output=True)
+        subprocess.run([JAVAC, "-d", cls.classes, SOURCE, CHURN], check=True, capture_output=True)
+        # The churned generations outside the class path: only their own loaders find them.
+        cls.gens = os.path.join(cls.dir, "gens")
+        subprocess.run([JAVAC, "-d", cls.gens, *GENS], check=True, capture_output=True)
+        cls.jvm_log = os.path.join(cls.dir, "churn-jvm.log")
         cls.procs = []
         cls.results = {}
         cls.depths = {}
@@ -107,7 +121,9 @@ class JavaStacks(unittest.TestCase):
 
     @classmethod
     def start(cls, argv):
-        p = subprocess.Popen(list(map(str, argv)), stdout=subprocess.PIPE, text=True)
+        err = open(cls.jvm_log, "a")
+        p = subprocess.Popen(list(map(str, argv)), stdout=subprocess.PIPE, stderr=err, text=True)
+        err.close()
         cls.procs.append(p)
         if p.stdout.readline().strip() != "ready":
             raise AssertionError(f"{argv} did not start")
@@ -143,7 +159,10 @@ class JavaStacks(unittest.TestCase):
             "container": (["unshare", "--mount", "sh", "-c", script], [], 3),
             "no-java": (java, ["--no-java"], 3),
         })
-        cls.record_batch({"pprof": (java, ["--format", "pprof"], 3)})
+        # The JVM's own log of what changed: compilations (made not entrant) and class unloading.
+        churn = [JAVA, "-XX:+PrintCompilation", "-XX:+DisplayVMOutputToStderr", "-Xlog:class+unload=info:stderr",
+                 "-cp", cls.classes, "WalkChurn", cls.gens]
+        cls.record_batch({"pprof": (java, ["--format", "pprof"], 3), "churn": (churn, [], 0)})
 
     @classmethod
     def record_batch(cls, jobs):
@@ -240,6 +259,45 @@ class JavaStacks(unittest.TestCase):
                 fn = funcs[m][0]
                 self.assertEqual(strings[fn["filename"]], "WalkChain.java")
                 self.assertEqual(fn["start_line"], line)
+
+    def test_changing_code_never_gets_a_wrong_name(self):
+        s = self.stacks("churn")
+        with open(self.jvm_log) as f:
+            jvm = f.read()
+        # The JVM did change the code while it was sampled.
+        self.assertRegex(jvm, r"WalkChurn::measure \(\d+ bytes\)\s+made not entrant")
+        self.assertGreaterEqual(len(re.findall(r"unloading class WalkGen[AB]", jvm)), 2, jvm[-2000:])
+        base = ["java.lang.Thread.run", "WalkChurn$$Lambda$1.run", "WalkChurn.deoptLoop"]
+        areas = {"WalkChurn$Square.area", "WalkChurn$Circle.area"}
+        ok_unload = named_deopt = n_deopt = 0
+        for stack, count in s.items():
+            j = java_frames(st.frames(stack))
+            if "WalkChurn.deoptLoop" in j:
+                n_deopt += count
+                # deoptLoop -> measure -> Square.area or Circle.area, each level optional (inlined
+                # code's leaf pc is named after the scope that holds it)
+                rest = j[len(base):]
+                shape = j[:len(base)] == base and len(rest) <= 2 and (
+                    not rest or rest[0] in ("WalkChurn.measure", UNKNOWN_JAVA)) and (
+                    len(rest) < 2 or rest[1] in areas | {UNKNOWN_JAVA})
+                named_deopt += count if shape and UNKNOWN_JAVA not in j else 0
+                self.assertTrue(shape, f"wrong frames in walk-deopt: {j}")
+            elif "WalkChurn.unloadLoop" in j:
+                rest = j[j.index("WalkChurn.unloadLoop") + 1:]
+                gens = {m[-1] for m in re.findall(r"WalkGen([AB])\.(?:applyAsLong|work\1|inner\1)", ";".join(rest))}
+                names = [x for x in rest if x != UNKNOWN_JAVA]
+                want = [f"WalkGen{g}.{m}{g if m != 'applyAsLong' else ''}" for g in gens for m in ("applyAsLong", "work", "inner")]
+                self.assertLessEqual(len(gens), 1, f"generations mixed in one stack: {j}")
+                if gens:  # running a generation: its own three methods, nothing else
+                    self.assertTrue(all(x in want for x in names) and len(rest) <= 3, f"wrong frames in walk-unload: {j}")
+                    ok_unload += count
+        self.assertGreaterEqual(n_deopt, MIN_SAMPLES // 3, st.top(s))
+        self.assertGreaterEqual(ok_unload, MIN_SAMPLES // 6, st.top(s))
+        self.assertGreaterEqual(100.0 * named_deopt / n_deopt, 90, st.top(s))
+        # Frames of unloaded code were caught by the identity check, not named.
+        _, log = self.result("churn")
+        m = re.search(r'msg="java names".* stale=(\d+)', log)
+        self.assertIsNotNone(m, log[-2000:])
 
     def test_jvm_in_a_container_root(self):
         self.assertEqual(os.listdir(self.container_root), [])  # its files are in another mount namespace
