@@ -1,11 +1,11 @@
-/* The HotSpot (Java) step of the user-stack walk, and the types it shares with user space
- * (agent/runtime/hotspot/walk_layout.c fills struct np_hs_proc, tracker.c decodes the frame
- * words). Included by bpf/unwind_walk.h for the BPF side; plain fixed-width types above the
- * __bpf__ part, so user space includes the same header.
+/* The HotSpot (Java) runtime's JIT step of the user-stack walk (bpf/runtimes.h dispatches to it),
+ * and the types it shares with user space (agent/runtime/hotspot/walk_layout.c fills struct
+ * np_hs_proc, tracker.c names the frame words). Plain fixed-width types above the __bpf__ part,
+ * so user space includes the same header.
  *
  * JIT-compiled Java code has no .eh_frame and keeps no frame pointer, so the native walk alone
- * stops at the first Java frame. When a pc lies in a registered JVM's code cache, the walk
- * hands the frame to np_hs_step, which finds the code's CodeBlob through the code heap's
+ * stops at the first Java frame. When a pc no table covers lies in a registered JVM's code cache
+ * (its region in rt_jit_procs), the walk hands the frame to np_hotspot_jit_step, which finds the code's CodeBlob through the code heap's
  * segment map (as CodeHeap::find_blob_unsafe does), tells its kind from the blob's name, and
  * steps to the caller the way HotSpot's own frame::sender does on x86-64:
  *   - interpreted (pc in the template interpreter): rbp-based; Method* and bcp are saved in the
@@ -39,13 +39,12 @@
 #ifndef NP_BPF_HOTSPOT_H
 #define NP_BPF_HOTSPOT_H
 
-#include "sampler.h"
+#include "runtime.h"
 
-/* The tag of both words (bpf/runtime.h: NP_RT_TAG | NP_RT_HOTSPOT << NP_RT_ID_SHIFT), the first
- * word's "more" bit, and the payload fields. */
-#define NP_HS_TAG ((1ULL << 63) | (4ULL << 58))
-#define NP_HS_TAG_MASK (0x3fULL << 58)
-#define NP_HS_MORE (1ULL << 57)
+/* The tag of both words, the first word's "more" bit (bpf/runtime.h), and the payload fields. */
+#define NP_HS_TAG (NP_RT_TAG | (np_u64)NP_RT_HOTSPOT << NP_RT_ID_SHIFT)
+#define NP_HS_TAG_MASK (NP_RT_TAG | NP_RT_ID_BITS << NP_RT_ID_SHIFT)
+#define NP_HS_MORE NP_RT_MORE
 #define NP_HS_KIND_SHIFT 54
 #define NP_HS_KIND_MASK 0x7ULL
 #define NP_HS_LEAF_BIT (1ULL << 53) /* the frame was interrupted, not at a return address */
@@ -93,7 +92,7 @@ struct np_hs_heap {
 	np_u32 pad;
 };
 
-/* The value of the hs_procs map (key: tgid): written by user space once it found a JVM in the
+/* The value of the hotspot_procs map (key: tgid): written by user space once it found a JVM in the
  * process incarnation gen. */
 struct np_hs_proc {
 	np_u32 gen;
@@ -120,17 +119,13 @@ struct np_hs_proc {
 
 #ifdef __bpf__
 
-/* How many processes hs_procs holds (written by user space): with none, a walk skips the
- * lookup, so processes that are not JVMs cost nothing here. */
-volatile __u32 hs_procs_live;
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, struct np_hs_proc);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-} hs_procs SEC(".maps");
+} hotspot_procs SEC(".maps");
 
 /* The first 8 bytes of CodeBlob::_name (string literals of libjvm) as little-endian words: how
  * a blob's kind is told in JDK 8-25 ("nmethod", "native nmethod", "Interpreter", "vtable chunks",
@@ -149,10 +144,12 @@ enum hs_unwind {
 	HS_PC,	       /* leaf with only the return address at sp */
 };
 
-/* One walk's HotSpot step, per CPU and walk slot (enum np_walk_slot): the JVM's layout copied
- * at the walk's start, the frame in (pc, sp, bp, leaf, r13) and out (the caller's pc, sp, bp,
- * and the frame's words w0, w1; w0 = 0: none recorded). */
+/* The HotSpot step's state, per CPU and walk slot (enum np_walk_slot; larger than the runtime
+ * scratch of np_unw_state): the layout of the JVM last walked there (process tgid, incarnation
+ * gen: read again only when another process is walked), the frame in (pc, sp, bp, leaf, r13)
+ * and out (the caller's pc, sp, bp, and the frame's words w0, w1; w0 = 0: none recorded). */
 struct np_hs_walk {
+	__u32 tgid, gen;
 	struct np_hs_proc proc;
 	__u64 pc, sp, bp, r13;
 	__u32 leaf, pad;
@@ -167,27 +164,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct np_hs_walk);
 } hs_walks SEC(".maps");
-
-/* Loads the sampled process's JVM layout for the walk in slot: 1 when it is a JVM the walker
- * knows (then *low, *high bound its code cache), else 0. */
-static __always_inline int hs_begin(__u32 slot, __u32 tgid, __u32 gen, __u64 *low, __u64 *high)
-{
-	struct np_hs_proc *p;
-	struct np_hs_walk *w;
-
-	if (!hs_procs_live)
-		return 0;
-	p = bpf_map_lookup_elem(&hs_procs, &tgid);
-	if (!p || p->gen != gen)
-		return 0;
-	w = bpf_map_lookup_elem(&hs_walks, &slot);
-	if (!w)
-		return 0;
-	w->proc = *p;
-	*low = p->cc_low;
-	*high = p->cc_high;
-	return 1;
-}
 
 static __always_inline __u64 hs_word(const struct np_hs_walk *w, __u16 off)
 {
@@ -376,19 +352,59 @@ static __always_inline int hs_blob(struct np_hs_walk *w)
 	return NP_UNW_CONTINUE;
 }
 
-/* Steps the HotSpot frame of the walk in slot (see the top of this file): NP_UNW_CONTINUE with
- * the caller in w->pc/sp/bp, or why the walk ends; w->w0 != 0 when the frame was identified.
- * Global: verified once, whatever calls it. */
-__noinline int np_hs_step(__u32 slot)
+/* The JIT step for a pc in a JVM's code cache (bpf/runtimes.h's contract): the frame's two words
+ * in place of the pc the native walker recorded, st moved to the caller; NP_UNW_CONTINUE, a stat
+ * index ending the walk, or NP_RT_NATIVE for a process whose layout is not known. Global:
+ * verified once, whatever calls it. */
+__noinline int np_hotspot_jit_step(__u32 slot)
 {
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 	struct np_hs_walk *w = bpf_map_lookup_elem(&hs_walks, &slot);
+	__u32 n;
+	int why;
 
-	if (!w)
-		return NP_LOST_NO_MAP;
+	if (!st || !w)
+		return NP_RT_NATIVE;
+	if (w->tgid != st->key.tgid || w->gen != st->key.gen) {
+		__u32 tgid = st->key.tgid;
+		struct np_hs_proc *p = bpf_map_lookup_elem(&hotspot_procs, &tgid);
+		if (!p || p->gen != st->key.gen)
+			return NP_RT_NATIVE;
+		w->proc = *p;
+		w->tgid = tgid;
+		w->gen = p->gen;
+	}
+	n = st->stack.len;
+	if (n == 0 || n > NP_MAX_STACK_DEPTH)
+		return NP_RT_NATIVE;
+	n--; /* the pc's word */
+	w->pc = st->ip;
+	w->sp = st->sp;
+	w->bp = st->bp_unknown ? 0 : st->bp;
+	w->r13 = st->regs[2]; /* pt_regs word 2: meaningful only in the interrupted frame */
+	w->leaf = st->interrupted;
 	w->w0 = w->w1 = 0;
 	if (w->pc >= w->proc.interp_low && w->pc < w->proc.interp_high)
-		return hs_interpreted(w);
-	return hs_blob(w);
+		why = hs_interpreted(w);
+	else
+		why = hs_blob(w);
+	if (w->w0) {
+		if (n + 1 >= NP_MAX_STACK_DEPTH) {
+			st->stack.len = n;
+			return NP_UNW_LOST_DEPTH;
+		}
+		st->stack.ips[n & 127] = w->w0;
+		st->stack.ips[(n + 1) & 127] = w->w1;
+		st->stack.len = n + 2;
+	}
+	if (why != NP_UNW_CONTINUE)
+		return why;
+	st->ip = w->pc;
+	st->sp = w->sp;
+	st->bp = w->bp;
+	st->bp_unknown = 0;
+	st->interrupted = 0;
+	return NP_UNW_CONTINUE;
 }
 
 #endif /* __bpf__ */

@@ -135,7 +135,7 @@ static __always_inline void send_proc_event(__u32 type, __u32 tgid, __u32 gen, _
 }
 
 #include "unwind_walk.h"
-#include "python_walk.h"
+#include "runtimes.h"
 
 static __always_inline __u32 new_gen(void)
 {
@@ -222,7 +222,7 @@ static __always_inline int finish(void *ctx, struct np_unw_state *st, __u32 slot
 		st->stack.sp_word = st->leaf_fp ? user_sp_word(st->regs[19]) : 0;
 		st->key.ustack = put_stack(stacks, &st->stack);
 	}
-	st->key.pystack = np_py_walk(slot) > 0 ? put_stack(stacks, &st->pystack) : 0;
+	st->key.rtstack = rt_walk_chain(st, slot) > 0 ? put_stack(stacks, &st->rtstack) : 0;
 	/* A sample in user code has no kernel stack: skip the helper (and its zeroing of 1 KiB). */
 	if (st->kstack_ready)
 		st->key.kstack = st->kstack.len ? put_stack(stacks, &st->kstack) : 0;
@@ -265,7 +265,7 @@ static __always_inline int walk_on(void *ctx, struct np_unw_state *st, __u32 slo
  * at once for a thread without a user context. */
 static __always_inline int start_walk(void *ctx, struct np_unw_state *st, const __u64 *regs, __u32 slot, void *progs)
 {
-	if (unw_begin(st, regs, slot))
+	if (unw_begin(st, regs))
 		return finish(ctx, st, slot);
 	return walk_on(ctx, st, slot, progs);
 }

@@ -31,7 +31,7 @@ struct np_count_key {
 	np_u64 cgroup_id; /* cgroup v2 ID of the sampled thread */
 	np_u64 ustack;	  /* hash of the user stack, 0 = none */
 	np_u64 kstack;	  /* hash of the kernel stack, 0 = none */
-	np_u64 pystack;	  /* hash of the Python stack (bpf/python.h), 0 = none */
+	np_u64 rtstack;	  /* hash of the runtime stack of an interpreter-chain runtime (bpf/runtime.h), 0 = none */
 	np_u32 kind;	  /* enum np_event_kind: what the count measures */
 	np_u32 pad;
 };
@@ -95,7 +95,7 @@ enum np_stat {
 	NP_UNW_FRAMES_FP,     /* frames stepped with frame pointers */
 	NP_UNW_NO_MAPPING,    /* a pc in no known mapping of its process (maps re-read requested) */
 	NP_UNW_NO_TABLE,      /* a mapping whose table is not loaded (load requested) */
-	/* The Python walk (bpf/python_walk.h), in samples of processes running CPython: */
+	/* The Python walk (bpf/python.h), in samples of processes running CPython: */
 	NP_PY_STACKS,	      /* Python stacks walked (the thread had a Python thread state) */
 	NP_PY_FRAMES,	      /* Python frames recorded */
 	NP_PY_NO_TSTATE,      /* samples of a thread with no Python thread state (a C thread) */

@@ -12,15 +12,14 @@
  * address undefined) ends the walk cleanly. Every other end is counted by reason.
  *
  * One step is a global (separately verified) function, so the verifier checks it once, not
- * once per frame; a pc in a JVM's code cache is stepped by np_hs_step (bpf/hotspot.h), which
- * writes the Java frame's words in place of the pc; a program walks NP_UNW_FRAMES_PER_PROG frames and tail-calls np_unwind for
+ * once per frame; a program walks NP_UNW_FRAMES_PER_PROG frames and tail-calls np_unwind for
  * the next ones, the state living in the per-CPU scratch. */
 #ifndef NP_BPF_UNWIND_WALK_H
 #define NP_BPF_UNWIND_WALK_H
 
 #include <bpf/bpf_endian.h>
 
-#include "python.h"
+#include "runtime.h"
 #include "unwind.h"
 
 /* Bytes of user stack copied at a time: most call chains' frames are a few dozen bytes, and
@@ -65,10 +64,6 @@ struct np_unw_state {
 	__u32 h_table, h_npages;
 	__u64 h_base;
 	__u32 epoch; /* unw_epoch at the start of the walk */
-	/* The process is a JVM the HotSpot step knows (bpf/hotspot.h): pcs in [hs_low, hs_high),
-	 * its code cache, are stepped there. */
-	__u32 hs_on, hs_pad;
-	__u64 hs_low, hs_high;
 	/* Frames stepped each way in this walk (added to the stats once, when it ends). */
 	__u32 frames_table, frames_fp;
 	/* A copy of the user stack from w_base, w_len bytes (0: none): one read serves the
@@ -76,12 +71,10 @@ struct np_unw_state {
 	__u64 w_base;
 	__u32 w_len, w_pad;
 	__u8 win[NP_UNW_WINDOW];
-	/* The Python walk (bpf/python_walk.h): the stack it records and a copy of one frame. */
-	struct np_stack pystack;
-	struct np_py_proc py; /* the process's entry of py_procs */
-	__u64 py_frame;	      /* the next frame to record */
-	__u32 py_read, py_pad; /* bytes of a frame to read */
-	__u8 pyframe[NP_PY_FRAME_READ + 8];
+	/* The walk of an interpreter-chain runtime (bpf/runtimes.h): the stack it records, and
+	 * scratch any runtime walker (interpreter-chain or JIT) lays its own state over. */
+	struct np_stack rtstack;
+	__u64 rt_scratch[NP_RT_SCRATCH / 8];
 	/* Kept across samples (see struct np_unw_cache_ent); the rest is per walk. */
 	struct np_unw_cache_ent cache[NP_UNW_CACHE_SLOTS];
 };
@@ -98,8 +91,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct np_unw_state);
 } unw_state SEC(".maps");
-
-#include "hotspot.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -383,39 +374,22 @@ static __always_inline int unw_dwarf_reg(struct np_unw_state *st, int reg, __u64
 	return 0;
 }
 
-/* A frame in the JVM's code cache: the HotSpot step finds its caller and the words that stand
- * for it (two in place of the pc already recorded at n; none when it could not be identified). */
-static __always_inline int unw_hs_frame(struct np_unw_state *st, __u32 slot, __u32 n)
-{
-	struct np_hs_walk *w = bpf_map_lookup_elem(&hs_walks, &slot);
-	int why;
+/* How many processes rt_jit_procs holds (written by user space): with none, the JIT dispatch is
+ * skipped. */
+volatile __u32 rt_jit_live;
 
-	if (!w)
-		return NP_LOST_NO_MAP;
-	w->pc = st->ip;
-	w->sp = st->sp;
-	w->bp = st->bp_unknown ? 0 : st->bp;
-	w->r13 = st->regs[2]; /* pt_regs word 2: meaningful only in the interrupted frame */
-	w->leaf = st->interrupted;
-	why = np_hs_step(slot);
-	if (w->w0) {
-		if (n + 1 >= NP_MAX_STACK_DEPTH) {
-			st->stack.len = n;
-			return NP_UNW_LOST_DEPTH;
-		}
-		st->stack.ips[n & 127] = w->w0;
-		st->stack.ips[(n + 1) & 127] = w->w1;
-		st->stack.len = n + 2;
-	}
-	if (why != NP_UNW_CONTINUE)
-		return why;
-	st->ip = w->pc;
-	st->sp = w->sp;
-	st->bp = w->bp;
-	st->bp_unknown = 0;
-	st->interrupted = 0;
-	return NP_UNW_CONTINUE;
-}
+/* Processes with a JIT runtime, key tgid: where their generated code lies (bpf/runtime.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct np_rt_jit_proc);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} rt_jit_procs SEC(".maps");
+
+/* The JIT dispatch (bpf/runtimes.h, defined after every runtime's walker): steps the frame at
+ * st->ip when a JIT runtime's code region holds it, else NP_RT_NATIVE. */
+__noinline int np_rt_jit_step(__u32 slot);
 
 /* Steps one frame of the walk in slot: records st->ip, then moves st to its caller. Returns
  * NP_UNW_CONTINUE or the stat index the walk ended with. Global: verified once, whatever calls
@@ -436,14 +410,19 @@ __noinline int np_unw_step(__u32 slot)
 	pc = st->ip;
 	st->stack.ips[n] = pc;
 	st->stack.len = n + 1;
-	if (st->hs_on && pc >= st->hs_low && pc < st->hs_high)
-		return unw_hs_frame(st, slot, n);
 	/* A return address belongs to the call before it. */
 	lookup = st->interrupted ? pc : pc - 1;
 	found = unw_find_rule(st, lookup, &r);
 	if (found != NP_UNW_FOUND && found != NP_UNW_USE_FP)
 		return found;
 	if (found == NP_UNW_USE_FP || r.kind == 0 /* UNW_NONE */) {
+		/* Code no table covers: JIT code if a JIT runtime's region holds it (bpf/runtimes.h).
+		 * One global read for every process while no JIT process is known. */
+		if (rt_jit_live) {
+			int why = np_rt_jit_step(slot);
+			if (why != NP_RT_NATIVE)
+				return why;
+		}
 		if (n == 0)
 			st->leaf_fp = 1;
 		st->interrupted = 0;
@@ -523,7 +502,7 @@ __noinline int np_unw_step(__u32 slot)
  * gives its registers (a perf sample's, a uprobe's; no helper call), else the ones saved at
  * kernel entry (sampled NULL, or the sample interrupted the kernel). 0, or -1 for a thread with
  * no user context. */
-static __always_inline int unw_begin(struct np_unw_state *st, const __u64 *sampled, __u32 slot)
+static __always_inline int unw_begin(struct np_unw_state *st, const __u64 *sampled)
 {
 
 	st->stack.len = 0;
@@ -535,7 +514,6 @@ static __always_inline int unw_begin(struct np_unw_state *st, const __u64 *sampl
 	st->w_len = 0;
 	__u32 zero = 0, *epoch = bpf_map_lookup_elem(&unw_epoch, &zero);
 	st->epoch = epoch ? *epoch : 0;
-	st->hs_on = hs_begin(slot, st->key.tgid, st->key.gen, &st->hs_low, &st->hs_high);
 	/* cs (word 17) with RPL 3: the sample interrupted user code. */
 	st->in_user = sampled && (sampled[17] & 3) == 3;
 	if (st->in_user) {

@@ -124,8 +124,7 @@ static int open_collector(struct recording *r, struct np_err *err)
 		.drain_interval_ms = 1000,
 		.demangle = a->demangle,
 		.kernel_frames = a->kernel,
-		.python = a->python,
-		.java = a->java,
+		.runtimes = a->runtimes,
 		/* Off-CPU time and probes are recorded alone: no CPU samples mixed into their values. */
 		.sample_rate = r->kind == NP_EVENT_CPU ? a->rate : 0,
 		.offcpu_threshold = a->offcpu,
@@ -282,13 +281,33 @@ static void print_summary(const struct recording *r, const struct np_collector_s
 			(unsigned long long)b[NP_LOST_KSTACK]);
 }
 
+/* --log-level debug: one runtime's processes, names and BPF counters (when it saw any). */
+static void log_runtime(const struct rt_info *rt, const struct rt_stats *s, const uint64_t *b)
+{
+	char counters[512];
+	size_t off = 0;
+
+	if (!rt->ops || (!s->processes && !s->name_reads))
+		return;
+	counters[0] = '\0';
+	for (size_t i = 0; i < rt->ops->n_counters && off < sizeof(counters); i++) {
+		static const char *const family[] = { "samples", "frames", "cut" };
+		const struct rt_counter *c = &rt->ops->counters[i];
+		int n = snprintf(counters + off, sizeof(counters) - off, "%s%s_%s=%llu", off ? " " : "",
+				 family[c->family], c->label, (unsigned long long)b[c->stat]);
+		off += n > 0 ? (size_t)n : 0;
+	}
+	np_log(NP_DEBUG, "record", "runtime stacks", "runtime", rt->name, "counters", counters, "processes",
+	       NP_LOG_INT(s->processes), "names", NP_LOG_INT(s->names), "name_reads_failed",
+	       NP_LOG_INT(s->name_read_failures), NULL);
+}
+
 /* --log-level debug: how the stacks were walked, per kind of recording. */
 static void log_details(const struct recording *r, const struct np_collector_stats *st)
 {
 	const uint64_t *b = st->bpf;
 	struct unw_loader_stats us;
-	struct py_tracker_stats ps;
-	struct hs_tracker_stats hs;
+	struct rt_stats rts[NP_RT_MAX];
 	uint64_t early = 0;
 
 	np_collector_unwind_stats(r->c, &us);
@@ -311,24 +330,9 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 		np_log(NP_DEBUG, "record", "uprobes", "hits", NP_LOG_INT(b[NP_UPROBE_HITS]), "files_probed",
 		       NP_LOG_INT(ups.attached), "attach_failures", NP_LOG_INT(ups.failed), NULL);
 	}
-	np_collector_java_stats(r->c, &hs);
-	if (hs.processes || hs.unsupported)
-		np_log(NP_DEBUG, "record", "java stacks", "interpreted", NP_LOG_INT(b[NP_HS_FRAMES_INTERPRETED]),
-		       "compiled", NP_LOG_INT(b[NP_HS_FRAMES_COMPILED]), "stub", NP_LOG_INT(b[NP_HS_FRAMES_STUB]),
-		       "no_blob", NP_LOG_INT(b[NP_HS_NO_BLOB]), "cut", NP_LOG_INT(b[NP_HS_LOST_FRAME]), "jvms",
-		       NP_LOG_INT(hs.processes), "unsupported", NP_LOG_INT(hs.unsupported), NULL);
-	if (hs.processes || hs.unsupported)
-		np_log(NP_DEBUG, "record", "java names", "interpreted", NP_LOG_INT(hs.named_interpreted), "compiled",
-		       NP_LOG_INT(hs.named_compiled), "inlined", NP_LOG_INT(hs.named_inlined), "unknown",
-		       NP_LOG_INT(hs.unnamed), "stale", NP_LOG_INT(hs.stale), "failed", NP_LOG_INT(hs.failed),
-		       "cache_entries", NP_LOG_INT(hs.cache_entries), NULL);
-	np_collector_python_stats(r->c, &ps);
-	if (ps.processes || ps.code_reads)
-		np_log(NP_DEBUG, "record", "python stacks", "walked", NP_LOG_INT(b[NP_PY_STACKS]), "frames",
-		       NP_LOG_INT(b[NP_PY_FRAMES]), "no_thread_state", NP_LOG_INT(b[NP_PY_NO_TSTATE]), "cut_read",
-		       NP_LOG_INT(b[NP_PY_LOST_READ]), "cut_depth", NP_LOG_INT(b[NP_PY_LOST_DEPTH]), "processes",
-		       NP_LOG_INT(ps.processes), "code_objects", NP_LOG_INT(ps.codes), "code_reads_failed",
-		       NP_LOG_INT(ps.code_read_failures), NULL);
+	np_collector_runtime_stats(r->c, rts);
+	for (size_t i = 0; i < rt_registry_n; i++)
+		log_runtime(&rt_registry[i], &rts[rt_registry[i].id], b);
 }
 
 static int report(const struct recording *r, struct np_err *err)

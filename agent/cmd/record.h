@@ -21,7 +21,8 @@ struct cmd_record_args {
 	const char *uprobes[CMD_RECORD_MAX_UPROBES]; /* borrowed from argv: FILE:SYMBOL, checked */
 	size_t nuprobes;
 	double offcpu; /* the share of switches recorded; 0: CPU samples (or probes) */
-	int pprof, kernel, python, java;
+	int pprof, kernel;
+	uint32_t runtimes; /* language runtimes walked: bit NP_RT_* (agent/runtime/runtime.h) */
 	const char *output; /* borrowed from argv; NULL: stdout */
 	enum sym_demangle demangle;
 	enum np_level log_level;

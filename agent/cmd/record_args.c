@@ -4,18 +4,23 @@
 #include "agent/cmd/commands.h"
 #include "agent/cmd/record.h"
 #include "agent/profile/uprobes.h"
+#include "agent/runtime/runtime.h"
 #include "lib/duration.h"
 
 enum {
 	OPT_DEMANGLE = CMD_OPT_LONG,
 	OPT_NO_KERNEL,
-	OPT_NO_PYTHON,
-	OPT_NO_JAVA,
 	OPT_OFF_CPU,
 	OPT_OFF_CPU_THRESHOLD,
 	OPT_UPROBE,
 	OPT_LOG_LEVEL,
+	OPT_NO_RUNTIME, /* + NP_RT_*: --no-<flag> of each supported runtime; keep last */
 };
+
+/* One --no-<flag> per supported runtime, from the runtimes' table. */
+#define RUNTIME_OPT_SUPPORTED(id, flag, help) { flag, OPT_NO_RUNTIME + id, NULL, help },
+#define RUNTIME_OPT_NOT_YET(id, flag, help)
+#define RUNTIME_OPT(ident, id, name, key, support, flag, help) RUNTIME_OPT_##support(id, flag, help)
 
 static const struct cmd_opt record_opts[] = {
 	{ "pid", 'p', "PID",
@@ -31,12 +36,7 @@ static const struct cmd_opt record_opts[] = {
 	  "C++/Rust names: none, simplified, templates (default: names with\n"
 	  "template arguments, without parameters, as perf shows them), full" },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, "leave out kernel frames" },
-	{ "no-python", OPT_NO_PYTHON, NULL,
-	  "name CPython's frames as native code (the eval loop) instead of\n"
-	  "the Python functions it runs (CPython 3.8 and later)" },
-	{ "no-java", OPT_NO_JAVA, NULL,
-	  "do not walk through HotSpot JVMs' Java frames (JDK 9 and later):\n"
-	  "their stacks then end at the first Java frame" },
+	NP_RUNTIME_LIST(RUNTIME_OPT)
 	{ "off-cpu", OPT_OFF_CPU, NULL,
 	  "record time off CPU instead of CPU samples: where threads block\n"
 	  "(sleeps, I/O, locks) and for how long; folded values are\n"
@@ -116,12 +116,6 @@ static int parse_option(int key, const char *v, struct cmd_record_args *out, str
 	case OPT_NO_KERNEL:
 		out->kernel = 0;
 		return 0;
-	case OPT_NO_PYTHON:
-		out->python = 0;
-		return 0;
-	case OPT_NO_JAVA:
-		out->java = 0;
-		return 0;
 	case OPT_OFF_CPU:
 		if (out->offcpu == 0)
 			out->offcpu = 1;
@@ -135,6 +129,8 @@ static int parse_option(int key, const char *v, struct cmd_record_args *out, str
 	case OPT_LOG_LEVEL:
 		return cmd_arg_log_level("--log-level", v, &out->log_level, err);
 	}
+	if (key > OPT_NO_RUNTIME && key < OPT_NO_RUNTIME + NP_RT_MAX)
+		out->runtimes &= ~(1u << (key - OPT_NO_RUNTIME));
 	return 0; /* every key of record_opts is handled above */
 }
 
@@ -147,8 +143,7 @@ enum cmd_status cmd_record_parse_args(int argc, char **argv, struct cmd_record_a
 		.duration_ns = 10 * NP_NSEC_PER_SEC,
 		.rate = 97,
 		.kernel = 1,
-		.python = 1,
-		.java = 1,
+		.runtimes = rt_supported_mask(),
 		/* Readable C++ and Rust names by default, as perf prints them (libiberty without
 		 * DMGL_PARAMS: what the "templates" mode gives); pyroscope.ebpf keeps Alloy's "none". */
 		.demangle = SYM_DEMANGLE_TEMPLATES,

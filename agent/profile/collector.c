@@ -8,7 +8,6 @@
 #include "agent/pprof/builder.h"
 #include "agent/profile/leaf_caller.h"
 #include "agent/unwind/loader.h"
-#include "bpf/hotspot.h"
 #include "lib/log.h"
 
 /* Drains between two looks for processes that exited unnoticed (every 10 s by default). */
@@ -22,24 +21,34 @@ struct np_collector {
 	struct np_sampler *sampler;
 	struct symbolizer *sym;
 	struct unw_loader *unw; /* the walker's mappings and tables */
-	struct py_tracker *py;	/* NULL when Python frames are off */
-	struct hs_tracker *hs;	/* NULL when Java frames are off */
+	struct rt_set rt;	/* the language runtimes switched on */
 	struct np_uprobes *uprobes; /* NULL without probe links */
 	int64_t next_drain_ns;
 	uint32_t *exited; /* tgids whose EXIT arrived since the last drain */
 	size_t n_exited;
 	/* A sample's frames as the sink gets them: kernel frames, then the user frames with the
-	 * Python frames merged in (at most a native and a Python stack's worth). */
+	 * runtime frames merged in (see NP_COLLECTED_MAX_FRAMES). */
 	struct sym_frame frames[NP_COLLECTED_MAX_FRAMES];
 	struct sym_frame native[NP_MAX_STACK_DEPTH + 1]; /* the named native user frames */
+	struct sym_frame jit[NP_COLLECTED_MAX_USER];	 /* the same with JIT runtimes' frames named */
 	uint64_t user_ips[NP_MAX_STACK_DEPTH + 1]; /* a user stack with its recovered leaf caller */
-	uint64_t sym_ips[NP_MAX_STACK_DEPTH + 1];  /* a user stack with its Java words zeroed */
+	uint64_t masked[NP_MAX_STACK_DEPTH + 1];   /* the same with JIT runtimes' tagged words zeroed */
 	struct np_leaf_checker leaf;
 	uint64_t drains, samples, missing_stacks, recovered_callers;
 	size_t last_counts, last_stacks; /* entries read at the last drain */
 	struct np_err event_err; /* the first error while handling an event, reported by step */
 	int event_failed;
 };
+
+static int sampler_map_fd(void *ud, const char *name)
+{
+	return np_sampler_map_fd(ud, name);
+}
+
+static volatile uint32_t *sampler_bss_u32(void *ud, const char *name)
+{
+	return np_sampler_bss_u32(ud, name);
+}
 
 static int64_t now_ns(void)
 {
@@ -78,10 +87,8 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 		np_collector_close(c);
 		return -1;
 	}
-	if ((opts->python && py_tracker_new(c->sym, np_sampler_python_map(c->sampler),
-							   np_sampler_python_live(c->sampler), &c->py, err)) ||
-	    (opts->java && hs_tracker_new(c->sym, np_sampler_hotspot_map(c->sampler),
-					  np_sampler_hotspot_live(c->sampler), &c->hs, err)) ||
+	struct rt_env env = { .sym = c->sym, .map_fd = sampler_map_fd, .bss_u32 = sampler_bss_u32, .ud = c->sampler };
+	if (rt_set_open(&c->rt, rt_registry, rt_registry_n, opts->runtimes, &env, err) ||
 	    (opts->n_uprobes &&
 	     np_uprobes_new(c->sampler, opts->uprobes, opts->n_uprobes, opts->load_probe, &c->uprobes, err))) {
 		np_collector_close(c);
@@ -100,8 +107,7 @@ void np_collector_close(struct np_collector *c)
 	np_uprobes_free(c->uprobes); /* its links before the program they attach */
 	np_sampler_close(c->sampler);
 	unw_loader_free(c->unw);
-	py_tracker_free(c->py);
-	hs_tracker_free(c->hs);
+	rt_set_close(&c->rt);
 	np_leaf_checker_reset(&c->leaf);
 	if (c->sym)
 		symbolizer_free(c->sym);
@@ -133,23 +139,18 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 		 * snapshot also gives the unwinder the process's mappings. */
 		rc = symbolizer_note_process(c->sym, ev->tgid, ev->gen, &err) ||
 		     unw_loader_process(c->unw, ev->tgid, ev->gen, 0, &err) ||
-		     (c->py && py_tracker_process(c->py, ev->tgid, ev->gen, &err)) ||
-		     (c->hs && hs_tracker_process(c->hs, ev->tgid, ev->gen, &err));
+		     rt_set_process(&c->rt, ev->tgid, ev->gen, &err);
 		break;
 	case NP_PROC_MAPS: /* a pc in no known mapping: a library loaded since (dlopen) */
 		rc = unw_loader_process(c->unw, ev->tgid, ev->gen, 1, &err) ||
-		     (c->py && py_tracker_process(c->py, ev->tgid, ev->gen, &err)) ||
-		     (c->hs && hs_tracker_process(c->hs, ev->tgid, ev->gen, &err));
+		     rt_set_process(&c->rt, ev->tgid, ev->gen, &err);
 		break;
 	case NP_UNW_TABLE:
 		rc = unw_loader_need_table(c->unw, ev->arg, &err);
 		break;
 	case NP_PROC_EXIT:
 		unw_loader_exit(c->unw, ev->tgid);
-		if (c->py)
-			py_tracker_exit(c->py, ev->tgid);
-		if (c->hs)
-			hs_tracker_exit(c->hs, ev->tgid);
+		rt_set_exit(&c->rt, ev->tgid);
 		if (c->n_exited < MAX_PENDING_EXITS)
 			c->exited[c->n_exited++] = ev->tgid;
 		else
@@ -195,19 +196,6 @@ static const uint64_t *user_stack(struct np_collector *c, const struct np_sample
 	return c->user_ips;
 }
 
-/* The user stack for the symbolizer: the Java frames' words (bpf/hotspot.h), which are no
- * addresses, as 0 (named "[unknown]", then replaced by hs_tracker_frames). */
-static const uint64_t *java_zeroed(struct np_collector *c, const uint64_t *user, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		int word0 = np_hs_is_frame(user[i]);
-		c->sym_ips[i] = word0 ? 0 : user[i];
-		if (word0 && i + 1 < n)
-			c->sym_ips[++i] = 0;
-	}
-	return c->sym_ips;
-}
-
 /* Off-CPU kernel stacks are taken inside the sched_switch tracepoint: its leaf frames are the
  * tracing machinery and the BPF program itself, not where the thread blocked. They are taken
  * out (moving the rest down); the new kernel frame count is returned. */
@@ -248,7 +236,6 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 		size_t nk = c->opts.kernel_frames ? s->n_kernel : 0;
 		uint32_t nu;
 		const uint64_t *user = user_stack(c, s, &nu);
-		int java = c->hs && hs_stack_has_java(user, nu);
 		struct np_collected out = {
 			.tgid = s->tgid,
 			.gen = s->gen,
@@ -257,31 +244,42 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.count = s->count,
 			.frames = c->frames,
 		};
+		/* Tagged words (JIT frames, bpf/runtime.h) are no addresses: the symbolizer gets 0 for them,
+		 * which it names "[unknown]" without looking for a mapping (nor re-reading the maps). */
+		int jit = rt_set_has_jit(&c->rt, user, nu);
+		const uint64_t *to_name = user;
+		if (jit) {
+			for (uint32_t w = 0; w < nu; w++)
+				c->masked[w] = np_rt_word_id(user[w]) ? 0 : user[w];
+			to_name = c->masked;
+		}
 		if ((nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err)) ||
-		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, java ? java_zeroed(c, user, nu) : user, nu,
-					   c->opts.demangle, c->native, err))) {
+		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, to_name, nu, c->opts.demangle, c->native, err))) {
 			rc = -1;
 			break;
 		}
 		if (s->kind == NP_EVENT_OFFCPU)
 			nk = skip_tracing_frames(c->frames, nk);
 		size_t n_user = nu;
-		if (java) {
-			/* Java frames stand where they ran, inlined methods expanded. */
-			if (hs_tracker_frames(c->hs, s->tgid, s->gen, user, c->native, nu, c->frames + nk,
-					      NP_COLLECTED_MAX_FRAMES - nk, &n_user, err)) {
+		const struct sym_frame *named = c->native;
+		/* JIT frames first (they stand in the native stack), then an interpreter's stack. */
+		if (jit) {
+			if (rt_set_name_jit(&c->rt, s->tgid, s->gen, user, c->native, nu, c->jit, NP_COLLECTED_MAX_USER,
+					    &n_user, err)) {
 				rc = -1;
 				break;
 			}
-		} else if (c->py && s->n_python) {
+			named = c->jit;
+		}
+		if (s->n_rt) {
 			/* A native walk that used every frame may have lost the root end. */
-			if (py_tracker_merge(c->py, s->tgid, s->gen, c->native, nu, s->n_user >= NP_MAX_STACK_DEPTH,
-					     s->python, s->n_python, c->frames + nk, &n_user, err)) {
+			if (rt_set_merge(&c->rt, s->tgid, s->gen, named, n_user, s->n_user >= NP_MAX_STACK_DEPTH, s->rt,
+					 s->n_rt, c->frames + nk, &n_user, err)) {
 				rc = -1;
 				break;
 			}
 		} else {
-			memcpy(c->frames + nk, c->native, nu * sizeof(c->native[0]));
+			memcpy(c->frames + nk, named, n_user * sizeof(named[0]));
 		}
 		out.n_frames = nk + n_user;
 		out.n_kernel = nk;
@@ -295,10 +293,7 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 		symbolizer_forget_process(c->sym, c->exited[i]);
 	c->n_exited = 0;
 	symbolizer_end_batch(c->sym);
-	if (c->py)
-		py_tracker_end_batch(c->py);
-	if (c->hs)
-		hs_tracker_end_batch(c->hs);
+	rt_set_end_batch(&c->rt);
 	return rc;
 }
 
@@ -341,18 +336,9 @@ void np_collector_uprobe_stats(const struct np_collector *c, struct np_uprobes_s
 	np_uprobes_stats(c->uprobes, out);
 }
 
-void np_collector_python_stats(const struct np_collector *c, struct py_tracker_stats *out)
+void np_collector_runtime_stats(const struct np_collector *c, struct rt_stats out[NP_RT_MAX])
 {
-	memset(out, 0, sizeof(*out));
-	if (c->py)
-		py_tracker_stats(c->py, out);
-}
-
-void np_collector_java_stats(const struct np_collector *c, struct hs_tracker_stats *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (c->hs)
-		hs_tracker_stats(c->hs, out);
+	rt_set_stats(&c->rt, out);
 }
 
 /* The one place a named frame becomes a pprof Location (what the builder writes, see

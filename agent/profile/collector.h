@@ -14,15 +14,18 @@
 
 #include "agent/profile/sampler.h"
 #include "agent/profile/uprobes.h"
-#include "agent/python/tracker.h"
-#include "agent/runtime/hotspot/tracker.h"
+#include "agent/runtime/set.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/loader.h"
 #include "lib/error.h"
 
-/* The most frames a collected sample has: a kernel stack, and a native user stack (with a
- * recovered leaf caller) merged with a Python stack. */
-#define NP_COLLECTED_MAX_FRAMES (3 * NP_MAX_STACK_DEPTH + 1)
+/* The most user frames before an interpreter's stack is merged in: a native user stack (with a
+ * recovered leaf caller) whose JIT words a runtime expanded (inlined methods); beyond, the root
+ * end is cut and counted (rt_stats.frames_dropped). */
+#define NP_COLLECTED_MAX_USER (2 * (NP_MAX_STACK_DEPTH + 1))
+/* The most frames a collected sample has: a kernel stack, and those user frames merged with an
+ * interpreter-chain runtime's stack. */
+#define NP_COLLECTED_MAX_FRAMES (NP_MAX_STACK_DEPTH + NP_COLLECTED_MAX_USER + NP_MAX_STACK_DEPTH)
 
 struct np_collected {
 	uint32_t tgid, gen;
@@ -49,8 +52,7 @@ struct np_collector_options {
 	unsigned drain_interval_ms; /* how often the kernel maps are drained */
 	enum sym_demangle demangle;
 	int kernel_frames;	    /* include kernel frames */
-	int python;		    /* walk and name CPython processes' Python frames */
-	int java;		    /* walk through HotSpot JVMs' Java frames and name them */
+	uint32_t runtimes;	    /* language runtimes walked and named: bit NP_RT_* (agent/runtime/runtime.h) */
 	double offcpu_threshold;    /* off-CPU time: probability a voluntary switch is recorded; 0 off */
 	const char *const *uprobes; /* "FILE:SYMBOL" links to count calls of (not owned) */
 	size_t n_uprobes;
@@ -95,9 +97,7 @@ NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector
 void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out);
 /* The uprobes attached (zeros without any). Owner thread only. */
 void np_collector_uprobe_stats(const struct np_collector *c, struct np_uprobes_stats *out);
-/* The Python processes and names (zeros when Python is off). Owner thread only. */
-void np_collector_python_stats(const struct np_collector *c, struct py_tracker_stats *out);
-/* The JVMs and Java frames (zeros when Java is off). Owner thread only. */
-void np_collector_java_stats(const struct np_collector *c, struct hs_tracker_stats *out);
+/* Each runtime's processes and names, by id (zeros for one switched off). Owner thread only. */
+void np_collector_runtime_stats(const struct np_collector *c, struct rt_stats out[NP_RT_MAX]);
 
 #endif

@@ -139,12 +139,17 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 		sum->unwind.mapping_keys += st.unwind.mapping_keys;
 		sum->unwind.processes += st.unwind.processes;
 		sum->unwind.bpf_bytes += st.unwind.bpf_bytes;
-		sum->python.processes += st.python.processes;
-		sum->python.unsupported += st.python.unsupported;
-		sum->python.codes += st.python.codes;
-		sum->python.bytes += st.python.bytes;
-		sum->python.code_reads += st.python.code_reads;
-		sum->python.code_read_failures += st.python.code_read_failures;
+		for (int id = 0; id < NP_RT_MAX; id++) {
+			struct rt_stats *a = &sum->runtimes[id];
+			const struct rt_stats *b = &st.runtimes[id];
+			a->processes += b->processes;
+			a->unsupported += b->unsupported;
+			a->names += b->names;
+			a->name_bytes += b->name_bytes;
+			a->name_reads += b->name_reads;
+			a->name_read_failures += b->name_read_failures;
+			a->frames_dropped += b->frames_dropped;
+		}
 		sum->uprobes.links += st.uprobes.links;
 		sum->uprobes.attached += st.uprobes.attached;
 		sum->uprobes.failed += st.uprobes.failed;
@@ -227,7 +232,13 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 	cfg->kernel_frames = a->kernel_frames;
 	cfg->targets_only = a->targets_only;
 	cfg->verbose = a->verbose_mode;
-	cfg->python = a->python_enabled;
+	cfg->runtimes = 0;
+	/* The switches of unsupported runtimes were only warned about. */
+#define RUNTIME_ON(ident, id, name, key, support, flag, help)                                                  \
+	if (a->runtime_enabled.ident && rt_find(id)->ops)                                                      \
+		cfg->runtimes |= 1u << id;
+	NP_RUNTIME_LIST(RUNTIME_ON)
+#undef RUNTIME_ON
 	cfg->offcpu_threshold = a->off_cpu_threshold;
 	cfg->load_probe = a->load_probe;
 	cfg->n_uprobes = a->u_probe_links.n;
@@ -249,7 +260,7 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	return a->sample_rate == b->sample_rate && a->collect_interval_ns == b->collect_interval_ns &&
 	       a->demangle == b->demangle && a->kernel_frames == b->kernel_frames &&
 	       a->targets_only == b->targets_only && a->container_id_cache_size == b->container_id_cache_size &&
-	       a->verbose == b->verbose && a->python == b->python && a->offcpu_threshold == b->offcpu_threshold &&
+	       a->verbose == b->verbose && a->runtimes == b->runtimes && a->offcpu_threshold == b->offcpu_threshold &&
 	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash;
 }
 

@@ -24,8 +24,6 @@ enum {
 	C_UNW_SWEPT,
 	C_EVENTS_LOST,
 	C_ALLOW_FAILURES,
-	C_PY_UNSUPPORTED,
-	C_PY_READ_FAILED,
 	NCOUNTERS
 };
 enum {
@@ -44,9 +42,6 @@ enum {
 	G_UNW_KEYS,
 	G_UNW_PROCS,
 	G_PROC_BYTES,
-	G_PY_PROCS,
-	G_PY_CODES,
-	G_PY_BYTES,
 	G_UPROBES,
 	NGAUGES
 };
@@ -77,11 +72,6 @@ static const struct {
 	{ "nodeprof_ebpf_unwound_frames_total", "frame_pointer", NP_UNW_FRAMES_FP },
 	{ "nodeprof_ebpf_unwind_fallbacks_total", "no_mapping", NP_UNW_NO_MAPPING },
 	{ "nodeprof_ebpf_unwind_fallbacks_total", "table_not_loaded", NP_UNW_NO_TABLE },
-	{ "nodeprof_ebpf_unwound_frames_total", "python", NP_PY_FRAMES },
-	{ "nodeprof_ebpf_python_samples_total", "walked", NP_PY_STACKS },
-	{ "nodeprof_ebpf_python_samples_total", "no_thread_state", NP_PY_NO_TSTATE },
-	{ "nodeprof_ebpf_python_stacks_cut_total", "read_failed", NP_PY_LOST_READ },
-	{ "nodeprof_ebpf_python_stacks_cut_total", "max_depth", NP_PY_LOST_DEPTH },
 	{ "nodeprof_ebpf_offcpu_events_total", "switch_seen", NP_OFFCPU_SWITCHES },
 	{ "nodeprof_ebpf_offcpu_events_total", "switch_recorded", NP_OFFCPU_RECORDED },
 	{ "nodeprof_ebpf_offcpu_events_total", "return_counted", NP_OFFCPU_COUNTED },
@@ -100,12 +90,8 @@ static const char *labeled_help(const char *metric, const char **label)
 	}
 	if (strcmp(metric, "nodeprof_ebpf_unwound_frames_total") == 0) {
 		*label = "method";
-		return "User frames stepped with an unwind table or with frame pointers, and Python frames walked.";
-	}
-	if (strcmp(metric, "nodeprof_ebpf_python_samples_total") == 0) {
-		*label = "result";
-		return "Samples of CPython processes: walked (the thread had a Python thread state) or not "
-		       "(a thread the interpreter does not know, such as one a C extension started).";
+		return "User frames stepped with an unwind table or with frame pointers (a language runtime's "
+		       "frames: nodeprof_runtime_frames_total).";
 	}
 	if (strcmp(metric, "nodeprof_ebpf_offcpu_events_total") == 0) {
 		*label = "event";
@@ -117,15 +103,45 @@ static const char *labeled_help(const char *metric, const char **label)
 		*label = "event";
 		return "Calls of probed functions (u_probe_links) by selected processes.";
 	}
-	if (strcmp(metric, "nodeprof_ebpf_python_stacks_cut_total") == 0) {
-		*label = "reason";
-		return "Python stacks that ended before their root: a thread state or frame could not be read, "
-		       "or the depth bound was reached.";
-	}
 	*label = "reason";
 	return "User frames stepped with frame pointers because their mapping was unknown (maps re-read) "
 	       "or its unwind table not loaded yet (load requested).";
 }
+
+/* The language runtimes' families (agent/runtime/runtime.h), one series per supported runtime
+ * of the table: nodeprof_runtime_*{runtime="python"}, so every runtime reads the same way. */
+enum { RT_G_PROCS, RT_G_NAMES, RT_G_BYTES, RT_NGAUGES };
+enum { RT_C_UNSUPPORTED, RT_C_READ_FAILED, RT_C_DROPPED, RT_NCOUNTERS };
+static const struct {
+	const char *name, *help;
+} rt_gauges[RT_NGAUGES] = {
+	{ "nodeprof_runtime_processes", "Processes whose language runtime frames the sampler walks, by runtime." },
+	{ "nodeprof_runtime_name_cache_entries",
+	  "Entries of a runtime's name cache (Python: code objects with their names, files and line tables)." },
+	{ "nodeprof_runtime_name_cache_bytes",
+	  "Bytes held by a runtime's name cache (bounded: dropped at the end of a drain when over budget)." },
+}, rt_counters[RT_NCOUNTERS] = {
+	{ "nodeprof_runtime_unsupported_processes_total",
+	  "Processes running a version or build of a runtime whose frames cannot be walked (Python: before 3.8, "
+	  "or without a usable layout); logged once per reason." },
+	{ "nodeprof_runtime_name_read_failures_total",
+	  "Runtime frames whose name could not be read from their process (stale or gone; named [<runtime>])." },
+	{ "nodeprof_runtime_frames_dropped_total",
+	  "Runtime frames a sample had no room for (the root end of a very deep stack)." },
+};
+/* The BPF counters a runtime exports (struct rt_counter), by family. */
+static const struct {
+	const char *name, *label, *help;
+} rt_families[] = {
+	[RT_SAMPLES] = { "nodeprof_runtime_samples_total", "outcome",
+			 "Samples of a runtime's processes by outcome (Python: walked, the thread had a thread state; "
+			 "no_thread_state, a thread the interpreter does not know, such as one a C extension started)." },
+	[RT_FRAMES] = { "nodeprof_runtime_frames_total", "kind",
+			"Runtime frames recorded by the BPF walker, by kind (interpreted, compiled, inlined...)." },
+	[RT_STACKS_CUT] = { "nodeprof_runtime_stacks_cut_total", "reason",
+			    "Runtime stacks that ended before their root: a thread state or frame could not be read "
+			    "(read_failed), or the depth bound was reached (max_depth)." },
+};
 
 /* The series without labels, in the order they are registered: counters[index] or
  * gauges[index]. */
@@ -178,17 +194,6 @@ static const struct {
 	  "Entries of the unwinder's process mapping trie." },
 	{ 1, G_UPROBES, "nodeprof_uprobes_attached",
 	  "Files with a uprobe attached (u_probe_links: one per distinct copy of each file)." },
-	{ 1, G_PY_PROCS, "nodeprof_python_processes",
-	  "CPython processes whose Python frames the sampler walks." },
-	{ 1, G_PY_CODES, "nodeprof_python_code_objects",
-	  "Python code objects named and cached (names, files, line tables)." },
-	{ 1, G_PY_BYTES, "nodeprof_python_cache_bytes",
-	  "Bytes held by the Python name cache (bounded: dropped at the end of a drain when over budget)." },
-	{ 0, C_PY_UNSUPPORTED, "nodeprof_python_unsupported_processes_total",
-	  "Processes running a CPython whose frames cannot be walked (before 3.8, or without a usable "
-	  "layout); logged once per reason." },
-	{ 0, C_PY_READ_FAILED, "nodeprof_python_code_read_failures_total",
-	  "Python code objects that could not be read from their process (named [python])." },
 	{ 1, G_UNW_PROCS, "nodeprof_unwind_processes",
 	  "Processes whose mappings the unwinder knows." },
 	{ 0, C_EVENTS_LOST, "nodeprof_ebpf_process_events_lost_total",
@@ -208,6 +213,14 @@ static const struct {
 };
 #define NPLAIN (sizeof(plain) / sizeof(plain[0]))
 
+#define RT_MAX_COUNTERS 16
+
+struct rt_series {
+	struct np_series *gauges[RT_NGAUGES], *counters[RT_NCOUNTERS], *bpf[RT_MAX_COUNTERS];
+	double gauge_share[RT_NGAUGES];
+	uint64_t last[RT_NCOUNTERS], last_bpf[RT_MAX_COUNTERS];
+};
+
 struct np_ebpf_metrics {
 	struct np_metric *pprofs, *bytes, *samples;
 	struct np_series *counters[NCOUNTERS], *gauges[NGAUGES], *bpf[NLABELED];
@@ -218,6 +231,7 @@ struct np_ebpf_metrics {
 	struct np_series *limits[NLIMITS]; /* nodeprof_process_limits_total{reason} */
 	uint64_t last_limits[NLIMITS];
 	double gauge_share[NGAUGES]; /* what this instance added to each gauge */
+	struct rt_series rt[NP_RT_MAX]; /* nodeprof_runtime_*{runtime}, by runtime id (supported ones) */
 	pthread_mutex_t lock;
 };
 
@@ -277,6 +291,65 @@ static int register_labeled(struct np_metrics *reg, struct np_ebpf_metrics *m, s
 	return 0;
 }
 
+/* Registers the runtimes' families, one series per supported runtime of the table. */
+static int register_runtimes(struct np_metrics *reg, struct np_ebpf_metrics *m, struct np_err *err)
+{
+	static const char *const rt_label[] = { "runtime", NULL };
+
+	for (size_t r = 0; r < rt_registry_n; r++) {
+		const struct rt_info *rt = &rt_registry[r];
+		struct rt_series *se = &m->rt[rt->id];
+		const char *values[] = { rt->name, NULL, NULL };
+		struct np_metric *mt;
+		if (!rt->ops)
+			continue;
+		if (rt->ops->n_counters > RT_MAX_COUNTERS)
+			return np_errf(err, "%s: more than %d BPF counters", rt->name, RT_MAX_COUNTERS);
+		for (int i = 0; i < RT_NGAUGES; i++)
+			if (!(mt = np_metrics_gauge(reg, rt_gauges[i].name, rt_gauges[i].help, rt_label, err)) ||
+			    !(se->gauges[i] = np_metric_series(mt, values, err)))
+				return -1;
+		for (int i = 0; i < RT_NCOUNTERS; i++)
+			if (!(mt = np_metrics_counter(reg, rt_counters[i].name, rt_counters[i].help, rt_label, err)) ||
+			    !(se->counters[i] = np_metric_series(mt, values, err)))
+				return -1;
+		for (size_t i = 0; i < rt->ops->n_counters; i++) {
+			const struct rt_counter *c = &rt->ops->counters[i];
+			const char *names[] = { "runtime", rt_families[c->family].label, NULL };
+			values[1] = c->label;
+			if (!(mt = np_metrics_counter(reg, rt_families[c->family].name, rt_families[c->family].help, names,
+						      err)) ||
+			    !(se->bpf[i] = np_metric_series(mt, values, err)))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Brings the runtimes' series up to date (under the lock). */
+static void update_runtimes(struct np_ebpf_metrics *m, const struct np_ebpf_stats *st)
+{
+	for (size_t r = 0; r < rt_registry_n; r++) {
+		const struct rt_info *rt = &rt_registry[r];
+		const struct rt_stats *s = &st->runtimes[rt->id];
+		struct rt_series *se = &m->rt[rt->id];
+		const double gauges[RT_NGAUGES] = { (double)s->processes, (double)s->names, (double)s->name_bytes };
+		const uint64_t counters[RT_NCOUNTERS] = { s->unsupported, s->name_read_failures, s->frames_dropped };
+		if (!rt->ops)
+			continue;
+		for (int i = 0; i < RT_NGAUGES; i++) {
+			np_series_add(se->gauges[i], gauges[i] - se->gauge_share[i]);
+			se->gauge_share[i] = gauges[i];
+		}
+		add_deltas(se->counters, se->last, counters, RT_NCOUNTERS);
+		for (size_t i = 0; i < rt->ops->n_counters; i++) {
+			uint64_t v = st->bpf[rt->ops->counters[i].stat];
+			np_series_add(se->bpf[i], (double)(v >= se->last_bpf[i] ? v - se->last_bpf[i] : v));
+			se->last_bpf[i] = v;
+		}
+	}
+}
+
 /* Registers the families by reason: symbol sources refused, per-process limits. */
 static int register_reasons(struct np_metrics *reg, struct np_ebpf_metrics *m, struct np_err *err)
 {
@@ -321,7 +394,8 @@ int np_ebpf_metrics_new(struct np_metrics *reg, struct np_ebpf_metrics **out, st
 	    !(fanout = np_metrics_histogram(reg, "pyroscope_fanout_latency",
 					    "Write latency for sending to pyroscope profiles", NULL,
 					    np_metrics_default_buckets, NP_METRICS_DEFAULT_BUCKETS_N, err)) ||
-	    !series0(fanout, err) || register_labeled(reg, m, err) || register_reasons(reg, m, err)) {
+	    !series0(fanout, err) || register_labeled(reg, m, err) || register_reasons(reg, m, err) ||
+	    register_runtimes(reg, m, err)) {
 		pthread_mutex_destroy(&m->lock);
 		free(m);
 		return np_err_wrap(err, "pyroscope.ebpf metrics");
@@ -336,6 +410,10 @@ void np_ebpf_metrics_free(struct np_ebpf_metrics *m)
 		return;
 	for (int i = 0; i < NGAUGES; i++)
 		np_series_add(m->gauges[i], -m->gauge_share[i]);
+	for (int r = 0; r < NP_RT_MAX; r++)
+		for (int i = 0; i < RT_NGAUGES; i++)
+			if (m->rt[r].gauges[i])
+				np_series_add(m->rt[r].gauges[i], -m->rt[r].gauge_share[i]);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -371,9 +449,7 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					  st->unwind.tables.failures,
 					  st->unwind.swept,
 					  st->bpf[NP_LOST_PROC_EVENTS],
-					  st->allow_failures,
-					  st->python.unsupported,
-					  st->python.code_read_failures };
+					  st->allow_failures };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
 					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,
@@ -381,9 +457,7 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					 (double)st->stacks_entries,	  (double)st->stacks_capacity,
 					 (double)st->unwind.tables.loaded, (double)st->unwind.bpf_bytes,
 					 (double)st->unwind.mapping_keys, (double)st->unwind.processes,
-					 (double)st->symbols.process_bytes,	  (double)st->python.processes,
-					 (double)st->python.codes,	  (double)st->python.bytes,
-					 (double)st->uprobes.attached };
+					 (double)st->symbols.process_bytes,	  (double)st->uprobes.attached };
 	uint64_t limits[NLIMITS];
 
 	memcpy(limits, st->symbols.limits, sizeof(st->symbols.limits));
@@ -402,5 +476,6 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 	}
 	add_deltas(m->refused, m->last_refused, st->symbols.refused, SYM_REFUSED_N);
 	add_deltas(m->limits, m->last_limits, limits, NLIMITS);
+	update_runtimes(m, st);
 	pthread_mutex_unlock(&m->lock);
 }

@@ -82,7 +82,7 @@ void np_ebpf_config_defaults(struct np_ebpf_config *cfg)
 	cfg->collect_interval_ns = 15LL * 1000000000LL;
 	cfg->demangle = SYM_DEMANGLE_NONE;
 	cfg->kernel_frames = 1;
-	cfg->python = 1;
+	cfg->runtimes = rt_supported_mask();
 	cfg->container_id_cache_size = NP_PID_CACHE_DEFAULT_SIZE;
 	cfg->rescan_interval_ns = 5LL * 1000000000LL;
 	cfg->targets_only = 1;
@@ -636,9 +636,9 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	int have_cs = np_collector_stats(p->col, &cs, &err) == 0;
 
 	struct unw_loader_stats us;
-	struct py_tracker_stats pys;
+	struct rt_stats rts[NP_RT_MAX];
 	np_collector_unwind_stats(p->col, &us);
-	np_collector_python_stats(p->col, &pys);
+	np_collector_runtime_stats(p->col, rts);
 	struct np_uprobes_stats ups;
 	np_collector_uprobe_stats(p->col, &ups);
 	symbolizer_stats(np_collector_symbolizer(p->col), &ss);
@@ -646,7 +646,7 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	pthread_mutex_lock(&p->mu);
 	p->stats.symbols = ss;
 	p->stats.unwind = us;
-	p->stats.python = pys;
+	memcpy(p->stats.runtimes, rts, sizeof(rts));
 	p->stats.uprobes = ups;
 	p->stats.pid_cache = ps;
 	if (have_cs) {
@@ -747,7 +747,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	co.drain_interval_ms = (unsigned)(drain_ms > MAX_DRAIN_MS ? MAX_DRAIN_MS : (drain_ms < 100 ? 100 : drain_ms));
 	co.demangle = p->cfg.demangle;
 	co.kernel_frames = p->cfg.kernel_frames;
-	co.python = p->cfg.python;
+	co.runtimes = p->cfg.runtimes;
 	co.offcpu_threshold = p->cfg.offcpu_threshold;
 	co.uprobes = p->cfg.uprobes;
 	co.n_uprobes = p->cfg.n_uprobes;

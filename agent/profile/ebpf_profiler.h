@@ -20,7 +20,7 @@
 
 #include "agent/discovery/pid_cache.h"
 #include "agent/profile/uprobes.h"
-#include "agent/python/tracker.h"
+#include "agent/runtime/runtime.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/loader.h"
 #include "bpf/sampler.h"
@@ -58,7 +58,7 @@ struct np_ebpf_config {
 	int targets_only;		/* default on: processes of no target are not sampled; off: they
 					 * are, under the default target service_name="ebpf/unspecified" */
 	int verbose;			/* log every profile handed to the sinks */
-	int python;			/* default on: Python frames of CPython processes */
+	uint32_t runtimes;		/* language runtimes walked: bit NP_RT_*; default every supported one */
 	double offcpu_threshold;	/* default 0 (off): share of voluntary switches recorded */
 	const char *const *uprobes;	/* "FILE:SYMBOL" links, read only by np_ebpf_profiler_start */
 	size_t n_uprobes;
@@ -104,7 +104,7 @@ struct np_ebpf_stats {
 	uint64_t recovered_callers;
 	uint64_t bpf[NP_STAT_MAX];	  /* every BPF counter (stack walk ends by reason, frames) */
 	struct unw_loader_stats unwind;	  /* unwind tables and mappings in BPF */
-	struct py_tracker_stats python;	  /* CPython processes and their names */
+	struct rt_stats runtimes[NP_RT_MAX]; /* each language runtime's processes and names, by id */
 	struct np_uprobes_stats uprobes;  /* probes attached */
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity; /* BPF map fill */
 };

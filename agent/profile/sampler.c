@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "lib/grow.h"
@@ -415,24 +416,26 @@ void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *o
 	out->epoch = bpf_map__fd(s->skel->maps.unw_epoch);
 }
 
-int np_sampler_python_map(const struct np_sampler *s)
+int np_sampler_map_fd(const struct np_sampler *s, const char *name)
 {
-	return bpf_map__fd(s->skel->maps.py_procs);
+	return bpf_object__find_map_fd_by_name(s->skel->obj, name);
 }
 
-volatile uint32_t *np_sampler_python_live(const struct np_sampler *s)
+/* A global of the program's .bss is found through the object's BTF (its DATASEC lists every
+ * variable with its offset), so a runtime names its counter without the sampler knowing it. */
+volatile uint32_t *np_sampler_bss_u32(const struct np_sampler *s, const char *name)
 {
-	return &s->skel->bss->py_procs_live;
-}
+	const struct btf *btf = bpf_object__btf(s->skel->obj);
+	int id = btf ? btf__find_by_name_kind(btf, ".bss", BTF_KIND_DATASEC) : -1;
+	const struct btf_type *sec = id > 0 ? btf__type_by_id(btf, (uint32_t)id) : NULL;
+	const struct btf_var_secinfo *v = sec ? btf_var_secinfos(sec) : NULL;
 
-int np_sampler_hotspot_map(const struct np_sampler *s)
-{
-	return bpf_map__fd(s->skel->maps.hs_procs);
-}
-
-volatile uint32_t *np_sampler_hotspot_live(const struct np_sampler *s)
-{
-	return &s->skel->bss->hs_procs_live;
+	for (unsigned i = 0; v && i < btf_vlen(sec); i++, v++) {
+		const struct btf_type *var = btf__type_by_id(btf, v->type);
+		if (var && v->size == sizeof(uint32_t) && !strcmp(btf__name_by_offset(btf, var->name_off), name))
+			return (volatile uint32_t *)((char *)s->skel->bss + v->offset);
+	}
+	return NULL;
 }
 
 unsigned np_sampler_ncpus(const struct np_sampler *s)
@@ -727,7 +730,7 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 	memcpy(&count, value, sizeof(count));
 	d->counts_read++;
 	if (resolve_stack(c, k.ustack, &uoff, &ulen, &usp, err) || resolve_stack(c, k.kstack, &koff, &klen, &ksp, err) ||
-	    resolve_stack(c, k.pystack, &poff, &plen, &psp, err))
+	    resolve_stack(c, k.rtstack, &poff, &plen, &psp, err))
 		return -1;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 256;
@@ -749,8 +752,8 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 		.n_user = ulen,
 		.kernel = (const uint64_t *)(uintptr_t)koff,
 		.n_kernel = klen,
-		.python = (const uint64_t *)(uintptr_t)poff,
-		.n_python = plen,
+		.rt = (const uint64_t *)(uintptr_t)poff,
+		.n_rt = plen,
 	};
 	return 0;
 }
@@ -784,7 +787,7 @@ int np_sampler_drain(struct np_sampler *s, struct np_drain *out, struct np_err *
 		struct np_sample *smp = &out->samples[i];
 		smp->user = smp->n_user ? out->frames + (uintptr_t)smp->user : NULL;
 		smp->kernel = smp->n_kernel ? out->frames + (uintptr_t)smp->kernel : NULL;
-		smp->python = smp->n_python ? out->frames + (uintptr_t)smp->python : NULL;
+		smp->rt = smp->n_rt ? out->frames + (uintptr_t)smp->rt : NULL;
 	}
 	return 0;
 }

@@ -34,9 +34,11 @@ struct np_sample {
 	uint32_t n_user;
 	uint32_t n_kernel;
 	const uint64_t *kernel;
-	/* The Python frames of a CPython thread (bpf/python.h encodes them), leaf first. */
-	const uint64_t *python;
-	uint32_t n_python;
+	/* The runtime stack of an interpreter-chain runtime's thread (a CPython thread's Python
+	 * frames, encoded as bpf/python.h says), leaf first; which runtime wrote it is told by
+	 * the process (bpf/runtime.h). */
+	const uint64_t *rt;
+	uint32_t n_rt;
 };
 
 /* The result of one drain; owns the samples and the frames they point to. */
@@ -74,16 +76,13 @@ struct np_unwind_maps {
 	int epoch;	    /* ARRAY[1]: bumped when the walker's cached rules may be wrong */
 };
 void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *out);
-/* The Python walker's map of processes (tgid -> struct np_py_proc, bpf/python.h), for
- * agent/python/ to fill. The fd stays owned by the sampler. */
-int np_sampler_python_map(const struct np_sampler *s);
-/* The walker's count of py_procs entries (in the program's mapped data), which the owner of
- * the map keeps current: 0 lets every sample skip the map. */
-volatile uint32_t *np_sampler_python_live(const struct np_sampler *s);
-/* The HotSpot step's map of JVMs (tgid -> struct np_hs_proc, bpf/hotspot.h) and its count of
- * entries, for agent/runtime/hotspot/tracker.c to fill; the same ownership as above. */
-int np_sampler_hotspot_map(const struct np_sampler *s);
-volatile uint32_t *np_sampler_hotspot_live(const struct np_sampler *s);
+/* The program's map called name (a runtime's <rt>_procs, ...; bpf/runtimes.h), -1 when it has
+ * none. The fd stays owned by the sampler. */
+int np_sampler_map_fd(const struct np_sampler *s, const char *name);
+/* The program's 32-bit global of that name in its mapped .bss (a runtime's <rt>_procs_live, the
+ * count of its map's entries that lets every sample skip the map while it is 0), NULL when it has
+ * none. Valid until np_sampler_close. */
+volatile uint32_t *np_sampler_bss_u32(const struct np_sampler *s, const char *name);
 
 /* Attaches the uprobe program at file_offset of the ELF file at path (as this process reaches
  * it: a container's file through /proc/PID/root): every call, by any process mapping that

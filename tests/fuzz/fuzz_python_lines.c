@@ -1,4 +1,4 @@
-/* libFuzzer target for agent/python/layout: line tables of every version's format
+/* libFuzzer target for agent/runtime/python/layout: line tables of every version's format
  * (py_line_at), instruction offsets, and 3.13's _Py_DebugOffsets (py_layout_from_debug_offsets),
  * all of which come from processes and files a container controls.
  *
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/python/layout.h"
+#include "agent/runtime/python/layout.h"
 
 static uint64_t get64(const uint8_t *p)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/python/namer.h"
+#include "agent/runtime/python/namer.h"
 #include "bpf/python.h"
 #include "lib/gostr.h"
 

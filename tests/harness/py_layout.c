@@ -1,4 +1,4 @@
-/* Prints what agent/python/layout knows, for tests/integration/test_python_layout.py to hold
+/* Prints what agent/runtime/python/layout knows, for tests/integration/test_python_layout.py to hold
  * against each CPython version's headers (tests/python/layout_probe.c) and interpreters:
  *
  *   py_layout MAJOR.MINOR            the table's layout (3.8 to 3.12), as JSON with the field
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/python/layout.h"
+#include "agent/runtime/python/layout.h"
 #include "agent/symbols/elf_file.h"
 
 /* _PyRuntime is ~100 KiB; its debug offsets are the first few hundred bytes. */

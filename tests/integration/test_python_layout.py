@@ -1,4 +1,4 @@
-"""agent/python/layout against the CPython builds this machine carries (pyenv, under
+"""agent/runtime/python/layout against the CPython builds this machine carries (pyenv, under
 /root/.pyenv/versions or $PYENV_ROOT/versions, and Debian's /usr/bin/python3.11):
 
 - offsets: tests/python/layout_probe.c compiled against each version's own headers (and Debian's

@@ -19,6 +19,7 @@ import urllib.request
 
 import np
 import pprof
+import promtext
 import rootfs
 import stacks as st
 
@@ -289,17 +290,33 @@ class PythonInTheAgent(unittest.TestCase):
                 pass
             self.assertIsNone(a.poll(), "the agent exited")
             time.sleep(1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            self.metrics = promtext.parse(r.read().decode())
         return json.loads(body) if body else {}, body
+
+    def runtime_metric(self, name, **labels):
+        fam = self.metrics.get(name)
+        self.assertIsNotNone(fam, f"/metrics has no {name}")
+        return fam.value(dict(runtime="python", **labels))
 
     def test_python_enabled(self):
         _, body = self.top(True)
         self.assertIn("Worker.crunch", body)
         self.assertIn("recurse", body)
+        # The runtime interface's metrics, under runtime="python".
+        self.assertGreaterEqual(self.runtime_metric("nodeprof_runtime_processes"), 1)
+        self.assertGreater(self.runtime_metric("nodeprof_runtime_samples_total", outcome="walked"), 0)
+        self.assertGreater(self.runtime_metric("nodeprof_runtime_frames_total", kind="interpreted"), 0)
+        self.assertGreater(self.runtime_metric("nodeprof_runtime_name_cache_entries"), 0)
+        self.assertGreater(self.runtime_metric("nodeprof_runtime_name_cache_bytes"), 0)
+        self.assertEqual(self.runtime_metric("nodeprof_runtime_frames_dropped_total"), 0)
 
     def test_python_disabled(self):
         _, body = self.top(False)
         self.assertIn("_PyEval_EvalFrameDefault", body)
         self.assertNotIn("recurse", body)
+        self.assertEqual(self.runtime_metric("nodeprof_runtime_processes"), 0)
+        self.assertEqual(self.runtime_metric("nodeprof_runtime_samples_total", outcome="walked"), 0)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-/* The offsets of struct py_layout (agent/python/layout.h) as one CPython version's own headers
+/* The offsets of struct py_layout (agent/runtime/python/layout.h) as one CPython version's own headers
  * define them, printed as JSON with the same field names: the oracle that
  * tests/integration/test_python_layout.py holds our table (and, for 3.13+, our reading of
  * _Py_DebugOffsets) against. Built by the test against each version's headers:

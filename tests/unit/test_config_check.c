@@ -189,7 +189,7 @@ static void documented_defaults(void **state)
 	assert_int_equal(ebf->sample_rate, 19);
 	assert_true(ebf->off_cpu_threshold == 0);
 	assert_string_equal(cfg_args_str(eb, "bpf_fs_root"), "/sys/fs/bpf/");
-	assert_true(ebf->python_enabled);
+	assert_true(ebf->runtime_enabled.python);
 	assert_true(cfg_args_bool(eb, "go_enabled"));
 	assert_false(ebf->lazy_mode);
 	assert_int_equal(cfg_args_list_len(eb, "probe_links"), 0);

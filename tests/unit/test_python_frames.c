@@ -1,5 +1,5 @@
 /* Unit tests for the Python side of the profiler that need no interpreter: putting Python
- * frames where the eval loop's native frames stood (agent/python/merge.c), telling an
+ * frames where the eval loop's native frames stood (agent/runtime/python/merge.c), telling an
  * interpreter's version from its file name (detect.c), and naming frames from code objects in
  * a crafted memory image, hostile ones included (namer.c). */
 #include <setjmp.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent/python/detect.h"
-#include "agent/python/merge.h"
-#include "agent/python/namer.h"
+#include "agent/runtime/python/detect.h"
+#include "agent/runtime/python/merge.h"
+#include "agent/runtime/python/namer.h"
 #include "bpf/python.h"
 #include "lib/gostr.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for agent/python/layout: the table's shape per version, 3.13's _Py_DebugOffsets
+/* Unit tests for agent/runtime/python/layout: the table's shape per version, 3.13's _Py_DebugOffsets
  * read from bytes a container controls (every refusal: cookie, version, free-threaded builds,
  * short input, each offset out of its structure), instruction offsets, and line tables of each
  * format: hand-made ones whose lines CPython itself gives for them (code.replace(co_linetable=...)
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent/python/layout.h"
+#include "agent/runtime/python/layout.h"
 
 static void table_versions(void **state)
 {

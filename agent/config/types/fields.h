@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "agent/config/schema.h"
+#include "agent/runtime/runtime.h"
 
 /* ---- the shared http_client_config block (agent/config/http_client.h) ----
  * Each struct starts with its ints and ends with pointers, so that embedding one leaves
@@ -51,7 +52,12 @@ struct cfg_ebpf_args {
 	int64_t collect_interval;
 	int64_t sample_rate;
 	const char *demangle;
-	int kernel_frames, lazy_mode, verbose_mode, python_enabled, load_probe, targets_only;
+	int kernel_frames, lazy_mode, verbose_mode, load_probe, targets_only;
+	/* <rt>_enabled of each runtime of the table (agent/runtime/runtime.h): python, hotspot, ... */
+#define CFG_RUNTIME_FIELD(ident, id, name, key, support, flag, help) int ident;
+	struct {
+		NP_RUNTIME_LIST(CFG_RUNTIME_FIELD)
+	} runtime_enabled;
 	double off_cpu_threshold;
 	struct cfg_strs u_probe_links;
 	uint64_t container_id_cache_size;

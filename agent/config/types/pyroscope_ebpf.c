@@ -20,6 +20,7 @@
 
 #include "agent/config/diag.h"
 #include "agent/profile/uprobes.h"
+#include "agent/runtime/runtime.h"
 
 /* Each argument's member in the args struct (agent/config/types/fields.h). */
 #define EBPF(m) .field = CFG_FIELD(struct cfg_ebpf_args, m)
@@ -27,12 +28,18 @@
 static const char *const demangle_modes[] = { "none", "simplified", "templates", "full", NULL };
 static const char *const comm_modes[] = { "none", "label", "stackframe", "both", "", NULL };
 
-#define INTERPRETER(name)                                                                                 \
-	CFG_A(name, &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true",                                               \
+/* The runtimes' switches come from their table (agent/runtime/runtime.h): a supported one's is
+ * read into runtime_enabled[id]; the others' are accepted and warned about at true. */
+#define INTERPRETER(name, field)                                                                          \
+	CFG_A(name, &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true", field,                                        \
 	      .note = "nodeprof has no unwinder for this runtime yet (Python is the one it has); it profiles "  \
 		      "these processes as native code " \
 		      "(the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: "  \
 		      "node --perf-basic-prof, python -X perf, a JVM perf map agent)")
+
+#define RUNTIME_SUPPORTED(ident, key) CFG_A(key, &cfg_t_bool, 0, "true", EBPF(runtime_enabled.ident)),
+#define RUNTIME_NOT_YET(ident, key) INTERPRETER(key, EBPF(runtime_enabled.ident)),
+#define RUNTIME(ident, id, name, key, support, flag, help) RUNTIME_##support(ident, key)
 
 #define NO_OP_SIZE(name) CFG_A(name, &cfg_t_int, CFG_DEPRECATED, NULL)
 
@@ -69,13 +76,7 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("lazy_mode", &cfg_t_bool, 0, "false", EBPF(lazy_mode)),
 	CFG_A("verbose_mode", &cfg_t_bool, 0, "false", EBPF(verbose_mode)),
 	CFG_A("no_kernel_version_check", &cfg_t_bool, 0, "false"),
-	CFG_A("python_enabled", &cfg_t_bool, 0, "true", EBPF(python_enabled)),
-	INTERPRETER("perl_enabled"),
-	INTERPRETER("php_enabled"),
-	INTERPRETER("hotspot_enabled"),
-	INTERPRETER("ruby_enabled"),
-	INTERPRETER("v8_enabled"),
-	INTERPRETER("dotnet_enabled"),
+	NP_RUNTIME_LIST(RUNTIME)
 	CFG_A("obi_process_context_enabled", &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true",
 	      .note = "nodeprof does not correlate profiles with the traces of OpenTelemetry eBPF Instrumentation; its "
 		      "profiles carry no span IDs"),

@@ -9,6 +9,7 @@
 #include "agent/runtime/hotspot/detect.h"
 #include "agent/runtime/hotspot/namer.h"
 #include "agent/runtime/hotspot/walk_layout.h"
+#include "agent/symbols/arena.h"
 #include "bpf/hotspot.h"
 #include "lib/grow.h"
 #include "lib/intern.h"
@@ -27,9 +28,9 @@ struct proc {
 };
 
 struct hs_tracker {
-	struct symbolizer *sym;	     /* not owned */
-	int map_fd;		     /* not owned */
-	volatile uint32_t *map_live; /* not owned: the walker's count of map entries */
+	struct symbolizer *sym; /* not owned */
+	int map_fd;		/* not owned: hotspot_procs */
+	struct rt_jit *jit;	/* not owned: the code regions the walker hands to the step */
 	struct np_intern pids;	     /* key: u32 pid; id - 1 indexes procs */
 	struct proc *procs;
 	size_t procs_cap, live;
@@ -37,26 +38,23 @@ struct hs_tracker {
 	uint64_t unsupported;
 	uint64_t frames[5], unnamed;
 	struct hs_namer *namer;
-	/* One sample's strings (the namer's last only until its next call): interned while the
-	 * sample is named, pointed at once it is done. */
-	struct np_intern strs;
-	struct {
-		uint32_t name, file;
-	} *ids;
-	size_t ids_cap;
+	/* The batch's copies of the namer's strings (which last only until its next call). */
+	struct sym_arena strs;
 	struct sym_frame scopes[HS_MAX_SCOPES];
 };
 
-int hs_tracker_new(struct symbolizer *sym, int hs_procs_fd, volatile uint32_t *live, struct hs_tracker **out,
-		   struct np_err *err)
+static int tracker_open(const struct rt_env *env, void **out, struct np_err *err)
 {
-	struct hs_tracker *t = calloc(1, sizeof(*t));
+	int fd = env->map_fd(env->ud, "hotspot_procs");
+	struct hs_tracker *t;
 
-	if (!t)
+	if (fd < 0 || !env->jit)
+		return np_errf(err, "the BPF program has no hotspot_procs map or JIT regions");
+	if (!(t = calloc(1, sizeof(*t))))
 		return np_errf(err, "out of memory");
-	t->sym = sym;
-	t->map_fd = hs_procs_fd;
-	t->map_live = live;
+	t->sym = env->sym;
+	t->map_fd = fd;
+	t->jit = env->jit;
 	if (hs_namer_new(0, &t->namer, err)) {
 		free(t);
 		return -1;
@@ -65,14 +63,15 @@ int hs_tracker_new(struct symbolizer *sym, int hs_procs_fd, volatile uint32_t *l
 	return 0;
 }
 
-void hs_tracker_free(struct hs_tracker *t)
+static void tracker_close(void *rt)
 {
+	struct hs_tracker *t = rt;
+
 	if (!t)
 		return;
 	np_intern_free(&t->pids);
 	np_intern_free(&t->reasons);
-	np_intern_free(&t->strs);
-	free(t->ids);
+	sym_arena_free(&t->strs);
 	free(t->procs);
 	hs_namer_free(t->namer);
 	free(t);
@@ -121,8 +120,8 @@ static void forget(struct hs_tracker *t, struct proc *p)
 		return;
 	p->live = 0;
 	t->live--;
+	rt_jit_forget(t->jit, p->pid);
 	(void)bpf_map_delete_elem(t->map_fd, &p->pid);
-	*t->map_live = (uint32_t)t->live;
 }
 
 static void note_unsupported(struct hs_tracker *t, uint32_t pid, const char *why)
@@ -135,11 +134,13 @@ static void note_unsupported(struct hs_tracker *t, uint32_t pid, const char *why
 		       NP_LOG_INT(pid), "reason", why, NULL);
 }
 
-int hs_tracker_process(struct hs_tracker *t, uint32_t pid, uint32_t gen, struct np_err *err)
+static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)
 {
+	struct hs_tracker *t = rt;
 	struct proc *p = find(t, pid);
 	struct hs_jvm jvm;
 	struct np_hs_proc v;
+	struct np_rt_jit_proc region = { .gen = gen, .runtime = NP_RT_HOTSPOT, .nranges = 1 };
 	char why[256];
 	int found, added, rc;
 	uint32_t id;
@@ -166,13 +167,21 @@ int hs_tracker_process(struct hs_tracker *t, uint32_t pid, uint32_t gen, struct 
 	np_log(NP_DEBUG, "hotspot", "walking Java frames", "pid", NP_LOG_INT(pid), "version", jvm.version, NULL);
 	struct hs_names_layout names = jvm.names;
 	hs_jvm_free(&jvm);
+	/* The layout first: the walker asks the step only once the region is there. */
+	region.start[0] = v.cc_low;
+	region.end[0] = v.cc_high;
 	if (bpf_map_update_elem(t->map_fd, &pid, &v, BPF_ANY))
 		return np_errno(err, "tell the HotSpot walker about pid %u", pid);
+	if (rt_jit_set(t->jit, pid, &region, err)) {
+		(void)bpf_map_delete_elem(t->map_fd, &pid);
+		return -1;
+	}
 	if (!p) {
 		if (compact(t, err))
 			return -1;
 		id = np_intern_add(&t->pids, &pid, sizeof(pid), &added);
 		if (!id || np_grow((void **)&t->procs, &t->procs_cap, id, sizeof(*t->procs))) {
+			rt_jit_forget(t->jit, pid);
 			(void)bpf_map_delete_elem(t->map_fd, &pid);
 			return np_errf(err, "out of memory tracking JVMs");
 		}
@@ -181,7 +190,6 @@ int hs_tracker_process(struct hs_tracker *t, uint32_t pid, uint32_t gen, struct 
 	}
 	if (!p->live)
 		t->live++;
-	*t->map_live = (uint32_t)t->live;
 	p->pid = pid;
 	p->gen = gen;
 	p->live = 1;
@@ -189,17 +197,11 @@ int hs_tracker_process(struct hs_tracker *t, uint32_t pid, uint32_t gen, struct 
 	return 0;
 }
 
-void hs_tracker_exit(struct hs_tracker *t, uint32_t pid)
+static void tracker_exit(void *rt, uint32_t pid)
 {
-	forget(t, find(t, pid));
-}
+	struct hs_tracker *t = rt;
 
-int hs_stack_has_java(const uint64_t *words, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (np_hs_is_frame(words[i]))
-			return 1;
-	return 0;
+	forget(t, find(t, pid));
 }
 
 /* A stub's name: its code blob's (CodeBlob::_name, a string of libjvm), or NULL. */
@@ -214,13 +216,13 @@ static const char *stub_name(const struct proc *p, uint64_t blob, char *buf, siz
 	return buf;
 }
 
-/* Keeps a Java frame's strings in the sample's table (the namer's own last only until its
- * next call); slot k of ids gets their ids. 0, or -1 out of memory. */
-static int keep(struct hs_tracker *t, size_t k, const struct sym_frame *f)
+/* Copies a frame's strings into the batch's arena (the namer's last only until its next call).
+ * 0, or -1 out of memory. */
+static int keep(struct hs_tracker *t, struct sym_frame *f)
 {
-	t->ids[k].name = np_intern_str(&t->strs, f->name ? f->name : HS_UNKNOWN_JAVA);
-	t->ids[k].file = f->file ? np_intern_str(&t->strs, f->file) : 0;
-	return t->ids[k].name && (!f->file || t->ids[k].file) ? 0 : -1;
+	if (!(f->name = sym_arena_strdup(&t->strs, f->name ? f->name : HS_UNKNOWN_JAVA)))
+		return -1;
+	return f->file && !(f->file = sym_arena_strdup(&t->strs, f->file)) ? -1 : 0;
 }
 
 /* The frames one Java frame (its two words) stands for, into out (room for cap): how many. */
@@ -266,68 +268,79 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 	}
 }
 
-int hs_tracker_frames(struct hs_tracker *t, uint32_t pid, uint32_t gen, const uint64_t *words,
-		      const struct sym_frame *named, size_t n, struct sym_frame *out, size_t cap, size_t *n_out,
-		      struct np_err *err)
+static int tracker_name_words(void *rt, uint32_t pid, uint32_t gen, const uint64_t *words, size_t n_words,
+			      size_t *used, struct sym_frame *out, size_t room, size_t *n_out, struct np_err *err)
 {
+	struct hs_tracker *t = rt;
 	const struct proc *p = find(t, pid);
-	size_t k = 0;
+	size_t got = 0;
 
-	/* A sample taken before an exec is named after it: its words mean nothing now. */
-	if (p && (!p->live || p->gen != gen))
-		p = NULL;
-	np_intern_free(&t->strs);
-	if (np_grow((void **)&t->ids, &t->ids_cap, cap, sizeof(*t->ids)))
-		return np_errf(err, "out of memory naming Java frames");
-	for (size_t i = 0; i < n && k < cap; i++) {
-		if (!np_hs_is_frame(words[i]) || i + 1 >= n) {
-			t->ids[k].name = 0; /* native: the symbolizer's strings */
-			out[k++] = named[i];
-			continue;
-		}
-		size_t got = 0, room = cap - k < HS_MAX_SCOPES ? cap - k : HS_MAX_SCOPES;
-		if (name_java(t, p, words[i], words[i + 1], t->scopes, room, &got, err))
-			return -1;
-		for (size_t j = 0; j < got; j++) {
-			if (keep(t, k, &t->scopes[j]))
-				return np_errf(err, "out of memory naming Java frames");
-			if (!strcmp(t->scopes[j].name, HS_UNKNOWN_JAVA))
-				t->unnamed++;
-			out[k++] = t->scopes[j];
-		}
-		i++; /* the frame's second word */
+	/* A sample taken before an exec is named after it: its words mean nothing now. Exited
+	 * processes are still named (exit events are handled before the drain's samples). */
+	if (!p || p->gen != gen || room == 0)
+		return 0;
+	if (!np_hs_is_frame(words[0]) || n_words < 2 || np_rt_word_id(words[1]) != NP_RT_HOTSPOT) {
+		/* Not a frame this step wrote (a first word without its second): one unknown frame. */
+		*used = 1;
+		out[0] = (struct sym_frame){ .name = HS_UNKNOWN_JAVA, .addr = words[0] };
+		t->unnamed++;
+		*n_out = 1;
+		return 1;
 	}
-	/* The table is whole now: its strings stay where they are until the next sample. */
-	for (size_t j = 0; j < k; j++) {
-		if (!t->ids[j].name)
-			continue;
-		out[j].name = np_intern_key(&t->strs, t->ids[j].name, NULL);
-		out[j].file = t->ids[j].file ? np_intern_key(&t->strs, t->ids[j].file, NULL) : NULL;
+	if (name_java(t, p, words[0], words[1], t->scopes, room < HS_MAX_SCOPES ? room : HS_MAX_SCOPES, &got, err))
+		return -1;
+	for (size_t j = 0; j < got; j++) {
+		out[j] = t->scopes[j];
+		if (keep(t, &out[j]))
+			return np_errf(err, "out of memory naming Java frames");
+		if (!strcmp(out[j].name, HS_UNKNOWN_JAVA))
+			t->unnamed++;
 	}
-	*n_out = k;
-	return 0;
+	*used = 2;
+	*n_out = got;
+	return 1;
 }
 
-void hs_tracker_end_batch(struct hs_tracker *t)
+static void tracker_end_batch(void *rt)
 {
+	struct hs_tracker *t = rt;
+
 	hs_namer_end_batch(t->namer);
+	sym_arena_reset(&t->strs);
 }
 
-void hs_tracker_stats(const struct hs_tracker *t, struct hs_tracker_stats *out)
+static void tracker_stats(const void *rt, struct rt_stats *out)
 {
+	const struct hs_tracker *t = rt;
+	struct hs_namer_stats ns;
+
+	hs_namer_stats(t->namer, &ns);
 	memset(out, 0, sizeof(*out));
 	out->processes = t->live;
 	out->unsupported = t->unsupported;
-	struct hs_namer_stats ns;
-
-	memcpy(out->frames, t->frames, sizeof(out->frames));
-	out->unnamed = t->unnamed;
-	hs_namer_stats(t->namer, &ns);
-	out->named_interpreted = ns.interpreted;
-	out->named_compiled = ns.compiled;
-	out->named_inlined = ns.inlined;
-	out->stale = ns.stale;
-	out->failed = ns.failed;
-	out->cache_entries = ns.methods + ns.nmethods;
-	out->cache_bytes = ns.bytes;
+	out->names = ns.methods + ns.nmethods;
+	out->name_bytes = ns.bytes;
+	out->name_reads = ns.reads;
+	out->name_read_failures = ns.failed + ns.stale;
 }
+
+/* The step's counters (bpf/sampler.h), by the names /metrics gives them. */
+static const struct rt_counter counters[] = {
+	{ RT_FRAMES, "interpreted", NP_HS_FRAMES_INTERPRETED },
+	{ RT_FRAMES, "compiled", NP_HS_FRAMES_COMPILED },
+	{ RT_FRAMES, "stub", NP_HS_FRAMES_STUB },
+	{ RT_STACKS_CUT, "no_code_blob", NP_HS_NO_BLOB },
+	{ RT_STACKS_CUT, "frame_not_stepped", NP_HS_LOST_FRAME },
+};
+
+const struct rt_ops rt_hotspot_ops = {
+	.open = tracker_open,
+	.close = tracker_close,
+	.process = tracker_process,
+	.exit = tracker_exit,
+	.name_words = tracker_name_words,
+	.end_batch = tracker_end_batch,
+	.stats = tracker_stats,
+	.counters = counters,
+	.n_counters = sizeof(counters) / sizeof(counters[0]),
+};

@@ -1,5 +1,5 @@
 /* The Python side of the profiler: see tracker.h. */
-#include "agent/python/tracker.h"
+#include "agent/runtime/python/tracker.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 
 #include <bpf/bpf.h>
 
-#include "agent/python/detect.h"
-#include "agent/python/merge.h"
-#include "agent/python/namer.h"
+#include "agent/runtime/python/detect.h"
+#include "agent/runtime/python/merge.h"
+#include "agent/runtime/python/namer.h"
 #include "lib/grow.h"
 #include "lib/intern.h"
 #include "lib/log.h"
@@ -37,15 +37,18 @@ struct py_tracker {
 	struct sym_frame pyframes[NP_MAX_STACK_DEPTH];
 };
 
-int py_tracker_new(struct symbolizer *sym, int py_procs_fd, volatile uint32_t *live, struct py_tracker **out,
-		   struct np_err *err)
+static int tracker_open(const struct rt_env *env, void **out, struct np_err *err)
 {
-	struct py_tracker *t = calloc(1, sizeof(*t));
+	int fd = env->map_fd(env->ud, "python_procs");
+	volatile uint32_t *live = env->bss_u32(env->ud, "python_procs_live");
+	struct py_tracker *t;
 
-	if (!t)
+	if (fd < 0 || !live)
+		return np_errf(err, "the BPF program has no python_procs map or python_procs_live count");
+	if (!(t = calloc(1, sizeof(*t))))
 		return np_errf(err, "out of memory");
-	t->sym = sym;
-	t->map_fd = py_procs_fd;
+	t->sym = env->sym;
+	t->map_fd = fd;
 	t->map_live = live;
 	if (py_namer_new(0, &t->namer, err)) {
 		free(t);
@@ -55,8 +58,10 @@ int py_tracker_new(struct symbolizer *sym, int py_procs_fd, volatile uint32_t *l
 	return 0;
 }
 
-void py_tracker_free(struct py_tracker *t)
+static void tracker_close(void *rt)
 {
+	struct py_tracker *t = rt;
+
 	if (!t)
 		return;
 	np_intern_free(&t->pids);
@@ -147,8 +152,9 @@ static void to_bpf(const struct py_interp *in, uint32_t gen, struct np_py_proc *
 	v->pthread_tid = in->pthread_tid == PY_NONE ? NP_PY_NONE : (uint16_t)in->pthread_tid;
 }
 
-int py_tracker_process(struct py_tracker *t, uint32_t pid, uint32_t gen, struct np_err *err)
+static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)
 {
+	struct py_tracker *t = rt;
 	struct proc *p = find(t, pid);
 	struct py_interp in;
 	struct np_py_proc v;
@@ -193,46 +199,71 @@ int py_tracker_process(struct py_tracker *t, uint32_t pid, uint32_t gen, struct 
 	return 0;
 }
 
-void py_tracker_exit(struct py_tracker *t, uint32_t pid)
+static void tracker_exit(void *rt, uint32_t pid)
 {
+	struct py_tracker *t = rt;
+
 	forget(t, find(t, pid));
 }
 
-int py_tracker_merge(struct py_tracker *t, uint32_t pid, uint32_t gen, const struct sym_frame *native,
-		     size_t n_native, int native_cut, const uint64_t *words, size_t n_words, struct sym_frame *out,
-		     size_t *n_out, struct np_err *err)
+static int tracker_merge(void *rt, uint32_t pid, uint32_t gen, const struct sym_frame *native, size_t n_native,
+			 int native_cut, const uint64_t *words, size_t n_words, struct sym_frame *out, size_t *n_out,
+			 struct np_err *err)
 {
+	struct py_tracker *t = rt;
 	struct proc *p = find(t, pid);
 
 	if (n_words > NP_MAX_STACK_DEPTH)
 		n_words = NP_MAX_STACK_DEPTH;
 	/* A sample taken before an exec is named after it: its words mean nothing now. Exited
 	 * processes are still named (exit events are handled before the drain's samples). */
-	if (!p || p->gen != gen || !n_words) {
-		memcpy(out, native, n_native * sizeof(*out));
-		*n_out = n_native;
+	if (!p || p->gen != gen || !n_words)
 		return 0;
-	}
 	if (py_namer_frames(t->namer, pid, gen, &p->layout, words, n_words, t->pyframes, err))
 		return -1;
 	*n_out = py_merge(native, n_native, native_cut, t->pyframes, words, n_words, out);
-	return 0;
+	return 1;
 }
 
-void py_tracker_end_batch(struct py_tracker *t)
+static void tracker_end_batch(void *rt)
 {
+	struct py_tracker *t = rt;
+
 	py_namer_end_batch(t->namer);
 }
 
-void py_tracker_stats(const struct py_tracker *t, struct py_tracker_stats *out)
+static void tracker_stats(const void *rt, struct rt_stats *out)
 {
+	const struct py_tracker *t = rt;
 	struct py_namer_stats ns;
 
 	py_namer_stats(t->namer, &ns);
+	memset(out, 0, sizeof(*out));
 	out->processes = t->live;
 	out->unsupported = t->unsupported;
-	out->codes = ns.codes;
-	out->bytes = ns.bytes;
-	out->code_reads = ns.reads;
-	out->code_read_failures = ns.failed;
+	out->names = ns.codes;
+	out->name_bytes = ns.bytes;
+	out->name_reads = ns.reads;
+	out->name_read_failures = ns.failed;
 }
+
+/* The walker's counters (bpf/sampler.h), by the names /metrics gives them. */
+static const struct rt_counter counters[] = {
+	{ RT_SAMPLES, "walked", NP_PY_STACKS },
+	{ RT_SAMPLES, "no_thread_state", NP_PY_NO_TSTATE },
+	{ RT_FRAMES, "interpreted", NP_PY_FRAMES },
+	{ RT_STACKS_CUT, "read_failed", NP_PY_LOST_READ },
+	{ RT_STACKS_CUT, "max_depth", NP_PY_LOST_DEPTH },
+};
+
+const struct rt_ops rt_python_ops = {
+	.open = tracker_open,
+	.close = tracker_close,
+	.process = tracker_process,
+	.exit = tracker_exit,
+	.merge = tracker_merge,
+	.end_batch = tracker_end_batch,
+	.stats = tracker_stats,
+	.counters = counters,
+	.n_counters = sizeof(counters) / sizeof(counters[0]),
+};

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/python/layout.h"
+#include "agent/runtime/python/layout.h"
 #include "agent/symbols/symbolizer.h"
 #include "lib/error.h"
 

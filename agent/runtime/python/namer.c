@@ -1,5 +1,5 @@
 /* Naming Python frames from code objects in process memory: see namer.h. */
-#include "agent/python/namer.h"
+#include "agent/runtime/python/namer.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Finding CPython in a process: the file that holds the interpreter (a libpython3.X shared
  * library, or the python3.X executable of a static build), its version, where its
- * _PyRuntime lies in the process, and the layout of its structures (agent/python/layout.h).
+ * _PyRuntime lies in the process, and the layout of its structures (agent/runtime/python/layout.h).
  * Files are reached the way the symbolizer reaches them (inside the process's root, read
  * with pread), so a container's interpreter is found like the host's. */
 #ifndef NP_PYTHON_DETECT_H
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/python/layout.h"
+#include "agent/runtime/python/layout.h"
 #include "agent/symbols/symbolizer.h"
 #include "lib/error.h"
 

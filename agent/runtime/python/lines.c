@@ -14,7 +14,7 @@
  * and clamped, and anything that is not a positive int line is "no line" (0).
  * tests/integration/test_python_layout.py compares every offset of real functions with what each
  * interpreter says. */
-#include "agent/python/layout.h"
+#include "agent/runtime/python/layout.h"
 
 #include <limits.h>
 

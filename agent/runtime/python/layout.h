@@ -1,7 +1,7 @@
 /* What nodeprof must know of a CPython interpreter's memory to walk its frames from BPF and to
  * name them from user space: the offsets of the few fields it reads, per minor version.
  *
- * 3.8 to 3.12 come from a table (agent/python/layout.c) derived from each version's own
+ * 3.8 to 3.12 come from a table (agent/runtime/python/layout.c) derived from each version's own
  * headers and checked against the interpreters this machine carries
  * (tests/integration/test_python_layout.py); 3.13 and later publish their offsets in the
  * interpreter itself (_Py_DebugOffsets at the start of _PyRuntime), read from the ELF file's

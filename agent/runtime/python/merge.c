@@ -1,5 +1,5 @@
 /* Merging Python frames into native stacks: see merge.h. */
-#include "agent/python/merge.h"
+#include "agent/runtime/python/merge.h"
 
 #include <string.h>
 

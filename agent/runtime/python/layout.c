@@ -2,7 +2,7 @@
  * 3.12 (x86-64, default builds: not debug, not free-threaded), and for 3.13 the interpreter's
  * own _Py_DebugOffsets, read from a file a container controls and so checked like any
  * untrusted input. Line tables are decoded in lines.c. */
-#include "agent/python/layout.h"
+#include "agent/runtime/python/layout.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* Finding CPython in a process: see detect.h. */
-#include "agent/python/detect.h"
+#include "agent/runtime/python/detect.h"
 
 #include <ctype.h>
 #include <stdio.h>
