@@ -10,7 +10,8 @@ threads' chains never mix; pprof has one Function per Java method with its file 
 line; `--no-java` gives the native stacks of before (cut at the first Java frame). Code that
 changes while it is sampled (WalkChurn.java: a method deoptimised mid-run, classes unloaded and
 their code addresses reused) never gets a wrong name: a frame is its method's or
-"[unknown java]"."""
+"[unknown java]". `nodeprof run` with hotspot_enabled pushes the same frames to the Pyroscope
+test server."""
 import os
 import re
 import shutil
@@ -18,11 +19,14 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.request
 
 import np
 import pprof
+import promtext
 import rootfs
 import stacks as st
+from pyroscope import PyroscopeServer
 
 JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
 JAVA = os.path.join(JDK, "bin", "java")
@@ -307,6 +311,101 @@ class JavaStacks(unittest.TestCase):
         # The walk stops where the Java code starts, as before Java support.
         cut = st.share(s, lambda f: helper_at(f) >= 0 and f[helper_at(f) + 1:][:1] == ["[unknown]"])
         self.assertGreaterEqual(cut[2], 90, st.top(s))
+
+
+
+def run_config(url, hotspot_enabled):
+    return f"""discovery.process "p" {{
+  refresh_interval = "1s"
+}}
+discovery.relabel "r" {{
+  targets = discovery.process.p.targets
+  rule {{
+    source_labels = ["__meta_process_commandline"]
+    regex = ".*WalkChain.*"
+    action = "keep"
+  }}
+  rule {{
+    target_label = "service_name"
+    replacement = "walkchain"
+  }}
+}}
+pyroscope.ebpf "e" {{
+  targets = discovery.relabel.r.output
+  forward_to = [pyroscope.write.w.receiver]
+  collect_interval = "2s"
+  sample_rate = 97
+  hotspot_enabled = {str(hotspot_enabled).lower()}
+}}
+pyroscope.write "w" {{
+  endpoint {{
+    url = "{url}"
+  }}
+}}
+"""
+
+
+class JavaInTheAgent(unittest.TestCase):
+    """hotspot_enabled in `nodeprof run`: Java frames pushed to the Pyroscope test server, and the
+    runtime interface's metrics under runtime="hotspot"."""
+
+    def push(self, hotspot_enabled):
+        """The stacks (root first) of the first pushes that carry the busy thread, and /metrics."""
+        d = np.tmpdir(self)
+        classes = os.path.join(d, "classes")
+        subprocess.run([JAVAC, "-d", classes, SOURCE], check=True, capture_output=True)
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        cfg = os.path.join(d, "java.alloy")
+        with open(cfg, "w") as f:
+            f.write(run_config(srv.url, hotspot_enabled))
+        self.assertEqual(np.nodeprof("check", cfg).returncode, 0)
+        w = subprocess.Popen([JAVA, "-cp", classes, "WalkChain"], stdout=subprocess.DEVNULL)
+        self.addCleanup(lambda: (w.kill(), w.wait()))
+        port = np.free_port()
+        log = open(os.path.join(d, "agent.log"), "w+")
+        a = subprocess.Popen([np.NODEPROF, "run", "--config", cfg, "--http-listen", f"127.0.0.1:{port}"],
+                             stdout=log, stderr=subprocess.STDOUT)
+        self.addCleanup(lambda: (a.poll() is None and a.kill(), a.wait(), log.close()))
+        deadline, stacks = time.time() + 40, []
+        while time.time() < deadline and st.total(dict(stacks)) < MIN_SAMPLES:
+            stacks = [(";".join(s["frames"]), s["values"][0] // (10**9 // 97))
+                      for push in srv.pushes() for series in push["series"] for prof in series["profiles"]
+                      for s in prof["stacks"] if "_ZN9JavaCalls11call_helper" in ";".join(s["frames"])
+                      or "JavaCalls::call_helper" in ";".join(s["frames"])]
+            self.assertIsNone(a.poll(), "the agent exited")
+            time.sleep(1)
+        for r in srv.all_requests():
+            self.assertEqual(r["violations"], [], r)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            self.metrics = promtext.parse(r.read().decode())
+        agg = {}
+        for s, c in stacks:
+            agg[s] = agg.get(s, 0) + c
+        self.assertGreaterEqual(st.total(agg), MIN_SAMPLES, f"few Java samples pushed:\n{st.top(agg)}")
+        return agg
+
+    def runtime_metric(self, name, **labels):
+        fam = self.metrics.get(name)
+        self.assertIsNotNone(fam, f"/metrics has no {name}")
+        return fam.value(dict(runtime="hotspot", **labels))
+
+    def test_hotspot_enabled(self):
+        s = self.push(True)
+        want = ["java.lang.Thread.run", "WalkChain$$Lambda$1.run", "WalkChain.lambda$main$0", "WalkChain$Worker.crunch"] + \
+            ["WalkChain$Worker.recurse"] * 5 + ["WalkChain$Worker.leaf", "WalkChain$Worker.spin"]
+        hits = st.share(s, lambda f: java_frames(f) == want)
+        self.assertGreaterEqual(hits[2], 80, st.top(s))
+        self.assertGreaterEqual(self.runtime_metric("nodeprof_runtime_processes"), 1)
+        self.assertGreater(self.runtime_metric("nodeprof_runtime_frames_total", kind="compiled"), 0)
+        self.assertGreater(self.runtime_metric("nodeprof_runtime_name_cache_entries"), 0)
+        self.assertEqual(self.runtime_metric("nodeprof_runtime_stacks_cut_total", reason="no_code_blob"), 0)
+
+    def test_hotspot_disabled(self):
+        s = self.push(False)
+        self.assertEqual(st.total(s, lambda f: bool(java_frames(f))), 0, st.top(s))
+        self.assertEqual(self.runtime_metric("nodeprof_runtime_processes"), 0)
+        self.assertEqual(self.runtime_metric("nodeprof_runtime_frames_total", kind="compiled"), 0)
 
 
 if __name__ == "__main__":
