@@ -492,9 +492,20 @@ static void interpreted_on(const struct hs_names_layout *l)
 	assert_int_equal(st.interpreted, 5);
 	assert_int_equal(st.methods, 2);
 
-	/* Memory reused: the Method now belongs to another class whose pool is not its holder's. */
-	uint64_t other_cp = alloc(l->cp_size);
-	w64(other_cp + l->cp_pool_holder.off, j.ik);
+	/* A pool of its own whose holder is the class (a method handle intrinsic's): named. */
+	uint64_t own_cp = alloc(l->cp_size + 8 * 8);
+	memcpy(im.b + (own_cp - BASE), im.b + (j.cp - BASE), l->cp_size + 8 * 8);
+	uint64_t own = alloc(l->method_size);
+	w64(own + l->method_const_method.off, const_method(l, own_cp, 4, 5, 0));
+	struct hs_interp_frame fo = { .method = own, .bci = 0 };
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, l, &fo, &f, &err), 0);
+	assert_string_equal(f.name, INNER);
+	/* Memory reused: the Method now points into a pool whose holder is a class that does
+	 * not hold that pool nor any pool of its own. */
+	uint64_t other_cp = alloc(l->cp_size + 8 * 8), ik2 = alloc(l->ik_size);
+	memcpy(im.b + (other_cp - BASE), im.b + (j.cp - BASE), l->cp_size + 8 * 8);
+	memcpy(im.b + (ik2 - BASE), im.b + (j.ik - BASE), l->ik_size);
+	w64(other_cp + l->cp_pool_holder.off, ik2);
 	uint64_t cm2 = const_method(l, other_cp, 1, 2, 1);
 	w64(j.outer + l->method_const_method.off, cm2);
 	fr.const_method = cm2;
