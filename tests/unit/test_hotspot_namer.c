@@ -2,7 +2,8 @@
  * own encoding algorithm, both before and after JDK 20's excluded zero byte; compressed line
  * tables; the Alloy name format of descriptors), then frames named from a memory image laid
  * out as a JVM lays out Method, ConstMethod, ConstantPool, InstanceKlass, Symbol and nmethod
- * (JDK 8-22's offsets and JDK 25's immutable and mutable data): names, files, lines, inlined
+ * (JDK 8's offsets, 9-22's scopes pointer, 23-24's immutable data with the metadata after the
+ * code, 25's metadata in mutable data): names, files, lines, inlined
  * scopes in order, and every identity check that must give "[unknown java]" rather than
  * another method's name. Real JVMs are in tests/integration/test_hotspot_names.py. */
 #include <setjmp.h>
@@ -300,6 +301,30 @@ static void layout25(struct hs_names_layout *l)
 	l->nm_dependencies_offset.off = HS_NONE;
 }
 
+/* JDK 8's shape: the code and the scopes by offsets from the nmethod (CodeBlob::_code_offset,
+ * nmethod::_scopes_data_offset), same positions as 17's for the rest. */
+static void layout8(struct hs_names_layout *l)
+{
+	layout17(l);
+	l->major = 8;
+	l->cb_code_begin = (struct hs_field){ 32, 4 };
+	l->cb_code_is_offset = 1;
+	l->nm_scopes_data = (struct hs_field){ 120, 4 };
+	l->nm_scopes_data_is_ptr = 0;
+}
+
+/* JDK 23-24's: immutable data, and the metadata after the code to the blob's end
+ * (CodeBlob::_data_offset + nmethod::_metadata_offset, a u2). */
+static void layout23(struct hs_names_layout *l)
+{
+	layout25(l);
+	l->major = 23;
+	l->cb_mutable_data.off = HS_NONE;
+	l->cb_mutable_data_size.off = HS_NONE;
+	l->cb_relocation_size.off = HS_NONE;
+	l->nm_metadata_offset = (struct hs_field){ 164, 2 };
+}
+
 static uint64_t symbol(const char *s)
 {
 	uint64_t a = alloc(6 + strlen(s));
@@ -396,15 +421,39 @@ static void build(const struct hs_names_layout *l, struct jvm *j)
 		j->nm = alloc(size);
 		j->code = j->nm + l->nm_size;
 		w32(j->nm + l->cb_size.off, size);
-		w64(j->nm + l->cb_code_begin.off, j->code);
+		if (l->cb_code_is_offset)
+			w32(j->nm + l->cb_code_begin.off, l->nm_size);
+		else
+			w64(j->nm + l->cb_code_begin.off, j->code);
 		w32(j->nm + l->nm_metadata_offset.off, meta);
-		w64(j->nm + l->nm_scopes_data.off, j->nm + sc);
+		if (l->nm_scopes_data_is_ptr)
+			w64(j->nm + l->nm_scopes_data.off, j->nm + sc);
+		else
+			w32(j->nm + l->nm_scopes_data.off, sc);
 		w32(j->nm + l->nm_scopes_pcs_offset.off, pcs);
 		w32(j->nm + l->nm_dependencies_offset.off, deps);
 		w64(j->nm + meta, j->inner);
 		w64(j->nm + meta + 8, j->outer);
 		w(j->nm + sc, s, sn);
 		pcdescs(j->nm + pcs);
+	} else if (l->cb_mutable_data.off == HS_NONE) {
+		/* [header][code 64][metadata 2 slots] in the blob; [pcs][scopes] immutable */
+		uint32_t data = l->nm_size + 64, size = data + 16;
+		uint64_t imm = alloc(64 + sn);
+		j->nm = alloc(size);
+		j->code = j->nm + l->nm_size;
+		w32(j->nm + l->cb_size.off, size);
+		w32(j->nm + l->cb_code_begin.off, l->nm_size);
+		w32(j->nm + l->cb_data_offset.off, data);
+		w16(j->nm + l->nm_metadata_offset.off, 0);
+		w64(j->nm + l->nm_immutable_data.off, imm);
+		w32(j->nm + l->nm_immutable_data_size.off, (uint32_t)(64 + sn));
+		w32(j->nm + l->nm_scopes_pcs_offset.off, 0);
+		w32(j->nm + l->nm_scopes_data.off, 64);
+		pcdescs(imm);
+		w(imm + 64, s, sn);
+		w64(j->nm + data, j->inner);
+		w64(j->nm + data + 8, j->outer);
 	} else {
 		/* [header][code 64] in the blob; [pcs][scopes] immutable; [relocs 24][metadata] mutable */
 		uint32_t size = l->nm_size + 64;
@@ -637,6 +686,24 @@ static void compiled17(void **state)
 	compiled_on(&l);
 }
 
+static void compiled8(void **state)
+{
+	struct hs_names_layout l;
+
+	(void)state;
+	layout8(&l);
+	compiled_on(&l);
+}
+
+static void compiled23(void **state)
+{
+	struct hs_names_layout l;
+
+	(void)state;
+	layout23(&l);
+	compiled_on(&l);
+}
+
 static void compiled25(void **state)
 {
 	struct hs_names_layout l;
@@ -738,7 +805,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(unsigned5),	 cmocka_unit_test(line_tables), cmocka_unit_test(names),
 		cmocka_unit_test(interpreted17), cmocka_unit_test(interpreted25), cmocka_unit_test(compiled17),
-		cmocka_unit_test(compiled25),	 cmocka_unit_test(compiled_garbage), cmocka_unit_test(budget),
+		cmocka_unit_test(compiled8),	 cmocka_unit_test(compiled23),	   cmocka_unit_test(compiled25),
+		cmocka_unit_test(compiled_garbage), cmocka_unit_test(budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
