@@ -174,6 +174,9 @@ struct image {
 	uint8_t b[IMG];
 	size_t top;
 	size_t hole_lo, hole_hi; /* unreadable */
+	/* A 4-byte read at flip_addr sees flip_value: memory changing under the namer. */
+	uint64_t flip_addr;
+	uint32_t flip_value;
 };
 
 static struct image im;
@@ -188,6 +191,8 @@ static int read_image(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t l
 	if (addr - BASE < m->hole_hi && addr - BASE + len > m->hole_lo)
 		return -1;
 	memcpy(buf, m->b + (addr - BASE), len);
+	if (m->flip_addr && addr == m->flip_addr && len == 4)
+		memcpy(buf, &m->flip_value, 4);
 	return 0;
 }
 
@@ -734,6 +739,40 @@ static void compiled_garbage(void **state)
 	assert_int_equal(hs_namer_compiled(n, 1, 0, &l, &fr, f, HS_MAX_SCOPES, &count, &err), 0);
 	assert_int_equal(count, 1);
 	assert_string_equal(f[0].name, HS_UNKNOWN_JAVA);
+	hs_namer_free(n);
+
+	/* The nmethod is replaced while it is read (its compile id changes before the final
+	 * check), after an inlined method cached earlier was read again: not named, and the
+	 * method's new entry stays intact for the frames that name it later. */
+	build(&l, &j);
+	n = namer(0);
+	struct hs_interp_frame fi = { .method = j.inner, .bci = 0 }, fouter = { .method = j.outer, .bci = 0 };
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fi, f, &err), 0);
+	assert_string_equal(f[0].name, INNER);
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fouter, f, &err), 0);
+	uint64_t cm_b = const_method(&l, j.cp, 4, 5, 0);
+	w64(j.inner + l.method_const_method.off, cm_b);
+	im.flip_addr = j.nm + l.nm_compile_id.off;
+	im.flip_value = 99;
+	fr.pc = j.code + 20;
+	assert_int_equal(hs_namer_compiled(n, 1, 0, &l, &fr, f, HS_MAX_SCOPES, &count, &err), 0);
+	assert_int_equal(count, 1);
+	assert_string_equal(f[0].name, HS_UNKNOWN_JAVA);
+	im.flip_addr = 0;
+	w32(j.nm + l.nm_compile_id.off, 99);
+	fr.compile_id = 99;
+	assert_int_equal(hs_namer_compiled(n, 1, 0, &l, &fr, f, HS_MAX_SCOPES, &count, &err), 0);
+	assert_int_equal(count, 2);
+	assert_string_equal(f[0].name, INNER);
+	assert_string_equal(f[1].name, OUTER);
+	uint64_t other = alloc(l.method_size); /* more text after it */
+	w64(other + l.method_const_method.off, const_method(&l, j.cp, 1, 2, 1));
+	struct hs_interp_frame fo = { .method = other, .bci = 0 };
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fo, f, &err), 0);
+	assert_string_equal(f[0].name, OUTER);
+	fi.const_method = cm_b;
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fi, f, &err), 0);
+	assert_string_equal(f[0].name, INNER);
 	hs_namer_free(n);
 
 	/* Offsets out of order, and a metadata region beyond HS_DEBUG_MAX. */

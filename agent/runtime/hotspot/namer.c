@@ -282,7 +282,7 @@ unsigned hs_line_at(const uint8_t *table, size_t len, uint8_t x, int32_t bci, ui
 {
 	uint32_t b = 0, ln = 0, best_bci = 0, best_line = 0, min_line = UINT32_MAX;
 	size_t pos = 0;
-	int exact = 0, any = 0;
+	int exact = 0;
 
 	/* The table has one pair per line with code: a few per byte of bytecode at most. */
 	for (size_t pairs = 0; pairs < len && line_pair(table, len, &pos, x, &b, &ln); pairs++) {
@@ -296,10 +296,8 @@ unsigned hs_line_at(const uint8_t *table, size_t len, uint8_t x, int32_t bci, ui
 		} else if (b < (uint32_t)bci && b >= best_bci) {
 			best_bci = b;
 			best_line = ln;
-			any = 1;
 		}
 	}
-	(void)any;
 	if (first)
 		*first = min_line == UINT32_MAX ? 0 : min_line;
 	return best_line <= INT32_MAX ? best_line : 0;
@@ -819,10 +817,8 @@ static void read_nmethod(struct hs_namer *n, uint32_t pid, uint32_t gen, const s
 {
 	uint8_t h[HS_STRUCT_MAX];
 	uint64_t size, meta_addr, meta_len, pcs_off, data_off, dbg_addr, dbg_end;
-	size_t mark = n->text.len;
 	int64_t meta_raw, dbg, ids;
 	uint32_t now;
-	size_t methods_before = n->methods.n;
 
 	memset(ni, 0, sizeof(*ni));
 	*stale = 0;
@@ -929,10 +925,8 @@ fail_check:
 fail:
 	memset(ni, 0, sizeof(*ni));
 	ni->stale = *stale;
-	/* The method entries read meanwhile stay (their text lies among this nmethod's); the
-	 * rest is dropped only when nothing was added after it. */
-	if (n->methods.n == methods_before)
-		n->text.len = mark;
+	/* What was read stays in the text until the budget drops it: methods read meanwhile (new
+	 * ones, or cached ones read again) have their names among it. */
 	n->text.failed = 0;
 	return;
 fail_oom:
