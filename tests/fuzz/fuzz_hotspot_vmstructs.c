@@ -2,12 +2,15 @@
  * process memory a pod controls: the input is a memory image at a fixed address whose first
  * 24 words are the exported layout variables, in hs_vm_symbol_names order (the four table
  * pointers, then the entry offsets and strides); everything else is what they point at.
+ * When the tables describe a code cache (CodeCache::_heaps, CodeHeap, HeapBlock...), its heaps
+ * and blocks are walked in the same image (agent/runtime/hotspot/codecache.c).
  * Invariants: the read succeeds or fails cleanly, names are unique (the first of a duplicate
  * wins) and every entry kept is found again by name with its value and type string, and the memory held stays within the stated bounds. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/runtime/hotspot/codecache.h"
 #include "agent/runtime/hotspot/vmstructs.h"
 
 #define BASE 0x100000ULL
@@ -25,6 +28,16 @@ static int read_image(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t l
 	if (addr < BASE || addr - BASE > im->n || len > im->n - (addr - BASE))
 		return -1;
 	memcpy(buf, im->p + (addr - BASE), len);
+	return 0;
+}
+
+static int count_blob(void *ud, uint64_t blob)
+{
+	size_t *n = ud;
+
+	(void)blob;
+	if (++*n > HS_CC_MAX_BLOCKS)
+		abort();
 	return 0;
 }
 
@@ -71,6 +84,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (st.fields > HS_VM_MAX_ENTRIES || st.types > HS_VM_MAX_ENTRIES || st.int_constants > HS_VM_MAX_ENTRIES ||
 	    st.long_constants > HS_VM_MAX_ENTRIES || st.bytes > HS_VM_TEXT_MAX + 4 * HS_VM_MAX_ENTRIES * 64 + 4096)
 		abort();
+	struct hs_code_heap heaps[HS_CC_MAX_HEAPS];
+	size_t nh = 0, blobs = 0;
+	if (hs_code_heaps(read_image, &im, 1, vm, heaps, HS_CC_MAX_HEAPS, &nh, &err) == 0) {
+		if (nh > HS_CC_MAX_HEAPS)
+			abort();
+		for (size_t i = 0; i < nh; i++) {
+			if (heaps[i].high < heaps[i].low)
+				abort();
+			(void)hs_code_heap_blobs(read_image, &im, 1, vm, &heaps[i], count_blob, &blobs, &err);
+		}
+	}
 	(void)hs_vm_type_size(vm, "Method", &v);
 	(void)hs_vm_int_constant(vm, "ConstMethod::_has_linenumber_table", &c);
 	(void)hs_vm_long_constant(vm, "markWord::hash_mask", &c);

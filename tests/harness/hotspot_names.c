@@ -140,11 +140,6 @@ static int on_blob(void *ud, uint64_t blob)
 		}
 		for (size_t k = 0; k < nf; k++)
 			json_array_append_new(chain, frame_json(&f[k]));
-		if (nf && !json_object_get(o, "name")) {
-			json_object_set_new(o, "name", json_string(f[nf - 1].name));
-			json_object_set_new(o, "file", f[nf - 1].file ? json_string(f[nf - 1].file) : json_null());
-			json_object_set_new(o, "start_line", json_integer(f[nf - 1].start_line));
-		}
 		key = json_dumps(chain, JSON_COMPACT);
 		if (key && !json_object_get(seen, key)) {
 			json_object_set_new(seen, key, json_true());
@@ -155,8 +150,27 @@ static int on_blob(void *ud, uint64_t blob)
 	}
 	json_decref(seen);
 	json_object_set_new(o, "chains", chains);
-	if (!json_object_get(o, "name"))
+	/* The nmethod's own method: the outermost frame at its first instruction (native
+	 * wrappers have no PcDescs but are named so too). */
+	uint64_t code = 0;
+	if (w->j->names.cb_code_is_offset) {
+		uint32_t off = 0;
+		(void)hs_process_mem(NULL, w->pid, blob + w->j->names.cb_code_begin.off, &off, 4);
+		code = blob + off;
+	} else {
+		(void)hs_process_mem(NULL, w->pid, blob + w->j->names.cb_code_begin.off, &code, 8);
+	}
+	struct hs_compiled_frame root = { .nmethod = blob, .pc = code, .compile_id = cid };
+	json_object_del(o, "name");
+	json_object_del(o, "file");
+	json_object_del(o, "start_line");
+	if (hs_namer_compiled(w->n, w->pid, 0, &w->j->names, &root, f, HS_MAX_SCOPES, &nf, &err) == 0 && nf) {
+		json_object_set_new(o, "name", json_string(f[nf - 1].name));
+		json_object_set_new(o, "file", f[nf - 1].file ? json_string(f[nf - 1].file) : json_null());
+		json_object_set_new(o, "start_line", json_integer(f[nf - 1].start_line));
+	} else {
 		json_object_set_new(o, "name", json_null());
+	}
 	json_array_append_new(w->nmethods, o);
 	return 0;
 }

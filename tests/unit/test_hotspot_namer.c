@@ -2,7 +2,8 @@
  * own encoding algorithm, both before and after JDK 20's excluded zero byte; compressed line
  * tables; the Alloy name format of descriptors), then frames named from a memory image laid
  * out as a JVM lays out Method, ConstMethod, ConstantPool, InstanceKlass, Symbol and nmethod
- * (JDK 8-22's offsets and JDK 25's immutable and mutable data): names, files, lines, inlined
+ * (JDK 8's offsets, 9-22's scopes pointer, 23-24's immutable data with the metadata after the
+ * code, 25's metadata in mutable data): names, files, lines, inlined
  * scopes in order, and every identity check that must give "[unknown java]" rather than
  * another method's name. Real JVMs are in tests/integration/test_hotspot_names.py. */
 #include <setjmp.h>
@@ -173,6 +174,9 @@ struct image {
 	uint8_t b[IMG];
 	size_t top;
 	size_t hole_lo, hole_hi; /* unreadable */
+	/* A 4-byte read at flip_addr sees flip_value: memory changing under the namer. */
+	uint64_t flip_addr;
+	uint32_t flip_value;
 };
 
 static struct image im;
@@ -187,6 +191,8 @@ static int read_image(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t l
 	if (addr - BASE < m->hole_hi && addr - BASE + len > m->hole_lo)
 		return -1;
 	memcpy(buf, m->b + (addr - BASE), len);
+	if (m->flip_addr && addr == m->flip_addr && len == 4)
+		memcpy(buf, &m->flip_value, 4);
 	return 0;
 }
 
@@ -300,6 +306,30 @@ static void layout25(struct hs_names_layout *l)
 	l->nm_dependencies_offset.off = HS_NONE;
 }
 
+/* JDK 8's shape: the code and the scopes by offsets from the nmethod (CodeBlob::_code_offset,
+ * nmethod::_scopes_data_offset), same positions as 17's for the rest. */
+static void layout8(struct hs_names_layout *l)
+{
+	layout17(l);
+	l->major = 8;
+	l->cb_code_begin = (struct hs_field){ 32, 4 };
+	l->cb_code_is_offset = 1;
+	l->nm_scopes_data = (struct hs_field){ 120, 4 };
+	l->nm_scopes_data_is_ptr = 0;
+}
+
+/* JDK 23-24's: immutable data, and the metadata after the code to the blob's end
+ * (CodeBlob::_data_offset + nmethod::_metadata_offset, a u2). */
+static void layout23(struct hs_names_layout *l)
+{
+	layout25(l);
+	l->major = 23;
+	l->cb_mutable_data.off = HS_NONE;
+	l->cb_mutable_data_size.off = HS_NONE;
+	l->cb_relocation_size.off = HS_NONE;
+	l->nm_metadata_offset = (struct hs_field){ 164, 2 };
+}
+
 static uint64_t symbol(const char *s)
 {
 	uint64_t a = alloc(6 + strlen(s));
@@ -396,15 +426,39 @@ static void build(const struct hs_names_layout *l, struct jvm *j)
 		j->nm = alloc(size);
 		j->code = j->nm + l->nm_size;
 		w32(j->nm + l->cb_size.off, size);
-		w64(j->nm + l->cb_code_begin.off, j->code);
+		if (l->cb_code_is_offset)
+			w32(j->nm + l->cb_code_begin.off, l->nm_size);
+		else
+			w64(j->nm + l->cb_code_begin.off, j->code);
 		w32(j->nm + l->nm_metadata_offset.off, meta);
-		w64(j->nm + l->nm_scopes_data.off, j->nm + sc);
+		if (l->nm_scopes_data_is_ptr)
+			w64(j->nm + l->nm_scopes_data.off, j->nm + sc);
+		else
+			w32(j->nm + l->nm_scopes_data.off, sc);
 		w32(j->nm + l->nm_scopes_pcs_offset.off, pcs);
 		w32(j->nm + l->nm_dependencies_offset.off, deps);
 		w64(j->nm + meta, j->inner);
 		w64(j->nm + meta + 8, j->outer);
 		w(j->nm + sc, s, sn);
 		pcdescs(j->nm + pcs);
+	} else if (l->cb_mutable_data.off == HS_NONE) {
+		/* [header][code 64][metadata 2 slots] in the blob; [pcs][scopes] immutable */
+		uint32_t data = l->nm_size + 64, size = data + 16;
+		uint64_t imm = alloc(64 + sn);
+		j->nm = alloc(size);
+		j->code = j->nm + l->nm_size;
+		w32(j->nm + l->cb_size.off, size);
+		w32(j->nm + l->cb_code_begin.off, l->nm_size);
+		w32(j->nm + l->cb_data_offset.off, data);
+		w16(j->nm + l->nm_metadata_offset.off, 0);
+		w64(j->nm + l->nm_immutable_data.off, imm);
+		w32(j->nm + l->nm_immutable_data_size.off, (uint32_t)(64 + sn));
+		w32(j->nm + l->nm_scopes_pcs_offset.off, 0);
+		w32(j->nm + l->nm_scopes_data.off, 64);
+		pcdescs(imm);
+		w(imm + 64, s, sn);
+		w64(j->nm + data, j->inner);
+		w64(j->nm + data + 8, j->outer);
 	} else {
 		/* [header][code 64] in the blob; [pcs][scopes] immutable; [relocs 24][metadata] mutable */
 		uint32_t size = l->nm_size + 64;
@@ -492,9 +546,20 @@ static void interpreted_on(const struct hs_names_layout *l)
 	assert_int_equal(st.interpreted, 5);
 	assert_int_equal(st.methods, 2);
 
-	/* Memory reused: the Method now belongs to another class whose pool is not its holder's. */
-	uint64_t other_cp = alloc(l->cp_size);
-	w64(other_cp + l->cp_pool_holder.off, j.ik);
+	/* A pool of its own whose holder is the class (a method handle intrinsic's): named. */
+	uint64_t own_cp = alloc(l->cp_size + 8 * 8);
+	memcpy(im.b + (own_cp - BASE), im.b + (j.cp - BASE), l->cp_size + 8 * 8);
+	uint64_t own = alloc(l->method_size);
+	w64(own + l->method_const_method.off, const_method(l, own_cp, 4, 5, 0));
+	struct hs_interp_frame fo = { .method = own, .bci = 0 };
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, l, &fo, &f, &err), 0);
+	assert_string_equal(f.name, INNER);
+	/* Memory reused: the Method now points into a pool whose holder is a class that does
+	 * not hold that pool nor any pool of its own. */
+	uint64_t other_cp = alloc(l->cp_size + 8 * 8), ik2 = alloc(l->ik_size);
+	memcpy(im.b + (other_cp - BASE), im.b + (j.cp - BASE), l->cp_size + 8 * 8);
+	memcpy(im.b + (ik2 - BASE), im.b + (j.ik - BASE), l->ik_size);
+	w64(other_cp + l->cp_pool_holder.off, ik2);
 	uint64_t cm2 = const_method(l, other_cp, 1, 2, 1);
 	w64(j.outer + l->method_const_method.off, cm2);
 	fr.const_method = cm2;
@@ -626,6 +691,24 @@ static void compiled17(void **state)
 	compiled_on(&l);
 }
 
+static void compiled8(void **state)
+{
+	struct hs_names_layout l;
+
+	(void)state;
+	layout8(&l);
+	compiled_on(&l);
+}
+
+static void compiled23(void **state)
+{
+	struct hs_names_layout l;
+
+	(void)state;
+	layout23(&l);
+	compiled_on(&l);
+}
+
 static void compiled25(void **state)
 {
 	struct hs_names_layout l;
@@ -656,6 +739,40 @@ static void compiled_garbage(void **state)
 	assert_int_equal(hs_namer_compiled(n, 1, 0, &l, &fr, f, HS_MAX_SCOPES, &count, &err), 0);
 	assert_int_equal(count, 1);
 	assert_string_equal(f[0].name, HS_UNKNOWN_JAVA);
+	hs_namer_free(n);
+
+	/* The nmethod is replaced while it is read (its compile id changes before the final
+	 * check), after an inlined method cached earlier was read again: not named, and the
+	 * method's new entry stays intact for the frames that name it later. */
+	build(&l, &j);
+	n = namer(0);
+	struct hs_interp_frame fi = { .method = j.inner, .bci = 0 }, fouter = { .method = j.outer, .bci = 0 };
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fi, f, &err), 0);
+	assert_string_equal(f[0].name, INNER);
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fouter, f, &err), 0);
+	uint64_t cm_b = const_method(&l, j.cp, 4, 5, 0);
+	w64(j.inner + l.method_const_method.off, cm_b);
+	im.flip_addr = j.nm + l.nm_compile_id.off;
+	im.flip_value = 99;
+	fr.pc = j.code + 20;
+	assert_int_equal(hs_namer_compiled(n, 1, 0, &l, &fr, f, HS_MAX_SCOPES, &count, &err), 0);
+	assert_int_equal(count, 1);
+	assert_string_equal(f[0].name, HS_UNKNOWN_JAVA);
+	im.flip_addr = 0;
+	w32(j.nm + l.nm_compile_id.off, 99);
+	fr.compile_id = 99;
+	assert_int_equal(hs_namer_compiled(n, 1, 0, &l, &fr, f, HS_MAX_SCOPES, &count, &err), 0);
+	assert_int_equal(count, 2);
+	assert_string_equal(f[0].name, INNER);
+	assert_string_equal(f[1].name, OUTER);
+	uint64_t other = alloc(l.method_size); /* more text after it */
+	w64(other + l.method_const_method.off, const_method(&l, j.cp, 1, 2, 1));
+	struct hs_interp_frame fo = { .method = other, .bci = 0 };
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fo, f, &err), 0);
+	assert_string_equal(f[0].name, OUTER);
+	fi.const_method = cm_b;
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fi, f, &err), 0);
+	assert_string_equal(f[0].name, INNER);
 	hs_namer_free(n);
 
 	/* Offsets out of order, and a metadata region beyond HS_DEBUG_MAX. */
@@ -727,7 +844,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(unsigned5),	 cmocka_unit_test(line_tables), cmocka_unit_test(names),
 		cmocka_unit_test(interpreted17), cmocka_unit_test(interpreted25), cmocka_unit_test(compiled17),
-		cmocka_unit_test(compiled25),	 cmocka_unit_test(compiled_garbage), cmocka_unit_test(budget),
+		cmocka_unit_test(compiled8),	 cmocka_unit_test(compiled23),	   cmocka_unit_test(compiled25),
+		cmocka_unit_test(compiled_garbage), cmocka_unit_test(budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

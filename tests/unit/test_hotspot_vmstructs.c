@@ -2,7 +2,8 @@
  * laid out the way libjvm lays them out (entry layouts from the exported variables, not from
  * this file's structs), lookups by name, and the refusals: garbage strides and offsets, an
  * unterminated table, unreadable and non-ASCII names, duplicate names, major versions from
- * release strings.
+ * release strings; the code cache's heaps and blocks (agent/runtime/hotspot/codecache) in JDK
+ * 17's and 25's shapes.
  * The tables of a real JVM are in tests/integration/test_hotspot_names.py. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "agent/runtime/hotspot/codecache.h"
 #include "agent/runtime/hotspot/detect.h"
 #include "agent/runtime/hotspot/vmstructs.h"
 
@@ -250,6 +252,117 @@ static void keeps_first_of_duplicates(void **state)
 	hs_vm_free(vm);
 }
 
+/* The code cache's entries after build()'s three fields (JDK 17's shape when wide, 25's
+ * otherwise): CodeCache::_heaps -> a GrowableArray of one CodeHeap whose memory holds 8
+ * segments of 64 bytes: a used block of 2, a free one, a used one, then zeroes. */
+#define HEAPS_VAR 0x3900
+#define ARRAY 0x3a00
+#define HEAP 0x3a40
+#define MEM 0x3c00
+static void add_code_cache(struct image *im, int wide)
+{
+	struct {
+		const char *type, *field;
+		int is_static;
+		uint64_t value;
+	} f[] = {
+		{ "GrowableArrayBase", "_len", 0, 0 },
+		{ "GrowableArray<int>", "_data", 0, 8 },
+		{ "CodeHeap", "_memory", 0, 8 },
+		{ "VirtualSpace", "_low_boundary", 0, 0 },
+		{ "VirtualSpace", "_high", 0, 24 },
+		{ "CodeHeap", "_log2_segment_size", 0, 256 },
+		{ "HeapBlock::Header", "_length", 0, 0 },
+		{ "HeapBlock::Header", "_used", 0, wide ? 8 : 4 },
+	};
+	size_t e = STRUCTS + 3 * 56, hb = wide ? 16 : 8, used = wide ? 8 : 4;
+
+	put64(im, STRUCTS + 56 + 40, BASE + HEAPS_VAR); /* build()'s CodeCache::_heaps */
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++, e += 56) {
+		put64(im, e + 8, str(im, f[i].type));
+		put64(im, e + 0, str(im, f[i].field));
+		put32(im, e + 28, (uint32_t)f[i].is_static);
+		put64(im, e + (f[i].is_static ? 40 : 32), f[i].value);
+	}
+	put64(im, TYPES + 80, str(im, "HeapBlock"));
+	put64(im, TYPES + 80 + 32, hb);
+	put64(im, HEAPS_VAR, BASE + ARRAY);
+	put32(im, ARRAY, 1);
+	put64(im, ARRAY + 8, BASE + ARRAY + 32);
+	put64(im, ARRAY + 32, BASE + HEAP);
+	put64(im, HEAP + 8, BASE + MEM);
+	put64(im, HEAP + 8 + 24, BASE + MEM + 8 * 64);
+	put32(im, HEAP + 256, 6);
+	memcpy(im->b + MEM, &(uint64_t){ 2 }, wide ? 8 : 4);
+	im->b[MEM + used] = 1;
+	memcpy(im->b + MEM + 128, &(uint64_t){ 1 }, wide ? 8 : 4);
+	memcpy(im->b + MEM + 192, &(uint64_t){ 1 }, wide ? 8 : 4);
+	im->b[MEM + 192 + used] = 1;
+}
+
+struct blobs {
+	uint64_t at[8];
+	size_t n;
+};
+
+static int on_blob(void *ud, uint64_t blob)
+{
+	struct blobs *b = ud;
+
+	if (b->n < 8)
+		b->at[b->n] = blob;
+	b->n++;
+	return 0;
+}
+
+static void code_cache(void **state)
+{
+	static struct image im;
+	struct hs_vm_symbols s;
+	struct hs_vm *vm;
+	struct np_err err;
+	struct hs_code_heap heaps[HS_CC_MAX_HEAPS];
+	size_t n;
+
+	(void)state;
+	for (int wide = 0; wide <= 1; wide++) {
+		uint64_t hb = wide ? 16 : 8;
+		build(&im, &s);
+		add_code_cache(&im, wide);
+		assert_int_equal(hs_vm_read(read_image, &im, 1, &s, &vm, &err), 0);
+		assert_int_equal(hs_code_heaps(read_image, &im, 1, vm, heaps, HS_CC_MAX_HEAPS, &n, &err), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(heaps[0].low, BASE + MEM);
+		assert_int_equal(heaps[0].high, BASE + MEM + 512);
+		assert_int_equal(heaps[0].log2_segment, 6);
+		struct blobs b = { 0 };
+		assert_int_equal(hs_code_heap_blobs(read_image, &im, 1, vm, &heaps[0], on_blob, &b, &err), 0);
+		assert_int_equal(b.n, 2);
+		assert_int_equal(b.at[0], BASE + MEM + hb);
+		assert_int_equal(b.at[1], BASE + MEM + 192 + hb);
+		/* A block longer than what is left of its heap. */
+		memcpy(im.b + MEM + 192, &(uint64_t){ 6 }, wide ? 8 : 4);
+		b.n = 0;
+		assert_int_equal(hs_code_heap_blobs(read_image, &im, 1, vm, &heaps[0], on_blob, &b, &err), -1);
+		assert_non_null(strstr(err.msg, "length 6"));
+		/* More heaps than a JVM has. */
+		put32(&im, ARRAY, HS_CC_MAX_HEAPS + 1);
+		assert_int_equal(hs_code_heaps(read_image, &im, 1, vm, heaps, HS_CC_MAX_HEAPS, &n, &err), -1);
+		/* A segment size no JVM uses. */
+		put32(&im, ARRAY, 1);
+		put32(&im, HEAP + 256, 40);
+		assert_int_equal(hs_code_heaps(read_image, &im, 1, vm, heaps, HS_CC_MAX_HEAPS, &n, &err), -1);
+		hs_vm_free(vm);
+	}
+	/* Tables without a code cache. */
+	build(&im, &s);
+	put64(&im, STRUCTS + 56 + 8, str(&im, "NoCodeCache"));
+	assert_int_equal(hs_vm_read(read_image, &im, 1, &s, &vm, &err), 0);
+	assert_int_equal(hs_code_heaps(read_image, &im, 1, vm, heaps, HS_CC_MAX_HEAPS, &n, &err), -1);
+	assert_non_null(strstr(err.msg, "CodeCache"));
+	hs_vm_free(vm);
+}
+
 static void reads_strings_at_page_ends(void **state)
 {
 	static struct image im;
@@ -293,6 +406,7 @@ int main(void)
 		cmocka_unit_test(refuses_garbage),
 		cmocka_unit_test(skips_bad_names),
 		cmocka_unit_test(keeps_first_of_duplicates),
+		cmocka_unit_test(code_cache),
 		cmocka_unit_test(reads_strings_at_page_ends),
 		cmocka_unit_test(majors),
 	};

@@ -282,7 +282,7 @@ unsigned hs_line_at(const uint8_t *table, size_t len, uint8_t x, int32_t bci, ui
 {
 	uint32_t b = 0, ln = 0, best_bci = 0, best_line = 0, min_line = UINT32_MAX;
 	size_t pos = 0;
-	int exact = 0, any = 0;
+	int exact = 0;
 
 	/* The table has one pair per line with code: a few per byte of bytecode at most. */
 	for (size_t pairs = 0; pairs < len && line_pair(table, len, &pos, x, &b, &ln); pairs++) {
@@ -296,10 +296,8 @@ unsigned hs_line_at(const uint8_t *table, size_t len, uint8_t x, int32_t bci, ui
 		} else if (b < (uint32_t)bci && b >= best_bci) {
 			best_bci = b;
 			best_line = ln;
-			any = 1;
 		}
 	}
-	(void)any;
 	if (first)
 		*first = min_line == UINT32_MAX ? 0 : min_line;
 	return best_line <= INT32_MAX ? best_line : 0;
@@ -578,8 +576,16 @@ static int read_method(struct hs_namer *n, uint32_t pid, const struct hs_names_l
 	if (rd(n, pid, cp, cph, l->cp_size))
 		goto fail;
 	ik = get(cph, l->cp_pool_holder);
-	if (rd(n, pid, ik, ikh, l->ik_size) || get(ikh, l->ik_constants) != cp)
+	if (rd(n, pid, ik, ikh, l->ik_size))
 		goto fail;
+	/* The holder's constant pool is the method's, or (a method handle intrinsic, or a method
+	 * of a redefined class's old version, which have pools of their own) one whose holder is
+	 * that class too: the pointers form a class, not garbage. */
+	if (get(ikh, l->ik_constants) != cp) {
+		uint64_t holder;
+		if (rd(n, pid, get(ikh, l->ik_constants) + l->cp_pool_holder.off, &holder, 8) || holder != ik)
+			goto fail;
+	}
 	klass = read_symbol(n, pid, l, get(ikh, l->klass_name));
 	name = klass < 0 ? -1 : pool_symbol(n, pid, l, cp, cph, get(cmh, l->cm_name_index));
 	sig = name < 0 ? -1 : pool_symbol(n, pid, l, cp, cph, get(cmh, l->cm_signature_index));
@@ -723,6 +729,16 @@ int hs_namer_interpreted(struct hs_namer *n, uint32_t pid, uint32_t gen, const s
 
 /* ---------------------------------------------------------------- compiled frames */
 
+/* Whether the blob at addr (its header h) is an nmethod: CodeBlob::_name is "nmethod", or
+ * "native nmethod" for a native method's wrapper (nmethod::new_native_nmethod). */
+static int is_nmethod(struct hs_namer *n, uint32_t pid, const struct hs_names_layout *l, const uint8_t *h)
+{
+	char bname[16];
+
+	return hs_read_cstr(n->read, n->read_ud, pid, get(h, l->cb_name), bname, sizeof(bname)) == 0 &&
+	       (!strcmp(bname, "nmethod") || !strcmp(bname, "native nmethod"));
+}
+
 /* Appends len bytes of the process at addr to text: their offset, or -1. */
 static int64_t read_into_text(struct hs_namer *n, uint32_t pid, uint64_t addr, size_t len)
 {
@@ -800,20 +816,16 @@ static void read_nmethod(struct hs_namer *n, uint32_t pid, uint32_t gen, const s
 			 uint64_t addr, uint32_t compile_id, struct nm_info *ni, int *stale, int *oom)
 {
 	uint8_t h[HS_STRUCT_MAX];
-	char bname[8];
 	uint64_t size, meta_addr, meta_len, pcs_off, data_off, dbg_addr, dbg_end;
-	size_t mark = n->text.len;
 	int64_t meta_raw, dbg, ids;
 	uint32_t now;
-	size_t methods_before = n->methods.n;
 
 	memset(ni, 0, sizeof(*ni));
 	*stale = 0;
 	n->reads++;
-	if (rd(n, pid, addr, h, l->nm_size) || hs_read_cstr(n->read, n->read_ud, pid, get(h, l->cb_name), bname,
-							     sizeof(bname)))
+	if (rd(n, pid, addr, h, l->nm_size))
 		goto fail;
-	if (strcmp(bname, "nmethod") || (uint32_t)get(h, l->nm_compile_id) != compile_id) {
+	if (!is_nmethod(n, pid, l, h) || (uint32_t)get(h, l->nm_compile_id) != compile_id) {
 		*stale = 1;
 		goto fail;
 	}
@@ -913,10 +925,8 @@ fail_check:
 fail:
 	memset(ni, 0, sizeof(*ni));
 	ni->stale = *stale;
-	/* The method entries read meanwhile stay (their text lies among this nmethod's); the
-	 * rest is dropped only when nothing was added after it. */
-	if (n->methods.n == methods_before)
-		n->text.len = mark;
+	/* What was read stays in the text until the budget drops it: methods read meanwhile (new
+	 * ones, or cached ones read again) have their names among it. */
 	n->text.failed = 0;
 	return;
 fail_oom:
@@ -1043,10 +1053,7 @@ int hs_namer_read_compile_id(struct hs_namer *n, uint32_t pid, const struct hs_n
 			     uint32_t *compile_id)
 {
 	uint8_t h[HS_STRUCT_MAX];
-	char bname[8];
-
-	if (rd(n, pid, addr, h, l->nm_size) ||
-	    hs_read_cstr(n->read, n->read_ud, pid, get(h, l->cb_name), bname, sizeof(bname)) || strcmp(bname, "nmethod"))
+	if (rd(n, pid, addr, h, l->nm_size) || !is_nmethod(n, pid, l, h))
 		return -1;
 	*compile_id = (uint32_t)get(h, l->nm_compile_id);
 	return 0;

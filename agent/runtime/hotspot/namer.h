@@ -125,7 +125,8 @@ NP_MUST_CHECK int hs_namer_compiled(struct hs_namer *n, uint32_t pid, uint32_t g
 				    size_t *count, struct np_err *err);
 
 /* The nmethod at addr as it is now, for harnesses and the tracker: its compile id and
- * whether it is one (its CodeBlob name is "nmethod"). 0, or -1 when unreadable/not one. */
+ * whether it is one (its CodeBlob name is "nmethod", or "native nmethod" for a native
+ * method's wrapper). 0, or -1 when unreadable or not one. */
 int hs_namer_read_compile_id(struct hs_namer *n, uint32_t pid, const struct hs_names_layout *l, uint64_t addr,
 			     uint32_t *compile_id);
 
