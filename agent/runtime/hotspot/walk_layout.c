@@ -103,9 +103,10 @@ static int heaps(struct ctx *c, struct np_hs_proc *out)
 		if (read_word(c, data + 8 * i, &heap, "a code heap") ||
 		    read_word(c, heap + memory + low_b, &h->low, "a code heap's start") ||
 		    read_word(c, heap + memory + high_b, &h->high, "a code heap's end") ||
-		    read_word(c, heap + segmap + low_b, &h->segmap, "a code heap's segment map") ||
-		    c->read(c->ud, c->pid, heap + log2, &shift, 4))
+		    read_word(c, heap + segmap + low_b, &h->segmap, "a code heap's segment map"))
 			return -1;
+		if (c->read(c->ud, c->pid, heap + log2, &shift, 4))
+			return fail(c, "cannot read code heap %llu's segment size", (unsigned long long)i);
 		shift &= 0xffffffffu;
 		if (h->low >= h->high || h->high > MAX_USER_ADDR || h->high - h->low > MAX_HEAP_BYTES ||
 		    h->high < out->cc_low || h->low < out->cc_low || h->high > out->cc_high || !h->segmap ||
