@@ -28,9 +28,11 @@
  * word: the next belongs to the same frame), with these 57-bit payloads:
  *   word 0: kind << 54 | leaf bit 53 | address (47 bits): the Method* (interpreted) or the
  *           CodeBlob (compiled, native wrapper, stub);
- *   word 1, interpreted: bci << 41 | bits 3-43 of the method's ConstMethod* (the bytecode index
- *           NP_HS_BCI_UNKNOWN when the bcp is not in the method's bytecodes; the ConstMethod's
- *           top bits are taken from the Method*'s, its neighbour in metaspace);
+ *   word 1, interpreted: bci << 41 | the method's identity (the bytecode index NP_HS_BCI_UNKNOWN
+ *           when the bcp is not in the method's bytecodes): np_hs_method_check of its ConstMethod*
+ *           and of the Symbol* of its name in its constant pool. The name's Symbol tells apart
+ *           two classes whose methods land at the same metaspace addresses after one of them was
+ *           unloaded (their Method and ConstMethod are laid out alike; their names are not);
  *   word 1, other kinds: the pc's offset from the blob (25 bits) << 32 | the nmethod's compile id
  *           (0 for stubs).
  * User space compares the ConstMethod* or compile id with what it reads when naming, so a freed
@@ -53,7 +55,7 @@
 #define NP_HS_POS_MASK ((1ULL << 25) - 1)
 #define NP_HS_BCI_SHIFT 41
 #define NP_HS_BCI_UNKNOWN 0xffffULL
-#define NP_HS_CM_MASK ((1ULL << 41) - 1) /* ConstMethod* >> 3, bits 3-43 */
+#define NP_HS_CHECK_MASK ((1ULL << 41) - 1)
 #define NP_HS_WORDS 2 /* stack words per Java frame */
 
 enum np_hs_kind {
@@ -62,6 +64,12 @@ enum np_hs_kind {
 	NP_HS_NATIVE = 3,   /* the native wrapper nmethod of a JNI method */
 	NP_HS_STUB = 4,	    /* any other blob: stubs, adapters, runtime and call stubs */
 };
+
+/* An interpreted frame's identity from its ConstMethod* and its name's Symbol* (41 bits). */
+static inline np_u64 np_hs_method_check(np_u64 const_method, np_u64 name_symbol)
+{
+	return ((const_method >> 3) ^ (name_symbol >> 3) * 0x9e3779b97f4a7c15ULL) & NP_HS_CHECK_MASK;
+}
 
 /* The first word of a Java frame (the second follows it). */
 static inline int np_hs_is_frame(np_u64 w)
@@ -108,13 +116,16 @@ struct np_hs_proc {
 	np_u16 blob;
 	np_u16 blob_name, blob_size, blob_frame_complete, blob_frame_size, blob_code_begin;
 	np_u16 nm_compile_id, nm_orig_pc_offset, nm_deopt_handler;
-	/* Bytes into a Method (its ConstMethod*) and sizeof(ConstMethod): the bytecodes follow it. */
-	np_u16 method_const, const_size;
-	np_u8 deopt_is_offset; /* nm_deopt_handler holds an offset from the blob (JDK 23+), not an address */
-	np_u8 pad8;
+	/* Bytes into a Method (its ConstMethod*) and sizeof(ConstMethod): the bytecodes follow it;
+	 * into a ConstMethod, its ConstantPool* and name index; sizeof(ConstantPool): its slots
+	 * follow it. */
+	np_u16 method_const, const_size, const_constants, const_name_index, cp_size;
+	/* JDK 23+ keep offsets from the blob where older ones keep addresses: nm_deopt_handler and
+	 * blob_code_begin (an int, then); and a 16-bit _frame_complete_offset. */
+	np_u8 deopt_is_offset, code_is_offset, complete_is16, pad8;
 	/* Word offsets from an interpreted frame's rbp, in [-NP_HS_INTERP_BELOW, -1]. */
 	np_s16 interp_method, interp_bcp, interp_sender_sp;
-	np_u16 pad16[2];
+	np_u16 pad16[3];
 };
 
 #ifdef __bpf__
@@ -156,6 +167,7 @@ struct np_hs_walk {
 	__u64 w0, w1;
 	__u8 block[NP_HS_BLOB_READ + 8];
 	__u64 iframe[16]; /* NP_HS_INTERP_WORDS used: indexes are masked to 15 */
+	__u8 cmethod[64 + 8]; /* the first bytes of a ConstMethod */
 };
 
 struct {
@@ -224,13 +236,22 @@ static __always_inline int hs_interpreted(struct np_hs_walk *w)
 	/* The running leaf keeps its bcp in r13 and saves it to the frame only around calls. */
 	bcp = w->leaf ? w->r13 : w->iframe[bi & 15];
 	if (method && !(method & 7) && method <= NP_HS_ADDR_MASK) {
+		__u64 cp = 0, sym = 0;
 		if (!bpf_probe_read_user(&cm, sizeof(cm), (void *)(method + p->method_const)) && cm) {
 			__u64 code = cm + p->const_size;
 			if (bcp >= code && bcp - code < NP_HS_BCI_UNKNOWN)
 				bci = bcp - code;
+			/* The name's Symbol*: constant pool slot name_index (its low bit is a tag). */
+			if (p->const_constants <= 56 && p->const_name_index <= 62 &&
+			    !bpf_probe_read_user(w->cmethod, 64, (void *)cm)) {
+				cp = *(__u64 *)(w->cmethod + (p->const_constants & 63));
+				__u16 idx = *(__u16 *)(w->cmethod + (p->const_name_index & 63));
+				if (cp && bpf_probe_read_user(&sym, sizeof(sym), (void *)(cp + p->cp_size + 8ULL * idx)))
+					sym = 0;
+			}
 		}
 		w->w0 = NP_HS_TAG | NP_HS_MORE | (__u64)NP_HS_INTERPRETED << NP_HS_KIND_SHIFT | method;
-		w->w1 = NP_HS_TAG | bci << NP_HS_BCI_SHIFT | ((cm >> 3) & NP_HS_CM_MASK);
+		w->w1 = NP_HS_TAG | bci << NP_HS_BCI_SHIFT | np_hs_method_check(cm, sym & ~1ULL);
 		stat_inc(NP_HS_FRAMES_INTERPRETED);
 	}
 	if (w->iframe[NP_HS_INTERP_BELOW + 1] == 0 || w->iframe[si & 15] <= w->sp)
@@ -286,8 +307,8 @@ static __always_inline int hs_blob(struct np_hs_walk *w)
 	blob = block + p->blob;
 	size = hs_int(w, p->blob_size);
 	fsize = hs_int(w, p->blob_frame_size);
-	complete = hs_int(w, p->blob_frame_complete);
-	begin = hs_word(w, p->blob_code_begin);
+	complete = p->complete_is16 ? (__s16)hs_int(w, p->blob_frame_complete) : hs_int(w, p->blob_frame_complete);
+	begin = p->code_is_offset ? blob + (__u32)hs_int(w, p->blob_code_begin) : hs_word(w, p->blob_code_begin);
 	if (size <= 0 || size > (__s32)NP_HS_POS_MASK || pc >= blob + (__u64)size || fsize < 0 || fsize > 65536)
 		return NP_HS_LOST_FRAME;
 	if (bpf_probe_read_user(&name, sizeof(name), (void *)hs_word(w, p->blob_name)))

@@ -65,14 +65,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (v.interp_low != v.interp_high && (v.interp_low >= v.interp_high || v.interp_low < v.cc_low ||
 						       v.interp_high > v.cc_high))
 			abort();
-		if (v.block_read > NP_HS_BLOB_READ || v.block_used >= v.blob)
+		if (v.block_read > NP_HS_BLOB_READ || v.block_used >= v.blob || v.const_constants + 8 > 64 ||
+		    v.const_name_index + 2 > 64)
 			abort();
 		within(v.block_used, 1, v.block_read);
 		within(v.blob_name, 8, v.block_read);
 		within(v.blob_size, 4, v.block_read);
-		within(v.blob_frame_complete, 4, v.block_read);
+		within(v.blob_frame_complete, v.complete_is16 ? 2 : 4, v.block_read);
 		within(v.blob_frame_size, 4, v.block_read);
-		within(v.blob_code_begin, 8, v.block_read);
+		within(v.blob_code_begin, v.code_is_offset ? 4 : 8, v.block_read);
 		within(v.nm_compile_id, 4, v.block_read);
 		within(v.nm_orig_pc_offset, 4, v.block_read);
 		within(v.nm_deopt_handler, v.deopt_is_offset ? 4 : 8, v.block_read);

@@ -37,6 +37,7 @@ struct hs_tracker {
 	struct np_intern reasons; /* why a JVM could not be walked: logged once each */
 	uint64_t unsupported;
 	uint64_t frames[5], unnamed;
+	uint64_t stale; /* interpreted frames whose method's identity changed since the sample */
 	struct hs_namer *namer;
 	/* The batch's copies of the namer's strings (which last only until its next call). */
 	struct sym_arena strs;
@@ -204,6 +205,24 @@ static void tracker_exit(void *rt, uint32_t pid)
 	forget(t, find(t, pid));
 }
 
+/* The identity of the method at addr as it is now (np_hs_method_check, as the walker computed
+ * it), and its ConstMethod* in *cm; ~0 when it cannot be read. */
+static uint64_t method_now(const struct proc *p, uint64_t addr, uint64_t *cm)
+{
+	const struct hs_names_layout *l = &p->names;
+	uint64_t cp = 0, sym = 0;
+	uint16_t idx = 0;
+
+	*cm = 0;
+	if (l->method_const_method.off == HS_NONE || l->cm_constants.off == HS_NONE || l->cm_name_index.off == HS_NONE ||
+	    hs_process_mem(NULL, p->pid, addr + l->method_const_method.off, cm, sizeof(*cm)) || !*cm ||
+	    hs_process_mem(NULL, p->pid, *cm + l->cm_constants.off, &cp, sizeof(cp)) ||
+	    hs_process_mem(NULL, p->pid, *cm + l->cm_name_index.off, &idx, sizeof(idx)) || !cp ||
+	    hs_process_mem(NULL, p->pid, cp + l->cp_size + 8ULL * idx, &sym, sizeof(sym)))
+		return ~0ULL;
+	return np_hs_method_check(*cm, sym & ~1ULL);
+}
+
 /* A stub's name: its code blob's (CodeBlob::_name, a string of libjvm), or NULL. */
 static const char *stub_name(const struct proc *p, uint64_t blob, char *buf, size_t len)
 {
@@ -245,9 +264,13 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 		struct hs_interp_frame f = {
 			.method = addr,
 			.bci = bci == NP_HS_BCI_UNKNOWN ? -1 : (int32_t)bci,
-			/* bits 3-43 from the walker, the top ones from the Method*: both live in metaspace */
-			.const_method = (addr & ~((1ULL << 44) - 1)) | (w1 & NP_HS_CM_MASK) << 3,
 		};
+		/* The method at addr now must be the one sampled (its ConstMethod and name), else a
+		 * class unloaded since may have left its address to another's method. */
+		if (method_now(p, addr, &f.const_method) != (w1 & NP_HS_CHECK_MASK)) {
+			t->stale++;
+			return 0;
+		}
 		return hs_namer_interpreted(t->namer, p->pid, p->gen, &p->names, &f, out, err);
 	}
 	case NP_HS_COMPILED:
@@ -321,7 +344,7 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 	out->names = ns.methods + ns.nmethods;
 	out->name_bytes = ns.bytes;
 	out->name_reads = ns.reads;
-	out->name_read_failures = ns.failed + ns.stale;
+	out->name_read_failures = ns.failed + ns.stale + t->stale;
 }
 
 /* The step's counters (bpf/sampler.h), by the names /metrics gives them. */

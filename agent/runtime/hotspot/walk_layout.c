@@ -142,8 +142,9 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 		   char *why, size_t why_len)
 {
 	struct ctx c = { .vm = j->vm, .read = read, .ud = ud, .pid = pid, .why = why, .why_len = why_len };
-	uint64_t header, used, block, cm, cms, end = 0;
+	uint64_t header, used, block, cm, cms, cpo, namei, cps, end = 0;
 	int64_t sender_sp;
+	const char *t;
 
 	memset(out, 0, sizeof(*out));
 	if (why_len)
@@ -164,11 +165,17 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 		return fail(&c, "HeapBlock::_header._used lies outside the block header");
 	out->block_used = (uint16_t)(header + used);
 	out->blob = (uint16_t)block;
+	/* JDK 23+: a 16-bit _frame_complete_offset, and _code_offset from the blob for _code_begin. */
+	t = hs_vm_field_type(j->vm, "CodeBlob", "_frame_complete_offset");
+	out->complete_is16 = t && !strcmp(t, "int16_t");
+	out->code_is_offset = hs_vm_field_type(j->vm, "CodeBlob", "_code_begin") == NULL;
 	if (block_off(&c, block, "CodeBlob", "_name", 8, &out->blob_name, &end) ||
 	    block_off(&c, block, "CodeBlob", "_size", 4, &out->blob_size, &end) ||
-	    block_off(&c, block, "CodeBlob", "_frame_complete_offset", 4, &out->blob_frame_complete, &end) ||
+	    block_off(&c, block, "CodeBlob", "_frame_complete_offset", out->complete_is16 ? 2 : 4,
+		      &out->blob_frame_complete, &end) ||
 	    block_off(&c, block, "CodeBlob", "_frame_size", 4, &out->blob_frame_size, &end) ||
-	    block_off(&c, block, "CodeBlob", "_code_begin", 8, &out->blob_code_begin, &end) ||
+	    block_off(&c, block, "CodeBlob", out->code_is_offset ? "_code_offset" : "_code_begin",
+		      out->code_is_offset ? 4 : 8, &out->blob_code_begin, &end) ||
 	    block_off(&c, block, "nmethod", "_compile_id", 4, &out->nm_compile_id, &end) ||
 	    block_off(&c, block, "nmethod", "_orig_pc_offset", 4, &out->nm_orig_pc_offset, &end))
 		return -1;
@@ -176,7 +183,6 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 	{
 		char ignore[8];
 		struct ctx quiet = c;
-		const char *t;
 		quiet.why = ignore;
 		quiet.why_len = sizeof(ignore);
 		if (!block_off(&quiet, block, "CompiledMethod", "_deopt_handler_begin", 8, &out->nm_deopt_handler, &end)) {
@@ -190,10 +196,18 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 		}
 	}
 	out->block_read = (uint16_t)((end + 7) & ~7ULL);
-	if (field(&c, "Method", "_constMethod", &cm) || type_size(&c, "ConstMethod", &cms))
+	if (field(&c, "Method", "_constMethod", &cm) || type_size(&c, "ConstMethod", &cms) ||
+	    field(&c, "ConstMethod", "_constants", &cpo) || field(&c, "ConstMethod", "_name_index", &namei) ||
+	    type_size(&c, "ConstantPool", &cps))
 		return -1;
+	/* The step reads a ConstMethod's first 64 bytes for these two. */
+	if (cpo + 8 > 64 || namei + 2 > 64)
+		return fail(&c, "ConstMethod::_constants or _name_index lies beyond the 64 bytes the walker reads");
 	out->method_const = (uint16_t)cm;
 	out->const_size = (uint16_t)cms;
+	out->const_constants = (uint16_t)cpo;
+	out->const_name_index = (uint16_t)namei;
+	out->cp_size = (uint16_t)cps;
 	/* The interpreted frame's slots below rbp (frame_x86.hpp): sender sp, last sp, Method*, then
 	 * (JDK 9+) the mirror, mdp, cache, locals and bcp. Only the first two are exported. */
 	if (hs_vm_int_constant(j->vm, "frame::interpreter_frame_sender_sp_offset", &sender_sp))
