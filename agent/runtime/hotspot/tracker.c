@@ -36,8 +36,8 @@ struct hs_tracker {
 	size_t procs_cap, live;
 	struct np_intern reasons; /* why a JVM could not be walked: logged once each */
 	uint64_t unsupported;
-	uint64_t frames[5], unnamed;
-	uint64_t stale; /* interpreted frames whose method's identity changed since the sample */
+	uint64_t unnamed; /* frames named "[unknown java]" here: an interpreted method whose identity
+			   * changed since the sample, a first word without its second */
 	struct hs_namer *namer;
 	/* The batch's copies of the namer's strings (which last only until its next call). */
 	struct sym_arena strs;
@@ -254,8 +254,6 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 
 	*count = 1;
 	out[0] = (struct sym_frame){ .name = HS_UNKNOWN_JAVA, .addr = addr };
-	if (kind < sizeof(t->frames) / sizeof(t->frames[0]))
-		t->frames[kind]++;
 	if (!p)
 		return 0;
 	switch (kind) {
@@ -268,7 +266,7 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 		/* The method at addr now must be the one sampled (its ConstMethod and name), else a
 		 * class unloaded since may have left its address to another's method. */
 		if (method_now(p, addr, &f.const_method) != (w1 & NP_HS_CHECK_MASK)) {
-			t->stale++;
+			t->unnamed++;
 			return 0;
 		}
 		return hs_namer_interpreted(t->namer, p->pid, p->gen, &p->names, &f, out, err);
@@ -316,8 +314,6 @@ static int tracker_name_words(void *rt, uint32_t pid, uint32_t gen, const uint64
 		out[j] = t->scopes[j];
 		if (keep(t, &out[j]))
 			return np_errf(err, "out of memory naming Java frames");
-		if (!strcmp(out[j].name, HS_UNKNOWN_JAVA))
-			t->unnamed++;
 	}
 	*used = 2;
 	*n_out = got;
@@ -344,7 +340,7 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 	out->names = ns.methods + ns.nmethods;
 	out->name_bytes = ns.bytes;
 	out->name_reads = ns.reads;
-	out->name_read_failures = ns.failed + ns.stale + t->stale;
+	out->name_read_failures = ns.failed + ns.stale + t->unnamed;
 }
 
 /* The step's counters (bpf/sampler.h), by the names /metrics gives them. */
