@@ -30,9 +30,10 @@
  *           CodeBlob (compiled, native wrapper, stub);
  *   word 1, interpreted: bci << 41 | the method's identity (the bytecode index NP_HS_BCI_UNKNOWN
  *           when the bcp is not in the method's bytecodes): np_hs_method_check of its ConstMethod*
- *           and of the Symbol* of its name in its constant pool. The name's Symbol tells apart
- *           two classes whose methods land at the same metaspace addresses after one of them was
- *           unloaded (their Method and ConstMethod are laid out alike; their names are not);
+ *           and of the Symbol*s of its name (in its constant pool) and of its class's name. The
+ *           Symbols tell apart two classes whose methods land at the same metaspace addresses
+ *           after one of them was unloaded (their Method and ConstMethod are laid out alike;
+ *           their names are not);
  *   word 1, other kinds: the pc's offset from the blob (25 bits) << 32 | the nmethod's compile id
  *           (0 for stubs).
  * User space compares the ConstMethod* or compile id with what it reads when naming, so a freed
@@ -65,10 +66,12 @@ enum np_hs_kind {
 	NP_HS_STUB = 4,	    /* any other blob: stubs, adapters, runtime and call stubs */
 };
 
-/* An interpreted frame's identity from its ConstMethod* and its name's Symbol* (41 bits). */
-static inline np_u64 np_hs_method_check(np_u64 const_method, np_u64 name_symbol)
+/* An interpreted frame's identity from its ConstMethod* and the Symbol*s of its name and its
+ * class's name (41 bits). */
+static inline np_u64 np_hs_method_check(np_u64 const_method, np_u64 name_symbol, np_u64 class_symbol)
 {
-	return ((const_method >> 3) ^ (name_symbol >> 3) * 0x9e3779b97f4a7c15ULL) & NP_HS_CHECK_MASK;
+	return ((const_method >> 3) ^ (name_symbol >> 3) * 0x9e3779b97f4a7c15ULL ^
+		(class_symbol >> 3) * 0xc2b2ae3d27d4eb4fULL) & NP_HS_CHECK_MASK;
 }
 
 /* The first word of a Java frame (the second follows it). */
@@ -120,12 +123,13 @@ struct np_hs_proc {
 	 * into a ConstMethod, its ConstantPool* and name index; sizeof(ConstantPool): its slots
 	 * follow it. */
 	np_u16 method_const, const_size, const_constants, const_name_index, cp_size;
+	np_u16 cp_holder, klass_name; /* ConstantPool::_pool_holder, Klass::_name */
 	/* JDK 23+ keep offsets from the blob where older ones keep addresses: nm_deopt_handler and
 	 * blob_code_begin (an int, then); and a 16-bit _frame_complete_offset. */
 	np_u8 deopt_is_offset, code_is_offset, complete_is16, pad8;
 	/* Word offsets from an interpreted frame's rbp, in [-NP_HS_INTERP_BELOW, -1]. */
 	np_s16 interp_method, interp_bcp, interp_sender_sp;
-	np_u16 pad16[3];
+	np_u16 pad16;
 };
 
 #ifdef __bpf__
@@ -161,6 +165,7 @@ enum hs_unwind {
  * and out (the caller's pc, sp, bp, and the frame's words w0, w1; w0 = 0: none recorded). */
 struct np_hs_walk {
 	__u32 tgid, gen;
+	__u32 walk_seq, seq_pad; /* np_unw_state.walk_seq of the walk last stepped: a new walk's first Java frame counts its stack */
 	struct np_hs_proc proc;
 	__u64 pc, sp, bp, r13;
 	__u32 leaf, pad;
@@ -236,7 +241,7 @@ static __always_inline int hs_interpreted(struct np_hs_walk *w)
 	/* The running leaf keeps its bcp in r13 and saves it to the frame only around calls. */
 	bcp = w->leaf ? w->r13 : w->iframe[bi & 15];
 	if (method && !(method & 7) && method <= NP_HS_ADDR_MASK) {
-		__u64 cp = 0, sym = 0;
+		__u64 cp = 0, sym = 0, klass = 0, ksym = 0;
 		if (!bpf_probe_read_user(&cm, sizeof(cm), (void *)(method + p->method_const)) && cm) {
 			__u64 code = cm + p->const_size;
 			if (bcp >= code && bcp - code < NP_HS_BCI_UNKNOWN)
@@ -248,10 +253,13 @@ static __always_inline int hs_interpreted(struct np_hs_walk *w)
 				__u16 idx = *(__u16 *)(w->cmethod + (p->const_name_index & 63));
 				if (cp && bpf_probe_read_user(&sym, sizeof(sym), (void *)(cp + p->cp_size + 8ULL * idx)))
 					sym = 0;
+				if (cp && (bpf_probe_read_user(&klass, sizeof(klass), (void *)(cp + p->cp_holder)) || !klass ||
+					   bpf_probe_read_user(&ksym, sizeof(ksym), (void *)(klass + p->klass_name))))
+					ksym = 0;
 			}
 		}
 		w->w0 = NP_HS_TAG | NP_HS_MORE | (__u64)NP_HS_INTERPRETED << NP_HS_KIND_SHIFT | method;
-		w->w1 = NP_HS_TAG | bci << NP_HS_BCI_SHIFT | np_hs_method_check(cm, sym & ~1ULL);
+		w->w1 = NP_HS_TAG | bci << NP_HS_BCI_SHIFT | np_hs_method_check(cm, sym & ~1ULL, ksym);
 		stat_inc(NP_HS_FRAMES_INTERPRETED);
 	}
 	if (w->iframe[NP_HS_INTERP_BELOW + 1] == 0 || w->iframe[si & 15] <= w->sp)
@@ -398,6 +406,10 @@ __noinline int np_hotspot_jit_step(__u32 slot)
 	n = st->stack.len;
 	if (n == 0 || n > NP_MAX_STACK_DEPTH)
 		return NP_RT_NATIVE;
+	if (w->walk_seq != st->walk_seq) {
+		w->walk_seq = st->walk_seq;
+		stat_inc(NP_HS_STACKS);
+	}
 	n--; /* the pc's word */
 	w->pc = st->ip;
 	w->sp = st->sp;

@@ -114,6 +114,7 @@ enum np_stat {
 	NP_HS_FRAMES_STUB,	  /* stub, adapter and runtime blob frames stepped */
 	NP_HS_NO_BLOB,		  /* a code cache pc in no live code blob */
 	NP_HS_LOST_FRAME,	  /* a HotSpot frame whose caller could not be found: the stack ends there */
+	NP_HS_STACKS,		  /* user stacks with at least one Java frame */
 	NP_STAT_MAX
 };
 

@@ -211,10 +211,11 @@ class JavaStacks(unittest.TestCase):
     def walker_counts(self, name):
         """The debug log's count of Java frames the BPF step recorded, by kind."""
         _, log = self.result(name)
-        m = re.search(r'msg="runtime stacks" runtime=hotspot counters="frames_interpreted=(\d+) frames_compiled=(\d+) '
-                      r'frames_stub=(\d+) cut_no_code_blob=(\d+) cut_frame_not_stepped=(\d+)"', log)
+        m = re.search(r'msg="runtime stacks" runtime=hotspot counters="samples_with_java_frames=(\d+) '
+                      r'frames_interpreted=(\d+) frames_compiled=(\d+) frames_stub=(\d+) cut_no_code_blob=(\d+) '
+                      r'cut_frame_not_stepped=(\d+)"', log)
         self.assertIsNotNone(m, f"{name}: no hotspot line in the log:\n{log[-2000:]}")
-        return dict(zip(("interpreted", "compiled", "stub", "no_blob", "cut"), map(int, m.groups())))
+        return dict(zip(("stacks", "interpreted", "compiled", "stub", "no_blob", "cut"), map(int, m.groups())))
 
     def assert_chain(self, name, thread="walk-busy", marker="WalkChain.lambda$main$0", want=None):
         """The JVM's own chain of the thread (jcmd) in >= 90% of that thread's samples (those
@@ -233,6 +234,11 @@ class JavaStacks(unittest.TestCase):
         c = self.walker_counts("compiled")
         self.assertGreater(c["compiled"], 0, c)
         self.assertEqual(c["no_blob"] + c["cut"], 0, c)
+        # Every walk with Java frames counted once: about the samples that have them.
+        s = self.stacks("compiled")
+        java = st.total(s, lambda f: bool(java_frames(f)))
+        self.assertGreaterEqual(c["stacks"], java, c)
+        self.assertLessEqual(c["stacks"], st.total(s), c)
 
     def test_interpreted_chain_as_the_jvm_shows_it(self):
         self.assert_chain("interpreted")
@@ -398,6 +404,7 @@ class JavaInTheAgent(unittest.TestCase):
         self.assertGreaterEqual(hits[2], 80, st.top(s))
         self.assertGreaterEqual(self.runtime_metric("nodeprof_runtime_processes"), 1)
         self.assertGreater(self.runtime_metric("nodeprof_runtime_frames_total", kind="compiled"), 0)
+        self.assertGreater(self.runtime_metric("nodeprof_runtime_samples_total", outcome="with_java_frames"), 0)
         self.assertGreater(self.runtime_metric("nodeprof_runtime_name_cache_entries"), 0)
         self.assertEqual(self.runtime_metric("nodeprof_runtime_stacks_cut_total", reason="no_code_blob"), 0)
 

@@ -210,7 +210,7 @@ static void tracker_exit(void *rt, uint32_t pid)
 static uint64_t method_now(const struct proc *p, uint64_t addr, uint64_t *cm)
 {
 	const struct hs_names_layout *l = &p->names;
-	uint64_t cp = 0, sym = 0;
+	uint64_t cp = 0, sym = 0, klass = 0, ksym = 0;
 	uint16_t idx = 0;
 
 	*cm = 0;
@@ -218,9 +218,24 @@ static uint64_t method_now(const struct proc *p, uint64_t addr, uint64_t *cm)
 	    hs_process_mem(NULL, p->pid, addr + l->method_const_method.off, cm, sizeof(*cm)) || !*cm ||
 	    hs_process_mem(NULL, p->pid, *cm + l->cm_constants.off, &cp, sizeof(cp)) ||
 	    hs_process_mem(NULL, p->pid, *cm + l->cm_name_index.off, &idx, sizeof(idx)) || !cp ||
-	    hs_process_mem(NULL, p->pid, cp + l->cp_size + 8ULL * idx, &sym, sizeof(sym)))
+	    hs_process_mem(NULL, p->pid, cp + l->cp_size + 8ULL * idx, &sym, sizeof(sym)) ||
+	    l->cp_pool_holder.off == HS_NONE || l->klass_name.off == HS_NONE ||
+	    hs_process_mem(NULL, p->pid, cp + l->cp_pool_holder.off, &klass, sizeof(klass)) || !klass ||
+	    hs_process_mem(NULL, p->pid, klass + l->klass_name.off, &ksym, sizeof(ksym)))
 		return ~0ULL;
-	return np_hs_method_check(*cm, sym & ~1ULL);
+	return np_hs_method_check(*cm, sym & ~1ULL, ksym);
+}
+
+/* The incarnation the namer keys its caches with. The namer reuses a cached method when the
+ * Method at that address still points to the same ConstMethod, which does not hold across class
+ * unloading: a class loaded after another was unloaded can get its methods' Method and
+ * ConstMethod at the very same addresses (the test's WalkGenA/WalkGenB did). So its entries are
+ * kept apart by what does tell them apart: an interpreted method's identity (ConstMethod, its
+ * name's and its class's name's Symbols, checked above) and, for compiled frames, the compile id, which is never reused
+ * (the nmethod's methods are read fresh for each nmethod while it is alive). */
+static uint32_t cache_gen(uint32_t gen, uint64_t identity)
+{
+	return gen ^ (uint32_t)((identity + 1) * 0x9e3779b97f4a7c15ULL >> 32);
 }
 
 /* A stub's name: its code blob's (CodeBlob::_name, a string of libjvm), or NULL. */
@@ -265,11 +280,12 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 		};
 		/* The method at addr now must be the one sampled (its ConstMethod and name), else a
 		 * class unloaded since may have left its address to another's method. */
-		if (method_now(p, addr, &f.const_method) != (w1 & NP_HS_CHECK_MASK)) {
+		uint64_t check = w1 & NP_HS_CHECK_MASK;
+		if (method_now(p, addr, &f.const_method) != check) {
 			t->unnamed++;
 			return 0;
 		}
-		return hs_namer_interpreted(t->namer, p->pid, p->gen, &p->names, &f, out, err);
+		return hs_namer_interpreted(t->namer, p->pid, cache_gen(p->gen, check), &p->names, &f, out, err);
 	}
 	case NP_HS_COMPILED:
 	case NP_HS_NATIVE: {
@@ -278,7 +294,8 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 			.pc = addr + ((w1 >> NP_HS_POS_SHIFT) & NP_HS_POS_MASK),
 			.compile_id = (uint32_t)w1,
 		};
-		return hs_namer_compiled(t->namer, p->pid, p->gen, &p->names, &f, out, cap, count, err);
+		return hs_namer_compiled(t->namer, p->pid, cache_gen(p->gen, f.compile_id), &p->names, &f, out, cap,
+					 count, err);
 	}
 	case NP_HS_STUB:
 		if (stub_name(p, addr, stub, sizeof(stub)))
@@ -345,6 +362,7 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 
 /* The step's counters (bpf/sampler.h), by the names /metrics gives them. */
 static const struct rt_counter counters[] = {
+	{ RT_SAMPLES, "with_java_frames", NP_HS_STACKS },
 	{ RT_FRAMES, "interpreted", NP_HS_FRAMES_INTERPRETED },
 	{ RT_FRAMES, "compiled", NP_HS_FRAMES_COMPILED },
 	{ RT_FRAMES, "stub", NP_HS_FRAMES_STUB },

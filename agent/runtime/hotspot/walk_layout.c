@@ -142,7 +142,7 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 		   char *why, size_t why_len)
 {
 	struct ctx c = { .vm = j->vm, .read = read, .ud = ud, .pid = pid, .why = why, .why_len = why_len };
-	uint64_t header, used, block, cm, cms, cpo, namei, cps, end = 0;
+	uint64_t header, used, block, cm, cms, cpo, namei, cps, holder, kname, end = 0;
 	int64_t sender_sp;
 	const char *t;
 
@@ -198,7 +198,8 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 	out->block_read = (uint16_t)((end + 7) & ~7ULL);
 	if (field(&c, "Method", "_constMethod", &cm) || type_size(&c, "ConstMethod", &cms) ||
 	    field(&c, "ConstMethod", "_constants", &cpo) || field(&c, "ConstMethod", "_name_index", &namei) ||
-	    type_size(&c, "ConstantPool", &cps))
+	    type_size(&c, "ConstantPool", &cps) || field(&c, "ConstantPool", "_pool_holder", &holder) ||
+	    field(&c, "Klass", "_name", &kname))
 		return -1;
 	/* The step reads a ConstMethod's first 64 bytes for these two. */
 	if (cpo + 8 > 64 || namei + 2 > 64)
@@ -208,6 +209,8 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 	out->const_constants = (uint16_t)cpo;
 	out->const_name_index = (uint16_t)namei;
 	out->cp_size = (uint16_t)cps;
+	out->cp_holder = (uint16_t)holder;
+	out->klass_name = (uint16_t)kname;
 	/* The interpreted frame's slots below rbp (frame_x86.hpp): sender sp, last sp, Method*, then
 	 * (JDK 9+) the mirror, mdp, cache, locals and bcp. Only the first two are exported. */
 	if (hs_vm_int_constant(j->vm, "frame::interpreter_frame_sender_sp_offset", &sender_sp))
