@@ -12,6 +12,9 @@
  *                                  "start_line", "chains": [[{"name", "file", "start_line", "line"}
  *                                  innermost first] one per distinct scope chain of its PcDescs]}],
  *                                  "errors": [...], "stats": {namer stats}}
+ *                                 With ROUNDS (names PID ROUNDS), every compiled frame is named
+ *                                 again ROUNDS times from the cache, and stats get
+ *                                 "ns_per_compiled_frame"; stats always have "detect_ms".
  *   hotspot_names method PID ADDR [CONST_METHOD [BCI]]   one interpreted frame, as JSON
  *
  * Exit status 1 with a message on stderr when the process is not a JVM we can read. */
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent/runtime/hotspot/codecache.h"
 #include "agent/runtime/hotspot/detect.h"
@@ -87,7 +91,11 @@ static json_t *frame_json(const struct sym_frame *f)
 	return o;
 }
 
+#define MAX_TIMED 65536
+
 struct walk {
+	struct hs_compiled_frame timed[MAX_TIMED]; /* every frame named, to name again timed */
+	size_t ntimed;
 	uint32_t pid;
 	const struct hs_jvm *j;
 	struct hs_namer *n;
@@ -132,6 +140,8 @@ static int on_blob(void *ud, uint64_t blob)
 	for (size_t i = 0; i < npcs; i++) {
 		struct hs_compiled_frame cf = { .nmethod = blob, .pc = pcs[i], .compile_id = cid };
 		json_t *chain = json_array();
+		if (w->ntimed < MAX_TIMED)
+			w->timed[w->ntimed++] = cf;
 		char *key;
 		if (hs_namer_compiled(w->n, w->pid, 0, &w->j->names, &cf, f, HS_MAX_SCOPES, &nf, &err)) {
 			w->failed = 1;
@@ -175,14 +185,25 @@ static int on_blob(void *ud, uint64_t blob)
 	return 0;
 }
 
-static int dump_names(uint32_t pid, const struct hs_jvm *j)
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int dump_names(uint32_t pid, const struct hs_jvm *j, unsigned rounds, double detect_ns)
 {
 	struct hs_code_heap heaps[HS_CC_MAX_HEAPS];
 	struct hs_namer_stats ns;
 	struct np_err err;
 	size_t nh;
 	json_t *root = json_object(), *jh = json_array(), *st = json_object();
-	struct walk w = { .pid = pid, .j = j, .nmethods = json_array(), .errors = json_array() };
+	static struct walk w;
+	double t0;
+
+	w = (struct walk){ .pid = pid, .j = j, .nmethods = json_array(), .errors = json_array() };
 
 	if (hs_vm_field_offset(j->vm, "nmethod", "_comp_level", &w.level_off))
 		w.level_off = UINT64_MAX;
@@ -206,6 +227,19 @@ static int dump_names(uint32_t pid, const struct hs_jvm *j)
 		if (w.failed)
 			break;
 	}
+	/* Named again from the cache: what a sample's compiled frame costs once its nmethod is known. */
+	if (rounds && w.ntimed && !w.failed) {
+		struct sym_frame f[HS_MAX_SCOPES];
+		size_t nf;
+		t0 = now_ns();
+		for (unsigned r = 0; r < rounds; r++)
+			for (size_t i = 0; i < w.ntimed; i++)
+				if (hs_namer_compiled(w.n, pid, 0, &j->names, &w.timed[i], f, HS_MAX_SCOPES, &nf, &err))
+					return 1;
+		json_object_set_new(st, "ns_per_compiled_frame",
+				    json_real((now_ns() - t0) / ((double)rounds * (double)w.ntimed)));
+	}
+	json_object_set_new(st, "detect_ms", json_real(detect_ns / 1e6));
 	hs_namer_stats(w.n, &ns);
 	json_object_set_new(st, "methods", json_integer((json_int_t)ns.methods));
 	json_object_set_new(st, "nmethods", json_integer((json_int_t)ns.nmethods));
@@ -268,7 +302,7 @@ int main(int argc, char **argv)
 
 	if (argc < 3 || (strcmp(argv[1], "vmstructs") && strcmp(argv[1], "names") && strcmp(argv[1], "method")) ||
 	    (!strcmp(argv[1], "method") && argc < 4)) {
-		fprintf(stderr, "usage: hotspot_names vmstructs|names PID | method PID ADDR [CONST_METHOD [BCI]]\n");
+		fprintf(stderr, "usage: hotspot_names vmstructs PID | names PID [ROUNDS] | method PID ADDR [CONST_METHOD [BCI]]\n");
 		return 2;
 	}
 	pid = (uint32_t)strtoul(argv[2], NULL, 10);
@@ -276,7 +310,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "symbolizer_new: %s\n", err.msg);
 		return 1;
 	}
+	double t0 = now_ns();
 	rc = hs_detect(sym, pid, 0, &j, why, sizeof(why), &err);
+	double detect_ns = now_ns() - t0;
 	if (rc < 0) {
 		fprintf(stderr, "hs_detect: %s\n", err.msg);
 		symbolizer_free(sym);
@@ -290,7 +326,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "vmstructs"))
 		rc = dump_vmstructs(&j);
 	else if (!strcmp(argv[1], "names"))
-		rc = dump_names(pid, &j);
+		rc = dump_names(pid, &j, argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 0, detect_ns);
 	else
 		rc = name_method(pid, &j, argc, argv);
 	hs_jvm_free(&j);
