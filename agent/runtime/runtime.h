@@ -7,12 +7,14 @@
  *    walker needs of it (its layout), told to BPF through the runtime's <rt>_procs map (and,
  *    for a JIT runtime, rt_jit_procs) while <rt>_procs_live counts the entries;
  *  - naming frames (function, file, line) from a name cache bounded by a byte budget, whose
- *    entries are per process incarnation (pid, gen) and checked against the process's memory
- *    where an address can be reused (the runtime's namer says how it detects a stale entry);
+ *    entries are per process incarnation (pid, gen); where an address can be reused within one
+ *    incarnation the namer says how it detects a stale entry (a JIT runtime verifies the
+ *    method's identity in the process's memory; Python's entries live until the cache is
+ *    dropped at its budget, a limit the README states);
  *  - putting them into the native stack: an interpreter-chain runtime merges its own stack
  *    (ops.merge), a JIT runtime names the tagged words the BPF step wrote into the native stack
  *    (ops.name_words);
- *  - its switches (the `<rt>_enabled` argument of pyroscope.ebpf, `record --no-<flag>`) and its
+ *  - its switches (the `<rt>_enabled` argument of pyroscope.ebpf, `record --<flag>` such as --no-python) and its
  *    /metrics (nodeprof_runtime_*{runtime="<name>"}), all made from the table.
  *
  * Every op runs on the collector's thread; a runtime's state is owned by the collector (open and

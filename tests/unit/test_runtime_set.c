@@ -325,7 +325,7 @@ static void jit_words_become_named_frames(void **state)
 	};
 	struct sym_frame native[8], out[16];
 	const char *const want[] = { "n0", "inlined", "outer", "two_words_99", "[unknown fake]", "n5", "n6", "n7" };
-	static char names[8][16]; /* room for any int: -Wformat-truncation in the ASan build */
+	static char names[8][16];
 	size_t n = 0;
 
 	(void)state;
