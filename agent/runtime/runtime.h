@@ -74,6 +74,9 @@ struct rt_stats {
 	uint64_t name_reads;	     /* entries read from process memory */
 	uint64_t name_read_failures; /* of those, unreadable (named "[<name>]"): stale or gone */
 	uint64_t frames_dropped;     /* frames that did not fit a sample's stack (root end cut) */
+	/* JIT runtimes: frames named beyond the one each recorded frame stands for (a compiled
+	 * method's inlined methods): nodeprof_runtime_frames_total{kind="inlined"}. */
+	uint64_t frames_inlined;
 };
 
 /* How its BPF counters (enum np_stat) are exported: family and label value. */

@@ -358,6 +358,7 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 	out->name_bytes = ns.bytes;
 	out->name_reads = ns.reads;
 	out->name_read_failures = ns.failed + ns.stale + t->unnamed;
+	out->frames_inlined = ns.inlined;
 }
 
 /* The step's counters (bpf/sampler.h), by the names /metrics gives them. */
