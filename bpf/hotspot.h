@@ -258,6 +258,11 @@ static __always_inline int hs_interpreted(struct np_hs_walk *w)
 					ksym = 0;
 			}
 		}
+		/* A leaf whose bcp is not in the method's bytecodes was stopped while the interpreter
+		 * built its frame: the slot read as its Method* may still hold a stale value of the
+		 * stack, which must not name it. It is recorded without a method ("[unknown java]"). */
+		if (w->leaf && bci == NP_HS_BCI_UNKNOWN)
+			method = 0;
 		w->w0 = NP_HS_TAG | NP_HS_MORE | (__u64)NP_HS_INTERPRETED << NP_HS_KIND_SHIFT | method;
 		w->w1 = NP_HS_TAG | bci << NP_HS_BCI_SHIFT | np_hs_method_check(cm, sym & ~1ULL, ksym);
 		stat_inc(NP_HS_FRAMES_INTERPRETED);

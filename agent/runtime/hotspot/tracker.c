@@ -281,11 +281,22 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 		/* The method at addr now must be the one sampled (its ConstMethod and name), else a
 		 * class unloaded since may have left its address to another's method. */
 		uint64_t check = w1 & NP_HS_CHECK_MASK;
-		if (method_now(p, addr, &f.const_method) != check) {
+		/* No method: a leaf stopped while its frame was being built (bpf/hotspot.h). */
+		if (!addr || method_now(p, addr, &f.const_method) != check) {
 			t->unnamed++;
 			return 0;
 		}
-		return hs_namer_interpreted(t->namer, p->pid, cache_gen(p->gen, check), &p->names, &f, out, err);
+		if (hs_namer_interpreted(t->namer, p->pid, cache_gen(p->gen, check), &p->names, &f, out, err))
+			return -1;
+		/* The reads of the name race with the class's memory being freed and reused (an
+		 * unloaded class's Method read half before, half after: "WalkGenA.WalkGenB.java"):
+		 * a method that is no longer the sampled one once named keeps no name. */
+		uint64_t cm_after;
+		if (method_now(p, addr, &cm_after) != check) {
+			out[0] = (struct sym_frame){ .name = HS_UNKNOWN_JAVA, .addr = addr };
+			t->unnamed++;
+		}
+		return 0;
 	}
 	case NP_HS_COMPILED:
 	case NP_HS_NATIVE: {
