@@ -51,7 +51,8 @@ DEB_RUN_PACKAGES := \
 # and certificates, perf (the unwinding tests' reference), Debian's python3.11 (a
 # workload), Go and the Go packages of the chart renderer and the relabel oracle,
 # Chromium (UI tests), debootstrap (make docker-check), Node.js (the V8 tests' workloads: any
-# version the machine's sources give; `make node18` adds Debian's 18 beside it).
+# version the machine's sources give; `make node18` adds Debian's 18 beside it), OpenJDK 17
+# (the Java workloads, compiled by the tests with javac; jcmd is the JVM's own view they compare with).
 DEB_TEST_PACKAGES := \
 	libcmocka-dev \
 	valgrind \
@@ -69,7 +70,8 @@ DEB_TEST_PACKAGES := \
 	debootstrap \
 	procps \
 	iproute2 \
-	nodejs
+	nodejs \
+	openjdk-17-jdk
 
 # What `make bench` adds: the peers it measures against (bpftrace, perf, llvm-symbolizer
 # comes with llvm, addr2line with binutils), elfutils' libdw (the CFI benchmark's other

@@ -22,6 +22,7 @@
 
 #include "runtime.h"
 #include "python.h"
+#include "hotspot.h"
 
 /* The sampled thread's runtime stack into st->rtstack: its length (0: none). One process runs
  * one interpreter-chain runtime; each walker returns at once for a process that is not its own. */
@@ -51,7 +52,9 @@ __noinline int np_rt_jit_step(__u32 slot)
 			break;
 		if (pc >= p->start[i] && pc < p->end[i]) {
 			switch (p->runtime) {
-			/* One case per JIT runtime: case NP_RT_HOTSPOT: return np_hotspot_jit_step(slot); */
+			/* One case per JIT runtime. */
+			case NP_RT_HOTSPOT:
+				return np_hotspot_jit_step(slot);
 			default:
 				return NP_RT_NATIVE;
 			}

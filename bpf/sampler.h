@@ -108,6 +108,13 @@ enum np_stat {
 	NP_OFFCPU_LOST_ELSEWHERE, /* came back somewhere else than where it blocked (a page fault): dropped */
 	NP_OFFCPU_LOST_KSTACK,    /* the kernel stack at the switch could not be kept */
 	NP_UPROBE_HITS,	      /* calls of probed functions by selected processes */
+	/* The HotSpot step (bpf/hotspot.h), for pcs in a registered JVM's code cache: */
+	NP_HS_FRAMES_INTERPRETED, /* interpreted Java frames recorded */
+	NP_HS_FRAMES_COMPILED,	  /* compiled Java frames (C1, C2, native wrappers) recorded */
+	NP_HS_FRAMES_STUB,	  /* stub, adapter and runtime blob frames stepped */
+	NP_HS_NO_BLOB,		  /* a code cache pc in no live code blob */
+	NP_HS_LOST_FRAME,	  /* a HotSpot frame whose caller could not be found: the stack ends there */
+	NP_HS_STACKS,		  /* user stacks with at least one Java frame */
 	NP_STAT_MAX
 };
 

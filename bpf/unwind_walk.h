@@ -64,6 +64,7 @@ struct np_unw_state {
 	__u32 h_table, h_npages;
 	__u64 h_base;
 	__u32 epoch; /* unw_epoch at the start of the walk */
+	__u32 walk_seq, walk_pad; /* bumped at every walk's start: runtimes tell one walk from the next */
 	/* Frames stepped each way in this walk (added to the stats once, when it ends). */
 	__u32 frames_table, frames_fp;
 	/* A copy of the user stack from w_base, w_len bytes (0: none): one read serves the
@@ -514,6 +515,7 @@ static __always_inline int unw_begin(struct np_unw_state *st, const __u64 *sampl
 	st->w_len = 0;
 	__u32 zero = 0, *epoch = bpf_map_lookup_elem(&unw_epoch, &zero);
 	st->epoch = epoch ? *epoch : 0;
+	st->walk_seq++;
 	/* cs (word 17) with RPL 3: the sample interrupted user code. */
 	st->in_user = sampled && (sampled[17] & 3) == 3;
 	if (st->in_user) {

@@ -151,6 +151,7 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 			a->name_reads += b->name_reads;
 			a->name_read_failures += b->name_read_failures;
 			a->frames_dropped += b->frames_dropped;
+			a->frames_inlined += b->frames_inlined;
 		}
 		sum->unwind.tables.budget += st.unwind.tables.budget;
 		sum->uprobes.links += st.uprobes.links;

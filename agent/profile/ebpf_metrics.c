@@ -150,7 +150,8 @@ static const struct {
 			 "Samples of a runtime's processes by outcome (Python: walked, the thread had a thread state; "
 			 "no_thread_state, a thread the interpreter does not know, such as one a C extension started)." },
 	[RT_FRAMES] = { "nodeprof_runtime_frames_total", "kind",
-			"Runtime frames recorded by the BPF walker, by kind (interpreted, compiled, inlined...)." },
+			"Runtime frames recorded by the BPF walker, by kind (interpreted, compiled, stub...), and, for "
+			"JIT runtimes, the inlined methods named out of compiled frames (inlined)." },
 	[RT_STACKS_CUT] = { "nodeprof_runtime_stacks_cut_total", "reason",
 			    "Runtime stacks that ended before their root: a thread state or frame could not be read "
 			    "(read_failed), or the depth bound was reached (max_depth)." },
@@ -262,6 +263,8 @@ struct rt_series {
 	struct np_series *gauges[RT_NGAUGES], *counters[RT_NCOUNTERS], *bpf[RT_MAX_COUNTERS];
 	double gauge_share[RT_NGAUGES];
 	uint64_t last[RT_NCOUNTERS], last_bpf[RT_MAX_COUNTERS];
+	struct np_series *inlined; /* frames_total{kind="inlined"}: JIT runtimes (name_words) only */
+	uint64_t last_inlined;
 };
 
 struct np_ebpf_metrics {
@@ -369,6 +372,14 @@ static int register_runtimes(struct np_metrics *reg, struct np_ebpf_metrics *m, 
 			    !(se->bpf[i] = np_metric_series(mt, values, err)))
 				return -1;
 		}
+		if (rt->ops->name_words) {
+			const char *names[] = { "runtime", rt_families[RT_FRAMES].label, NULL };
+			values[1] = "inlined";
+			if (!(mt = np_metrics_counter(reg, rt_families[RT_FRAMES].name, rt_families[RT_FRAMES].help, names,
+						      err)) ||
+			    !(se->inlined = np_metric_series(mt, values, err)))
+				return -1;
+		}
 	}
 	return 0;
 }
@@ -393,6 +404,11 @@ static void update_runtimes(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 			uint64_t v = st->bpf[rt->ops->counters[i].stat];
 			np_series_add(se->bpf[i], (double)(v >= se->last_bpf[i] ? v - se->last_bpf[i] : v));
 			se->last_bpf[i] = v;
+		}
+		if (se->inlined) {
+			uint64_t v = s->frames_inlined;
+			np_series_add(se->inlined, (double)(v >= se->last_inlined ? v - se->last_inlined : v));
+			se->last_inlined = v;
 		}
 	}
 }

@@ -46,7 +46,9 @@
 	  "the Python functions it runs (CPython 3.8 and later)")                                                 \
 	X(perl, NP_RT_PERL, "perl", "perl_enabled", NOT_YET, NULL, NULL)                                          \
 	X(php, NP_RT_PHP, "php", "php_enabled", NOT_YET, NULL, NULL)                                              \
-	X(hotspot, NP_RT_HOTSPOT, "hotspot", "hotspot_enabled", NOT_YET, NULL, NULL)                              \
+	X(hotspot, NP_RT_HOTSPOT, "hotspot", "hotspot_enabled", SUPPORTED, "no-java",                            \
+	  "do not walk through HotSpot JVMs' Java frames (JDK 9 and later):\n"                                   \
+	  "their stacks then end at the first Java frame")                                                      \
 	X(ruby, NP_RT_RUBY, "ruby", "ruby_enabled", NOT_YET, NULL, NULL)                                          \
 	X(v8, NP_RT_V8, "v8", "v8_enabled", NOT_YET, NULL, NULL)                                                  \
 	X(dotnet, NP_RT_DOTNET, "dotnet", "dotnet_enabled", NOT_YET, NULL, NULL)
@@ -72,6 +74,9 @@ struct rt_stats {
 	uint64_t name_reads;	     /* entries read from process memory */
 	uint64_t name_read_failures; /* of those, unreadable (named "[<name>]"): stale or gone */
 	uint64_t frames_dropped;     /* frames that did not fit a sample's stack (root end cut) */
+	/* JIT runtimes: frames named beyond the one each recorded frame stands for (a compiled
+	 * method's inlined methods): nodeprof_runtime_frames_total{kind="inlined"}. */
+	uint64_t frames_inlined;
 };
 
 /* How its BPF counters (enum np_stat) are exported: family and label value. */

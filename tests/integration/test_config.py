@@ -133,9 +133,9 @@ pyroscope.write "w" { }
         p = nodeprof("check", path)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr.splitlines(), [
-            f"{path}:LINE:3: warning: perl_enabled, php_enabled, hotspot_enabled, ruby_enabled, "
-            "v8_enabled, dotnet_enabled = true: nodeprof has no unwinder for this runtime yet (Python is the one "
-            "it has); it profiles these processes as native code (the runtime's own frames) and names JIT code "
+            f"{path}:LINE:3: warning: perl_enabled, php_enabled, ruby_enabled, "
+            "v8_enabled, dotnet_enabled = true: nodeprof has no unwinder for this runtime yet (Python and HotSpot "
+            "are the ones it has); it profiles these processes as native code (the runtime's own frames) and names JIT code "
             "from perf map files (/tmp/perf-PID.map: node --perf-basic-prof, python -X perf, a JVM perf map agent)"
             .replace("LINE", str(first_line(K8S_MONITORING_EBPF, "perl_enabled")))])
 

@@ -205,7 +205,7 @@ static void open_set(struct rt_set *set, uint32_t mask)
 
 static void registry_rows(void **state)
 {
-	const struct rt_info *py = rt_find(NP_RT_PYTHON), *hs = rt_find(NP_RT_HOTSPOT);
+	const struct rt_info *py = rt_find(NP_RT_PYTHON), *hs = rt_find(NP_RT_HOTSPOT), *perl = rt_find(NP_RT_PERL);
 	uint32_t seen = 0;
 
 	(void)state;
@@ -216,14 +216,21 @@ static void registry_rows(void **state)
 	assert_ptr_equal(py->ops, &rt_python_ops);
 	assert_non_null(py->ops->merge);
 	assert_null(py->ops->name_words);
-	/* Not implemented yet: accepted as a switch, no ops, no record flag. */
+	/* A JIT runtime: names the words its BPF step wrote, merges nothing. */
 	assert_non_null(hs);
 	assert_string_equal(hs->config, "hotspot_enabled");
-	assert_null(hs->ops);
-	assert_null(hs->flag);
+	assert_string_equal(hs->flag, "no-java");
+	assert_ptr_equal(hs->ops, &rt_hotspot_ops);
+	assert_non_null(hs->ops->name_words);
+	assert_null(hs->ops->merge);
+	/* Not implemented yet: accepted as a switch, no ops, no record flag. */
+	assert_non_null(perl);
+	assert_string_equal(perl->config, "perl_enabled");
+	assert_null(perl->ops);
+	assert_null(perl->flag);
 	assert_null(rt_find(0));
 	assert_null(rt_find(NP_RT_MAX - 1));
-	assert_int_equal(rt_supported_mask(), 1u << NP_RT_PYTHON);
+	assert_int_equal(rt_supported_mask(), (1u << NP_RT_PYTHON) | (1u << NP_RT_HOTSPOT));
 	for (size_t i = 0; i < rt_registry_n; i++) {
 		uint32_t id = rt_registry[i].id;
 		assert_true(id > 0 && id < NP_RT_MAX);

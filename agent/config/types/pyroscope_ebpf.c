@@ -4,7 +4,7 @@
  * nodeprof does with each:
  *  - implemented: targets, forward_to, collect_interval, sample_rate, demangle,
  *    kernel_frames, container_id_cache_size, targets_only, verbose_mode, lazy_mode,
- *    python_enabled (CPython 3.8+), off_cpu_threshold, u_probe_links, load_probe,
+ *    python_enabled (CPython 3.8+), hotspot_enabled (HotSpot JDK 9+), off_cpu_threshold, u_probe_links, load_probe,
  *    symb_cache_path and symb_cache_size (on-disk symbol tables: docs/specs/symb-cache.md;
  *    the size counts files, as Alloy's SymbCacheSizeEntries; "" keeps tables in memory);
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
@@ -34,7 +34,7 @@ static const char *const comm_modes[] = { "none", "label", "stackframe", "both",
  * read into runtime_enabled[id]; the others' are accepted and warned about at true. */
 #define INTERPRETER(name, field)                                                                          \
 	CFG_A(name, &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true", field,                                        \
-	      .note = "nodeprof has no unwinder for this runtime yet (Python is the one it has); it profiles "  \
+	      .note = "nodeprof has no unwinder for this runtime yet (Python and HotSpot are the ones it has); it profiles "  \
 		      "these processes as native code " \
 		      "(the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: "  \
 		      "node --perf-basic-prof, python -X perf, a JVM perf map agent)")

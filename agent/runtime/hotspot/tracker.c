@@ -1,0 +1,395 @@
+/* The Java side of the profiler: see tracker.h. */
+#include "agent/runtime/hotspot/tracker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "agent/runtime/hotspot/detect.h"
+#include "agent/runtime/hotspot/namer.h"
+#include "agent/runtime/hotspot/walk_layout.h"
+#include "agent/symbols/arena.h"
+#include "bpf/hotspot.h"
+#include "lib/grow.h"
+#include "lib/intern.h"
+#include "lib/log.h"
+
+/* Dead entries kept before the process table is rebuilt without them. */
+#define DEAD_SLACK 1024
+
+/* The longest stub name kept. */
+#define STUB_NAME_MAX 128
+
+struct proc {
+	uint32_t pid, gen;
+	int live;
+	struct hs_names_layout names; /* what the namer reads of this JVM */
+};
+
+struct hs_tracker {
+	struct symbolizer *sym; /* not owned */
+	int map_fd;		/* not owned: hotspot_procs */
+	struct rt_jit *jit;	/* not owned: the code regions the walker hands to the step */
+	struct np_intern pids;	     /* key: u32 pid; id - 1 indexes procs */
+	struct proc *procs;
+	size_t procs_cap, live;
+	struct np_intern reasons; /* why a JVM could not be walked: logged once each */
+	uint64_t unsupported;
+	uint64_t unnamed; /* frames named "[unknown java]" here: an interpreted method whose identity
+			   * changed since the sample, a first word without its second */
+	struct hs_namer *namer;
+	/* The batch's copies of the namer's strings (which last only until its next call). */
+	struct sym_arena strs;
+	struct sym_frame scopes[HS_MAX_SCOPES];
+};
+
+static int tracker_open(const struct rt_env *env, void **out, struct np_err *err)
+{
+	int fd = env->map_fd(env->ud, "hotspot_procs");
+	struct hs_tracker *t;
+
+	if (fd < 0 || !env->jit)
+		return np_errf(err, "the BPF program has no hotspot_procs map or JIT regions");
+	if (!(t = calloc(1, sizeof(*t))))
+		return np_errf(err, "out of memory");
+	t->sym = env->sym;
+	t->map_fd = fd;
+	t->jit = env->jit;
+	if (hs_namer_new(0, &t->namer, err)) {
+		free(t);
+		return -1;
+	}
+	*out = t;
+	return 0;
+}
+
+static void tracker_close(void *rt)
+{
+	struct hs_tracker *t = rt;
+
+	if (!t)
+		return;
+	np_intern_free(&t->pids);
+	np_intern_free(&t->reasons);
+	sym_arena_free(&t->strs);
+	free(t->procs);
+	hs_namer_free(t->namer);
+	free(t);
+}
+
+static struct proc *find(struct hs_tracker *t, uint32_t pid)
+{
+	uint32_t id = np_intern_find(&t->pids, &pid, sizeof(pid));
+
+	return id ? &t->procs[id - 1] : NULL;
+}
+
+/* Rebuilds the pid table with the live processes only, once dead ones pile up. */
+static int compact(struct hs_tracker *t, struct np_err *err)
+{
+	struct np_intern pids = NP_INTERN_INIT;
+	struct proc *procs = NULL;
+	size_t cap = 0;
+
+	if (t->pids.n - t->live < DEAD_SLACK || t->pids.n - t->live < t->live)
+		return 0;
+	for (uint32_t i = 0; i < t->pids.n; i++) {
+		int added;
+		uint32_t id;
+		if (!t->procs[i].live)
+			continue;
+		id = np_intern_add(&pids, &t->procs[i].pid, sizeof(uint32_t), &added);
+		if (!id || np_grow((void **)&procs, &cap, id, sizeof(*procs))) {
+			np_intern_free(&pids);
+			free(procs);
+			return np_errf(err, "out of memory tracking JVMs");
+		}
+		procs[id - 1] = t->procs[i];
+	}
+	np_intern_free(&t->pids);
+	free(t->procs);
+	t->pids = pids;
+	t->procs = procs;
+	t->procs_cap = cap;
+	return 0;
+}
+
+static void forget(struct hs_tracker *t, struct proc *p)
+{
+	if (!p || !p->live)
+		return;
+	p->live = 0;
+	t->live--;
+	rt_jit_forget(t->jit, p->pid);
+	(void)bpf_map_delete_elem(t->map_fd, &p->pid);
+}
+
+static void note_unsupported(struct hs_tracker *t, uint32_t pid, const char *why)
+{
+	int added = 0;
+
+	t->unsupported++;
+	if (np_intern_add(&t->reasons, why, strlen(why), &added) && added)
+		np_log(NP_WARN, "hotspot", "cannot walk this JVM's Java frames; its stacks end at the first one", "pid",
+		       NP_LOG_INT(pid), "reason", why, NULL);
+}
+
+static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)
+{
+	struct hs_tracker *t = rt;
+	struct proc *p = find(t, pid);
+	struct hs_jvm jvm;
+	struct np_hs_proc v;
+	struct np_rt_jit_proc region = { .gen = gen, .runtime = NP_RT_HOTSPOT, .nranges = 1 };
+	char why[256];
+	int found, added, rc;
+	uint32_t id;
+
+	if (p && p->live && p->gen == gen)
+		return 0; /* known, and a re-read of its maps cannot change its JVM */
+	found = hs_detect(t->sym, pid, gen, &jvm, why, sizeof(why), err);
+	if (found < 0)
+		return -1;
+	if (!found) {
+		forget(t, p); /* exec'd into something else */
+		if (why[0])
+			note_unsupported(t, pid, why);
+		return 0;
+	}
+	rc = hs_walk_layout(&jvm, hs_process_mem, NULL, pid, &v, why, sizeof(why));
+	if (rc) {
+		forget(t, p);
+		note_unsupported(t, pid, why);
+		hs_jvm_free(&jvm);
+		return 0;
+	}
+	v.gen = gen;
+	np_log(NP_DEBUG, "hotspot", "walking Java frames", "pid", NP_LOG_INT(pid), "version", jvm.version, NULL);
+	struct hs_names_layout names = jvm.names;
+	hs_jvm_free(&jvm);
+	/* The layout first: the walker asks the step only once the region is there. */
+	region.start[0] = v.cc_low;
+	region.end[0] = v.cc_high;
+	if (bpf_map_update_elem(t->map_fd, &pid, &v, BPF_ANY))
+		return np_errno(err, "tell the HotSpot walker about pid %u", pid);
+	if (rt_jit_set(t->jit, pid, &region, err)) {
+		(void)bpf_map_delete_elem(t->map_fd, &pid);
+		return -1;
+	}
+	if (!p) {
+		if (compact(t, err))
+			return -1;
+		id = np_intern_add(&t->pids, &pid, sizeof(pid), &added);
+		if (!id || np_grow((void **)&t->procs, &t->procs_cap, id, sizeof(*t->procs))) {
+			rt_jit_forget(t->jit, pid);
+			(void)bpf_map_delete_elem(t->map_fd, &pid);
+			return np_errf(err, "out of memory tracking JVMs");
+		}
+		p = &t->procs[id - 1];
+		p->live = 0;
+	}
+	if (!p->live)
+		t->live++;
+	p->pid = pid;
+	p->gen = gen;
+	p->live = 1;
+	p->names = names;
+	return 0;
+}
+
+static void tracker_exit(void *rt, uint32_t pid)
+{
+	struct hs_tracker *t = rt;
+
+	forget(t, find(t, pid));
+}
+
+/* The identity of the method at addr as it is now (np_hs_method_check, as the walker computed
+ * it), and its ConstMethod* in *cm; ~0 when it cannot be read. */
+static uint64_t method_now(const struct proc *p, uint64_t addr, uint64_t *cm)
+{
+	const struct hs_names_layout *l = &p->names;
+	uint64_t cp = 0, sym = 0, klass = 0, ksym = 0;
+	uint16_t idx = 0;
+
+	*cm = 0;
+	if (l->method_const_method.off == HS_NONE || l->cm_constants.off == HS_NONE || l->cm_name_index.off == HS_NONE ||
+	    hs_process_mem(NULL, p->pid, addr + l->method_const_method.off, cm, sizeof(*cm)) || !*cm ||
+	    hs_process_mem(NULL, p->pid, *cm + l->cm_constants.off, &cp, sizeof(cp)) ||
+	    hs_process_mem(NULL, p->pid, *cm + l->cm_name_index.off, &idx, sizeof(idx)) || !cp ||
+	    hs_process_mem(NULL, p->pid, cp + l->cp_size + 8ULL * idx, &sym, sizeof(sym)) ||
+	    l->cp_pool_holder.off == HS_NONE || l->klass_name.off == HS_NONE ||
+	    hs_process_mem(NULL, p->pid, cp + l->cp_pool_holder.off, &klass, sizeof(klass)) || !klass ||
+	    hs_process_mem(NULL, p->pid, klass + l->klass_name.off, &ksym, sizeof(ksym)))
+		return ~0ULL;
+	return np_hs_method_check(*cm, sym & ~1ULL, ksym);
+}
+
+/* The incarnation the namer keys its caches with. The namer reuses a cached method when the
+ * Method at that address still points to the same ConstMethod, which does not hold across class
+ * unloading: a class loaded after another was unloaded can get its methods' Method and
+ * ConstMethod at the very same addresses (the test's WalkGenA/WalkGenB did). So its entries are
+ * kept apart by what does tell them apart: an interpreted method's identity (ConstMethod, its
+ * name's and its class's name's Symbols, checked above) and, for compiled frames, the compile id, which is never reused
+ * (the nmethod's methods are read fresh for each nmethod while it is alive). */
+static uint32_t cache_gen(uint32_t gen, uint64_t identity)
+{
+	return gen ^ (uint32_t)((identity + 1) * 0x9e3779b97f4a7c15ULL >> 32);
+}
+
+/* A stub's name: its code blob's (CodeBlob::_name, a string of libjvm), or NULL. */
+static const char *stub_name(const struct proc *p, uint64_t blob, char *buf, size_t len)
+{
+	uint64_t name = 0;
+
+	if (p->names.cb_name.off == HS_NONE ||
+	    hs_process_mem(NULL, p->pid, blob + p->names.cb_name.off, &name, sizeof(name)) || !name ||
+	    hs_read_cstr(hs_process_mem, NULL, p->pid, name, buf, len) || !buf[0])
+		return NULL;
+	return buf;
+}
+
+/* Copies a frame's strings into the batch's arena (the namer's last only until its next call).
+ * 0, or -1 out of memory. */
+static int keep(struct hs_tracker *t, struct sym_frame *f)
+{
+	if (!(f->name = sym_arena_strdup(&t->strs, f->name ? f->name : HS_UNKNOWN_JAVA)))
+		return -1;
+	return f->file && !(f->file = sym_arena_strdup(&t->strs, f->file)) ? -1 : 0;
+}
+
+/* The frames one Java frame (its two words) stands for, into out (room for cap): how many. */
+static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, uint64_t w1, struct sym_frame *out,
+		     size_t cap, size_t *count, struct np_err *err)
+{
+	unsigned kind = (unsigned)((w0 >> NP_HS_KIND_SHIFT) & NP_HS_KIND_MASK);
+	uint64_t addr = w0 & NP_HS_ADDR_MASK;
+	char stub[STUB_NAME_MAX];
+
+	*count = 1;
+	out[0] = (struct sym_frame){ .name = HS_UNKNOWN_JAVA, .addr = addr };
+	if (!p)
+		return 0;
+	switch (kind) {
+	case NP_HS_INTERPRETED: {
+		uint64_t bci = (w1 >> NP_HS_BCI_SHIFT) & NP_HS_BCI_UNKNOWN;
+		struct hs_interp_frame f = {
+			.method = addr,
+			.bci = bci == NP_HS_BCI_UNKNOWN ? -1 : (int32_t)bci,
+		};
+		/* The method at addr now must be the one sampled (its ConstMethod and name), else a
+		 * class unloaded since may have left its address to another's method. */
+		uint64_t check = w1 & NP_HS_CHECK_MASK;
+		/* No method: a leaf stopped while its frame was being built (bpf/hotspot.h). */
+		if (!addr || method_now(p, addr, &f.const_method) != check) {
+			t->unnamed++;
+			return 0;
+		}
+		if (hs_namer_interpreted(t->namer, p->pid, cache_gen(p->gen, check), &p->names, &f, out, err))
+			return -1;
+		/* The reads of the name race with the class's memory being freed and reused (an
+		 * unloaded class's Method read half before, half after: "WalkGenA.WalkGenB.java"):
+		 * a method that is no longer the sampled one once named keeps no name. */
+		uint64_t cm_after;
+		if (method_now(p, addr, &cm_after) != check) {
+			out[0] = (struct sym_frame){ .name = HS_UNKNOWN_JAVA, .addr = addr };
+			t->unnamed++;
+		}
+		return 0;
+	}
+	case NP_HS_COMPILED:
+	case NP_HS_NATIVE: {
+		struct hs_compiled_frame f = {
+			.nmethod = addr,
+			.pc = addr + ((w1 >> NP_HS_POS_SHIFT) & NP_HS_POS_MASK),
+			.compile_id = (uint32_t)w1,
+		};
+		return hs_namer_compiled(t->namer, p->pid, cache_gen(p->gen, f.compile_id), &p->names, &f, out, cap,
+					 count, err);
+	}
+	case NP_HS_STUB:
+		if (stub_name(p, addr, stub, sizeof(stub)))
+			out[0].name = stub;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int tracker_name_words(void *rt, uint32_t pid, uint32_t gen, const uint64_t *words, size_t n_words,
+			      size_t *used, struct sym_frame *out, size_t room, size_t *n_out, struct np_err *err)
+{
+	struct hs_tracker *t = rt;
+	const struct proc *p = find(t, pid);
+	size_t got = 0;
+
+	/* A sample taken before an exec is named after it: its words mean nothing now. Exited
+	 * processes are still named (exit events are handled before the drain's samples). */
+	if (!p || p->gen != gen || room == 0)
+		return 0;
+	if (!np_hs_is_frame(words[0]) || n_words < 2 || np_rt_word_id(words[1]) != NP_RT_HOTSPOT) {
+		/* Not a frame this step wrote (a first word without its second): one unknown frame. */
+		*used = 1;
+		out[0] = (struct sym_frame){ .name = HS_UNKNOWN_JAVA, .addr = words[0] };
+		t->unnamed++;
+		*n_out = 1;
+		return 1;
+	}
+	if (name_java(t, p, words[0], words[1], t->scopes, room < HS_MAX_SCOPES ? room : HS_MAX_SCOPES, &got, err))
+		return -1;
+	for (size_t j = 0; j < got; j++) {
+		out[j] = t->scopes[j];
+		if (keep(t, &out[j]))
+			return np_errf(err, "out of memory naming Java frames");
+	}
+	*used = 2;
+	*n_out = got;
+	return 1;
+}
+
+static void tracker_end_batch(void *rt)
+{
+	struct hs_tracker *t = rt;
+
+	hs_namer_end_batch(t->namer);
+	sym_arena_reset(&t->strs);
+}
+
+static void tracker_stats(const void *rt, struct rt_stats *out)
+{
+	const struct hs_tracker *t = rt;
+	struct hs_namer_stats ns;
+
+	hs_namer_stats(t->namer, &ns);
+	memset(out, 0, sizeof(*out));
+	out->processes = t->live;
+	out->unsupported = t->unsupported;
+	out->names = ns.methods + ns.nmethods;
+	out->name_bytes = ns.bytes;
+	out->name_reads = ns.reads;
+	out->name_read_failures = ns.failed + ns.stale + t->unnamed;
+	out->frames_inlined = ns.inlined;
+}
+
+/* The step's counters (bpf/sampler.h), by the names /metrics gives them. */
+static const struct rt_counter counters[] = {
+	{ RT_SAMPLES, "with_java_frames", NP_HS_STACKS },
+	{ RT_FRAMES, "interpreted", NP_HS_FRAMES_INTERPRETED },
+	{ RT_FRAMES, "compiled", NP_HS_FRAMES_COMPILED },
+	{ RT_FRAMES, "stub", NP_HS_FRAMES_STUB },
+	{ RT_STACKS_CUT, "no_code_blob", NP_HS_NO_BLOB },
+	{ RT_STACKS_CUT, "frame_not_stepped", NP_HS_LOST_FRAME },
+};
+
+const struct rt_ops rt_hotspot_ops = {
+	.open = tracker_open,
+	.close = tracker_close,
+	.process = tracker_process,
+	.exit = tracker_exit,
+	.name_words = tracker_name_words,
+	.end_batch = tracker_end_batch,
+	.stats = tracker_stats,
+	.counters = counters,
+	.n_counters = sizeof(counters) / sizeof(counters[0]),
+};
