@@ -24,7 +24,7 @@ class K8sMonitoringProfiling(unittest.TestCase):
     def test_declared_profiling_pushes_labelled_profiles(self):
         n = nodelib.Node(self)
         with open(n.hosts, "a") as f:
-            f.write("127.0.0.1 pyroscope.pyroscope.svc\n")   # the chart's destination URL
+            f.write(f"{n.pyro_host} pyroscope.pyroscope.svc\n")   # the chart's destination URL
         n.pod("web-0", namespace="shop", containers=("web",), running=("web",),
               labels={"app.kubernetes.io/name": "webapp"},
               annotations={"profiles.grafana.com/cpu.ebpf.enabled": "true"})

@@ -246,11 +246,10 @@ class HotspotNames(unittest.TestCase):
         self.assertTrue(got["version"].startswith("17."), got["version"])
         self.check_inlined_lines(got)
         self.crunch_chain(got)
-        # Every inlining we name is one the JVM says it did.
-        time.sleep(0.2)
-        with open(jvm.log) as f:
-            pairs = inline_pairs(f.read())
-        self.assertIn(("crunch", "recurse"), pairs)
+        # Every inlining we name is one the JVM says it did. The JVM prints a compilation's
+        # inlining tree as the compilation ends, through a buffered stream, while it goes on
+        # compiling (its own classes too): an nmethod the harness read can be in the log only a
+        # moment later, so the log is read again until it has them all, for a few seconds.
         ours = set()
         for m in got["nmethods"]:
             for chain in m["chains"]:
@@ -258,6 +257,14 @@ class HotspotNames(unittest.TestCase):
                     ours.add((simple(caller["name"]), simple(callee["name"])))
         self.assertIn(("crunch", "recurse"), ours)
         self.assertIn(("recurse", "recurse"), ours)
+        deadline = time.monotonic() + 10
+        while True:
+            with open(jvm.log) as f:
+                pairs = inline_pairs(f.read())
+            if not ours - pairs or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertIn(("crunch", "recurse"), pairs)
         self.assertEqual(ours - pairs, set(), "inlinings the JVM did not report")
         # The lambda and the inner class, as the JVM names them (compiled on their own or
         # inlined: a method's own nmethod may be gone once its callers inline it).
