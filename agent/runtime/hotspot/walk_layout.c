@@ -258,7 +258,7 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 			    (long long)sender_sp);
 	out->interp_sender_sp = -1;
 	out->interp_method = -3;
-	/* JDK 9 added the mirror slot after Method* (JDK-8154580), moving bcp from rbp-7 to rbp-8 words.
+	/* JDK 9 added the mirror slot after Method*, moving bcp from rbp-7 to rbp-8 words.
 	 * No constant exports it, so the release says; the code cache's shape must agree with it (one
 	 * CodeCache::_heap is JDK 8's), since a wrong slot would give bcis of another word. */
 	jdk8 = hs_vm_static_address(j->vm, "CodeCache", "_heaps", &cm) != 0;
