@@ -185,6 +185,7 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 	uint64_t header, used, block, cm, cms, cpo, namei, cps, holder, kname, end = 0;
 	int64_t sender_sp;
 	const char *t;
+	uint64_t heaps_at;
 	int jdk8;
 
 	memset(out, 0, sizeof(*out));
@@ -261,7 +262,7 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 	/* JDK 9 added the mirror slot after Method*, moving bcp from rbp-7 to rbp-8 words.
 	 * No constant exports it, so the release says; the code cache's shape must agree with it (one
 	 * CodeCache::_heap is JDK 8's), since a wrong slot would give bcis of another word. */
-	jdk8 = hs_vm_static_address(j->vm, "CodeCache", "_heaps", &cm) != 0;
+	jdk8 = hs_vm_static_address(j->vm, "CodeCache", "_heaps", &heaps_at) != 0;
 	if (j->major == 0 || (j->major == 8) != jdk8)
 		return fail(&c, "the JVM's release (%u) and its code cache (%s) disagree on its interpreter frames",
 			    j->major, jdk8 ? "one heap" : "a heap list");
