@@ -5,7 +5,8 @@ recurse x5 -> leaf -> spin in the thread "walk-busy", and other -> otherLeaf -> 
 started before the recording. The chain is in >= 90% of the busy thread's samples, in the
 order the JVM itself shows the thread (`jcmd PID Thread.print`), through interpreted frames
 (-Xint) and compiled ones (after a warm-up: C2 inlines most of the chain, expanded back from
-the nmethod's scopes), whole down to start_thread, inside a container's root too; the two
+the nmethod's scopes), and in one JVM going from interpreting the chain to running its leaf
+compiled, whole down to start_thread, inside a container's root too; the two
 threads' chains never mix; pprof has one Function per Java method with its file and first
 line; `--no-java` gives the native stacks of before (cut at the first Java frame); two JVMs in
 one recording, with Serial and Parallel GC and without compressed pointers. Code that
@@ -16,6 +17,7 @@ test server."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -180,6 +182,50 @@ class JavaStacks(unittest.TestCase):
         with open(log.name) as f:
             cls.results["several"] = (rc, out, f.read())
         cls.stop_all()
+        cls.record_phases()
+
+    @classmethod
+    def record_phases(cls):
+        """One JVM recorded from its start, first interpreting the chain, then running spin (the
+        busy leaf) compiled: CompileThresholdScaling keeps the interpreter on for about three
+        seconds of CPU (spin's first compilation); the recording stops 2 s after the JVM logged spin's C2
+        compilation (PrintCompilation), whatever the machine's load."""
+        log_path = os.path.join(cls.dir, "phases-jvm.log")
+        err = open(log_path, "w")
+        p = subprocess.Popen([JAVA, "-XX:CompileThresholdScaling=3000", "-XX:+PrintCompilation",
+                              "-XX:+DisplayVMOutputToStderr", "-cp", cls.classes, "WalkChain"],
+                             stdout=subprocess.PIPE, stderr=err, text=True)
+        err.close()
+        cls.procs.append(p)
+        out = os.path.join(cls.dir, "phases.folded")
+        log = open(os.path.join(cls.dir, "phases.log"), "w")
+        rec = None
+        try:
+            if p.stdout.readline().strip() != "ready":
+                raise AssertionError("the phases JVM did not start")
+            rec = subprocess.Popen(st.nodeprof_record_argv(p.pid, 60, out=out) + ["--log-level", "debug"],
+                                   stdout=subprocess.DEVNULL, stderr=log)
+            deadline = time.time() + 40
+            while time.time() < deadline:
+                with open(log_path) as f:
+                    if re.search(r"^\s*\d+\s+\d+ [ %]\s+4\s+WalkChain\$Worker::spin", f.read(), re.M):
+                        break
+                time.sleep(0.1)
+            else:
+                raise AssertionError("spin was never compiled by C2")
+            t0 = time.time()
+            cls.depths["phases"] = jcmd_chain(p.pid, "walk-busy", "spin")
+            time.sleep(max(0, 2 - (time.time() - t0)))
+            rec.send_signal(signal.SIGINT)
+            rc = rec.wait(timeout=60)
+        finally:
+            if rec and rec.poll() is None:
+                rec.kill()
+                rec.wait()
+            log.close()
+            cls.stop_all()
+        with open(log.name) as f:
+            cls.results["phases"] = (rc, out, f.read())
 
     @classmethod
     def record_batch(cls, jobs):
@@ -263,6 +309,18 @@ class JavaStacks(unittest.TestCase):
         c = self.walker_counts("interpreted")
         self.assertEqual(c["compiled"], 0, c)
         self.assertGreater(c["interpreted"], 0, c)
+
+    def test_interpreted_then_compiled_in_one_jvm(self):
+        # The chain named throughout, in both phases (the JVM's chain is the same in both).
+        s = self.assert_chain("phases")
+        self.assertEqual(st.total(s, lambda f: UNKNOWN_JAVA in f), 0, st.top(s))
+        c = self.walker_counts("phases")
+        # The compiled phase: samples with spin's nmethod. The interpreted phase: samples with
+        # Java frames and none compiled (a sample has at least one compiled frame per count in
+        # "compiled", so this undercounts them).
+        self.assertGreaterEqual(c["compiled"], 10, c)
+        self.assertGreaterEqual(c["stacks"] - c["compiled"], 10, c)
+        self.assertEqual(c["no_blob"] + c["cut"], 0, c)
 
     def test_two_threads_keep_their_own_chains(self):
         s = self.assert_chain("compiled", "walk-other", "WalkChain.lambda$main$1")

@@ -81,14 +81,64 @@ static int block_off(struct ctx *c, uint64_t base, const char *type, const char 
 	return 0;
 }
 
+/* GrowableArray's length: in GrowableArrayBase from JDK 16, GenericGrowableArray before. */
+static int grow_len(struct ctx *c, uint64_t *out)
+{
+	if (!hs_vm_field_offset(c->vm, "GrowableArrayBase", "_len", out) && *out <= 0xffff)
+		return 0;
+	return field(c, "GenericGrowableArray", "_len", out);
+}
+
+/* One CodeHeap: its reserved memory, segment map and segment size. */
+static int read_heap(struct ctx *c, uint64_t heap, uint64_t i, struct np_hs_heap *h)
+{
+	uint64_t memory, segmap, log2, low_b, high_b, shift = 0;
+
+	if (field(c, "CodeHeap", "_memory", &memory) || field(c, "CodeHeap", "_segmap", &segmap) ||
+	    field(c, "CodeHeap", "_log2_segment_size", &log2) || field(c, "VirtualSpace", "_low_boundary", &low_b) ||
+	    field(c, "VirtualSpace", "_high_boundary", &high_b))
+		return -1;
+	if (read_word(c, heap + memory + low_b, &h->low, "a code heap's start") ||
+	    read_word(c, heap + memory + high_b, &h->high, "a code heap's end") ||
+	    read_word(c, heap + segmap + low_b, &h->segmap, "a code heap's segment map"))
+		return -1;
+	if (c->read(c->ud, c->pid, heap + log2, &shift, 4))
+		return fail(c, "cannot read code heap %llu's segment size", (unsigned long long)i);
+	shift &= 0xffffffffu;
+	if (h->low >= h->high || h->high > MAX_USER_ADDR || h->high - h->low > MAX_HEAP_BYTES || !h->segmap ||
+	    h->segmap >= MAX_USER_ADDR || shift < MIN_LOG2_SEGMENT || shift > MAX_LOG2_SEGMENT)
+		return fail(c, "code heap %llu does not look like one", (unsigned long long)i);
+	h->log2_segment = (uint32_t)shift;
+	return 0;
+}
+
+/* The code heaps and the code cache's bounds. JDK 9+: CodeCache::_heaps (a GrowableArray of
+ * CodeHeap*) inside [CodeCache::_low_bound, _high_bound). JDK 8: the one CodeCache::_heap, whose
+ * reserved memory is the code cache (JDK 8 has no _low_bound). */
 static int heaps(struct ctx *c, struct np_hs_proc *out)
 {
-	uint64_t arr, len_off, data_off, memory, segmap, log2, low_b, high_b, len = 0, data;
+	uint64_t arr, len_off, data_off, len = 0, data, heap;
 
-	if (static_word(c, "CodeCache", "_heaps", &arr) || field(c, "GrowableArrayBase", "_len", &len_off) ||
-	    field(c, "GrowableArray<int>", "_data", &data_off) || field(c, "CodeHeap", "_memory", &memory) ||
-	    field(c, "CodeHeap", "_segmap", &segmap) || field(c, "CodeHeap", "_log2_segment_size", &log2) ||
-	    field(c, "VirtualSpace", "_low_boundary", &low_b) || field(c, "VirtualSpace", "_high_boundary", &high_b))
+	if (hs_vm_static_address(c->vm, "CodeCache", "_heaps", &arr) &&
+	    !hs_vm_static_address(c->vm, "CodeCache", "_heap", &heap)) {
+		if (read_word(c, heap, &heap, "CodeCache::_heap"))
+			return -1;
+		if (!heap)
+			return fail(c, "CodeCache::_heap is NULL");
+		if (read_heap(c, heap, 0, &out->heaps[0]))
+			return -1;
+		out->nheaps = 1;
+		out->cc_low = out->heaps[0].low;
+		out->cc_high = out->heaps[0].high;
+		return 0;
+	}
+	if (static_word(c, "CodeCache", "_low_bound", &out->cc_low) ||
+	    static_word(c, "CodeCache", "_high_bound", &out->cc_high))
+		return -1;
+	if (out->cc_low >= out->cc_high || out->cc_high > MAX_USER_ADDR)
+		return fail(c, "the code cache's bounds do not hold");
+	if (static_word(c, "CodeCache", "_heaps", &arr) || grow_len(c, &len_off) ||
+	    field(c, "GrowableArray<int>", "_data", &data_off))
 		return -1;
 	if (c->read(c->ud, c->pid, arr + len_off, &len, 4) || read_word(c, arr + data_off, &data, "the code heaps"))
 		return fail(c, "cannot read the code cache's heap list");
@@ -99,20 +149,10 @@ static int heaps(struct ctx *c, struct np_hs_proc *out)
 	out->nheaps = (uint32_t)len;
 	for (uint64_t i = 0; i < len; i++) {
 		struct np_hs_heap *h = &out->heaps[i];
-		uint64_t heap, shift = 0;
-		if (read_word(c, data + 8 * i, &heap, "a code heap") ||
-		    read_word(c, heap + memory + low_b, &h->low, "a code heap's start") ||
-		    read_word(c, heap + memory + high_b, &h->high, "a code heap's end") ||
-		    read_word(c, heap + segmap + low_b, &h->segmap, "a code heap's segment map"))
+		if (read_word(c, data + 8 * i, &heap, "a code heap") || read_heap(c, heap, i, h))
 			return -1;
-		if (c->read(c->ud, c->pid, heap + log2, &shift, 4))
-			return fail(c, "cannot read code heap %llu's segment size", (unsigned long long)i);
-		shift &= 0xffffffffu;
-		if (h->low >= h->high || h->high > MAX_USER_ADDR || h->high - h->low > MAX_HEAP_BYTES ||
-		    h->high < out->cc_low || h->low < out->cc_low || h->high > out->cc_high || !h->segmap ||
-		    h->segmap >= MAX_USER_ADDR || shift < MIN_LOG2_SEGMENT || shift > MAX_LOG2_SEGMENT)
-			return fail(c, "code heap %llu does not look like one", (unsigned long long)i);
-		h->log2_segment = (uint32_t)shift;
+		if (h->low < out->cc_low || h->high > out->cc_high)
+			return fail(c, "code heap %llu lies outside the code cache", (unsigned long long)i);
 	}
 	return 0;
 }
@@ -145,15 +185,12 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 	uint64_t header, used, block, cm, cms, cpo, namei, cps, holder, kname, end = 0;
 	int64_t sender_sp;
 	const char *t;
+	uint64_t heaps_at;
+	int jdk8;
 
 	memset(out, 0, sizeof(*out));
 	if (why_len)
 		why[0] = '\0';
-	if (static_word(&c, "CodeCache", "_low_bound", &out->cc_low) ||
-	    static_word(&c, "CodeCache", "_high_bound", &out->cc_high))
-		return -1;
-	if (out->cc_low >= out->cc_high || out->cc_high > MAX_USER_ADDR)
-		return fail(&c, "the code cache's bounds do not hold");
 	if (heaps(&c, out))
 		return -1;
 	interpreter(&c, out);
@@ -188,9 +225,11 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 		if (!block_off(&quiet, block, "CompiledMethod", "_deopt_handler_begin", 8, &out->nm_deopt_handler, &end)) {
 			out->deopt_is_offset = 0;
 		} else if (!block_off(&quiet, block, "nmethod", "_deopt_handler_offset", 4, &out->nm_deopt_handler, &end) ||
+			   !block_off(&quiet, block, "nmethod", "_deoptimize_offset", 4, &out->nm_deopt_handler, &end) ||
 			   !block_off(&quiet, block, "nmethod", "_deopt_handler_begin", 8, &out->nm_deopt_handler, &end)) {
-			t = hs_vm_field_type(j->vm, "nmethod", "_deopt_handler_offset");
-			out->deopt_is_offset = t != NULL;
+			/* JDK 8's _deoptimize_offset, like 23's _deopt_handler_offset, is from the nmethod's start. */
+			out->deopt_is_offset = hs_vm_field_type(j->vm, "nmethod", "_deopt_handler_offset") != NULL ||
+					       hs_vm_field_type(j->vm, "nmethod", "_deoptimize_offset") != NULL;
 		} else {
 			return fail(&c, "the JVM does not describe the nmethod's deoptimisation handler");
 		}
@@ -220,6 +259,13 @@ int hs_walk_layout(const struct hs_jvm *j, hs_mem_reader read, void *ud, uint32_
 			    (long long)sender_sp);
 	out->interp_sender_sp = -1;
 	out->interp_method = -3;
-	out->interp_bcp = j->major == 8 ? -7 : -8;
+	/* JDK 9 added the mirror slot after Method*, moving bcp from rbp-7 to rbp-8 words.
+	 * No constant exports it, so the release says; the code cache's shape must agree with it (one
+	 * CodeCache::_heap is JDK 8's), since a wrong slot would give bcis of another word. */
+	jdk8 = hs_vm_static_address(j->vm, "CodeCache", "_heaps", &heaps_at) != 0;
+	if (j->major == 0 || (j->major == 8) != jdk8)
+		return fail(&c, "the JVM's release (%u) and its code cache (%s) disagree on its interpreter frames",
+			    j->major, jdk8 ? "one heap" : "a heap list");
+	out->interp_bcp = jdk8 ? -7 : -8;
 	return 0;
 }
