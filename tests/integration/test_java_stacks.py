@@ -313,7 +313,12 @@ class JavaStacks(unittest.TestCase):
     def test_interpreted_then_compiled_in_one_jvm(self):
         # The chain named throughout, in both phases (the JVM's chain is the same in both).
         s = self.assert_chain("phases")
-        self.assertEqual(st.total(s, lambda f: UNKNOWN_JAVA in f), 0, st.top(s))
+        # While a method is being compiled and installed (here, on a stack that runs it), a frame
+        # sampled as one thing can be another by the time it is named: that frame is
+        # "[unknown java]", never a wrong name (test_changing_code_never_gets_a_wrong_name). A
+        # transition or two of them is expected; more would mean the phases are not named.
+        unknown = st.total(s, lambda f: UNKNOWN_JAVA in f)
+        self.assertLessEqual(unknown, max(2, st.total(s) // 100), st.top(s))
         c = self.walker_counts("phases")
         # The compiled phase: samples with spin's nmethod. The interpreted phase: samples with
         # Java frames and none compiled (a sample has at least one compiled frame per count in
