@@ -63,6 +63,7 @@ VALGRIND_WITHOUT = {
     # reports) and gets map iteration wrong.
     "test_unwind_loader",
     "test_runtime_set",  # the same, for the rt_jit_procs map it creates
+    "test_runtime_procs",  # the same, for the walker map it creates
     # Symbolizes its own process through /proc/self/maps, which under Valgrind describe
     # Valgrind's loader and its copy of the program, not what the test expects.
     "test_sym_symbolizer",

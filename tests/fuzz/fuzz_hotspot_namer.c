@@ -18,24 +18,9 @@
 
 #include "agent/runtime/hotspot/namer.h"
 #include "lib/gostr.h"
+#include "tests/fuzz/mem_image.h"
 
 #define BASE 0x7f0000000000ULL
-
-struct image {
-	const uint8_t *p;
-	size_t n;
-};
-
-static int read_image(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	const struct image *im = ud;
-
-	(void)pid;
-	if (addr < BASE || addr - BASE > im->n || len > im->n - (addr - BASE))
-		return -1;
-	memcpy(buf, im->p + (addr - BASE), len);
-	return 0;
-}
 
 #define F(o, w) ((struct hs_field){ (o), (w) })
 
@@ -125,7 +110,7 @@ static void check_frame(const struct sym_frame *f)
 
 static void frames(const uint8_t *data, size_t size)
 {
-	struct image im = { data, size };
+	struct mem_image im = { BASE, data, size };
 	struct hs_names_layout l;
 	struct hs_namer *n;
 	struct np_err err;
@@ -137,7 +122,7 @@ static void frames(const uint8_t *data, size_t size)
 	layout(data[0] & 1, &l);
 	if (hs_namer_new(1 << 16, &n, &err))
 		abort();
-	hs_namer_set_reader(n, read_image, &im);
+	hs_namer_set_reader(n, mem_image_read, &im);
 	for (int round = 0; round < 2; round++) {
 		for (size_t i = 0; i < 6; i++) {
 			const uint8_t *s = data + 1 + 12 * i;

@@ -12,24 +12,9 @@
 
 #include "agent/runtime/hotspot/codecache.h"
 #include "agent/runtime/hotspot/vmstructs.h"
+#include "tests/fuzz/mem_image.h"
 
 #define BASE 0x100000ULL
-
-struct image {
-	const uint8_t *p;
-	size_t n;
-};
-
-static int read_image(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	const struct image *im = ud;
-
-	(void)pid;
-	if (addr < BASE || addr - BASE > im->n || len > im->n - (addr - BASE))
-		return -1;
-	memcpy(buf, im->p + (addr - BASE), len);
-	return 0;
-}
 
 static int count_blob(void *ud, uint64_t blob)
 {
@@ -67,7 +52,7 @@ static int check(void *ud, const char *type, const char *field, const char *type
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct image im = { data, size };
+	struct mem_image im = { BASE, data, size };
 	struct hs_vm_symbols s;
 	struct hs_vm *vm;
 	struct np_err err;
@@ -77,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (size_t i = 0; i < hs_vm_symbol_count; i++)
 		*(uint64_t *)((char *)&s + hs_vm_symbol_names[i].offset) = BASE + 8 * i;
-	if (hs_vm_read(read_image, &im, 1, &s, &vm, &err) < 0)
+	if (hs_vm_read(mem_image_read, &im, 1, &s, &vm, &err) < 0)
 		return 0;
 	hs_vm_each_field(vm, check, vm);
 	hs_vm_stats(vm, &st);
@@ -86,13 +71,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	struct hs_code_heap heaps[HS_CC_MAX_HEAPS];
 	size_t nh = 0, blobs = 0;
-	if (hs_code_heaps(read_image, &im, 1, vm, heaps, HS_CC_MAX_HEAPS, &nh, &err) == 0) {
+	if (hs_code_heaps(mem_image_read, &im, 1, vm, heaps, HS_CC_MAX_HEAPS, &nh, &err) == 0) {
 		if (nh > HS_CC_MAX_HEAPS)
 			abort();
 		for (size_t i = 0; i < nh; i++) {
 			if (heaps[i].high < heaps[i].low)
 				abort();
-			(void)hs_code_heap_blobs(read_image, &im, 1, vm, &heaps[i], count_blob, &blobs, &err);
+			(void)hs_code_heap_blobs(mem_image_read, &im, 1, vm, &heaps[i], count_blob, &blobs, &err);
 		}
 	}
 	(void)hs_vm_type_size(vm, "Method", &v);

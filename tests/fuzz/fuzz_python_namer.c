@@ -9,28 +9,13 @@
 #include "agent/runtime/python/namer.h"
 #include "bpf/python.h"
 #include "lib/gostr.h"
+#include "tests/fuzz/mem_image.h"
 
 #define BASE 0x200000ULL
 
-struct image {
-	const uint8_t *p;
-	size_t n;
-};
-
-static int read_image(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	const struct image *im = ud;
-
-	(void)pid;
-	if (addr < BASE || addr - BASE > im->n || len > im->n - (addr - BASE))
-		return -1;
-	memcpy(buf, im->p + (addr - BASE), len);
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct image im = { data, size };
+	struct mem_image im = { BASE, data, size };
 	struct py_namer *n;
 	struct np_err err;
 	struct sym_frame f[8];
@@ -50,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (py_namer_new(4096, &n, &err))
 			abort();
-		py_namer_set_reader(n, read_image, &im);
+		py_namer_set_reader(n, mem_image_read, &im);
 		for (int round = 0; round < 2; round++) {
 			if (py_namer_frames(n, 1, 1, l, words, count, f, &err))
 				abort();

@@ -14,24 +14,9 @@
 
 #include "agent/runtime/hotspot/vmstructs.h"
 #include "agent/runtime/hotspot/walk_layout.h"
+#include "tests/fuzz/mem_image.h"
 
 #define BASE 0x100000ULL
-
-struct image {
-	const uint8_t *p;
-	size_t n;
-};
-
-static int read_image(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	const struct image *im = ud;
-
-	(void)pid;
-	if (addr < BASE || addr - BASE > im->n || len > im->n - (addr - BASE))
-		return -1;
-	memcpy(buf, im->p + (addr - BASE), len);
-	return 0;
-}
 
 static void within(uint16_t off, unsigned width, uint16_t read)
 {
@@ -39,12 +24,12 @@ static void within(uint16_t off, unsigned width, uint16_t read)
 		abort();
 }
 
-static void check(const struct hs_jvm *j, struct image *im)
+static void check(const struct hs_jvm *j, struct mem_image *im)
 {
 	struct np_hs_proc v;
 	char why[256];
 
-	if (hs_walk_layout(j, read_image, im, 1, &v, why, sizeof(why))) {
+	if (hs_walk_layout(j, mem_image_read, im, 1, &v, why, sizeof(why))) {
 		if (!why[0] || !memchr(why, '\0', sizeof(why)))
 			abort(); /* a refusal says why */
 		return;
@@ -81,14 +66,14 @@ static void check(const struct hs_jvm *j, struct image *im)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct image im = { data, size };
+	struct mem_image im = { BASE, data, size };
 	struct hs_vm_symbols s;
 	struct hs_jvm j = { .major = 17 };
 	struct np_err err;
 
 	for (size_t i = 0; i < hs_vm_symbol_count; i++)
 		*(uint64_t *)((char *)&s + hs_vm_symbol_names[i].offset) = BASE + 8 * i;
-	if (hs_vm_read(read_image, &im, 1, &s, &j.vm, &err) < 0)
+	if (hs_vm_read(mem_image_read, &im, 1, &s, &j.vm, &err) < 0)
 		return 0;
 	check(&j, &im);
 	j.major = 8;

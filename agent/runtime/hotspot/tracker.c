@@ -9,21 +9,16 @@
 #include "agent/runtime/hotspot/detect.h"
 #include "agent/runtime/hotspot/namer.h"
 #include "agent/runtime/hotspot/walk_layout.h"
+#include "agent/runtime/procs.h"
 #include "agent/symbols/arena.h"
 #include "bpf/hotspot.h"
-#include "lib/grow.h"
-#include "lib/intern.h"
 #include "lib/log.h"
-
-/* Dead entries kept before the process table is rebuilt without them. */
-#define DEAD_SLACK 1024
 
 /* The longest stub name kept. */
 #define STUB_NAME_MAX 128
 
 struct proc {
-	uint32_t pid, gen;
-	int live;
+	struct rt_proc h; /* first: a record of rt_procs */
 	struct hs_names_layout names; /* what the namer reads of this JVM */
 };
 
@@ -31,11 +26,7 @@ struct hs_tracker {
 	struct symbolizer *sym; /* not owned */
 	int map_fd;		/* not owned: hotspot_procs */
 	struct rt_jit *jit;	/* not owned: the code regions the walker hands to the step */
-	struct np_intern pids;	     /* key: u32 pid; id - 1 indexes procs */
-	struct proc *procs;
-	size_t procs_cap, live;
-	struct np_intern reasons; /* why a JVM could not be walked: logged once each */
-	uint64_t unsupported;
+	struct rt_procs procs;	/* hotspot_procs' processes */
 	uint64_t unnamed; /* frames named "[unknown java]" here: an interpreted method whose identity
 			   * changed since the sample, a first word without its second */
 	struct hs_namer *namer;
@@ -56,6 +47,7 @@ static int tracker_open(const struct rt_env *env, void **out, struct np_err *err
 	t->sym = env->sym;
 	t->map_fd = fd;
 	t->jit = env->jit;
+	rt_procs_init(&t->procs, sizeof(struct proc), fd, NULL, "JVMs");
 	if (hs_namer_new(0, &t->namer, err)) {
 		free(t);
 		return -1;
@@ -70,69 +62,30 @@ static void tracker_close(void *rt)
 
 	if (!t)
 		return;
-	np_intern_free(&t->pids);
-	np_intern_free(&t->reasons);
+	rt_procs_free(&t->procs);
 	sym_arena_free(&t->strs);
-	free(t->procs);
 	hs_namer_free(t->namer);
 	free(t);
 }
 
 static struct proc *find(struct hs_tracker *t, uint32_t pid)
 {
-	uint32_t id = np_intern_find(&t->pids, &pid, sizeof(pid));
-
-	return id ? &t->procs[id - 1] : NULL;
+	return (struct proc *)rt_procs_find(&t->procs, pid);
 }
 
-/* Rebuilds the pid table with the live processes only, once dead ones pile up. */
-static int compact(struct hs_tracker *t, struct np_err *err)
-{
-	struct np_intern pids = NP_INTERN_INIT;
-	struct proc *procs = NULL;
-	size_t cap = 0;
-
-	if (t->pids.n - t->live < DEAD_SLACK || t->pids.n - t->live < t->live)
-		return 0;
-	for (uint32_t i = 0; i < t->pids.n; i++) {
-		int added;
-		uint32_t id;
-		if (!t->procs[i].live)
-			continue;
-		id = np_intern_add(&pids, &t->procs[i].pid, sizeof(uint32_t), &added);
-		if (!id || np_grow((void **)&procs, &cap, id, sizeof(*procs))) {
-			np_intern_free(&pids);
-			free(procs);
-			return np_errf(err, "out of memory tracking JVMs");
-		}
-		procs[id - 1] = t->procs[i];
-	}
-	np_intern_free(&t->pids);
-	free(t->procs);
-	t->pids = pids;
-	t->procs = procs;
-	t->procs_cap = cap;
-	return 0;
-}
-
+/* Its code region first: the walker asks the step only while the region is there. */
 static void forget(struct hs_tracker *t, struct proc *p)
 {
-	if (!p || !p->live)
+	if (!p || !p->h.live)
 		return;
-	p->live = 0;
-	t->live--;
-	rt_jit_forget(t->jit, p->pid);
-	(void)bpf_map_delete_elem(t->map_fd, &p->pid);
+	rt_jit_forget(t->jit, p->h.pid);
+	rt_procs_forget(&t->procs, &p->h);
 }
 
 static void note_unsupported(struct hs_tracker *t, uint32_t pid, const char *why)
 {
-	int added = 0;
-
-	t->unsupported++;
-	if (np_intern_add(&t->reasons, why, strlen(why), &added) && added)
-		np_log(NP_WARN, "hotspot", "cannot walk this JVM's Java frames; its stacks end at the first one", "pid",
-		       NP_LOG_INT(pid), "reason", why, NULL);
+	rt_procs_unsupported(&t->procs, pid, "hotspot", "cannot walk this JVM's Java frames; its stacks end at the first one",
+			     why);
 }
 
 static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)
@@ -143,10 +96,9 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	struct np_hs_proc v;
 	struct np_rt_jit_proc region = { .gen = gen, .runtime = NP_RT_HOTSPOT, .nranges = 1 };
 	char why[256];
-	int found, added, rc;
-	uint32_t id;
+	int found, rc;
 
-	if (p && p->live && p->gen == gen)
+	if (p && p->h.live && p->h.gen == gen)
 		return 0; /* known, and a re-read of its maps cannot change its JVM */
 	found = hs_detect(t->sym, pid, gen, &jvm, why, sizeof(why), err);
 	if (found < 0)
@@ -177,23 +129,11 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 		(void)bpf_map_delete_elem(t->map_fd, &pid);
 		return -1;
 	}
-	if (!p) {
-		if (compact(t, err))
-			return -1;
-		id = np_intern_add(&t->pids, &pid, sizeof(pid), &added);
-		if (!id || np_grow((void **)&t->procs, &t->procs_cap, id, sizeof(*t->procs))) {
-			rt_jit_forget(t->jit, pid);
-			(void)bpf_map_delete_elem(t->map_fd, &pid);
-			return np_errf(err, "out of memory tracking JVMs");
-		}
-		p = &t->procs[id - 1];
-		p->live = 0;
+	if (!(p = (struct proc *)rt_procs_add(&t->procs, pid, gen, err))) {
+		rt_jit_forget(t->jit, pid);
+		(void)bpf_map_delete_elem(t->map_fd, &pid);
+		return -1;
 	}
-	if (!p->live)
-		t->live++;
-	p->pid = pid;
-	p->gen = gen;
-	p->live = 1;
 	p->names = names;
 	return 0;
 }
@@ -215,13 +155,13 @@ static uint64_t method_now(const struct proc *p, uint64_t addr, uint64_t *cm)
 
 	*cm = 0;
 	if (l->method_const_method.off == HS_NONE || l->cm_constants.off == HS_NONE || l->cm_name_index.off == HS_NONE ||
-	    hs_process_mem(NULL, p->pid, addr + l->method_const_method.off, cm, sizeof(*cm)) || !*cm ||
-	    hs_process_mem(NULL, p->pid, *cm + l->cm_constants.off, &cp, sizeof(cp)) ||
-	    hs_process_mem(NULL, p->pid, *cm + l->cm_name_index.off, &idx, sizeof(idx)) || !cp ||
-	    hs_process_mem(NULL, p->pid, cp + l->cp_size + 8ULL * idx, &sym, sizeof(sym)) ||
+	    hs_process_mem(NULL, p->h.pid, addr + l->method_const_method.off, cm, sizeof(*cm)) || !*cm ||
+	    hs_process_mem(NULL, p->h.pid, *cm + l->cm_constants.off, &cp, sizeof(cp)) ||
+	    hs_process_mem(NULL, p->h.pid, *cm + l->cm_name_index.off, &idx, sizeof(idx)) || !cp ||
+	    hs_process_mem(NULL, p->h.pid, cp + l->cp_size + 8ULL * idx, &sym, sizeof(sym)) ||
 	    l->cp_pool_holder.off == HS_NONE || l->klass_name.off == HS_NONE ||
-	    hs_process_mem(NULL, p->pid, cp + l->cp_pool_holder.off, &klass, sizeof(klass)) || !klass ||
-	    hs_process_mem(NULL, p->pid, klass + l->klass_name.off, &ksym, sizeof(ksym)))
+	    hs_process_mem(NULL, p->h.pid, cp + l->cp_pool_holder.off, &klass, sizeof(klass)) || !klass ||
+	    hs_process_mem(NULL, p->h.pid, klass + l->klass_name.off, &ksym, sizeof(ksym)))
 		return ~0ULL;
 	return np_hs_method_check(*cm, sym & ~1ULL, ksym);
 }
@@ -244,8 +184,8 @@ static const char *stub_name(const struct proc *p, uint64_t blob, char *buf, siz
 	uint64_t name = 0;
 
 	if (p->names.cb_name.off == HS_NONE ||
-	    hs_process_mem(NULL, p->pid, blob + p->names.cb_name.off, &name, sizeof(name)) || !name ||
-	    hs_read_cstr(hs_process_mem, NULL, p->pid, name, buf, len) || !buf[0])
+	    hs_process_mem(NULL, p->h.pid, blob + p->names.cb_name.off, &name, sizeof(name)) || !name ||
+	    hs_read_cstr(hs_process_mem, NULL, p->h.pid, name, buf, len) || !buf[0])
 		return NULL;
 	return buf;
 }
@@ -286,7 +226,7 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 			t->unnamed++;
 			return 0;
 		}
-		if (hs_namer_interpreted(t->namer, p->pid, cache_gen(p->gen, check), &p->names, &f, out, err))
+		if (hs_namer_interpreted(t->namer, p->h.pid, cache_gen(p->h.gen, check), &p->names, &f, out, err))
 			return -1;
 		/* The reads of the name race with the class's memory being freed and reused (an
 		 * unloaded class's Method read half before, half after: "WalkGenA.WalkGenB.java"):
@@ -305,7 +245,7 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 			.pc = addr + ((w1 >> NP_HS_POS_SHIFT) & NP_HS_POS_MASK),
 			.compile_id = (uint32_t)w1,
 		};
-		return hs_namer_compiled(t->namer, p->pid, cache_gen(p->gen, f.compile_id), &p->names, &f, out, cap,
+		return hs_namer_compiled(t->namer, p->h.pid, cache_gen(p->h.gen, f.compile_id), &p->names, &f, out, cap,
 					 count, err);
 	}
 	case NP_HS_STUB:
@@ -326,7 +266,7 @@ static int tracker_name_words(void *rt, uint32_t pid, uint32_t gen, const uint64
 
 	/* A sample taken before an exec is named after it: its words mean nothing now. Exited
 	 * processes are still named (exit events are handled before the drain's samples). */
-	if (!p || p->gen != gen || room == 0)
+	if (!p || p->h.gen != gen || room == 0)
 		return 0;
 	if (!np_hs_is_frame(words[0]) || n_words < 2 || np_rt_word_id(words[1]) != NP_RT_HOTSPOT) {
 		/* Not a frame this step wrote (a first word without its second): one unknown frame. */
@@ -363,8 +303,8 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 
 	hs_namer_stats(t->namer, &ns);
 	memset(out, 0, sizeof(*out));
-	out->processes = t->live;
-	out->unsupported = t->unsupported;
+	out->processes = t->procs.live;
+	out->unsupported = t->procs.unsupported;
 	out->names = ns.methods + ns.nmethods;
 	out->name_bytes = ns.bytes;
 	out->name_reads = ns.reads;

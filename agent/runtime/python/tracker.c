@@ -10,29 +10,19 @@
 #include "agent/runtime/python/detect.h"
 #include "agent/runtime/python/merge.h"
 #include "agent/runtime/python/namer.h"
-#include "lib/grow.h"
-#include "lib/intern.h"
+#include "agent/runtime/procs.h"
 #include "lib/log.h"
 #include "bpf/python.h"
 
-/* Dead entries kept before the process table is rebuilt without them. */
-#define DEAD_SLACK 1024
-
 struct proc {
-	uint32_t pid, gen;
-	int live;
+	struct rt_proc h; /* first: a record of rt_procs */
 	struct py_layout layout;
 };
 
 struct py_tracker {
 	struct symbolizer *sym; /* not owned */
 	int map_fd;		/* not owned */
-	volatile uint32_t *map_live; /* not owned: the walker's count of map entries */
-	struct np_intern pids;	/* key: u32 pid; id - 1 indexes procs */
-	struct proc *procs;
-	size_t procs_cap, live;
-	struct np_intern reasons; /* why a CPython could not be walked: logged once each */
-	uint64_t unsupported;
+	struct rt_procs procs;	/* python_procs' processes, and python_procs_live */
 	struct py_namer *namer;
 	struct sym_frame pyframes[NP_MAX_STACK_DEPTH];
 };
@@ -49,7 +39,7 @@ static int tracker_open(const struct rt_env *env, void **out, struct np_err *err
 		return np_errf(err, "out of memory");
 	t->sym = env->sym;
 	t->map_fd = fd;
-	t->map_live = live;
+	rt_procs_init(&t->procs, sizeof(struct proc), fd, live, "Python processes");
 	if (py_namer_new(0, &t->namer, err)) {
 		free(t);
 		return -1;
@@ -64,68 +54,19 @@ static void tracker_close(void *rt)
 
 	if (!t)
 		return;
-	np_intern_free(&t->pids);
-	np_intern_free(&t->reasons);
-	free(t->procs);
+	rt_procs_free(&t->procs);
 	py_namer_free(t->namer);
 	free(t);
 }
 
 static struct proc *find(struct py_tracker *t, uint32_t pid)
 {
-	uint32_t id = np_intern_find(&t->pids, &pid, sizeof(pid));
-
-	return id ? &t->procs[id - 1] : NULL;
-}
-
-/* Rebuilds the pid table with the live processes only, once dead ones pile up. */
-static int compact(struct py_tracker *t, struct np_err *err)
-{
-	struct np_intern pids = NP_INTERN_INIT;
-	struct proc *procs = NULL;
-	size_t cap = 0;
-
-	if (t->pids.n - t->live < DEAD_SLACK || t->pids.n - t->live < t->live)
-		return 0;
-	for (uint32_t i = 0; i < t->pids.n; i++) {
-		int added;
-		uint32_t id;
-		if (!t->procs[i].live)
-			continue;
-		id = np_intern_add(&pids, &t->procs[i].pid, sizeof(uint32_t), &added);
-		if (!id || np_grow((void **)&procs, &cap, id, sizeof(*procs))) {
-			np_intern_free(&pids);
-			free(procs);
-			return np_errf(err, "out of memory tracking Python processes");
-		}
-		procs[id - 1] = t->procs[i];
-	}
-	np_intern_free(&t->pids);
-	free(t->procs);
-	t->pids = pids;
-	t->procs = procs;
-	t->procs_cap = cap;
-	return 0;
+	return (struct proc *)rt_procs_find(&t->procs, pid);
 }
 
 static void forget(struct py_tracker *t, struct proc *p)
 {
-	if (!p || !p->live)
-		return;
-	p->live = 0;
-	t->live--;
-	(void)bpf_map_delete_elem(t->map_fd, &p->pid);
-	*t->map_live = (uint32_t)t->live;
-}
-
-static void note_unsupported(struct py_tracker *t, uint32_t pid, const char *why)
-{
-	int added = 0;
-
-	t->unsupported++;
-	if (np_intern_add(&t->reasons, why, strlen(why), &added) && added)
-		np_log(NP_WARN, "python", "cannot walk this interpreter's frames; its stacks show the eval loop", "pid",
-		       NP_LOG_INT(pid), "reason", why, NULL);
+	rt_procs_forget(&t->procs, p ? &p->h : NULL);
 }
 
 /* The walker's view of a layout (bpf/python.h). */
@@ -159,10 +100,9 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	struct py_interp in;
 	struct np_py_proc v;
 	char why[256];
-	int found, added;
-	uint32_t id;
+	int found;
 
-	if (p && p->live && p->gen == gen)
+	if (p && p->h.live && p->h.gen == gen)
 		return 0; /* known, and a re-read of its maps cannot change its interpreter */
 	found = py_detect(t->sym, pid, gen, &in, why, sizeof(why), err);
 	if (found < 0)
@@ -170,29 +110,17 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	if (!found) {
 		forget(t, p); /* exec'd into something else */
 		if (why[0])
-			note_unsupported(t, pid, why);
+			rt_procs_unsupported(&t->procs, pid, "python",
+					     "cannot walk this interpreter's frames; its stacks show the eval loop", why);
 		return 0;
 	}
 	to_bpf(&in, gen, &v);
 	if (bpf_map_update_elem(t->map_fd, &pid, &v, BPF_ANY))
 		return np_errno(err, "tell the Python walker about pid %u", pid);
-	if (!p) {
-		if (compact(t, err))
-			return -1;
-		id = np_intern_add(&t->pids, &pid, sizeof(pid), &added);
-		if (!id || np_grow((void **)&t->procs, &t->procs_cap, id, sizeof(*t->procs))) {
-			(void)bpf_map_delete_elem(t->map_fd, &pid);
-			return np_errf(err, "out of memory tracking Python processes");
-		}
-		p = &t->procs[id - 1];
-		p->live = 0;
+	if (!(p = (struct proc *)rt_procs_add(&t->procs, pid, gen, err))) {
+		(void)bpf_map_delete_elem(t->map_fd, &pid);
+		return -1;
 	}
-	if (!p->live)
-		t->live++;
-	*t->map_live = (uint32_t)t->live;
-	p->pid = pid;
-	p->gen = gen;
-	p->live = 1;
 	p->layout = in.layout;
 	np_log(NP_DEBUG, "python", "walking CPython frames", "pid", NP_LOG_INT(pid), "version",
 	       NP_LOG_INT(in.layout.major * 100 + in.layout.minor), NULL);
@@ -217,7 +145,7 @@ static int tracker_merge(void *rt, uint32_t pid, uint32_t gen, const struct sym_
 		n_words = NP_MAX_STACK_DEPTH;
 	/* A sample taken before an exec is named after it: its words mean nothing now. Exited
 	 * processes are still named (exit events are handled before the drain's samples). */
-	if (!p || p->gen != gen || !n_words)
+	if (!p || p->h.gen != gen || !n_words)
 		return 0;
 	if (py_namer_frames(t->namer, pid, gen, &p->layout, words, n_words, t->pyframes, err))
 		return -1;
@@ -239,8 +167,8 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 
 	py_namer_stats(t->namer, &ns);
 	memset(out, 0, sizeof(*out));
-	out->processes = t->live;
-	out->unsupported = t->unsupported;
+	out->processes = t->procs.live;
+	out->unsupported = t->procs.unsupported;
 	out->names = ns.codes;
 	out->name_bytes = ns.bytes;
 	out->name_reads = ns.reads;

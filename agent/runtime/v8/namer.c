@@ -423,6 +423,30 @@ static uint32_t lookup(struct v8_namer *n, uint64_t addr, uint32_t kind, int *ad
 	return id;
 }
 
+/* The entry of the object at v of this kind, read (by read) when new or when another object lives
+ * there now: cookie, recorded at sampling time, differs from the cached one's, or, with no cookie
+ * (V8_NO_COOKIE), still (when given) says the cached one is not what the address holds now.
+ * 0 when out of memory. */
+static uint32_t entry_id(struct v8_namer *n, uint64_t v, uint32_t kind, uint64_t cookie,
+			 void (*read)(struct v8_namer *n, uint64_t v, struct entry *e),
+			 int (*still)(struct v8_namer *n, uint64_t v, const struct entry *cached))
+{
+	int added;
+	uint32_t id = lookup(n, untag(n->l, v), kind, &added);
+
+	if (!id)
+		return 0;
+	if (!added && n->ent[id - 1].ok &&
+	    (cookie != V8_NO_COOKIE ? n->ent[id - 1].cookie != (uint32_t)cookie : still && !still(n, v, &n->ent[id - 1])))
+		added = 1; /* another object lives there now: read it again */
+	if (added) {
+		struct entry e; /* read may grow ent: stored once read */
+		read(n, v, &e);
+		n->ent[id - 1] = e;
+	}
+	return id;
+}
+
 /* Script: file name and line ends. */
 static void read_script(struct v8_namer *n, uint64_t v, const uint8_t *buf, struct entry *e)
 {
@@ -633,32 +657,23 @@ fail:
 	memset(e, 0, sizeof(*e));
 }
 
+/* With no cookie recorded at sampling time: whether the SFI at v is still the cached one (its
+ * name-or-scope-info, the cookie). */
+static int sfi_still(struct v8_namer *n, uint64_t v, const struct entry *cached)
+{
+	const struct v8_layout *l = n->l;
+	uint8_t buf[HEAD];
+	uint32_t type;
+
+	return !object(n, v, buf, l->sfi_name_or_scope_info + 8, &type) && type == l->type_sfi &&
+	       (uint32_t)tagged(l, buf, l->sfi_name_or_scope_info, untag(l, v)) == cached->cookie;
+}
+
 /* The SFI entry of v, read when new (or when cookie says the cached one is not it any more).
  * 0 when out of memory. */
 static uint32_t sfi_id(struct v8_namer *n, uint64_t v, uint64_t cookie)
 {
-	int added;
-	uint32_t id = lookup(n, untag(n->l, v), K_SFI, &added);
-
-	if (!id)
-		return 0;
-	if (!added && cookie != V8_NO_COOKIE && n->ent[id - 1].ok && n->ent[id - 1].cookie != (uint32_t)cookie)
-		added = 1; /* another function lives there now: read it again */
-	if (!added && cookie == V8_NO_COOKIE && n->ent[id - 1].ok) {
-		/* Nothing recorded at sampling time: check what the address holds now. */
-		const struct v8_layout *l = n->l;
-		uint8_t buf[HEAD];
-		uint32_t type;
-		if (object(n, v, buf, l->sfi_name_or_scope_info + 8, &type) || type != l->type_sfi ||
-		    (uint32_t)tagged(l, buf, l->sfi_name_or_scope_info, untag(l, v)) != n->ent[id - 1].cookie)
-			added = 1;
-	}
-	if (added) {
-		struct entry e;
-		read_sfi(n, v, &e);
-		n->ent[id - 1] = e;
-	}
-	return id;
+	return entry_id(n, v, K_SFI, cookie, read_sfi, sfi_still);
 }
 
 static void read_code(struct v8_namer *n, uint64_t v, struct entry *e)
@@ -740,19 +755,7 @@ fail:
 
 static uint32_t code_id(struct v8_namer *n, uint64_t v, uint64_t cookie)
 {
-	int added;
-	uint32_t id = lookup(n, untag(n->l, v), K_CODE, &added);
-
-	if (!id)
-		return 0;
-	if (!added && cookie != V8_NO_COOKIE && n->ent[id - 1].ok && n->ent[id - 1].cookie != (uint32_t)cookie)
-		added = 1;
-	if (added) {
-		struct entry e;
-		read_code(n, v, &e);
-		n->ent[id - 1] = e;
-	}
-	return id;
+	return entry_id(n, v, K_CODE, cookie, read_code, NULL);
 }
 
 /* Baseline code: its pc to bytecode table and its bytecodes. */
@@ -797,23 +800,12 @@ static void read_baseline(struct v8_namer *n, uint64_t v, struct entry *e)
 
 static uint32_t baseline_id(struct v8_namer *n, uint64_t v, uint64_t cookie)
 {
-	int added;
-	uint32_t id = lookup(n, untag(n->l, v), K_BASELINE, &added);
-
-	if (!id)
-		return 0;
-	if (!added && cookie != V8_NO_COOKIE && n->ent[id - 1].ok && n->ent[id - 1].cookie != (uint32_t)cookie)
-		added = 1;
-	if (added) {
-		struct entry e;
-		read_baseline(n, v, &e);
-		n->ent[id - 1] = e;
-	}
-	return id;
+	return entry_id(n, v, K_BASELINE, cookie, read_baseline, NULL);
 }
 
 /* ---- decoders ---- */
 
+/* V8's unsigned VLQ: base-128, least significant group first. */
 static int uvlq(const uint8_t *t, size_t len, size_t *i, uint64_t *out)
 {
 	uint64_t v = 0;
@@ -876,16 +868,10 @@ int v8_baseline_offset(const uint8_t *table, size_t table_len, const uint8_t *bc
 /* V8's VLQ (src/base/vlq.h): base-128, least significant group first, zigzag sign. */
 static int vlq(const uint8_t *t, size_t len, size_t *i, int64_t *out)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (unsigned shift = 0;; shift += 7) {
-		if (*i >= len || shift > 63)
-			return -1;
-		uint8_t b = t[(*i)++];
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			break;
-	}
+	if (uvlq(t, len, i, &v))
+		return -1;
 	*out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 	return 0;
 }
