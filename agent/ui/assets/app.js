@@ -12,7 +12,7 @@
 
   const state = {
     range: '5m', from: '', until: '', service: '', process: '', group: 'service', live: true,
-    type: CPU_TYPE, types: [], unit: 'nanoseconds',
+    type: CPU_TYPE, types: [], unit: 'nanoseconds', error: null,  // error: the last refused query's message
     search: '', zoom: [],  // zoom: path of names from the root to the focused node
     tree: null, total: 0, top: [], topTotal: 0, sortKey: 'self', sortDir: -1,
     services: [], loading: false, again: false, ws: null, wsDelay: 1000, lastUpdate: null,
@@ -114,7 +114,10 @@
     el.textContent = text;
     el.className = 'status' + (cls ? ' ' + cls : '');
   }
+  // A refused query's message stays until a query succeeds: the WebSocket opening (or an
+  // update arriving) after the refusal must not put "live" over it.
   function liveStatus() {
+    if (state.error) { setStatus(state.error, 'down'); return; }
     const t = state.lastUpdate ? ' · updated ' + state.lastUpdate.toLocaleTimeString() : '';
     const connected = state.ws && state.ws.readyState === WebSocket.OPEN;
     setStatus((connected ? (state.live ? 'live' : 'paused') : 'disconnected') + t, connected ? (state.live ? 'live' : '') : 'down');
@@ -151,9 +154,11 @@
       renderSummary(fg, tl);
       renderFlame();
       renderTop();
+      state.error = null;
       liveStatus();
     } catch (e) {
-      setStatus('error: ' + e.message, 'down');
+      state.error = 'error: ' + e.message;
+      setStatus(state.error, 'down');
     } finally {
       state.loading = false;
       if (state.again) { state.again = false; refresh(); }
