@@ -409,34 +409,8 @@ class JavaStacks(unittest.TestCase):
 
 
 def run_config(url, hotspot_enabled):
-    return f"""discovery.process "p" {{
-  refresh_interval = "1s"
-}}
-discovery.relabel "r" {{
-  targets = discovery.process.p.targets
-  rule {{
-    source_labels = ["__meta_process_commandline"]
-    regex = ".*WalkChain.*"
-    action = "keep"
-  }}
-  rule {{
-    target_label = "service_name"
-    replacement = "walkchain"
-  }}
-}}
-pyroscope.ebpf "e" {{
-  targets = discovery.relabel.r.output
-  forward_to = [pyroscope.write.w.receiver]
-  collect_interval = "2s"
-  sample_rate = 97
-  hotspot_enabled = {str(hotspot_enabled).lower()}
-}}
-pyroscope.write "w" {{
-  endpoint {{
-    url = "{url}"
-  }}
-}}
-"""
+    return np.process_pipeline_config(".*WalkChain.*", "walkchain", {"hotspot_enabled": str(hotspot_enabled).lower()},
+                                      forward_url=url)
 
 
 class JavaInTheAgent(unittest.TestCase):

@@ -238,29 +238,8 @@ class PythonStacks(unittest.TestCase):
 
 
 def run_config(python_enabled):
-    return f"""discovery.process "p" {{
-  refresh_interval = "1s"
-}}
-discovery.relabel "r" {{
-  targets = discovery.process.p.targets
-  rule {{
-    source_labels = ["__meta_process_commandline"]
-    regex = ".*python_chain.py chain.*"
-    action = "keep"
-  }}
-  rule {{
-    target_label = "service_name"
-    replacement = "pychain"
-  }}
-}}
-pyroscope.ebpf "e" {{
-  targets = discovery.relabel.r.output
-  forward_to = []
-  collect_interval = "2s"
-  sample_rate = 97
-  python_enabled = {str(python_enabled).lower()}
-}}
-"""
+    return np.process_pipeline_config(".*python_chain.py chain.*", "pychain",
+                                      {"python_enabled": str(python_enabled).lower()})
 
 
 class PythonInTheAgent(unittest.TestCase):

@@ -90,3 +90,35 @@ def contains_run(frames, run):
     """True when the list `run` appears as consecutive items of `frames`."""
     n = len(run)
     return any(frames[i:i + n] == run for i in range(len(frames) - n + 1))
+
+
+def process_pipeline_config(cmdline_regex, service_name, ebpf_args, forward_url=None):
+    """An Alloy configuration that profiles the processes whose command line matches
+    cmdline_regex as service_name: discovery.process, a keep rule, pyroscope.ebpf with a 2 s
+    interval at 97 Hz plus ebpf_args ({name: Alloy value text}), and a pyroscope.write to
+    forward_url when one is given (else nothing is forwarded)."""
+    args = "".join(f"  {k} = {v}\n" for k, v in ebpf_args.items())
+    fwd = "[pyroscope.write.w.receiver]" if forward_url else "[]"
+    write = f'pyroscope.write "w" {{\n  endpoint {{\n    url = "{forward_url}"\n  }}\n}}\n' if forward_url else ""
+    return f"""discovery.process "p" {{
+  refresh_interval = "1s"
+}}
+discovery.relabel "r" {{
+  targets = discovery.process.p.targets
+  rule {{
+    source_labels = ["__meta_process_commandline"]
+    regex = "{cmdline_regex}"
+    action = "keep"
+  }}
+  rule {{
+    target_label = "service_name"
+    replacement = "{service_name}"
+  }}
+}}
+pyroscope.ebpf "e" {{
+  targets = discovery.relabel.r.output
+  forward_to = {fwd}
+  collect_interval = "2s"
+  sample_rate = 97
+{args}}}
+{write}"""
