@@ -125,3 +125,21 @@ class BpfWatch:
 
     def runs(self, name):
         return max((cnt for t, cnt, _ in self.last.get(name, {}).values() if t == PERF_EVENT), default=0)
+
+
+def record_watched(argv, watch, key):
+    """Runs a `nodeprof record` argv to its end while watch (a BpfWatch) samples its BPF
+    programs' run time under key; exits the benchmark with nodeprof's error when it fails.
+    Returns its resource usage (os.wait4's)."""
+    rec = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while True:
+        got, status, ru = os.wait4(rec.pid, os.WNOHANG)
+        if got:
+            break
+        watch(key, rec.pid)
+        time.sleep(0.05)
+    err = rec.stderr.read()
+    rec.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"nodeprof record failed: {err}")
+    return ru

@@ -64,16 +64,7 @@ def one(classes, with_java, tmp):
                 "--demangle", "none", "-o", out]
         if not with_java:
             argv.append("--no-java")
-        rec = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        while True:
-            got, status, ru = os.wait4(rec.pid, os.WNOHANG)
-            if got:
-                break
-            watch("x", rec.pid)
-            time.sleep(0.05)
-        err = rec.stderr.read()
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"nodeprof record failed: {err}")
+        ru = lib.record_watched(argv, watch, "x")
     finally:
         p.kill()
         p.wait()

@@ -68,16 +68,7 @@ def one(exe, python, tmp):
             argv += ["--pid", str(p.pid)]
         if not python:
             argv.append("--no-python")
-        rec = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        while True:
-            got, status, ru = os.wait4(rec.pid, os.WNOHANG)
-            if got:
-                break
-            watch("x", rec.pid)
-            time.sleep(0.05)
-        err = rec.stderr.read()
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"nodeprof record failed: {err}")
+        ru = lib.record_watched(argv, watch, "x")
     finally:
         for p in procs:
             p.kill()
