@@ -302,7 +302,9 @@ class JavaStacks(unittest.TestCase):
         s = self.stacks("compiled")
         java = st.total(s, lambda f: bool(java_frames(f)))
         self.assertGreaterEqual(c["stacks"], java, c)
-        self.assertLessEqual(c["stacks"], st.total(s), c)
+        # Once, not once per frame (that would be several times the samples); the counters are
+        # read after the final drain, so the few samples walked between the two are allowed.
+        self.assertLessEqual(c["stacks"], st.total(s) * 1.05 + 5, c)
 
     def test_interpreted_chain_as_the_jvm_shows_it(self):
         self.assert_chain("interpreted")
