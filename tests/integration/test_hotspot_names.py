@@ -250,11 +250,16 @@ class HotspotNames(unittest.TestCase):
         # inlining tree as the compilation ends, through a buffered stream, while it goes on
         # compiling (its own classes too): an nmethod the harness read can be in the log only a
         # moment later, so the log is read again until it has them all, for a few seconds.
+        # Compared for the workload's own methods: the JDK's are compiled in the start-up burst,
+        # where the JVM's threads print into one stream at once, and one suite run's parsed log
+        # lacked String.charAt's inlining of isLatin1, which the JVM does print: the log cannot
+        # vouch for those either way.
         ours = set()
         for m in got["nmethods"]:
             for chain in m["chains"]:
                 for callee, caller in zip(chain, chain[1:]):
-                    ours.add((simple(caller["name"]), simple(callee["name"])))
+                    if "NamesWorkload" in caller["name"]:
+                        ours.add((simple(caller["name"]), simple(callee["name"])))
         self.assertIn(("crunch", "recurse"), ours)
         self.assertIn(("recurse", "recurse"), ours)
         deadline = time.monotonic() + 10
