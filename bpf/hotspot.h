@@ -36,9 +36,9 @@
  *           their names are not);
  *   word 1, other kinds: the pc's offset from the blob (25 bits) << 32 | the nmethod's compile id
  *           (0 for stubs).
- * User space compares the ConstMethod* or compile id with what it reads when naming, so a freed
- * and reused address never gets another method's name (a wrong guess of the ConstMethod's top
- * bits only makes the frame "[unknown java]"). */
+ * User space compares the identity or compile id with what it reads when naming, so a freed
+ * and reused address never gets another method's name (a collision of the 41-bit identity only
+ * makes the frame "[unknown java]" or, at worst, names what the memory holds now). */
 #ifndef NP_BPF_HOTSPOT_H
 #define NP_BPF_HOTSPOT_H
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "agent/runtime/hotspot/namer.h"
+#include "bpf/hotspot.h"
 
 /* ------------------------------------------------------------ UNSIGNED5 */
 
@@ -595,6 +596,50 @@ static void interpreted25(void **state)
 	interpreted_on(&l);
 }
 
+/* The identity the BPF walker records for an interpreted frame (np_hs_method_check) is what
+ * the namer checks and keys its cache with: a class loaded after another was unloaded can get
+ * its methods' Method and ConstMethod at the very same addresses, with other names. */
+static void interpreted_identity(void **state)
+{
+	struct hs_names_layout l;
+	struct jvm j;
+	struct hs_namer *n;
+	struct np_err err;
+	struct sym_frame f;
+	struct hs_namer_stats st;
+	uint64_t name_sym, class_sym;
+
+	(void)state;
+	layout17(&l);
+	build(&l, &j);
+	n = namer(0);
+	memcpy(&name_sym, im.b + (j.cp + l.cp_size + 8 * 1 - BASE), 8);
+	memcpy(&class_sym, im.b + (j.ik + l.klass_name.off - BASE), 8);
+	uint64_t id = np_hs_method_check(j.outer_cm, name_sym & ~1ULL, class_sym);
+	struct hs_interp_frame fr = { .method = j.outer, .bci = 4, .identity = id };
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fr, &f, &err), 0);
+	assert_string_equal(f.name, OUTER);
+	/* Another identity than the method's now: not named. */
+	fr.identity = id ^ 1;
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fr, &f, &err), 0);
+	assert_string_equal(f.name, HS_UNKNOWN_JAVA);
+	/* The class unloaded and another's method at the same Method and ConstMethod: its name is
+	 * another Symbol. The sample of the old one is not named; one of the new one, checked only
+	 * by its ConstMethod, gets the new name, not the cached old one. */
+	w64(j.cp + l.cp_size + 8 * 1, symbol("walk") | 1);
+	fr.identity = id;
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fr, &f, &err), 0);
+	assert_string_equal(f.name, HS_UNKNOWN_JAVA);
+	struct hs_interp_frame fc = { .method = j.outer, .bci = 4, .const_method = j.outer_cm };
+	assert_int_equal(hs_namer_interpreted(n, 1, 0, &l, &fc, &f, &err), 0);
+	assert_non_null(strstr(f.name, ".walk("));
+	hs_namer_stats(n, &st);
+	assert_int_equal(st.stale, 2);
+	assert_int_equal(st.unverified, 0);
+	assert_int_equal(st.methods, 2);
+	hs_namer_free(n);
+}
+
 static void compiled_on(const struct hs_names_layout *l)
 {
 	struct jvm j;
@@ -843,7 +888,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(unsigned5),	 cmocka_unit_test(line_tables), cmocka_unit_test(names),
-		cmocka_unit_test(interpreted17), cmocka_unit_test(interpreted25), cmocka_unit_test(compiled17),
+		cmocka_unit_test(interpreted17), cmocka_unit_test(interpreted25), cmocka_unit_test(interpreted_identity), cmocka_unit_test(compiled17),
 		cmocka_unit_test(compiled8),	 cmocka_unit_test(compiled23),	   cmocka_unit_test(compiled25),
 		cmocka_unit_test(compiled_garbage), cmocka_unit_test(budget),
 	};

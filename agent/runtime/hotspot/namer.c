@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpf/hotspot.h"
 #include "lib/gostr.h"
 #include "lib/grow.h"
 #include "lib/intern.h"
@@ -409,9 +410,15 @@ int hs_format_method(const char *klass, const char *method, const char *sig, int
 
 /* ---------------------------------------------------------------- the cache */
 
+/* A method's entry is keyed by its identity too (np_hs_method_check: its ConstMethod* and the
+ * Symbol*s of its name and class name), not by its address alone: a class loaded after another
+ * was unloaded can get its methods' Method and ConstMethod at the very same addresses (seen in
+ * tests/integration/test_java_stacks.py), but not their names' Symbols. So an entry, once read,
+ * never changes, and an nmethod's scopes can keep the ids of its methods. */
 struct method_key {
 	uint32_t pid, gen;
 	uint64_t method;
+	uint64_t identity;
 };
 
 struct method_info {
@@ -641,41 +648,54 @@ fail:
 	return -1;
 }
 
-/* The cached method at addr, read now when absent or when the Method no longer points at the
- * cached ConstMethod (one 8-byte read per call unless cm_seen matches the cache). cm_seen (0:
- * unknown) must match what the Method points at. Returns the id, 0 when unreadable, or
- * UINT32_MAX on a mismatch with cm_seen; -1 in *oom on allocation failure. */
+/* The identity of the method at addr as it is now (np_hs_method_check, as the BPF walker
+ * computes it) and its ConstMethod* in *cm: 0, or -1 when it cannot be read. */
+static int identity_now(struct hs_namer *n, uint32_t pid, const struct hs_names_layout *l, uint64_t addr, uint64_t *cm,
+			uint64_t *identity)
+{
+	uint8_t cmh[HS_STRUCT_MAX];
+	uint64_t cp, sym = 0, klass = 0, ksym = 0;
+
+	if (rd(n, pid, addr + l->method_const_method.off, cm, 8) || rd(n, pid, *cm, cmh, l->cm_size) ||
+	    !(cp = get(cmh, l->cm_constants)) ||
+	    rd(n, pid, cp + l->cp_size + 8 * get(cmh, l->cm_name_index), &sym, 8) ||
+	    rd(n, pid, cp + l->cp_pool_holder.off, &klass, 8) || rd(n, pid, klass + l->klass_name.off, &ksym, 8))
+		return -1;
+	*identity = np_hs_method_check(*cm, sym & ~1ULL, ksym);
+	return 0;
+}
+
+/* The cached method at addr, keyed by what it is now (its identity: method_key), read when
+ * absent. cm_seen and identity_seen (0: not recorded) are what the sample saw, and must match
+ * what the Method is now. Returns the id, 0 when unreadable, or STALE on a mismatch (also when
+ * the method changed while it was being read); -1 in *oom on allocation failure. */
 #define STALE UINT32_MAX
 static uint32_t method_id(struct hs_namer *n, uint32_t pid, uint32_t gen, const struct hs_names_layout *l,
-			  uint64_t addr, uint64_t cm_seen, int *oom)
+			  uint64_t addr, uint64_t cm_seen, uint64_t identity_seen, int *oom)
 {
 	struct method_key k = { .pid = pid, .gen = gen, .method = addr };
-	uint32_t id = np_intern_find(&n->methods, &k, sizeof(k));
+	uint64_t cm, cm_after, identity_after;
 	struct method_info mi;
+	uint32_t id;
+	int added;
 
-	if (id && cm_seen && n->minfo[id - 1].const_method == cm_seen)
+	if (identity_now(n, pid, l, addr, &cm, &k.identity))
+		return 0;
+	if ((cm_seen && cm != cm_seen) || (identity_seen && k.identity != identity_seen))
+		return STALE; /* what it is now is not what was sampled */
+	if ((id = np_intern_find(&n->methods, &k, sizeof(k))))
 		return id;
-	if (id) {
-		/* The entry may be of an earlier method at this address: what is there now? */
-		uint64_t cm;
-		if (rd(n, pid, addr + l->method_const_method.off, &cm, 8))
-			return 0;
-		if (cm_seen && cm != cm_seen)
-			return STALE;
-		if (cm == n->minfo[id - 1].const_method)
-			return id;
-	}
 	if (read_method(n, pid, l, addr, &mi))
 		return 0;
-	if (cm_seen && mi.const_method != cm_seen)
-		return STALE; /* what it is now is not what was sampled */
-	if (!id) {
-		int added;
-		id = np_intern_add(&n->methods, &k, sizeof(k), &added);
-		if (!id || np_grow((void **)&n->minfo, &n->minfo_cap, id, sizeof(*n->minfo))) {
-			*oom = 1;
-			return 0;
-		}
+	/* Its reads can straddle the class's memory being freed and reused (an unloaded class's
+	 * method read half before, half after): what was read must still be this method. */
+	if (mi.const_method != cm || identity_now(n, pid, l, addr, &cm_after, &identity_after) ||
+	    identity_after != k.identity)
+		return STALE;
+	id = np_intern_add(&n->methods, &k, sizeof(k), &added);
+	if (!id || np_grow((void **)&n->minfo, &n->minfo_cap, id, sizeof(*n->minfo))) {
+		*oom = 1;
+		return 0;
 	}
 	n->minfo[id - 1] = mi;
 	return id;
@@ -706,7 +726,7 @@ int hs_namer_interpreted(struct hs_namer *n, uint32_t pid, uint32_t gen, const s
 			 const struct hs_interp_frame *fr, struct sym_frame *out, struct np_err *err)
 {
 	int oom = 0;
-	uint32_t id = method_id(n, pid, gen, l, fr->method, fr->const_method, &oom);
+	uint32_t id = method_id(n, pid, gen, l, fr->method, fr->const_method, fr->identity, &oom);
 
 	if (oom)
 		return np_errf(err, "out of memory naming Java frames");
@@ -720,7 +740,7 @@ int hs_namer_interpreted(struct hs_namer *n, uint32_t pid, uint32_t gen, const s
 		unknown(out, fr->method);
 		return 0;
 	}
-	if (!fr->const_method)
+	if (!fr->const_method && !fr->identity)
 		n->unverified++;
 	n->interpreted++;
 	fill(n, l, &n->minfo[id - 1], fr->method, fr->bci, out);
@@ -797,7 +817,7 @@ static int resolve_scopes(struct hs_namer *n, uint32_t pid, uint32_t gen, const 
 			if (midx && midx <= nmeta && !u32_at(n->text.p + ni->meta + 4 * (midx - 1))) {
 				uint64_t m;
 				memcpy(&m, n->text.p + ni->meta_raw + 8 * (uint64_t)(midx - 1), 8);
-				uint32_t id = method_id(n, pid, gen, l, m, 0, oom);
+				uint32_t id = method_id(n, pid, gen, l, m, 0, 0, oom);
 				if (*oom || !id || id == STALE)
 					return -1;
 				memcpy(n->text.p + ni->meta + 4 * (midx - 1), &id, 4);
@@ -902,7 +922,7 @@ static void read_nmethod(struct hs_namer *n, uint32_t pid, uint32_t gen, const s
 	n->text.len += (size_t)(meta_len / 2);
 	ni->meta = (uint32_t)ids;
 	ni->meta_len = (uint32_t)(meta_len / 2);
-	ni->method = method_id(n, pid, gen, l, get(h, l->nm_method), 0, oom);
+	ni->method = method_id(n, pid, gen, l, get(h, l->nm_method), 0, 0, oom);
 	if (*oom)
 		goto fail_oom;
 	if (!ni->method || ni->method == STALE || resolve_scopes(n, pid, gen, l, ni, oom))

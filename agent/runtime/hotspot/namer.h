@@ -96,12 +96,15 @@ void hs_namer_free(struct hs_namer *n);
 void hs_namer_set_reader(struct hs_namer *n, hs_mem_reader read, void *ud);
 
 /* An interpreted frame: the Method*, the bytecode index (-1 unknown: the frame gets the
- * method's first line) and the Method's ConstMethod* as the walker read it (0 when it did not:
- * then the namer can only check that the method is consistent now, counted as unverified). */
+ * method's first line), and what the sample saw of the method, which it must still be: its
+ * ConstMethod* and/or its identity (np_hs_method_check of bpf/hotspot.h, as the BPF walker
+ * records it). 0 for either means not seen; with neither, the namer can only check that the
+ * method is consistent now, counted as unverified. */
 struct hs_interp_frame {
 	uint64_t method;
 	int32_t bci;
 	uint64_t const_method;
+	uint64_t identity;
 };
 /* Names one interpreted frame of (pid, gen) into *out (name, file, start_line, line; module
  * NULL, addr = method). Strings stay valid until the next hs_namer_* call. -1 only on
@@ -145,7 +148,7 @@ struct hs_namer_stats {
 	uint64_t reads;			 /* methods and nmethods read */
 	uint64_t failed;		 /* frames whose memory could not be read or made no sense */
 	uint64_t stale;			 /* frames whose identity no longer matched */
-	uint64_t unverified;		 /* interpreted frames named without a ConstMethod* to check */
+	uint64_t unverified;		 /* interpreted frames named with nothing recorded to check */
 	uint64_t interpreted, compiled, inlined; /* frames named, by kind (inlined: the extra frames) */
 	uint64_t clears;			  /* times the cache was dropped for its budget */
 };

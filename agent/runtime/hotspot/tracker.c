@@ -27,8 +27,8 @@ struct hs_tracker {
 	int map_fd;		/* not owned: hotspot_procs */
 	struct rt_jit *jit;	/* not owned: the code regions the walker hands to the step */
 	struct rt_procs procs;	/* hotspot_procs' processes */
-	uint64_t unnamed; /* frames named "[unknown java]" here: an interpreted method whose identity
-			   * changed since the sample, a first word without its second */
+	uint64_t unnamed; /* frames named "[unknown java]" here (not by the namer): an interpreted
+			   * leaf without its method, a first word without its second */
 	struct hs_namer *namer;
 	/* The batch's copies of the namer's strings (which last only until its next call). */
 	struct sym_arena strs;
@@ -145,39 +145,6 @@ static void tracker_exit(void *rt, uint32_t pid)
 	forget(t, find(t, pid));
 }
 
-/* The identity of the method at addr as it is now (np_hs_method_check, as the walker computed
- * it), and its ConstMethod* in *cm; ~0 when it cannot be read. */
-static uint64_t method_now(const struct proc *p, uint64_t addr, uint64_t *cm)
-{
-	const struct hs_names_layout *l = &p->names;
-	uint64_t cp = 0, sym = 0, klass = 0, ksym = 0;
-	uint16_t idx = 0;
-
-	*cm = 0;
-	if (l->method_const_method.off == HS_NONE || l->cm_constants.off == HS_NONE || l->cm_name_index.off == HS_NONE ||
-	    hs_process_mem(NULL, p->h.pid, addr + l->method_const_method.off, cm, sizeof(*cm)) || !*cm ||
-	    hs_process_mem(NULL, p->h.pid, *cm + l->cm_constants.off, &cp, sizeof(cp)) ||
-	    hs_process_mem(NULL, p->h.pid, *cm + l->cm_name_index.off, &idx, sizeof(idx)) || !cp ||
-	    hs_process_mem(NULL, p->h.pid, cp + l->cp_size + 8ULL * idx, &sym, sizeof(sym)) ||
-	    l->cp_pool_holder.off == HS_NONE || l->klass_name.off == HS_NONE ||
-	    hs_process_mem(NULL, p->h.pid, cp + l->cp_pool_holder.off, &klass, sizeof(klass)) || !klass ||
-	    hs_process_mem(NULL, p->h.pid, klass + l->klass_name.off, &ksym, sizeof(ksym)))
-		return ~0ULL;
-	return np_hs_method_check(*cm, sym & ~1ULL, ksym);
-}
-
-/* The incarnation the namer keys its caches with. The namer reuses a cached method when the
- * Method at that address still points to the same ConstMethod, which does not hold across class
- * unloading: a class loaded after another was unloaded can get its methods' Method and
- * ConstMethod at the very same addresses (the test's WalkGenA/WalkGenB did). So its entries are
- * kept apart by what does tell them apart: an interpreted method's identity (ConstMethod, its
- * name's and its class's name's Symbols, checked above) and, for compiled frames, the compile id, which is never reused
- * (the nmethod's methods are read fresh for each nmethod while it is alive). */
-static uint32_t cache_gen(uint32_t gen, uint64_t identity)
-{
-	return gen ^ (uint32_t)((identity + 1) * 0x9e3779b97f4a7c15ULL >> 32);
-}
-
 /* A stub's name: its code blob's (CodeBlob::_name, a string of libjvm), or NULL. */
 static const char *stub_name(const struct proc *p, uint64_t blob, char *buf, size_t len)
 {
@@ -218,25 +185,14 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 			.method = addr,
 			.bci = bci == NP_HS_BCI_UNKNOWN ? -1 : (int32_t)bci,
 		};
-		/* The method at addr now must be the one sampled (its ConstMethod and name), else a
-		 * class unloaded since may have left its address to another's method. */
-		uint64_t check = w1 & NP_HS_CHECK_MASK;
-		/* No method: a leaf stopped while its frame was being built (bpf/hotspot.h). */
-		if (!addr || method_now(p, addr, &f.const_method) != check) {
+		/* No method: a leaf stopped while its frame was being built (bpf/hotspot.h). The
+		 * namer checks that the method at addr is still the one sampled (its identity). */
+		if (!addr) {
 			t->unnamed++;
 			return 0;
 		}
-		if (hs_namer_interpreted(t->namer, p->h.pid, cache_gen(p->h.gen, check), &p->names, &f, out, err))
-			return -1;
-		/* The reads of the name race with the class's memory being freed and reused (an
-		 * unloaded class's Method read half before, half after: "WalkGenA.WalkGenB.java"):
-		 * a method that is no longer the sampled one once named keeps no name. */
-		uint64_t cm_after;
-		if (method_now(p, addr, &cm_after) != check) {
-			out[0] = (struct sym_frame){ .name = HS_UNKNOWN_JAVA, .addr = addr };
-			t->unnamed++;
-		}
-		return 0;
+		f.identity = w1 & NP_HS_CHECK_MASK;
+		return hs_namer_interpreted(t->namer, p->h.pid, p->h.gen, &p->names, &f, out, err);
 	}
 	case NP_HS_COMPILED:
 	case NP_HS_NATIVE: {
@@ -245,7 +201,7 @@ static int name_java(struct hs_tracker *t, const struct proc *p, uint64_t w0, ui
 			.pc = addr + ((w1 >> NP_HS_POS_SHIFT) & NP_HS_POS_MASK),
 			.compile_id = (uint32_t)w1,
 		};
-		return hs_namer_compiled(t->namer, p->h.pid, cache_gen(p->h.gen, f.compile_id), &p->names, &f, out, cap,
+		return hs_namer_compiled(t->namer, p->h.pid, p->h.gen, &p->names, &f, out, cap,
 					 count, err);
 	}
 	case NP_HS_STUB:
