@@ -18,87 +18,18 @@
 
 #include "agent/runtime/hotspot/namer.h"
 #include "lib/gostr.h"
+#include "tests/fuzz/hotspot_layouts.h"
 #include "tests/fuzz/mem_image.h"
 
 #define BASE 0x7f0000000000ULL
 
-#define F(o, w) ((struct hs_field){ (o), (w) })
-
-/* JDK 17's offsets (Debian 17.0.15), and JDK 25's (Temurin 25.0.3), as the unit tests have them. */
+/* JDK 17's offsets, or JDK 25's (tests/fuzz/hotspot_layouts.h). */
 static void layout(int jdk25, struct hs_names_layout *l)
 {
-	memset(l, 0, sizeof(*l));
-	l->major = 17;
-	l->method_size = 88;
-	l->cm_size = 48;
-	l->cp_size = 72;
-	l->ik_size = 464;
-	l->nm_size = 352;
-	l->pc_size = 16;
-	l->cb_size_of = 104;
-	l->method_const_method = F(8, 8);
-	l->cm_constants = F(8, 8);
-	l->cm_size_words = F(24, 4);
-	l->cm_flags = F(28, 2);
-	l->cm_code_size = F(32, 2);
-	l->cm_name_index = F(34, 2);
-	l->cm_signature_index = F(36, 2);
-	l->cm_has_linenumber_table = 1;
-	l->cp_pool_holder = F(24, 8);
-	l->cp_source_file_index = F(54, 2);
-	l->cp_length = F(60, 4);
-	l->ik_constants = F(232, 8);
-	l->ik_source_file_index = F(HS_NONE, 0);
-	l->klass_name = F(24, 8);
-	l->sym_length = F(4, 2);
-	l->sym_body = F(6, 1);
-	l->cb_size = F(12, 4);
-	l->cb_code_begin = F(32, 8);
-	l->cb_name = F(96, 8);
-	l->nm_layout = HS_NM_OFFSETS;
-	l->nm_method = F(112, 8);
-	l->nm_scopes_data = F(120, 8);
-	l->nm_scopes_data_is_ptr = 1;
-	l->nm_metadata_offset = F(260, 4);
-	l->nm_scopes_pcs_offset = F(268, 4);
-	l->nm_dependencies_offset = F(272, 4);
-	l->nm_compile_id = F(304, 4);
-	l->nm_state = F(315, 1);
-	l->pc_pc_offset = F(0, 4);
-	l->pc_scope_decode_offset = F(4, 4);
-	l->cb_mutable_data.off = HS_NONE;
-	if (!jdk25)
-		return;
-	l->major = 25;
-	l->u5_x = 1;
-	l->cm_size = 56;
-	l->cm_flags = F(28, 4);
-	l->cm_code_size = F(34, 2);
-	l->cm_name_index = F(36, 2);
-	l->cm_signature_index = F(38, 2);
-	l->ik_size = 472;
-	l->ik_constants = F(224, 8);
-	l->nm_size = 224;
-	l->cb_size_of = 64;
-	l->cb_name = F(8, 8);
-	l->cb_mutable_data = F(16, 8);
-	l->cb_size = F(24, 4);
-	l->cb_relocation_size = F(28, 4);
-	l->cb_code_begin = F(36, 4);
-	l->cb_code_is_offset = 1;
-	l->cb_data_offset = F(40, 4);
-	l->cb_mutable_data_size = F(48, 4);
-	l->nm_layout = HS_NM_IMMUTABLE;
-	l->nm_method = F(80, 8);
-	l->nm_immutable_data = F(96, 8);
-	l->nm_immutable_data_size = F(160, 4);
-	l->nm_scopes_pcs_offset = F(196, 4);
-	l->nm_scopes_data = F(200, 4);
-	l->nm_scopes_data_is_ptr = 0;
-	l->nm_compile_id = F(212, 4);
-	l->nm_state = F(219, 1);
-	l->nm_metadata_offset.off = HS_NONE;
-	l->nm_dependencies_offset.off = HS_NONE;
+	if (jdk25)
+		layout25(l);
+	else
+		layout17(l);
 }
 
 static void check_frame(const struct sym_frame *f)
