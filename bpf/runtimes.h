@@ -23,6 +23,7 @@
 #include "runtime.h"
 #include "python.h"
 #include "hotspot.h"
+#include "v8.h"
 
 /* The sampled thread's runtime stack into st->rtstack: its length (0: none). One process runs
  * one interpreter-chain runtime; each walker returns at once for a process that is not its own. */
@@ -55,6 +56,8 @@ __noinline int np_rt_jit_step(__u32 slot)
 			/* One case per JIT runtime. */
 			case NP_RT_HOTSPOT:
 				return np_hotspot_jit_step(slot);
+			case NP_RT_V8:
+				return np_v8_jit_step(slot);
 			default:
 				return NP_RT_NATIVE;
 			}

@@ -6,6 +6,7 @@
 
 #ifdef __bpf__
 typedef __u8 np_u8;
+typedef __s8 np_s8;
 typedef __u16 np_u16;
 typedef __s16 np_s16;
 typedef __s32 np_s32;
@@ -14,6 +15,7 @@ typedef __u64 np_u64;
 #else
 #include <stdint.h>
 typedef uint8_t np_u8;
+typedef int8_t np_s8;
 typedef uint16_t np_u16;
 typedef int16_t np_s16;
 typedef int32_t np_s32;
@@ -115,6 +117,13 @@ enum np_stat {
 	NP_HS_NO_BLOB,		  /* a code cache pc in no live code blob */
 	NP_HS_LOST_FRAME,	  /* a HotSpot frame whose caller could not be found: the stack ends there */
 	NP_HS_STACKS,		  /* user stacks with at least one Java frame */
+	/* The V8 step (bpf/v8.h), for pcs no table covers in a process running V8: */
+	NP_V8_FRAMES_INTERPRETED,  /* interpreted (Ignition) JavaScript frames recorded */
+	NP_V8_FRAMES_BASELINE,	   /* baseline (Sparkplug) frames recorded */
+	NP_V8_FRAMES_OPTIMISED,	   /* optimised (Maglev, TurboFan) frames recorded */
+	NP_V8_FRAMES_FUNCTION_ONLY, /* frames whose function is known but not where in it */
+	NP_V8_FRAMES_STUB,	   /* stub frames in generated code recorded with their frame type */
+	NP_V8_STACKS,		   /* user stacks with at least one V8 frame */
 	NP_STAT_MAX
 };
 

@@ -90,7 +90,11 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 		np_collector_close(c);
 		return -1;
 	}
-	struct rt_env env = { .sym = c->sym, .map_fd = sampler_map_fd, .bss_u32 = sampler_bss_u32, .ud = c->sampler };
+	struct rt_env env = { .sym = c->sym,
+			      .demangle = c->opts.demangle,
+			      .map_fd = sampler_map_fd,
+			      .bss_u32 = sampler_bss_u32,
+			      .ud = c->sampler };
 	if (rt_set_open(&c->rt, rt_registry, rt_registry_n, opts->runtimes, &env, err) ||
 	    (opts->n_uprobes &&
 	     np_uprobes_new(c->sampler, opts->uprobes, opts->n_uprobes, opts->load_probe, &c->uprobes, err))) {

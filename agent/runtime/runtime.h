@@ -50,12 +50,15 @@
 	  "do not walk through HotSpot JVMs' Java frames (JDK 9 and later):\n"                                   \
 	  "their stacks then end at the first Java frame")                                                      \
 	X(ruby, NP_RT_RUBY, "ruby", "ruby_enabled", NOT_YET, NULL, NULL)                                          \
-	X(v8, NP_RT_V8, "v8", "v8_enabled", NOT_YET, NULL, NULL)                                                  \
+	X(v8, NP_RT_V8, "v8", "v8_enabled", SUPPORTED, "no-v8",                                                   \
+	  "name Node.js's JavaScript frames as native code (V8's builtins and\n"                                \
+	  "[unknown]) instead of from V8's heap (V8 8.1 / Node 14 and later)")                                  \
 	X(dotnet, NP_RT_DOTNET, "dotnet", "dotnet_enabled", NOT_YET, NULL, NULL)
 
 /* What a runtime's open gets. */
 struct rt_env {
 	struct symbolizer *sym; /* borrowed: the collector's, to read files in a process's root */
+	enum sym_demangle demangle; /* how the collector names native frames (a runtime naming some too) */
 	/* The sampler's map and .bss counter of a given name (borrowed; -1 and NULL when the
 	 * program has none): np_sampler_map_fd and np_sampler_bss_u32 behind ud. */
 	int (*map_fd)(void *ud, const char *name);

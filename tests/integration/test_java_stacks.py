@@ -22,14 +22,12 @@ import subprocess
 import tempfile
 import time
 import unittest
-import urllib.request
 
+import agent_push
 import np
 import pprof
-import promtext
 import rootfs
 import stacks as st
-from pyroscope import PyroscopeServer
 
 JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
 JAVA = os.path.join(JDK, "bin", "java")
@@ -420,39 +418,13 @@ class JavaInTheAgent(unittest.TestCase):
     runtime interface's metrics under runtime="hotspot"."""
 
     def push(self, hotspot_enabled):
-        """The stacks (root first) of the first pushes that carry the busy thread, and /metrics."""
-        d = np.tmpdir(self)
-        classes = os.path.join(d, "classes")
+        """The stacks (root first) of the first pushes that carry the busy thread; /metrics kept."""
+        classes = os.path.join(np.tmpdir(self), "classes")
         subprocess.run([JAVAC, "-d", classes, SOURCE], check=True, capture_output=True)
-        srv = PyroscopeServer().start()
-        self.addCleanup(srv.stop)
-        cfg = os.path.join(d, "java.alloy")
-        with open(cfg, "w") as f:
-            f.write(run_config(srv.url, hotspot_enabled))
-        self.assertEqual(np.nodeprof("check", cfg).returncode, 0)
-        w = subprocess.Popen([JAVA, "-cp", classes, "WalkChain"], stdout=subprocess.DEVNULL)
-        self.addCleanup(lambda: (w.kill(), w.wait()))
-        port = np.free_port()
-        log = open(os.path.join(d, "agent.log"), "w+")
-        a = subprocess.Popen([np.NODEPROF, "run", "--config", cfg, "--http-listen", f"127.0.0.1:{port}"],
-                             stdout=log, stderr=subprocess.STDOUT)
-        self.addCleanup(lambda: (a.poll() is None and a.kill(), a.wait(), log.close()))
-        deadline, stacks = time.time() + 40, []
-        while time.time() < deadline and st.total(dict(stacks)) < MIN_SAMPLES:
-            stacks = [(";".join(s["frames"]), s["values"][0] // (10**9 // 97))
-                      for push in srv.pushes() for series in push["series"] for prof in series["profiles"]
-                      for s in prof["stacks"] if "_ZN9JavaCalls11call_helper" in ";".join(s["frames"])
-                      or "JavaCalls::call_helper" in ";".join(s["frames"])]
-            self.assertIsNone(a.poll(), "the agent exited")
-            time.sleep(1)
-        for r in srv.all_requests():
-            self.assertEqual(r["violations"], [], r)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-            self.metrics = promtext.parse(r.read().decode())
-        agg = {}
-        for s, c in stacks:
-            agg[s] = agg.get(s, 0) + c
-        self.assertGreaterEqual(st.total(agg), MIN_SAMPLES, f"few Java samples pushed:\n{st.top(agg)}")
+        agg, self.metrics = agent_push.run(self, lambda url: run_config(url, hotspot_enabled),
+                                           [JAVA, "-cp", classes, "WalkChain"],
+                                           lambda s: "_ZN9JavaCalls11call_helper" in s or "JavaCalls::call_helper" in s,
+                                           MIN_SAMPLES)
         return agg
 
     def runtime_metric(self, name, **labels):

@@ -16,30 +16,19 @@ checked against V8's own view of the same program:
   object is not the one sampled is "[unknown js]" and counted).
 
 NODEPROF_V8_NAMES_HARNESS runs another build of the harness (e.g. build/asan/harness/v8_names)."""
-import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 import unittest
 
+import nodejs
 import np
 import rootfs
+from nodejs import CHAIN, CHAIN_NAMES, CHURN, ESM, INLINE, INTERPRETED, NODE
 
 HARNESS = os.environ.get("NODEPROF_V8_NAMES_HARNESS") or os.path.join(np.ROOT, "build", "harness", "v8_names")
-JS = os.path.join(np.WORKLOADS, "js")
-CHAIN = os.path.join(JS, "chain.js")
-CHURN = os.path.join(JS, "churn.js")
-ESM = os.path.join(JS, "esm.mjs")
-INLINE = os.path.join(JS, "inline.js")
-NODE = shutil.which("node") or "/usr/bin/node"
-NODE18_ROOT = os.path.join(np.ROOT, "build", "node18", "root")
-INTERPRETED = ["--no-opt", "--no-sparkplug", "--no-maglev"]
-# What leaf's callers are, leaf first (Error().stack's names; V8's CPU profiler names a method
-# by the function alone, which is what a profile can know: see docs/specs/v8.md §4.3).
-CHAIN_NAMES = ["leaf"] + ["recurse"] * 6 + ["step", "crunch", "main"]
 TRIES = 40
 
 
@@ -50,24 +39,6 @@ def harness(*args, check=True):
     return p
 
 
-def read_line(test, proc, deadline=30):
-    """The workload's first stdout line (JSON), waiting at most deadline seconds."""
-    end = time.monotonic() + deadline
-    line = ""
-    os.set_blocking(proc.stdout.fileno(), False)
-    while time.monotonic() < end:
-        chunk = proc.stdout.readline()
-        if chunk:
-            line += chunk
-            if line.endswith("\n"):
-                return json.loads(line)
-        elif proc.poll() is not None:
-            test.fail(f"workload exited {proc.returncode}: {proc.stderr.read()}")
-        else:
-            time.sleep(0.05)
-    test.fail("workload printed nothing in time")
-
-
 def start(test, argv, **kw):
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
@@ -75,7 +46,7 @@ def start(test, argv, **kw):
         proc.kill()
         proc.wait()
     test.addCleanup(stop)
-    return proc, read_line(test, proc)
+    return proc, nodejs.read_line(proc)
 
 
 def parse_stack(lines):
@@ -109,9 +80,7 @@ def sample_until(test, pid, want, tid=None, tries=TRIES):
 class V8Names(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(os.path.join(NODE18_ROOT, "usr", "bin", "node")):
-            subprocess.run(["make", "-C", np.ROOT, "--no-print-directory", "node18"], check=True,
-                           capture_output=True, timeout=600)
+        nodejs.ensure_node18()
 
     def check_chain(self, info, sample, file, optimised=False):
         """The sampled chain against the workload's Error().stack: names, files, callers' lines."""
@@ -200,24 +169,13 @@ class V8Names(unittest.TestCase):
 
     def test_cpu_prof_agrees(self):
         """Our names of leaf's chain are V8's CPU profiler's, in the same order."""
-        d = np.tmpdir(self)
-        subprocess.run([NODE, "--cpu-prof", "--cpu-prof-dir", d, CHAIN], env={**os.environ, "CHAIN_SECONDS": "2"},
-                       check=True, capture_output=True, timeout=60)
-        prof = json.load(open(glob.glob(os.path.join(d, "*.cpuprofile"))[0]))
-        nodes = {n["id"]: n for n in prof["nodes"]}
-        parent = {c: n["id"] for n in prof["nodes"] for c in n.get("children", [])}
-        leaves = [n for n in prof["nodes"] if n["callFrame"]["functionName"] == "leaf" and n.get("hitCount")]
-        self.assertTrue(leaves)
-        chain, at = [], leaves[0]["id"]
-        while at in nodes:
-            chain.append(nodes[at]["callFrame"]["functionName"])
-            at = parent.get(at)
+        chain, leaf = nodejs.cpu_prof_chain(np.tmpdir(self))
         self.assertEqual(chain[:len(CHAIN_NAMES)], CHAIN_NAMES)
         # and the function's first line (0-based there)
         proc, info = start(self, [NODE, CHAIN])
         s = sample_until(self, info["pid"], lambda s: js_frames(s)[:1] and js_frames(s)[0]["name"] == "leaf")
-        self.assertEqual(js_frames(s)[0]["start_line"], leaves[0]["callFrame"]["lineNumber"] + 1)
-        self.assertEqual("file://" + js_frames(s)[0]["file"], leaves[0]["callFrame"]["url"])
+        self.assertEqual(js_frames(s)[0]["start_line"], leaf["lineNumber"] + 1)
+        self.assertEqual("file://" + js_frames(s)[0]["file"], leaf["url"])
 
     def test_worker_thread(self):
         proc, info = start(self, [NODE, *INTERPRETED, CHAIN], env={**os.environ, "CHAIN_WORKER": "1"})
@@ -306,16 +264,7 @@ class V8Names(unittest.TestCase):
 
     def node18(self, script, flags):
         """script under Debian's Node 18 in a container root of its own; returns (proc, info)."""
-        lib = os.path.join(NODE18_ROOT, "usr", "lib", "x86_64-linux-gnu", "libnode.so.108")
-        exe = os.path.join(NODE18_ROOT, "usr", "bin", "node")
-        env = {**os.environ, "LD_LIBRARY_PATH": os.path.dirname(lib)}
-        libs = [p for p in rootfs.library_deps(exe, env=env) if not p.startswith(NODE18_ROOT)]
-        root = np.tmpdir(self)
-        inside = "/app/" + os.path.basename(script)
-        files = [(script, inside), (exe, "/usr/bin/node"), (lib, "/usr/lib/x86_64-linux-gnu/libnode.so.108")]
-        files += [(p, p) for p in libs]
-        sh = rootfs.chroot_script(root, files, ["/usr/bin/node", *flags, inside],
-                                  binds=[(os.path.join(NODE18_ROOT, "usr", "share", "nodejs"), "/usr/share/nodejs")])
+        sh = nodejs.node18_script(np.tmpdir(self), script, flags)
         return start(self, ["unshare", "--mount", "sh", "-c", sh])
 
     def test_node18_libnode_in_container_root(self):

@@ -4,8 +4,9 @@
  * tagged fields (no Node on the machine has pointer compression): names (sequential one- and
  * two-byte, cons, sliced, thin, cut at V8_NAME_MAX, surrogates), scripts, lines from V8's line
  * ends and from the source, bytecode and compiled frames, an inlined call expanded innermost
- * first, stub frames, the stale check, garbage. Real processes are in
- * tests/integration/test_v8_names.py. */
+ * first, stub frames, the stale check, garbage; and the BPF step's view of the layout
+ * (walk_layout.c). Real processes are in tests/integration/test_v8_names.py and
+ * test_node_stacks.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "agent/runtime/v8/walk_layout.h"
 #include "lib/gostr.h"
 #include "tests/fuzz/v8_image.h"
 
@@ -41,6 +43,63 @@ static void layout_node20(void **state)
 	assert_int_equal(img_layout(1, &l), 0);
 	assert_true(l.compressed);
 	assert_int_equal(l.smi_shift, 1);
+}
+
+/* What the BPF step reads (bpf/v8.h): frame slots in words, the fields within the bytes it
+ * copies of an object, the frame type markers; and layouts out of its reach refused. */
+static void walk_layout(void **state)
+{
+	struct v8_proc p;
+	struct np_v8_proc w;
+	char why[256];
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	snprintf(p.version, sizeof(p.version), "11.3.244.8");
+	assert_int_equal(img_layout(0, &p.layout), 0);
+	assert_int_equal(v8_walk_layout(&p, &w, why, sizeof(why)), 0);
+	assert_int_equal(w.fp_context, -1);
+	assert_int_equal(w.fp_function, -2);
+	assert_int_equal(w.fp_bytecode_array, -4);
+	assert_int_equal(w.fp_bytecode_offset, -5);
+	assert_int_equal(w.compressed, 0);
+	assert_int_equal(w.smi_shift, 32);
+	assert_int_equal(w.js_function_shared, 24);
+	assert_int_equal(w.js_function_code, 48);
+	assert_int_equal(w.code_start_is_pointer, 1);
+	assert_int_equal(w.code_instruction_start, 40);
+	assert_int_equal(w.code_flags, 48);
+	assert_int_equal(w.code_instruction_size, 56);
+	assert_int_equal(w.code_kind_baseline, 11);
+	assert_int_equal(w.code_kind_mask, 15);
+	assert_int_equal(w.type_js_function_last - w.type_js_function_first, 14);
+	assert_true(w.markers & (1ULL << 1)); /* EntryFrame */
+	assert_true(w.markers & (1ULL << 13)); /* InterpretedFrame */
+	assert_false(w.markers & 1ULL);	      /* marker 0 is no frame type */
+	assert_int_equal(img_layout(1, &p.layout), 0);
+	assert_int_equal(v8_walk_layout(&p, &w, why, sizeof(why)), 0);
+	assert_int_equal(w.compressed, 1);
+
+	/* A frame slot below the words the step reads. */
+	assert_int_equal(img_layout(0, &p.layout), 0);
+	p.layout.fp_bytecode_offset = -(NP_V8_BELOW + 1) * 8;
+	assert_int_equal(v8_walk_layout(&p, &w, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "frame slot"));
+	/* A JSFunction field beyond the bytes it copies. */
+	assert_int_equal(img_layout(0, &p.layout), 0);
+	p.layout.js_function_code = NP_V8_OBJ_READ;
+	assert_int_equal(v8_walk_layout(&p, &w, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "JSFunction"));
+	/* Tags it does not know. */
+	assert_int_equal(img_layout(0, &p.layout), 0);
+	p.layout.heap_object_tag = 3;
+	assert_int_equal(v8_walk_layout(&p, &w, why, sizeof(why)), -1);
+	/* Code it cannot place: compiled frames are then their function alone (never a kind). */
+	assert_int_equal(img_layout(0, &p.layout), 0);
+	p.layout.code_flags = 200;
+	assert_int_equal(v8_walk_layout(&p, &w, why, sizeof(why)), 0);
+	assert_int_equal(w.code_kind_baseline, 0xff);
+	assert_int_equal(w.code_kind_mask, 0);
 }
 
 static void layout_refused(void **state)
@@ -487,6 +546,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(layout_node20),     cmocka_unit_test(layout_refused),
+		cmocka_unit_test(walk_layout),
 		cmocka_unit_test(decoders),	     cmocka_unit_test(baseline_decoder),
 		cmocka_unit_test(frames_plain),
 		cmocka_unit_test(frames_compressed), cmocka_unit_test(names_of_strings),

@@ -34,10 +34,9 @@ static const char *const comm_modes[] = { "none", "label", "stackframe", "both",
  * read into runtime_enabled[id]; the others' are accepted and warned about at true. */
 #define INTERPRETER(name, field)                                                                          \
 	CFG_A(name, &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true", field,                                        \
-	      .note = "nodeprof has no unwinder for this runtime yet (Python and HotSpot are the ones it has); it profiles "  \
-		      "these processes as native code " \
-		      "(the runtime's own frames) and names JIT code from perf map files (/tmp/perf-PID.map: "  \
-		      "node --perf-basic-prof, python -X perf, a JVM perf map agent)")
+	      .note = "nodeprof has no unwinder for this runtime yet (Python, HotSpot and V8 are the ones it has); it "  \
+		      "profiles these processes as native code (the runtime's own frames) and names JIT code from "     \
+		      "perf map files (/tmp/perf-PID.map, as .NET writes with DOTNET_PerfMapEnabled=1)")
 
 #define RUNTIME_SUPPORTED(ident, key) CFG_A(key, &cfg_t_bool, 0, "true", EBPF(runtime_enabled.ident)),
 #define RUNTIME_NOT_YET(ident, key) INTERPRETER(key, EBPF(runtime_enabled.ident)),

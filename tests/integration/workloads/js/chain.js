@@ -3,7 +3,9 @@
 // chain (Error().stack taken in leaf: the callers' lines are the call sites a sampled stack
 // shows), the lines of leaf's loop and V8's version, then spins until killed, or for
 // CHAIN_SECONDS seconds (so that `node --cpu-prof` writes its profile). With CHAIN_WORKER=1
-// the chain runs in a worker_threads worker and the main thread sleeps.
+// the chain runs in a worker_threads worker and the main thread sleeps. With
+// CHAIN_OPTIMISE_AFTER=S (node run with --allow-natives-syntax --no-opt) leaf stays interpreted
+// for S seconds, then is optimised by TurboFan and {"optimised": true} is printed.
 'use strict';
 
 const { Worker: Thread, isMainThread } = require('worker_threads');
@@ -42,11 +44,30 @@ class Worker {
   }
 }
 
+// Started with --no-opt: V8's flags turn TurboFan on at run time (node's v8.setFlagsFromString),
+// and the natives syntax, which only parses under --allow-natives-syntax, optimises leaf on its
+// next call; compiled only when asked for.
+function optimiseLeafLater() {
+  const after = Number(process.env.CHAIN_OPTIMISE_AFTER);
+  if (!after) return () => {};
+  const start = Date.now();
+  let done = false;
+  return () => {
+    if (done || Date.now() - start < 1000 * after) return;
+    done = true;
+    require('v8').setFlagsFromString('--opt');
+    new Function('leaf', '%PrepareFunctionForOptimization(leaf); %OptimizeFunctionOnNextCall(leaf);')(leaf);
+    process.stdout.write(JSON.stringify({ optimised: true }) + '\n');
+  };
+}
+
 async function main() {
   const w = new Worker();
+  const tier = optimiseLeafLater();
   const until = process.env.CHAIN_SECONDS ? Date.now() + 1000 * Number(process.env.CHAIN_SECONDS) : Infinity;
   while (Date.now() < until) {
     w.crunch(2000000);
+    tier();
     await null;
   }
 }
