@@ -6,6 +6,7 @@ import json
 import os
 import resource
 import subprocess
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -127,19 +128,20 @@ class BpfWatch:
         return max((cnt for t, cnt, _ in self.last.get(name, {}).values() if t == PERF_EVENT), default=0)
 
 
-def record_watched(argv, watch, key):
+def record_watched(argv, watch, key, log=None):
     """Runs a `nodeprof record` argv to its end while watch (a BpfWatch) samples its BPF
     programs' run time under key; exits the benchmark with nodeprof's error when it fails.
-    Returns its resource usage (os.wait4's)."""
-    rec = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    while True:
-        got, status, ru = os.wait4(rec.pid, os.WNOHANG)
-        if got:
-            break
-        watch(key, rec.pid)
-        time.sleep(0.05)
-    err = rec.stderr.read()
-    rec.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"nodeprof record failed: {err}")
+    Its standard error goes to the file log (a temporary one when None: a pipe read only at
+    the end would stall a chatty recording). Returns its resource usage (os.wait4's)."""
+    with (open(log, "w+") if log else tempfile.TemporaryFile("w+")) as errf:
+        rec = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf, text=True)
+        while True:
+            got, status, ru = os.wait4(rec.pid, os.WNOHANG)
+            if got:
+                break
+            watch(key, rec.pid)
+            time.sleep(0.05)
+        if os.waitstatus_to_exitcode(status) != 0:
+            errf.seek(0)
+            raise SystemExit(f"nodeprof record failed: {errf.read()}")
     return ru

@@ -300,8 +300,8 @@ static void log_runtime(const struct rt_info *rt, const struct rt_stats *s, cons
 		off += n > 0 ? (size_t)n : 0;
 	}
 	np_log(NP_DEBUG, "record", "runtime stacks", "runtime", rt->name, "counters", counters, "processes",
-	       NP_LOG_INT(s->processes), "names", NP_LOG_INT(s->names), "name_reads_failed",
-	       NP_LOG_INT(s->name_read_failures), NULL);
+	       NP_LOG_INT(s->processes), "names", NP_LOG_INT(s->names), "name_bytes", NP_LOG_INT(s->name_bytes),
+	       "name_reads_failed", NP_LOG_INT(s->name_read_failures), NULL);
 }
 
 /* --log-level debug: how the stacks were walked, per kind of recording. */

@@ -2,7 +2,8 @@
  * the input is either an ELF file, read by v8_probe_fd from a memfd (its v8dbg_ symbols and
  * version symbols, every read bounded), or lines "NAME VALUE" added to Node 20's metadata
  * (tests/fuzz/v8_node20_meta.h) before the layout is derived for several V8 versions. Whatever
- * is accepted must be a layout within the bounds the namer relies on. */
+ * is accepted must be a layout within the bounds the namer relies on, and the BPF step's view
+ * of it (walk_layout.c) within the bounds the step relies on (bpf/v8.h), or refused with why. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "agent/runtime/v8/detect.h"
 #include "agent/runtime/v8/metadata.h"
+#include "agent/runtime/v8/walk_layout.h"
 #include "tests/fuzz/v8_node20_meta.h"
 
 static void check(const struct v8_layout *l)
@@ -22,6 +24,25 @@ static void check(const struct v8_layout *l)
 	for (int i = 0; i < V8_FRAME_TYPES; i++)
 		if (memchr(l->frame_type[i], '\0', sizeof(l->frame_type[i])) == NULL)
 			abort();
+	/* What the step reads must lie in what it copies. */
+	struct v8_proc p = { .layout = *l };
+	struct np_v8_proc w;
+	char why[256];
+	if (v8_walk_layout(&p, &w, why, sizeof(why)) == 0) {
+		const int8_t slots[] = { w.fp_context, w.fp_function, w.fp_bytecode_array, w.fp_bytecode_offset };
+		for (size_t i = 0; i < sizeof(slots); i++)
+			if (slots[i] < -NP_V8_BELOW || slots[i] > -1)
+				abort();
+		unsigned tagged = w.compressed ? 4 : 8;
+		if (w.js_function_shared + tagged > NP_V8_OBJ_READ || w.js_function_code + tagged > NP_V8_OBJ_READ ||
+		    (w.markers & 1) ||
+		    (w.code_kind_baseline != 0xff &&
+		     (w.code_flags + 4 > NP_V8_OBJ_READ || w.code_instruction_size + 4 > NP_V8_OBJ_READ ||
+		      (w.code_start_is_pointer && w.code_instruction_start + 8 > NP_V8_OBJ_READ))))
+			abort();
+	} else if (!memchr(why, '\0', sizeof(why)) || !why[0]) {
+		abort();
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,8 +12,9 @@
  *                                 to name the stack from an empty cache and again from it}}
  *   v8_names sfi PID ADDR [COOKIE]  names one SharedFunctionInfo address as an SFI frame
  *
- * The walk here is a stand-in for the BPF walker (a later piece): it records per frame what
- * that walker will (struct v8_frame), so the namer is tested on the input it will get. */
+ * The walk here follows the BPF step (bpf/v8.h) from user space with the thread stopped: it
+ * records per frame what the step records (struct v8_frame), so the namer's answers can be
+ * compared with what V8 itself says (Error().stack) at the same moment. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

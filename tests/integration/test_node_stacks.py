@@ -12,7 +12,8 @@ V8's heap (bpf/v8.h records them, agent/runtime/v8 names them):
 - Debian's Node 18 (V8 10.2 in libnode.so.108, another Code layout) in a container root;
 - pprof has one Function per JavaScript function with its script and first line, and lines
   inside it;
-- `--no-v8` gives the native stacks of before (V8's trampolines and [unknown]);
+- `--no-v8` gives the native stacks of before (V8's trampolines and [unknown]); with node's perf
+  map (--perf-basic-prof) the names are the same, and the map still names JIT code with --no-v8;
 - `nodeprof run` with v8_enabled pushes the same frames to the Pyroscope test server and exports
   the runtime's metrics under runtime="v8"; v8_enabled = false turns it off."""
 import os
@@ -65,7 +66,7 @@ class NodeStacks(unittest.TestCase):
     def setUpClass(cls):
         nodejs.ensure_node18()
         cls.dir = tempfile.mkdtemp(prefix="node-", dir=os.path.join(np.ROOT, "build"))
-        cls.results, cls.infos = {}, {}
+        cls.results, cls.infos, cls.perf_maps = {}, {}, []
         cls.cpu_chain, cls.cpu_leaf = nodejs.cpu_prof_chain(cls.dir)
         root18 = os.path.join(cls.dir, "root18")
         os.makedirs(root18)
@@ -77,17 +78,22 @@ class NodeStacks(unittest.TestCase):
             "phases": ([NODE, "--allow-natives-syntax", *INTERPRETED, CHAIN],
                        {**env, "CHAIN_OPTIMISE_AFTER": "1.5"}, []),
             "worker": ([NODE, CHAIN], {**env, "CHAIN_WORKER": "1"}, []),
+            "perf-map-no-v8": ([NODE, "--perf-basic-prof", CHAIN], env, ["--no-v8"]),
         })
         cls.record_batch({
             "inline": ([NODE, INLINE], env, []),
             "pprof": ([NODE, CHAIN], env, ["--format", "pprof"]),
             "node18": (["unshare", "--mount", "sh", "-c", nodejs.node18_script(root18, CHAIN, [])], env, []),
             "no-v8": ([NODE, CHAIN], env, ["--no-v8"]),
+            "perf-map": ([NODE, "--perf-basic-prof", CHAIN], env, []),
         })
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, True)
+        for m in cls.perf_maps:
+            if os.path.exists(m):
+                os.unlink(m)
 
     @classmethod
     def record_batch(cls, jobs):
@@ -99,6 +105,8 @@ class NodeStacks(unittest.TestCase):
                 p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
                 procs[name] = p
                 cls.infos[name] = nodejs.read_line(p)
+                if "--perf-basic-prof" in argv:
+                    cls.perf_maps.append(f"/tmp/perf-{p.pid}.map")
             for name, p in procs.items():
                 extra = jobs[name][2]
                 out = os.path.join(cls.dir, name + (".pb.gz" if "pprof" in extra else ".folded"))
@@ -197,6 +205,13 @@ class NodeStacks(unittest.TestCase):
                            st.total(s, st.has("[unknown]")), 0, st.top(s))
         _, log = self.result("no-v8")
         self.assertNotIn("runtime=v8", log)
+
+    def test_perf_map_gives_the_same_names(self):
+        """node --perf-basic-prof: the same chain with V8 frames on; with them off, the perf map
+        still names the JIT code (V8 writes "JS:*leaf" and the like)."""
+        self.assert_chain("perf-map")
+        s = self.stacks("perf-map-no-v8")
+        self.assertGreater(st.total(s, lambda f: any(re.search(r"\bleaf\b", x) for x in f)), 0, st.top(s))
 
     def test_pprof_functions_with_files_and_lines(self):
         out, _ = self.result("pprof")
