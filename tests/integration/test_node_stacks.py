@@ -5,8 +5,8 @@ V8's heap (bpf/v8.h records them, agent/runtime/v8 names them):
 - tests/integration/workloads/js/chain.js (main -> Worker.crunch -> an anonymous function ->
   recurse x6 -> leaf) gives the chain V8's own CPU profiler (`node --cpu-prof`) records for the
   same program, in its order, in >= 90% of the busy thread's samples, whole from the process's
-  entry: optimised (TurboFan), interpreted (Ignition only), and one process going from the one
-  to the other while it is recorded;
+  entry: optimised (TurboFan), baseline (Sparkplug), interpreted (Ignition only), and one
+  process going from interpreted to optimised while it is recorded;
 - a call TurboFan inlined (workloads/js/inline.js) is expanded back into both functions;
 - a worker_threads worker's chain is in the worker's thread, not the main one;
 - Debian's Node 18 (V8 10.2 in libnode.so.108, another Code layout) in a container root;
@@ -79,6 +79,8 @@ class NodeStacks(unittest.TestCase):
                        {**env, "CHAIN_OPTIMISE_AFTER": "1.5"}, []),
             "worker": ([NODE, CHAIN], {**env, "CHAIN_WORKER": "1"}, []),
             "perf-map-no-v8": ([NODE, "--perf-basic-prof", CHAIN], env, ["--no-v8"]),
+            # Sparkplug's code for every function, nothing optimised
+            "baseline": ([NODE, "--no-opt", "--no-maglev", "--always-sparkplug", CHAIN], env, []),
         })
         cls.record_batch({
             "inline": ([NODE, INLINE], env, []),
@@ -172,6 +174,12 @@ class NodeStacks(unittest.TestCase):
         c = self.walker_counts("interpreted")
         self.assertGreater(c["frames_interpreted"], 0, c)
         self.assertEqual(c["frames_optimised"] + c["frames_baseline"], 0, c)
+
+    def test_baseline_chain(self):
+        self.assert_chain("baseline")
+        c = self.walker_counts("baseline")
+        self.assertGreater(c["frames_baseline"], 0, c)
+        self.assertEqual(c["frames_optimised"], 0, c)
 
     def test_interpreted_then_optimised(self):
         """One process whose leaf runs interpreted, then TurboFan's code, while it is recorded."""
