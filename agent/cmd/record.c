@@ -132,6 +132,7 @@ static int open_collector(struct recording *r, struct np_err *err)
 		.n_uprobes = a->nuprobes,
 		.load_probe = a->nuprobes > 0,
 		.symb_cache_path = a->symb_cache_path && a->symb_cache_path[0] ? a->symb_cache_path : NULL,
+		.budgets = a->budgets,
 	};
 	struct np_sampler *sampler;
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "agent/cmd/args.h"
+#include "agent/profile/budgets.h"
 #include "agent/symbols/symbolizer.h"
 #include "lib/log.h"
 
@@ -27,6 +28,7 @@ struct cmd_record_args {
 	enum sym_demangle demangle;
 	enum np_level log_level;
 	const char *symb_cache_path; /* borrowed from argv or the default; "": symbol tables in memory only */
+	struct np_budgets budgets;   /* --*-memory; 0 fields: defaults */
 };
 
 /* Fills out from argv (argv[0] "record"); the defaults are those the help states. */

@@ -1,6 +1,7 @@
 /* nodeprof record's options, their help and their parser (record.h). */
 #include <stdio.h>
 
+#include "agent/cmd/budget_args.h"
 #include "agent/cmd/commands.h"
 #include "agent/cmd/record.h"
 #include "agent/profile/uprobes.h"
@@ -15,7 +16,8 @@ enum {
 	OPT_UPROBE,
 	OPT_LOG_LEVEL,
 	OPT_SYMB_CACHE_PATH,
-	OPT_NO_RUNTIME, /* + NP_RT_*: --no-<flag> of each supported runtime; keep last */
+	OPT_BUDGET, /* + CMD_BUDGET_NOPTS - 1: the --*-memory budgets */
+	OPT_NO_RUNTIME = OPT_BUDGET + CMD_BUDGET_NOPTS, /* + NP_RT_*: --no-<flag> of each supported runtime; keep last */
 };
 
 /* One --no-<flag> per supported runtime, from the runtimes' table. */
@@ -55,6 +57,7 @@ static const struct cmd_opt record_opts[] = {
 	  "keep symbol tables in files here, built once per binary and\n"
 	  "shared with later runs and the agent (default /tmp/symb-cache, as\n"
 	  "pyroscope.ebpf's symb_cache_path); \"\" keeps them in memory" },
+	CMD_BUDGET_OPTS(OPT_BUDGET)
 	{ 0 },
 };
 
@@ -99,7 +102,10 @@ static int parse_option(int key, const char *v, struct cmd_record_args *out, str
 {
 	static const char *const formats[] = { "folded", "pprof", NULL };
 	uint64_t rate;
+	int rc = cmd_budget_arg(key, OPT_BUDGET, v, &out->budgets, err);
 
+	if (rc)
+		return rc < 0 ? -1 : 0;
 	switch (key) {
 	case 'p':
 		return add_pid(out, v, err);

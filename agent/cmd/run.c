@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/cmd/budget_args.h"
 #include "agent/cmd/commands.h"
 #include "agent/cmd/run.h"
 #include "agent/cmd/run_default.h"
@@ -21,7 +22,7 @@
 #define STR(x) STR_(x)
 
 enum { OPT_CONFIG = CMD_OPT_LONG, OPT_LISTEN, OPT_METRICS_LISTEN, OPT_ALLOWED_HOST, OPT_UI_MEMORY, OPT_LOG_LEVEL,
-       OPT_PRINT_DEFAULT };
+       OPT_PRINT_DEFAULT, OPT_BUDGET /* + CMD_BUDGET_NOPTS: the --*-memory budgets; keep last */ };
 
 static const struct cmd_opt run_opts[] = {
 	{ "config", OPT_CONFIG, "FILE",
@@ -45,6 +46,7 @@ static const struct cmd_opt run_opts[] = {
 	  "memory for the profiles the local UI keeps (the last hour at most), e.g.\n"
 	  "64MiB (the default without --config), 4MiB (the default with it); 0\n"
 	  "turns the UI's store off" },
+	CMD_BUDGET_OPTS(OPT_BUDGET)
 	{ "log-level", OPT_LOG_LEVEL, "LEVEL",
 	  "debug, info (default), warn or error; logs are logfmt lines on stderr\n"
 	  "(JSON objects with the configuration's logging { format = \"json\" })" },
@@ -54,7 +56,8 @@ static const struct cmd_opt run_opts[] = {
 
 const struct cmd_help cmd_run_help = {
 	"[--config FILE] [--http-listen ADDR] [--metrics-listen ADDR] [--http-allowed-host NAME]...\n"
-	"[--ui-memory SIZE] [--log-level LEVEL] [--print-default-config]",
+	"[--ui-memory SIZE] [--symbol-memory SIZE] [--unwind-memory SIZE] [--process-memory SIZE]\n"
+	"[--runtime-memory SIZE] [--log-level LEVEL] [--print-default-config]",
 	"Runs the agent. With --config, the components of an Alloy configuration file (discovery.kubernetes,\n"
 	"discovery.docker, discovery.process, discovery.relabel, pyroscope.ebpf, pyroscope.write); without it,\n"
 	"the embedded default: every process on this host, shown in the local UI and sent nowhere.\n",
@@ -74,6 +77,10 @@ static int add_allowed_host(struct cmd_run_args *out, const char *name, struct n
 
 static int parse_option(int key, const char *v, struct cmd_run_args *out, struct np_err *err)
 {
+	int rc = cmd_budget_arg(key, OPT_BUDGET, v, &out->budgets, err);
+
+	if (rc)
+		return rc < 0 ? -1 : 0;
 	switch (key) {
 	case OPT_CONFIG:
 		out->config = v;

@@ -9,6 +9,7 @@
 #include "agent/config/graph.h"
 #include "agent/http/guard.h"
 #include "agent/http/server.h"
+#include "agent/profile/budgets.h"
 #include "agent/profile/ebpf_profiler.h"
 #include "lib/log.h"
 
@@ -18,6 +19,7 @@ struct cmd_run_args {
 	const char *allowed_hosts[NP_HTTP_MAX_ALLOWED_HOSTS];
 	size_t nallowed_hosts;
 	size_t ui_memory; /* bytes for the UI's store; 0: no store */
+	struct np_budgets budgets; /* --*-memory; 0 fields: defaults */
 	enum np_level log_level;
 	int log_level_set, print_default_config;
 };
@@ -32,7 +34,8 @@ struct cmd_run_agent {
 	struct np_ebpf_metrics *metrics;
 	struct np_ebpf_running *running; /* the pyroscope.ebpf components, for /metrics and debug pages */
 	struct np_profile_sink store_sink;
-	struct cfg_host host; /* lent to the controller's components: the store's sink, metrics, running */
+	struct np_budgets budgets; /* the --*-memory options, lent through host */
+	struct cfg_host host; /* lent to the controller's components: the store's sink, metrics, running, budgets */
 };
 
 /* Logs every diagnostic as one line each, with msg. */

@@ -254,6 +254,7 @@ int cmd_run_start_http(struct cmd_run_agent *a, const struct cmd_run_args *f, st
 	}
 	if (a->store)
 		a->store_sink = np_store_sink(a->store);
-	a->host = (struct cfg_host){ a->store ? &a->store_sink : NULL, a->metrics, a->running };
+	a->budgets = f->budgets;
+	a->host = (struct cfg_host){ a->store ? &a->store_sink : NULL, a->metrics, a->running, &a->budgets };
 	return 0;
 }

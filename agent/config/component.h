@@ -55,6 +55,7 @@ struct cfg_component; /* handle of a running component, owned by the controller 
 struct np_profile_sink;
 struct np_ebpf_metrics;
 struct np_ebpf_running;
+struct np_budgets;
 
 /* What the agent lends its components: given to cfg_controller_new and to every
  * start(). Every pointer is borrowed and may be NULL (`nodeprof tools targets` and
@@ -63,6 +64,7 @@ struct cfg_host {
 	const struct np_profile_sink *local_sink; /* the store behind the UI: pyroscope.ebpf also sends there */
 	struct np_ebpf_metrics *ebpf_metrics;	  /* the profilers' /metrics counters */
 	struct np_ebpf_running *ebpf_running;	  /* the running profilers the debug pages list */
+	const struct np_budgets *budgets;	  /* the profilers' memory budgets (run's --*-memory); NULL: defaults */
 };
 
 enum cfg_health { CFG_HEALTH_UNKNOWN = 0, CFG_HEALTH_HEALTHY, CFG_HEALTH_UNHEALTHY, CFG_HEALTH_EXITED };

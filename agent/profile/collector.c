@@ -66,7 +66,8 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 					 .drain_interval_ms = opts->drain_interval_ms,
 					 .offcpu_threshold = opts->offcpu_threshold,
 					 .uprobes = opts->n_uprobes > 0 };
-	struct sym_options symo = { .cache_bytes = opts->symbol_cache_bytes,
+	struct sym_options symo = { .cache_bytes = opts->budgets.symbols,
+				    .process_bytes = opts->budgets.processes,
 				    .symb_cache_path = opts->symb_cache_path,
 				    .symb_cache_entries = opts->symb_cache_entries };
 
@@ -86,12 +87,13 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 	}
 	struct np_unwind_maps um;
 	np_sampler_unwind_maps(c->sampler, &um);
-	if (unw_loader_new(&um, c->sym, opts->unwind_bpf_bytes, &c->unw, err)) {
+	if (unw_loader_new(&um, c->sym, opts->budgets.unwind_bpf, &c->unw, err)) {
 		np_collector_close(c);
 		return -1;
 	}
 	struct rt_env env = { .sym = c->sym,
 			      .demangle = c->opts.demangle,
+			      .name_budget = c->opts.budgets.runtime_names,
 			      .map_fd = sampler_map_fd,
 			      .bss_u32 = sampler_bss_u32,
 			      .ud = c->sampler };

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/profile/budgets.h"
 #include "agent/profile/sampler.h"
 #include "agent/profile/uprobes.h"
 #include "agent/runtime/set.h"
@@ -57,10 +58,9 @@ struct np_collector_options {
 	const char *const *uprobes; /* "FILE:SYMBOL" links to count calls of (not owned) */
 	size_t n_uprobes;
 	int load_probe;		    /* probe the files of processes that appear later too */
-	size_t symbol_cache_bytes;  /* 0 = the symbolizer's default */
+	struct np_budgets budgets;  /* symbol tables, unwind tables, process state, runtime names */
 	const char *symb_cache_path; /* on-disk symbol tables (borrowed, read at open); NULL: memory only */
 	size_t symb_cache_entries;  /* files kept there at most; 0 = the default (2048) */
-	size_t unwind_bpf_bytes;    /* budget of unwind tables in BPF maps; 0 = UNW_DEFAULT_BPF_BUDGET */
 	np_collect_event_hook on_event;
 	void *event_ud;
 };

@@ -20,6 +20,7 @@
 #include "agent/config/types/types.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_profiler.h"
+#include "agent/runtime/set.h"
 #include "lib/intern.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
@@ -36,6 +37,7 @@ struct ebpf_component {
 	struct np_profile_sink local_sink;   /* the agent's store (append NULL: none) */
 	struct np_ebpf_metrics *metrics;     /* borrowed from the agent; may be NULL */
 	struct np_ebpf_running *running;     /* borrowed from the agent; may be NULL */
+	struct np_budgets budgets;	     /* the agent's --*-memory */
 	struct ebpf_component *next;	     /* in running's list */
 };
 
@@ -141,18 +143,8 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 		sum->unwind.mapping_keys += st.unwind.mapping_keys;
 		sum->unwind.processes += st.unwind.processes;
 		sum->unwind.bpf_bytes += st.unwind.bpf_bytes;
-		for (int id = 0; id < NP_RT_MAX; id++) {
-			struct rt_stats *a = &sum->runtimes[id];
-			const struct rt_stats *b = &st.runtimes[id];
-			a->processes += b->processes;
-			a->unsupported += b->unsupported;
-			a->names += b->names;
-			a->name_bytes += b->name_bytes;
-			a->name_reads += b->name_reads;
-			a->name_read_failures += b->name_read_failures;
-			a->frames_dropped += b->frames_dropped;
-			a->frames_inlined += b->frames_inlined;
-		}
+		for (int id = 0; id < NP_RT_MAX; id++)
+			rt_stats_add(&sum->runtimes[id], &st.runtimes[id]);
 		sum->unwind.tables.budget += st.unwind.tables.budget;
 		sum->uprobes.links += st.uprobes.links;
 		sum->uprobes.attached += st.uprobes.attached;
@@ -245,11 +237,14 @@ int np_ebpf_components_json(struct np_ebpf_running *r, struct np_buf *out, struc
 	return out->failed ? np_errf(err, "out of memory") : 0;
 }
 
-static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg, const char *id,
-		       struct np_ebpf_metrics *metrics, struct np_err *err)
+static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg, const struct ebpf_component *ec,
+		       struct np_err *err)
 {
+	struct np_ebpf_metrics *metrics = ec->metrics;
+
 	np_ebpf_config_defaults(cfg);
-	cfg->name = id;
+	cfg->name = ec->id;
+	cfg->budgets = ec->budgets;
 	cfg->sample_rate = (unsigned)a->sample_rate;
 	cfg->collect_interval_ns = a->collect_interval;
 	cfg->kernel_frames = a->kernel_frames;
@@ -396,8 +391,10 @@ static int start(struct cfg_component *c, const struct cfg_host *host, const voi
 		ec->local_sink = *host->local_sink;
 	ec->metrics = host->ebpf_metrics;
 	ec->running = host->ebpf_running;
+	if (host->budgets)
+		ec->budgets = *host->budgets;
 	snprintf(ec->id, sizeof(ec->id), "%s", cfg_component_id(c));
-	if (read_config(args, &ec->cfg, ec->id, ec->metrics, err)) {
+	if (read_config(args, &ec->cfg, ec, err)) {
 		free(ec);
 		return -1;
 	}
@@ -443,7 +440,7 @@ static int update(void *state, const void *a, struct np_err *err)
 	const struct np_targets *targets;
 	size_t nsinks;
 
-	if (read_config(args, &cfg, ec->id, ec->metrics, err))
+	if (read_config(args, &cfg, ec, err))
 		return -1;
 	if (ec->lazy_waiting) {
 		if (lazy_wait(args)) {

@@ -123,7 +123,7 @@ static const char *labeled_help(const char *metric, const char **label)
 
 /* The language runtimes' families (agent/runtime/runtime.h), one series per supported runtime
  * of the table: nodeprof_runtime_*{runtime="python"}, so every runtime reads the same way. */
-enum { RT_G_PROCS, RT_G_NAMES, RT_G_BYTES, RT_NGAUGES };
+enum { RT_G_PROCS, RT_G_NAMES, RT_G_BYTES, RT_G_BUDGET, RT_NGAUGES };
 enum { RT_C_UNSUPPORTED, RT_C_READ_FAILED, RT_C_DROPPED, RT_NCOUNTERS };
 static const struct {
 	const char *name, *help;
@@ -133,6 +133,8 @@ static const struct {
 	  "Entries of a runtime's name cache (Python: code objects with their names, files and line tables)." },
 	{ "nodeprof_runtime_name_cache_bytes",
 	  "Bytes held by a runtime's name cache (bounded: dropped at the end of a drain when over budget)." },
+	{ "nodeprof_runtime_name_cache_budget_bytes",
+	  "The byte budget of a runtime's name cache (run and record's --runtime-memory)." },
 }, rt_counters[RT_NCOUNTERS] = {
 	{ "nodeprof_runtime_unsupported_processes_total",
 	  "Processes running a version or build of a runtime whose frames cannot be walked (Python: before 3.8, "
@@ -222,7 +224,7 @@ static const struct {
 	  "Symbol tables dropped from memory to stay within nodeprof_symbol_cache_budget_bytes." },
 	{ 1, G_SYM_BUDGET, "nodeprof_symbol_cache_budget_bytes",
 	  "The byte budget of the symbol cache in memory (nodeprof_symbol_cache_bytes, and on its own "
-	  "nodeprof_symbol_cache_mapped_bytes)." },
+	  "nodeprof_symbol_cache_mapped_bytes): run's --symbol-memory." },
 	{ 1, G_SYM_MAPPED, "nodeprof_symbol_cache_mapped_bytes",
 	  "Bytes of symbol cache files mapped read-only (file-backed: resident only where lookups read)." },
 	{ 0, C_SYMB_LOADED, "nodeprof_symbol_cache_files_loaded_total",
@@ -242,10 +244,10 @@ static const struct {
 	  "symb_cache_size: the files symb_cache_path keeps at most (0: the on-disk cache is off)." },
 	{ 1, G_UNW_BUDGET, "nodeprof_unwind_bpf_budget_bytes",
 	  "The byte budget of the unwind tables in BPF maps (beside nodeprof_unwind_bpf_bytes; evictions in "
-	  "nodeprof_unwind_table_evictions_total)." },
+	  "nodeprof_unwind_table_evictions_total): run's --unwind-memory." },
 	{ 1, G_PROC_BUDGET, "nodeprof_process_state_budget_bytes",
 	  "The byte budget of per-process state (beside nodeprof_process_state_bytes; refusals in "
-	  "nodeprof_process_limits_total)." },
+	  "nodeprof_process_limits_total): run's --process-memory." },
 	{ 1, G_PROC_BYTES, "nodeprof_process_state_bytes",
 	  "Bytes of per-process state (mapping snapshots, perf maps); bounded." },
 	{ 1, G_ACTIVE, "pyroscope_ebpf_active_targets",
@@ -391,7 +393,8 @@ static void update_runtimes(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 		const struct rt_info *rt = &rt_registry[r];
 		const struct rt_stats *s = &st->runtimes[rt->id];
 		struct rt_series *se = &m->rt[rt->id];
-		const double gauges[RT_NGAUGES] = { (double)s->processes, (double)s->names, (double)s->name_bytes };
+		const double gauges[RT_NGAUGES] = { (double)s->processes, (double)s->names, (double)s->name_bytes,
+						    (double)s->name_budget };
 		const uint64_t counters[RT_NCOUNTERS] = { s->unsupported, s->name_read_failures, s->frames_dropped };
 		if (!rt->ops)
 			continue;

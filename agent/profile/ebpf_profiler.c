@@ -805,6 +805,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	co.load_probe = p->cfg.load_probe;
 	co.symb_cache_path = p->cfg.symb_cache_path[0] ? p->cfg.symb_cache_path : NULL;
 	co.symb_cache_entries = p->cfg.symb_cache_entries;
+	co.budgets = p->cfg.budgets;
 	co.on_event = on_event;
 	co.event_ud = p;
 	p->cfg.uprobes = NULL; /* the caller's: read by the collector's opening only */

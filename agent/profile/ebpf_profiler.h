@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "agent/discovery/pid_cache.h"
+#include "agent/profile/budgets.h"
 #include "agent/profile/uprobes.h"
 #include "agent/runtime/runtime.h"
 #include "agent/symbols/symbolizer.h"
@@ -69,6 +70,7 @@ struct np_ebpf_config {
 	/* symb_cache_path ("" = tables in memory only) and symb_cache_size (files; 0 = 2048). */
 	char symb_cache_path[1024];
 	size_t symb_cache_entries;
+	struct np_budgets budgets;	/* run's --*-memory (0 fields: defaults) */
 };
 
 void np_ebpf_config_defaults(struct np_ebpf_config *cfg);

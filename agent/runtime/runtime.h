@@ -59,6 +59,7 @@
 struct rt_env {
 	struct symbolizer *sym; /* borrowed: the collector's, to read files in a process's root */
 	enum sym_demangle demangle; /* how the collector names native frames (a runtime naming some too) */
+	size_t name_budget;	    /* bytes of its name cache; 0: the runtime's default */
 	/* The sampler's map and .bss counter of a given name (borrowed; -1 and NULL when the
 	 * program has none): np_sampler_map_fd and np_sampler_bss_u32 behind ud. */
 	int (*map_fd)(void *ud, const char *name);
@@ -74,6 +75,7 @@ struct rt_stats {
 	size_t processes;	     /* live processes its walker walks */
 	uint64_t unsupported;	     /* processes running a version or build it cannot walk */
 	size_t names, name_bytes;    /* entries of its name cache, and the bytes they hold */
+	size_t name_budget;	     /* the bytes its name cache may hold (dropped at a drain's end past them) */
 	uint64_t name_reads;	     /* entries read from process memory */
 	uint64_t name_read_failures; /* of those, unreadable (named "[<name>]"): stale or gone */
 	uint64_t frames_dropped;     /* frames that did not fit a sample's stack (root end cut) */

@@ -142,3 +142,16 @@ void rt_set_stats(const struct rt_set *set, struct rt_stats out[NP_RT_MAX])
 		out[id].frames_dropped += set->dropped[id];
 	}
 }
+
+void rt_stats_add(struct rt_stats *sum, const struct rt_stats *s)
+{
+	sum->processes += s->processes;
+	sum->unsupported += s->unsupported;
+	sum->names += s->names;
+	sum->name_bytes += s->name_bytes;
+	sum->name_budget += s->name_budget;
+	sum->name_reads += s->name_reads;
+	sum->name_read_failures += s->name_read_failures;
+	sum->frames_dropped += s->frames_dropped;
+	sum->frames_inlined += s->frames_inlined;
+}

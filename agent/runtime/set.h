@@ -59,4 +59,7 @@ NP_MUST_CHECK int rt_set_merge(struct rt_set *set, uint32_t pid, uint32_t gen, c
 /* out[id] gets runtime id's stats (zeros for one that is not open). */
 void rt_set_stats(const struct rt_set *set, struct rt_stats out[NP_RT_MAX]);
 
+/* Adds s into sum, field by field (several profilers' stats of one runtime). */
+void rt_stats_add(struct rt_stats *sum, const struct rt_stats *s);
+
 #endif

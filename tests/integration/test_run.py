@@ -209,6 +209,38 @@ class Run(unittest.TestCase):
             time.sleep(0.5)
         self.assertTrue(any(f.endswith("/split") for t in tables for f in t["files"]), tables)
 
+    def test_memory_budgets_are_settings(self):
+        """--symbol-memory, --unwind-memory, --process-memory and --runtime-memory set the
+        budgets /metrics shows; the agent stays within them, evicting and counting."""
+        self.workload()
+        mib = 1 << 20
+        _, port, _ = self.start("--symbol-memory", "3MiB", "--unwind-memory", "2MiB", "--process-memory", "4MiB",
+                                "--runtime-memory", "1MiB")
+        deadline, fams = time.time() + 30, {}
+        while time.time() < deadline:
+            fams = promtext.parse(get(port, "/metrics")[1])
+            ev = fams.get("nodeprof_symbol_table_evictions_total")
+            if ev and ev.value() > 0:
+                break
+            time.sleep(1)
+        self.assertEqual(fams["nodeprof_symbol_cache_budget_bytes"].value(), 3 * mib)
+        self.assertEqual(fams["nodeprof_unwind_bpf_budget_bytes"].value(), 2 * mib)
+        self.assertEqual(fams["nodeprof_process_state_budget_bytes"].value(), 4 * mib)
+        for rt in ("python", "hotspot", "v8"):
+            self.assertEqual(fams["nodeprof_runtime_name_cache_budget_bytes"].value({"runtime": rt}), mib, rt)
+        # The host's processes need more symbol tables than 3 MiB hold: the oldest go, counted.
+        self.assertGreater(fams["nodeprof_symbol_table_evictions_total"].value(), 0)
+        self.assertLessEqual(fams["nodeprof_symbol_cache_bytes"].value(), 3 * mib)
+        self.assertLessEqual(fams["nodeprof_unwind_bpf_bytes"].value(), 2 * mib)
+        self.assertLessEqual(fams["nodeprof_process_state_bytes"].value(), 4 * mib)
+
+    def test_memory_budget_below_the_minimum(self):
+        for opt in ("--symbol-memory", "--unwind-memory", "--process-memory", "--runtime-memory"):
+            for cmd in ("run", "record"):
+                r = np.nodeprof(cmd, opt, "64k")
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(f"{opt} 64k: a budget is at least 1MiB", r.stderr)
+
     def test_reload_over_http_keeps_the_old_graph_on_error(self):
         self.workload()
         cfg = os.path.join(np.tmpdir(self), "c.alloy")

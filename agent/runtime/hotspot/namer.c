@@ -1099,6 +1099,7 @@ void hs_namer_stats(const struct hs_namer *n, struct hs_namer_stats *out)
 	out->methods = n->methods.n;
 	out->nmethods = n->nms.n;
 	out->bytes = held(n);
+	out->budget = n->budget;
 	out->reads = n->reads;
 	out->failed = n->failed;
 	out->stale = n->stale;

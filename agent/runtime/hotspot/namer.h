@@ -145,6 +145,7 @@ void hs_namer_end_batch(struct hs_namer *n);
 
 struct hs_namer_stats {
 	size_t methods, nmethods, bytes; /* entries cached, bytes held */
+	size_t budget;			 /* bytes it may hold (hs_namer_new's) */
 	uint64_t reads;			 /* methods and nmethods read */
 	uint64_t failed;		 /* frames whose memory could not be read or made no sense */
 	uint64_t stale;			 /* frames whose identity no longer matched */

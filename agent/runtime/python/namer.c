@@ -251,6 +251,7 @@ void py_namer_end_batch(struct py_namer *n)
 void py_namer_stats(const struct py_namer *n, struct py_namer_stats *out)
 {
 	out->codes = n->codes.n;
+	out->budget = n->budget;
 	out->bytes = n->text.len + n->codes.n * (sizeof(struct code_info) + 2 * sizeof(struct code_key));
 	out->reads = n->reads;
 	out->failed = n->failed;

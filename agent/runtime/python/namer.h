@@ -46,6 +46,7 @@ void py_namer_end_batch(struct py_namer *n);
 
 struct py_namer_stats {
 	size_t codes, bytes;	 /* code objects cached, bytes held */
+	size_t budget;		 /* bytes it may hold (py_namer_new's) */
 	uint64_t reads, failed;	 /* code objects read, and those that could not be */
 };
 void py_namer_stats(const struct py_namer *n, struct py_namer_stats *out);

@@ -40,7 +40,7 @@ static int tracker_open(const struct rt_env *env, void **out, struct np_err *err
 	t->sym = env->sym;
 	t->map_fd = fd;
 	rt_procs_init(&t->procs, sizeof(struct proc), fd, live, "Python processes");
-	if (py_namer_new(0, &t->namer, err)) {
+	if (py_namer_new(env->name_budget, &t->namer, err)) {
 		free(t);
 		return -1;
 	}
@@ -171,6 +171,7 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 	out->unsupported = t->procs.unsupported;
 	out->names = ns.codes;
 	out->name_bytes = ns.bytes;
+	out->name_budget = ns.budget;
 	out->name_reads = ns.reads;
 	out->name_read_failures = ns.failed;
 }

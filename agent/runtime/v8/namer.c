@@ -1127,6 +1127,7 @@ void v8_namer_end_batch(struct v8_namer *n)
 void v8_namer_stats(const struct v8_namer *n, struct v8_namer_stats *out)
 {
 	out->entries = n->objs.n;
+	out->budget = n->budget;
 	out->bytes = n->text.len + n->names.bytes + n->objs.n * (sizeof(struct entry) + 2 * sizeof(struct key));
 	out->reads = n->reads;
 	out->failed = n->failed;

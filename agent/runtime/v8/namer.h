@@ -93,6 +93,7 @@ void v8_namer_end_batch(struct v8_namer *n);
 
 struct v8_namer_stats {
 	size_t entries, bytes; /* objects cached, bytes held */
+	size_t budget;	       /* bytes it may hold (v8_namer_new's) */
 	uint64_t reads;        /* objects read from process memory */
 	uint64_t failed;       /* frames named "[unknown js]" because an object could not be read */
 	uint64_t stale;        /* ... because the object at the address is no longer the one sampled */

@@ -52,7 +52,7 @@ static int tracker_open(const struct rt_env *env, void **out, struct np_err *err
 	t->map_fd = fd;
 	t->jit = env->jit;
 	rt_procs_init(&t->procs, sizeof(struct proc), fd, NULL, "Node.js processes");
-	if (v8_namer_new(0, &t->namer, err)) {
+	if (v8_namer_new(env->name_budget, &t->namer, err)) {
 		free(t);
 		return -1;
 	}
@@ -242,6 +242,7 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 	out->unsupported = t->procs.unsupported;
 	out->names = ns.entries;
 	out->name_bytes = ns.bytes;
+	out->name_budget = ns.budget;
 	out->name_reads = ns.reads;
 	out->name_read_failures = ns.failed + ns.stale + t->unnamed;
 	out->frames_inlined = t->inlined;
