@@ -51,4 +51,8 @@ struct cmd {
  * process's exit status: 0, 1 for an error, 2 for a usage error. */
 int cmd_dispatch(const struct cmd *c, const char *parent, int argc, char **argv);
 
+/* Tunes glibc's malloc for a long-running, memory-bounded process (run, record): call before
+ * any thread starts. */
+void cmd_tune_malloc(void);
+
 #endif

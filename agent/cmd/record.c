@@ -396,5 +396,8 @@ enum cmd_status cmd_record(int argc, char **argv, struct np_err *err)
 	static struct cmd_record_args a;
 	enum cmd_status st = cmd_record_parse_args(argc, argv, &a, err);
 
-	return st != CMD_OK ? st : record(&a, err);
+	if (st != CMD_OK)
+		return st;
+	cmd_tune_malloc();
+	return record(&a, err);
 }

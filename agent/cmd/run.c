@@ -3,7 +3,6 @@
  * /metrics, health, readiness, reload, debug pages and the local flame-graph UI
  * (run_http.c), reloads on SIGHUP or POST /-/reload (keeping the running graph when the new
  * file is invalid), and stops on SIGINT/SIGTERM after flushing. */
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -136,19 +135,6 @@ static void stop_agent(struct cmd_run_agent *a)
 	np_ebpf_metrics_free(a->metrics);
 }
 
-/* The agent runs for months within a 20 MB budget, and glibc's defaults trade memory for speed
- * it does not need (measured on the node benchmark: 1.8 MB less resident): one arena for every
- * thread (they rarely allocate at the same time), and blocks of 128 KiB or more (pprof and HTTP
- * bodies, pod lists, symbol tables) mapped and unmapped on their own instead of leaving holes
- * in the heap, at a fixed threshold (glibc would raise it after the first such free). zlib's
- * 64 KiB states stay below it: mapping those afresh for every profile cost 0.01% of a core.
- * Before any thread starts. */
-static void tune_malloc(void)
-{
-	if (!mallopt(M_ARENA_MAX, 1) || !mallopt(M_MMAP_THRESHOLD, 128 << 10) || !mallopt(M_TRIM_THRESHOLD, 128 << 10))
-		np_log(NP_DEBUG, "run", "malloc tuning refused; glibc defaults apply", NULL);
-}
-
 /* The configuration checked before anything starts or listens: an invalid file fails here. */
 static struct cfg_graph *load_checked(const char *config)
 {
@@ -241,7 +227,7 @@ static enum cmd_status run(const struct cmd_run_args *args, struct np_err *err)
 	}
 	if (args->log_level_set)
 		np_log_set_level(args->log_level);
-	tune_malloc();
+	cmd_tune_malloc();
 	/* Signals are taken synchronously by this thread; every other thread (the
 	 * controller's, the components', the HTTP server's) inherits the blocked mask. */
 	sigemptyset(&set);

@@ -138,12 +138,12 @@ static struct sym_table *load_cached(struct symbolizer *s, const char *key, stru
 
 /* Builds the table for e from an open libelf handle, writes it to the on-disk cache (then
  * keeps the mapped file instead of the heap copy) and caches it under e->key. */
-static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, Elf *el, struct np_err *err,
+static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, Elf *el, int fd, struct np_err *err,
                                      int *failed)
 {
 	struct sym_symtab *tab = NULL;
 	const char *source = "";
-	if (sym_sources_load(s, e, el, &tab, &source, err) < 0) {
+	if (sym_sources_load(s, e, el, fd, &tab, &source, err) < 0) {
 		*failed = 1;
 		return NULL;
 	}
@@ -232,7 +232,7 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 		}
 		Elf *el = sym_elf_begin_fd(fd);
 		if (el) {
-			t = build_table(s, e, el, err, failed);
+			t = build_table(s, e, el, fd, err, failed);
 			elf_end(el);
 		}
 		if (own_fd >= 0)
@@ -335,7 +335,7 @@ int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, i
 	if (symbols && !table_find(s, e->key)) {
 		struct sym_table *t = load_cached(s, e->key, err, &failed);
 		if (!t && !failed)
-			t = build_table(s, e, el, err, &failed);
+			t = build_table(s, e, el, fd, err, &failed);
 		if (t) {
 			e->table = t;
 			e->table_epoch = s->table_epoch;

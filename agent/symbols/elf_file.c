@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -333,14 +334,135 @@ static Elf_Scn *symbol_section(Elf *e, unsigned sh_type, GElf_Shdr *sh, uint64_t
 	return scn;
 }
 
-int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *added, struct np_err *err)
+/* Adds one symbol table entry to b when it is a function with a usable name: 1 added, 0 not,
+ * -1 out of memory. */
+static int add_one(struct sym_stb *b, const GElf_Sym *s, const char *name, int thumb, struct np_err *err)
+{
+	int type = GELF_ST_TYPE(s->st_info);
+	if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF || s->st_value == 0)
+		return 0;
+	if (!name || !usable_name(name))
+		return 0;
+	int bind = GELF_ST_BIND(s->st_info) == STB_GLOBAL ? SYM_BIND_GLOBAL
+	           : GELF_ST_BIND(s->st_info) == STB_WEAK ? SYM_BIND_WEAK
+	                                                  : SYM_BIND_LOCAL;
+	uint64_t value = thumb ? s->st_value & ~(uint64_t)1 : s->st_value;
+	/* Symbol versions (".symver" definitions keep "name@@VER" in .symtab): not part of the name. */
+	const char *at = strchr(name, '@');
+	size_t len = at && at > name ? (size_t)(at - name) : strlen(name);
+	if (sym_stb_add(b, value, s->st_size, name, len, sym_rank(s->st_size, bind, name), 0, err) < 0)
+		return -1;
+	return b->over ? 0 : 1;
+}
+
+/* Reading a file's symbols with pread, a window at a time, rather than through libelf, which
+ * reads a section and its strings whole: node's .symtab and .strtab are 10 MiB, and the names
+ * are copied into the table's pool anyway. Entries are read STREAM_SYMS at a time; names
+ * through a window of STREAM_STR bytes of the string table, moved when a name is not in it
+ * (a linker writes names in symbol order, so it moves forward, once per window). */
+#define STREAM_SYMS 1024
+#define STREAM_STR ((size_t)128 << 10)
+
+struct str_window {
+	int fd;
+	uint64_t off, size; /* the string table's place in the file */
+	uint64_t at;        /* the table offset of buf[0] */
+	size_t len;
+	char buf[STREAM_STR];
+};
+
+/* The NUL-terminated name at off in the string table, or NULL (out of the table, unreadable,
+ * longer than the window). */
+static const char *window_name(struct str_window *w, uint64_t off)
+{
+	if (off >= w->size)
+		return NULL;
+	if (off < w->at || off >= w->at + w->len || !memchr(w->buf + (off - w->at), '\0', w->len - (off - w->at))) {
+		size_t want = w->size - off < STREAM_STR ? (size_t)(w->size - off) : STREAM_STR;
+		ssize_t r = pread(w->fd, w->buf, want, (off_t)(w->off + off));
+		w->len = 0;
+		if (r <= 0)
+			return NULL;
+		w->at = off;
+		w->len = (size_t)r;
+		if (!memchr(w->buf, '\0', w->len))
+			return NULL;
+	}
+	return w->buf + (off - w->at);
+}
+
+/* Whether the section sh of e (string table strsh) can be read from fd by add_streamed: a
+ * 64-bit file of this machine's byte order, with entries of Elf64_Sym's size. */
+static int streamable(Elf *e, int fd, const GElf_Shdr *sh)
+{
+	GElf_Ehdr eh;
+	return fd >= 0 && gelf_getehdr(e, &eh) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	       eh.e_ident[EI_DATA] == (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? ELFDATA2MSB : ELFDATA2LSB) &&
+	       sh->sh_type != SHT_NOBITS && sh->sh_entsize == sizeof(Elf64_Sym);
+}
+
+static int add_streamed(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, int thumb, struct sym_stb *b,
+                        size_t *added, struct np_err *err)
+{
+	struct str_window *w = malloc(sizeof(*w));
+	Elf64_Sym *v = malloc(STREAM_SYMS * sizeof(*v));
+	int rc = 0;
+
+	if (!w || !v) {
+		free(w);
+		free(v);
+		return np_errf(err, "symbols: out of memory");
+	}
+	*w = (struct str_window){ .fd = fd, .off = strsh->sh_offset, .size = strsh->sh_size };
+	uint64_t count = sh->sh_size / sizeof(Elf64_Sym);
+	for (uint64_t i = 1; i < count && i <= INT_MAX && rc == 0 && !b->over;) {
+		size_t k = count - i < STREAM_SYMS ? (size_t)(count - i) : STREAM_SYMS;
+		ssize_t r = pread(fd, v, k * sizeof(*v), (off_t)(sh->sh_offset + i * sizeof(Elf64_Sym)));
+		if (r <= 0)
+			break; /* a truncated file: what was read stands */
+		k = (size_t)r / sizeof(*v);
+		for (size_t j = 0; j < k && rc == 0 && !b->over; j++) {
+			GElf_Sym s = { .st_name = v[j].st_name, .st_info = v[j].st_info, .st_other = v[j].st_other,
+				       .st_shndx = v[j].st_shndx, .st_value = v[j].st_value, .st_size = v[j].st_size };
+			int type = GELF_ST_TYPE(s.st_info);
+			if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0)
+				continue; /* skipped before its name is looked for */
+			int got = add_one(b, &s, window_name(w, s.st_name), thumb, err);
+			if (got < 0)
+				rc = -1;
+			else
+				*added += (size_t)got;
+		}
+		if (k == 0)
+			break;
+		i += k;
+	}
+	free(w);
+	free(v);
+	return rc;
+}
+
+int sym_elf_add_symbols(Elf *e, int fd, unsigned sh_type, struct sym_stb *b, size_t *added, struct np_err *err)
 {
 	*added = 0;
-	GElf_Shdr sh;
+	GElf_Shdr sh, strsh;
 	uint64_t cost;
 	Elf_Scn *scn = symbol_section(e, sh_type, &sh, &cost);
 	if (!scn)
 		return 0;
+	GElf_Ehdr eh;
+	int thumb = gelf_getehdr(e, &eh) && eh.e_machine == EM_ARM;
+	Elf_Scn *str = elf_getscn(e, sh.sh_link);
+	if (streamable(e, fd, &sh) && str && gelf_getshdr(str, &strsh)) {
+		/* What the build holds of the input is its two buffers. */
+		if (sym_stb_charge(b, sizeof(struct str_window) + STREAM_SYMS * sizeof(Elf64_Sym)) < 0) {
+			b->over = 1;
+			return 0;
+		}
+		int rc = add_streamed(fd, &sh, &strsh, thumb, b, added, err);
+		sym_stb_uncharge(b, sizeof(struct str_window) + STREAM_SYMS * sizeof(Elf64_Sym));
+		return rc;
+	}
 	/* Charged before libelf reads anything: what the build holds includes its input. */
 	if (cost > SIZE_MAX || sym_stb_charge(b, (size_t)cost) < 0) {
 		b->over = 1;
@@ -353,8 +475,6 @@ int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *add
 	if (!symsz)
 		return 0;
 	size_t count = d->d_size / symsz;
-	GElf_Ehdr eh;
-	int thumb = gelf_getehdr(e, &eh) && eh.e_machine == EM_ARM;
 	for (size_t i = 1; i < count && i <= INT_MAX; i++) {
 		GElf_Sym s;
 		if (!gelf_getsym(d, (int)i, &s))
@@ -362,28 +482,21 @@ int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *add
 		int type = GELF_ST_TYPE(s.st_info);
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0)
 			continue;
-		const char *name = elf_strptr(e, sh.sh_link, s.st_name);
-		if (!name || !usable_name(name))
-			continue;
-		int bind = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? SYM_BIND_GLOBAL
-		           : GELF_ST_BIND(s.st_info) == STB_WEAK ? SYM_BIND_WEAK
-		                                                 : SYM_BIND_LOCAL;
-		uint64_t value = thumb ? s.st_value & ~(uint64_t)1 : s.st_value;
-		/* Symbol versions (".symver" definitions keep "name@@VER" in .symtab): not part of the name. */
-		const char *at = strchr(name, '@');
-		size_t len = at && at > name ? (size_t)(at - name) : strlen(name);
-		if (sym_stb_add(b, value, s.st_size, name, len, sym_rank(s.st_size, bind, name), 0, err) < 0)
+		int got = add_one(b, &s, elf_strptr(e, sh.sh_link, s.st_name), thumb, err);
+		if (got < 0)
 			return -1;
 		if (b->over)
 			return 0; /* over budget: the caller rolls this source back */
-		(*added)++;
+		*added += (size_t)got;
 	}
 	return 0;
 }
 
 int sym_elf_find_symbol(Elf *e, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size)
 {
-	static const unsigned types[] = { SHT_SYMTAB, SHT_DYNSYM };
+	/* .dynsym first: what a runtime's detection asks for is exported, and .dynsym with its
+	 * strings is a fraction of .symtab's (node: 2.8 against 10 MiB, read whole by libelf). */
+	static const unsigned types[] = { SHT_DYNSYM, SHT_SYMTAB };
 	for (size_t t = 0; t < 2; t++) {
 		GElf_Shdr sh;
 		uint64_t cost;

@@ -52,10 +52,12 @@ Elf *sym_elf_begin_mem(void *image, size_t len);
 int sym_elf_info_read(Elf *e, struct sym_elf_info *info);
 
 /* Adds the function symbols of the first section of sh_type (SHT_SYMTAB or SHT_DYNSYM) to b.
- * *added gets how many. The section and its string table are charged to b's budget before
- * they are read; when they, or the symbols, do not fit, b->over is set and the caller rolls
- * the source back. -1 only on allocation failure. */
-NP_MUST_CHECK int sym_elf_add_symbols(Elf *e, unsigned sh_type, struct sym_stb *b, size_t *added,
+ * *added gets how many. With fd (the file e was opened from; -1 for an image in memory) a
+ * 64-bit file of this machine's byte order is read with pread a window at a time, and only
+ * the windows are charged to b's budget; otherwise libelf reads the section and its string
+ * table whole, charged before they are read. When what is charged, or the symbols, do not
+ * fit, b->over is set and the caller rolls the source back. -1 only on allocation failure. */
+NP_MUST_CHECK int sym_elf_add_symbols(Elf *e, int fd, unsigned sh_type, struct sym_stb *b, size_t *added,
                                       struct np_err *err);
 
 /* The size of the first section called name with contents (not SHT_NOBITS, not empty); -1
@@ -66,7 +68,7 @@ int sym_elf_section_size(Elf *e, const char *name, uint64_t *size);
  * larger or unreadable. */
 const void *sym_elf_section(Elf *e, const char *name, size_t max, size_t *len, uint64_t *addr);
 
-/* Finds a symbol by exact name in .symtab (then .dynsym) whose table and strings are at most
+/* Finds a symbol by exact name in .dynsym (then .symtab) whose table and strings are at most
  * max_bytes to read: its value and size. -1 when absent. */
 int sym_elf_find_symbol(Elf *e, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size);
 

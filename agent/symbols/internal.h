@@ -182,9 +182,10 @@ void sym_elf_cache_trim(struct symbolizer *s);
 struct sym_symbcache *sym_symbcache_get(struct symbolizer *s);
 void sym_elf_cache_free(struct symbolizer *s);
 
-/* sources.c: builds the table of one ELF file from every symbol source it has. -1 only on
- * allocation failure; *out NULL when no source had symbols. */
-NP_MUST_CHECK int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, struct sym_symtab **out,
+/* sources.c: builds the table of one ELF file from every symbol source it has; fd is the file
+ * e was opened from (-1: an image in memory), read a window at a time. -1 only on allocation
+ * failure; *out NULL when no source had symbols. */
+NP_MUST_CHECK int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, int fd, struct sym_symtab **out,
                                    const char **source, struct np_err *err);
 
 /* Counts a refused symbol source of path (what: which source) and logs the first of each reason. */

@@ -97,7 +97,7 @@ static int add_minidebuginfo(struct symbolizer *s, const struct sym_elf *elf, El
 	}
 	Elf *inner = sym_elf_begin_mem(img, out_len);
 	if (inner) {
-		rc = sym_elf_add_symbols(inner, SHT_SYMTAB, b, added, err);
+		rc = sym_elf_add_symbols(inner, -1, SHT_SYMTAB, b, added, err);
 		elf_end(inner);
 	}
 	free(img);
@@ -148,7 +148,7 @@ static const uint8_t *find_pclntab(Elf *e, const struct sym_elf_info *info, stru
 	return NULL;
 }
 
-int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, struct sym_symtab **out, const char **source,
+int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, int fd, struct sym_symtab **out, const char **source,
                      struct np_err *err)
 {
 	*out = NULL;
@@ -161,7 +161,7 @@ int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, struct s
 	const char *primary = NULL;
 	struct sym_stb_mark m = sym_stb_mark(&b);
 
-	if (sym_elf_add_symbols(e, SHT_SYMTAB, &b, &n, err) < 0)
+	if (sym_elf_add_symbols(e, fd, SHT_SYMTAB, &b, &n, err) < 0)
 		goto fail;
 	if (kept(s, elf, &b, &m, "symtab", &n) && n) {
 		full = n;
@@ -171,7 +171,7 @@ int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, struct s
 		struct sym_debug_file d;
 		if (sym_debug_file_open(s, elf, &d) == 0) {
 			m = sym_stb_mark(&b);
-			int rc = sym_elf_add_symbols(d.elf, SHT_SYMTAB, &b, &n, err);
+			int rc = sym_elf_add_symbols(d.elf, d.fd, SHT_SYMTAB, &b, &n, err);
 			const char *how = d.how;
 			sym_debug_file_close(&d);
 			if (rc < 0)
@@ -192,7 +192,7 @@ int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, struct s
 			primary = "minidebuginfo";
 	}
 	m = sym_stb_mark(&b);
-	if (sym_elf_add_symbols(e, SHT_DYNSYM, &b, &n, err) < 0)
+	if (sym_elf_add_symbols(e, fd, SHT_DYNSYM, &b, &n, err) < 0)
 		goto fail;
 	if (kept(s, elf, &b, &m, "dynsym", &n) && n && !primary)
 		primary = "dynsym";

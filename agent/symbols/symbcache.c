@@ -73,8 +73,22 @@ static int layout_of(uint64_t n, uint32_t flags, uint64_t key_len, uint64_t sour
 	return 0;
 }
 
+/* The checksum is taken this much at a time; with drop, each piece read is dropped from the
+ * process behind it (a read-only file mapping: its pages stay in the page cache), so checking a
+ * table does not make the whole file resident at once. */
+#define CRC_CHUNK ((size_t)1 << 20)
+
+static int parse_image(const void *img, size_t len, const char *key, struct sym_symtab *out, const char **source,
+		       int drop, struct np_err *err);
+
 int sym_symbcache_parse(const void *img, size_t len, const char *key, struct sym_symtab *out, const char **source,
 			struct np_err *err)
+{
+	return parse_image(img, len, key, out, source, 0, err);
+}
+
+static int parse_image(const void *img, size_t len, const char *key, struct sym_symtab *out, const char **source,
+		       int drop, struct np_err *err)
 {
 	const unsigned char *p = img;
 	struct header h;
@@ -102,9 +116,11 @@ int sym_symbcache_parse(const void *img, size_t len, const char *key, struct sym
 	h0.crc = 0;
 	uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)&h0, sizeof(h0));
 	for (size_t off = HEADER_BYTES; off < len;) {
-		size_t chunk = len - off > (1u << 30) ? (1u << 30) : len - off;
+		size_t chunk = len - off > CRC_CHUNK ? CRC_CHUNK : len - off;
 		crc = (uint32_t)crc32(crc, p + off, (uInt)chunk);
 		off += chunk;
+		if (drop && off / CRC_CHUNK > 0)
+			madvise((void *)p, off / CRC_CHUNK * CRC_CHUNK, MADV_DONTNEED);
 	}
 	if (crc != h.crc)
 		return np_errf(err, "checksum mismatch (corrupted)");
@@ -467,7 +483,7 @@ int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symt
 		return np_errf(err, "symbol cache: out of memory");
 	}
 	struct np_err perr;
-	if (sym_symbcache_parse(m, len, key, t, source, &perr) < 0) {
+	if (parse_image(m, len, key, t, source, 1, &perr) < 0) {
 		munmap(m, len);
 		close(fd);
 		free(t);

@@ -410,6 +410,25 @@ static int set_names(struct sym_stb *b, struct sym_symtab *t, size_t n)
 	return 0;
 }
 
+/* Gives back what the build grew by doubling (up to half of its entries and pool) and the
+ * entries the resolve dropped, before the table's own arrays are made beside them: a large
+ * file's peak. A failed shrink keeps the block. */
+static void shrink_to_fit(struct sym_stb *b, size_t n)
+{
+	b->n = n; /* the kept ones, first since the resolve */
+	struct sym_stb_entry *v = b->v ? realloc(b->v, (n ? n : 1) * sizeof(*v)) : NULL;
+	char *pool = b->pool ? realloc(b->pool, b->pool_len ? b->pool_len : 1) : NULL;
+
+	if (v) {
+		b->v = v;
+		b->cap = n ? n : 1;
+	}
+	if (pool) {
+		b->pool = pool;
+		b->pool_cap = b->pool_len ? b->pool_len : 1;
+	}
+}
+
 int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab **out, struct np_err *err)
 {
 	struct sym_symtab *t = calloc(1, sizeof(*t));
@@ -435,6 +454,7 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 		if (end > top)
 			top = end;
 	}
+	shrink_to_fit(b, n);
 	if (set_names(b, t, n) < 0)
 		goto oom;
 	int wide = top - base > UINT32_MAX;

@@ -35,8 +35,8 @@ static void in_memory(const uint8_t *data, size_t size)
 			size_t n;
 			sym_stb_init(&b);
 			b.budget = 4 << 20;
-			if (sym_elf_add_symbols(e, SHT_SYMTAB, &b, &n, &err) == 0 &&
-			    sym_elf_add_symbols(e, SHT_DYNSYM, &b, &n, &err) == 0) {
+			if (sym_elf_add_symbols(e, -1, SHT_SYMTAB, &b, &n, &err) == 0 &&
+			    sym_elf_add_symbols(e, -1, SHT_DYNSYM, &b, &n, &err) == 0) {
 				size_t len;
 				const uint8_t *p = sym_elf_section(e, ".gopclntab", 1 << 20, &len, NULL);
 				if (p && sym_gopclntab_add(p, len, info.text_start, &b, &n, &err) < 0)

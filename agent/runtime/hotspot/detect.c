@@ -9,12 +9,8 @@
 
 #include "agent/symbols/elf_file.h"
 
-/* The variables are exported (JNIEXPORT), so .dynsym has them: about 20 KiB in libjvm, where
- * .symtab, when a distribution keeps it, is 4-5 MiB (Debian's 17, Temurin 25: 57k-70k symbols,
- * which sym_elf_find_symbol searches first, one name at a time). Tables up to the first bound
- * are searched first, which skips such a .symtab; a name not found there is looked for in
- * tables up to the second. */
-#define SYMBOL_BYTES_FIRST ((size_t)1 << 20)
+/* The variables are exported (JNIEXPORT), so .dynsym has them: about 20 KiB in libjvm, which
+ * sym_elf_find_symbol searches before .symtab (4-5 MiB when a distribution keeps it). */
 #define SYMBOL_BYTES_MAX ((size_t)64 << 20)
 
 unsigned hs_major_from_release(const char *s)
@@ -76,9 +72,7 @@ static int find_symbols(struct symbolizer *sym, uint32_t pid, uint32_t gen, cons
 	}
 	for (size_t i = 0; i < hs_vm_symbol_count; i++) {
 		uint64_t value = 0, size;
-		if ((sym_elf_find_symbol(e, hs_vm_symbol_names[i].name, SYMBOL_BYTES_FIRST, &value, &size) < 0 &&
-		     sym_elf_find_symbol(e, hs_vm_symbol_names[i].name, SYMBOL_BYTES_MAX, &value, &size) < 0) ||
-		    !value) {
+		if (sym_elf_find_symbol(e, hs_vm_symbol_names[i].name, SYMBOL_BYTES_MAX, &value, &size) < 0 || !value) {
 			snprintf(why, why_len, "libjvm.so does not export %s (not a HotSpot JVM with vmstructs)",
 				 hs_vm_symbol_names[i].name);
 			goto out;
