@@ -143,10 +143,10 @@ static int open_collector(struct recording *r, struct np_err *err)
 	sampler = np_collector_sampler(r->c);
 	np_sampler_set_filter(sampler, NP_FILTER_PIDS);
 	for (size_t i = 0; i < a->npids; i++) {
-		if (np_sampler_allow_pid(sampler, (uint32_t)a->pids[i], 1, err))
-			return -1;
-		/* Snapshot now: a process that exits before its first drain is still named. */
-		if (symbolizer_note_process(np_collector_symbolizer(r->c), (uint32_t)a->pids[i], 0, err))
+		/* Ready before it is sampled: its first samples walked and named as the later ones,
+		 * and named even when it exits before its first drain. */
+		if (np_collector_adopt_process(r->c, (uint32_t)a->pids[i], err) ||
+		    np_sampler_allow_pid(sampler, (uint32_t)a->pids[i], 1, err))
 			return -1;
 	}
 	return 0;

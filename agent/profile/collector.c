@@ -177,6 +177,25 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 		c->opts.on_event(c->opts.event_ud, ev);
 }
 
+int np_collector_adopt_process(struct np_collector *c, uint32_t pid, struct np_err *err)
+{
+	uint32_t gen;
+	int fresh = np_sampler_adopt_process(c->sampler, pid, &gen);
+
+	if (fresh < 0)
+		return np_errno(err, "register process %u with the sampler", pid);
+	if (!fresh)
+		return 0; /* sampled already: its NP_PROC_NEW is on its way */
+	struct np_proc_event ev = { .type = NP_PROC_NEW, .tgid = pid, .gen = gen };
+	on_event(c, &ev);
+	if (c->event_failed) {
+		*err = c->event_err;
+		c->event_failed = 0;
+		return -1;
+	}
+	return 0;
+}
+
 static int poll_events(struct np_collector *c, int timeout_ms, struct np_err *err)
 {
 	if (np_sampler_poll_events(c->sampler, timeout_ms, on_event, c, err) < 0)

@@ -71,6 +71,12 @@ NP_MUST_CHECK int np_collector_open(const struct np_collector_options *opts, str
 				    struct np_err *err);
 void np_collector_close(struct np_collector *c);
 
+/* A process asked for by PID (record --pid), running before the recording: it gets its
+ * incarnation and everything the first sample would start (its mappings' snapshot, its
+ * unwind mappings, the language runtime in it) now, before it is sampled, so that its first
+ * samples are walked and named as the later ones. -1 only on a hard failure (memory, BPF). */
+NP_MUST_CHECK int np_collector_adopt_process(struct np_collector *c, uint32_t pid, struct np_err *err);
+
 /* For choosing what is sampled (allow-lists, filter mode) and for statistics. */
 struct np_sampler *np_collector_sampler(struct np_collector *c);
 struct symbolizer *np_collector_symbolizer(struct np_collector *c);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -436,6 +437,32 @@ volatile uint32_t *np_sampler_bss_u32(const struct np_sampler *s, const char *na
 			return (volatile uint32_t *)((char *)s->skel->bss + v->offset);
 	}
 	return NULL;
+}
+
+int np_sampler_adopt_process(struct np_sampler *s, uint32_t tgid, uint32_t *gen)
+{
+	int fd = bpf_map__fd(s->skel->maps.procs);
+	struct timespec ts;
+	struct np_proc_state st = { 0 };
+
+	if (bpf_map_lookup_elem(fd, &tgid, &st) == 0) {
+		*gen = st.gen;
+		return 0;
+	}
+	/* The program's counter, shared: the same atomic add it does. */
+	st.gen = (uint32_t)__atomic_fetch_add(&s->skel->data->next_gen, 1, __ATOMIC_SEQ_CST);
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns's clock: maps read now */
+	st.maps_req_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	if (bpf_map_update_elem(fd, &tgid, &st, BPF_NOEXIST) == 0) {
+		*gen = st.gen;
+		return 1;
+	}
+	/* A sample of it came first: the program's incarnation stands. */
+	if (bpf_map_lookup_elem(fd, &tgid, &st) == 0) {
+		*gen = st.gen;
+		return 0;
+	}
+	return -1;
 }
 
 unsigned np_sampler_ncpus(const struct np_sampler *s)

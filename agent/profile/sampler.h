@@ -84,6 +84,12 @@ int np_sampler_map_fd(const struct np_sampler *s, const char *name);
  * none. Valid until np_sampler_close. */
 volatile uint32_t *np_sampler_bss_u32(const struct np_sampler *s, const char *name);
 
+/* Gives process tgid its incarnation now, as the program does at its first sample (bpf/
+ * sampler.bpf.c, proc_gen), so that user space can ready everything for it before it is
+ * sampled. *gen gets the incarnation; 1 when it is new (the program will send no NP_PROC_NEW
+ * for it), 0 when the program knew the process already, -1 when the map refused it. */
+int np_sampler_adopt_process(struct np_sampler *s, uint32_t tgid, uint32_t *gen);
+
 /* Attaches the uprobe program at file_offset of the ELF file at path (as this process reaches
  * it: a container's file through /proc/PID/root): every call, by any process mapping that
  * file, of a selected process is counted as an NP_EVENT_UPROBE. *link is owned by the caller
