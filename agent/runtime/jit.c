@@ -31,3 +31,31 @@ void rt_jit_forget(struct rt_jit *j, uint32_t pid)
 	if (bpf_map_delete_elem(j->fd, &pid) == 0 && j->n > 0)
 		*j->live = --j->n;
 }
+
+struct rt_proc *rt_jit_take(struct rt_jit *j, struct rt_procs *procs, uint32_t pid, uint32_t gen, const void *value,
+			    const struct np_rt_jit_proc *region, struct np_err *err)
+{
+	struct rt_proc *p;
+
+	if (bpf_map_update_elem(procs->map_fd, &pid, value, BPF_ANY)) {
+		np_errno(err, "tell the walker about pid %u, one of the %s", pid, procs->what);
+		return NULL;
+	}
+	if (rt_jit_set(j, pid, region, err)) {
+		(void)bpf_map_delete_elem(procs->map_fd, &pid);
+		return NULL;
+	}
+	if (!(p = rt_procs_add(procs, pid, gen, err))) {
+		rt_jit_forget(j, pid);
+		(void)bpf_map_delete_elem(procs->map_fd, &pid);
+	}
+	return p;
+}
+
+void rt_jit_drop(struct rt_jit *j, struct rt_procs *procs, struct rt_proc *p)
+{
+	if (!p || !p->live)
+		return;
+	rt_jit_forget(j, p->pid);
+	rt_procs_forget(procs, p);
+}

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "agent/runtime/procs.h"
 #include "bpf/runtime.h"
 #include "lib/error.h"
 
@@ -23,5 +24,15 @@ NP_MUST_CHECK int rt_jit_set(struct rt_jit *j, uint32_t pid, const struct np_rt_
 
 /* The process exited or no longer runs the runtime: the walker stops asking for it. */
 void rt_jit_forget(struct rt_jit *j, uint32_t pid);
+
+/* A JIT runtime takes process pid (incarnation gen) on: value (the step's per-process layout)
+ * into procs' walker map, the code regions, then a record in procs, each undone when a later
+ * one fails. The record (its own part zeroed for a new one), or NULL with err. */
+struct rt_proc *rt_jit_take(struct rt_jit *j, struct rt_procs *procs, uint32_t pid, uint32_t gen, const void *value,
+			    const struct np_rt_jit_proc *region, struct np_err *err);
+
+/* The process p (NULL, or a record of procs) is given up: its regions first (the walker asks
+ * the step only while they are there), then its record and map entry. */
+void rt_jit_drop(struct rt_jit *j, struct rt_procs *procs, struct rt_proc *p);
 
 #endif

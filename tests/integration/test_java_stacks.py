@@ -428,9 +428,7 @@ class JavaInTheAgent(unittest.TestCase):
         return agg
 
     def runtime_metric(self, name, **labels):
-        fam = self.metrics.get(name)
-        self.assertIsNotNone(fam, f"/metrics has no {name}")
-        return fam.value(dict(runtime="hotspot", **labels))
+        return agent_push.runtime_metric(self, self.metrics, "hotspot", name, **labels)
 
     def test_hotspot_enabled(self):
         s = self.push(True)

@@ -257,9 +257,7 @@ class NodeInTheAgent(unittest.TestCase):
         return agg
 
     def runtime_metric(self, name, **labels):
-        fam = self.metrics.get(name)
-        self.assertIsNotNone(fam, f"/metrics has no {name}")
-        return fam.value(dict(runtime="v8", **labels))
+        return agent_push.runtime_metric(self, self.metrics, "v8", name, **labels)
 
     def test_v8_enabled(self):
         s = self.push(True)

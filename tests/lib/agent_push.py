@@ -53,3 +53,10 @@ def run(test, config, workload, keep, min_samples, hz=97, deadline=40, env=None)
         metrics = promtext.parse(r.read().decode())
     test.assertGreaterEqual(st.total(agg), min_samples, f"few samples pushed:\n{st.top(agg)}")
     return agg, metrics
+
+
+def runtime_metric(test, metrics, runtime, name, **labels):
+    """The value of /metrics family name for runtime (its runtime label) and labels."""
+    fam = metrics.get(name)
+    test.assertIsNotNone(fam, f"/metrics has no {name}")
+    return fam.value(dict(runtime=runtime, **labels))

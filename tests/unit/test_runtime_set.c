@@ -377,6 +377,48 @@ static volatile uint32_t *env_bss_u32(void *ud, const char *name)
 	return strcmp(name, "rt_jit_live") ? NULL : &jit_live;
 }
 
+/* A JIT runtime taking a process on: its layout, regions and record together, undone in order
+ * when one fails; and given up. */
+static void jit_take_and_drop(void **state)
+{
+	volatile uint32_t live = 0;
+	struct rt_jit j = { .live = &live };
+	struct rt_procs procs;
+	struct np_rt_jit_proc region = { .gen = 3, .runtime = FAKE_JIT, .nranges = 1, .start = { 0x1000 }, .end = { 0x2000 } };
+	struct np_err err;
+	uint64_t layout = 0x1234, got;
+	uint32_t pid = 77;
+
+	(void)state;
+	j.fd = bpf_map_create(BPF_MAP_TYPE_HASH, "rt_jit_take", sizeof(uint32_t), sizeof(struct np_rt_jit_proc), 16, NULL);
+	int procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "rt_procs_take", sizeof(uint32_t), sizeof(uint64_t), 16, NULL);
+	assert_true(j.fd >= 0 && procs_fd >= 0);
+	rt_procs_init(&procs, sizeof(struct rt_proc), procs_fd, NULL, "fake processes");
+	struct rt_proc *p = rt_jit_take(&j, &procs, pid, 3, &layout, &region, &err);
+	assert_non_null(p);
+	assert_int_equal(p->gen, 3);
+	assert_int_equal(live, 1);
+	assert_int_equal(procs.live, 1);
+	assert_int_equal(bpf_map_lookup_elem(procs_fd, &pid, &got), 0);
+	assert_int_equal(got, 0x1234);
+	/* Regions the walker cannot use: nothing of the process is left behind. */
+	region.nranges = 0;
+	assert_null(rt_jit_take(&j, &procs, pid + 1, 1, &layout, &region, &err));
+	uint32_t other = pid + 1;
+	assert_int_not_equal(bpf_map_lookup_elem(procs_fd, &other, &got), 0);
+	assert_int_equal(live, 1);
+	rt_jit_drop(&j, &procs, p);
+	rt_jit_drop(&j, &procs, p); /* twice: once */
+	rt_jit_drop(&j, &procs, NULL);
+	assert_int_equal(live, 0);
+	assert_int_equal(procs.live, 0);
+	assert_int_not_equal(bpf_map_lookup_elem(procs_fd, &pid, &got), 0);
+	assert_int_not_equal(bpf_map_lookup_elem(j.fd, &pid, &region), 0);
+	rt_procs_free(&procs);
+	close(procs_fd);
+	close(j.fd);
+}
+
 static void jit_regions_reach_the_walker_map(void **state)
 {
 	struct rt_env env = { .map_fd = env_map_fd, .bss_u32 = env_bss_u32 };
@@ -459,6 +501,7 @@ int main(void)
 		cmocka_unit_test_setup(jit_words_become_named_frames, setup),
 		cmocka_unit_test_setup(chain_stacks_merge_in_their_process_only, setup),
 		cmocka_unit_test_setup(jit_regions_reach_the_walker_map, setup),
+		cmocka_unit_test(jit_take_and_drop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

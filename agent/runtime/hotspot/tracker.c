@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/bpf.h>
-
 #include "agent/runtime/hotspot/detect.h"
 #include "agent/runtime/hotspot/namer.h"
 #include "agent/runtime/hotspot/walk_layout.h"
@@ -24,7 +22,6 @@ struct proc {
 
 struct hs_tracker {
 	struct symbolizer *sym; /* not owned */
-	int map_fd;		/* not owned: hotspot_procs */
 	struct rt_jit *jit;	/* not owned: the code regions the walker hands to the step */
 	struct rt_procs procs;	/* hotspot_procs' processes */
 	uint64_t unnamed; /* frames named "[unknown java]" here (not by the namer): an interpreted
@@ -45,7 +42,6 @@ static int tracker_open(const struct rt_env *env, void **out, struct np_err *err
 	if (!(t = calloc(1, sizeof(*t))))
 		return np_errf(err, "out of memory");
 	t->sym = env->sym;
-	t->map_fd = fd;
 	t->jit = env->jit;
 	rt_procs_init(&t->procs, sizeof(struct proc), fd, NULL, "JVMs");
 	if (hs_namer_new(env->name_budget, &t->namer, err)) {
@@ -73,13 +69,9 @@ static struct proc *find(struct hs_tracker *t, uint32_t pid)
 	return (struct proc *)rt_procs_find(&t->procs, pid);
 }
 
-/* Its code region first: the walker asks the step only while the region is there. */
 static void forget(struct hs_tracker *t, struct proc *p)
 {
-	if (!p || !p->h.live)
-		return;
-	rt_jit_forget(t->jit, p->h.pid);
-	rt_procs_forget(&t->procs, &p->h);
+	rt_jit_drop(t->jit, &t->procs, p ? &p->h : NULL);
 }
 
 static void note_unsupported(struct hs_tracker *t, uint32_t pid, const char *why)
@@ -123,17 +115,8 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	/* The layout first: the walker asks the step only once the region is there. */
 	region.start[0] = v.cc_low;
 	region.end[0] = v.cc_high;
-	if (bpf_map_update_elem(t->map_fd, &pid, &v, BPF_ANY))
-		return np_errno(err, "tell the HotSpot walker about pid %u", pid);
-	if (rt_jit_set(t->jit, pid, &region, err)) {
-		(void)bpf_map_delete_elem(t->map_fd, &pid);
+	if (!(p = (struct proc *)rt_jit_take(t->jit, &t->procs, pid, gen, &v, &region, err)))
 		return -1;
-	}
-	if (!(p = (struct proc *)rt_procs_add(&t->procs, pid, gen, err))) {
-		rt_jit_forget(t->jit, pid);
-		(void)bpf_map_delete_elem(t->map_fd, &pid);
-		return -1;
-	}
 	p->names = names;
 	return 0;
 }

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/bpf.h>
-
 #include "agent/runtime/procs.h"
 #include "agent/runtime/v8/detect.h"
 #include "agent/runtime/v8/namer.h"
@@ -28,7 +26,6 @@ struct proc {
 struct v8_tracker {
 	struct symbolizer *sym; /* not owned */
 	enum sym_demangle demangle;
-	int map_fd;		/* not owned: v8_procs */
 	struct rt_jit *jit;	/* not owned: the regions the walker hands to the step */
 	struct rt_procs procs;	/* v8_procs' processes */
 	uint64_t unnamed;	/* words that were not a frame the step writes: "[unknown js]" */
@@ -49,7 +46,6 @@ static int tracker_open(const struct rt_env *env, void **out, struct np_err *err
 		return np_errf(err, "out of memory");
 	t->sym = env->sym;
 	t->demangle = env->demangle;
-	t->map_fd = fd;
 	t->jit = env->jit;
 	rt_procs_init(&t->procs, sizeof(struct proc), fd, NULL, "Node.js processes");
 	if (v8_namer_new(env->name_budget, &t->namer, err)) {
@@ -77,13 +73,9 @@ static struct proc *find(struct v8_tracker *t, uint32_t pid)
 	return (struct proc *)rt_procs_find(&t->procs, pid);
 }
 
-/* Its region first: the walker asks the step only while the region is there. */
 static void forget(struct v8_tracker *t, struct proc *p)
 {
-	if (!p || !p->h.live)
-		return;
-	rt_jit_forget(t->jit, p->h.pid);
-	rt_procs_forget(&t->procs, &p->h);
+	rt_jit_drop(t->jit, &t->procs, p ? &p->h : NULL);
 }
 
 static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)
@@ -116,17 +108,8 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	 * which declines the frames that are not V8's. */
 	region.start[0] = NP_V8_REGION_LOW;
 	region.end[0] = NP_V8_REGION_HIGH;
-	if (bpf_map_update_elem(t->map_fd, &pid, &v, BPF_ANY))
-		return np_errno(err, "tell the V8 walker about pid %u", pid);
-	if (rt_jit_set(t->jit, pid, &region, err)) {
-		(void)bpf_map_delete_elem(t->map_fd, &pid);
+	if (!(p = (struct proc *)rt_jit_take(t->jit, &t->procs, pid, gen, &v, &region, err)))
 		return -1;
-	}
-	if (!(p = (struct proc *)rt_procs_add(&t->procs, pid, gen, err))) {
-		rt_jit_forget(t->jit, pid);
-		(void)bpf_map_delete_elem(t->map_fd, &pid);
-		return -1;
-	}
 	p->layout = v8.layout;
 	return 0;
 }
