@@ -358,9 +358,12 @@ static int add_one(struct sym_stb *b, const GElf_Sym *s, const char *name, int t
 /* Reading a file's symbols with pread, a window at a time, rather than through libelf, which
  * reads a section and its strings whole: node's .symtab and .strtab are 10 MiB, and the names
  * are copied into the table's pool anyway. Entries are read STREAM_SYMS at a time; names
- * through a window of STREAM_STR bytes of the string table, moved when a name is not in it
- * (a linker writes names in symbol order, so it moves forward, once per window). */
+ * through a window of the string table, moved to a name that is not in it. A linker writes
+ * names mostly in symbol order (node: 85,800 functions, 2,600 jumps back or far ahead), so a
+ * window of STREAM_STR_READ bytes serves a run of names; a name longer than that is read again
+ * with up to STREAM_STR (a window that large for every jump would copy 330 MiB per file). */
 #define STREAM_SYMS 1024
+#define STREAM_STR_READ ((size_t)16 << 10)
 #define STREAM_STR ((size_t)128 << 10)
 
 struct str_window {
@@ -377,18 +380,21 @@ static const char *window_name(struct str_window *w, uint64_t off)
 {
 	if (off >= w->size)
 		return NULL;
-	if (off < w->at || off >= w->at + w->len || !memchr(w->buf + (off - w->at), '\0', w->len - (off - w->at))) {
-		size_t want = w->size - off < STREAM_STR ? (size_t)(w->size - off) : STREAM_STR;
+	if (off >= w->at && off < w->at + w->len && memchr(w->buf + (off - w->at), '\0', w->len - (off - w->at)))
+		return w->buf + (off - w->at);
+	for (size_t read = STREAM_STR_READ;; read = STREAM_STR) {
+		size_t want = w->size - off < read ? (size_t)(w->size - off) : read;
 		ssize_t r = pread(w->fd, w->buf, want, (off_t)(w->off + off));
 		w->len = 0;
 		if (r <= 0)
 			return NULL;
 		w->at = off;
 		w->len = (size_t)r;
-		if (!memchr(w->buf, '\0', w->len))
+		if (memchr(w->buf, '\0', w->len))
+			return w->buf;
+		if (read == STREAM_STR || (size_t)r < want)
 			return NULL;
 	}
-	return w->buf + (off - w->at);
 }
 
 /* Whether the section sh of e (string table strsh) can be read from fd by add_streamed: a
