@@ -25,7 +25,7 @@ HZ = 97
 # +-0.9 points (one standard deviation); at least 600 (+-1.8) are required.
 SPLIT_SECONDS = 12
 SPLIT_MIN_SAMPLES = 600
-PHASE_SECONDS = 10  # four processes on two CPUs: about 480 samples each on an idle machine
+PHASE_SECONDS = 8  # four processes on two CPUs: about 390 samples each on an idle machine
 MIN_SAMPLES = 50    # enough to tell 95% from 100%
 LATE_DLOPEN = 3     # seconds after the recording started
 DEEP = 200          # deeper than any stack either tool keeps
