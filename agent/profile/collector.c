@@ -134,10 +134,9 @@ struct symbolizer *np_collector_symbolizer(struct np_collector *c)
 	return c->sym;
 }
 
-static void on_event(void *ud, const struct np_proc_event *ev)
+/* What a process event asks of every part: -1 only on a hard failure (memory, BPF). */
+static int handle_event(struct np_collector *c, const struct np_proc_event *ev, struct np_err *err)
 {
-	struct np_collector *c = ud;
-	struct np_err err;
 	int rc = 0;
 
 	switch (ev->type) {
@@ -146,17 +145,17 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 		/* A process that is already gone simply cannot be snapshotted; its frames
 		 * get module-less names. Only a hard failure (memory) is an error. The
 		 * snapshot also gives the unwinder the process's mappings. */
-		rc = symbolizer_note_process(c->sym, ev->tgid, ev->gen, &err) ||
-		     unw_loader_process(c->unw, ev->tgid, ev->gen, 0, &err) ||
-		     rt_set_process(&c->rt, ev->tgid, ev->gen, &err);
+		rc = symbolizer_note_process(c->sym, ev->tgid, ev->gen, err) ||
+		     unw_loader_process(c->unw, ev->tgid, ev->gen, 0, err) ||
+		     rt_set_process(&c->rt, ev->tgid, ev->gen, err);
 		break;
 	case NP_PROC_MAPS: /* a pc in no known mapping: a library loaded since (dlopen) */
-		rc = unw_loader_process(c->unw, ev->tgid, ev->gen, 1, &err) ||
-		     rt_set_process(&c->rt, ev->tgid, ev->gen, &err);
+		rc = unw_loader_process(c->unw, ev->tgid, ev->gen, 1, err) ||
+		     rt_set_process(&c->rt, ev->tgid, ev->gen, err);
 		break;
 	case NP_UNW_TABLE:
 		if (!c->deadline_ns || now_ns() < c->deadline_ns)
-			rc = unw_loader_need_table(c->unw, ev->arg, &err);
+			rc = unw_loader_need_table(c->unw, ev->arg, err);
 		break;
 	case NP_PROC_EXIT:
 		unw_loader_exit(c->unw, ev->tgid);
@@ -169,7 +168,15 @@ static void on_event(void *ud, const struct np_proc_event *ev)
 	default:
 		break;
 	}
-	if (rc && !c->event_failed) {
+	return rc ? -1 : 0;
+}
+
+static void on_event(void *ud, const struct np_proc_event *ev)
+{
+	struct np_collector *c = ud;
+	struct np_err err;
+
+	if (handle_event(c, ev, &err) && !c->event_failed) {
 		c->event_err = err;
 		c->event_failed = 1;
 	}
@@ -187,12 +194,10 @@ int np_collector_adopt_process(struct np_collector *c, uint32_t pid, struct np_e
 	if (!fresh)
 		return 0; /* sampled already: its NP_PROC_NEW is on its way */
 	struct np_proc_event ev = { .type = NP_PROC_NEW, .tgid = pid, .gen = gen };
-	on_event(c, &ev);
-	if (c->event_failed) {
-		*err = c->event_err;
-		c->event_failed = 0;
+	if (handle_event(c, &ev, err))
 		return -1;
-	}
+	if (c->opts.on_event)
+		c->opts.on_event(c->opts.event_ud, &ev);
 	return 0;
 }
 

@@ -26,6 +26,20 @@ struct image {
 	uint64_t size;
 };
 
+/* n bytes of fd at off, through short reads and EINTR: 0, or -1 (an error, or the end first). */
+static int pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+	for (size_t got = 0; got < n;) {
+		ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
 static int image_read(const struct image *im, uint64_t off, void *buf, size_t n)
 {
 	if (off > im->size || im->size - off < n)
@@ -34,15 +48,7 @@ static int image_read(const struct image *im, uint64_t off, void *buf, size_t n)
 		memcpy(buf, im->mem + off, n);
 		return 0;
 	}
-	for (size_t got = 0; got < n;) {
-		ssize_t r = pread(im->fd, (char *)buf + got, n - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
+	return pread_all(im->fd, buf, n, off);
 }
 
 static uint64_t field(const unsigned char *p, size_t n, int big)
@@ -334,13 +340,18 @@ static Elf_Scn *symbol_section(Elf *e, unsigned sh_type, GElf_Shdr *sh, uint64_t
 	return scn;
 }
 
-/* Adds one symbol table entry to b when it is a function with a usable name: 1 added, 0 not,
- * -1 out of memory. */
-static int add_one(struct sym_stb *b, const GElf_Sym *s, const char *name, int thumb, struct np_err *err)
+/* A defined function with an address: the only symbols a table keeps (checked before its name
+ * is looked up). */
+static int is_function(const GElf_Sym *s)
 {
 	int type = GELF_ST_TYPE(s->st_info);
-	if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF || s->st_value == 0)
-		return 0;
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_shndx != SHN_UNDEF && s->st_value != 0;
+}
+
+/* Adds one function (is_function) to b when its name is usable: 1 added, 0 not, -1 out of
+ * memory. */
+static int add_one(struct sym_stb *b, const GElf_Sym *s, const char *name, int thumb, struct np_err *err)
+{
 	if (!name || !usable_name(name))
 		return 0;
 	int bind = GELF_ST_BIND(s->st_info) == STB_GLOBAL ? SYM_BIND_GLOBAL
@@ -430,8 +441,7 @@ static int add_streamed(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, int
 		for (size_t j = 0; j < k && rc == 0 && !b->over; j++) {
 			GElf_Sym s = { .st_name = v[j].st_name, .st_info = v[j].st_info, .st_other = v[j].st_other,
 				       .st_shndx = v[j].st_shndx, .st_value = v[j].st_value, .st_size = v[j].st_size };
-			int type = GELF_ST_TYPE(s.st_info);
-			if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0)
+			if (!is_function(&s))
 				continue; /* skipped before its name is looked for */
 			int got = add_one(b, &s, window_name(w, s.st_name), thumb, err);
 			if (got < 0)
@@ -485,8 +495,7 @@ int sym_elf_add_symbols(Elf *e, int fd, unsigned sh_type, struct sym_stb *b, siz
 		GElf_Sym s;
 		if (!gelf_getsym(d, (int)i, &s))
 			break;
-		int type = GELF_ST_TYPE(s.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0)
+		if (!is_function(&s))
 			continue;
 		int got = add_one(b, &s, elf_strptr(e, sh.sh_link, s.st_name), thumb, err);
 		if (got < 0)
@@ -573,15 +582,7 @@ int sym_elf_read_vaddr(int fd, const struct sym_elf_info *info, uint64_t vaddr, 
 		}
 		if (l->filesz - in < len)
 			return -1; /* straddles the end of the file's bytes: not a value we read */
-		for (size_t got = 0; got < len;) {
-			ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(l->offset + in + got));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				return -1;
-			got += (size_t)r;
-		}
-		return 0;
+		return pread_all(fd, buf, len, l->offset + in);
 	}
 	return -1;
 }

@@ -115,12 +115,14 @@ static int parse_image(const void *img, size_t len, const char *key, struct sym_
 	struct header h0 = h;
 	h0.crc = 0;
 	uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)&h0, sizeof(h0));
-	for (size_t off = HEADER_BYTES; off < len;) {
+	for (size_t off = HEADER_BYTES, dropped = 0; off < len;) {
 		size_t chunk = len - off > CRC_CHUNK ? CRC_CHUNK : len - off;
 		crc = (uint32_t)crc32(crc, p + off, (uInt)chunk);
 		off += chunk;
-		if (drop && off / CRC_CHUNK > 0)
-			madvise((void *)p, off / CRC_CHUNK * CRC_CHUNK, MADV_DONTNEED);
+		if (drop && off / CRC_CHUNK * CRC_CHUNK > dropped) { /* whole chunks (page-aligned) behind */
+			madvise((void *)(p + dropped), off / CRC_CHUNK * CRC_CHUNK - dropped, MADV_DONTNEED);
+			dropped = off / CRC_CHUNK * CRC_CHUNK;
+		}
 	}
 	if (crc != h.crc)
 		return np_errf(err, "checksum mismatch (corrupted)");

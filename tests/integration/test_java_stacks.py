@@ -407,12 +407,6 @@ class JavaStacks(unittest.TestCase):
         self.assertGreaterEqual(cut[2], 90, st.top(s))
 
 
-
-def run_config(url, hotspot_enabled):
-    return np.process_pipeline_config(".*WalkChain.*", "walkchain", {"hotspot_enabled": str(hotspot_enabled).lower()},
-                                      forward_url=url)
-
-
 class JavaInTheAgent(unittest.TestCase):
     """hotspot_enabled in `nodeprof run`: Java frames pushed to the Pyroscope test server, and the
     runtime interface's metrics under runtime="hotspot"."""
@@ -421,7 +415,8 @@ class JavaInTheAgent(unittest.TestCase):
         """The stacks (root first) of the first pushes that carry the busy thread; /metrics kept."""
         classes = os.path.join(np.tmpdir(self), "classes")
         subprocess.run([JAVAC, "-d", classes, SOURCE], check=True, capture_output=True)
-        agg, self.metrics = agent_push.run(self, lambda url: run_config(url, hotspot_enabled),
+        agg, self.metrics = agent_push.run(self, ".*WalkChain.*", "walkchain",
+                                           {"hotspot_enabled": str(hotspot_enabled).lower()},
                                            [JAVA, "-cp", classes, "WalkChain"],
                                            lambda s: "_ZN9JavaCalls11call_helper" in s or "JavaCalls::call_helper" in s,
                                            MIN_SAMPLES)

@@ -154,7 +154,7 @@ class NodeStacks(unittest.TestCase):
         """want, whole, in >= 90% of the samples of thread that run JavaScript."""
         s = self.stacks(name)
         mine = lambda f: any(x.startswith(thread) for x in f) and any(x.startswith(EXECUTION) for x in f)  # noqa: E731
-        hits = st.share(s, whole_chain, among=mine)
+        hits = st.share(s, lambda f: whole_chain(f, want), among=mine)
         self.assertGreaterEqual(hits[1], MIN_SAMPLES, f"{name}: few samples of the busy thread:\n{st.top(s)}")
         self.assertGreaterEqual(hits[2], 90, f"{name}: {hits[0]} of {hits[1]} samples carry {';'.join(want)}, "
                                 f"whole:\n{st.top(s)}")
@@ -242,17 +242,13 @@ class NodeStacks(unittest.TestCase):
         self.assertGreater(inside, 0, (lines, first, last))
 
 
-def run_config(url, v8_enabled):
-    return np.process_pipeline_config(".*workloads/js/chain.js.*", "chain", {"v8_enabled": str(v8_enabled).lower()},
-                                      forward_url=url)
-
-
 class NodeInTheAgent(unittest.TestCase):
     """v8_enabled in `nodeprof run`: JavaScript frames pushed to the Pyroscope test server, and the
     runtime interface's metrics under runtime="v8"."""
 
     def push(self, v8_enabled):
-        agg, self.metrics = agent_push.run(self, lambda url: run_config(url, v8_enabled), [NODE, CHAIN],
+        agg, self.metrics = agent_push.run(self, ".*workloads/js/chain.js.*", "chain",
+                                           {"v8_enabled": str(v8_enabled).lower()}, [NODE, CHAIN],
                                            lambda s: "Builtins_JS" in s, MIN_SAMPLES)
         return agg
 

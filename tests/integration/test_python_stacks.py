@@ -17,9 +17,9 @@ import time
 import unittest
 import urllib.request
 
+import agent_push
 import np
 import pprof
-import promtext
 import rootfs
 import stacks as st
 
@@ -246,18 +246,7 @@ class PythonInTheAgent(unittest.TestCase):
     """python_enabled in `nodeprof run`: the local UI gets what pushes get."""
 
     def top(self, python_enabled):
-        d = np.tmpdir(self)
-        cfg = os.path.join(d, "python.alloy")
-        with open(cfg, "w") as f:
-            f.write(run_config(python_enabled))
-        self.assertEqual(np.nodeprof("check", cfg).returncode, 0)
-        w = subprocess.Popen([DEBIAN, WORKLOAD, "chain", "60"], stdout=subprocess.DEVNULL)
-        self.addCleanup(lambda: (w.kill(), w.wait()))
-        port = np.free_port()
-        log = open(os.path.join(d, "agent.log"), "w+")
-        a = subprocess.Popen([np.NODEPROF, "run", "--config", cfg, "--http-listen", f"127.0.0.1:{port}"],
-                             stdout=log, stderr=subprocess.STDOUT)
-        self.addCleanup(lambda: (a.poll() is None and a.kill(), a.wait(), log.close()))
+        port, a = agent_push.start(self, run_config(python_enabled), [DEBIAN, WORKLOAD, "chain", "60"])
         deadline, body = time.time() + 40, ""
         while time.time() < deadline:
             try:
@@ -269,14 +258,11 @@ class PythonInTheAgent(unittest.TestCase):
                 pass
             self.assertIsNone(a.poll(), "the agent exited")
             time.sleep(1)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-            self.metrics = promtext.parse(r.read().decode())
+        self.metrics = agent_push.metrics(port)
         return json.loads(body) if body else {}, body
 
     def runtime_metric(self, name, **labels):
-        fam = self.metrics.get(name)
-        self.assertIsNotNone(fam, f"/metrics has no {name}")
-        return fam.value(dict(runtime="python", **labels))
+        return agent_push.runtime_metric(self, self.metrics, "python", name, **labels)
 
     def test_python_enabled(self):
         _, body = self.top(True)

@@ -1,8 +1,7 @@
-"""`nodeprof run` pushing a workload's stacks to the Pyroscope test server, for the runtime tests
-(Java, Node.js): the server, the workload and the agent started in that order (the workload
-before the agent, as on a node), the stacks pushed gathered until enough samples carry what the
-test looks for, every request checked against the protocol, and the agent's /metrics read at the
-end."""
+"""`nodeprof run` on a workload, for the runtime tests (Python, Java, Node.js): the workload
+started before the agent, as on a node; for Java and Node.js, the stacks pushed to the Pyroscope
+test server gathered until enough samples carry what the test looks for, every request checked
+against the protocol; the agent's /metrics, and one runtime's series in them."""
 import os
 import subprocess
 import time
@@ -15,17 +14,13 @@ import stacks as st
 from pyroscope import PyroscopeServer  # noqa: E402
 
 
-def run(test, config, workload, keep, min_samples, hz=97, deadline=40, env=None):
-    """config(url) is the Alloy configuration forwarding to the server at url; workload the argv
-    of the program profiled; keep(stack) whether a pushed stack ("root;...;leaf") counts. Returns
-    ({stack: samples} of the kept stacks, /metrics as promtext families); fails the test when
-    fewer than min_samples were pushed within deadline seconds or the agent exited."""
+def start(test, config, workload, env=None):
+    """The workload (argv), then `nodeprof run` on config (Alloy text, which `nodeprof check`
+    must pass) on a port of its own; both stopped when the test ends. Returns (port, agent)."""
     d = np.tmpdir(test)
-    srv = PyroscopeServer().start()
-    test.addCleanup(srv.stop)
     cfg = os.path.join(d, "agent.alloy")
     with open(cfg, "w") as f:
-        f.write(config(srv.url))
+        f.write(config)
     p = np.nodeprof("check", cfg)
     test.assertEqual(p.returncode, 0, p.stderr)
     w = subprocess.Popen(workload, stdout=subprocess.DEVNULL, env=env)
@@ -35,6 +30,25 @@ def run(test, config, workload, keep, min_samples, hz=97, deadline=40, env=None)
     a = subprocess.Popen([np.NODEPROF, "run", "--config", cfg, "--http-listen", f"127.0.0.1:{port}"],
                          stdout=log, stderr=subprocess.STDOUT)
     test.addCleanup(lambda: (a.poll() is None and a.kill(), a.wait(), log.close()))
+    return port, a
+
+
+def metrics(port):
+    """The agent's /metrics as promtext families."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return promtext.parse(r.read().decode())
+
+
+def run(test, cmdline_regex, service, ebpf_args, workload, keep, min_samples, hz=97, deadline=40, env=None):
+    """The agent on np.process_pipeline_config(cmdline_regex, service, ebpf_args) forwarding to
+    the server; workload the argv of the program profiled; keep(stack) whether a pushed stack
+    ("root;...;leaf") counts. Returns ({stack: samples} of the kept stacks, /metrics as promtext
+    families); fails the test when fewer than min_samples were pushed within deadline seconds or
+    the agent exited."""
+    srv = PyroscopeServer().start()
+    test.addCleanup(srv.stop)
+    port, a = start(test, np.process_pipeline_config(cmdline_regex, service, ebpf_args, forward_url=srv.url),
+                    workload, env)
     end, agg = time.time() + deadline, {}
     while time.time() < end and st.total(agg) < min_samples:
         agg = {}
@@ -49,10 +63,9 @@ def run(test, config, workload, keep, min_samples, hz=97, deadline=40, env=None)
         time.sleep(1)
     for r in srv.all_requests():
         test.assertEqual(r["violations"], [], r)
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        metrics = promtext.parse(r.read().decode())
+    fams = metrics(port)
     test.assertGreaterEqual(st.total(agg), min_samples, f"few samples pushed:\n{st.top(agg)}")
-    return agg, metrics
+    return agg, fams
 
 
 def runtime_metric(test, metrics, runtime, name, **labels):

@@ -91,22 +91,6 @@ static int on_mapping(void *ud, const struct sym_exec_mapping *m, struct np_err 
 	return 0;
 }
 
-/* Reads len bytes at the ELF virtual address vaddr from the file's loadable segments. */
-static int read_vaddr(int fd, const struct sym_elf_info *info, uint64_t vaddr, void *buf, size_t len)
-{
-	for (size_t i = 0; i < info->nloads; i++) {
-		const struct sym_load *l = &info->loads[i];
-		if (vaddr < l->vaddr || vaddr - l->vaddr >= l->filesz)
-			continue;
-		uint64_t in_seg = l->filesz - (vaddr - l->vaddr);
-		if (in_seg < len)
-			return -1;
-		ssize_t r = pread(fd, buf, len, (off_t)(l->offset + (vaddr - l->vaddr)));
-		return r == (ssize_t)len ? 0 : -1;
-	}
-	return -1;
-}
-
 /* Every offset the BPF walker takes must fit its u16 fields and the frame copy. */
 static int walkable(const struct py_layout *l)
 {
@@ -148,7 +132,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 	/* 3.11+ export their version; older ones are known by their file name. */
 	if (sym_elf_find_symbol(e, "Py_Version", SYMBOL_BYTES_MAX, &ver_addr, &ver_size) == 0) {
 		uint32_t hex;
-		if (read_vaddr(fd, &info, ver_addr, &hex, sizeof(hex)) == 0) {
+		if (sym_elf_read_vaddr(fd, &info, ver_addr, &hex, sizeof(hex)) == 0) {
 			major = hex >> 24;
 			minor = (hex >> 16) & 0xff;
 		}
@@ -166,7 +150,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 		struct np_err lerr;
 		size_t len = runtime_size && runtime_size < RUNTIME_BYTES ? runtime_size : RUNTIME_BYTES;
 		uint8_t buf[RUNTIME_BYTES];
-		if (read_vaddr(fd, &info, runtime, buf, len) < 0) {
+		if (sym_elf_read_vaddr(fd, &info, runtime, buf, len) < 0) {
 			snprintf(why, why_len, "CPython %u.%u: _PyRuntime's initial value is not in the file", major, minor);
 			goto out;
 		}
@@ -208,7 +192,7 @@ static uint32_t glibc_pthread_tid(struct symbolizer *sym, uint32_t pid, uint32_t
 	e = sym_elf_begin_fd(fd);
 	if (e && sym_elf_info_read(e, &info) == 0 &&
 	    sym_elf_find_symbol(e, "_thread_db_pthread_tid", SYMBOL_BYTES_MAX, &addr, &size) == 0 &&
-	    read_vaddr(fd, &info, addr, desc, sizeof(desc)) == 0 && desc[0] == 32 && desc[2] < 4096)
+	    sym_elf_read_vaddr(fd, &info, addr, desc, sizeof(desc)) == 0 && desc[0] == 32 && desc[2] < 4096)
 		off = desc[2];
 	if (e)
 		elf_end(e);
