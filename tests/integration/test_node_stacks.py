@@ -104,7 +104,9 @@ class NodeStacks(unittest.TestCase):
         procs, running = {}, {}
         try:
             for name, (argv, env, _) in jobs.items():
-                p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+                # In the test's directory: node --perf-basic-prof writes its isolate-*-v8.log there.
+                p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                                     cwd=cls.dir)
                 procs[name] = p
                 cls.infos[name] = nodejs.read_line(p)
                 if "--perf-basic-prof" in argv:
