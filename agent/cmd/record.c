@@ -321,7 +321,9 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 	       NP_LOG_INT(early), "frames_table", NP_LOG_INT(b[NP_UNW_FRAMES_TABLE]), "frames_fp",
 	       NP_LOG_INT(b[NP_UNW_FRAMES_FP]), "tables", NP_LOG_INT(us.tables.loaded), "table_bytes",
 	       NP_LOG_INT(us.tables.loaded_bytes), "mapping_entries", NP_LOG_INT(us.mapping_keys), "unwind_bpf_bytes",
-	       NP_LOG_INT(us.bpf_bytes), "compile_ms", NP_LOG_INT(us.compile_ns / 1000000), NULL);
+	       NP_LOG_INT(us.bpf_bytes), "compile_ms", NP_LOG_INT(us.compile_ns / 1000000), "cache_files_loaded",
+	       NP_LOG_INT(us.cache.loaded), "cache_files_written", NP_LOG_INT(us.cache.stored), "cache_files_invalid",
+	       NP_LOG_INT(us.cache.dir.invalid), NULL);
 	struct sym_stats ss;
 	symbolizer_stats(np_collector_symbolizer(r->c), &ss);
 	np_log(NP_DEBUG, "record", "symbol tables", "built", NP_LOG_INT(ss.tables_built), "cache_files_loaded",

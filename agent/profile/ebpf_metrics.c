@@ -31,6 +31,11 @@ enum {
 	C_SYMB_INVALID,
 	C_SYMB_EVICTED,
 	C_SYMB_STORE_FAILED,
+	C_UNWC_LOADED,
+	C_UNWC_STORED,
+	C_UNWC_INVALID,
+	C_UNWC_EVICTED,
+	C_UNWC_STORE_FAILED,
 	NCOUNTERS
 };
 enum {
@@ -56,6 +61,7 @@ enum {
 	G_SYMB_MAX_FILES,
 	G_UNW_BUDGET,
 	G_PROC_BUDGET,
+	G_UNWC_FILES,
 	NGAUGES
 };
 
@@ -250,6 +256,20 @@ static const struct {
 	  "nodeprof_process_limits_total): run's --process-memory." },
 	{ 1, G_PROC_BYTES, "nodeprof_process_state_bytes",
 	  "Bytes of per-process state (mapping snapshots, perf maps); bounded." },
+	{ 0, C_UNWC_LOADED, "nodeprof_unwind_cache_files_loaded_total",
+	  "Unwind tables loaded into BPF from a file of symb_cache_path instead of being compiled." },
+	{ 0, C_UNWC_STORED, "nodeprof_unwind_cache_files_written_total",
+	  "Unwind tables written to symb_cache_path after a compile." },
+	{ 0, C_UNWC_INVALID, "nodeprof_unwind_cache_files_invalid_total",
+	  "Unwind table files of symb_cache_path refused when opened (truncated, corrupted, foreign or "
+	  "writable by others): removed and compiled again." },
+	{ 0, C_UNWC_EVICTED, "nodeprof_unwind_cache_files_evicted_total",
+	  "Unwind table files of symb_cache_path removed, least recently used first, to keep "
+	  "symb_cache_size of them." },
+	{ 0, C_UNWC_STORE_FAILED, "nodeprof_unwind_cache_store_failures_total",
+	  "Unwind tables that could not be written to symb_cache_path (compiled again when next needed)." },
+	{ 1, G_UNWC_FILES, "nodeprof_unwind_cache_dir_files",
+	  "Unwind table files in symb_cache_path at its last scan." },
 	{ 1, G_ACTIVE, "pyroscope_ebpf_active_targets",
 	  "Current number of active targets being tracked by the ebpf component" },
 	{ 1, G_PIDS, "nodeprof_ebpf_allowed_pids",
@@ -541,7 +561,12 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					  st->symbols.disk_stored,
 					  st->symbols.disk_invalid,
 					  st->symbols.disk_evicted,
-					  st->symbols.disk_store_failed };
+					  st->symbols.disk_store_failed,
+					  st->unwind.cache.loaded,
+					  st->unwind.cache.stored,
+					  st->unwind.cache.dir.invalid,
+					  st->unwind.cache.dir.evicted,
+					  st->unwind.cache.dir.store_failed };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
 					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,
@@ -552,7 +577,8 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					 (double)st->symbols.process_bytes,	  (double)st->uprobes.attached,
 					 (double)st->symbols.cache_budget,	  (double)st->symbols.mapped_bytes,
 					 (double)st->symbols.disk_files,	  (double)st->symbols.disk_max_files,
-					 (double)st->unwind.tables.budget,	  (double)st->symbols.process_budget };
+					 (double)st->unwind.tables.budget,	  (double)st->symbols.process_budget,
+					 (double)st->unwind.cache.dir.files };
 	uint64_t limits[NLIMITS];
 
 	memcpy(limits, st->symbols.limits, sizeof(st->symbols.limits));

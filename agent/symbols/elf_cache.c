@@ -78,6 +78,12 @@ static int same_identity(const struct sym_elf *e, const struct stat *st)
 	       e->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
+const char *symbolizer_cache_dir(const struct symbolizer *s, size_t *max_entries)
+{
+	*max_entries = s->symb_entries ? s->symb_entries : SYM_SYMBCACHE_DEFAULT_ENTRIES;
+	return s->symb_path;
+}
+
 struct sym_symbcache *sym_symbcache_get(struct symbolizer *s)
 {
 	if (s->symb || s->symb_tried || !s->symb_path)

@@ -2,32 +2,26 @@
  * and docs/specs/symb-cache.md). */
 #include "agent/symbols/symbcache.h"
 
-#include <dirent.h>
-#include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include "lib/log.h"
+#include "lib/cache_dir.h"
 
 static const char MAGIC[8] = { 'N', 'P', 'S', 'Y', 'M', 'T', 'B', '\n' };
 
 enum { FLAG_WIDE = 1, FLAG_TAGS = 2, KNOWN_FLAGS = 3 };
 
 #define HEADER_BYTES 64
-#define MAX_KEY 200	  /* longer keys are not cached on disk (ours are at most ~130 bytes) */
+#define MAX_KEY NP_CACHE_DIR_MAX_KEY
 #define MAX_SOURCE 63
 #define MAX_SYMBOLS ((uint64_t)1 << 28)
-#define TMP_PREFIX ".tmp."
-#define SUFFIX ".sym"
-#define STALE_TMP_SECONDS 3600 /* a temp file this old was left by an agent that died */
-#define SCAN_MAX 65536	       /* directory entries looked at per scan */
 
 /* The fixed header, little-endian (the agent is x86-64 only). */
 struct header {
@@ -160,50 +154,6 @@ static int parse_image(const void *img, size_t len, const char *key, struct sym_
 
 /* ---- writing ---- */
 
-struct writer {
-	int fd;
-	uint32_t crc;
-	uint64_t off;
-};
-
-static int put(struct writer *w, const void *data, size_t len, struct np_err *err)
-{
-	const unsigned char *p = data;
-	w->crc = (uint32_t)crc32(w->crc, p, (uInt)len);
-	w->off += len;
-	while (len) {
-		ssize_t r = write(w->fd, p, len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return np_errno(err, "write");
-		}
-		p += r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
-/* Big arrays go in pieces: crc32 takes a uInt length. */
-static int put_big(struct writer *w, const void *data, size_t len, struct np_err *err)
-{
-	const unsigned char *p = data;
-	while (len) {
-		size_t c = len > (1u << 30) ? (1u << 30) : len;
-		if (put(w, p, c, err) < 0)
-			return -1;
-		p += c;
-		len -= c;
-	}
-	return 0;
-}
-
-static int pad_to(struct writer *w, uint64_t at, struct np_err *err)
-{
-	static const char zeros[8];
-	return at > w->off ? put(w, zeros, (size_t)(at - w->off), err) : 0;
-}
-
 int sym_symbcache_write_fd(int fd, const char *key, const struct sym_symtab *t, const char *source,
 			   struct np_err *err)
 {
@@ -223,194 +173,46 @@ int sym_symbcache_write_fd(int fd, const char *key, const struct sym_symtab *t, 
 	if (layout_of(h.n, h.flags, key_len, source_len, h.pool_len, &l) < 0)
 		return np_errf(err, "table too large for a cache file (%zu symbols)", t->n);
 	h.file_size = l.end;
-	struct writer w = { fd, (uint32_t)crc32(0L, Z_NULL, 0), 0 };
-	/* The header goes last, with the checksum: until then the file has a zero magic. */
-	static const char zero_header[HEADER_BYTES];
-	if (write(fd, zero_header, HEADER_BYTES) != HEADER_BYTES)
-		return np_errno(err, "write");
-	w.off = HEADER_BYTES;
+	struct np_cache_writer w;
 	char nul = '\0';
-	if (put(&w, key, key_len, err) < 0 || put(&w, &nul, 1, err) < 0 || put(&w, source ? source : "", source_len, err) < 0 ||
-	    put(&w, &nul, 1, err) < 0 || pad_to(&w, l.addr, err) < 0 ||
-	    put_big(&w, t->addr64 ? (const void *)t->addr64 : (const void *)t->off, t->n * (t->addr64 ? 8 : 4), err) < 0 ||
-	    pad_to(&w, l.len, err) < 0 || put_big(&w, t->len, t->n * 4, err) < 0 || pad_to(&w, l.name, err) < 0 ||
-	    put_big(&w, t->name, t->n * 4, err) < 0 || pad_to(&w, l.tag, err) < 0 ||
-	    (t->tag && put_big(&w, t->tag, t->n * 2, err) < 0) || pad_to(&w, l.pool, err) < 0 ||
-	    put_big(&w, t->pool, t->pool_len, err) < 0)
+	if (np_cache_writer_begin(&w, fd, HEADER_BYTES, err) < 0 || np_cache_writer_put(&w, key, key_len, err) < 0 ||
+	    np_cache_writer_put(&w, &nul, 1, err) < 0 ||
+	    np_cache_writer_put(&w, source ? source : "", source_len, err) < 0 ||
+	    np_cache_writer_put(&w, &nul, 1, err) < 0 || np_cache_writer_pad_to(&w, l.addr, err) < 0 ||
+	    np_cache_writer_put(&w, t->addr64 ? (const void *)t->addr64 : (const void *)t->off,
+				t->n * (t->addr64 ? 8 : 4), err) < 0 ||
+	    np_cache_writer_pad_to(&w, l.len, err) < 0 || np_cache_writer_put(&w, t->len, t->n * 4, err) < 0 ||
+	    np_cache_writer_pad_to(&w, l.name, err) < 0 || np_cache_writer_put(&w, t->name, t->n * 4, err) < 0 ||
+	    np_cache_writer_pad_to(&w, l.tag, err) < 0 ||
+	    (t->tag && np_cache_writer_put(&w, t->tag, t->n * 2, err) < 0) ||
+	    np_cache_writer_pad_to(&w, l.pool, err) < 0 || np_cache_writer_put(&w, t->pool, t->pool_len, err) < 0)
 		return -1;
-	h.crc = (uint32_t)crc32_combine(crc32(crc32(0L, Z_NULL, 0), (const Bytef *)&h, sizeof(h)), w.crc,
-					(z_off_t)(l.end - HEADER_BYTES));
-	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
-		return np_errno(err, "write header");
-	return 0;
+	return np_cache_writer_finish(&w, &h, offsetof(struct header, crc), err);
 }
 
 /* ---- the directory ---- */
 
+static const struct np_cache_dir_kind KIND = {
+	.what = "symbol cache",
+	.component = "symbols",
+	.suffix = ".sym",
+	.invalid_metric = "nodeprof_symbol_cache_files_invalid_total",
+	.store_metric = "nodeprof_symbol_cache_store_failures_total",
+	.kept = "the table stays in memory",
+};
+
 struct sym_symbcache {
-	int dirfd;
-	char *path;	       /* owned, for messages */
-	size_t max_entries;
-	int invalid_logged, store_logged;
-	struct sym_symbcache_stats st;
+	struct np_cache_dir *dir; /* owned */
+	uint64_t loaded, stored;
 };
-
-/* The file name of key, or -1 when key has characters a file name must not carry. Build IDs
- * are hex; identities are "file:DEV:INO:SIZE:MTIME" (':' becomes '-'). */
-static int file_name(const char *key, char *out, size_t size)
-{
-	size_t n = strlen(key);
-	if (n == 0 || n > MAX_KEY || n + sizeof(SUFFIX) > size)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		char ch = key[i];
-		if (ch == ':')
-			ch = '-';
-		else if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
-			return -1;
-		out[i] = ch;
-	}
-	memcpy(out + n, SUFFIX, sizeof(SUFFIX));
-	return 0;
-}
-
-struct entry {
-	struct timespec mtime;
-	char *name;
-};
-
-static int cmp_mtime(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-	if (x->mtime.tv_sec != y->mtime.tv_sec)
-		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
-	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
-		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t a = strlen(s), b = strlen(suf);
-	return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
-/* Counts the cache files, removes stale temp files and, over max_entries, the least recently
- * used files (mtime order: a hit touches its file). */
-static int scan(struct sym_symbcache *c, struct np_err *err)
-{
-	int fd = dup(c->dirfd);
-	if (fd < 0)
-		return np_errno(err, "symbol cache %s", c->path);
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return np_errno(err, "symbol cache %s", c->path);
-	}
-	rewinddir(d);
-	struct entry *v = NULL;
-	size_t n = 0, cap = 0, seen = 0;
-	time_t now = time(NULL);
-	struct dirent *de;
-	int rc = 0;
-	while ((de = readdir(d)) && seen++ < SCAN_MAX) {
-		struct stat st;
-		if (de->d_name[0] == '.' && strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0)
-			continue;
-		if (fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0) {
-			if (st.st_mtime + STALE_TMP_SECONDS < now)
-				unlinkat(c->dirfd, de->d_name, 0);
-			continue;
-		}
-		if (!has_suffix(de->d_name, SUFFIX))
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct entry *nv = realloc(v, nc * sizeof(*v));
-			if (!nv) {
-				rc = np_errf(err, "symbol cache: out of memory");
-				break;
-			}
-			v = nv;
-			cap = nc;
-		}
-		v[n].mtime = st.st_mtim;
-		v[n].name = strdup(de->d_name);
-		if (!v[n].name) {
-			rc = np_errf(err, "symbol cache: out of memory");
-			break;
-		}
-		n++;
-	}
-	closedir(d);
-	size_t files = n;
-	if (rc == 0 && n > c->max_entries) {
-		qsort(v, n, sizeof(*v), cmp_mtime);
-		for (size_t i = 0; i < n - c->max_entries; i++)
-			if (unlinkat(c->dirfd, v[i].name, 0) == 0) {
-				c->st.evicted++;
-				files--;
-			}
-	}
-	for (size_t i = 0; i < n; i++)
-		free(v[i].name);
-	free(v);
-	if (rc == 0)
-		c->st.files = files;
-	return rc;
-}
 
 int sym_symbcache_open(const char *path, size_t max_entries, struct sym_symbcache **out, struct np_err *err)
 {
-	if (!path || !*path)
-		return np_errf(err, "symbol cache: no directory given");
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return np_errno(err, "symbol cache %s: mkdir", path);
-	/* O_NOFOLLOW: a symlink planted at the path (/tmp is everyone's) is refused, not followed. */
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return np_errno(err, "symbol cache %s", path);
-	struct stat st;
-	if (fstat(dfd, &st) < 0) {
-		np_errno(err, "symbol cache %s", path);
-		close(dfd);
-		return -1;
-	}
-	if (st.st_uid != geteuid()) {
-		close(dfd);
-		return np_errf(err, "symbol cache %s: owned by uid %u, not by the agent (uid %u): another user could "
-				    "write tables the agent would trust",
-			       path, (unsigned)st.st_uid, (unsigned)geteuid());
-	}
-	if ((st.st_mode & 077) && fchmod(dfd, 0700) < 0) {
-		np_errno(err, "symbol cache %s: chmod 0700", path);
-		close(dfd);
-		return -1;
-	}
-	/* Writable? A read-only mount passes every check above. */
-	char probe[64];
-	snprintf(probe, sizeof(probe), TMP_PREFIX "probe.%ld", (long)getpid());
-	int pfd = openat(dfd, probe, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (pfd < 0) {
-		np_errno(err, "symbol cache %s: cannot create files", path);
-		close(dfd);
-		return -1;
-	}
-	close(pfd);
-	unlinkat(dfd, probe, 0);
 	struct sym_symbcache *c = calloc(1, sizeof(*c));
-	if (!c || !(c->path = strdup(path))) {
-		free(c);
-		close(dfd);
+	if (!c)
 		return np_errf(err, "symbol cache: out of memory");
-	}
-	c->dirfd = dfd;
-	c->max_entries = max_entries ? max_entries : SYM_SYMBCACHE_DEFAULT_ENTRIES;
-	c->st.max_entries = c->max_entries;
-	if (scan(c, err) < 0) {
-		sym_symbcache_free(c);
+	if (np_cache_dir_open(path, &KIND, max_entries ? max_entries : SYM_SYMBCACHE_DEFAULT_ENTRIES, &c->dir, err) < 0) {
+		free(c);
 		return -1;
 	}
 	*out = c;
@@ -421,56 +223,19 @@ void sym_symbcache_free(struct sym_symbcache *c)
 {
 	if (!c)
 		return;
-	if (c->dirfd >= 0)
-		close(c->dirfd);
-	free(c->path);
+	np_cache_dir_free(c->dir);
 	free(c);
-}
-
-static void refuse(struct sym_symbcache *c, const char *name, const char *why)
-{
-	unlinkat(c->dirfd, name, 0);
-	c->st.invalid++;
-	if (!c->invalid_logged) {
-		c->invalid_logged = 1;
-		np_log(NP_WARN, "symbols",
-		       "symbol cache file refused and rebuilt (logged once; counted in "
-		       "nodeprof_symbol_cache_files_invalid_total)",
-		       "dir", c->path, "file", name, "reason", why, NULL);
-	}
 }
 
 int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symtab **out, const char **source,
 		       struct np_err *err)
 {
-	char name[MAX_KEY + sizeof(SUFFIX)];
 	*out = NULL;
-	if (file_name(key, name, sizeof(name)) < 0)
+	int fd;
+	uint64_t size;
+	if (np_cache_dir_open_file(c->dir, key, HEADER_BYTES, SYM_SYMBCACHE_MAX_FILE, &fd, &size) <= 0)
 		return 0;
-	int fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ELOOP)
-			refuse(c, name, "a symlink");
-		return 0;
-	}
-	struct stat st;
-	const char *why = NULL;
-	if (fstat(fd, &st) < 0)
-		why = "cannot stat";
-	else if (!S_ISREG(st.st_mode))
-		why = "not a regular file";
-	else if (st.st_uid != geteuid() || (st.st_mode & 022))
-		why = "not owned by the agent, or writable by others";
-	else if (st.st_nlink != 1)
-		why = "hard-linked";
-	else if ((uint64_t)st.st_size < HEADER_BYTES || (uint64_t)st.st_size > SYM_SYMBCACHE_MAX_FILE)
-		why = "size out of range";
-	if (why) {
-		close(fd);
-		refuse(c, name, why);
-		return 0;
-	}
-	size_t len = (size_t)st.st_size;
+	size_t len = (size_t)size;
 	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (m == MAP_FAILED) {
 		close(fd);
@@ -489,7 +254,7 @@ int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symt
 		munmap(m, len);
 		close(fd);
 		free(t);
-		refuse(c, name, perr.msg);
+		np_cache_dir_refuse(c->dir, key, perr.msg);
 		return 0;
 	}
 	/* Validation read every page: drop them from this process (they stay in the page cache),
@@ -497,60 +262,38 @@ int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symt
 	madvise(m, len, MADV_DONTNEED);
 	t->map = m;
 	t->map_len = len;
-	futimens(fd, NULL); /* used now: last in the eviction order */
+	np_cache_dir_touch(fd);
 	close(fd);
-	c->st.loaded++;
+	c->loaded++;
 	*out = t;
 	return 1;
 }
 
-static void store_failed(struct sym_symbcache *c, const char *why)
+struct store_arg {
+	const char *key, *source;
+	const struct sym_symtab *t;
+};
+
+static int write_table(int fd, void *arg, struct np_err *err)
 {
-	c->st.store_failed++;
-	if (!c->store_logged) {
-		c->store_logged = 1;
-		np_log(NP_WARN, "symbols",
-		       "cannot write a symbol cache file; the table stays in memory (logged once; counted in "
-		       "nodeprof_symbol_cache_store_failures_total)",
-		       "dir", c->path, "error", why, NULL);
-	}
+	const struct store_arg *a = arg;
+	return sym_symbcache_write_fd(fd, a->key, a->t, a->source, err);
 }
 
 int sym_symbcache_store(struct sym_symbcache *c, const char *key, const struct sym_symtab *t, const char *source,
 			struct sym_symtab **out, struct np_err *err)
 {
-	char name[MAX_KEY + sizeof(SUFFIX)], tmp[MAX_KEY + sizeof(SUFFIX) + 48];
 	*out = NULL;
-	if (file_name(key, name, sizeof(name)) < 0)
-		return 0;
-	/* Unique among the agents sharing the directory (pid) and the symbolizers of one agent
-	 * (several pyroscope.ebpf components: one counter for the process). */
-	static _Atomic unsigned tmp_seq;
-	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld.%u.%s", (long)getpid(), tmp_seq++, name);
-	int fd = openat(c->dirfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		store_failed(c, strerror(errno));
-		return 0;
-	}
-	struct np_err werr;
-	int rc = sym_symbcache_write_fd(fd, key, t, source, &werr);
-	if (close(fd) < 0 && rc == 0)
-		rc = np_errno(&werr, "close");
-	if (rc == 0 && renameat(c->dirfd, tmp, c->dirfd, name) < 0)
-		rc = np_errno(&werr, "rename");
-	if (rc < 0) {
-		unlinkat(c->dirfd, tmp, 0);
-		store_failed(c, werr.msg);
-		return 0;
-	}
-	c->st.stored++;
-	if (scan(c, err) < 0)
-		return -1;
+	struct store_arg a = { key, source, t };
+	int rc = np_cache_dir_store(c->dir, key, write_table, &a, err);
+	if (rc <= 0)
+		return rc;
+	c->stored++;
 	const char *src;
 	if (sym_symbcache_load(c, key, out, &src, err) < 0)
 		return -1;
 	if (*out)
-		c->st.loaded--; /* counted as stored, not as a load */
+		c->loaded--; /* counted as stored, not as a load */
 	return 0;
 }
 
@@ -562,5 +305,13 @@ void sym_symbcache_release(const struct sym_symtab *t)
 
 void sym_symbcache_stats(const struct sym_symbcache *c, struct sym_symbcache_stats *out)
 {
-	*out = c->st;
+	struct np_cache_dir_stats d;
+	np_cache_dir_stats(c->dir, &d);
+	*out = (struct sym_symbcache_stats){ .loaded = c->loaded,
+					     .stored = c->stored,
+					     .invalid = d.invalid,
+					     .evicted = d.evicted,
+					     .store_failed = d.store_failed,
+					     .files = d.files,
+					     .max_entries = d.max_entries };
 }

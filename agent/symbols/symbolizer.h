@@ -156,6 +156,11 @@ NP_MUST_CHECK int symbolizer_exec_mappings(struct symbolizer *s, uint32_t pid, u
  * 0, or -1 when the file cannot be reached. */
 int symbolizer_open_mapping(struct symbolizer *s, uint32_t pid, uint32_t gen, uint64_t start, int *fd, int *debug_fd);
 
+/* The on-disk cache directory (sym_options.symb_cache_path) and its bound in files of each kind
+ * (0 = SYM_SYMBCACHE_DEFAULT_ENTRIES resolved), or NULL when tables live in memory only: the
+ * unwind loader keeps its tables there too (agent/unwind/table_cache.h). */
+const char *symbolizer_cache_dir(const struct symbolizer *s, size_t *max_entries);
+
 /* Names and modules returned since the previous call stay valid until this call; caches are trimmed here. */
 void symbolizer_end_batch(struct symbolizer *s);
 

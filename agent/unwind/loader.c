@@ -15,6 +15,7 @@
 #include "agent/unwind/elf_cfi.h"
 #include "agent/unwind/lpm.h"
 #include "agent/unwind/pack.h"
+#include "agent/unwind/table_cache.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/log.h"
@@ -51,6 +52,8 @@ struct unw_loader {
 	size_t nprocs, keys;
 	uint64_t keys_dropped, compile_ns, swept;
 	uint32_t epoch; /* the value of the walker's unw_epoch */
+	struct unw_table_cache *cache; /* owned; NULL: none (yet, or cache_tried) */
+	int cache_tried;
 	/* The mappings being collected for one process. */
 	struct unw_pmap *fresh;
 	size_t nfresh, capfresh;
@@ -100,6 +103,7 @@ void unw_loader_free(struct unw_loader *l)
 		}
 	unw_registry_free(&l->reg);
 	unw_rule_set_free(&l->rules);
+	unw_table_cache_free(l->cache);
 	free(l->fresh);
 	free(l);
 }
@@ -329,26 +333,39 @@ static int push_rules(struct unw_loader *l, struct np_err *err)
 	return 0;
 }
 
+/* A new BPF array of n table elements, its fd. */
+static int table_create(uint32_t n, struct np_err *err)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "np_unw_table", sizeof(uint32_t), sizeof(uint64_t), n, &opts);
+	if (fd < 0)
+		return np_errno(err, "create a BPF map of %u unwind table elements", n);
+	return fd;
+}
+
+/* Elements [first, first + count) of table fd, a batch of at most FILL_BATCH at a time (the keys
+ * array stays small). */
+#define FILL_BATCH 8192
+static int table_fill(int fd, uint32_t first, const uint64_t *elems, uint32_t count, struct np_err *err)
+{
+	uint32_t keys[FILL_BATCH];
+	for (uint32_t done = 0; done < count;) {
+		uint32_t c = count - done < FILL_BATCH ? count - done : FILL_BATCH, got = c;
+		for (uint32_t i = 0; i < c; i++)
+			keys[i] = first + done + i;
+		LIBBPF_OPTS(bpf_map_batch_opts, bopts);
+		if (bpf_map_update_batch(fd, keys, elems + done, &got, &bopts) || got != c)
+			return np_errno(err, "fill a BPF map of unwind table elements at %u", first + done);
+		done += c;
+	}
+	return 0;
+}
+
 /* A BPF array holding p, its fd. */
 static int table_map(const struct unw_packed *p, struct np_err *err)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
-	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "np_unw_table", sizeof(uint32_t), sizeof(uint64_t), p->n, &opts);
-	if (fd < 0)
-		return np_errno(err, "create a BPF map of %u unwind table elements", p->n);
-	uint32_t *keys = malloc((size_t)p->n * sizeof(*keys));
-	if (!keys) {
-		close(fd);
-		return np_errf(err, "unwind table: out of memory");
-	}
-	for (uint32_t i = 0; i < p->n; i++)
-		keys[i] = i;
-	uint32_t count = p->n;
-	LIBBPF_OPTS(bpf_map_batch_opts, bopts);
-	int rc = bpf_map_update_batch(fd, keys, p->elems, &count, &bopts);
-	free(keys);
-	if (rc || count != p->n) {
-		np_errno(err, "fill a BPF map of %u unwind table elements", p->n);
+	int fd = table_create(p->n, err);
+	if (fd >= 0 && table_fill(fd, 0, p->elems, p->n, err) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -372,6 +389,84 @@ static void failed(struct unw_loader *l, uint32_t id, const char *why)
 	set_requested(l, id, NP_UNW_NEVER);
 }
 
+/* Makes room for bytes more of tables in BPF for id, evicting: -1 when they cannot fit. */
+static int make_room(struct unw_loader *l, uint32_t id, size_t bytes)
+{
+	uint32_t victims[MAX_VICTIMS];
+	int fits;
+	size_t nv = unw_registry_victims(&l->reg, bytes, id, victims, MAX_VICTIMS, &fits);
+	if (!fits)
+		return -1;
+	for (size_t i = 0; i < nv; i++)
+		evict(l, victims[i]);
+	return 0;
+}
+
+/* The on-disk cache's BPF side: room is made before the array is created. */
+struct cache_sink {
+	struct unw_loader *l;
+	uint32_t id;
+};
+
+static int sink_create(uint32_t n, void *arg, struct np_err *err)
+{
+	struct cache_sink *cs = arg;
+	if (make_room(cs->l, cs->id, (size_t)n * sizeof(uint64_t)) < 0)
+		return np_errf(err, "over the unwind tables' BPF budget");
+	return table_create(n, err);
+}
+
+static int sink_fill(int fd, uint32_t first, const uint64_t *elems, uint32_t count, void *arg, struct np_err *err)
+{
+	(void)arg;
+	return table_fill(fd, first, elems, count, err);
+}
+
+static void sink_drop(int fd, void *arg)
+{
+	(void)arg;
+	close(fd);
+}
+
+/* The on-disk cache, opened at the first table (in the symbolizer's cache directory), or NULL. */
+static struct unw_table_cache *table_cache(struct unw_loader *l)
+{
+	if (l->cache || l->cache_tried)
+		return l->cache;
+	l->cache_tried = 1;
+	size_t max;
+	const char *dir = symbolizer_cache_dir(l->sym, &max);
+	if (!dir)
+		return NULL;
+	struct np_err err;
+	if (unw_table_cache_open(dir, max, &l->cache, &err) < 0) {
+		l->cache = NULL;
+		/* The symbolizer warns about the same directory; tables are compiled each time. */
+		np_log(NP_DEBUG, "unwind", "unwind tables are not cached on disk", "error", err.msg, NULL);
+	}
+	return l->cache;
+}
+
+/* Table fd (n elements, nrows rows, made room for) goes under id; fd is closed either way. */
+static void install(struct unw_loader *l, const struct unw_reg_entry *e, uint32_t id, int fd, uint32_t n,
+                    uint32_t nrows, uint64_t t0, const char *from)
+{
+	struct np_err why;
+	if (push_rules(l, &why) < 0 ||
+	    (bpf_map_update_elem(l->maps.tables, &id, &fd, BPF_ANY) && np_errno(&why, "install unwind table %u", id))) {
+		np_log(NP_WARN, "unwind", "cannot load an unwind table", "file", e->key, "err", why.msg, NULL);
+		close(fd);
+		failed(l, id, why.msg);
+		return;
+	}
+	close(fd); /* the outer map holds the table now */
+	size_t bytes = (size_t)n * sizeof(uint64_t);
+	unw_registry_loaded(&l->reg, id, bytes);
+	l->compile_ns += now_ns() - t0;
+	np_log(NP_DEBUG, "unwind", "unwind table loaded", "file", e->key, "from", from, "rows", NP_LOG_INT(nrows),
+	       "bytes", NP_LOG_INT(bytes), "us", NP_LOG_INT((now_ns() - t0) / 1000), NULL);
+}
+
 int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 {
 	struct unw_reg_entry *e = unw_registry_get(&l->reg, id);
@@ -382,8 +477,26 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 	if (e->state != UNW_REG_UNLOADED)
 		return 0; /* loaded meanwhile, or known not to load */
 	uint64_t t0 = now_ns();
-	struct unw_table *t;
 	struct np_err why;
+	struct unw_table_cache *cache = table_cache(l);
+	int fd = -1;
+	if (cache) {
+		struct cache_sink cs = { l, id };
+		struct unw_table_sink sink = { sink_create, sink_fill, sink_drop, &cs };
+		uint32_t n, nrows;
+		int rc = unw_table_cache_load(cache, e->key, &l->rules, &sink, &fd, &n, &nrows, &why);
+		if (rc < 0) {
+			if (why.code == ENOMEM)
+				return np_errf(err, "%s", why.msg);
+			failed(l, id, why.msg);
+			return 0;
+		}
+		if (rc > 0) {
+			install(l, e, id, fd, n, nrows, t0, "disk");
+			return 0;
+		}
+	}
+	struct unw_table *t;
 	if (compile(l, e, &t, &why) < 0) {
 		if (why.code == ENOMEM)
 			return np_errf(err, "%s", why.msg);
@@ -397,34 +510,25 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 		failed(l, id, why.msg);
 		return 0;
 	}
-	size_t bytes = (size_t)p.n * sizeof(uint64_t);
-	uint32_t victims[MAX_VICTIMS];
-	int fits;
-	size_t nv = unw_registry_victims(&l->reg, bytes, id, victims, MAX_VICTIMS, &fits);
-	if (!fits) {
+	if (make_room(l, id, (size_t)p.n * sizeof(uint64_t)) < 0) {
 		unw_packed_free(&p);
 		failed(l, id, "over the unwind tables' BPF budget");
 		return 0;
 	}
-	for (size_t i = 0; i < nv; i++)
-		evict(l, victims[i]);
-	int fd = -1;
-	if (push_rules(l, &why) < 0 || (fd = table_map(&p, &why)) < 0 ||
-	    bpf_map_update_elem(l->maps.tables, &id, &fd, BPF_ANY)) {
-		if (fd >= 0)
-			np_errno(&why, "install unwind table %u", id);
+	if ((fd = table_map(&p, &why)) < 0) {
 		np_log(NP_WARN, "unwind", "cannot load an unwind table", "file", e->key, "err", why.msg, NULL);
-		if (fd >= 0)
-			close(fd);
 		unw_packed_free(&p);
 		failed(l, id, why.msg);
 		return 0;
 	}
-	close(fd); /* the outer map holds the table now */
-	unw_registry_loaded(&l->reg, id, bytes);
-	l->compile_ns += now_ns() - t0;
-	np_log(NP_DEBUG, "unwind", "unwind table loaded", "file", e->key, "rows", NP_LOG_INT(p.nrows), "bytes",
-	       NP_LOG_INT(bytes), "us", NP_LOG_INT((now_ns() - t0) / 1000), NULL);
+	/* Written before it is installed: the walker is not kept waiting long (a node-sized table
+	 * is written in a few ms), and a table that cannot be written still loads. */
+	if (cache && unw_table_cache_store(cache, e->key, &p, &l->rules, err) < 0) {
+		unw_packed_free(&p);
+		close(fd);
+		return -1;
+	}
+	install(l, e, id, fd, p.n, p.nrows, t0, "compiled");
 	unw_packed_free(&p);
 	return 0;
 }
@@ -439,6 +543,8 @@ void unw_loader_stats(const struct unw_loader *l, struct unw_loader_stats *out)
 	out->mapping_keys_dropped = l->keys_dropped;
 	out->compile_ns = l->compile_ns;
 	out->swept = l->swept;
+	if (l->cache)
+		unw_table_cache_stats(l->cache, &out->cache);
 	out->bpf_bytes = l->reg.st.loaded_bytes + l->rules.loaded * sizeof(struct np_unw_rule) +
 	                 l->keys * LPM_ENTRY_BYTES;
 }

@@ -15,6 +15,7 @@
 #include "agent/profile/sampler.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/registry.h"
+#include "agent/unwind/table_cache.h"
 #include "lib/error.h"
 
 /* Bytes of unwind tables in BPF maps: 16 distinct binaries the size of node (3 MiB of tables
@@ -54,6 +55,7 @@ struct unw_loader_stats {
 	uint64_t swept;                /* processes forgotten by unw_loader_sweep */
 	uint64_t compile_ns;           /* time spent compiling and loading tables */
 	size_t bpf_bytes;              /* tables + rules + trie entries (estimated for the trie) */
+	struct unw_table_cache_stats cache; /* the on-disk cache (zero when there is none) */
 };
 void unw_loader_stats(const struct unw_loader *l, struct unw_loader_stats *out);
 

@@ -27,6 +27,10 @@ void unw_rule_set_free(struct unw_rule_set *rs);
 /* The rule of global index i (i < unw_rule_set_count), copied (interned keys are unaligned). */
 void unw_rule_set_get(const struct unw_rule_set *rs, uint32_t i, struct np_unw_rule *out);
 size_t unw_rule_set_count(const struct unw_rule_set *rs);
+/* The global index of rule r (its padding zero), added when new: -1 with err when memory runs
+ * out or the set is full (NP_UNW_MAX_RULES; ENOMEM either way: no table can be added). */
+NP_MUST_CHECK int unw_rule_set_add(struct unw_rule_set *rs, const struct np_unw_rule *r, uint32_t *out,
+                                   struct np_err *err);
 
 struct unw_packed {
 	uint64_t *elems; /* owned: header, npages page entries, nrows rows */
