@@ -2,7 +2,8 @@
  *   1. the file's own .symtab, else
  *   2. a separate debug file's .symtab (build-ID tree, then .gnu_debuglink with CRC), else
  *   3. MiniDebugInfo (.gnu_debugdata: an xz-compressed ELF whose .symtab has the local functions);
- *   4. .dynsym, always (MiniDebugInfo leaves the exported functions there);
+ *   4. .dynsym, unless 1 or 2 gave a full .symtab (the linker writes every dynamic symbol into
+ *      .symtab too; MiniDebugInfo leaves the exported functions in .dynsym only);
  *   5. Go: .gopclntab when no full .symtab was found (stripped Go binaries).
  * The whole build holds at most s->table_budget bytes (its arrays, names and the input it
  * reads). A source that does not fit is dropped whole (a table missing some of a source's
@@ -191,11 +192,13 @@ int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, int fd, 
 		if (kept(s, elf, &b, &m, "minidebuginfo", &n) && n)
 			primary = "minidebuginfo";
 	}
-	m = sym_stb_mark(&b);
-	if (sym_elf_add_symbols(e, fd, SHT_DYNSYM, &b, &n, err) < 0)
-		goto fail;
-	if (kept(s, elf, &b, &m, "dynsym", &n) && n && !primary)
-		primary = "dynsym";
+	if (!full) {
+		m = sym_stb_mark(&b);
+		if (sym_elf_add_symbols(e, fd, SHT_DYNSYM, &b, &n, err) < 0)
+			goto fail;
+		if (kept(s, elf, &b, &m, "dynsym", &n) && n && !primary)
+			primary = "dynsym";
+	}
 	if (!full && (info->has_gopclntab || info->is_go)) {
 		size_t len;
 		m = sym_stb_mark(&b);

@@ -57,7 +57,8 @@ struct sym_stb {
 	size_t n, cap;
 	char *pool;         /* names, each stored once (interned) and NUL-terminated */
 	size_t pool_len, pool_cap;
-	uint32_t *slots;    /* open-addressing index of pool: name offset + 1, 0 = empty */
+	uint32_t *slots;    /* open-addressing index of pool: name offset + 1, 0 = empty; then
+	                     * nslots bytes of hash tags (symtab.c slot_of) */
 	size_t nslots, nnames; /* slots (a power of two), distinct names in them */
 	size_t max_entries;   /* further adds are ignored and `over` set; 0 = 16M */
 	/* Bytes the build may hold: its own arrays and whatever a reader charged for input it
