@@ -102,13 +102,14 @@ struct {
 } unw_mappings SEC(".maps");
 
 /* Tables differ in size: the template carries BPF_F_INNER_MAP so any ARRAY of 8-byte
- * elements may sit in a slot. */
+ * elements may sit in a slot. BPF_F_MMAPABLE: user space writes a table through a mapping of
+ * it (a memcpy), not element by element through the syscall (agent/unwind/loader.c). */
 struct unw_table_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(__u64));
-	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
 } unw_table_template SEC(".maps");
 
 struct {

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -333,29 +334,34 @@ static int push_rules(struct unw_loader *l, struct np_err *err)
 	return 0;
 }
 
-/* A new BPF array of n table elements, its fd. */
+/* A new BPF array of n table elements, its fd. Mappable (the template's flags, bpf/unwind_walk.h):
+ * table_fill writes it through a mapping. */
 static int table_create(uint32_t n, struct np_err *err)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
 	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "np_unw_table", sizeof(uint32_t), sizeof(uint64_t), n, &opts);
 	if (fd < 0)
 		return np_errno(err, "create a BPF map of %u unwind table elements", n);
 	return fd;
 }
 
-/* Elements [first, first + count) of table fd, a batch of at most FILL_BATCH at a time (the keys
- * array stays small). */
+/* Elements [first, first + count) of table fd, through a shared mapping of the pages they fall
+ * in, FILL_BATCH elements at a time: a memcpy instead of the batch update's per-element copy and
+ * update (a sixth of a warm recording's CPU with 16 node tables), and at most FILL_BATCH * 8
+ * bytes of the map mapped into the agent at once. */
 #define FILL_BATCH 8192
 static int table_fill(int fd, uint32_t first, const uint64_t *elems, uint32_t count, struct np_err *err)
 {
-	uint32_t keys[FILL_BATCH];
+	const uint64_t page = 4096;
 	for (uint32_t done = 0; done < count;) {
-		uint32_t c = count - done < FILL_BATCH ? count - done : FILL_BATCH, got = c;
-		for (uint32_t i = 0; i < c; i++)
-			keys[i] = first + done + i;
-		LIBBPF_OPTS(bpf_map_batch_opts, bopts);
-		if (bpf_map_update_batch(fd, keys, elems + done, &got, &bopts) || got != c)
-			return np_errno(err, "fill a BPF map of unwind table elements at %u", first + done);
+		uint32_t c = count - done < FILL_BATCH ? count - done : FILL_BATCH;
+		uint64_t lo = (uint64_t)(first + done) * sizeof(uint64_t), hi = lo + (uint64_t)c * sizeof(uint64_t);
+		uint64_t plo = lo & ~(page - 1), len = ((hi + page - 1) & ~(page - 1)) - plo;
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)plo);
+		if (m == MAP_FAILED)
+			return np_errno(err, "map unwind table elements %u..%u", first + done, first + done + c);
+		memcpy((char *)m + (lo - plo), elems + done, (size_t)c * sizeof(uint64_t));
+		munmap(m, len);
 		done += c;
 	}
 	return 0;
