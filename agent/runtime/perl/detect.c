@@ -110,7 +110,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 		goto out;
 	}
 	if (!(l = pl_layout_table(revision, version))) {
-		snprintf(why, why_len, "perl %u.%u.%u has no layout in this build of nodeprof (5.36 has)", revision,
+		snprintf(why, why_len, "perl %u.%u.%u has no layout in this build of nodeprof (5.28 to 5.40 have)", revision,
 			 version, subversion);
 		goto out;
 	}

@@ -1,11 +1,11 @@
 /* What nodeprof must know of a perl 5 interpreter's memory to walk its context stack from BPF
  * and to name its frames from user space: the offsets of the few fields it reads, and the
  * constants it compares with, per version (x86-64, threaded builds: the interpreter is a
- * structure, PL_curinterp points at the first one). Taken from each version's own headers;
- * docs/specs/perl.md says which, and tests/unit/test_perl_layout.c and
- * tests/integration/test_perl_stacks.py check the entry of the version installed here against
- * its headers and a live process. A version without an entry is not supported (said so, never
- * guessed). Prefix: pl_ (PL_). */
+ * structure, PL_curinterp points at the first one): 5.28 to 5.40, taken from each version's own
+ * headers (docs/specs/perl.md §4). tests/integration/test_perl_layout.py checks the entry of the
+ * version installed here against its headers, tests/integration/test_perl_stacks.py against a
+ * live process. A version without an entry is not supported (said so, never guessed).
+ * Prefix: pl_ (PL_). */
 #ifndef NP_PERL_LAYOUT_H
 #define NP_PERL_LAYOUT_H
 
