@@ -63,16 +63,33 @@ struct np_perl_proc {
 	np_u16 cv_gv;	  /* xcv_gv_u in a CV's body */
 	np_u16 cx_sub_re; /* the CXp_SUB_RE_FAKE bit of cx_type, 0 when the version has none */
 	np_u16 pad;
+	/* Each thread's interpreter (glibc): the pthread key perl keeps it under (address of
+	 * PL_thr_key) and where glibc keeps its threads' descriptors (docs/specs/perl.md §2). lists[0]
+	 * is 0 when they are not known: then only the main thread is walked, through PL_curinterp. */
+	np_u64 thr_key;
+	np_u64 lists[2]; /* _dl_stack_user, _dl_stack_used */
+	np_u16 list_next, pthread_list, pthread_tid, pthread_specific, key_data_size, key_data_data;
+	np_u32 pad2;
+};
+
+/* The perl_threads map (key: tgid << 32 | tid): the thread's glibc descriptor, or 0 (no_desc_ns:
+ * when the search found none). */
+struct np_perl_thread {
+	np_u64 desc;
+	np_u64 no_desc_ns;
 };
 
 #ifdef __bpf__
 /* The walker (included by the sampler through bpf/runtimes.h, after the native walker, whose
  * per-CPU state it shares: the runtime stack and its scratch).
  *
- * The interpreter is PL_curinterp, the process's first interpreter: the main thread's. Other
- * threads (ithreads' interpreters, an embedding program's) are not walked: their interpreter is
- * kept in thread-local storage, which this program does not read (it reads no kernel structure,
- * and a thread's TLS base is one), so they keep their native stacks. From the interpreter's
+ * The sampled thread's interpreter is the value perl keeps under its pthread key (PL_thr_key) in
+ * the thread's glibc descriptor, found by TID in glibc's lists of descriptors and remembered per
+ * thread (checked with one read before use), so ithreads' threads and an embedding program's
+ * are walked too; without glibc's description (musl) only the main thread is, through
+ * PL_curinterp, the first interpreter. (The thread pointer would find the descriptor at once,
+ * but it is a field of the kernel's task_struct, and this program reads no kernel structure.)
+ * From the interpreter's
  * current stackinfo the walk reads the context stack from its top (the leaf) down, and on
  * through the stackinfos below it: each sub, format and eval context is a frame, executing the
  * statement the context above it left (blk_oldcop) or, for the leaf, PL_curcop. The main
@@ -84,6 +101,7 @@ struct np_perl_walk {
 	__u64 si;     /* the stackinfo being walked */
 	__u64 cxstack; /* its contexts */
 	__u64 cop;    /* the statement the next frame found executes */
+	__u64 interp; /* the sampled thread's interpreter (np_perl_interp) */
 	__s32 ix;     /* the next context to look at, -1: go to the previous stackinfo */
 	__u16 nsi;    /* stackinfos looked at */
 	__u16 done;   /* the walk reached the bottom of the main stackinfo */
@@ -93,6 +111,12 @@ _Static_assert(sizeof(struct np_perl_walk) <= NP_RT_SCRATCH, "the Perl walk's st
 
 /* Contexts looked at per walk: loops and blocks have contexts too, so several per sub frame. */
 #define NP_PERL_MAX_WALK 320
+/* Thread descriptors looked at per list when searching for the sampled thread's. */
+#define NP_PERL_MAX_THREADS 64
+/* How long a thread found to have no descriptor is not searched again. */
+#define NP_PERL_NO_DESC_NS 1000000000ULL
+/* glibc's PTHREAD_KEYS_MAX / PTHREAD_KEY_2NDLEVEL_SIZE: the blocks of key data a thread has. */
+#define NP_PERL_KEY_BLOCKS 32
 
 /* How many processes perl_procs holds (written by user space): with none, a sample skips the
  * lookup, so processes that are not perl cost nothing here. */
@@ -105,6 +129,14 @@ struct {
 	__type(value, struct np_perl_proc);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } perl_procs SEC(".maps");
+
+/* Key: tgid << 32 | tid (a descriptor's address means something only in its own process). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u64);
+	__type(value, struct np_perl_thread);
+} perl_threads SEC(".maps");
 
 static __always_inline __u64 perl_word(const __u8 *buf, __u16 off)
 {
@@ -211,6 +243,76 @@ lost:
 	return 0;
 }
 
+/* The glibc descriptor of thread tid, searched in the process's lists (0: none). */
+static __always_inline __u64 perl_search_desc(const struct np_perl_proc *pl, __u32 tid)
+{
+	for (int l = 0; l < 2; l++) {
+		__u64 head = pl->lists[l & 1], e = 0;
+		if (!head || bpf_probe_read_user(&e, sizeof(e), (void *)(head + pl->list_next)))
+			continue;
+		for (int i = 0; i < NP_PERL_MAX_THREADS && e && e != head; i++) {
+			__u32 t = 0;
+			__u64 pd = e - pl->pthread_list;
+			if (bpf_probe_read_user(&t, sizeof(t), (void *)(pd + pl->pthread_tid)))
+				break;
+			if (t == tid)
+				return pd;
+			if (bpf_probe_read_user(&e, sizeof(e), (void *)(e + pl->list_next)))
+				break;
+		}
+	}
+	return 0;
+}
+
+/* Finds the sampled thread's interpreter into w->interp (0: none). Global: verified once. */
+__noinline int np_perl_interp(__u32 slot)
+{
+	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
+	struct np_perl_walk *w;
+	struct np_perl_thread *t, fresh = {};
+	__u64 key, now = bpf_ktime_get_ns(), desc = 0, blk = 0, interp = 0;
+	__u32 tgid, tid, pkey = 0, seen = 0;
+
+	if (!st)
+		return 0;
+	w = (struct np_perl_walk *)st->rt_scratch;
+	w->interp = 0;
+	tgid = st->key.tgid;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	if (w->proc.lists[0] && w->proc.thr_key) {
+		key = (__u64)tgid << 32 | tid;
+		t = bpf_map_lookup_elem(&perl_threads, &key);
+		if (t && t->desc) {
+			if (!bpf_probe_read_user(&seen, sizeof(seen), (void *)(t->desc + w->proc.pthread_tid)) && seen == tid)
+				desc = t->desc;
+		} else if (t && now - t->no_desc_ns < NP_PERL_NO_DESC_NS) {
+			goto main_thread;
+		}
+		if (!desc) {
+			fresh.desc = desc = perl_search_desc(&w->proc, tid);
+			if (!desc)
+				fresh.no_desc_ns = now;
+			bpf_map_update_elem(&perl_threads, &key, &fresh, BPF_ANY);
+		}
+		if (desc && !bpf_probe_read_user(&pkey, sizeof(pkey), (void *)w->proc.thr_key) &&
+		    pkey / NP_PERL_KEY_BLOCKS < NP_PERL_KEY_BLOCKS &&
+		    !bpf_probe_read_user(&blk, sizeof(blk),
+					 (void *)(desc + w->proc.pthread_specific + 8 * (pkey / NP_PERL_KEY_BLOCKS))) &&
+		    blk &&
+		    !bpf_probe_read_user(&interp, sizeof(interp),
+					 (void *)(blk + (__u64)(pkey % NP_PERL_KEY_BLOCKS) * w->proc.key_data_size +
+						  w->proc.key_data_data)))
+			w->interp = interp;
+		if (desc)
+			return w->interp != 0;
+	}
+main_thread:
+	/* No descriptor to look in: the main thread's is the first interpreter. */
+	if (tid == tgid && !bpf_probe_read_user(&interp, sizeof(interp), (void *)w->proc.curinterp))
+		w->interp = interp;
+	return w->interp != 0;
+}
+
 /* Walks the sampled thread's Perl frames into st->rtstack (emptied by the caller): the number
  * of words recorded (0: not a perl process or not its main thread, or nothing to record).
  * Global: verified once. */
@@ -229,8 +331,9 @@ __noinline int np_perl_walk(__u32 slot)
 	pl = bpf_map_lookup_elem(&perl_procs, &tgid);
 	if (!pl || pl->gen != st->key.gen)
 		return 0;
-	if ((__u32)bpf_get_current_pid_tgid() != tgid ||
-	    bpf_probe_read_user(&interp, sizeof(interp), (void *)pl->curinterp) || !interp) {
+	w = (struct np_perl_walk *)st->rt_scratch;
+	w->proc = *pl;
+	if (!np_perl_interp(slot) || !(interp = w->interp)) {
 		stat_inc(NP_PERL_NO_INTERP);
 		return 0;
 	}
@@ -244,8 +347,6 @@ __noinline int np_perl_walk(__u32 slot)
 		return 0;
 	}
 	stat_inc(NP_PERL_STACKS);
-	w = (struct np_perl_walk *)st->rt_scratch;
-	w->proc = *pl;
 	w->si = si;
 	w->cxstack = 0;
 	w->cop = cop;
@@ -255,9 +356,10 @@ __noinline int np_perl_walk(__u32 slot)
 	for (i = 0; i < NP_PERL_MAX_WALK; i++)
 		if (!np_perl_step(slot))
 			break;
-	/* The main program: the root, running the statement the outermost frame left (only when
-	 * the walk got there: a cut stack has no root). */
-	if (w->done)
+	/* The main program: the root of the main thread, running the statement the outermost
+	 * frame left (only when the walk got there: a cut stack has no root). Another thread's
+	 * root is the sub (or eval) it was started with. */
+	if (w->done && (__u32)bpf_get_current_pid_tgid() == tgid)
 		perl_push(st, NP_PERL_KIND_MAIN << NP_PERL_KIND_SHIFT | NP_PERL_ENTRY_BIT, w->cop, &w->proc);
 	else if (i == NP_PERL_MAX_WALK)
 		stat_inc(NP_PERL_LOST_DEPTH); /* NP_PERL_MAX_WALK contexts looked at */

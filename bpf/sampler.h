@@ -127,7 +127,7 @@ enum np_stat {
 	/* The Perl walk (bpf/perl.h), in samples of processes running perl: */
 	NP_PERL_STACKS,	      /* Perl stacks walked (the main thread of a running interpreter) */
 	NP_PERL_FRAMES,	      /* Perl frames recorded */
-	NP_PERL_NO_INTERP,    /* samples of a thread whose interpreter is not walked (not the main thread) */
+	NP_PERL_NO_INTERP,    /* samples of a thread with no interpreter (a C thread, or one not found) */
 	NP_PERL_LOST_READ,    /* an interpreter structure could not be read: the stack ends there */
 	NP_PERL_LOST_DEPTH,   /* NP_PERL_MAX_FRAMES frames reached: the root end is cut */
 	NP_STAT_MAX

@@ -33,14 +33,26 @@ int pl_candidate_name(const char *path)
 struct candidates {
 	uint64_t start[MAX_CANDIDATES], bias[MAX_CANDIDATES];
 	int n;
+	uint64_t libc_start, ld_start, ld_bias; /* glibc's C library and dynamic loader, 0 when not seen */
 };
 
 static int on_mapping(void *ud, const struct sym_exec_mapping *m, struct np_err *err)
 {
 	struct candidates *c = ud;
+	const char *base;
 
 	(void)err;
-	if (!m->key || !m->path || !m->path[0] || !pl_candidate_name(m->path) || c->n >= MAX_CANDIDATES)
+	if (!m->key || !m->path || !m->path[0])
+		return 0;
+	base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	if (!c->libc_start && !strcmp(base, "libc.so.6"))
+		c->libc_start = m->start;
+	if (!c->ld_start && !strncmp(base, "ld-linux-", 9)) {
+		c->ld_start = m->start;
+		c->ld_bias = m->bias;
+	}
+	if (!pl_candidate_name(m->path) || c->n >= MAX_CANDIDATES)
 		return 0;
 	for (int i = 0; i < c->n; i++)
 		if (c->start[i] == m->start)
@@ -88,7 +100,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 	int fd, dfd, found = 0;
 	Elf *e = NULL;
 	struct sym_elf_info info;
-	uint64_t curinterp, size, stackinfo;
+	uint64_t curinterp, size, stackinfo, addr;
 	unsigned revision, version, subversion;
 	const struct pl_layout *l;
 
@@ -121,6 +133,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 	}
 	out->layout = *l;
 	out->curinterp = curinterp + bias;
+	out->thr_key = sym_elf_find_symbol(e, "PL_thr_key", SYMBOL_BYTES_MAX, &addr, &size) == 0 ? addr + bias : 0;
 	out->patch = subversion;
 	found = 1;
 out:
@@ -139,8 +152,12 @@ int pl_detect(struct symbolizer *sym, uint32_t pid, uint32_t gen, struct pl_inte
 	if (symbolizer_exec_mappings(sym, pid, gen, 0, on_mapping, &c, err) < 0)
 		return -1;
 	for (int i = 0; i < c.n; i++) {
-		if (probe_file(sym, pid, gen, c.start[i], c.bias[i], out, why, why_len))
+		if (probe_file(sym, pid, gen, c.start[i], c.bias[i], out, why, why_len)) {
+			out->have_threads = out->thr_key && c.libc_start && c.ld_start &&
+					    rt_glibc_threads(sym, pid, gen, c.libc_start, c.ld_start, c.ld_bias,
+							     &out->threads) == 0;
 			return 1;
+		}
 		if (why[0])
 			return 0;
 	}

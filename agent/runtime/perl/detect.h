@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/runtime/glibc.h"
 #include "agent/runtime/perl/layout.h"
 #include "agent/symbols/symbolizer.h"
 #include "lib/error.h"
@@ -17,6 +18,12 @@ struct pl_interp {
 	struct pl_layout layout;
 	uint64_t curinterp; /* address of PL_curinterp in the process */
 	unsigned patch;	    /* PL_subversion */
+	/* Each thread's interpreter: the address of PL_thr_key (the pthread key perl keeps it
+	 * under) and glibc's thread descriptors; have_threads 0 when they are not known (musl, no
+	 * libthread_db descriptors): then only the main thread is walked. */
+	uint64_t thr_key;
+	struct rt_glibc_threads threads;
+	int have_threads;
 };
 
 /* 1 when a file's base name may be perl's: "perl", "perl5.36.0", "libperl.so.5.36". */

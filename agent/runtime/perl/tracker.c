@@ -93,6 +93,18 @@ static void to_bpf(const struct pl_interp *in, uint32_t gen, struct np_perl_proc
 	v->sv_flags = (uint16_t)l->sv_flags;
 	v->cv_gv = (uint16_t)l->cv_gv;
 	v->cx_sub_re = (uint16_t)l->cxp_sub_re_fake;
+	if (in->have_threads) {
+		const struct rt_glibc_threads *g = &in->threads;
+		v->thr_key = in->thr_key;
+		v->lists[0] = g->lists[0];
+		v->lists[1] = g->lists[1];
+		v->list_next = (uint16_t)g->list_next;
+		v->pthread_list = (uint16_t)g->pthread_list;
+		v->pthread_tid = (uint16_t)g->pthread_tid;
+		v->pthread_specific = (uint16_t)g->pthread_specific;
+		v->key_data_size = (uint16_t)g->key_data_size;
+		v->key_data_data = (uint16_t)g->key_data_data;
+	}
 }
 
 static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)
@@ -125,7 +137,8 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	}
 	p->layout = in.layout;
 	np_log(NP_DEBUG, "perl", "walking Perl frames", "pid", NP_LOG_INT(pid), "version",
-	       NP_LOG_INT(in.layout.major * 10000 + in.layout.minor * 100 + in.patch), NULL);
+	       NP_LOG_INT(in.layout.major * 10000 + in.layout.minor * 100 + in.patch), "threads",
+	       in.have_threads ? "all" : "main", NULL);
 	return 0;
 }
 
