@@ -89,11 +89,10 @@ struct np_perl_thread {
  * are walked too; without glibc's description (musl) only the main thread is, through
  * PL_curinterp, the first interpreter. (The thread pointer would find the descriptor at once,
  * but it is a field of the kernel's task_struct, and this program reads no kernel structure.)
- * From the interpreter's
- * current stackinfo the walk reads the context stack from its top (the leaf) down, and on
- * through the stackinfos below it: each sub, format and eval context is a frame, executing the
- * statement the context above it left (blk_oldcop) or, for the leaf, PL_curcop. The main
- * program is the root frame. */
+ * From the interpreter's current stackinfo the walk reads the context stack from its top (the
+ * leaf) down, and on through the stackinfos below it: each sub, format and eval context is a
+ * frame, executing the statement the context above it left (blk_oldcop) or, for the leaf,
+ * PL_curcop. On the main thread the main program is the root frame. */
 
 /* The walk's state in np_unw_state.rt_scratch. */
 struct np_perl_walk {
