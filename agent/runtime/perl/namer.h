@@ -8,7 +8,8 @@
  * batch, and read again on demand. Everything read is untrusted: lengths are bounded, strings
  * become valid UTF-8, and a CV that cannot be read, is no longer a CV or no longer has the name
  * pointer the sample saw (freed, reused by another sub) is named "[perl]", never an error and
- * never another sub's name. Prefix: pl_. */
+ * not another sub's (short of a collision of the 14-bit check, docs/specs/perl.md §5).
+ * Prefix: pl_. */
 #ifndef NP_PERL_NAMER_H
 #define NP_PERL_NAMER_H
 
