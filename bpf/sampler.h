@@ -124,6 +124,12 @@ enum np_stat {
 	NP_V8_FRAMES_FUNCTION_ONLY, /* frames whose function is known but not where in it */
 	NP_V8_FRAMES_STUB,	   /* stub frames in generated code recorded with their frame type */
 	NP_V8_STACKS,		   /* user stacks with at least one V8 frame */
+	/* The Perl walk (bpf/perl.h), in samples of processes running perl: */
+	NP_PERL_STACKS,	      /* Perl stacks walked (the main thread of a running interpreter) */
+	NP_PERL_FRAMES,	      /* Perl frames recorded */
+	NP_PERL_NO_INTERP,    /* samples of a thread with no interpreter (a C thread, or one not found) */
+	NP_PERL_LOST_READ,    /* an interpreter structure could not be read: the stack ends there */
+	NP_PERL_LOST_DEPTH,   /* NP_PERL_MAX_FRAMES frames reached: the root end is cut */
 	NP_STAT_MAX
 };
 

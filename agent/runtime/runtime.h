@@ -44,7 +44,9 @@
 	X(python, NP_RT_PYTHON, "python", "python_enabled", SUPPORTED, "no-python",                               \
 	  "name CPython's frames as native code (the eval loop) instead of\n"                                     \
 	  "the Python functions it runs (CPython 3.8 and later)")                                                 \
-	X(perl, NP_RT_PERL, "perl", "perl_enabled", NOT_YET, NULL, NULL)                                          \
+	X(perl, NP_RT_PERL, "perl", "perl_enabled", SUPPORTED, "no-perl",                                         \
+	  "name perl's frames as native code (the runops loop) instead of\n"                                     \
+	  "the Perl subs it runs (perl 5.28 to 5.40, threaded builds)")                                                  \
 	X(php, NP_RT_PHP, "php", "php_enabled", NOT_YET, NULL, NULL)                                              \
 	X(hotspot, NP_RT_HOTSPOT, "hotspot", "hotspot_enabled", SUPPORTED, "no-java",                            \
 	  "do not walk through HotSpot JVMs' Java frames (JDK 9 and later):\n"                                   \

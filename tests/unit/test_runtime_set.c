@@ -223,14 +223,20 @@ static void registry_rows(void **state)
 	assert_ptr_equal(hs->ops, &rt_hotspot_ops);
 	assert_non_null(hs->ops->name_words);
 	assert_null(hs->ops->merge);
-	/* Not implemented yet: accepted as a switch, no ops, no record flag. */
+	/* Perl: an interpreter-chain runtime like Python. */
 	assert_non_null(perl);
 	assert_string_equal(perl->config, "perl_enabled");
-	assert_null(perl->ops);
-	assert_null(perl->flag);
+	assert_ptr_equal(perl->ops, &rt_perl_ops);
+	assert_string_equal(perl->flag, "no-perl");
+	assert_non_null(perl->ops->merge);
+	assert_null(perl->ops->name_words);
+	/* Not implemented yet: accepted as a switch, no ops, no record flag. */
+	assert_null(rt_find(NP_RT_DOTNET)->ops);
+	assert_null(rt_find(NP_RT_DOTNET)->flag);
 	assert_null(rt_find(0));
 	assert_null(rt_find(NP_RT_MAX - 1));
-	assert_int_equal(rt_supported_mask(), (1u << NP_RT_PYTHON) | (1u << NP_RT_HOTSPOT) | (1u << NP_RT_V8));
+	assert_int_equal(rt_supported_mask(),
+			 (1u << NP_RT_PYTHON) | (1u << NP_RT_PERL) | (1u << NP_RT_HOTSPOT) | (1u << NP_RT_V8));
 	assert_string_equal(rt_find(NP_RT_V8)->flag, "no-v8");
 	assert_non_null(rt_find(NP_RT_V8)->ops->name_words);
 	for (size_t i = 0; i < rt_registry_n; i++) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "agent/runtime/mem.h"
 #include "lib/sorted.h"
 #include "lib/strbuf.h"
 
@@ -57,41 +58,15 @@ struct hs_vm {
 	size_t text_len;
 };
 
+/* One reader for every runtime (agent/runtime/mem.h); hs_mem_reader has its shape. */
 int hs_process_mem(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
 {
-	(void)ud;
-	struct iovec local = { .iov_base = buf, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
-
-	if (!len)
-		return 0;
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+	return rt_process_mem(ud, pid, addr, buf, len);
 }
-
-#define PAGE 4096u
 
 int hs_read_cstr(hs_mem_reader read, void *ud, uint32_t pid, uint64_t addr, char *buf, size_t max)
 {
-	size_t got = 0;
-
-	if (!addr || max < 1)
-		return -1;
-	/* Read page by page: a short string at the end of a mapping must not fail for the
-	 * bytes after it. */
-	while (got < max) {
-		size_t chunk = PAGE - (size_t)((addr + got) % PAGE);
-		if (chunk > 64)
-			chunk = 64;
-		if (chunk > max - got)
-			chunk = max - got;
-		if (addr + got < addr || read(ud, pid, addr + got, buf + got, chunk))
-			return -1;
-		void *nul = memchr(buf + got, '\0', chunk);
-		if (nul)
-			return 0;
-		got += chunk;
-	}
-	return -1;
+	return rt_read_cstr(read, ud, pid, addr, buf, max);
 }
 
 static int read_u64(hs_mem_reader read, void *ud, uint32_t pid, uint64_t addr, uint64_t *v)
