@@ -83,7 +83,7 @@ static int resolve_fd(int fd, const char *path, const char *sym, uint64_t *file_
 		np_errf(err, "%s is not an ELF file this profiler can read", path);
 		goto out;
 	}
-	if (sym_elf_find_symbol(e, sym, SYMBOL_BYTES_MAX, &value, &size) < 0) {
+	if (sym_elf_find_symbol(e, fd, sym, SYMBOL_BYTES_MAX, &value, &size) < 0) {
 		np_errf(err, "%s has no symbol %s (in .symtab or .dynsym)", path, sym);
 		goto out;
 	}

@@ -46,7 +46,7 @@ static int descriptor_n(struct file *f, const char *name, uint32_t *d, size_t n)
 {
 	uint64_t addr, size;
 
-	return sym_elf_find_symbol(f->e, name, SYMBOL_BYTES_MAX, &addr, &size) < 0 ||
+	return sym_elf_find_symbol(f->e, f->fd, name, SYMBOL_BYTES_MAX, &addr, &size) < 0 ||
 			       sym_elf_read_vaddr(f->fd, &f->info, addr, d, n * sizeof(uint32_t)) < 0 ?
 		       -1 :
 		       0;
@@ -83,7 +83,7 @@ int rt_glibc_threads(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64_
 		return -1;
 	if (open_file(sym, pid, gen, ld_start, &ld) < 0)
 		return -1;
-	ok = sym_elf_find_symbol(ld.e, "_rtld_global", SYMBOL_BYTES_MAX, &rtld, &size) == 0 && user[2] + 16 <= size &&
+	ok = sym_elf_find_symbol(ld.e, ld.fd, "_rtld_global", SYMBOL_BYTES_MAX, &rtld, &size) == 0 && user[2] + 16 <= size &&
 	     used[2] + 16 <= size;
 	close_file(&ld);
 	if (!ok)

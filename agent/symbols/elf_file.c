@@ -429,30 +429,40 @@ static int cmp_st_name(const void *pa, const void *pb)
 	return a->st_value < b->st_value ? -1 : a->st_value > b->st_value;
 }
 
-/* Adds the n functions of batch (sorted here by name offset) to b. */
-static int add_batch(struct str_window *w, Elf64_Sym *batch, size_t n, int thumb, struct sym_stb *b, size_t *added,
-                     struct np_err *err)
+/* What a streamed walk does with each symbol keep() let through, with its name (NULL when it
+ * cannot be read): 0 go on, 1 stop, -1 fail (err set). */
+typedef int (*stream_fn)(void *ud, const Elf64_Sym *s, const char *name, struct np_err *err);
+
+struct stream {
+	struct str_window *w;
+	stream_fn fn;
+	void *ud;
+};
+
+/* Hands the n symbols of batch (sorted here by name offset) to fn: its last answer. */
+static int stream_batch(struct stream *st, Elf64_Sym *batch, size_t n, struct np_err *err)
 {
 	qsort(batch, n, sizeof(*batch), cmp_st_name);
-	for (size_t j = 0; j < n && !b->over; j++) {
-		GElf_Sym s = { .st_name = batch[j].st_name, .st_info = batch[j].st_info, .st_other = batch[j].st_other,
-			       .st_shndx = batch[j].st_shndx, .st_value = batch[j].st_value, .st_size = batch[j].st_size };
-		int got = add_one(b, &s, window_name(w, s.st_name), thumb, err);
-		if (got < 0)
-			return -1;
-		*added += (size_t)got;
+	for (size_t j = 0; j < n; j++) {
+		int rc = st->fn(st->ud, &batch[j], window_name(st->w, batch[j].st_name), err);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
 
-/* Bytes add_streamed holds besides the table it fills. */
+/* Bytes a streamed walk holds. */
 #define STREAM_BYTES (sizeof(struct str_window) + (STREAM_SYMS + STREAM_BATCH) * sizeof(Elf64_Sym))
 
-static int add_streamed(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, int thumb, struct sym_stb *b,
-                        size_t *added, struct np_err *err)
+/* Walks the symbols of section sh (strings strsh) of fd that keep() accepts, their names
+ * fetched in string-table order a batch at a time (see above). 0 (fn stopped it, or the end),
+ * -1 with err. */
+static int stream_symbols(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, int (*keep)(const Elf64_Sym *),
+                          stream_fn fn, void *ud, struct np_err *err)
 {
 	struct str_window *w = malloc(sizeof(*w));
 	Elf64_Sym *v = malloc(STREAM_SYMS * sizeof(*v)), *batch = malloc(STREAM_BATCH * sizeof(*batch));
+	struct stream st = { w, fn, ud };
 	size_t nbatch = 0;
 	int rc = 0;
 
@@ -464,19 +474,18 @@ static int add_streamed(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, int
 	}
 	*w = (struct str_window){ .fd = fd, .off = strsh->sh_offset, .size = strsh->sh_size };
 	uint64_t count = sh->sh_size / sizeof(Elf64_Sym);
-	for (uint64_t i = 1; i < count && i <= INT_MAX && rc == 0 && !b->over;) {
+	for (uint64_t i = 1; i < count && i <= INT_MAX && rc == 0;) {
 		size_t k = count - i < STREAM_SYMS ? (size_t)(count - i) : STREAM_SYMS;
 		ssize_t r = pread(fd, v, k * sizeof(*v), (off_t)(sh->sh_offset + i * sizeof(Elf64_Sym)));
 		if (r <= 0)
 			break; /* a truncated file: what was read stands */
 		k = (size_t)r / sizeof(*v);
 		for (size_t j = 0; j < k && rc == 0; j++) {
-			GElf_Sym s = { .st_info = v[j].st_info, .st_shndx = v[j].st_shndx, .st_value = v[j].st_value };
-			if (!is_function(&s))
+			if (!keep(&v[j]))
 				continue; /* skipped before its name is looked for */
 			batch[nbatch++] = v[j];
 			if (nbatch == STREAM_BATCH) {
-				rc = add_batch(w, batch, nbatch, thumb, b, added, err);
+				rc = stream_batch(&st, batch, nbatch, err);
 				nbatch = 0;
 			}
 		}
@@ -484,12 +493,41 @@ static int add_streamed(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, int
 			break;
 		i += k;
 	}
-	if (rc == 0 && nbatch && !b->over)
-		rc = add_batch(w, batch, nbatch, thumb, b, added, err);
+	if (rc == 0 && nbatch)
+		rc = stream_batch(&st, batch, nbatch, err);
 	free(w);
 	free(v);
 	free(batch);
-	return rc;
+	return rc < 0 ? -1 : 0;
+}
+
+static int keep_function(const Elf64_Sym *v)
+{
+	GElf_Sym s = { .st_info = v->st_info, .st_shndx = v->st_shndx, .st_value = v->st_value };
+	return is_function(&s);
+}
+
+static int keep_defined(const Elf64_Sym *v)
+{
+	return v->st_shndx != SHN_UNDEF;
+}
+
+struct add_ctx {
+	struct sym_stb *b;
+	int thumb;
+	size_t *added;
+};
+
+static int add_streamed_one(void *ud, const Elf64_Sym *v, const char *name, struct np_err *err)
+{
+	struct add_ctx *c = ud;
+	GElf_Sym s = { .st_name = v->st_name, .st_info = v->st_info, .st_other = v->st_other,
+		       .st_shndx = v->st_shndx, .st_value = v->st_value, .st_size = v->st_size };
+	int got = add_one(c->b, &s, name, c->thumb, err);
+	if (got < 0)
+		return -1;
+	*c->added += (size_t)got;
+	return c->b->over ? 1 : 0;
 }
 
 int sym_elf_add_symbols(Elf *e, int fd, unsigned sh_type, struct sym_stb *b, size_t *added, struct np_err *err)
@@ -509,7 +547,8 @@ int sym_elf_add_symbols(Elf *e, int fd, unsigned sh_type, struct sym_stb *b, siz
 			b->over = 1;
 			return 0;
 		}
-		int rc = add_streamed(fd, &sh, &strsh, thumb, b, added, err);
+		struct add_ctx c = { b, thumb, added };
+		int rc = stream_symbols(fd, &sh, &strsh, keep_function, add_streamed_one, &c, err);
 		sym_stb_uncharge(b, STREAM_BYTES);
 		return rc;
 	}
@@ -541,13 +580,130 @@ int sym_elf_add_symbols(Elf *e, int fd, unsigned sh_type, struct sym_stb *b, siz
 	return 0;
 }
 
-int sym_elf_find_symbol(Elf *e, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size)
+/* The GNU hash of the dynamic linker (.gnu.hash). */
+static uint32_t gnu_hash(const char *name)
+{
+	uint32_t h = 5381;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = h * 33 + *p;
+	return h;
+}
+
+/* Looks name up in fd's .dynsym through its .gnu.hash, as the dynamic linker does: a bucket, then
+ * a short hash chain, a few preads instead of reading node's 7 MiB of .dynsym and .dynstr. 1 found
+ * (*value, *size), 0 not in .dynsym, -1 when there is no usable .gnu.hash (the caller scans). */
+static int gnu_hash_find(Elf *e, int fd, const char *name, uint64_t *value, uint64_t *size)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr hs, ds, ss;
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, &hs) && hs.sh_type == SHT_GNU_HASH)
+			break;
+	Elf_Scn *dyn = scn ? elf_getscn(e, hs.sh_link) : NULL;
+	if (!dyn || !gelf_getshdr(dyn, &ds) || ds.sh_type != SHT_DYNSYM || !streamable(e, fd, &ds))
+		return -1;
+	Elf_Scn *str = elf_getscn(e, ds.sh_link);
+	if (!str || !gelf_getshdr(str, &ss) || ss.sh_type == SHT_NOBITS)
+		return -1;
+	uint32_t hdr[4]; /* nbuckets, symoffset, bloom words, bloom shift */
+	if (hs.sh_size < sizeof(hdr) || pread_all(fd, hdr, sizeof(hdr), hs.sh_offset) < 0 || hdr[0] == 0)
+		return -1;
+	uint64_t nsyms = ds.sh_size / sizeof(Elf64_Sym), buckets = sizeof(hdr) + (uint64_t)hdr[2] * 8;
+	uint64_t chain = buckets + (uint64_t)hdr[0] * 4;
+	if (chain > hs.sh_size)
+		return -1;
+	uint32_t h = gnu_hash(name), idx;
+	if (pread_all(fd, &idx, 4, hs.sh_offset + buckets + (uint64_t)(h % hdr[0]) * 4) < 0)
+		return -1;
+	if (idx == 0)
+		return 0;
+	if (idx < hdr[1] || idx >= nsyms)
+		return -1;
+	size_t len = strlen(name);
+	char buf[256];
+	for (; idx < nsyms; idx++) {
+		uint32_t hv;
+		uint64_t at = chain + (uint64_t)(idx - hdr[1]) * 4;
+		if (at + 4 > hs.sh_size || pread_all(fd, &hv, 4, hs.sh_offset + at) < 0)
+			return -1;
+		if ((hv | 1) == (h | 1)) {
+			Elf64_Sym sym;
+			if (pread_all(fd, &sym, sizeof(sym), ds.sh_offset + idx * sizeof(sym)) < 0)
+				return -1;
+			if (sym.st_shndx != SHN_UNDEF && len < sizeof(buf) && sym.st_name < ss.sh_size &&
+			    ss.sh_size - sym.st_name > len && pread_all(fd, buf, len + 1, ss.sh_offset + sym.st_name) == 0 &&
+			    memcmp(buf, name, len) == 0 && buf[len] == '\0') {
+				*value = sym.st_value;
+				*size = sym.st_size;
+				return 1;
+			}
+		}
+		if (hv & 1)
+			break;
+	}
+	return 0;
+}
+
+struct find_ctx {
+	const char *name, *prefix;
+	size_t plen;
+	sym_elf_symbol_fn fn;
+	void *ud;
+	uint64_t value, size;
+	size_t seen;
+};
+
+static int find_one(void *ud, const Elf64_Sym *s, const char *name, struct np_err *err)
+{
+	struct find_ctx *c = ud;
+	(void)err;
+	if (!name || strcmp(name, c->name) != 0)
+		return 0;
+	c->value = s->st_value;
+	c->size = s->st_size;
+	c->seen = 1;
+	return 1;
+}
+
+static int each_one(void *ud, const Elf64_Sym *s, const char *name, struct np_err *err)
+{
+	struct find_ctx *c = ud;
+	(void)err;
+	if (!name || strncmp(name, c->prefix, c->plen) != 0)
+		return 0;
+	c->seen++;
+	return c->fn(c->ud, name, s->st_value, s->st_size) ? 1 : 0;
+}
+
+/* The symbol section of sh_type and its strings, when fd can be streamed (stream_symbols). */
+static int stream_sections(Elf *e, int fd, unsigned sh_type, size_t max_bytes, GElf_Shdr *sh, GElf_Shdr *strsh)
+{
+	uint64_t cost;
+	Elf_Scn *scn = symbol_section(e, sh_type, sh, &cost);
+	Elf_Scn *str = scn ? elf_getscn(e, sh->sh_link) : NULL;
+	return str && cost <= max_bytes && streamable(e, fd, sh) && gelf_getshdr(str, strsh) ? 0 : -1;
+}
+
+int sym_elf_find_symbol(Elf *e, int fd, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size)
 {
 	/* .dynsym first: what a runtime's detection asks for is exported, and .dynsym with its
 	 * strings is a fraction of .symtab's (node: 2.8 against 10 MiB, read whole by libelf). */
 	static const unsigned types[] = { SHT_DYNSYM, SHT_SYMTAB };
-	for (size_t t = 0; t < 2; t++) {
-		GElf_Shdr sh;
+	int hashed = fd >= 0 ? gnu_hash_find(e, fd, name, value, size) : -1;
+	if (hashed == 1)
+		return 0;
+	for (size_t t = hashed == 0 ? 1 : 0; t < 2; t++) {
+		GElf_Shdr sh, strsh;
+		if (stream_sections(e, fd, types[t], max_bytes, &sh, &strsh) == 0) {
+			struct find_ctx c = { .name = name };
+			struct np_err err;
+			if (stream_symbols(fd, &sh, &strsh, keep_defined, find_one, &c, &err) == 0 && c.seen) {
+				*value = c.value;
+				*size = c.size;
+				return 0;
+			}
+			continue;
+		}
 		uint64_t cost;
 		Elf_Scn *scn = symbol_section(e, types[t], &sh, &cost);
 		if (!scn || cost > max_bytes)
@@ -572,14 +728,21 @@ int sym_elf_find_symbol(Elf *e, const char *name, size_t max_bytes, uint64_t *va
 	return -1;
 }
 
-int sym_elf_each_symbol(Elf *e, unsigned sh_type, const char *prefix, size_t max_bytes, sym_elf_symbol_fn fn,
+int sym_elf_each_symbol(Elf *e, int fd, unsigned sh_type, const char *prefix, size_t max_bytes, sym_elf_symbol_fn fn,
 			void *ud)
 {
-	GElf_Shdr sh;
+	GElf_Shdr sh, strsh;
 	uint64_t cost;
 	size_t plen = strlen(prefix), seen = 0;
-	Elf_Scn *scn = symbol_section(e, sh_type, &sh, &cost);
 
+	if (stream_sections(e, fd, sh_type, max_bytes, &sh, &strsh) == 0) {
+		struct find_ctx c = { .prefix = prefix, .plen = plen, .fn = fn, .ud = ud };
+		struct np_err err;
+		if (stream_symbols(fd, &sh, &strsh, keep_defined, each_one, &c, &err) < 0)
+			return -1;
+		return (int)(c.seen > INT_MAX ? INT_MAX : c.seen);
+	}
+	Elf_Scn *scn = symbol_section(e, sh_type, &sh, &cost);
 	if (!scn || cost > max_bytes)
 		return -1;
 	Elf_Data *d = elf_getdata(scn, NULL);

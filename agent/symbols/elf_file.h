@@ -68,16 +68,20 @@ int sym_elf_section_size(Elf *e, const char *name, uint64_t *size);
  * larger or unreadable. */
 const void *sym_elf_section(Elf *e, const char *name, size_t max, size_t *len, uint64_t *addr);
 
-/* Finds a symbol by exact name in .dynsym (then .symtab) whose table and strings are at most
- * max_bytes to read: its value and size. -1 when absent. */
-int sym_elf_find_symbol(Elf *e, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size);
+/* Finds a defined symbol by exact name in .dynsym (then .symtab) whose table and strings are at
+ * most max_bytes: its value and size. -1 when absent. With fd (the file e was opened from;
+ * -1 for an image in memory) .dynsym is searched through .gnu.hash and the tables are read with
+ * pread a window at a time, not whole through libelf. */
+int sym_elf_find_symbol(Elf *e, int fd, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size);
 
 /* Calls fn for every defined symbol of the first section of sh_type (SHT_SYMTAB or SHT_DYNSYM)
  * whose name starts with prefix, until fn returns nonzero; the name is valid during the call.
- * The section and its strings are read only when they are at most max_bytes. Returns how many
- * symbols matched, or -1 when there is no such section (or it is larger than max_bytes). */
+ * The section and its strings are read only when they are at most max_bytes; with fd (as for
+ * sym_elf_find_symbol) a window at a time, the symbols then coming in the order of their names
+ * in the string table. Returns how many symbols matched, or -1 when there is no such section
+ * (or it is larger than max_bytes). */
 typedef int (*sym_elf_symbol_fn)(void *ud, const char *name, uint64_t value, uint64_t size);
-int sym_elf_each_symbol(Elf *e, unsigned sh_type, const char *prefix, size_t max_bytes, sym_elf_symbol_fn fn,
+int sym_elf_each_symbol(Elf *e, int fd, unsigned sh_type, const char *prefix, size_t max_bytes, sym_elf_symbol_fn fn,
 			void *ud);
 
 /* Reads len bytes at the ELF virtual address vaddr of an open file from its loadable segments

@@ -109,7 +109,7 @@ static int add_minidebuginfo(struct symbolizer *s, const struct sym_elf *elf, El
 /* The pclntab bytes: by section name, else between the runtime.pclntab and runtime.epclntab
  * symbols, translated to a file offset through the segments (all of it read from the file
  * with pread, checked against the segment and charged to the budget first). */
-static const uint8_t *find_pclntab(Elf *e, const struct sym_elf_info *info, struct sym_stb *b, size_t *len)
+static const uint8_t *find_pclntab(Elf *e, int fd, const struct sym_elf_info *info, struct sym_stb *b, size_t *len)
 {
 	static const char *const names[] = { ".gopclntab", ".data.rel.ro.gopclntab" };
 	for (size_t i = 0; i < 2; i++) {
@@ -123,8 +123,8 @@ static const uint8_t *find_pclntab(Elf *e, const struct sym_elf_info *info, stru
 		return sym_elf_section(e, names[i], (size_t)size, len, NULL);
 	}
 	uint64_t start, end, size;
-	if (sym_elf_find_symbol(e, "runtime.pclntab", room(b), &start, &size) < 0 ||
-	    sym_elf_find_symbol(e, "runtime.epclntab", room(b), &end, &size) < 0 || end <= start)
+	if (sym_elf_find_symbol(e, fd, "runtime.pclntab", room(b), &start, &size) < 0 ||
+	    sym_elf_find_symbol(e, fd, "runtime.epclntab", room(b), &end, &size) < 0 || end <= start)
 		return NULL;
 	for (size_t i = 0; i < info->nloads; i++) {
 		const struct sym_load *l = &info->loads[i];
@@ -202,7 +202,7 @@ int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, int fd, 
 	if (!full && (info->has_gopclntab || info->is_go)) {
 		size_t len;
 		m = sym_stb_mark(&b);
-		const uint8_t *pcln = find_pclntab(e, info, &b, &len);
+		const uint8_t *pcln = find_pclntab(e, fd, info, &b, &len);
 		if (pcln && sym_gopclntab_add(pcln, len, info->text_start, &b, &n, err) < 0)
 			goto fail;
 		if (kept(s, elf, &b, &m, "gopclntab", &n) && pcln && n)

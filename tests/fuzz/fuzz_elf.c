@@ -1,6 +1,7 @@
 /* Fuzzes the ELF reader: the input as an in-memory image (segments, build ID, debuglink,
  * .symtab/.dynsym, sections, MiniDebugInfo, gopclntab) and as a file through the symbolizer's
  * own path (symbolizer_file: file cache, debug-file search, every symbol source). */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ static void in_memory(const uint8_t *data, size_t size)
 					free(sym_xz_decode(xz, len, 1 << 20, &out_len, &oom));
 				}
 				uint64_t v, sz;
-				(void)sym_elf_find_symbol(e, "runtime.pclntab", 1 << 20, &v, &sz);
+				(void)sym_elf_find_symbol(e, -1, "runtime.pclntab", 1 << 20, &v, &sz);
 				struct sym_symtab *t;
 				if (sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err) == 0) {
 					for (size_t i = 0; i < info.nloads; i++)
@@ -62,6 +63,16 @@ static void in_memory(const uint8_t *data, size_t size)
 		elf_end(e);
 	}
 	free(copy);
+}
+
+static int count_symbol(void *ud, const char *name, uint64_t value, uint64_t size)
+{
+	(void)value;
+	(void)size;
+	if (!name)
+		abort();
+	++*(size_t *)ud;
+	return 0;
 }
 
 static void as_file(const uint8_t *data, size_t size)
@@ -92,6 +103,20 @@ static void as_file(const uint8_t *data, size_t size)
 			abort(); /* only allocation failure may fail */
 	symbolizer_end_batch(s);
 	symbolizer_free(s);
+	/* The lookups of runtime detection, through the file: .gnu.hash and the streamed scans. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e = fd >= 0 ? sym_elf_begin_fd(fd) : NULL;
+	if (e) {
+		uint64_t v, sz;
+		size_t seen = 0;
+		(void)sym_elf_find_symbol(e, fd, "main", 1 << 20, &v, &sz);
+		(void)sym_elf_find_symbol(e, fd, "_PyRuntime", 1 << 20, &v, &sz);
+		(void)sym_elf_each_symbol(e, fd, SHT_DYNSYM, "m", 1 << 20, count_symbol, &seen);
+		(void)sym_elf_each_symbol(e, fd, SHT_SYMTAB, "", 1 << 20, count_symbol, &seen);
+		elf_end(e);
+	}
+	if (fd >= 0)
+		close(fd);
 	unlink(path);
 }
 

@@ -106,7 +106,7 @@ static int read_runtime(const char *path, uint8_t *buf, size_t *len)
 		close(fd);
 		return -1;
 	}
-	if (sym_elf_find_symbol(e, "_PyRuntime", (size_t)64 << 20, &value, &size) < 0) {
+	if (sym_elf_find_symbol(e, fd, "_PyRuntime", (size_t)64 << 20, &value, &size) < 0) {
 		fprintf(stderr, "%s: no _PyRuntime symbol\n", path);
 		goto out;
 	}

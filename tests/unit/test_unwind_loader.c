@@ -63,7 +63,7 @@ static int setup(void **state)
 	assert_non_null(f);
 	f->maps.mappings = new_map(BPF_MAP_TYPE_LPM_TRIE, sizeof(struct np_unw_key), sizeof(struct np_unw_mapping),
 				   4096, BPF_F_NO_PREALLOC, -1);
-	f->maps.table_template = new_map(BPF_MAP_TYPE_ARRAY, 4, 8, 1, BPF_F_INNER_MAP, -1);
+	f->maps.table_template = new_map(BPF_MAP_TYPE_ARRAY, 4, 8, 1, BPF_F_INNER_MAP | BPF_F_MMAPABLE, -1);
 	f->maps.tables = new_map(BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4, NP_UNW_MAX_TABLES, 0, f->maps.table_template);
 	f->maps.rules = new_map(BPF_MAP_TYPE_ARRAY, 4, sizeof(struct np_unw_rule), NP_UNW_MAX_RULES, 0, -1);
 	f->maps.requested = new_map(BPF_MAP_TYPE_ARRAY, 4, 8, NP_UNW_MAX_TABLES, 0, -1);

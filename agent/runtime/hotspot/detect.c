@@ -72,7 +72,7 @@ static int find_symbols(struct symbolizer *sym, uint32_t pid, uint32_t gen, cons
 	}
 	for (size_t i = 0; i < hs_vm_symbol_count; i++) {
 		uint64_t value = 0, size;
-		if (sym_elf_find_symbol(e, hs_vm_symbol_names[i].name, SYMBOL_BYTES_MAX, &value, &size) < 0 || !value) {
+		if (sym_elf_find_symbol(e, fd, hs_vm_symbol_names[i].name, SYMBOL_BYTES_MAX, &value, &size) < 0 || !value) {
 			snprintf(why, why_len, "libjvm.so does not export %s (not a HotSpot JVM with vmstructs)",
 				 hs_vm_symbol_names[i].name);
 			goto out;

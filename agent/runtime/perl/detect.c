@@ -85,7 +85,7 @@ static int read_u8(int fd, const struct sym_elf_info *info, Elf *e, const char *
 	uint64_t addr, size;
 	uint8_t v;
 
-	if (sym_elf_find_symbol(e, name, SYMBOL_BYTES_MAX, &addr, &size) < 0 ||
+	if (sym_elf_find_symbol(e, fd, name, SYMBOL_BYTES_MAX, &addr, &size) < 0 ||
 	    sym_elf_read_vaddr(fd, info, addr, &v, 1) < 0)
 		return -1;
 	*out = v;
@@ -115,8 +115,8 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 	    read_u8(fd, &info, e, "PL_version", &version) < 0 ||
 	    read_u8(fd, &info, e, "PL_subversion", &subversion) < 0)
 		goto out; /* not the interpreter's file (an executable linking libperl.so) */
-	if (sym_elf_find_symbol(e, "PL_curinterp", SYMBOL_BYTES_MAX, &curinterp, &size) < 0) {
-		if (sym_elf_find_symbol(e, "PL_curstackinfo", SYMBOL_BYTES_MAX, &stackinfo, &size) == 0)
+	if (sym_elf_find_symbol(e, fd, "PL_curinterp", SYMBOL_BYTES_MAX, &curinterp, &size) < 0) {
+		if (sym_elf_find_symbol(e, fd, "PL_curstackinfo", SYMBOL_BYTES_MAX, &stackinfo, &size) == 0)
 			snprintf(why, why_len, "perl %u.%u.%u built without threads (MULTIPLICITY) is not supported",
 				 revision, version, subversion);
 		goto out;
@@ -133,7 +133,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 	}
 	out->layout = *l;
 	out->curinterp = curinterp + bias;
-	out->thr_key = sym_elf_find_symbol(e, "PL_thr_key", SYMBOL_BYTES_MAX, &addr, &size) == 0 ? addr + bias : 0;
+	out->thr_key = sym_elf_find_symbol(e, fd, "PL_thr_key", SYMBOL_BYTES_MAX, &addr, &size) == 0 ? addr + bias : 0;
 	out->patch = subversion;
 	found = 1;
 out:

@@ -130,7 +130,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 	if (!e || sym_elf_info_read(e, &info) < 0)
 		goto out;
 	/* 3.11+ export their version; older ones are known by their file name. */
-	if (sym_elf_find_symbol(e, "Py_Version", SYMBOL_BYTES_MAX, &ver_addr, &ver_size) == 0) {
+	if (sym_elf_find_symbol(e, fd, "Py_Version", SYMBOL_BYTES_MAX, &ver_addr, &ver_size) == 0) {
 		uint32_t hex;
 		if (sym_elf_read_vaddr(fd, &info, ver_addr, &hex, sizeof(hex)) == 0) {
 			major = hex >> 24;
@@ -141,7 +141,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64
 		snprintf(why, why_len, "CPython %u.%u is not supported (3.8 and later are)", major, minor);
 		goto out;
 	}
-	if (sym_elf_find_symbol(e, "_PyRuntime", SYMBOL_BYTES_MAX, &runtime, &runtime_size) < 0)
+	if (sym_elf_find_symbol(e, fd, "_PyRuntime", SYMBOL_BYTES_MAX, &runtime, &runtime_size) < 0)
 		goto out; /* a python3.X executable of a shared build: the library has it */
 	const struct py_layout *table = py_layout_table(major, minor);
 	if (table) {
@@ -191,7 +191,7 @@ static uint32_t glibc_pthread_tid(struct symbolizer *sym, uint32_t pid, uint32_t
 		close(dfd);
 	e = sym_elf_begin_fd(fd);
 	if (e && sym_elf_info_read(e, &info) == 0 &&
-	    sym_elf_find_symbol(e, "_thread_db_pthread_tid", SYMBOL_BYTES_MAX, &addr, &size) == 0 &&
+	    sym_elf_find_symbol(e, fd, "_thread_db_pthread_tid", SYMBOL_BYTES_MAX, &addr, &size) == 0 &&
 	    sym_elf_read_vaddr(fd, &info, addr, desc, sizeof(desc)) == 0 && desc[0] == 32 && desc[2] < 4096)
 		off = desc[2];
 	if (e)

@@ -41,7 +41,7 @@ static int read_u32_symbol(Elf *e, int fd, const struct sym_elf_info *info, cons
 {
 	uint64_t addr, size;
 
-	if (sym_elf_find_symbol(e, name, SYMBOL_BYTES_MAX, &addr, &size) < 0 || size != 4)
+	if (sym_elf_find_symbol(e, fd, name, SYMBOL_BYTES_MAX, &addr, &size) < 0 || size != 4)
 		return -1;
 	return sym_elf_read_vaddr(fd, info, addr, out, sizeof(*out));
 }
@@ -89,7 +89,7 @@ int v8_probe_fd(int fd, struct v8_proc *out, char *why, size_t why_len, struct n
 		/* static const uint8_t Bytecodes::kBytecodeSizes[3][kBytecodeCount] */
 		uint64_t addr, size;
 		uint8_t sizes[3 * 256];
-		if (sym_elf_find_symbol(e, "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE", SYMBOL_BYTES_MAX,
+		if (sym_elf_find_symbol(e, fd, "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE", SYMBOL_BYTES_MAX,
 					&addr, &size) == 0 &&
 		    size && size % 3 == 0 && size <= sizeof(sizes) &&
 		    sym_elf_read_vaddr(fd, &info, addr, sizes, (size_t)size) == 0) {
