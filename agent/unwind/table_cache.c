@@ -19,6 +19,8 @@ static const char MAGIC[8] = { 'N', 'P', 'U', 'N', 'W', 'T', 'B', '\n' };
 #define HEADER_BYTES 64
 #define RULE_BYTES 12 /* struct np_unw_rule */
 #define CHUNK_ELEMS 8192
+/* Rules read at once into the chunk buffer. */
+#define RULES_AT_ONCE (CHUNK_ELEMS * 8 / RULE_BYTES)
 /* The largest table compile.h lets the agent build, and its rules. */
 #define MAX_ELEMS (UNW_MAX_TABLE_BYTES / 8)
 
@@ -128,12 +130,15 @@ static int check(const struct src *s, const char *key, struct header *h, struct 
 		return np_errf(err, "key not NUL-terminated at its length");
 	if (key && strcmp(k, key) != 0)
 		return np_errf(err, "file is for another key");
-	for (uint32_t i = 0; i < h->nrules; i++) {
-		struct np_unw_rule r;
-		if (src_read(s, l->rules + (uint64_t)i * RULE_BYTES, &r, sizeof(r)) < 0)
-			return np_errf(err, "rule %u unreadable", i);
-		if (r.kind > UNW_UNSUPPORTED || r.rbp > UNW_RBP_UNSUPPORTED || r.why >= UNW_WHY_COUNT || r.pad)
-			return np_errf(err, "rule %u: unknown kind", i);
+	for (uint32_t first = 0; first < h->nrules; first += RULES_AT_ONCE) {
+		struct np_unw_rule *r = (struct np_unw_rule *)buf;
+		uint32_t c = h->nrules - first < RULES_AT_ONCE ? h->nrules - first : RULES_AT_ONCE;
+		if (src_read(s, l->rules + (uint64_t)first * RULE_BYTES, r, (size_t)c * RULE_BYTES) < 0)
+			return np_errf(err, "rules unreadable at %u", first);
+		for (uint32_t i = 0; i < c; i++)
+			if (r[i].kind > UNW_UNSUPPORTED || r[i].rbp > UNW_RBP_UNSUPPORTED || r[i].why >= UNW_WHY_COUNT ||
+			    r[i].pad)
+				return np_errf(err, "rule %u: unknown kind", first + i);
 	}
 	uint32_t rows = 1 + h->npages, prev_lo = rows;
 	uint64_t prev_pc = 0;
@@ -210,16 +215,18 @@ static int load_checked(const struct src *s, const struct header *h, const struc
 		err->code = ENOMEM;
 		return -2;
 	}
-	for (uint32_t i = 0; i < h->nrules; i++) {
-		struct np_unw_rule r;
-		if (src_read(s, l->rules + (uint64_t)i * RULE_BYTES, &r, sizeof(r)) < 0) {
+	for (uint32_t first = 0; first < h->nrules; first += RULES_AT_ONCE) {
+		struct np_unw_rule *r = (struct np_unw_rule *)buf;
+		uint32_t c = h->nrules - first < RULES_AT_ONCE ? h->nrules - first : RULES_AT_ONCE;
+		if (src_read(s, l->rules + (uint64_t)first * RULE_BYTES, r, (size_t)c * RULE_BYTES) < 0) {
 			free(global);
-			return np_errf(err, "rule %u unreadable", i);
+			return np_errf(err, "rules unreadable at %u", first);
 		}
-		if (unw_rule_set_add(rs, &r, &global[i], err) < 0) {
-			free(global);
-			return -2;
-		}
+		for (uint32_t i = 0; i < c; i++)
+			if (unw_rule_set_add(rs, &r[i], &global[first + i], err) < 0) {
+				free(global);
+				return -2;
+			}
 	}
 	int fd = sink->create(l->n, sink->arg, err);
 	if (fd < 0) {
