@@ -33,3 +33,33 @@ int np_cmp_u32(const void *a, const void *b)
 
 	return (x > y) - (x < y);
 }
+
+void np_sort_u64(uint64_t *v, size_t n, uint64_t *tmp)
+{
+	uint64_t all_or = 0, all_and = ~(uint64_t)0;
+	for (size_t i = 0; i < n; i++) {
+		all_or |= v[i];
+		all_and &= v[i];
+	}
+	uint64_t *src = v, *dst = tmp;
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
+			continue; /* every key has the same byte here */
+		size_t count[256] = { 0 };
+		for (size_t i = 0; i < n; i++)
+			count[(src[i] >> shift) & 0xff]++;
+		size_t at = 0;
+		for (unsigned b = 0; b < 256; b++) {
+			size_t c = count[b];
+			count[b] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[(src[i] >> shift) & 0xff]++] = src[i];
+		uint64_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof(*v));
+}

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/sorted.h"
+
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
 static void elf_init(void)
 {
@@ -421,30 +423,27 @@ static int streamable(Elf *e, int fd, const GElf_Shdr *sh)
 	       sh->sh_type != SHT_NOBITS && sh->sh_entsize == sizeof(Elf64_Sym);
 }
 
-static int cmp_st_name(const void *pa, const void *pb)
-{
-	const Elf64_Sym *a = pa, *b = pb;
-	if (a->st_name != b->st_name)
-		return a->st_name < b->st_name ? -1 : 1;
-	return a->st_value < b->st_value ? -1 : a->st_value > b->st_value;
-}
-
 /* What a streamed walk does with each symbol keep() let through, with its name (NULL when it
  * cannot be read): 0 go on, 1 stop, -1 fail (err set). */
 typedef int (*stream_fn)(void *ud, const Elf64_Sym *s, const char *name, struct np_err *err);
 
 struct stream {
 	struct str_window *w;
+	uint64_t *keys; /* 2 * STREAM_BATCH: name offset << 32 | index in the batch, and scratch */
 	stream_fn fn;
 	void *ud;
 };
 
-/* Hands the n symbols of batch (sorted here by name offset) to fn: its last answer. */
-static int stream_batch(struct stream *st, Elf64_Sym *batch, size_t n, struct np_err *err)
+/* Hands the n symbols of batch to fn in the order of their names' offsets (ties: symbol order):
+ * its last answer. */
+static int stream_batch(struct stream *st, const Elf64_Sym *batch, size_t n, struct np_err *err)
 {
-	qsort(batch, n, sizeof(*batch), cmp_st_name);
+	for (size_t j = 0; j < n; j++)
+		st->keys[j] = (uint64_t)batch[j].st_name << 32 | j;
+	np_sort_u64(st->keys, n, st->keys + STREAM_BATCH);
 	for (size_t j = 0; j < n; j++) {
-		int rc = st->fn(st->ud, &batch[j], window_name(st->w, batch[j].st_name), err);
+		const Elf64_Sym *v = &batch[(uint32_t)st->keys[j]];
+		int rc = st->fn(st->ud, v, window_name(st->w, v->st_name), err);
 		if (rc)
 			return rc;
 	}
@@ -452,7 +451,9 @@ static int stream_batch(struct stream *st, Elf64_Sym *batch, size_t n, struct np
 }
 
 /* Bytes a streamed walk holds. */
-#define STREAM_BYTES (sizeof(struct str_window) + (STREAM_SYMS + STREAM_BATCH) * sizeof(Elf64_Sym))
+#define STREAM_BYTES                                                                                      \
+	(sizeof(struct str_window) + (STREAM_SYMS + STREAM_BATCH) * sizeof(Elf64_Sym) +                       \
+	 2 * STREAM_BATCH * sizeof(uint64_t))
 
 /* Walks the symbols of section sh (strings strsh) of fd that keep() accepts, their names
  * fetched in string-table order a batch at a time (see above). 0 (fn stopped it, or the end),
@@ -462,14 +463,16 @@ static int stream_symbols(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, i
 {
 	struct str_window *w = malloc(sizeof(*w));
 	Elf64_Sym *v = malloc(STREAM_SYMS * sizeof(*v)), *batch = malloc(STREAM_BATCH * sizeof(*batch));
-	struct stream st = { w, fn, ud };
+	uint64_t *keys = malloc(2 * STREAM_BATCH * sizeof(*keys));
+	struct stream st = { w, keys, fn, ud };
 	size_t nbatch = 0;
 	int rc = 0;
 
-	if (!w || !v || !batch) {
+	if (!w || !v || !batch || !keys) {
 		free(w);
 		free(v);
 		free(batch);
+		free(keys);
 		return np_errf(err, "symbols: out of memory");
 	}
 	*w = (struct str_window){ .fd = fd, .off = strsh->sh_offset, .size = strsh->sh_size };
@@ -498,6 +501,7 @@ static int stream_symbols(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, i
 	free(w);
 	free(v);
 	free(batch);
+	free(keys);
 	return rc < 0 ? -1 : 0;
 }
 
