@@ -458,8 +458,8 @@ static int stream_batch(struct stream *st, const Elf64_Sym *batch, size_t n, str
 /* Walks the symbols of section sh (strings strsh) of fd that keep() accepts, their names
  * fetched in string-table order a batch at a time (see above). 0 (fn stopped it, or the end),
  * -1 with err. */
-static int stream_symbols(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, int (*keep)(const Elf64_Sym *),
-                          stream_fn fn, void *ud, struct np_err *err)
+static int stream_symbols(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh,
+                          int (*keep)(const Elf64_Sym *, const void *ud), stream_fn fn, void *ud, struct np_err *err)
 {
 	struct str_window *w = malloc(sizeof(*w));
 	Elf64_Sym *v = malloc(STREAM_SYMS * sizeof(*v)), *batch = malloc(STREAM_BATCH * sizeof(*batch));
@@ -484,7 +484,7 @@ static int stream_symbols(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, i
 			break; /* a truncated file: what was read stands */
 		k = (size_t)r / sizeof(*v);
 		for (size_t j = 0; j < k && rc == 0; j++) {
-			if (!keep(&v[j]))
+			if (!keep(&v[j], ud))
 				continue; /* skipped before its name is looked for */
 			batch[nbatch++] = v[j];
 			if (nbatch == STREAM_BATCH) {
@@ -505,16 +505,15 @@ static int stream_symbols(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh, i
 	return rc < 0 ? -1 : 0;
 }
 
-static int keep_function(const Elf64_Sym *v)
+static int keep_function(const Elf64_Sym *v, const void *ud)
 {
+	(void)ud;
 	GElf_Sym s = { .st_info = v->st_info, .st_shndx = v->st_shndx, .st_value = v->st_value };
 	return is_function(&s);
 }
 
-static int keep_defined(const Elf64_Sym *v)
-{
-	return v->st_shndx != SHN_UNDEF;
-}
+struct find_ctx;
+static int keep_defined(const Elf64_Sym *v, const void *ud);
 
 struct add_ctx {
 	struct sym_stb *b;
@@ -651,11 +650,19 @@ static int gnu_hash_find(Elf *e, int fd, const char *name, uint64_t *value, uint
 struct find_ctx {
 	const char *name, *prefix;
 	size_t plen;
+	uint64_t only_size; /* each_symbol: only symbols of this size (0: any) */
 	sym_elf_symbol_fn fn;
 	void *ud;
 	uint64_t value, size;
 	size_t seen;
 };
+
+/* A defined symbol, of the size asked for when one is. */
+static int keep_defined(const Elf64_Sym *v, const void *ud)
+{
+	const struct find_ctx *c = ud;
+	return v->st_shndx != SHN_UNDEF && (!c->only_size || v->st_size == c->only_size);
+}
 
 static int find_one(void *ud, const Elf64_Sym *s, const char *name, struct np_err *err)
 {
@@ -732,15 +739,15 @@ int sym_elf_find_symbol(Elf *e, int fd, const char *name, size_t max_bytes, uint
 	return -1;
 }
 
-int sym_elf_each_symbol(Elf *e, int fd, unsigned sh_type, const char *prefix, size_t max_bytes, sym_elf_symbol_fn fn,
-			void *ud)
+int sym_elf_each_symbol(Elf *e, int fd, unsigned sh_type, const char *prefix, uint64_t only_size, size_t max_bytes,
+			sym_elf_symbol_fn fn, void *ud)
 {
 	GElf_Shdr sh, strsh;
 	uint64_t cost;
 	size_t plen = strlen(prefix), seen = 0;
 
 	if (stream_sections(e, fd, sh_type, max_bytes, &sh, &strsh) == 0) {
-		struct find_ctx c = { .prefix = prefix, .plen = plen, .fn = fn, .ud = ud };
+		struct find_ctx c = { .prefix = prefix, .plen = plen, .only_size = only_size, .fn = fn, .ud = ud };
 		struct np_err err;
 		if (stream_symbols(fd, &sh, &strsh, keep_defined, each_one, &c, &err) < 0)
 			return -1;
@@ -758,7 +765,7 @@ int sym_elf_each_symbol(Elf *e, int fd, unsigned sh_type, const char *prefix, si
 		GElf_Sym s;
 		if (!gelf_getsym(d, (int)i, &s))
 			break;
-		if (s.st_shndx == SHN_UNDEF)
+		if (s.st_shndx == SHN_UNDEF || (only_size && s.st_size != only_size))
 			continue;
 		const char *n = elf_strptr(e, sh.sh_link, s.st_name);
 		if (!n || strncmp(n, prefix, plen) != 0)

@@ -75,14 +75,15 @@ const void *sym_elf_section(Elf *e, const char *name, size_t max, size_t *len, u
 int sym_elf_find_symbol(Elf *e, int fd, const char *name, size_t max_bytes, uint64_t *value, uint64_t *size);
 
 /* Calls fn for every defined symbol of the first section of sh_type (SHT_SYMTAB or SHT_DYNSYM)
- * whose name starts with prefix, until fn returns nonzero; the name is valid during the call.
+ * whose name starts with prefix (and whose size is only_size, unless 0: a filter applied
+ * before the name is read), until fn returns nonzero; the name is valid during the call.
  * The section and its strings are read only when they are at most max_bytes; with fd (as for
  * sym_elf_find_symbol) a window at a time, the symbols then coming in the order of their names
  * in the string table. Returns how many symbols matched, or -1 when there is no such section
  * (or it is larger than max_bytes). */
 typedef int (*sym_elf_symbol_fn)(void *ud, const char *name, uint64_t value, uint64_t size);
-int sym_elf_each_symbol(Elf *e, int fd, unsigned sh_type, const char *prefix, size_t max_bytes, sym_elf_symbol_fn fn,
-			void *ud);
+int sym_elf_each_symbol(Elf *e, int fd, unsigned sh_type, const char *prefix, uint64_t only_size, size_t max_bytes,
+			sym_elf_symbol_fn fn, void *ud);
 
 /* Reads len bytes at the ELF virtual address vaddr of an open file from its loadable segments
  * (info from sym_elf_info_read): bytes past a segment's file size (.bss) read as zero, as

@@ -111,8 +111,8 @@ static void as_file(const uint8_t *data, size_t size)
 		size_t seen = 0;
 		(void)sym_elf_find_symbol(e, fd, "main", 1 << 20, &v, &sz);
 		(void)sym_elf_find_symbol(e, fd, "_PyRuntime", 1 << 20, &v, &sz);
-		(void)sym_elf_each_symbol(e, fd, SHT_DYNSYM, "m", 1 << 20, count_symbol, &seen);
-		(void)sym_elf_each_symbol(e, fd, SHT_SYMTAB, "", 1 << 20, count_symbol, &seen);
+		(void)sym_elf_each_symbol(e, fd, SHT_DYNSYM, "m", 4, 1 << 20, count_symbol, &seen);
+		(void)sym_elf_each_symbol(e, fd, SHT_SYMTAB, "", 0, 1 << 20, count_symbol, &seen);
 		elf_end(e);
 	}
 	if (fd >= 0)

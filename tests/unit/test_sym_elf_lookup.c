@@ -65,11 +65,20 @@ static void hash_lookup_matches_scan(void **state)
 		Elf *e = sym_elf_begin_fd(fd);
 		assert_non_null(e);
 		struct names streamed = { 0 }, whole = { 0 };
-		int a = sym_elf_each_symbol(e, fd, SHT_DYNSYM, "", MAX_BYTES, collect, &streamed);
-		int b = sym_elf_each_symbol(e, -1, SHT_DYNSYM, "", MAX_BYTES, collect, &whole);
+		int a = sym_elf_each_symbol(e, fd, SHT_DYNSYM, "", 0, MAX_BYTES, collect, &streamed);
+		int b = sym_elf_each_symbol(e, -1, SHT_DYNSYM, "", 0, MAX_BYTES, collect, &whole);
 		assert_true(a > 100);
 		assert_int_equal(a, b);
 		assert_int_equal(streamed.n, whole.n);
+		/* The size filter: the same symbols both ways, each of that size. */
+		struct names s8 = { 0 }, w8 = { 0 };
+		assert_int_equal(sym_elf_each_symbol(e, fd, SHT_DYNSYM, "", 8, MAX_BYTES, collect, &s8),
+				 sym_elf_each_symbol(e, -1, SHT_DYNSYM, "", 8, MAX_BYTES, collect, &w8));
+		assert_true(s8.n > 0 && s8.n < whole.n);
+		for (size_t i = 0; i < s8.n; i++)
+			assert_true(s8.size[i] == 8);
+		free_names(&s8);
+		free_names(&w8);
 		/* The same names, in another order (string table order when streamed). */
 		char **x = malloc(streamed.n * sizeof(*x)), **y = malloc(whole.n * sizeof(*y));
 		memcpy(x, streamed.v, streamed.n * sizeof(*x));

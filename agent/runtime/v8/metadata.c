@@ -90,7 +90,7 @@ int v8_meta_read_elf(Elf *e, int fd, const struct sym_elf_info *info, struct v8_
 
 	*found = 0;
 	for (size_t t = 0; t < 2 && !v8_meta_count(m); t++) {
-		(void)sym_elf_each_symbol(e, fd, types[t], PREFIX, SYMBOL_BYTES_MAX, on_symbol, &w);
+		(void)sym_elf_each_symbol(e, fd, types[t], PREFIX, sizeof(int32_t), SYMBOL_BYTES_MAX, on_symbol, &w);
 		if (w.failed)
 			return -1;
 	}
