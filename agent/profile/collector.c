@@ -205,6 +205,9 @@ static int poll_events(struct np_collector *c, int timeout_ms, struct np_err *er
 {
 	if (np_sampler_poll_events(c->sampler, timeout_ms, on_event, c, err) < 0)
 		return -1;
+	/* Tables the builder thread compiled since: into BPF. */
+	if (unw_loader_poll(c->unw, err) < 0)
+		return -1;
 	if (c->event_failed) {
 		c->event_failed = 0;
 		*err = c->event_err;

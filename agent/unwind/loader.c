@@ -12,6 +12,7 @@
 
 #include <bpf/bpf.h>
 
+#include "agent/unwind/worker.h"
 #include "agent/unwind/compile.h"
 #include "agent/unwind/elf_cfi.h"
 #include "agent/unwind/lpm.h"
@@ -55,6 +56,8 @@ struct unw_loader {
 	uint32_t epoch; /* the value of the walker's unw_epoch */
 	struct unw_table_cache *cache; /* owned; NULL: none (yet, or cache_tried) */
 	int cache_tried;
+	struct unw_worker *worker;     /* owned: compiles tables off this thread */
+	uint8_t building[NP_UNW_MAX_TABLES]; /* a compile of this id is with the worker */
 	/* The mappings being collected for one process. */
 	struct unw_pmap *fresh;
 	size_t nfresh, capfresh;
@@ -81,6 +84,11 @@ int unw_loader_new(const struct np_unwind_maps *maps, struct symbolizer *sym, si
 		free(l);
 		return -1;
 	}
+	if (unw_worker_new(&l->worker, err) < 0) {
+		unw_registry_free(&l->reg);
+		free(l);
+		return -1;
+	}
 	*out = l;
 	return 0;
 }
@@ -103,6 +111,7 @@ void unw_loader_free(struct unw_loader *l)
 			proc_free(p);
 		}
 	unw_registry_free(&l->reg);
+	unw_worker_free(l->worker); /* first: it may be compiling */
 	unw_rule_set_free(&l->rules);
 	unw_table_cache_free(l->cache);
 	free(l->fresh);
@@ -297,29 +306,6 @@ size_t unw_loader_sweep(struct unw_loader *l)
 	return gone;
 }
 
-/* Compiles the table of registry entry e from its file (and separate debug file). */
-static int compile(struct unw_loader *l, const struct unw_reg_entry *e, struct unw_table **out, struct np_err *err)
-{
-	int fds[2];
-	Elf *elfs[2] = { NULL, NULL };
-	size_t n = 0;
-	*out = NULL;
-	if (symbolizer_open_mapping(l->sym, e->pid, e->gen, e->start, &fds[0], &fds[1]) < 0)
-		return np_errf(err, "the file is no longer reachable");
-	if ((elfs[0] = unw_elf_begin_fd(fds[0])) != NULL)
-		n = 1;
-	if (n && fds[1] >= 0 && (elfs[1] = unw_elf_begin_fd(fds[1])) != NULL)
-		n = 2;
-	int rc = n ? unw_compile_elf(elfs, n, &unw_default_limits, out, err) : np_errf(err, "not an ELF file");
-	for (int i = 0; i < 2; i++) {
-		if (elfs[i])
-			elf_end(elfs[i]);
-		if (fds[i] >= 0)
-			close(fds[i]);
-	}
-	return rc;
-}
-
 /* Rules added by the last pack go to the BPF array. */
 static int push_rules(struct unw_loader *l, struct np_err *err)
 {
@@ -480,8 +466,8 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 		set_requested(l, id, NP_UNW_NEVER); /* a stale id: nobody maps it any more */
 		return 0;
 	}
-	if (e->state != UNW_REG_UNLOADED)
-		return 0; /* loaded meanwhile, or known not to load */
+	if (e->state != UNW_REG_UNLOADED || l->building[id])
+		return 0; /* loaded meanwhile, known not to load, or with the worker */
 	uint64_t t0 = now_ns();
 	struct np_err why;
 	struct unw_table_cache *cache = table_cache(l);
@@ -502,42 +488,86 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 			return 0;
 		}
 	}
-	struct unw_table *t;
-	if (compile(l, e, &t, &why) < 0) {
-		if (why.code == ENOMEM)
-			return np_errf(err, "%s", why.msg);
-		failed(l, id, why.msg);
+	int fds[2];
+	if (symbolizer_open_mapping(l->sym, e->pid, e->gen, e->start, &fds[0], &fds[1]) < 0) {
+		failed(l, id, "the file is no longer reachable");
 		return 0;
 	}
+	if (unw_worker_submit(l->worker, id, e->key, fds[0], fds[1], err) < 0)
+		return -1;
+	l->building[id] = 1;
+	return 0;
+}
+
+/* A compile the worker finished: packed, loaded and written to the on-disk cache, unless its
+ * id was given to another file meanwhile or loaded another way. */
+static int finish_build(struct unw_loader *l, struct unw_build *j, struct np_err *err)
+{
+	struct unw_reg_entry *e = unw_registry_get(&l->reg, j->id);
+	l->building[j->id] = 0;
+	l->compile_ns += j->ns;
+	if (!e || strcmp(e->key, j->key) != 0 || e->state != UNW_REG_UNLOADED)
+		return 0;
+	if (j->rc < 0) {
+		if (j->err.code == ENOMEM)
+			return np_errf(err, "%s", j->err.msg);
+		failed(l, j->id, j->err.msg);
+		return 0;
+	}
+	uint64_t t0 = now_ns();
+	struct np_err why;
 	struct unw_packed p;
-	int rc = unw_pack(t, &l->rules, &p, &why);
-	unw_table_free(t);
-	if (rc < 0) {
-		failed(l, id, why.msg);
+	if (unw_pack(j->t, &l->rules, &p, &why) < 0) {
+		failed(l, j->id, why.msg);
 		return 0;
 	}
-	if (make_room(l, id, (size_t)p.n * sizeof(uint64_t)) < 0) {
+	if (make_room(l, j->id, (size_t)p.n * sizeof(uint64_t)) < 0) {
 		unw_packed_free(&p);
-		failed(l, id, "over the unwind tables' BPF budget");
+		failed(l, j->id, "over the unwind tables' BPF budget");
 		return 0;
 	}
-	if ((fd = table_map(&p, &why)) < 0) {
+	int fd = table_map(&p, &why);
+	if (fd < 0) {
 		np_log(NP_WARN, "unwind", "cannot load an unwind table", "file", e->key, "err", why.msg, NULL);
 		unw_packed_free(&p);
-		failed(l, id, why.msg);
+		failed(l, j->id, why.msg);
 		return 0;
 	}
 	/* Written before it is installed: the walker is not kept waiting long (a node-sized table
 	 * is written in a few ms), and a table that cannot be written still loads. */
+	struct unw_table_cache *cache = table_cache(l);
 	if (cache && unw_table_cache_store(cache, e->key, &p, &l->rules, err) < 0) {
 		unw_packed_free(&p);
 		close(fd);
 		return -1;
 	}
-	install(l, e, id, fd, p.n, p.nrows, t0, "compiled");
+	install(l, e, j->id, fd, p.n, p.nrows, t0, "compiled");
 	unw_packed_free(&p);
 	return 0;
 }
+
+int unw_loader_poll(struct unw_loader *l, struct np_err *err)
+{
+	struct unw_build *list = unw_worker_take(l->worker);
+	int rc = 0;
+	while (list) {
+		struct unw_build *j = list;
+		list = j->next;
+		if (rc == 0)
+			rc = finish_build(l, j, err);
+		else
+			l->building[j->id] = 0;
+		unw_build_free(j);
+	}
+	return rc;
+}
+
+int unw_loader_settle(struct unw_loader *l, struct np_err *err)
+{
+	unw_worker_wait(l->worker);
+	return unw_loader_poll(l, err);
+}
+
 
 void unw_loader_stats(const struct unw_loader *l, struct unw_loader_stats *out)
 {
@@ -549,6 +579,7 @@ void unw_loader_stats(const struct unw_loader *l, struct unw_loader_stats *out)
 	out->mapping_keys_dropped = l->keys_dropped;
 	out->compile_ns = l->compile_ns;
 	out->swept = l->swept;
+	out->building = unw_worker_pending(l->worker);
 	if (l->cache)
 		unw_table_cache_stats(l->cache, &out->cache);
 	out->bpf_bytes = l->reg.st.loaded_bytes + l->rules.loaded * sizeof(struct np_unw_rule) +

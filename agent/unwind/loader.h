@@ -2,9 +2,11 @@
  *   - a process first seen (or exec'd) gets its executable mappings in the LPM trie, each with
  *     the table id of its file (registry.h) and its load bias; a pc the walker finds in no
  *     mapping (dlopen) re-reads the maps; exit and exec remove them;
- *   - a table is compiled (agent/unwind/compile.h), packed (pack.h) and loaded into its own
- *     BPF array only when the walker asks for it, within a byte budget, LRU-evicted. The agent
- *     keeps no table once it is in BPF: compile, pack and load are transient.
+ *   - a table is loaded into its own BPF array only when the walker asks for it, within a byte
+ *     budget, LRU-evicted: from the on-disk cache (table_cache.h) when it was compiled before,
+ *     else compiled on the worker thread (worker.h, compile.h), then packed (pack.h), loaded
+ *     and written to the cache on the collector's. The agent keeps no table once it is in BPF:
+ *     compile, pack and load are transient.
  * Files are reached through the symbolizer's snapshot and root-safe opener, read with pread. */
 #ifndef NP_UNWIND_LOADER_H
 #define NP_UNWIND_LOADER_H
@@ -42,9 +44,16 @@ void unw_loader_exit(struct unw_loader *l, uint32_t pid);
  * many it forgot. One kill(pid, 0) per known process: call it every few seconds, not per
  * event. */
 size_t unw_loader_sweep(struct unw_loader *l);
-/* The walker asked for table id. A file that cannot be read or compiled is marked so the
- * walker stops asking; -1 only on allocation failure. */
+/* The walker asked for table id: loaded from the on-disk cache at once, else handed to the
+ * worker thread (worker.h) to compile, loaded by a later unw_loader_poll. A file that cannot
+ * be read or compiled is marked so the walker stops asking; -1 only on allocation failure. */
 NP_MUST_CHECK int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err);
+/* Loads the tables the worker finished since the last call (cheap when there are none: call
+ * it whenever events are polled). -1 only on allocation failure. */
+NP_MUST_CHECK int unw_loader_poll(struct unw_loader *l, struct np_err *err);
+/* Waits for every compile asked for so far, then polls (tests, and tools that need the tables
+ * loaded before they go on). */
+NP_MUST_CHECK int unw_loader_settle(struct unw_loader *l, struct np_err *err);
 
 struct unw_loader_stats {
 	struct unw_reg_stats tables;   /* ids, loaded tables and their BPF bytes, loads, evictions */
@@ -53,7 +62,8 @@ struct unw_loader_stats {
 	size_t mapping_keys;           /* trie entries */
 	uint64_t mapping_keys_dropped; /* trie entries that did not fit */
 	uint64_t swept;                /* processes forgotten by unw_loader_sweep */
-	uint64_t compile_ns;           /* time spent compiling and loading tables */
+	uint64_t compile_ns;           /* time spent compiling (the worker thread's CPU) and loading tables */
+	size_t building;               /* compiles asked for and not yet loaded */
 	size_t bpf_bytes;              /* tables + rules + trie entries (estimated for the trie) */
 	struct unw_table_cache_stats cache; /* the on-disk cache (zero when there is none) */
 };
