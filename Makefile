@@ -71,7 +71,8 @@ DEB_TEST_PACKAGES := \
 	procps \
 	iproute2 \
 	nodejs \
-	openjdk-17-jdk
+	openjdk-17-jdk \
+	ruby3.1
 
 # What `make bench` adds: the peers it measures against (bpftrace, perf, llvm-symbolizer
 # comes with llvm, addr2line with binutils), elfutils' libdw (the CFI benchmark's other

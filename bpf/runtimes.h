@@ -22,6 +22,7 @@
 
 #include "runtime.h"
 #include "python.h"
+#include "ruby.h"
 #include "hotspot.h"
 #include "v8.h"
 
@@ -31,7 +32,11 @@ static __always_inline __u32 rt_walk_chain(struct np_unw_state *st, __u32 slot)
 {
 	st->rtstack.len = 0;
 	st->rtstack.sp_word = 0;
-	return (__u32)np_py_walk(slot);
+	__u32 n = (__u32)np_py_walk(slot);
+
+	if (!n)
+		n = (__u32)np_rb_walk(slot);
+	return n;
 }
 
 __noinline int np_rt_jit_step(__u32 slot)
