@@ -41,7 +41,7 @@ def unqualified(name):
 def line_of(tag):
     with open(WORKLOAD) as f:
         for i, line in enumerate(f, 1):
-            if f"# LINE:{tag}" in line:
+            if re.search(rf"# LINE:{tag}\b", line):
                 return i
     raise AssertionError(f"no # LINE:{tag} in {WORKLOAD}")
 
