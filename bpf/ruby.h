@@ -55,9 +55,15 @@ struct np_rb_proc {
 	/* rb_control_frame_t and its size, rb_iseq_t's body, rb_iseq_constant_body's iseq_encoded. */
 	np_u16 cfp_pc, cfp_iseq, cfp_ep, cfp_size;
 	np_u16 iseq_body, body_encoded;
-	np_u16 pad;
+	/* rb_vm_t's list of ractors (ractor.set), and a ractor's node in it (vmlr_node). */
+	np_u16 vm_ractor_set, ractor_vmlr_node;
+	np_u16 pad[3];
 	np_u64 single_ractor; /* address of ruby_single_main_ractor in the process */
+	np_u64 vm_ptr;	      /* address of ruby_current_vm_ptr */
 };
+
+/* Ractors looked at for the sampled thread's when a process runs several. */
+#define NP_RB_MAX_RACTORS 16
 
 #ifdef __bpf__
 /* The walker (included by the sampler through bpf/runtimes.h, after the native walker, whose
@@ -69,8 +75,9 @@ struct np_rb_proc {
  * the thread's stack pointer lies in the machine stack that context records (its thread's, or
  * its fiber's), so no thread table and no TLS (which would need the kernel's task_struct) is
  * read. A thread running without the lock (a C thread, a blocking region) has no Ruby frames
- * recorded: its native stack stands alone. Processes that started a second ractor are counted
- * (NP_RB_NO_EC) and keep their native stacks.
+ * recorded: its native stack stands alone (counted: NP_RB_NO_EC). Once a process started a
+ * second ractor, each ractor has its own lock and running context: the VM's list of ractors is
+ * searched for the one whose context runs on the sampled thread's stack.
  *
  * The chain: control frames lie at the top of the context's VM stack, the current one lowest;
  * each caller is the next one up, until the stack's end. */
@@ -103,6 +110,15 @@ static __always_inline __u64 rb_read_word(__u64 addr)
 	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
 		return 0;
 	return v;
+}
+
+/* Whether the execution context ec runs on the stack that holds sp (its thread's, or its
+ * fiber's, machine stack: [stack_start - stack_maxsize, stack_start)). */
+static __always_inline int rb_runs_on(const struct np_rb_proc *rb, __u64 ec, __u64 sp)
+{
+	__u64 start = rb_read_word(ec + rb->ec_stack_start), max = rb_read_word(ec + rb->ec_stack_maxsize);
+
+	return start && sp < start && start - sp <= max;
 }
 
 /* Records one control frame (w->cfp) and moves to its caller: 1 to go on, 0 when the walk
@@ -185,7 +201,7 @@ __noinline int np_rb_walk(__u32 slot)
 	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 	struct np_rb_walk *w;
 	struct np_rb_proc *rb;
-	__u64 ractor, ec, vm_stack, size, cfp, start, max, sp;
+	__u64 ractor, ec, vm_stack, size, cfp, sp;
 	__u32 tgid;
 
 	if (!st || !ruby_procs_live)
@@ -194,17 +210,31 @@ __noinline int np_rb_walk(__u32 slot)
 	rb = bpf_map_lookup_elem(&ruby_procs, &tgid);
 	if (!rb || rb->gen != st->key.gen)
 		return 0;
+	sp = st->regs[19];
 	ractor = rb_read_word(rb->single_ractor);
-	ec = ractor ? rb_read_word(ractor + rb->ractor_running_ec) : 0;
+	if (ractor) {
+		ec = rb_read_word(ractor + rb->ractor_running_ec);
+		if (ec && !rb_runs_on(rb, ec, sp))
+			ec = 0; /* the lock is another thread's */
+	} else {
+		/* Several ractors: vm->ractor.set is a circular list of their vmlr_nodes. */
+		__u64 head = rb_read_word(rb->vm_ptr), node = 0, e;
+		ec = 0;
+		if (head) {
+			head += rb->vm_ractor_set;
+			node = rb_read_word(head);
+		}
+		for (int i = 0; i < NP_RB_MAX_RACTORS && node && node != head; i++) {
+			e = rb_read_word(node - rb->ractor_vmlr_node + rb->ractor_running_ec);
+			if (e && rb_runs_on(rb, e, sp)) {
+				ec = e;
+				break;
+			}
+			node = rb_read_word(node);
+		}
+	}
 	if (!ec) {
 		stat_inc(NP_RB_NO_EC);
-		return 0;
-	}
-	start = rb_read_word(ec + rb->ec_stack_start);
-	max = rb_read_word(ec + rb->ec_stack_maxsize);
-	sp = st->regs[19];
-	if (!start || sp >= start || start - sp > max) {
-		stat_inc(NP_RB_NO_EC); /* the lock is another thread's */
 		return 0;
 	}
 	if (bpf_probe_read_user(&vm_stack, sizeof(vm_stack), (void *)(ec + rb->ec_vm_stack)) ||

@@ -33,6 +33,8 @@ static const struct rb_layout ruby_3_1 = {
 	.cfp_size = 64,
 	.iseq_body = 16,
 	.body_encoded = 8,
+	.vm_ractor_set = 8,
+	.ractor_vmlr_node = 0x238,
 	.body_type = 0,
 	.body_iseq_size = 4,
 	.body_location = 64,
@@ -190,7 +192,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 	int fd, dfd, found = 0;
 	Elf *e = NULL;
 	struct sym_elf_info info;
-	uint64_t ver, ver_size, ractor, object, size;
+	uint64_t ver, ver_size, ractor, object, vm, size;
 	unsigned major, minor;
 
 	if (symbolizer_open_mapping(sym, pid, gen, c->start, &fd, &dfd) < 0)
@@ -214,12 +216,15 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 		goto out;
 	}
 	if (sym_elf_find_symbol(e, "ruby_single_main_ractor", SYMBOL_BYTES_MAX, &ractor, &size) < 0 ||
+	    sym_elf_find_symbol(e, "ruby_current_vm_ptr", SYMBOL_BYTES_MAX, &vm, &size) < 0 ||
 	    sym_elf_find_symbol(e, "rb_cObject", SYMBOL_BYTES_MAX, &object, &size) < 0) {
-		snprintf(why, why_len, "Ruby %s: the library exports no ruby_single_main_ractor or rb_cObject",
+		snprintf(why, why_len,
+			 "Ruby %s: the library exports no ruby_single_main_ractor, ruby_current_vm_ptr or rb_cObject",
 			 out->version);
 		goto out;
 	}
 	out->single_ractor = ractor + c->bias;
+	out->vm_ptr = vm + c->bias;
 	out->object_class = object + c->bias;
 	out->global_symbols = find_symbols(e, fd, &info);
 	if (out->global_symbols)

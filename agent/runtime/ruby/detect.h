@@ -21,6 +21,7 @@ struct rb_layout {
 	uint32_t ec_vm_stack, ec_vm_stack_size, ec_cfp, ec_stack_start, ec_stack_maxsize;
 	uint32_t cfp_pc, cfp_iseq, cfp_ep, cfp_size;
 	uint32_t iseq_body, body_encoded;
+	uint32_t vm_ractor_set, ractor_vmlr_node;
 	/* The namer's: rb_iseq_constant_body and its rb_iseq_location_t. */
 	uint32_t body_type, body_iseq_size, body_location;
 	uint32_t loc_pathobj, loc_base_label, loc_label, loc_first_lineno;
@@ -49,6 +50,7 @@ struct rb_interp {
 	const struct rb_layout *layout; /* static */
 	char version[16];		/* "3.1.2" */
 	uint64_t single_ractor;		/* address of ruby_single_main_ractor */
+	uint64_t vm_ptr;		/* address of ruby_current_vm_ptr */
 	uint64_t object_class;		/* address of rb_cObject (the variable) */
 	uint64_t global_symbols;	/* address of the VM's symbol table (rb_symbols_t), 0: not found */
 };

@@ -83,7 +83,10 @@ static void to_bpf(const struct rb_interp *in, uint32_t gen, struct np_rb_proc *
 	v->cfp_size = (uint16_t)l->cfp_size;
 	v->iseq_body = (uint16_t)l->iseq_body;
 	v->body_encoded = (uint16_t)l->body_encoded;
+	v->vm_ractor_set = (uint16_t)l->vm_ractor_set;
+	v->ractor_vmlr_node = (uint16_t)l->ractor_vmlr_node;
 	v->single_ractor = in->single_ractor;
+	v->vm_ptr = in->vm_ptr;
 }
 
 static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)

@@ -6,6 +6,8 @@
 #                                  Worker#recurse x6 -> Worker#leaf, the leaf spinning
 #   ruby_chain.rb threads SECONDS  two threads: Alpha.spin -> Alpha.leaf and
 #                                  Beta.spin -> Beta.leaf, each spinning on its own
+#   ruby_chain.rb ractors SECONDS  the same two chains, Alpha's in the main ractor, Beta's in a
+#                                  second one (each ractor has its own VM lock)
 #   ruby_chain.rb caller           prints Ruby's own backtrace at the leaf (caller_locations)
 # Line numbers the tests look for are marked with "# LINE:NAME".
 
@@ -79,7 +81,13 @@ $stdout.puts "started"
 $stdout.flush
 if mode == "chain"
   Worker.run(seconds) # LINE:main
-else
+elsif mode == "threads"
   finish = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
   [Thread.new { Alpha.spin(finish) }, Thread.new { Beta.spin(finish) }].each(&:join)
+else
+  finish = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+  $stderr.reopen(File::NULL) # "Ractor is experimental"
+  r = Ractor.new(finish) { |f| Beta.spin(f) }
+  Alpha.spin(finish)
+  r.take
 end
