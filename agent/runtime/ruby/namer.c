@@ -587,11 +587,12 @@ int rb_namer_frames(struct rb_namer *n, uint32_t pid, uint32_t gen, struct rb_na
 	for (size_t i = 0; i < count; i++) {
 		const struct info *in = &n->info[ids[i] - 1];
 		size_t klen;
-		const struct key *k = (const struct key *)np_intern_key(&n->keys, ids[i], &klen);
+		struct key k;
 		struct sym_frame *f = &out[i];
 
+		memcpy(&k, np_intern_key(&n->keys, ids[i], &klen), sizeof(k)); /* interned keys are not aligned */
 		memset(f, 0, sizeof(*f));
-		f->addr = k->a ? k->a : k->b;
+		f->addr = k.a ? k.a : k.b;
 		finish[i] = fin[i];
 		if (!in->ok) {
 			f->name = UNREADABLE;
