@@ -224,6 +224,17 @@ class RubyStacks(unittest.TestCase):
 class RubyInTheAgent(unittest.TestCase):
     """ruby_enabled in `nodeprof run`: Ruby frames pushed to Pyroscope, and the runtime's /metrics."""
 
+    def test_ruby_enabled_is_a_switch(self):
+        # Grafana's chart writes ruby_enabled = true: no warning any more; false is accepted too.
+        d = np.tmpdir(self)
+        for value in ("true", "false"):
+            path = os.path.join(d, f"{value}.alloy")
+            with open(path, "w") as f:
+                f.write(np.process_pipeline_config(".*ruby.*", "rb", {"ruby_enabled": value}))
+            p = np.nodeprof("check", path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertNotIn("ruby_enabled", p.stderr)
+
     def test_run_pushes_ruby_frames(self):
         agg, fams = agent_push.run(self, ".*ruby_chain.rb chain.*", "rbchain", {"ruby_enabled": "true"},
                                    [RUBY, WORKLOAD, "chain", "60"], lambda k: "Worker#leaf" in k, 30)
