@@ -52,7 +52,8 @@ DEB_RUN_PACKAGES := \
 # workload), Go and the Go packages of the chart renderer and the relabel oracle,
 # Chromium (UI tests), debootstrap (make docker-check), Node.js (the V8 tests' workloads: any
 # version the machine's sources give; `make node18` adds Debian's 18 beside it), OpenJDK 17
-# (the Java workloads, compiled by the tests with javac; jcmd is the JVM's own view they compare with).
+# (the Java workloads, compiled by the tests with javac; jcmd is the JVM's own view they compare with),
+# Ruby 3.1 (the Ruby workloads; its headers check the Ruby layout's public-header offsets).
 DEB_TEST_PACKAGES := \
 	libcmocka-dev \
 	valgrind \
@@ -72,7 +73,8 @@ DEB_TEST_PACKAGES := \
 	iproute2 \
 	nodejs \
 	openjdk-17-jdk \
-	ruby3.1
+	ruby3.1 \
+	ruby3.1-dev
 
 # What `make bench` adds: the peers it measures against (bpftrace, perf, llvm-symbolizer
 # comes with llvm, addr2line with binutils), elfutils' libdw (the CFI benchmark's other
