@@ -85,6 +85,7 @@ struct np_rb_proc {
 struct np_rb_walk {
 	struct np_rb_proc proc;
 	__u64 cfp, end;
+	__u32 frames, pad; /* Ruby frames recorded (an ISEQ word and its ME word are one) */
 };
 _Static_assert(sizeof(struct np_rb_walk) <= NP_RT_SCRATCH, "the Ruby walk's state must fit the runtime scratch");
 
@@ -157,6 +158,7 @@ __noinline int np_rb_step(__u32 slot)
 			return 1;
 		st->rtstack.ips[n & 127] = me | NP_RB_KIND_CFUNC << NP_RB_KIND_SHIFT;
 		st->rtstack.len = n + 1;
+		w->frames++;
 		return 1;
 	}
 	/* What the backtrace skips: dummy frames, C blocks, frames that have not started. */
@@ -185,6 +187,7 @@ __noinline int np_rb_step(__u32 slot)
 		word |= NP_RB_FINISH;
 	st->rtstack.ips[n & 127] = word;
 	n++;
+	w->frames++;
 	if (me && me <= NP_RB_ADDR_MASK && n < NP_MAX_STACK_DEPTH) {
 		st->rtstack.ips[n & 127] = me | NP_RB_KIND_ME << NP_RB_KIND_SHIFT;
 		n++;
@@ -248,10 +251,11 @@ __noinline int np_rb_walk(__u32 slot)
 	w->proc = *rb;
 	w->cfp = cfp;
 	w->end = vm_stack + size * 8;
+	w->frames = 0;
 	for (int i = 0; i < NP_RB_MAX_WALK; i++)
 		if (!np_rb_step(slot))
 			break;
-	stat_add(NP_RB_FRAMES, st->rtstack.len);
+	stat_add(NP_RB_FRAMES, w->frames);
 	return (int)st->rtstack.len;
 }
 

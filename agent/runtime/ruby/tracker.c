@@ -23,6 +23,7 @@ struct rb_tracker {
 	int map_fd;		/* borrowed */
 	struct rt_procs procs;	/* ruby_procs' processes, and ruby_procs_live */
 	struct rb_namer *namer;
+	int warned_symbols; /* the symbol table was not found in some process: logged once */
 	struct sym_frame frames[NP_MAX_STACK_DEPTH];
 	uint8_t finish[NP_MAX_STACK_DEPTH];
 };
@@ -121,9 +122,12 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	p->names.l = in.layout;
 	p->names.object_class = in.object_class;
 	p->names.global_symbols = in.global_symbols;
-	if (!in.global_symbols)
-		rt_procs_unsupported(&t->procs, pid, "ruby", "Ruby frames are named without their classes",
-				     "the VM's symbol table was not found in rb_id2str's code");
+	if (!in.global_symbols && !t->warned_symbols) {
+		t->warned_symbols = 1;
+		np_log(NP_WARN, "ruby", "Ruby frames are named without their classes and C methods as [ruby]", "pid",
+		       NP_LOG_INT(pid), "version", in.version, "reason",
+		       "the VM's symbol table was not found in rb_id2str's code", NULL);
+	}
 	np_log(NP_DEBUG, "ruby", "walking Ruby frames", "pid", NP_LOG_INT(pid), "version", in.version, NULL);
 	return 0;
 }

@@ -4,7 +4,7 @@
 #   ruby_chain.rb chain SECONDS    <main> -> Worker.run (a class method) -> Worker#crunch ->
 #                                  Integer#times (a C function) -> block in Worker#crunch ->
 #                                  Worker#recurse x6 -> Worker#leaf, the leaf spinning
-#   ruby_chain.rb threads SECONDS  two threads: Alpha.spin -> Alpha.leaf and
+#   ruby_chain.rb threads SECONDS  two threads: Alpha.spin -> Alpha.leaf and, inside a Fiber,
 #                                  Beta.spin -> Beta.leaf, each spinning on its own
 #   ruby_chain.rb ractors SECONDS  the same two chains, Alpha's in the main ractor, Beta's in a
 #                                  second one (each ractor has its own VM lock)
@@ -83,7 +83,7 @@ if mode == "chain"
   Worker.run(seconds) # LINE:main
 elsif mode == "threads"
   finish = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
-  [Thread.new { Alpha.spin(finish) }, Thread.new { Beta.spin(finish) }].each(&:join)
+  [Thread.new { Alpha.spin(finish) }, Thread.new { Fiber.new { Beta.spin(finish) }.resume }].each(&:join)
 else
   finish = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
   $stderr.reopen(File::NULL) # "Ractor is experimental"
