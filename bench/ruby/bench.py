@@ -34,7 +34,7 @@ ROUNDS = 3
 WORKLOAD = os.path.join(ROOT, "tests", "integration", "workloads", "ruby_chain.rb")
 CHAIN = ["<main>", "Worker.run", "Worker#crunch", "Integer#times", "block in Worker#crunch"] + \
     ["Worker#recurse"] * 6 + ["Worker#leaf"]
-RUBY_NAME = re.compile(r"^(<main>|\[ruby\]|block in .*|[A-Z][A-Za-z0-9_:]*[#.][a-z_*][A-Za-z0-9_?!]*)$")
+RUBY_NAME = re.compile(r"^(<main>|\[ruby\]|block (?:\(\d+ levels\) )?in .*|[A-Z][A-Za-z0-9_:]*[#.](?:[a-z_][A-Za-z0-9_?!=]*|[-+*/%<>=!~^&|\[\]]+))$")
 
 
 def ruby_frames(f):

@@ -25,7 +25,7 @@ SECONDS = 5
 MIN_SAMPLES = 40
 CHAIN = ["<main>", "Worker.run", "Worker#crunch", "Integer#times", "block in Worker#crunch"] + \
     ["Worker#recurse"] * 6 + ["Worker#leaf"]
-RUBY_NAME = re.compile(r"^(<main>|block in .*|[A-Z][A-Za-z0-9_:]*[#.][a-z_][A-Za-z0-9_?!]*)$")
+RUBY_NAME = re.compile(r"^(<main>|block (?:\(\d+ levels\) )?in .*|[A-Z][A-Za-z0-9_:]*[#.](?:[a-z_][A-Za-z0-9_?!=]*|[-+*/%<>=!~^&|\[\]]+))$")
 
 
 def ruby_frames(frames):
