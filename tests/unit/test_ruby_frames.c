@@ -2,7 +2,8 @@
  * where the VM's native frames stood (agent/runtime/ruby/merge.c), telling a library's version
  * from its file name and finding the VM's symbol table in rb_id2str's code (detect.c), and
  * reading lines from an iseq's succinct line index (namer.c), checked against the plain search
- * Ruby's older table needs. */
+ * Ruby's older table needs, and naming frames from a crafted memory image laid out as Ruby 3.1's
+ * objects (namer.c), stale and hostile words included. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,6 +187,169 @@ static void lines_from_the_succinct_index(void **state)
 	assert_int_equal(rb_line_at(l, entries, 0, succ, len, NULL, 3), 0);
 }
 
+/* A process image: objects at BASE + offset, laid out as Ruby 3.1 keeps them. */
+#define BASE 0x200000ULL
+static uint8_t image[0x2000];
+
+static int image_read(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	(void)ud;
+	(void)pid;
+	if (addr < BASE || addr - BASE > sizeof(image) || len > sizeof(image) - (addr - BASE))
+		return -1;
+	memcpy(buf, image + (addr - BASE), len);
+	return 0;
+}
+
+static void put(uint32_t off, uint64_t v)
+{
+	memcpy(image + off, &v, sizeof(v));
+}
+
+/* An embedded String (3.1: its length in flags bits 14-18, its bytes at 16). */
+static void string(uint32_t off, const char *s)
+{
+	put(off, 0x05 | (uint64_t)strlen(s) << 14);
+	memcpy(image + off + 16, s, strlen(s));
+}
+
+/* A class with an instance variable table of n entries (key, value). */
+static void klass(uint32_t off, uint64_t flags, uint32_t ext, uint32_t tbl, uint32_t ents, const uint64_t *kv, size_t n)
+{
+	put(off, flags);
+	put(off + 24, BASE + ext);
+	put(ext + 8, BASE + tbl);
+	put(tbl + 32, 0);
+	put(tbl + 40, n);
+	put(tbl + 48, BASE + ents);
+	for (size_t i = 0; i < n; i++) {
+		put(ents + 24 * (uint32_t)i, 1);
+		put(ents + 24 * (uint32_t)i + 8, kv[2 * i]);
+		put(ents + 24 * (uint32_t)i + 16, kv[2 * i + 1]);
+	}
+}
+
+#define ID_CLASSPATH 0xf01ULL /* serial 0xf0 */
+#define ID_ATTACHED 0xf11ULL  /* serial 0xf1 */
+#define ID_TIMES 0xf21ULL     /* serial 0xf2 */
+
+static void build_image(void)
+{
+	const uint64_t object_iv[] = { ID_CLASSPATH, BASE + 0x780 }, meta_iv[] = { ID_ATTACHED, BASE + 0x600 };
+	const uint64_t worker_iv[] = { 0x12345, 0x1, ID_CLASSPATH, BASE + 0x9c0 };
+
+	memset(image, 0, sizeof(image));
+	put(0x40, BASE + 0x600); /* rb_cObject */
+	/* An iseq (imemo_iseq) whose body's location says "block in leaf" in /w.rb, first line 7, one
+	 * line entry (line 9). */
+	put(0x100, 0x1a | 7 << 12);
+	put(0x110, BASE + 0x400);
+	put(0x404, 10);
+	put(0x440, BASE + 0x500);
+	put(0x448, BASE + 0x520);
+	put(0x450, BASE + 0x540);
+	put(0x458, 2 * 7 + 1);
+	put(0x400 + 120, BASE + 0x580);
+	put(0x400 + 136, 1);
+	put(0x580, 9);
+	string(0x500, "/w.rb");
+	string(0x520, "leaf");
+	string(0x540, "block in leaf");
+	/* Method entries (imemo_ment): leaf, owned by Worker; times, a C method of Worker's singleton. */
+	put(0x200, 0x1a | 6 << 12);
+	put(0x210, BASE + 0x700);
+	put(0x220, BASE + 0x900);
+	put(0x280, 0x1a | 6 << 12);
+	put(0x290, BASE + 0x1800);
+	put(0x2a0, BASE + 0xa00);
+	put(0x1800 + 32, ID_TIMES);
+	/* Object (its name), Object's singleton class (its object), Worker, Worker's singleton. */
+	klass(0x600, 0x02, 0x680, 0x6c0, 0x740, object_iv, 1);
+	put(0x608, BASE + 0x7c0);
+	string(0x780, "Object");
+	klass(0x7c0, 0x02 | 1 << 12, 0x800, 0x840, 0x880, meta_iv, 1);
+	klass(0x900, 0x02, 0x940, 0x960, 0xa80, worker_iv, 2);
+	string(0x9c0, "Worker");
+	{
+		const uint64_t wmeta_iv[] = { ID_ATTACHED, BASE + 0x900 };
+		klass(0xa00, 0x02 | 1 << 12, 0xb00, 0xb40, 0xb80, wmeta_iv, 1);
+	}
+	/* The symbol table: last_id, then ids, an Array of one chunk (embedded: length 1 in bits
+	 * 15-16), the chunk an Array on the heap of (String, Symbol) pairs. */
+	put(0xc00, 0x1000);
+	put(0xc10, BASE + 0xc40);
+	put(0xc40, 0x07 | 1 << 13 | 1 << 15);
+	put(0xc50, BASE + 0xc80);
+	put(0xc80, 0x07);
+	put(0xc90, 0x400);
+	put(0xca0, BASE + 0x1000);
+	put(0x1000 + 0xf0 * 16, BASE + 0xd00);
+	put(0x1000 + 0xf1 * 16, BASE + 0xd40);
+	put(0x1000 + 0xf2 * 16, BASE + 0xd80);
+	string(0xd00, "__classpath__");
+	string(0xd40, "__attached__");
+	string(0xd80, "times");
+	/* Not an iseq: a method entry's flags. */
+	put(0x300, 0x1a | 6 << 12);
+}
+
+static void names_from_memory(void **state)
+{
+	const struct rb_layout *l = rb_layout_table(3, 1);
+	struct rb_names_proc p = { .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
+	uint64_t iseq = 1ULL << 62 | (uint64_t)3 << 47 | (1ULL << 61), me = 2ULL << 62, cfunc = 3ULL << 62;
+	uint64_t words[] = { iseq | (BASE + 0x100), me | (BASE + 0x200), cfunc | (BASE + 0x280),
+			     iseq | (BASE + 0x300), cfunc | (BASE + 0x1f00), me | (BASE + 0x200) };
+	struct sym_frame f[6];
+	uint8_t finish[6];
+	struct rb_namer *n;
+	struct np_err err;
+	size_t count;
+
+	(void)state;
+	build_image();
+	assert_int_equal(rb_namer_new(0, &n, &err), 0);
+	rb_namer_set_reader(n, image_read, NULL);
+	for (int round = 0; round < 2; round++) { /* read, then from the cache */
+		assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 6, f, finish, &count, &err), 0);
+		assert_int_equal(count, 4); /* the last ME word has no frame before it */
+		assert_string_equal(f[0].name, "block in Worker#leaf");
+		assert_string_equal(f[0].file, "/w.rb");
+		assert_int_equal(f[0].start_line, 7);
+		assert_int_equal(f[0].line, 9);
+		assert_int_equal(finish[0], 1);
+		assert_string_equal(f[1].name, "Worker.times");
+		assert_null(f[1].file);
+		assert_int_equal(finish[1], 0);
+		/* An address that holds another kind of object now, or nothing readable. */
+		assert_string_equal(f[2].name, "[ruby]");
+		assert_string_equal(f[3].name, "[ruby]");
+		rb_namer_end_batch(n);
+	}
+	assert_int_equal(p.ids, 1);
+	assert_int_equal(p.id_classpath, ID_CLASSPATH);
+	assert_int_equal(p.id_attached, ID_ATTACHED);
+	{
+		struct rb_namer_stats ns;
+		rb_namer_stats(n, &ns);
+		assert_int_equal(ns.entries, 4);
+		assert_int_equal(ns.failed, 2);
+	}
+	rb_namer_free(n);
+
+	/* A symbol table that names the classpath ID otherwise: no class is named, nothing wrong. */
+	string(0xd00, "__other__");
+	p = (struct rb_names_proc){ .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
+	assert_int_equal(rb_namer_new(0, &n, &err), 0);
+	rb_namer_set_reader(n, image_read, NULL);
+	assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 3, f, finish, &count, &err), 0);
+	assert_int_equal(count, 2);
+	assert_string_equal(f[0].name, "block in leaf");
+	assert_string_equal(f[1].name, "times");
+	assert_int_equal(p.ids, -1);
+	rb_namer_free(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +357,7 @@ int main(void)
 		cmocka_unit_test(version_from_name),
 		cmocka_unit_test(symbols_from_code),
 		cmocka_unit_test(lines_from_the_succinct_index),
+		cmocka_unit_test(names_from_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
