@@ -251,6 +251,12 @@ class RubyInTheAgent(unittest.TestCase):
         self.assertGreater(metric("nodeprof_runtime_name_cache_entries"), 0)
         self.assertEqual(metric("nodeprof_runtime_frames_dropped_total"), 0)
 
+    def test_run_with_ruby_disabled(self):
+        agg, fams = agent_push.run(self, ".*ruby_chain.rb chain.*", "rbchain", {"ruby_enabled": "false"},
+                                   [RUBY, WORKLOAD, "chain", "60"], lambda k: "rb_vm_exec" in k, 20)
+        self.assertEqual(st.total(agg, lambda f: bool(ruby_frames(f))), 0, st.top(agg))
+        self.assertEqual(agent_push.runtime_metric(self, fams, "ruby", "nodeprof_runtime_processes"), 0)
+
 
 if __name__ == "__main__":
     unittest.main()
