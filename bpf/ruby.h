@@ -40,6 +40,10 @@
 #define NP_RB_FRAME_FLAG_FINISH 0x0020u
 #define NP_RB_FRAME_FLAG_CFRAME 0x0080u
 #define NP_RB_ENV_FLAG_LOCAL 0x0002u
+/* Bytes of a control frame read at once (8 words: the verifier bounds an index by a mask): pc,
+ * iseq and ep lie in them, and a frame is no smaller, so the read stays in the VM stack (user
+ * space refuses a layout where either does not hold). */
+#define NP_RB_CFP_READ 64
 /* Environments followed from a block to its method's (a block in a block in a method: 2). */
 #define NP_RB_MAX_ENV_HOPS 8
 
@@ -86,6 +90,9 @@ struct np_rb_walk {
 	struct np_rb_proc proc;
 	__u64 cfp, end;
 	__u32 frames, pad; /* Ruby frames recorded (an ISEQ word and its ME word are one) */
+	/* The last iseq met and its instructions' address: a recursion's frames share them. */
+	__u64 last_iseq, last_encoded;
+	__u64 buf[NP_RB_CFP_READ / 8];
 };
 _Static_assert(sizeof(struct np_rb_walk) <= NP_RT_SCRATCH, "the Ruby walk's state must fit the runtime scratch");
 
@@ -143,10 +150,14 @@ __noinline int np_rb_step(__u32 slot)
 		return 0;
 	}
 	w->cfp = cfp + w->proc.cfp_size;
-	if (bpf_probe_read_user(&pc, sizeof(pc), (void *)(cfp + w->proc.cfp_pc)) ||
-	    bpf_probe_read_user(&iseq, sizeof(iseq), (void *)(cfp + w->proc.cfp_iseq)) ||
-	    bpf_probe_read_user(&ep, sizeof(ep), (void *)(cfp + w->proc.cfp_ep)) || !ep ||
-	    bpf_probe_read_user(env, sizeof(env), (void *)(ep - 16))) {
+	if (bpf_probe_read_user(w->buf, sizeof(w->buf), (void *)cfp)) {
+		stat_inc(NP_RB_LOST_READ);
+		return 0;
+	}
+	pc = w->buf[(w->proc.cfp_pc / 8) & (NP_RB_CFP_READ / 8 - 1)];
+	iseq = w->buf[(w->proc.cfp_iseq / 8) & (NP_RB_CFP_READ / 8 - 1)];
+	ep = w->buf[(w->proc.cfp_ep / 8) & (NP_RB_CFP_READ / 8 - 1)];
+	if (!ep || bpf_probe_read_user(env, sizeof(env), (void *)(ep - 16))) {
 		stat_inc(NP_RB_LOST_READ);
 		return 0;
 	}
@@ -165,8 +176,14 @@ __noinline int np_rb_step(__u32 slot)
 	if (!iseq || !pc || iseq > NP_RB_ADDR_MASK || (flags & NP_RB_FRAME_FLAG_CFRAME) ||
 	    magic == NP_RB_FRAME_MAGIC_DUMMY)
 		return 1;
-	body = rb_read_word(iseq + w->proc.iseq_body);
-	encoded = body ? rb_read_word(body + w->proc.body_encoded) : 0;
+	if (iseq == w->last_iseq) {
+		encoded = w->last_encoded;
+	} else {
+		body = rb_read_word(iseq + w->proc.iseq_body);
+		encoded = body ? rb_read_word(body + w->proc.body_encoded) : 0;
+		w->last_iseq = iseq;
+		w->last_encoded = encoded;
+	}
 	if (encoded && pc >= encoded && (pc - encoded) / 8 < NP_RB_PC_UNKNOWN)
 		idx = (pc - encoded) / 8;
 	/* The method this frame runs in: a block's is in the environment of its method. */
@@ -252,6 +269,7 @@ __noinline int np_rb_walk(__u32 slot)
 	w->cfp = cfp;
 	w->end = vm_stack + size * 8;
 	w->frames = 0;
+	w->last_iseq = 0;
 	for (int i = 0; i < NP_RB_MAX_WALK; i++)
 		if (!np_rb_step(slot))
 			break;

@@ -149,6 +149,23 @@ uint64_t rb_symbols_from_code(const uint8_t *code, size_t len, uint64_t vaddr, u
 	return 0;
 }
 
+/* Every offset the BPF walker takes must fit its u16 fields and its copy of a control frame. */
+static int walkable(const struct rb_layout *l)
+{
+	const uint32_t cfp[] = { l->cfp_pc, l->cfp_iseq, l->cfp_ep };
+	const uint32_t u16s[] = { l->ractor_running_ec, l->ec_vm_stack, l->ec_vm_stack_size, l->ec_cfp,
+				  l->ec_stack_start, l->ec_stack_maxsize, l->cfp_size, l->iseq_body,
+				  l->body_encoded, l->vm_ractor_set, l->ractor_vmlr_node };
+
+	for (size_t i = 0; i < sizeof(cfp) / sizeof(cfp[0]); i++)
+		if (cfp[i] % 8 || cfp[i] + 8 > NP_RB_CFP_READ)
+			return 0;
+	for (size_t i = 0; i < sizeof(u16s) / sizeof(u16s[0]); i++)
+		if (u16s[i] > 0xffff)
+			return 0;
+	return l->cfp_size >= NP_RB_CFP_READ;
+}
+
 struct candidates {
 	uint64_t start, bias;
 	unsigned major, minor;
@@ -213,6 +230,10 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 	out->version[strnlen(out->version, sizeof(out->version) - 1)] = '\0';
 	if (!(out->layout = rb_layout_table(major, minor))) {
 		snprintf(why, why_len, "Ruby %s is not supported (this build of nodeprof walks Ruby 3.1)", out->version);
+		goto out;
+	}
+	if (!walkable(out->layout)) {
+		snprintf(why, why_len, "Ruby %s: a structure offset is beyond what the walker reads", out->version);
 		goto out;
 	}
 	if (sym_elf_find_symbol(e, "ruby_single_main_ractor", SYMBOL_BYTES_MAX, &ractor, &size) < 0 ||
