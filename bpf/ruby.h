@@ -121,11 +121,16 @@ static __always_inline __u64 rb_read_word(__u64 addr)
 }
 
 /* Whether the execution context ec runs on the stack that holds sp (its thread's, or its
- * fiber's, machine stack: [stack_start - stack_maxsize, stack_start)). */
+ * fiber's, machine stack: [stack_start - stack_maxsize, stack_start)). One read: the two fields
+ * lie within 3 words of each other (user space checks). */
 static __always_inline int rb_runs_on(const struct np_rb_proc *rb, __u64 ec, __u64 sp)
 {
-	__u64 start = rb_read_word(ec + rb->ec_stack_start), max = rb_read_word(ec + rb->ec_stack_maxsize);
+	__u64 m[3] = {}, start, max;
 
+	if (bpf_probe_read_user(m, sizeof(m), (void *)(ec + rb->ec_stack_start)))
+		return 0;
+	start = m[0];
+	max = rb->ec_stack_maxsize - rb->ec_stack_start == 8 ? m[1] : m[2];
 	return start && sp < start && start - sp <= max;
 }
 
@@ -221,7 +226,7 @@ __noinline int np_rb_walk(__u32 slot)
 	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 	struct np_rb_walk *w;
 	struct np_rb_proc *rb;
-	__u64 ractor, ec, vm_stack, size, cfp, sp;
+	__u64 ractor, ec, vm_stack, size, cfp, sp, head[3];
 	__u32 tgid;
 
 	if (!st || !ruby_procs_live)
@@ -257,12 +262,15 @@ __noinline int np_rb_walk(__u32 slot)
 		stat_inc(NP_RB_NO_EC);
 		return 0;
 	}
-	if (bpf_probe_read_user(&vm_stack, sizeof(vm_stack), (void *)(ec + rb->ec_vm_stack)) ||
-	    bpf_probe_read_user(&size, sizeof(size), (void *)(ec + rb->ec_vm_stack_size)) ||
-	    bpf_probe_read_user(&cfp, sizeof(cfp), (void *)(ec + rb->ec_cfp)) || !vm_stack || size > (1ULL << 32)) {
+	/* vm_stack, vm_stack_size and cfp are consecutive words (user space checks): one read. */
+	if (bpf_probe_read_user(head, sizeof(head), (void *)(ec + rb->ec_vm_stack)) || !head[0] ||
+	    head[1] > (1ULL << 32)) {
 		stat_inc(NP_RB_LOST_READ);
 		return 0;
 	}
+	vm_stack = head[0];
+	size = head[1];
+	cfp = head[2];
 	stat_inc(NP_RB_STACKS);
 	w = (struct np_rb_walk *)st->rt_scratch;
 	w->proc = *rb;

@@ -21,7 +21,7 @@ import stacks as st
 
 WORKLOAD = os.path.join(np.WORKLOADS, "ruby_chain.rb")
 RUBY = "/usr/bin/ruby3.1"
-SECONDS = 5
+SECONDS = 4
 MIN_SAMPLES = 40
 CHAIN = ["<main>", "Worker.run", "Worker#crunch", "Integer#times", "block in Worker#crunch"] + \
     ["Worker#recurse"] * 6 + ["Worker#leaf"]
@@ -239,7 +239,7 @@ class RubyInTheAgent(unittest.TestCase):
 
     def test_run_pushes_ruby_frames(self):
         agg, fams = agent_push.run(self, ".*ruby_chain.rb chain.*", "rbchain", {"ruby_enabled": "true"},
-                                   [RUBY, WORKLOAD, "chain", "60"], lambda k: "Worker#leaf" in k, 30)
+                                   [RUBY, WORKLOAD, "chain", "60"], lambda k: "Worker#leaf" in k, 20)
         chain = st.share(agg, lambda f: ruby_frames(f) == CHAIN)
         self.assertGreaterEqual(chain[2], 90, st.top(agg))
 
@@ -253,7 +253,7 @@ class RubyInTheAgent(unittest.TestCase):
 
     def test_run_with_ruby_disabled(self):
         agg, fams = agent_push.run(self, ".*ruby_chain.rb chain.*", "rbchain", {"ruby_enabled": "false"},
-                                   [RUBY, WORKLOAD, "chain", "60"], lambda k: "rb_vm_exec" in k, 20)
+                                   [RUBY, WORKLOAD, "chain", "60"], lambda k: "rb_vm_exec" in k, 10)
         self.assertEqual(st.total(agg, lambda f: bool(ruby_frames(f))), 0, st.top(agg))
         self.assertEqual(agent_push.runtime_metric(self, fams, "ruby", "nodeprof_runtime_processes"), 0)
 

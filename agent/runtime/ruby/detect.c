@@ -163,6 +163,10 @@ static int walkable(const struct rb_layout *l)
 	for (size_t i = 0; i < sizeof(u16s) / sizeof(u16s[0]); i++)
 		if (u16s[i] > 0xffff)
 			return 0;
+	/* One read each: the VM stack, its size and the current frame; the machine stack's bounds. */
+	if (l->ec_vm_stack_size != l->ec_vm_stack + 8 || l->ec_cfp != l->ec_vm_stack + 16 ||
+	    (l->ec_stack_maxsize != l->ec_stack_start + 8 && l->ec_stack_maxsize != l->ec_stack_start + 16))
+		return 0;
 	return l->cfp_size >= NP_RB_CFP_READ;
 }
 
