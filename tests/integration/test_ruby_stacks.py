@@ -4,7 +4,8 @@ Worker.run, a class method -> Worker#crunch -> Integer#times, a C method -> bloc
 Worker#crunch -> Worker#recurse x6 -> Worker#leaf) under Debian's ruby3.1, started before the
 recording: the chain in Ruby's own backtrace order (the workload prints its `caller_locations`),
 with the files and lines of the pprof output; two threads with different chains, and two ractors; a process
-inside a container's root; YJIT on; --no-ruby; and `nodeprof run` pushing Ruby frames to the test
+inside a container's root; YJIT on; a version without a layout refused with a warning (a copy of
+libruby whose ruby_version says 3.4.1); --no-ruby; and `nodeprof run` pushing Ruby frames to the test
 Pyroscope, with the runtime's /metrics."""
 import os
 import re
@@ -46,6 +47,28 @@ def line_of(tag):
     raise AssertionError(f"no # LINE:{tag} in {WORKLOAD}")
 
 
+def unsupported_libruby(directory):
+    """A copy of Debian's libruby whose ruby_version says 3.4.1 (a version nodeprof has no
+    layout for), under the same soname in directory, for LD_LIBRARY_PATH: Ruby runs as before
+    without RubyGems (whose rbconfig.rb compares the version)."""
+    lib = subprocess.run(["sh", "-c", f"ldd {RUBY} | awk '/libruby/ {{print $3}}'"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    nm = subprocess.run(["nm", "-D", "--defined-only", lib], check=True, capture_output=True, text=True).stdout
+    vaddr = next(int(line.split()[0], 16) for line in nm.splitlines() if line.endswith(" ruby_version"))
+    segs = subprocess.run(["readelf", "-lW", lib], check=True, capture_output=True, text=True).stdout
+    offset = None
+    for line in segs.splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD" and int(f[2], 16) <= vaddr < int(f[2], 16) + int(f[4], 16):
+            offset = vaddr - int(f[2], 16) + int(f[1], 16)
+    data = bytearray(open(lib, "rb").read())
+    if data[offset:offset + 5] != b"3.1.2":
+        raise AssertionError(f"{lib}: ruby_version is {bytes(data[offset:offset + 8])!r}")
+    data[offset:offset + 5] = b"3.4.1"
+    with open(os.path.join(directory, os.path.basename(lib)), "wb") as f:
+        f.write(data)
+
+
 def folded(path):
     out = {}
     with open(path) as f:
@@ -71,8 +94,13 @@ class RubyStacks(unittest.TestCase):
         cls.container_root = root
         try:
             # Two batches of three processes on the machine's two CPUs: ~100 samples each.
+            libdir = os.path.join(cls.dir, "lib")
+            os.makedirs(libdir)
+            unsupported_libruby(libdir)
             cls.record_batch({
                 "chain": ([RUBY, WORKLOAD, "chain", SECONDS + 20], ["--format", "pprof"]),
+                "unsupported": ([RUBY, "--disable-gems", WORKLOAD, "chain", SECONDS + 20], [],
+                                {"LD_LIBRARY_PATH": libdir}),
                 "container": (["unshare", "--mount", "sh", "-c", script], []),
                 "no-ruby": ([RUBY, WORKLOAD, "chain", SECONDS + 20], ["--no-ruby"]),
             })
@@ -90,8 +118,9 @@ class RubyStacks(unittest.TestCase):
         shutil.rmtree(cls.dir, True)
 
     @classmethod
-    def start(cls, argv):
-        p = subprocess.Popen(list(map(str, argv)), stdout=subprocess.PIPE, text=True)
+    def start(cls, argv, env=None):
+        p = subprocess.Popen(list(map(str, argv)), stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, **env) if env else None)
         cls.procs.append(p)
         # The program is running before nodeprof starts.
         if p.stdout.readline().strip() != "started":
@@ -109,8 +138,9 @@ class RubyStacks(unittest.TestCase):
 
     @classmethod
     def record_batch(cls, jobs):
-        """jobs: {name: (workload argv, extra nodeprof record arguments)}, recorded at once."""
-        procs = {name: cls.start(argv) for name, (argv, _) in jobs.items()}
+        """jobs: {name: (workload argv, extra nodeprof record arguments[, workload environment])},
+        recorded at once."""
+        procs = {name: cls.start(job[0], *job[2:]) for name, job in jobs.items()}
         running = {}
         for name, p in procs.items():
             extra = jobs[name][1]
@@ -216,6 +246,14 @@ class RubyStacks(unittest.TestCase):
         s = self.stacks("yjit")
         hits, n, pct = st.share(s, lambda f: ruby_frames(f) in (CHAIN, CHAIN + ["Integer#*"]))
         self.assertGreaterEqual(pct, 90, f"yjit: {hits} of {n} samples carry the chain:\n{st.top(s)}")
+
+    def test_unsupported_version_is_refused(self):
+        # A Ruby the table has no layout for: one warning naming it, and its stacks stay native.
+        s = self.stacks("unsupported")
+        _, log = self.result("unsupported")
+        self.assertIn("Ruby 3.4.1 is not supported", log)
+        self.assertEqual(st.total(s, lambda f: bool(ruby_frames(f))), 0, st.top(s))
+        self.assertGreaterEqual(st.share(s, st.has("rb_vm_exec"))[2], 90, st.top(s))
 
     def test_no_ruby_shows_the_vm(self):
         s = self.stacks("no-ruby")
