@@ -53,7 +53,8 @@ DEB_RUN_PACKAGES := \
 # Chromium (UI tests), debootstrap (make docker-check), Node.js (the V8 tests' workloads: any
 # version the machine's sources give; `make node18` adds Debian's 18 beside it), OpenJDK 17
 # (the Java workloads, compiled by the tests with javac; jcmd is the JVM's own view they compare with), perl
-# (the Perl workloads; its libperl brings threads.pm and the CORE headers the layout test compiles against).
+# (the Perl workloads; its libperl brings threads.pm and the CORE headers the layout test compiles against),
+# Ruby 3.1 (the Ruby workloads; its headers check the Ruby layout's public-header offsets).
 DEB_TEST_PACKAGES := \
 	libcmocka-dev \
 	valgrind \
@@ -73,7 +74,9 @@ DEB_TEST_PACKAGES := \
 	iproute2 \
 	nodejs \
 	openjdk-17-jdk \
-	perl
+	perl \
+	ruby3.1 \
+	ruby3.1-dev
 
 # What `make bench` adds: the peers it measures against (bpftrace, perf, llvm-symbolizer
 # comes with llvm, addr2line with binutils), elfutils' libdw (the CFI benchmark's other

@@ -23,6 +23,7 @@
 #include "runtime.h"
 #include "python.h"
 #include "perl.h"
+#include "ruby.h"
 #include "hotspot.h"
 #include "v8.h"
 
@@ -35,6 +36,8 @@ static __always_inline __u32 rt_walk_chain(struct np_unw_state *st, __u32 slot)
 	int n = np_py_walk(slot);
 	if (!n)
 		n = np_perl_walk(slot);
+	if (!n)
+		n = np_rb_walk(slot);
 	return (__u32)n;
 }
 

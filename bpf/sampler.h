@@ -103,6 +103,12 @@ enum np_stat {
 	NP_PY_NO_TSTATE,      /* samples of a thread with no Python thread state (a C thread) */
 	NP_PY_LOST_READ,      /* a thread state or frame could not be read: the stack ends there */
 	NP_PY_LOST_DEPTH,     /* NP_MAX_STACK_DEPTH Python frames reached: the root end is cut */
+	/* The Ruby walk (bpf/ruby.h), in samples of processes running CRuby: */
+	NP_RB_STACKS,	      /* Ruby stacks walked (the thread held its ractor's VM lock) */
+	NP_RB_FRAMES,	      /* Ruby frames recorded */
+	NP_RB_NO_EC,	      /* samples of a thread not running Ruby code (or of a process with several ractors) */
+	NP_RB_LOST_READ,      /* a context or control frame could not be read: the stack ends there */
+	NP_RB_LOST_DEPTH,     /* NP_MAX_STACK_DEPTH words reached: the root end is cut */
 	/* Off-CPU (raw_tp sched_switch and sys_exit) and uprobes: */
 	NP_OFFCPU_SWITCHES,   /* voluntary switches of selected threads seen */
 	NP_OFFCPU_RECORDED,   /* of those, recorded (off_cpu_threshold's random draw) */

@@ -1,0 +1,73 @@
+/* Finding CRuby in a process: the file that holds the VM (libruby-X.Y.so, or a ruby executable
+ * built without a shared library), its version, where the variables the walker and the namer
+ * start from lie in the process, and the layout of the VM's structures for that version
+ * (docs/specs/ruby.md says where each offset comes from). Files are reached the way the
+ * symbolizer reaches them (inside the process's root, read with pread), so a container's Ruby is
+ * found like the host's. */
+#ifndef NP_RUBY_DETECT_H
+#define NP_RUBY_DETECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/symbols/symbolizer.h"
+#include "lib/error.h"
+
+/* A Ruby version's structure offsets and constants (x86-64). */
+struct rb_layout {
+	unsigned major, minor;
+	/* The walker's (bpf/ruby.h struct np_rb_proc). */
+	uint32_t ractor_running_ec;
+	uint32_t ec_vm_stack, ec_vm_stack_size, ec_cfp, ec_stack_start, ec_stack_maxsize;
+	uint32_t cfp_pc, cfp_iseq, cfp_ep, cfp_size;
+	uint32_t iseq_body, body_encoded;
+	uint32_t vm_ractor_set, ractor_vmlr_node;
+	/* The namer's: rb_iseq_constant_body and its rb_iseq_location_t. */
+	uint32_t body_type, body_iseq_size, body_location;
+	uint32_t loc_pathobj, loc_base_label, loc_label, loc_first_lineno;
+	uint32_t body_insns_info, body_insns_info_positions, body_insns_info_size, body_succ_index_table;
+	uint32_t insn_info_entry_size, insn_info_line_no;
+	/* rb_method_entry_t, rb_method_definition_t. */
+	uint32_t me_def, me_owner, def_original_id;
+	/* RClass and its rb_classext_t (the instance variables of a class: its name, __classpath__,
+	 * and a singleton class's object, __attached__), st_table. */
+	uint32_t class_ext, ext_iv_tbl;
+	uint32_t st_entries_start, st_entries_bound, st_entries, st_entry_size;
+	/* RString and RArray: embedded or on the heap (flag), lengths and contents. */
+	uint64_t str_noembed;
+	uint32_t str_embed_len_shift, str_embed_len_mask, str_embed_ary, str_heap_len, str_heap_ptr;
+	uint64_t ary_embed;
+	uint32_t ary_embed_len_shift, ary_embed_len_mask, ary_embed_ary, ary_heap_len, ary_heap_ptr;
+	/* rb_symbols_t: the ID table (ids), and the last ID of the operator table (tLAST_OP_ID). */
+	uint32_t symbols_ids;
+	uint64_t last_op_id;
+};
+
+/* The layout of Ruby major.minor, NULL when this build of nodeprof has none. */
+const struct rb_layout *rb_layout_table(unsigned major, unsigned minor);
+
+struct rb_interp {
+	const struct rb_layout *layout; /* static */
+	char version[16];		/* "3.1.2" */
+	uint64_t single_ractor;		/* address of ruby_single_main_ractor */
+	uint64_t vm_ptr;		/* address of ruby_current_vm_ptr */
+	uint64_t object_class;		/* address of rb_cObject (the variable) */
+	uint64_t global_symbols;	/* address of the VM's symbol table (rb_symbols_t), 0: not found */
+};
+
+/* The version in a file name such as "libruby-3.1.so.3.1" or "libruby.so.3.3.0": 0, or -1 when
+ * the name is not a Ruby library's. */
+int rb_version_from_name(const char *path, unsigned *major, unsigned *minor);
+
+/* The symbol table's address from the code of rb_id2str (code: its first bytes, at vaddr), which
+ * reads the table's last ID and, 16 bytes on, its ID array: 0 when the code does not read so.
+ * follow: where a first jump (e9) leads, for the caller to read there and call again. */
+uint64_t rb_symbols_from_code(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *follow);
+
+/* Looks for CRuby among the executable mappings of (pid, gen). 1: found, *out filled. 0: no CRuby
+ * this profiler can walk; when the process does run one (of a version or build it cannot walk),
+ * why[] says which and why, else why[0] is NUL. -1 only on allocation failure. */
+NP_MUST_CHECK int rb_detect(struct symbolizer *sym, uint32_t pid, uint32_t gen, struct rb_interp *out, char *why,
+			    size_t why_len, struct np_err *err);
+
+#endif

@@ -1,0 +1,45 @@
+"""agent/runtime/ruby/detect.c's layout against the Ruby this machine carries: every field whose
+offset or constant Ruby's public headers give (RString, RArray, st_table; ruby3.1-dev's
+include/ruby/), from tests/ruby/layout_probe.c compiled against them, must equal the table's
+(build/harness/rb_layout); the probe also checks at compile time the object types and flags the
+namer and the walker take as fixed. The fields of the VM's internal structures (vm_core.h, not
+installed) are checked by tests/integration/test_ruby_stacks.py, which reads its workload's own
+names, files and lines through every one of them. NODEPROF_RB_LAYOUT_HARNESS runs against another
+build of the harness."""
+import json
+import os
+import subprocess
+import unittest
+
+import np
+
+HARNESS = os.environ.get("NODEPROF_RB_LAYOUT_HARNESS") or os.path.join(np.ROOT, "build", "harness", "rb_layout")
+PROBE = os.path.join(np.ROOT, "tests", "ruby", "layout_probe.c")
+VERSIONS = ["3.1"]  # every version the table has, each with its headers installed (DEB_TEST_PACKAGES)
+
+
+class RubyLayout(unittest.TestCase):
+    def test_public_header_fields(self):
+        for version in VERSIONS:
+            with self.subTest(ruby=version):
+                cflags = subprocess.run(["pkg-config", "--cflags", f"ruby-{version}"], check=True,
+                                        capture_output=True, text=True).stdout.split()
+                exe = os.path.join(np.tmpdir(self), "probe")
+                subprocess.run(["cc", *cflags, "-o", exe, PROBE], check=True)
+                headers = json.loads(subprocess.run([exe], check=True, capture_output=True, text=True).stdout)
+                ours = json.loads(subprocess.run([HARNESS, version], check=True, capture_output=True,
+                                                 text=True).stdout)
+                self.assertGreaterEqual(len(headers), 10)
+                for field, value in headers.items():
+                    self.assertIn(field, ours)
+                    self.assertEqual(ours[field], value, f"Ruby {version}: {field}")
+
+    def test_the_table_has_no_other_version(self):
+        # A version added to the table must be added above, with its headers, to be checked.
+        for major, minor in ((2, 5), (2, 7), (3, 0), (3, 2), (3, 3), (3, 4)):
+            p = subprocess.run([HARNESS, f"{major}.{minor}"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1, f"{major}.{minor} is in the table: add it to VERSIONS")
+
+
+if __name__ == "__main__":
+    unittest.main()
