@@ -13,6 +13,7 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "lib/hash.h"
+#include "lib/build_lock.h"
 #include "lib/log.h"
 
 /* Bytes of mapped tables used since their pages were last released, at most (see touch()). */
@@ -149,7 +150,11 @@ static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, El
 {
 	struct sym_symtab *tab = NULL;
 	const char *source = "";
-	if (sym_sources_load(s, e, el, fd, &tab, &source, err) < 0) {
+	/* One build's peak at a time with the unwind worker's (lib/build_lock.h). */
+	np_build_lock();
+	int rc = sym_sources_load(s, e, el, fd, &tab, &source, err);
+	np_build_unlock();
+	if (rc < 0) {
 		*failed = 1;
 		return NULL;
 	}

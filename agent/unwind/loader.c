@@ -18,6 +18,7 @@
 #include "agent/unwind/lpm.h"
 #include "agent/unwind/pack.h"
 #include "agent/unwind/table_cache.h"
+#include "lib/build_lock.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/log.h"
@@ -499,21 +500,10 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 	return 0;
 }
 
-/* A compile the worker finished: packed, loaded and written to the on-disk cache, unless its
- * id was given to another file meanwhile or loaded another way. */
-static int finish_build(struct unw_loader *l, struct unw_build *j, struct np_err *err)
+/* Compiled table j of entry e: packed, loaded and written to the on-disk cache. */
+static int load_compiled(struct unw_loader *l, const struct unw_reg_entry *e, const struct unw_build *j,
+                         struct np_err *err)
 {
-	struct unw_reg_entry *e = unw_registry_get(&l->reg, j->id);
-	l->building[j->id] = 0;
-	l->compile_ns += j->ns;
-	if (!e || strcmp(e->key, j->key) != 0 || e->state != UNW_REG_UNLOADED)
-		return 0;
-	if (j->rc < 0) {
-		if (j->err.code == ENOMEM)
-			return np_errf(err, "%s", j->err.msg);
-		failed(l, j->id, j->err.msg);
-		return 0;
-	}
 	uint64_t t0 = now_ns();
 	struct np_err why;
 	struct unw_packed p;
@@ -546,6 +536,28 @@ static int finish_build(struct unw_loader *l, struct unw_build *j, struct np_err
 	return 0;
 }
 
+/* A compile the worker finished: loaded, unless its id was given to another file meanwhile or
+ * loaded another way. */
+static int finish_build(struct unw_loader *l, const struct unw_build *j, struct np_err *err)
+{
+	struct unw_reg_entry *e = unw_registry_get(&l->reg, j->id);
+	l->building[j->id] = 0;
+	l->compile_ns += j->ns;
+	if (!e || strcmp(e->key, j->key) != 0 || e->state != UNW_REG_UNLOADED)
+		return 0;
+	if (j->rc < 0) {
+		if (j->err.code == ENOMEM)
+			return np_errf(err, "%s", j->err.msg);
+		failed(l, j->id, j->err.msg);
+		return 0;
+	}
+	/* The packed copy beside the table: one build's peak at a time (lib/build_lock.h). */
+	np_build_lock();
+	int rc = load_compiled(l, e, j, err);
+	np_build_unlock();
+	return rc;
+}
+
 int unw_loader_poll(struct unw_loader *l, struct np_err *err)
 {
 	struct unw_build *list = unw_worker_take(l->worker);
@@ -564,8 +576,12 @@ int unw_loader_poll(struct unw_loader *l, struct np_err *err)
 
 int unw_loader_settle(struct unw_loader *l, struct np_err *err)
 {
-	unw_worker_wait(l->worker);
-	return unw_loader_poll(l, err);
+	while (unw_worker_pending(l->worker)) {
+		unw_worker_wait(l->worker);
+		if (unw_loader_poll(l, err) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 

@@ -12,6 +12,7 @@
 
 #include "agent/unwind/compile.h"
 #include "agent/unwind/elf_cfi.h"
+#include "lib/build_lock.h"
 
 struct unw_worker {
 	pthread_mutex_t lock;
@@ -36,6 +37,7 @@ static void compile_job(struct unw_build *j)
 {
 	Elf *elfs[2] = { NULL, NULL };
 	size_t n = 0;
+	np_build_lock(); /* one build's peak at a time (lib/build_lock.h) */
 	uint64_t t0 = thread_ns();
 	if ((elfs[0] = unw_elf_begin_fd(j->fd)) != NULL)
 		n = 1;
@@ -52,6 +54,7 @@ static void compile_job(struct unw_build *j)
 		close(j->debug_fd);
 	j->fd = j->debug_fd = -1;
 	j->ns = thread_ns() - t0;
+	np_build_unlock();
 }
 
 static void *worker(void *arg)
@@ -59,7 +62,9 @@ static void *worker(void *arg)
 	struct unw_worker *w = arg;
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		while (!w->queue && !w->stop)
+		/* A finished table waits to be taken before the next compile starts: at most one
+		 * table held here, whatever the number of files asked for. */
+		while ((!w->queue || w->done) && !w->stop)
 			pthread_cond_wait(&w->work, &w->lock);
 		if (w->stop)
 			break;
@@ -184,6 +189,8 @@ struct unw_build *unw_worker_take(struct unw_worker *w)
 		w->pending--;
 	w->done = NULL;
 	w->done_tail = &w->done;
+	if (list)
+		pthread_cond_signal(&w->work); /* the next compile may start */
 	pthread_mutex_unlock(&w->lock);
 	return list;
 }
@@ -191,7 +198,7 @@ struct unw_build *unw_worker_take(struct unw_worker *w)
 void unw_worker_wait(struct unw_worker *w)
 {
 	pthread_mutex_lock(&w->lock);
-	while (w->queue || w->busy)
+	while (w->busy || (w->queue && !w->done))
 		pthread_cond_wait(&w->idle, &w->lock);
 	pthread_mutex_unlock(&w->lock);
 }

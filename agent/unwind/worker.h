@@ -2,8 +2,10 @@
  * walker asked a table for and hands it here; one worker thread compiles it (compile.h, ~100 ms
  * of CPU for a node-sized binary) while the collector keeps draining samples and process events;
  * the loader takes the finished table at its next poll and packs and loads it (fast, and the
- * rule set and BPF maps stay the collector's alone). One file at a time, so a burst of new
- * binaries costs one compile's transient memory, not one per binary.
+ * rule set and BPF maps stay the collector's alone). One file at a time, and the next compile
+ * starts only once the last table was taken, so a burst of new binaries costs one compile's
+ * transient memory and one table, not one per binary; a compile also holds lib/build_lock.h,
+ * so it never runs beside a symbol table build.
  *
  * Ownership: the worker owns the jobs it was given (their fds) until they are taken; a taken
  * build is the caller's (unw_build_free). Submit, take and wait from one thread (the loader's);
@@ -46,7 +48,9 @@ NP_MUST_CHECK int unw_worker_submit(struct unw_worker *w, uint32_t id, const cha
  * unw_build_free), or NULL. Never blocks on a compile. */
 struct unw_build *unw_worker_take(struct unw_worker *w);
 
-/* Blocks until every job submitted so far is finished (tests; the loader's unw_loader_settle). */
+/* Blocks until the worker can go no further without the caller: nothing submitted is left, or a
+ * finished build waits to be taken (tests; the loader's unw_loader_settle takes and waits
+ * again until none is pending). */
 void unw_worker_wait(struct unw_worker *w);
 
 /* Jobs submitted and not yet taken. */
