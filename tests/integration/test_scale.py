@@ -1,0 +1,93 @@
+"""Issue 29's bursts, end to end with `nodeprof record`: a recording of several distinct large
+binaries none of whose tables exist yet (copies of node, each with its own build ID) ends on
+time while their symbol and unwind tables are built, builds each table once, and walks whole
+stacks; the next recording builds nothing and compiles nothing (docs/specs/symb-cache.md).
+The numbers at scale are bench/scale's."""
+import os
+import re
+import shutil
+import struct
+import subprocess
+import time
+import unittest
+
+import np
+
+NODE = "/usr/bin/node"
+COPIES = 4
+SECONDS = 3
+BUSY_JS = "setInterval(()=>{const t=Date.now(); let x=0; while(Date.now()-t<30) x+=Math.sqrt(x+1);}, 100)"
+SYMBOLS = re.compile(r'msg="symbol tables" built=(\d+) cache_files_loaded=(\d+)')
+UNWIND = re.compile(r'msg="user stack walks" .* cache_files_loaded=(\d+) cache_files_written=(\d+)')
+
+
+def copy_with_build_id(src, dst, i):
+    """A copy of src whose GNU build ID differs in its last 4 bytes."""
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o755)
+    with open(dst, "r+b") as f:
+        head = f.read(1 << 20)
+        at = head.find(struct.pack("<III", 4, 20, 3) + b"GNU\0")
+        if at < 0:
+            raise AssertionError(f"{src}: no 20-byte GNU build ID note in its first MiB")
+        f.seek(at + 16 + 16)
+        f.write(struct.pack("<I", 0x7e57c0de + i))
+
+
+class Scale(unittest.TestCase):
+    def setUp(self):
+        self.dir = np.tmpdir(self)
+        self.procs = []
+        for i in range(COPIES):
+            exe = os.path.join(self.dir, f"node{i}")
+            copy_with_build_id(NODE, exe, i)
+            p = subprocess.Popen([exe, "-e", BUSY_JS], cwd=self.dir, stdout=subprocess.DEVNULL)
+            self.procs.append(p)
+            self.addCleanup(lambda p=p: (p.kill(), p.wait()))
+        time.sleep(0.5)
+
+    def record(self, cache):
+        args = ["record", "--duration", f"{SECONDS}s", "--symb-cache-path", cache, "--log-level", "debug"]
+        for p in self.procs:
+            args += ["--pid", str(p.pid)]
+        t0 = time.monotonic()
+        r = np.nodeprof(*args, timeout=60)
+        wall = time.monotonic() - t0
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        sym, unw = SYMBOLS.search(r.stderr), UNWIND.search(r.stderr)
+        self.assertIsNotNone(sym, r.stderr[-2000:])
+        self.assertIsNotNone(unw, r.stderr[-2000:])
+        stacks = np.parse_folded(r.stdout)
+        total = sum(stacks.values())
+        whole = sum(c for s, c in stacks.items() if s.startswith("_start;"))
+        return {"wall": wall, "built": int(sym.group(1)), "unw_loaded": int(unw.group(1)),
+                "unw_written": int(unw.group(2)), "total": total, "whole": whole}
+
+    def files(self, cache):
+        names = os.listdir(cache)
+        return {k: sum(1 for n in names if n.endswith(k)) for k in (".sym", ".unw")}
+
+    def test_burst_of_new_binaries_ends_on_time_and_builds_once(self):
+        cache = os.path.join(self.dir, "cache")
+        first = self.record(cache)
+        # Four node tables built while sampling (about 0.1 s of CPU each) and the others of the
+        # processes: the recording still ends on time (the process's own start and exit are in
+        # the wall time too).
+        self.assertLess(first["wall"], SECONDS + 2.0, first)
+        self.assertGreaterEqual(first["built"], COPIES, first)
+        self.assertGreaterEqual(first["unw_written"], COPIES, first)
+        self.assertGreater(first["total"], 40, first)
+        self.assertGreaterEqual(first["whole"], 0.8 * first["total"], first)
+        files = self.files(cache)
+        second = self.record(cache)
+        self.assertLess(second["wall"], SECONDS + 2.0, second)
+        # Only a file the first recording never met (a library hit once) is built now.
+        after = self.files(cache)
+        self.assertEqual(second["built"], after[".sym"] - files[".sym"], second)
+        self.assertEqual(second["unw_written"], after[".unw"] - files[".unw"], second)
+        self.assertGreaterEqual(second["unw_loaded"], COPIES, second)
+        self.assertGreaterEqual(second["whole"], 0.9 * second["total"], second)
+
+
+if __name__ == "__main__":
+    unittest.main()
