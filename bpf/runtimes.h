@@ -22,6 +22,7 @@
 
 #include "runtime.h"
 #include "python.h"
+#include "php.h"
 #include "hotspot.h"
 #include "v8.h"
 
@@ -29,9 +30,14 @@
  * one interpreter-chain runtime; each walker returns at once for a process that is not its own. */
 static __always_inline __u32 rt_walk_chain(struct np_unw_state *st, __u32 slot)
 {
+	int n;
+
 	st->rtstack.len = 0;
 	st->rtstack.sp_word = 0;
-	return (__u32)np_py_walk(slot);
+	n = np_py_walk(slot);
+	if (!n)
+		n = np_php_walk(slot);
+	return (__u32)n;
 }
 
 __noinline int np_rt_jit_step(__u32 slot)

@@ -124,6 +124,14 @@ enum np_stat {
 	NP_V8_FRAMES_FUNCTION_ONLY, /* frames whose function is known but not where in it */
 	NP_V8_FRAMES_STUB,	   /* stub frames in generated code recorded with their frame type */
 	NP_V8_STACKS,		   /* user stacks with at least one V8 frame */
+	/* The PHP walk (bpf/php.h), in samples of processes running PHP: */
+	NP_PHP_STACKS,		   /* PHP stacks walked (a script was running) */
+	NP_PHP_FRAMES_USER,	   /* frames of user code (functions, methods, closures, scripts) recorded */
+	NP_PHP_FRAMES_INTERNAL,	   /* frames of internal functions (PHP's C functions) recorded */
+	NP_PHP_IDLE,		   /* samples of the main thread while no script ran (php-fpm between requests) */
+	NP_PHP_OTHER_THREAD,	   /* samples of another thread than the one that runs PHP code */
+	NP_PHP_LOST_READ,	   /* executor globals or a frame could not be read: the stack ends there */
+	NP_PHP_LOST_DEPTH,	   /* NP_PHP_MAX_FRAMES frames reached: the root end is cut */
 	NP_STAT_MAX
 };
 
