@@ -52,7 +52,8 @@ DEB_RUN_PACKAGES := \
 # workload), Go and the Go packages of the chart renderer and the relabel oracle,
 # Chromium (UI tests), debootstrap (make docker-check), Node.js (the V8 tests' workloads: any
 # version the machine's sources give; `make node18` adds Debian's 18 beside it), OpenJDK 17
-# (the Java workloads, compiled by the tests with javac; jcmd is the JVM's own view they compare with).
+# (the Java workloads, compiled by the tests with javac; jcmd is the JVM's own view they compare with),
+# PHP's CLI and php-fpm (the PHP workloads) and php8.2-dev (the Zend headers the layout test compiles against).
 DEB_TEST_PACKAGES := \
 	libcmocka-dev \
 	valgrind \
@@ -62,6 +63,9 @@ DEB_TEST_PACKAGES := \
 	openssl \
 	linux-perf \
 	python3.11 \
+	php-cli \
+	php-fpm \
+	php8.2-dev \
 	golang-go \
 	golang-github-masterminds-sprig-dev \
 	golang-k8s-sigs-yaml-dev \

@@ -133,8 +133,8 @@ pyroscope.write "w" { }
         p = nodeprof("check", path)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr.splitlines(), [
-            f"{path}:LINE:3: warning: perl_enabled, php_enabled, ruby_enabled, "
-            "dotnet_enabled = true: nodeprof has no unwinder for this runtime yet (Python, HotSpot and V8 "
+            f"{path}:LINE:3: warning: perl_enabled, ruby_enabled, "
+            "dotnet_enabled = true: nodeprof has no unwinder for this runtime yet (Python, PHP, HotSpot and V8 "
             "are the ones it has); it profiles these processes as native code (the runtime's own frames) and names JIT code "
             "from perf map files (/tmp/perf-PID.map, as .NET writes with DOTNET_PerfMapEnabled=1)"
             .replace("LINE", str(first_line(K8S_MONITORING_EBPF, "perl_enabled")))])

@@ -23,14 +23,13 @@ int php_version_in(const void *rodata, size_t len, unsigned *major, unsigned *mi
 
 	while (p < end) {
 		const char *hit = memmem(p, (size_t)(end - p), POWERED_BY, n);
-		unsigned v[3] = { 0, 0, 0 };
+		unsigned v[3] = { 0, 0, 0 }, got = 0;
 		const char *q;
-		int i;
 
 		if (!hit)
 			return -1;
-		q = hit + n;
-		for (i = 0; i < 3; i++) {
+		/* major.minor[.patch], each at most 4 digits */
+		for (q = hit + n; got < 3; q++) {
 			unsigned long x = 0;
 			int digits = 0;
 			while (q < end && isdigit((unsigned char)*q) && digits < 4) {
@@ -39,17 +38,14 @@ int php_version_in(const void *rodata, size_t len, unsigned *major, unsigned *mi
 			}
 			if (!digits)
 				break;
-			v[i] = (unsigned)x;
-			if (i < 2) {
-				if (q >= end || *q != '.')
-					break;
-				q++;
-			}
+			v[got++] = (unsigned)x;
+			if (q >= end || *q != '.')
+				break;
 		}
-		if (i >= 2 && v[0] >= 5 && v[0] <= 99) {
+		if (got >= 2 && v[0] >= 5 && v[0] <= 99) {
 			*major = v[0];
 			*minor = v[1];
-			*patch = i == 3 ? v[2] : 0;
+			*patch = v[2];
 			return 0;
 		}
 		p = hit + 1;
