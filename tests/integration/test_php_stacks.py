@@ -4,7 +4,8 @@ Worker::crunch, a static method -> recurse x6 -> array_map, an internal function
 -> leaf -> spin), in the order PHP's own debug_backtrace() gives, under Debian's php8.2:
 the CLI, started before the recording; the CLI inside a container's root; a php-fpm pool of
 three workers (opcache on, as Debian configures it) serving requests from three clients at
-once; the pprof output's files and lines; --no-php. And `nodeprof run` with php_enabled on
+once; the CLI with opcache's tracing JIT on (its code marked [php jit]); the pprof output's files and
+lines; --no-php. And `nodeprof run` with php_enabled on
 (its frames pushed to the test Pyroscope, its /metrics) and off. All recordings run at once,
 so the whole module takes a few seconds more than one recording."""
 import os
@@ -25,8 +26,9 @@ import stacks as st
 WORKLOAD = os.path.join(np.WORKLOADS, "php_chain.php")
 PHP = "/usr/bin/php8.2"
 FPM = "/usr/sbin/php-fpm8.2"
-SECONDS = 4
-MIN_SAMPLES = 50
+OPCACHE = "opcache.so"  # found in the build's extension directory
+SECONDS = 5
+MIN_SAMPLES = 40
 PHP_NAMES = {"main", "Worker::crunch", "recurse", "array_map", "{closure}", "leaf", "spin"}
 
 
@@ -150,6 +152,9 @@ class PhpStacks(unittest.TestCase):
             "pprof": ([PHP, "-n", WORKLOAD, "chain", SECONDS + 20], ["--format", "pprof"]),
             "container": (["unshare", "--mount", "sh", "-c", script], []),
             "no-php": ([PHP, "-n", WORKLOAD, "chain", SECONDS + 20], ["--no-php"]),
+            # opcache's tracing JIT, which compiles the hot loop in spin.
+            "jit": ([PHP, "-n", "-d", f"zend_extension={OPCACHE}", "-d", "opcache.enable_cli=1", "-d",
+                     "opcache.jit_buffer_size=32M", "-d", "opcache.jit=tracing", WORKLOAD, "chain", SECONDS + 20], []),
         }
         pids = {name: [cls.start(argv).pid] for name, (argv, _) in jobs.items()}
         sock, workers = cls.start_fpm()
@@ -197,10 +202,12 @@ class PhpStacks(unittest.TestCase):
         self.assertGreaterEqual(pct, 90, f"{name}: {hits} of {n} samples carry {';'.join(want)}:\n{st.top(s)}")
         # The PHP frames stand where the VM's execute_ex stood: none is left among them, the
         # script's root sits below the interpreter's entry (zend_execute) and the C code array_map
-        # calls the closure through stays between the two.
+        # calls the closure through stays between the two. Judged on the samples whose native
+        # walk reached the program's entry (the unwinding tests judge how many do).
         whole = st.share(s, lambda f: php_frames(f) == want and "execute_ex" not in f
                           and st.ENTRY in f[:f.index("main")] and f.index("zend_execute") < f.index("main")
-                          and f.index("array_map") < f.index("zend_call_function") < f.index("{closure}"))
+                          and f.index("array_map") < f.index("zend_call_function") < f.index("{closure}"),
+                         among=lambda f: st.ENTRY in f)
         self.assertGreaterEqual(whole[2], 90, f"{name}: merged stacks:\n{st.top(s)}")
 
     def test_cli_chain(self):
@@ -242,6 +249,14 @@ class PhpStacks(unittest.TestCase):
             right = sum(v for line, v in seen[name].items() if line in lines)
             self.assertGreater(total, 0, name)
             self.assertGreaterEqual(right / total, 0.95, f"lines of {name}: {seen[name]}, want {lines}")
+
+    def test_jit_code_is_marked(self):
+        s = self.stacks("jit")
+        want = reference_chain()
+        # The JIT's code has no unwind table: the native walk stops in it and the PHP frames go
+        # at the root end, the JIT's code named below the function it runs.
+        hits, n, pct = st.share(s, lambda f: php_frames(f) == want and f[-1] == "[php jit]")
+        self.assertGreaterEqual(pct, 80, f"{hits} of {n} samples:\n{st.top(s)}")
 
     def test_no_php_shows_the_vm(self):
         s = self.stacks("no-php")

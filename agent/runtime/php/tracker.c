@@ -11,13 +11,21 @@
 #include "agent/runtime/php/detect.h"
 #include "agent/runtime/php/namer.h"
 #include "agent/runtime/procs.h"
+#include "agent/symbols/maps.h"
 #include "bpf/php.h"
 #include "lib/log.h"
 
 struct proc {
 	struct rt_proc h; /* first: a record of rt_procs */
 	struct php_layout layout;
+	/* The opcache JIT's code buffer (an anonymous executable mapping, of /dev/zero), once seen;
+	 * 0, 0 while none is. */
+	uint64_t jit_start, jit_end;
 };
+
+/* What native frames in the JIT's code are named: no unwind table or symbol covers it. */
+#define JIT_FRAME "[php jit]"
+
 
 struct php_tracker {
 	struct symbolizer *sym; /* borrowed */
@@ -26,6 +34,7 @@ struct php_tracker {
 	struct php_namer *namer;
 	struct sym_frame frames[NP_PHP_MAX_FRAMES];
 	uint8_t entry[NP_PHP_MAX_FRAMES];
+	struct sym_frame native[2 * NP_MAX_STACK_DEPTH]; /* a sample's native frames, JIT code renamed */
 };
 
 int php_is_vm_frame(const struct sym_frame *f)
@@ -108,6 +117,28 @@ static int walkable(const struct php_layout *l)
 	       l->op_line_end + 4 <= NP_PHP_FUNC_READ && l->op_line_end + 4 >= NP_PHP_INTERNAL_READ;
 }
 
+static int on_jit_mapping(void *ud, const struct sym_exec_mapping *m, struct np_err *err)
+{
+	struct proc *p = ud;
+
+	(void)err;
+	/* The largest anonymous executable mapping: PHP itself makes none but the JIT's buffer. */
+	if (m->kind == SYM_MAP_ANON && m->end - m->start > p->jit_end - p->jit_start) {
+		p->jit_start = m->start;
+		p->jit_end = m->end;
+	}
+	return 0;
+}
+
+/* Looks for the JIT's buffer among p's mappings: opcache maps it when it starts, which may be
+ * after the process was first seen; a pc in it then has the maps read again, and this runs. */
+static int find_jit(struct php_tracker *t, struct proc *p, struct np_err *err)
+{
+	if (p->jit_end)
+		return 0;
+	return symbolizer_exec_mappings(t->sym, p->h.pid, p->h.gen, 0, on_jit_mapping, p, err);
+}
+
 static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)
 {
 	struct php_tracker *t = rt;
@@ -118,7 +149,7 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	int found;
 
 	if (p && p->h.live && p->h.gen == gen)
-		return 0; /* known, and a re-read of its maps cannot change its engine */
+		return find_jit(t, p, err); /* known: a re-read of its maps cannot change its engine */
 	found = php_detect(t->sym, pid, gen, &in, why, sizeof(why), err);
 	if (found < 0)
 		return -1;
@@ -142,6 +173,9 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 		return -1;
 	}
 	p->layout = in.layout;
+	p->jit_start = p->jit_end = 0;
+	if (find_jit(t, p, err))
+		return -1;
 	np_log(NP_DEBUG, "php", "walking PHP frames", "pid", NP_LOG_INT(pid), "version",
 	       NP_LOG_INT(in.layout.major * 10000 + in.layout.minor * 100 + in.patch), NULL);
 	return 0;
@@ -171,6 +205,15 @@ static int tracker_merge(void *rt, uint32_t pid, uint32_t gen, const struct sym_
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		t->entry[i] = !!(words[2 * i] & NP_PHP_ENTRY_BIT);
+	/* Code the JIT compiled for a PHP function runs below that function's frame: say so. */
+	if (p->jit_end && n_native <= sizeof(t->native) / sizeof(t->native[0])) {
+		for (size_t i = 0; i < n_native; i++) {
+			t->native[i] = native[i];
+			if (!native[i].resolved && native[i].addr >= p->jit_start && native[i].addr < p->jit_end)
+				t->native[i].name = JIT_FRAME;
+		}
+		native = t->native;
+	}
 	*n_out = rt_chain_merge(native, n_native, native_cut, php_is_vm_frame, t->frames, t->entry, n, out);
 	return 1;
 }
