@@ -151,6 +151,10 @@ __noinline int np_php_step(__u32 slot)
 	func = php_word(ed, w->proc.ed_func, 0x38);
 	if (!func)
 		return 1; /* a frame without a function (a dummy frame of a call from C) */
+	if (func > NP_PHP_FUNC_MASK) {
+		stat_inc(NP_PHP_LOST_READ); /* not a user address: a torn frame */
+		return 0;
+	}
 	n = st->rtstack.len;
 	if (n + 2 > NP_MAX_STACK_DEPTH) {
 		stat_inc(NP_PHP_LOST_DEPTH);
@@ -184,8 +188,6 @@ __noinline int np_php_step(__u32 slot)
 		stat_inc(NP_PHP_LOST_READ); /* not a function: a torn or freed frame */
 		return 0;
 	}
-	if (func > NP_PHP_FUNC_MASK)
-		return 0;
 	w0 = func | (__u64)type << NP_PHP_TYPE_SHIFT;
 	if (type != NP_PHP_INTERNAL_FUNCTION && (info & NP_PHP_CALL_TOP))
 		w0 |= NP_PHP_ENTRY_BIT;
