@@ -189,6 +189,38 @@ static void names_from_functions(void **state)
 	php_namer_free(n);
 }
 
+/* A function read after its request freed it (the walker saw it; its memory no longer gives
+ * its identity) is [php]; it is read again in a later batch, when the next request has
+ * compiled it at the same address. */
+static void a_failed_read_is_tried_again_next_batch(void **state)
+{
+	const struct php_layout *l = php_layout_table(8, 2);
+	struct php_namer *n;
+	struct np_err err;
+	struct sym_frame f[1];
+	uint64_t w[2], name = BASE + 4096, file = BASE + 4224;
+	size_t count;
+
+	(void)state;
+	memset(image, 0, sizeof(image));
+	put_str(l, 4096, 4, "main", 4);
+	put_str(l, 4224, 8, "/w/a.php", 8);
+	words_for(w, 0, NP_PHP_USER_FUNCTION, name, 0, file, 3, 9, 5);
+	put_func(l, 0, NP_PHP_USER_FUNCTION, name, 0, file, 3, 10); /* another function there now */
+	assert_int_equal(php_namer_new(0, &n, &err), 0);
+	php_namer_set_reader(n, read_image, NULL);
+	assert_int_equal(php_namer_frames(n, 1, 1, l, w, 2, f, &count, &err), 0);
+	assert_string_equal(f[0].name, PHP_UNREADABLE);
+	put_func(l, 0, NP_PHP_USER_FUNCTION, name, 0, file, 3, 9); /* the sampled one again */
+	assert_int_equal(php_namer_frames(n, 1, 1, l, w, 2, f, &count, &err), 0);
+	assert_string_equal(f[0].name, PHP_UNREADABLE); /* not within the same batch */
+	php_namer_end_batch(n);
+	assert_int_equal(php_namer_frames(n, 1, 1, l, w, 2, f, &count, &err), 0);
+	assert_string_equal(f[0].name, "main");
+	assert_string_equal(f[0].file, "/w/a.php");
+	php_namer_free(n);
+}
+
 /* Merges native frames (names, leaf first; "X" is execute_ex) with PHP frames (names, leaf
  * first; a trailing '!' marks a frame an execute_ex call started) and returns the result root
  * first, joined by ';'. */
@@ -241,6 +273,7 @@ int main(void)
 		cmocka_unit_test(versions_from_rodata),
 		cmocka_unit_test(layouts),
 		cmocka_unit_test(names_from_functions),
+		cmocka_unit_test(a_failed_read_is_tried_again_next_batch),
 		cmocka_unit_test(merge_at_execute_ex),
 	};
 	return cmocka_run_group_tests_name("php_frames", tests, NULL, NULL);

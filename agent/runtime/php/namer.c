@@ -24,6 +24,7 @@ struct func_info {
 	uint32_t name, file; /* offsets of NUL-terminated strings in text; file: UINT32_MAX for none */
 	uint32_t line_start;
 	int ok;
+	uint64_t batch; /* when it was read: one that failed is read again in a later batch */
 };
 
 struct php_namer {
@@ -33,6 +34,7 @@ struct php_namer {
 	size_t info_cap;
 	struct np_buf text; /* names and files */
 	uint64_t reads, failed;
+	uint64_t batch; /* php_namer_end_batch calls */
 	php_mem_reader read;
 	void *read_ud;
 };
@@ -123,6 +125,7 @@ static void read_func(struct php_namer *n, uint32_t pid, const struct php_layout
 
 	memset(info, 0, sizeof(*info));
 	info->file = UINT32_MAX;
+	info->batch = n->batch;
 	n->reads++;
 	if (need > sizeof(head) || l->fn_name + 8 > need || l->fn_type >= need || n->read(n->read_ud, pid, k->func, head, need))
 		goto fail;
@@ -193,7 +196,10 @@ int php_namer_frames(struct php_namer *n, uint32_t pid, uint32_t gen, const stru
 		uint32_t id = np_intern_add(&n->funcs, &k, sizeof(k), &added);
 		if (!id || np_grow((void **)&n->info, &n->info_cap, id, sizeof(*n->info)))
 			return np_errf(err, "out of memory naming PHP frames");
-		if (added)
+		/* A function that could not be read may have been read after its request freed it
+		 * (names are read when the samples are drained); the next request compiles it again at
+		 * the same address, with the same identity: try again, once per batch. */
+		if (added || (!n->info[id - 1].ok && n->info[id - 1].batch != n->batch))
 			read_func(n, pid, l, &k, &n->info[id - 1]);
 		ids[i] = id;
 	}
@@ -228,6 +234,7 @@ static size_t held(const struct php_namer *n)
 
 void php_namer_end_batch(struct php_namer *n)
 {
+	n->batch++;
 	if (held(n) > n->budget)
 		clear(n);
 }

@@ -7,7 +7,9 @@
  * of a batch, when everything is dropped and read again on demand. A function is named only
  * when its memory gives the identity the walker saw: one freed and another compiled at its
  * address (php-fpm compiles each request's scripts again without opcache) is named "[php]"
- * and counted in failed, never given the other's name. Everything read is untrusted: lengths
+ * and counted in failed, never given the other's name; a function that could not be read is
+ * tried again in a later batch (the next request compiles the same function at the same
+ * address). Everything read is untrusted: lengths
  * are bounded, strings become valid UTF-8, an unreadable function is "[php]", never an error.
  * One thread at a time. */
 #ifndef NP_PHP_NAMER_H

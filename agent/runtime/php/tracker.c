@@ -130,13 +130,14 @@ static int on_jit_mapping(void *ud, const struct sym_exec_mapping *m, struct np_
 	return 0;
 }
 
-/* Looks for the JIT's buffer among p's mappings: opcache maps it when it starts, which may be
- * after the process was first seen; a pc in it then has the maps read again, and this runs. */
-static int find_jit(struct php_tracker *t, struct proc *p, struct np_err *err)
+/* Looks for the JIT's buffer among p's mappings (re-read first when refresh): opcache maps it
+ * when it starts, which may be after the process was first seen; a pc in it then asks for the
+ * maps to be read again, and this runs with refresh. */
+static int find_jit(struct php_tracker *t, struct proc *p, int refresh, struct np_err *err)
 {
 	if (p->jit_end)
 		return 0;
-	return symbolizer_exec_mappings(t->sym, p->h.pid, p->h.gen, 0, on_jit_mapping, p, err);
+	return symbolizer_exec_mappings(t->sym, p->h.pid, p->h.gen, refresh, on_jit_mapping, p, err);
 }
 
 static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)
@@ -149,7 +150,7 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	int found;
 
 	if (p && p->h.live && p->h.gen == gen)
-		return find_jit(t, p, err); /* known: a re-read of its maps cannot change its engine */
+		return find_jit(t, p, 1, err); /* known: a re-read of its maps cannot change its engine */
 	found = php_detect(t->sym, pid, gen, &in, why, sizeof(why), err);
 	if (found < 0)
 		return -1;
@@ -174,7 +175,7 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	}
 	p->layout = in.layout;
 	p->jit_start = p->jit_end = 0;
-	if (find_jit(t, p, err))
+	if (find_jit(t, p, 0, err))
 		return -1;
 	np_log(NP_DEBUG, "php", "walking PHP frames", "pid", NP_LOG_INT(pid), "version",
 	       NP_LOG_INT(in.layout.major * 10000 + in.layout.minor * 100 + in.patch), NULL);
