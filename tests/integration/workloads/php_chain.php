@@ -24,7 +24,7 @@ function spin($n)
     }
     $s = 0;
     for ($i = 0; $i < $n; $i++) {
-        $s = ($s * 31 + $i) % 1000003;
+        $s = ($s * 31 + $i) % 1000003; // LINE:spin
     }
     return $s;
 }
