@@ -46,7 +46,7 @@ int php_namer_new(size_t budget_bytes, struct php_namer **out, struct np_err *er
 	if (!n)
 		return np_errf(err, "out of memory");
 	n->budget = budget_bytes ? budget_bytes : PHP_NAMER_DEFAULT_BYTES;
-	n->read = hs_process_mem; /* the one process_vm_readv reader runtimes share */
+	n->read = hs_process_mem; /* HotSpot's process_vm_readv reader, rather than a fourth copy */
 	*out = n;
 	return 0;
 }
@@ -127,7 +127,8 @@ static void read_func(struct php_namer *n, uint32_t pid, const struct php_layout
 	info->file = UINT32_MAX;
 	info->batch = n->batch;
 	n->reads++;
-	if (need > sizeof(head) || l->fn_name + 8 > need || l->fn_type >= need || n->read(n->read_ud, pid, k->func, head, need))
+	if (need > sizeof(head) || l->fn_name + 8 > need || l->fn_type >= need ||
+	    n->read(n->read_ud, pid, k->func, head, need))
 		goto fail;
 	if (head[l->fn_type] != k->type)
 		goto fail;
