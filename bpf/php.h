@@ -135,6 +135,7 @@ __noinline int np_php_step(__u32 slot)
 	__u8 ed[64 + 8];
 	__u64 func, opline, name, scope, file = 0, w0;
 	__u32 n, info, type, lineno = 0, ls = 0, le = 0, read;
+	int whole;
 
 	if (!st)
 		return 0;
@@ -167,14 +168,18 @@ __noinline int np_php_step(__u32 slot)
 		return 0;
 	/* An internal function's struct is shorter than a user one's: when the long read runs off
 	 * its memory, the short one still gives its name. */
-	if (bpf_probe_read_user(w->fn, read, (void *)func) &&
-	    bpf_probe_read_user(w->fn, NP_PHP_INTERNAL_READ, (void *)func)) {
+	whole = !bpf_probe_read_user(w->fn, read, (void *)func);
+	if (!whole && bpf_probe_read_user(w->fn, NP_PHP_INTERNAL_READ, (void *)func)) {
 		stat_inc(NP_PHP_LOST_READ);
 		return 0;
 	}
 	type = w->fn[w->proc.fn_type & 31];
 	name = php_word(w->fn, w->proc.fn_name, 31);
 	scope = php_word(w->fn, w->proc.fn_scope, 31);
+	if ((type == NP_PHP_USER_FUNCTION || type == NP_PHP_EVAL_CODE) && !whole) {
+		stat_inc(NP_PHP_LOST_READ); /* its file and lines were not read */
+		return 0;
+	}
 	if (type == NP_PHP_USER_FUNCTION || type == NP_PHP_EVAL_CODE) {
 		file = php_word(w->fn, w->proc.op_filename, NP_PHP_FUNC_READ - 1);
 		ls = php_u32(w->fn, w->proc.op_line_start, NP_PHP_FUNC_READ - 1);
