@@ -11,11 +11,12 @@
  *           frame), the function's type (ZEND_INTERNAL_FUNCTION, ZEND_USER_FUNCTION,
  *           ZEND_EVAL_CODE) in bits 48-55;
  *   word 1: the line executing (the frame's opline's lineno; 0 for internal functions) in bits
- *           0-31, the function's identity (np_php_ident) in bits 32-63.
+ *           0-31, the function's identity (np_php_ident: its strings' addresses and hashes, its
+ *           lines) in bits 32-63.
  * The identity is what makes a name right for a frame whose function was freed and another
  * compiled at its address (php-fpm compiles each request's scripts anew without opcache):
  * user space names (pid, gen, function, identity), and names a function only after reading
- * the same identity from its memory. */
+ * the same identity from its memory, and strings whose contents give the hashes in it. */
 #ifndef NP_BPF_PHP_H
 #define NP_BPF_PHP_H
 
@@ -54,7 +55,9 @@ struct np_php_proc {
 	np_u16 fn_type, fn_name, fn_scope;		  /* zend_function (common) */
 	np_u16 op_filename, op_line_start, op_line_end;	  /* zend_op_array */
 	np_u16 op_lineno;				  /* zend_op */
-	np_u16 pad2[3];
+	np_u16 ce_name;					  /* zend_class_entry */
+	np_u16 str_h;					  /* zend_string: the hash, followed by the length */
+	np_u16 pad2;
 };
 
 static inline np_u64 np_php_mix(np_u64 h, np_u64 v)
@@ -64,17 +67,28 @@ static inline np_u64 np_php_mix(np_u64 h, np_u64 v)
 	return h ^ (h >> 29);
 }
 
-/* A function's identity, from what the walker reads of it: its name and scope (pointers), and
- * for user code its file (a pointer) and first and last lines. A function compiled anew at
- * the same address with the same name, scope, file and lines is the same function. */
-static inline np_u32 np_php_ident(np_u64 name, np_u64 scope, np_u64 file, np_u32 line_start, np_u32 line_end)
+/* What a function's identity is made of, as the walker reads it: its name, its class's name and
+ * (user code) its file, each a zend_string's address and hash (zend_string.h: the hash of its
+ * contents, set once computed; interned strings, which these are, have it), and its first and
+ * last lines. The hashes bind the identity to the strings' contents: user space names a frame
+ * only from strings whose contents give those hashes, so memory freed and reused since the
+ * sample, even at the same addresses, cannot lend it another name. */
+struct np_php_fn_id {
+	np_u64 name, name_h, class_name, class_h, file, file_h;
+	np_u32 line_start, line_end;
+};
+
+static inline np_u32 np_php_ident(const struct np_php_fn_id *id)
 {
 	np_u64 h = 0xcbf29ce484222325ULL;
 
-	h = np_php_mix(h, name);
-	h = np_php_mix(h, scope);
-	h = np_php_mix(h, file);
-	h = np_php_mix(h, (np_u64)line_start << 32 | line_end);
+	h = np_php_mix(h, id->name);
+	h = np_php_mix(h, id->name_h);
+	h = np_php_mix(h, id->class_name);
+	h = np_php_mix(h, id->class_h);
+	h = np_php_mix(h, id->file);
+	h = np_php_mix(h, id->file_h);
+	h = np_php_mix(h, (np_u64)id->line_start << 32 | id->line_end);
 	return (np_u32)(h ^ (h >> 32));
 }
 
@@ -90,7 +104,8 @@ static inline np_u32 np_php_ident(np_u64 name, np_u64 scope, np_u64 file, np_u32
  * mod_php with the prefork MPM) are walked: their executor globals are one plain global, and
  * only the main thread runs PHP code, so other threads (an extension's) are not walked.
  *
- * One frame is three reads: the execute data, the function's first bytes, the opline's line. */
+ * One frame is a few reads: the execute data, the function's first bytes, the opline's line,
+ * the hashes of its name and file, and for a method its class's name and that name's hash. */
 
 /* The walk's state in np_unw_state.rt_scratch: the process's entry of php_procs, the next
  * frame and a copy of one function. */
@@ -126,15 +141,27 @@ static __always_inline __u32 php_u32(const __u8 *buf, __u16 off, __u32 mask)
 	return *(const __u32 *)(buf + (off & mask));
 }
 
+/* The hash of the zend_string at s (0: none, or unreadable). */
+static __always_inline __u64 php_str_hash(const struct np_php_walk *w, __u64 s)
+{
+	__u64 h = 0;
+
+	if (s && bpf_probe_read_user(&h, sizeof(h), (void *)(s + w->proc.str_h)))
+		h = 0;
+	return h;
+}
+
 /* Records the frame at w->ed (when it runs a function) and moves to its caller: 1 to go on, 0
  * when the walk ended. Global: verified once, not once per frame. */
 __noinline int np_php_step(__u32 slot)
 {
 	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 	struct np_php_walk *w;
-	__u8 ed[64 + 8];
-	__u64 func, opline, name, scope, file = 0, w0;
-	__u32 n, info, type, lineno = 0, ls = 0, le = 0, read;
+	__u64 edw[(64 + 8) / 8]; /* words: the copy must be 8-byte aligned on the stack */
+	__u8 *ed = (__u8 *)edw;
+	__u64 func, opline, scope, w0;
+	__u32 n, info, type, lineno = 0, read;
+	struct np_php_fn_id id = {};
 	int whole;
 
 	if (!st)
@@ -174,16 +201,17 @@ __noinline int np_php_step(__u32 slot)
 		return 0;
 	}
 	type = w->fn[w->proc.fn_type & 31];
-	name = php_word(w->fn, w->proc.fn_name, 31);
+	id.name = php_word(w->fn, w->proc.fn_name, 31);
 	scope = php_word(w->fn, w->proc.fn_scope, 31);
 	if ((type == NP_PHP_USER_FUNCTION || type == NP_PHP_EVAL_CODE) && !whole) {
 		stat_inc(NP_PHP_LOST_READ); /* its file and lines were not read */
 		return 0;
 	}
 	if (type == NP_PHP_USER_FUNCTION || type == NP_PHP_EVAL_CODE) {
-		file = php_word(w->fn, w->proc.op_filename, NP_PHP_FUNC_READ - 1);
-		ls = php_u32(w->fn, w->proc.op_line_start, NP_PHP_FUNC_READ - 1);
-		le = php_u32(w->fn, w->proc.op_line_end, NP_PHP_FUNC_READ - 1);
+		id.file = php_word(w->fn, w->proc.op_filename, NP_PHP_FUNC_READ - 1);
+		id.line_start = php_u32(w->fn, w->proc.op_line_start, NP_PHP_FUNC_READ - 1);
+		id.line_end = php_u32(w->fn, w->proc.op_line_end, NP_PHP_FUNC_READ - 1);
+		id.file_h = php_str_hash(w, id.file);
 		if (opline && bpf_probe_read_user(&lineno, sizeof(lineno), (void *)(opline + w->proc.op_lineno)))
 			lineno = 0;
 		stat_inc(NP_PHP_FRAMES_USER);
@@ -193,12 +221,16 @@ __noinline int np_php_step(__u32 slot)
 		stat_inc(NP_PHP_LOST_READ); /* not a function: a torn or freed frame */
 		return 0;
 	}
+	id.name_h = php_str_hash(w, id.name);
+	if (scope && bpf_probe_read_user(&id.class_name, sizeof(id.class_name), (void *)(scope + w->proc.ce_name)))
+		id.class_name = 0;
+	id.class_h = php_str_hash(w, id.class_name);
 	w0 = func | (__u64)type << NP_PHP_TYPE_SHIFT;
 	if (type != NP_PHP_INTERNAL_FUNCTION && (info & NP_PHP_CALL_TOP))
 		w0 |= NP_PHP_ENTRY_BIT;
 	st->rtstack.ips[n & 127] = w0;
 	st->rtstack.ips[(n + 1) & 127] =
-		(__u64)lineno | (__u64)np_php_ident(name, scope, file, ls, le) << NP_PHP_IDENT_SHIFT;
+		(__u64)lineno | (__u64)np_php_ident(&id) << NP_PHP_IDENT_SHIFT;
 	st->rtstack.len = n + 2;
 	return 1;
 }

@@ -51,6 +51,7 @@ int main(void)
 	F(op_line_end, zend_function, op_array.line_end);
 	F(op_lineno, zend_op, lineno);
 	F(ce_name, zend_class_entry, name);
+	F(str_h, zend_string, h);
 	F(str_len, zend_string, len);
 	F(str_val, zend_string, val);
 	check("sizeof zend_uchar type", sizeof(((zend_function *)0)->type), 1);

@@ -82,11 +82,22 @@ static void put32(size_t off, uint32_t v)
 	memcpy(image + off, &v, 4);
 }
 
-/* A zend_string at off claiming len bytes, holding s. */
+/* A zend_string at off claiming len bytes, holding s (n bytes), with its hash when it holds all
+ * of them. */
 static void put_str(const struct php_layout *l, size_t off, uint64_t len, const char *s, size_t n)
 {
+	put64(off + l->str_h, n == len ? php_string_hash(s, n) : 1);
 	put64(off + l->str_len, len);
 	memcpy(image + off + l->str_val, s, n);
+}
+
+static uint64_t get64(uint64_t addr)
+{
+	uint64_t v = 0;
+
+	if (addr >= BASE && addr + 8 <= BASE + sizeof(image))
+		memcpy(&v, image + (addr - BASE), 8);
+	return v;
 }
 
 /* A zend_function at off of type, with name, scope, file and lines (addresses, 0 for none). */
@@ -103,12 +114,36 @@ static void put_func(const struct php_layout *l, size_t off, uint8_t type, uint6
 	}
 }
 
-/* The two words the walker writes for the function at off, as it saw it then. */
-static void words_for(uint64_t *w, size_t off, uint8_t type, uint64_t name, uint64_t scope, uint64_t file,
-		      uint32_t ls, uint32_t le, uint32_t line)
+/* The two words the walker writes for the function at off as the image holds it now. */
+static void sampled(const struct php_layout *l, uint64_t *w, size_t off, uint32_t line)
 {
+	struct np_php_fn_id id = { 0 };
+	uint8_t type = image[off + l->fn_type];
+	uint64_t scope = get64(BASE + off + l->fn_scope);
+
+	id.name = get64(BASE + off + l->fn_name);
+	id.name_h = id.name ? get64(id.name + l->str_h) : 0;
+	id.class_name = scope ? get64(scope + l->ce_name) : 0;
+	id.class_h = id.class_name ? get64(id.class_name + l->str_h) : 0;
+	if (type != NP_PHP_INTERNAL_FUNCTION) {
+		id.file = get64(BASE + off + l->op_filename);
+		id.file_h = id.file ? get64(id.file + l->str_h) : 0;
+		memcpy(&id.line_start, image + off + l->op_line_start, 4);
+		memcpy(&id.line_end, image + off + l->op_line_end, 4);
+	}
 	w[0] = (BASE + off) | (uint64_t)type << NP_PHP_TYPE_SHIFT;
-	w[1] = line | (uint64_t)np_php_ident(name, scope, file, ls, le) << NP_PHP_IDENT_SHIFT;
+	w[1] = line | (uint64_t)np_php_ident(&id) << NP_PHP_IDENT_SHIFT;
+}
+
+static void string_hash(void **state)
+{
+	(void)state;
+	/* zend_inline_hash_func by hand: 5381 * 33 + each byte, the top bit set (that it matches
+	 * the hashes in PHP's own strings is what test_php_stacks' names show). */
+	assert_true(php_string_hash("", 0) == (5381ULL | 0x8000000000000000ULL));
+	assert_true(php_string_hash("a", 1) == ((5381ULL * 33 + 'a') | 0x8000000000000000ULL));
+	/* Bytes above 0x7f count as negative (PHP hashes a signed char). */
+	assert_true(php_string_hash("\xff", 1) == ((5381ULL * 33 - 1) | 0x8000000000000000ULL));
 }
 
 static void names_from_functions(void **state)
@@ -120,39 +155,46 @@ static void names_from_functions(void **state)
 	struct sym_frame f[8];
 	uint64_t w[16];
 	size_t count;
+	char longname[2000];
 	/* Strings at 4096.., a class entry at 8192, functions at 0, 512, 1024, 1536, 2048. */
 	uint64_t crunch = BASE + 4096, worker = BASE + 4160, file = BASE + 4224, map = BASE + 4352,
-		 bad = BASE + 4416, huge = BASE + 4480, ce = BASE + 8192;
+		 bad = BASE + 4416, longs = BASE + 4480, huge = BASE + 6600, ce = BASE + 8192;
 
 	(void)state;
 	memset(image, 0, sizeof(image));
+	memset(longname, 'z', sizeof(longname));
 	put_str(l, 4096, 6, "crunch", 6);
 	put_str(l, 4160, 6, "Worker", 6);
 	put_str(l, 4224, 9, "/w/a.php\n", 9);
 	put_str(l, 4352, 9, "array_map", 9);
 	put_str(l, 4416, 4, "f\xff\x01g", 4);
-	put_str(l, 4480, (uint64_t)1 << 40, "zzzz", 4); /* claims a terabyte */
+	put_str(l, 4480, sizeof(longname), longname, sizeof(longname));
+	put_str(l, 6600, (uint64_t)1 << 40, "zzzz", 4); /* claims a terabyte */
 	put64(8192 + l->ce_name, worker);
 	put_func(l, 0, NP_PHP_USER_FUNCTION, crunch, ce, file, 10, 20);
 	put_func(l, 512, NP_PHP_INTERNAL_FUNCTION, map, 0, 0, 0, 0);
 	put_func(l, 1024, NP_PHP_USER_FUNCTION, 0, 0, file, 1, 30); /* the script's own code */
-	put_func(l, 1536, NP_PHP_USER_FUNCTION, bad, 0, huge, 2, 3);
+	put_func(l, 1536, NP_PHP_USER_FUNCTION, bad, 0, longs, 2, 3);
 	put_func(l, 2048, NP_PHP_EVAL_CODE, 0, 0, file, 1, 1);
-	words_for(w, 0, NP_PHP_USER_FUNCTION, crunch, ce, file, 10, 20, 15);
-	words_for(w + 2, 512, NP_PHP_INTERNAL_FUNCTION, map, 0, 0, 0, 0, 0);
-	words_for(w + 4, 1024, NP_PHP_USER_FUNCTION, 0, 0, file, 1, 30, 29);
-	words_for(w + 6, 1536, NP_PHP_USER_FUNCTION, bad, 0, huge, 2, 3, 2);
-	words_for(w + 8, 2048, NP_PHP_EVAL_CODE, 0, 0, file, 1, 1, 1);
+	put_func(l, 2560, NP_PHP_USER_FUNCTION, crunch, 0, huge, 2, 3);
+	sampled(l, w, 0, 15);
+	sampled(l, w + 2, 512, 0);
+	sampled(l, w + 4, 1024, 29);
+	sampled(l, w + 6, 1536, 2);
+	sampled(l, w + 8, 2048, 1);
+	sampled(l, w + 10, 2560, 2);
 	/* The walker saw another function at 0 than the one there now (other lines). */
-	words_for(w + 10, 0, NP_PHP_USER_FUNCTION, crunch, ce, file, 10, 21, 15);
+	put_func(l, 0, NP_PHP_USER_FUNCTION, crunch, ce, file, 10, 21);
+	sampled(l, w + 12, 0, 15);
+	put_func(l, 0, NP_PHP_USER_FUNCTION, crunch, ce, file, 10, 20);
 	/* Nothing readable there. */
-	words_for(w + 12, 12000, NP_PHP_USER_FUNCTION, crunch, ce, file, 10, 20, 15);
-	w[12] = (BASE + 20000) | (uint64_t)NP_PHP_USER_FUNCTION << NP_PHP_TYPE_SHIFT;
+	w[14] = (BASE + 20000) | (uint64_t)NP_PHP_USER_FUNCTION << NP_PHP_TYPE_SHIFT;
+	w[15] = w[1];
 
 	assert_int_equal(php_namer_new(0, &n, &err), 0);
 	php_namer_set_reader(n, read_image, NULL);
-	assert_int_equal(php_namer_frames(n, 1, 1, l, w, 14, f, &count, &err), 0);
-	assert_int_equal(count, 7);
+	assert_int_equal(php_namer_frames(n, 1, 1, l, w, 16, f, &count, &err), 0);
+	assert_int_equal(count, 8);
 	assert_string_equal(f[0].name, "Worker::crunch");
 	assert_string_equal(f[0].file, "/w/a.php "); /* a control character is a space */
 	assert_int_equal(f[0].start_line, 10);
@@ -165,13 +207,15 @@ static void names_from_functions(void **state)
 	assert_int_equal(f[2].line, 29);
 	assert_true(go_utf8_valid(f[3].name, strlen(f[3].name)));
 	assert_string_equal(f[3].name, "f\xef\xbf\xbd g");
+	/* A name longer than kept is cut, and says so. */
 	assert_int_equal(strlen(f[3].file), PHP_NAME_MAX + 3);
 	assert_string_equal(f[3].file + PHP_NAME_MAX, "...");
 	assert_string_equal(f[4].name, "eval");
-	assert_string_equal(f[5].name, PHP_UNREADABLE); /* stale: never crunch's name */
-	assert_null(f[5].file);
-	assert_false(f[5].resolved);
-	assert_string_equal(f[6].name, PHP_UNREADABLE);
+	assert_string_equal(f[5].name, PHP_UNREADABLE); /* a file that claims a terabyte */
+	assert_string_equal(f[6].name, PHP_UNREADABLE); /* stale: never crunch's name */
+	assert_null(f[6].file);
+	assert_false(f[6].resolved);
+	assert_string_equal(f[7].name, PHP_UNREADABLE);
 	/* Cached: the image may change, the names do not (until the batch ends over budget)... */
 	memset(image, 0, sizeof(image));
 	assert_int_equal(php_namer_frames(n, 1, 1, l, w, 2, f, &count, &err), 0);
@@ -183,9 +227,46 @@ static void names_from_functions(void **state)
 	assert_int_equal(php_namer_frames(n, 1, 2, l, w, 1, f, &count, &err), 0);
 	assert_int_equal(count, 0);
 	php_namer_stats(n, &ns);
-	assert_int_equal(ns.functions, 8);
-	assert_int_equal(ns.failed, 3);
+	assert_int_equal(ns.functions, 9);
+	assert_int_equal(ns.failed, 4);
 	assert_true(ns.bytes > 0);
+	php_namer_free(n);
+}
+
+/* The function's struct is still there (freed, not yet reused) but its name's memory holds
+ * something else now: never that as a name. */
+static void strings_reused_since_the_sample(void **state)
+{
+	const struct php_layout *l = php_layout_table(8, 2);
+	struct php_namer *n;
+	struct np_err err;
+	struct sym_frame f[1];
+	uint64_t w[2];
+	size_t count;
+
+	(void)state;
+	memset(image, 0, sizeof(image));
+	put_str(l, 4096, 6, "crunch", 6);
+	put_str(l, 4224, 8, "/w/a.php", 8);
+	put_func(l, 0, NP_PHP_USER_FUNCTION, BASE + 4096, 0, BASE + 4224, 3, 9);
+	sampled(l, w, 0, 5);
+	assert_int_equal(php_namer_new(0, &n, &err), 0);
+	php_namer_set_reader(n, read_image, NULL);
+	/* Other bytes where the name was, its header left as it was (the hash then no longer
+	 * matches the contents). */
+	memcpy(image + 4096 + l->str_val, "\x01\x02garb", 6);
+	assert_int_equal(php_namer_frames(n, 1, 1, l, w, 2, f, &count, &err), 0);
+	assert_string_equal(f[0].name, PHP_UNREADABLE);
+	/* Another whole string there (another hash). */
+	php_namer_end_batch(n);
+	put_str(l, 4096, 6, "other!", 6);
+	assert_int_equal(php_namer_frames(n, 1, 1, l, w, 2, f, &count, &err), 0);
+	assert_string_equal(f[0].name, PHP_UNREADABLE);
+	/* The same string compiled again at that address: named. */
+	php_namer_end_batch(n);
+	put_str(l, 4096, 6, "crunch", 6);
+	assert_int_equal(php_namer_frames(n, 1, 1, l, w, 2, f, &count, &err), 0);
+	assert_string_equal(f[0].name, "crunch");
 	php_namer_free(n);
 }
 
@@ -205,7 +286,8 @@ static void a_failed_read_is_tried_again_next_batch(void **state)
 	memset(image, 0, sizeof(image));
 	put_str(l, 4096, 4, "main", 4);
 	put_str(l, 4224, 8, "/w/a.php", 8);
-	words_for(w, 0, NP_PHP_USER_FUNCTION, name, 0, file, 3, 9, 5);
+	put_func(l, 0, NP_PHP_USER_FUNCTION, name, 0, file, 3, 9);
+	sampled(l, w, 0, 5);
 	put_func(l, 0, NP_PHP_USER_FUNCTION, name, 0, file, 3, 10); /* another function there now */
 	assert_int_equal(php_namer_new(0, &n, &err), 0);
 	php_namer_set_reader(n, read_image, NULL);
@@ -272,7 +354,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(versions_from_rodata),
 		cmocka_unit_test(layouts),
+		cmocka_unit_test(string_hash),
 		cmocka_unit_test(names_from_functions),
+		cmocka_unit_test(strings_reused_since_the_sample),
 		cmocka_unit_test(a_failed_read_is_tried_again_next_batch),
 		cmocka_unit_test(merge_at_execute_ex),
 	};

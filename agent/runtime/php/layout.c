@@ -18,7 +18,7 @@
 	{ .major = ma, .minor = mi, .eg_current_execute_data = 488, .ed_opline = 0, .ed_func = 24,             \
 	  .ed_type_info = 40, .ed_prev = 48, .fn_type = 0, .fn_name = 8, .fn_scope = 16, .op_filename = filename, \
 	  .op_line_start = filename + 8, .op_line_end = filename + 12, .op_lineno = 24, .ce_name = 8,           \
-	  .str_len = 16, .str_val = 24 }
+	  .str_h = 8, .str_len = 16, .str_val = 24 }
 
 /* zend_op_array's fields up to the file, by version (x86-64; common head first):
  *   7.3  type 0, function_name 8, scope 16, prototype 24, num_args 32, arg_info 40, cache_size 48,

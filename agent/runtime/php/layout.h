@@ -19,7 +19,7 @@ struct php_layout {
 	uint32_t op_filename, op_line_start, op_line_end;
 	uint32_t op_lineno;   /* zend_op */
 	uint32_t ce_name;     /* zend_class_entry */
-	uint32_t str_len, str_val; /* zend_string */
+	uint32_t str_h, str_len, str_val; /* zend_string: hash, length (right after it), contents */
 };
 
 /* The table's layout of PHP major.minor, or NULL for a version it does not hold. */

@@ -90,24 +90,49 @@ static uint32_t u32_at(const uint8_t *buf, uint32_t off)
 	return v;
 }
 
-/* Appends the zend_string at addr to text (no terminator): 0, or -1 when it cannot be read.
- * Control characters become spaces (they would break folded lines), invalid UTF-8 U+FFFD. */
-static int append_str(struct php_namer *n, uint32_t pid, const struct php_layout *l, uint64_t addr)
+/* zend_inline_hash_func (php/php-src:Zend/zend_string.h, the same in 7.3 to 8.4): DJBX33A over
+ * the bytes as signed chars, the top bit set so that a computed hash is never 0. */
+uint64_t php_string_hash(const char *s, size_t len)
 {
-	char data[PHP_NAME_MAX];
-	uint64_t len;
+	uint64_t h = 5381;
+
+	for (size_t i = 0; i < len; i++)
+		h = h * 33 + (uint64_t)(int64_t)(signed char)s[i];
+	return h | 0x8000000000000000ULL;
+}
+
+/* The hash of the zend_string at addr (0 for none, or when it cannot be read): -1 when it
+ * cannot be read. */
+static int str_hash(struct php_namer *n, uint32_t pid, const struct php_layout *l, uint64_t addr, uint64_t *h)
+{
+	*h = 0;
+	return addr && n->read(n->read_ud, pid, addr + l->str_h, h, sizeof(*h)) ? -1 : 0;
+}
+
+/* Appends the zend_string at addr, whose hash the walker saw as want, to text (no terminator):
+ * 0, or -1 when it cannot be read or its contents do not give that hash (memory freed and used
+ * for something else since). Control characters become spaces (they would break folded lines),
+ * invalid UTF-8 U+FFFD. */
+static int append_str(struct php_namer *n, uint32_t pid, const struct php_layout *l, uint64_t addr, uint64_t want)
+{
+	char data[PHP_STRING_MAX];
+	uint64_t hl[2]; /* hash, length */
 	size_t count;
 
-	if (!addr || n->read(n->read_ud, pid, addr + l->str_len, &len, sizeof(len)))
+	if (!addr || n->read(n->read_ud, pid, addr + l->str_h, hl, sizeof(hl)) || hl[0] != want ||
+	    hl[1] > PHP_STRING_MAX)
 		return -1;
-	count = len < PHP_NAME_MAX ? (size_t)len : PHP_NAME_MAX;
-	if (count && n->read(n->read_ud, pid, addr + l->str_val, data, count))
+	if (hl[1] && n->read(n->read_ud, pid, addr + l->str_val, data, (size_t)hl[1]))
 		return -1;
+	/* A string never hashed (none of PHP's names is) is taken on its address alone. */
+	if (want && php_string_hash(data, (size_t)hl[1]) != want)
+		return -1;
+	count = hl[1] < PHP_NAME_MAX ? (size_t)hl[1] : PHP_NAME_MAX;
 	for (size_t i = 0; i < count; i++)
 		if ((unsigned char)data[i] < 0x20 || data[i] == 0x7f)
 			data[i] = ' ';
 	go_to_valid_utf8(&n->text, data, count);
-	if (len > count)
+	if (hl[1] > count)
 		np_buf_puts(&n->text, "...");
 	return 0;
 }
@@ -119,8 +144,8 @@ static void read_func(struct php_namer *n, uint32_t pid, const struct php_layout
 	uint8_t head[FUNC_HEAD];
 	int user = k->type != NP_PHP_INTERNAL_FUNCTION;
 	uint32_t need = user ? l->op_line_end + 4 : l->fn_scope + 8;
-	uint64_t name, scope, file = 0;
-	uint32_t ls = 0, le = 0;
+	struct np_php_fn_id id = { 0 };
+	uint64_t scope;
 	size_t mark = n->text.len;
 
 	memset(info, 0, sizeof(*info));
@@ -132,25 +157,29 @@ static void read_func(struct php_namer *n, uint32_t pid, const struct php_layout
 		goto fail;
 	if (head[l->fn_type] != k->type)
 		goto fail;
-	name = word_at(head, l->fn_name);
+	id.name = word_at(head, l->fn_name);
 	scope = word_at(head, l->fn_scope);
 	if (user) {
-		file = word_at(head, l->op_filename);
-		ls = u32_at(head, l->op_line_start);
-		le = u32_at(head, l->op_line_end);
+		id.file = word_at(head, l->op_filename);
+		id.line_start = u32_at(head, l->op_line_start);
+		id.line_end = u32_at(head, l->op_line_end);
 	}
+	if (scope && n->read(n->read_ud, pid, scope + l->ce_name, &id.class_name, sizeof(id.class_name)))
+		goto fail;
+	if (str_hash(n, pid, l, id.name, &id.name_h) || str_hash(n, pid, l, id.class_name, &id.class_h) ||
+	    str_hash(n, pid, l, id.file, &id.file_h))
+		goto fail;
 	/* The function the walker saw, or another one since: only the first gets a name. */
-	if (np_php_ident(name, scope, file, ls, le) != k->ident)
+	if (np_php_ident(&id) != k->ident)
 		goto fail;
 	info->name = (uint32_t)n->text.len;
-	if (scope) {
-		uint64_t cname;
-		if (n->read(n->read_ud, pid, scope + l->ce_name, &cname, sizeof(cname)) || append_str(n, pid, l, cname))
+	if (id.class_name) {
+		if (append_str(n, pid, l, id.class_name, id.class_h))
 			goto fail;
 		np_buf_puts(&n->text, "::");
 	}
-	if (name) {
-		if (append_str(n, pid, l, name))
+	if (id.name) {
+		if (append_str(n, pid, l, id.name, id.name_h))
 			goto fail;
 	} else if (user) {
 		/* A script's or an included file's own code has no name: PHP's traces say {main}. */
@@ -159,15 +188,15 @@ static void read_func(struct php_namer *n, uint32_t pid, const struct php_layout
 		goto fail;
 	}
 	np_buf_putc(&n->text, '\0');
-	if (user && file) {
+	if (user && id.file) {
 		info->file = (uint32_t)n->text.len;
-		if (append_str(n, pid, l, file))
+		if (append_str(n, pid, l, id.file, id.file_h))
 			goto fail;
 		np_buf_putc(&n->text, '\0');
 	}
 	if (n->text.failed)
 		goto fail;
-	info->line_start = ls;
+	info->line_start = id.line_start;
 	info->ok = 1;
 	return;
 fail:

@@ -3,11 +3,12 @@
  * executing comes with the frame.
  *
  * A function is read once per process incarnation (pid, gen) and identity (the one the walker
- * computed when it sampled the frame), and kept until the cache is over its budget at the end
- * of a batch, when everything is dropped and read again on demand. A function is named only
- * when its memory gives the identity the walker saw: one freed and another compiled at its
- * address (php-fpm compiles each request's scripts again without opcache) is named "[php]"
- * and counted in failed, never given the other's name; a function that could not be read is
+ * computed when it sampled the frame: its strings' addresses and hashes, its lines), and kept
+ * until the cache is over its budget at the end of a batch, when everything is dropped and
+ * read again on demand. A function is named only when its memory gives the identity the
+ * walker saw and its strings' contents give the hashes in it: one freed and another compiled
+ * at its address (php-fpm compiles each request's scripts again without opcache), or strings
+ * freed and reused, make it "[php]", counted in failed, never another function's name; a function that could not be read is
  * tried again in a later batch (the next request compiles the same function at the same
  * address). Everything read is untrusted: lengths
  * are bounded, strings become valid UTF-8, an unreadable function is "[php]", never an error.
@@ -24,6 +25,9 @@
 
 /* The longest class, function or file name kept (bytes); longer ones are cut and end "...". */
 #define PHP_NAME_MAX 1024
+/* The longest string read (its whole contents are hashed, to check them): a longer one makes
+ * its function unreadable. */
+#define PHP_STRING_MAX 4096
 /* The cache's budget (names and files); 0 = PHP_NAMER_DEFAULT_BYTES. */
 #define PHP_NAMER_DEFAULT_BYTES ((size_t)16 << 20)
 /* The name of a frame whose function cannot be read or is no longer the one sampled. */
@@ -46,6 +50,9 @@ NP_MUST_CHECK int php_namer_frames(struct php_namer *n, uint32_t pid, uint32_t g
 typedef int (*php_mem_reader)(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len);
 /* Where memory is read from: process_vm_readv by default; tests and fuzzers give an image. */
 void php_namer_set_reader(struct php_namer *n, php_mem_reader read, void *ud);
+
+/* zend_inline_hash_func: the hash PHP keeps in a zend_string, of len bytes at s. */
+uint64_t php_string_hash(const char *s, size_t len);
 
 /* Drops the cache when it is over its budget. */
 void php_namer_end_batch(struct php_namer *n);

@@ -99,11 +99,14 @@ static void to_bpf(const struct php_interp *in, uint32_t gen, struct np_php_proc
 	v->op_line_start = (uint16_t)l->op_line_start;
 	v->op_line_end = (uint16_t)l->op_line_end;
 	v->op_lineno = (uint16_t)l->op_lineno;
+	v->ce_name = (uint16_t)l->ce_name;
+	v->str_h = (uint16_t)l->str_h;
 }
 
 /* Every offset must fit what the walker reads (bpf/php.h): the execute data's first
  * NP_PHP_ED_READ bytes (at aligned offsets), an internal function's first NP_PHP_INTERNAL_READ,
- * a user one's NP_PHP_FUNC_READ. */
+ * a user one's NP_PHP_FUNC_READ; and a string's length must follow its hash (the namer reads
+ * both at once). */
 static int walkable(const struct php_layout *l)
 {
 	uint32_t ed[] = { l->ed_opline, l->ed_func, l->ed_prev };
@@ -111,6 +114,8 @@ static int walkable(const struct php_layout *l)
 	for (size_t i = 0; i < sizeof(ed) / sizeof(ed[0]); i++)
 		if (ed[i] + 8 > NP_PHP_ED_READ || ed[i] % 8)
 			return 0;
+	if (l->ce_name > 4096 || l->str_h > 4096 || l->str_len != l->str_h + 8)
+		return 0;
 	return l->ed_type_info + 4 <= NP_PHP_ED_READ && l->ed_type_info % 4 == 0 && l->fn_type < NP_PHP_INTERNAL_READ &&
 	       l->fn_name + 8 <= NP_PHP_INTERNAL_READ && l->fn_scope + 8 <= NP_PHP_INTERNAL_READ &&
 	       l->op_filename + 8 <= NP_PHP_FUNC_READ && l->op_line_start + 4 <= NP_PHP_FUNC_READ &&
