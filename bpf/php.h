@@ -41,7 +41,7 @@
  * lie within them in every supported version). */
 #define NP_PHP_ED_READ 56
 /* Bytes of a user function read at once, and of an internal one (whose struct is shorter). */
-#define NP_PHP_FUNC_READ 192
+#define NP_PHP_FUNC_READ 184
 #define NP_PHP_INTERNAL_READ 32
 
 /* The value of the php_procs map (key: tgid): written by user space once it found PHP in the
@@ -112,7 +112,10 @@ static inline np_u32 np_php_ident(const struct np_php_fn_id *id)
 struct np_php_walk {
 	struct np_php_proc proc;
 	__u64 ed;
-	__u8 fn[NP_PHP_FUNC_READ + 8]; /* + 8: a word at the last masked offset */
+	/* The last file seen and its hash: the frames of a stack mostly share one file, whose hash
+	 * is then read once per walk. */
+	__u64 file, file_h;
+	__u8 fn[NP_PHP_FUNC_READ];
 };
 _Static_assert(sizeof(struct np_php_walk) <= NP_RT_SCRATCH, "the PHP walk's state must fit the runtime scratch");
 
@@ -139,6 +142,22 @@ static __always_inline __u64 php_word(const __u8 *buf, __u16 off, __u32 mask)
 static __always_inline __u32 php_u32(const __u8 *buf, __u16 off, __u32 mask)
 {
 	return *(const __u32 *)(buf + (off & mask));
+}
+
+/* The word, and the u32, at off in the function's copy; 0 past its end (user space refuses a
+ * layout where a field lies there). */
+static __always_inline __u64 php_fn_word(const struct np_php_walk *w, __u32 off)
+{
+	if (off > NP_PHP_FUNC_READ - 8)
+		return 0;
+	return *(const __u64 *)(w->fn + off);
+}
+
+static __always_inline __u32 php_fn_u32(const struct np_php_walk *w, __u32 off)
+{
+	if (off > NP_PHP_FUNC_READ - 4)
+		return 0;
+	return *(const __u32 *)(w->fn + off);
 }
 
 /* The hash of the zend_string at s (0: none, or unreadable). */
@@ -201,17 +220,21 @@ __noinline int np_php_step(__u32 slot)
 		return 0;
 	}
 	type = w->fn[w->proc.fn_type & 31];
-	id.name = php_word(w->fn, w->proc.fn_name, 31);
-	scope = php_word(w->fn, w->proc.fn_scope, 31);
+	id.name = php_fn_word(w, w->proc.fn_name);
+	scope = php_fn_word(w, w->proc.fn_scope);
 	if ((type == NP_PHP_USER_FUNCTION || type == NP_PHP_EVAL_CODE) && !whole) {
 		stat_inc(NP_PHP_LOST_READ); /* its file and lines were not read */
 		return 0;
 	}
 	if (type == NP_PHP_USER_FUNCTION || type == NP_PHP_EVAL_CODE) {
-		id.file = php_word(w->fn, w->proc.op_filename, NP_PHP_FUNC_READ - 1);
-		id.line_start = php_u32(w->fn, w->proc.op_line_start, NP_PHP_FUNC_READ - 1);
-		id.line_end = php_u32(w->fn, w->proc.op_line_end, NP_PHP_FUNC_READ - 1);
-		id.file_h = php_str_hash(w, id.file);
+		id.file = php_fn_word(w, w->proc.op_filename);
+		id.line_start = php_fn_u32(w, w->proc.op_line_start);
+		id.line_end = php_fn_u32(w, w->proc.op_line_end);
+		if (id.file != w->file) {
+			w->file = id.file;
+			w->file_h = php_str_hash(w, id.file);
+		}
+		id.file_h = w->file_h;
 		if (opline && bpf_probe_read_user(&lineno, sizeof(lineno), (void *)(opline + w->proc.op_lineno)))
 			lineno = 0;
 		stat_inc(NP_PHP_FRAMES_USER);
@@ -268,6 +291,7 @@ __noinline int np_php_walk(__u32 slot)
 	w = (struct np_php_walk *)st->rt_scratch;
 	w->proc = *php;
 	w->ed = ed;
+	w->file = w->file_h = 0;
 	for (int i = 0; i < NP_PHP_MAX_WALK; i++)
 		if (!np_php_step(slot))
 			break;
