@@ -54,7 +54,8 @@ DEB_RUN_PACKAGES := \
 # version the machine's sources give; `make node18` adds Debian's 18 beside it), OpenJDK 17
 # (the Java workloads, compiled by the tests with javac; jcmd is the JVM's own view they compare with), perl
 # (the Perl workloads; its libperl brings threads.pm and the CORE headers the layout test compiles against),
-# Ruby 3.1 (the Ruby workloads; its headers check the Ruby layout's public-header offsets).
+# Ruby 3.1 (the Ruby workloads; its headers check the Ruby layout's public-header offsets),
+# PHP's CLI and php-fpm (the PHP workloads) and php8.2-dev (the Zend headers the layout test compiles against).
 DEB_TEST_PACKAGES := \
 	libcmocka-dev \
 	valgrind \
@@ -64,6 +65,9 @@ DEB_TEST_PACKAGES := \
 	openssl \
 	linux-perf \
 	python3.11 \
+	php-cli \
+	php-fpm \
+	php8.2-dev \
 	golang-go \
 	golang-github-masterminds-sprig-dev \
 	golang-k8s-sigs-yaml-dev \

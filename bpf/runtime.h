@@ -6,7 +6,7 @@
  * whole contract.
  *
  * Two kinds of runtime fit:
- *  - interpreter-chain runtimes (Python; later Ruby, PHP, Perl): the VM keeps a chain of its own
+ *  - interpreter-chain runtimes (Python, PHP; later Ruby, Perl): the VM keeps a chain of its own
  *    frames in memory. Their walker records that chain, leaf first, into a stack of its own
  *    (np_unw_state.rtstack, counted through np_count_key.rtstack), whose words only the runtime
  *    that wrote them reads; user space finds the runtime from the process (one per process) and

@@ -24,6 +24,7 @@
 #include "python.h"
 #include "perl.h"
 #include "ruby.h"
+#include "php.h"
 #include "hotspot.h"
 #include "v8.h"
 
@@ -31,13 +32,17 @@
  * one interpreter-chain runtime; each walker returns at once for a process that is not its own. */
 static __always_inline __u32 rt_walk_chain(struct np_unw_state *st, __u32 slot)
 {
+	int n;
+
 	st->rtstack.len = 0;
 	st->rtstack.sp_word = 0;
-	int n = np_py_walk(slot);
+	n = np_py_walk(slot);
 	if (!n)
 		n = np_perl_walk(slot);
 	if (!n)
 		n = np_rb_walk(slot);
+	if (!n)
+		n = np_php_walk(slot);
 	return (__u32)n;
 }
 

@@ -136,6 +136,14 @@ enum np_stat {
 	NP_PERL_NO_INTERP,    /* samples of a thread with no interpreter (a C thread, or one not found) */
 	NP_PERL_LOST_READ,    /* an interpreter structure could not be read: the stack ends there */
 	NP_PERL_LOST_DEPTH,   /* NP_PERL_MAX_FRAMES frames reached: the root end is cut */
+	/* The PHP walk (bpf/php.h), in samples of processes running PHP: */
+	NP_PHP_STACKS,		   /* PHP stacks walked (a script was running) */
+	NP_PHP_FRAMES_USER,	   /* frames of user code (functions, methods, closures, scripts) recorded */
+	NP_PHP_FRAMES_INTERNAL,	   /* frames of internal functions (PHP's C functions) recorded */
+	NP_PHP_IDLE,		   /* samples of the main thread while no script ran (php-fpm between requests) */
+	NP_PHP_OTHER_THREAD,	   /* samples of another thread than the one that runs PHP code */
+	NP_PHP_LOST_READ,	   /* executor globals or a frame could not be read: the stack ends there */
+	NP_PHP_LOST_DEPTH,	   /* NP_PHP_MAX_FRAMES frames reached: the root end is cut */
 	NP_STAT_MAX
 };
 

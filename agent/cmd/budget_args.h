@@ -25,7 +25,7 @@
 	  "24MiB); past it a new one is not kept (its frames go unnamed) and\n"                             \
 	  "counted" },                                                                                       \
 	{ "runtime-memory", (base) + 3, "SIZE",                                                             \
-	  "each language runtime's name cache (default: Python and Java\n"                                  \
+	  "each language runtime's name cache (default: Python, PHP and Java\n"                             \
 	  "16MiB, V8 32MiB); dropped whole when a drain ends past it" },
 
 /* When key is one of those options (base as given to CMD_BUDGET_OPTS), parses value into its

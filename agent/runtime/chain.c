@@ -1,10 +1,20 @@
 /* Merging an interpreter's frames into native stacks: see chain.h. */
 #include "agent/runtime/chain.h"
 
+#include <string.h>
+
 #include "bpf/sampler.h"
 
-size_t rt_chain_merge(const struct sym_frame *native, size_t n_native, int native_cut, rt_chain_is_loop is_loop,
-		      const struct sym_frame *rt, const uint8_t *call_root, size_t n_rt, struct sym_frame *out)
+int rt_chain_is_frame(const struct sym_frame *f, const char *loop)
+{
+	size_t n = strlen(loop);
+
+	return f->resolved && f->name && !strncmp(f->name, loop, n) && (f->name[n] == '\0' || f->name[n] == '.');
+}
+
+size_t rt_chain_merge(const struct sym_frame *native, size_t n_native, int native_cut,
+		      int (*is_loop)(const struct sym_frame *f), const struct sym_frame *rt, const uint8_t *entry,
+		      size_t n_rt, struct sym_frame *out)
 {
 	/* Groups of runtime frames, leaf first: group g is rt[gstart[g], gstart[g + 1]). */
 	size_t gstart[NP_MAX_STACK_DEPTH + 2], ngroups = 0;
@@ -15,7 +25,7 @@ size_t rt_chain_merge(const struct sym_frame *native, size_t n_native, int nativ
 	if (n_rt > NP_MAX_STACK_DEPTH)
 		n_rt = NP_MAX_STACK_DEPTH;
 	for (size_t i = 0; i < n_rt; i++) {
-		if (i == 0 || call_root[i - 1])
+		if (i == 0 || entry[i - 1])
 			gstart[ngroups++] = i;
 	}
 	gstart[ngroups] = n_rt;

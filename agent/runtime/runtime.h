@@ -47,7 +47,9 @@
 	X(perl, NP_RT_PERL, "perl", "perl_enabled", SUPPORTED, "no-perl",                                         \
 	  "name perl's frames as native code (the runops loop) instead of\n"                                     \
 	  "the Perl subs it runs (perl 5.28 to 5.40, threaded builds)")                                                  \
-	X(php, NP_RT_PHP, "php", "php_enabled", NOT_YET, NULL, NULL)                                              \
+	X(php, NP_RT_PHP, "php", "php_enabled", SUPPORTED, "no-php",                                              \
+	  "name PHP's frames as native code (the Zend VM's execute_ex) instead\n"                               \
+	  "of the PHP functions it runs (PHP 7.3 to 8.4, NTS builds)")                                          \
 	X(hotspot, NP_RT_HOTSPOT, "hotspot", "hotspot_enabled", SUPPORTED, "no-java",                            \
 	  "do not walk through HotSpot JVMs' Java frames (JDK 9 and later):\n"                                   \
 	  "their stacks then end at the first Java frame")                                                      \

@@ -133,11 +133,11 @@ pyroscope.write "w" { }
         p = nodeprof("check", path)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr.splitlines(), [
-            f"{path}:LINE:3: warning: php_enabled, "
-            "dotnet_enabled = true: nodeprof has no unwinder for this runtime yet (Python, Perl, HotSpot, V8 and Ruby "
+            f"{path}:LINE:3: warning: "
+            "dotnet_enabled = true: nodeprof has no unwinder for this runtime yet (Python, Perl, PHP, HotSpot, V8 and Ruby "
             "are the ones it has); it profiles these processes as native code (the runtime's own frames) and names JIT code "
             "from perf map files (/tmp/perf-PID.map, as .NET writes with DOTNET_PerfMapEnabled=1)"
-            .replace("LINE", str(first_line(K8S_MONITORING_EBPF, "php_enabled")))])
+            .replace("LINE", str(first_line(K8S_MONITORING_EBPF, "dotnet_enabled")))])
 
         path = write(os.path.join(d, "scenario.alloy"), """livedebugging {
   enabled = true

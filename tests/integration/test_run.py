@@ -232,7 +232,7 @@ class Run(unittest.TestCase):
         self.assertEqual(fams["nodeprof_symbol_cache_budget_bytes"].value(), 3 * mib)
         self.assertEqual(fams["nodeprof_unwind_bpf_budget_bytes"].value(), 2 * mib)
         self.assertEqual(fams["nodeprof_process_state_budget_bytes"].value(), 4 * mib)
-        for rt in ("python", "perl", "hotspot", "v8"):
+        for rt in ("python", "perl", "php", "hotspot", "v8", "ruby"):
             self.assertEqual(fams["nodeprof_runtime_name_cache_budget_bytes"].value({"runtime": rt}), mib, rt)
         # What does not fit is left out (a table too large to build within the budget, or the
         # least recently used one evicted), and counted.

@@ -39,16 +39,20 @@ def metrics(port):
         return promtext.parse(r.read().decode())
 
 
-def run(test, cmdline_regex, service, ebpf_args, workload, keep, min_samples, hz=97, deadline=40, env=None):
+def run(test, cmdline_regex, service, ebpf_args, workload, keep, min_samples, hz=97, deadline=40, env=None,
+        after_start=None):
     """The agent on np.process_pipeline_config(cmdline_regex, service, ebpf_args) forwarding to
     the server; workload the argv of the program profiled; keep(stack) whether a pushed stack
-    ("root;...;leaf") counts. Returns ({stack: samples} of the kept stacks, /metrics as promtext
-    families); fails the test when fewer than min_samples were pushed within deadline seconds or
-    the agent exited."""
+    ("root;...;leaf") counts; after_start(port, agent), when given, runs once the agent started
+    (e.g. to let a workload go on only then). Returns ({stack: samples} of the kept stacks,
+    /metrics as promtext families); fails the test when fewer than min_samples were pushed
+    within deadline seconds or the agent exited."""
     srv = PyroscopeServer().start()
     test.addCleanup(srv.stop)
     port, a = start(test, np.process_pipeline_config(cmdline_regex, service, ebpf_args, forward_url=srv.url),
                     workload, env)
+    if after_start:
+        after_start(port, a)
     end, agg = time.time() + deadline, {}
     while time.time() < end and st.total(agg) < min_samples:
         agg = {}

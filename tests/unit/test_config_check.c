@@ -341,8 +341,8 @@ static void component_errors(void **state)
 		  "= false\n  dotnet_enabled = true\n  symb_cache_size = 0\n}",
 		  "3:3: warning: cache_rounds is deprecated and has no effect; remove it\n"
 		  "4:3: warning: collect_kernel_profile is deprecated and has no effect: use kernel_frames; remove it\n"
-		  "6:3: warning: dotnet_enabled = true: nodeprof has no unwinder for this runtime yet (Python, Perl, HotSpot, V8 and Ruby "
-		  "are the ones it has); it profiles these processes as native code (the runtime's own frames) and names JIT code from "
+		  "6:3: warning: dotnet_enabled = true: nodeprof has no unwinder for this runtime yet (Python, Perl, PHP, HotSpot, V8 "
+		  "and Ruby are the ones it has); it profiles these processes as native code (the runtime's own frames) and names JIT code from "
 		  "perf map files (/tmp/perf-PID.map, as .NET writes with DOTNET_PerfMapEnabled=1)\n"
 		  "7:21: symb_cache_size must be between 1 and 1048576, got 0" },
 		/* the on-disk symbol cache's arguments are honoured */
@@ -589,8 +589,8 @@ static void k8s_monitoring_ebpf_block(void **state)
 		  "  forward_to = [pyroscope.write.profiles_service.receiver]\n}\n"
 		  "pyroscope.write \"profiles_service\" {\n  endpoint {\n    url = \"http://pyroscope.pyroscope.svc:4040\"\n"
 		  "    headers = {}\n  }\n  external_labels = {\n    cluster = \"k8s\",\n  }\n}",
-		  "11:3: warning: php_enabled, dotnet_enabled = true: "
-		  "nodeprof has no unwinder for this runtime yet (Python, Perl, HotSpot, V8 and Ruby are the ones it has); it profiles these "
+		  "13:3: warning: dotnet_enabled = true: "
+		  "nodeprof has no unwinder for this runtime yet (Python, Perl, PHP, HotSpot, V8 and Ruby are the ones it has); it profiles these "
 		  "processes as native code (the runtime's own frames) and names JIT code from perf map files "
 		  "(/tmp/perf-PID.map, as .NET writes with DOTNET_PerfMapEnabled=1)" },
 	};

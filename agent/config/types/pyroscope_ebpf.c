@@ -34,7 +34,7 @@ static const char *const comm_modes[] = { "none", "label", "stackframe", "both",
  * read into runtime_enabled[id]; the others' are accepted and warned about at true. */
 #define INTERPRETER(name, field)                                                                          \
 	CFG_A(name, &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true", field,                                        \
-	      .note = "nodeprof has no unwinder for this runtime yet (Python, Perl, HotSpot, V8 and Ruby are the ones it has); it "  \
+	      .note = "nodeprof has no unwinder for this runtime yet (Python, Perl, PHP, HotSpot, V8 and Ruby are the ones it has); it "  \
 		      "profiles these processes as native code (the runtime's own frames) and names JIT code from "     \
 		      "perf map files (/tmp/perf-PID.map, as .NET writes with DOTNET_PerfMapEnabled=1)")
 

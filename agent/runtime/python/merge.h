@@ -1,4 +1,4 @@
-/* Putting a thread's Python frames into its native stack: each C call of CPython's eval loop
+/* Putting a thread's Python frames into its native stack (agent/runtime/chain.h): each C call of CPython's eval loop
  * (a native _PyEval_EvalFrameDefault frame) stands for the Python frames it ran, so those
  * frames replace it, and the stack reads native main -> ... -> Python <module> -> ... ->
  * the Python leaf -> whatever native code that leaf called. */
