@@ -154,8 +154,7 @@ static void tracker_exit(void *rt, uint32_t pid)
  * of it runs the frames from a runops entry (bpf/perl.h) up. */
 static int is_runops(const struct sym_frame *f)
 {
-	return f->resolved && f->name &&
-	       (!strcmp(f->name, "Perl_runops_standard") || !strcmp(f->name, "Perl_runops_debug"));
+	return rt_chain_is_frame(f, "Perl_runops_standard") || rt_chain_is_frame(f, "Perl_runops_debug");
 }
 
 static int tracker_merge(void *rt, uint32_t pid, uint32_t gen, const struct sym_frame *native, size_t n_native,

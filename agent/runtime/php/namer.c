@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/runtime/hotspot/vmstructs.h"
+#include "agent/runtime/mem.h"
 #include "bpf/php.h"
 #include "lib/gostr.h"
 #include "lib/grow.h"
@@ -46,7 +46,7 @@ int php_namer_new(size_t budget_bytes, struct php_namer **out, struct np_err *er
 	if (!n)
 		return np_errf(err, "out of memory");
 	n->budget = budget_bytes ? budget_bytes : PHP_NAMER_DEFAULT_BYTES;
-	n->read = hs_process_mem; /* HotSpot's process_vm_readv reader, rather than a fourth copy */
+	n->read = rt_process_mem;
 	*out = n;
 	return 0;
 }

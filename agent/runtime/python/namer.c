@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
+#include "agent/runtime/mem.h"
 #include "lib/grow.h"
 #include "lib/intern.h"
 #include "lib/strbuf.h"
@@ -40,15 +40,6 @@ struct py_namer {
 	void *read_ud;
 };
 
-static int process_mem(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	(void)ud;
-	struct iovec local = { .iov_base = buf, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
-
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
 int py_namer_new(size_t budget_bytes, struct py_namer **out, struct np_err *err)
 {
 	struct py_namer *n = calloc(1, sizeof(*n));
@@ -56,7 +47,7 @@ int py_namer_new(size_t budget_bytes, struct py_namer **out, struct np_err *err)
 	if (!n)
 		return np_errf(err, "out of memory");
 	n->budget = budget_bytes ? budget_bytes : PY_NAMER_DEFAULT_BYTES;
-	n->read = process_mem;
+	n->read = rt_process_mem;
 	*out = n;
 	return 0;
 }

@@ -1,31 +1,22 @@
 /* Merging Ruby frames into native stacks: see merge.h. */
 #include "agent/runtime/ruby/merge.h"
 
-#include <string.h>
-
+#include "agent/runtime/chain.h"
 #include "bpf/sampler.h"
 
 #define VM_ENTRY "rb_vm_exec"
 #define VM_LOOP "vm_exec_core"
 
-static int named(const struct sym_frame *f, const char *name)
-{
-	size_t n = strlen(name);
-
-	/* "name" or a part the compiler split off it ("name.cold") */
-	return f->resolved && f->name && !strncmp(f->name, name, n) && (f->name[n] == '\0' || f->name[n] == '.');
-}
-
 int rb_is_vm_entry(const struct sym_frame *f)
 {
-	return named(f, VM_ENTRY);
+	return rt_chain_is_frame(f, VM_ENTRY);
 }
 
 /* The frame rb_vm_exec called, leafward of it: the VM loop when it is named so, or unnamed in
  * the same file (rb_vm_exec calls nothing else that runs for long). */
 static int is_vm_loop(const struct sym_frame *f, const struct sym_frame *entry)
 {
-	return named(f, VM_LOOP) || (!f->resolved && f->module && f->module == entry->module);
+	return rt_chain_is_frame(f, VM_LOOP) || (!f->resolved && f->module && f->module == entry->module);
 }
 
 size_t rb_merge(const struct sym_frame *native, size_t n_native, int native_cut, const struct sym_frame *ruby,

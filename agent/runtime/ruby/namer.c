@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
+#include "agent/runtime/mem.h"
 #include "bpf/ruby.h"
 #include "lib/gostr.h"
 #include "lib/grow.h"
@@ -63,15 +63,6 @@ struct rb_namer {
 	void *read_ud;
 };
 
-static int process_mem(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	(void)ud;
-	struct iovec local = { .iov_base = buf, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
-
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
 int rb_namer_new(size_t budget_bytes, struct rb_namer **out, struct np_err *err)
 {
 	struct rb_namer *n = calloc(1, sizeof(*n));
@@ -79,7 +70,7 @@ int rb_namer_new(size_t budget_bytes, struct rb_namer **out, struct np_err *err)
 	if (!n)
 		return np_errf(err, "out of memory");
 	n->budget = budget_bytes ? budget_bytes : RB_NAMER_DEFAULT_BYTES;
-	n->read = process_mem;
+	n->read = rt_process_mem;
 	*out = n;
 	return 0;
 }

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
+#include "agent/runtime/mem.h"
 #include "agent/symbols/arena.h"
 #include "lib/gostr.h"
 #include "lib/grow.h"
@@ -68,15 +68,6 @@ struct v8_namer {
 	const struct v8_layout *l;
 };
 
-static int process_mem(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	(void)ud;
-	struct iovec local = { .iov_base = buf, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
-
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
 int v8_namer_new(size_t budget_bytes, struct v8_namer **out, struct np_err *err)
 {
 	struct v8_namer *n = calloc(1, sizeof(*n));
@@ -85,7 +76,7 @@ int v8_namer_new(size_t budget_bytes, struct v8_namer **out, struct np_err *err)
 		return np_errf(err, "out of memory");
 	n->budget = budget_bytes ? budget_bytes : V8_NAMER_DEFAULT_BYTES;
 	n->objs = (struct np_intern)NP_INTERN_INIT;
-	n->read = process_mem;
+	n->read = rt_process_mem;
 	*out = n;
 	return 0;
 }
