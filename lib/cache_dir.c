@@ -18,6 +18,7 @@
 #define STALE_TMP_SECONDS 3600 /* a temp file this old was left by an agent that died */
 #define SCAN_MAX 65536         /* directory entries looked at per scan */
 #define MAX_SUFFIX 8
+#define WRITE_PIECE ((size_t)16 << 10)
 
 struct np_cache_dir {
 	int dirfd;
@@ -343,7 +344,10 @@ int np_cache_writer_put(struct np_cache_writer *w, const void *data, size_t len,
 		w->off += c;
 		len -= c;
 		while (c) {
-			ssize_t r = write(w->fd, p, c);
+			/* Small writes: the page cache then holds the file in small folios, and a lookup
+			 * through a mapping of it faults in a few pages, not a 2 MiB folio whole (a kernel
+			 * maps a large folio's pages together). */
+			ssize_t r = write(w->fd, p, c < WRITE_PIECE ? c : WRITE_PIECE);
 			if (r < 0) {
 				if (errno == EINTR)
 					continue;

@@ -70,7 +70,7 @@ static int layout_of(uint64_t n, uint32_t flags, uint64_t key_len, uint64_t sour
 /* The checksum is taken this much at a time; with drop, each piece read is dropped from the
  * process behind it (a read-only file mapping: its pages stay in the page cache), so checking a
  * table does not make the whole file resident at once. */
-#define CRC_CHUNK ((size_t)1 << 20)
+#define CRC_CHUNK ((size_t)256 << 10)
 
 static int parse_image(const void *img, size_t len, const char *key, struct sym_symtab *out, const char **source,
 		       int drop, struct np_err *err);
