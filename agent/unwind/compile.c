@@ -14,11 +14,16 @@
 
 const struct unw_limits unw_default_limits = { UNW_MAX_INPUT_BYTES, UNW_MAX_TABLE_BYTES };
 
+/* An FDE to interpret, in the order of its start, 16 bytes (node has 76,000: the list was 32
+ * bytes an FDE and part of a large binary's compile peak); off < UNW_MAX_INPUT_BYTES (2^26) and
+ * sec < MAX_SECTIONS fit in one word. */
 struct fde_ref {
-	uint64_t start, end;
-	size_t off;
-	uint32_t sec;
+	uint64_t start;
+	uint32_t off_sec; /* section offset << SEC_BITS | section index */
 };
+#define SEC_BITS 3
+_Static_assert(MAX_SECTIONS <= (1 << SEC_BITS), "section indexes fit SEC_BITS");
+_Static_assert(UNW_MAX_INPUT_BYTES <= (1ULL << (32 - SEC_BITS)), "section offsets fit the rest");
 
 struct cie_slot {
 	int used, ok;
@@ -79,12 +84,16 @@ static int collect(struct compile *c, uint32_t sec)
 			st->fdes_empty++;
 			continue;
 		}
+		if (e.off >= UNW_MAX_INPUT_BYTES) { /* no section is that large (the input budget) */
+			st->fdes_bad++;
+			continue;
+		}
 		/* The FDE list counts against the table budget: it is the other big allocation. */
 		if ((c->nfdes + 1) * sizeof(struct fde_ref) > c->b.max_bytes)
 			return np_errf(c->err, "CFI has more FDEs (%zu) than the unwind table budget allows", c->nfdes + 1);
 		if (np_grow((void **)&c->fdes, &c->cap_fdes, c->nfdes + 1, sizeof(*c->fdes)) < 0)
 			return np_errf(c->err, "unwind table: out of memory (%zu FDEs)", c->nfdes);
-		c->fdes[c->nfdes++] = (struct fde_ref){ fde.start, fde.end, e.off, sec };
+		c->fdes[c->nfdes++] = (struct fde_ref){ fde.start, (uint32_t)(e.off << SEC_BITS | sec) };
 	}
 	if (rc < 0)
 		st->fdes_bad++; /* the entry that stopped the walk */
@@ -94,11 +103,12 @@ static int collect(struct compile *c, uint32_t sec)
 static int fde_cmp(const void *a, const void *b)
 {
 	const struct fde_ref *x = a, *y = b;
+	uint32_t xs = x->off_sec & ((1u << SEC_BITS) - 1), ys = y->off_sec & ((1u << SEC_BITS) - 1);
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	if (x->sec != y->sec)
-		return x->sec < y->sec ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
+	if (xs != ys)
+		return xs < ys ? -1 : 1;
+	return x->off_sec < y->off_sec ? -1 : x->off_sec > y->off_sec;
 }
 
 static int add_rule(struct compile *c, uint64_t start, uint64_t end, const struct unw_rule *r)
@@ -126,14 +136,15 @@ static int on_row(void *ctx, uint64_t start, uint64_t end, const struct unw_stat
 /* Pass 2: one FDE's rows into the builder. */
 static int interpret(struct compile *c, const struct fde_ref *f)
 {
-	const struct unw_cfi_section *s = &c->secs[f->sec];
+	uint32_t sec = f->off_sec & ((1u << SEC_BITS) - 1);
+	const struct unw_cfi_section *s = &c->secs[sec];
 	struct unw_entry e;
 	struct unw_fde fde;
-	size_t off = f->off;
+	size_t off = f->off_sec >> SEC_BITS;
 	/* Both decoded fine in pass 1; the input has not changed since. */
 	if (unw_entry_next(s, &off, &e) != 1)
 		return 0;
-	const struct cie_slot *cs = cie_get(c, f->sec, e.cie_off);
+	const struct cie_slot *cs = cie_get(c, sec, e.cie_off);
 	if (!cs || unw_fde_decode(s, &e, &cs->cie, &fde) < 0)
 		return 0;
 	c->cie = &cs->cie;
@@ -173,6 +184,9 @@ int unw_compile_sections(const struct unw_cfi_section *secs, size_t n, const str
 			qsort(c->fdes, c->nfdes, sizeof(*c->fdes), fde_cmp);
 		for (size_t i = 0; i < c->nfdes && rc == 0; i++)
 			rc = interpret(c, &c->fdes[i]);
+		/* The list goes before the table is made beside the rows: one less at the peak. */
+		free(c->fdes);
+		c->fdes = NULL;
 		if (rc == 0)
 			rc = unw_builder_finish(&c->b, out, err);
 		unw_builder_free(&c->b);

@@ -108,10 +108,15 @@ static int push_row(struct unw_builder *b, uint64_t start, uint16_t rule, struct
 	/* Budget: the finished table holds every row plus the end row. */
 	if ((b->n + 2) * ROW_BYTES > b->max_bytes)
 		return np_errf(err, "unwind table over its budget of %zu bytes (%zu rows so far)", b->max_bytes, b->n);
+	if (b->n == 0)
+		b->base = start;
+	if (start - b->base > UINT32_MAX)
+		return np_errf(err, "CFI spans %#llx bytes, more than an unwind table's 4 GiB",
+		               (unsigned long long)(start - b->base));
 	if (np_grow((void **)&b->start, &b->cap_start, b->n + 1, sizeof(*b->start)) < 0 ||
 	    np_grow((void **)&b->rule, &b->cap_rule, b->n + 1, sizeof(*b->rule)) < 0)
 		return np_errf(err, "unwind table: out of memory (%zu rows)", b->n);
-	b->start[b->n] = start;
+	b->start[b->n] = (uint32_t)(start - b->base);
 	b->rule[b->n] = rule;
 	b->n++;
 	return 0;
@@ -146,10 +151,7 @@ int unw_builder_finish(struct unw_builder *b, struct unw_table **out, struct np_
 	/* The end row: "no CFI" from the end of the last FDE on. */
 	if (b->n > 0 && push_row(b, b->end, 0, err) < 0)
 		return -1;
-	uint64_t base = b->n ? b->start[0] : 0;
-	if (b->n && b->start[b->n - 1] - base > UINT32_MAX)
-		return np_errf(err, "CFI spans %#llx bytes, more than an unwind table's 4 GiB",
-		               (unsigned long long)(b->start[b->n - 1] - base));
+	uint64_t base = b->n ? b->base : 0;
 	size_t rules_bytes = b->nrules * sizeof(struct unw_rule);
 	size_t pc_bytes = b->n * sizeof(uint32_t);
 	size_t rule_bytes = (b->n * sizeof(uint16_t) + 3) & ~(size_t)3;
@@ -166,7 +168,7 @@ int unw_builder_finish(struct unw_builder *b, struct unw_table **out, struct np_
 	t->rule = (uint16_t *)((char *)t->pc + pc_bytes);
 	memcpy(t->rules, b->rules, rules_bytes);
 	for (size_t i = 0; i < b->n; i++) {
-		t->pc[i] = (uint32_t)(b->start[i] - base);
+		t->pc[i] = b->start[i];
 		t->rule[i] = b->rule[i];
 	}
 	t->base = base;

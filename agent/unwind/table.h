@@ -112,7 +112,10 @@ const char *unw_why_name(unsigned why);
 /* Building: rows are added in ascending address order (overlaps are clipped, gaps become
  * UNW_NONE rows, equal neighbours merge); finish makes the compact table. */
 struct unw_builder {
-	uint64_t *start;         /* owned until finish */
+	uint32_t *start;         /* owned until finish: offsets from base (rows ascend; a table
+	                          * spans less than 4 GiB), 4 bytes a row where 8 were a large
+	                          * binary's compile peak */
+	uint64_t base;           /* the first row's start */
 	uint16_t *rule;
 	size_t n, cap_start, cap_rule;
 	uint64_t end;            /* end of the last row added (0 before the first) */
