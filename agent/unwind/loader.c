@@ -501,13 +501,17 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 }
 
 /* Compiled table j of entry e: packed, loaded and written to the on-disk cache. */
-static int load_compiled(struct unw_loader *l, const struct unw_reg_entry *e, const struct unw_build *j,
+static int load_compiled(struct unw_loader *l, const struct unw_reg_entry *e, struct unw_build *j,
                          struct np_err *err)
 {
 	uint64_t t0 = now_ns();
 	struct np_err why;
 	struct unw_packed p;
-	if (unw_pack(j->t, &l->rules, &p, &why) < 0) {
+	int rc = unw_pack(j->t, &l->rules, &p, &why);
+	/* The packed copy is what goes on: the table goes now, not at the peak of loading it. */
+	unw_table_free(j->t);
+	j->t = NULL;
+	if (rc < 0) {
 		failed(l, j->id, why.msg);
 		return 0;
 	}
@@ -538,7 +542,7 @@ static int load_compiled(struct unw_loader *l, const struct unw_reg_entry *e, co
 
 /* A compile the worker finished: loaded, unless its id was given to another file meanwhile or
  * loaded another way. */
-static int finish_build(struct unw_loader *l, const struct unw_build *j, struct np_err *err)
+static int finish_build(struct unw_loader *l, struct unw_build *j, struct np_err *err)
 {
 	struct unw_reg_entry *e = unw_registry_get(&l->reg, j->id);
 	l->building[j->id] = 0;

@@ -85,16 +85,9 @@ int unw_pack(const struct unw_table *t, struct unw_rule_set *rs, struct unw_pack
 	uint64_t n = 1 + npages + t->nrows;
 	if (n > UINT32_MAX)
 		return np_errf(err, "unwind table too large (%llu elements)", (unsigned long long)n);
-	uint32_t *pc = malloc((t->nrows ? t->nrows : 1) * sizeof(*pc));
 	out->elems = malloc(n * sizeof(uint64_t));
-	if (!pc || !out->elems) {
-		free(pc);
-		free(out->elems);
-		out->elems = NULL;
+	if (!out->elems)
 		return np_errf(err, "unwind table: out of memory packing %u rows", t->nrows);
-	}
-	for (uint32_t i = 0; i < t->nrows; i++)
-		pc[i] = (uint32_t)(t->pc[i] + delta);
 	out->n = (uint32_t)n;
 	out->npages = (uint32_t)npages;
 	out->nrows = t->nrows;
@@ -102,28 +95,27 @@ int unw_pack(const struct unw_table *t, struct unw_rule_set *rs, struct unw_pack
 	out->elems[0] = elem((uint32_t)npages, (uint32_t)(base >> NP_UNW_PAGE_SHIFT));
 	uint32_t rows = 1 + (uint32_t)npages;
 	for (uint64_t p = 0; p < npages; p++) {
-		uint32_t lo = last_row_at(pc, t->nrows, p * PAGE);
-		uint32_t hi = last_row_at(pc, t->nrows, (p + 1) * PAGE - 1);
+		/* t->pc is relative to t->base, delta past the page base: a row covers off when
+		 * pc + delta <= off. */
+		uint32_t lo = p * PAGE < delta ? 0 : last_row_at(t->pc, t->nrows, p * PAGE - delta);
+		uint32_t hi = (p + 1) * PAGE - 1 < delta ? 0 : last_row_at(t->pc, t->nrows, (p + 1) * PAGE - 1 - delta);
 		out->elems[1 + p] = elem(rows + lo, rows + hi);
 	}
 	/* Each of the table's own rules interned once (node: 390,000 rows, a few hundred rules). */
 	uint32_t *global = malloc((t->nrules ? t->nrules : 1) * sizeof(*global));
 	if (!global) {
-		free(pc);
 		unw_packed_free(out);
 		return np_errf(err, "unwind table: out of memory packing %u rules", t->nrules);
 	}
 	for (uint32_t r = 0; r < t->nrules; r++)
 		if (rule_index(rs, &t->rules[r], &global[r], err) < 0) {
 			free(global);
-			free(pc);
 			unw_packed_free(out);
 			return -1;
 		}
 	for (uint32_t i = 0; i < t->nrows; i++)
-		out->elems[rows + i] = elem(pc[i], global[t->rule[i]]);
+		out->elems[rows + i] = elem((uint32_t)(t->pc[i] + delta), global[t->rule[i]]);
 	free(global);
-	free(pc);
 	return 0;
 }
 
