@@ -43,8 +43,19 @@ struct rb_layout {
 	uint64_t last_op_id;
 };
 
-/* The layout of Ruby major.minor, NULL when this build of nodeprof has none. */
+/* The layout of Ruby major.minor, NULL when this build of nodeprof has none (layout.c, generated
+ * by tests/ruby/gen_layouts.py from each version's headers). */
 const struct rb_layout *rb_layout_table(unsigned major, unsigned minor);
+
+/* Why Ruby major.minor, which has no layout, is not walked: a static sentence. */
+const char *rb_layout_refusal(unsigned major, unsigned minor);
+
+/* Bytes of rb_iseq_constant_body the namer reads at once: location and line table lie in them. */
+#define RB_BODY_HEAD 256
+
+/* 1 when every offset the BPF walker takes fits its u16 fields and its read of a control frame
+ * (bpf/ruby.h), and the namer's reads hold the fields it takes; 0 otherwise. */
+int rb_layout_walkable(const struct rb_layout *l);
 
 struct rb_interp {
 	const struct rb_layout *layout; /* static */
