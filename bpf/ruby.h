@@ -66,6 +66,9 @@ struct np_rb_proc {
 	np_u16 pad[3];
 	np_u64 single_ractor; /* address of ruby_single_main_ractor in the process */
 	np_u64 vm_ptr;	      /* address of ruby_current_vm_ptr */
+	/* Ruby 2.x (no ractors): address of ruby_current_execution_context_ptr, the context
+	 * holding the VM lock; single_ractor and vm_ptr are then 0. */
+	np_u64 ec_ptr;
 };
 
 /* Ractors looked at for the sampled thread's when a process runs several. */
@@ -83,7 +86,8 @@ struct np_rb_proc {
  * read. A thread running without the lock (a C thread, a blocking region) has no Ruby frames
  * recorded: its native stack stands alone (counted: NP_RB_NO_EC). Once a process started a
  * second ractor, each ractor has its own lock and running context: the VM's list of ractors is
- * searched for the one whose context runs on the sampled thread's stack.
+ * searched for the one whose context runs on the sampled thread's stack. Ruby 2.x has no
+ * ractors: the context holding its one lock is the global ruby_current_execution_context_ptr.
  *
  * The chain: control frames lie at the top of the context's VM stack, the current one lowest;
  * each caller is the next one up, until the stack's end. */
@@ -238,8 +242,13 @@ __noinline int np_rb_walk(__u32 slot)
 	if (!rb || rb->gen != st->key.gen)
 		return 0;
 	sp = st->regs[19];
-	ractor = rb_read_word(rb->single_ractor);
-	if (ractor) {
+	ractor = rb->single_ractor ? rb_read_word(rb->single_ractor) : 0;
+	if (rb->ec_ptr) {
+		/* 2.x: one lock, whose holder the VM keeps in a global. */
+		ec = rb_read_word(rb->ec_ptr);
+		if (ec && !rb_runs_on(rb, ec, sp))
+			ec = 0;
+	} else if (ractor) {
 		ec = rb_read_word(ractor + rb->ractor_running_ec);
 		if (ec && !rb_runs_on(rb, ec, sp))
 			ec = 0; /* the lock is another thread's */

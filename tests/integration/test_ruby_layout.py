@@ -18,8 +18,8 @@ PROBE = os.path.join(np.ROOT, "tests", "ruby", "layout_probe.c")
 VERSIONS = ["3.1"]  # the versions the table has whose headers are installed (DEB_TEST_PACKAGES)
 # The versions the table has whose public headers Debian does not carry: tests/ruby/gen_layouts.py
 # takes their public-header fields from the installed 3.1 headers (RString, RArray and st_table
-# did not change from 3.0 to 3.1), which this checks the table still says.
-AS_INSTALLED = {"3.0": "3.1"}
+# did not change from 2.7 to 3.1), which this checks the table still says.
+AS_INSTALLED = {"2.7": "3.1", "3.0": "3.1"}
 
 
 class RubyLayout(unittest.TestCase):
@@ -54,7 +54,7 @@ class RubyLayout(unittest.TestCase):
 
     def test_the_table_has_no_other_version(self):
         # A version added to the table must be added above, with its headers, to be checked.
-        for major, minor in ((2, 5), (2, 6), (2, 7), (3, 2), (3, 3), (3, 4)):
+        for major, minor in ((2, 5), (2, 6), (3, 2), (3, 3), (3, 4)):
             p = subprocess.run([HARNESS, f"{major}.{minor}"], capture_output=True, text=True)
             self.assertEqual(p.returncode, 1, f"{major}.{minor} is in the table: add it to VERSIONS")
 

@@ -15,8 +15,9 @@ tests/ruby/vm_layout_probe.c is compiled against one version's internal headers 
 installed ruby3.1-dev public headers and config.h standing in for that version's own configure
 output (x86-64, default options), and prints the internal offsets; tests/ruby/layout_probe.c,
 compiled against the installed public headers, prints the public-header fields. The public fields
-are only taken for versions whose public structures are those of the installed headers (3.0 and
-3.1: no USE_RVARGC; 3.2 changed RString), which this script checks by the version list below.
+are only taken for versions whose public structures are those of the installed headers (2.7, 3.0
+and 3.1: no USE_RVARGC; 3.2 changed RString), which this script holds by the version list below.
+Ruby 2.x's internal headers are compiled with tests/ruby/compat_2x.h first.
 
     tests/ruby/gen_layouts.py ROOT [ROOT...] > agent/runtime/ruby/layout.c
     tests/ruby/gen_layouts.py --check ROOT [ROOT...]   (compare with build/harness/rb_layout)
@@ -39,10 +40,13 @@ PUBLIC_VERSION = "3.1"
 # Versions in the table: (major, minor, the release whose headers are read). Only versions whose
 # public structures (RString, RArray, st_table) are those of ruby3.1-dev's headers, and which the
 # walker and the namer support (docs/specs/ruby.md §1).
-VERSIONS = [(3, 0, "3.0.0-p0"), (3, 1, "3.1.0-p0")]
-INTERNAL = ["vm_core.h", "ractor_core.h", "iseq.h", "method.h", "symbol.h", "id.h"]
+VERSIONS = [(2, 7, "2.7.0-p0"), (3, 0, "3.0.0-p0"), (3, 1, "3.1.0-p0")]
+INTERNAL = ["vm_core.h", "iseq.h", "method.h", "symbol.h", "id.h"]
+# Ruby 2.x's internal.h predates the 3.x public headers: compat_2x.h bridges the names it expects
+# of them (no structure the probe measures is defined there).
+COMPAT_2X = os.path.join(HERE, "compat_2x.h")
 
-FIELDS = ["ractor_running_ec", "ec_vm_stack", "ec_vm_stack_size", "ec_cfp", "ec_stack_start",
+FIELDS = ["ractors", "ractor_running_ec", "ec_vm_stack", "ec_vm_stack_size", "ec_cfp", "ec_stack_start",
           "ec_stack_maxsize", "cfp_pc", "cfp_iseq", "cfp_ep", "cfp_size", "iseq_body", "body_encoded",
           "vm_ractor_set", "ractor_vmlr_node", "body_type", "body_iseq_size", "body_location",
           "loc_pathobj", "loc_base_label", "loc_label", "loc_first_lineno", "body_insns_info",
@@ -95,7 +99,8 @@ def derive(roots):
             row = {"major": major, "minor": minor, "release": release}
             row.update({k: v for k, v in public.items() if k not in ("major", "minor")})
             row["st_entry_size"] = 24  # st_table_entry: hash, key, record (st.c, since 2.4)
-            row.update(run_probe(VM_PROBE, ["-I" + hdrs, *public_cflags], tmp))
+            compat = ["-include", COMPAT_2X] if major < 3 else []
+            row.update(run_probe(VM_PROBE, [*compat, "-I" + hdrs, *public_cflags], tmp))
             rows.append(row)
     return rows
 
@@ -114,7 +119,7 @@ def emit(rows):
             if f in FLAGS:
                 text = f"1ULL << {v.bit_length() - 1}" if v and v & (v - 1) == 0 else f"{v}ULL"
             else:
-                text = hex(v) if f in HEX else str(v)
+                text = hex(v) if f in HEX and v else str(v)
             out.append(f"\t.{f} = {text},")
         out.append("};\n")
     out.append("const struct rb_layout *rb_layout_table(unsigned major, unsigned minor)\n{")

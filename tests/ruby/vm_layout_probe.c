@@ -11,9 +11,14 @@
 #include "vm_core.h"
 #include "iseq.h"
 #include "method.h"
+#include "symbol.h"
+#if __has_include("ractor_core.h") /* 3.0 and later; 2.x keep RClass in internal.h */
 #include "internal/class.h"
 #include "ractor_core.h"
-#include "symbol.h"
+#define RACTORS 1
+#else
+#define RACTORS 0
+#endif
 
 /* The constants bpf/ruby.h and namer.c take as the same in every version they walk. */
 _Static_assert(VM_FRAME_MAGIC_MASK == 0x7fff0001 && VM_FRAME_MAGIC_CFUNC == 0x55550001 &&
@@ -31,9 +36,17 @@ _Static_assert(ID_SCOPE_SHIFT == 4, "an ID's serial");
 int main(void)
 {
 	printf("{\"cfp_size\": %zu", sizeof(rb_control_frame_t));
+	F("ractors", RACTORS);
+#if RACTORS
 	F("ractor_running_ec", offsetof(rb_ractor_t, threads.running_ec));
 	F("ractor_vmlr_node", offsetof(rb_ractor_t, vmlr_node));
 	F("vm_ractor_set", offsetof(rb_vm_t, ractor.set));
+#else
+	/* No ractors: the running context is the global ruby_current_execution_context_ptr. */
+	F("ractor_running_ec", 0);
+	F("ractor_vmlr_node", 0);
+	F("vm_ractor_set", 0);
+#endif
 	F("ec_vm_stack", offsetof(rb_execution_context_t, vm_stack));
 	F("ec_vm_stack_size", offsetof(rb_execution_context_t, vm_stack_size));
 	F("ec_cfp", offsetof(rb_execution_context_t, cfp));

@@ -120,7 +120,10 @@ static void layouts_are_walkable(void **state)
 			assert_int_equal(l->cfp_ep, 32);
 			assert_true(l->cfp_size >= 48 && l->cfp_size <= 64);
 			assert_true(l->ec_stack_start < l->ec_stack_maxsize);
-			assert_true(l->ractor_running_ec < l->ractor_vmlr_node);
+			/* ractors from 3.0: the running context is a ractor's, else the global's */
+			assert_int_equal(l->ractors, major >= 3);
+			if (l->ractors)
+				assert_true(l->ractor_running_ec && l->ractor_running_ec < l->ractor_vmlr_node);
 			assert_true(l->loc_pathobj < l->loc_base_label && l->loc_base_label < l->loc_label &&
 				    l->loc_label < l->loc_first_lineno);
 			assert_true(l->body_insns_info < l->body_insns_info_positions &&
@@ -134,10 +137,12 @@ static void layouts_are_walkable(void **state)
 			assert_true(l->last_op_id > 0x80 && l->last_op_id < 0x100);
 		}
 	}
+	assert_non_null(rb_layout_table(2, 7));
 	assert_non_null(rb_layout_table(3, 0));
 	assert_non_null(rb_layout_table(3, 1));
-	assert_int_equal(rows, 2);
-	/* 3.0's frame has no jit_return (56 bytes), its line entries no node_id (8 bytes). */
+	assert_int_equal(rows, 3);
+	/* 2.7's and 3.0's frames have no jit_return (56 bytes), their line entries no node_id. */
+	assert_int_equal(rb_layout_table(2, 7)->cfp_size, 56);
 	assert_int_equal(rb_layout_table(3, 0)->cfp_size, 56);
 	assert_int_equal(rb_layout_table(3, 0)->insn_info_entry_size, 8);
 	assert_int_equal(rb_layout_table(3, 1)->cfp_size, 64);
@@ -167,6 +172,12 @@ static void layouts_refused(void **state)
 	assert_false(rb_layout_walkable(&l));
 	l = *rb_layout_table(3, 1);
 	l.ractor_vmlr_node = 0x10000;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(3, 1);
+	l.ractors = 0; /* a ractor offset without ractors */
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(2, 7);
+	l.ractors = 1; /* ractors without their offsets */
 	assert_false(rb_layout_walkable(&l));
 }
 

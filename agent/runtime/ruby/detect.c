@@ -88,9 +88,8 @@ const char *rb_layout_refusal(unsigned major, unsigned minor)
 {
 	/* What each version changed that the walker or the namer does not read (docs/specs/ruby.md
 	 * §1), from its headers. */
-	if (major == 2 && minor >= 5 && minor <= 7)
-		return "has no ractors: the running execution context is the global "
-		       "ruby_current_execution_context_ptr, which this build does not read";
+	if (major == 2 && (minor == 5 || minor == 6))
+		return "keeps its symbol table's structure in symbol.c (no header gives its offsets)";
 	if (major == 3 && minor == 2)
 		return "keeps a class's instance variables by object shape and an embedded string's "
 		       "length in RString (USE_RVARGC), which the namer does not read";
@@ -110,6 +109,10 @@ int rb_layout_walkable(const struct rb_layout *l)
 	for (size_t i = 0; i < sizeof(cfp) / sizeof(cfp[0]); i++)
 		if (cfp[i] % 8 || cfp[i] + 8 > NP_RB_CFP_READ)
 			return 0;
+	/* With ractors, the running context and the list of ractors are read through them. */
+	if (l->ractors ? !l->ractor_running_ec || !l->ractor_vmlr_node || !l->vm_ractor_set
+		       : l->ractor_running_ec || l->ractor_vmlr_node || l->vm_ractor_set)
+		return 0;
 	for (size_t i = 0; i < sizeof(u16s) / sizeof(u16s[0]); i++)
 		if (u16s[i] > 0xffff)
 			return 0;
@@ -176,7 +179,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 	int fd, dfd, found = 0;
 	Elf *e = NULL;
 	struct sym_elf_info info;
-	uint64_t ver, ver_size, ractor, object, vm, size;
+	uint64_t ver, ver_size, ractor, object, vm, ec, size;
 	unsigned major, minor;
 
 	if (symbolizer_open_mapping(sym, pid, gen, c->start, &fd, &dfd) < 0)
@@ -196,7 +199,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 	}
 	out->version[strnlen(out->version, sizeof(out->version) - 1)] = '\0';
 	if (!(out->layout = rb_layout_table(major, minor))) {
-		snprintf(why, why_len, "Ruby %s is not supported (this build of nodeprof walks Ruby 3.0 and 3.1): it %s",
+		snprintf(why, why_len, "Ruby %s is not supported (this build of nodeprof walks Ruby 2.7, 3.0 and 3.1): it %s",
 			 out->version, rb_layout_refusal(major, minor));
 		goto out;
 	}
@@ -204,16 +207,26 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 		snprintf(why, why_len, "Ruby %s: a structure offset is beyond what the walker reads", out->version);
 		goto out;
 	}
-	if (sym_elf_find_symbol(e, fd, "ruby_single_main_ractor", SYMBOL_BYTES_MAX, &ractor, &size) < 0 ||
-	    sym_elf_find_symbol(e, fd, "ruby_current_vm_ptr", SYMBOL_BYTES_MAX, &vm, &size) < 0 ||
-	    sym_elf_find_symbol(e, fd, "rb_cObject", SYMBOL_BYTES_MAX, &object, &size) < 0) {
-		snprintf(why, why_len,
-			 "Ruby %s: the library exports no ruby_single_main_ractor, ruby_current_vm_ptr or rb_cObject",
-			 out->version);
+	if (sym_elf_find_symbol(e, fd, "rb_cObject", SYMBOL_BYTES_MAX, &object, &size) < 0) {
+		snprintf(why, why_len, "Ruby %s: the library exports no rb_cObject", out->version);
 		goto out;
 	}
-	out->single_ractor = ractor + c->bias;
-	out->vm_ptr = vm + c->bias;
+	if (!out->layout->ractors) {
+		if (sym_elf_find_symbol(e, fd, "ruby_current_execution_context_ptr", SYMBOL_BYTES_MAX, &ec, &size) < 0) {
+			snprintf(why, why_len, "Ruby %s: the library exports no ruby_current_execution_context_ptr",
+				 out->version);
+			goto out;
+		}
+		out->ec_ptr = ec + c->bias;
+	} else if (sym_elf_find_symbol(e, fd, "ruby_single_main_ractor", SYMBOL_BYTES_MAX, &ractor, &size) < 0 ||
+		   sym_elf_find_symbol(e, fd, "ruby_current_vm_ptr", SYMBOL_BYTES_MAX, &vm, &size) < 0) {
+		snprintf(why, why_len, "Ruby %s: the library exports no ruby_single_main_ractor or ruby_current_vm_ptr",
+			 out->version);
+		goto out;
+	} else {
+		out->single_ractor = ractor + c->bias;
+		out->vm_ptr = vm + c->bias;
+	}
 	out->object_class = object + c->bias;
 	out->global_symbols = find_symbols(e, fd, &info);
 	if (out->global_symbols)
