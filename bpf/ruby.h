@@ -40,10 +40,12 @@
 #define NP_RB_FRAME_FLAG_FINISH 0x0020u
 #define NP_RB_FRAME_FLAG_CFRAME 0x0080u
 #define NP_RB_ENV_FLAG_LOCAL 0x0002u
-/* Bytes of a control frame read at once (8 words: the verifier bounds an index by a mask): pc,
- * iseq and ep lie in them, and a frame is no smaller, so the read stays in the VM stack (user
- * space refuses a layout where either does not hold). */
-#define NP_RB_CFP_READ 64
+/* Bytes of a control frame read at once: pc, iseq and ep lie in them, and a frame is no smaller
+ * (56 bytes in 3.0, 64 in 3.1), so the read stays in the VM stack (user space refuses a layout
+ * where either does not hold). They are read into NP_RB_CFP_WORDS words, a power of two, so
+ * that the verifier bounds an index by a mask. */
+#define NP_RB_CFP_READ 48
+#define NP_RB_CFP_WORDS 8
 /* Environments followed from a block to its method's (a block in a block in a method: 2). */
 #define NP_RB_MAX_ENV_HOPS 8
 
@@ -64,6 +66,9 @@ struct np_rb_proc {
 	np_u16 pad[3];
 	np_u64 single_ractor; /* address of ruby_single_main_ractor in the process */
 	np_u64 vm_ptr;	      /* address of ruby_current_vm_ptr */
+	/* Ruby 2.x (no ractors): address of ruby_current_execution_context_ptr, the context
+	 * holding the VM lock; single_ractor and vm_ptr are then 0. */
+	np_u64 ec_ptr;
 };
 
 /* Ractors looked at for the sampled thread's when a process runs several. */
@@ -81,7 +86,8 @@ struct np_rb_proc {
  * read. A thread running without the lock (a C thread, a blocking region) has no Ruby frames
  * recorded: its native stack stands alone (counted: NP_RB_NO_EC). Once a process started a
  * second ractor, each ractor has its own lock and running context: the VM's list of ractors is
- * searched for the one whose context runs on the sampled thread's stack.
+ * searched for the one whose context runs on the sampled thread's stack. Ruby 2.x has no
+ * ractors: the context holding its one lock is the global ruby_current_execution_context_ptr.
  *
  * The chain: control frames lie at the top of the context's VM stack, the current one lowest;
  * each caller is the next one up, until the stack's end. */
@@ -92,7 +98,7 @@ struct np_rb_walk {
 	__u32 frames, pad; /* Ruby frames recorded (an ISEQ word and its ME word are one) */
 	/* The last iseq met and its instructions' address: a recursion's frames share them. */
 	__u64 last_iseq, last_encoded;
-	__u64 buf[NP_RB_CFP_READ / 8];
+	__u64 buf[NP_RB_CFP_WORDS];
 };
 _Static_assert(sizeof(struct np_rb_walk) <= NP_RT_SCRATCH, "the Ruby walk's state must fit the runtime scratch");
 
@@ -155,13 +161,13 @@ __noinline int np_rb_step(__u32 slot)
 		return 0;
 	}
 	w->cfp = cfp + w->proc.cfp_size;
-	if (bpf_probe_read_user(w->buf, sizeof(w->buf), (void *)cfp)) {
+	if (bpf_probe_read_user(w->buf, NP_RB_CFP_READ, (void *)cfp)) {
 		stat_inc(NP_RB_LOST_READ);
 		return 0;
 	}
-	pc = w->buf[(w->proc.cfp_pc / 8) & (NP_RB_CFP_READ / 8 - 1)];
-	iseq = w->buf[(w->proc.cfp_iseq / 8) & (NP_RB_CFP_READ / 8 - 1)];
-	ep = w->buf[(w->proc.cfp_ep / 8) & (NP_RB_CFP_READ / 8 - 1)];
+	pc = w->buf[(w->proc.cfp_pc / 8) & (NP_RB_CFP_WORDS - 1)];
+	iseq = w->buf[(w->proc.cfp_iseq / 8) & (NP_RB_CFP_WORDS - 1)];
+	ep = w->buf[(w->proc.cfp_ep / 8) & (NP_RB_CFP_WORDS - 1)];
 	if (!ep || bpf_probe_read_user(env, sizeof(env), (void *)(ep - 16))) {
 		stat_inc(NP_RB_LOST_READ);
 		return 0;
@@ -236,8 +242,13 @@ __noinline int np_rb_walk(__u32 slot)
 	if (!rb || rb->gen != st->key.gen)
 		return 0;
 	sp = st->regs[19];
-	ractor = rb_read_word(rb->single_ractor);
-	if (ractor) {
+	ractor = rb->single_ractor ? rb_read_word(rb->single_ractor) : 0;
+	if (rb->ec_ptr) {
+		/* 2.x: one lock, whose holder the VM keeps in a global. */
+		ec = rb_read_word(rb->ec_ptr);
+		if (ec && !rb_runs_on(rb, ec, sp))
+			ec = 0;
+	} else if (ractor) {
 		ec = rb_read_word(ractor + rb->ractor_running_ec);
 		if (ec && !rb_runs_on(rb, ec, sp))
 			ec = 0; /* the lock is another thread's */

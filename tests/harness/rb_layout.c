@@ -29,6 +29,7 @@ int main(int argc, char **argv)
 	printf("{");
 	F(major);
 	F(minor);
+	F(ractors);
 	F(ractor_running_ec);
 	F(ec_vm_stack);
 	F(ec_vm_stack_size);

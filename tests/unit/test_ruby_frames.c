@@ -95,6 +95,92 @@ static void version_from_name(void **state)
 	assert_null(rb_layout_table(3, 4));
 }
 
+/* Each row of the table (agent/runtime/ruby/layout.c) is the version it says, holds together
+ * and is accepted by the walker; each version of 2.5 - 3.4 without one has its own reason. */
+static void layouts_are_walkable(void **state)
+{
+	unsigned rows = 0;
+
+	(void)state;
+	for (unsigned major = 2; major <= 4; major++) {
+		for (unsigned minor = 0; minor <= 9; minor++) {
+			const struct rb_layout *l = rb_layout_table(major, minor);
+
+			if (!l) {
+				if ((major == 2 && minor >= 5 && minor <= 7) || (major == 3 && minor <= 4))
+					assert_null(strstr(rb_layout_refusal(major, minor), "not a version"));
+				continue;
+			}
+			rows++;
+			assert_int_equal(l->major * 100 + l->minor, major * 100 + minor);
+			assert_true(rb_layout_walkable(l));
+			/* pc, sp, iseq, self, ep, block_code: the first six words of every version's frame */
+			assert_int_equal(l->cfp_pc, 0);
+			assert_int_equal(l->cfp_iseq, 16);
+			assert_int_equal(l->cfp_ep, 32);
+			assert_true(l->cfp_size >= 48 && l->cfp_size <= 64);
+			assert_true(l->ec_stack_start < l->ec_stack_maxsize);
+			/* ractors from 3.0: the running context is a ractor's, else the global's */
+			assert_int_equal(l->ractors, major >= 3);
+			if (l->ractors)
+				assert_true(l->ractor_running_ec && l->ractor_running_ec < l->ractor_vmlr_node);
+			assert_true(l->loc_pathobj < l->loc_base_label && l->loc_base_label < l->loc_label &&
+				    l->loc_label < l->loc_first_lineno);
+			assert_true(l->body_insns_info < l->body_insns_info_positions &&
+				    l->body_insns_info_positions < l->body_insns_info_size &&
+				    l->body_insns_info_size < l->body_succ_index_table);
+			assert_true(l->st_entries_start < l->st_entries_bound && l->st_entries_bound < l->st_entries);
+			assert_int_equal(l->st_entry_size, 24);
+			assert_true(l->str_noembed && !(l->str_noembed & (l->str_noembed - 1)));
+			assert_true(l->ary_embed && !(l->ary_embed & (l->ary_embed - 1)));
+			assert_true(l->str_embed_len_mask && l->ary_embed_len_mask);
+			assert_true(l->last_op_id > 0x80 && l->last_op_id < 0x100);
+		}
+	}
+	assert_non_null(rb_layout_table(2, 7));
+	assert_non_null(rb_layout_table(3, 0));
+	assert_non_null(rb_layout_table(3, 1));
+	assert_int_equal(rows, 3);
+	/* 2.7's and 3.0's frames have no jit_return (56 bytes), their line entries no node_id. */
+	assert_int_equal(rb_layout_table(2, 7)->cfp_size, 56);
+	assert_int_equal(rb_layout_table(3, 0)->cfp_size, 56);
+	assert_int_equal(rb_layout_table(3, 0)->insn_info_entry_size, 8);
+	assert_int_equal(rb_layout_table(3, 1)->cfp_size, 64);
+}
+
+/* A layout the walker cannot take is refused: a frame smaller than its read, a field beyond the
+ * namer's read of an iseq body, a line number beyond a line entry. */
+static void layouts_refused(void **state)
+{
+	struct rb_layout l = *rb_layout_table(3, 1);
+
+	(void)state;
+	l.cfp_size = 40;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(3, 1);
+	l.cfp_ep = 48;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(3, 1);
+	l.body_succ_index_table = RB_BODY_HEAD;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(3, 1);
+	l.insn_info_line_no = 8;
+	l.insn_info_entry_size = 8;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(3, 1);
+	l.ec_cfp = 24;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(3, 1);
+	l.ractor_vmlr_node = 0x10000;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(3, 1);
+	l.ractors = 0; /* a ractor offset without ractors */
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(2, 7);
+	l.ractors = 1; /* ractors without their offsets */
+	assert_false(rb_layout_walkable(&l));
+}
+
 /* Debian's libruby-3.1.so.3.1.2: rb_id2str at 0x208e80 jumps to the lookup at 0x206c10, which
  * compares with global_symbols.last_id at 0x3af1c0 and loads global_symbols.ids, 16 bytes on. */
 static void symbols_from_code(void **state)
@@ -355,6 +441,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(merge_replaces_vm_calls),
 		cmocka_unit_test(version_from_name),
+		cmocka_unit_test(layouts_are_walkable),
+		cmocka_unit_test(layouts_refused),
 		cmocka_unit_test(symbols_from_code),
 		cmocka_unit_test(lines_from_the_succinct_index),
 		cmocka_unit_test(names_from_memory),

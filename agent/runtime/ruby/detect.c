@@ -15,71 +15,6 @@
 /* Bytes of rb_id2str (and of the function it jumps to) looked at. */
 #define CODE_BYTES 192
 
-/* Ruby 3.1 (x86-64, Debian's ruby3.1 and upstream's default build: no USE_RVARGC), from
- * ruby/ruby v3_1_2: vm_core.h, ractor_core.h, iseq.h, iseq.c, method.h, internal/class.h, st.h,
- * include/ruby/internal/core/rstring.h and rarray.h, symbol.h, id.h (docs/specs/ruby.md §Offsets). */
-static const struct rb_layout ruby_3_1 = {
-	.major = 3,
-	.minor = 1,
-	.ractor_running_ec = 0x208,
-	.ec_vm_stack = 0,
-	.ec_vm_stack_size = 8,
-	.ec_cfp = 16,
-	.ec_stack_start = 0x90,
-	.ec_stack_maxsize = 0xa0,
-	.cfp_pc = 0,
-	.cfp_iseq = 16,
-	.cfp_ep = 32,
-	.cfp_size = 64,
-	.iseq_body = 16,
-	.body_encoded = 8,
-	.vm_ractor_set = 8,
-	.ractor_vmlr_node = 0x238,
-	.body_type = 0,
-	.body_iseq_size = 4,
-	.body_location = 64,
-	.loc_pathobj = 0,
-	.loc_base_label = 8,
-	.loc_label = 16,
-	.loc_first_lineno = 24,
-	.body_insns_info = 120,
-	.body_insns_info_positions = 128,
-	.body_insns_info_size = 136,
-	.body_succ_index_table = 144,
-	.insn_info_entry_size = 12,
-	.insn_info_line_no = 0,
-	.me_def = 16,
-	.me_owner = 32,
-	.def_original_id = 32,
-	.class_ext = 24,
-	.ext_iv_tbl = 8,
-	.st_entries_start = 32,
-	.st_entries_bound = 40,
-	.st_entries = 48,
-	.st_entry_size = 24,
-	.str_noembed = 1ULL << 13,
-	.str_embed_len_shift = 14,
-	.str_embed_len_mask = 0x1f,
-	.str_embed_ary = 16,
-	.str_heap_len = 16,
-	.str_heap_ptr = 24,
-	.ary_embed = 1ULL << 13,
-	.ary_embed_len_shift = 15,
-	.ary_embed_len_mask = 0x3,
-	.ary_embed_ary = 16,
-	.ary_heap_len = 16,
-	.ary_heap_ptr = 32,
-	.symbols_ids = 16,
-	.last_op_id = 0xa9,
-};
-
-const struct rb_layout *rb_layout_table(unsigned major, unsigned minor)
-{
-	if (major == 3 && minor == 1)
-		return &ruby_3_1;
-	return NULL;
-}
-
 int rb_version_from_name(const char *path, unsigned *major, unsigned *minor)
 {
 	const char *base = strrchr(path, '/'), *p;
@@ -149,8 +84,22 @@ uint64_t rb_symbols_from_code(const uint8_t *code, size_t len, uint64_t vaddr, u
 	return 0;
 }
 
-/* Every offset the BPF walker takes must fit its u16 fields and its copy of a control frame. */
-static int walkable(const struct rb_layout *l)
+const char *rb_layout_refusal(unsigned major, unsigned minor)
+{
+	/* What each version changed that the walker or the namer does not read (docs/specs/ruby.md
+	 * §1), from its headers. */
+	if (major == 2 && (minor == 5 || minor == 6))
+		return "keeps its symbol table's structure in symbol.c (no header gives its offsets)";
+	if (major == 3 && minor == 2)
+		return "keeps a class's instance variables by object shape and an embedded string's "
+		       "length in RString (USE_RVARGC), which the namer does not read";
+	if (major == 3 && (minor == 3 || minor == 4))
+		return "keeps a class's name in rb_classext_t.classpath and a string's length in "
+		       "RString.len, which the namer does not read";
+	return "is not a version this build has a layout for";
+}
+
+int rb_layout_walkable(const struct rb_layout *l)
 {
 	const uint32_t cfp[] = { l->cfp_pc, l->cfp_iseq, l->cfp_ep };
 	const uint32_t u16s[] = { l->ractor_running_ec, l->ec_vm_stack, l->ec_vm_stack_size, l->ec_cfp,
@@ -160,6 +109,10 @@ static int walkable(const struct rb_layout *l)
 	for (size_t i = 0; i < sizeof(cfp) / sizeof(cfp[0]); i++)
 		if (cfp[i] % 8 || cfp[i] + 8 > NP_RB_CFP_READ)
 			return 0;
+	/* With ractors, the running context and the list of ractors are read through them. */
+	if (l->ractors ? !l->ractor_running_ec || !l->ractor_vmlr_node || !l->vm_ractor_set
+		       : l->ractor_running_ec || l->ractor_vmlr_node || l->vm_ractor_set)
+		return 0;
 	for (size_t i = 0; i < sizeof(u16s) / sizeof(u16s[0]); i++)
 		if (u16s[i] > 0xffff)
 			return 0;
@@ -167,7 +120,20 @@ static int walkable(const struct rb_layout *l)
 	if (l->ec_vm_stack_size != l->ec_vm_stack + 8 || l->ec_cfp != l->ec_vm_stack + 16 ||
 	    (l->ec_stack_maxsize != l->ec_stack_start + 8 && l->ec_stack_maxsize != l->ec_stack_start + 16))
 		return 0;
-	return l->cfp_size >= NP_RB_CFP_READ;
+	if (l->cfp_size < NP_RB_CFP_READ || l->cfp_size % 8)
+		return 0;
+	/* The namer's: the iseq body's fields within its read, a line entry's line within it. */
+	{
+		const uint32_t body[] = { l->body_type, l->body_iseq_size, l->body_insns_info,
+					  l->body_insns_info_positions, l->body_insns_info_size,
+					  l->body_succ_index_table, l->body_location + l->loc_pathobj,
+					  l->body_location + l->loc_base_label, l->body_location + l->loc_label,
+					  l->body_location + l->loc_first_lineno };
+		for (size_t i = 0; i < sizeof(body) / sizeof(body[0]); i++)
+			if (body[i] + 8 > RB_BODY_HEAD)
+				return 0;
+	}
+	return l->insn_info_entry_size >= 4 && l->insn_info_line_no + 4 <= l->insn_info_entry_size;
 }
 
 struct candidates {
@@ -213,7 +179,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 	int fd, dfd, found = 0;
 	Elf *e = NULL;
 	struct sym_elf_info info;
-	uint64_t ver, ver_size, ractor, object, vm, size;
+	uint64_t ver, ver_size, ractor, object, vm, ec, size;
 	unsigned major, minor;
 
 	if (symbolizer_open_mapping(sym, pid, gen, c->start, &fd, &dfd) < 0)
@@ -233,23 +199,34 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 	}
 	out->version[strnlen(out->version, sizeof(out->version) - 1)] = '\0';
 	if (!(out->layout = rb_layout_table(major, minor))) {
-		snprintf(why, why_len, "Ruby %s is not supported (this build of nodeprof walks Ruby 3.1)", out->version);
+		snprintf(why, why_len, "Ruby %s is not supported (this build of nodeprof walks Ruby 2.7, 3.0 and 3.1): it %s",
+			 out->version, rb_layout_refusal(major, minor));
 		goto out;
 	}
-	if (!walkable(out->layout)) {
+	if (!rb_layout_walkable(out->layout)) {
 		snprintf(why, why_len, "Ruby %s: a structure offset is beyond what the walker reads", out->version);
 		goto out;
 	}
-	if (sym_elf_find_symbol(e, fd, "ruby_single_main_ractor", SYMBOL_BYTES_MAX, &ractor, &size) < 0 ||
-	    sym_elf_find_symbol(e, fd, "ruby_current_vm_ptr", SYMBOL_BYTES_MAX, &vm, &size) < 0 ||
-	    sym_elf_find_symbol(e, fd, "rb_cObject", SYMBOL_BYTES_MAX, &object, &size) < 0) {
-		snprintf(why, why_len,
-			 "Ruby %s: the library exports no ruby_single_main_ractor, ruby_current_vm_ptr or rb_cObject",
-			 out->version);
+	if (sym_elf_find_symbol(e, fd, "rb_cObject", SYMBOL_BYTES_MAX, &object, &size) < 0) {
+		snprintf(why, why_len, "Ruby %s: the library exports no rb_cObject", out->version);
 		goto out;
 	}
-	out->single_ractor = ractor + c->bias;
-	out->vm_ptr = vm + c->bias;
+	if (!out->layout->ractors) {
+		if (sym_elf_find_symbol(e, fd, "ruby_current_execution_context_ptr", SYMBOL_BYTES_MAX, &ec, &size) < 0) {
+			snprintf(why, why_len, "Ruby %s: the library exports no ruby_current_execution_context_ptr",
+				 out->version);
+			goto out;
+		}
+		out->ec_ptr = ec + c->bias;
+	} else if (sym_elf_find_symbol(e, fd, "ruby_single_main_ractor", SYMBOL_BYTES_MAX, &ractor, &size) < 0 ||
+		   sym_elf_find_symbol(e, fd, "ruby_current_vm_ptr", SYMBOL_BYTES_MAX, &vm, &size) < 0) {
+		snprintf(why, why_len, "Ruby %s: the library exports no ruby_single_main_ractor or ruby_current_vm_ptr",
+			 out->version);
+		goto out;
+	} else {
+		out->single_ractor = ractor + c->bias;
+		out->vm_ptr = vm + c->bias;
+	}
 	out->object_class = object + c->bias;
 	out->global_symbols = find_symbols(e, fd, &info);
 	if (out->global_symbols)

@@ -16,6 +16,9 @@
 /* A Ruby version's structure offsets and constants (x86-64). */
 struct rb_layout {
 	unsigned major, minor;
+	/* 1: the running execution context is a ractor's (3.0 and later); 0: it is the global
+	 * ruby_current_execution_context_ptr (2.x), and the ractor fields are 0. */
+	uint32_t ractors;
 	/* The walker's (bpf/ruby.h struct np_rb_proc). */
 	uint32_t ractor_running_ec;
 	uint32_t ec_vm_stack, ec_vm_stack_size, ec_cfp, ec_stack_start, ec_stack_maxsize;
@@ -43,14 +46,26 @@ struct rb_layout {
 	uint64_t last_op_id;
 };
 
-/* The layout of Ruby major.minor, NULL when this build of nodeprof has none. */
+/* The layout of Ruby major.minor, NULL when this build of nodeprof has none (layout.c, generated
+ * by tests/ruby/gen_layouts.py from each version's headers). */
 const struct rb_layout *rb_layout_table(unsigned major, unsigned minor);
+
+/* Why Ruby major.minor, which has no layout, is not walked: a static sentence. */
+const char *rb_layout_refusal(unsigned major, unsigned minor);
+
+/* Bytes of rb_iseq_constant_body the namer reads at once: location and line table lie in them. */
+#define RB_BODY_HEAD 256
+
+/* 1 when every offset the BPF walker takes fits its u16 fields and its read of a control frame
+ * (bpf/ruby.h), and the namer's reads hold the fields it takes; 0 otherwise. */
+int rb_layout_walkable(const struct rb_layout *l);
 
 struct rb_interp {
 	const struct rb_layout *layout; /* static */
 	char version[16];		/* "3.1.2" */
-	uint64_t single_ractor;		/* address of ruby_single_main_ractor */
-	uint64_t vm_ptr;		/* address of ruby_current_vm_ptr */
+	uint64_t single_ractor;		/* address of ruby_single_main_ractor (0 before 3.0) */
+	uint64_t vm_ptr;		/* address of ruby_current_vm_ptr (0 before 3.0) */
+	uint64_t ec_ptr;		/* address of ruby_current_execution_context_ptr (before 3.0, else 0) */
 	uint64_t object_class;		/* address of rb_cObject (the variable) */
 	uint64_t global_symbols;	/* address of the VM's symbol table (rb_symbols_t), 0: not found */
 };

@@ -13,8 +13,9 @@
 #include "lib/strbuf.h"
 
 #define UNREADABLE "[ruby]"
-/* Bytes of an iseq body read at once: every field used lies in them. */
-#define BODY_HEAD 256
+/* Bytes of an iseq body read at once (RB_BODY_HEAD): rb_layout_walkable checks that every field
+ * used lies in them. */
+#define BODY_HEAD RB_BODY_HEAD
 
 /* Object types and flags (include/ruby/internal/value_type.h, fl_type.h, internal/imemo.h),
  * the same from 2.5 to 3.4. */

@@ -88,6 +88,7 @@ static void to_bpf(const struct rb_interp *in, uint32_t gen, struct np_rb_proc *
 	v->ractor_vmlr_node = (uint16_t)l->ractor_vmlr_node;
 	v->single_ractor = in->single_ractor;
 	v->vm_ptr = in->vm_ptr;
+	v->ec_ptr = in->ec_ptr;
 }
 
 static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *err)

@@ -1,0 +1,82 @@
+/* The offsets of a Ruby version's internal structures (vm_core.h, ractor_core.h, iseq.h,
+ * method.h, internal/class.h, symbol.h, id.h: not installed by any package) that the Ruby walker
+ * and namer read, with the field names of struct rb_layout (agent/runtime/ruby/detect.h), as
+ * JSON. Compiled by tests/ruby/gen_layouts.py against one version's internal headers, with the
+ * installed ruby3.1-dev public headers and config.h standing in for that version's own (so only
+ * versions whose internal headers compile against them can be derived; the public-header fields,
+ * RString, RArray and st_table, are tests/ruby/layout_probe.c's, checked against ruby3.1-dev). */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "vm_core.h"
+#include "iseq.h"
+#include "method.h"
+#include "symbol.h"
+#if __has_include("ractor_core.h") /* 3.0 and later; 2.x keep RClass in internal.h */
+#include "internal/class.h"
+#include "ractor_core.h"
+#define RACTORS 1
+#else
+#define RACTORS 0
+#endif
+
+/* The constants bpf/ruby.h and namer.c take as the same in every version they walk. */
+_Static_assert(VM_FRAME_MAGIC_MASK == 0x7fff0001 && VM_FRAME_MAGIC_CFUNC == 0x55550001 &&
+		       VM_FRAME_MAGIC_DUMMY == 0x79990001,
+	       "frame magics");
+_Static_assert(VM_FRAME_FLAG_FINISH == 0x20 && VM_FRAME_FLAG_CFRAME == 0x80 && VM_ENV_FLAG_LOCAL == 0x2,
+	       "frame and environment flags");
+_Static_assert(VM_ENV_DATA_INDEX_ME_CREF == -2 && VM_ENV_DATA_INDEX_SPECVAL == -1 && VM_ENV_DATA_INDEX_FLAGS == 0,
+	       "environment data");
+_Static_assert(imemo_svar == 2 && imemo_ment == 6 && imemo_iseq == 7, "imemo types");
+_Static_assert(ID_SCOPE_SHIFT == 4, "an ID's serial");
+
+#define F(name, value) printf(", \"%s\": %zu", name, (size_t)(value))
+
+int main(void)
+{
+	printf("{\"cfp_size\": %zu", sizeof(rb_control_frame_t));
+	F("ractors", RACTORS);
+#if RACTORS
+	F("ractor_running_ec", offsetof(rb_ractor_t, threads.running_ec));
+	F("ractor_vmlr_node", offsetof(rb_ractor_t, vmlr_node));
+	F("vm_ractor_set", offsetof(rb_vm_t, ractor.set));
+#else
+	/* No ractors: the running context is the global ruby_current_execution_context_ptr. */
+	F("ractor_running_ec", 0);
+	F("ractor_vmlr_node", 0);
+	F("vm_ractor_set", 0);
+#endif
+	F("ec_vm_stack", offsetof(rb_execution_context_t, vm_stack));
+	F("ec_vm_stack_size", offsetof(rb_execution_context_t, vm_stack_size));
+	F("ec_cfp", offsetof(rb_execution_context_t, cfp));
+	F("ec_stack_start", offsetof(rb_execution_context_t, machine.stack_start));
+	F("ec_stack_maxsize", offsetof(rb_execution_context_t, machine.stack_maxsize));
+	F("cfp_pc", offsetof(rb_control_frame_t, pc));
+	F("cfp_iseq", offsetof(rb_control_frame_t, iseq));
+	F("cfp_ep", offsetof(rb_control_frame_t, ep));
+	F("iseq_body", offsetof(rb_iseq_t, body));
+	F("body_encoded", offsetof(struct rb_iseq_constant_body, iseq_encoded));
+	F("body_type", offsetof(struct rb_iseq_constant_body, type));
+	F("body_iseq_size", offsetof(struct rb_iseq_constant_body, iseq_size));
+	F("body_location", offsetof(struct rb_iseq_constant_body, location));
+	F("loc_pathobj", offsetof(rb_iseq_location_t, pathobj));
+	F("loc_base_label", offsetof(rb_iseq_location_t, base_label));
+	F("loc_label", offsetof(rb_iseq_location_t, label));
+	F("loc_first_lineno", offsetof(rb_iseq_location_t, first_lineno));
+	F("body_insns_info", offsetof(struct rb_iseq_constant_body, insns_info.body));
+	F("body_insns_info_positions", offsetof(struct rb_iseq_constant_body, insns_info.positions));
+	F("body_insns_info_size", offsetof(struct rb_iseq_constant_body, insns_info.size));
+	F("body_succ_index_table", offsetof(struct rb_iseq_constant_body, insns_info.succ_index_table));
+	F("insn_info_entry_size", sizeof(struct iseq_insn_info_entry));
+	F("insn_info_line_no", offsetof(struct iseq_insn_info_entry, line_no));
+	F("me_def", offsetof(rb_method_entry_t, def));
+	F("me_owner", offsetof(rb_method_entry_t, owner));
+	F("def_original_id", offsetof(rb_method_definition_t, original_id));
+	F("class_ext", offsetof(struct RClass, ptr));
+	F("ext_iv_tbl", offsetof(rb_classext_t, iv_tbl));
+	F("symbols_ids", offsetof(rb_symbols_t, ids));
+	F("last_op_id", tLAST_OP_ID);
+	printf("}\n");
+	return 0;
+}
