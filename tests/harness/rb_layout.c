@@ -60,8 +60,12 @@ int main(int argc, char **argv)
 	F(me_def);
 	F(me_owner);
 	F(def_original_id);
+	F(class_names);
+	F(fl_singleton);
 	F(class_ext);
 	F(ext_iv_tbl);
+	F(ext_classpath);
+	F(ext_attached);
 	F(st_entries_start);
 	F(st_entries_bound);
 	F(st_entries);
@@ -72,6 +76,7 @@ int main(int argc, char **argv)
 	F(str_embed_ary);
 	F(str_heap_len);
 	F(str_heap_ptr);
+	F(str_len);
 	F(ary_embed);
 	F(ary_embed_len_shift);
 	F(ary_embed_len_mask);

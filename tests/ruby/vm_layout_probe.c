@@ -31,6 +31,9 @@ _Static_assert(VM_ENV_DATA_INDEX_ME_CREF == -2 && VM_ENV_DATA_INDEX_SPECVAL == -
 _Static_assert(imemo_svar == 2 && imemo_ment == 6 && imemo_iseq == 7, "imemo types");
 _Static_assert(ID_SCOPE_SHIFT == 4, "an ID's serial");
 
+/* struct rb_layout's class_names (agent/runtime/ruby/detect.h's enum rb_class_names). */
+enum { RB_NAMES_NONE, RB_NAMES_IVARS, RB_NAMES_FIELDS };
+
 #define F(name, value) printf(", \"%s\": %zu", name, (size_t)(value))
 
 int main(void)
@@ -73,8 +76,32 @@ int main(void)
 	F("me_def", offsetof(rb_method_entry_t, def));
 	F("me_owner", offsetof(rb_method_entry_t, owner));
 	F("def_original_id", offsetof(rb_method_definition_t, original_id));
+#if defined(RCLASS_ATTACHED_OBJECT)
+	/* 3.3 and later: the extension follows struct RClass and holds the name and a singleton
+	 * class's object itself. */
+	F("class_names", RB_NAMES_FIELDS);
+	F("class_ext", sizeof(struct RClass));
+	F("ext_iv_tbl", 0);
+	F("ext_classpath", offsetof(rb_classext_t, classpath));
+	F("ext_attached", offsetof(rb_classext_t, as.singleton_class.attached_object));
+#elif defined(RCLASS_IVPTR)
+	/* 3.2: the name is an instance variable kept by object shape (iv_ptr), not read. */
+	F("class_names", RB_NAMES_NONE);
+#if RCLASS_EXT_EMBEDDED
+	F("class_ext", sizeof(struct RClass));
+#else
+	F("class_ext", offsetof(struct RClass, ptr));
+#endif
+	F("ext_iv_tbl", 0);
+	F("ext_classpath", 0);
+	F("ext_attached", 0);
+#else
+	F("class_names", RB_NAMES_IVARS);
 	F("class_ext", offsetof(struct RClass, ptr));
 	F("ext_iv_tbl", offsetof(rb_classext_t, iv_tbl));
+	F("ext_classpath", 0);
+	F("ext_attached", 0);
+#endif
 	F("symbols_ids", offsetof(rb_symbols_t, ids));
 	F("last_op_id", tLAST_OP_ID);
 	printf("}\n");

@@ -18,14 +18,13 @@
 #define BODY_HEAD RB_BODY_HEAD
 
 /* Object types and flags (include/ruby/internal/value_type.h, fl_type.h, internal/imemo.h),
- * the same from 2.5 to 3.4. */
+ * the same from 2.5 to 3.4; FL_SINGLETON moved in 3.4 (struct rb_layout's fl_singleton). */
 #define T_MASK 0x1fu
 #define T_CLASS 0x02u
 #define T_MODULE 0x03u
 #define T_STRING 0x05u
 #define T_ARRAY 0x07u
 #define T_IMEMO 0x1au
-#define FL_SINGLETON (1ULL << 12)
 #define IMEMO_SHIFT 12
 #define IMEMO_MASK 0x0fu
 #define IMEMO_SVAR 2u
@@ -165,7 +164,10 @@ static uint64_t string_at(const struct ctx *c, uint64_t v, uint64_t *len)
 			return 0;
 		return ptr;
 	}
-	*len = (flags >> l->str_embed_len_shift) & l->str_embed_len_mask;
+	if (!l->str_len)
+		*len = (flags >> l->str_embed_len_shift) & l->str_embed_len_mask;
+	else if (word(c, v + l->str_len, len) || (int64_t)*len < 0)
+		return 0;
 	return v + l->str_embed_ary;
 }
 
@@ -270,24 +272,53 @@ static uint64_t ivar_get(const struct ctx *c, uint64_t klass, uint64_t id)
 	return 0;
 }
 
-/* The IDs of __classpath__ and __attached__: the keys under which Object holds the string
+/* A class's name (a String) and a singleton class's object, where the version keeps them
+ * (struct rb_layout's class_names): 0 when not found. */
+static uint64_t class_path(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass)
+{
+	uint64_t v;
+
+	if (c->l->class_names == RB_NAMES_FIELDS)
+		return word(c, klass + c->l->class_ext + c->l->ext_classpath, &v) ? 0 : v;
+	return ivar_get(c, klass, p->id_classpath);
+}
+
+static uint64_t class_attached(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass)
+{
+	uint64_t v;
+
+	if (c->l->class_names == RB_NAMES_FIELDS)
+		return word(c, klass + c->l->class_ext + c->l->ext_attached, &v) ? 0 : v;
+	return ivar_get(c, klass, p->id_attached);
+}
+
+/* Whether classes can be named in this process (p->ids 1, else -1). With instance variables:
+ * the IDs of __classpath__ and __attached__, the keys under which Object holds the string
  * "Object" and Object's singleton class holds Object, each checked by its own name in the
- * symbol table, so a wrong guess names nothing. */
+ * symbol table, so a wrong guess names nothing. With the extension's fields: Object's classpath
+ * must read "Object" and its singleton class's object be Object, for the same reason. Where
+ * the version keeps them by object shape (3.2), classes are not named. */
 static void find_ids(const struct ctx *c, struct rb_names_proc *p)
 {
 	uint8_t ents[RB_IVARS_MAX * 24];
 	uint64_t object, meta, flags, n;
 
 	p->ids = -1;
-	if (word(c, p->object_class, &object) || !typed(c, object, T_CLASS))
+	if (c->l->class_names == RB_NAMES_NONE || word(c, p->object_class, &object) || !typed(c, object, T_CLASS))
 		return;
+	if (c->l->class_names == RB_NAMES_FIELDS) {
+		if (string_is(c, class_path(c, p, object), "Object") && !word(c, object + 8, &meta) &&
+		    (flags = typed(c, meta, T_CLASS)) && (flags & c->l->fl_singleton) && class_attached(c, p, meta) == object)
+			p->ids = 1;
+		return;
+	}
 	n = ivars(c, object, ents);
 	for (uint64_t i = 0; i < n && !p->id_classpath; i++)
 		if (IVAR_HASH(ents, i) != IVAR_DELETED && string_is(c, IVAR_VALUE(ents, i), "Object") &&
 		    string_is(c, id_string(c, p, IVAR_KEY(ents, i)), "__classpath__"))
 			p->id_classpath = IVAR_KEY(ents, i);
 	if (!p->id_classpath || word(c, object + 8, &meta) || !(flags = typed(c, meta, T_CLASS)) ||
-	    !(flags & FL_SINGLETON))
+	    !(flags & c->l->fl_singleton))
 		return;
 	n = ivars(c, meta, ents);
 	for (uint64_t i = 0; i < n && !p->id_attached; i++)
@@ -308,14 +339,14 @@ static int put_owner(const struct ctx *c, const struct rb_names_proc *p, uint64_
 
 	if (!flags && !(flags = typed(c, klass, T_MODULE)))
 		return -1;
-	if (flags & FL_SINGLETON) {
-		attached = ivar_get(c, klass, p->id_attached);
+	if (flags & c->l->fl_singleton) {
+		attached = class_attached(c, p, klass);
 		if (!typed(c, attached, T_CLASS) && !typed(c, attached, T_MODULE))
 			return -1; /* a singleton method of a plain object: Ruby names just the method */
 		klass = attached;
 		sep = '.';
 	}
-	path = ivar_get(c, klass, p->id_classpath);
+	path = class_path(c, p, klass);
 	if (!path || put_string(c, path)) {
 		c->n->text.len = mark;
 		return -1;
