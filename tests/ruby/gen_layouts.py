@@ -40,7 +40,7 @@ PUBLIC_PROBE = os.path.join(HERE, "layout_probe.c")
 PUBLIC_VERSION = "3.1"
 # Versions in the table: (major, minor, the release whose headers are read): the versions the
 # walker and the namer support (docs/specs/ruby.md §1).
-VERSIONS = [(2, 7, "2.7.0-p0"), (3, 0, "3.0.0-p0"), (3, 1, "3.1.0-p0"), (3, 2, "3.2.0-p0"), (3, 3, "3.3.0-p0"),
+VERSIONS = [(2, 6, "2.6.0-p0"), (2, 7, "2.7.0-p0"), (3, 0, "3.0.0-p0"), (3, 1, "3.1.0-p0"), (3, 2, "3.2.0-p0"), (3, 3, "3.3.0-p0"),
             (3, 4, "3.4.0-p0")]
 # Other copies of the same release a file may come from: debase-ruby_core_source names its 3.4.0
 # copy ruby-3.4.0-p-1 (RUBY_PATCHLEVEL -1 as the tag's version.h left it; vm_core.h, iseq.h,
@@ -70,6 +70,8 @@ PUBLIC_VWA = {"str_noembed": 1 << 13, "str_embed_len_shift": 0, "str_embed_len_m
 PUBLIC_SINGLETON = {(3, 2): 1 << 12, (3, 3): 1 << 12, (3, 4): 1 << 13}
 VWA_CFLAGS = ["-DUSE_RVARGC=1", "-DRBIMPL_ATTR_PACKED_STRUCT_UNALIGNED_BEGIN()=",
               "-DRBIMPL_ATTR_PACKED_STRUCT_UNALIGNED_END()="]
+# Versions whose symbol table's structure is private to symbol.c: vm_layout_probe.c declares it.
+SYMBOLS_IN_SYMBOL_C = {(2, 6)}
 # Ruby 2.x's internal.h predates the 3.x public headers: compat_2x.h bridges the names it expects
 # of them (no structure the probe measures is defined there).
 COMPAT_2X = os.path.join(HERE, "compat_2x.h")
@@ -133,6 +135,8 @@ def derive(roots):
                 row.update(PUBLIC_VWA)
                 row["fl_singleton"] = PUBLIC_SINGLETON[(major, minor)]
             compat = ["-include", COMPAT_2X] if major < 3 else []
+            if (major, minor) in SYMBOLS_IN_SYMBOL_C:
+                compat.append("-DRB_SYMBOLS_IN_SYMBOL_C")
             row.update(run_probe(VM_PROBE, [*compat, *(VWA_CFLAGS if vwa else []), "-I" + hdrs, *public_cflags],
                                  tmp))
             rows.append(row)

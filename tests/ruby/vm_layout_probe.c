@@ -20,6 +20,18 @@
 #define RACTORS 0
 #endif
 
+#ifdef RB_SYMBOLS_IN_SYMBOL_C
+/* 2.6 keeps its symbol table's structure private to symbol.c (static struct symbols
+ * global_symbols; 2.7 moved it to symbol.h as rb_symbols_t with the same fields): as symbol.c
+ * declares it at v2_6_0, the only structure here not taken from a header. */
+typedef struct {
+	rb_id_serial_t last_id;
+	st_table *str_sym;
+	VALUE ids;
+	VALUE dsymbol_fstr_hash;
+} rb_symbols_t;
+#endif
+
 /* The constants bpf/ruby.h and namer.c take as the same in every version they walk. */
 _Static_assert(VM_FRAME_MAGIC_MASK == 0x7fff0001 && VM_FRAME_MAGIC_CFUNC == 0x55550001 &&
 		       VM_FRAME_MAGIC_DUMMY == 0x79990001,

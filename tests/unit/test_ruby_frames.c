@@ -93,7 +93,8 @@ static void version_from_name(void **state)
 	assert_int_equal(rb_version_from_name("libruby.so", &ma, &mi), -1);
 	assert_non_null(rb_layout_table(3, 1));
 	assert_non_null(rb_layout_table(3, 4));
-	assert_null(rb_layout_table(2, 6));
+	assert_non_null(rb_layout_table(2, 6));
+	assert_null(rb_layout_table(2, 5));
 	assert_null(rb_layout_table(3, 5));
 }
 
@@ -153,13 +154,16 @@ static void layouts_are_walkable(void **state)
 			assert_true(l->last_op_id > 0x80 && l->last_op_id < 0x100);
 		}
 	}
+	assert_non_null(rb_layout_table(2, 6));
 	assert_non_null(rb_layout_table(2, 7));
 	assert_non_null(rb_layout_table(3, 0));
 	assert_non_null(rb_layout_table(3, 1));
 	for (unsigned minor = 2; minor <= 4; minor++)
 		assert_non_null(rb_layout_table(3, minor));
-	assert_int_equal(rows, 6);
-	/* 2.7's and 3.0's frames have no jit_return (56 bytes), their line entries no node_id. */
+	assert_int_equal(rows, 7);
+	/* 2.6's, 2.7's and 3.0's frames have no jit_return (56 bytes), their line entries no node_id. */
+	assert_int_equal(rb_layout_table(2, 6)->cfp_size, 56);
+	assert_int_equal(rb_layout_table(2, 6)->insn_info_entry_size, 8);
 	assert_int_equal(rb_layout_table(2, 7)->cfp_size, 56);
 	assert_int_equal(rb_layout_table(3, 0)->cfp_size, 56);
 	assert_int_equal(rb_layout_table(3, 0)->insn_info_entry_size, 8);
@@ -425,9 +429,9 @@ static void build_image(const struct rb_layout *l)
 	put(0x300, 0x1a | 6 << 12);
 }
 
-static void names_from_memory(void **state)
+/* Ruby 2.6 - 3.1: class names are instance variables, found through the symbol table. */
+static void names_from_ivars(const struct rb_layout *l)
 {
-	const struct rb_layout *l = rb_layout_table(3, 1);
 	struct rb_names_proc p = { .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
 	uint64_t iseq = 1ULL << 62 | (uint64_t)3 << 47 | (1ULL << 61), me = 2ULL << 62, cfunc = 3ULL << 62;
 	uint64_t words[] = { iseq | (BASE + 0x100), me | (BASE + 0x200), cfunc | (BASE + 0x280),
@@ -438,7 +442,6 @@ static void names_from_memory(void **state)
 	struct np_err err;
 	size_t count;
 
-	(void)state;
 	build_image(l);
 	assert_int_equal(rb_namer_new(0, &n, &err), 0);
 	rb_namer_set_reader(n, image_read, NULL);
@@ -481,6 +484,15 @@ static void names_from_memory(void **state)
 	assert_string_equal(f[1].name, "times");
 	assert_int_equal(p.ids, -1);
 	rb_namer_free(n);
+}
+
+static void names_from_memory(void **state)
+{
+	static const unsigned versions[][2] = { { 3, 1 }, { 3, 0 }, { 2, 7 }, { 2, 6 } };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+		names_from_ivars(rb_layout_table(versions[i][0], versions[i][1]));
 }
 
 /* Ruby 3.3 and 3.4: a class's name and a singleton class's object are fields of the class

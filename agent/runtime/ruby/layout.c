@@ -5,6 +5,68 @@
 
 #include <stddef.h>
 
+/* Ruby 2.6: ruby-2.6.0-p0's headers. */
+static const struct rb_layout ruby_2_6 = {
+	.major = 2,
+	.minor = 6,
+	.ractors = 0,
+	.ractor_running_ec = 0,
+	.ec_vm_stack = 0,
+	.ec_vm_stack_size = 8,
+	.ec_cfp = 16,
+	.ec_stack_start = 0x98,
+	.ec_stack_maxsize = 0xa8,
+	.cfp_pc = 0,
+	.cfp_iseq = 16,
+	.cfp_ep = 32,
+	.cfp_size = 56,
+	.iseq_body = 16,
+	.body_encoded = 8,
+	.vm_ractor_set = 0,
+	.ractor_vmlr_node = 0,
+	.body_type = 0,
+	.body_iseq_size = 4,
+	.body_location = 64,
+	.loc_pathobj = 0,
+	.loc_base_label = 8,
+	.loc_label = 16,
+	.loc_first_lineno = 24,
+	.body_insns_info = 120,
+	.body_insns_info_positions = 128,
+	.body_insns_info_size = 136,
+	.body_succ_index_table = 144,
+	.insn_info_entry_size = 8,
+	.insn_info_line_no = 0,
+	.me_def = 16,
+	.me_owner = 32,
+	.def_original_id = 32,
+	.class_names = RB_NAMES_IVARS,
+	.fl_singleton = 1ULL << 12,
+	.class_ext = 24,
+	.ext_iv_tbl = 8,
+	.ext_classpath = 0,
+	.ext_attached = 0,
+	.st_entries_start = 32,
+	.st_entries_bound = 40,
+	.st_entries = 48,
+	.st_entry_size = 24,
+	.str_noembed = 1ULL << 13,
+	.str_embed_len_shift = 14,
+	.str_embed_len_mask = 0x1f,
+	.str_embed_ary = 16,
+	.str_heap_len = 16,
+	.str_heap_ptr = 24,
+	.str_len = 0,
+	.ary_embed = 1ULL << 13,
+	.ary_embed_len_shift = 15,
+	.ary_embed_len_mask = 0x3,
+	.ary_embed_ary = 16,
+	.ary_heap_len = 16,
+	.ary_heap_ptr = 32,
+	.symbols_ids = 16,
+	.last_op_id = 0xa4,
+};
+
 /* Ruby 2.7: ruby-2.7.0-p0's headers. */
 static const struct rb_layout ruby_2_7 = {
 	.major = 2,
@@ -379,6 +441,8 @@ static const struct rb_layout ruby_3_4 = {
 
 const struct rb_layout *rb_layout_table(unsigned major, unsigned minor)
 {
+	if (major == 2 && minor == 6)
+		return &ruby_2_6;
 	if (major == 2 && minor == 7)
 		return &ruby_2_7;
 	if (major == 3 && minor == 0)
