@@ -18,7 +18,7 @@ enum rb_class_names {
 	/* 3.2: its instance variables are kept by object shape (rb_classext_t.iv_ptr), which the
 	 * namer does not read: a method is named without its class. */
 	RB_NAMES_NONE = 0,
-	/* 2.7 - 3.1: the __classpath__ and __attached__ instance variables, in the class
+	/* 2.6 - 3.1: the __classpath__ and __attached__ instance variables, in the class
 	 * extension's iv_tbl (an st_table). */
 	RB_NAMES_IVARS = 1,
 	/* 3.3, 3.4: the class extension's own fields, classpath and
