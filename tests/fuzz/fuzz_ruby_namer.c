@@ -51,7 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	rb_namer_set_reader(n, mem_image_read, &im);
 	for (int round = 0; round < 2; round++) {
-		struct rb_names_proc p = { .l = l, .object_class = BASE + roots[0], .global_symbols = BASE + roots[1] };
+		/* ruby_current_vm_ptr (3.2's shapes are read through it) beside rb_cObject */
+		struct rb_names_proc p = { .l = l, .object_class = BASE + roots[0], .global_symbols = BASE + roots[1],
+					   .vm_ptr = BASE + roots[0] + 8 };
 		if (rb_namer_frames(n, 1, 1, &p, words, count, f, finish, &n_out, &err))
 			abort();
 		if (n_out != frames)

@@ -66,6 +66,15 @@ int main(int argc, char **argv)
 	F(ext_iv_tbl);
 	F(ext_classpath);
 	F(ext_attached);
+	F(ext_iv_ptr);
+	F(vm_shape_list);
+	F(shape_size);
+	F(shape_edge_name);
+	F(shape_next_iv_index);
+	F(shape_type);
+	F(shape_parent_id);
+	F(shape_id_shift);
+	F(shape_ivar);
 	F(st_entries_start);
 	F(st_entries_bound);
 	F(st_entries);

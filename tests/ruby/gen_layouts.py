@@ -82,14 +82,16 @@ FIELDS = ["ractors", "ractor_running_ec", "ec_vm_stack", "ec_vm_stack_size", "ec
           "loc_pathobj", "loc_base_label", "loc_label", "loc_first_lineno", "body_insns_info",
           "body_insns_info_positions", "body_insns_info_size", "body_succ_index_table",
           "insn_info_entry_size", "insn_info_line_no", "me_def", "me_owner", "def_original_id",
-          "class_names", "fl_singleton", "class_ext", "ext_iv_tbl", "ext_classpath", "ext_attached", "st_entries_start", "st_entries_bound", "st_entries",
+          "class_names", "fl_singleton", "class_ext", "ext_iv_tbl", "ext_classpath", "ext_attached", "ext_iv_ptr",
+          "vm_shape_list", "shape_size", "shape_edge_name", "shape_next_iv_index", "shape_type", "shape_parent_id",
+          "shape_id_shift", "shape_ivar", "st_entries_start", "st_entries_bound", "st_entries",
           "st_entry_size", "str_noembed", "str_embed_len_shift", "str_embed_len_mask", "str_embed_ary",
           "str_heap_len", "str_heap_ptr", "str_len", "ary_embed", "ary_embed_len_shift", "ary_embed_len_mask",
           "ary_embed_ary", "ary_heap_len", "ary_heap_ptr", "symbols_ids", "last_op_id"]
 HEX = {"ractor_running_ec", "ractor_vmlr_node", "ec_stack_start", "ec_stack_maxsize", "last_op_id",
        "str_embed_len_mask", "ary_embed_len_mask"}
 FLAGS = {"str_noembed", "ary_embed", "fl_singleton"}
-CLASS_NAMES = ["RB_NAMES_NONE", "RB_NAMES_IVARS", "RB_NAMES_FIELDS"]  # detect.h's enum rb_class_names
+CLASS_NAMES = ["RB_NAMES_NONE", "RB_NAMES_IVARS", "RB_NAMES_FIELDS", "RB_NAMES_SHAPES"]  # detect.h's enum rb_class_names
 
 
 def tree_for(roots, release, dest):

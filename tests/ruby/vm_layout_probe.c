@@ -44,7 +44,7 @@ _Static_assert(imemo_svar == 2 && imemo_ment == 6 && imemo_iseq == 7, "imemo typ
 _Static_assert(ID_SCOPE_SHIFT == 4, "an ID's serial");
 
 /* struct rb_layout's class_names (agent/runtime/ruby/detect.h's enum rb_class_names). */
-enum { RB_NAMES_NONE, RB_NAMES_IVARS, RB_NAMES_FIELDS };
+enum { RB_NAMES_NONE, RB_NAMES_IVARS, RB_NAMES_FIELDS, RB_NAMES_SHAPES };
 
 #define F(name, value) printf(", \"%s\": %zu", name, (size_t)(value))
 
@@ -97,8 +97,9 @@ int main(void)
 	F("ext_classpath", offsetof(rb_classext_t, classpath));
 	F("ext_attached", offsetof(rb_classext_t, as.singleton_class.attached_object));
 #elif defined(RCLASS_IVPTR)
-	/* 3.2: the name is an instance variable kept by object shape (iv_ptr), not read. */
-	F("class_names", RB_NAMES_NONE);
+	/* 3.2: the instance variables are kept by object shape. */
+	_Static_assert(SHAPE_IN_BASIC_FLAGS, "the shape id in the flags");
+	F("class_names", RB_NAMES_SHAPES);
 #if RCLASS_EXT_EMBEDDED
 	F("class_ext", sizeof(struct RClass));
 #else
@@ -107,12 +108,32 @@ int main(void)
 	F("ext_iv_tbl", 0);
 	F("ext_classpath", 0);
 	F("ext_attached", 0);
+	F("ext_iv_ptr", offsetof(rb_classext_t, iv_ptr));
+	F("vm_shape_list", offsetof(rb_vm_t, shape_list));
+	F("shape_size", sizeof(rb_shape_t));
+	F("shape_edge_name", offsetof(rb_shape_t, edge_name));
+	F("shape_next_iv_index", offsetof(rb_shape_t, next_iv_index));
+	F("shape_type", offsetof(rb_shape_t, type));
+	F("shape_parent_id", offsetof(rb_shape_t, parent_id));
+	F("shape_id_shift", SHAPE_FLAG_SHIFT);
+	F("shape_ivar", SHAPE_IVAR);
 #else
 	F("class_names", RB_NAMES_IVARS);
 	F("class_ext", offsetof(struct RClass, ptr));
 	F("ext_iv_tbl", offsetof(rb_classext_t, iv_tbl));
 	F("ext_classpath", 0);
 	F("ext_attached", 0);
+#endif
+#if !defined(RCLASS_IVPTR) || defined(RCLASS_ATTACHED_OBJECT)
+	F("ext_iv_ptr", 0);
+	F("vm_shape_list", 0);
+	F("shape_size", 0);
+	F("shape_edge_name", 0);
+	F("shape_next_iv_index", 0);
+	F("shape_type", 0);
+	F("shape_parent_id", 0);
+	F("shape_id_shift", 0);
+	F("shape_ivar", 0);
 #endif
 	F("symbols_ids", offsetof(rb_symbols_t, ids));
 	F("last_op_id", tLAST_OP_ID);

@@ -142,10 +142,12 @@ static void layouts_are_walkable(void **state)
 				assert_true(l->str_len && l->str_len == l->str_heap_len && !l->str_embed_len_mask);
 			else
 				assert_true(!l->str_len && l->str_embed_len_mask);
-			/* class names: instance variables to 3.1, none read in 3.2 (shapes), fields from 3.3 */
+			/* class names: instance variables to 3.1, by shape in 3.2, fields from 3.3 */
 			assert_int_equal(l->class_names, l->major * 100 + l->minor < 302    ? RB_NAMES_IVARS
-							 : l->major * 100 + l->minor == 302 ? RB_NAMES_NONE
+							 : l->major * 100 + l->minor == 302 ? RB_NAMES_SHAPES
 											    : RB_NAMES_FIELDS);
+			if (l->class_names == RB_NAMES_SHAPES)
+				assert_true(l->vm_shape_list && l->shape_size && l->shape_id_shift == 32 && l->shape_ivar);
 			/* a singleton class's flag: FL_USER0, FL_USER1 from 3.4 */
 			assert_int_equal(l->fl_singleton, l->major * 100 + l->minor >= 304 ? 1 << 13 : 1 << 12);
 			if (l->class_names == RB_NAMES_FIELDS)
@@ -319,6 +321,10 @@ static int image_read(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t l
 }
 
 static const struct rb_layout *image_layout;
+static uint32_t image_shapes; /* 3.2: shape ids handed out */
+/* 3.2: the VM (ruby_current_vm_ptr at 0x48 points to it) and its shape list. */
+#define VM_AT 0x1900u
+#define SHAPES_AT 0x1b00u
 
 static void put(uint32_t off, uint64_t v)
 {
@@ -339,15 +345,39 @@ static void string(uint32_t off, const char *s)
 	memcpy(image + off + 16, s, strlen(s));
 }
 
+/* A shape of type type (3.2's rb_shape_t): its id. */
+static uint32_t shape(uint32_t parent, unsigned type, uint64_t edge_name, uint32_t next_iv_index)
+{
+	const struct rb_layout *l = image_layout;
+	uint32_t id = ++image_shapes, at = SHAPES_AT + id * l->shape_size;
+
+	put(at + l->shape_edge_name, edge_name);
+	memcpy(image + at + l->shape_next_iv_index, &next_iv_index, 4);
+	image[at + l->shape_type] = (uint8_t)type;
+	memcpy(image + at + l->shape_parent_id, &parent, 4);
+	return id;
+}
+
 /* A class with instance variables (key, value), n of them: 3.1 keeps them in a table (its
  * extension at ext, the table at tbl, its entries at ents); 3.3 keeps the name and a singleton
- * class's object in fields of the extension, which follows the class; 3.2 keeps them by object
- * shape, which the namer does not read (only the flags are laid out). */
+ * class's object in fields of the extension, which follows the class; 3.2 keeps their values in
+ * an array (at ext) indexed by the class's shape chain (a capacity shape first, then one shape
+ * per variable). */
 static void klass(uint32_t off, uint64_t flags, uint32_t ext, uint32_t tbl, uint32_t ents, const uint64_t *kv, size_t n)
 {
 	const struct rb_layout *l = image_layout;
 
 	put(off, flags);
+	if (l->class_names == RB_NAMES_SHAPES) {
+		uint32_t id = shape(0, l->shape_ivar + 3, 0, 0); /* SHAPE_INITIAL_CAPACITY: no variable */
+		for (size_t i = 0; i < n; i++) {
+			id = shape(id, l->shape_ivar, kv[2 * i], (uint32_t)i + 1);
+			put(ext + 8 * (uint32_t)i, kv[2 * i + 1]);
+		}
+		put(off, flags | (uint64_t)id << l->shape_id_shift);
+		put(off + l->class_ext + l->ext_iv_ptr, BASE + ext);
+		return;
+	}
 	if (l->class_names != RB_NAMES_IVARS) {
 		for (size_t i = 0; i < n && l->class_names == RB_NAMES_FIELDS; i++)
 			if (kv[2 * i] == ID_CLASSPATH || kv[2 * i] == ID_ATTACHED)
@@ -374,7 +404,10 @@ static void build_image(const struct rb_layout *l)
 	const uint64_t worker_iv[] = { 0x12345, 0x1, ID_CLASSPATH, BASE + 0x9c0 };
 
 	image_layout = l;
+	image_shapes = 0;
 	memset(image, 0, sizeof(image));
+	put(0x48, BASE + VM_AT); /* ruby_current_vm_ptr */
+	put(VM_AT + l->vm_shape_list, BASE + SHAPES_AT);
 	put(0x40, BASE + 0x600); /* rb_cObject */
 	/* An iseq (imemo_iseq) whose body's location says "block in leaf" in /w.rb, first line 7, one
 	 * line entry (line 9). */
@@ -539,12 +572,13 @@ static void names_from_class_fields(void **state)
 	}
 }
 
-/* Ruby 3.2 keeps a class's instance variables by object shape, which the namer does not read:
- * methods are named without their class, files and lines as in every version. */
-static void names_without_classes_in_3_2(void **state)
+/* Ruby 3.2 keeps a class's instance variables by object shape: named through the shape chain
+ * of each class, as from a table. */
+static void names_from_shapes(void **state)
 {
 	const struct rb_layout *l = rb_layout_table(3, 2);
-	struct rb_names_proc p = { .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
+	struct rb_names_proc p = { .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00,
+				   .vm_ptr = BASE + 0x48 };
 	uint64_t iseq = 1ULL << 62 | (uint64_t)3 << 47 | (1ULL << 61), me = 2ULL << 62, cfunc = 3ULL << 62;
 	uint64_t words[] = { iseq | (BASE + 0x100), me | (BASE + 0x200), cfunc | (BASE + 0x280) };
 	struct sym_frame f[3];
@@ -554,14 +588,38 @@ static void names_without_classes_in_3_2(void **state)
 	size_t count;
 
 	(void)state;
+	assert_int_equal(l->class_names, RB_NAMES_SHAPES);
 	build_image(l);
 	assert_int_equal(rb_namer_new(0, &n, &err), 0);
 	rb_namer_set_reader(n, image_read, NULL);
 	assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 3, f, finish, &count, &err), 0);
 	assert_int_equal(count, 2);
-	assert_string_equal(f[0].name, "block in leaf");
+	assert_string_equal(f[0].name, "block in Worker#leaf");
 	assert_string_equal(f[0].file, "/w.rb");
 	assert_int_equal(f[0].line, 9);
+	assert_string_equal(f[1].name, "Worker.times");
+	assert_int_equal(p.ids, 1);
+	assert_int_equal(p.id_classpath, ID_CLASSPATH);
+	assert_int_equal(p.id_attached, ID_ATTACHED);
+	rb_namer_free(n);
+
+	/* A shape chain that loops (Object's last shape its own parent): Object's variables cannot
+	 * be read, no class is named, the methods are. */
+	{
+		uint64_t flags;
+		uint32_t id;
+
+		memcpy(&flags, image + 0x600, 8);
+		id = (uint32_t)(flags >> l->shape_id_shift);
+		memcpy(image + SHAPES_AT + id * l->shape_size + l->shape_parent_id, &id, 4);
+	}
+	p = (struct rb_names_proc){ .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00,
+				    .vm_ptr = BASE + 0x48 };
+	assert_int_equal(rb_namer_new(0, &n, &err), 0);
+	rb_namer_set_reader(n, image_read, NULL);
+	assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 3, f, finish, &count, &err), 0);
+	assert_int_equal(count, 2);
+	assert_string_equal(f[0].name, "block in leaf");
 	assert_string_equal(f[1].name, "times");
 	assert_int_equal(p.ids, -1);
 	rb_namer_free(n);
@@ -578,7 +636,7 @@ int main(void)
 		cmocka_unit_test(lines_from_the_succinct_index),
 		cmocka_unit_test(names_from_memory),
 		cmocka_unit_test(names_from_class_fields),
-		cmocka_unit_test(names_without_classes_in_3_2),
+		cmocka_unit_test(names_from_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,8 +15,7 @@
 
 /* How the namer finds a class's name (struct rb_layout's class_names). */
 enum rb_class_names {
-	/* 3.2: its instance variables are kept by object shape (rb_classext_t.iv_ptr), which the
-	 * namer does not read: a method is named without its class. */
+	/* None readable: a method is named without its class. */
 	RB_NAMES_NONE = 0,
 	/* 2.6 - 3.1: the __classpath__ and __attached__ instance variables, in the class
 	 * extension's iv_tbl (an st_table). */
@@ -24,6 +23,10 @@ enum rb_class_names {
 	/* 3.3, 3.4: the class extension's own fields, classpath and
 	 * as.singleton_class.attached_object. */
 	RB_NAMES_FIELDS = 2,
+	/* 3.2: the same instance variables, kept by object shape: their values in the extension's
+	 * iv_ptr array, indexed by the shape (in the class's flags) whose transition from its
+	 * parent added each (the VM's shape_list). */
+	RB_NAMES_SHAPES = 3,
 };
 
 /* A Ruby version's structure offsets and constants (x86-64). */
@@ -54,6 +57,10 @@ struct rb_layout {
 	/* RUBY_FL_SINGLETON, a singleton class's flag: FL_USER0 to 3.3, FL_USER1 from 3.4. */
 	uint64_t fl_singleton;
 	uint32_t class_ext, ext_iv_tbl, ext_classpath, ext_attached;
+	/* RB_NAMES_SHAPES: rb_classext_t.iv_ptr; rb_vm_t.shape_list; rb_shape_t's size and fields;
+	 * where the shape id lies in the flags (SHAPE_FLAG_SHIFT) and SHAPE_IVAR. */
+	uint32_t ext_iv_ptr, vm_shape_list, shape_size, shape_edge_name, shape_next_iv_index, shape_type,
+		shape_parent_id, shape_id_shift, shape_ivar;
 	uint32_t st_entries_start, st_entries_bound, st_entries, st_entry_size;
 	/* RString and RArray: embedded or on the heap (flag), lengths and contents. str_len: where
 	 * an embedded string's length is too (3.2 and later: as.embed.len, then RString.len, both at

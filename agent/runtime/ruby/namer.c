@@ -238,12 +238,16 @@ static uint64_t id_string(const struct ctx *c, const struct rb_names_proc *p, ui
 /* The class klass's instance variables (an st_table of ID -> VALUE): their entries, 24 bytes
  * each (hash, key, value; a deleted one's hash is st.c's RESERVED_HASH_VAL), into ents (room for
  * RB_IVARS_MAX). Their number, 0 when they cannot be read. */
-static uint64_t ivars(const struct ctx *c, uint64_t klass, uint8_t *ents)
+static uint64_t ivars_by_shape(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass, uint8_t *ents);
+
+static uint64_t ivars(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass, uint8_t *ents)
 {
 	const struct rb_layout *l = c->l;
 	uint8_t head[64];
 	uint64_t ext, tbl, start, bound;
 
+	if (l->class_names == RB_NAMES_SHAPES)
+		return ivars_by_shape(c, p, klass, ents);
 	if (l->st_entries + 8 > sizeof(head) || l->st_entry_size != 24 || word(c, klass + l->class_ext, &ext) ||
 	    word(c, ext + l->ext_iv_tbl, &tbl) || rd(c, tbl, head, l->st_entries + 8))
 		return 0;
@@ -255,16 +259,52 @@ static uint64_t ivars(const struct ctx *c, uint64_t klass, uint8_t *ents)
 	return bound - start;
 }
 
+/* 3.2: the class's shape (the top bits of its flags) and its ancestors in the VM's shape list,
+ * each an instance variable's transition (edge_name, its ID; next_iv_index - 1, its index in
+ * the extension's iv_ptr) or another kind (capacity, frozen), up to the root (id 0); filled in
+ * the entries' format above (a hash that is not deleted, the ID, the value). At most
+ * RB_IVARS_MAX variables and 2 * RB_IVARS_MAX shapes are followed, so a cycle ends. */
+static uint64_t ivars_by_shape(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass, uint8_t *ents)
+{
+	const struct rb_layout *l = c->l;
+	uint8_t shape[64];
+	uint64_t flags, vm, list, ivptr, n = 0, id;
+	uint32_t index;
+
+	if (l->shape_size > sizeof(shape) || l->shape_edge_name + 8 > l->shape_size ||
+	    l->shape_next_iv_index + 4 > l->shape_size || l->shape_type + 1 > l->shape_size ||
+	    l->shape_parent_id + 4 > l->shape_size || !p->vm_ptr || word(c, klass, &flags) ||
+	    word(c, p->vm_ptr, &vm) || word(c, vm + l->vm_shape_list, &list) ||
+	    word(c, klass + l->class_ext + l->ext_iv_ptr, &ivptr))
+		return 0;
+	id = l->shape_id_shift < 64 ? (flags >> l->shape_id_shift) & 0xffffffffu : 0;
+	for (unsigned steps = 0; id && steps < 2 * RB_IVARS_MAX && n < RB_IVARS_MAX; steps++) {
+		if (id > UINT32_MAX / 64 || rd(c, list + id * l->shape_size, shape, l->shape_size))
+			return 0;
+		if (shape[l->shape_type] == l->shape_ivar) {
+			index = u32_at(shape + l->shape_next_iv_index);
+			if (!index || word(c, ivptr + 8 * (uint64_t)(index - 1), &flags))
+				return 0;
+			memset(ents + 24 * n, 0, 8);
+			memcpy(ents + 24 * n + 8, shape + l->shape_edge_name, 8);
+			memcpy(ents + 24 * n + 16, &flags, 8);
+			n++;
+		}
+		id = u32_at(shape + l->shape_parent_id);
+	}
+	return id ? 0 : n;
+}
+
 #define IVAR_HASH(e, i) u64_at((e) + 24 * (i))
 #define IVAR_KEY(e, i) u64_at((e) + 24 * (i) + 8)
 #define IVAR_VALUE(e, i) u64_at((e) + 24 * (i) + 16)
 #define IVAR_DELETED UINT64_MAX
 
 /* The value of the class klass's instance variable id (0: none). */
-static uint64_t ivar_get(const struct ctx *c, uint64_t klass, uint64_t id)
+static uint64_t ivar_get(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass, uint64_t id)
 {
 	uint8_t ents[RB_IVARS_MAX * 24];
-	uint64_t n = ivars(c, klass, ents);
+	uint64_t n = ivars(c, p, klass, ents);
 
 	for (uint64_t i = 0; i < n; i++)
 		if (IVAR_HASH(ents, i) != IVAR_DELETED && IVAR_KEY(ents, i) == id)
@@ -280,7 +320,7 @@ static uint64_t class_path(const struct ctx *c, const struct rb_names_proc *p, u
 
 	if (c->l->class_names == RB_NAMES_FIELDS)
 		return word(c, klass + c->l->class_ext + c->l->ext_classpath, &v) ? 0 : v;
-	return ivar_get(c, klass, p->id_classpath);
+	return ivar_get(c, p, klass, p->id_classpath);
 }
 
 static uint64_t class_attached(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass)
@@ -289,15 +329,15 @@ static uint64_t class_attached(const struct ctx *c, const struct rb_names_proc *
 
 	if (c->l->class_names == RB_NAMES_FIELDS)
 		return word(c, klass + c->l->class_ext + c->l->ext_attached, &v) ? 0 : v;
-	return ivar_get(c, klass, p->id_attached);
+	return ivar_get(c, p, klass, p->id_attached);
 }
 
 /* Whether classes can be named in this process (p->ids 1, else -1). With instance variables:
  * the IDs of __classpath__ and __attached__, the keys under which Object holds the string
  * "Object" and Object's singleton class holds Object, each checked by its own name in the
  * symbol table, so a wrong guess names nothing. With the extension's fields: Object's classpath
- * must read "Object" and its singleton class's object be Object, for the same reason. Where
- * the version keeps them by object shape (3.2), classes are not named. */
+ * must read "Object" and its singleton class's object be Object, for the same reason. (3.2's
+ * instance variables by shape are found as the table's are.) */
 static void find_ids(const struct ctx *c, struct rb_names_proc *p)
 {
 	uint8_t ents[RB_IVARS_MAX * 24];
@@ -312,7 +352,7 @@ static void find_ids(const struct ctx *c, struct rb_names_proc *p)
 			p->ids = 1;
 		return;
 	}
-	n = ivars(c, object, ents);
+	n = ivars(c, p, object, ents);
 	for (uint64_t i = 0; i < n && !p->id_classpath; i++)
 		if (IVAR_HASH(ents, i) != IVAR_DELETED && string_is(c, IVAR_VALUE(ents, i), "Object") &&
 		    string_is(c, id_string(c, p, IVAR_KEY(ents, i)), "__classpath__"))
@@ -320,7 +360,7 @@ static void find_ids(const struct ctx *c, struct rb_names_proc *p)
 	if (!p->id_classpath || word(c, object + 8, &meta) || !(flags = typed(c, meta, T_CLASS)) ||
 	    !(flags & c->l->fl_singleton))
 		return;
-	n = ivars(c, meta, ents);
+	n = ivars(c, p, meta, ents);
 	for (uint64_t i = 0; i < n && !p->id_attached; i++)
 		if (IVAR_HASH(ents, i) != IVAR_DELETED && IVAR_VALUE(ents, i) == object &&
 		    string_is(c, id_string(c, p, IVAR_KEY(ents, i)), "__attached__"))
