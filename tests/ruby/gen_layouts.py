@@ -15,10 +15,11 @@ tests/ruby/vm_layout_probe.c is compiled against one version's internal headers 
 installed ruby3.1-dev public headers and config.h standing in for that version's own configure
 output (x86-64, default options), and prints the internal offsets; tests/ruby/layout_probe.c,
 compiled against the installed public headers, prints the public-header fields. The public fields
-are only taken so for versions whose public structures are those of the installed headers (2.7,
-3.0 and 3.1: no USE_RVARGC); 3.2 - 3.4's RString and RArray are PUBLIC_VWA below, transcribed
-from their headers, which nothing here installs.
-Ruby 2.x's internal headers are compiled with tests/ruby/compat_2x.h first.
+are only taken so for versions whose public structures are those of the installed headers (2.6,
+2.7, 3.0 and 3.1: no USE_RVARGC); 3.2 - 3.4's RString, RArray and RUBY_FL_SINGLETON are
+PUBLIC_VWA and PUBLIC_SINGLETON below, transcribed from their headers, which nothing here
+installs. Ruby 2.x's internal headers are compiled with tests/ruby/compat_2x.h first; 2.6's
+symbol table structure, private to its symbol.c, is declared by the probe (SYMBOLS_IN_SYMBOL_C).
 
     tests/ruby/gen_layouts.py ROOT [ROOT...] > agent/runtime/ruby/layout.c
     tests/ruby/gen_layouts.py --check ROOT [ROOT...]   (compare with build/harness/rb_layout)
