@@ -2,7 +2,7 @@
  * byte of its iseqs, method entries, classes, strings, arrays, symbol table and line tables):
  * the input is a memory image at a fixed address, its first bytes choose the frame words (every
  * kind), where the Object class and the symbol table lie and which version's layout is read
- * (2.7, 3.0 or 3.1: their line entries differ); and the line lookup on the image's
+ * (2.6 - 3.4: their line entries, strings and class names differ); and the line lookup on the image's
  * bytes as a line table. Names and files must come out as valid UTF-8, the frames counted right,
  * and the cache must stay consistent. */
 #include <stdint.h>
@@ -19,8 +19,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mem_image im = { BASE, data, size };
-	static const unsigned versions[][2] = { { 3, 1 }, { 3, 0 }, { 2, 7 } };
-	const unsigned *v = versions[size ? data[size - 1] % 3 : 0];
+	static const unsigned versions[][2] = { { 3, 1 }, { 3, 0 }, { 2, 7 }, { 3, 2 }, { 3, 3 }, { 3, 4 }, { 2, 6 } };
+	const unsigned *v = versions[size ? data[size - 1] % 7 : 0];
 	const struct rb_layout *l = rb_layout_table(v[0], v[1]);
 	struct rb_namer *n;
 	struct np_err err;
@@ -51,7 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	rb_namer_set_reader(n, mem_image_read, &im);
 	for (int round = 0; round < 2; round++) {
-		struct rb_names_proc p = { .l = l, .object_class = BASE + roots[0], .global_symbols = BASE + roots[1] };
+		/* ruby_current_vm_ptr (3.2's shapes are read through it) beside rb_cObject */
+		struct rb_names_proc p = { .l = l, .object_class = BASE + roots[0], .global_symbols = BASE + roots[1],
+					   .vm_ptr = BASE + roots[0] + 8 };
 		if (rb_namer_frames(n, 1, 1, &p, words, count, f, finish, &n_out, &err))
 			abort();
 		if (n_out != frames)

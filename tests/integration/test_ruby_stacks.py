@@ -5,7 +5,7 @@ Worker#crunch -> Worker#recurse x6 -> Worker#leaf) under Debian's ruby3.1, start
 recording: the chain in Ruby's own backtrace order (the workload prints its `caller_locations`),
 with the files and lines of the pprof output; two threads with different chains, and two ractors; a process
 inside a container's root; YJIT on; a version without a layout refused with a warning (a copy of
-libruby whose ruby_version says 3.4.1); --no-ruby; and `nodeprof run` pushing Ruby frames to the test
+libruby whose ruby_version says 2.5.1); --no-ruby; and `nodeprof run` pushing Ruby frames to the test
 Pyroscope, with the runtime's /metrics."""
 import os
 import re
@@ -48,7 +48,7 @@ def line_of(tag):
 
 
 def unsupported_libruby(directory):
-    """A copy of Debian's libruby whose ruby_version says 3.4.1 (a version nodeprof has no
+    """A copy of Debian's libruby whose ruby_version says 2.5.1 (a version nodeprof has no
     layout for), under the same soname in directory, for LD_LIBRARY_PATH: Ruby runs as before
     without RubyGems (whose rbconfig.rb compares the version)."""
     lib = subprocess.run(["sh", "-c", f"ldd {RUBY} | awk '/libruby/ {{print $3}}'"], check=True,
@@ -64,7 +64,7 @@ def unsupported_libruby(directory):
     data = bytearray(open(lib, "rb").read())
     if data[offset:offset + 5] != b"3.1.2":
         raise AssertionError(f"{lib}: ruby_version is {bytes(data[offset:offset + 8])!r}")
-    data[offset:offset + 5] = b"3.4.1"
+    data[offset:offset + 5] = b"2.5.1"
     with open(os.path.join(directory, os.path.basename(lib)), "wb") as f:
         f.write(data)
 
@@ -251,7 +251,7 @@ class RubyStacks(unittest.TestCase):
         # A Ruby the table has no layout for: one warning naming it, and its stacks stay native.
         s = self.stacks("unsupported")
         _, log = self.result("unsupported")
-        self.assertIn("Ruby 3.4.1 is not supported", log)
+        self.assertIn("Ruby 2.5.1 is not supported", log)
         self.assertEqual(st.total(s, lambda f: bool(ruby_frames(f))), 0, st.top(s))
         self.assertGreaterEqual(st.share(s, st.has("rb_vm_exec"))[2], 80, st.top(s))
 

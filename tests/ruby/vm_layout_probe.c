@@ -20,6 +20,18 @@
 #define RACTORS 0
 #endif
 
+#ifdef RB_SYMBOLS_IN_SYMBOL_C
+/* 2.6 keeps its symbol table's structure private to symbol.c (static struct symbols
+ * global_symbols; 2.7 moved it to symbol.h as rb_symbols_t with the same fields): as symbol.c
+ * declares it at v2_6_0, the only structure here not taken from a header. */
+typedef struct {
+	rb_id_serial_t last_id;
+	st_table *str_sym;
+	VALUE ids;
+	VALUE dsymbol_fstr_hash;
+} rb_symbols_t;
+#endif
+
 /* The constants bpf/ruby.h and namer.c take as the same in every version they walk. */
 _Static_assert(VM_FRAME_MAGIC_MASK == 0x7fff0001 && VM_FRAME_MAGIC_CFUNC == 0x55550001 &&
 		       VM_FRAME_MAGIC_DUMMY == 0x79990001,
@@ -30,6 +42,9 @@ _Static_assert(VM_ENV_DATA_INDEX_ME_CREF == -2 && VM_ENV_DATA_INDEX_SPECVAL == -
 	       "environment data");
 _Static_assert(imemo_svar == 2 && imemo_ment == 6 && imemo_iseq == 7, "imemo types");
 _Static_assert(ID_SCOPE_SHIFT == 4, "an ID's serial");
+
+/* struct rb_layout's class_names (agent/runtime/ruby/detect.h's enum rb_class_names). */
+enum { RB_NAMES_NONE, RB_NAMES_IVARS, RB_NAMES_FIELDS, RB_NAMES_SHAPES };
 
 #define F(name, value) printf(", \"%s\": %zu", name, (size_t)(value))
 
@@ -73,8 +88,53 @@ int main(void)
 	F("me_def", offsetof(rb_method_entry_t, def));
 	F("me_owner", offsetof(rb_method_entry_t, owner));
 	F("def_original_id", offsetof(rb_method_definition_t, original_id));
+#if defined(RCLASS_ATTACHED_OBJECT)
+	/* 3.3 and later: the extension follows struct RClass and holds the name and a singleton
+	 * class's object itself. */
+	F("class_names", RB_NAMES_FIELDS);
+	F("class_ext", sizeof(struct RClass));
+	F("ext_iv_tbl", 0);
+	F("ext_classpath", offsetof(rb_classext_t, classpath));
+	F("ext_attached", offsetof(rb_classext_t, as.singleton_class.attached_object));
+#elif defined(RCLASS_IVPTR)
+	/* 3.2: the instance variables are kept by object shape. */
+	_Static_assert(SHAPE_IN_BASIC_FLAGS, "the shape id in the flags");
+	F("class_names", RB_NAMES_SHAPES);
+#if RCLASS_EXT_EMBEDDED
+	F("class_ext", sizeof(struct RClass));
+#else
+	F("class_ext", offsetof(struct RClass, ptr));
+#endif
+	F("ext_iv_tbl", 0);
+	F("ext_classpath", 0);
+	F("ext_attached", 0);
+	F("ext_iv_ptr", offsetof(rb_classext_t, iv_ptr));
+	F("vm_shape_list", offsetof(rb_vm_t, shape_list));
+	F("shape_size", sizeof(rb_shape_t));
+	F("shape_edge_name", offsetof(rb_shape_t, edge_name));
+	F("shape_next_iv_index", offsetof(rb_shape_t, next_iv_index));
+	F("shape_type", offsetof(rb_shape_t, type));
+	F("shape_parent_id", offsetof(rb_shape_t, parent_id));
+	F("shape_id_shift", SHAPE_FLAG_SHIFT);
+	F("shape_ivar", SHAPE_IVAR);
+#else
+	F("class_names", RB_NAMES_IVARS);
 	F("class_ext", offsetof(struct RClass, ptr));
 	F("ext_iv_tbl", offsetof(rb_classext_t, iv_tbl));
+	F("ext_classpath", 0);
+	F("ext_attached", 0);
+#endif
+#if !defined(RCLASS_IVPTR) || defined(RCLASS_ATTACHED_OBJECT)
+	F("ext_iv_ptr", 0);
+	F("vm_shape_list", 0);
+	F("shape_size", 0);
+	F("shape_edge_name", 0);
+	F("shape_next_iv_index", 0);
+	F("shape_type", 0);
+	F("shape_parent_id", 0);
+	F("shape_id_shift", 0);
+	F("shape_ivar", 0);
+#endif
 	F("symbols_ids", offsetof(rb_symbols_t, ids));
 	F("last_op_id", tLAST_OP_ID);
 	printf("}\n");

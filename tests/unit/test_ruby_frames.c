@@ -2,8 +2,8 @@
  * where the VM's native frames stood (agent/runtime/ruby/merge.c), telling a library's version
  * from its file name and finding the VM's symbol table in rb_id2str's code (detect.c), and
  * reading lines from an iseq's succinct line index (namer.c), checked against the plain search
- * Ruby's older table needs, and naming frames from a crafted memory image laid out as Ruby 3.1's
- * objects (namer.c), stale and hostile words included. */
+ * Ruby's older table needs, and naming frames from a crafted memory image laid out as Ruby 3.1's,
+ * 3.2's and 3.3's (and 3.4's) objects (namer.c), stale and hostile words included. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,7 +92,10 @@ static void version_from_name(void **state)
 	assert_int_equal(rb_version_from_name("libruby-static.a", &ma, &mi), -1);
 	assert_int_equal(rb_version_from_name("libruby.so", &ma, &mi), -1);
 	assert_non_null(rb_layout_table(3, 1));
-	assert_null(rb_layout_table(3, 4));
+	assert_non_null(rb_layout_table(3, 4));
+	assert_non_null(rb_layout_table(2, 6));
+	assert_null(rb_layout_table(2, 5));
+	assert_null(rb_layout_table(3, 5));
 }
 
 /* Each row of the table (agent/runtime/ruby/layout.c) is the version it says, holds together
@@ -133,19 +136,44 @@ static void layouts_are_walkable(void **state)
 			assert_int_equal(l->st_entry_size, 24);
 			assert_true(l->str_noembed && !(l->str_noembed & (l->str_noembed - 1)));
 			assert_true(l->ary_embed && !(l->ary_embed & (l->ary_embed - 1)));
-			assert_true(l->str_embed_len_mask && l->ary_embed_len_mask);
+			assert_true(l->ary_embed_len_mask);
+			/* 3.2 on: an embedded string's length where a heap string's is (RString.len) */
+			if (l->major * 100 + l->minor >= 302)
+				assert_true(l->str_len && l->str_len == l->str_heap_len && !l->str_embed_len_mask);
+			else
+				assert_true(!l->str_len && l->str_embed_len_mask);
+			/* class names: instance variables to 3.1, by shape in 3.2, fields from 3.3 */
+			assert_int_equal(l->class_names, l->major * 100 + l->minor < 302    ? RB_NAMES_IVARS
+							 : l->major * 100 + l->minor == 302 ? RB_NAMES_SHAPES
+											    : RB_NAMES_FIELDS);
+			if (l->class_names == RB_NAMES_SHAPES)
+				assert_true(l->vm_shape_list && l->shape_size && l->shape_id_shift == 32 && l->shape_ivar);
+			/* a singleton class's flag: FL_USER0, FL_USER1 from 3.4 */
+			assert_int_equal(l->fl_singleton, l->major * 100 + l->minor >= 304 ? 1 << 13 : 1 << 12);
+			if (l->class_names == RB_NAMES_FIELDS)
+				assert_true(l->ext_classpath && l->ext_attached && l->ext_classpath % 8 == 0 &&
+					    l->ext_attached % 8 == 0 && l->class_ext >= 32);
 			assert_true(l->last_op_id > 0x80 && l->last_op_id < 0x100);
 		}
 	}
+	assert_non_null(rb_layout_table(2, 6));
 	assert_non_null(rb_layout_table(2, 7));
 	assert_non_null(rb_layout_table(3, 0));
 	assert_non_null(rb_layout_table(3, 1));
-	assert_int_equal(rows, 3);
-	/* 2.7's and 3.0's frames have no jit_return (56 bytes), their line entries no node_id. */
+	for (unsigned minor = 2; minor <= 4; minor++)
+		assert_non_null(rb_layout_table(3, minor));
+	assert_int_equal(rows, 7);
+	/* 2.6's, 2.7's and 3.0's frames have no jit_return (56 bytes), their line entries no node_id. */
+	assert_int_equal(rb_layout_table(2, 6)->cfp_size, 56);
+	assert_int_equal(rb_layout_table(2, 6)->insn_info_entry_size, 8);
 	assert_int_equal(rb_layout_table(2, 7)->cfp_size, 56);
 	assert_int_equal(rb_layout_table(3, 0)->cfp_size, 56);
 	assert_int_equal(rb_layout_table(3, 0)->insn_info_entry_size, 8);
 	assert_int_equal(rb_layout_table(3, 1)->cfp_size, 64);
+	/* 3.2 keeps 3.1's frame; 3.3 dropped __bp__ (56 bytes, jit_return last), 3.4 too. */
+	assert_int_equal(rb_layout_table(3, 2)->cfp_size, 64);
+	assert_int_equal(rb_layout_table(3, 3)->cfp_size, 56);
+	assert_int_equal(rb_layout_table(3, 4)->cfp_size, 56);
 }
 
 /* A layout the walker cannot take is refused: a frame smaller than its read, a field beyond the
@@ -273,7 +301,12 @@ static void lines_from_the_succinct_index(void **state)
 	assert_int_equal(rb_line_at(l, entries, 0, succ, len, NULL, 3), 0);
 }
 
-/* A process image: objects at BASE + offset, laid out as Ruby 3.1 keeps them. */
+#define ID_CLASSPATH 0xf01ULL /* serial 0xf0 */
+#define ID_ATTACHED 0xf11ULL  /* serial 0xf1 */
+#define ID_TIMES 0xf21ULL     /* serial 0xf2 */
+
+/* A process image: objects at BASE + offset, laid out as the layout under test (image_layout)
+ * keeps them: Ruby 3.1's, 3.2's or 3.3's. */
 #define BASE 0x200000ULL
 static uint8_t image[0x2000];
 
@@ -287,22 +320,71 @@ static int image_read(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t l
 	return 0;
 }
 
+static const struct rb_layout *image_layout;
+static uint32_t image_shapes; /* 3.2: shape ids handed out */
+/* 3.2: the VM (ruby_current_vm_ptr at 0x48 points to it) and its shape list. */
+#define VM_AT 0x1900u
+#define SHAPES_AT 0x1b00u
+
 static void put(uint32_t off, uint64_t v)
 {
 	memcpy(image + off, &v, sizeof(v));
 }
 
-/* An embedded String (3.1: its length in flags bits 14-18, its bytes at 16). */
+/* An embedded String: 3.1 keeps its length in flags bits 14-18 and its bytes at 16; 3.2 - 3.4 its
+ * length at 16 and its bytes at 24. */
 static void string(uint32_t off, const char *s)
 {
+	if (image_layout->str_len) {
+		put(off, 0x05);
+		put(off + 16, strlen(s));
+		memcpy(image + off + 24, s, strlen(s));
+		return;
+	}
 	put(off, 0x05 | (uint64_t)strlen(s) << 14);
 	memcpy(image + off + 16, s, strlen(s));
 }
 
-/* A class with an instance variable table of n entries (key, value). */
+/* A shape of type type (3.2's rb_shape_t): its id. */
+static uint32_t shape(uint32_t parent, unsigned type, uint64_t edge_name, uint32_t next_iv_index)
+{
+	const struct rb_layout *l = image_layout;
+	uint32_t id = ++image_shapes, at = SHAPES_AT + id * l->shape_size;
+
+	put(at + l->shape_edge_name, edge_name);
+	memcpy(image + at + l->shape_next_iv_index, &next_iv_index, 4);
+	image[at + l->shape_type] = (uint8_t)type;
+	memcpy(image + at + l->shape_parent_id, &parent, 4);
+	return id;
+}
+
+/* A class with instance variables (key, value), n of them: 3.1 keeps them in a table (its
+ * extension at ext, the table at tbl, its entries at ents); 3.3 keeps the name and a singleton
+ * class's object in fields of the extension, which follows the class; 3.2 keeps their values in
+ * an array (at ext) indexed by the class's shape chain (a capacity shape first, then one shape
+ * per variable). */
 static void klass(uint32_t off, uint64_t flags, uint32_t ext, uint32_t tbl, uint32_t ents, const uint64_t *kv, size_t n)
 {
+	const struct rb_layout *l = image_layout;
+
 	put(off, flags);
+	if (l->class_names == RB_NAMES_SHAPES) {
+		uint32_t id = shape(0, l->shape_ivar + 3, 0, 0); /* SHAPE_INITIAL_CAPACITY: no variable */
+		for (size_t i = 0; i < n; i++) {
+			id = shape(id, l->shape_ivar, kv[2 * i], (uint32_t)i + 1);
+			put(ext + 8 * (uint32_t)i, kv[2 * i + 1]);
+		}
+		put(off, flags | (uint64_t)id << l->shape_id_shift);
+		put(off + l->class_ext + l->ext_iv_ptr, BASE + ext);
+		return;
+	}
+	if (l->class_names != RB_NAMES_IVARS) {
+		for (size_t i = 0; i < n && l->class_names == RB_NAMES_FIELDS; i++)
+			if (kv[2 * i] == ID_CLASSPATH || kv[2 * i] == ID_ATTACHED)
+				put(off + l->class_ext + (kv[2 * i] == ID_CLASSPATH ? l->ext_classpath : l->ext_attached),
+				    kv[2 * i + 1]);
+		return;
+	}
 	put(off + 24, BASE + ext);
 	put(ext + 8, BASE + tbl);
 	put(tbl + 32, 0);
@@ -315,28 +397,29 @@ static void klass(uint32_t off, uint64_t flags, uint32_t ext, uint32_t tbl, uint
 	}
 }
 
-#define ID_CLASSPATH 0xf01ULL /* serial 0xf0 */
-#define ID_ATTACHED 0xf11ULL  /* serial 0xf1 */
-#define ID_TIMES 0xf21ULL     /* serial 0xf2 */
 
-static void build_image(void)
+static void build_image(const struct rb_layout *l)
 {
 	const uint64_t object_iv[] = { ID_CLASSPATH, BASE + 0x780 }, meta_iv[] = { ID_ATTACHED, BASE + 0x600 };
 	const uint64_t worker_iv[] = { 0x12345, 0x1, ID_CLASSPATH, BASE + 0x9c0 };
 
+	image_layout = l;
+	image_shapes = 0;
 	memset(image, 0, sizeof(image));
+	put(0x48, BASE + VM_AT); /* ruby_current_vm_ptr */
+	put(VM_AT + l->vm_shape_list, BASE + SHAPES_AT);
 	put(0x40, BASE + 0x600); /* rb_cObject */
 	/* An iseq (imemo_iseq) whose body's location says "block in leaf" in /w.rb, first line 7, one
 	 * line entry (line 9). */
 	put(0x100, 0x1a | 7 << 12);
-	put(0x110, BASE + 0x400);
-	put(0x404, 10);
-	put(0x440, BASE + 0x500);
-	put(0x448, BASE + 0x520);
-	put(0x450, BASE + 0x540);
-	put(0x458, 2 * 7 + 1);
-	put(0x400 + 120, BASE + 0x580);
-	put(0x400 + 136, 1);
+	put(0x100 + l->iseq_body, BASE + 0x400);
+	put(0x400 + l->body_iseq_size, 10);
+	put(0x400 + l->body_location + l->loc_pathobj, BASE + 0x500);
+	put(0x400 + l->body_location + l->loc_base_label, BASE + 0x520);
+	put(0x400 + l->body_location + l->loc_label, BASE + 0x540);
+	put(0x400 + l->body_location + l->loc_first_lineno, 2 * 7 + 1);
+	put(0x400 + l->body_insns_info, BASE + 0x580);
+	put(0x400 + l->body_insns_info_size, 1);
 	put(0x580, 9);
 	string(0x500, "/w.rb");
 	string(0x520, "leaf");
@@ -353,12 +436,12 @@ static void build_image(void)
 	klass(0x600, 0x02, 0x680, 0x6c0, 0x740, object_iv, 1);
 	put(0x608, BASE + 0x7c0);
 	string(0x780, "Object");
-	klass(0x7c0, 0x02 | 1 << 12, 0x800, 0x840, 0x880, meta_iv, 1);
+	klass(0x7c0, 0x02 | l->fl_singleton, 0x800, 0x840, 0x880, meta_iv, 1);
 	klass(0x900, 0x02, 0x940, 0x960, 0xa80, worker_iv, 2);
 	string(0x9c0, "Worker");
 	{
 		const uint64_t wmeta_iv[] = { ID_ATTACHED, BASE + 0x900 };
-		klass(0xa00, 0x02 | 1 << 12, 0xb00, 0xb40, 0xb80, wmeta_iv, 1);
+		klass(0xa00, 0x02 | l->fl_singleton, 0xb00, 0xb40, 0xb80, wmeta_iv, 1);
 	}
 	/* The symbol table: last_id, then ids, an Array of one chunk (embedded: length 1 in bits
 	 * 15-16), the chunk an Array on the heap of (String, Symbol) pairs. */
@@ -379,9 +462,9 @@ static void build_image(void)
 	put(0x300, 0x1a | 6 << 12);
 }
 
-static void names_from_memory(void **state)
+/* Ruby 2.6 - 3.1: class names are instance variables, found through the symbol table. */
+static void names_from_ivars(const struct rb_layout *l)
 {
-	const struct rb_layout *l = rb_layout_table(3, 1);
 	struct rb_names_proc p = { .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
 	uint64_t iseq = 1ULL << 62 | (uint64_t)3 << 47 | (1ULL << 61), me = 2ULL << 62, cfunc = 3ULL << 62;
 	uint64_t words[] = { iseq | (BASE + 0x100), me | (BASE + 0x200), cfunc | (BASE + 0x280),
@@ -392,8 +475,7 @@ static void names_from_memory(void **state)
 	struct np_err err;
 	size_t count;
 
-	(void)state;
-	build_image();
+	build_image(l);
 	assert_int_equal(rb_namer_new(0, &n, &err), 0);
 	rb_namer_set_reader(n, image_read, NULL);
 	for (int round = 0; round < 2; round++) { /* read, then from the cache */
@@ -424,8 +506,115 @@ static void names_from_memory(void **state)
 	rb_namer_free(n);
 
 	/* A symbol table that names the classpath ID otherwise: no class is named, nothing wrong. */
+	build_image(l);
 	string(0xd00, "__other__");
 	p = (struct rb_names_proc){ .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
+	assert_int_equal(rb_namer_new(0, &n, &err), 0);
+	rb_namer_set_reader(n, image_read, NULL);
+	assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 3, f, finish, &count, &err), 0);
+	assert_int_equal(count, 2);
+	assert_string_equal(f[0].name, "block in leaf");
+	assert_string_equal(f[1].name, "times");
+	assert_int_equal(p.ids, -1);
+	rb_namer_free(n);
+}
+
+static void names_from_memory(void **state)
+{
+	static const unsigned versions[][2] = { { 3, 1 }, { 3, 0 }, { 2, 7 }, { 2, 6 } };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+		names_from_ivars(rb_layout_table(versions[i][0], versions[i][1]));
+}
+
+/* Ruby 3.3 and 3.4: a class's name and a singleton class's object are fields of the class
+ * extension, which follows the class; strings keep their length in RString.len. */
+static void names_from_class_fields(void **state)
+{
+	uint64_t iseq = 1ULL << 62 | (uint64_t)3 << 47 | (1ULL << 61), me = 2ULL << 62, cfunc = 3ULL << 62;
+	uint64_t words[] = { iseq | (BASE + 0x100), me | (BASE + 0x200), cfunc | (BASE + 0x280) };
+	struct sym_frame f[3];
+	uint8_t finish[3];
+	struct rb_namer *n;
+	struct np_err err;
+	size_t count;
+
+	(void)state;
+	for (unsigned minor = 3; minor <= 4; minor++) {
+		const struct rb_layout *l = rb_layout_table(3, minor);
+		struct rb_names_proc p = { .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
+
+		build_image(l);
+		assert_int_equal(rb_namer_new(0, &n, &err), 0);
+		rb_namer_set_reader(n, image_read, NULL);
+		assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 3, f, finish, &count, &err), 0);
+		assert_int_equal(count, 2);
+		assert_string_equal(f[0].name, "block in Worker#leaf");
+		assert_string_equal(f[0].file, "/w.rb");
+		assert_int_equal(f[0].start_line, 7);
+		assert_int_equal(f[0].line, 9);
+		assert_string_equal(f[1].name, "Worker.times");
+		assert_int_equal(p.ids, 1);
+		rb_namer_free(n);
+
+		/* Object's classpath does not read "Object" (a wrong layout): no class is named. */
+		string(0x780, "Objekt");
+		p = (struct rb_names_proc){ .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
+		assert_int_equal(rb_namer_new(0, &n, &err), 0);
+		rb_namer_set_reader(n, image_read, NULL);
+		assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 3, f, finish, &count, &err), 0);
+		assert_int_equal(count, 2);
+		assert_string_equal(f[0].name, "block in leaf");
+		assert_string_equal(f[1].name, "times");
+		assert_int_equal(p.ids, -1);
+		rb_namer_free(n);
+	}
+}
+
+/* Ruby 3.2 keeps a class's instance variables by object shape: named through the shape chain
+ * of each class, as from a table. */
+static void names_from_shapes(void **state)
+{
+	const struct rb_layout *l = rb_layout_table(3, 2);
+	struct rb_names_proc p = { .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00,
+				   .vm_ptr = BASE + 0x48 };
+	uint64_t iseq = 1ULL << 62 | (uint64_t)3 << 47 | (1ULL << 61), me = 2ULL << 62, cfunc = 3ULL << 62;
+	uint64_t words[] = { iseq | (BASE + 0x100), me | (BASE + 0x200), cfunc | (BASE + 0x280) };
+	struct sym_frame f[3];
+	uint8_t finish[3];
+	struct rb_namer *n;
+	struct np_err err;
+	size_t count;
+
+	(void)state;
+	assert_int_equal(l->class_names, RB_NAMES_SHAPES);
+	build_image(l);
+	assert_int_equal(rb_namer_new(0, &n, &err), 0);
+	rb_namer_set_reader(n, image_read, NULL);
+	assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 3, f, finish, &count, &err), 0);
+	assert_int_equal(count, 2);
+	assert_string_equal(f[0].name, "block in Worker#leaf");
+	assert_string_equal(f[0].file, "/w.rb");
+	assert_int_equal(f[0].line, 9);
+	assert_string_equal(f[1].name, "Worker.times");
+	assert_int_equal(p.ids, 1);
+	assert_int_equal(p.id_classpath, ID_CLASSPATH);
+	assert_int_equal(p.id_attached, ID_ATTACHED);
+	rb_namer_free(n);
+
+	/* A shape chain that loops (Object's last shape its own parent): Object's variables cannot
+	 * be read, no class is named, the methods are. */
+	{
+		uint64_t flags;
+		uint32_t id;
+
+		memcpy(&flags, image + 0x600, 8);
+		id = (uint32_t)(flags >> l->shape_id_shift);
+		memcpy(image + SHAPES_AT + id * l->shape_size + l->shape_parent_id, &id, 4);
+	}
+	p = (struct rb_names_proc){ .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00,
+				    .vm_ptr = BASE + 0x48 };
 	assert_int_equal(rb_namer_new(0, &n, &err), 0);
 	rb_namer_set_reader(n, image_read, NULL);
 	assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 3, f, finish, &count, &err), 0);
@@ -446,6 +635,8 @@ int main(void)
 		cmocka_unit_test(symbols_from_code),
 		cmocka_unit_test(lines_from_the_succinct_index),
 		cmocka_unit_test(names_from_memory),
+		cmocka_unit_test(names_from_class_fields),
+		cmocka_unit_test(names_from_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

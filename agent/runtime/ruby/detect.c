@@ -88,14 +88,9 @@ const char *rb_layout_refusal(unsigned major, unsigned minor)
 {
 	/* What each version changed that the walker or the namer does not read (docs/specs/ruby.md
 	 * §1), from its headers. */
-	if (major == 2 && (minor == 5 || minor == 6))
-		return "keeps its symbol table's structure in symbol.c (no header gives its offsets)";
-	if (major == 3 && minor == 2)
-		return "keeps a class's instance variables by object shape and an embedded string's "
-		       "length in RString (USE_RVARGC), which the namer does not read";
-	if (major == 3 && (minor == 3 || minor == 4))
-		return "keeps a class's name in rb_classext_t.classpath and a string's length in "
-		       "RString.len, which the namer does not read";
+	if (major == 2 && minor == 5)
+		return "keeps each line entry's instruction position in the entry (no succinct index), "
+		       "which the namer does not read";
 	return "is not a version this build has a layout for";
 }
 
@@ -199,7 +194,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 	}
 	out->version[strnlen(out->version, sizeof(out->version) - 1)] = '\0';
 	if (!(out->layout = rb_layout_table(major, minor))) {
-		snprintf(why, why_len, "Ruby %s is not supported (this build of nodeprof walks Ruby 2.7, 3.0 and 3.1): it %s",
+		snprintf(why, why_len, "Ruby %s is not supported (this build of nodeprof walks Ruby 2.6 to 3.4): it %s",
 			 out->version, rb_layout_refusal(major, minor));
 		goto out;
 	}

@@ -13,6 +13,22 @@
 #include "agent/symbols/symbolizer.h"
 #include "lib/error.h"
 
+/* How the namer finds a class's name (struct rb_layout's class_names). */
+enum rb_class_names {
+	/* None readable: a method is named without its class. */
+	RB_NAMES_NONE = 0,
+	/* 2.6 - 3.1: the __classpath__ and __attached__ instance variables, in the class
+	 * extension's iv_tbl (an st_table). */
+	RB_NAMES_IVARS = 1,
+	/* 3.3, 3.4: the class extension's own fields, classpath and
+	 * as.singleton_class.attached_object. */
+	RB_NAMES_FIELDS = 2,
+	/* 3.2: the same instance variables, kept by object shape: their values in the extension's
+	 * iv_ptr array, indexed by the shape (in the class's flags) whose transition from its
+	 * parent added each (the VM's shape_list). */
+	RB_NAMES_SHAPES = 3,
+};
+
 /* A Ruby version's structure offsets and constants (x86-64). */
 struct rb_layout {
 	unsigned major, minor;
@@ -32,13 +48,25 @@ struct rb_layout {
 	uint32_t insn_info_entry_size, insn_info_line_no;
 	/* rb_method_entry_t, rb_method_definition_t. */
 	uint32_t me_def, me_owner, def_original_id;
-	/* RClass and its rb_classext_t (the instance variables of a class: its name, __classpath__,
-	 * and a singleton class's object, __attached__), st_table. */
-	uint32_t class_ext, ext_iv_tbl;
+	/* Where a class's name and a singleton class's object are (class_names, below). class_ext:
+	 * RClass's pointer to its rb_classext_t (RB_NAMES_IVARS), or where the extension itself lies
+	 * in the class (RB_NAMES_FIELDS, and 3.2's). ext_iv_tbl: the instance variables' st_table
+	 * (__classpath__, __attached__) in the extension; ext_classpath, ext_attached: the fields
+	 * holding them. Unused ones are 0. */
+	uint32_t class_names;
+	/* RUBY_FL_SINGLETON, a singleton class's flag: FL_USER0 to 3.3, FL_USER1 from 3.4. */
+	uint64_t fl_singleton;
+	uint32_t class_ext, ext_iv_tbl, ext_classpath, ext_attached;
+	/* RB_NAMES_SHAPES: rb_classext_t.iv_ptr; rb_vm_t.shape_list; rb_shape_t's size and fields;
+	 * where the shape id lies in the flags (SHAPE_FLAG_SHIFT) and SHAPE_IVAR. */
+	uint32_t ext_iv_ptr, vm_shape_list, shape_size, shape_edge_name, shape_next_iv_index, shape_type,
+		shape_parent_id, shape_id_shift, shape_ivar;
 	uint32_t st_entries_start, st_entries_bound, st_entries, st_entry_size;
-	/* RString and RArray: embedded or on the heap (flag), lengths and contents. */
+	/* RString and RArray: embedded or on the heap (flag), lengths and contents. str_len: where
+	 * an embedded string's length is too (3.2 and later: as.embed.len, then RString.len, both at
+	 * the heap length's offset); 0: it is in the flags (str_embed_len_shift, _mask). */
 	uint64_t str_noembed;
-	uint32_t str_embed_len_shift, str_embed_len_mask, str_embed_ary, str_heap_len, str_heap_ptr;
+	uint32_t str_embed_len_shift, str_embed_len_mask, str_embed_ary, str_heap_len, str_heap_ptr, str_len;
 	uint64_t ary_embed;
 	uint32_t ary_embed_len_shift, ary_embed_len_mask, ary_embed_ary, ary_heap_len, ary_heap_ptr;
 	/* rb_symbols_t: the ID table (ids), and the last ID of the operator table (tLAST_OP_ID). */

@@ -18,14 +18,13 @@
 #define BODY_HEAD RB_BODY_HEAD
 
 /* Object types and flags (include/ruby/internal/value_type.h, fl_type.h, internal/imemo.h),
- * the same from 2.5 to 3.4. */
+ * the same from 2.5 to 3.4; FL_SINGLETON moved in 3.4 (struct rb_layout's fl_singleton). */
 #define T_MASK 0x1fu
 #define T_CLASS 0x02u
 #define T_MODULE 0x03u
 #define T_STRING 0x05u
 #define T_ARRAY 0x07u
 #define T_IMEMO 0x1au
-#define FL_SINGLETON (1ULL << 12)
 #define IMEMO_SHIFT 12
 #define IMEMO_MASK 0x0fu
 #define IMEMO_SVAR 2u
@@ -165,7 +164,10 @@ static uint64_t string_at(const struct ctx *c, uint64_t v, uint64_t *len)
 			return 0;
 		return ptr;
 	}
-	*len = (flags >> l->str_embed_len_shift) & l->str_embed_len_mask;
+	if (!l->str_len)
+		*len = (flags >> l->str_embed_len_shift) & l->str_embed_len_mask;
+	else if (word(c, v + l->str_len, len) || (int64_t)*len < 0)
+		return 0;
 	return v + l->str_embed_ary;
 }
 
@@ -236,12 +238,16 @@ static uint64_t id_string(const struct ctx *c, const struct rb_names_proc *p, ui
 /* The class klass's instance variables (an st_table of ID -> VALUE): their entries, 24 bytes
  * each (hash, key, value; a deleted one's hash is st.c's RESERVED_HASH_VAL), into ents (room for
  * RB_IVARS_MAX). Their number, 0 when they cannot be read. */
-static uint64_t ivars(const struct ctx *c, uint64_t klass, uint8_t *ents)
+static uint64_t ivars_by_shape(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass, uint8_t *ents);
+
+static uint64_t ivars(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass, uint8_t *ents)
 {
 	const struct rb_layout *l = c->l;
 	uint8_t head[64];
 	uint64_t ext, tbl, start, bound;
 
+	if (l->class_names == RB_NAMES_SHAPES)
+		return ivars_by_shape(c, p, klass, ents);
 	if (l->st_entries + 8 > sizeof(head) || l->st_entry_size != 24 || word(c, klass + l->class_ext, &ext) ||
 	    word(c, ext + l->ext_iv_tbl, &tbl) || rd(c, tbl, head, l->st_entries + 8))
 		return 0;
@@ -253,16 +259,52 @@ static uint64_t ivars(const struct ctx *c, uint64_t klass, uint8_t *ents)
 	return bound - start;
 }
 
+/* 3.2: the class's shape (the top bits of its flags) and its ancestors in the VM's shape list,
+ * each an instance variable's transition (edge_name, its ID; next_iv_index - 1, its index in
+ * the extension's iv_ptr) or another kind (capacity, frozen), up to the root (id 0); filled in
+ * the entries' format above (a hash that is not deleted, the ID, the value). At most
+ * RB_IVARS_MAX variables and 2 * RB_IVARS_MAX shapes are followed, so a cycle ends. */
+static uint64_t ivars_by_shape(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass, uint8_t *ents)
+{
+	const struct rb_layout *l = c->l;
+	uint8_t shape[64];
+	uint64_t flags, vm, list, ivptr, n = 0, id;
+	uint32_t index;
+
+	if (l->shape_size > sizeof(shape) || l->shape_edge_name + 8 > l->shape_size ||
+	    l->shape_next_iv_index + 4 > l->shape_size || l->shape_type + 1 > l->shape_size ||
+	    l->shape_parent_id + 4 > l->shape_size || !p->vm_ptr || word(c, klass, &flags) ||
+	    word(c, p->vm_ptr, &vm) || word(c, vm + l->vm_shape_list, &list) ||
+	    word(c, klass + l->class_ext + l->ext_iv_ptr, &ivptr))
+		return 0;
+	id = l->shape_id_shift < 64 ? (flags >> l->shape_id_shift) & 0xffffffffu : 0;
+	for (unsigned steps = 0; id && steps < 2 * RB_IVARS_MAX && n < RB_IVARS_MAX; steps++) {
+		if (id > UINT32_MAX / 64 || rd(c, list + id * l->shape_size, shape, l->shape_size))
+			return 0;
+		if (shape[l->shape_type] == l->shape_ivar) {
+			index = u32_at(shape + l->shape_next_iv_index);
+			if (!index || word(c, ivptr + 8 * (uint64_t)(index - 1), &flags))
+				return 0;
+			memset(ents + 24 * n, 0, 8);
+			memcpy(ents + 24 * n + 8, shape + l->shape_edge_name, 8);
+			memcpy(ents + 24 * n + 16, &flags, 8);
+			n++;
+		}
+		id = u32_at(shape + l->shape_parent_id);
+	}
+	return id ? 0 : n;
+}
+
 #define IVAR_HASH(e, i) u64_at((e) + 24 * (i))
 #define IVAR_KEY(e, i) u64_at((e) + 24 * (i) + 8)
 #define IVAR_VALUE(e, i) u64_at((e) + 24 * (i) + 16)
 #define IVAR_DELETED UINT64_MAX
 
 /* The value of the class klass's instance variable id (0: none). */
-static uint64_t ivar_get(const struct ctx *c, uint64_t klass, uint64_t id)
+static uint64_t ivar_get(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass, uint64_t id)
 {
 	uint8_t ents[RB_IVARS_MAX * 24];
-	uint64_t n = ivars(c, klass, ents);
+	uint64_t n = ivars(c, p, klass, ents);
 
 	for (uint64_t i = 0; i < n; i++)
 		if (IVAR_HASH(ents, i) != IVAR_DELETED && IVAR_KEY(ents, i) == id)
@@ -270,26 +312,55 @@ static uint64_t ivar_get(const struct ctx *c, uint64_t klass, uint64_t id)
 	return 0;
 }
 
-/* The IDs of __classpath__ and __attached__: the keys under which Object holds the string
+/* A class's name (a String) and a singleton class's object, where the version keeps them
+ * (struct rb_layout's class_names): 0 when not found. */
+static uint64_t class_path(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass)
+{
+	uint64_t v;
+
+	if (c->l->class_names == RB_NAMES_FIELDS)
+		return word(c, klass + c->l->class_ext + c->l->ext_classpath, &v) ? 0 : v;
+	return ivar_get(c, p, klass, p->id_classpath);
+}
+
+static uint64_t class_attached(const struct ctx *c, const struct rb_names_proc *p, uint64_t klass)
+{
+	uint64_t v;
+
+	if (c->l->class_names == RB_NAMES_FIELDS)
+		return word(c, klass + c->l->class_ext + c->l->ext_attached, &v) ? 0 : v;
+	return ivar_get(c, p, klass, p->id_attached);
+}
+
+/* Whether classes can be named in this process (p->ids 1, else -1). With instance variables:
+ * the IDs of __classpath__ and __attached__, the keys under which Object holds the string
  * "Object" and Object's singleton class holds Object, each checked by its own name in the
- * symbol table, so a wrong guess names nothing. */
+ * symbol table, so a wrong guess names nothing. With the extension's fields: Object's classpath
+ * must read "Object" and its singleton class's object be Object, for the same reason. (3.2's
+ * instance variables by shape are found as the table's are.) */
 static void find_ids(const struct ctx *c, struct rb_names_proc *p)
 {
 	uint8_t ents[RB_IVARS_MAX * 24];
 	uint64_t object, meta, flags, n;
 
 	p->ids = -1;
-	if (word(c, p->object_class, &object) || !typed(c, object, T_CLASS))
+	if (c->l->class_names == RB_NAMES_NONE || word(c, p->object_class, &object) || !typed(c, object, T_CLASS))
 		return;
-	n = ivars(c, object, ents);
+	if (c->l->class_names == RB_NAMES_FIELDS) {
+		if (string_is(c, class_path(c, p, object), "Object") && !word(c, object + 8, &meta) &&
+		    (flags = typed(c, meta, T_CLASS)) && (flags & c->l->fl_singleton) && class_attached(c, p, meta) == object)
+			p->ids = 1;
+		return;
+	}
+	n = ivars(c, p, object, ents);
 	for (uint64_t i = 0; i < n && !p->id_classpath; i++)
 		if (IVAR_HASH(ents, i) != IVAR_DELETED && string_is(c, IVAR_VALUE(ents, i), "Object") &&
 		    string_is(c, id_string(c, p, IVAR_KEY(ents, i)), "__classpath__"))
 			p->id_classpath = IVAR_KEY(ents, i);
 	if (!p->id_classpath || word(c, object + 8, &meta) || !(flags = typed(c, meta, T_CLASS)) ||
-	    !(flags & FL_SINGLETON))
+	    !(flags & c->l->fl_singleton))
 		return;
-	n = ivars(c, meta, ents);
+	n = ivars(c, p, meta, ents);
 	for (uint64_t i = 0; i < n && !p->id_attached; i++)
 		if (IVAR_HASH(ents, i) != IVAR_DELETED && IVAR_VALUE(ents, i) == object &&
 		    string_is(c, id_string(c, p, IVAR_KEY(ents, i)), "__attached__"))
@@ -308,14 +379,14 @@ static int put_owner(const struct ctx *c, const struct rb_names_proc *p, uint64_
 
 	if (!flags && !(flags = typed(c, klass, T_MODULE)))
 		return -1;
-	if (flags & FL_SINGLETON) {
-		attached = ivar_get(c, klass, p->id_attached);
+	if (flags & c->l->fl_singleton) {
+		attached = class_attached(c, p, klass);
 		if (!typed(c, attached, T_CLASS) && !typed(c, attached, T_MODULE))
 			return -1; /* a singleton method of a plain object: Ruby names just the method */
 		klass = attached;
 		sep = '.';
 	}
-	path = ivar_get(c, klass, p->id_classpath);
+	path = class_path(c, p, klass);
 	if (!path || put_string(c, path)) {
 		c->n->text.len = mark;
 		return -1;

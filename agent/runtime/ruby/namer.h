@@ -35,6 +35,7 @@
 struct rb_names_proc {
 	const struct rb_layout *l; /* static */
 	uint64_t object_class, global_symbols;
+	uint64_t vm_ptr; /* address of ruby_current_vm_ptr (3.0 and later; 3.2's shapes are read through it) */
 	uint64_t id_classpath, id_attached;
 	int ids;
 };

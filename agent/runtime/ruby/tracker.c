@@ -123,6 +123,7 @@ static int tracker_process(void *rt, uint32_t pid, uint32_t gen, struct np_err *
 	p->names.l = in.layout;
 	p->names.object_class = in.object_class;
 	p->names.global_symbols = in.global_symbols;
+	p->names.vm_ptr = in.vm_ptr;
 	if (!in.global_symbols && !t->warned_symbols) {
 		t->warned_symbols = 1;
 		np_log(NP_WARN, "ruby", "Ruby frames are named without their classes and C methods as [ruby]", "pid",
