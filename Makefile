@@ -93,7 +93,8 @@ DEB_BENCH_PACKAGES := \
 	python3.11 \
 	xz-utils \
 	openssl \
-	procps
+	procps \
+	time
 
 DEB_PACKAGES := $(sort $(DEB_RUN_PACKAGES) $(DEB_TEST_PACKAGES) $(DEB_BENCH_PACKAGES))
 
