@@ -536,13 +536,15 @@ static int64_t read_symbol(struct hs_namer *n, uint32_t pid, const struct hs_nam
 	cut = len < HS_NAME_MAX ? (size_t)len : HS_NAME_MAX;
 	if (rd(n, pid, addr + l->sym_body.off, body, cut))
 		return -1;
+	/* No Java name, signature or file holds a control character or invalid UTF-8: such bytes
+	 * are a Symbol freed and reused since the method was checked (an unloaded class's names go
+	 * back to the symbol table's arena while its Method still reads the same), and the frame
+	 * is left unnamed rather than named with them. */
 	for (size_t i = 0; i < cut; i++)
 		if ((unsigned char)body[i] < 0x20 || body[i] == 0x7f)
-			body[i] = '?';
+			return -1;
 	if (!go_utf8_valid(body, cut))
-		for (size_t i = 0; i < cut; i++)
-			if ((unsigned char)body[i] >= 0x80)
-				body[i] = '?';
+		return -1;
 	np_buf_append(&n->text, body, cut);
 	np_buf_putc(&n->text, '\0');
 	return n->text.failed ? -1 : (int64_t)off;
