@@ -34,7 +34,7 @@ DOCKER_SERVER = os.path.join(np.ROOT, "tests", "servers", "docker_api.py")
 DOCKER_STATE = os.path.join(np.ROOT, "tests", "fixtures", "docker", "engine_state.json")
 TOKEN = "sa-token-corpus"
 NODE = "node-a"
-RUN_SECONDS = 3        # how long a config keeps running once ready
+RUN_SECONDS = 2        # how long a config keeps running once ready
 READY_TIMEOUT = 20
 PARALLEL = 6           # agents at once (each loads its BPF programs)
 
