@@ -1,5 +1,6 @@
 /* The table of processes a runtime's walker walks: see procs.h. */
 #include "agent/runtime/procs.h"
+#include "agent/runtime/runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -116,4 +117,16 @@ void rt_procs_unsupported(struct rt_procs *t, uint32_t pid, const char *componen
 	t->unsupported++;
 	if (np_intern_add(&t->reasons, why, strlen(why), &added) && added)
 		np_log(NP_WARN, component, msg, "pid", NP_LOG_INT(pid), "reason", why, NULL);
+}
+
+void rt_stats_from(struct rt_stats *out, const struct rt_procs *procs, const struct rt_name_stats *names)
+{
+	memset(out, 0, sizeof(*out));
+	out->processes = procs->live;
+	out->unsupported = procs->unsupported;
+	out->names = names->entries;
+	out->name_bytes = names->bytes;
+	out->name_budget = names->budget;
+	out->name_reads = names->reads;
+	out->name_read_failures = names->failed;
 }

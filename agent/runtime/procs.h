@@ -12,6 +12,13 @@
 #include "lib/error.h"
 #include "lib/intern.h"
 
+/* What an interpreter runtime's name cache reports (its namer's stats), for rt_stats_from. */
+struct rt_name_stats {
+	size_t entries, bytes;	/* entries cached (code objects, functions, subs...), bytes held */
+	size_t budget;		/* bytes it may hold */
+	uint64_t reads, failed; /* entries read from process memory, and those that could not be */
+};
+
 /* The first member of each runtime's per-process record. */
 struct rt_proc {
 	uint32_t pid, gen;

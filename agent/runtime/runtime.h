@@ -90,6 +90,10 @@ struct rt_stats {
 	uint64_t frames_inlined;
 };
 
+/* *out for a runtime whose processes are in procs and whose names are cached as names says
+ * (the interpreter runtimes' ops.stats). */
+void rt_stats_from(struct rt_stats *out, const struct rt_procs *procs, const struct rt_name_stats *names);
+
 /* How its BPF counters (enum np_stat) are exported: family and label value. */
 enum rt_family {
 	RT_SAMPLES,    /* nodeprof_runtime_samples_total{runtime,outcome} */

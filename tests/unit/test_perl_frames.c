@@ -120,7 +120,7 @@ static void names_subs_files_and_lines(void **state)
 	uint8_t root[4];
 	size_t count;
 	struct np_err err;
-	struct pl_namer_stats ns;
+	struct rt_name_stats ns;
 
 	(void)state;
 	for (int round = 0; round < 2; round++) { /* the second from the cache */

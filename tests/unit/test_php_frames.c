@@ -150,7 +150,7 @@ static void names_from_functions(void **state)
 {
 	const struct php_layout *l = php_layout_table(8, 2);
 	struct php_namer *n;
-	struct php_namer_stats ns;
+	struct rt_name_stats ns;
 	struct np_err err;
 	struct sym_frame f[8];
 	uint64_t w[16];
@@ -227,7 +227,7 @@ static void names_from_functions(void **state)
 	assert_int_equal(php_namer_frames(n, 1, 2, l, w, 1, f, &count, &err), 0);
 	assert_int_equal(count, 0);
 	php_namer_stats(n, &ns);
-	assert_int_equal(ns.functions, 9);
+	assert_int_equal(ns.entries, 9);
 	assert_int_equal(ns.failed, 4);
 	assert_true(ns.bytes > 0);
 	php_namer_free(n);

@@ -185,9 +185,9 @@ static void names_from_code_objects(void **state)
 	memset(image, 0, sizeof(image));
 	assert_int_equal(py_namer_frames(n, 1, 1, l, words, 1, f, &err), 0);
 	assert_string_equal(f[0].name, "Worker.crunch");
-	struct py_namer_stats ps;
+	struct rt_name_stats ps;
 	py_namer_stats(n, &ps);
-	assert_int_equal(ps.codes, 3);
+	assert_int_equal(ps.entries, 3);
 	assert_int_equal(ps.failed, 1); /* the missing object */
 	py_namer_free(n);
 }

@@ -498,7 +498,7 @@ static void names_from_ivars(const struct rb_layout *l)
 	assert_int_equal(p.id_classpath, ID_CLASSPATH);
 	assert_int_equal(p.id_attached, ID_ATTACHED);
 	{
-		struct rb_namer_stats ns;
+		struct rt_name_stats ns;
 		rb_namer_stats(n, &ns);
 		assert_int_equal(ns.entries, 4);
 		assert_int_equal(ns.failed, 2);

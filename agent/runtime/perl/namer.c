@@ -327,7 +327,7 @@ void pl_namer_end_batch(struct pl_namer *n)
 		clear(n);
 }
 
-void pl_namer_stats(const struct pl_namer *n, struct pl_namer_stats *out)
+void pl_namer_stats(const struct pl_namer *n, struct rt_name_stats *out)
 {
 	out->entries = n->cvs.n + n->cops.n;
 	out->budget = n->budget;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/runtime/procs.h"
 #include "agent/runtime/mem.h"
 #include "agent/runtime/perl/layout.h"
 #include "agent/symbols/symbolizer.h"
@@ -48,11 +49,7 @@ NP_MUST_CHECK int pl_namer_frames(struct pl_namer *n, uint32_t pid, uint32_t gen
 /* Drops the cache when it is over its budget. */
 void pl_namer_end_batch(struct pl_namer *n);
 
-struct pl_namer_stats {
-	size_t entries, bytes;	/* CVs and COPs cached, bytes held */
-	size_t budget;		/* bytes it may hold (pl_namer_new's) */
-	uint64_t reads, failed; /* CVs read, and those that could not be named */
-};
-void pl_namer_stats(const struct pl_namer *n, struct pl_namer_stats *out);
+/* Its cache in the shape every interpreter runtime reports (agent/runtime/procs.h). */
+void pl_namer_stats(const struct pl_namer *n, struct rt_name_stats *out);
 
 #endif

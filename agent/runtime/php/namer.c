@@ -269,9 +269,9 @@ void php_namer_end_batch(struct php_namer *n)
 		clear(n);
 }
 
-void php_namer_stats(const struct php_namer *n, struct php_namer_stats *out)
+void php_namer_stats(const struct php_namer *n, struct rt_name_stats *out)
 {
-	out->functions = n->funcs.n;
+	out->entries = n->funcs.n;
 	out->budget = n->budget;
 	out->bytes = held(n);
 	out->reads = n->reads;

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/runtime/procs.h"
 #include "agent/runtime/php/layout.h"
 #include "agent/symbols/symbolizer.h"
 #include "lib/error.h"
@@ -57,11 +58,7 @@ uint64_t php_string_hash(const char *s, size_t len);
 /* Drops the cache when it is over its budget. */
 void php_namer_end_batch(struct php_namer *n);
 
-struct php_namer_stats {
-	size_t functions, bytes; /* functions cached, bytes held */
-	size_t budget;		 /* bytes it may hold (php_namer_new's) */
-	uint64_t reads, failed;	 /* functions read, and those that could not be (or were not the one sampled) */
-};
-void php_namer_stats(const struct php_namer *n, struct php_namer_stats *out);
+/* Its cache in the shape every interpreter runtime reports (agent/runtime/procs.h). */
+void php_namer_stats(const struct php_namer *n, struct rt_name_stats *out);
 
 #endif

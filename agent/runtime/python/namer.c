@@ -239,9 +239,9 @@ void py_namer_end_batch(struct py_namer *n)
 		clear(n);
 }
 
-void py_namer_stats(const struct py_namer *n, struct py_namer_stats *out)
+void py_namer_stats(const struct py_namer *n, struct rt_name_stats *out)
 {
-	out->codes = n->codes.n;
+	out->entries = n->codes.n;
 	out->budget = n->budget;
 	out->bytes = n->text.len + n->codes.n * (sizeof(struct code_info) + 2 * sizeof(struct code_key));
 	out->reads = n->reads;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/runtime/procs.h"
 #include "agent/runtime/python/layout.h"
 #include "agent/symbols/symbolizer.h"
 #include "lib/error.h"
@@ -44,11 +45,7 @@ void py_namer_set_reader(struct py_namer *n, py_mem_reader read, void *ud);
 /* Drops the cache when it is over its budget. */
 void py_namer_end_batch(struct py_namer *n);
 
-struct py_namer_stats {
-	size_t codes, bytes;	 /* code objects cached, bytes held */
-	size_t budget;		 /* bytes it may hold (py_namer_new's) */
-	uint64_t reads, failed;	 /* code objects read, and those that could not be */
-};
-void py_namer_stats(const struct py_namer *n, struct py_namer_stats *out);
+/* Its cache in the shape every interpreter runtime reports (agent/runtime/procs.h). */
+void py_namer_stats(const struct py_namer *n, struct rt_name_stats *out);
 
 #endif

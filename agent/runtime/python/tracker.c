@@ -163,17 +163,10 @@ static void tracker_end_batch(void *rt)
 static void tracker_stats(const void *rt, struct rt_stats *out)
 {
 	const struct py_tracker *t = rt;
-	struct py_namer_stats ns;
+	struct rt_name_stats ns;
 
 	py_namer_stats(t->namer, &ns);
-	memset(out, 0, sizeof(*out));
-	out->processes = t->procs.live;
-	out->unsupported = t->procs.unsupported;
-	out->names = ns.codes;
-	out->name_bytes = ns.bytes;
-	out->name_budget = ns.budget;
-	out->name_reads = ns.reads;
-	out->name_read_failures = ns.failed;
+	rt_stats_from(out, &t->procs, &ns);
 }
 
 /* The walker's counters (bpf/sampler.h), by the names /metrics gives them. */

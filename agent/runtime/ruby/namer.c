@@ -684,7 +684,7 @@ void rb_namer_end_batch(struct rb_namer *n)
 		clear(n);
 }
 
-void rb_namer_stats(const struct rb_namer *n, struct rb_namer_stats *out)
+void rb_namer_stats(const struct rb_namer *n, struct rt_name_stats *out)
 {
 	out->entries = n->keys.n;
 	out->budget = n->budget;

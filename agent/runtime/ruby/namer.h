@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/runtime/procs.h"
 #include "agent/runtime/ruby/detect.h"
 #include "agent/symbols/symbolizer.h"
 #include "lib/error.h"
@@ -62,12 +63,8 @@ void rb_namer_set_reader(struct rb_namer *n, rb_mem_reader read, void *ud);
 /* Drops the cache when it is over its budget. */
 void rb_namer_end_batch(struct rb_namer *n);
 
-struct rb_namer_stats {
-	size_t entries, bytes;	/* frames cached, bytes held */
-	size_t budget;		/* bytes it may hold (rb_namer_new's) */
-	uint64_t reads, failed; /* frames read, and those that could not be */
-};
-void rb_namer_stats(const struct rb_namer *n, struct rb_namer_stats *out);
+/* Its cache in the shape every interpreter runtime reports (agent/runtime/procs.h). */
+void rb_namer_stats(const struct rb_namer *n, struct rt_name_stats *out);
 
 /* The line of instruction position pos (the index of the instruction after the one executing)
  * from an iseq's line table as read from memory: entries (insns_info, count entries of
