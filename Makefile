@@ -93,8 +93,7 @@ DEB_BENCH_PACKAGES := \
 	python3.11 \
 	xz-utils \
 	openssl \
-	procps \
-	time
+	procps
 
 DEB_PACKAGES := $(sort $(DEB_RUN_PACKAGES) $(DEB_TEST_PACKAGES) $(DEB_BENCH_PACKAGES))
 

@@ -15,42 +15,41 @@ NODEPROF = os.path.join(ROOT, "build", "nodeprof")
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 
-# GNU time runs the command: a child of Python inherits Python's peak RSS as its own ru_maxrss
-# (the kernel carries the pre-exec address space's high-water mark across exec, and Python's is
-# ~23 MB), so the command's own peak is measured from a small parent instead.
-TIME = "/usr/bin/time"
+# build/bench-measure (bench/symbols/measure.c) runs every measured command: a child of Python
+# inherits Python's peak RSS as its own ru_maxrss (the kernel carries the pre-exec address
+# space's high-water mark across exec, and Python's is ~23 MB), so the command's own peak is
+# measured from a small parent instead. It writes "WALL CPU RSS_KB" as the last line of stderr.
+MEASURE = os.path.join(ROOT, "build", "bench-measure")
 
 
-def timed(argv, out_file):
-    """argv run under GNU time, which writes "maxrss_kb user_s sys_s" to out_file."""
-    return [TIME, "-f", "%M %U %S", "-o", out_file] + list(argv)
+def measured(argv, out_file=os.devnull):
+    """argv run under build/bench-measure (built on first use), its standard output to out_file."""
+    if not os.path.exists(MEASURE):
+        subprocess.run(["make", "--no-print-directory", "-s", "build/bench-measure"], cwd=ROOT, check=True)
+    return [MEASURE, os.devnull, out_file] + list(argv)
 
 
-def read_timed(out_file):
-    """(max_rss_kb, user_s, sys_s) from timed()'s file (its last line: time says first why a
-    command failed)."""
-    with open(out_file) as f:
-        rss, user, sys_ = f.read().split("\n")[-2].split()
-    return int(rss), float(user), float(sys_)
+def split_measured(stderr):
+    """(the command's own stderr, max_rss_kb, cpu_s) from a measured() command's stderr."""
+    head, _, last = stderr.rstrip("\n").rpartition("\n")
+    _wall, cpu, rss = last.split()
+    return head, int(rss), float(cpu)
 
 
-def measure(argv, timeout=600, stdout=subprocess.DEVNULL, during=None, during_at=None):
-    """Runs argv to completion; returns dict(cpu_s, user_s, sys_s, max_rss_kb, wall_s, rc, stderr).
+def measure(argv, timeout=600, during=None, during_at=None):
+    """Runs argv to completion; returns dict(cpu_s, max_rss_kb, wall_s, rc, stderr).
     `during(proc)` is called once `during_at` seconds after the start (e.g. to read BPF stats)."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
-        t0 = time.time()
-        p = subprocess.Popen(timed(argv, tf.name), stdout=stdout, stderr=subprocess.PIPE, text=True)
-        extra = None
-        if during:
-            time.sleep(during_at)
-            extra = during(p)
-        _, status, _ = os.wait4(p.pid, 0)
-        err = p.stderr.read()
-        p.stderr.close()
-        rss, user, sys_ = read_timed(tf.name)
+    t0 = time.time()
+    p = subprocess.Popen(measured(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    extra = None
+    if during:
+        time.sleep(during_at)
+        extra = during(p)
+    _, status, _ = os.wait4(p.pid, 0)
+    err, rss, cpu = split_measured(p.stderr.read())
+    p.stderr.close()
     return {
-        "user_s": user, "sys_s": sys_, "cpu_s": user + sys_,
-        "max_rss_kb": rss, "wall_s": time.time() - t0,
+        "cpu_s": cpu, "max_rss_kb": rss, "wall_s": time.time() - t0,
         "rc": os.waitstatus_to_exitcode(status), "stderr": err, "during": extra,
     }
 
@@ -154,17 +153,16 @@ def record_watched(argv, watch, key, log=None):
     """Runs a `nodeprof record` argv to its end while watch (a BpfWatch) samples its BPF
     programs' run time under key; exits the benchmark with nodeprof's error when it fails.
     Its standard error goes to the file log (a temporary one when None: a pipe read only at
-    the end would stall a chatty recording). Returns its resource usage: ru_utime, ru_stime and
-    ru_maxrss (KiB), measured by GNU time (see TIME)."""
-    with (open(log, "w+") if log else tempfile.TemporaryFile("w+")) as errf, \
-            tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
-        rec = subprocess.Popen(timed(argv, tf.name), stdout=subprocess.DEVNULL, stderr=errf, text=True)
+    the end would stall a chatty recording). Returns its resource usage: ru_utime + ru_stime as
+    cpu_s, and ru_maxrss (KiB), measured by build/bench-measure (see MEASURE)."""
+    with open(log, "w+") if log else tempfile.TemporaryFile("w+") as errf:
+        rec = subprocess.Popen(measured(argv), stdout=subprocess.DEVNULL, stderr=errf, text=True)
         pid = None
         while True:
             got, status, _ = os.wait4(rec.pid, os.WNOHANG)
             if got:
                 break
-            if pid is None:  # nodeprof, time's child, owns the BPF programs
+            if pid is None:  # nodeprof, the launcher's child, owns the BPF programs
                 try:
                     with open(f"/proc/{rec.pid}/task/{rec.pid}/children") as f:
                         pid = int(f.read().split()[0])
@@ -173,8 +171,8 @@ def record_watched(argv, watch, key, log=None):
             if pid is not None:
                 watch(key, pid)
             time.sleep(0.05)
+        errf.seek(0)
+        err, rss, cpu = split_measured(errf.read())
         if os.waitstatus_to_exitcode(status) != 0:
-            errf.seek(0)
-            raise SystemExit(f"nodeprof record failed: {errf.read()}")
-        rss, user, sys_ = read_timed(tf.name)
-    return types.SimpleNamespace(ru_utime=user, ru_stime=sys_, ru_maxrss=rss)
+            raise SystemExit(f"nodeprof record failed: {err}")
+    return types.SimpleNamespace(cpu_s=cpu, ru_maxrss=rss)

@@ -7,7 +7,7 @@ Hz for BENCH_SECONDS (default 20), with Java frames and with --no-java (the nati
 same JVM, which stops at the first Java frame), in interleaved rounds, medians reported:
 - the BPF program's time per sample (kernel.bpf_stats_enabled, the perf_event programs the
   recording holds): the native walk plus, with Java, the HotSpot step of every Java frame;
-- nodeprof's own CPU (wait4 of the recording: user + system) and peak memory (ru_maxrss),
+- nodeprof's own CPU (wait4 of the recording: user + system) and peak memory (ru_maxrss, through build/bench-measure),
   which with Java include finding the JVM and reading its self-description;
 - the share of the busy thread's samples (those with Java frames) walked whole (from
   start_thread through JavaCalls::call_helper into Java frames, nothing unnamed on the way),
@@ -73,7 +73,7 @@ def one(classes, with_java, tmp):
         stacks = np.parse_folded(f.read())
     busy = lambda f: CALL_HELPER in ";".join(f) and len(f) > 8  # noqa: E731
     named = lambda f: whole(f) and UNNAMED not in f  # noqa: E731
-    return (watch.per_sample_ns("x"), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, st.total(stacks),
+    return (watch.per_sample_ns("x"), ru.cpu_s, ru.ru_maxrss / 1024, st.total(stacks),
             st.share(stacks, whole, among=busy)[2], st.share(stacks, named, among=busy)[2])
 
 

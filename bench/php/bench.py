@@ -66,7 +66,7 @@ def one(cmd, php, tmp):
             p.stdout.close()
     with open(out) as f:
         stacks = np.parse_folded(f.read())
-    return watch.per_sample_ns("x"), ru.ru_utime + ru.ru_stime, st.total(stacks), st.share(stacks, whole)[2]
+    return watch.per_sample_ns("x"), ru.cpu_s, st.total(stacks), st.share(stacks, whole)[2]
 
 
 def main():

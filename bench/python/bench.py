@@ -77,7 +77,7 @@ def one(exe, python, tmp):
     with open(out) as f:
         stacks = np.parse_folded(f.read())
     n = st.total(stacks)
-    return watch.per_sample_ns("x"), ru.ru_utime + ru.ru_stime, n, st.share(stacks, whole)[2]
+    return watch.per_sample_ns("x"), ru.cpu_s, n, st.share(stacks, whole)[2]
 
 
 def main():

@@ -67,7 +67,7 @@ def one(argv_ruby, ruby, tmp):
     frames = sum(len(ruby_frames(st.frames(s))) * c for s, c in stacks.items())
     unnamed = sum(ruby_frames(st.frames(s)).count("[ruby]") * c for s, c in stacks.items())
     named = 100.0 * (frames - unnamed) / frames if frames else 0.0
-    return (watch.per_sample_ns("x"), ru.ru_utime + ru.ru_stime, n,
+    return (watch.per_sample_ns("x"), ru.cpu_s, n,
             st.share(stacks, lambda f: ruby_frames(f) in (CHAIN, CHAIN + ["Integer#*"]))[2], named)
 
 

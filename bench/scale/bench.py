@@ -135,15 +135,13 @@ def record(pids, cache_dir, workdir, name):
         argv += ["--symb-cache-path", cache_dir]
     # The debug log goes to a file: a pipe nobody reads before the end would fill and stall it.
     log_path = os.path.join(workdir, name + ".log")
-    time_path = os.path.join(workdir, name + ".time")
     t0 = time.time()
     with open(log_path, "w") as log:
-        p = subprocess.Popen(lib.timed(argv, time_path), stdout=subprocess.DEVNULL, stderr=log)
+        p = subprocess.Popen(lib.measured(argv), stdout=subprocess.DEVNULL, stderr=log)
         _, st, _ = os.wait4(p.pid, 0)
     with open(log_path) as f:
-        err = f.read()
-    rss, user, sys_ = lib.read_timed(time_path)
-    m = {"max_rss_kb": rss, "cpu_s": user + sys_, "wall_s": time.time() - t0,
+        err, rss, cpu = lib.split_measured(f.read())
+    m = {"max_rss_kb": rss, "cpu_s": cpu, "wall_s": time.time() - t0,
          "rc": os.waitstatus_to_exitcode(st), "stderr": err}
     if m["rc"] != 0:
         raise RuntimeError(f"record failed: {m['stderr'][-2000:]}")

@@ -65,7 +65,7 @@ class Tool:
     def run(self):
         """One run through build/bench-measure; returns (wall s, peak RSS KiB, stdout, CPU s)."""
         p = subprocess.run([MEASURE, self.infile if self.stdin else os.devnull, self.outfile] + self.argv,
-                           capture_output=True, text=True)
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True)
         if p.returncode != 0:
             raise SystemExit(f"{self.name} failed ({p.returncode}): {p.stderr[-2000:]}")
         wall, cpu, rss = p.stderr.split()[-3:]

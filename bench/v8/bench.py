@@ -9,7 +9,7 @@ V8's frames with frame pointers and names them after V8's builtins or "[unknown]
 interleaved rounds, medians reported:
 - the BPF program's time per sample (kernel.bpf_stats_enabled): the native walk plus, with V8,
   the V8 step of every frame no unwind table covers;
-- nodeprof's own CPU (wait4: user + system) and peak memory (ru_maxrss);
+- nodeprof's own CPU (wait4: user + system) and peak memory (ru_maxrss, through build/bench-measure);
 - the share of the busy thread's samples (the main thread's below V8's Execution entry) whose
   JavaScript frames are all named: the chain whole, nothing "[unknown]" or "[unknown js]";
 - memory with more Node processes: peak RSS recording 8 processes against 1, and the name
@@ -71,7 +71,7 @@ def record(procs, with_v8, tmp, watch=None):
         stacks = np.parse_folded(f.read())
     with open(log) as f:
         m = re.search(r"runtime=v8 .* name_bytes=(\d+)", f.read())
-    return watch.per_sample_ns("x"), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, stacks, int(m.group(1)) if m else 0
+    return watch.per_sample_ns("x"), ru.cpu_s, ru.ru_maxrss / 1024, stacks, int(m.group(1)) if m else 0
 
 
 def stop(procs):
