@@ -512,8 +512,6 @@ static int keep_function(const Elf64_Sym *v, const void *ud)
 	return is_function(&s);
 }
 
-struct find_ctx;
-static int keep_defined(const Elf64_Sym *v, const void *ud);
 
 struct add_ctx {
 	struct sym_stb *b;
