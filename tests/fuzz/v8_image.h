@@ -21,6 +21,7 @@
 struct img {
 	uint8_t buf[IMG_SIZE];
 	size_t used;
+	size_t mapped; /* when nonzero, reads past this offset fail: an unmapped neighbour */
 	const struct v8_layout *l;
 	uint64_t meta_map;
 };
@@ -52,9 +53,10 @@ static int img_layout(int compressed, struct v8_layout *out)
 static int img_read(void *ud, uint32_t pid, uint64_t addr, void *buf, size_t len)
 {
 	const struct img *im = ud;
+	size_t end = im->mapped ? im->mapped : IMG_SIZE;
 
 	(void)pid;
-	if (addr < IMG_BASE || addr - IMG_BASE > IMG_SIZE || len > IMG_SIZE - (addr - IMG_BASE))
+	if (addr < IMG_BASE || addr - IMG_BASE > end || len > end - (addr - IMG_BASE))
 		return -1;
 	memcpy(buf, im->buf + (addr - IMG_BASE), len);
 	return 0;

@@ -517,6 +517,38 @@ static void stale_and_garbage(void **state)
 	}
 }
 
+/* A ScopeInfo at the end of a heap page whose neighbour is unmapped (seen with Node 18): the
+ * name scan runs past the object and must still find the name. */
+static void scope_info_at_a_page_end(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 2; c++) {
+		struct heap *h = calloc(1, sizeof(*h));
+		struct sym_frame out[2];
+		assert_non_null(h);
+		build(h, c, 1);
+		const struct v8_layout *l = &h->l;
+		uint64_t nm = img_str1(&h->im, "atEnd");
+		uint64_t sfi = img_sfi(&h->im, img_smi(&h->im, 0), img_smi(&h->im, 0), h->script);
+		/* the name and the two positions after it end at the page end: the rest of the scan
+		 * lies in the unmapped page */
+		size_t used = (size_t)(l->scope_info_slots + (l->scope_info_first_vars + 3) * l->tagged_size);
+		size_t page_end = (h->im.used + used + 4095) & ~(size_t)4095;
+		h->im.used = ((page_end - used) & ~(size_t)7) - 96; /* img_obj puts the map (96 bytes) first */
+		uint64_t scope = img_scope(&h->im, nm, off_of("() {"), off_of("}\nfunction inner"));
+		assert_true(scope != 0);
+		img_tagged(&h->im, sfi & ~3ull, l->sfi_name_or_scope_info, scope);
+		h->im.mapped = page_end;
+		struct v8_namer *n = namer(h);
+		struct v8_frame f = { .kind = V8_FRAME_SFI, .object = sfi, .cookie = V8_NO_COOKIE };
+		assert_int_equal(name(n, h, &f, 1, out, 2), 1);
+		assert_string_equal(out[0].name, "atEnd");
+		assert_int_equal(out[0].start_line, 2);
+		v8_namer_free(n);
+		free(h);
+	}
+}
+
 /* Every byte of the heap overwritten in turn: whatever comes out is valid and bounded. */
 static void hostile_bytes(void **state)
 {
@@ -551,6 +583,7 @@ int main(void)
 		cmocka_unit_test(frames_plain),
 		cmocka_unit_test(frames_compressed), cmocka_unit_test(names_of_strings),
 		cmocka_unit_test(stale_and_garbage), cmocka_unit_test(hostile_bytes),
+		cmocka_unit_test(scope_info_at_a_page_end),
 	};
 	return cmocka_run_group_tests_name("v8_namer", tests, NULL, NULL);
 }

@@ -114,6 +114,30 @@ static int rd(struct v8_namer *n, uint64_t addr, void *buf, size_t len)
 	return n->read(n->read_ud, n->pid, addr, buf, len);
 }
 
+/* Like rd, for a scan that may run past its object's end: what lies beyond the last readable
+ * OS page reads as zeros (a Smi 0 to the scans). An object at the end of a heap page whose
+ * neighbour is unmapped would otherwise lose its name for as long as it lives there. */
+static int rd_scan(struct v8_namer *n, uint64_t addr, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	size_t got = 0;
+
+	if (rd(n, addr, buf, len) == 0)
+		return 0;
+	while (got < len) {
+		size_t chunk = 4096 - ((addr + got) & 4095);
+		if (chunk > len - got)
+			chunk = len - got;
+		if (rd(n, addr + got, p + got, chunk))
+			break;
+		got += chunk;
+	}
+	if (!got)
+		return -1;
+	memset(p + got, 0, len - got);
+	return 0;
+}
+
 /* The tagged word at off in buf (an object at holder): a full pointer for a heap object (V8's
  * cage is 4 GiB-aligned, so a compressed one takes the holder's upper half), the raw value for
  * a Smi (see smi()). */
@@ -540,7 +564,7 @@ static void scope_info(struct v8_namer *n, uint64_t v, const char **name, int32_
 		first = l->scope_info_first_vars + 1 + (uint64_t)ncl; /* names hash table, infos */
 	else
 		first = l->scope_info_first_vars + 2 * (uint64_t)ncl; /* names, infos */
-	if (rd(n, slots + first * ts, raw, SCOPE_SCAN * ts))
+	if (rd_scan(n, slots + first * ts, raw, SCOPE_SCAN * ts))
 		return;
 	if (l->scope_info_fixed_positions) {
 		uint8_t pos[16];
