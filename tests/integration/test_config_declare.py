@@ -18,11 +18,15 @@ import node as nodelib
 CONFIG = os.path.join(np.ROOT, "tests", "configs", "k8s-monitoring-profiling-ebpf.alloy")
 INTERVAL = 15  # the chart sets no collect_interval: Alloy's default
 EBPF_ID = "profiling.feature/pyroscope.ebpf.ebpf_pods"
+# Mostly waits for two 15 s intervals and asserts labels and deliveries: it runs beside the other
+# modules (tests/run.py), its workloads spinning 15% of the time so as to take little of their CPU.
+BACKGROUND = True
+BUSY = 15
 
 
 class K8sMonitoringProfiling(unittest.TestCase):
     def test_declared_profiling_pushes_labelled_profiles(self):
-        n = nodelib.Node(self)
+        n = nodelib.Node(self, busy_percent=BUSY)
         with open(n.hosts, "a") as f:
             f.write(f"{n.pyro_host} pyroscope.pyroscope.svc\n")   # the chart's destination URL
         n.pod("web-0", namespace="shop", containers=("web",), running=("web",),

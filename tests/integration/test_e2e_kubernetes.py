@@ -13,13 +13,16 @@ INTERVAL = 15  # the default collect_interval: the examples do not set one
 # Mostly waits for 15 s intervals, and asserts labels and deliveries, not CPU shares: it runs
 # beside the other modules (tests/run.py).
 BACKGROUND = True
+# Its workloads spin 15% of the time: enough samples for every check, little CPU taken from the
+# modules it runs beside.
+BUSY = 15
 
 
 class KubernetesExample(unittest.TestCase):
     """docs/examples/kubernetes.alloy: relabel rules name the series."""
 
     def test_pods_to_profiles_and_changes(self):
-        n = nodelib.Node(self)
+        n = nodelib.Node(self, busy_percent=BUSY)
         n.pod("cart-0", namespace="shop", containers=("cart",), running=("cart",), labels={"app": "cart"})
         n.pod("web-0", namespace="shop", containers=("web", "sidecar"), running=("web", "sidecar"),
               labels={"app": "web", "tier": "front"})
@@ -106,7 +109,7 @@ class GrafanaAgentFlowExample(unittest.TestCase):
     the pyroscope.io/service_name annotation wins; basic auth with the password from the env."""
 
     def test_inferred_service_names(self):
-        n = nodelib.Node(self, auth=nodelib.basic_auth("nodeprof", "s3cret"))
+        n = nodelib.Node(self, busy_percent=BUSY, auth=nodelib.basic_auth("nodeprof", "s3cret"))
         n.pod("api-0", namespace="shop", containers=("api",), running=("api",),
               annotations={"pyroscope.io/service_name": "checkout-api"})
         n.pod("db-0", namespace="data", containers=("db",), running=("db",))

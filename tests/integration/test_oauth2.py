@@ -295,7 +295,7 @@ discovery.docker "d" {
         import socket
         d = np.tmpdir(self)
         split = np.build_workload("split", d)
-        w = subprocess.Popen([split, "60"])
+        w = subprocess.Popen([split, "60"], env=dict(os.environ, SPLIT_BUSY_PERCENT="15"))  # beside others
         self.addCleanup(lambda: (w.kill(), w.wait()))
         tokens = self.token_server()
         pyro = self.pyroscope(tokens)

@@ -36,8 +36,11 @@ TOKEN = "sa-token-e2e"
 
 
 class Node:
-    def __init__(self, test, name="node-a", auth=None):
+    def __init__(self, test, name="node-a", auth=None, busy_percent=100):
+        """busy_percent: how busy each workload is (split's SPLIT_BUSY_PERCENT); modules that
+        run beside the others (BACKGROUND) keep it low so as not to slow them."""
         self.test = test
+        self.busy_percent = busy_percent
         self.name = name
         self.dir = tempfile.mkdtemp(prefix="nodeprof-node-")
         test.addCleanup(shutil.rmtree, self.dir, True)
@@ -87,7 +90,7 @@ class Node:
 
     def run_in(self, rel):
         """A busy workload in cgroup `rel` (None: wherever the test runs)."""
-        p = subprocess.Popen([self.split, "600"])
+        p = subprocess.Popen([self.split, "600"], env=dict(os.environ, SPLIT_BUSY_PERCENT=str(self.busy_percent)))
         self.test.addCleanup(lambda: (p.kill(), p.wait()))
         if rel:
             self.tree.move(p.pid, rel)

@@ -7,7 +7,9 @@
  * frame pointer; the unwinding tests build it -O2 -fomit-frame-pointer, as distributions
  * build, and it keeps its shape there too: noipa stops gcc from inlining or cloning
  * (spin.constprop.0), and the store after each call stops it from turning the call into a
- * tail jump that would take heavy and light off the stack. */
+ * tail jump that would take heavy and light off the stack.
+ * SPLIT_BUSY_PERCENT=P (1-99) makes it sleep after every 10 ms of spinning so that it is busy
+ * P% of the time: for tests that only need its frames sampled, and run beside others. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,10 +58,13 @@ int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
 	long long heavy_ns = 0, light_ns = 0, t0, t1, t2;
-	struct timespec a, b;
+	struct timespec a, b, burst;
+	const char *busy_env = getenv("SPLIT_BUSY_PERCENT");
+	int busy = busy_env ? atoi(busy_env) : 100;
 
 	signal(SIGTERM, on_term);
 	clock_gettime(CLOCK_MONOTONIC, &a);
+	burst = a;
 	do {
 		t0 = cpu_ns();
 		heavy();
@@ -69,6 +74,13 @@ int main(int argc, char **argv)
 		heavy_ns += t1 - t0;
 		light_ns += t2 - t1;
 		clock_gettime(CLOCK_MONOTONIC, &b);
+		if (busy > 0 && busy < 100 &&
+		    (b.tv_sec - burst.tv_sec) * 1000000000LL + (b.tv_nsec - burst.tv_nsec) >= 10000000LL) {
+			long long idle = 10000000LL * (100 - busy) / busy;
+			struct timespec nap = { idle / 1000000000LL, idle % 1000000000LL };
+			nanosleep(&nap, NULL);
+			clock_gettime(CLOCK_MONOTONIC, &burst);
+		}
 	} while (!stop && (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
 	if (argc > 2) {
 		FILE *f = fopen(argv[2], "w");
