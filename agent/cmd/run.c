@@ -11,7 +11,7 @@
 #include "agent/cmd/commands.h"
 #include "agent/cmd/run.h"
 #include "agent/cmd/run_default.h"
-#include "agent/config/types/types.h"
+#include "agent/config/logging.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_metrics.h"
 #include "agent/ui/api.h"

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "agent/cmd/run.h"
-#include "agent/config/types/types.h"
 #include "agent/profile/ebpf_component.h"
 #include "agent/profile/ebpf_metrics.h"
 #include "agent/ui/api.h"

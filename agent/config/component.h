@@ -18,8 +18,11 @@
  *   }
  *   static int update(void *state, const void *args, struct np_err *err);
  *   static void stop(void *state);
- *   const struct cfg_component_ops my_ops = { start, update, stop };
- * then set `.ops = &my_ops` in the component type (agent/config/types/<type>.c).
+ *   static const struct cfg_component_ops ops = { start, update, stop };
+ *   const struct cfg_component_type cfg_type_my = { .name = "my.component", .args = &schema, .ops = &ops };
+ * all in the component's one file beside the module it drives (e.g.
+ * agent/discovery/docker_component.c, its args struct and type in the matching .h), and list
+ * cfg_type_my in the component table (agent/components.c).
  * A type whose ops is NULL is fully validated by `check` but refused by `run`.
  *
  * Threading rules:
@@ -97,6 +100,14 @@ struct cfg_component_type {
 	const struct cfg_component_ops *ops;  /* NULL: not supported by `nodeprof run` yet */
 	int unlabeled;			      /* a singleton block without label (logging) */
 };
+
+/* The built-in types: the program's one table (agent/components.c), which the language
+ * includes nothing of. */
+extern const struct cfg_component_type *const cfg_builtin_types[];
+extern const size_t cfg_builtin_types_count;
+
+/* The exports of a discovery component: `targets`, a list of label sets. */
+extern const struct cfg_export cfg_targets_exports[];
 
 /* The registry: every component type nodeprof knows, in name order. */
 const struct cfg_component_type *cfg_registry_find(const char *name);

@@ -8,10 +8,42 @@
 
 #include "agent/config/args.h"
 #include "agent/config/schema.h"
-#include "agent/config/types/fields.h"
 #include "lib/error.h"
 #include "lib/http_client.h"
 #include "lib/oauth2.h"
+
+/* The block's arguments, embedded in the args struct of each component that has them (one
+ * member, bound by CFG_HTTP_CLIENT_ATTRS and _BLOCKS below). Each struct starts with its ints
+ * and ends with pointers, so that embedding one leaves no padding that belongs to no argument
+ * (cfg_schema_check_fields). */
+struct cfg_tls_args {
+	int insecure_skip_verify;
+	const char *ca_pem, *ca_file, *cert_pem, *cert_file, *key_pem, *key_file, *server_name, *min_version;
+};
+struct cfg_basic_auth_args {
+	const char *username, *password, *password_file;
+};
+struct cfg_authorization_args {
+	const char *type, *credentials, *credentials_file;
+};
+/* The client-credentials grant's arguments; the JWT bearer ones are refused, unbound. */
+struct cfg_oauth2_args {
+	int proxy_from_environment;
+	const char *client_id, *client_secret, *client_secret_file, *token_url, *proxy_url, *no_proxy;
+	struct cfg_strs scopes;
+	struct cfg_str_map endpoint_params;
+	struct cfg_str_lists proxy_connect_header;
+	const void *tls_config; /* struct cfg_tls_args */
+};
+struct cfg_http_client_args {
+	int proxy_from_environment, follow_redirects, enable_http2;
+	const char *bearer_token, *bearer_token_file, *proxy_url, *no_proxy;
+	struct cfg_str_lists proxy_connect_header, http_headers;
+	const void *basic_auth;	   /* struct cfg_basic_auth_args */
+	const void *authorization; /* struct cfg_authorization_args */
+	const void *oauth2;	   /* struct cfg_oauth2_args */
+	const void *tls_config;	   /* struct cfg_tls_args */
+};
 
 /* The block's schema (common/config/types.go), in http_client_schema.c:
  * the arguments and blocks to list inside a component's (or endpoint's) schema, each

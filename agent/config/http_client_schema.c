@@ -9,7 +9,7 @@
 #include "agent/config/http_client.h"
 #include "agent/config/schema.h"
 
-/* Each argument's member in its block's struct (agent/config/types/fields.h). */
+/* Each argument's member in its block's struct (http_client.h). */
 #define TLS(m) .field = CFG_FIELD(struct cfg_tls_args, m)
 #define BASIC(m) .field = CFG_FIELD(struct cfg_basic_auth_args, m)
 #define AUTHZ(m) .field = CFG_FIELD(struct cfg_authorization_args, m)

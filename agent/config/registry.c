@@ -1,19 +1,12 @@
-/* The registry of component types: the built-in ones, plus types added at run time
+/* The registry of component types: the built-in ones (the program's table,
+ * agent/components.c), plus types added at run time
  * (tests). Lookups are lock-free reads of an array that only grows while tests
  * run single-threaded setup; additions take a mutex. */
 #include <pthread.h>
 #include <string.h>
 
 #include "agent/config/component.h"
-#include "agent/config/types/types.h"
 
-static const struct cfg_component_type *const builtin[] = {
-	&cfg_type_discovery_docker,  &cfg_type_discovery_kubernetes, &cfg_type_discovery_process,
-	&cfg_type_discovery_relabel, &cfg_type_livedebugging,	     &cfg_type_logging,
-	&cfg_type_pyroscope_ebpf,    &cfg_type_pyroscope_write,
-};
-
-#define N_BUILTIN (sizeof(builtin) / sizeof(builtin[0]))
 #define MAX_EXTRA 16
 
 static const struct cfg_component_type *extra[MAX_EXTRA];
@@ -21,9 +14,9 @@ static pthread_mutex_t extra_mu = PTHREAD_MUTEX_INITIALIZER;
 
 const struct cfg_component_type *cfg_registry_find(const char *name)
 {
-	for (size_t i = 0; i < N_BUILTIN; i++)
-		if (strcmp(builtin[i]->name, name) == 0)
-			return builtin[i];
+	for (size_t i = 0; i < cfg_builtin_types_count; i++)
+		if (strcmp(cfg_builtin_types[i]->name, name) == 0)
+			return cfg_builtin_types[i];
 	pthread_mutex_lock(&extra_mu);
 	const struct cfg_component_type *found = NULL;
 	for (size_t i = 0; i < MAX_EXTRA && !found; i++)
@@ -37,9 +30,9 @@ size_t cfg_registry_list(const struct cfg_component_type **out, size_t max)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < N_BUILTIN; i++) {
+	for (size_t i = 0; i < cfg_builtin_types_count; i++) {
 		if (n < max)
-			out[n] = builtin[i];
+			out[n] = cfg_builtin_types[i];
 		n++;
 	}
 	pthread_mutex_lock(&extra_mu);

@@ -1,17 +1,220 @@
-/* discovery.kubernetes as a component: the arguments become a k8s_sd_config, the
+/* discovery.kubernetes, the whole component: its schema and load-time rules (below); at run
+ * time the arguments become a k8s_sd_config, the
  * list+watch client (k8s/discovery.h) runs for the component's lifetime, and every
  * target list it reports is published as `targets`. New arguments start a new
  * client; the old one stops once the new one is running. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/discovery/kubernetes_component.h"
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
+#include "agent/config/k8s_selectors.h"
 #include "agent/config/replace_on_update.h"
-#include "agent/config/types/fields.h"
-#include "agent/config/types/types.h"
-#include "lib/strbuf.h"
 #include "k8s/discovery.h"
+#include "lib/strbuf.h"
+
+/* ---- schema ----
+ * The arguments of the Alloy reference
+ * (docs/specs/kubernetes.md §2), every role, and Alloy's load-time rules: only
+ * the HTTP client settings are checked. What Prometheus' own config loader refuses
+ * but Alloy loads and ignores (api_server or HTTP client settings next to
+ * kubeconfig_file, HTTP client settings in cluster, own_namespace outside a cluster,
+ * duplicated selectors, selectors or attach_metadata a role does not read) loads here
+ * too, with a warning that says what is ignored. Selector syntax is checked (Alloy
+ * would fail every request). */
+
+static const char *const roles[] = { "pod", "node", "service", "endpoints", "endpointslice", "ingress", NULL };
+
+/* Each argument's member in the args struct (above). */
+#define NAMESPACES(m) .field = CFG_FIELD(struct cfg_k8s_namespaces_args, m)
+#define SELECTOR(m) .field = CFG_FIELD(struct cfg_k8s_selector_args, m)
+#define ATTACH(m) .field = CFG_FIELD(struct cfg_k8s_attach_metadata_args, m)
+#define K8S(m) .field = CFG_FIELD(struct cfg_k8s_args, m)
+
+static const struct cfg_attr namespaces_attrs[] = {
+	CFG_A("names", &cfg_t_list_string, 0, NULL, NAMESPACES(names)),
+	CFG_A("own_namespace", &cfg_t_bool, 0, "false", NAMESPACES(own_namespace)),
+	CFG_END,
+};
+static const struct cfg_schema namespaces_schema = {
+	.attrs = namespaces_attrs,
+	CFG_ARGS_STRUCT(struct cfg_k8s_namespaces_args),
+};
+
+static void selector_validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	const char *why;
+
+	if (!cfg_args_is_unknown(a, "field") && cfg_args_str(a, "field") &&
+	    (why = cfg_k8s_field_selector_error(cfg_args_str(a, "field"))))
+		cfg_error(d, cfg_args_pos(a, "field"), "invalid field selector: %s", why);
+	if (!cfg_args_is_unknown(a, "label") && cfg_args_str(a, "label") &&
+	    (why = cfg_k8s_label_selector_error(cfg_args_str(a, "label"))))
+		cfg_error(d, cfg_args_pos(a, "label"), "invalid label selector: %s", why);
+}
+
+static const struct cfg_attr selectors_attrs[] = {
+	CFG_A("role", &cfg_t_string, CFG_REQUIRED, NULL, .one_of = roles, SELECTOR(role)),
+	CFG_A("label", &cfg_t_string, 0, NULL, SELECTOR(label)),
+	CFG_A("field", &cfg_t_string, 0, NULL, SELECTOR(field)),
+	CFG_END,
+};
+static const struct cfg_schema selectors_schema = {
+	.attrs = selectors_attrs,
+	.validate = selector_validate,
+	CFG_ARGS_STRUCT(struct cfg_k8s_selector_args),
+};
+
+static const struct cfg_attr attach_metadata_attrs[] = {
+	CFG_A("node", &cfg_t_bool, 0, "false", ATTACH(node)),
+	CFG_A("namespace", &cfg_t_bool, 0, "false", ATTACH(namespace_)),
+	CFG_END,
+};
+static const struct cfg_schema attach_metadata_schema = {
+	.attrs = attach_metadata_attrs,
+	CFG_ARGS_STRUCT(struct cfg_k8s_attach_metadata_args),
+};
+
+/* Whether any HTTP client argument or block is set (Prometheus compares the whole
+ * HTTPClientConfig with its default). */
+static int custom_http_client(const struct cfg_args *a)
+{
+	static const char *const attrs[] = { "bearer_token", "bearer_token_file", "proxy_url", "no_proxy",
+					     "proxy_connect_header", "http_headers" };
+	static const char *const blocks[] = { "basic_auth", "authorization", "oauth2", "tls_config" };
+
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
+		if (cfg_args_has(a, attrs[i]))
+			return 1;
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+		if (cfg_args_nblocks(a, blocks[i]))
+			return 1;
+	return cfg_args_bool(a, "proxy_from_environment") || !cfg_args_bool(a, "follow_redirects") ||
+	       !cfg_args_bool(a, "enable_http2");
+}
+
+/* The selector roles each role reads (Prometheus' allowedSelectors). */
+static const struct {
+	const char *role, *selectors;
+} role_selectors[] = {
+	{ "pod", "pod, node" },		{ "service", "service" },
+	{ "endpoints", "pod, service, endpoints" }, { "endpointslice", "pod, service, endpointslice" },
+	{ "node", "node" },		{ "ingress", "ingress" },
+};
+
+static const char *selectors_read_by(const char *role)
+{
+	for (size_t i = 0; i < sizeof(role_selectors) / sizeof(role_selectors[0]); i++)
+		if (strcmp(role_selectors[i].role, role) == 0)
+			return role_selectors[i].selectors;
+	return NULL;
+}
+
+/* Whether the comma-separated list has the word w. */
+static int list_has(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+
+	for (const char *p = list; (p = strstr(p, w)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+static void validate_selectors(const struct cfg_args *a, const char *role, struct cfg_diags *d)
+{
+	const char *reads = role ? selectors_read_by(role) : NULL;
+	size_t n = cfg_args_nblocks(a, "selectors");
+
+	for (size_t i = 0; i < n; i++) {
+		const struct cfg_args *s = cfg_args_block(a, "selectors", i);
+		const char *sr = cfg_args_str(s, "role");
+		if (!sr || cfg_args_is_unknown(s, "role"))
+			continue;
+		for (size_t j = i + 1; j < n; j++) {
+			const char *next = cfg_args_str(cfg_args_block(a, "selectors", j), "role");
+			if (next && strcmp(next, sr) == 0) {
+				cfg_warn(d, s->pos, "duplicated selector role: %s; only the last one is used (as in Alloy)", sr);
+				break;
+			}
+		}
+		if (reads && !list_has(reads, sr))
+			cfg_warn(d, cfg_args_pos(s, "role"),
+				 "the %s selector has no effect with role \"%s\", which reads only %s selectors (Alloy "
+				 "ignores it too); remove it",
+				 sr, role, reads);
+	}
+}
+
+static void validate(const struct cfg_args *a, struct cfg_diags *d)
+{
+	const char *role = cfg_args_is_unknown(a, "role") ? NULL : cfg_args_str(a, "role");
+	int api = cfg_args_has(a, "api_server") && !cfg_args_is_unknown(a, "api_server") && *cfg_args_str(a, "api_server");
+	int kubeconfig = cfg_args_has(a, "kubeconfig_file") && *cfg_args_str(a, "kubeconfig_file");
+	const struct cfg_args *ns = cfg_args_block(a, "namespaces", 0), *am = cfg_args_block(a, "attach_metadata", 0);
+	int own_ns = ns && cfg_args_bool(ns, "own_namespace");
+
+	cfg_http_client_validate(a, &((const struct cfg_k8s_args *)a->fields)->http, d);
+	if (api) {
+		const char *u = cfg_args_str(a, "api_server");
+		if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
+			cfg_error(d, cfg_args_pos(a, "api_server"),
+				  "api_server: invalid URL \"%s\" (expected https://host[:port] or http://host[:port])", u);
+	}
+	/* Alloy loads these; the kubeconfig wins, then api_server, then the in-cluster account. */
+	if (api && kubeconfig)
+		cfg_warn(d, cfg_args_name_pos(a, "api_server"),
+			 "api_server is ignored: kubeconfig_file takes precedence (as in Alloy); remove one of them");
+	if (kubeconfig && custom_http_client(a))
+		cfg_warn(d, cfg_args_name_pos(a, "kubeconfig_file"),
+			 "the HTTP client settings are ignored with kubeconfig_file: the kubeconfig's server, credentials "
+			 "and TLS settings are used (as in Alloy)");
+	if (!api && !kubeconfig && custom_http_client(a))
+		cfg_warn(d, a->pos,
+			 "the HTTP client settings are ignored without api_server: in cluster, the service account token "
+			 "and CA are used (as in Alloy); set api_server to use them");
+	if (own_ns && (api || kubeconfig))
+		cfg_warn(d, cfg_args_name_pos(ns, "own_namespace"),
+			 "own_namespace is ignored with %s: the pod's namespace is known only in cluster (as in Alloy)%s",
+			 kubeconfig ? "kubeconfig_file" : "api_server",
+			 cfg_args_list_len(ns, "names") ? "" : "; with no names, no namespace is watched and nothing is discovered");
+	if (role && am && cfg_args_bool(am, "node") && strcmp(role, "pod") != 0 && strcmp(role, "endpoints") != 0 &&
+	    strcmp(role, "endpointslice") != 0)
+		cfg_warn(d, cfg_args_name_pos(am, "node"),
+			 "attach_metadata.node has no effect with role \"%s\" (only pod, endpoints and endpointslice "
+			 "targets get node metadata, as in Alloy)",
+			 role);
+	if (role && am && cfg_args_bool(am, "namespace") && strcmp(role, "node") == 0)
+		cfg_warn(d, cfg_args_name_pos(am, "namespace"),
+			 "attach_metadata.namespace has no effect with role \"node\" (nodes have no namespace)");
+	validate_selectors(a, role, d);
+}
+
+static const struct cfg_attr attrs[] = {
+	CFG_A("role", &cfg_t_string, CFG_REQUIRED, NULL, .one_of = roles, K8S(role)),
+	CFG_A("api_server", &cfg_t_string, 0, NULL, K8S(api_server)),
+	CFG_A("kubeconfig_file", &cfg_t_string, 0, NULL, K8S(kubeconfig_file)),
+	CFG_HTTP_CLIENT_ATTRS(struct cfg_k8s_args, http),
+	CFG_END,
+};
+
+static const struct cfg_block_schema blocks[] = {
+	CFG_B("namespaces", &namespaces_schema, 0, NULL, K8S(namespaces)),
+	CFG_B("selectors", &selectors_schema, CFG_REPEATABLE, NULL, K8S(selectors)),
+	CFG_B("attach_metadata", &attach_metadata_schema, 0, NULL, K8S(attach_metadata)),
+	CFG_HTTP_CLIENT_BLOCKS(struct cfg_k8s_args, http),
+	CFG_END,
+};
+
+static const struct cfg_schema schema = {
+	.attrs = attrs,
+	.blocks = blocks,
+	.validate = validate,
+	CFG_ARGS_STRUCT(struct cfg_k8s_args),
+};
+
+/* ---- runtime ---- */
 
 struct k8s_run {
 	struct cfg_component *c;
@@ -123,4 +326,11 @@ static int start(struct cfg_component *c, const struct cfg_host *host, const voi
 	return cfg_replace_start(&instance_ops, c, args, state, err);
 }
 
-const struct cfg_component_ops cfg_ops_discovery_kubernetes = { start, cfg_replace_update, cfg_replace_stop };
+static const struct cfg_component_ops ops = { start, cfg_replace_update, cfg_replace_stop };
+
+const struct cfg_component_type cfg_type_discovery_kubernetes = {
+	.name = "discovery.kubernetes",
+	.args = &schema,
+	.exports = cfg_targets_exports,
+	.ops = &ops,
+};

@@ -1,17 +1,57 @@
-/* discovery.process as a component: a /proc scan every refresh_interval
+/* discovery.process, the whole component: its schema (below), and at run time a /proc scan every refresh_interval
  * (agent/discovery/process.h), its targets joined with `join`, exported as
  * `targets`. New arguments start a new scanner, which publishes at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/discovery/process_component.h"
 #include "agent/config/component.h"
 #include "agent/config/replace_on_update.h"
-#include "agent/config/types/fields.h"
-#include "agent/config/types/types.h"
 #include "agent/discovery/periodic.h"
 #include "agent/discovery/process.h"
 #include "lib/log.h"
+
+/* ---- schema ----
+ * The arguments of the Alloy reference (discovery/process/args.go;
+ * docs/specs/kubernetes.md §4.2). Defaults follow the reference table (uid and
+ * username true; Alloy's code leaves those two false when the block is absent, a
+ * known doc/code mismatch). */
+
+/* Each argument's member in the args struct (above). */
+#define DISCOVER(m) .field = CFG_FIELD(struct cfg_process_discover_args, m)
+#define PROCESS(m) .field = CFG_FIELD(struct cfg_process_args, m)
+
+static const struct cfg_attr discover_config_attrs[] = {
+	CFG_A("cwd", &cfg_t_bool, 0, "true", DISCOVER(cwd)),
+	CFG_A("exe", &cfg_t_bool, 0, "true", DISCOVER(exe)),
+	CFG_A("commandline", &cfg_t_bool, 0, "true", DISCOVER(commandline)),
+	CFG_A("username", &cfg_t_bool, 0, "true", DISCOVER(username)),
+	CFG_A("uid", &cfg_t_bool, 0, "true", DISCOVER(uid)),
+	CFG_A("container_id", &cfg_t_bool, 0, "true", DISCOVER(container_id)),
+	CFG_A("cgroup_path", &cfg_t_bool, 0, "false", DISCOVER(cgroup_path)),
+	CFG_END,
+};
+static const struct cfg_schema discover_config_schema = {
+	.attrs = discover_config_attrs,
+	CFG_ARGS_STRUCT(struct cfg_process_discover_args),
+};
+
+static const struct cfg_attr attrs[] = {
+	CFG_A("join", &cfg_t_targets, 0, NULL, PROCESS(join)),
+	CFG_A("refresh_interval", &cfg_t_duration, CFG_RANGE | CFG_MIN_EXCLUSIVE, "\"60s\"", .min = 0, .max = 86400,
+	      PROCESS(refresh_interval)),
+	CFG_END,
+};
+
+static const struct cfg_block_schema blocks[] = {
+	CFG_B("discover_config", &discover_config_schema, 0, NULL, PROCESS(discover_config)),
+	CFG_END,
+};
+
+static const struct cfg_schema schema = { .attrs = attrs, .blocks = blocks, CFG_ARGS_STRUCT(struct cfg_process_args) };
+
+/* ---- runtime ---- */
 
 struct process_run {
 	struct np_process_config cfg;
@@ -19,7 +59,6 @@ struct process_run {
 	struct np_periodic *runner;
 	char last_failure[256]; /* what the previous scan could not read, to warn only on change */
 };
-
 
 static int discover(void *ctx, struct np_targets *out, struct np_err *err)
 {
@@ -92,4 +131,11 @@ static int start(struct cfg_component *c, const struct cfg_host *host, const voi
 	return cfg_replace_start(&instance_ops, c, args, state, err);
 }
 
-const struct cfg_component_ops cfg_ops_discovery_process = { start, cfg_replace_update, cfg_replace_stop };
+static const struct cfg_component_ops ops = { start, cfg_replace_update, cfg_replace_stop };
+
+const struct cfg_component_type cfg_type_discovery_process = {
+	.name = "discovery.process",
+	.args = &schema,
+	.exports = cfg_targets_exports,
+	.ops = &ops,
+};

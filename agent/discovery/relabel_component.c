@@ -9,7 +9,7 @@
 
 #include "agent/config/component.h"
 #include "agent/config/relabel_rules.h"
-#include "agent/config/types/types.h"
+#include "agent/discovery/relabel_component.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 

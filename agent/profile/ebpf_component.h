@@ -1,5 +1,5 @@
-/* Hooks of the pyroscope.ebpf component (agent/profile/ebpf_component.c) for the
- * agent: the runtime itself is cfg_ops_pyroscope_ebpf (agent/config/types/types.h).
+/* The pyroscope.ebpf component (agent/profile/ebpf_component.c): its arguments and type,
+ * for the component table (agent/components.c) and tests, and its hooks for the agent.
  *
  * The agent creates the list of running profilers and lends it to the components
  * through struct cfg_host (agent/config/component.h): every pyroscope.ebpf component
@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include "agent/config/component.h"
+#include "agent/runtime/runtime.h"
 #include "agent/profile/ebpf_profiler.h"
 #include "lib/json_writer.h"
 #include "lib/strbuf.h"
@@ -36,5 +38,29 @@ NP_MUST_CHECK int np_ebpf_components_pid_cache_json(struct np_ebpf_running *r, s
  * processes and, when none, why (agent/profile/target_census.h). */
 NP_MUST_CHECK int np_ebpf_components_target_rows(struct np_ebpf_running *r, struct np_json *j, struct np_err *err);
 NP_MUST_CHECK int np_ebpf_components_symbols_json(struct np_ebpf_running *r, struct np_buf *out, struct np_err *err);
+
+/* Its arguments, as the decoder fills them (CFG_FIELD in the schema): durations in
+ * nanoseconds; strings and arrays borrowed from the decoded args until the next update()
+ * or stop(). */
+struct cfg_ebpf_args {
+	struct cfg_capsules forward_to; /* np_profile_sink receivers */
+	const struct np_targets *targets;
+	int64_t collect_interval;
+	int64_t sample_rate;
+	const char *demangle;
+	int kernel_frames, lazy_mode, verbose_mode, load_probe, targets_only;
+	/* <rt>_enabled of each runtime of the table (agent/runtime/runtime.h): python, hotspot, ... */
+#define CFG_RUNTIME_FIELD(ident, id, name, key, support, flag, help) int ident;
+	struct {
+		NP_RUNTIME_LIST(CFG_RUNTIME_FIELD)
+	} runtime_enabled;
+	double off_cpu_threshold;
+	struct cfg_strs u_probe_links;
+	uint64_t container_id_cache_size;
+	const char *symb_cache_path;
+	int64_t symb_cache_size;
+};
+
+extern const struct cfg_component_type cfg_type_pyroscope_ebpf;
 
 #endif

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "agent/discovery/pid_cache.h"
+#include "agent/pprof/sink.h"
 #include "agent/profile/budgets.h"
 #include "agent/profile/uprobes.h"
 #include "agent/runtime/runtime.h"
@@ -29,25 +30,7 @@
 #include "lib/labels.h"
 #include "lib/strbuf.h"
 
-/* Takes ownership of pprof_gz (free() it) whether it succeeds or not. */
-typedef int (*np_profile_append_fn)(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len,
-				    struct np_err *err);
-/* The profile as built, borrowed for the call: the sink copies what it keeps before it
- * returns. Its start is np_pprof_time(b), duration_ns its length. */
-struct np_pprof_builder;
-typedef int (*np_profile_append_built_fn)(void *ud, const struct np_labels *labels,
-					  const struct np_pprof_builder *b, int64_t duration_ns, struct np_err *err);
-
 struct np_ebpf_metrics;
-
-/* A receiver of the engine's profiles. Exactly one of the two functions is set: append
- * for a receiver that sends the pprof on (pyroscope.write), append_built for one in this
- * process that reads the samples (the local store), which then costs no decoding. */
-struct np_profile_sink {
-	np_profile_append_fn append;
-	void *ud;
-	np_profile_append_built_fn append_built;
-};
 
 struct np_ebpf_config {
 	unsigned sample_rate;		/* Hz, default 19 */

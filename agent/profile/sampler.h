@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/unwind/maps.h"
 #include "lib/error.h"
 #include "bpf/sampler.h"
 
@@ -65,16 +66,7 @@ void np_sampler_close(struct np_sampler *s);
 
 unsigned np_sampler_ncpus(const struct np_sampler *s);
 
-/* The unwinder's BPF maps (bpf/unwind.h), for agent/unwind/loader.c to fill. The fds stay
- * owned by the sampler. */
-struct np_unwind_maps {
-	int mappings;	    /* LPM trie: (tgid, address) -> struct np_unw_mapping */
-	int tables;	    /* ARRAY_OF_MAPS: table id -> table array */
-	int rules;	    /* ARRAY: global rule index -> struct np_unw_rule */
-	int requested;	    /* ARRAY: table id -> when BPF last asked for it */
-	int table_template; /* the inner map template (its flags and sizes) */
-	int epoch;	    /* ARRAY[1]: bumped when the walker's cached rules may be wrong */
-};
+/* The unwinder's BPF maps (agent/unwind/maps.h), for agent/unwind/loader.c to fill. */
 void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *out);
 /* The program's map called name (a runtime's <rt>_procs, ...; bpf/runtimes.h), -1 when it has
  * none. The fd stays owned by the sampler. */

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/profile/ebpf_profiler.h"
+#include "agent/pprof/sink.h"
 #include "lib/error.h"
 #include "lib/labels.h"
 #include "lib/strbuf.h"

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/profile/sampler.h"
 #include "agent/symbols/symbolizer.h"
+#include "agent/unwind/maps.h"
 #include "agent/unwind/registry.h"
 #include "agent/unwind/table_cache.h"
 #include "lib/error.h"

@@ -9,8 +9,10 @@
 #include <cmocka.h>
 
 #include "agent/config/component.h"
-#include "agent/config/types/fields.h"
-#include "agent/config/types/types.h"
+#include "agent/discovery/docker_component.h"
+#include "agent/discovery/process_component.h"
+#include "agent/profile/ebpf_component.h"
+#include "agent/write/component.h"
 #include "lib/duration.h"
 #include "tests/unit/config_test.h"
 

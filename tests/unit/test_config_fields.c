@@ -8,7 +8,6 @@
 #include <cmocka.h>
 
 #include "agent/config/component.h"
-#include "agent/config/types/types.h"
 #include "lib/duration.h"
 #include "tests/unit/config_test.h"
 

@@ -5,7 +5,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "agent/config/types/types.h"
+#include "agent/config/k8s_selectors.h"
 
 const char *cfg_k8s_field_selector_error(const char *s)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "agent/config/graph.h"
-#include "agent/config/types/types.h"
+#include "agent/config/logging.h"
 #include "lib/log.h"
 
 static const char *const levels[] = { "debug", "info", "warn", "error", "", NULL };

@@ -4,7 +4,7 @@
  * shows the live flame graph of what the profilers collect. The block is accepted
  * (Alloy's scenarios write it), and `enabled = true` warns that it shows nothing
  * more; the component itself holds no state. */
-#include "agent/config/types/types.h"
+#include "agent/config/logging.h"
 
 static void validate(const struct cfg_args *a, struct cfg_diags *d)
 {

@@ -1,0 +1,32 @@
+/* Where a built profile goes: the one interface between the engine that builds profiles
+ * (pyroscope.ebpf, agent/profile/) and what receives them (pyroscope.write, agent/write/; the
+ * local store, agent/ui/). It lives with the builder so that neither side includes the other. */
+#ifndef NP_PPROF_SINK_H
+#define NP_PPROF_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/error.h"
+#include "lib/labels.h"
+
+struct np_pprof_builder;
+
+/* Takes ownership of pprof_gz (free() it) whether it succeeds or not. */
+typedef int (*np_profile_append_fn)(void *ud, const struct np_labels *labels, void *pprof_gz, size_t len,
+				    struct np_err *err);
+/* The profile as built, borrowed for the call: the sink copies what it keeps before it
+ * returns. Its start is np_pprof_time(b), duration_ns its length. */
+typedef int (*np_profile_append_built_fn)(void *ud, const struct np_labels *labels,
+					  const struct np_pprof_builder *b, int64_t duration_ns, struct np_err *err);
+
+/* A receiver of the engine's profiles. Exactly one of the two functions is set: append
+ * for a receiver that sends the pprof on (pyroscope.write), append_built for one in this
+ * process that reads the samples (the local store), which then costs no decoding. */
+struct np_profile_sink {
+	np_profile_append_fn append;
+	void *ud;
+	np_profile_append_built_fn append_built;
+};
+
+#endif
