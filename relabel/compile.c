@@ -155,6 +155,7 @@ static void rule_free(struct rl_rule *r)
 		free(r->source[i]);
 	free(r->source);
 	free(r->separator);
+	free(r->regex);
 	rx_free(r->re);
 	tmpl_free(&r->target);
 	tmpl_free(&r->replacement);
@@ -176,6 +177,8 @@ static int compile_one(const struct relabel_rule_spec *spec, enum relabel_dialec
 		return -1;
 	if (rx_compile(regex, strlen(regex), &r->re, err) < 0)
 		return -1;
+	if (!(r->regex = strdup(regex)))
+		return np_errf(err, "out of memory");
 	/* Prometheus 3 decodes source_labels as UTF-8 label names; Alloy takes any string. */
 	if (dialect != RELABEL_ALLOY)
 		for (size_t i = 0; i < spec->n_source_labels; i++)
@@ -236,6 +239,30 @@ void relabel_rules_free(struct relabel_rules *rules)
 		rule_free(&rules->v[i]);
 	free(rules->v);
 	free(rules);
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+int relabel_rules_equal(const struct relabel_rules *a, const struct relabel_rules *b)
+{
+	if (!a || !b || a->n != b->n)
+		return a == b;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct rl_rule *x = &a->v[i], *y = &b->v[i];
+		if (x->action != y->action || x->nsource != y->nsource || x->modulus != y->modulus ||
+		    x->default_regex != y->default_regex || x->legacy_names != y->legacy_names ||
+		    x->legacy_templates != y->legacy_templates || !same_str(x->separator, y->separator) ||
+		    !same_str(x->regex, y->regex) || !same_str(x->target.text, y->target.text) ||
+		    !same_str(x->replacement.text, y->replacement.text))
+			return 0;
+		for (size_t k = 0; k < x->nsource; k++)
+			if (strcmp(x->source[k], y->source[k]) != 0)
+				return 0;
+	}
+	return 1;
 }
 
 size_t relabel_rules_count(const struct relabel_rules *rules)

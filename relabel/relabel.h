@@ -39,6 +39,9 @@ NP_MUST_CHECK int relabel_compile(const struct relabel_rule_spec *specs, size_t 
 				  struct relabel_rules **out, size_t *bad_rule, struct np_err *err);
 void relabel_rules_free(struct relabel_rules *rules);
 size_t relabel_rules_count(const struct relabel_rules *rules);
+/* Whether two compiled rule sets do the same thing, rule by rule (what each was compiled from,
+ * defaults filled in: an absent regex and an explicit "(.*)" differ only in default_regex). */
+int relabel_rules_equal(const struct relabel_rules *a, const struct relabel_rules *b);
 
 /* Applies the rules in order to ls (modified in place; labels with empty values are
  * removed first, since empty means absent). *keep = 0 when a rule dropped the target

@@ -30,6 +30,7 @@ struct rl_rule {
 	char *separator; /* owned */
 	size_t separator_len;
 	struct rx *re;	    /* owned; always compiled (Prometheus compiles unused regexes too) */
+	char *regex;	    /* owned: its source, to tell two rule sets apart (relabel_rules_equal) */
 	int default_regex;  /* the regex key was absent */
 	struct tmpl target; /* target_label (used literally except by replace) */
 	struct tmpl replacement;

@@ -2,8 +2,8 @@
  * (docs/specs/relabel.md §12). Arguments: targets (required) and rule blocks
  * applied top-down; exports `output` (the kept targets, in input order) and `rules`
  * (the compiled rules as a RelabelRules capsule). Unhealthy only on an invalid
- * configuration, keeping the last good exports. Rules are recompiled only when the
- * rule blocks change, not on every new target list. */
+ * configuration, keeping the last good exports. The compiled rules are
+ * published again only when they changed (compared compiled, relabel_rules_equal). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +16,6 @@
 struct relabel_component {
 	struct cfg_component *c;
 	struct cfg_value *rules; /* RelabelRules capsule owning the compiled rules */
-	char *rules_text;	 /* the rule blocks as written, to detect changes */
 };
 
 static void validate(const struct cfg_args *a, struct cfg_diags *d)
@@ -52,72 +51,38 @@ static const struct cfg_schema schema = {
 	.raw = CFG_FIELD(struct relabel_args, raw),
 };
 
-/* The rule blocks in a canonical text form (values as the config writes them). */
-static char *rules_text(const struct cfg_args *a)
-{
-	struct np_buf b = NP_BUF_INIT;
-
-	for (size_t i = 0; i < cfg_args_nblocks(a, "rule"); i++) {
-		const struct cfg_args *r = cfg_args_block(a, "rule", i);
-		np_buf_puts(&b, "rule{");
-		for (size_t k = 0; k < cfg_schema_n_attrs(&cfg_relabel_rule_schema); k++) {
-			const char *name = cfg_relabel_rule_schema.attrs[k].name;
-			if (!cfg_args_has(r, name))
-				continue;
-			np_buf_printf(&b, "%s=", name);
-			cfg_value_format(cfg_args_get(r, name), &b, 0);
-			np_buf_putc(&b, ';');
-		}
-		np_buf_putc(&b, '}');
-	}
-	np_buf_putc(&b, '\0');
-	if (b.failed) {
-		np_buf_free(&b);
-		return NULL;
-	}
-	return np_buf_steal(&b, NULL);
-}
-
 static void release_rules(void *p)
 {
 	relabel_rules_free(p);
 }
 
+/* The rules are compiled on every update (a few regexes: microseconds beside relabelling the
+ * targets) and published again only when they differ from the running ones, so that readers
+ * of `rules` are not re-evaluated when only the targets changed. */
 static int apply(struct relabel_component *rc, const struct relabel_args *a, struct np_err *err)
 {
-	const struct cfg_args *args = a->raw;
-	char *text = rules_text(args);
+	struct cfg_diags d;
+	struct relabel_rules *compiled = NULL;
 
-	if (!text)
-		return np_errf(err, "out of memory");
-	if (!rc->rules || strcmp(text, rc->rules_text) != 0) {
-		struct cfg_diags d;
-		struct relabel_rules *compiled = NULL;
-		cfg_diags_init(&d, cfg_component_id(rc->c));
-		if (cfg_relabel_compile(args, "rule", &compiled, &d)) {
-			int r = cfg_diags_to_err(&d, err);
-			cfg_diags_free(&d);
-			free(text);
-			return r;
-		}
+	cfg_diags_init(&d, cfg_component_id(rc->c));
+	if (cfg_relabel_compile(a->raw, "rule", &compiled, &d)) {
+		int r = cfg_diags_to_err(&d, err);
 		cfg_diags_free(&d);
-		if (!compiled) {
-			free(text);
-			return np_errf(err, "the rules are not known yet");
-		}
+		return r;
+	}
+	cfg_diags_free(&d);
+	if (!compiled)
+		return np_errf(err, "the rules are not known yet");
+	if (rc->rules && relabel_rules_equal(rc->rules->u.cap.ptr, compiled)) {
+		relabel_rules_free(compiled);
+	} else {
 		struct cfg_value *cap = cfg_capsule("RelabelRules", compiled, release_rules);
-		if (!cap) {
-			free(text);
+		if (!cap)
 			return np_errf(err, "out of memory");
-		}
 		cfg_unref(rc->rules);
 		rc->rules = cap;
-		free(rc->rules_text);
-		rc->rules_text = text;
-		text = NULL;
 		cfg_component_publish(rc->c, "rules", cfg_ref(cap));
 	}
-	free(text);
 
 	struct np_targets out = NP_TARGETS_INIT;
 	if (relabel_targets(rc->rules->u.cap.ptr, a->targets, &out, err)) {
@@ -139,7 +104,6 @@ static int start(struct cfg_component *c, const struct cfg_host *host, const voi
 	rc->c = c;
 	if (apply(rc, args, err)) {
 		cfg_unref(rc->rules);
-		free(rc->rules_text);
 		free(rc);
 		return -1;
 	}
@@ -157,7 +121,6 @@ static void stop(void *state)
 	struct relabel_component *rc = state;
 
 	cfg_unref(rc->rules);
-	free(rc->rules_text);
 	free(rc);
 }
 

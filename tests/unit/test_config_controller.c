@@ -357,6 +357,8 @@ static void exports_propagate(void **state)
 	assert_int_equal(sink->updates, 1);
 	assert_int_equal(sink->last_targets, 1);
 	assert_string_equal(sink->last_label, "relabeled-a");
+	struct cfg_value *rules_before = cfg_controller_export(c, "discovery.relabel.rl", "rules");
+	assert_non_null(rules_before);
 
 	/* The same targets again: nothing downstream runs. */
 	publish("test.source.src", "a");
@@ -379,6 +381,9 @@ static void exports_propagate(void **state)
 	struct cfg_value *rules = cfg_controller_export(c, "discovery.relabel.rl", "rules");
 	assert_non_null(rules);
 	assert_string_equal(rules->u.cap.type, "RelabelRules");
+	/* New targets recompiled the same rules: the export was not published again. */
+	assert_ptr_equal(rules->u.cap.ptr, rules_before->u.cap.ptr);
+	cfg_unref(rules_before);
 	cfg_unref(rules);
 	assert_true(cfg_controller_settled(c, "test.sink.out"));
 	cfg_controller_free(c);

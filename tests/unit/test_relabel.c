@@ -519,6 +519,49 @@ static void counts_and_free(void **state)
 	relabel_rules_free(NULL);
 }
 
+/* Two rule sets are equal when they do the same thing, whatever the text they came from. */
+static void rules_compared(void **state)
+{
+	(void)state;
+	static const char *const same[][2] = {
+		{ "[{'action':'keep','source_labels':['a','b'],'regex':'x.*'}]",
+		  "[{'regex':'x.*','source_labels':['a','b'],'action':'keep'}]" },
+		{ "[{'target_label':'t'}]", "[{'target_label':'t','action':'replace','separator':';','replacement':'$1'}]" },
+		{ "[]", "[]" },
+	};
+	static const char *const differ[][2] = {
+		{ "[{'action':'keep','source_labels':['a']}]", "[{'action':'drop','source_labels':['a']}]" },
+		{ "[{'action':'keep','source_labels':['a']}]", "[{'action':'keep','source_labels':['b']}]" },
+		{ "[{'action':'keep','source_labels':['a']}]", "[{'action':'keep','source_labels':['a','a']}]" },
+		{ "[{'target_label':'t','regex':'(.*)'}]", "[{'target_label':'t'}]" }, /* default_regex */
+		{ "[{'target_label':'t','regex':'a'}]", "[{'target_label':'t','regex':'b'}]" },
+		{ "[{'target_label':'t','separator':','}]", "[{'target_label':'t'}]" },
+		{ "[{'target_label':'t','replacement':'$2'}]", "[{'target_label':'t'}]" },
+		{ "[{'target_label':'t'}]", "[{'target_label':'u'}]" },
+		{ "[{'action':'hashmod','source_labels':['a'],'target_label':'t','modulus':2}]",
+		  "[{'action':'hashmod','source_labels':['a'],'target_label':'t','modulus':3}]" },
+		{ "[{'target_label':'t'}]", "[{'target_label':'t'},{'target_label':'t'}]" },
+	};
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		struct relabel_rules *a = rules_ok(A, same[i][0]), *b = rules_ok(A, same[i][1]);
+		assert_true(relabel_rules_equal(a, b));
+		assert_true(relabel_rules_equal(b, a));
+		relabel_rules_free(a);
+		relabel_rules_free(b);
+	}
+	for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+		struct relabel_rules *a = rules_ok(A, differ[i][0]), *b = rules_ok(A, differ[i][1]);
+		assert_false(relabel_rules_equal(a, b));
+		assert_false(relabel_rules_equal(b, a));
+		relabel_rules_free(a);
+		relabel_rules_free(b);
+	}
+	struct relabel_rules *a = rules_ok(A, "[]");
+	assert_false(relabel_rules_equal(a, NULL));
+	assert_true(relabel_rules_equal(NULL, NULL));
+	relabel_rules_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -530,6 +573,7 @@ int main(void)
 		cmocka_unit_test(labelmap_snapshot),   cmocka_unit_test(labeldrop_keep),
 		cmocka_unit_test(targets_batch),       cmocka_unit_test(threads_share_rules),
 		cmocka_unit_test(match_gives_up),      cmocka_unit_test(counts_and_free),
+		cmocka_unit_test(rules_compared),
 	};
 
 	return cmocka_run_group_tests_name("relabel", tests, NULL, NULL);
