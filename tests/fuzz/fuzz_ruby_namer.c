@@ -3,8 +3,9 @@
  * the input is a memory image at a fixed address, its first bytes choose the frame words (every
  * kind), where the Object class and the symbol table lie and which version's layout is read
  * (2.5 - 3.4: their line entries and tables, strings and class names differ); and the line lookup
- * on the image's bytes as a line table (2.5's: entries holding their positions). Names and files must come out as valid UTF-8, the frames counted right,
- * and the cache must stay consistent. */
+ * on the image's bytes as a line table (2.5's: entries holding their positions). Names and
+ * files must come out as valid UTF-8, the frames counted right, the cache consistent, and a 2.5
+ * line one of its table's own. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

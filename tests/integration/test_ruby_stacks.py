@@ -95,7 +95,7 @@ class RubyStacks(unittest.TestCase):
                    ("/usr/lib/x86_64-linux-gnu/ruby", "/usr/lib/x86_64-linux-gnu/ruby")])
         cls.container_root = root
         try:
-            # Two batches of three processes on the machine's two CPUs: ~100 samples each.
+            # Two batches of four processes on the machine's two CPUs: ~100 samples each.
             libdir, libdir25 = os.path.join(cls.dir, "lib"), os.path.join(cls.dir, "lib25")
             os.makedirs(libdir)
             os.makedirs(libdir25)
