@@ -32,11 +32,10 @@
 
 /* The frame's environment: ep[0] holds the frame's flags, ep[-1] the previous environment
  * (tagged) for a block, ep[-2] the method entry or cref (vm_core.h's VM_ENV_DATA_INDEX_*). Flags
- * and frame magics (vm_core.h's VM_FRAME_MAGIC_*, VM_FRAME_FLAG_*, VM_ENV_FLAG_*), the same from
- * 2.5 to 3.4. */
-#define NP_RB_FRAME_MAGIC_MASK 0x7fff0001u
+ * and a C method's frame magic (vm_core.h's VM_FRAME_MAGIC_CFUNC, VM_FRAME_FLAG_*,
+ * VM_ENV_FLAG_*), the same from 2.5 to 3.4; the magics' mask and the dummy frame's magic differ
+ * (2.6 narrowed them), so they are the process's (struct np_rb_proc). */
 #define NP_RB_FRAME_MAGIC_CFUNC 0x55550001u
-#define NP_RB_FRAME_MAGIC_DUMMY 0x79990001u
 #define NP_RB_FRAME_FLAG_FINISH 0x0020u
 #define NP_RB_FRAME_FLAG_CFRAME 0x0080u
 #define NP_RB_ENV_FLAG_LOCAL 0x0002u
@@ -63,7 +62,8 @@ struct np_rb_proc {
 	np_u16 iseq_body, body_encoded;
 	/* rb_vm_t's list of ractors (ractor.set), and a ractor's node in it (vmlr_node). */
 	np_u16 vm_ractor_set, ractor_vmlr_node;
-	np_u16 pad[3];
+	/* VM_FRAME_MAGIC_MASK and VM_FRAME_MAGIC_DUMMY of the process's version. */
+	np_u32 frame_magic_mask, frame_magic_dummy;
 	np_u64 single_ractor; /* address of ruby_single_main_ractor in the process */
 	np_u64 vm_ptr;	      /* address of ruby_current_vm_ptr */
 	/* Ruby 2.x (no ractors): address of ruby_current_execution_context_ptr, the context
@@ -173,7 +173,7 @@ __noinline int np_rb_step(__u32 slot)
 		return 0;
 	}
 	flags = frame_flags = (__u32)env[2];
-	magic = flags & NP_RB_FRAME_MAGIC_MASK;
+	magic = flags & w->proc.frame_magic_mask;
 	if (magic == NP_RB_FRAME_MAGIC_CFUNC) {
 		me = env[0];
 		if (!me || me > NP_RB_ADDR_MASK)
@@ -185,7 +185,7 @@ __noinline int np_rb_step(__u32 slot)
 	}
 	/* What the backtrace skips: dummy frames, C blocks, frames that have not started. */
 	if (!iseq || !pc || iseq > NP_RB_ADDR_MASK || (flags & NP_RB_FRAME_FLAG_CFRAME) ||
-	    magic == NP_RB_FRAME_MAGIC_DUMMY)
+	    magic == w->proc.frame_magic_dummy)
 		return 1;
 	if (iseq == w->last_iseq) {
 		encoded = w->last_encoded;

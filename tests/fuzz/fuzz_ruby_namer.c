@@ -2,9 +2,10 @@
  * byte of its iseqs, method entries, classes, strings, arrays, symbol table and line tables):
  * the input is a memory image at a fixed address, its first bytes choose the frame words (every
  * kind), where the Object class and the symbol table lie and which version's layout is read
- * (2.6 - 3.4: their line entries, strings and class names differ); and the line lookup on the image's
- * bytes as a line table. Names and files must come out as valid UTF-8, the frames counted right,
- * and the cache must stay consistent. */
+ * (2.5 - 3.4: their line entries and tables, strings and class names differ); and the line lookup
+ * on the image's bytes as a line table (2.5's: entries holding their positions). Names and
+ * files must come out as valid UTF-8, the frames counted right, the cache consistent, and a 2.5
+ * line one of its table's own. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mem_image im = { BASE, data, size };
-	static const unsigned versions[][2] = { { 3, 1 }, { 3, 0 }, { 2, 7 }, { 3, 2 }, { 3, 3 }, { 3, 4 }, { 2, 6 } };
-	const unsigned *v = versions[size ? data[size - 1] % 7 : 0];
+	static const unsigned versions[][2] = { { 3, 1 }, { 3, 0 }, { 2, 7 }, { 3, 2 },
+						{ 3, 3 }, { 3, 4 }, { 2, 6 }, { 2, 5 } };
+	const unsigned *v = versions[size ? data[size - 1] % 8 : 0];
 	const struct rb_layout *l = rb_layout_table(v[0], v[1]);
 	struct rb_namer *n;
 	struct np_err err;
@@ -66,12 +68,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rb_namer_end_batch(n);
 	}
 	rb_namer_free(n);
-	/* The image as a line table: entries, a succinct index, positions. */
+	/* The image as a line table: entries, a succinct index, positions (2.5: the entries alone,
+	 * whose line must be one of theirs). */
 	if (size >= 16) {
 		size_t third = size / 3, entries = third / l->insn_info_entry_size;
 		for (uint64_t pos = 0; pos < 4096; pos += 1 + pos / 3) {
-			(void)rb_line_at(l, data, entries, data + third, third, NULL, pos);
+			unsigned line = rb_line_at(l, data, entries, data + third, third, NULL, pos);
 			(void)rb_line_at(l, data, entries < third / 4 ? entries : third / 4, NULL, 0, data + 2 * third, pos);
+			if (line && l->line_table == RB_LINES_IN_ENTRIES) {
+				size_t i = 0;
+				int32_t lv;
+				for (; i < entries; i++) {
+					memcpy(&lv, data + i * l->insn_info_entry_size + l->insn_info_line_no, 4);
+					if ((unsigned)lv == line)
+						break;
+				}
+				if (i == entries)
+					abort();
+			}
 		}
 	}
 	return 0;

@@ -40,6 +40,8 @@ int main(int argc, char **argv)
 	F(cfp_iseq);
 	F(cfp_ep);
 	F(cfp_size);
+	F(frame_magic_mask);
+	F(frame_magic_dummy);
 	F(iseq_body);
 	F(body_encoded);
 	F(vm_ractor_set);
@@ -57,6 +59,8 @@ int main(int argc, char **argv)
 	F(body_succ_index_table);
 	F(insn_info_entry_size);
 	F(insn_info_line_no);
+	F(line_table);
+	F(insn_info_position);
 	F(me_def);
 	F(me_owner);
 	F(def_original_id);

@@ -5,8 +5,10 @@ Worker#crunch -> Worker#recurse x6 -> Worker#leaf) under Debian's ruby3.1, start
 recording: the chain in Ruby's own backtrace order (the workload prints its `caller_locations`),
 with the files and lines of the pprof output; two threads with different chains, and two ractors; a process
 inside a container's root; YJIT on; a version without a layout refused with a warning (a copy of
-libruby whose ruby_version says 2.5.1); --no-ruby; and `nodeprof run` pushing Ruby frames to the test
-Pyroscope, with the runtime's /metrics."""
+libruby whose ruby_version says 2.4.1), and one whose ruby_version says 2.5.1 taken as 2.5 (which
+then wants 2.x's ruby_current_execution_context_ptr, which 3.1's library does not export);
+--no-ruby; and `nodeprof run` pushing Ruby frames to the test Pyroscope, with the runtime's
+/metrics."""
 import os
 import re
 import shutil
@@ -47,8 +49,8 @@ def line_of(tag):
     raise AssertionError(f"no # LINE:{tag} in {WORKLOAD}")
 
 
-def unsupported_libruby(directory):
-    """A copy of Debian's libruby whose ruby_version says 2.5.1 (a version nodeprof has no
+def relabelled_libruby(directory, version):
+    """A copy of Debian's libruby whose ruby_version says version ("2.4.1": one nodeprof has no
     layout for), under the same soname in directory, for LD_LIBRARY_PATH: Ruby runs as before
     without RubyGems (whose rbconfig.rb compares the version)."""
     lib = subprocess.run(["sh", "-c", f"ldd {RUBY} | awk '/libruby/ {{print $3}}'"], check=True,
@@ -64,7 +66,7 @@ def unsupported_libruby(directory):
     data = bytearray(open(lib, "rb").read())
     if data[offset:offset + 5] != b"3.1.2":
         raise AssertionError(f"{lib}: ruby_version is {bytes(data[offset:offset + 8])!r}")
-    data[offset:offset + 5] = b"2.5.1"
+    data[offset:offset + 5] = version.encode()
     with open(os.path.join(directory, os.path.basename(lib)), "wb") as f:
         f.write(data)
 
@@ -93,10 +95,12 @@ class RubyStacks(unittest.TestCase):
                    ("/usr/lib/x86_64-linux-gnu/ruby", "/usr/lib/x86_64-linux-gnu/ruby")])
         cls.container_root = root
         try:
-            # Two batches of three processes on the machine's two CPUs: ~100 samples each.
-            libdir = os.path.join(cls.dir, "lib")
+            # Two batches of four processes on the machine's two CPUs: ~100 samples each.
+            libdir, libdir25 = os.path.join(cls.dir, "lib"), os.path.join(cls.dir, "lib25")
             os.makedirs(libdir)
-            unsupported_libruby(libdir)
+            os.makedirs(libdir25)
+            relabelled_libruby(libdir, "2.4.1")
+            relabelled_libruby(libdir25, "2.5.1")
             cls.record_batch({
                 "chain": ([RUBY, WORKLOAD, "chain", SECONDS + 20], ["--format", "pprof"]),
                 "unsupported": ([RUBY, "--disable-gems", WORKLOAD, "chain", SECONDS + 20], [],
@@ -109,6 +113,8 @@ class RubyStacks(unittest.TestCase):
                 "threads": ([RUBY, WORKLOAD, "threads", SECONDS + 20], []),
                 "yjit": ([RUBY, "--yjit", WORKLOAD, "chain", SECONDS + 20], []),
                 "ractors": ([RUBY, WORKLOAD, "ractors", SECONDS + 20], []),
+                "as-2.5": ([RUBY, "--disable-gems", WORKLOAD, "chain", SECONDS + 20], [],
+                           {"LD_LIBRARY_PATH": libdir25}),
             })
         finally:
             cls.stop_all()
@@ -251,9 +257,19 @@ class RubyStacks(unittest.TestCase):
         # A Ruby the table has no layout for: one warning naming it, and its stacks stay native.
         s = self.stacks("unsupported")
         _, log = self.result("unsupported")
-        self.assertIn("Ruby 2.5.1 is not supported", log)
+        self.assertIn("Ruby 2.4.1 is not supported (this build of nodeprof walks Ruby 2.5 to 3.4): it predates", log)
         self.assertEqual(st.total(s, lambda f: bool(ruby_frames(f))), 0, st.top(s))
         self.assertGreaterEqual(st.share(s, st.has("rb_vm_exec"))[2], 80, st.top(s))
+
+    def test_version_2_5_is_taken(self):
+        # A library saying 2.5.1 gets the 2.5 row and is looked at as 2.x: it must export the
+        # global execution context, which 3.1's does not, so its stacks stay native (no Ruby 2.5
+        # runs here: its frames are checked from crafted memory, tests/unit/test_ruby_frames.c).
+        s = self.stacks("as-2.5")
+        _, log = self.result("as-2.5")
+        self.assertNotIn("is not supported", log)
+        self.assertIn("Ruby 2.5.1: the library exports no ruby_current_execution_context_ptr", log)
+        self.assertEqual(st.total(s, lambda f: bool(ruby_frames(f))), 0, st.top(s))
 
     def test_no_ruby_shows_the_vm(self):
         # The native walk itself stops before rb_vm_exec at a few of vm_exec_core's pcs.

@@ -15,11 +15,13 @@ tests/ruby/vm_layout_probe.c is compiled against one version's internal headers 
 installed ruby3.1-dev public headers and config.h standing in for that version's own configure
 output (x86-64, default options), and prints the internal offsets; tests/ruby/layout_probe.c,
 compiled against the installed public headers, prints the public-header fields. The public fields
-are only taken so for versions whose public structures are those of the installed headers (2.6,
-2.7, 3.0 and 3.1: no USE_RVARGC); 3.2 - 3.4's RString, RArray and RUBY_FL_SINGLETON are
+are only taken so for versions whose public structures are those of the installed headers (2.5,
+2.6, 2.7, 3.0 and 3.1: no USE_RVARGC); 3.2 - 3.4's RString, RArray and RUBY_FL_SINGLETON are
 PUBLIC_VWA and PUBLIC_SINGLETON below, transcribed from their headers, which nothing here
-installs. Ruby 2.x's internal headers are compiled with tests/ruby/compat_2x.h first; 2.6's
-symbol table structure, private to its symbol.c, is declared by the probe (SYMBOLS_IN_SYMBOL_C).
+installs. Ruby 2.x's internal headers are compiled with tests/ruby/compat_2x.h first; 2.5's and
+2.6's symbol table structure, private to their symbol.c, is declared by the probe
+(SYMBOLS_IN_SYMBOL_C); 2.5's line table, entries holding their positions, is measured as it is
+(LINES_IN_ENTRIES).
 
     tests/ruby/gen_layouts.py ROOT [ROOT...] > agent/runtime/ruby/layout.c
     tests/ruby/gen_layouts.py --check ROOT [ROOT...]   (compare with build/harness/rb_layout)
@@ -41,7 +43,7 @@ PUBLIC_PROBE = os.path.join(HERE, "layout_probe.c")
 PUBLIC_VERSION = "3.1"
 # Versions in the table: (major, minor, the release whose headers are read): the versions the
 # walker and the namer support (docs/specs/ruby.md §1).
-VERSIONS = [(2, 6, "2.6.0-p0"), (2, 7, "2.7.0-p0"), (3, 0, "3.0.0-p0"), (3, 1, "3.1.0-p0"), (3, 2, "3.2.0-p0"), (3, 3, "3.3.0-p0"),
+VERSIONS = [(2, 5, "2.5.0-p0"), (2, 6, "2.6.0-p0"), (2, 7, "2.7.0-p0"), (3, 0, "3.0.0-p0"), (3, 1, "3.1.0-p0"), (3, 2, "3.2.0-p0"), (3, 3, "3.3.0-p0"),
             (3, 4, "3.4.0-p0")]
 # Other copies of the same release a file may come from: debase-ruby_core_source names its 3.4.0
 # copy ruby-3.4.0-p-1 (RUBY_PATCHLEVEL -1 as the tag's version.h left it; vm_core.h, iseq.h,
@@ -72,27 +74,31 @@ PUBLIC_SINGLETON = {(3, 2): 1 << 12, (3, 3): 1 << 12, (3, 4): 1 << 13}
 VWA_CFLAGS = ["-DUSE_RVARGC=1", "-DRBIMPL_ATTR_PACKED_STRUCT_UNALIGNED_BEGIN()=",
               "-DRBIMPL_ATTR_PACKED_STRUCT_UNALIGNED_END()="]
 # Versions whose symbol table's structure is private to symbol.c: vm_layout_probe.c declares it.
-SYMBOLS_IN_SYMBOL_C = {(2, 6)}
+SYMBOLS_IN_SYMBOL_C = {(2, 5), (2, 6)}
+# Versions whose line entries hold their instruction's position (2.5: rb_iseq_constant_body's
+# insns_info and insns_info_size, no succinct index): vm_layout_probe.c measures them so.
+LINES_IN_ENTRIES = {(2, 5)}
 # Ruby 2.x's internal.h predates the 3.x public headers: compat_2x.h bridges the names it expects
 # of them (no structure the probe measures is defined there).
 COMPAT_2X = os.path.join(HERE, "compat_2x.h")
 
 FIELDS = ["ractors", "ractor_running_ec", "ec_vm_stack", "ec_vm_stack_size", "ec_cfp", "ec_stack_start",
-          "ec_stack_maxsize", "cfp_pc", "cfp_iseq", "cfp_ep", "cfp_size", "iseq_body", "body_encoded",
+          "ec_stack_maxsize", "cfp_pc", "cfp_iseq", "cfp_ep", "cfp_size", "frame_magic_mask", "frame_magic_dummy", "iseq_body", "body_encoded",
           "vm_ractor_set", "ractor_vmlr_node", "body_type", "body_iseq_size", "body_location",
           "loc_pathobj", "loc_base_label", "loc_label", "loc_first_lineno", "body_insns_info",
           "body_insns_info_positions", "body_insns_info_size", "body_succ_index_table",
-          "insn_info_entry_size", "insn_info_line_no", "me_def", "me_owner", "def_original_id",
+          "insn_info_entry_size", "insn_info_line_no", "line_table", "insn_info_position", "me_def", "me_owner", "def_original_id",
           "class_names", "fl_singleton", "class_ext", "ext_iv_tbl", "ext_classpath", "ext_attached", "ext_iv_ptr",
           "vm_shape_list", "shape_size", "shape_edge_name", "shape_next_iv_index", "shape_type", "shape_parent_id",
           "shape_id_shift", "shape_ivar", "st_entries_start", "st_entries_bound", "st_entries",
           "st_entry_size", "str_noembed", "str_embed_len_shift", "str_embed_len_mask", "str_embed_ary",
           "str_heap_len", "str_heap_ptr", "str_len", "ary_embed", "ary_embed_len_shift", "ary_embed_len_mask",
           "ary_embed_ary", "ary_heap_len", "ary_heap_ptr", "symbols_ids", "last_op_id"]
-HEX = {"ractor_running_ec", "ractor_vmlr_node", "ec_stack_start", "ec_stack_maxsize", "last_op_id",
+HEX = {"frame_magic_mask", "frame_magic_dummy", "ractor_running_ec", "ractor_vmlr_node", "ec_stack_start", "ec_stack_maxsize", "last_op_id",
        "str_embed_len_mask", "ary_embed_len_mask"}
 FLAGS = {"str_noembed", "ary_embed", "fl_singleton"}
 CLASS_NAMES = ["RB_NAMES_NONE", "RB_NAMES_IVARS", "RB_NAMES_FIELDS", "RB_NAMES_SHAPES"]  # detect.h's enum rb_class_names
+LINE_TABLES = ["RB_LINES_INDEXED", "RB_LINES_IN_ENTRIES"]  # detect.h's enum rb_line_table
 
 
 def tree_for(roots, release, dest):
@@ -140,6 +146,8 @@ def derive(roots):
             compat = ["-include", COMPAT_2X] if major < 3 else []
             if (major, minor) in SYMBOLS_IN_SYMBOL_C:
                 compat.append("-DRB_SYMBOLS_IN_SYMBOL_C")
+            if (major, minor) in LINES_IN_ENTRIES:
+                compat.append("-DRB_ENTRY_POSITIONS")
             row.update(run_probe(VM_PROBE, [*compat, *(VWA_CFLAGS if vwa else []), "-I" + hdrs, *public_cflags],
                                  tmp))
             rows.append(row)
@@ -159,6 +167,8 @@ def emit(rows):
             v = r[f]
             if f == "class_names":
                 text = CLASS_NAMES[v]
+            elif f == "line_table":
+                text = LINE_TABLES[v]
             elif f in FLAGS:
                 text = f"1ULL << {v.bit_length() - 1}" if v and v & (v - 1) == 0 else f"{v}ULL"
             else:

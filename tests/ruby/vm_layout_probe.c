@@ -21,9 +21,11 @@
 #endif
 
 #ifdef RB_SYMBOLS_IN_SYMBOL_C
-/* 2.6 keeps its symbol table's structure private to symbol.c (static struct symbols
+/* 2.5 and 2.6 keep their symbol table's structure private to symbol.c (static struct symbols
  * global_symbols; 2.7 moved it to symbol.h as rb_symbols_t with the same fields): as symbol.c
- * declares it at v2_6_0, the only structure here not taken from a header. */
+ * declares it at v2_5_0 and v2_6_0 (the same four fields in both; rbspy's ruby_version.rs
+ * declares the same for its 2.5 and 2.6 readers), the only structure here not taken from a
+ * header. */
 typedef struct {
 	rb_id_serial_t last_id;
 	st_table *str_sym;
@@ -32,9 +34,11 @@ typedef struct {
 } rb_symbols_t;
 #endif
 
-/* The constants bpf/ruby.h and namer.c take as the same in every version they walk. */
-_Static_assert(VM_FRAME_MAGIC_MASK == 0x7fff0001 && VM_FRAME_MAGIC_CFUNC == 0x55550001 &&
-		       VM_FRAME_MAGIC_DUMMY == 0x79990001,
+/* The constants bpf/ruby.h and namer.c take as the same in every version they walk (the magic
+ * mask and the dummy frame's magic differ: 2.5's are 0xffff0001 and 0x99990001, 2.6 narrowed
+ * them to 0x7fff0001 and 0x79990001; they are the layout's frame_magic_mask and
+ * frame_magic_dummy). A C method's magic must read the same through either mask. */
+_Static_assert(VM_FRAME_MAGIC_CFUNC == 0x55550001 && (VM_FRAME_MAGIC_CFUNC & VM_FRAME_MAGIC_MASK) == 0x55550001,
 	       "frame magics");
 _Static_assert(VM_FRAME_FLAG_FINISH == 0x20 && VM_FRAME_FLAG_CFRAME == 0x80 && VM_ENV_FLAG_LOCAL == 0x2,
 	       "frame and environment flags");
@@ -45,6 +49,8 @@ _Static_assert(ID_SCOPE_SHIFT == 4, "an ID's serial");
 
 /* struct rb_layout's class_names (agent/runtime/ruby/detect.h's enum rb_class_names). */
 enum { RB_NAMES_NONE, RB_NAMES_IVARS, RB_NAMES_FIELDS, RB_NAMES_SHAPES };
+/* struct rb_layout's line_table (detect.h's enum rb_line_table). */
+enum { RB_LINES_INDEXED, RB_LINES_IN_ENTRIES };
 
 #define F(name, value) printf(", \"%s\": %zu", name, (size_t)(value))
 
@@ -70,6 +76,8 @@ int main(void)
 	F("cfp_pc", offsetof(rb_control_frame_t, pc));
 	F("cfp_iseq", offsetof(rb_control_frame_t, iseq));
 	F("cfp_ep", offsetof(rb_control_frame_t, ep));
+	F("frame_magic_mask", VM_FRAME_MAGIC_MASK);
+	F("frame_magic_dummy", VM_FRAME_MAGIC_DUMMY);
 	F("iseq_body", offsetof(rb_iseq_t, body));
 	F("body_encoded", offsetof(struct rb_iseq_constant_body, iseq_encoded));
 	F("body_type", offsetof(struct rb_iseq_constant_body, type));
@@ -79,10 +87,24 @@ int main(void)
 	F("loc_base_label", offsetof(rb_iseq_location_t, base_label));
 	F("loc_label", offsetof(rb_iseq_location_t, label));
 	F("loc_first_lineno", offsetof(rb_iseq_location_t, first_lineno));
+#ifdef RB_ENTRY_POSITIONS
+	/* 2.5: the body's insns_info array and its insns_info_size; each entry holds the position
+	 * of the instruction it starts at (no positions array, no succinct index). */
+	F("line_table", RB_LINES_IN_ENTRIES);
+	F("body_insns_info", offsetof(struct rb_iseq_constant_body, insns_info));
+	F("body_insns_info_positions", 0);
+	F("body_insns_info_size", offsetof(struct rb_iseq_constant_body, insns_info_size));
+	F("body_succ_index_table", 0);
+	F("insn_info_position", offsetof(struct iseq_insn_info_entry, position));
+	_Static_assert(sizeof(((struct iseq_insn_info_entry *)0)->position) == 4, "a u32 position");
+#else
+	F("line_table", RB_LINES_INDEXED);
 	F("body_insns_info", offsetof(struct rb_iseq_constant_body, insns_info.body));
 	F("body_insns_info_positions", offsetof(struct rb_iseq_constant_body, insns_info.positions));
 	F("body_insns_info_size", offsetof(struct rb_iseq_constant_body, insns_info.size));
 	F("body_succ_index_table", offsetof(struct rb_iseq_constant_body, insns_info.succ_index_table));
+	F("insn_info_position", 0);
+#endif
 	F("insn_info_entry_size", sizeof(struct iseq_insn_info_entry));
 	F("insn_info_line_no", offsetof(struct iseq_insn_info_entry, line_no));
 	F("me_def", offsetof(rb_method_entry_t, def));

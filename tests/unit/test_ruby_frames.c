@@ -2,8 +2,9 @@
  * where the VM's native frames stood (agent/runtime/ruby/merge.c), telling a library's version
  * from its file name and finding the VM's symbol table in rb_id2str's code (detect.c), and
  * reading lines from an iseq's succinct line index (namer.c), checked against the plain search
- * Ruby's older table needs, and naming frames from a crafted memory image laid out as Ruby 3.1's,
- * 3.2's and 3.3's (and 3.4's) objects (namer.c), stale and hostile words included. */
+ * Ruby's older table needs, and from 2.5's entries (which hold their positions) against 2.5's own
+ * search, and naming frames from a crafted memory image laid out as Ruby 2.5's to 3.4's objects
+ * (namer.c), stale and hostile words included. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "agent/runtime/ruby/detect.h"
 #include "agent/runtime/ruby/merge.h"
 #include "agent/runtime/ruby/namer.h"
+#include "bpf/ruby.h"
 
 static const struct sym_module libruby = { 0 };
 
@@ -94,12 +96,13 @@ static void version_from_name(void **state)
 	assert_non_null(rb_layout_table(3, 1));
 	assert_non_null(rb_layout_table(3, 4));
 	assert_non_null(rb_layout_table(2, 6));
-	assert_null(rb_layout_table(2, 5));
+	assert_non_null(rb_layout_table(2, 5));
+	assert_null(rb_layout_table(2, 4));
 	assert_null(rb_layout_table(3, 5));
 }
 
 /* Each row of the table (agent/runtime/ruby/layout.c) is the version it says, holds together
- * and is accepted by the walker; each version of 2.5 - 3.4 without one has its own reason. */
+ * and is accepted by the walker; a 2.x before 2.5 has its own reason. */
 static void layouts_are_walkable(void **state)
 {
 	unsigned rows = 0;
@@ -110,7 +113,9 @@ static void layouts_are_walkable(void **state)
 			const struct rb_layout *l = rb_layout_table(major, minor);
 
 			if (!l) {
-				if ((major == 2 && minor >= 5 && minor <= 7) || (major == 3 && minor <= 4))
+				/* every version from 2.5 to 3.4 has a row */
+				assert_false((major == 2 && minor >= 5 && minor <= 7) || (major == 3 && minor <= 4));
+				if (major == 2 && minor < 5)
 					assert_null(strstr(rb_layout_refusal(major, minor), "not a version"));
 				continue;
 			}
@@ -129,9 +134,19 @@ static void layouts_are_walkable(void **state)
 				assert_true(l->ractor_running_ec && l->ractor_running_ec < l->ractor_vmlr_node);
 			assert_true(l->loc_pathobj < l->loc_base_label && l->loc_base_label < l->loc_label &&
 				    l->loc_label < l->loc_first_lineno);
-			assert_true(l->body_insns_info < l->body_insns_info_positions &&
-				    l->body_insns_info_positions < l->body_insns_info_size &&
-				    l->body_insns_info_size < l->body_succ_index_table);
+			/* 2.5: the entries hold their positions; 2.6 on, an index or an array of them */
+			assert_int_equal(l->line_table, l->major * 100 + l->minor == 205 ? RB_LINES_IN_ENTRIES
+											  : RB_LINES_INDEXED);
+			if (l->line_table == RB_LINES_IN_ENTRIES)
+				assert_true(l->body_insns_info < l->body_insns_info_size && !l->body_insns_info_positions &&
+					    !l->body_succ_index_table && l->insn_info_position != l->insn_info_line_no);
+			else
+				assert_true(l->body_insns_info < l->body_insns_info_positions &&
+					    l->body_insns_info_positions < l->body_insns_info_size &&
+					    l->body_insns_info_size < l->body_succ_index_table);
+			/* frame magics: 2.5's mask and dummy magic are wider; a C method's reads the same */
+			assert_int_equal(l->frame_magic_mask, l->major * 100 + l->minor == 205 ? 0xffff0001u : 0x7fff0001u);
+			assert_int_equal(l->frame_magic_dummy, l->major * 100 + l->minor == 205 ? 0x99990001u : 0x79990001u);
 			assert_true(l->st_entries_start < l->st_entries_bound && l->st_entries_bound < l->st_entries);
 			assert_int_equal(l->st_entry_size, 24);
 			assert_true(l->str_noembed && !(l->str_noembed & (l->str_noembed - 1)));
@@ -156,13 +171,13 @@ static void layouts_are_walkable(void **state)
 			assert_true(l->last_op_id > 0x80 && l->last_op_id < 0x100);
 		}
 	}
-	assert_non_null(rb_layout_table(2, 6));
-	assert_non_null(rb_layout_table(2, 7));
-	assert_non_null(rb_layout_table(3, 0));
-	assert_non_null(rb_layout_table(3, 1));
-	for (unsigned minor = 2; minor <= 4; minor++)
-		assert_non_null(rb_layout_table(3, minor));
-	assert_int_equal(rows, 7);
+	assert_int_equal(rows, 8);
+	/* 2.5's frames have no __bp__ (48 bytes); its line entries are position, line, events. */
+	assert_int_equal(rb_layout_table(2, 5)->cfp_size, 48);
+	assert_int_equal(rb_layout_table(2, 5)->insn_info_entry_size, 12);
+	assert_int_equal(rb_layout_table(2, 5)->insn_info_position, 0);
+	assert_int_equal(rb_layout_table(2, 5)->insn_info_line_no, 4);
+	assert_int_equal(rb_layout_table(2, 5)->ractors, 0);
 	/* 2.6's, 2.7's and 3.0's frames have no jit_return (56 bytes), their line entries no node_id. */
 	assert_int_equal(rb_layout_table(2, 6)->cfp_size, 56);
 	assert_int_equal(rb_layout_table(2, 6)->insn_info_entry_size, 8);
@@ -206,6 +221,20 @@ static void layouts_refused(void **state)
 	assert_false(rb_layout_walkable(&l));
 	l = *rb_layout_table(2, 7);
 	l.ractors = 1; /* ractors without their offsets */
+	assert_false(rb_layout_walkable(&l));
+	/* 2.5: a position beyond its entry, or on the line; a line table of no known form; a mask
+	 * that would not see a C method's frame */
+	l = *rb_layout_table(2, 5);
+	l.insn_info_position = 12;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(2, 5);
+	l.insn_info_position = l.insn_info_line_no;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(2, 5);
+	l.line_table = 2;
+	assert_false(rb_layout_walkable(&l));
+	l = *rb_layout_table(2, 5);
+	l.frame_magic_mask = 0x0fff0001;
 	assert_false(rb_layout_walkable(&l));
 }
 
@@ -299,6 +328,77 @@ static void lines_from_the_succinct_index(void **state)
 	assert_int_equal(rb_line_at(l, entries, 1, NULL, 0, NULL, 99), 10);
 	assert_int_equal(rb_line_at(l, entries, n, succ, 48 + 80, NULL, 54 + 512 + 3), 0);
 	assert_int_equal(rb_line_at(l, entries, 0, succ, len, NULL, 3), 0);
+}
+
+/* 2.5's iseq.c get_insn_info, as it reads its table (the plain search the namer's halving must
+ * agree with): from the second entry on, the first at pos, else the one before the first past it,
+ * else the last. */
+static unsigned line_25(const struct rb_layout *l, const uint8_t *entries, size_t count, uint64_t pos)
+{
+	uint32_t p;
+	int32_t line;
+	size_t i;
+
+	if (!count)
+		return 0;
+	for (i = 1; i < count; i++) {
+		memcpy(&p, entries + i * l->insn_info_entry_size + l->insn_info_position, 4);
+		if (p == pos)
+			break;
+		if (p > pos) {
+			i--;
+			break;
+		}
+	}
+	if (i == count)
+		i--;
+	memcpy(&line, entries + i * l->insn_info_entry_size + l->insn_info_line_no, 4);
+	return line > 0 ? (unsigned)line : 0;
+}
+
+static void lines_from_2_5_entries(void **state)
+{
+	const struct rb_layout *l = rb_layout_table(2, 5);
+	static uint8_t entries[600 * 12];
+	uint32_t size = 3000, n = 0;
+
+	(void)state;
+	assert_int_equal(l->line_table, RB_LINES_IN_ENTRIES);
+	srand(11);
+	/* Entries every few instructions, the first not at 0; line i + 10 for entry i. */
+	for (uint32_t p = 3; p < size && n < 600; p += 1 + (uint32_t)(rand() % 9)) {
+		int32_t line = (int32_t)n + 10;
+		memcpy(entries + 12 * n + l->insn_info_position, &p, 4);
+		memcpy(entries + 12 * n + l->insn_info_line_no, &line, 4);
+		n++;
+	}
+	for (uint64_t x = 0; x < size + 20; x++) {
+		unsigned a = rb_line_at(l, entries, n, NULL, 0, NULL, x);
+		assert_int_not_equal(a, 0);
+		assert_int_equal(a, line_25(l, entries, n, x));
+	}
+	/* A position before the first entry's: the first entry's line, as Ruby's search gives. */
+	assert_int_equal(rb_line_at(l, entries, n, NULL, 0, NULL, 0), 10);
+	/* An entry's own position: its line; the one just before: the previous entry's. */
+	{
+		uint32_t p;
+		memcpy(&p, entries + 12 * 5 + l->insn_info_position, 4);
+		assert_int_equal(rb_line_at(l, entries, n, NULL, 0, NULL, p), 15);
+		assert_int_equal(rb_line_at(l, entries, n, NULL, 0, NULL, p - 1), 14);
+	}
+	/* One entry: its line wherever; none: unknown. */
+	assert_int_equal(rb_line_at(l, entries, 1, NULL, 0, NULL, 99), 10);
+	assert_int_equal(rb_line_at(l, entries, 0, NULL, 0, NULL, 3), 0);
+	/* Garbage (positions not sorted): still one of the table's own lines, never past it. */
+	srand(12);
+	for (uint32_t i = 0; i < 64; i++) {
+		uint32_t p = (uint32_t)rand() % 100;
+		memcpy(entries + 12 * i + l->insn_info_position, &p, 4);
+	}
+	for (uint64_t x = 0; x < 120; x++) {
+		unsigned a = rb_line_at(l, entries, 64, NULL, 0, NULL, x);
+		assert_true(a >= 10 && a < 10 + 64);
+	}
 }
 
 #define ID_CLASSPATH 0xf01ULL /* serial 0xf0 */
@@ -420,7 +520,7 @@ static void build_image(const struct rb_layout *l)
 	put(0x400 + l->body_location + l->loc_first_lineno, 2 * 7 + 1);
 	put(0x400 + l->body_insns_info, BASE + 0x580);
 	put(0x400 + l->body_insns_info_size, 1);
-	put(0x580, 9);
+	put(0x580 + l->insn_info_line_no, 9);
 	string(0x500, "/w.rb");
 	string(0x520, "leaf");
 	string(0x540, "block in leaf");
@@ -462,7 +562,7 @@ static void build_image(const struct rb_layout *l)
 	put(0x300, 0x1a | 6 << 12);
 }
 
-/* Ruby 2.6 - 3.1: class names are instance variables, found through the symbol table. */
+/* Ruby 2.5 - 3.1: class names are instance variables, found through the symbol table. */
 static void names_from_ivars(const struct rb_layout *l)
 {
 	struct rb_names_proc p = { .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
@@ -521,11 +621,71 @@ static void names_from_ivars(const struct rb_layout *l)
 
 static void names_from_memory(void **state)
 {
-	static const unsigned versions[][2] = { { 3, 1 }, { 3, 0 }, { 2, 7 }, { 2, 6 } };
+	static const unsigned versions[][2] = { { 3, 1 }, { 3, 0 }, { 2, 7 }, { 2, 6 }, { 2, 5 } };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
 		names_from_ivars(rb_layout_table(versions[i][0], versions[i][1]));
+}
+
+/* Ruby 2.5: a frame's line from its iseq's entries (positions 2, 4 and 9: lines 20, 21, 23; the
+ * iseq 10 instructions long); a stale word whose pc lies past the iseq: no line; a table whose
+ * size is garbage: first lines only, the frame still named. */
+static void names_from_2_5_line_entries(void **state)
+{
+	const struct rb_layout *l = rb_layout_table(2, 5);
+	struct rb_names_proc p = { .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
+	uint64_t iseq = 1ULL << 62 | (BASE + 0x100), me = 2ULL << 62 | (BASE + 0x200);
+	/* pc indexes: 1 (pos 0, before the first entry), 5 (pos 4, the second's own), 9 (pos 8),
+	 * 10 (pos 9, the third's), 11 (past the iseq), unknown */
+	static const uint64_t pcs[] = { 1, 5, 9, 10, 11, NP_RB_PC_UNKNOWN };
+	static const unsigned lines[] = { 20, 21, 21, 23, 0, 0 };
+	const uint32_t pos[] = { 2, 4, 9 };
+	uint64_t words[12];
+	struct sym_frame f[6];
+	uint8_t finish[6];
+	struct rb_namer *n;
+	struct np_err err;
+	size_t count;
+
+	(void)state;
+	build_image(l);
+	put(0x400 + l->body_insns_info_size, 3);
+	for (uint32_t i = 0; i < 3; i++) {
+		int32_t line = i == 2 ? 23 : 20 + (int32_t)i;
+		memcpy(image + 0x580 + 12 * i + l->insn_info_position, &pos[i], 4);
+		memcpy(image + 0x580 + 12 * i + l->insn_info_line_no, &line, 4);
+	}
+	for (size_t i = 0; i < 6; i++) {
+		words[2 * i] = iseq | pcs[i] << NP_RB_PC_SHIFT;
+		words[2 * i + 1] = me;
+	}
+	assert_int_equal(rb_namer_new(0, &n, &err), 0);
+	rb_namer_set_reader(n, image_read, NULL);
+	assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 12, f, finish, &count, &err), 0);
+	assert_int_equal(count, 6);
+	for (size_t i = 0; i < 6; i++) {
+		assert_string_equal(f[i].name, "block in Worker#leaf");
+		assert_string_equal(f[i].file, "/w.rb");
+		assert_int_equal(f[i].start_line, 7);
+		assert_int_equal(f[i].line, lines[i]);
+	}
+	rb_namer_free(n);
+
+	/* A size whose table would pass the namer's bound, and one within it but beyond readable
+	 * memory: no line, the frame named. */
+	for (int k = 0; k < 2; k++) {
+		put(0x400 + l->body_insns_info_size, k ? 5000 : 0x7fffffff);
+		p = (struct rb_names_proc){ .l = l, .object_class = BASE + 0x40, .global_symbols = BASE + 0xc00 };
+		assert_int_equal(rb_namer_new(0, &n, &err), 0);
+		rb_namer_set_reader(n, image_read, NULL);
+		assert_int_equal(rb_namer_frames(n, 1, 1, &p, words, 2, f, finish, &count, &err), 0);
+		assert_int_equal(count, 1);
+		assert_string_equal(f[0].name, "block in Worker#leaf");
+		assert_int_equal(f[0].start_line, 7);
+		assert_int_equal(f[0].line, 0);
+		rb_namer_free(n);
+	}
 }
 
 /* Ruby 3.3 and 3.4: a class's name and a singleton class's object are fields of the class
@@ -634,7 +794,9 @@ int main(void)
 		cmocka_unit_test(layouts_refused),
 		cmocka_unit_test(symbols_from_code),
 		cmocka_unit_test(lines_from_the_succinct_index),
+		cmocka_unit_test(lines_from_2_5_entries),
 		cmocka_unit_test(names_from_memory),
+		cmocka_unit_test(names_from_2_5_line_entries),
 		cmocka_unit_test(names_from_class_fields),
 		cmocka_unit_test(names_from_shapes),
 	};

@@ -86,11 +86,9 @@ uint64_t rb_symbols_from_code(const uint8_t *code, size_t len, uint64_t vaddr, u
 
 const char *rb_layout_refusal(unsigned major, unsigned minor)
 {
-	/* What each version changed that the walker or the namer does not read (docs/specs/ruby.md
-	 * §1), from its headers. */
-	if (major == 2 && minor == 5)
-		return "keeps each line entry's instruction position in the entry (no succinct index), "
-		       "which the namer does not read";
+	/* What a version outside the table lacks that the walker reads (docs/specs/ruby.md §1). */
+	if (major < 2 || (major == 2 && minor < 5))
+		return "predates the execution context (rb_execution_context_t, Ruby 2.5) the walker starts from";
 	return "is not a version this build has a layout for";
 }
 
@@ -117,6 +115,11 @@ int rb_layout_walkable(const struct rb_layout *l)
 		return 0;
 	if (l->cfp_size < NP_RB_CFP_READ || l->cfp_size % 8)
 		return 0;
+	/* The walker knows a C method's frame by its magic through the version's mask. */
+	if ((NP_RB_FRAME_MAGIC_CFUNC & l->frame_magic_mask) != NP_RB_FRAME_MAGIC_CFUNC ||
+	    (l->frame_magic_dummy & l->frame_magic_mask) != l->frame_magic_dummy ||
+	    l->frame_magic_dummy == NP_RB_FRAME_MAGIC_CFUNC)
+		return 0;
 	/* The namer's: the iseq body's fields within its read, a line entry's line within it. */
 	{
 		const uint32_t body[] = { l->body_type, l->body_iseq_size, l->body_insns_info,
@@ -128,7 +131,12 @@ int rb_layout_walkable(const struct rb_layout *l)
 			if (body[i] + 8 > RB_BODY_HEAD)
 				return 0;
 	}
-	return l->insn_info_entry_size >= 4 && l->insn_info_line_no + 4 <= l->insn_info_entry_size;
+	if (l->line_table == RB_LINES_IN_ENTRIES)
+		return l->insn_info_entry_size >= 8 && l->insn_info_line_no + 4 <= l->insn_info_entry_size &&
+		       l->insn_info_position + 4 <= l->insn_info_entry_size &&
+		       l->insn_info_position != l->insn_info_line_no;
+	return l->line_table == RB_LINES_INDEXED && l->insn_info_entry_size >= 4 &&
+	       l->insn_info_line_no + 4 <= l->insn_info_entry_size;
 }
 
 struct candidates {
@@ -194,7 +202,7 @@ static int probe_file(struct symbolizer *sym, uint32_t pid, uint32_t gen, const 
 	}
 	out->version[strnlen(out->version, sizeof(out->version) - 1)] = '\0';
 	if (!(out->layout = rb_layout_table(major, minor))) {
-		snprintf(why, why_len, "Ruby %s is not supported (this build of nodeprof walks Ruby 2.6 to 3.4): it %s",
+		snprintf(why, why_len, "Ruby %s is not supported (this build of nodeprof walks Ruby 2.5 to 3.4): it %s",
 			 out->version, rb_layout_refusal(major, minor));
 		goto out;
 	}

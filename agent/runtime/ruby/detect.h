@@ -17,7 +17,7 @@
 enum rb_class_names {
 	/* None readable: a method is named without its class. */
 	RB_NAMES_NONE = 0,
-	/* 2.6 - 3.1: the __classpath__ and __attached__ instance variables, in the class
+	/* 2.5 - 3.1: the __classpath__ and __attached__ instance variables, in the class
 	 * extension's iv_tbl (an st_table). */
 	RB_NAMES_IVARS = 1,
 	/* 3.3, 3.4: the class extension's own fields, classpath and
@@ -27,6 +27,17 @@ enum rb_class_names {
 	 * iv_ptr array, indexed by the shape (in the class's flags) whose transition from its
 	 * parent added each (the VM's shape_list). */
 	RB_NAMES_SHAPES = 3,
+};
+
+/* Where an iseq's line table keeps the instruction position each entry starts at (struct
+ * rb_layout's line_table). */
+enum rb_line_table {
+	/* 2.6 - 3.4: a succinct index of the positions (insns_info.succ_index_table), or, while
+	 * it is not built, an array of them (insns_info.positions). */
+	RB_LINES_INDEXED = 0,
+	/* 2.5: in each entry (iseq_insn_info_entry.position, at insn_info_position), the entries
+	 * sorted by it (body->insns_info, body->insns_info_size). */
+	RB_LINES_IN_ENTRIES = 1,
 };
 
 /* A Ruby version's structure offsets and constants (x86-64). */
@@ -39,6 +50,9 @@ struct rb_layout {
 	uint32_t ractor_running_ec;
 	uint32_t ec_vm_stack, ec_vm_stack_size, ec_cfp, ec_stack_start, ec_stack_maxsize;
 	uint32_t cfp_pc, cfp_iseq, cfp_ep, cfp_size;
+	/* VM_FRAME_MAGIC_MASK and VM_FRAME_MAGIC_DUMMY: 0xffff0001 and 0x99990001 in 2.5,
+	 * 0x7fff0001 and 0x79990001 from 2.6 (a C method's magic reads the same through both). */
+	uint32_t frame_magic_mask, frame_magic_dummy;
 	uint32_t iseq_body, body_encoded;
 	uint32_t vm_ractor_set, ractor_vmlr_node;
 	/* The namer's: rb_iseq_constant_body and its rb_iseq_location_t. */
@@ -46,6 +60,8 @@ struct rb_layout {
 	uint32_t loc_pathobj, loc_base_label, loc_label, loc_first_lineno;
 	uint32_t body_insns_info, body_insns_info_positions, body_insns_info_size, body_succ_index_table;
 	uint32_t insn_info_entry_size, insn_info_line_no;
+	/* enum rb_line_table; RB_LINES_IN_ENTRIES: where an entry holds its position (u32). */
+	uint32_t line_table, insn_info_position;
 	/* rb_method_entry_t, rb_method_definition_t. */
 	uint32_t me_def, me_owner, def_original_id;
 	/* Where a class's name and a singleton class's object are (class_names, below). class_ext:

@@ -48,6 +48,7 @@ struct key {
 struct info {
 	uint32_t name, file; /* offsets of NUL-terminated strings in text (file: UINT32_MAX none) */
 	uint32_t entries, count, succ, succ_len, positions;
+	uint32_t size; /* the iseq's instructions (words): a position past them has no line */
 	int32_t first_line;
 	int ok, has_succ, has_positions;
 };
@@ -430,16 +431,22 @@ static int put_table(const struct ctx *c, uint64_t addr, size_t len, uint32_t *o
 static void read_lines(const struct ctx *c, const uint8_t *body, struct info *info)
 {
 	const struct rb_layout *l = c->l;
-	uint64_t entries = u64_at(body + l->body_insns_info), succ = u64_at(body + l->body_succ_index_table);
-	uint64_t positions = u64_at(body + l->body_insns_info_positions);
+	/* 2.5 keeps each entry's position in the entry: no index, no positions array. */
+	int in_entries = l->line_table == RB_LINES_IN_ENTRIES;
+	uint64_t entries = u64_at(body + l->body_insns_info);
+	uint64_t succ = in_entries ? 0 : u64_at(body + l->body_succ_index_table);
+	uint64_t positions = in_entries ? 0 : u64_at(body + l->body_insns_info_positions);
 	uint32_t count = u32_at(body + l->body_insns_info_size), size = u32_at(body + l->body_iseq_size);
 	size_t mark = c->n->text.len;
 
 	info->count = 0;
+	info->size = size;
 	if (!count || (uint64_t)count * l->insn_info_entry_size > RB_LINETABLE_MAX ||
 	    put_table(c, entries, (size_t)count * l->insn_info_entry_size, &info->entries))
 		goto fail;
-	if (succ) {
+	if (in_entries) {
+		/* the positions are read from the entries themselves (rb_line_at) */
+	} else if (succ) {
 		size_t blocks = size > SUCC_IMM ? (size - SUCC_IMM + 511) / 512 : 0;
 		info->succ_len = (uint32_t)(SUCC_IMM_BYTES + blocks * SUCC_BLOCK);
 		if (put_table(c, succ, info->succ_len, &info->succ))
@@ -577,6 +584,24 @@ unsigned rb_line_at(const struct rb_layout *l, const uint8_t *entries, size_t co
 		return 0;
 	if (count == 1)
 		return line_of(l, entries);
+	if (l->line_table == RB_LINES_IN_ENTRIES) {
+		/* 2.5's iseq.c get_insn_info: from the second entry on, the first that starts at pos,
+		 * else the one before the first that starts past it, else the last. The entries are
+		 * sorted by position, so the first starting at or past pos is found by halving (at
+		 * most 13 steps for a 64 KiB table); unsorted garbage still gives an entry within
+		 * count. */
+		size_t lo = 1, hi = count, mid;
+		while (lo < hi) {
+			mid = lo + (hi - lo) / 2;
+			if (u32_at(entries + mid * l->insn_info_entry_size + l->insn_info_position) < pos)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < count && u32_at(entries + lo * l->insn_info_entry_size + l->insn_info_position) == pos)
+			return line_of(l, entries + lo * l->insn_info_entry_size);
+		return line_of(l, entries + (lo - 1) * l->insn_info_entry_size);
+	}
 	if (succ) {
 		/* iseq.c succ_index_lookup: the number of instructions up to pos that start a new
 		 * entry, from a 7-bit rank per position below SUCC_IMM, then 512-bit blocks (a rank,
@@ -665,7 +690,8 @@ int rb_namer_frames(struct rb_namer *n, uint32_t pid, uint32_t gen, struct rb_na
 		f->file = in->file == UINT32_MAX ? NULL : n->text.p + in->file;
 		f->resolved = 1;
 		f->start_line = in->first_line > 0 ? (unsigned)in->first_line : 0;
-		if (pcs[i] != NP_RB_PC_UNKNOWN && in->count) {
+		/* An index past the iseq's instructions is a stale or garbled frame's: no line. */
+		if (pcs[i] != NP_RB_PC_UNKNOWN && in->count && pcs[i] <= in->size) {
 			/* vm_backtrace.c calc_pos: the pc is past the instruction executing. */
 			uint64_t pos = pcs[i] ? pcs[i] - 1 : 0;
 			const uint8_t *t = (const uint8_t *)n->text.p;

@@ -69,7 +69,9 @@ void rb_namer_stats(const struct rb_namer *n, struct rt_name_stats *out);
 /* The line of instruction position pos (the index of the instruction after the one executing)
  * from an iseq's line table as read from memory: entries (insns_info, count entries of
  * l->insn_info_entry_size bytes), and either its succinct index (succ, succ_len bytes, as Ruby
- * 2.6+ keep it) or its positions (u32 each; NULL when succ is given). 0 when unknown. */
+ * 2.6+ keep it) or its positions (u32 each; NULL when succ is given); with l->line_table
+ * RB_LINES_IN_ENTRIES (2.5), the positions are in the entries, and succ and positions unused.
+ * 0 when unknown. */
 unsigned rb_line_at(const struct rb_layout *l, const uint8_t *entries, size_t count, const uint8_t *succ,
 		    size_t succ_len, const uint8_t *positions, uint64_t pos);
 

@@ -82,6 +82,8 @@ static void to_bpf(const struct rb_interp *in, uint32_t gen, struct np_rb_proc *
 	v->cfp_iseq = (uint16_t)l->cfp_iseq;
 	v->cfp_ep = (uint16_t)l->cfp_ep;
 	v->cfp_size = (uint16_t)l->cfp_size;
+	v->frame_magic_mask = l->frame_magic_mask;
+	v->frame_magic_dummy = l->frame_magic_dummy;
 	v->iseq_body = (uint16_t)l->iseq_body;
 	v->body_encoded = (uint16_t)l->body_encoded;
 	v->vm_ractor_set = (uint16_t)l->vm_ractor_set;
