@@ -9,7 +9,7 @@
 #include "agent/discovery/process_component.h"
 #include "agent/discovery/relabel_component.h"
 #include "agent/profile/ebpf_component.h"
-#include "agent/write/component.h"
+#include "agent/write/write_component.h"
 
 const struct cfg_component_type *const cfg_builtin_types[] = {
 	&cfg_type_discovery_docker,  &cfg_type_discovery_kubernetes, &cfg_type_discovery_process,

@@ -18,7 +18,7 @@
 #ifndef NP_BPF_RUNTIME_H
 #define NP_BPF_RUNTIME_H
 
-#include "sampler.h"
+#include "sampler_types.h"
 
 /* Runtime ids: the tag of a runtime's frame words and the index of its row in the registry
  * (agent/runtime/registry.c); 0 is no runtime. Never renumbered: a tagged word carries one. */

@@ -33,7 +33,7 @@
 #include <bpf/bpf_helpers.h>
 #include <linux/ptrace.h>
 
-#include "sampler.h"
+#include "sampler_types.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

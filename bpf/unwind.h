@@ -17,7 +17,7 @@
 #ifndef NP_BPF_UNWIND_H
 #define NP_BPF_UNWIND_H
 
-#include "sampler.h"
+#include "sampler_types.h"
 
 #define NP_UNW_PAGE_SHIFT 12
 /* A page of 4096 bytes holds at most 4096 row starts plus the row covering its first byte:

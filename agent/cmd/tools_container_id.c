@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "agent/cmd/commands.h"
-#include "agent/discovery/container_id.h"
+#include "agent/attribution/container_id.h"
 
 enum { OPT_PID = CMD_OPT_LONG, OPT_CGROUP_FILE, OPT_EXPLAIN };
 

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/discovery/container_id.h"
-#include "agent/discovery/target.h"
+#include "agent/attribution/container_id.h"
+#include "agent/attribution/target.h"
 #include "lib/file.h"
 #include "lib/grow.h"
 #include "lib/hash.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/discovery/target.h"
+#include "agent/attribution/target.h"
 #include "lib/log.h"
 
 #define PPROFS_HELP "Total number of pprof profiles collected by the ebpf component"

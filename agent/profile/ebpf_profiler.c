@@ -1,9 +1,7 @@
 /* pyroscope.ebpf's engine: see ebpf_profiler.h. */
 #include "agent/profile/ebpf_profiler.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -11,10 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/discovery/cgroup2.h"
-#include "agent/discovery/container_id.h"
-#include "agent/discovery/pid_cache.h"
-#include "agent/discovery/target.h"
+#include "agent/attribution/allow_scan.h"
 #include "agent/pprof/builder.h"
 #include "agent/pprof/gzip.h"
 #include "agent/profile/collector.h"
@@ -27,12 +22,6 @@
 /* The kernel maps are drained at least this often, whatever the collect interval:
  * the maps are sized for it, and user space aggregates until the interval ends. */
 #define MAX_DRAIN_MS 2000
-/* cgroup trees are shallow (kubepods.slice/<qos>/<pod>/<container>/...); this bounds a
- * pathological one. */
-#define MAX_CGROUP_DEPTH 24
-/* A pod with a writable cgroup subtree can create directories without end: the walk
- * visits at most this many per rescan (a 110-pod node has about a thousand). */
-#define MAX_CGROUP_DIRS 65536
 
 struct slot {
 	struct np_labels labels; /* copy of the target's profile labels */
@@ -112,139 +101,10 @@ static int64_t wall_ns(void)
 
 /* ---- which processes the BPF program samples ---- */
 
-struct allow_scan {
-	struct np_ebpf_profiler *p;
-	struct np_intern cgroups; /* found this time */
-	char (*containers)[NP_CONTAINER_ID_LEN + 1];
-	size_t cap;
-	struct np_intern found_containers; /* container IDs that have a cgroup of their own */
-	struct np_intern pids;
-	size_t dirs; /* cgroup directories visited; past MAX_CGROUP_DIRS the walk stops */
-};
-
-static int add_cgroup(struct allow_scan *a, uint64_t id, const char *container, struct np_err *err)
-{
-	int added;
-	uint32_t n = np_intern_add(&a->cgroups, &id, sizeof(id), &added);
-
-	if (!n)
-		return np_errf(err, "out of memory tracking cgroups");
-	if (!added)
-		return 0;
-	if (n > a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		void *nc = realloc(a->containers, cap * sizeof(*a->containers));
-		if (!nc)
-			return np_errf(err, "out of memory tracking cgroups");
-		a->containers = nc;
-		a->cap = cap;
-	}
-	memcpy(a->containers[n - 1], container, NP_CONTAINER_ID_LEN + 1);
-	if (!np_intern_add(&a->found_containers, container, strlen(container), NULL))
-		return np_errf(err, "out of memory tracking cgroups");
-	return 0;
-}
-
-/* Walks the cgroup2 tree; every directory whose path names a target's container is
- * allowed (its descendants name the same container, so they are allowed too). */
-static int walk_cgroups(struct allow_scan *a, char *path, size_t root_len, size_t len, int depth, struct np_err *err)
-{
-	DIR *d;
-	struct dirent *e;
-	int rc = 0;
-
-	if (depth > MAX_CGROUP_DEPTH || a->dirs > MAX_CGROUP_DIRS)
-		return 0;
-	d = opendir(path);
-	if (!d)
-		return 0; /* removed meanwhile, or not readable: nothing to sample there */
-	while (rc == 0 && (e = readdir(d))) {
-		struct np_cid_answer ans;
-		const struct np_target *t;
-		size_t n;
-		if (e->d_type != DT_DIR || e->d_name[0] == '.')
-			continue;
-		if (++a->dirs > MAX_CGROUP_DIRS)
-			break;
-		n = strlen(e->d_name);
-		if (len + 1 + n + 1 > PATH_MAX)
-			continue;
-		path[len] = '/';
-		memcpy(path + len + 1, e->d_name, n + 1);
-		/* The path as /proc/PID/cgroup shows it: relative to the mount's root. */
-		np_cgroup_path_answer(path + root_len, len + 1 + n - root_len, &ans);
-		/* A directory naming another pod than its target's is not sampled for it
-		 * (docs/specs/container-id.md); the census counts its processes. */
-		if (ans.id[0] && (t = np_target_set_find_container(a->p->targets, ans.id)) &&
-		    np_census_pod_ok(t, ans.pod_uid)) {
-			uint64_t cgid;
-			struct np_err e2;
-			if (np_cgroup2_id(path, &cgid, &e2) == 0)
-				rc = add_cgroup(a, cgid, ans.id, err);
-		}
-		if (rc == 0)
-			rc = walk_cgroups(a, path, root_len, len + 1 + n, depth + 1, err);
-		path[len] = '\0';
-	}
-	closedir(d);
-	return rc;
-}
-
-/* Whether process pid may take target t's labels (t NULL: no). */
-static int pod_ok(struct np_ebpf_profiler *p, uint32_t pid, const struct np_target *t)
-{
-	char uid[NP_POD_UID_LEN + 1];
-	struct np_err err;
-
-	if (!t)
-		return 0;
-	if (!t->pod_uid)
-		return 1;
-	return np_pid_cache_pod_uid(p->pids, pid, uid, &err) == 0 && np_census_pod_ok(t, uid);
-}
-
-/* For containers without a cgroup v2 directory of their own: their PIDs, from /proc. */
-static int scan_pids(struct allow_scan *a, struct np_err *err)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-
-	if (!d)
-		return np_errno(err, "open /proc");
-	while ((e = readdir(d))) {
-		char *end, id[NP_CONTAINER_ID_LEN + 1];
-		unsigned long pid = strtoul(e->d_name, &end, 10);
-		struct np_err e2;
-		if (*end || pid == 0 || pid > UINT32_MAX)
-			continue;
-		if (np_pid_cache_container_id(a->p->pids, (uint32_t)pid, id, NULL, &e2) || !id[0])
-			continue;
-		if (np_intern_find(&a->found_containers, id, strlen(id)))
-			continue; /* sampled through its cgroup */
-		if (pod_ok(a->p, (uint32_t)pid, np_target_set_find_container(a->p->targets, id))) {
-			uint32_t pid32 = (uint32_t)pid;
-			if (!np_intern_add(&a->pids, &pid32, sizeof(pid32), NULL)) {
-				closedir(d);
-				return np_errf(err, "out of memory tracking processes");
-			}
-		}
-	}
-	closedir(d);
-	return 0;
-}
-
-static void allow_scan_free(struct allow_scan *a)
-{
-	np_intern_free(&a->cgroups);
-	np_intern_free(&a->found_containers);
-	np_intern_free(&a->pids);
-	free(a->containers);
-}
-
 /* Whether an allow-list key belongs to the lists of a scan (np_sampler_allow_prune). */
 static int allow_wanted(void *ud, uint64_t key)
 {
-	struct allow_scan *a = ud;
+	struct np_allow_scan *a = ud;
 
 	if (key & NP_ALLOW_PID_BIT) {
 		uint32_t pid = (uint32_t)key;
@@ -284,7 +144,7 @@ static size_t allow_missing(struct np_sampler *s, int pids, const struct np_inte
 /* Adds the keys of `want` that `have` lacks (have NULL: all of them) and removes those of
  * `have` that `want` lacks, going on past a failure (the first one is kept in err).
  * Returns how many updates failed. */
-static size_t allow_diff(struct np_sampler *s, const struct allow_scan *want, const struct np_intern *have_cgroups,
+static size_t allow_diff(struct np_sampler *s, const struct np_allow_scan *want, const struct np_intern *have_cgroups,
 			 const struct np_intern *have_pids, struct np_err *err)
 {
 	size_t failed = allow_missing(s, 0, &want->cgroups, have_cgroups, 1, 0, err);
@@ -301,7 +161,7 @@ static size_t allow_diff(struct np_sampler *s, const struct allow_scan *want, co
  * instead of keeping stray entries forever. Failures are counted and logged once, never
  * fatal: sampling goes on with what the map holds. The scan's lists become the current
  * ones either way (attribution follows what is wanted). */
-static void apply_allow(struct np_ebpf_profiler *p, struct allow_scan *a)
+static void apply_allow(struct np_ebpf_profiler *p, struct np_allow_scan *a)
 {
 	struct np_sampler *s = np_collector_sampler(p->col);
 	struct np_err why, scratch;
@@ -343,33 +203,15 @@ static void apply_allow(struct np_ebpf_profiler *p, struct allow_scan *a)
 
 static int rescan(struct np_ebpf_profiler *p, struct np_err *err)
 {
-	struct allow_scan a = { .p = p };
-	int rc = 0;
+	struct np_allow_scan a = { 0 };
+	int rc;
 
-	if (!p->targets) {
-		allow_scan_free(&a);
+	if (!p->targets)
 		return 0;
-	}
-	for (size_t i = 0; i < np_target_set_count(p->targets) && rc == 0; i++) {
-		const struct np_target *t = np_target_set_at(p->targets, i);
-		if (t->pid && !np_intern_add(&a.pids, &t->pid, sizeof(t->pid), NULL))
-			rc = np_errf(err, "out of memory tracking processes");
-	}
-	if (rc == 0 && np_target_set_count_containers(p->targets)) {
-		if (p->have_cg2) {
-			char path[PATH_MAX];
-			size_t len = strlen(p->cg2.dir);
-			memcpy(path, p->cg2.dir, len + 1);
-			/* The container ID rule reads path segments from the end, so the path is
-			 * taken relative to the mount point. */
-			rc = walk_cgroups(&a, path, len, len, 0, err);
-		}
-		if (rc == 0 && a.found_containers.n < np_target_set_count_containers(p->targets))
-			rc = scan_pids(&a, err);
-	}
+	rc = np_allow_scan_run(&a, p->targets, p->pids, p->have_cg2 ? &p->cg2 : NULL, err);
 	if (rc == 0)
 		apply_allow(p, &a);
-	if (a.dirs > MAX_CGROUP_DIRS) {
+	if (np_allow_scan_limited(&a)) {
 		pthread_mutex_lock(&p->mu);
 		p->stats.cgroups_limited++;
 		pthread_mutex_unlock(&p->mu);
@@ -378,10 +220,10 @@ static int rescan(struct np_ebpf_profiler *p, struct np_err *err)
 			np_log(NP_WARN, "pyroscope.ebpf", "the cgroup tree has more directories than are walked; "
 			       "containers found past them are sampled by PID (logged once; counted in "
 			       "nodeprof_process_limits_total{reason=\"cgroups\"})", "component_id", p->name,
-			       "limit", NP_LOG_INT(MAX_CGROUP_DIRS), NULL);
+			       "limit", NP_LOG_INT(NP_ALLOW_MAX_CGROUP_DIRS), NULL);
 		}
 	}
-	allow_scan_free(&a);
+	np_allow_scan_free(&a);
 	return rc;
 }
 
@@ -405,7 +247,7 @@ static const struct np_target *target_of(struct np_ebpf_profiler *p, const struc
 	if (i && (t = np_target_set_find_container(p->targets, p->cgroup_container[i - 1])))
 		return t;
 	if (np_pid_cache_container_id(p->pids, s->tgid, id, NULL, &err) == 0 && id[0] &&
-	    pod_ok(p, s->tgid, (t = np_target_set_find_container(p->targets, id))))
+	    np_pid_pod_ok(p->pids, s->tgid, (t = np_target_set_find_container(p->targets, id))))
 		return t;
 	return NULL;
 }

@@ -18,14 +18,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/discovery/pid_cache.h"
+#include "agent/attribution/pid_cache.h"
 #include "agent/pprof/sink.h"
 #include "agent/profile/budgets.h"
 #include "agent/profile/uprobes.h"
 #include "agent/runtime/runtime.h"
 #include "agent/symbols/symbolizer.h"
 #include "agent/unwind/loader.h"
-#include "bpf/sampler.h"
+#include "bpf/sampler_types.h"
 #include "lib/error.h"
 #include "lib/labels.h"
 #include "lib/strbuf.h"

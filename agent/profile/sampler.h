@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/unwind/maps.h"
+#include "agent/unwind/bpf_maps.h"
 #include "lib/error.h"
-#include "bpf/sampler.h"
+#include "bpf/sampler_types.h"
 
 struct np_sampler_options {
 	unsigned sample_rate;	   /* Hz per CPU; 0: no CPU samples (off-CPU time or probes only) */
@@ -28,7 +28,7 @@ struct np_sample {
 	uint32_t tgid;
 	uint32_t gen;
 	uint64_t cgroup_id;
-	uint32_t kind;	/* enum np_event_kind (bpf/sampler.h) */
+	uint32_t kind;	/* enum np_event_kind (bpf/sampler_types.h) */
 	uint64_t count; /* samples, nanoseconds off CPU, or calls (by kind) */
 	const uint64_t *user; /* points into the owning np_drain */
 	uint64_t user_sp_word; /* see struct np_stack: a candidate return address for the leaf, or 0 */
@@ -66,7 +66,7 @@ void np_sampler_close(struct np_sampler *s);
 
 unsigned np_sampler_ncpus(const struct np_sampler *s);
 
-/* The unwinder's BPF maps (agent/unwind/maps.h), for agent/unwind/loader.c to fill. */
+/* The unwinder's BPF maps (agent/unwind/bpf_maps.h), for agent/unwind/loader.c to fill. */
 void np_sampler_unwind_maps(const struct np_sampler *s, struct np_unwind_maps *out);
 /* The program's map called name (a runtime's <rt>_procs, ...; bpf/runtimes.h), -1 when it has
  * none. The fd stays owned by the sampler. */

@@ -57,11 +57,6 @@ void np_census_free(struct np_census *c)
 	free(c);
 }
 
-int np_census_pod_ok(const struct np_target *t, const char *pod_uid)
-{
-	return !t || !t->pod_uid || !pod_uid || !pod_uid[0] || strcmp(t->pod_uid, pod_uid) == 0;
-}
-
 /* A target's key as text: its container ID, or "pid:N". */
 static void key_of(const struct np_target *t, char *buf, size_t cap)
 {
@@ -125,7 +120,7 @@ static int count_process(struct np_census *c, struct tally *ty, const struct np_
 		return 0;
 	}
 	i = (size_t)(t - np_target_set_at(targets, 0));
-	if (np_census_pod_ok(t, uid)) {
+	if (np_target_pod_ok(t, uid)) {
 		ty->processes[i]++;
 		return 0;
 	}

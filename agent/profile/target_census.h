@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/discovery/pid_cache.h"
-#include "agent/discovery/target.h"
+#include "agent/attribution/pid_cache.h"
+#include "agent/attribution/target.h"
 #include "lib/error.h"
 #include "lib/strbuf.h"
 
@@ -39,10 +39,6 @@ void np_census_free(struct np_census *c);
  * Logs a pod UID mismatch once per process, and the no-process warning. */
 NP_MUST_CHECK int np_census_run(struct np_census *c, const struct np_target_set *targets, struct np_pid_cache *pids,
 				const char *proc_dir, int interval, struct np_err *err);
-
-/* Is a process with this pod UID (from its cgroup path, "" when none) allowed to take
- * target t's labels? No when t names a pod and the path names another one. */
-int np_census_pod_ok(const struct np_target *t, const char *pod_uid);
 
 /* The rows of the last census for /debug/targets: JSON objects separated by commas, no
  * brackets (appended into the page's array), one per target. Errors on allocation failure. */

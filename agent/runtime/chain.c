@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "bpf/sampler.h"
+#include "bpf/sampler_types.h"
 
 int rt_chain_is_frame(const struct sym_frame *f, const char *loop)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/discovery/target.h"
+#include "agent/attribution/target.h"
 #include "agent/pprof/builder.h"
 #include "agent/ui/store_internal.h"
 #include "lib/grow.h"

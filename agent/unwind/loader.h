@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "agent/symbols/symbolizer.h"
-#include "agent/unwind/maps.h"
+#include "agent/unwind/bpf_maps.h"
 #include "agent/unwind/registry.h"
 #include "agent/unwind/table_cache.h"
 #include "lib/error.h"

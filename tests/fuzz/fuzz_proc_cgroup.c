@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/discovery/container_id.h"
+#include "agent/attribution/container_id.h"
 
 static int is_id(const char *s)
 {

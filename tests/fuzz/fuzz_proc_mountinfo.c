@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/discovery/cgroup2.h"
+#include "agent/attribution/cgroup2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

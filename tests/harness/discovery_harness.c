@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/discovery/cgroup2.h"
+#include "agent/attribution/cgroup2.h"
 #include "agent/discovery/docker.h"
-#include "agent/discovery/pid_cache.h"
+#include "agent/attribution/pid_cache.h"
 #include "agent/discovery/process.h"
-#include "agent/discovery/target.h"
+#include "agent/attribution/target.h"
 #include "lib/duration.h"
 #include "lib/targets_json.h"
 

@@ -1,8 +1,10 @@
 """The folders are the layers of the architecture, and the includes keep them so: lib/ is the
 bottom layer and includes nothing of ours above it; relabel/ and k8s/ stand on lib/ only
 (neither reaches into agent/ nor into the other); agent/ may use all of them; bpf/ is the
-kernel side and includes only its own headers. A test, so that a convenient include across
-a layer fails here rather than in a review. Standard library only; reads `git ls-files`."""
+kernel side and includes only its own headers. Inside agent/, the folders are layers too
+(AGENT_FLOORS, docs/design.md "Modules"): a folder includes only the floors below its own,
+never a folder beside it on the same floor. A test, so that a convenient include across a layer
+fails here rather than in a review. Standard library only; reads `git ls-files`."""
 import os
 import re
 import subprocess
@@ -19,6 +21,33 @@ ALLOWED = {
     "k8s": {"lib"},
     "agent": {"lib", "relabel", "k8s", "bpf"},
 }
+
+
+# agent/ from the top down: each entry is one floor (folders, or a file directly in agent/);
+# a floor may include any floor below it, and nothing beside or above it.
+AGENT_FLOORS = [
+    {"main.c"},
+    {"cmd"},
+    {"components.c"},                              # the table of built-in components
+    {"profile", "discovery", "write", "ui"},       # the components' modules and the local UI
+    {"config"},                                    # the language and the component interface
+    {"attribution", "runtime", "unwind"},
+    {"symbols"},
+    {"pprof", "http"},
+]
+
+
+def agent_room(path):
+    """The folder (or top-level file) of agent/ that path lies in; None outside agent/."""
+    parts = path.split("/")
+    return parts[1] if len(parts) > 1 and parts[0] == "agent" else None
+
+
+def agent_floor(room):
+    for i, floor in enumerate(AGENT_FLOORS):
+        if room in floor:
+            return i
+    return None
 
 
 def sources():
@@ -49,7 +78,19 @@ def crossings(paths, read):
                 continue  # a header next to the file ("python.h" in bpf/, generated skeletons)
             if target != layer and target in set(ALLOWED) | {"bpf"} and target not in ALLOWED[layer]:
                 bad.append((path, inc))
+            elif layer == "agent" == target and not agent_include_ok(path, inc):
+                bad.append((path, inc))
     return bad
+
+
+def agent_include_ok(path, inc):
+    """Whether agent file path may include agent header inc (AGENT_FLOORS); a room of agent/
+    missing from the floors is refused, so that a new folder must be given its floor."""
+    src, dst = agent_room(path), agent_room(inc)
+    if src == dst:
+        return True
+    f_src, f_dst = agent_floor(src), agent_floor(dst)
+    return f_src is not None and f_dst is not None and f_dst > f_src
 
 
 def read_file(path):
@@ -73,11 +114,22 @@ class Layers(unittest.TestCase):
             "k8s/bad.c": '#include "relabel/relabel.h"\n',
             "relabel/ok.c": '#include "lib/error.h"\n',
             "agent/ok.c": '#include "k8s/pod.h"\n#include "relabel/relabel.h"\n',
-            "bpf/x.bpf.c": '#include "sampler.h"\n#include "agent/x.h"\n',
+            "agent/profile/ok.c": '#include "agent/config/component.h"\n#include "agent/profile/sampler.h"\n',
+            "agent/unwind/up.h": '#include "agent/profile/sampler.h"\n',        # a floor above
+            "agent/write/beside.c": '#include "agent/profile/ebpf_profiler.h"\n',  # the same floor
+            "agent/newroom/x.c": '#include "agent/symbols/symbolizer.h"\n',      # a room without a floor
+            "bpf/x.bpf.c": '#include "sampler_types.h"\n#include "agent/x.h"\n',
         }
         bad = crossings(sorted(files), files.__getitem__)
-        self.assertEqual(bad, [("bpf/x.bpf.c", "agent/x.h"), ("k8s/bad.c", "relabel/relabel.h"),
+        self.assertEqual(bad, [("agent/newroom/x.c", "agent/symbols/symbolizer.h"),
+                               ("agent/unwind/up.h", "agent/profile/sampler.h"),
+                               ("agent/write/beside.c", "agent/profile/ebpf_profiler.h"),
+                               ("bpf/x.bpf.c", "agent/x.h"), ("k8s/bad.c", "relabel/relabel.h"),
                                ("lib/bad.c", "agent/config/value.h")])
+
+    def test_every_room_of_agent_has_a_floor(self):
+        rooms = {agent_room(p) for p in sources() if p.startswith("agent/")}
+        self.assertEqual(sorted(r for r in rooms if agent_floor(r) is None), [])
 
 
 if __name__ == "__main__":

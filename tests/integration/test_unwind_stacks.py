@@ -36,8 +36,8 @@ WALKER_RUN = "_ZN6Walker3runEi"
 BURN = "_Z4burnv"
 
 def nodeprof_depth():
-    """nodeprof's bound on user frames, NP_MAX_STACK_DEPTH in bpf/sampler.h."""
-    with open(os.path.join(np.ROOT, "bpf", "sampler.h")) as f:
+    """nodeprof's bound on user frames, NP_MAX_STACK_DEPTH in bpf/sampler_types.h."""
+    with open(os.path.join(np.ROOT, "bpf", "sampler_types.h")) as f:
         return int(re.search(r"#define NP_MAX_STACK_DEPTH (\d+)", f.read()).group(1))
 
 

@@ -11,7 +11,7 @@ import time
 
 import np
 
-# The deepest stack either tool reports: nodeprof's NP_MAX_STACK_DEPTH (bpf/sampler.h) and
+# The deepest stack either tool reports: nodeprof's NP_MAX_STACK_DEPTH (bpf/sampler_types.h) and
 # perf's default kernel.perf_event_max_stack. perf script is told the same bound.
 MAX_FRAMES = 127
 # Where every thread glibc starts the program in leads: the frame that says a stack is whole.

@@ -12,7 +12,7 @@
 #include "agent/discovery/docker_component.h"
 #include "agent/discovery/process_component.h"
 #include "agent/profile/ebpf_component.h"
-#include "agent/write/component.h"
+#include "agent/write/write_component.h"
 #include "lib/duration.h"
 #include "tests/unit/config_test.h"
 

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "agent/discovery/container_id.h"
+#include "agent/attribution/container_id.h"
 
 #define FIXTURE "tests/fixtures/cgroup-sample.json"
 

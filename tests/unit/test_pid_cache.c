@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "agent/discovery/cgroup2.h"
-#include "agent/discovery/pid_cache.h"
+#include "agent/attribution/cgroup2.h"
+#include "agent/attribution/pid_cache.h"
 
 #define ID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

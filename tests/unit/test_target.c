@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent/discovery/target.h"
+#include "agent/attribution/target.h"
 
 #define CID1 "9a7c72f122922fe3445ba85ce72c507c8976c0f3d919403fda7c22dfe516f66f"
 #define CID2 "57ac76ffc93d7e7735ca186bc67115656967fc8aecbe1f65526c4c48b033e6a5"

@@ -217,10 +217,10 @@ static void pod_ok_rule(void **state)
 	struct np_target none = { 0 };
 
 	(void)state;
-	assert_true(np_census_pod_ok(&t, UID_A));
-	assert_true(np_census_pod_ok(&t, ""));	/* the path names no pod: nothing to compare */
-	assert_false(np_census_pod_ok(&t, UID_B));
-	assert_true(np_census_pod_ok(&none, UID_B)); /* the target names no pod */
+	assert_true(np_target_pod_ok(&t, UID_A));
+	assert_true(np_target_pod_ok(&t, ""));	/* the path names no pod: nothing to compare */
+	assert_false(np_target_pod_ok(&t, UID_B));
+	assert_true(np_target_pod_ok(&none, UID_B)); /* the target names no pod */
 }
 
 int main(void)

@@ -252,7 +252,7 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 	out->frames_inlined = ns.inlined;
 }
 
-/* The step's counters (bpf/sampler.h), by the names /metrics gives them. */
+/* The step's counters (bpf/sampler_types.h), by the names /metrics gives them. */
 static const struct rt_counter counters[] = {
 	{ RT_SAMPLES, "with_java_frames", NP_HS_STACKS },
 	{ RT_FRAMES, "interpreted", NP_HS_FRAMES_INTERPRETED },

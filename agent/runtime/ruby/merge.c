@@ -2,7 +2,7 @@
 #include "agent/runtime/ruby/merge.h"
 
 #include "agent/runtime/chain.h"
-#include "bpf/sampler.h"
+#include "bpf/sampler_types.h"
 
 #define VM_ENTRY "rb_vm_exec"
 #define VM_LOOP "vm_exec_core"

@@ -180,7 +180,7 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 	rt_stats_from(out, &t->procs, &ns);
 }
 
-/* The walker's counters (bpf/sampler.h), by the names /metrics gives them. */
+/* The walker's counters (bpf/sampler_types.h), by the names /metrics gives them. */
 static const struct rt_counter counters[] = {
 	{ RT_SAMPLES, "walked", NP_RB_STACKS },
 	{ RT_SAMPLES, "no_execution_context", NP_RB_NO_EC },

@@ -231,7 +231,7 @@ static void tracker_stats(const void *rt, struct rt_stats *out)
 	out->frames_inlined = t->inlined;
 }
 
-/* The step's counters (bpf/sampler.h), by the names /metrics gives them. */
+/* The step's counters (bpf/sampler_types.h), by the names /metrics gives them. */
 static const struct rt_counter counters[] = {
 	{ RT_SAMPLES, "with_js_frames", NP_V8_STACKS },
 	{ RT_FRAMES, "interpreted", NP_V8_FRAMES_INTERPRETED },

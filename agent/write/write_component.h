@@ -1,7 +1,7 @@
-/* pyroscope.write, the component (component.c): its arguments and its type, for the
+/* pyroscope.write, the component (write_component.c): its arguments and its type, for the
  * component table (agent/components.c) and tests. */
-#ifndef NP_WRITE_COMPONENT_H
-#define NP_WRITE_COMPONENT_H
+#ifndef NP_WRITE_WRITE_COMPONENT_H
+#define NP_WRITE_WRITE_COMPONENT_H
 
 #include <stdint.h>
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/write/component.h"
+#include "agent/write/write_component.h"
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
 #include "agent/config/k8s_selectors.h"

@@ -18,8 +18,8 @@
  * Only 64 lowercase hex characters count as an ID (ECS task IDs do not).
  *
  * Everything here is pure text processing except np_cgroup_info_read(). */
-#ifndef NP_DISCOVERY_CONTAINER_ID_H
-#define NP_DISCOVERY_CONTAINER_ID_H
+#ifndef NP_ATTRIBUTION_CONTAINER_ID_H
+#define NP_ATTRIBUTION_CONTAINER_ID_H
 
 #include <stddef.h>
 #include <sys/types.h>

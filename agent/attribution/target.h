@@ -14,8 +14,8 @@
  * np_target_service_name), __name__ = process_cpu, and __container_id__ or
  * __process_pid__ for the key. Those two, like every "__" label except __name__ and
  * __delta__, are pyroscope.write's to drop before a profile leaves the process. */
-#ifndef NP_DISCOVERY_TARGET_H
-#define NP_DISCOVERY_TARGET_H
+#ifndef NP_ATTRIBUTION_TARGET_H
+#define NP_ATTRIBUTION_TARGET_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -94,5 +94,9 @@ size_t np_target_set_count_pids(const struct np_target_set *s);
 size_t np_target_set_count_containers(const struct np_target_set *s);
 /* Input targets that named neither a PID nor a container ID, and so select nothing. */
 size_t np_target_set_count_unkeyed(const struct np_target_set *s);
+
+/* Is a process with this pod UID (from its cgroup path, "" when none) allowed to take
+ * target t's labels? No when t names a pod and the path names another one. */
+int np_target_pod_ok(const struct np_target *t, const char *pod_uid);
 
 #endif

@@ -9,14 +9,14 @@
  *
  * Thread-safe: one mutex; a miss reads procfs under it (a few microseconds), which
  * keeps an exec/exit invalidation from racing with the read it must supersede. */
-#ifndef NP_DISCOVERY_PID_CACHE_H
-#define NP_DISCOVERY_PID_CACHE_H
+#ifndef NP_ATTRIBUTION_PID_CACHE_H
+#define NP_ATTRIBUTION_PID_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/discovery/cgroup2.h"
-#include "agent/discovery/container_id.h"
+#include "agent/attribution/cgroup2.h"
+#include "agent/attribution/container_id.h"
 #include "lib/error.h"
 #include "lib/strbuf.h"
 

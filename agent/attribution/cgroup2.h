@@ -5,8 +5,8 @@
  * /proc/PID/cgroup into a directory under the cgroup2 mount and then into that ID.
  * The mount is found in /proc/self/mountinfo, never assumed: it is /sys/fs/cgroup on
  * unified hosts and /sys/fs/cgroup/unified (or absent) on hybrid ones. */
-#ifndef NP_DISCOVERY_CGROUP2_H
-#define NP_DISCOVERY_CGROUP2_H
+#ifndef NP_ATTRIBUTION_CGROUP2_H
+#define NP_ATTRIBUTION_CGROUP2_H
 
 #include <limits.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* Bounded LRU PID cache: see pid_cache.h. A fixed array of entries, chained hash
  * buckets and an intrusive LRU list, all linked by index, so that the cache never
  * allocates after creation except for each entry's cgroup path. */
-#include "agent/discovery/pid_cache.h"
+#include "agent/attribution/pid_cache.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* pyroscope.ebpf targets: keys, service names, profile labels and the lookup index;
  * see target.h. The index is two open-addressing tables built once per update, so
  * that the per-sample lookup is a hash and a compare. */
-#include "agent/discovery/target.h"
+#include "agent/attribution/target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,4 +354,9 @@ size_t np_target_set_count_containers(const struct np_target_set *s)
 size_t np_target_set_count_unkeyed(const struct np_target_set *s)
 {
 	return s->n_unkeyed;
+}
+
+int np_target_pod_ok(const struct np_target *t, const char *pod_uid)
+{
+	return !t || !t->pod_uid || !pod_uid || !pod_uid[0] || strcmp(t->pod_uid, pod_uid) == 0;
 }

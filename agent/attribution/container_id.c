@@ -2,7 +2,7 @@
  * regex because the rule walks path segments looking for the pod's slice, with per-segment trimming,
  * which no single leftmost-first regex expresses, and because it runs for every new
  * PID the profiler sees. */
-#include "agent/discovery/container_id.h"
+#include "agent/attribution/container_id.h"
 
 #include "lib/file.h"
 

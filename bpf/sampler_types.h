@@ -1,8 +1,8 @@
 /* Types shared by the BPF sampler (bpf/sampler.bpf.c) and user space
  * (agent/profile/sampler.c). Plain fixed-width types only, so the same layout
  * compiles for the bpf target and for x86-64. */
-#ifndef NP_BPF_SAMPLER_H
-#define NP_BPF_SAMPLER_H
+#ifndef NP_BPF_SAMPLER_TYPES_H
+#define NP_BPF_SAMPLER_TYPES_H
 
 #ifdef __bpf__
 typedef __u8 np_u8;

@@ -1,5 +1,5 @@
 /* cgroup v2 mount discovery and cgroup IDs: see cgroup2.h. */
-#include "agent/discovery/cgroup2.h"
+#include "agent/attribution/cgroup2.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 /* The unwinder's BPF maps (bpf/unwind.h): created by the sampler's program (agent/profile/
  * sampler.c), filled by the loader (loader.h). Here, below both, so that the unwinder needs
  * nothing of the sampler but these descriptors. */
-#ifndef NP_UNWIND_MAPS_H
-#define NP_UNWIND_MAPS_H
+#ifndef NP_UNWIND_BPF_MAPS_H
+#define NP_UNWIND_BPF_MAPS_H
 
 /* The fds stay owned by the sampler. */
 struct np_unwind_maps {
