@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "agent/config/schema.h"
-#include "agent/config/stdlib.h"
+#include "agent/config/stdlib/stdlib.h"
 
 #define MAX_FRAGS 16
 

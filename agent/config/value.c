@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "agent/config/schema.h"
-#include "agent/config/stdlib.h"
+#include "agent/config/stdlib/stdlib.h"
 
 static struct cfg_value null_value = { .kind = CFG_V_NULL, .refs = -1 };
 static struct cfg_value true_value = { .kind = CFG_V_BOOL, .refs = -1, .u.b = 1 };

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib.h"
+#include "agent/config/stdlib/stdlib.h"
 #include "lib/log.h"
 
 static struct cfg_value *call(const char *ns, const char *name, struct cfg_value **args, size_t n)

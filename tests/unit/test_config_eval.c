@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "agent/config/schema.h"
-#include "agent/config/stdlib.h"
+#include "agent/config/stdlib/stdlib.h"
 #include "tests/unit/config_test.h"
 
 static void documented_stdlib_examples(void **state)

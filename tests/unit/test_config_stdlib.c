@@ -1,5 +1,5 @@
-/* Unit tests for encoding.from_yaml (agent/config/stdlib_yaml.c) and json_path
- * (agent/config/stdlib_jsonpath.c). Expected values: the examples of Alloy's
+/* Unit tests for encoding.from_yaml (agent/config/stdlib/stdlib_yaml.c) and json_path
+ * (agent/config/stdlib/stdlib_jsonpath.c). Expected values: the examples of Alloy's
  * reference pages (docs/sources/reference/stdlib/encoding.md, json_path.md), the
  * cases of Alloy's own tests (syntax/vm/vm_stdlib_test.go, written here as our own
  * cases), and what gopkg.in/yaml.v3 v3.0.1 and github.com/ohler55/ojg/jp document
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "agent/config/stdlib.h"
+#include "agent/config/stdlib/stdlib.h"
 #include "tests/unit/config_test.h"
 
 static void from_yaml_documented(void **state)

@@ -1,4 +1,4 @@
-/* Unit tests for array.combine_maps and array.group_by (agent/config/stdlib_array.c):
+/* Unit tests for array.combine_maps and array.group_by (agent/config/stdlib/stdlib_array.c):
  * the examples of Alloy's docs/sources/reference/stdlib/array.md with the results it
  * gives, the behaviour of Alloy's syntax/internal/stdlib implementation where the page
  * says nothing (unmatched objects kept once per right object, missing keys, "" group),

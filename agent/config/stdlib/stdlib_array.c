@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 #include "lib/grow.h"
 
 static void element_error(struct cfg_call *c, size_t arg, size_t idx, const struct cfg_value *v)

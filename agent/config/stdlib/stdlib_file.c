@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 /* ---- file.path_join: filepath.Join, i.e. join non-empty parts with "/" and Clean ---- */
 
 static void clean_path(const char *p, size_t n, struct np_buf *out)

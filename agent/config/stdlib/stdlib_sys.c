@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 struct cfg_value *cfg_fn_env(struct cfg_call *c)
 {
 	const char *name, *val;

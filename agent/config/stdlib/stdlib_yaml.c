@@ -22,7 +22,7 @@
 #include <yaml.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 #include "lib/grow.h"
 #include "lib/gostr.h"
 

@@ -5,8 +5,8 @@
  *
  * Alloy functions nodeprof does not implement (array.combine_maps, array.group_by)
  * exist as names whose call is an error saying so, never a silent null. */
-#ifndef NP_CONFIG_STDLIB_H
-#define NP_CONFIG_STDLIB_H
+#ifndef NP_CONFIG_STDLIB_STDLIB_H
+#define NP_CONFIG_STDLIB_STDLIB_H
 
 #include <stddef.h>
 

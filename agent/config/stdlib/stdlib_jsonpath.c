@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 #include "lib/gostr.h"
 #include "lib/grow.h"
 #include "relabel/rx.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 #include "lib/gostr.h"
 
 #define MAX_WIDTH 1000

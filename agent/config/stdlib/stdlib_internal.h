@@ -1,9 +1,9 @@
 /* Helpers shared by the standard-library source files (stdlib*.c);
  * not part of the config module's interface. */
-#ifndef NP_CONFIG_STDLIB_INTERNAL_H
-#define NP_CONFIG_STDLIB_INTERNAL_H
+#ifndef NP_CONFIG_STDLIB_STDLIB_INTERNAL_H
+#define NP_CONFIG_STDLIB_STDLIB_INTERNAL_H
 
-#include "agent/config/stdlib.h"
+#include "agent/config/stdlib/stdlib.h"
 #include "lib/strbuf.h"
 
 /* Reports "<fn>: argument N: expected EXPECTED, got ..." at argument i. */

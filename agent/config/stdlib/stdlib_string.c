@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 #include "lib/gostr.h"
 static int list_of_strings(struct cfg_call *c, size_t i)
 {

@@ -4,14 +4,14 @@
  * (stdlib_string.c, stdlib_format.c, stdlib_array.c, stdlib_encoding.c,
  * stdlib_json.c, stdlib_yaml.c, stdlib_jsonpath.c, stdlib_convert.c, stdlib_file.c,
  * stdlib_sys.c). */
-#include "agent/config/stdlib.h"
+#include "agent/config/stdlib/stdlib.h"
 
 #include <pthread.h>
 #include <string.h>
 
 #include "agent/config/eval.h"
 #include "agent/config/schema.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 
 const char *cfg_builtin_name(const struct cfg_builtin *fn)
 {

@@ -1,7 +1,7 @@
 /* The convert namespace: convert.nonsensitive (a secret as a plain string). */
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 struct cfg_value *cfg_fn_nonsensitive(struct cfg_call *c)
 {
 	struct cfg_value *v = c->args[0];

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 void cfg_arg_error(struct cfg_call *c, size_t i, const char *expected)
 {
 	char what[96];

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "agent/config/eval.h"
-#include "agent/config/stdlib_internal.h"
+#include "agent/config/stdlib/stdlib_internal.h"
 #include "lib/gostr.h"
 
 static struct cfg_value *from_jansson(const json_t *j, int ints_as_float, int depth)
