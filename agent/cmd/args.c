@@ -282,7 +282,7 @@ int cmd_arg_listen(const char *opt, const char *value, const char **out, struct 
 	char host[256];
 	int port;
 
-	if (np_http_parse_listen(value, host, sizeof(host), &port, err))
+	if (np_httpd_parse_listen(value, host, sizeof(host), &port, err))
 		return np_err_wrap(err, "%s %s", opt, value);
 	*out = value;
 	return 0;
@@ -292,6 +292,6 @@ void cmd_listen_url(const char *addr, int bound_port, char *url, size_t cap)
 {
 	struct np_err err;
 
-	if (np_http_listen_url(addr, bound_port, url, cap, &err))
+	if (np_httpd_listen_url(addr, bound_port, url, cap, &err))
 		snprintf(url, cap, "%s", addr);
 }

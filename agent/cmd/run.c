@@ -29,7 +29,7 @@ static const struct cmd_opt run_opts[] = {
 	  "keeps the running configuration)" },
 	{ "http-listen", OPT_LISTEN, "ADDR",
 	  "where /metrics, /-/ready, /-/healthy, /-/reload, /debug/ and the UI are\n"
-	  "served (default " NP_HTTP_DEFAULT_LISTEN "; :4100 for every interface). The UI, its\n"
+	  "served (default " NP_HTTPD_DEFAULT_LISTEN "; :4100 for every interface). The UI, its\n"
 	  "API, /debug/ and /-/reload answer only requests whose Host is an IP\n"
 	  "address, localhost, the ADDR's host or this machine's name (against DNS\n"
 	  "rebinding), with no Origin or this server's own, and POST /-/reload only\n"
@@ -40,7 +40,7 @@ static const struct cmd_opt run_opts[] = {
 	  "--http-listen 127.0.0.1:4100 --metrics-listen :4101)" },
 	{ "http-allowed-host", OPT_ALLOWED_HOST, "NAME",
 	  "also answer requests for the UI, API and debug pages addressed to NAME\n"
-	  "(e.g. a reverse proxy's name); repeatable, at most " STR(NP_HTTP_MAX_ALLOWED_HOSTS) },
+	  "(e.g. a reverse proxy's name); repeatable, at most " STR(NP_HTTPD_MAX_ALLOWED_HOSTS) },
 	{ "ui-memory", OPT_UI_MEMORY, "SIZE",
 	  "memory for the profiles the local UI keeps (the last hour at most), e.g.\n"
 	  "64MiB (the default without --config), 4MiB (the default with it); 0\n"
@@ -66,10 +66,10 @@ const struct cmd_help cmd_run_help = {
 
 static int add_allowed_host(struct cmd_run_args *out, const char *name, struct np_err *err)
 {
-	if (np_http_check_host_name(name, err))
+	if (np_httpd_check_host_name(name, err))
 		return np_err_wrap(err, "--http-allowed-host %s", name);
-	if (out->nallowed_hosts == NP_HTTP_MAX_ALLOWED_HOSTS)
-		return np_errf(err, "--http-allowed-host: at most %d names", NP_HTTP_MAX_ALLOWED_HOSTS);
+	if (out->nallowed_hosts == NP_HTTPD_MAX_ALLOWED_HOSTS)
+		return np_errf(err, "--http-allowed-host: at most %d names", NP_HTTPD_MAX_ALLOWED_HOSTS);
 	out->allowed_hosts[out->nallowed_hosts++] = name;
 	return 0;
 }
@@ -107,7 +107,7 @@ static enum cmd_status parse_args(int argc, char **argv, struct cmd_run_args *ou
 	struct cmd_parser p;
 	int key, ui_memory_set = 0;
 
-	*out = (struct cmd_run_args){ .listen = NP_HTTP_DEFAULT_LISTEN };
+	*out = (struct cmd_run_args){ .listen = NP_HTTPD_DEFAULT_LISTEN };
 	cmd_parser_init(&p, run_opts, argc, argv, 0);
 	while ((key = cmd_parser_next(&p, err)) > 0) {
 		if (parse_option(key, p.value, out, err))
@@ -130,7 +130,7 @@ static void stop_agent(struct cmd_run_agent *a)
 	cfg_controller_free(a->ctl);
 	np_ebpf_running_free(a->running);
 	np_ui_stop(a->ui);
-	np_http_stop(a->http);
+	np_httpd_stop(a->http);
 	np_store_free(a->store);
 	np_ebpf_metrics_free(a->metrics);
 }
@@ -188,7 +188,7 @@ static enum cmd_status start_agent(struct cmd_run_agent *a, const struct cmd_run
 	}
 	if (apply_config(a, checked) != CMD_OK)
 		return CMD_DIAGNOSED;
-	cmd_listen_url(args->listen, np_http_port(a->http), url, sizeof(url));
+	cmd_listen_url(args->listen, np_httpd_port(a->http), url, sizeof(url));
 	np_log(NP_INFO, "run", "nodeprof started", "version", NP_VERSION, "config",
 	       a->config ? a->config : "(embedded default)", "ui", args->ui_memory ? url : "off", NULL);
 	if (!a->config)

@@ -16,7 +16,7 @@
 struct cmd_run_args {
 	const char *config; /* borrowed from argv; NULL: the embedded default */
 	const char *listen, *metrics_listen;
-	const char *allowed_hosts[NP_HTTP_MAX_ALLOWED_HOSTS];
+	const char *allowed_hosts[NP_HTTPD_MAX_ALLOWED_HOSTS];
 	size_t nallowed_hosts;
 	size_t ui_memory; /* bytes for the UI's store; 0: no store */
 	struct np_budgets budgets; /* --*-memory; 0 fields: defaults */
@@ -28,7 +28,7 @@ struct cmd_run_args {
 struct cmd_run_agent {
 	struct cfg_controller *ctl;
 	const char *config; /* borrowed; NULL: the embedded default */
-	struct np_http_server *http;
+	struct np_httpd_server *http;
 	struct np_store *store;
 	struct np_ui *ui;
 	struct np_ebpf_metrics *metrics;

@@ -222,27 +222,27 @@ static int debug_targets(void *ud, struct np_buf *out, struct np_err *err)
 
 int cmd_run_start_http(struct cmd_run_agent *a, const struct cmd_run_args *f, struct np_err *err)
 {
-	struct np_http_config hc;
+	struct np_httpd_config hc;
 	struct np_store_config sc;
 	struct np_ui_config uc = { 0 };
 
-	np_http_config_defaults(&hc);
+	np_httpd_config_defaults(&hc);
 	hc.listen = f->listen;
 	hc.metrics_listen = f->metrics_listen;
 	hc.allowed_hosts = f->allowed_hosts;
 	hc.nallowed_hosts = f->nallowed_hosts;
 	if (np_ebpf_metrics_new(NULL, &a->metrics, err) || np_ebpf_running_new(&a->running, err) ||
-	    np_http_start(&hc, &a->http, err))
+	    np_httpd_start(&hc, &a->http, err))
 		return -1;
-	np_http_set_ready(a->http, ready, a);
-	np_http_set_reload(a->http, cmd_run_reload, a);
-	if (np_http_on_scrape(a->http, scrape, a, err) ||
-	    np_http_debug_page(a->http, "components", "Components and their health", debug_components, a, err) ||
-	    np_http_debug_page(a->http, "targets", "Targets of the discovery components", debug_targets, a, err) ||
-	    np_http_debug_page(a->http, "profilers", "Profilers: samples, losses, cache sizes", debug_profilers, a,
+	np_httpd_set_ready(a->http, ready, a);
+	np_httpd_set_reload(a->http, cmd_run_reload, a);
+	if (np_httpd_on_scrape(a->http, scrape, a, err) ||
+	    np_httpd_debug_page(a->http, "components", "Components and their health", debug_components, a, err) ||
+	    np_httpd_debug_page(a->http, "targets", "Targets of the discovery components", debug_targets, a, err) ||
+	    np_httpd_debug_page(a->http, "profilers", "Profilers: samples, losses, cache sizes", debug_profilers, a,
 			       err) ||
-	    np_http_debug_page(a->http, "pid-cache", "PID to container ID cache", debug_pid_cache, a, err) ||
-	    np_http_debug_page(a->http, "elf-cache", "Symbol tables cache (ELF files and the kernel)", debug_elf_cache,
+	    np_httpd_debug_page(a->http, "pid-cache", "PID to container ID cache", debug_pid_cache, a, err) ||
+	    np_httpd_debug_page(a->http, "elf-cache", "Symbol tables cache (ELF files and the kernel)", debug_elf_cache,
 			       a, err))
 		return -1;
 	if (f->ui_memory) {

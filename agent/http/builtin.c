@@ -9,7 +9,7 @@
 #include "lib/json_writer.h"
 #include "lib/log.h"
 
-void np_http_set_ready(struct np_http_server *srv, np_http_ready_fn fn, void *ud)
+void np_httpd_set_ready(struct np_httpd_server *srv, np_httpd_ready_fn fn, void *ud)
 {
 	pthread_mutex_lock(&srv->lock);
 	srv->ready = fn;
@@ -17,7 +17,7 @@ void np_http_set_ready(struct np_http_server *srv, np_http_ready_fn fn, void *ud
 	pthread_mutex_unlock(&srv->lock);
 }
 
-void np_http_set_reload(struct np_http_server *srv, np_http_reload_fn fn, void *ud)
+void np_httpd_set_reload(struct np_httpd_server *srv, np_httpd_reload_fn fn, void *ud)
 {
 	pthread_mutex_lock(&srv->lock);
 	srv->reload = fn;
@@ -25,7 +25,7 @@ void np_http_set_reload(struct np_http_server *srv, np_http_reload_fn fn, void *
 	pthread_mutex_unlock(&srv->lock);
 }
 
-int np_http_on_scrape(struct np_http_server *srv, np_http_scrape_fn fn, void *ud, struct np_err *err)
+int np_httpd_on_scrape(struct np_httpd_server *srv, np_httpd_scrape_fn fn, void *ud, struct np_err *err)
 {
 	pthread_mutex_lock(&srv->lock);
 	if (np_grow((void **)&srv->hooks, &srv->hooks_cap, srv->nhooks + 1, sizeof(srv->hooks[0])) != 0) {
@@ -47,7 +47,7 @@ static int valid_page_name(const char *name)
 	return 1;
 }
 
-int np_http_debug_page(struct np_http_server *srv, const char *name, const char *title, np_http_debug_fn provider,
+int np_httpd_debug_page(struct np_httpd_server *srv, const char *name, const char *title, np_httpd_debug_fn provider,
 		       void *ud, struct np_err *err)
 {
 	if (!valid_page_name(name))
@@ -87,9 +87,9 @@ int np_http_debug_page(struct np_http_server *srv, const char *name, const char 
 	return 0;
 }
 
-static void handle_metrics(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_metrics(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
-	struct np_http_server *srv = ud;
+	struct np_httpd_server *srv = ud;
 	struct scrape_hook *hooks = NULL;
 	size_t n;
 	struct np_err err;
@@ -102,24 +102,24 @@ static void handle_metrics(void *ud, const struct np_http_request *req, struct n
 	for (size_t i = 0; hooks && i < n; i++)
 		hooks[i].fn(hooks[i].ud);
 	free(hooks);
-	if (np_http_process_metrics_update(srv->metrics, &err))
+	if (np_httpd_process_metrics_update(srv->metrics, &err))
 		np_log(NP_WARN, "http", "process metrics unavailable", "err", err.msg, NULL);
 	if (np_metrics_render(srv->metrics, &resp->body, &err)) {
-		np_http_response_text(resp, 500, "%s", err.msg);
+		np_httpd_response_text(resp, 500, "%s", err.msg);
 		return;
 	}
 	snprintf(resp->content_type, sizeof(resp->content_type), "%s", NP_METRICS_CONTENT_TYPE);
 }
 
-static void handle_healthy(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_healthy(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
-	np_http_response_text(resp, 200, "nodeprof is Healthy.");
+	np_httpd_response_text(resp, 200, "nodeprof is Healthy.");
 }
 
-static void handle_ready(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_ready(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
-	struct np_http_server *srv = ud;
-	np_http_ready_fn fn;
+	struct np_httpd_server *srv = ud;
+	np_httpd_ready_fn fn;
 	void *fn_ud;
 	struct np_buf reason = NP_BUF_INIT;
 
@@ -128,16 +128,16 @@ static void handle_ready(void *ud, const struct np_http_request *req, struct np_
 	fn_ud = srv->ready_ud;
 	pthread_mutex_unlock(&srv->lock);
 	if (!fn || fn(fn_ud, &reason))
-		np_http_response_text(resp, 200, "nodeprof is Ready.");
+		np_httpd_response_text(resp, 200, "nodeprof is Ready.");
 	else
-		np_http_response_text(resp, 503, "nodeprof is not ready: %s", reason.p ? reason.p : "starting");
+		np_httpd_response_text(resp, 503, "nodeprof is not ready: %s", reason.p ? reason.p : "starting");
 	np_buf_free(&reason);
 }
 
-static void handle_reload(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_reload(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
-	struct np_http_server *srv = ud;
-	np_http_reload_fn fn;
+	struct np_httpd_server *srv = ud;
+	np_httpd_reload_fn fn;
 	void *fn_ud;
 	struct np_err err;
 
@@ -146,23 +146,23 @@ static void handle_reload(void *ud, const struct np_http_request *req, struct np
 	fn_ud = srv->reload_ud;
 	pthread_mutex_unlock(&srv->lock);
 	if (!fn) {
-		np_http_response_text(resp, 400, "reload is not supported");
+		np_httpd_response_text(resp, 400, "reload is not supported");
 		return;
 	}
 	np_err_clear(&err);
 	if (fn(fn_ud, &err)) {
 		np_log(NP_WARN, "http", "reload failed", "err", err.msg, NULL);
-		np_http_response_text(resp, 400, "failed to reload config: %s", err.msg[0] ? err.msg : "unknown error");
+		np_httpd_response_text(resp, 400, "failed to reload config: %s", err.msg[0] ? err.msg : "unknown error");
 		return;
 	}
 	np_log(NP_INFO, "http", "reloaded", NULL);
-	np_http_response_text(resp, 200, "reloaded");
+	np_httpd_response_text(resp, 200, "reloaded");
 }
 
-static void debug_index(struct np_http_server *srv, const struct np_http_request *req,
-			struct np_http_response *resp)
+static void debug_index(struct np_httpd_server *srv, const struct np_httpd_request *req,
+			struct np_httpd_response *resp)
 {
-	const char *fmt = np_http_query_get(req, "format");
+	const char *fmt = np_httpd_query_get(req, "format");
 	int json = fmt && !strcmp(fmt, "json");
 
 	struct np_json j;
@@ -189,7 +189,7 @@ static void debug_index(struct np_http_server *srv, const struct np_http_request
 			np_json_obj_end(&j);
 		} else {
 			np_buf_printf(&resp->body, "<li><a href=\"/debug/%s\">", pg->name);
-			np_http_html_escape(&resp->body, pg->title, strlen(pg->title));
+			np_httpd_html_escape(&resp->body, pg->title, strlen(pg->title));
 			np_buf_printf(&resp->body, "</a> (<a href=\"/debug/%s?format=json\">json</a>)</li>", pg->name);
 		}
 	}
@@ -200,11 +200,11 @@ static void debug_index(struct np_http_server *srv, const struct np_http_request
 						"</p></body></html>\n");
 }
 
-static void handle_debug(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_debug(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
-	struct np_http_server *srv = ud;
+	struct np_httpd_server *srv = ud;
 	const char *name = req->path + strlen("/debug");
-	np_http_debug_fn provider = NULL;
+	np_httpd_debug_fn provider = NULL;
 	void *pud = NULL;
 	char title[256] = "";
 	struct np_err err;
@@ -226,44 +226,44 @@ static void handle_debug(void *ud, const struct np_http_request *req, struct np_
 		}
 	pthread_mutex_unlock(&srv->lock);
 	if (!provider) {
-		np_http_response_text(resp, 404, "404 no debug page named \"%s\"", name);
+		np_httpd_response_text(resp, 404, "404 no debug page named \"%s\"", name);
 		return;
 	}
 	np_err_clear(&err);
 	if (provider(pud, &json, &err)) {
-		np_http_response_text(resp, 500, "debug page %s: %s", name, err.msg);
+		np_httpd_response_text(resp, 500, "debug page %s: %s", name, err.msg);
 		np_buf_free(&json);
 		return;
 	}
 	if (json.failed) {
-		np_http_response_text(resp, 500, "debug page %s: out of memory", name);
+		np_httpd_response_text(resp, 500, "debug page %s: out of memory", name);
 		np_buf_free(&json);
 		return;
 	}
-	fmt = np_http_query_get(req, "format");
+	fmt = np_httpd_query_get(req, "format");
 	if (fmt && !strcmp(fmt, "json")) {
 		snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
 		np_buf_append(&resp->body, json.p ? json.p : "null", json.p ? json.len : 4);
 		np_buf_putc(&resp->body, '\n');
 	} else if (fmt && strcmp(fmt, "html") != 0) {
-		np_http_response_text(resp, 400, "unknown format \"%s\": use html or json", fmt);
+		np_httpd_response_text(resp, 400, "unknown format \"%s\": use html or json", fmt);
 	} else {
 		snprintf(resp->content_type, sizeof(resp->content_type), "text/html; charset=utf-8");
-		np_http_json_to_html(title, json.p ? json.p : "null", json.p ? json.len : 4, &resp->body);
+		np_httpd_json_to_html(title, json.p ? json.p : "null", json.p ? json.len : 4, &resp->body);
 	}
 	np_buf_free(&json);
 }
 
-int np_http_builtin_register(struct np_http_server *srv, struct np_err *err)
+int np_httpd_builtin_register(struct np_httpd_server *srv, struct np_err *err)
 {
 	/* Public (any Host, and the metrics address): what scrapers and probes ask for. */
-	if (np_http_route_public(srv, "GET", "/metrics", handle_metrics, srv, err) ||
-	    np_http_route_public(srv, "GET", "/-/healthy", handle_healthy, srv, err) ||
-	    np_http_route_public(srv, "GET", "/-/ready", handle_ready, srv, err) ||
-	    np_http_route(srv, "POST", "/-/reload", handle_reload, srv, err) ||
-	    np_http_route(srv, "PUT", "/-/reload", handle_reload, srv, err) ||
-	    np_http_route(srv, "GET", "/debug", handle_debug, srv, err) ||
-	    np_http_route(srv, "GET", "/debug/*", handle_debug, srv, err))
+	if (np_httpd_route_public(srv, "GET", "/metrics", handle_metrics, srv, err) ||
+	    np_httpd_route_public(srv, "GET", "/-/healthy", handle_healthy, srv, err) ||
+	    np_httpd_route_public(srv, "GET", "/-/ready", handle_ready, srv, err) ||
+	    np_httpd_route(srv, "POST", "/-/reload", handle_reload, srv, err) ||
+	    np_httpd_route(srv, "PUT", "/-/reload", handle_reload, srv, err) ||
+	    np_httpd_route(srv, "GET", "/debug", handle_debug, srv, err) ||
+	    np_httpd_route(srv, "GET", "/debug/*", handle_debug, srv, err))
 		return -1;
 	return 0;
 }

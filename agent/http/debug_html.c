@@ -10,7 +10,7 @@
 #define MAX_DEPTH 6
 #define MAX_COLUMNS 64
 
-void np_http_html_escape(struct np_buf *out, const char *s, size_t len)
+void np_httpd_html_escape(struct np_buf *out, const char *s, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
 		switch (s[i]) {
@@ -30,7 +30,7 @@ static void render_compact(struct np_buf *out, json_t *v)
 {
 	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (s) {
-		np_http_html_escape(out, s, strlen(s));
+		np_httpd_html_escape(out, s, strlen(s));
 		free(s);
 	}
 }
@@ -68,7 +68,7 @@ static void render_table(struct np_buf *out, json_t *arr, int depth)
 	np_buf_printf(out, "<p class=\"count\">%zu rows</p><table><thead><tr>", json_array_size(arr));
 	for (size_t c = 0; c < ncols; c++) {
 		np_buf_puts(out, "<th>");
-		np_http_html_escape(out, cols[c], strlen(cols[c]));
+		np_httpd_html_escape(out, cols[c], strlen(cols[c]));
 		np_buf_puts(out, "</th>");
 	}
 	np_buf_puts(out, "</tr></thead><tbody>");
@@ -94,7 +94,7 @@ static void render(struct np_buf *out, json_t *v, int depth)
 		return;
 	}
 	if (json_is_string(v)) {
-		np_http_html_escape(out, json_string_value(v), json_string_length(v));
+		np_httpd_html_escape(out, json_string_value(v), json_string_length(v));
 	} else if (json_is_array(v)) {
 		if (all_objects(v)) {
 			render_table(out, v, depth);
@@ -117,7 +117,7 @@ static void render(struct np_buf *out, json_t *v, int depth)
 		json_object_foreach(v, k, e)
 		{
 			np_buf_puts(out, "<tr><th>");
-			np_http_html_escape(out, k, strlen(k));
+			np_httpd_html_escape(out, k, strlen(k));
 			np_buf_puts(out, "</th><td>");
 			render(out, e, depth + 1);
 			np_buf_puts(out, "</td></tr>");
@@ -128,23 +128,23 @@ static void render(struct np_buf *out, json_t *v, int depth)
 	}
 }
 
-void np_http_json_to_html(const char *title, const char *json, size_t len, struct np_buf *out)
+void np_httpd_json_to_html(const char *title, const char *json, size_t len, struct np_buf *out)
 {
 	json_error_t jerr;
 	json_t *doc = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
 
 	np_buf_puts(out, "<!doctype html><html><head><meta charset=\"utf-8\"><title>");
-	np_http_html_escape(out, title, strlen(title));
+	np_httpd_html_escape(out, title, strlen(title));
 	np_buf_puts(out, " - nodeprof</title><style>"
 			 "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;font-size:13px}"
 			 "th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}"
 			 "th{background:#f3f3f3}.count{color:#666}</style></head><body><p><a href=\"/debug/\">"
 			 "debug pages</a></p><h1>");
-	np_http_html_escape(out, title, strlen(title));
+	np_httpd_html_escape(out, title, strlen(title));
 	np_buf_puts(out, "</h1>");
 	if (!doc) {
 		np_buf_puts(out, "<p>The provider returned invalid JSON:</p><pre>");
-		np_http_html_escape(out, json, len);
+		np_httpd_html_escape(out, json, len);
 		np_buf_puts(out, "</pre>");
 	} else {
 		render(out, doc, 0);

@@ -14,7 +14,7 @@
 #define NO_PORT (-1)
 
 struct authority {
-	char name[NP_HTTP_MAX_HOST_NAME + 1]; /* lower case, no trailing dot; an IPv6 literal without brackets */
+	char name[NP_HTTPD_MAX_HOST_NAME + 1]; /* lower case, no trailing dot; an IPv6 literal without brackets */
 	int ipv6;			      /* the name was a bracketed IPv6 literal */
 	int port;			      /* NO_PORT when absent */
 };
@@ -54,7 +54,7 @@ static int parse_authority(const char *s, size_t len, struct authority *a)
 		size_t n = (size_t)(name_end - s);
 		if (n && s[n - 1] == '.')
 			n--; /* "localhost." is "localhost" */
-		if (n == 0 || n > NP_HTTP_MAX_HOST_NAME)
+		if (n == 0 || n > NP_HTTPD_MAX_HOST_NAME)
 			return -1;
 		for (size_t i = 0; i < n; i++) {
 			/* No empty label (".x", "a..b"): browsers send none. */
@@ -93,7 +93,7 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
-static int name_allowed(const struct np_http_hosts *h, const struct authority *a)
+static int name_allowed(const struct np_httpd_hosts *h, const struct authority *a)
 {
 	if (a->ipv6 || is_ipv4_literal(a->name) || !strcmp(a->name, "localhost") || ends_with(a->name, ".localhost"))
 		return 1;
@@ -103,7 +103,7 @@ static int name_allowed(const struct np_http_hosts *h, const struct authority *a
 	return 0;
 }
 
-int np_http_check_host_name(const char *name, struct np_err *err)
+int np_httpd_check_host_name(const char *name, struct np_err *err)
 {
 	struct authority a;
 	size_t n = strlen(name);
@@ -117,12 +117,12 @@ int np_http_check_host_name(const char *name, struct np_err *err)
 	if (parse_authority(name, n, &a))
 		return np_errf(err, "\"%.300s\" is not a host name: use letters, digits, '-', '_' and '.', at most %d "
 				    "bytes (no wildcards)",
-			       name, NP_HTTP_MAX_HOST_NAME);
+			       name, NP_HTTPD_MAX_HOST_NAME);
 	return 0;
 }
 
 /* Adds name (already checked) in its canonical form, once. */
-static int hosts_add(struct np_http_hosts *h, const char *name, struct np_err *err)
+static int hosts_add(struct np_httpd_hosts *h, const char *name, struct np_err *err)
 {
 	struct authority a;
 
@@ -132,38 +132,38 @@ static int hosts_add(struct np_http_hosts *h, const char *name, struct np_err *e
 		if (!strcmp(h->names[i], a.name))
 			return 0;
 	if (h->n >= sizeof(h->names) / sizeof(h->names[0]))
-		return np_errf(err, "more than %d allowed host names", NP_HTTP_MAX_ALLOWED_HOSTS);
+		return np_errf(err, "more than %d allowed host names", NP_HTTPD_MAX_ALLOWED_HOSTS);
 	if (!(h->names[h->n] = strdup(a.name)))
 		return np_errf(err, "out of memory");
 	h->n++;
 	return 0;
 }
 
-int np_http_hosts_init(struct np_http_hosts *h, const char *listen_host, const char *const *extra, size_t nextra,
+int np_httpd_hosts_init(struct np_httpd_hosts *h, const char *listen_host, const char *const *extra, size_t nextra,
 		       struct np_err *err)
 {
 	char self[256];
 
 	memset(h, 0, sizeof(*h));
-	if (nextra > NP_HTTP_MAX_ALLOWED_HOSTS)
-		return np_errf(err, "--http-allowed-host: at most %d names", NP_HTTP_MAX_ALLOWED_HOSTS);
+	if (nextra > NP_HTTPD_MAX_ALLOWED_HOSTS)
+		return np_errf(err, "--http-allowed-host: at most %d names", NP_HTTPD_MAX_ALLOWED_HOSTS);
 	for (size_t i = 0; i < nextra; i++)
-		if (np_http_check_host_name(extra[i], err) || hosts_add(h, extra[i], err)) {
-			np_http_hosts_free(h);
+		if (np_httpd_check_host_name(extra[i], err) || hosts_add(h, extra[i], err)) {
+			np_httpd_hosts_free(h);
 			return np_err_wrap(err, "--http-allowed-host");
 		}
 	/* A listen address written as a name ("myhost:4100") is reached by that name. */
 	if (listen_host && *listen_host && listen_host[0] != '[' && !strchr(listen_host, ':') &&
-	    !np_http_check_host_name(listen_host, err) && hosts_add(h, listen_host, err)) {
-		np_http_hosts_free(h);
+	    !np_httpd_check_host_name(listen_host, err) && hosts_add(h, listen_host, err)) {
+		np_httpd_hosts_free(h);
 		return -1;
 	}
 	/* This machine's name (a pod's name in Kubernetes): no other site can make a
 	 * browser send it. A name that is not a host name is just not added. */
 	if (gethostname(self, sizeof(self)) == 0) {
 		self[sizeof(self) - 1] = '\0';
-		if (!np_http_check_host_name(self, err) && hosts_add(h, self, err)) {
-			np_http_hosts_free(h);
+		if (!np_httpd_check_host_name(self, err) && hosts_add(h, self, err)) {
+			np_httpd_hosts_free(h);
 			return -1;
 		}
 	}
@@ -171,7 +171,7 @@ int np_http_hosts_init(struct np_http_hosts *h, const char *listen_host, const c
 	return 0;
 }
 
-void np_http_hosts_free(struct np_http_hosts *h)
+void np_httpd_hosts_free(struct np_httpd_hosts *h)
 {
 	for (size_t i = 0; i < h->n; i++)
 		free(h->names[i]);
@@ -231,7 +231,7 @@ static int same_origin(const char *origin, const struct authority *host)
 	return o.ipv6 == host->ipv6 && !strcmp(o.name, host->name) && oport == hport;
 }
 
-enum np_http_refusal np_http_guard(const struct np_http_hosts *h, const struct np_http_guard_request *r, char *why,
+enum np_httpd_refusal np_httpd_guard(const struct np_httpd_hosts *h, const struct np_httpd_guard_request *r, char *why,
 				   size_t why_cap)
 {
 	struct authority host;
@@ -246,7 +246,7 @@ enum np_http_refusal np_http_guard(const struct np_http_hosts *h, const struct n
 				 "that rebound its own name to this address (DNS rebinding). Use the IP address or "
 				 "localhost, or start nodeprof with --http-allowed-host NAME to allow a name.",
 				 printable(r->host, q1, sizeof(q1)));
-			return NP_HTTP_REFUSED_HOST;
+			return NP_HTTPD_REFUSED_HOST;
 		}
 	}
 	if (r->origin && (!r->host || !same_origin(r->origin, &host))) {
@@ -254,7 +254,7 @@ enum np_http_refusal np_http_guard(const struct np_http_hosts *h, const struct n
 			 "403 Origin \"%s\" is not this server's own (Host \"%s\"): nodeprof answers requests of other "
 			 "web sites with 403 only.",
 			 printable(r->origin, q1, sizeof(q1)), printable(r->host ? r->host : "", q2, sizeof(q2)));
-		return NP_HTTP_REFUSED_ORIGIN;
+		return NP_HTTPD_REFUSED_ORIGIN;
 	}
 	/* Neither header: no browser sent it (every current one marks a state change with an
 	 * Origin, and with Sec-Fetch-Site), so no web page can have made it. */
@@ -265,7 +265,7 @@ enum np_http_refusal np_http_guard(const struct np_http_hosts *h, const struct n
 				 "403 Sec-Fetch-Site \"%s\": a %s request from a web page that is not this server's own; "
 				 "nodeprof answers state changes from other web sites with 403 only.",
 				 printable(r->fetch_site, q1, sizeof(q1)), r->method);
-			return NP_HTTP_REFUSED_ORIGIN;
+			return NP_HTTPD_REFUSED_ORIGIN;
 		}
 		if (r->content_type)
 			content_type_essence(r->content_type, essence, sizeof(essence));
@@ -277,18 +277,18 @@ enum np_http_refusal np_http_guard(const struct np_http_hosts *h, const struct n
 				 "multipart/form-data (got \"%s\"), which a page of another site cannot send; a request "
 				 "of no browser needs neither (e.g. curl -X %s URL)",
 				 r->method, r->content_type ? printable(r->content_type, q1, sizeof(q1)) : "none", r->method);
-			return NP_HTTP_REFUSED_SIMPLE;
+			return NP_HTTPD_REFUSED_SIMPLE;
 		}
 	}
-	return NP_HTTP_ALLOWED;
+	return NP_HTTPD_ALLOWED;
 }
 
-const char *np_http_refusal_name(enum np_http_refusal r)
+const char *np_httpd_refusal_name(enum np_httpd_refusal r)
 {
 	switch (r) {
-	case NP_HTTP_REFUSED_HOST: return "host";
-	case NP_HTTP_REFUSED_ORIGIN: return "origin";
-	case NP_HTTP_REFUSED_SIMPLE: return "simple_request";
+	case NP_HTTPD_REFUSED_HOST: return "host";
+	case NP_HTTPD_REFUSED_ORIGIN: return "origin";
+	case NP_HTTPD_REFUSED_SIMPLE: return "simple_request";
 	default: return "none";
 	}
 }

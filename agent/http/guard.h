@@ -31,35 +31,35 @@
 
 #include "lib/error.h"
 
-#define NP_HTTP_MAX_ALLOWED_HOSTS 32
-#define NP_HTTP_MAX_HOST_NAME 253
+#define NP_HTTPD_MAX_ALLOWED_HOSTS 32
+#define NP_HTTPD_MAX_HOST_NAME 253
 
 /* The host names accepted besides IP literals and localhost. */
-struct np_http_hosts {
-	char *names[NP_HTTP_MAX_ALLOWED_HOSTS + 2]; /* owned; lower case, without a trailing dot */
+struct np_httpd_hosts {
+	char *names[NP_HTTPD_MAX_ALLOWED_HOSTS + 2]; /* owned; lower case, without a trailing dot */
 	size_t n;
 };
 
 /* listen_host: the host of the listen address as written ("" for every interface; an
  * IP literal adds nothing). extra: the names of --http-allowed-host. Adds this
  * machine's host name. Fails, saying which, on a name that is not a host name. */
-NP_MUST_CHECK int np_http_hosts_init(struct np_http_hosts *h, const char *listen_host, const char *const *extra,
+NP_MUST_CHECK int np_httpd_hosts_init(struct np_httpd_hosts *h, const char *listen_host, const char *const *extra,
 				     size_t nextra, struct np_err *err);
-void np_http_hosts_free(struct np_http_hosts *h);
+void np_httpd_hosts_free(struct np_httpd_hosts *h);
 
 /* Checks a name for --http-allowed-host: letters, digits, '-', '_' and '.', at most 253
  * bytes, no port, no wildcard. */
-NP_MUST_CHECK int np_http_check_host_name(const char *name, struct np_err *err);
+NP_MUST_CHECK int np_httpd_check_host_name(const char *name, struct np_err *err);
 
-enum np_http_refusal {
-	NP_HTTP_ALLOWED = 0,
-	NP_HTTP_REFUSED_HOST,	    /* Host names a site we do not know (DNS rebinding) */
-	NP_HTTP_REFUSED_ORIGIN,	    /* Origin of another site, or "null"; Sec-Fetch-Site of another */
-	NP_HTTP_REFUSED_SIMPLE,	    /* a state change a cross-site form could send */
+enum np_httpd_refusal {
+	NP_HTTPD_ALLOWED = 0,
+	NP_HTTPD_REFUSED_HOST,	    /* Host names a site we do not know (DNS rebinding) */
+	NP_HTTPD_REFUSED_ORIGIN,	    /* Origin of another site, or "null"; Sec-Fetch-Site of another */
+	NP_HTTPD_REFUSED_SIMPLE,	    /* a state change a cross-site form could send */
 };
-#define NP_HTTP_REFUSAL_KINDS 4
+#define NP_HTTPD_REFUSAL_KINDS 4
 
-struct np_http_guard_request {
+struct np_httpd_guard_request {
 	const char *method;	  /* "GET", "POST", ... */
 	const char *host;	  /* the Host header; NULL when absent */
 	const char *origin;	  /* the Origin header; NULL when absent */
@@ -69,10 +69,10 @@ struct np_http_guard_request {
 
 /* Decides on a request to a private route. On a refusal, why holds the text of the
  * 403 answer: what was refused and what to change. */
-enum np_http_refusal np_http_guard(const struct np_http_hosts *h, const struct np_http_guard_request *r, char *why,
+enum np_httpd_refusal np_httpd_guard(const struct np_httpd_hosts *h, const struct np_httpd_guard_request *r, char *why,
 				   size_t why_cap);
 
 /* The reason label of nodeprof_http_refused_requests_total. */
-const char *np_http_refusal_name(enum np_http_refusal r);
+const char *np_httpd_refusal_name(enum np_httpd_refusal r);
 
 #endif

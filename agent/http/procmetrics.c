@@ -79,7 +79,7 @@ static struct np_series *gauge(struct np_metrics *reg, const char *name, const c
 	return m ? np_metric_series(m, NULL, err) : NULL;
 }
 
-int np_http_process_metrics_update(struct np_metrics *reg, struct np_err *err)
+int np_httpd_process_metrics_update(struct np_metrics *reg, struct np_err *err)
 {
 	struct np_series *cpu, *start, *vmem, *rss, *fds, *max_fds;
 	struct np_metric *cpu_m;

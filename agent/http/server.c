@@ -18,7 +18,7 @@
 #include "lib/grow.h"
 #include "lib/log.h"
 
-#define SCRATCH_SIZE (64u << 10) /* >= NP_HTTP_WS_MAX_MESSAGE; also the response chunk size */
+#define SCRATCH_SIZE (64u << 10) /* >= NP_HTTPD_WS_MAX_MESSAGE; also the response chunk size */
 #define MAX_PATH 2048
 
 struct ws_client {
@@ -34,11 +34,11 @@ struct conn {
 	/* HTTP: one transaction at a time on a keep-alive connection. */
 	char method[8];
 	char *path;
-	struct np_http_query query;
+	struct np_httpd_query query;
 	struct np_buf body;
 	int awaiting_body;
 	size_t expected_body;
-	struct np_http_response resp;
+	struct np_httpd_response resp;
 	size_t sent;
 	int head_only, close_after, responding;
 	int metrics_only; /* arrived on the metrics address: public routes only */
@@ -46,35 +46,35 @@ struct conn {
 	struct ws_client client;
 };
 
-void np_http_config_defaults(struct np_http_config *cfg)
+void np_httpd_config_defaults(struct np_httpd_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->listen = NP_HTTP_DEFAULT_LISTEN;
-	cfg->max_body = NP_HTTP_DEFAULT_MAX_BODY;
+	cfg->listen = NP_HTTPD_DEFAULT_LISTEN;
+	cfg->max_body = NP_HTTPD_DEFAULT_MAX_BODY;
 }
 
-int np_http_port(const struct np_http_server *srv)
+int np_httpd_port(const struct np_httpd_server *srv)
 {
 	return srv->port;
 }
 
-int np_http_metrics_port(const struct np_http_server *srv)
+int np_httpd_metrics_port(const struct np_httpd_server *srv)
 {
 	return srv->metrics_port;
 }
 
 /* ---- requests and responses ---- */
 
-const char *np_http_query_get(const struct np_http_request *req, const char *name)
+const char *np_httpd_query_get(const struct np_httpd_request *req, const char *name)
 {
-	const struct np_http_query *q = req->query;
+	const struct np_httpd_query *q = req->query;
 	for (size_t i = 0; q && i < q->n; i++)
 		if (!strcmp(q->v[i].name, name))
 			return q->v[i].value;
 	return NULL;
 }
 
-int np_http_response_header(struct np_http_response *resp, const char *name, const char *value)
+int np_httpd_response_header(struct np_httpd_response *resp, const char *name, const char *value)
 {
 	if (resp->nheaders >= (int)(sizeof(resp->headers) / sizeof(resp->headers[0])) ||
 	    strlen(name) >= sizeof(resp->headers[0].name) || strlen(value) >= sizeof(resp->headers[0].value) ||
@@ -86,7 +86,7 @@ int np_http_response_header(struct np_http_response *resp, const char *name, con
 	return 0;
 }
 
-void np_http_response_text(struct np_http_response *resp, int status, const char *fmt, ...)
+void np_httpd_response_text(struct np_httpd_response *resp, int status, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -99,7 +99,7 @@ void np_http_response_text(struct np_http_response *resp, int status, const char
 	np_buf_putc(&resp->body, '\n');
 }
 
-static void query_free(struct np_http_query *q)
+static void query_free(struct np_httpd_query *q)
 {
 	for (size_t i = 0; i < q->n; i++) {
 		free(q->v[i].name);
@@ -125,7 +125,7 @@ static void conn_reset_http(struct conn *c)
 
 /* ---- routes ---- */
 
-static int route_add(struct np_http_server *srv, const char *method, const char *path, np_http_handler handler,
+static int route_add(struct np_httpd_server *srv, const char *method, const char *path, np_httpd_handler handler,
 		     void *ud, int public_route, struct np_err *err)
 {
 	size_t plen = strlen(path);
@@ -166,13 +166,13 @@ static int route_add(struct np_http_server *srv, const char *method, const char 
 	return 0;
 }
 
-int np_http_route(struct np_http_server *srv, const char *method, const char *path, np_http_handler handler,
+int np_httpd_route(struct np_httpd_server *srv, const char *method, const char *path, np_httpd_handler handler,
 		  void *ud, struct np_err *err)
 {
 	return route_add(srv, method, path, handler, ud, 0, err);
 }
 
-int np_http_route_public(struct np_http_server *srv, const char *method, const char *path, np_http_handler handler,
+int np_httpd_route_public(struct np_httpd_server *srv, const char *method, const char *path, np_httpd_handler handler,
 			 void *ud, struct np_err *err)
 {
 	return route_add(srv, method, path, handler, ud, 1, err);
@@ -181,8 +181,8 @@ int np_http_route_public(struct np_http_server *srv, const char *method, const c
 /* Finds the handler for method + path (among the public routes only with public_only).
  * Returns 1 when found (*is_public says whether the route is public), 0 when the path
  * is known with other methods (allow lists them), -1 when the path is unknown. */
-static int route_find(struct np_http_server *srv, const char *method, const char *path, int public_only,
-		      np_http_handler *h, void **ud, int *is_public, char *allow, size_t allow_cap)
+static int route_find(struct np_httpd_server *srv, const char *method, const char *path, int public_only,
+		      np_httpd_handler *h, void **ud, int *is_public, char *allow, size_t allow_cap)
 {
 	const struct route *best = NULL;
 	size_t best_len = 0;
@@ -243,7 +243,7 @@ static int write_headers(struct lws *wsi, struct conn *c)
 {
 	unsigned char buf[LWS_PRE + 4096];
 	unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + sizeof(buf) - 1;
-	struct np_http_response *r = &c->resp;
+	struct np_httpd_response *r = &c->resp;
 
 	if (lws_add_http_common_headers(wsi, (unsigned)r->status, r->content_type, r->body.len, &p, end))
 		return -1;
@@ -281,11 +281,11 @@ static int finish(struct lws *wsi, struct conn *c)
 /* Sends c->resp: headers now, the body from WRITEABLE callbacks. */
 static int respond(struct lws *wsi, struct conn *c)
 {
-	struct np_http_response *r = &c->resp;
+	struct np_httpd_response *r = &c->resp;
 
 	if (r->body.failed) {
 		np_buf_free(&r->body);
-		np_http_response_text(r, 500, "out of memory building the response");
+		np_httpd_response_text(r, 500, "out of memory building the response");
 	}
 	if (r->status < 100 || r->status > 599)
 		r->status = 500;
@@ -300,9 +300,9 @@ static int respond(struct lws *wsi, struct conn *c)
 	return 0;
 }
 
-static int write_body(struct np_http_server *srv, struct lws *wsi, struct conn *c)
+static int write_body(struct np_httpd_server *srv, struct lws *wsi, struct conn *c)
 {
-	struct np_http_response *r = &c->resp;
+	struct np_httpd_response *r = &c->resp;
 	size_t n = r->body.len - c->sent;
 	int final;
 
@@ -321,10 +321,10 @@ static int write_body(struct np_http_server *srv, struct lws *wsi, struct conn *
 	return 0;
 }
 
-static void dispatch(struct np_http_server *srv, struct conn *c)
+static void dispatch(struct np_httpd_server *srv, struct conn *c)
 {
-	struct np_http_request req;
-	np_http_handler h = NULL;
+	struct np_httpd_request req;
+	np_httpd_handler h = NULL;
 	void *ud = NULL;
 	char allow[128];
 	int found, is_public;
@@ -335,16 +335,16 @@ static void dispatch(struct np_http_server *srv, struct conn *c)
 	pthread_rwlock_rdlock(&srv->handler_lock);
 	found = route_find(srv, c->method, c->path, c->metrics_only, &h, &ud, &is_public, allow, sizeof(allow));
 	if (found < 0 && c->metrics_only) {
-		np_http_response_text(&c->resp, 404,
+		np_httpd_response_text(&c->resp, 404,
 				      "404 %s is not served on this address, which serves /metrics, /-/healthy and "
 				      "/-/ready only (the UI, API and debug pages are on the --http-listen address)",
 				      c->path);
 	} else if (found < 0) {
-		np_http_response_text(&c->resp, 404, "404 page not found: %s", c->path);
+		np_httpd_response_text(&c->resp, 404, "404 page not found: %s", c->path);
 	} else if (found == 0) {
-		np_http_response_text(&c->resp, 405, "405 method %s not allowed for %s (allowed: %s)", c->method,
+		np_httpd_response_text(&c->resp, 405, "405 method %s not allowed for %s (allowed: %s)", c->method,
 				      c->path, allow);
-		if (np_http_response_header(&c->resp, "Allow", allow))
+		if (np_httpd_response_header(&c->resp, "Allow", allow))
 			np_log(NP_WARN, "http", "Allow header too long", "path", c->path, NULL);
 	} else {
 		req.method = c->method;
@@ -357,7 +357,7 @@ static void dispatch(struct np_http_server *srv, struct conn *c)
 	pthread_rwlock_unlock(&srv->handler_lock);
 }
 
-void np_http_unroute(struct np_http_server *srv, void *ud)
+void np_httpd_unroute(struct np_httpd_server *srv, void *ud)
 {
 	size_t k = 0;
 
@@ -389,7 +389,7 @@ void np_http_unroute(struct np_http_server *srv, void *ud)
  * a parameter is never dropped silently. */
 static int read_query(struct lws *wsi, struct conn *c)
 {
-	char arg[NP_HTTP_MAX_QUERY_ARG + 1];
+	char arg[NP_HTTPD_MAX_QUERY_ARG + 1];
 
 	for (int i = 0;; i++) {
 		int n = lws_hdr_copy_fragment(wsi, arg, sizeof(arg), WSI_TOKEN_HTTP_URI_ARGS, i);
@@ -397,12 +397,12 @@ static int read_query(struct lws *wsi, struct conn *c)
 			/* Absent, or longer than the buffer: only the latter has a length. */
 			if (lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, i) <= 0)
 				return 0;
-			np_http_response_text(&c->resp, 400, "query parameter %d is longer than %d bytes", i + 1,
-					      NP_HTTP_MAX_QUERY_ARG);
+			np_httpd_response_text(&c->resp, 400, "query parameter %d is longer than %d bytes", i + 1,
+					      NP_HTTPD_MAX_QUERY_ARG);
 			return 1;
 		}
-		if (c->query.n >= NP_HTTP_MAX_QUERY_PARAMS) {
-			np_http_response_text(&c->resp, 400, "more than %d query parameters", NP_HTTP_MAX_QUERY_PARAMS);
+		if (c->query.n >= NP_HTTPD_MAX_QUERY_PARAMS) {
+			np_httpd_response_text(&c->resp, 400, "more than %d query parameters", NP_HTTPD_MAX_QUERY_PARAMS);
 			return 1;
 		}
 		char *eq = strchr(arg, '=');
@@ -450,12 +450,12 @@ static char *custom_header_dup(struct lws *wsi, const char *name)
 	return s;
 }
 
-/* Applies np_http_guard to a request for a private route: 0 when it may proceed, else
+/* Applies np_httpd_guard to a request for a private route: 0 when it may proceed, else
  * counts and (once per reason) logs the refusal and fills why with the 403 text. */
-static int guard_request(struct np_http_server *srv, struct lws *wsi, const char *method, const char *path,
+static int guard_request(struct np_httpd_server *srv, struct lws *wsi, const char *method, const char *path,
 			 char *why, size_t why_cap)
 {
-	struct np_http_guard_request r = { .method = method };
+	struct np_httpd_guard_request r = { .method = method };
 	char *host = header_dup(wsi, WSI_TOKEN_HOST), *origin = header_dup(wsi, WSI_TOKEN_ORIGIN);
 	char *ctype = header_dup(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE);
 
@@ -465,29 +465,29 @@ static int guard_request(struct np_http_server *srv, struct lws *wsi, const char
 	r.origin = origin;
 	r.content_type = ctype;
 	r.fetch_site = fetch_site;
-	enum np_http_refusal v = np_http_guard(&srv->hosts, &r, why, why_cap);
-	if (v != NP_HTTP_ALLOWED) {
+	enum np_httpd_refusal v = np_httpd_guard(&srv->hosts, &r, why, why_cap);
+	if (v != NP_HTTPD_ALLOWED) {
 		np_series_inc(srv->refused[v]);
 		if (!atomic_exchange(&srv->refusal_logged[v], 1))
 			np_log(NP_WARN, "http", "request refused (logged once per reason; counted in "
 						"nodeprof_http_refused_requests_total)",
-			       "reason", np_http_refusal_name(v), "method", method, "path", path, "host",
+			       "reason", np_httpd_refusal_name(v), "method", method, "path", path, "host",
 			       host ? host : "", "origin", origin ? origin : "", "detail", why, NULL);
 	}
 	free(host);
 	free(origin);
 	free(ctype);
 	free(fetch_site);
-	return v != NP_HTTP_ALLOWED;
+	return v != NP_HTTPD_ALLOWED;
 }
 
-static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, const char *in)
+static int on_http(struct np_httpd_server *srv, struct lws *wsi, struct conn *c, const char *in)
 {
 	char *uri = NULL;
 	int uri_len = 0, m, rc, is_public = 0;
 	const char *method;
 	char hdr[64], why[768];
-	np_http_handler h;
+	np_httpd_handler h;
 	void *ud;
 
 	conn_reset_http(c);
@@ -501,7 +501,7 @@ static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 	if (!method) {
 		snprintf(c->method, sizeof(c->method), "?");
 		c->close_after = 1;
-		np_http_response_text(&c->resp, 501, "method not implemented");
+		np_httpd_response_text(&c->resp, 501, "method not implemented");
 		return respond(wsi, c);
 	}
 	snprintf(c->method, sizeof(c->method), "%s", method);
@@ -515,7 +515,7 @@ static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 	/* The guard stands before every handler of a private route (404 and 405 run none). */
 	rc = route_find(srv, method, c->path, c->metrics_only, &h, &ud, &is_public, hdr, sizeof(hdr));
 	if (rc == 1 && !is_public && guard_request(srv, wsi, method, c->path, why, sizeof(why))) {
-		np_http_response_text(&c->resp, 403, "%s", why);
+		np_httpd_response_text(&c->resp, 403, "%s", why);
 		return respond(wsi, c);
 	}
 	if ((rc = read_query(wsi, c)) != 0)
@@ -524,7 +524,7 @@ static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 		if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
 			/* A chunked body has no length to check up front: ask for one. */
 			c->close_after = 1;
-			np_http_response_text(&c->resp, 411, "a Content-Length is required");
+			np_httpd_response_text(&c->resp, 411, "a Content-Length is required");
 			return respond(wsi, c);
 		}
 		if (lws_hdr_copy(wsi, hdr, sizeof(hdr), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0) {
@@ -533,14 +533,14 @@ static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 			unsigned long long cl = strtoull(hdr, &endp, 10);
 			if (errno || *endp || hdr[0] == '-') {
 				c->close_after = 1;
-				np_http_response_text(&c->resp, 400, "bad Content-Length");
+				np_httpd_response_text(&c->resp, 400, "bad Content-Length");
 				return respond(wsi, c);
 			}
 			if (cl > srv->max_body) {
 				/* Answer without reading the body, then close: the unread bytes
 				 * cannot start the next request. */
 				c->close_after = 1;
-				np_http_response_text(&c->resp, 413, "request body of %llu bytes exceeds the limit of %zu",
+				np_httpd_response_text(&c->resp, 413, "request body of %llu bytes exceeds the limit of %zu",
 						      cl, srv->max_body);
 				return respond(wsi, c);
 			}
@@ -555,14 +555,14 @@ static int on_http(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 	return respond(wsi, c);
 }
 
-static int on_body(struct np_http_server *srv, struct lws *wsi, struct conn *c, const void *in, size_t len)
+static int on_body(struct np_httpd_server *srv, struct lws *wsi, struct conn *c, const void *in, size_t len)
 {
 	if (!c->awaiting_body)
 		return 0;
 	if (c->body.len + len > srv->max_body || c->body.len + len > c->expected_body) {
 		c->awaiting_body = 0;
 		c->close_after = 1;
-		np_http_response_text(&c->resp, 413, "request body exceeds the limit of %zu bytes", srv->max_body);
+		np_httpd_response_text(&c->resp, 413, "request body exceeds the limit of %zu bytes", srv->max_body);
 		return respond(wsi, c);
 	}
 	np_buf_append(&c->body, in, len);
@@ -573,19 +573,19 @@ static int on_body(struct np_http_server *srv, struct lws *wsi, struct conn *c, 
 
 /* ---- WebSocket broadcast ---- */
 
-int np_http_ws_broadcast(struct np_http_server *srv, const char *msg, size_t len, struct np_err *err)
+int np_httpd_ws_broadcast(struct np_httpd_server *srv, const char *msg, size_t len, struct np_err *err)
 {
 	char *copy;
 
-	if (len > NP_HTTP_WS_MAX_MESSAGE)
-		return np_errf(err, "websocket message of %zu bytes exceeds %u", len, NP_HTTP_WS_MAX_MESSAGE);
+	if (len > NP_HTTPD_WS_MAX_MESSAGE)
+		return np_errf(err, "websocket message of %zu bytes exceeds %u", len, NP_HTTPD_WS_MAX_MESSAGE);
 	copy = malloc(len + 1);
 	if (!copy)
 		return np_errf(err, "websocket broadcast: out of memory");
 	memcpy(copy, msg, len);
 	copy[len] = '\0';
 	pthread_mutex_lock(&srv->ws_lock);
-	struct ws_msg *slot = &srv->ring[srv->next_seq % NP_HTTP_WS_BACKLOG];
+	struct ws_msg *slot = &srv->ring[srv->next_seq % NP_HTTPD_WS_BACKLOG];
 	free(slot->p);
 	slot->p = copy;
 	slot->len = len;
@@ -595,12 +595,12 @@ int np_http_ws_broadcast(struct np_http_server *srv, const char *msg, size_t len
 	return 0;
 }
 
-size_t np_http_ws_clients(struct np_http_server *srv)
+size_t np_httpd_ws_clients(struct np_httpd_server *srv)
 {
 	return atomic_load(&srv->nclients);
 }
 
-static void ws_wake_clients(struct np_http_server *srv)
+static void ws_wake_clients(struct np_httpd_server *srv)
 {
 	uint64_t next;
 
@@ -612,17 +612,17 @@ static void ws_wake_clients(struct np_http_server *srv)
 			lws_callback_on_writable(cl->wsi);
 }
 
-static int ws_write(struct np_http_server *srv, struct ws_client *cl)
+static int ws_write(struct np_httpd_server *srv, struct ws_client *cl)
 {
 	size_t len = 0;
 	int have = 0, more;
 
 	pthread_mutex_lock(&srv->ws_lock);
-	uint64_t oldest = srv->next_seq > NP_HTTP_WS_BACKLOG ? srv->next_seq - NP_HTTP_WS_BACKLOG : 0;
+	uint64_t oldest = srv->next_seq > NP_HTTPD_WS_BACKLOG ? srv->next_seq - NP_HTTPD_WS_BACKLOG : 0;
 	if (cl->seq < oldest)
 		cl->seq = oldest; /* too slow: skip what the ring no longer holds */
 	if (cl->seq < srv->next_seq) {
-		const struct ws_msg *m = &srv->ring[cl->seq % NP_HTTP_WS_BACKLOG];
+		const struct ws_msg *m = &srv->ring[cl->seq % NP_HTTPD_WS_BACKLOG];
 		memcpy(srv->scratch + LWS_PRE, m->p, m->len);
 		len = m->len;
 		cl->seq++;
@@ -637,7 +637,7 @@ static int ws_write(struct np_http_server *srv, struct ws_client *cl)
 	return 0;
 }
 
-static void ws_remove(struct np_http_server *srv, struct ws_client *cl)
+static void ws_remove(struct np_httpd_server *srv, struct ws_client *cl)
 {
 	for (struct ws_client **pp = &srv->clients; *pp; pp = &(*pp)->next)
 		if (*pp == cl) {
@@ -651,7 +651,7 @@ static void ws_remove(struct np_http_server *srv, struct ws_client *cl)
 
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
 {
-	struct np_http_server *srv = lws_context_user(lws_get_context(wsi));
+	struct np_httpd_server *srv = lws_context_user(lws_get_context(wsi));
 	struct conn *c = user;
 	char uri[64];
 
@@ -737,7 +737,7 @@ static const struct lws_protocols protocols[] = {
 
 /* ---- listening ---- */
 
-int np_http_parse_listen(const char *addr, char *host, size_t host_cap, int *port, struct np_err *err)
+int np_httpd_parse_listen(const char *addr, char *host, size_t host_cap, int *port, struct np_err *err)
 {
 	const char *colon, *hs, *he;
 	char *endp;
@@ -772,13 +772,13 @@ int np_http_parse_listen(const char *addr, char *host, size_t host_cap, int *por
 	return 0;
 }
 
-int np_http_listen_url(const char *addr, int bound_port, char *url, size_t cap, struct np_err *err)
+int np_httpd_listen_url(const char *addr, int bound_port, char *url, size_t cap, struct np_err *err)
 {
 	char host[256];
 	const char *shown;
 	int port, n;
 
-	if (np_http_parse_listen(addr, host, sizeof(host), &port, err))
+	if (np_httpd_parse_listen(addr, host, sizeof(host), &port, err))
 		return -1;
 	if (!*host || strcmp(host, "0.0.0.0") == 0)
 		shown = "127.0.0.1";
@@ -854,7 +854,7 @@ static void lws_log_to_np(int level, const char *line)
 
 static void *service_thread(void *arg)
 {
-	struct np_http_server *srv = arg;
+	struct np_httpd_server *srv = arg;
 
 	while (!atomic_load(&srv->stopping))
 		if (lws_service(srv->ctx, 0) < 0)
@@ -863,7 +863,7 @@ static void *service_thread(void *arg)
 }
 
 /* Checks that an address can be bound and creates its vhost on srv->ctx. */
-static struct lws_vhost *listen_on(struct np_http_server *srv, struct lws_context_creation_info *info,
+static struct lws_vhost *listen_on(struct np_httpd_server *srv, struct lws_context_creation_info *info,
 				   const char *addr, const char *name, char *host, size_t host_cap, int *port_out,
 				   struct np_err *err)
 {
@@ -871,7 +871,7 @@ static struct lws_vhost *listen_on(struct np_http_server *srv, struct lws_contex
 	int port, is_v6 = 0;
 	struct lws_vhost *vh;
 
-	if (np_http_parse_listen(addr, host, host_cap, &port, err))
+	if (np_httpd_parse_listen(addr, host, host_cap, &port, err))
 		return NULL;
 	if (probe_bind(host, port, numeric, sizeof(numeric), &is_v6, err)) {
 		np_err_wrap(err, "http: listen %s", addr);
@@ -897,7 +897,7 @@ static struct lws_vhost *listen_on(struct np_http_server *srv, struct lws_contex
 	return vh;
 }
 
-static int register_refusal_metrics(struct np_http_server *srv, struct np_err *err)
+static int register_refusal_metrics(struct np_httpd_server *srv, struct np_err *err)
 {
 	static const char *const reason[] = { "reason", NULL };
 	struct np_metric *m = np_metrics_counter(srv->metrics, "nodeprof_http_refused_requests_total",
@@ -907,28 +907,28 @@ static int register_refusal_metrics(struct np_http_server *srv, struct np_err *e
 						 reason, err);
 	if (!m)
 		return -1;
-	for (int v = NP_HTTP_REFUSED_HOST; v < NP_HTTP_REFUSAL_KINDS; v++) {
-		const char *values[] = { np_http_refusal_name((enum np_http_refusal)v) };
+	for (int v = NP_HTTPD_REFUSED_HOST; v < NP_HTTPD_REFUSAL_KINDS; v++) {
+		const char *values[] = { np_httpd_refusal_name((enum np_httpd_refusal)v) };
 		if (!(srv->refused[v] = np_metric_series(m, values, err)))
 			return -1;
 	}
 	return 0;
 }
 
-int np_http_start(const struct np_http_config *cfg_in, struct np_http_server **out, struct np_err *err)
+int np_httpd_start(const struct np_httpd_config *cfg_in, struct np_httpd_server **out, struct np_err *err)
 {
-	struct np_http_config cfg;
+	struct np_httpd_config cfg;
 	struct lws_context_creation_info info;
-	struct np_http_server *srv;
+	struct np_httpd_server *srv;
 	char host[256], metrics_host[256];
 
-	np_http_config_defaults(&cfg);
+	np_httpd_config_defaults(&cfg);
 	if (cfg_in) {
 		cfg = *cfg_in;
 		if (!cfg.listen)
-			cfg.listen = NP_HTTP_DEFAULT_LISTEN;
+			cfg.listen = NP_HTTPD_DEFAULT_LISTEN;
 		if (!cfg.max_body)
-			cfg.max_body = NP_HTTP_DEFAULT_MAX_BODY;
+			cfg.max_body = NP_HTTPD_DEFAULT_MAX_BODY;
 	}
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
@@ -966,13 +966,13 @@ int np_http_start(const struct np_http_config *cfg_in, struct np_http_server **o
 		goto fail;
 	}
 	if (!(srv->vhost = listen_on(srv, &info, cfg.listen, "nodeprof", host, sizeof(host), &srv->port, err)) ||
-	    np_http_hosts_init(&srv->hosts, host, cfg.allowed_hosts, cfg.nallowed_hosts, err))
+	    np_httpd_hosts_init(&srv->hosts, host, cfg.allowed_hosts, cfg.nallowed_hosts, err))
 		goto fail;
 	if (cfg.metrics_listen && !(srv->metrics_vhost = listen_on(srv, &info, cfg.metrics_listen, "nodeprof-metrics",
 								     metrics_host, sizeof(metrics_host),
 								     &srv->metrics_port, err)))
 		goto fail;
-	if (np_http_builtin_register(srv, err))
+	if (np_httpd_builtin_register(srv, err))
 		goto fail;
 	if (pthread_create(&srv->thread, NULL, service_thread, srv)) {
 		np_errf(err, "http: cannot start the service thread");
@@ -988,11 +988,11 @@ fail:
 	if (srv->ctx)
 		lws_context_destroy(srv->ctx);
 	srv->ctx = NULL;
-	np_http_stop(srv);
+	np_httpd_stop(srv);
 	return -1;
 }
 
-void np_http_stop(struct np_http_server *srv)
+void np_httpd_stop(struct np_httpd_server *srv)
 {
 	if (!srv)
 		return;
@@ -1011,10 +1011,10 @@ void np_http_stop(struct np_http_server *srv)
 	}
 	free(srv->pages);
 	free(srv->hooks);
-	for (size_t i = 0; i < NP_HTTP_WS_BACKLOG; i++)
+	for (size_t i = 0; i < NP_HTTPD_WS_BACKLOG; i++)
 		free(srv->ring[i].p);
 	free(srv->scratch);
-	np_http_hosts_free(&srv->hosts);
+	np_httpd_hosts_free(&srv->hosts);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_mutex_destroy(&srv->ws_lock);
 	pthread_rwlock_destroy(&srv->handler_lock);

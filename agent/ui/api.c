@@ -17,7 +17,7 @@
 #define MAX_EVENT_TYPES 8
 
 struct np_ui {
-	struct np_http_server *srv;
+	struct np_httpd_server *srv;
 	struct np_store *store;
 	struct np_ui_config cfg;
 
@@ -35,11 +35,11 @@ struct np_ui {
 };
 
 /* Fills q from the request; on error answers 400 and returns -1. */
-static int read_query(struct np_ui *ui, const struct np_http_request *req, struct np_store_query *q,
-		      struct np_http_response *resp)
+static int read_query(struct np_ui *ui, const struct np_httpd_request *req, struct np_store_query *q,
+		      struct np_httpd_response *resp)
 {
 	struct np_err err;
-	const char *from = np_http_query_get(req, "from"), *until = np_http_query_get(req, "until");
+	const char *from = np_httpd_query_get(req, "from"), *until = np_httpd_query_get(req, "until");
 	int64_t now = np_store_now(ui->store);
 
 	memset(q, 0, sizeof(*q));
@@ -47,51 +47,51 @@ static int read_query(struct np_ui *ui, const struct np_http_request *req, struc
 	q->until_ns = now + ui->store->cfg.bucket_ns;
 	if ((from && *from && np_ui_parse_time(from, now, &q->from_ns, &err)) ||
 	    (until && *until && np_ui_parse_time(until, now, &q->until_ns, &err))) {
-		np_http_response_text(resp, 400, "%s", err.msg);
+		np_httpd_response_text(resp, 400, "%s", err.msg);
 		return -1;
 	}
 	if (q->until_ns <= q->from_ns) {
-		np_http_response_text(resp, 400, "until must be after from");
+		np_httpd_response_text(resp, 400, "until must be after from");
 		return -1;
 	}
-	q->service = np_http_query_get(req, "service");
-	q->process = np_http_query_get(req, "process");
-	q->type = np_http_query_get(req, "type");
+	q->service = np_httpd_query_get(req, "service");
+	q->process = np_httpd_query_get(req, "process");
+	q->type = np_httpd_query_get(req, "type");
 	if (np_store_check_type(ui->store, q->type, &err)) {
-		np_http_response_text(resp, 400, "%s", err.msg);
+		np_httpd_response_text(resp, 400, "%s", err.msg);
 		return -1;
 	}
 	return 0;
 }
 
-static int read_size(const struct np_http_request *req, const char *name, size_t def, size_t max, size_t *out,
-		     struct np_http_response *resp)
+static int read_size(const struct np_httpd_request *req, const char *name, size_t def, size_t max, size_t *out,
+		     struct np_httpd_response *resp)
 {
-	const char *v = np_http_query_get(req, name);
+	const char *v = np_httpd_query_get(req, name);
 	struct np_err err;
 
 	*out = def;
 	if (!v || !*v)
 		return 0;
 	if (np_ui_parse_count(name, v, max, out, &err)) {
-		np_http_response_text(resp, 400, "%s", err.msg);
+		np_httpd_response_text(resp, 400, "%s", err.msg);
 		return -1;
 	}
 	return 0;
 }
 
-static void json_response(struct np_http_response *resp)
+static void json_response(struct np_httpd_response *resp)
 {
 	snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
-	(void)np_http_response_header(resp, "Cache-Control", "no-store");
+	(void)np_httpd_response_header(resp, "Cache-Control", "no-store");
 }
 
 /* The answer of a store query that returned rc: the JSON, or the error (404 when the
  * query matched nothing). */
-static void query_response(struct np_http_response *resp, int rc, const struct np_err *err)
+static void query_response(struct np_httpd_response *resp, int rc, const struct np_err *err)
 {
 	if (rc)
-		return np_http_response_text(resp, strstr(err->msg, "no samples") ? 404 : 500, "%s", err->msg);
+		return np_httpd_response_text(resp, strstr(err->msg, "no samples") ? 404 : 500, "%s", err->msg);
 	json_response(resp);
 }
 
@@ -99,7 +99,7 @@ typedef int (*store_query_fn)(struct np_store *s, const struct np_store_query *q
 			      struct np_err *err);
 
 /* A route that takes the common query parameters only. */
-static void answer_query(void *ud, const struct np_http_request *req, struct np_http_response *resp,
+static void answer_query(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp,
 			 store_query_fn fn)
 {
 	struct np_ui *ui = ud;
@@ -111,29 +111,29 @@ static void answer_query(void *ud, const struct np_http_request *req, struct np_
 	query_response(resp, fn(ui->store, &q, &resp->body, &err), &err);
 }
 
-static void handle_services(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_services(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	answer_query(ud, req, resp, np_store_services_json);
 }
 
-static void handle_types(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_types(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	answer_query(ud, req, resp, np_store_types_json);
 }
 
-static void handle_timeline(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_timeline(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	answer_query(ud, req, resp, np_store_timeline_json);
 }
 
-static void handle_flamegraph(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_flamegraph(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	struct np_ui *ui = ud;
 	struct np_store_query q;
 	struct np_err err;
 	size_t max_nodes;
 	enum np_store_group group = NP_STORE_GROUP_NONE;
-	const char *g = np_http_query_get(req, "group");
+	const char *g = np_httpd_query_get(req, "group");
 
 	if (read_query(ui, req, &q, resp) ||
 	    read_size(req, "max_nodes", ui->cfg.max_nodes, ui->cfg.max_nodes, &max_nodes, resp))
@@ -143,11 +143,11 @@ static void handle_flamegraph(void *ud, const struct np_http_request *req, struc
 	else if (g && !strcmp(g, "process"))
 		group = NP_STORE_GROUP_PROCESS;
 	else if (g && *g && strcmp(g, "none") != 0)
-		return np_http_response_text(resp, 400, "group must be none, service or process");
+		return np_httpd_response_text(resp, 400, "group must be none, service or process");
 	query_response(resp, np_store_flamegraph_json(ui->store, &q, group, max_nodes, &resp->body, &err), &err);
 }
 
-static void handle_top(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_top(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	struct np_ui *ui = ud;
 	struct np_store_query q;
@@ -159,13 +159,13 @@ static void handle_top(void *ud, const struct np_http_request *req, struct np_ht
 	query_response(resp, np_store_top_json(ui->store, &q, limit, &resp->body, &err), &err);
 }
 
-static void handle_stats(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_stats(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	struct np_ui *ui = ud;
 	struct np_err err;
 
 	if (np_store_stats_json(ui->store, &resp->body, &err))
-		return np_http_response_text(resp, 500, "%s", err.msg);
+		return np_httpd_response_text(resp, 500, "%s", err.msg);
 	np_buf_putc(&resp->body, '\n');
 	json_response(resp);
 }
@@ -181,7 +181,7 @@ static void filename_part(char *dst, size_t cap, const char *s)
 	dst[n] = '\0';
 }
 
-static void handle_pprof(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_pprof(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	struct np_ui *ui = ud;
 	struct np_store_query q;
@@ -194,7 +194,7 @@ static void handle_pprof(void *ud, const struct np_http_request *req, struct np_
 		return;
 	if (np_store_pprof(ui->store, &q, &resp->body, &err)) {
 		np_buf_reset(&resp->body);
-		return np_http_response_text(resp, strstr(err.msg, "no samples") ? 404 : 500, "%s", err.msg);
+		return np_httpd_response_text(resp, strstr(err.msg, "no samples") ? 404 : 500, "%s", err.msg);
 	}
 	filename_part(svc, sizeof(svc), q.service && *q.service ? q.service : "all");
 	filename_part(proc, sizeof(proc), q.process && *q.process ? q.process : "");
@@ -217,34 +217,34 @@ static void handle_pprof(void *ud, const struct np_http_request *req, struct np_
 	snprintf(disp, sizeof(disp), "attachment; filename=\"nodeprof-%s%s%s%s-%s.pb.gz\"", svc, *proc ? "-" : "", proc,
 		 kind, when);
 	snprintf(resp->content_type, sizeof(resp->content_type), "application/octet-stream");
-	(void)np_http_response_header(resp, "Content-Disposition", disp);
-	(void)np_http_response_header(resp, "Cache-Control", "no-store");
+	(void)np_httpd_response_header(resp, "Content-Disposition", disp);
+	(void)np_httpd_response_header(resp, "Cache-Control", "no-store");
 }
 
-static void send_asset(struct np_http_response *resp, const struct np_ui_asset *a)
+static void send_asset(struct np_httpd_response *resp, const struct np_ui_asset *a)
 {
 	snprintf(resp->content_type, sizeof(resp->content_type), "%s", a->content_type);
 	np_buf_append(&resp->body, a->data, a->len);
-	(void)np_http_response_header(resp, "Cache-Control", "no-cache");
+	(void)np_httpd_response_header(resp, "Cache-Control", "no-cache");
 	/* Everything the page needs comes from this server; nothing inline, no CDN. */
-	(void)np_http_response_header(resp, "Content-Security-Policy",
+	(void)np_httpd_response_header(resp, "Content-Security-Policy",
 				      "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; "
 				      "style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'");
 }
 
-static void handle_index(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_index(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	const struct np_ui_asset *a = np_ui_asset_find("index.html");
 	if (!a)
-		return np_http_response_text(resp, 500, "the UI was built without index.html");
+		return np_httpd_response_text(resp, 500, "the UI was built without index.html");
 	send_asset(resp, a);
 }
 
-static void handle_asset(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_asset(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	const struct np_ui_asset *a = np_ui_asset_find(req->path + strlen("/ui/"));
 	if (!a)
-		return np_http_response_text(resp, 404, "404 page not found: %s", req->path);
+		return np_httpd_response_text(resp, 404, "404 page not found: %s", req->path);
 	send_asset(resp, a);
 }
 
@@ -328,7 +328,7 @@ static void *notifier(void *arg)
 		ui->nservices = 0;
 		ui->ntypes = 0;
 		pthread_mutex_unlock(&ui->lock);
-		if (!msg.failed && np_http_ws_broadcast(ui->srv, msg.p, msg.len, &err))
+		if (!msg.failed && np_httpd_ws_broadcast(ui->srv, msg.p, msg.len, &err))
 			np_log(NP_WARN, "ui", "websocket update failed", "err", err.msg, NULL);
 		pthread_mutex_lock(&ui->lock);
 	}
@@ -337,7 +337,7 @@ static void *notifier(void *arg)
 	return NULL;
 }
 
-int np_ui_start(struct np_http_server *srv, struct np_store *store, const struct np_ui_config *cfg,
+int np_ui_start(struct np_httpd_server *srv, struct np_store *store, const struct np_ui_config *cfg,
 		struct np_ui **out, struct np_err *err)
 {
 	struct np_ui *ui = calloc(1, sizeof(*ui));
@@ -358,16 +358,16 @@ int np_ui_start(struct np_http_server *srv, struct np_store *store, const struct
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&ui->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (np_http_route(srv, "GET", "/", handle_index, ui, err) ||
-	    np_http_route(srv, "GET", "/ui/*", handle_asset, ui, err) ||
-	    np_http_route(srv, "GET", "/api/services", handle_services, ui, err) ||
-	    np_http_route(srv, "GET", "/api/types", handle_types, ui, err) ||
-	    np_http_route(srv, "GET", "/api/flamegraph", handle_flamegraph, ui, err) ||
-	    np_http_route(srv, "GET", "/api/top", handle_top, ui, err) ||
-	    np_http_route(srv, "GET", "/api/timeline", handle_timeline, ui, err) ||
-	    np_http_route(srv, "GET", "/api/pprof", handle_pprof, ui, err) ||
-	    np_http_route(srv, "GET", "/api/stats", handle_stats, ui, err) ||
-	    np_http_debug_page(srv, "store", "Local profile store", store_page, ui, err))
+	if (np_httpd_route(srv, "GET", "/", handle_index, ui, err) ||
+	    np_httpd_route(srv, "GET", "/ui/*", handle_asset, ui, err) ||
+	    np_httpd_route(srv, "GET", "/api/services", handle_services, ui, err) ||
+	    np_httpd_route(srv, "GET", "/api/types", handle_types, ui, err) ||
+	    np_httpd_route(srv, "GET", "/api/flamegraph", handle_flamegraph, ui, err) ||
+	    np_httpd_route(srv, "GET", "/api/top", handle_top, ui, err) ||
+	    np_httpd_route(srv, "GET", "/api/timeline", handle_timeline, ui, err) ||
+	    np_httpd_route(srv, "GET", "/api/pprof", handle_pprof, ui, err) ||
+	    np_httpd_route(srv, "GET", "/api/stats", handle_stats, ui, err) ||
+	    np_httpd_debug_page(srv, "store", "Local profile store", store_page, ui, err))
 		goto fail;
 	if (pthread_create(&ui->thread, NULL, notifier, ui)) {
 		np_errf(err, "ui: cannot start the notifier thread");
@@ -377,7 +377,7 @@ int np_ui_start(struct np_http_server *srv, struct np_store *store, const struct
 	*out = ui;
 	return 0;
 fail:
-	np_http_unroute(srv, ui);
+	np_httpd_unroute(srv, ui);
 	pthread_mutex_destroy(&ui->lock);
 	pthread_cond_destroy(&ui->cond);
 	free(ui);
@@ -388,7 +388,7 @@ void np_ui_stop(struct np_ui *ui)
 {
 	if (!ui)
 		return;
-	np_http_unroute(ui->srv, ui);
+	np_httpd_unroute(ui->srv, ui);
 	np_store_set_listener(ui->store, NULL, NULL);
 	pthread_mutex_lock(&ui->lock);
 	ui->stopping = 1;

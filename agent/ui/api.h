@@ -34,10 +34,10 @@ struct np_ui_config {
 struct np_ui;
 
 /* Registers the routes on srv and starts the notifier. srv and store must outlive the UI. */
-NP_MUST_CHECK int np_ui_start(struct np_http_server *srv, struct np_store *store, const struct np_ui_config *cfg,
+NP_MUST_CHECK int np_ui_start(struct np_httpd_server *srv, struct np_store *store, const struct np_ui_config *cfg,
 			      struct np_ui **out, struct np_err *err);
 /* Removes the routes, stops the notifier and detaches from the store. Call before
- * np_http_stop and np_store_free. */
+ * np_httpd_stop and np_store_free. */
 void np_ui_stop(struct np_ui *ui);
 
 /* params.c: the numbers of a request, range-checked (a 400 with err's text otherwise).

@@ -1,5 +1,5 @@
 /* libFuzzer target for what the HTTP server decides from a request's own bytes: the
- * Host/Origin/Sec-Fetch-Site/Content-Type guard (np_http_guard), the UI API's numbers (np_ui_parse_time,
+ * Host/Origin/Sec-Fetch-Site/Content-Type guard (np_httpd_guard), the UI API's numbers (np_ui_parse_time,
  * np_ui_parse_count, the durations under them) and listen addresses. Checks, besides
  * UB and memory errors:
  *   - a Host the guard accepts is, by an independent reading, an IP literal, localhost,
@@ -28,7 +28,7 @@
 
 static const char *const allowed[] = { "profiles.example.test", "Proxy.Example.Test." };
 
-static struct np_http_hosts hosts;
+static struct np_httpd_hosts hosts;
 static char self_name[256];
 
 /* The host's name part as a browser wrote it: lower case, without port and one trailing dot. */
@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char why[768], name[512];
 
 	if (!init) {
-		if (np_http_hosts_init(&hosts, "", allowed, 2, &err))
+		if (np_httpd_hosts_init(&hosts, "", allowed, 2, &err))
 			abort();
 		gethostname(self_name, sizeof(self_name));
 		self_name[sizeof(self_name) - 1] = '\0';
@@ -118,10 +118,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (line[i] && !strcmp(line[i], "-"))
 			line[i] = NULL;
 
-	struct np_http_guard_request r = { .method = line[0] ? line[0] : "GET", .host = line[1], .origin = line[2],
+	struct np_httpd_guard_request r = { .method = line[0] ? line[0] : "GET", .host = line[1], .origin = line[2],
 					   .content_type = line[3], .fetch_site = line[7] };
-	enum np_http_refusal v = np_http_guard(&hosts, &r, why, sizeof(why));
-	if (v == NP_HTTP_ALLOWED) {
+	enum np_httpd_refusal v = np_httpd_guard(&hosts, &r, why, sizeof(why));
+	if (v == NP_HTTPD_ALLOWED) {
 		if (r.host) {
 			name_part(r.host, name, sizeof(name));
 			if (!acceptable_name(name))
@@ -138,7 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* a refusal must say why */
 	}
 	if (line[1])
-		(void)np_http_check_host_name(line[1], &err);
+		(void)np_httpd_check_host_name(line[1], &err);
 
 	if (line[4]) {
 		int64_t t, d;
@@ -158,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (line[6]) {
 		char host[256];
 		int port;
-		if (!np_http_parse_listen(line[6], host, sizeof(host), &port, &err) && (port < 0 || port > 65535))
+		if (!np_httpd_parse_listen(line[6], host, sizeof(host), &port, &err) && (port < 0 || port > 65535))
 			abort();
 	}
 	free(copy);

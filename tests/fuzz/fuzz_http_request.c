@@ -36,29 +36,29 @@ static int page(void *ud, struct np_buf *out, struct np_err *err)
 
 static void start(void)
 {
-	static struct np_http_server *srv;
+	static struct np_httpd_server *srv;
 	static struct np_store *store;
 	static struct np_ui *ui;
 	static const char *const allowed[] = { "profiles.example.test" };
-	struct np_http_config hc;
+	struct np_httpd_config hc;
 	struct np_store_config sc;
 	struct np_err err;
 
 	np_log_set_level(NP_ERROR);
-	np_http_config_defaults(&hc);
+	np_httpd_config_defaults(&hc);
 	hc.listen = "127.0.0.1:0";
 	hc.max_body = 4096;
 	hc.allowed_hosts = allowed;
 	hc.nallowed_hosts = 1;
 	np_store_config_defaults(&sc);
 	sc.budget_bytes = 1 << 20;
-	if (np_store_new(&sc, &store, &err) || np_http_start(&hc, &srv, &err) || np_ui_start(srv, store, NULL, &ui, &err) ||
-	    np_http_debug_page(srv, "pods", "Pods", page, NULL, &err)) {
+	if (np_store_new(&sc, &store, &err) || np_httpd_start(&hc, &srv, &err) || np_ui_start(srv, store, NULL, &ui, &err) ||
+	    np_httpd_debug_page(srv, "pods", "Pods", page, NULL, &err)) {
 		fprintf(stderr, "fuzz_http_request: %s\n", err.msg);
 		abort();
 	}
-	np_http_set_reload(srv, reload, NULL);
-	port = np_http_port(srv);
+	np_httpd_set_reload(srv, reload, NULL);
+	port = np_httpd_port(srv);
 }
 
 /* Whether a new connection still gets its answer to GET /-/healthy within 5 s. */

@@ -37,7 +37,7 @@
 
 struct harness {
 	const char *targets_path;
-	struct np_http_server *srv;
+	struct np_httpd_server *srv;
 	struct np_store *store;
 	struct np_ebpf_profiler *profiler;
 	struct np_ebpf_metrics *metrics;
@@ -149,18 +149,18 @@ static int add_pprof(struct harness *h, const char *service, const char *pid, co
 	return rc;
 }
 
-static void handle_push(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void handle_push(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	struct harness *h = ud;
-	const char *svc = np_http_query_get(req, "service");
+	const char *svc = np_httpd_query_get(req, "service");
 	struct np_err err;
 
 	if (!svc || !*svc)
-		return np_http_response_text(resp, 400, "service is required");
-	if (add_pprof(h, svc, np_http_query_get(req, "pid"), np_http_query_get(req, "name"), req->body, req->body_len,
+		return np_httpd_response_text(resp, 400, "service is required");
+	if (add_pprof(h, svc, np_httpd_query_get(req, "pid"), np_httpd_query_get(req, "name"), req->body, req->body_len,
 		      &err))
-		return np_http_response_text(resp, 400, "%s", err.msg);
-	np_http_response_text(resp, 200, "added");
+		return np_httpd_response_text(resp, 400, "%s", err.msg);
+	np_httpd_response_text(resp, 200, "added");
 }
 
 static int load_pprof_arg(struct harness *h, const char *arg, struct np_err *err)
@@ -205,7 +205,7 @@ static int parse_size(const char *s, size_t *out)
 int main(int argc, char **argv)
 {
 	struct harness h;
-	struct np_http_config hcfg;
+	struct np_httpd_config hcfg;
 	struct np_store_config scfg;
 	struct np_ebpf_config ecfg;
 	struct np_ui_config ucfg = { 0 };
@@ -218,7 +218,7 @@ int main(int argc, char **argv)
 
 	memset(&h, 0, sizeof(h));
 	pthread_mutex_init(&h.lock, NULL);
-	np_http_config_defaults(&hcfg);
+	np_httpd_config_defaults(&hcfg);
 	np_store_config_defaults(&scfg);
 	np_ebpf_config_defaults(&ecfg);
 	ecfg.rescan_interval_ns = 500000000LL;
@@ -274,25 +274,25 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	if (np_store_new(&scfg, &h.store, &err) || np_http_start(&hcfg, &h.srv, &err) ||
+	if (np_store_new(&scfg, &h.store, &err) || np_httpd_start(&hcfg, &h.srv, &err) ||
 	    np_ui_start(h.srv, h.store, &ucfg, &ui, &err) || np_ebpf_metrics_new(NULL, &h.metrics, &err) ||
-	    np_http_on_scrape(h.srv, on_scrape, &h, &err) ||
-	    np_http_debug_page(h.srv, "targets", "Targets", targets_page, &h, &err) ||
-	    np_http_route(h.srv, "POST", "/harness/pprof", handle_push, &h, &err)) {
+	    np_httpd_on_scrape(h.srv, on_scrape, &h, &err) ||
+	    np_httpd_debug_page(h.srv, "targets", "Targets", targets_page, &h, &err) ||
+	    np_httpd_route(h.srv, "POST", "/harness/pprof", handle_push, &h, &err)) {
 		fprintf(stderr, "http_ui: %s\n", err.msg);
 		goto out;
 	}
-	np_http_set_ready(h.srv, ready, &h);
-	np_http_set_reload(h.srv, reload, &h);
+	np_httpd_set_ready(h.srv, ready, &h);
+	np_httpd_set_reload(h.srv, reload, &h);
 	for (int i = 0; i < npprofs; i++)
 		if (load_pprof_arg(&h, pprofs[i], &err)) {
 			fprintf(stderr, "http_ui: %s\n", err.msg);
 			goto out;
 		}
-	printf("listening http://%s:%d/\n", strncmp(hcfg.listen, "[", 1) ? "127.0.0.1" : "[::1]", np_http_port(h.srv));
+	printf("listening http://%s:%d/\n", strncmp(hcfg.listen, "[", 1) ? "127.0.0.1" : "[::1]", np_httpd_port(h.srv));
 	if (hcfg.metrics_listen)
 		printf("metrics http://%s:%d/\n", strncmp(hcfg.metrics_listen, "[", 1) ? "127.0.0.1" : "[::1]",
-		       np_http_metrics_port(h.srv));
+		       np_httpd_metrics_port(h.srv));
 	fflush(stdout);
 
 	if (h.targets_path) {
@@ -314,7 +314,7 @@ int main(int argc, char **argv)
 out:
 	/* The UI and the server first: nothing may call into the engine while it stops. */
 	np_ui_stop(ui);
-	np_http_stop(h.srv);
+	np_httpd_stop(h.srv);
 	if (h.profiler)
 		np_ebpf_profiler_stop(h.profiler); /* flushes the last interval into the store */
 	if (h.store) {

@@ -80,26 +80,26 @@ static const char *body_of(const char *resp)
 	return p ? p + 4 : "";
 }
 
-static void echo(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void echo(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
-	const char *x = np_http_query_get(req, "x");
+	const char *x = np_httpd_query_get(req, "x");
 	np_buf_printf(&resp->body, "%s %s x=%s body=%zu:%s", req->method, req->path, x ? x : "-", req->body_len,
 		      req->body);
-	assert_int_equal(np_http_response_header(resp, "X-Test", "yes"), 0);
-	assert_int_equal(np_http_response_header(resp, "Bad", "a\r\nb"), -1);
+	assert_int_equal(np_httpd_response_header(resp, "X-Test", "yes"), 0);
+	assert_int_equal(np_httpd_response_header(resp, "Bad", "a\r\nb"), -1);
 }
 
-static void big(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void big(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	for (int i = 0; i < 100000; i++)
 		np_buf_printf(&resp->body, "%07d\n", i); /* 800 KB: many chunked writes */
 }
 
 static int counter_ud;
-static void other(void *ud, const struct np_http_request *req, struct np_http_response *resp)
+static void other(void *ud, const struct np_httpd_request *req, struct np_httpd_response *resp)
 {
 	counter_ud++;
-	np_http_response_text(resp, 201, "other %s", req->path);
+	np_httpd_response_text(resp, 201, "other %s", req->path);
 }
 
 static int page(void *ud, struct np_buf *out, struct np_err *err)
@@ -119,34 +119,34 @@ static int reload_fails(void *ud, struct np_err *err)
 	return np_errf(err, "config.alloy:3:5: unexpected token");
 }
 
-static struct np_http_server *start(void)
+static struct np_httpd_server *start(void)
 {
-	struct np_http_config cfg;
-	struct np_http_server *srv;
+	struct np_httpd_config cfg;
+	struct np_httpd_server *srv;
 	struct np_err err;
 
-	np_http_config_defaults(&cfg);
+	np_httpd_config_defaults(&cfg);
 	cfg.listen = "127.0.0.1:0";
 	cfg.max_body = 4096;
-	if (np_http_start(&cfg, &srv, &err))
+	if (np_httpd_start(&cfg, &srv, &err))
 		fail_msg("start: %s", err.msg);
-	assert_true(np_http_port(srv) > 0);
+	assert_true(np_httpd_port(srv) > 0);
 	return srv;
 }
 
 static void requests_and_errors(void **state)
 {
-	struct np_http_server *srv = start();
+	struct np_httpd_server *srv = start();
 	struct np_err err;
 	static char buf[1 << 20];
-	int port = np_http_port(srv);
+	int port = np_httpd_port(srv);
 	char body[5000];
 
-	assert_int_equal(np_http_route(srv, "GET", "/echo", echo, NULL, &err), 0);
-	assert_int_equal(np_http_route(srv, "POST", "/echo", echo, NULL, &err), 0);
-	assert_int_equal(np_http_route(srv, "GET", "/big", big, NULL, &err), 0);
-	assert_int_equal(np_http_route(srv, "GET", "/p/*", other, NULL, &err), 0);
-	assert_int_equal(np_http_route(srv, "GET", "/p/q/*", echo, NULL, &err), 0);
+	assert_int_equal(np_httpd_route(srv, "GET", "/echo", echo, NULL, &err), 0);
+	assert_int_equal(np_httpd_route(srv, "POST", "/echo", echo, NULL, &err), 0);
+	assert_int_equal(np_httpd_route(srv, "GET", "/big", big, NULL, &err), 0);
+	assert_int_equal(np_httpd_route(srv, "GET", "/p/*", other, NULL, &err), 0);
+	assert_int_equal(np_httpd_route(srv, "GET", "/p/q/*", echo, NULL, &err), 0);
 
 	assert_int_equal(request(port, "GET", "/echo?x=a%20b&y", NULL, 0, buf, sizeof(buf)), 200);
 	assert_string_equal(body_of(buf), "GET /echo x=a b body=0:");
@@ -170,16 +170,16 @@ static void requests_and_errors(void **state)
 	/* built-ins and callbacks */
 	assert_int_equal(request(port, "GET", "/-/healthy", NULL, 0, buf, sizeof(buf)), 200);
 	assert_int_equal(request(port, "GET", "/-/ready", NULL, 0, buf, sizeof(buf)), 200);
-	np_http_set_ready(srv, not_ready, NULL);
+	np_httpd_set_ready(srv, not_ready, NULL);
 	assert_int_equal(request(port, "GET", "/-/ready", NULL, 0, buf, sizeof(buf)), 503);
 	assert_non_null(strstr(body_of(buf), "warming up"));
 	assert_int_equal(request(port, "POST", "/-/reload", "", 0, buf, sizeof(buf)), 400);
 	assert_non_null(strstr(body_of(buf), "not supported"));
-	np_http_set_reload(srv, reload_fails, NULL);
+	np_httpd_set_reload(srv, reload_fails, NULL);
 	assert_int_equal(request(port, "POST", "/-/reload", "", 0, buf, sizeof(buf)), 400);
 	assert_non_null(strstr(body_of(buf), "config.alloy:3:5: unexpected token"));
-	assert_int_equal(np_http_debug_page(srv, "Bad Name", NULL, page, NULL, &err), -1);
-	assert_int_equal(np_http_debug_page(srv, "things", "Things", page, &counter_ud, &err), 0);
+	assert_int_equal(np_httpd_debug_page(srv, "Bad Name", NULL, page, NULL, &err), -1);
+	assert_int_equal(np_httpd_debug_page(srv, "things", "Things", page, &counter_ud, &err), 0);
 	assert_int_equal(request(port, "GET", "/debug/things", NULL, 0, buf, sizeof(buf)), 200);
 	assert_non_null(strstr(body_of(buf), "<td>&lt;v&gt;</td>"));
 	assert_int_equal(request(port, "GET", "/debug/things?format=json", NULL, 0, buf, sizeof(buf)), 200);
@@ -187,26 +187,26 @@ static void requests_and_errors(void **state)
 	assert_int_equal(request(port, "GET", "/metrics", NULL, 0, buf, sizeof(buf)), 200);
 	assert_non_null(strstr(buf, "process_resident_memory_bytes "));
 	/* unroute removes routes and pages registered with that ud */
-	assert_int_equal(np_http_route(srv, "GET", "/gone", other, &counter_ud, &err), 0);
+	assert_int_equal(np_httpd_route(srv, "GET", "/gone", other, &counter_ud, &err), 0);
 	assert_int_equal(request(port, "GET", "/gone", NULL, 0, buf, sizeof(buf)), 201);
-	np_http_unroute(srv, &counter_ud);
+	np_httpd_unroute(srv, &counter_ud);
 	assert_int_equal(request(port, "GET", "/gone", NULL, 0, buf, sizeof(buf)), 404);
 	assert_int_equal(request(port, "GET", "/debug/things", NULL, 0, buf, sizeof(buf)), 404);
 	assert_int_equal(request(port, "GET", "/echo", NULL, 0, buf, sizeof(buf)), 200);
-	np_http_stop(srv);
+	np_httpd_stop(srv);
 }
 
 static int has_ws_client(void *srv)
 {
-	return np_http_ws_clients(srv) > 0;
+	return np_httpd_ws_clients(srv) > 0;
 }
 
 static void websocket_broadcast(void **state)
 {
-	struct np_http_server *srv = start();
+	struct np_httpd_server *srv = start();
 	struct np_err err;
 	char buf[4096] = "";
-	int fd = connect_to(np_http_port(srv));
+	int fd = connect_to(np_httpd_port(srv));
 	const char *hs = "GET /ws HTTP/1.1\r\nHost: x.localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
 			 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
 
@@ -222,19 +222,19 @@ static void websocket_broadcast(void **state)
 	/* RFC 6455's example key */
 	assert_non_null(strstr(buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
 	assert_true(np_test_wait_until(has_ws_client, srv, 5000));
-	assert_int_equal(np_http_ws_clients(srv), 1);
-	assert_int_equal(np_http_ws_broadcast(srv, "{\"a\":1}", 7, &err), 0);
-	assert_int_equal(np_http_ws_broadcast(srv, "{\"b\":2}", 7, &err), 0);
+	assert_int_equal(np_httpd_ws_clients(srv), 1);
+	assert_int_equal(np_httpd_ws_broadcast(srv, "{\"a\":1}", 7, &err), 0);
+	assert_int_equal(np_httpd_ws_broadcast(srv, "{\"b\":2}", 7, &err), 0);
 	n = read_all(fd, buf, sizeof(buf), 18);
 	assert_int_equal(n, 18); /* two unmasked text frames: 0x81, length 7, payload */
 	assert_int_equal((unsigned char)buf[0], 0x81);
 	assert_int_equal(buf[1], 7);
 	assert_memory_equal(buf + 2, "{\"a\":1}", 7);
 	assert_memory_equal(buf + 11, "{\"b\":2}", 7);
-	char huge[NP_HTTP_WS_MAX_MESSAGE + 1] = { 0 };
-	assert_int_equal(np_http_ws_broadcast(srv, huge, sizeof(huge), &err), -1);
+	char huge[NP_HTTPD_WS_MAX_MESSAGE + 1] = { 0 };
+	assert_int_equal(np_httpd_ws_broadcast(srv, huge, sizeof(huge), &err), -1);
 	/* stop with the client still connected */
-	np_http_stop(srv);
+	np_httpd_stop(srv);
 	close(fd);
 }
 
@@ -244,16 +244,16 @@ static void listen_addresses(void **state)
 	int port;
 	struct np_err err;
 
-	assert_int_equal(np_http_parse_listen("127.0.0.1:4100", host, sizeof(host), &port, &err), 0);
+	assert_int_equal(np_httpd_parse_listen("127.0.0.1:4100", host, sizeof(host), &port, &err), 0);
 	assert_string_equal(host, "127.0.0.1");
 	assert_int_equal(port, 4100);
-	assert_int_equal(np_http_parse_listen("[::1]:80", host, sizeof(host), &port, &err), 0);
+	assert_int_equal(np_httpd_parse_listen("[::1]:80", host, sizeof(host), &port, &err), 0);
 	assert_string_equal(host, "::1");
-	assert_int_equal(np_http_parse_listen(":9", host, sizeof(host), &port, &err), 0);
+	assert_int_equal(np_httpd_parse_listen(":9", host, sizeof(host), &port, &err), 0);
 	assert_string_equal(host, "");
 	const char *bad[] = { "", "host", "h:", "h:-1", "h:65536", "h:1x", "::1:80", "[::1]80", "[::1", "h:+5" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (np_http_parse_listen(bad[i], host, sizeof(host), &port, &err) == 0)
+		if (np_httpd_parse_listen(bad[i], host, sizeof(host), &port, &err) == 0)
 			fail_msg("accepted %s", bad[i]);
 }
 
@@ -279,13 +279,13 @@ static void listen_urls(void **state)
 	struct np_err err;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (np_http_listen_url(cases[i].addr, cases[i].bound, url, sizeof(url), &err))
+		if (np_httpd_listen_url(cases[i].addr, cases[i].bound, url, sizeof(url), &err))
 			fail_msg("%s: %s", cases[i].addr, err.msg);
 		assert_string_equal(url, cases[i].url);
 	}
-	assert_int_equal(np_http_listen_url("4100", 0, url, sizeof(url), &err), -1);
+	assert_int_equal(np_httpd_listen_url("4100", 0, url, sizeof(url), &err), -1);
 	assert_non_null(strstr(err.msg, "expected host:port"));
-	assert_int_equal(np_http_listen_url("a-rather-long-host-name:4100", 0, url, 20, &err), -1);
+	assert_int_equal(np_httpd_listen_url("a-rather-long-host-name:4100", 0, url, 20, &err), -1);
 }
 
 int main(void)
