@@ -76,6 +76,7 @@ DEB_TEST_PACKAGES := \
 	debootstrap \
 	procps \
 	iproute2 \
+	curl \
 	nodejs \
 	openjdk-17-jdk \
 	perl \

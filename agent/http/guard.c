@@ -256,16 +256,26 @@ enum np_http_refusal np_http_guard(const struct np_http_hosts *h, const struct n
 			 printable(r->origin, q1, sizeof(q1)), printable(r->host ? r->host : "", q2, sizeof(q2)));
 		return NP_HTTP_REFUSED_ORIGIN;
 	}
-	if (is_state_change(r->method)) {
+	/* Neither header: no browser sent it (every current one marks a state change with an
+	 * Origin, and with Sec-Fetch-Site), so no web page can have made it. */
+	if (is_state_change(r->method) && (r->origin || r->fetch_site)) {
 		char essence[128] = "";
+		if (r->fetch_site && strcasecmp(r->fetch_site, "same-origin") && strcasecmp(r->fetch_site, "none")) {
+			snprintf(why, why_cap,
+				 "403 Sec-Fetch-Site \"%s\": a %s request from a web page that is not this server's own; "
+				 "nodeprof answers state changes from other web sites with 403 only.",
+				 printable(r->fetch_site, q1, sizeof(q1)), r->method);
+			return NP_HTTP_REFUSED_ORIGIN;
+		}
 		if (r->content_type)
 			content_type_essence(r->content_type, essence, sizeof(essence));
 		if (!essence[0] || !strcmp(essence, "text/plain") || !strcmp(essence, "application/x-www-form-urlencoded") ||
 		    !strcmp(essence, "multipart/form-data")) {
 			snprintf(why, why_cap,
-				 "403 %s needs a Content-Type other than text/plain, application/x-www-form-urlencoded "
-				 "or multipart/form-data (got \"%s\"), which a web page of another site cannot send: "
-				 "e.g. curl -X %s -H 'Content-Type: application/json' URL",
+				 "403 %s from a web page (it carries an Origin or a Sec-Fetch-Site header) needs a "
+				 "Content-Type other than text/plain, application/x-www-form-urlencoded or "
+				 "multipart/form-data (got \"%s\"), which a page of another site cannot send; a request "
+				 "of no browser needs neither (e.g. curl -X %s URL)",
 				 r->method, r->content_type ? printable(r->content_type, q1, sizeof(q1)) : "none", r->method);
 			return NP_HTTP_REFUSED_SIMPLE;
 		}

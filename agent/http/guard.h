@@ -13,11 +13,15 @@
  * - Cross-site requests: a request with an Origin must come from the same origin as
  *   its Host (a page of another site, even one at an IP literal, is refused), and a
  *   "null" Origin (sandboxed frames, file://) is refused.
- * - State changes (every method but GET, HEAD and OPTIONS) must be requests a page of
- *   another origin cannot send without a CORS preflight, which this server never
- *   grants: a Content-Type that is present and is none of the three types an HTML form
- *   or a "simple" fetch may send (text/plain, application/x-www-form-urlencoded,
- *   multipart/form-data). `curl -X POST -H 'Content-Type: application/json'` passes.
+ * - State changes (every method but GET, HEAD and OPTIONS) from a browser, which every
+ *   current one marks with an Origin or a Sec-Fetch-Site header (Fetch Metadata), must
+ *   come from this server's own pages (Sec-Fetch-Site same-origin or none) and be
+ *   requests a page of another origin cannot send without a CORS preflight, which this
+ *   server never grants: a Content-Type that is present and is none of the three types
+ *   an HTML form or a "simple" fetch may send (text/plain,
+ *   application/x-www-form-urlencoded, multipart/form-data). A request with neither
+ *   header is no web page's: `curl -X POST URL/-/reload` passes, as it does with
+ *   Prometheus and Alloy.
  *
  * Pure functions of the request's headers: also the fuzz target's entry point. */
 #ifndef NP_HTTP_GUARD_H
@@ -50,7 +54,7 @@ NP_MUST_CHECK int np_http_check_host_name(const char *name, struct np_err *err);
 enum np_http_refusal {
 	NP_HTTP_ALLOWED = 0,
 	NP_HTTP_REFUSED_HOST,	    /* Host names a site we do not know (DNS rebinding) */
-	NP_HTTP_REFUSED_ORIGIN,	    /* Origin of another site, or "null" */
+	NP_HTTP_REFUSED_ORIGIN,	    /* Origin of another site, or "null"; Sec-Fetch-Site of another */
 	NP_HTTP_REFUSED_SIMPLE,	    /* a state change a cross-site form could send */
 };
 #define NP_HTTP_REFUSAL_KINDS 4
@@ -60,6 +64,7 @@ struct np_http_guard_request {
 	const char *host;	  /* the Host header; NULL when absent */
 	const char *origin;	  /* the Origin header; NULL when absent */
 	const char *content_type; /* NULL when absent */
+	const char *fetch_site;	  /* the Sec-Fetch-Site header; NULL when absent */
 };
 
 /* Decides on a request to a private route. On a refusal, why holds the text of the

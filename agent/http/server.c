@@ -435,6 +435,21 @@ static char *header_dup(struct lws *wsi, enum lws_token_indexes t)
 	return s;
 }
 
+/* The same for a header libwebsockets has no token for; name lower case, with its ':'. */
+static char *custom_header_dup(struct lws *wsi, const char *name)
+{
+	int nlen = (int)strlen(name), n = lws_hdr_custom_length(wsi, name, nlen);
+	char *s;
+
+	if (n <= 0 || !(s = malloc((size_t)n + 1)))
+		return NULL;
+	if (lws_hdr_custom_copy(wsi, s, n + 1, name, nlen) < 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
 /* Applies np_http_guard to a request for a private route: 0 when it may proceed, else
  * counts and (once per reason) logs the refusal and fills why with the 403 text. */
 static int guard_request(struct np_http_server *srv, struct lws *wsi, const char *method, const char *path,
@@ -444,9 +459,12 @@ static int guard_request(struct np_http_server *srv, struct lws *wsi, const char
 	char *host = header_dup(wsi, WSI_TOKEN_HOST), *origin = header_dup(wsi, WSI_TOKEN_ORIGIN);
 	char *ctype = header_dup(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE);
 
+	char *fetch_site = custom_header_dup(wsi, "sec-fetch-site:");
+
 	r.host = host;
 	r.origin = origin;
 	r.content_type = ctype;
+	r.fetch_site = fetch_site;
 	enum np_http_refusal v = np_http_guard(&srv->hosts, &r, why, why_cap);
 	if (v != NP_HTTP_ALLOWED) {
 		np_series_inc(srv->refused[v]);
@@ -459,6 +477,7 @@ static int guard_request(struct np_http_server *srv, struct lws *wsi, const char
 	free(host);
 	free(origin);
 	free(ctype);
+	free(fetch_site);
 	return v != NP_HTTP_ALLOWED;
 }
 

@@ -1,20 +1,22 @@
 /* libFuzzer target for what the HTTP server decides from a request's own bytes: the
- * Host/Origin/Content-Type guard (np_http_guard), the UI API's numbers (np_ui_parse_time,
+ * Host/Origin/Sec-Fetch-Site/Content-Type guard (np_http_guard), the UI API's numbers (np_ui_parse_time,
  * np_ui_parse_count, the durations under them) and listen addresses. Checks, besides
  * UB and memory errors:
  *   - a Host the guard accepts is, by an independent reading, an IP literal, localhost,
  *     *.localhost or an allowed name (never some other site's name);
- *   - a request with an Origin passes only with a Host; a state change only with a
- *     Content-Type that is not one a form can send;
+ *   - a request with an Origin passes only with a Host; a state change from a browser (an
+ *     Origin or a Sec-Fetch-Site) only from this server's own pages and with a Content-Type
+ *     that is not one a form can send;
  *   - a time that parses is within [0, INT64_MAX], and "now-D" is never after now.
  *
- * Input: lines "method\nhost\norigin\ncontent-type\ntime\ncount\nlisten"; a line that is
- * exactly "-" is an absent header. */
+ * Input: lines "method\nhost\norigin\ncontent-type\ntime\ncount\nlisten\nsec-fetch-site"; a
+ * line that is exactly "-" (or missing) is an absent header. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "agent/http/guard.h"
@@ -91,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int init;
 	struct np_err err;
-	char *copy = malloc(size + 1), *line[7] = { 0 }, *p;
+	char *copy = malloc(size + 1), *line[8] = { 0 }, *p;
 	char why[768], name[512];
 
 	if (!init) {
@@ -106,18 +108,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(copy, data, size);
 	copy[size] = '\0';
 	p = copy;
-	for (int i = 0; i < 7 && p; i++) {
+	for (int i = 0; i < 8 && p; i++) {
 		line[i] = p;
 		p = strchr(p, '\n');
 		if (p)
 			*p++ = '\0';
 	}
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 8; i++)
 		if (line[i] && !strcmp(line[i], "-"))
 			line[i] = NULL;
 
 	struct np_http_guard_request r = { .method = line[0] ? line[0] : "GET", .host = line[1], .origin = line[2],
-					   .content_type = line[3] };
+					   .content_type = line[3], .fetch_site = line[7] };
 	enum np_http_refusal v = np_http_guard(&hosts, &r, why, sizeof(why));
 	if (v == NP_HTTP_ALLOWED) {
 		if (r.host) {
@@ -128,8 +130,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r.origin && !r.host)
 			abort();
 		if (strcmp(r.method, "GET") && strcmp(r.method, "HEAD") && strcmp(r.method, "OPTIONS") &&
-		    (!r.content_type || simple_content_type(r.content_type)))
-			abort(); /* a state change a web form could send */
+		    (r.origin || r.fetch_site) &&
+		    (!r.content_type || simple_content_type(r.content_type) ||
+		     (r.fetch_site && strcasecmp(r.fetch_site, "same-origin") && strcasecmp(r.fetch_site, "none"))))
+			abort(); /* a state change a page of another site could send */
 	} else if (!why[0]) {
 		abort(); /* a refusal must say why */
 	}

@@ -168,16 +168,19 @@ class Agent(unittest.TestCase):
         with open(self.config, "w") as f:
             f.write(CONFIG % "after")
         origin = f"http://127.0.0.1:{self.port}"
+        cross = {"Sec-Fetch-Site": "cross-site"}  # what every current browser adds to another site's request
         attempts = [
             # what an HTML form or a no-cors fetch of another site can send
-            ({"Content-Type": "text/plain", "Origin": "http://evil.example.com"}, b"x"),
-            ({"Content-Type": "text/plain"}, b"x"),
+            ({"Content-Type": "text/plain", "Origin": "http://evil.example.com", **cross}, b"x"),
+            ({"Content-Type": "text/plain", **cross}, b"x"),
             ({"Content-Type": " Text/Plain ; charset=utf-8", "Origin": origin}, b"x"),
-            ({"Content-Type": "application/x-www-form-urlencoded"}, b"a=b"),
-            ({"Content-Type": "multipart/form-data; boundary=x"}, b"--x--"),
-            ({}, None),
+            ({"Content-Type": "application/x-www-form-urlencoded", "sec-fetch-site": "same-site"}, b"a=b"),
+            ({"Content-Type": "multipart/form-data; boundary=x", **cross}, b"--x--"),
+            (cross, None),
+            ({"Sec-Fetch-Site": "same-origin"}, None),  # the UI's own, but a type a form can send
             # non-simple, but from another site (its preflight would have failed)
             ({"Content-Type": "application/json", "Origin": "http://evil.example.com"}, b"{}"),
+            ({"Content-Type": "application/json", **cross}, b"{}"),
             ({"Content-Type": "application/json", "Host": "evil.example.com"}, b"{}"),
         ]
         for method in ("POST", "PUT"):
@@ -194,9 +197,17 @@ class Agent(unittest.TestCase):
         self.assertEqual(self.components(), ["discovery.process.p", "discovery.relabel.after"])
         with open(self.config, "w") as f:
             f.write(CONFIG % "before")
-        st, _, text = self.ui("POST", "/-/reload", headers={**JSON, "Origin": origin})
+        st, _, text = self.ui("POST", "/-/reload", headers={**JSON, "Origin": origin, "Sec-Fetch-Site": "same-origin"})
         self.assertEqual(st, 200, text)
         self.assertEqual(self.components(), ["discovery.process.p", "discovery.relabel.before"])
+        # curl -X POST URL/-/reload, as Prometheus and Alloy users reload: neither an Origin nor a
+        # Sec-Fetch-Site, so no web page sent it.
+        with open(self.config, "w") as f:
+            f.write(CONFIG % "after")
+        r = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                            f"http://127.0.0.1:{self.port}/-/reload"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.stdout, "200", r.stderr)
+        self.assertEqual(self.components(), ["discovery.process.p", "discovery.relabel.after"])
 
     # ---- numbers ----
 

@@ -1,5 +1,5 @@
-/* np_http_guard (agent/http/guard.h): which Host, Origin and Content-Type a request to a
- * private route may carry, and the names np_http_hosts_init accepts. */
+/* np_http_guard (agent/http/guard.h): which Host, Origin, Sec-Fetch-Site and Content-Type a
+ * request to a private route may carry, and the names np_http_hosts_init accepts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,11 +11,12 @@
 
 static const char *const extra[] = { "Profiles.Example.Test." };
 
-static enum np_http_refusal check(const char *method, const char *host, const char *origin, const char *ctype)
+static enum np_http_refusal check_site(const char *method, const char *host, const char *origin, const char *ctype,
+				       const char *fetch_site)
 {
 	struct np_http_hosts h;
 	struct np_err err;
-	struct np_http_guard_request r = { method, host, origin, ctype };
+	struct np_http_guard_request r = { method, host, origin, ctype, fetch_site };
 	char why[768];
 
 	assert_int_equal(np_http_hosts_init(&h, "myhost.lan", extra, 1, &err), 0);
@@ -23,6 +24,11 @@ static enum np_http_refusal check(const char *method, const char *host, const ch
 	assert_true(v == NP_HTTP_ALLOWED ? why[0] == '\0' : strncmp(why, "403 ", 4) == 0);
 	np_http_hosts_free(&h);
 	return v;
+}
+
+static enum np_http_refusal check(const char *method, const char *host, const char *origin, const char *ctype)
+{
+	return check_site(method, host, origin, ctype, NULL);
 }
 
 static void hosts(void **state)
@@ -58,13 +64,29 @@ static void state_changes(void **state)
 {
 	static const char *const simple[] = { "text/plain", " TEXT/plain ; charset=utf-8", "application/x-www-form-urlencoded",
 					      "multipart/form-data; boundary=x", "", "\t" };
+	const char *own = "http://127.0.0.1";
+	/* From a browser (an Origin, or Sec-Fetch-Site): only what a form of another site cannot send. */
+	for (size_t i = 0; i < sizeof(simple) / sizeof(*simple); i++) {
+		assert_int_equal(check("POST", "127.0.0.1", own, simple[i]), NP_HTTP_REFUSED_SIMPLE);
+		assert_int_equal(check_site("POST", "127.0.0.1", NULL, simple[i], "same-origin"), NP_HTTP_REFUSED_SIMPLE);
+	}
+	assert_int_equal(check("POST", "127.0.0.1", own, NULL), NP_HTTP_REFUSED_SIMPLE);
+	assert_int_equal(check_site("DELETE", "127.0.0.1", NULL, NULL, "none"), NP_HTTP_REFUSED_SIMPLE);
+	assert_int_equal(check("POST", "127.0.0.1", own, "application/json"), NP_HTTP_ALLOWED);
+	assert_int_equal(check_site("POST", "127.0.0.1", own, "application/json", "same-origin"), NP_HTTP_ALLOWED);
+	assert_int_equal(check_site("PUT", "127.0.0.1", NULL, "application/x-protobuf", "NONE"), NP_HTTP_ALLOWED);
+	/* A page of another site, even with a non-simple type (its preflight would fail first). */
+	static const char *const other[] = { "cross-site", "same-site", "", "garbage" };
+	for (size_t i = 0; i < sizeof(other) / sizeof(*other); i++) {
+		assert_int_equal(check_site("POST", "127.0.0.1", NULL, "application/json", other[i]), NP_HTTP_REFUSED_ORIGIN);
+		assert_int_equal(check_site("POST", "127.0.0.1", NULL, "text/plain", other[i]), NP_HTTP_REFUSED_ORIGIN);
+	}
+	/* Neither header: no web page made it (curl -X POST URL/-/reload), whatever its type. */
 	for (size_t i = 0; i < sizeof(simple) / sizeof(*simple); i++)
-		assert_int_equal(check("POST", "127.0.0.1", NULL, simple[i]), NP_HTTP_REFUSED_SIMPLE);
-	assert_int_equal(check("POST", "127.0.0.1", NULL, NULL), NP_HTTP_REFUSED_SIMPLE);
-	assert_int_equal(check("DELETE", "127.0.0.1", NULL, NULL), NP_HTTP_REFUSED_SIMPLE);
-	assert_int_equal(check("POST", "127.0.0.1", NULL, "application/json"), NP_HTTP_ALLOWED);
-	assert_int_equal(check("PUT", "127.0.0.1", NULL, "application/x-protobuf"), NP_HTTP_ALLOWED);
+		assert_int_equal(check("POST", "127.0.0.1", NULL, simple[i]), NP_HTTP_ALLOWED);
+	assert_int_equal(check("POST", "127.0.0.1", NULL, NULL), NP_HTTP_ALLOWED);
 	assert_int_equal(check("GET", "127.0.0.1", NULL, "text/plain"), NP_HTTP_ALLOWED);
+	assert_int_equal(check_site("GET", "127.0.0.1", NULL, NULL, "cross-site"), NP_HTTP_ALLOWED); /* not a change */
 	/* The Host check comes first: a rebound page's JSON POST is still refused. */
 	assert_int_equal(check("POST", "evil.example.com", "http://evil.example.com", "application/json"),
 			 NP_HTTP_REFUSED_HOST);
