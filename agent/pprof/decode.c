@@ -3,6 +3,8 @@
  * fills them; then ids are resolved to indices and every reference is checked. */
 #include "agent/pprof/decode.h"
 
+#include "agent/pprof/proto.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,20 +27,10 @@ struct field {
 
 static int rd_varint(struct rd *r, uint64_t *out)
 {
-	uint64_t x = 0;
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (r->p >= r->end)
-			return -1;
-		uint8_t c = *r->p++;
-		if (shift == 63 && c > 1)
-			return -1;
-		x |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*out = x;
-			return 0;
-		}
-	}
-	return -1;
+	size_t n = pb_read_varint(r->p, (size_t)(r->end - r->p), out);
+
+	r->p += n;
+	return n ? 0 : -1;
 }
 
 /* 1: a field was read; 0: end of message; -1: malformed. */

@@ -127,6 +127,8 @@ size_t pb_read_varint(const uint8_t *p, size_t len, uint64_t *out)
 	uint64_t v = 0;
 
 	for (size_t i = 0; i < len && i < 10; i++) {
+		if (i == 9 && p[i] > 1)
+			return 0; /* past 64 bits */
 		v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
 		if (!(p[i] & 0x80)) {
 			*out = v;

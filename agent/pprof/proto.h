@@ -32,7 +32,8 @@ void pb_packed_int64(struct np_buf *b, uint32_t field, const int64_t *v, size_t 
 size_t pb_begin(struct np_buf *b, uint32_t field);
 void pb_end(struct np_buf *b, size_t marker);
 
-/* Decoding, for tests and for reading what we wrote. Returns bytes consumed, 0 on error. */
+/* Decoding: the one varint reader (decode.c's hostile input too). Returns bytes consumed, 0
+ * when p ends inside the varint or it does not fit 64 bits. */
 size_t pb_read_varint(const uint8_t *p, size_t len, uint64_t *out);
 
 #endif

@@ -51,11 +51,11 @@
 	  "name PHP's frames as native code (the Zend VM's execute_ex) instead\n"                               \
 	  "of the PHP functions it runs (PHP 7.3 to 8.4, NTS builds)")                                          \
 	X(hotspot, NP_RT_HOTSPOT, "hotspot", "hotspot_enabled", SUPPORTED, "no-java",                            \
-	  "do not walk through HotSpot JVMs' Java frames (JDK 9 and later):\n"                                   \
+	  "do not walk through HotSpot JVMs' Java frames (JDK 8 to 25):\n"                                   \
 	  "their stacks then end at the first Java frame")                                                      \
 	X(ruby, NP_RT_RUBY, "ruby", "ruby_enabled", SUPPORTED, "no-ruby",                                         \
 	  "name CRuby's frames as native code (the VM loop) instead of\n"                                        \
-	  "the Ruby methods it runs (Ruby 3.1)")                                                                 \
+	  "the Ruby methods it runs (Ruby 2.5 to 3.4)")                                                                 \
 	X(v8, NP_RT_V8, "v8", "v8_enabled", SUPPORTED, "no-v8",                                                   \
 	  "name Node.js's JavaScript frames as native code (V8's builtins and\n"                                \
 	  "[unknown]) instead of from V8's heap (V8 8.1 / Node 14 and later)")                                  \

@@ -1,5 +1,5 @@
 /* The on-disk unwind table cache: file format, validation, loading into BPF (see
- * table_cache.h and docs/specs/symb-cache.md §6). Files are read with pread a chunk at a time,
+ * table_cache.h and docs/specs/symb-cache.md §7). Files are read with pread a chunk at a time,
  * twice (checks, then load), rather than mapped: a mapped table's pages would count in the
  * agent's RSS while it is read, and both reads come from the page cache. */
 #include "agent/unwind/table_cache.h"

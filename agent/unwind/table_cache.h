@@ -3,7 +3,7 @@
  * from there into its BPF array by this agent, the next agent run and `record` without reading
  * the ELF file's CFI again. Compiling node's 3 MiB table costs ~100 ms of CPU and ~10 MB of
  * transient heap; loading it from the cache costs two sequential reads of the file and no heap
- * beyond one chunk. Format and checks: docs/specs/symb-cache.md §6.
+ * beyond one chunk. Format and checks: docs/specs/symb-cache.md §7.
  *
  * A file holds the table's own rules by value and rows that index them: rule indexes in BPF are
  * global to one agent run (pack.h), so loading interns the file's rules into the run's rule set

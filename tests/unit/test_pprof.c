@@ -34,6 +34,13 @@ static void varints_round_trip(void **state)
 	pb_varint(&b, 300);
 	assert_memory_equal(b.p, "\xac\x02", 2);
 	np_buf_free(&b);
+	/* Malformed: cut short, or past 64 bits (a 10th byte above 1, or an 11th byte). */
+	uint64_t got;
+	static const uint8_t over[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02 };
+	static const uint8_t eleven[] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00 };
+	assert_int_equal(pb_read_varint(over, sizeof(over), &got), 0);
+	assert_int_equal(pb_read_varint(eleven, sizeof(eleven), &got), 0);
+	assert_int_equal(pb_read_varint((const uint8_t *)"\x80", 1, &got), 0);
 }
 
 static void nested_messages_get_exact_lengths(void **state)
