@@ -1,6 +1,8 @@
 /* The sampler + symbolizer loop: see collector.h. */
 #include "agent/profile/collector.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -395,6 +397,19 @@ void np_collector_runtime_stats(const struct np_collector *c, struct rt_stats ou
  *   the address as the symbolizer saw it and the process mapping, always named, as
  *   nothing but this node can name them;
  * - no mapping at all: "[unknown]" on mapping 1. */
+void np_pprof_frame_stub(struct np_pprof_frame *f, char *buf, size_t cap)
+{
+	const char *base;
+
+	if (!f->unnamed || !f->mapping_file || cap == 0)
+		return;
+	base = strrchr(f->mapping_file, '/');
+	base = base && base[1] ? base + 1 : f->mapping_file;
+	snprintf(buf, cap, "$ %s + 0x%" PRIx64, base, f->address);
+	f->function = buf;
+	f->unnamed = 0;
+}
+
 void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_frame *out)
 {
 	for (size_t i = 0; i < s->n_frames; i++) {

@@ -42,6 +42,11 @@ struct np_collected {
 /* The frames of s as the pprof builder takes them (out has room for s->n_frames). */
 struct np_pprof_frame;
 void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_frame *out);
+/* Alloy's reporter_unsymbolized_stubs: an unnamed frame (no Line) is named "$ FILE + 0xADDR"
+ * (FILE the mapping's base name, ADDR its address in the mapping's space) in buf, which must
+ * outlive the frame's use; other frames are left as they are. */
+#define NP_STUB_NAME_MAX 288 /* "$ " + a 255-byte file name + " + 0x" + 16 digits */
+void np_pprof_frame_stub(struct np_pprof_frame *f, char *buf, size_t cap);
 
 /* Returns 0, or -1 with err set to stop the drain. */
 typedef int (*np_collect_sink)(void *ud, const struct np_collected *s, struct np_err *err);

@@ -36,7 +36,8 @@
  *    kernel_frames, container_id_cache_size, targets_only, verbose_mode, lazy_mode,
  *    the runtimes' switches of agent/runtime/runtime.h's table (python_enabled,
  *    hotspot_enabled, v8_enabled, perl_enabled, php_enabled, ruby_enabled),
- *    off_cpu_threshold, u_probe_links, load_probe, symb_cache_path and symb_cache_size
+ *    off_cpu_threshold, u_probe_links, load_probe, reporter_unsymbolized_stubs,
+ *    symb_cache_path and symb_cache_size
  *    (on-disk symbol tables: docs/specs/symb-cache.md; the size counts files, as Alloy's
  *    SymbCacheSizeEntries; "" keeps tables in memory);
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
@@ -126,8 +127,7 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("go_table_fallback", &cfg_t_bool, CFG_DEPRECATED, NULL),
 	/* Undocumented arguments of args.go. */
 	CFG_A("targets_only", &cfg_t_bool, 0, "true", EBPF(targets_only)),
-	CFG_A("reporter_unsymbolized_stubs", &cfg_t_bool, CFG_UNSUPPORTED, "false",
-	      .note = "nodeprof always names unsymbolized frames as file+0xaddress"),
+	CFG_A("reporter_unsymbolized_stubs", &cfg_t_bool, 0, "false", EBPF(unsymbolized_stubs)),
 	CFG_A("symb_cache_path", &cfg_t_string, 0, "\"/tmp/symb-cache\"", EBPF(symb_cache_path)),
 	CFG_A("symb_cache_size", &cfg_t_int, CFG_RANGE, "2048", .min = 1, .max = 1048576, EBPF(symb_cache_size)),
 	CFG_END,
@@ -388,6 +388,7 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 	cfg->collect_interval_ns = a->collect_interval;
 	cfg->kernel_frames = a->kernel_frames;
 	cfg->targets_only = a->targets_only;
+	cfg->unsymbolized_stubs = a->unsymbolized_stubs;
 	cfg->verbose = a->verbose_mode;
 	cfg->runtimes = 0;
 	/* The switches of unsupported runtimes were only warned about. */
@@ -420,7 +421,8 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 {
 	return a->sample_rate == b->sample_rate && a->collect_interval_ns == b->collect_interval_ns &&
 	       a->demangle == b->demangle && a->kernel_frames == b->kernel_frames &&
-	       a->targets_only == b->targets_only && a->container_id_cache_size == b->container_id_cache_size &&
+	       a->targets_only == b->targets_only && a->unsymbolized_stubs == b->unsymbolized_stubs &&
+	       a->container_id_cache_size == b->container_id_cache_size &&
 	       a->verbose == b->verbose && a->runtimes == b->runtimes && a->offcpu_threshold == b->offcpu_threshold &&
 	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash &&
 	       strcmp(a->symb_cache_path, b->symb_cache_path) == 0 && a->symb_cache_entries == b->symb_cache_entries;

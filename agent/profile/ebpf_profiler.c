@@ -62,6 +62,7 @@ struct np_ebpf_profiler {
 	struct slot *slots;
 	size_t slots_cap;
 	struct np_pprof_frame *pframes;
+	char (*stubs)[NP_STUB_NAME_MAX]; /* per frame: its "$ FILE + 0xADDR" (unsymbolized_stubs only) */
 	struct np_target default_target; /* targets_only off: where unmatched processes go */
 	int64_t interval_start_wall, next_collect, next_rescan;
 	uint64_t interval_samples;
@@ -314,6 +315,8 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 	if (!sl)
 		return -1;
 	np_collected_pprof_frames(s, p->pframes);
+	for (size_t i = 0; p->stubs && i < s->n_frames; i++)
+		np_pprof_frame_stub(&p->pframes[i], p->stubs[i], sizeof(p->stubs[i]));
 	if (s->kind == NP_EVENT_CPU)
 		p->interval_samples += s->count;
 	return np_pprof_add(sl->b, p->pframes, s->n_frames, s->count, err);
@@ -624,7 +627,9 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	if (np_ebpf_profiler_set_sinks(p, sinks, nsinks, err))
 		goto fail;
 	p->pframes = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*p->pframes));
-	if (!p->pframes) {
+	if (p->cfg.unsymbolized_stubs)
+		p->stubs = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*p->stubs));
+	if (!p->pframes || (p->cfg.unsymbolized_stubs && !p->stubs)) {
 		np_errf(err, "out of memory");
 		goto fail;
 	}
@@ -706,6 +711,7 @@ void np_ebpf_profiler_stop(struct np_ebpf_profiler *p)
 	free(p->slots);
 	free(p->sinks);
 	free(p->pframes);
+	free(p->stubs);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }

@@ -37,6 +37,8 @@ struct np_ebpf_config {
 	int64_t collect_interval_ns;	/* default 15 s */
 	enum sym_demangle demangle;	/* default none */
 	int kernel_frames;		/* default on */
+	int unsymbolized_stubs;		/* a native frame no symbol names gets a Line "$ FILE + 0xADDR" (Alloy's
+					 * reporter_unsymbolized_stubs) instead of none; default off */
 	size_t container_id_cache_size; /* default 1024 */
 	int64_t rescan_interval_ns;	/* how often new cgroups/processes are looked for; default 5 s */
 	int targets_only;		/* default on: processes of no target are not sampled; off: they

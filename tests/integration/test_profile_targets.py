@@ -158,5 +158,34 @@ class ProfileTargetsTest(unittest.TestCase):
                            [l for l, _ in got])
 
 
+class UnsymbolizedStubs(unittest.TestCase):
+    """reporter_unsymbolized_stubs: a stripped binary's frames reach Pyroscope named as Alloy
+    names them, "$ FILE + 0xADDR"; without it they carry no Line and the server names them from
+    the address ("FILE!0xADDR", its fallback)."""
+
+    def frames(self, stubs):
+        import agent_push
+        d = np.tmpdir(self)
+        exe = os.path.join(d, "split-stripped")
+        # Stripped, and with a build ID of its own: a symbol table cached for another build of
+        # split (same code, same ID) would name its frames.
+        shutil.copy(np.build_workload("split", d, ("-O0", "-fno-omit-frame-pointer", "-s",
+                                                   "-Wl,--build-id=0x" + os.urandom(20).hex())), exe)
+        agg, _ = agent_push.run(self, ".*split-stripped.*", "stubs",
+                                {"reporter_unsymbolized_stubs": "true"} if stubs else {},
+                                [exe, "60"], lambda k: "split-stripped" in k, 50)
+        return agg
+
+    def test_stubs_on_and_off(self):
+        import re
+        import stacks as st
+        on = self.frames(True)
+        share = st.share(on, lambda f: bool(re.fullmatch(r"\$ split-stripped \+ 0x[0-9a-f]+", f[-1])))
+        self.assertGreaterEqual(share[2], 90, st.top(on))
+        off = self.frames(False)
+        share = st.share(off, lambda f: bool(re.fullmatch(r"split-stripped!0x[0-9a-f]+", f[-1])))
+        self.assertGreaterEqual(share[2], 90, st.top(off))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -555,8 +555,6 @@ static void unsupported_only_off_default(void **state)
 		  "5:15: pid_label = true is not supported by nodeprof yet: per-sample pid labels are not implemented\n"
 		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
 		  "which is not implemented\n"
-		  "7:33: reporter_unsymbolized_stubs = true is not supported by nodeprof yet: nodeprof always names "
-		  "unsymbolized frames as file+0xaddress\n"
 		  "9:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
 		  "host\n"
 		  "10:18: cache_size = 1 is not supported by nodeprof yet: it sizes Alloy's debug info upload cache\n"

@@ -32,7 +32,7 @@ __attribute__((noinline, used)) int np_pm_marker_fn(int x)
 }
 
 /* The frames through the one conversion the profiler uses, built, encoded and decoded. */
-static struct np_pprof_profile *build(const struct sym_frame *f, size_t n, size_t n_kernel)
+static struct np_pprof_profile *build_stubs(const struct sym_frame *f, size_t n, size_t n_kernel, int stubs)
 {
 	struct np_collected c = { .tgid = 1, .count = 3, .frames = f, .n_frames = n, .n_kernel = n_kernel };
 	struct np_pprof_frame pf[16];
@@ -42,7 +42,10 @@ static struct np_pprof_profile *build(const struct sym_frame *f, size_t n, size_
 	struct np_err err;
 
 	assert_true(n <= 16);
+	char names[16][NP_STUB_NAME_MAX];
 	np_collected_pprof_frames(&c, pf);
+	for (size_t i = 0; stubs && i < n; i++)
+		np_pprof_frame_stub(&pf[i], names[i], sizeof(names[i]));
 	assert_int_equal(np_pprof_new(100, 1700000000000000000LL, &b, &err), 0);
 	assert_int_equal(np_pprof_add(b, pf, n, 3, &err), 0);
 	assert_int_equal(np_pprof_encode(b, 0, &out, &err), 0);
@@ -50,6 +53,11 @@ static struct np_pprof_profile *build(const struct sym_frame *f, size_t n, size_
 	np_pprof_free(b);
 	np_buf_free(&out);
 	return d;
+}
+
+static struct np_pprof_profile *build(const struct sym_frame *f, size_t n, size_t n_kernel)
+{
+	return build_stubs(f, n, n_kernel, 0);
 }
 
 static const struct np_pprof_location *loc(const struct np_pprof_profile *d, size_t sample, size_t i)
@@ -232,6 +240,30 @@ static void one_mapping_per_file_and_unnamed_frames(void **state)
 	np_pprof_profile_free(d);
 }
 
+/* reporter_unsymbolized_stubs: the unnamed frame gets Alloy's "$ FILE + 0xADDR" Line (the file's
+ * base name, the address in the mapping's space); named, kernel and mapless frames keep theirs. */
+static void unsymbolized_stubs(void **state)
+{
+	struct sym_frame f[] = {
+		{ .name = "do_syscall_64", .module = &kernel, .rel_addr = 0xffffffff81001234,
+		  .rel_start = 0xffffffff81000000, .resolved = 1 },
+		user("libx.so.1+0x1692", &lib_a, 0x1692, 0),
+		user("x_main", &lib_a, 0x1100, 1),
+		{ .name = "[unknown]", .addr = 0x1234 },
+	};
+	struct np_pprof_profile *d = build_stubs(f, 4, 1, 1);
+
+	assert_string_equal(loc_fn(d, loc(d, 0, 0)), "do_syscall_64");
+	const struct np_pprof_location *un = loc(d, 0, 1);
+	assert_int_equal(un->nlines, 1);
+	assert_string_equal(loc_fn(d, un), "$ libx.so.1 + 0x1692");
+	assert_true(un->address == 0x1692);
+	assert_int_equal(d->mappings[un->mapping].has_functions, 1);
+	assert_string_equal(loc_fn(d, loc(d, 0, 2)), "x_main");
+	assert_string_equal(loc_fn(d, loc(d, 0, 3)), "[unknown]");
+	np_pprof_profile_free(d);
+}
+
 /* The UI's store keeps the mapping and the address of unnamed frames for its download. */
 static void store_download_keeps_addresses(void **state)
 {
@@ -295,6 +327,7 @@ int main(void)
 		cmocka_unit_test(own_frames_carry_elf_address_and_mapping),
 		cmocka_unit_test(one_mapping_per_file_and_unnamed_frames),
 		cmocka_unit_test(store_download_keeps_addresses),
+		cmocka_unit_test(unsymbolized_stubs),
 	};
 	return cmocka_run_group_tests_name("pprof_mapping", tests, NULL, NULL);
 }
