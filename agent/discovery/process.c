@@ -109,30 +109,21 @@ static int read_link(const char *path, struct np_buf *out, struct np_err *err)
 /* /proc/PID/cmdline joined as gopsutil joins it (procfs_text.h), at most max bytes read. */
 static int read_cmdline(const char *path, size_t max, struct np_buf *out, struct np_err *err)
 {
-	char chunk[4096];
-	size_t total = 0;
 	struct np_cmdline_join j = NP_CMDLINE_JOIN_INIT;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	size_t len;
+	int truncated;
+	char *raw;
 
 	np_buf_reset(out);
 	if (fd < 0)
 		return np_errno(err, "open %s", path);
-	while (total < max) {
-		size_t want = max - total < sizeof(chunk) ? max - total : sizeof(chunk);
-		ssize_t n = read(fd, chunk, want);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			np_errno(err, "read %s", path);
-			close(fd);
-			return -1;
-		}
-		if (n == 0)
-			break;
-		total += (size_t)n;
-		np_procfs_cmdline_feed(&j, chunk, (size_t)n, out);
-	}
+	raw = np_read_fd(fd, path, max, 1, &len, &truncated, err);
 	close(fd);
+	if (!raw)
+		return -1;
+	np_procfs_cmdline_feed(&j, raw, len, out);
+	free(raw);
 	if (out->failed) {
 		np_errf(err, "read %s: out of memory", path);
 		err->code = ENOMEM;
