@@ -27,9 +27,6 @@ void np_write_endpoint_label(const struct np_write_endpoint *ep, char *buf, size
 
 /* ---- labels (push_labels.c) ---- */
 
-/* Alloy's label-name rule: non-empty, [A-Za-z0-9_.]. */
-int np_write_label_name_valid(const char *name);
-
 enum np_write_fix {
 	NP_FIX_INVALID_NAME,	/* characters outside [A-Za-z0-9_.] replaced by '_' */
 	NP_FIX_NAME_TOO_LONG,	/* label dropped */

@@ -11,6 +11,7 @@
 #include "agent/config/http_client.h"
 #include "agent/config/types/types.h"
 #include "agent/config/types/fields.h"
+#include "k8s/selector.h"
 
 static const char *const roles[] = { "pod", "node", "service", "endpoints", "endpointslice", "ingress", NULL };
 
@@ -32,14 +33,13 @@ static const struct cfg_schema namespaces_schema = {
 
 static void selector_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
-	const char *why;
+	struct np_err err;
 
-	if (!cfg_args_is_unknown(a, "field") && cfg_args_str(a, "field") &&
-	    (why = cfg_k8s_field_selector_error(cfg_args_str(a, "field"))))
-		cfg_error(d, cfg_args_pos(a, "field"), "invalid field selector: %s", why);
-	if (!cfg_args_is_unknown(a, "label") && cfg_args_str(a, "label") &&
-	    (why = cfg_k8s_label_selector_error(cfg_args_str(a, "label"))))
-		cfg_error(d, cfg_args_pos(a, "label"), "invalid label selector: %s", why);
+	/* The checks discovery.kubernetes runs when it starts (k8s/selector.h), at check time. */
+	if (!cfg_args_is_unknown(a, "field") && k8s_field_selector_check(cfg_args_str(a, "field"), &err))
+		cfg_error(d, cfg_args_pos(a, "field"), "%s", err.msg);
+	if (!cfg_args_is_unknown(a, "label") && k8s_label_selector_check(cfg_args_str(a, "label"), &err))
+		cfg_error(d, cfg_args_pos(a, "label"), "%s", err.msg);
 }
 
 static const struct cfg_attr selectors_attrs[] = {

@@ -28,12 +28,4 @@ struct cfg_graph;
  * line the agent logs while the graph starts is already in the chosen format. */
 NP_MUST_CHECK int cfg_logging_apply_early(const struct cfg_graph *g, struct np_err *err);
 
-/* Kubernetes selector syntax (k8s.io/apimachinery fields.ParseSelector and
- * labels.Parse). Return NULL when valid, else a static description of the problem. */
-const char *cfg_k8s_field_selector_error(const char *s);
-const char *cfg_k8s_label_selector_error(const char *s);
-
-/* Label names as Pyroscope accepts them: [a-zA-Z_][a-zA-Z0-9_.]* */
-int cfg_valid_label_name(const char *s);
-
 #endif
