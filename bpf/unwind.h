@@ -18,6 +18,7 @@
 #define NP_BPF_UNWIND_H
 
 #include "sampler_types.h"
+#include "unwind_rule.h"
 
 #define NP_UNW_PAGE_SHIFT 12
 /* A page of 4096 bytes holds at most 4096 row starts plus the row covering its first byte:
@@ -64,7 +65,7 @@ struct np_unw_row {
 	np_u32 rule; /* index into the global rules array */
 };
 
-/* struct unw_rule of agent/unwind/table.h, field for field. */
+/* struct unw_rule of agent/unwind/table.h, field for field (agent/unwind/pack.c copies each). */
 struct np_unw_rule {
 	np_u8 kind, rbp, why, pad;
 	np_s32 cfa_off;

@@ -348,7 +348,8 @@ static __always_inline int unw_fp_step(struct np_unw_state *st)
 	return NP_UNW_CONTINUE;
 }
 
-/* The register of a CFA_REG rule (DWARF number) from the sampled registers. */
+/* The register of a CFA_REG rule (DWARF number, bpf/unwind_rule.h) from the sampled registers.
+ * UNW_DWARF_RSP has no case: a CFA on rsp is a UNW_CFA_RSP rule, never UNW_CFA_REG. */
 static __always_inline int unw_dwarf_reg(struct np_unw_state *st, int reg, __u64 *val)
 {
 	/* UAPI struct pt_regs word order: r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi. */
@@ -417,7 +418,7 @@ __noinline int np_unw_step(__u32 slot)
 	found = unw_find_rule(st, lookup, &r);
 	if (found != NP_UNW_FOUND && found != NP_UNW_USE_FP)
 		return found;
-	if (found == NP_UNW_USE_FP || r.kind == 0 /* UNW_NONE */) {
+	if (found == NP_UNW_USE_FP || r.kind == UNW_NONE) {
 		/* Code no table covers: JIT code if a JIT runtime's region holds it (bpf/runtimes.h).
 		 * One global read for every process while no JIT process is known. */
 		if (rt_jit_live) {
@@ -432,28 +433,28 @@ __noinline int np_unw_step(__u32 slot)
 	}
 	st->frames_table++;
 	switch (r.kind) {
-	case 1: /* UNW_CFA_RSP */
+	case UNW_CFA_RSP:
 		cfa = st->sp + r.cfa_off;
 		break;
-	case 2: /* UNW_CFA_RBP */
+	case UNW_CFA_RBP:
 		if (st->bp_unknown)
 			return NP_UNW_LOST_RBP;
 		cfa = st->bp + r.cfa_off;
 		break;
-	case 3: /* UNW_CFA_PLT */
+	case UNW_CFA_PLT:
 		cfa = st->sp + r.cfa_off + ((pc & 15) >= (__u64)r.cfa_aux ? 8 : 0);
 		break;
-	case 4: /* UNW_CFA_DEREF_RSP */
+	case UNW_CFA_DEREF_RSP:
 		if (unw_read(st, &cfa, st->sp + r.cfa_off))
 			return NP_UNW_LOST_READ;
 		cfa += r.cfa_aux;
 		break;
-	case 5: /* UNW_CFA_REG: every register is known only in the interrupted frame */
+	case UNW_CFA_REG: /* every register is known only in the interrupted frame */
 		if (n != 0 || unw_dwarf_reg(st, r.cfa_aux, &cfa))
 			return NP_UNW_LOST_REG;
 		cfa += r.cfa_off;
 		break;
-	case 6: { /* UNW_SIGNAL: sp is at the ucontext */
+	case UNW_SIGNAL: { /* sp is at the ucontext */
 		__u64 bp, sp, ip;
 		if (unw_read(st, &bp, st->sp + NP_UC_RBP) || unw_read_words(st, st->sp + NP_UC_RSP, &sp, &ip))
 			return NP_UNW_LOST_READ;
@@ -466,14 +467,14 @@ __noinline int np_unw_step(__u32 slot)
 		st->interrupted = 1; /* the interrupted instruction itself */
 		return NP_UNW_CONTINUE;
 	}
-	case 7: /* UNW_END */
+	case UNW_END:
 		return NP_UNW_END;
-	default: /* UNW_UNSUPPORTED */
+	default: /* UNW_UNSUPPORTED, or a kind this walker does not know */
 		return NP_UNW_LOST_UNSUPPORTED;
 	}
 	if (cfa <= st->sp)
 		return NP_UNW_LOST_SP;
-	if (r.rbp == 1 /* UNW_RBP_AT_CFA */ && r.rbp_off == -16) {
+	if (r.rbp == UNW_RBP_AT_CFA && r.rbp_off == -16) {
 		/* push rbp right after the call, the usual prologue: one read for both words */
 		__u64 saved[2];
 		if (unw_read_words(st, cfa - 16, &saved[0], &saved[1]))
@@ -484,11 +485,11 @@ __noinline int np_unw_step(__u32 slot)
 	} else {
 		if (unw_read(st, &ra, cfa - 8))
 			return NP_UNW_LOST_READ;
-		if (r.rbp == 1) {
+		if (r.rbp == UNW_RBP_AT_CFA) {
 			if (unw_read(st, &st->bp, cfa + r.rbp_off))
 				return NP_UNW_LOST_READ;
 			st->bp_unknown = 0;
-		} else if (r.rbp != 0 /* UNW_RBP_UNCHANGED */) {
+		} else if (r.rbp != UNW_RBP_UNCHANGED) {
 			st->bp_unknown = 1;
 		}
 	}

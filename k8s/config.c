@@ -159,7 +159,7 @@ int k8s_sd_config_validate(const struct k8s_sd_config *c, struct np_err *err)
 	 * HTTP client settings, HTTP client settings in-cluster, and own_namespace outside a
 	 * cluster all load; the kubeconfig wins, then api_server, and what is not used is
 	 * ignored (Prometheus' loader rejects them; Alloy never runs it). The config layer
-	 * warns about each (agent/config/types/discovery_kubernetes.c). */
+	 * warns about each (agent/discovery/kubernetes_component.c). */
 	if (set(c->api_server) && check_url("api_server", c->api_server, err))
 		return -1;
 

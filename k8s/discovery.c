@@ -7,19 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/backoff.h"
+#include "lib/clock.h"
 #include "lib/grow.h"
 #include "lib/log.h"
 #include "k8s/discovery_impl.h"
 
 #define MS 1000000LL
-
-int64_t k8s_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 struct k8s_store *k8s_discovery_store(struct k8s_discovery *d, enum k8s_resource res)
 {
@@ -122,7 +116,7 @@ static void refresh_credentials(struct k8s_discovery *d, int64_t now)
 static void *run(void *arg)
 {
 	struct k8s_discovery *d = arg;
-	int64_t now = k8s_now();
+	int64_t now = np_mono_ns();
 
 	d->started_at = now;
 	d->conn.credentials_read_at = now;
@@ -137,7 +131,7 @@ static void *run(void *arg)
 		CURLMsg *m;
 		int left;
 
-		now = k8s_now();
+		now = np_mono_ns();
 		refresh_credentials(d, now);
 		for (size_t i = 0; i < d->n_refl; i++)
 			if (d->refl[i]->state == K8S_R_IDLE && d->refl[i]->due <= now)
@@ -149,9 +143,9 @@ static void *run(void *arg)
 				continue;
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
 			if (r)
-				k8s_reflector_done(r, m->data.result, k8s_now());
+				k8s_reflector_done(r, m->data.result, np_mono_ns());
 		}
-		now = k8s_now();
+		now = np_mono_ns();
 		for (size_t i = 0; i < d->n_refl; i++)
 			if (k8s_reflector_stall_at(d->refl[i]) <= now)
 				k8s_reflector_stall(d->refl[i], now);
@@ -267,7 +261,7 @@ int k8s_discovery_start(const struct k8s_sd_config *cfg, k8s_targets_cb cb, void
 	}
 	if (k8s_role_setup(d, err))
 		goto fail;
-	d->rng = k8s_rand_seed();
+	d->rng = np_rand_seed();
 	if (d->conn.http.tls.insecure_skip_verify)
 		np_log(NP_WARN, "k8s", "TLS certificate verification is disabled (insecure_skip_verify)", NULL);
 	{

@@ -49,7 +49,6 @@ struct k8s_discovery {
 void k8s_discovery_mark_dirty(struct k8s_discovery *d, int64_t now);
 
 /* Monotonic clock in ns. */
-int64_t k8s_now(void);
 
 /* The store of a resource. */
 struct k8s_store *k8s_discovery_store(struct k8s_discovery *d, enum k8s_resource res);

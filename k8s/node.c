@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/gostr.h"
+#include "lib/labels.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 #include "k8s/meta.h"
@@ -40,7 +41,7 @@ static int add_conditions(struct np_labels *ls, const json_t *conds, struct np_e
 		rc = k8s_set_lower(&tmp, "t", k8s_str_at(c, "type"), err);
 		if (rc == 0) {
 			np_buf_puts(&name, K8S_META "node_condition_");
-			label_name_sanitize(np_labels_get(&tmp, "t"), &name);
+			np_label_name_sanitize(np_labels_get(&tmp, "t"), &name);
 			rc = name.failed ? np_errf(err, "out of memory") : k8s_set_lower(ls, name.p, k8s_str_at(c, "status"), err);
 		}
 		np_buf_free(&name);
@@ -65,8 +66,8 @@ static int add_addresses(struct np_labels *t, const json_t *addrs, struct np_err
 			continue; /* not the first of its type */
 		np_buf_reset(&name);
 		/* Prometheus sanitizes the whole name, prefix included (a no-op on the prefix). */
-		label_name_sanitize(K8S_META "node_address_", &name);
-		label_name_sanitize(type, &name);
+		np_label_name_sanitize(K8S_META "node_address_", &name);
+		np_label_name_sanitize(type, &name);
 		rc = name.failed ? np_errf(err, "out of memory") : np_labels_set(t, name.p, k8s_str_at(a, "address"), err);
 		if (rc)
 			break;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/backoff.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/duration.h"
 #include "lib/http_client.h"
@@ -31,7 +33,7 @@ int k8s_reflector_init(struct k8s_reflector *r, struct k8s_discovery *d, int id,
 	r->field_selector = field_selector && *field_selector ? field_selector : NULL;
 	k8s_store_init(&r->pending, k8s_value_destructor(d->role, res));
 	k8s_jscan_init(&r->scan, K8S_JSCAN_LIST, d->cfg.tunables.max_object_bytes, on_part, r);
-	k8s_backoff_init(&r->backoff);
+	np_backoff_init(&r->backoff, K8S_BACKOFF_MIN_NS, K8S_BACKOFF_MAX_NS, K8S_BACKOFF_JITTER, 0, np_rand_seed());
 	if (namespace && k8s_resource_namespaced(res)) {
 		r->namespace = strdup(namespace);
 		rc |= !r->namespace;
@@ -148,7 +150,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
 	size_t n = size * nmemb;
 	struct np_err err;
 
-	r->last_data = k8s_now();
+	r->last_data = np_mono_ns();
 	if (r->http_status == 0) {
 		long code = 0;
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -240,7 +242,7 @@ static int on_watch_event(struct k8s_reflector *r, const char *json, size_t len,
 	const json_t *obj;
 	const char *type, *rv;
 	struct k8s_store *store = k8s_discovery_store(r->d, r->res);
-	int64_t now = k8s_now();
+	int64_t now = np_mono_ns();
 
 	if (!ev)
 		return -1;
@@ -316,6 +318,16 @@ static void backoff_then(struct k8s_reflector *r, int watch, int64_t now, const 
 	backoff_lvl(r, NP_WARN, watch, now, msg, reason);
 }
 
+int64_t k8s_backoff_delay(struct np_backoff *b, int64_t *last, int64_t now)
+{
+	/* As client-go's backoff manager: a backoff that begins over 2 minutes after the previous
+	 * one starts over from the first delay. */
+	if (*last == 0 || now - *last > K8S_BACKOFF_RESET_NS)
+		np_backoff_reset(b);
+	*last = now;
+	return np_backoff_next(b);
+}
+
 static void schedule(struct k8s_reflector *r, int watch, int64_t at)
 {
 	r->state = K8S_R_IDLE;
@@ -326,7 +338,7 @@ static void schedule(struct k8s_reflector *r, int watch, int64_t at)
 static void backoff_lvl(struct k8s_reflector *r, enum np_level lvl, int watch, int64_t now, const char *msg,
 			const char *reason)
 {
-	int64_t delay = k8s_backoff_next(&r->backoff, now, &r->d->rng);
+	int64_t delay = k8s_backoff_delay(&r->backoff, &r->backoff_last, now);
 	char dbuf[32];
 	curl_off_t retry_after = 0;
 
@@ -362,7 +374,7 @@ void k8s_reflector_start(struct k8s_reflector *r, int64_t now)
 	if (watch) {
 		/* client-go: uniform in [minWatchTimeout, 2*minWatchTimeout). */
 		double min_s = (double)tu->min_watch_timeout_ns / 1e9;
-		timeout_s = (long)(min_s * (1.0 + k8s_rand_unit(&d->rng)));
+		timeout_s = (long)(min_s * (1.0 + np_rand_unit(&d->rng)));
 		if (timeout_s < 1)
 			timeout_s = 1;
 	}

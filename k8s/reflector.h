@@ -22,9 +22,9 @@
 #include <curl/curl.h>
 #include <stdint.h>
 
+#include "lib/backoff.h"
 #include "lib/http_client.h"
 #include "lib/strbuf.h"
-#include "k8s/backoff.h"
 #include "k8s/jscan.h"
 #include "k8s/resource.h"
 #include "k8s/store.h"
@@ -75,8 +75,28 @@ struct k8s_reflector {
 	int stalled;       /* the running watch was ended for bringing no data */
 	int stall_logged;  /* the first stall is logged at info level, later ones at debug */
 	unsigned long watch_events;
-	struct k8s_backoff backoff;
+	struct np_backoff backoff; /* see k8s_reflector_init */
+	int64_t backoff_last;      /* monotonic time of the previous backoff; 0 = never */
 };
+
+/* Reconnect pacing: client-go's reflector backoff (wait.NewExponentialBackoffManager(
+ * 800ms, 30s, 2min, 2.0, 1.0)) with another floor and cap: the delay starts at 0.5 s and
+ * doubles up to 1 s, each delay stretched by a random factor in [1, 1.5) (lib/backoff.h: spread
+ * 0.5, and a cap of 1 s * 1.5 on the stretched delay), and it starts over from 0.5 s when the
+ * previous backoff began more than 2 minutes ago.
+ *
+ * Why not client-go's 30 s cap: a restarted or recovered apiserver must be seen within 2 s (the
+ * node's targets depend on it), and a retry every 1-1.5 s per list+watch is no load for it (a
+ * refused connection costs a SYN; an error answer, one small request). An overloaded apiserver
+ * slows us down explicitly: its 429/503 Retry-After (up to a minute) wins over this delay. */
+#define K8S_BACKOFF_MIN_NS (500LL * 1000000)
+#define K8S_BACKOFF_JITTER 0.5
+#define K8S_BACKOFF_MAX_NS (1500LL * 1000000)
+#define K8S_BACKOFF_RESET_NS (120LL * 1000000000)
+
+/* The delay before the next attempt of a reflector whose previous backoff began at *last
+ * (0: never; updated to now); b is np_backoff_init'ed with the K8S_BACKOFF_* values. */
+int64_t k8s_backoff_delay(struct np_backoff *b, int64_t *last, int64_t now);
 
 NP_MUST_CHECK int k8s_reflector_init(struct k8s_reflector *r, struct k8s_discovery *d, int id,
 				     enum k8s_resource res, const char *namespace, const char *label_selector,

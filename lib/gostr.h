@@ -4,8 +4,8 @@
  * variants callers need, such as ToValidUTF8's one U+FFFD per run or DecodeLastRune,
  * live here, built on that decoder), strings.ToLower/ToUpper (per code point simple
  * case mapping, from ICU whose Unicode version matches current Go), strconv.Quote (the
- * %q of error messages and string.format), unicode.IsLetter/IsDigit, and Prometheus
- * label-name validity and sanitizing. Stateless; safe from any thread.
+ * %q of error messages and string.format) and unicode.IsLetter/IsDigit (label-name rules,
+ * built on the decoder, are in labels.h). Stateless; safe from any thread.
  *
  * Non-ASCII runes need ICU's tables (icu.h), loaded on first use; the functions that
  * may need them take an np_err for "Unicode tables (ICU) unavailable". */
@@ -60,13 +60,5 @@ void go_quote(struct np_buf *out, const char *s, size_t n);
 /* unicode.IsLetter / unicode.IsDigit: 1 or 0; -1 when r is not ASCII and ICU cannot be loaded. */
 NP_MUST_CHECK int go_is_letter(uint32_t r, struct np_err *err);
 NP_MUST_CHECK int go_is_digit(uint32_t r, struct np_err *err);
-
-/* Label names: legacy = [a-zA-Z_][a-zA-Z0-9_]*; UTF-8 = non-empty valid UTF-8. */
-int label_name_valid_legacy(const char *s, size_t n);
-int label_name_valid_utf8(const char *s, size_t n);
-/* Prometheus' strutil.SanitizeLabelName of the NUL-terminated in, appended to out: every
- * rune outside [a-zA-Z0-9_] becomes one '_' (an invalid byte being one rune). Kubernetes'
- * and Docker's discovery build label names with it. */
-void label_name_sanitize(const char *in, struct np_buf *out);
 
 #endif

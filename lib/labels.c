@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/gostr.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/sorted.h"
+#include "lib/strbuf.h"
 
 void np_labels_free(struct np_labels *ls)
 {
@@ -188,4 +190,69 @@ int np_targets_equal(const struct np_targets *a, const struct np_targets *b)
 		if (np_labels_cmp(&a->v[i], &b->v[i]) != 0)
 			return 0;
 	return 1;
+}
+
+/* ---- label names ---- */
+
+static int ascii_alpha_(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static int ascii_word(unsigned char c)
+{
+	return ascii_alpha_(c) || (c >= '0' && c <= '9');
+}
+
+int np_label_name_legacy(const char *s, size_t n)
+{
+	if (n == 0 || !ascii_alpha_((unsigned char)s[0]))
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (!ascii_word((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+int np_label_name_utf8(const char *s, size_t n)
+{
+	return n > 0 && go_utf8_valid(s, n);
+}
+
+int np_label_name_pyroscope(const char *s, size_t n)
+{
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!ascii_word((unsigned char)s[i]) && s[i] != '.')
+			return 0;
+	return 1;
+}
+
+static void sanitize(const char *in, int keep_dot, struct np_buf *out)
+{
+	size_t n = strlen(in);
+
+	while (n) {
+		unsigned char c = (unsigned char)*in;
+		size_t w = 1;
+		if (ascii_word(c) || (keep_dot && c == '.')) {
+			np_buf_putc(out, (char)c);
+		} else {
+			(void)go_decode_rune(in, n, &w);
+			np_buf_putc(out, '_');
+		}
+		in += w;
+		n -= w;
+	}
+}
+
+void np_label_name_sanitize(const char *in, struct np_buf *out)
+{
+	sanitize(in, 0, out);
+}
+
+void np_label_name_sanitize_pyroscope(const char *in, struct np_buf *out)
+{
+	sanitize(in, 1, out);
 }

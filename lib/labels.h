@@ -66,4 +66,22 @@ NP_MUST_CHECK int np_targets_push(struct np_targets *ts, struct np_labels *ls, s
 NP_MUST_CHECK int np_targets_copy(struct np_targets *dst, const struct np_targets *src, struct np_err *err);
 int np_targets_equal(const struct np_targets *a, const struct np_targets *b);
 
+/* ---- label names: every check and fix of a name goes through these ---- */
+
+/* Prometheus' legacy scheme (prometheus/common model.LegacyValidation):
+ * [a-zA-Z_][a-zA-Z0-9_]*. */
+int np_label_name_legacy(const char *s, size_t n);
+/* Prometheus' UTF-8 scheme: non-empty valid UTF-8. */
+int np_label_name_utf8(const char *s, size_t n);
+/* What pyroscope.write's Append accepts (docs/specs/pyroscope-push.md §2): [A-Za-z0-9_.]+. */
+int np_label_name_pyroscope(const char *s, size_t n);
+
+struct np_buf;
+/* Prometheus' strutil.SanitizeLabelName of the NUL-terminated in, appended to out: every rune
+ * outside [a-zA-Z0-9_] becomes one '_' (an invalid byte being one rune). Kubernetes' and
+ * Docker's discovery build label names with it. A failed allocation sets out->failed. */
+void np_label_name_sanitize(const char *in, struct np_buf *out);
+/* The same with '.' kept: pyroscope.write's fix of a name np_label_name_pyroscope refuses. */
+void np_label_name_sanitize_pyroscope(const char *in, struct np_buf *out);
+
 #endif

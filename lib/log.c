@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/json_writer.h"
 #include "lib/strbuf.h"
 
@@ -157,7 +158,7 @@ void np_log(enum np_level level, const char *component, const char *msg, ...)
 
 	if ((int)level < current_level)
 		return;
-	clock_gettime(CLOCK_REALTIME, &now);
+	now = np_ns_timespec(np_wall_ns());
 	gmtime_r(&now.tv_sec, &tm);
 	len = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(ts + len, sizeof(ts) - len, ".%03ldZ", now.tv_nsec / 1000000);

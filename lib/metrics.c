@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/grow.h"
+#include "lib/labels.h"
 #include "lib/sorted.h"
 
 const double np_metrics_default_buckets[NP_METRICS_DEFAULT_BUCKETS_N] = { .005, .01, .025, .05, .1,
@@ -140,17 +141,10 @@ static int valid_metric_name(const char *s)
 	return 1;
 }
 
+/* The exposition format's legacy names, without the "__" prefix Prometheus reserves. */
 static int valid_label_name(const char *s)
 {
-	if (!*s || (s[0] == '_' && s[1] == '_'))
-		return 0;
-	for (const char *p = s; *p; p++) {
-		char c = *p;
-		int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-		if (!alpha && !(p > s && c >= '0' && c <= '9'))
-			return 0;
-	}
-	return 1;
+	return np_label_name_legacy(s, strlen(s)) && !(s[0] == '_' && s[1] == '_');
 }
 
 static size_t count_names(const char *const *names)

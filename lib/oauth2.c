@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/clock.h"
 #include "lib/file.h"
 #include "lib/oauth2_wire.h"
 #include "lib/strbuf.h"
@@ -40,15 +41,6 @@ static void drop_secret(char **s)
 {
 	np_secret_free(*s);
 	*s = NULL;
-}
-
-/* Wall clock, as x/oauth2 compares expiry times (Round(0) drops the monotonic reading). */
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 struct np_oauth2 *np_oauth2_new(const struct np_oauth2_config *cfg, struct np_err *err)
@@ -285,7 +277,8 @@ int np_oauth2_authorization(struct np_oauth2 *ts, const char *user_agent, int64_
 		secret = NULL;
 	}
 	drop_secret(&secret);
-	if (!cached_valid(ts, now_ns())) {
+	/* Wall clock, as x/oauth2 compares expiry times (Round(0) drops the monotonic reading). */
+	if (!cached_valid(ts, np_wall_ns())) {
 		if (retrieve(ts, ts->secret, user_agent, timeout_ns, &cn, &tok, err))
 			goto failed;
 		header = np_oauth2_header_value(&tok, err);
@@ -296,9 +289,9 @@ int np_oauth2_authorization(struct np_oauth2 *ts, const char *user_agent, int64_
 		/* Kept even when already expired: this request still uses it, as ReuseTokenSource does. */
 		ts->expiry_ns = 0;
 		if (tok.expires_in) {
-			int64_t max_s = (INT64_MAX - now_ns()) / 1000000000LL;
+			int64_t max_s = (INT64_MAX - np_wall_ns()) / 1000000000LL;
 			int64_t s = tok.expires_in < max_s ? tok.expires_in : max_s;
-			ts->expiry_ns = now_ns() + s * 1000000000LL;
+			ts->expiry_ns = np_wall_ns() + s * 1000000000LL;
 		}
 	}
 	*out = strdup(ts->header);

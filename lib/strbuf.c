@@ -108,16 +108,25 @@ char *np_buf_steal(struct np_buf *b, size_t *len)
 	return p;
 }
 
-void np_buf_json_str(struct np_buf *out, const char *s, size_t len)
+/* Bytes a JSON string cannot hold as they are: for every style '"', '\\', the control
+ * characters and every non-ASCII byte (checked as UTF-8); for Go's, also '<', '>' and '&'
+ * (encoding/json's HTML-safe default). A table keeps the copy of plain runs one load per byte. */
+static const unsigned char json_special[2][256] = {
+	{ [0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1 },
+	{ [0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, ['<'] = 1, ['>'] = 1, ['&'] = 1, [0x80 ... 0xff] = 1 },
+};
+
+static void json_str(struct np_buf *out, const char *s, size_t len, int go)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	const unsigned char *special = json_special[go];
 
 	np_buf_putc(out, '"');
 	while (p < end) {
 		unsigned char c = *p;
 		/* Plain ASCII is most of every name: copy a run of it at once. */
 		const unsigned char *run = p;
-		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+		while (p < end && !special[*p])
 			p++;
 		if (p > run) {
 			np_buf_append(out, run, (size_t)(p - run));
@@ -127,27 +136,42 @@ void np_buf_json_str(struct np_buf *out, const char *s, size_t len)
 			np_buf_putc(out, '\\');
 			np_buf_putc(out, (char)c);
 			p++;
-		} else if (c < 0x20) {
-			np_buf_printf(out, "\\u%04x", c);
+		} else if (go && (c == '\n' || c == '\r' || c == '\t')) {
+			np_buf_putc(out, '\\');
+			np_buf_putc(out, c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
 			p++;
 		} else if (c < 0x80) {
-			np_buf_putc(out, (char)c);
+			/* a control character, or Go's <, > and & */
+			np_buf_printf(out, "\\u%04x", c);
 			p++;
 		} else {
-			/* encoding/json: a valid sequence is copied, each invalid byte becomes U+FFFD. This
-			 * is the agent's only JSON string escaper (json_writer.h uses it). */
+			/* encoding/json: a valid sequence is copied, each invalid byte becomes U+FFFD;
+			 * Go also escapes the line and paragraph separators, for JavaScript. */
 			size_t n;
 			uint32_t r = go_decode_rune((const char *)p, (size_t)(end - p), &n);
 			if (go_rune_invalid(r, n)) {
 				np_buf_puts(out, "\\ufffd");
 				p++;
 			} else {
-				np_buf_append(out, p, n);
+				if (go && (r == 0x2028 || r == 0x2029))
+					np_buf_printf(out, "\\u%04x", (unsigned)r);
+				else
+					np_buf_append(out, p, n);
 				p += n;
 			}
 		}
 	}
 	np_buf_putc(out, '"');
+}
+
+void np_buf_json_str(struct np_buf *out, const char *s, size_t len)
+{
+	json_str(out, s, len, 0);
+}
+
+void np_buf_json_str_go(struct np_buf *out, const char *s, size_t len)
+{
+	json_str(out, s, len, 1);
 }
 
 char *np_strdup_or_null(const char *s, int *failed)

@@ -31,8 +31,13 @@ void np_buf_vprintf(struct np_buf *b, const char *fmt, va_list ap) NP_PRINTF(2, 
 char *np_buf_steal(struct np_buf *b, size_t *len);
 
 /* Appends s[0..len) as a quoted JSON string: quotes, backslashes and control
- * characters escaped, invalid UTF-8 replaced by U+FFFD (JSON must be UTF-8). */
+ * characters escaped, invalid UTF-8 replaced by U+FFFD (JSON must be UTF-8). The one string
+ * escaper: json_writer.h and everything else that writes JSON use it. */
 void np_buf_json_str(struct np_buf *b, const char *s, size_t len);
+/* The same, byte for byte as Go's json.Marshal writes it (for the configuration's
+ * encoding.to_json and json_encode): also \n, \r and \t in short form, '<', '>', '&',
+ * U+2028 and U+2029 as \u escapes (encoding/json's HTML-safe default). */
+void np_buf_json_str_go(struct np_buf *b, const char *s, size_t len);
 
 /* strdup for copying optional settings: NULL stays NULL, and a failed copy sets *failed
  * (so that a run of copies is checked once). The caller frees the result. */

@@ -6,6 +6,7 @@
 
 #include "lib/gostr.h"
 #include "lib/json_writer.h"
+#include "lib/labels.h"
 #include "lib/sorted.h"
 #include "lib/strbuf.h"
 
@@ -93,7 +94,7 @@ static int set_prefixed(struct np_labels *ls, struct np_buf *name, const char *p
 {
 	np_buf_reset(name);
 	np_buf_puts(name, prefix);
-	label_name_sanitize(key, name);
+	np_label_name_sanitize(key, name);
 	if (name->failed)
 		return np_errf(err, "out of memory setting labels %s*", prefix);
 	return np_labels_setn(ls, name->p, value, value_len, err);

@@ -17,7 +17,7 @@ json_t *np_labels_to_json(const struct np_labels *ls);
 NP_MUST_CHECK int np_targets_from_json(const json_t *arr, struct np_targets *out, struct np_err *err);
 NP_MUST_CHECK int np_labels_from_json(const json_t *obj, struct np_labels *out, struct np_err *err);
 
-/* Sets prefix + sanitized key = value (label_name_sanitize, gostr.h) for each entry of the
+/* Sets prefix + sanitized key = value (np_label_name_sanitize, gostr.h) for each entry of the
  * JSON object map whose value is a string, or null (as Go decodes a map[string]string: "");
  * with present_prefix, also present_prefix + sanitized key = "true". Keys go in sorted order
  * so that when two keys sanitize to the same name (a.b, a_b, a/b) the greatest key wins

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lib/grow.h"
+#include "lib/labels.h"
 #include "lib/log.h"
 #include "lib/gostr.h"
 #include "relabel/rules.h"
@@ -210,7 +211,7 @@ static int matches(const struct rl_rule *r, const char *v, size_t n, struct scra
 
 static int valid_target(const struct rl_rule *r, const char *s, size_t n)
 {
-	return r->legacy_names ? label_name_valid_legacy(s, n) : label_name_valid_utf8(s, n);
+	return r->legacy_names ? np_label_name_legacy(s, n) : np_label_name_utf8(s, n);
 }
 
 static int do_replace(const struct rl_rule *r, struct np_labels *ls, const char *val, size_t len,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/gostr.h"
+#include "lib/labels.h"
 #include "relabel/rules.h"
 
 static const struct {
@@ -89,7 +90,7 @@ static int name_ok(const struct rl_rule *r, const char *s)
 {
 	size_t n = strlen(s);
 
-	return r->legacy_names ? label_name_valid_legacy(s, n) : label_name_valid_utf8(s, n);
+	return r->legacy_names ? np_label_name_legacy(s, n) : np_label_name_utf8(s, n);
 }
 
 /* target_label with '$' (replace) and labelmap's replacement. Alloy checks them with
@@ -98,7 +99,7 @@ static int template_ok(const struct rl_rule *r, const char *s)
 {
 	size_t n = strlen(s);
 
-	return r->legacy_templates ? tmpl_valid_legacy(s, n) : label_name_valid_utf8(s, n);
+	return r->legacy_templates ? tmpl_valid_legacy(s, n) : np_label_name_utf8(s, n);
 }
 
 /* Config.Validate, steps 2-12 of docs/specs/relabel.md §7; first failure wins. */
@@ -182,7 +183,7 @@ static int compile_one(const struct relabel_rule_spec *spec, enum relabel_dialec
 	/* Prometheus 3 decodes source_labels as UTF-8 label names; Alloy takes any string. */
 	if (dialect != RELABEL_ALLOY)
 		for (size_t i = 0; i < spec->n_source_labels; i++)
-			if (!label_name_valid_utf8(spec->source_labels[i], strlen(spec->source_labels[i])))
+			if (!np_label_name_utf8(spec->source_labels[i], strlen(spec->source_labels[i])))
 				return quoted_err(err, "", spec->source_labels[i], " is not a valid label name");
 	if (spec->n_source_labels) {
 		r->source = calloc(spec->n_source_labels, sizeof(char *));

@@ -14,6 +14,7 @@
 
 #include "agent/config/declare.h"
 #include "agent/config/eval.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 #define RETRY_MIN_NS (1000LL * 1000 * 1000)
@@ -71,14 +72,6 @@ struct cfg_controller {
 	uint64_t generation;
 };
 
-static int64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* ---- health (mu held) ---- */
 
 static void set_ctl_health(struct ctl_node *n, enum cfg_health h, const char *msg)
@@ -88,7 +81,7 @@ static void set_ctl_health(struct ctl_node *n, enum cfg_health h, const char *ms
 	free(n->ctl_msg);
 	n->ctl_msg = msg ? strdup(msg) : NULL;
 	n->ctl_health = h;
-	n->health_since = now_ns(CLOCK_REALTIME);
+	n->health_since = np_wall_ns();
 }
 
 static void node_health(struct cfg_controller *c, struct ctl_node *n, enum cfg_health h, const char *msg)
@@ -206,7 +199,7 @@ void cfg_component_set_health(struct cfg_component *comp, enum cfg_health h, con
 		free(n->comp_msg);
 		n->comp_msg = msg ? strdup(msg) : NULL;
 		n->comp_health = h;
-		n->health_since = now_ns(CLOCK_REALTIME);
+		n->health_since = np_wall_ns();
 	}
 	pthread_mutex_unlock(&c->mu);
 }
@@ -256,7 +249,7 @@ static void schedule_retry(struct cfg_controller *c, struct ctl_node *n)
 	n->backoff = n->backoff ? n->backoff * 2 : RETRY_MIN_NS;
 	if (n->backoff > RETRY_MAX_NS)
 		n->backoff = RETRY_MAX_NS;
-	n->retry_at = now_ns(CLOCK_MONOTONIC) + n->backoff;
+	n->retry_at = np_mono_ns() + n->backoff;
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -340,7 +333,7 @@ static void start_node(struct cfg_controller *c, struct ctl_node *n, struct cfg_
 	pthread_mutex_lock(&c->mu);
 	int64_t retry_at = n->retry_at;
 	pthread_mutex_unlock(&c->mu);
-	if (retry_at && now_ns(CLOCK_MONOTONIC) < retry_at && n->args && cfg_args_equal(args, n->args)) {
+	if (retry_at && np_mono_ns() < retry_at && n->args && cfg_args_equal(args, n->args)) {
 		/* Same arguments as the failed attempt: wait for the retry time. */
 		cfg_args_free(args);
 		return;
@@ -467,7 +460,7 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&c->mu);
 	while (!c->stopping) {
-		int64_t now = now_ns(CLOCK_MONOTONIC), next = 0;
+		int64_t now = np_mono_ns(), next = 0;
 		for (size_t i = 0; i < c->n; i++) {
 			struct ctl_node *n = c->nodes[i];
 			if (!n || !n->retry_at)
@@ -483,7 +476,7 @@ static void *worker(void *arg)
 			c->busy = 0;
 			pthread_cond_broadcast(&c->idle_cv);
 			if (next) {
-				struct timespec ts = { next / 1000000000LL, next % 1000000000LL };
+				struct timespec ts = np_ns_timespec(next);
 				pthread_cond_timedwait(&c->work_cv, &c->mu, &ts);
 			} else {
 				pthread_cond_wait(&c->work_cv, &c->mu);
@@ -630,7 +623,7 @@ static struct ctl_node *new_node(const struct cfg_node *gn)
 	n->n_exports = ne;
 	n->kind = gn->kind;
 	n->type = gn->type;
-	n->health_since = now_ns(CLOCK_REALTIME);
+	n->health_since = np_wall_ns();
 	return n;
 }
 
@@ -876,8 +869,8 @@ struct cfg_value *cfg_controller_export(struct cfg_controller *c, const char *id
 
 int cfg_controller_wait_idle(struct cfg_controller *c, int64_t timeout_ns)
 {
-	int64_t deadline = now_ns(CLOCK_REALTIME) + timeout_ns;
-	struct timespec ts = { deadline / 1000000000LL, deadline % 1000000000LL };
+	int64_t deadline = np_wall_ns() + timeout_ns;
+	struct timespec ts = np_ns_timespec(deadline);
 	int rc = 0;
 
 	pthread_mutex_lock(&c->mu);

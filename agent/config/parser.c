@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/file.h"
+
 /* ---- arena ---- */
 
 struct cfg_arena_chunk {
@@ -858,44 +860,15 @@ struct cfg_file *cfg_parse_file(const char *path, struct cfg_diags *d)
 		close(fd);
 		return NULL;
 	}
-	/* Read in chunks: the file may be a pipe or a /proc-like file without a size. */
-	size_t cap = 0;
-	for (;;) {
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 65536;
-			if (ncap > CFG_MAX_FILE_SIZE + 1)
-				ncap = CFG_MAX_FILE_SIZE + 1;
-			if (ncap == cap) {
-				cfg_error(d, CFG_NOPOS, "file is larger than %u bytes", CFG_MAX_FILE_SIZE);
-				free(buf);
-				close(fd);
-				return NULL;
-			}
-			char *nb = realloc(buf, ncap);
-			if (!nb) {
-				cfg_error(d, CFG_NOPOS, "out of memory reading the file");
-				free(buf);
-				close(fd);
-				return NULL;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		ssize_t r = read(fd, buf + len, cap - len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			cfg_error(d, CFG_NOPOS, "cannot read: %s", strerror(errno));
-			free(buf);
-			close(fd);
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
+	/* Read to the end, not by its size: the file may be a pipe or a /proc-like file. */
+	struct np_err err;
+	buf = np_read_fd(fd, "file", CFG_MAX_FILE_SIZE, 0, &len, NULL, &err);
 	close(fd);
-	struct cfg_file *f = cfg_parse(path, buf ? buf : "", len, d);
+	if (!buf) {
+		cfg_error(d, CFG_NOPOS, "%s", err.msg);
+		return NULL;
+	}
+	struct cfg_file *f = cfg_parse(path, buf, len, d);
 	free(buf);
 	return f;
 }

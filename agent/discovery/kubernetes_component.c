@@ -9,9 +9,9 @@
 #include "agent/discovery/kubernetes_component.h"
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
-#include "agent/config/k8s_selectors.h"
 #include "agent/config/replace_on_update.h"
 #include "k8s/discovery.h"
+#include "k8s/selector.h"
 #include "lib/strbuf.h"
 
 /* ---- schema ----
@@ -44,14 +44,13 @@ static const struct cfg_schema namespaces_schema = {
 
 static void selector_validate(const struct cfg_args *a, struct cfg_diags *d)
 {
-	const char *why;
+	struct np_err err;
 
-	if (!cfg_args_is_unknown(a, "field") && cfg_args_str(a, "field") &&
-	    (why = cfg_k8s_field_selector_error(cfg_args_str(a, "field"))))
-		cfg_error(d, cfg_args_pos(a, "field"), "invalid field selector: %s", why);
-	if (!cfg_args_is_unknown(a, "label") && cfg_args_str(a, "label") &&
-	    (why = cfg_k8s_label_selector_error(cfg_args_str(a, "label"))))
-		cfg_error(d, cfg_args_pos(a, "label"), "invalid label selector: %s", why);
+	/* The checks discovery.kubernetes runs when it starts (k8s/selector.h), at check time. */
+	if (!cfg_args_is_unknown(a, "field") && k8s_field_selector_check(cfg_args_str(a, "field"), &err))
+		cfg_error(d, cfg_args_pos(a, "field"), "%s", err.msg);
+	if (!cfg_args_is_unknown(a, "label") && k8s_label_selector_check(cfg_args_str(a, "label"), &err))
+		cfg_error(d, cfg_args_pos(a, "label"), "%s", err.msg);
 }
 
 static const struct cfg_attr selectors_attrs[] = {

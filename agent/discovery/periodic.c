@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/clock.h"
 #include "lib/log.h"
 
 struct np_periodic {
@@ -65,13 +66,7 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		pass(p);
 		pthread_mutex_lock(&p->mu);
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += p->interval_ns / 1000000000LL;
-		deadline.tv_nsec += p->interval_ns % 1000000000LL;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
+		deadline = np_ns_timespec(np_mono_ns() + p->interval_ns);
 		while (!p->stopping && pthread_cond_timedwait(&p->cond, &p->mu, &deadline) != ETIMEDOUT)
 			;
 	}

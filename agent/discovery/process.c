@@ -14,7 +14,7 @@
 #include "agent/attribution/target.h"
 #include "lib/file.h"
 #include "lib/grow.h"
-#include "lib/hash.h"
+#include "lib/intern.h"
 #include "lib/log.h"
 #include "lib/procfs_text.h"
 #include "lib/strbuf.h"
@@ -109,30 +109,21 @@ static int read_link(const char *path, struct np_buf *out, struct np_err *err)
 /* /proc/PID/cmdline joined as gopsutil joins it (procfs_text.h), at most max bytes read. */
 static int read_cmdline(const char *path, size_t max, struct np_buf *out, struct np_err *err)
 {
-	char chunk[4096];
-	size_t total = 0;
 	struct np_cmdline_join j = NP_CMDLINE_JOIN_INIT;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	size_t len;
+	int truncated;
+	char *raw;
 
 	np_buf_reset(out);
 	if (fd < 0)
 		return np_errno(err, "open %s", path);
-	while (total < max) {
-		size_t want = max - total < sizeof(chunk) ? max - total : sizeof(chunk);
-		ssize_t n = read(fd, chunk, want);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			np_errno(err, "read %s", path);
-			close(fd);
-			return -1;
-		}
-		if (n == 0)
-			break;
-		total += (size_t)n;
-		np_procfs_cmdline_feed(&j, chunk, (size_t)n, out);
-	}
+	raw = np_read_fd(fd, path, max, 1, &len, &truncated, err);
 	close(fd);
+	if (!raw)
+		return -1;
+	np_procfs_cmdline_feed(&j, raw, len, out);
+	free(raw);
 	if (out->failed) {
 		np_errf(err, "read %s: out of memory", path);
 		err->code = ENOMEM;
@@ -396,24 +387,6 @@ out:
 
 /* ---- join ---- */
 
-#define NO_SLOT SIZE_MAX
-
-/* Open-addressing map container ID -> index of the last container target with it. */
-struct cid_map {
-	size_t *slots; /* container index per slot, NO_SLOT when free */
-	size_t mask;
-	const struct np_targets *containers;
-};
-
-static size_t *cid_slot(struct cid_map *m, const char *cid)
-{
-	size_t i = (size_t)np_hash_bytes(cid, strlen(cid)) & m->mask;
-
-	while (m->slots[i] != NO_SLOT && strcmp(np_target_join_container_id(&m->containers->v[m->slots[i]]), cid) != 0)
-		i = (i + 1) & m->mask;
-	return &m->slots[i];
-}
-
 /* Appends a copy of ls to out. */
 static int push_copy(struct np_targets *out, const struct np_labels *ls, struct np_err *err)
 {
@@ -431,50 +404,48 @@ static int push_copy(struct np_targets *out, const struct np_labels *ls, struct 
 int np_process_join(const struct np_targets *processes, const struct np_targets *containers, struct np_targets *out,
 		    struct np_err *err)
 {
-	struct cid_map m = { .containers = containers };
-	size_t nslots = 16;
-	uint8_t *first = NULL; /* first[i]: container i is the first with its ID */
+	/* Container ID -> id (lib/intern.h); last[id - 1]: index of the last container target
+	 * with that ID, the one whose labels a process joins. */
+	struct np_intern ids = NP_INTERN_INIT;
+	size_t *last = malloc((containers->n ? containers->n : 1) * sizeof(*last));
+	uint8_t *first = calloc(containers->n ? containers->n : 1, 1); /* first[i]: container i is the first with its ID */
 	int rc = -1;
 
-	while (nslots <= 2 * containers->n)
-		nslots *= 2;
-	m.slots = malloc(nslots * sizeof(*m.slots));
-	first = calloc(containers->n ? containers->n : 1, 1);
-	if (!m.slots || !first) {
+	if (!last || !first) {
 		np_errf(err, "out of memory joining targets");
 		goto out;
 	}
-	m.mask = nslots - 1;
-	for (size_t i = 0; i < nslots; i++)
-		m.slots[i] = NO_SLOT;
-
 	for (size_t i = 0; i < containers->n; i++) {
 		const char *cid = np_target_join_container_id(&containers->v[i]);
-		size_t *slot;
+		uint32_t id;
+		int added;
 
 		if (!cid) {
 			if (push_copy(out, &containers->v[i], err) != 0)
 				goto out;
 			continue;
 		}
-		slot = cid_slot(&m, cid);
-		if (*slot == NO_SLOT)
-			first[i] = 1;
-		*slot = i;
+		id = np_intern_add(&ids, cid, strlen(cid), &added);
+		if (!id) {
+			np_errf(err, "out of memory joining targets");
+			goto out;
+		}
+		first[i] = (uint8_t)added;
+		last[id - 1] = i;
 	}
 	for (size_t i = 0; i < processes->n; i++) {
 		const struct np_labels *p = &processes->v[i];
 		const char *cid = np_target_join_container_id(p);
-		size_t *slot = cid ? cid_slot(&m, cid) : NULL;
+		uint32_t id = cid ? np_intern_find(&ids, cid, strlen(cid)) : 0;
 		struct np_labels merged = NP_LABELS_INIT;
 		const struct np_labels *c;
 
-		if (!slot || *slot == NO_SLOT) {
+		if (!id) {
 			if (push_copy(out, p, err) != 0)
 				goto out;
 			continue;
 		}
-		c = &containers->v[*slot];
+		c = &containers->v[last[id - 1]];
 		if (np_labels_copy(&merged, p, err) != 0)
 			goto out;
 		for (size_t j = 0; j < c->n; j++) {
@@ -495,12 +466,14 @@ int np_process_join(const struct np_targets *processes, const struct np_targets 
 	for (size_t i = 0; i < containers->n; i++) {
 		if (!first[i])
 			continue;
-		if (push_copy(out, &containers->v[*cid_slot(&m, np_target_join_container_id(&containers->v[i]))], err) != 0)
+		const char *cid = np_target_join_container_id(&containers->v[i]);
+		if (push_copy(out, &containers->v[last[np_intern_find(&ids, cid, strlen(cid)) - 1]], err) != 0)
 			goto out;
 	}
 	rc = 0;
 out:
-	free(m.slots);
+	np_intern_free(&ids);
+	free(last);
 	free(first);
 	return rc;
 }

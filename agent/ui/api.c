@@ -9,6 +9,7 @@
 
 #include "agent/ui/assets.h"
 #include "agent/ui/store_internal.h"
+#include "lib/clock.h"
 #include "lib/duration.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
@@ -291,10 +292,7 @@ static void on_profile(void *ud, const struct np_store_event *ev)
 
 static void deadline_after(struct timespec *ts, int64_t ns)
 {
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ns += ts->tv_nsec;
-	ts->tv_sec += ns / 1000000000LL;
-	ts->tv_nsec = ns % 1000000000LL;
+	*ts = np_ns_timespec(np_mono_ns() + ns);
 }
 
 static void *notifier(void *arg)

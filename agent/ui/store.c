@@ -11,6 +11,7 @@
 #include "agent/attribution/target.h"
 #include "agent/pprof/builder.h"
 #include "agent/ui/store_internal.h"
+#include "lib/clock.h"
 #include "lib/grow.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
@@ -20,13 +21,6 @@
 /* Per interned key beyond its bytes: slot (up to 2 x 4 at load 1/2), hash, key record. */
 #define INTERN_OVERHEAD 32
 
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 void np_store_config_defaults(struct np_store_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -35,7 +29,7 @@ void np_store_config_defaults(struct np_store_config *cfg)
 	cfg->bucket_ns = 10LL * 1000000000LL;
 	cfg->max_profile_bytes = 32u << 20;
 	cfg->max_stack_depth = 1024;
-	cfg->now_ns = realtime_ns;
+	cfg->now_ns = np_wall_ns;
 }
 
 int64_t np_store_now(const struct np_store *s)

@@ -1,14 +1,10 @@
-/* Row classification and CFA expression patterns (x86-64 DWARF registers: 6 rbp, 7 rsp,
- * 16 the return address column). */
+/* Row classification and CFA expression patterns (x86-64 DWARF register numbers: UNW_DWARF_*
+ * of bpf/unwind_rule.h, shared with the BPF walker). */
 #include "agent/unwind/classify.h"
 
 #include <string.h>
 
 #include "agent/unwind/reader.h"
-
-#define REG_RBP 6
-#define REG_RSP 7
-#define REG_RA 16
 
 enum {
 	DW_OP_deref = 0x06,
@@ -44,7 +40,7 @@ static int match_plt(const uint8_t *p, size_t len, int64_t *off, int64_t *thresh
 {
 	struct unw_reader r = { p, p + len, 0 };
 	int64_t rip_off;
-	if (breg(&r, REG_RSP, off) < 0 || breg(&r, REG_RA, &rip_off) < 0 || rip_off != 0 ||
+	if (breg(&r, UNW_DWARF_RSP, off) < 0 || breg(&r, UNW_DWARF_RA, &rip_off) < 0 || rip_off != 0 ||
 	    op(&r, DW_OP_lit0 + 15) < 0 || op(&r, DW_OP_and) < 0)
 		return -1;
 	uint8_t lit = unw_u8(&r);
@@ -61,7 +57,7 @@ static int match_plt(const uint8_t *p, size_t len, int64_t *off, int64_t *thresh
 static int match_deref(const uint8_t *p, size_t len, int64_t *off, int64_t *add)
 {
 	struct unw_reader r = { p, p + len, 0 };
-	if (breg(&r, REG_RSP, off) < 0 || op(&r, DW_OP_deref) < 0)
+	if (breg(&r, UNW_DWARF_RSP, off) < 0 || op(&r, DW_OP_deref) < 0)
 		return -1;
 	*add = 0;
 	if (unw_left(&r) > 0) {
@@ -88,7 +84,7 @@ static void classify_cfa(const struct unw_state *st, struct unw_rule *out)
 {
 	int64_t off, aux;
 	if (!st->cfa_is_expr) {
-		if (st->cfa_reg > REG_RA) {
+		if (st->cfa_reg > UNW_DWARF_RA) {
 			unsupported(out, UNW_WHY_CFA_REG);
 			return;
 		}
@@ -96,7 +92,7 @@ static void classify_cfa(const struct unw_state *st, struct unw_rule *out)
 			unsupported(out, UNW_WHY_CFA_RANGE);
 			return;
 		}
-		out->kind = st->cfa_reg == REG_RSP ? UNW_CFA_RSP : st->cfa_reg == REG_RBP ? UNW_CFA_RBP : UNW_CFA_REG;
+		out->kind = st->cfa_reg == UNW_DWARF_RSP ? UNW_CFA_RSP : st->cfa_reg == UNW_DWARF_RBP ? UNW_CFA_RBP : UNW_CFA_REG;
 		out->cfa_off = (int32_t)st->cfa_off;
 		if (out->kind == UNW_CFA_REG)
 			out->cfa_aux = (int16_t)st->cfa_reg;
@@ -144,12 +140,12 @@ void unw_classify(const struct unw_state *st, int signal, uint64_t ra_reg, struc
 		out->kind = UNW_SIGNAL;
 		return;
 	}
-	if (ra_reg == REG_RA && st->ra.how == UNW_R_UNDEF) {
+	if (ra_reg == UNW_DWARF_RA && st->ra.how == UNW_R_UNDEF) {
 		out->kind = UNW_END;
 		return;
 	}
 	classify_rbp(&st->rbp, out);
-	if (ra_reg != REG_RA || st->ra.how != UNW_R_OFFSET || st->ra.val != -8) {
+	if (ra_reg != UNW_DWARF_RA || st->ra.how != UNW_R_OFFSET || st->ra.val != -8) {
 		unsupported(out, UNW_WHY_RA);
 		return;
 	}

@@ -1,6 +1,7 @@
 /* Packing unwind tables for BPF: see pack.h. */
 #include "agent/unwind/pack.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,21 @@ int unw_rule_set_add(struct unw_rule_set *rs, const struct np_unw_rule *r, uint3
 	*out = id - 1;
 	return 0;
 }
+
+/* rule_index copies a compiled rule into the walker's layout field by field: the two structs
+ * must keep the same fields at the same places and widths. */
+#define SAME_FIELD(f)                                                                             \
+	_Static_assert(offsetof(struct unw_rule, f) == offsetof(struct np_unw_rule, f) &&            \
+			       sizeof(((struct unw_rule *)0)->f) == sizeof(((struct np_unw_rule *)0)->f), \
+		       "struct unw_rule and struct np_unw_rule differ at " #f)
+SAME_FIELD(kind);
+SAME_FIELD(rbp);
+SAME_FIELD(why);
+SAME_FIELD(cfa_off);
+SAME_FIELD(cfa_aux);
+SAME_FIELD(rbp_off);
+_Static_assert(sizeof(struct unw_rule) == sizeof(struct np_unw_rule), "struct unw_rule is struct np_unw_rule");
+#undef SAME_FIELD
 
 static int rule_index(struct unw_rule_set *rs, const struct unw_rule *r, uint32_t *out, struct np_err *err)
 {

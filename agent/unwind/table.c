@@ -16,12 +16,14 @@ const char *unw_kind_name(unsigned kind)
 {
 	static const char *const names[] = { "none", "rsp", "rbp", "plt", "deref-rsp", "reg", "signal", "end",
 		                                      "unsupported" };
+	_Static_assert(sizeof(names) / sizeof(names[0]) == UNW_UNSUPPORTED + 1, "a name for each enum unw_kind");
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
 const char *unw_why_name(unsigned why)
 {
 	static const char *const names[] = { "", "cfa-reg", "cfa-expr", "cfa-range", "ra", "rsp", "bad-cfi" };
+	_Static_assert(sizeof(names) / sizeof(names[0]) == UNW_WHY_COUNT, "a name for each enum unw_why");
 	return why < sizeof(names) / sizeof(names[0]) ? names[why] : "?";
 }
 

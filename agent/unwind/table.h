@@ -28,32 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/unwind_rule.h"
 #include "lib/error.h"
 
-/* How the caller's CFA (its rsp) is found; the return address is at CFA-8 for every kind
- * that unwinds (anything else is UNW_UNSUPPORTED with why = UNW_WHY_RA). */
-enum unw_kind {
-	UNW_NONE = 0,      /* no CFI covers this address: use frame pointers */
-	UNW_CFA_RSP,       /* CFA = rsp + cfa_off */
-	UNW_CFA_RBP,       /* CFA = rbp + cfa_off */
-	UNW_CFA_PLT,       /* PLT entry: CFA = rsp + cfa_off + ((rip & 15) >= cfa_aux ? 8 : 0) */
-	UNW_CFA_DEREF_RSP, /* CFA = *(u64 *)(rsp + cfa_off) + cfa_aux (OpenSSL's stack switches) */
-	UNW_CFA_REG,       /* CFA = DWARF register cfa_aux + cfa_off: only in the interrupted frame,
-	                    * where every register is known (glibc's and OpenSSL's stack realignment) */
-	UNW_SIGNAL,        /* signal trampoline ('S' augmentation): registers are in the ucontext */
-	UNW_END,           /* outermost frame (return address undefined): the stack ends here */
-	UNW_UNSUPPORTED,   /* CFI exists but says something the BPF side cannot follow: see why */
-};
-
-/* Where the caller's rbp is. */
-enum unw_rbp {
-	UNW_RBP_UNCHANGED = 0, /* same value as in this frame */
-	UNW_RBP_AT_CFA,        /* saved at CFA + rbp_off */
-	UNW_RBP_UNDEFINED,
-	UNW_RBP_UNSUPPORTED,   /* in another register or an expression */
-};
-
-/* Why a rule is UNW_UNSUPPORTED (and UNW_WHY_NONE otherwise). */
+/* Why a rule is UNW_UNSUPPORTED (and UNW_WHY_NONE otherwise); a return address anywhere but at
+ * CFA-8 is UNW_WHY_RA. User space only: the walker stops at any UNW_UNSUPPORTED alike. */
 enum unw_why {
 	UNW_WHY_NONE = 0,
 	UNW_WHY_CFA_REG,    /* CFA based on a register number above 16 */
@@ -66,8 +45,8 @@ enum unw_why {
 };
 
 struct unw_rule {
-	uint8_t kind;     /* enum unw_kind */
-	uint8_t rbp;      /* enum unw_rbp */
+	uint8_t kind;     /* enum unw_kind (bpf/unwind_rule.h) */
+	uint8_t rbp;      /* enum unw_rbp (bpf/unwind_rule.h) */
 	uint8_t why;      /* enum unw_why */
 	uint8_t pad;      /* 0 */
 	int32_t cfa_off;  /* see enum unw_kind */

@@ -154,7 +154,7 @@ int np_write_config_validate(const struct np_write_config *cfg, struct np_err *e
 {
 	for (size_t i = 0; i < cfg->external_labels.n; i++) {
 		const char *name = cfg->external_labels.v[i].name;
-		if (!np_write_label_name_valid(name))
+		if (!np_label_name_pyroscope(name, strlen(name)))
 			return np_errf(err,
 				       "external_labels: invalid label name \"%s\" (letters, digits, '_' and '.' only)",
 				       name);

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "lib/backoff.h"
+#include "lib/clock.h"
 #include "lib/duration.h"
 #include "lib/log.h"
 
@@ -36,7 +37,7 @@ void np_push_req_release(struct np_push_req *req)
 	if (!req || atomic_fetch_sub(&req->refs, 1) != 1)
 		return;
 	{
-		double secs = (double)(np_write_now_ns() - req->created_ns) / 1e9;
+		double secs = (double)(np_mono_ns() - req->created_ns) / 1e9;
 		np_series_observe(req->lat_total, secs);
 		np_series_observe(req->fanout, secs);
 	}
@@ -146,7 +147,7 @@ static void log_overflow(struct np_endpoint *ep, const char *what)
 {
 	uint64_t suppressed;
 
-	if (np_write_lograte_allow(&ep->overflow_log, np_write_now_ns(), OVERFLOW_LOG_INTERVAL, &suppressed))
+	if (np_write_lograte_allow(&ep->overflow_log, np_mono_ns(), OVERFLOW_LOG_INTERVAL, &suppressed))
 		np_log(NP_WARN, "pyroscope.write", what, "endpoint", ep->label, "queue_max_bytes",
 		       NP_LOG_INT(ep->queue_max), "dropped_since_last_log", NP_LOG_INT(suppressed), NULL);
 }
@@ -190,7 +191,7 @@ void np_endpoint_enqueue(struct np_endpoint *ep, struct np_push_req *req)
 		ep->max_bytes_seen = ep->bytes;
 	if (ep->inflight_waiting && ep->probe_allowed && !ep->abandoned) {
 		int64_t spacing = ep->cfg.min_backoff_ns < PROBE_SPACING_MAX_NS ? ep->cfg.min_backoff_ns : PROBE_SPACING_MAX_NS;
-		int64_t now = np_write_now_ns(), at = ep->attempt_end_ns + spacing;
+		int64_t now = np_mono_ns(), at = ep->attempt_end_ns + spacing;
 		ep->probe_at_ns = at > now ? at : now;
 		ep->probe_allowed = 0;
 	}
@@ -205,7 +206,7 @@ static void report_failure(struct np_endpoint *ep, const struct np_write_result 
 	char key[64], status[24];
 	struct np_ep_cause *slot = NULL;
 	uint64_t suppressed;
-	int64_t now = np_write_now_ns();
+	int64_t now = np_mono_ns();
 
 	if (r->transport_error)
 		snprintf(key, sizeof(key), "curl %d", r->transport_error);
@@ -237,7 +238,7 @@ static void report_failure(struct np_endpoint *ep, const struct np_write_result 
 
 static void timed_wait(struct np_endpoint *ep, int64_t until_ns)
 {
-	struct timespec ts = { .tv_sec = until_ns / NP_NSEC_PER_SEC, .tv_nsec = until_ns % NP_NSEC_PER_SEC };
+	struct timespec ts = np_ns_timespec(until_ns);
 
 	pthread_cond_timedwait(&ep->cond, &ep->lock, &ts);
 }
@@ -253,7 +254,7 @@ static int push_once(struct np_endpoint *ep, const struct np_push_req *req, stru
 	int64_t timeout = ep->cfg.remote_timeout_ns, t0;
 
 	if (ep->stopping) {
-		int64_t left = ep->deadline_ns - np_write_now_ns();
+		int64_t left = ep->deadline_ns - np_mono_ns();
 		if (left <= 0) {
 			*drop = NP_DROP_SHUTDOWN;
 			return 1;
@@ -262,10 +263,10 @@ static int push_once(struct np_endpoint *ep, const struct np_push_req *req, stru
 			timeout = left;
 	}
 	pthread_mutex_unlock(&ep->lock);
-	t0 = np_write_now_ns();
+	t0 = np_mono_ns();
 	np_write_http_push(ep->http, &ep->cfg, req->body, req->len, timeout, r);
 	pthread_mutex_lock(&ep->lock);
-	ep->attempt_end_ns = np_write_now_ns();
+	ep->attempt_end_ns = np_mono_ns();
 	*o = r->aborted ? NP_WRITE_FAIL : np_write_classify(r, ep->cfg.retry_on_http_429);
 	/* Abandoned while on the wire but delivered anyway: it counts as sent. */
 	if (ep->abandoned && *o != NP_WRITE_SENT) {
@@ -276,7 +277,7 @@ static int push_once(struct np_endpoint *ep, const struct np_push_req *req, stru
 		*drop = NP_DROP_SHUTDOWN;
 		return 1;
 	}
-	np_series_observe(ep->m.lat_downstream, (double)(np_write_now_ns() - t0) / 1e9);
+	np_series_observe(ep->m.lat_downstream, (double)(np_mono_ns() - t0) / 1e9);
 	if (*o != NP_WRITE_SENT)
 		return 0;
 	ep->sent++;
@@ -306,7 +307,7 @@ static int wait_to_retry(struct np_endpoint *ep, struct np_backoff *bo, const st
 		delay = r->retry_after_ns < ep->cfg.max_backoff_ns ? r->retry_after_ns : ep->cfg.max_backoff_ns;
 	if (delay < RETRY_FLOOR_NS)
 		delay = RETRY_FLOOR_NS;
-	wake = np_write_now_ns() + delay;
+	wake = np_mono_ns() + delay;
 	if (ep->stopping && wake >= ep->deadline_ns) {
 		*drop = NP_DROP_SHUTDOWN;
 		return 1;
@@ -318,7 +319,7 @@ static int wait_to_retry(struct np_endpoint *ep, struct np_backoff *bo, const st
 	ep->probe_at_ns = 0;
 	for (;;) {
 		int64_t until = ep->probe_at_ns && ep->probe_at_ns < wake ? ep->probe_at_ns : wake;
-		if (ep->abandoned || np_write_now_ns() >= until || (ep->stopping && wake >= ep->deadline_ns))
+		if (ep->abandoned || np_mono_ns() >= until || (ep->stopping && wake >= ep->deadline_ns))
 			break;
 		timed_wait(ep, until);
 	}
@@ -347,7 +348,7 @@ static void give_up(struct np_endpoint *ep, const struct np_push_req *req, enum 
 		ep->shutdown_dropped++;
 	} else if (drop == NP_DROP_RETRIES_EXHAUSTED) {
 		uint64_t suppressed;
-		if (np_write_lograte_allow(&ep->giveup_log, np_write_now_ns(), CAUSE_LOG_INTERVAL, &suppressed))
+		if (np_write_lograte_allow(&ep->giveup_log, np_mono_ns(), CAUSE_LOG_INTERVAL, &suppressed))
 			np_log(NP_WARN, "pyroscope.write", "giving up on a profile after the last retry", "endpoint",
 			       ep->label, "retries", NP_LOG_INT(retries), "error", r->message, "similar_since_last_log",
 			       NP_LOG_INT(suppressed), NULL);
@@ -362,10 +363,11 @@ static void push_inflight(struct np_endpoint *ep)
 	struct np_write_result r;
 	enum np_write_outcome o;
 	enum np_write_drop drop = NP_DROP__COUNT;
-	int64_t first = np_write_now_ns();
+	int64_t first = np_mono_ns();
 
-	ep->rng_seed = ep->rng_seed * 6364136223846793005ULL + 1442695040888963407ULL;
-	np_backoff_init(&bo, ep->cfg.min_backoff_ns, ep->cfg.max_backoff_ns, ep->cfg.max_backoff_retries, ep->rng_seed);
+	/* dskit's backoff: spread 1, each wait in [d, 2d) (lib/backoff.h). */
+	np_backoff_init(&bo, ep->cfg.min_backoff_ns, ep->cfg.max_backoff_ns, 1.0, ep->cfg.max_backoff_retries,
+			np_rand64(&ep->rng));
 	while (!push_once(ep, req, &r, &o, &drop)) {
 		report_failure(ep, &r, o, bo.retries);
 		if (o == NP_WRITE_FAIL) {
@@ -376,7 +378,7 @@ static void push_inflight(struct np_endpoint *ep)
 			break;
 		apply_next_cfg(ep);
 	}
-	np_series_observe(ep->m.lat_endpoint, (double)(np_write_now_ns() - first) / 1e9);
+	np_series_observe(ep->m.lat_endpoint, (double)(np_mono_ns() - first) / 1e9);
 	if (drop != NP_DROP__COUNT)
 		give_up(ep, req, drop, bo.retries, &r);
 }
@@ -397,7 +399,7 @@ static void *worker_main(void *arg)
 			pthread_cond_wait(&ep->cond, &ep->lock);
 			continue;
 		}
-		if (ep->stopping && np_write_now_ns() >= ep->deadline_ns) {
+		if (ep->stopping && np_mono_ns() >= ep->deadline_ns) {
 			while (ep->head) {
 				ep->shutdown_dropped++;
 				drop_head(ep, NP_DROP_SHUTDOWN);
@@ -457,7 +459,7 @@ struct np_endpoint *np_endpoint_start(const struct np_write_endpoint *cfg, const
 	}
 	ep->queue_max = cfg->queue_max_bytes;
 	np_write_endpoint_label(cfg, ep->label, sizeof(ep->label));
-	ep->rng_seed = (uint64_t)np_write_now_ns() ^ ((uint64_t)(uintptr_t)ep << 16) ^ (uint64_t)getpid();
+	ep->rng = np_rand_seed();
 	ep->http = np_write_http_new(err);
 	if (!ep->http)
 		goto fail;
@@ -509,7 +511,7 @@ void np_endpoint_free(struct np_endpoint *ep)
 		int stopping = ep->stopping;
 		pthread_mutex_unlock(&ep->lock);
 		if (!stopping)
-			np_endpoint_stop(ep, np_write_now_ns());
+			np_endpoint_stop(ep, np_mono_ns());
 		pthread_join(ep->thread, NULL);
 	}
 	while (ep->head)

@@ -99,7 +99,7 @@ struct np_endpoint {
 	int64_t deadline_ns;
 
 	struct np_write_http *http;
-	uint64_t rng_seed;
+	uint64_t rng; /* np_rand64 state: each push's backoff is seeded from it (worker thread) */
 	uint64_t sent, dropped, retries;
 	uint64_t shutdown_dropped;
 	int failing; /* the last attempt failed; a success logs the recovery */

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "lib/clock.h"
 #include "lib/duration.h"
 #include "lib/http_client.h"
 #include "lib/oauth2.h"
@@ -204,7 +205,7 @@ static int run(struct np_write_http *h)
 		return CURLE_OUT_OF_MEMORY;
 	while (running) {
 		int64_t deadline = atomic_load(&h->deadline_ns), wait_ms = 1000;
-		if (atomic_load(&h->abort) || (deadline && np_write_now_ns() >= deadline)) {
+		if (atomic_load(&h->abort) || (deadline && np_mono_ns() >= deadline)) {
 			curl_multi_remove_handle(h->multi, h->easy);
 			return -1;
 		}
@@ -213,7 +214,7 @@ static int run(struct np_write_http *h)
 			break;
 		}
 		if (deadline) {
-			int64_t left_ms = (deadline - np_write_now_ns()) / 1000000 + 1;
+			int64_t left_ms = (deadline - np_mono_ns()) / 1000000 + 1;
 			wait_ms = left_ms < wait_ms ? (left_ms > 0 ? left_ms : 0) : wait_ms;
 		}
 		if (running && curl_multi_poll(h->multi, NULL, 0, (int)wait_ms, NULL) != CURLM_OK) {
@@ -234,7 +235,7 @@ static int token_cancelled(void *ud)
 	struct np_write_http *h = ud;
 	int64_t deadline = atomic_load(&h->deadline_ns);
 
-	return atomic_load(&h->abort) || (deadline && np_write_now_ns() >= deadline);
+	return atomic_load(&h->abort) || (deadline && np_mono_ns() >= deadline);
 }
 
 /* The Authorization value of an oauth2 endpoint, from a token source made for its
@@ -283,10 +284,7 @@ static void read_response(CURL *easy, const struct response *resp, struct np_wri
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
 	snprintf(r->content_type, sizeof(r->content_type), "%s", resp->content_type);
 	if (resp->retry_after[0]) {
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		r->retry_after_ns = np_write_parse_retry_after(
-			resp->retry_after, (int64_t)now.tv_sec * NP_NSEC_PER_SEC + now.tv_nsec);
+		r->retry_after_ns = np_write_parse_retry_after(resp->retry_after, np_wall_ns());
 	}
 	if (r->status < 200 || r->status >= 300) {
 		if (strncasecmp(resp->content_type, "application/json", 16) != 0 ||

@@ -27,9 +27,6 @@ void np_write_endpoint_label(const struct np_write_endpoint *ep, char *buf, size
 
 /* ---- labels (push_labels.c) ---- */
 
-/* Alloy's label-name rule: non-empty, [A-Za-z0-9_.]. */
-int np_write_label_name_valid(const char *name);
-
 enum np_write_fix {
 	NP_FIX_INVALID_NAME,	/* characters outside [A-Za-z0-9_.] replaced by '_' */
 	NP_FIX_NAME_TOO_LONG,	/* label dropped */
@@ -84,23 +81,6 @@ enum np_write_outcome np_write_classify(const struct np_write_result *r, int ret
 /* Retry-After: delta seconds or an HTTP date; 0 when absent or unparsable. */
 int64_t np_write_parse_retry_after(const char *value, int64_t now_realtime_ns);
 
-/* ---- backoff (request.c): dskit's backoff ---- */
-
-struct np_backoff {
-	int64_t min_ns, max_ns;
-	int max_retries; /* 0 = infinite */
-	int retries;
-	int64_t next_min_ns, next_max_ns;
-	uint64_t rng;
-};
-
-void np_backoff_init(struct np_backoff *b, int64_t min_ns, int64_t max_ns, int max_retries, uint64_t seed);
-void np_backoff_reset(struct np_backoff *b);
-/* Counts a retry and returns the delay before it: random in [next_min, next_max). */
-int64_t np_backoff_next(struct np_backoff *b);
-/* Whether another attempt is allowed after np_backoff_next. */
-int np_backoff_ongoing(const struct np_backoff *b);
-
 /* ---- one HTTP attempt (http.c) ---- */
 
 struct np_write_http; /* a libcurl multi + easy pair owned by one worker */
@@ -119,8 +99,6 @@ void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint 
 			int64_t timeout_ns, struct np_write_result *r);
 
 /* ---- misc ---- */
-
-int64_t np_write_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* Lets one log line through per interval and counts the ones held back. */
 struct np_write_lograte {

@@ -5,47 +5,13 @@
 #include <string.h>
 
 #include "lib/gostr.h"
+#include "lib/labels.h"
 #include "lib/strbuf.h"
 #include "agent/write/internal.h"
 
 const char *const np_write_fix_reasons[NP_FIX__COUNT] = {
 	"invalid_label_name", "label_name_too_long", "label_value_too_long", "invalid_utf8", "too_many_labels",
 };
-
-static int name_char_ok(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
-}
-
-int np_write_label_name_valid(const char *name)
-{
-	if (!name || !*name)
-		return 0;
-	for (const char *p = name; *p; p++)
-		if (!name_char_ok((unsigned char)*p))
-			return 0;
-	return 1;
-}
-
-/* Replaces every character outside [A-Za-z0-9_.] (a whole UTF-8 sequence counts as
- * one character) with '_'. Returns a new string or NULL. */
-static char *sanitize_name(const char *name)
-{
-	size_t len = strlen(name), o = 0;
-	char *out = malloc(len + 1);
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len;) {
-		unsigned char c = (unsigned char)name[i];
-		size_t n;
-		(void)go_decode_rune(name + i, len - i, &n); /* an invalid byte is one character */
-		out[o++] = name_char_ok(c) ? (char)c : '_';
-		i += n;
-	}
-	out[o] = '\0';
-	return out;
-}
 
 static void note(struct np_write_fixes *fx, enum np_write_fix f, const char *name)
 {
@@ -108,18 +74,21 @@ int np_write_prepare_labels(const struct np_labels *in, const struct np_labels *
 			continue;
 		if (!*value) /* Prometheus' label builder: an empty value means no label */
 			continue;
-		if (!np_write_label_name_valid(name)) {
-			fixed = sanitize_name(name);
-			if (!fixed) {
+		if (!np_label_name_pyroscope(name, strlen(name))) {
+			struct np_buf b = NP_BUF_INIT;
+			np_label_name_sanitize_pyroscope(name, &b);
+			if (b.failed) {
+				np_buf_free(&b);
 				np_errf(err, "out of memory fixing label %s", name);
 				goto fail;
 			}
 			note(fx, NP_FIX_INVALID_NAME, name);
 			/* A label that already has the sanitized name keeps its own value. */
-			if (!*fixed || np_labels_get(in, fixed)) {
-				free(fixed);
+			if (!b.len || np_labels_get(in, b.p)) {
+				np_buf_free(&b);
 				continue;
 			}
+			fixed = np_buf_steal(&b, NULL);
 			name = fixed;
 		}
 		if (strlen(name) > lim->max_label_name_length) {

@@ -174,68 +174,7 @@ int64_t np_write_parse_retry_after(const char *value, int64_t now_realtime_ns)
 	return delta_ns > 0 ? delta_ns : 0;
 }
 
-/* ---- dskit backoff ---- */
-
-static int64_t double_capped(int64_t v, int64_t max)
-{
-	return v > max / 2 ? max : v * 2;
-}
-
-void np_backoff_init(struct np_backoff *b, int64_t min_ns, int64_t max_ns, int max_retries, uint64_t seed)
-{
-	b->min_ns = min_ns;
-	b->max_ns = max_ns;
-	b->max_retries = max_retries;
-	b->rng = seed ? seed : 0x9e3779b97f4a7c15ULL;
-	np_backoff_reset(b);
-}
-
-void np_backoff_reset(struct np_backoff *b)
-{
-	b->retries = 0;
-	b->next_min_ns = b->min_ns;
-	b->next_max_ns = double_capped(b->min_ns, b->max_ns);
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
-int64_t np_backoff_next(struct np_backoff *b)
-{
-	int64_t delay;
-
-	b->retries++;
-	if (b->next_min_ns >= b->next_max_ns)
-		return b->next_min_ns;
-	delay = b->next_min_ns + (int64_t)(xorshift(&b->rng) % (uint64_t)(b->next_max_ns - b->next_min_ns));
-	if (b->next_max_ns < b->max_ns) {
-		b->next_min_ns = double_capped(b->next_min_ns, b->max_ns);
-		b->next_max_ns = double_capped(b->next_max_ns, b->max_ns);
-	}
-	return delay;
-}
-
-int np_backoff_ongoing(const struct np_backoff *b)
-{
-	return b->max_retries == 0 || b->retries < b->max_retries;
-}
-
 /* ---- misc ---- */
-
-int64_t np_write_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NP_NSEC_PER_SEC + ts.tv_nsec;
-}
 
 int np_write_lograte_allow(struct np_write_lograte *r, int64_t now_ns, int64_t interval_ns, uint64_t *suppressed)
 {

@@ -10,9 +10,9 @@
 #include "agent/write/write_component.h"
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
-#include "agent/config/k8s_selectors.h"
 #include "agent/pprof/sink.h"
 #include "agent/write/writer.h"
+#include "lib/labels.h"
 #include "lib/strbuf.h"
 
 /* ---- schema ----
@@ -102,7 +102,8 @@ static void validate(const struct cfg_args *a, struct cfg_diags *d)
 		return;
 	for (size_t i = 0; i < cfg_args_map_len(a, "external_labels"); i++) {
 		const char *name = cfg_args_map_key(a, "external_labels", i);
-		if (!cfg_valid_label_name(name))
+		/* Stricter than the writer's np_label_name_pyroscope: no leading digit. */
+		if (!np_label_name_pyroscope(name, strlen(name)) || (name[0] >= '0' && name[0] <= '9'))
 			cfg_error(d, cfg_args_pos(a, "external_labels"),
 				  "external_labels: invalid label name \"%s\" (letters, digits, _ and ., not starting with a "
 				  "digit)",

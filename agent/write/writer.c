@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/clock.h"
 #include "lib/duration.h"
 #include "lib/file.h"
 #include "lib/log.h"
@@ -210,7 +211,7 @@ static size_t keep_endpoints(struct np_writer *w, struct np_write_config *cfg, c
 		for (size_t i = 0; i < n; i++)
 			kept |= reuse[i] == j + 1;
 		if (!kept) {
-			np_endpoint_stop(w->eps[j], np_write_now_ns() + w->cfg.shutdown_flush_ns);
+			np_endpoint_stop(w->eps[j], np_mono_ns() + w->cfg.shutdown_flush_ns);
 			retired[n_gone++] = w->eps[j];
 		}
 	}
@@ -314,7 +315,7 @@ int np_writer_append(struct np_writer *w, const struct np_labels *labels, void *
 	struct np_buf body = NP_BUF_INIT;
 	struct np_push_req *req = NULL;
 	const char *reject = NULL;
-	int64_t now = np_write_now_ns();
+	int64_t now = np_mono_ns();
 	uint64_t suppressed;
 
 	if (!w || !labels || !pprof_gz || len == 0) {
@@ -381,7 +382,7 @@ void np_writer_free(struct np_writer *w)
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->lock);
-	deadline = np_write_now_ns() + w->cfg.shutdown_flush_ns;
+	deadline = np_mono_ns() + w->cfg.shutdown_flush_ns;
 	for (size_t i = 0; i < w->n_eps; i++)
 		if (w->eps[i])
 			np_endpoint_stop(w->eps[i], deadline);

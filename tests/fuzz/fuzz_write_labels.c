@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < out.n; i++) {
 			if (i && strcmp(out.v[i - 1].name, out.v[i].name) >= 0)
 				abort();
-			if (strcmp(out.v[i].name, "__name__") != 0 && !np_write_label_name_valid(out.v[i].name))
+			if (strcmp(out.v[i].name, "__name__") != 0 && !np_label_name_pyroscope(out.v[i].name, strlen(out.v[i].name)))
 				abort();
 			if (strlen(out.v[i].name) > lim.max_label_name_length ||
 			    strlen(out.v[i].value) > lim.max_label_value_length || !*out.v[i].value ||

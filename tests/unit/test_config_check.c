@@ -480,8 +480,8 @@ static void cross_argument_rules(void **state)
 		  "\"endpoints\", \"endpointslice\" or \"ingress\")" },
 		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  selectors {\n    role = \"pod\"\n    field = \"spec.nodeName\"\n    "
 		  "label = \"app in (a,b\"\n  }\n}",
-		  "5:13: invalid field selector: each term must be key=value, key==value or key!=value\n"
-		  "6:13: invalid label selector: expected ',' or ')' in a set of values" },
+		  "5:13: invalid field selector \"spec.nodeName\": can't understand \"spec.nodeName\"\n"
+		  "6:13: invalid label selector \"app in (a,b\": expected a value or ')' at position 11" },
 		{ "discovery.kubernetes \"k\" {\n  role = \"pod\"\n  api_server = \"https://k:6443\"\n  bearer_token_file = \"/t\"\n  "
 		  "selectors {\n    role = \"pod\"\n    field = \"spec.nodeName=n1,status.phase!=Failed\"\n    label = \"app in (a, "
 		  "b),!canary,tier=web,env!=dev,team\"\n  }\n  selectors {\n    role = \"node\"\n    label = "

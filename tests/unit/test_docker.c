@@ -13,6 +13,7 @@
 
 #include "agent/discovery/docker.h"
 #include "lib/gostr.h"
+#include "lib/labels.h"
 #include "lib/strbuf.h"
 #include "lib/targets_json.h"
 
@@ -20,7 +21,7 @@ static char *sanitized(const char *s)
 {
 	struct np_buf b = NP_BUF_INIT;
 
-	label_name_sanitize(s, &b);
+	np_label_name_sanitize(s, &b);
 	return np_buf_steal(&b, NULL);
 }
 

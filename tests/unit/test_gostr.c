@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "lib/gostr.h"
+#include "lib/labels.h"
 
 struct dec_case {
 	const char *in;
@@ -209,15 +210,24 @@ static void sanitize_label_names(void **state)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct np_buf b = NP_BUF_INIT;
-		label_name_sanitize(cases[i].in, &b);
+		np_label_name_sanitize(cases[i].in, &b);
 		assert_string_equal(b.p ? b.p : "", cases[i].want);
 		np_buf_free(&b);
 	}
-	assert_true(label_name_valid_utf8(S("caf\xc3\xa9")));
-	assert_false(label_name_valid_utf8(S("a\xed\xa0\x80")));
-	assert_false(label_name_valid_utf8("", 0));
-	assert_true(label_name_valid_legacy(S("_a1")));
-	assert_false(label_name_valid_legacy(S("1a")));
+	assert_true(np_label_name_utf8(S("caf\xc3\xa9")));
+	assert_false(np_label_name_utf8(S("a\xed\xa0\x80")));
+	assert_false(np_label_name_utf8("", 0));
+	assert_true(np_label_name_legacy(S("_a1")));
+	assert_false(np_label_name_legacy(S("1a")));
+	assert_false(np_label_name_legacy(S("a.b")));
+	/* pyroscope.write's rule: dots and a leading digit allowed, and its fix keeps the dots. */
+	assert_true(np_label_name_pyroscope(S("1a.b_C")));
+	assert_false(np_label_name_pyroscope(S("a-b")));
+	assert_false(np_label_name_pyroscope("", 0));
+	struct np_buf b = NP_BUF_INIT;
+	np_label_name_sanitize_pyroscope("app.kubernetes.io/na\xc3\xa9me", &b);
+	assert_string_equal(b.p, "app.kubernetes.io_na_me");
+	np_buf_free(&b);
 }
 
 int main(void)

@@ -1,4 +1,5 @@
-/* Unit tests for lib/json_writer and its escaper (np_buf_json_str): escaping of
+/* Unit tests for lib/json_writer and its escaper (np_buf_json_str, and its Go style
+ * np_buf_json_str_go): escaping of
  * quotes, backslashes and control characters, invalid UTF-8 and UTF-16 surrogates
  * replaced by U+FFFD, commas at every nesting level, and output that jansson parses back. */
 #include <setjmp.h>
@@ -163,6 +164,21 @@ static void pretty_break(void **state)
 	np_buf_free(&b);
 }
 
+/* The two styles of the one escaper, on the bytes where they differ and where they agree. */
+static void go_style(void **state)
+{
+	(void)state;
+	static const char in[] = "a<b>&\n\r\t\x01\"\\ \xe2\x80\xa8\xff\xc3\xa9";
+	struct np_buf b = NP_BUF_INIT;
+
+	np_buf_json_str(&b, in, sizeof(in) - 1);
+	assert_string_equal(b.p, "\"a<b>&\\u000a\\u000d\\u0009\\u0001\\\"\\\\ \xe2\x80\xa8\\ufffd\xc3\xa9\"");
+	np_buf_reset(&b);
+	np_buf_json_str_go(&b, in, sizeof(in) - 1);
+	assert_string_equal(b.p, "\"a\\u003cb\\u003e\\u0026\\n\\r\\t\\u0001\\\"\\\\ \\u2028\\ufffd\xc3\xa9\"");
+	np_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -171,6 +187,7 @@ int main(void)
 		cmocka_unit_test(nesting),
 		cmocka_unit_test(after_text_and_deep),
 		cmocka_unit_test(pretty_break),
+		cmocka_unit_test(go_style),
 	};
 	return cmocka_run_group_tests_name("json_writer", tests, NULL, NULL);
 }

@@ -14,10 +14,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "k8s/backoff.h"
 #include "k8s/conn.h"
 #include "k8s/discovery.h"
 #include "k8s/kubeconfig.h"
+#include "k8s/reflector.h"
 #include "k8s/selector.h"
 
 static void set(char **dst, const char *v)
@@ -381,32 +381,34 @@ static void conn_proxy_from_environment_as_go(void **state)
 }
 
 /* client-go's shape with a 0.5 s floor and a 1 s cap, jittered by [1, 1.5): never a
- * tight loop, and never more than 1.5 s between two attempts (backoff.h). */
+ * tight loop, and never more than 1.5 s between two attempts (k8s/reflector.h). */
 static void backoff_like_client_go(void **state)
 {
-	struct k8s_backoff b;
+	(void)state;
+	struct np_backoff b;
 	uint64_t rng = 12345;
-	int64_t now = 1000LL * 1000000000;
+	int64_t now = 1000LL * 1000000000, last = 0;
 	const int64_t base[] = { 500, 1000, 1000, 1000, 1000, 1000, 1000, 1000 };
 
-	k8s_backoff_init(&b);
+	np_backoff_init(&b, K8S_BACKOFF_MIN_NS, K8S_BACKOFF_MAX_NS, K8S_BACKOFF_JITTER, 0, 12345);
 	for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
-		int64_t d = k8s_backoff_next(&b, now, &rng) / 1000000;
+		int64_t d = k8s_backoff_delay(&b, &last, now) / 1000000;
 		if (d < base[i] || d >= base[i] * 3 / 2)
 			fail_msg("step %zu: %lld ms not in [%lld, %lld)", i, (long long)d, (long long)base[i],
 				 (long long)(base[i] * 3 / 2));
 		now += 1000000000LL;
 	}
+	assert_true(np_backoff_ongoing(&b)); /* never gives up */
 	/* Quiet for more than two minutes: back to the start. */
 	now += 121LL * 1000000000;
-	assert_true(k8s_backoff_next(&b, now, &rng) < 750LL * 1000000);
+	assert_true(k8s_backoff_delay(&b, &last, now) < 750LL * 1000000);
 	/* The jitter varies. */
-	int64_t first = k8s_backoff_next(&b, now + 200LL * 1000000000, &rng);
-	int64_t second = k8s_backoff_next(&b, now + 400LL * 1000000000, &rng);
+	int64_t first = k8s_backoff_delay(&b, &last, now + 200LL * 1000000000);
+	int64_t second = k8s_backoff_delay(&b, &last, now + 400LL * 1000000000);
 	assert_true(first != second);
 	double sum = 0;
 	for (int i = 0; i < 10000; i++)
-		sum += k8s_rand_unit(&rng);
+		sum += np_rand_unit(&rng);
 	assert_true(sum / 10000 > 0.45 && sum / 10000 < 0.55);
 }
 

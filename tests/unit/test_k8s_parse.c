@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "lib/labels.h"
 #include "tests/unit/k8s_test.h"
 
 #include <jansson.h>
@@ -353,7 +354,7 @@ static void sanitize(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct np_buf b = NP_BUF_INIT;
 		np_buf_puts(&b, "");
-		label_name_sanitize(cases[i].in, &b);
+		np_label_name_sanitize(cases[i].in, &b);
 		assert_string_equal(b.p, cases[i].out);
 		np_buf_free(&b);
 	}

@@ -1,4 +1,4 @@
-/* Unit tests for lib: label sets, buffers, durations, errors, logging levels. */
+/* Unit tests for lib: label sets, buffers, durations, clocks, errors, logging levels. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/duration.h"
 #include "lib/error.h"
 #include "lib/labels.h"
@@ -263,6 +264,34 @@ static void json_log_lines(void **state)
 	assert_true(strncmp(line3, "ts=", 3) == 0 && strstr(line3, "msg=\"logfmt again\" k=\"v w\"\n"));
 }
 
+/* The helpers read the clocks clock_gettime reads, in nanoseconds, and a deadline's timespec
+ * has its nanoseconds normalised (pthread_cond_timedwait refuses tv_nsec >= 1e9). */
+static void clocks_read_the_system_clocks(void **state)
+{
+	(void)state;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int64_t m = np_mono_ns();
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true(m >= (int64_t)a.tv_sec * 1000000000LL + a.tv_nsec);
+	assert_true(m <= (int64_t)b.tv_sec * 1000000000LL + b.tv_nsec);
+	clock_gettime(CLOCK_REALTIME, &a);
+	int64_t w = np_wall_ns();
+	clock_gettime(CLOCK_REALTIME, &b);
+	assert_true(w >= (int64_t)a.tv_sec * 1000000000LL + a.tv_nsec);
+	assert_true(w <= (int64_t)b.tv_sec * 1000000000LL + b.tv_nsec);
+	/* Wall time is decades past the epoch; the monotonic clock counts from boot. */
+	assert_true(w > 1600000000LL * 1000000000LL);
+	assert_true(np_clock_ns(CLOCK_BOOTTIME) >= m - 1000000000LL);
+
+	struct timespec ts = np_ns_timespec(3 * NP_NSEC_PER_SEC + 999999999);
+	assert_int_equal(ts.tv_sec, 3);
+	assert_int_equal(ts.tv_nsec, 999999999);
+	ts = np_ns_timespec(m + 1500000000LL);
+	assert_int_equal((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, m + 1500000000LL);
+	assert_true(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +301,7 @@ int main(void)
 		cmocka_unit_test(durations_format_like_go),   cmocka_unit_test(errors_wrap_context),
 		cmocka_unit_test(log_levels_parse),	      cmocka_unit_test(json_strings_are_valid_utf8),
 		cmocka_unit_test(json_log_lines),	      cmocka_unit_test(json_map_labels),
+		cmocka_unit_test(clocks_read_the_system_clocks),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 
 #include "agent/pprof/proto.h"
+#include "lib/backoff.h"
 #include "lib/duration.h"
 #include "agent/write/internal.h"
 #include "agent/write/writer.h"
@@ -557,7 +558,7 @@ static void backoff_like_dskit(void **state)
 	const int64_t ms = 1000000;
 	int64_t lo = 500 * ms;
 
-	np_backoff_init(&b, 500 * ms, 5000 * ms, 10, 42);
+	np_backoff_init(&b, 500 * ms, 5000 * ms, 1.0, 10, 42);
 	for (int i = 0; i < 9; i++) {
 		int64_t d = np_backoff_next(&b);
 		int64_t hi = 2 * lo > 5000 * ms ? 5000 * ms : 2 * lo;
@@ -574,11 +575,11 @@ static void backoff_like_dskit(void **state)
 	assert_true(np_backoff_ongoing(&b));
 	assert_true(np_backoff_next(&b) < 1000 * ms);
 
-	np_backoff_init(&b, 100 * ms, 100 * ms, 0, 7); /* min == max: constant; 0 retries: forever */
+	np_backoff_init(&b, 100 * ms, 100 * ms, 1.0, 0, 7); /* min == max: constant; 0 retries: forever */
 	for (int i = 0; i < 1000; i++)
 		assert_true(np_backoff_next(&b) == 100 * ms);
 	assert_true(np_backoff_ongoing(&b));
-	np_backoff_init(&b, 1000 * ms, 100 * ms, 3, 7); /* max < min: dskit keeps min, Alloy accepts it */
+	np_backoff_init(&b, 1000 * ms, 100 * ms, 1.0, 3, 7); /* max < min: dskit keeps min, Alloy accepts it */
 	for (int i = 0; i < 3; i++)
 		assert_true(np_backoff_next(&b) == 1000 * ms);
 }
@@ -589,8 +590,8 @@ static void backoff_is_random(void **state)
 	int differ = 0;
 
 	for (uint64_t seed = 1; seed < 20; seed++) {
-		np_backoff_init(&a, NP_NSEC_PER_SEC, 60 * NP_NSEC_PER_SEC, 10, seed);
-		np_backoff_init(&b, NP_NSEC_PER_SEC, 60 * NP_NSEC_PER_SEC, 10, seed + 1000);
+		np_backoff_init(&a, NP_NSEC_PER_SEC, 60 * NP_NSEC_PER_SEC, 1.0, 10, seed);
+		np_backoff_init(&b, NP_NSEC_PER_SEC, 60 * NP_NSEC_PER_SEC, 1.0, 10, seed + 1000);
 		differ += np_backoff_next(&a) != np_backoff_next(&b);
 	}
 	assert_true(differ > 15); /* jitter: different seeds, different delays */

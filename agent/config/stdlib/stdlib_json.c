@@ -9,7 +9,6 @@
 
 #include "agent/config/eval.h"
 #include "agent/config/stdlib/stdlib_internal.h"
-#include "lib/gostr.h"
 
 static struct cfg_value *from_jansson(const json_t *j, int ints_as_float, int depth)
 {
@@ -92,45 +91,6 @@ struct cfg_value *cfg_fn_from_json(struct cfg_call *c)
 	return r;
 }
 
-/* Go's encoding/json string escaping (HTML-safe, invalid UTF-8 as U+FFFD). */
-static void json_quote(const char *s, size_t n, struct np_buf *out)
-{
-	np_buf_putc(out, '"');
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch < 0x80) {
-			switch (ch) {
-			case '"': np_buf_puts(out, "\\\""); break;
-			case '\\': np_buf_puts(out, "\\\\"); break;
-			case '\n': np_buf_puts(out, "\\n"); break;
-			case '\r': np_buf_puts(out, "\\r"); break;
-			case '\t': np_buf_puts(out, "\\t"); break;
-			case '<': case '>': case '&': np_buf_printf(out, "\\u%04x", ch); break;
-			default:
-				if (ch < 0x20)
-					np_buf_printf(out, "\\u%04x", ch);
-				else
-					np_buf_putc(out, (char)ch);
-			}
-			continue;
-		}
-		/* encoding/json: each invalid byte becomes U+FFFD. */
-		size_t len;
-		uint32_t r = go_decode_rune(s + i, n - i, &len);
-		if (go_rune_invalid(r, len)) {
-			np_buf_puts(out, "\\ufffd");
-			continue;
-		}
-		if (r == 0x2028 || r == 0x2029) { /* line and paragraph separators, escaped for JavaScript */
-			np_buf_printf(out, "\\u%04x", (unsigned)r);
-		} else {
-			np_buf_append(out, s + i, len);
-		}
-		i += len - 1;
-	}
-	np_buf_putc(out, '"');
-}
-
 /* Go's encoding/json float format: 'f' unless the exponent is < -6 or >= 21. */
 static void json_float(double f, struct np_buf *out)
 {
@@ -162,7 +122,7 @@ static int to_json(const struct cfg_value *v, struct np_buf *out, int depth);
 
 static void json_key(const char *key, struct np_buf *out)
 {
-	json_quote(key, strlen(key), out);
+	np_buf_json_str_go(out, key, strlen(key));
 }
 
 static const struct cfg_put_style json_style = { "[", "]", "{", "}", ",", json_key, to_json };
@@ -191,7 +151,7 @@ static int to_json(const struct cfg_value *v, struct np_buf *out, int depth)
 		}
 		return 0;
 	case CFG_V_STRING:
-		json_quote(v->u.str.s, v->u.str.len, out);
+		np_buf_json_str_go(out, v->u.str.s, v->u.str.len);
 		return 0;
 	case CFG_V_ARRAY:
 	case CFG_V_TARGETS:
