@@ -95,7 +95,7 @@ void k8s_format_int32(const json_t *v, int go_unsigned, char buf[24])
 int k8s_set_lower(struct np_labels *ls, const char *name, const char *value, struct np_err *err)
 {
 	struct np_buf low = NP_BUF_INIT;
-	int rc = go_to_lower(&low, value, strlen(value), err);
+	int rc = np_go_to_lower(&low, value, strlen(value), err);
 
 	if (rc == 0)
 		rc = low.failed ? np_errf(err, "out of memory") : np_labels_set(ls, name, low.p ? low.p : "", err);

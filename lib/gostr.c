@@ -12,7 +12,7 @@
 
 #include "lib/icu.h"
 
-uint32_t go_decode_rune(const char *str, size_t n, size_t *width)
+uint32_t np_go_decode_rune(const char *str, size_t n, size_t *width)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
@@ -21,7 +21,7 @@ uint32_t go_decode_rune(const char *str, size_t n, size_t *width)
 
 	if (n == 0) {
 		*width = 0;
-		return GO_RUNE_ERROR;
+		return NP_GO_RUNE_ERROR;
 	}
 	if (c < 0x80) {
 		*width = 1;
@@ -46,7 +46,7 @@ uint32_t go_decode_rune(const char *str, size_t n, size_t *width)
 			hi = 0x8F; /* nothing above U+10FFFF */
 	} else {
 		*width = 1;
-		return GO_RUNE_ERROR;
+		return NP_GO_RUNE_ERROR;
 	}
 	if (n < need || s[1] < lo || s[1] > hi)
 		goto bad;
@@ -60,35 +60,35 @@ uint32_t go_decode_rune(const char *str, size_t n, size_t *width)
 	return r;
 bad:
 	*width = 1;
-	return GO_RUNE_ERROR;
+	return NP_GO_RUNE_ERROR;
 }
 
-uint32_t go_decode_last_rune(const char *s, size_t n, size_t *width)
+uint32_t np_go_decode_last_rune(const char *s, size_t n, size_t *width)
 {
 	size_t start, w;
 	uint32_t r;
 
 	if (n == 0) {
 		*width = 0;
-		return GO_RUNE_ERROR;
+		return NP_GO_RUNE_ERROR;
 	}
 	/* Back to the last byte that can start a rune, looking at most 4 bytes back as Go does. */
 	start = n - 1;
 	while (start > 0 && n - start < 4 && ((unsigned char)s[start] & 0xC0) == 0x80)
 		start--;
-	r = go_decode_rune(s + start, n - start, &w);
+	r = np_go_decode_rune(s + start, n - start, &w);
 	if (start + w != n) {
 		*width = 1;
-		return GO_RUNE_ERROR;
+		return NP_GO_RUNE_ERROR;
 	}
 	*width = w;
 	return r;
 }
 
-size_t go_encode_rune(uint32_t r, char out[4])
+size_t np_go_encode_rune(uint32_t r, char out[4])
 {
-	if (r > GO_MAX_RUNE || (r >= 0xD800 && r <= 0xDFFF))
-		r = GO_RUNE_ERROR;
+	if (r > NP_GO_MAX_RUNE || (r >= 0xD800 && r <= 0xDFFF))
+		r = NP_GO_RUNE_ERROR;
 	if (r < 0x80) {
 		out[0] = (char)r;
 		return 1;
@@ -111,7 +111,7 @@ size_t go_encode_rune(uint32_t r, char out[4])
 	return 4;
 }
 
-int go_utf8_valid(const char *s, size_t n)
+int np_go_utf8_valid(const char *s, size_t n)
 {
 	size_t i = 0, w;
 
@@ -120,14 +120,14 @@ int go_utf8_valid(const char *s, size_t n)
 			i++;
 			continue;
 		}
-		if (go_decode_rune(s + i, n - i, &w) == GO_RUNE_ERROR && w == 1)
+		if (np_go_decode_rune(s + i, n - i, &w) == NP_GO_RUNE_ERROR && w == 1)
 			return 0;
 		i += w;
 	}
 	return 1;
 }
 
-size_t go_rune_count(const char *s, size_t n)
+size_t np_go_rune_count(const char *s, size_t n)
 {
 	size_t i = 0, count = 0, w;
 
@@ -135,27 +135,27 @@ size_t go_rune_count(const char *s, size_t n)
 		if ((unsigned char)s[i] < 0x80)
 			w = 1;
 		else
-			(void)go_decode_rune(s + i, n - i, &w);
+			(void)np_go_decode_rune(s + i, n - i, &w);
 	return count;
 }
 
-size_t go_runes_prefix(const char *s, size_t n, size_t max)
+size_t np_go_runes_prefix(const char *s, size_t n, size_t max)
 {
 	size_t i = 0, w;
 
 	for (size_t runes = 0; i < n && runes < max; i += w, runes++)
-		(void)go_decode_rune(s + i, n - i, &w);
+		(void)np_go_decode_rune(s + i, n - i, &w);
 	return i;
 }
 
-int go_to_valid_utf8(struct np_buf *out, const char *s, size_t n)
+int np_go_to_valid_utf8(struct np_buf *out, const char *s, size_t n)
 {
 	size_t i = 0, w;
 	int changed = 0, in_bad = 0;
 
 	while (i < n) {
-		uint32_t r = go_decode_rune(s + i, n - i, &w);
-		if (go_rune_invalid(r, w)) {
+		uint32_t r = np_go_decode_rune(s + i, n - i, &w);
+		if (np_go_rune_invalid(r, w)) {
 			if (!in_bad)
 				np_buf_append(out, "\xEF\xBF\xBD", 3);
 			changed = in_bad = 1;
@@ -168,7 +168,7 @@ int go_to_valid_utf8(struct np_buf *out, const char *s, size_t n)
 	return changed;
 }
 
-size_t go_utf8_prefix(const char *s, size_t n, size_t max)
+size_t np_go_utf8_prefix(const char *s, size_t n, size_t max)
 {
 	if (n <= max)
 		return n;
@@ -193,10 +193,10 @@ static void map_runes(struct np_buf *out, const char *s, size_t n, UChar32 (*fn)
 			i++;
 			continue;
 		}
-		uint32_t r = go_decode_rune(s + i, n - i, &w);
-		if (!(r == GO_RUNE_ERROR && w == 1))
+		uint32_t r = np_go_decode_rune(s + i, n - i, &w);
+		if (!(r == NP_GO_RUNE_ERROR && w == 1))
 			r = (uint32_t)fn((UChar32)r);
-		np_buf_append(out, enc, go_encode_rune(r, enc));
+		np_buf_append(out, enc, np_go_encode_rune(r, enc));
 		i += w;
 	}
 }
@@ -231,12 +231,12 @@ static int map_case(struct np_buf *out, const char *s, size_t n, int upper, stru
 	return 0;
 }
 
-int go_to_lower(struct np_buf *out, const char *s, size_t n, struct np_err *err)
+int np_go_to_lower(struct np_buf *out, const char *s, size_t n, struct np_err *err)
 {
 	return map_case(out, s, n, 0, err);
 }
 
-int go_to_upper(struct np_buf *out, const char *s, size_t n, struct np_err *err)
+int np_go_to_upper(struct np_buf *out, const char *s, size_t n, struct np_err *err)
 {
 	return map_case(out, s, n, 1, err);
 }
@@ -256,7 +256,7 @@ static int go_is_print(uint32_t r)
 		(U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK | U_GC_P_MASK | U_GC_S_MASK)) != 0;
 }
 
-void go_quote(struct np_buf *out, const char *s, size_t n)
+void np_go_quote(struct np_buf *out, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	char enc[4];
@@ -264,8 +264,8 @@ void go_quote(struct np_buf *out, const char *s, size_t n)
 
 	np_buf_putc(out, '"');
 	while (i < n) {
-		uint32_t r = go_decode_rune(s + i, n - i, &w);
-		if (r == GO_RUNE_ERROR && w == 1) {
+		uint32_t r = np_go_decode_rune(s + i, n - i, &w);
+		if (r == NP_GO_RUNE_ERROR && w == 1) {
 			unsigned char b = (unsigned char)s[i];
 			np_buf_puts(out, "\\x");
 			np_buf_putc(out, hex[b >> 4]);
@@ -280,7 +280,7 @@ void go_quote(struct np_buf *out, const char *s, size_t n)
 			continue;
 		}
 		if (go_is_print(r)) {
-			np_buf_append(out, enc, go_encode_rune(r, enc));
+			np_buf_append(out, enc, np_go_encode_rune(r, enc));
 			continue;
 		}
 		switch (r) {
@@ -305,7 +305,7 @@ void go_quote(struct np_buf *out, const char *s, size_t n)
 	np_buf_putc(out, '"');
 }
 
-int go_is_letter(uint32_t r, struct np_err *err)
+int np_go_is_letter(uint32_t r, struct np_err *err)
 {
 	const struct np_icu *icu;
 
@@ -316,7 +316,7 @@ int go_is_letter(uint32_t r, struct np_err *err)
 	return (U_MASK(icu->char_type((UChar32)r)) & U_GC_L_MASK) != 0;
 }
 
-int go_is_digit(uint32_t r, struct np_err *err)
+int np_go_is_digit(uint32_t r, struct np_err *err)
 {
 	const struct np_icu *icu;
 

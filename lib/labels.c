@@ -216,7 +216,7 @@ int np_label_name_legacy(const char *s, size_t n)
 
 int np_label_name_utf8(const char *s, size_t n)
 {
-	return n > 0 && go_utf8_valid(s, n);
+	return n > 0 && np_go_utf8_valid(s, n);
 }
 
 int np_label_name_pyroscope(const char *s, size_t n)
@@ -239,7 +239,7 @@ static void sanitize(const char *in, int keep_dot, struct np_buf *out)
 		if (ascii_word(c) || (keep_dot && c == '.')) {
 			np_buf_putc(out, (char)c);
 		} else {
-			(void)go_decode_rune(in, n, &w);
+			(void)np_go_decode_rune(in, n, &w);
 			np_buf_putc(out, '_');
 		}
 		in += w;

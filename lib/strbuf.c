@@ -148,8 +148,8 @@ static void json_str(struct np_buf *out, const char *s, size_t len, int go)
 			/* encoding/json: a valid sequence is copied, each invalid byte becomes U+FFFD;
 			 * Go also escapes the line and paragraph separators, for JavaScript. */
 			size_t n;
-			uint32_t r = go_decode_rune((const char *)p, (size_t)(end - p), &n);
-			if (go_rune_invalid(r, n)) {
+			uint32_t r = np_go_decode_rune((const char *)p, (size_t)(end - p), &n);
+			if (np_go_rune_invalid(r, n)) {
 				np_buf_puts(out, "\\ufffd");
 				p++;
 			} else {

@@ -276,9 +276,9 @@ static int do_case(const struct rl_rule *r, struct np_labels *ls, const char *va
 
 	np_buf_reset(&s->a);
 	if (r->action == RL_LOWERCASE)
-		rc = go_to_lower(&s->a, val, len, err);
+		rc = np_go_to_lower(&s->a, val, len, err);
 	else
-		rc = go_to_upper(&s->a, val, len, err);
+		rc = np_go_to_upper(&s->a, val, len, err);
 	if (rc < 0)
 		return -1;
 	if (np_buf_reserve(&s->a, 0) < 0)

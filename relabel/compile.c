@@ -47,7 +47,7 @@ static int quoted_err(struct np_err *err, const char *before, const char *s, con
 {
 	struct np_buf b = NP_BUF_INIT;
 
-	go_quote(&b, s, strlen(s));
+	np_go_quote(&b, s, strlen(s));
 	np_errf(err, "%s%s%s", before, b.p ? b.p : "\"\"", after);
 	np_buf_free(&b);
 	return -1;
@@ -63,7 +63,7 @@ static int parse_action(const char *s, enum relabel_dialect dialect, enum rl_act
 		return np_errf(err, "relabel action cannot be empty");
 	/* Prometheus lower-cases with Go's strings.ToLower (so "REPLACE" is fine); Alloy does not. */
 	if (dialect != RELABEL_ALLOY) {
-		if (go_to_lower(&lower, s, strlen(s), err) < 0) {
+		if (np_go_to_lower(&lower, s, strlen(s), err) < 0) {
 			np_buf_free(&lower);
 			return -1;
 		}

@@ -43,9 +43,9 @@ static int name_rune(uint32_t r, enum name_runes which, struct np_err *err)
 		return 1;
 	if (which == NAME_ASCII_WORD && r >= 0x80)
 		return 0;
-	if ((rc = go_is_letter(r, err)) != 0)
+	if ((rc = np_go_is_letter(r, err)) != 0)
 		return rc;
-	return go_is_digit(r, err);
+	return np_go_is_digit(r, err);
 }
 
 /* Go's extract(): the name after a '$' at s[0..n). *used = its length consumed, 0 if
@@ -65,7 +65,7 @@ static int extract(const char *s, size_t n, enum name_runes which, size_t *used,
 	}
 	size_t start = i;
 	while (i < n) {
-		uint32_t r = go_decode_rune(s + i, n - i, &w);
+		uint32_t r = np_go_decode_rune(s + i, n - i, &w);
 		if ((rc = name_rune(r, which, err)) < 0)
 			return -1;
 		if (!rc)
@@ -234,7 +234,7 @@ int tmpl_replace_all(const struct tmpl *t, const struct rx *re, const struct rx_
 			tmpl_expand(t, re, subj->orig, sc->caps, out);
 		last = a1;
 		/* Advance at least one rune past the search position. */
-		go_decode_rune(subj->s + search, subj->n - search, &w);
+		np_go_decode_rune(subj->s + search, subj->n - search, &w);
 		if (search + w > a1)
 			search += w;
 		else if (search + 1 > a1)

@@ -53,9 +53,9 @@ static int set_prefix(struct rx *re, const struct rx_ast *ast)
 		const struct rx_node *nd = root->sub[i];
 		/* U+FFFD is left out: an invalid byte of the subject would match it. */
 		if (nd->op != RXO_LITERAL || nd->fold || (nd->rune >= 0xD800 && nd->rune <= 0xDFFF) ||
-		    nd->rune == GO_RUNE_ERROR)
+		    nd->rune == NP_GO_RUNE_ERROR)
 			break;
-		np_buf_append(&b, enc, go_encode_rune(nd->rune, enc));
+		np_buf_append(&b, enc, np_go_encode_rune(nd->rune, enc));
 	}
 	if (b.failed) {
 		np_buf_free(&b);
@@ -230,15 +230,15 @@ int rx_subject_init(struct rx_subject *subj, const char *s, size_t n, struct rx_
 	subj->s = s;
 	subj->n = n;
 	subj->map = NULL;
-	if (go_utf8_valid(s, n))
+	if (np_go_utf8_valid(s, n))
 		return 0;
 	/* At most 3 output bytes per input byte (a bad byte becomes EF BF BD). */
 	if (np_grow((void **)&sc->tbuf, &sc->tbuf_cap, 3 * n + 1, 1) < 0 ||
 	    np_grow((void **)&sc->tmap, &sc->tmap_cap, 3 * n + 1, sizeof(size_t)) < 0)
 		return oom_match(err);
 	while (i < n) {
-		uint32_t r = go_decode_rune(s + i, n - i, &w);
-		if (r == GO_RUNE_ERROR && w == 1) {
+		uint32_t r = np_go_decode_rune(s + i, n - i, &w);
+		if (r == NP_GO_RUNE_ERROR && w == 1) {
 			for (int k = 0; k < 3; k++)
 				sc->tmap[o + (size_t)k] = i;
 			memcpy(sc->tbuf + o, "\xEF\xBF\xBD", 3);

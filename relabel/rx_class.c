@@ -79,7 +79,7 @@ int rxc_negate(struct rx_class *c)
 			goto oom;
 		next = c->r[i + 1] + 1;
 	}
-	if (next <= GO_MAX_RUNE && rxc_add(&out, next, GO_MAX_RUNE) < 0)
+	if (next <= NP_GO_MAX_RUNE && rxc_add(&out, next, NP_GO_MAX_RUNE) < 0)
 		goto oom;
 	rxc_free(c);
 	*c = out;
@@ -104,7 +104,7 @@ int rxc_append(struct rx_class *dst, const struct rx_class *src, int negated)
 			return -1;
 		next = src->r[i + 1] + 1;
 	}
-	if (next <= GO_MAX_RUNE && rxc_add(dst, next, GO_MAX_RUNE) < 0)
+	if (next <= NP_GO_MAX_RUNE && rxc_add(dst, next, NP_GO_MAX_RUNE) < 0)
 		return -1;
 	return 0;
 }
@@ -396,7 +396,7 @@ int rxc_unicode_group(const char *name, size_t len, struct rx_class *out, int *f
 		return 1;
 	canonical_name(name, len, canon, sizeof(canon));
 	if (strcmp(canon, "Any") == 0)
-		return rxc_add(out, 0, GO_MAX_RUNE);
+		return rxc_add(out, 0, NP_GO_MAX_RUNE);
 	if (strcmp(canon, "Ascii") == 0)
 		return rxc_add(out, 0, 0x7F);
 	if (canon[0] == '\0')

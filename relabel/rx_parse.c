@@ -271,12 +271,12 @@ static struct rx_node *close_frame(struct parser *P)
 static int next_rune(struct parser *P, size_t pos, size_t end, uint32_t *r, size_t *w)
 {
 	if (pos >= end) {
-		*r = GO_RUNE_ERROR;
+		*r = NP_GO_RUNE_ERROR;
 		*w = 0;
 		return 0;
 	}
-	*r = go_decode_rune(P->p + pos, end - pos, w);
-	if (*r == GO_RUNE_ERROR && *w == 1)
+	*r = np_go_decode_rune(P->p + pos, end - pos, w);
+	if (*r == NP_GO_RUNE_ERROR && *w == 1)
 		return fail(P, "invalid UTF-8", pos, end);
 	return 0;
 }
@@ -377,7 +377,7 @@ static int hex_escape(struct parser *P, size_t *t, uint32_t *out)
 		if (v < 0)
 			return 1;
 		r = r * 16 + (uint32_t)v;
-		if (r > GO_MAX_RUNE)
+		if (r > NP_GO_MAX_RUNE)
 			return 1;
 		nhex++;
 	}

@@ -564,7 +564,7 @@ static int32_t rune_at(const char *s, size_t n, size_t pos, size_t *w)
 		*w = 0;
 		return -1;
 	}
-	return (int32_t)go_decode_rune(s + pos, n - pos, w);
+	return (int32_t)np_go_decode_rune(s + pos, n - pos, w);
 }
 
 /* Go's m.step: every thread of run, in priority order, consumes r (at pos, w bytes wide)
@@ -628,7 +628,7 @@ int rx_prog_exec(const struct rx_prog *p, const char *s, size_t n, size_t start,
 	run->n = next->n = run->arena_n = next->arena_n = 0;
 	if (start > 0) {
 		/* Go's inputString.context: utf8.DecodeLastRuneInString(s[:start]). */
-		before = (int32_t)go_decode_last_rune(s, start, &w);
+		before = (int32_t)np_go_decode_last_rune(s, start, &w);
 	}
 	r = rune_at(s, n, pos, &w);
 	if (w)

@@ -41,9 +41,9 @@ static void advance(struct cfg_lexer *lx)
 		return;
 	}
 	if (c >= 0x80) {
-		/* Go's scanner: an invalid sequence is one bad byte (go_decode_rune's width 1). */
-		uint32_t cp = go_decode_rune(lx->src + lx->off, lx->len - lx->off, &n);
-		if (go_rune_invalid(cp, n)) {
+		/* Go's scanner: an invalid sequence is one bad byte (np_go_decode_rune's width 1). */
+		uint32_t cp = np_go_decode_rune(lx->src + lx->off, lx->len - lx->off, &n);
+		if (np_go_rune_invalid(cp, n)) {
 			lex_error(lx, lx->pos, "illegal UTF-8 encoding");
 		} else if (cp == 0xfeff) {
 			lex_error(lx, lx->pos, "illegal byte order mark");
@@ -264,8 +264,8 @@ static void illegal_char(struct cfg_lexer *lx, const struct cfg_token *tok, int 
 	if (lx->diags) {
 		if (c >= 0x80) {
 			size_t n;
-			uint32_t cp = go_decode_rune(tok->lit, lx->len - start, &n);
-			if (!go_rune_invalid(cp, n) && cp != 0xfeff) /* a BOM was reported by advance() */
+			uint32_t cp = np_go_decode_rune(tok->lit, lx->len - start, &n);
+			if (!np_go_rune_invalid(cp, n) && cp != 0xfeff) /* a BOM was reported by advance() */
 				cfg_error(lx->diags, tok->pos,
 					  "illegal character U+%04X '%.*s' (identifiers may only use ASCII letters, digits "
 					  "and _)",
@@ -530,7 +530,7 @@ char *cfg_unquote(const char *lit, size_t len, size_t *out_len)
 			} else {
 				if (x > 0x10ffff || (x >= 0xd800 && x < 0xe000))
 					goto bad;
-				n += go_encode_rune(x, out + n); /* x is a valid rune here */
+				n += np_go_encode_rune(x, out + n); /* x is a valid rune here */
 			}
 			break;
 		}

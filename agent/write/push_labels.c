@@ -29,7 +29,7 @@ static int set_value(struct np_labels *ls, const char *name, const char *value, 
 {
 	struct np_buf v = NP_BUF_INIT;
 	/* Pyroscope replaces each run of invalid bytes with one U+FFFD (strings.ToValidUTF8). */
-	int changed = go_to_valid_utf8(&v, value, strlen(value));
+	int changed = np_go_to_valid_utf8(&v, value, strlen(value));
 	int rc;
 
 	if (v.failed) {
@@ -39,7 +39,7 @@ static int set_value(struct np_labels *ls, const char *name, const char *value, 
 	if (changed)
 		note(fx, NP_FIX_INVALID_UTF8, name);
 	if (v.len > lim->max_label_value_length) {
-		v.p[go_utf8_prefix(v.p, v.len, lim->max_label_value_length)] = '\0';
+		v.p[np_go_utf8_prefix(v.p, v.len, lim->max_label_value_length)] = '\0';
 		note(fx, NP_FIX_VALUE_TOO_LONG, name);
 	}
 	rc = np_labels_set(ls, name, v.p ? v.p : "", err); /* v.p is NUL-terminated, NULL when empty */

@@ -34,8 +34,8 @@ static void layout(int jdk25, struct hs_names_layout *l)
 
 static void check_frame(const struct sym_frame *f)
 {
-	if (!f->name || !go_utf8_valid(f->name, strlen(f->name)) ||
-	    (f->file && !go_utf8_valid(f->file, strlen(f->file))) || f->line > INT32_MAX || f->start_line > INT32_MAX)
+	if (!f->name || !np_go_utf8_valid(f->name, strlen(f->name)) ||
+	    (f->file && !np_go_utf8_valid(f->file, strlen(f->file))) || f->line > INT32_MAX || f->start_line > INT32_MAX)
 		abort();
 }
 

@@ -48,8 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (pl_namer_frames(n, 1, 1, l, words, nw, f, root, &count, &err) || count != nw / 2)
 				abort();
 			for (size_t i = 0; i < count; i++) {
-				if (!f[i].name || !go_utf8_valid(f[i].name, strlen(f[i].name)) ||
-				    (f[i].file && !go_utf8_valid(f[i].file, strlen(f[i].file))))
+				if (!f[i].name || !np_go_utf8_valid(f[i].name, strlen(f[i].name)) ||
+				    (f[i].file && !np_go_utf8_valid(f[i].file, strlen(f[i].file))))
 					abort();
 			}
 			pl_namer_end_batch(n);

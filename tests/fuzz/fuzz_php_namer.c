@@ -48,9 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (php_namer_frames(n, 1, 1, l, words, 2 * count, f, &got, &err) || got != count)
 				abort();
 			for (size_t i = 0; i < got; i++) {
-				if (!f[i].name || !go_utf8_valid(f[i].name, strlen(f[i].name)) ||
+				if (!f[i].name || !np_go_utf8_valid(f[i].name, strlen(f[i].name)) ||
 				    strlen(f[i].name) > 2 * (3 * PHP_NAME_MAX + 3) + 2 ||
-				    (f[i].file && (!go_utf8_valid(f[i].file, strlen(f[i].file)) ||
+				    (f[i].file && (!np_go_utf8_valid(f[i].file, strlen(f[i].file)) ||
 						   strlen(f[i].file) > 3 * PHP_NAME_MAX + 3)))
 					abort();
 			}

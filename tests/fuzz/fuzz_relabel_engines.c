@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		w = 0;
 		if (start < subj.n)
-			go_decode_rune(subj.s + start, subj.n - start, &w);
+			np_go_decode_rune(subj.s + start, subj.n - start, &w);
 		if (start == subj.n)
 			break;
 	}

@@ -61,8 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n_out != frames)
 			abort();
 		for (size_t i = 0; i < n_out; i++) {
-			if (!f[i].name || !go_utf8_valid(f[i].name, strlen(f[i].name)) ||
-			    (f[i].file && !go_utf8_valid(f[i].file, strlen(f[i].file))) || finish[i] > 1)
+			if (!f[i].name || !np_go_utf8_valid(f[i].name, strlen(f[i].name)) ||
+			    (f[i].file && !np_go_utf8_valid(f[i].file, strlen(f[i].file))) || finish[i] > 1)
 				abort();
 		}
 		rb_namer_end_batch(n);

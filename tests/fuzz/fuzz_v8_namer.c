@@ -121,9 +121,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (got > sizeof(out) / sizeof(out[0]))
 			abort();
 		for (size_t i = 0; i < got; i++) {
-			if (!out[i].name || !go_utf8_valid(out[i].name, strlen(out[i].name)) ||
+			if (!out[i].name || !np_go_utf8_valid(out[i].name, strlen(out[i].name)) ||
 			    strlen(out[i].name) > 4 * V8_NAME_MAX + 3 ||
-			    (out[i].file && !go_utf8_valid(out[i].file, strlen(out[i].file))))
+			    (out[i].file && !np_go_utf8_valid(out[i].file, strlen(out[i].file))))
 				abort();
 		}
 		v8_namer_end_batch(n);

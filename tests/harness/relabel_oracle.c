@@ -190,7 +190,7 @@ static void lower_upper(struct np_buf *lo, struct np_buf *up, const char *s, siz
 {
 	struct np_err err;
 
-	if (go_to_lower(lo, s, n, &err) < 0 || go_to_upper(up, s, n, &err) < 0) {
+	if (np_go_to_lower(lo, s, n, &err) < 0 || np_go_to_upper(up, s, n, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		exit(1);
 	}
@@ -204,7 +204,7 @@ static json_t *do_str(json_t *req)
 	json_t *ans = json_object();
 
 	lower_upper(&lo, &up, s, n);
-	go_quote(&q, s, n);
+	np_go_quote(&q, s, n);
 	json_object_set_new(ans, "lower", hexstr(lo.p ? lo.p : "", lo.len));
 	json_object_set_new(ans, "upper", hexstr(up.p ? up.p : "", up.len));
 	json_object_set_new(ans, "quote", hexstr(q.p ? q.p : "", q.len));
@@ -219,7 +219,7 @@ static uint32_t only_rune(const struct np_buf *b)
 {
 	size_t w;
 
-	return go_decode_rune(b->p, b->len, &w);
+	return np_go_decode_rune(b->p, b->len, &w);
 }
 
 static json_t *do_cases(json_t *req)
@@ -233,7 +233,7 @@ static json_t *do_cases(json_t *req)
 		struct np_buf lo = NP_BUF_INIT, up = NP_BUF_INIT;
 		if (cp >= 0xD800 && cp <= 0xDFFF)
 			continue;
-		size_t n = go_encode_rune((uint32_t)cp, enc);
+		size_t n = np_go_encode_rune((uint32_t)cp, enc);
 		lower_upper(&lo, &up, enc, n);
 		json_array_append_new(cps, json_pack("[I,I,I]", cp, (json_int_t)only_rune(&lo),
 						     (json_int_t)only_rune(&up)));

@@ -37,45 +37,45 @@ static void decode_valid_and_invalid(void **state)
 		{ S("\xf0\x90\x80\x80"), 0x10000, 4 },	/* smallest 4-byte */
 		{ S("\xf4\x8f\xbf\xbf"), 0x10ffff, 4 }, /* max rune */
 		/* invalid: every class is U+FFFD of width 1 */
-		{ S("\x80"), GO_RUNE_ERROR, 1 },		/* lone continuation byte */
-		{ S("\xbf"), GO_RUNE_ERROR, 1 },
-		{ S("\xc0\x80"), GO_RUNE_ERROR, 1 },		/* overlong NUL */
-		{ S("\xc1\xbf"), GO_RUNE_ERROR, 1 },		/* overlong 2-byte */
-		{ S("\xe0\x80\x80"), GO_RUNE_ERROR, 1 },	/* overlong 3-byte */
-		{ S("\xe0\x9f\xbf"), GO_RUNE_ERROR, 1 },
-		{ S("\xf0\x80\x80\x80"), GO_RUNE_ERROR, 1 },	/* overlong 4-byte */
-		{ S("\xf0\x8f\xbf\xbf"), GO_RUNE_ERROR, 1 },
-		{ S("\xed\xa0\x80"), GO_RUNE_ERROR, 1 },	/* surrogate U+D800 */
-		{ S("\xed\xbf\xbf"), GO_RUNE_ERROR, 1 },	/* surrogate U+DFFF */
-		{ S("\xf4\x90\x80\x80"), GO_RUNE_ERROR, 1 },	/* U+110000 */
-		{ S("\xf5\x80\x80\x80"), GO_RUNE_ERROR, 1 },	/* lead bytes past F4 */
-		{ S("\xf8\x88\x80\x80\x80"), GO_RUNE_ERROR, 1 }, /* old 5-byte form */
-		{ S("\xfe"), GO_RUNE_ERROR, 1 },
-		{ S("\xff"), GO_RUNE_ERROR, 1 },
-		{ S("\xc2"), GO_RUNE_ERROR, 1 },		/* truncated */
-		{ S("\xe2\x82"), GO_RUNE_ERROR, 1 },
-		{ S("\xf0\x9f\x94"), GO_RUNE_ERROR, 1 },
-		{ S("\xc2\x41"), GO_RUNE_ERROR, 1 },		/* continuation missing */
-		{ S("\xe2\x28\xa1"), GO_RUNE_ERROR, 1 },
-		{ S("\xf0\x9f\x94\x41"), GO_RUNE_ERROR, 1 },
+		{ S("\x80"), NP_GO_RUNE_ERROR, 1 },		/* lone continuation byte */
+		{ S("\xbf"), NP_GO_RUNE_ERROR, 1 },
+		{ S("\xc0\x80"), NP_GO_RUNE_ERROR, 1 },		/* overlong NUL */
+		{ S("\xc1\xbf"), NP_GO_RUNE_ERROR, 1 },		/* overlong 2-byte */
+		{ S("\xe0\x80\x80"), NP_GO_RUNE_ERROR, 1 },	/* overlong 3-byte */
+		{ S("\xe0\x9f\xbf"), NP_GO_RUNE_ERROR, 1 },
+		{ S("\xf0\x80\x80\x80"), NP_GO_RUNE_ERROR, 1 },	/* overlong 4-byte */
+		{ S("\xf0\x8f\xbf\xbf"), NP_GO_RUNE_ERROR, 1 },
+		{ S("\xed\xa0\x80"), NP_GO_RUNE_ERROR, 1 },	/* surrogate U+D800 */
+		{ S("\xed\xbf\xbf"), NP_GO_RUNE_ERROR, 1 },	/* surrogate U+DFFF */
+		{ S("\xf4\x90\x80\x80"), NP_GO_RUNE_ERROR, 1 },	/* U+110000 */
+		{ S("\xf5\x80\x80\x80"), NP_GO_RUNE_ERROR, 1 },	/* lead bytes past F4 */
+		{ S("\xf8\x88\x80\x80\x80"), NP_GO_RUNE_ERROR, 1 }, /* old 5-byte form */
+		{ S("\xfe"), NP_GO_RUNE_ERROR, 1 },
+		{ S("\xff"), NP_GO_RUNE_ERROR, 1 },
+		{ S("\xc2"), NP_GO_RUNE_ERROR, 1 },		/* truncated */
+		{ S("\xe2\x82"), NP_GO_RUNE_ERROR, 1 },
+		{ S("\xf0\x9f\x94"), NP_GO_RUNE_ERROR, 1 },
+		{ S("\xc2\x41"), NP_GO_RUNE_ERROR, 1 },		/* continuation missing */
+		{ S("\xe2\x28\xa1"), NP_GO_RUNE_ERROR, 1 },
+		{ S("\xf0\x9f\x94\x41"), NP_GO_RUNE_ERROR, 1 },
 	};
 	size_t w;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		uint32_t r = go_decode_rune(cases[i].in, cases[i].n, &w);
+		uint32_t r = np_go_decode_rune(cases[i].in, cases[i].n, &w);
 		if (r != cases[i].rune || w != cases[i].width)
 			fail_msg("case %zu: got U+%04X width %zu, want U+%04X width %zu", i, r, w, cases[i].rune,
 				 cases[i].width);
-		int bad = cases[i].rune == GO_RUNE_ERROR && cases[i].width == 1;
-		assert_int_equal(go_rune_invalid(r, w), bad);
-		assert_int_equal(go_utf8_valid(cases[i].in, cases[i].n), !bad && cases[i].width == cases[i].n);
+		int bad = cases[i].rune == NP_GO_RUNE_ERROR && cases[i].width == 1;
+		assert_int_equal(np_go_rune_invalid(r, w), bad);
+		assert_int_equal(np_go_utf8_valid(cases[i].in, cases[i].n), !bad && cases[i].width == cases[i].n);
 	}
 	/* A sequence cut by n, even with valid bytes after it in memory. */
-	assert_int_equal(go_decode_rune("\xe2\x82\xac", 2, &w), GO_RUNE_ERROR);
+	assert_int_equal(np_go_decode_rune("\xe2\x82\xac", 2, &w), NP_GO_RUNE_ERROR);
 	assert_int_equal(w, 1);
-	assert_int_equal(go_decode_rune("", 0, &w), GO_RUNE_ERROR);
+	assert_int_equal(np_go_decode_rune("", 0, &w), NP_GO_RUNE_ERROR);
 	assert_int_equal(w, 0);
-	assert_true(go_rune_invalid(GO_RUNE_ERROR, 0));
+	assert_true(np_go_rune_invalid(NP_GO_RUNE_ERROR, 0));
 }
 
 static void encode_runes(void **state)
@@ -103,15 +103,15 @@ static void encode_runes(void **state)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		size_t want_n = cases[i].r == 0 ? 1 : strlen(cases[i].want);
-		size_t n = go_encode_rune(cases[i].r, out);
+		size_t n = np_go_encode_rune(cases[i].r, out);
 		assert_int_equal(n, want_n);
 		assert_memory_equal(out, cases[i].want, n);
 		/* What is encoded decodes back (the invalid ones as U+FFFD of width 3). */
 		size_t w;
-		uint32_t back = go_decode_rune(out, n, &w);
+		uint32_t back = np_go_decode_rune(out, n, &w);
 		assert_int_equal(w, n);
-		assert_int_equal(back, cases[i].r > GO_MAX_RUNE || (cases[i].r >= 0xd800 && cases[i].r <= 0xdfff)
-					       ? GO_RUNE_ERROR
+		assert_int_equal(back, cases[i].r > NP_GO_MAX_RUNE || (cases[i].r >= 0xd800 && cases[i].r <= 0xdfff)
+					       ? NP_GO_RUNE_ERROR
 					       : cases[i].r);
 	}
 }
@@ -120,38 +120,38 @@ static void decode_last_rune(void **state)
 {
 	size_t w;
 
-	assert_int_equal(go_decode_last_rune(S("ab"), &w), 'b');
+	assert_int_equal(np_go_decode_last_rune(S("ab"), &w), 'b');
 	assert_int_equal(w, 1);
-	assert_int_equal(go_decode_last_rune(S("a\xe2\x82\xac"), &w), 0x20ac);
+	assert_int_equal(np_go_decode_last_rune(S("a\xe2\x82\xac"), &w), 0x20ac);
 	assert_int_equal(w, 3);
-	assert_int_equal(go_decode_last_rune(S("\xf4\x8f\xbf\xbf"), &w), 0x10ffff);
+	assert_int_equal(np_go_decode_last_rune(S("\xf4\x8f\xbf\xbf"), &w), 0x10ffff);
 	assert_int_equal(w, 4);
 	/* A truncated sequence at the end is one bad byte. */
-	assert_int_equal(go_decode_last_rune(S("a\xe2\x82"), &w), GO_RUNE_ERROR);
+	assert_int_equal(np_go_decode_last_rune(S("a\xe2\x82"), &w), NP_GO_RUNE_ERROR);
 	assert_int_equal(w, 1);
 	/* Go looks at most 4 bytes back: 5 continuation bytes end in one bad byte. */
-	assert_int_equal(go_decode_last_rune(S("\x80\x80\x80\x80\x80"), &w), GO_RUNE_ERROR);
+	assert_int_equal(np_go_decode_last_rune(S("\x80\x80\x80\x80\x80"), &w), NP_GO_RUNE_ERROR);
 	assert_int_equal(w, 1);
-	assert_int_equal(go_decode_last_rune(S("\xed\xa0\x80"), &w), GO_RUNE_ERROR); /* surrogate */
+	assert_int_equal(np_go_decode_last_rune(S("\xed\xa0\x80"), &w), NP_GO_RUNE_ERROR); /* surrogate */
 	assert_int_equal(w, 1);
-	assert_int_equal(go_decode_last_rune("", 0, &w), GO_RUNE_ERROR);
+	assert_int_equal(np_go_decode_last_rune("", 0, &w), NP_GO_RUNE_ERROR);
 	assert_int_equal(w, 0);
 }
 
 static void counts_and_prefixes(void **state)
 {
 	/* utf8.RuneCountInString: each invalid byte is one rune. */
-	assert_int_equal(go_rune_count(S("h\xc3\xa9\xe2\x82\xac")), 3);
-	assert_int_equal(go_rune_count(S("\xc0\x80\xed\xa0\x80")), 5);
-	assert_int_equal(go_rune_count("", 0), 0);
-	assert_int_equal(go_runes_prefix(S("h\xc3\xa9\xe2\x82\xac"), 2), 3);
-	assert_int_equal(go_runes_prefix(S("\xff\xc3\xa9"), 1), 1);
-	assert_int_equal(go_runes_prefix(S("ab"), 5), 2);
+	assert_int_equal(np_go_rune_count(S("h\xc3\xa9\xe2\x82\xac")), 3);
+	assert_int_equal(np_go_rune_count(S("\xc0\x80\xed\xa0\x80")), 5);
+	assert_int_equal(np_go_rune_count("", 0), 0);
+	assert_int_equal(np_go_runes_prefix(S("h\xc3\xa9\xe2\x82\xac"), 2), 3);
+	assert_int_equal(np_go_runes_prefix(S("\xff\xc3\xa9"), 1), 1);
+	assert_int_equal(np_go_runes_prefix(S("ab"), 5), 2);
 	/* Cutting valid UTF-8 by bytes never splits a rune. */
-	assert_int_equal(go_utf8_prefix(S("a\xe2\x82\xac"), 3), 1);
-	assert_int_equal(go_utf8_prefix(S("a\xe2\x82\xac"), 4), 4);
-	assert_int_equal(go_utf8_prefix(S("a\xe2\x82\xac"), 10), 4);
-	assert_int_equal(go_utf8_prefix(S("\xe2\x82\xac"), 2), 0);
+	assert_int_equal(np_go_utf8_prefix(S("a\xe2\x82\xac"), 3), 1);
+	assert_int_equal(np_go_utf8_prefix(S("a\xe2\x82\xac"), 4), 4);
+	assert_int_equal(np_go_utf8_prefix(S("a\xe2\x82\xac"), 10), 4);
+	assert_int_equal(np_go_utf8_prefix(S("\xe2\x82\xac"), 2), 0);
 }
 
 static void to_valid_utf8(void **state)
@@ -170,7 +170,7 @@ static void to_valid_utf8(void **state)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct np_buf b = NP_BUF_INIT;
-		assert_int_equal(go_to_valid_utf8(&b, cases[i].in, strlen(cases[i].in)), cases[i].changed);
+		assert_int_equal(np_go_to_valid_utf8(&b, cases[i].in, strlen(cases[i].in)), cases[i].changed);
 		assert_false(b.failed);
 		assert_int_equal(b.len, strlen(cases[i].want));
 		assert_memory_equal(b.p, cases[i].want, b.len);
@@ -184,13 +184,13 @@ static void ascii_case_and_quote(void **state)
 	struct np_buf b = NP_BUF_INIT;
 	struct np_err err;
 
-	assert_int_equal(go_to_lower(&b, S("Hello, World_1"), &err), 0);
+	assert_int_equal(np_go_to_lower(&b, S("Hello, World_1"), &err), 0);
 	assert_string_equal(b.p, "hello, world_1");
 	np_buf_reset(&b);
-	assert_int_equal(go_to_upper(&b, S("Hello, World_1"), &err), 0);
+	assert_int_equal(np_go_to_upper(&b, S("Hello, World_1"), &err), 0);
 	assert_string_equal(b.p, "HELLO, WORLD_1");
 	np_buf_reset(&b);
-	go_quote(&b, S("a\"b\\\n\x01\x7f\xff"));
+	np_go_quote(&b, S("a\"b\\\n\x01\x7f\xff"));
 	assert_string_equal(b.p, "\"a\\\"b\\\\\\n\\x01\\x7f\\xff\"");
 	np_buf_free(&b);
 }

@@ -202,7 +202,7 @@ static void hostile_names_come_out_as_utf8(void **state)
 	n = namer();
 	put32(LEAF_HEK + 4, 0x7fffffff);
 	assert_int_equal(pl_namer_frames(n, 2, 1, l, words, 2, f, root, &count, &err), 0);
-	assert_true(go_utf8_valid(f[0].name, strlen(f[0].name)));
+	assert_true(np_go_utf8_valid(f[0].name, strlen(f[0].name)));
 	assert_true(strlen(f[0].name) <= PL_NAME_MAX + 16);
 	/* A file with no NUL within PL_NAME_MAX bytes is not read. */
 	memset(image + (0x100d00 - BASE), 'a', SIZE - (0x100d00 - BASE));

@@ -205,7 +205,7 @@ static void names_from_functions(void **state)
 	assert_int_equal(f[1].line, 0);
 	assert_string_equal(f[2].name, "main");
 	assert_int_equal(f[2].line, 29);
-	assert_true(go_utf8_valid(f[3].name, strlen(f[3].name)));
+	assert_true(np_go_utf8_valid(f[3].name, strlen(f[3].name)));
 	assert_string_equal(f[3].name, "f\xef\xbf\xbd g");
 	/* A name longer than kept is cut, and says so. */
 	assert_int_equal(strlen(f[3].file), PHP_NAME_MAX + 3);

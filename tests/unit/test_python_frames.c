@@ -173,7 +173,7 @@ static void names_from_code_objects(void **state)
 	assert_string_equal(f[0].file, "f\xc3\xa9" "e");
 	assert_int_equal(f[0].start_line, 7);
 	assert_int_equal(f[0].line, 0); /* the instruction is unknown */
-	assert_true(go_utf8_valid(f[1].name, strlen(f[1].name)));
+	assert_true(np_go_utf8_valid(f[1].name, strlen(f[1].name)));
 	assert_string_equal(f[1].name, "x\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbd");
 	/* A length past what is kept is cut, and says so. */
 	assert_int_equal(strncmp(f[1].file, "aaaa", 4), 0);

@@ -50,9 +50,9 @@ static void ascii_never_loads_icu(void **state)
 	/* Non-ASCII values that no rule case-maps are only bytes to the engine. */
 	case1("[{'source_labels':['a'],'regex':'(.)(.*)','target_label':'b','replacement':'$2'}]",
 	      "{'a':'\u00e9\u03a3x'}", "{'a':'\u00e9\u03a3x','b':'\u03a3x'}");
-	assert_int_equal(go_to_upper(&b, "k8s", 3, &err), 0);
-	assert_int_equal(go_is_letter('Q', &err), 1);
-	assert_int_equal(go_is_digit('x', &err), 0);
+	assert_int_equal(np_go_to_upper(&b, "k8s", 3, &err), 0);
+	assert_int_equal(np_go_is_letter('Q', &err), 1);
+	assert_int_equal(np_go_is_digit('x', &err), 0);
 	assert_string_equal(b.p, "K8S");
 	np_buf_free(&b);
 	assert_false(np_icu_loaded());
@@ -81,7 +81,7 @@ static void unicode_loads_icu(void **state)
 	case1("[{'source_labels':['a'],'regex':'(\\\\w+)-(?P<x1>\\\\d)','target_label':'t',"
 	      "'replacement':'[$x1\u0663][$1\u00e9][${1}\u00e9][$x1 \u00e9][$1\u2167]'}]",
 	      "{'a':'abc-1'}", "{'a':'abc-1','t':'[][][abc\u00e9][1 \u00e9][abc\u2167]'}");
-	go_quote(&b, "\u00e9\u0301\u200b", strlen("\u00e9\u0301\u200b") + 1);
+	np_go_quote(&b, "\u00e9\u0301\u200b", strlen("\u00e9\u0301\u200b") + 1);
 	assert_string_equal(b.p, "\"\u00e9\u0301\\u200b\\x00\"");
 	np_buf_free(&b);
 }

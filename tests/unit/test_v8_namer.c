@@ -321,9 +321,9 @@ static size_t name(struct v8_namer *n, struct heap *h, const struct v8_frame *f,
 	assert_int_equal(v8_namer_frames(n, 1, 0, &h->l, f, count, out, cap, &got, &err), 0);
 	for (size_t i = 0; i < got; i++) {
 		assert_non_null(out[i].name);
-		assert_true(go_utf8_valid(out[i].name, strlen(out[i].name)));
+		assert_true(np_go_utf8_valid(out[i].name, strlen(out[i].name)));
 		if (out[i].file)
-			assert_true(go_utf8_valid(out[i].file, strlen(out[i].file)));
+			assert_true(np_go_utf8_valid(out[i].file, strlen(out[i].file)));
 	}
 	return got;
 }

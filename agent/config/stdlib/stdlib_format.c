@@ -98,7 +98,7 @@ static int format_v(const struct cfg_value *v, struct np_buf *out, int depth)
 /* Pads body to the spec's width (counting runes, as fmt does). */
 static void pad(const struct spec *sp, const char *body, size_t len, struct np_buf *out, int zero_ok)
 {
-	size_t runes = go_rune_count(body, len);
+	size_t runes = np_go_rune_count(body, len);
 	size_t fill = sp->width > 0 && (size_t)sp->width > runes ? (size_t)sp->width - runes : 0;
 	char ch = sp->zero && !sp->minus && zero_ok ? '0' : ' ';
 	if (!sp->minus)
@@ -328,11 +328,11 @@ static int format_verb_s(struct cfg_call *c, size_t i, const struct spec *sp, st
 		return -1;
 	if (sp->prec >= 0) {
 		/* Precision truncates to that many runes. */
-		len = go_runes_prefix(s, len, (size_t)sp->prec);
+		len = np_go_runes_prefix(s, len, (size_t)sp->prec);
 	}
 	if (sp->verb == 'q') {
 		struct np_buf q = NP_BUF_INIT;
-		go_quote(&q, s, len);
+		np_go_quote(&q, s, len);
 		pad(sp, q.p ? q.p : "", q.len, out, 1);
 		np_buf_free(&q);
 	} else {

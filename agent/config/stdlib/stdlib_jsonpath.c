@@ -365,7 +365,7 @@ static int read_str(struct parser *p, unsigned char term, char **out, size_t *ou
 			}
 			char enc[4];
 			/* Go's utf8.AppendRune: a surrogate becomes U+FFFD. */
-			np_buf_append(&b, enc, go_encode_rune(r, enc));
+			np_buf_append(&b, enc, np_go_encode_rune(r, enc));
 			break;
 		}
 		default:

@@ -61,7 +61,7 @@ static size_t rune_len(const char *s, size_t n)
 {
 	size_t w;
 
-	(void)go_decode_rune(s, n, &w);
+	(void)np_go_decode_rune(s, n, &w);
 	return w;
 }
 
@@ -148,8 +148,8 @@ struct cfg_value *cfg_fn_split(struct cfg_call *c)
 		}
 		size_t w = 0;
 		/* strings.Split's explode gives an invalid byte as "\uFFFD", not the byte. */
-		uint32_t cp = m == 0 ? go_decode_rune(s + i, n - i, &w) : 0;
-		if (m == 0 && go_rune_invalid(cp, w))
+		uint32_t cp = m == 0 ? np_go_decode_rune(s + i, n - i, &w) : 0;
+		if (m == 0 && np_go_rune_invalid(cp, w))
 			r->u.arr.v[k] = cfg_string("\xEF\xBF\xBD", 3);
 		else
 			r->u.arr.v[k] = cfg_string(s + i, len);
@@ -173,7 +173,7 @@ static int map_case(struct cfg_call *c, const void *upper, const char *s, size_t
 {
 	struct np_err err;
 
-	if ((upper ? go_to_upper(b, s, n, &err) : go_to_lower(b, s, n, &err)) < 0) {
+	if ((upper ? np_go_to_upper(b, s, n, &err) : np_go_to_lower(b, s, n, &err)) < 0) {
 		cfg_error(c->ev->d, c->pos, "%s: %s", c->fn->name, err.msg);
 		return -1;
 	}
@@ -224,8 +224,8 @@ static struct cfg_value *trim_common(struct cfg_call *c, const char *cut, size_t
 	end = n;
 	while (start < end) {
 		size_t rl;
-		uint32_t cp = go_decode_rune(s + start, end - start, &rl);
-		int hit = space ? !go_rune_invalid(cp, rl) && is_space_rune(cp) : in_cutset(cut, m, s + start, rl);
+		uint32_t cp = np_go_decode_rune(s + start, end - start, &rl);
+		int hit = space ? !np_go_rune_invalid(cp, rl) && is_space_rune(cp) : in_cutset(cut, m, s + start, rl);
 		if (!hit)
 			break;
 		start += rl;
@@ -233,9 +233,9 @@ static struct cfg_value *trim_common(struct cfg_call *c, const char *cut, size_t
 	while (end > start) {
 		/* strings.TrimRight* step back with utf8.DecodeLastRune. */
 		size_t rl;
-		uint32_t cp = go_decode_last_rune(s + start, end - start, &rl);
+		uint32_t cp = np_go_decode_last_rune(s + start, end - start, &rl);
 		size_t k = end - rl;
-		int hit = space ? !go_rune_invalid(cp, rl) && is_space_rune(cp) : in_cutset(cut, m, s + k, rl);
+		int hit = space ? !np_go_rune_invalid(cp, rl) && is_space_rune(cp) : in_cutset(cut, m, s + k, rl);
 		if (!hit)
 			break;
 		end = k;

@@ -728,7 +728,7 @@ static void go_sharp_v(struct np_buf *b, const struct cfg_value *v)
 	switch (v->kind) {
 	case CFG_V_NULL: np_buf_puts(b, "interface {}(nil)"); return;
 	case CFG_V_BOOL: np_buf_puts(b, v->u.b ? "true" : "false"); return;
-	case CFG_V_STRING: go_quote(b, v->u.str.s, v->u.str.len); return;
+	case CFG_V_STRING: np_go_quote(b, v->u.str.s, v->u.str.len); return;
 	case CFG_V_NUMBER:
 		if (v->u.num.kind == CFG_NUM_UINT)
 			np_buf_printf(b, "0x%llx", (unsigned long long)v->u.num.v.u);
@@ -749,7 +749,7 @@ static void go_sharp_v(struct np_buf *b, const struct cfg_value *v)
 		np_buf_puts(b, "map[string]interface {}{");
 		for (size_t i = 0; i < v->u.obj.n; i++) {
 			np_buf_puts(b, i ? ", " : "");
-			go_quote(b, v->u.obj.v[i].key, strlen(v->u.obj.v[i].key));
+			np_go_quote(b, v->u.obj.v[i].key, strlen(v->u.obj.v[i].key));
 			np_buf_putc(b, ':');
 			go_sharp_v(b, v->u.obj.v[i].val);
 		}
@@ -904,7 +904,7 @@ static int repeated_keys(struct ydec *d, const struct ynode *map)
 			if (!same_key(ni, nj) || d->n_terrors++ >= MAX_TYPE_ERRORS)
 				continue;
 			np_buf_printf(&d->terrors, "%sline %d: mapping key ", d->n_terrors > 1 ? "\n  " : "", nj->line);
-			go_quote(&d->terrors, nj->value, nj->len);
+			np_go_quote(&d->terrors, nj->value, nj->len);
 			np_buf_printf(&d->terrors, " already defined at line %d", ni->line);
 		}
 	}

@@ -543,7 +543,7 @@ static int64_t read_symbol(struct hs_namer *n, uint32_t pid, const struct hs_nam
 	for (size_t i = 0; i < cut; i++)
 		if ((unsigned char)body[i] < 0x20 || body[i] == 0x7f)
 			return -1;
-	if (!go_utf8_valid(body, cut))
+	if (!np_go_utf8_valid(body, cut))
 		return -1;
 	np_buf_append(&n->text, body, cut);
 	np_buf_putc(&n->text, '\0');

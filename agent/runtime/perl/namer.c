@@ -104,7 +104,7 @@ static uint64_t at64(const uint8_t *buf, uint32_t off)
  * characters become spaces, so that folded stacks stay one line. */
 static void put_text(struct np_buf *b, const char *s, size_t len)
 {
-	int utf8 = go_utf8_valid(s, len);
+	int utf8 = np_go_utf8_valid(s, len);
 
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -114,7 +114,7 @@ static void put_text(struct np_buf *b, const char *s, size_t len)
 		else if (c < 0x80 || utf8)
 			np_buf_putc(b, (char)c);
 		else
-			np_buf_append(b, enc, go_encode_rune(c, enc));
+			np_buf_append(b, enc, np_go_encode_rune(c, enc));
 	}
 }
 

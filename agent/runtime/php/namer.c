@@ -131,7 +131,7 @@ static int append_str(struct php_namer *n, uint32_t pid, const struct php_layout
 	for (size_t i = 0; i < count; i++)
 		if ((unsigned char)data[i] < 0x20 || data[i] == 0x7f)
 			data[i] = ' ';
-	go_to_valid_utf8(&n->text, data, count);
+	np_go_to_valid_utf8(&n->text, data, count);
 	if (hl[1] > count)
 		np_buf_puts(&n->text, "...");
 	return 0;

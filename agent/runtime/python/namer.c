@@ -123,7 +123,7 @@ static int64_t read_str(struct py_namer *n, uint32_t pid, const struct py_layout
 		else if (cp < 0x80)
 			np_buf_putc(&n->text, ' '); /* control characters would break folded lines */
 		else
-			np_buf_append(&n->text, enc, go_encode_rune(cp, enc));
+			np_buf_append(&n->text, enc, np_go_encode_rune(cp, enc));
 	}
 	if ((size_t)length > count)
 		np_buf_puts(&n->text, "...");

@@ -189,7 +189,7 @@ static int put_string(const struct ctx *c, uint64_t v)
 		if ((unsigned char)data[i] < 0x20 || data[i] == 0x7f)
 			data[i] = ' ';
 	/* A cut may split a character: the replacement marks it. */
-	go_to_valid_utf8(&c->n->text, data, count);
+	np_go_to_valid_utf8(&c->n->text, data, count);
 	if (len > count)
 		np_buf_puts(&c->n->text, "...");
 	return 0;
@@ -494,7 +494,7 @@ static void read_iseq(const struct ctx *c, const struct rb_names_proc *p, uint64
 			if (!rd(c, string_at(c, label, &llen), lb, llen) && !rd(c, string_at(c, base, &blen), bb, blen) &&
 			    !memcmp(lb + llen - blen, bb, blen)) {
 				size_t mark = t->len;
-				go_to_valid_utf8(t, lb, llen - blen);
+				np_go_to_valid_utf8(t, lb, llen - blen);
 				if (put_owner(c, p, owner) == 0) {
 					if (put_string(c, base))
 						return;

@@ -258,7 +258,7 @@ static void put_cp(struct visit *v, uint32_t cp)
 	else if (cp < 0x80)
 		np_buf_putc(v->out, (char)cp);
 	else
-		np_buf_append(v->out, enc, go_encode_rune(cp, enc));
+		np_buf_append(v->out, enc, np_go_encode_rune(cp, enc));
 }
 
 static int name_chunk(struct visit *v, const uint8_t *data, size_t count, int two_byte)
