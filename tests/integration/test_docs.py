@@ -263,7 +263,6 @@ def readme_problems(files, read):
     each subfolder that holds sources (`sub/`), and source files they name that the tree does not
     have. read(path) gives a tracked file's text."""
     bad = []
-    names = {f.rsplit("/", 1)[-1] for f in files}
     source_dirs = {os.path.dirname(f) for f in files if f.endswith((".c", ".h"))}
     for folder in readme_folders(files):
         readme = folder + "/README.md"
