@@ -13,6 +13,7 @@ nodeprof runs in a private mount namespace (unshare) where the service-account
 directory and /etc/hosts are bind mounts of test files, so nothing on the host changes.
 """
 import base64
+import fcntl
 import json
 import os
 import shutil
@@ -104,17 +105,13 @@ class Node:
         """Starts `nodeprof run --config CONFIG --http-listen 127.0.0.1:PORT` (self.http_port), or
         nodeprof ARGS, as a pod would see the node.
         binds: more (host path, mount point) pairs bind-mounted in the agent's mount namespace
-        (missing mount points are made, and removed afterwards); prefix: a command that execs
+        (missing mount points are made, and removed by the last test that uses them); prefix: a command that execs
         the agent (e.g. setpriv, to drop capabilities); unshare: more unshare(1) options
         (e.g. --cgroup, the cgroup namespace of an unprivileged container)."""
         binds = [(self.sa, SA_DIR), (self.hosts, "/etc/hosts"), *binds]
         for _, d in binds:
-            if not os.path.exists(d):
-                top = d
-                while not os.path.isdir(os.path.dirname(top)):
-                    top = os.path.dirname(top)
-                os.makedirs(d)
-                self.test.addCleanup(_rmdirs, d, top)
+            _claim_mount_point(d)
+            self.test.addCleanup(_release_mount_point, d)
         e = dict(os.environ, HOSTNAME=self.name, KUBERNETES_SERVICE_HOST="127.0.0.1",
                  KUBERNETES_SERVICE_PORT=str(self.api.port))
         for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
@@ -179,6 +176,59 @@ class Node:
         got = sorted({l.get("service_name", "?") for _, l, _ in self.series()})
         raise AssertionError(f"timed out waiting for {what}; services seen: {got}\nagent log:\n"
                              f"{self.agent_log()[-3000:]}")
+
+
+# Mount points the agents' namespaces need that the host lacks (the service account directory)
+# are made on the host, and shared: tests in other processes (modules that run beside each other,
+# other clones) use the same path, and removing a directory that is a mount point in another
+# namespace detaches that mount there. So they are counted, under a lock, across processes, and
+# removed by the last user only (and only if a test made them).
+_MOUNT_POINTS = "/run/nodeprof-test-mount-points.json"
+
+
+def _mount_points_update(change):
+    """Runs change(state) on the shared {path: {"users": n, "made": top or None}} under its lock."""
+    with open(_MOUNT_POINTS + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with open(_MOUNT_POINTS) as f:
+                state = json.load(f)
+        except (OSError, ValueError):
+            state = {}
+        change(state)
+        if not state:
+            if os.path.exists(_MOUNT_POINTS):
+                os.unlink(_MOUNT_POINTS)
+            return
+        with open(_MOUNT_POINTS + ".tmp", "w") as f:
+            json.dump(state, f)
+        os.replace(_MOUNT_POINTS + ".tmp", _MOUNT_POINTS)
+
+
+def _claim_mount_point(d):
+    def change(state):
+        e = state.setdefault(d, {"users": 0, "made": None})
+        if not os.path.exists(d):
+            top = d
+            while not os.path.isdir(os.path.dirname(top)):
+                top = os.path.dirname(top)
+            os.makedirs(d)
+            e["made"] = top
+        e["users"] += 1
+    _mount_points_update(change)
+
+
+def _release_mount_point(d):
+    def change(state):
+        e = state.get(d)
+        if not e:
+            return
+        e["users"] -= 1
+        if e["users"] <= 0:
+            if e["made"]:
+                _rmdirs(d, e["made"])
+            del state[d]
+    _mount_points_update(change)
 
 
 def _rmdirs(path, stop):
