@@ -1,13 +1,13 @@
 /* pyroscope.ebpf targets: keys, service names, profile labels and the lookup index;
- * see target.h. The index is two open-addressing tables built once per update, so
- * that the per-sample lookup is a hash and a compare. */
+ * see target.h. The index is built once per update on lib's interning table, so that the
+ * per-sample lookup is a hash and a compare. */
 #include "agent/attribution/target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/hash.h"
+#include "lib/intern.h"
 
 uint32_t np_target_pid(const struct np_labels *ls)
 {
@@ -165,124 +165,93 @@ void np_target_free(struct np_target *t)
 
 /* ---- the index ---- */
 
-#define EMPTY UINT32_MAX
-
 struct np_target_set {
 	struct np_target *targets; /* owned, n of them, input order */
 	size_t n, n_pids, n_containers, n_unkeyed;
-	uint32_t *pid_slots; /* target index per slot, EMPTY when free */
-	uint32_t *cid_slots;
-	size_t nslots; /* power of two, > 2 * n */
+	/* Keys to targets: lib's interning table gives each distinct PID (4 bytes) and container
+	 * ID its id, and the arrays the target of each id. */
+	struct np_intern pids, cids;
+	uint32_t *pid_target, *cid_target; /* index id - 1 */
 };
 
-/* Key of input target i during the build: either pid or cid. */
+/* The key of input target i during the build: its id in pids or cids (the other 0). */
 struct key {
+	uint32_t pid_id, cid_id;
 	uint32_t pid;
 	const char *cid; /* into the input labels */
 };
 
-/* Finds the slot of a key among keys[] via slots[], or the free slot to put it in. */
-static size_t probe_pid(const uint32_t *slots, size_t nslots, const struct key *keys, uint32_t pid)
-{
-	size_t i = (size_t)np_hash_u64(pid) & (nslots - 1);
-
-	while (slots[i] != EMPTY && keys[slots[i]].pid != pid)
-		i = (i + 1) & (nslots - 1);
-	return i;
-}
-
-static size_t probe_cid(const uint32_t *slots, size_t nslots, const struct key *keys, const char *cid)
-{
-	size_t i = (size_t)np_hash_bytes(cid, strlen(cid)) & (nslots - 1);
-
-	while (slots[i] != EMPTY && strcmp(keys[slots[i]].cid, cid) != 0)
-		i = (i + 1) & (nslots - 1);
-	return i;
-}
-
-/* Pass 1 of the build: the key of each input, and for each key the last input that has
- * it (wins[i] = 1; the slots hold input indices until pass 2 remaps them). */
-static void index_keys(struct np_target_set *s, const struct np_targets *discovered, struct key *keys, uint8_t *wins)
+/* Pass 1 of the build: the key of each input; for each key, the last input that has it wins
+ * (pid_target / cid_target hold input indices until pass 2 remaps them). */
+static int index_keys(struct np_target_set *s, const struct np_targets *discovered, struct key *keys)
 {
 	for (size_t i = 0; i < discovered->n; i++) {
 		const struct np_labels *ls = &discovered->v[i];
-		uint32_t *slot;
+		struct key *k = &keys[i];
 
-		if ((keys[i].pid = np_target_pid(ls)))
-			slot = &s->pid_slots[probe_pid(s->pid_slots, s->nslots, keys, keys[i].pid)];
-		else if ((keys[i].cid = np_target_container_id(ls)))
-			slot = &s->cid_slots[probe_cid(s->cid_slots, s->nslots, keys, keys[i].cid)];
-		else {
+		if ((k->pid = np_target_pid(ls))) {
+			if (!(k->pid_id = np_intern_add(&s->pids, &k->pid, sizeof(k->pid), NULL)))
+				return -1;
+			s->pid_target[k->pid_id - 1] = (uint32_t)i;
+		} else if ((k->cid = np_target_container_id(ls))) {
+			if (!(k->cid_id = np_intern_add(&s->cids, k->cid, strlen(k->cid), NULL)))
+				return -1;
+			s->cid_target[k->cid_id - 1] = (uint32_t)i;
+		} else {
 			s->n_unkeyed++;
-			continue;
 		}
-		if (*slot != EMPTY)
-			wins[*slot] = 0;
-		*slot = (uint32_t)i;
-		wins[i] = 1;
 	}
+	return 0;
+}
+
+/* Whether input i is the last with its key (it alone becomes a target). */
+static int wins(const struct np_target_set *s, const struct key *k, size_t i)
+{
+	return k->pid_id ? s->pid_target[k->pid_id - 1] == i : k->cid_id && s->cid_target[k->cid_id - 1] == i;
 }
 
 int np_target_set_build(const struct np_targets *discovered, struct np_target_set **out, struct np_err *err)
 {
 	struct np_target_set *s = calloc(1, sizeof(*s));
 	struct key *keys = NULL;
-	uint8_t *wins = NULL;
-	uint32_t *remap = NULL;
 	size_t n = discovered->n;
 
 	*out = NULL;
-	if (n >= EMPTY / 4)
+	if (n >= UINT32_MAX / 4)
 		return np_errf(err, "too many targets (%zu)", n);
 	if (!s)
 		goto oom;
-	s->nslots = 16;
-	while (s->nslots <= 2 * n)
-		s->nslots *= 2;
 	keys = calloc(n ? n : 1, sizeof(*keys));
-	wins = calloc(n ? n : 1, 1);
-	remap = malloc((n ? n : 1) * sizeof(*remap));
-	s->pid_slots = malloc(s->nslots * sizeof(uint32_t));
-	s->cid_slots = malloc(s->nslots * sizeof(uint32_t));
+	s->pid_target = malloc((n ? n : 1) * sizeof(uint32_t));
+	s->cid_target = malloc((n ? n : 1) * sizeof(uint32_t));
 	s->targets = calloc(n ? n : 1, sizeof(*s->targets));
-	if (!keys || !wins || !remap || !s->pid_slots || !s->cid_slots || !s->targets)
+	if (!keys || !s->pid_target || !s->cid_target || !s->targets || index_keys(s, discovered, keys))
 		goto oom;
-	memset(s->pid_slots, 0xff, s->nslots * sizeof(uint32_t));
-	memset(s->cid_slots, 0xff, s->nslots * sizeof(uint32_t));
-
-	index_keys(s, discovered, keys, wins);
-	/* Pass 2: build the winners in input order and point the slots at them. */
+	/* Pass 2: build the winners in input order and point their ids at them. */
 	for (size_t i = 0; i < n; i++) {
-		if (!wins[i])
+		const struct key *k = &keys[i];
+		if (!wins(s, k, i))
 			continue;
-		if (np_target_init(&s->targets[s->n], &discovered->v[i], keys[i].pid, keys[i].cid, err) != 0) {
+		if (np_target_init(&s->targets[s->n], &discovered->v[i], k->pid, k->cid, err) != 0) {
 			np_err_wrap(err, "target %zu", i);
 			goto fail;
 		}
-		remap[i] = (uint32_t)s->n;
-		s->n++;
-		if (keys[i].pid)
+		if (k->pid_id) {
+			s->pid_target[k->pid_id - 1] = (uint32_t)s->n;
 			s->n_pids++;
-		else
+		} else {
+			s->cid_target[k->cid_id - 1] = (uint32_t)s->n;
 			s->n_containers++;
-	}
-	for (size_t j = 0; j < s->nslots; j++) {
-		if (s->pid_slots[j] != EMPTY)
-			s->pid_slots[j] = remap[s->pid_slots[j]];
-		if (s->cid_slots[j] != EMPTY)
-			s->cid_slots[j] = remap[s->cid_slots[j]];
+		}
+		s->n++;
 	}
 	free(keys);
-	free(wins);
-	free(remap);
 	*out = s;
 	return 0;
 oom:
 	np_errf(err, "out of memory indexing %zu targets", n);
 fail:
 	free(keys);
-	free(wins);
-	free(remap);
 	np_target_set_free(s);
 	return -1;
 }
@@ -294,34 +263,25 @@ void np_target_set_free(struct np_target_set *s)
 	for (size_t i = 0; i < s->n; i++)
 		np_target_free(&s->targets[i]);
 	free(s->targets);
-	free(s->pid_slots);
-	free(s->cid_slots);
+	np_intern_free(&s->pids);
+	np_intern_free(&s->cids);
+	free(s->pid_target);
+	free(s->cid_target);
 	free(s);
 }
 
 const struct np_target *np_target_set_find_pid(const struct np_target_set *s, uint32_t pid)
 {
-	size_t i;
+	uint32_t id = pid ? np_intern_find(&s->pids, &pid, sizeof(pid)) : 0;
 
-	if (!pid)
-		return NULL;
-	for (i = (size_t)np_hash_u64(pid) & (s->nslots - 1); s->pid_slots[i] != EMPTY; i = (i + 1) & (s->nslots - 1))
-		if (s->targets[s->pid_slots[i]].pid == pid)
-			return &s->targets[s->pid_slots[i]];
-	return NULL;
+	return id ? &s->targets[s->pid_target[id - 1]] : NULL;
 }
 
 const struct np_target *np_target_set_find_container(const struct np_target_set *s, const char *container_id)
 {
-	size_t i;
+	uint32_t id = container_id && *container_id ? np_intern_find(&s->cids, container_id, strlen(container_id)) : 0;
 
-	if (!container_id || !*container_id)
-		return NULL;
-	for (i = (size_t)np_hash_bytes(container_id, strlen(container_id)) & (s->nslots - 1); s->cid_slots[i] != EMPTY;
-	     i = (i + 1) & (s->nslots - 1))
-		if (strcmp(s->targets[s->cid_slots[i]].container_id, container_id) == 0)
-			return &s->targets[s->cid_slots[i]];
-	return NULL;
+	return id ? &s->targets[s->cid_target[id - 1]] : NULL;
 }
 
 const struct np_target *np_target_set_find(const struct np_target_set *s, uint32_t pid, const char *container_id)
