@@ -28,6 +28,9 @@ enum {
 	VALUE_TYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1,
 	SAMPLE_VALUE = 2,
+	SAMPLE_LABEL = 3,
+	LABEL_KEY = 1,
+	LABEL_STR = 2,
 	MAPPING_ID = 1,
 	MAPPING_MEMORY_START = 2,
 	MAPPING_MEMORY_LIMIT = 3,
@@ -81,7 +84,9 @@ struct np_pprof_builder {
 	uint8_t *map_unnamed;	    /* per mapping id - 1: 1 when one of its Locations has no Line */
 	size_t map_unnamed_cap;
 	struct np_intern locations; /* key: struct location_key */
-	struct np_tally samples;    /* key: the u32 location ids, leaf first; sum: the count */
+	struct np_intern label_sets; /* key: u32 (key, value) string indexes of a sample's labels */
+	struct np_tally samples;    /* key: the u32 location ids, leaf first, then the label set
+				     * (0: none); sum: the count */
 	uint32_t *scratch; /* location ids of the stack being added */
 	size_t scratch_cap;
 };
@@ -145,6 +150,7 @@ void np_pprof_free(struct np_pprof_builder *b)
 	np_intern_free(&b->mappings);
 	np_intern_free(&b->locations);
 	np_tally_free(&b->samples);
+	np_intern_free(&b->label_sets);
 	free(b->map_unnamed);
 	free(b->scratch);
 	free(b);
@@ -203,17 +209,44 @@ static uint32_t location_id(struct np_pprof_builder *b, const struct np_pprof_fr
 	return np_intern_add(&b->locations, &key, sizeof(key), NULL);
 }
 
+/* The id of a sample's label set (0: none; UINT32_MAX: out of memory). */
+static uint32_t label_set_id(struct np_pprof_builder *b, const struct np_pprof_sample_label *labels, size_t n)
+{
+	uint32_t pairs[2 * NP_PPROF_MAX_LABELS], id;
+
+	if (!n)
+		return 0;
+	if (n > NP_PPROF_MAX_LABELS)
+		n = NP_PPROF_MAX_LABELS;
+	for (size_t i = 0; i < n; i++) {
+		pairs[2 * i] = str_index(b, labels[i].key);
+		pairs[2 * i + 1] = str_index(b, labels[i].value);
+		if (pairs[2 * i] == UINT32_MAX || pairs[2 * i + 1] == UINT32_MAX)
+			return UINT32_MAX;
+	}
+	id = np_intern_add(&b->label_sets, pairs, 2 * n * sizeof(uint32_t), NULL);
+	return id ? id : UINT32_MAX;
+}
+
 int np_pprof_add(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n, uint64_t count,
 		 struct np_err *err)
 {
-	if (np_grow((void **)&b->scratch, &b->scratch_cap, n, sizeof(*b->scratch)))
+	return np_pprof_add_labeled(b, frames, n, NULL, 0, count, err);
+}
+
+int np_pprof_add_labeled(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n,
+			 const struct np_pprof_sample_label *labels, size_t nlabels, uint64_t count, struct np_err *err)
+{
+	if (np_grow((void **)&b->scratch, &b->scratch_cap, n + 1, sizeof(*b->scratch)))
 		return np_errf(err, "pprof: out of memory");
 	for (size_t i = 0; i < n; i++) {
 		b->scratch[i] = location_id(b, &frames[i]);
 		if (!b->scratch[i])
 			return np_errf(err, "pprof: out of memory");
 	}
-	if (!np_tally_add(&b->samples, b->scratch, n * sizeof(uint32_t), count))
+	/* Samples with the same stack and other labels stay apart, as pprof keeps them. */
+	b->scratch[n] = label_set_id(b, labels, nlabels);
+	if (b->scratch[n] == UINT32_MAX || !np_tally_add(&b->samples, b->scratch, (n + 1) * sizeof(uint32_t), count))
 		return np_errf(err, "pprof: out of memory");
 	return 0;
 }
@@ -291,7 +324,7 @@ size_t np_pprof_sample(const struct np_pprof_builder *b, uint32_t id, uint32_t *
 {
 	size_t len;
 	const char *key = np_intern_key(&b->samples.keys, id, &len);
-	size_t n = len / sizeof(uint32_t);
+	size_t n = len / sizeof(uint32_t) - 1; /* the label set last */
 
 	memcpy(locs, key, (n < cap ? n : cap) * sizeof(uint32_t));
 	*count = b->samples.sums[id - 1];
@@ -315,7 +348,8 @@ static void encode_samples(struct np_pprof_builder *b, struct np_buf *out)
 	for (uint32_t id = 1; id <= np_tally_count(&b->samples); id++) {
 		size_t len;
 		const char *key = np_intern_key(&b->samples.keys, id, &len);
-		size_t n = len / sizeof(uint32_t);
+		size_t n = len / sizeof(uint32_t) - 1;
+		uint32_t set;
 		int64_t value = (int64_t)b->samples.sums[id - 1] * b->period;
 		size_t m = pb_begin(out, PROFILE_SAMPLE);
 
@@ -328,6 +362,20 @@ static void encode_samples(struct np_pprof_builder *b, struct np_buf *out)
 			done += chunk;
 		}
 		pb_packed_int64(out, SAMPLE_VALUE, &value, 1);
+		memcpy(&set, key + n * sizeof(uint32_t), sizeof(set));
+		if (set) {
+			size_t plen;
+			const char *pairs = np_intern_key(&b->label_sets, set, &plen);
+			for (size_t i = 0; i + 2 * sizeof(uint32_t) <= plen; i += 2 * sizeof(uint32_t)) {
+				uint32_t k, v;
+				memcpy(&k, pairs + i, sizeof(k));
+				memcpy(&v, pairs + i + sizeof(k), sizeof(v));
+				size_t lm = pb_begin(out, SAMPLE_LABEL);
+				pb_int64(out, LABEL_KEY, k);
+				pb_int64(out, LABEL_STR, v);
+				pb_end(out, lm);
+			}
+		}
 		pb_end(out, m);
 	}
 }

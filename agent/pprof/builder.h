@@ -67,6 +67,15 @@ void np_pprof_free(struct np_pprof_builder *b);
  * off-CPU profile, count is nanoseconds off CPU; for a probe, calls. */
 NP_MUST_CHECK int np_pprof_add(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n,
 			       uint64_t count, struct np_err *err);
+/* A sample's string label (pprof Sample.label: the server makes each a series label). */
+struct np_pprof_sample_label {
+	const char *key, *value;
+};
+#define NP_PPROF_MAX_LABELS 8 /* per sample; more are left out */
+/* The same with the sample's labels: samples of one stack with other labels stay apart. */
+NP_MUST_CHECK int np_pprof_add_labeled(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n,
+				       const struct np_pprof_sample_label *labels, size_t nlabels, uint64_t count,
+				       struct np_err *err);
 
 size_t np_pprof_sample_count(const struct np_pprof_builder *b); /* distinct stacks */
 uint64_t np_pprof_total(const struct np_pprof_builder *b);	    /* samples added */

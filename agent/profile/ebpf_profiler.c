@@ -319,6 +319,13 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 		np_pprof_frame_stub(&p->pframes[i], p->stubs[i], sizeof(p->stubs[i]));
 	if (s->kind == NP_EVENT_CPU)
 		p->interval_samples += s->count;
+	if (p->cfg.pid_label) {
+		/* Alloy's sample label: the server makes it a series label. */
+		char pid[16];
+		struct np_pprof_sample_label l = { "pid", pid };
+		snprintf(pid, sizeof(pid), "%u", s->tgid);
+		return np_pprof_add_labeled(sl->b, p->pframes, s->n_frames, &l, 1, s->count, err);
+	}
 	return np_pprof_add(sl->b, p->pframes, s->n_frames, s->count, err);
 }
 

@@ -158,33 +158,59 @@ class ProfileTargetsTest(unittest.TestCase):
                            [l for l, _ in got])
 
 
-class UnsymbolizedStubs(unittest.TestCase):
-    """reporter_unsymbolized_stubs: a stripped binary's frames reach Pyroscope named as Alloy
-    names them, "$ FILE + 0xADDR"; without it they carry no Line and the server names them from
-    the address ("FILE!0xADDR", its fallback)."""
+class PushedSamples(unittest.TestCase):
+    """What Alloy's reporter does with a sample, through `nodeprof run` and the test Pyroscope, on
+    a stripped binary with a build ID of its own: reporter_unsymbolized_stubs names its frames
+    "$ FILE + 0xADDR" (without it they carry no Line and the server names them from the address,
+    "FILE!0xADDR", its fallback), and pid_label gives each sample the label pid=<PID>."""
 
-    def frames(self, stubs):
+    def pushed(self, args):
+        """{stack: samples} and the set of each stack's labels, pushed for the workload."""
         import agent_push
+        from pyroscope import PyroscopeServer
         d = np.tmpdir(self)
         exe = os.path.join(d, "split-stripped")
         # Stripped, and with a build ID of its own: a symbol table cached for another build of
         # split (same code, same ID) would name its frames.
         shutil.copy(np.build_workload("split", d, ("-O0", "-fno-omit-frame-pointer", "-s",
                                                    "-Wl,--build-id=0x" + os.urandom(20).hex())), exe)
-        agg, _ = agent_push.run(self, ".*split-stripped.*", "stubs",
-                                {"reporter_unsymbolized_stubs": "true"} if stubs else {},
-                                [exe, "60"], lambda k: "split-stripped" in k, 50)
-        return agg
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        agent_push.start(self, np.process_pipeline_config(".*split-stripped.*", "pushed", args, forward_url=srv.url),
+                         [exe, "60"])
+        deadline, stacks, labels = time.time() + 40, {}, set()
+        while time.time() < deadline and sum(stacks.values()) < 50:
+            stacks, labels = {}, set()
+            for push in srv.pushes():
+                for series in push["series"]:
+                    for prof in series["profiles"]:
+                        for s in prof["stacks"]:
+                            if any("split-stripped" in f for f in s["frames"]):
+                                k = ";".join(s["frames"])
+                                stacks[k] = stacks.get(k, 0) + 1
+                                labels.add(tuple(sorted(s["labels"].items())))
+            time.sleep(1)
+        for r in srv.all_requests():
+            self.assertEqual(r["violations"], [], r)
+        self.assertGreaterEqual(sum(stacks.values()), 50, stacks)
+        return stacks, labels
 
-    def test_stubs_on_and_off(self):
+    def test_stubs_and_pid_label(self):
         import re
         import stacks as st
-        on = self.frames(True)
-        share = st.share(on, lambda f: bool(re.fullmatch(r"\$ split-stripped \+ 0x[0-9a-f]+", f[-1])))
-        self.assertGreaterEqual(share[2], 90, st.top(on))
-        off = self.frames(False)
-        share = st.share(off, lambda f: bool(re.fullmatch(r"split-stripped!0x[0-9a-f]+", f[-1])))
-        self.assertGreaterEqual(share[2], 90, st.top(off))
+        def named(stacks, pattern):
+            """Whether every frame of the stripped binary in every stack is named by pattern."""
+            return all(re.fullmatch(pattern, f) for k in stacks for f in k.split(";") if "split-stripped" in f)
+        on, labels = self.pushed({"reporter_unsymbolized_stubs": "true", "pid_label": "true"})
+        self.assertTrue(named(on, r"\$ split-stripped \+ 0x[0-9a-f]+"), st.top(on))
+        self.assertEqual(len(labels), 1, labels)
+        ((name, pid),) = labels.pop()
+        self.assertEqual(name, "pid")
+        with open(f"/proc/{pid}/comm") as f:
+            self.assertEqual(f.read().strip(), "split-stripped")
+        off, labels = self.pushed({})
+        self.assertTrue(named(off, r"split-stripped!0x[0-9a-f]+"), st.top(off))
+        self.assertEqual(labels, {()})
 
 
 if __name__ == "__main__":

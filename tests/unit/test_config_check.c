@@ -552,7 +552,6 @@ static void unsupported_only_off_default(void **state)
 		  "3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized from their "
 		  ".gopclntab\n"
 		  "4:10: comm = \"label\" is not supported by nodeprof yet: comm labels and frames are not implemented\n"
-		  "5:15: pid_label = true is not supported by nodeprof yet: per-sample pid labels are not implemented\n"
 		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
 		  "which is not implemented\n"
 		  "9:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "

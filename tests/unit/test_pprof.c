@@ -160,6 +160,48 @@ static void pprof_round_trip(void **state)
 	np_pprof_free(b);
 }
 
+/* Sample labels: one stack under other labels stays apart; the same labels merge. */
+static void labeled_samples(void **state)
+{
+	struct np_pprof_builder *b;
+	struct np_err err;
+	struct np_buf out = NP_BUF_INIT;
+	struct np_pprof_profile *d;
+	struct np_pprof_frame s1[] = { fr("leaf", "/bin/app"), fr("main", "/bin/app") };
+	struct np_pprof_sample_label p1[] = { { "pid", "41" } }, p2[] = { { "pid", "42" } };
+	struct np_pprof_sample_label two[] = { { "comm", "worker" }, { "pid", "41" } };
+
+	(void)state;
+	assert_int_equal(np_pprof_new(97, 1, &b, &err), 0);
+	assert_int_equal(np_pprof_add_labeled(b, s1, 2, p1, 1, 3, &err), 0);
+	assert_int_equal(np_pprof_add_labeled(b, s1, 2, p2, 1, 2, &err), 0);
+	assert_int_equal(np_pprof_add_labeled(b, s1, 2, p1, 1, 1, &err), 0); /* merged with the first */
+	assert_int_equal(np_pprof_add(b, s1, 2, 5, &err), 0);		   /* no labels: its own */
+	assert_int_equal(np_pprof_add_labeled(b, s1, 2, two, 2, 7, &err), 0);
+	assert_int_equal(np_pprof_sample_count(b), 4);
+	uint32_t locs[4];
+	uint64_t count;
+	assert_int_equal(np_pprof_sample(b, 1, locs, 4, &count), 2); /* the store reads stacks alone */
+	assert_true(count == 4);
+	assert_int_equal(np_pprof_encode(b, 0, &out, &err), 0);
+	assert_int_equal(np_pprof_decode(out.p, out.len, 1 << 20, &d, &err), 0);
+	assert_int_equal(d->nsamples, 4);
+	static const char *const want[][2] = { { "pid", "41" }, { "pid", "42" } };
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(d->samples[i].nlabels, 1);
+		const struct np_pprof_label *l = &d->labels[d->samples[i].first_label];
+		assert_string_equal(np_pprof_string(d, l->key), want[i][0]);
+		assert_string_equal(np_pprof_string(d, l->str), want[i][1]);
+	}
+	assert_int_equal(d->samples[2].nlabels, 0);
+	assert_int_equal(d->samples[3].nlabels, 2);
+	assert_string_equal(np_pprof_string(d, d->labels[d->samples[3].first_label].key), "comm");
+	assert_string_equal(np_pprof_string(d, d->labels[d->samples[3].first_label + 1].str), "41");
+	np_pprof_profile_free(d);
+	np_buf_free(&out);
+	np_pprof_free(b);
+}
+
 static void gzip_round_trip(void **state)
 {
 	struct np_buf out = NP_BUF_INIT;
@@ -212,6 +254,7 @@ int main(void)
 		cmocka_unit_test(varints_round_trip), cmocka_unit_test(nested_messages_get_exact_lengths),
 		cmocka_unit_test(intern_dense_ids),   cmocka_unit_test(pprof_round_trip),
 		cmocka_unit_test(gzip_round_trip),    cmocka_unit_test(folded_aggregates_sorted),
+		cmocka_unit_test(labeled_samples),
 	};
 	return cmocka_run_group_tests_name("pprof", tests, NULL, NULL);
 }
