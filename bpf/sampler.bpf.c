@@ -39,6 +39,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Written by user space through the mmap'ed .bss at any time. */
 volatile __u32 filter_mode;
+/* 1: count keys carry the thread's name (comm); set by user space before sampling starts. */
+volatile __u32 want_comm;
 /* Next process incarnation number; 0 is never handed out. */
 __u64 next_gen = 1;
 
@@ -333,6 +335,11 @@ static __always_inline struct np_unw_state *begin_event(__u32 slot, __u32 tgid, 
 	st->key.cgroup_id = cgroup_id;
 	st->key.kind = kind;
 	st->key.pad = 0;
+	/* The thread's name splits the counts only when asked for (Alloy's comm argument). */
+	if (want_comm)
+		bpf_get_current_comm(st->key.comm, sizeof(st->key.comm));
+	else
+		__builtin_memset(st->key.comm, 0, sizeof(st->key.comm));
 	st->value = value;
 	st->kstack_ready = 0;
 	return st;

@@ -27,6 +27,8 @@ typedef uint64_t np_u64;
 #define NP_MAX_STACK_DEPTH 127
 
 /* Samples are counted per (process incarnation, cgroup, user stack, kernel stack). */
+#define NP_COMM_LEN 16 /* TASK_COMM_LEN */
+
 struct np_count_key {
 	np_u32 tgid;
 	np_u32 gen;	  /* process incarnation: a new value at first sight and at every exec */
@@ -36,6 +38,7 @@ struct np_count_key {
 	np_u64 rtstack;	  /* hash of the runtime stack of an interpreter-chain runtime (bpf/runtime.h), 0 = none */
 	np_u32 kind;	  /* enum np_event_kind: what the count measures */
 	np_u32 pad;
+	char comm[NP_COMM_LEN]; /* the thread's name when user space asked for it (want_comm), else zeros */
 };
 
 /* What a count in the counts map measures. */

@@ -67,7 +67,8 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 	struct np_sampler_options so = { .sample_rate = opts->sample_rate,
 					 .drain_interval_ms = opts->drain_interval_ms,
 					 .offcpu_threshold = opts->offcpu_threshold,
-					 .uprobes = opts->n_uprobes > 0 };
+					 .uprobes = opts->n_uprobes > 0,
+					 .comm = opts->comm };
 	struct sym_options symo = { .cache_bytes = opts->budgets.symbols,
 				    .process_bytes = opts->budgets.processes,
 				    .symb_cache_path = opts->symb_cache_path,
@@ -282,6 +283,7 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.kind = s->kind,
 			.count = s->count,
 			.frames = c->frames,
+			.comm = s->comm,
 		};
 		/* Tagged words (JIT frames, bpf/runtime.h) are no addresses: the symbolizer gets 0 for them,
 		 * which it names "[unknown]" without looking for a mapping (nor re-reading the maps). */

@@ -37,6 +37,7 @@ struct np_collected {
 	 * until the sink returns. */
 	const struct sym_frame *frames;
 	size_t n_frames, n_kernel;
+	const char *comm; /* the thread's name (np_collector_options.comm), else "" */
 };
 
 /* The frames of s as the pprof builder takes them (out has room for s->n_frames). */
@@ -63,6 +64,7 @@ struct np_collector_options {
 	const char *const *uprobes; /* "FILE:SYMBOL" links to count calls of (not owned) */
 	size_t n_uprobes;
 	int load_probe;		    /* probe the files of processes that appear later too */
+	int comm;		    /* samples carry their thread's name (np_collected.comm) */
 	struct np_budgets budgets;  /* symbol tables, unwind tables, process state, runtime names */
 	const char *symb_cache_path; /* on-disk symbol tables (borrowed, read at open); NULL: memory only */
 	size_t symb_cache_entries;  /* files kept there at most; 0 = the default (2048) */

@@ -36,7 +36,7 @@
  *    kernel_frames, container_id_cache_size, targets_only, verbose_mode, lazy_mode,
  *    the runtimes' switches of agent/runtime/runtime.h's table (python_enabled,
  *    hotspot_enabled, v8_enabled, perl_enabled, php_enabled, ruby_enabled),
- *    off_cpu_threshold, u_probe_links, load_probe, reporter_unsymbolized_stubs, pid_label,
+ *    off_cpu_threshold, u_probe_links, load_probe, reporter_unsymbolized_stubs, pid_label, comm,
  *    symb_cache_path and symb_cache_size
  *    (on-disk symbol tables: docs/specs/symb-cache.md; the size counts files, as Alloy's
  *    SymbCacheSizeEntries; "" keeps tables in memory);
@@ -93,8 +93,7 @@ static const struct cfg_attr attrs[] = {
 	      EBPF(collect_interval)),
 	CFG_A("sample_rate", &cfg_t_int, CFG_RANGE, "19", .min = 1, .max = 10000, EBPF(sample_rate)),
 	CFG_A("demangle", &cfg_t_string, 0, "\"none\"", .one_of = demangle_modes, EBPF(demangle)),
-	CFG_A("comm", &cfg_t_string, CFG_UNSUPPORTED, "\"none\"", .one_of = comm_modes,
-	      .note = "comm labels and frames are not implemented"),
+	CFG_A("comm", &cfg_t_string, 0, "\"none\"", .one_of = comm_modes, EBPF(comm)),
 	CFG_A("kernel_frames", &cfg_t_bool, 0, "true", EBPF(kernel_frames)),
 	CFG_A("pid_label", &cfg_t_bool, 0, "false", EBPF(pid_label)),
 	CFG_A("go_enabled", &cfg_t_bool, CFG_UNSUPPORTED, "true",
@@ -390,6 +389,9 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 	cfg->targets_only = a->targets_only;
 	cfg->unsymbolized_stubs = a->unsymbolized_stubs;
 	cfg->pid_label = a->pid_label;
+	/* "" is Alloy's none; both is label and stackframe (args.CommMode) */
+	cfg->comm_label = !strcmp(a->comm, "label") || !strcmp(a->comm, "both");
+	cfg->comm_frame = !strcmp(a->comm, "stackframe") || !strcmp(a->comm, "both");
 	cfg->verbose = a->verbose_mode;
 	cfg->runtimes = 0;
 	/* The switches of unsupported runtimes were only warned about. */
@@ -423,7 +425,7 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	return a->sample_rate == b->sample_rate && a->collect_interval_ns == b->collect_interval_ns &&
 	       a->demangle == b->demangle && a->kernel_frames == b->kernel_frames &&
 	       a->targets_only == b->targets_only && a->unsymbolized_stubs == b->unsymbolized_stubs &&
-	       a->pid_label == b->pid_label &&
+	       a->pid_label == b->pid_label && a->comm_label == b->comm_label && a->comm_frame == b->comm_frame &&
 	       a->container_id_cache_size == b->container_id_cache_size &&
 	       a->verbose == b->verbose && a->runtimes == b->runtimes && a->offcpu_threshold == b->offcpu_threshold &&
 	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash &&

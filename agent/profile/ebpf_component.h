@@ -48,6 +48,7 @@ struct cfg_ebpf_args {
 	int64_t collect_interval;
 	int64_t sample_rate;
 	const char *demangle;
+	const char *comm; /* none, label, stackframe, both or "" (none) */
 	int kernel_frames, lazy_mode, verbose_mode, load_probe, targets_only, unsymbolized_stubs, pid_label;
 	/* <rt>_enabled of each runtime of the table (agent/runtime/runtime.h): python, hotspot, ... */
 #define CFG_RUNTIME_FIELD(ident, id, name, key, support, flag, help) int ident;

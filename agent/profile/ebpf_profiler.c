@@ -253,6 +253,28 @@ static const struct np_target *target_of(struct np_ebpf_profiler *p, const struc
 	return NULL;
 }
 
+/* Adds a sample's frames to its profile as Alloy's reporter does (reporter/pprof.go): with comm
+ * = stackframe or both, the thread's name as the root frame (on the mapping of no file); the
+ * sample labels comm (label or both) and pid (pid_label), which the server makes series labels,
+ * in the key order Go's pprof encoder writes them. */
+static int add_to_profile(struct np_ebpf_profiler *p, struct np_pprof_builder *b, const struct np_collected *s,
+			  struct np_err *err)
+{
+	struct np_pprof_sample_label labels[2];
+	size_t nl = 0, n = s->n_frames;
+	char pid[16];
+
+	if (p->cfg.comm_frame && s->comm && s->comm[0])
+		p->pframes[n++] = (struct np_pprof_frame){ .function = s->comm };
+	if (p->cfg.comm_label && s->comm && s->comm[0])
+		labels[nl++] = (struct np_pprof_sample_label){ "comm", s->comm };
+	if (p->cfg.pid_label) {
+		snprintf(pid, sizeof(pid), "%u", s->tgid);
+		labels[nl++] = (struct np_pprof_sample_label){ "pid", pid };
+	}
+	return np_pprof_add_labeled(b, p->pframes, n, labels, nl, s->count, err);
+}
+
 /* The profile a sample goes into: one per target and kind (CPU, off-CPU, probes), each pushed
  * under its own __name__ as Alloy does. */
 static struct slot *slot_for(struct np_ebpf_profiler *p, const struct np_target *t, uint32_t event_kind,
@@ -319,14 +341,7 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 		np_pprof_frame_stub(&p->pframes[i], p->stubs[i], sizeof(p->stubs[i]));
 	if (s->kind == NP_EVENT_CPU)
 		p->interval_samples += s->count;
-	if (p->cfg.pid_label) {
-		/* Alloy's sample label: the server makes it a series label. */
-		char pid[16];
-		struct np_pprof_sample_label l = { "pid", pid };
-		snprintf(pid, sizeof(pid), "%u", s->tgid);
-		return np_pprof_add_labeled(sl->b, p->pframes, s->n_frames, &l, 1, s->count, err);
-	}
-	return np_pprof_add(sl->b, p->pframes, s->n_frames, s->count, err);
+	return add_to_profile(p, sl->b, s, err);
 }
 
 static void on_event(void *ud, const struct np_proc_event *ev)
@@ -633,7 +648,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 		p->cfg.rescan_interval_ns = 5LL * 1000000000LL;
 	if (np_ebpf_profiler_set_sinks(p, sinks, nsinks, err))
 		goto fail;
-	p->pframes = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*p->pframes));
+	p->pframes = calloc(NP_COLLECTED_MAX_FRAMES + 1, sizeof(*p->pframes)); /* + the comm frame */
 	if (p->cfg.unsymbolized_stubs)
 		p->stubs = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*p->stubs));
 	if (!p->pframes || (p->cfg.unsymbolized_stubs && !p->stubs)) {
@@ -657,6 +672,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	co.uprobes = p->cfg.uprobes;
 	co.n_uprobes = p->cfg.n_uprobes;
 	co.load_probe = p->cfg.load_probe;
+	co.comm = p->cfg.comm_label || p->cfg.comm_frame;
 	co.symb_cache_path = p->cfg.symb_cache_path[0] ? p->cfg.symb_cache_path : NULL;
 	co.symb_cache_entries = p->cfg.symb_cache_entries;
 	co.budgets = p->cfg.budgets;

@@ -37,6 +37,7 @@ struct np_ebpf_config {
 	int64_t collect_interval_ns;	/* default 15 s */
 	enum sym_demangle demangle;	/* default none */
 	int kernel_frames;		/* default on */
+	int comm_label, comm_frame;	/* Alloy's comm: label, stackframe (both: both); default neither */
 	int pid_label;			/* each sample labelled pid=<process PID> (Alloy's pid_label); default off */
 	int unsymbolized_stubs;		/* a native frame no symbol names gets a Line "$ FILE + 0xADDR" (Alloy's
 					 * reporter_unsymbolized_stubs) instead of none; default off */

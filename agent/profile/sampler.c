@@ -325,6 +325,7 @@ static int swap_maps(struct np_sampler *s, unsigned counts_n, unsigned stacks_n,
 /* The walker's continuations, the process events, and the programs' attachments. */
 static int attach_all(struct np_sampler *s, const struct np_sampler_options *opts, struct np_err *err)
 {
+	s->skel->bss->want_comm = opts->comm ? 1 : 0;
 	/* One continuation per program type (a tail call stays within its type). */
 	if (install_tail_call(s->skel->maps.unw_progs, s->skel->progs.np_unwind, err) ||
 	    (opts->offcpu_threshold > 0 &&
@@ -782,6 +783,8 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 		.rt = (const uint64_t *)(uintptr_t)poff,
 		.n_rt = plen,
 	};
+	memcpy(d->samples[d->n - 1].comm, k.comm, NP_COMM_LEN);
+	d->samples[d->n - 1].comm[NP_COMM_LEN] = '\0';
 	return 0;
 }
 

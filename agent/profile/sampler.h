@@ -20,6 +20,7 @@ struct np_sampler_options {
 	 * recorded (Alloy's off_cpu_threshold); 0 leaves it off. */
 	double offcpu_threshold;
 	int uprobes; /* uprobes will be attached (np_sampler_attach_uprobe) */
+	int comm;    /* samples carry their thread's name (np_sample.comm), which splits their counts */
 };
 
 /* One distinct (process incarnation, cgroup, user stack, kernel stack) and how
@@ -40,6 +41,7 @@ struct np_sample {
 	 * the process (bpf/runtime.h). */
 	const uint64_t *rt;
 	uint32_t n_rt;
+	char comm[NP_COMM_LEN + 1]; /* the thread's name (np_sampler_options.comm), else "" */
 };
 
 /* The result of one drain; owns the samples and the frames they point to. */

@@ -162,10 +162,11 @@ class PushedSamples(unittest.TestCase):
     """What Alloy's reporter does with a sample, through `nodeprof run` and the test Pyroscope, on
     a stripped binary with a build ID of its own: reporter_unsymbolized_stubs names its frames
     "$ FILE + 0xADDR" (without it they carry no Line and the server names them from the address,
-    "FILE!0xADDR", its fallback), and pid_label gives each sample the label pid=<PID>."""
+    "FILE!0xADDR", its fallback), pid_label gives each sample the label pid=<PID>, and comm =
+    "both" the thread's name as a label and as the root frame."""
 
     def pushed(self, args):
-        """{stack: samples} and the set of each stack's labels, pushed for the workload."""
+        """{stack: times pushed} and the set of each stack's labels, pushed for the workload."""
         import agent_push
         from pyroscope import PyroscopeServer
         d = np.tmpdir(self)
@@ -179,7 +180,7 @@ class PushedSamples(unittest.TestCase):
         agent_push.start(self, np.process_pipeline_config(".*split-stripped.*", "pushed", args, forward_url=srv.url),
                          [exe, "60"])
         deadline, stacks, labels = time.time() + 40, {}, set()
-        while time.time() < deadline and sum(stacks.values()) < 50:
+        while time.time() < deadline and sum(stacks.values()) < 16:
             stacks, labels = {}, set()
             for push in srv.pushes():
                 for series in push["series"]:
@@ -192,24 +193,28 @@ class PushedSamples(unittest.TestCase):
             time.sleep(1)
         for r in srv.all_requests():
             self.assertEqual(r["violations"], [], r)
-        self.assertGreaterEqual(sum(stacks.values()), 50, stacks)
+        self.assertGreaterEqual(sum(stacks.values()), 16, stacks)
         return stacks, labels
 
-    def test_stubs_and_pid_label(self):
+    def test_stubs_comm_and_pid_label(self):
         import re
         import stacks as st
-        def named(stacks, pattern):
+
+        def named(stacks, pattern, skip=0):
             """Whether every frame of the stripped binary in every stack is named by pattern."""
-            return all(re.fullmatch(pattern, f) for k in stacks for f in k.split(";") if "split-stripped" in f)
-        on, labels = self.pushed({"reporter_unsymbolized_stubs": "true", "pid_label": "true"})
-        self.assertTrue(named(on, r"\$ split-stripped \+ 0x[0-9a-f]+"), st.top(on))
+            return all(re.fullmatch(pattern, f) for k in stacks for f in k.split(";")[skip:] if "split-stripped" in f)
+        on, labels = self.pushed({"reporter_unsymbolized_stubs": "true", "pid_label": "true", "comm": '"both"'})
+        # comm = "both": the thread's name is the root frame and a label
+        self.assertTrue(all(k.split(";")[0] == "split-stripped" for k in on), st.top(on))
+        self.assertTrue(named(on, r"\$ split-stripped \+ 0x[0-9a-f]+", skip=1), st.top(on))
         self.assertEqual(len(labels), 1, labels)
-        ((name, pid),) = labels.pop()
-        self.assertEqual(name, "pid")
+        ((cname, comm), (pname, pid)) = labels.pop()
+        self.assertEqual((cname, comm, pname), ("comm", "split-stripped", "pid"))
         with open(f"/proc/{pid}/comm") as f:
             self.assertEqual(f.read().strip(), "split-stripped")
         off, labels = self.pushed({})
         self.assertTrue(named(off, r"split-stripped!0x[0-9a-f]+"), st.top(off))
+        self.assertTrue(all(k.split(";")[0] != "split-stripped" for k in off), st.top(off))
         self.assertEqual(labels, {()})
 
 

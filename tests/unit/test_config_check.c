@@ -551,7 +551,6 @@ static void unsupported_only_off_default(void **state)
 		  "    worker_num = 1\n  }\n}",
 		  "3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized from their "
 		  ".gopclntab\n"
-		  "4:10: comm = \"label\" is not supported by nodeprof yet: comm labels and frames are not implemented\n"
 		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
 		  "which is not implemented\n"
 		  "9:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
