@@ -142,6 +142,8 @@ struct symbolizer {
 	char *symb_path;          /* owned; the directory to open at the first table (sym_symbcache_get) */
 	size_t symb_entries;
 	int symb_tried;
+	sym_build_lock_fn build_lock; /* symbolizer_set_build_lock; NULL: np_build_lock() */
+	void *build_lock_ud;
 
 	struct sym_demangled **dm; /* hash by (mangled, mode) */
 	size_t dm_buckets, dm_bytes;

@@ -100,6 +100,12 @@ static void dm_clear(struct symbolizer *s)
 	s->dm_bytes = 0;
 }
 
+void symbolizer_set_build_lock(struct symbolizer *s, sym_build_lock_fn fn, void *ud)
+{
+	s->build_lock = fn;
+	s->build_lock_ud = ud;
+}
+
 void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
