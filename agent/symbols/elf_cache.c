@@ -69,6 +69,7 @@ static void table_free(struct sym_table *t)
 	if (!t)
 		return;
 	sym_symtab_free(t->tab);
+	free(t->memo);
 	free(t->key);
 	free(t);
 }

@@ -176,6 +176,7 @@ struct sym_stats {
 	size_t cache_bytes, cached_files, cached_symbols, processes;
 	size_t process_bytes;                /* of cache_bytes: per-process state */
 	uint64_t lookups, unresolved;
+	uint64_t memo_hits;                  /* lookups in mapped tables answered by their memo (internal.h) */
 	uint64_t refused[SYM_REFUSED_N];     /* refusals by reason, since the start */
 	uint64_t limits[SYM_LIMIT_N];        /* refusals by reason, since the start */
 	size_t cache_budget;                 /* the byte budget of cache_bytes (sym_options.cache_bytes) */
