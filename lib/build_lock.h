@@ -4,6 +4,10 @@
  * ~9 and ~10 MB); two at once would add up, and the agent's memory is to be set by its budgets.
  * A build takes this lock for its whole duration; nothing else waits on it, so a collector
  * that is not building keeps polling events and draining samples while the worker compiles.
+ * A compiled table the worker holds until the collector loads it is part of that build's peak
+ * too: the collector's symbol builds take the lock through unw_loader_build_lock
+ * (agent/unwind/loader.h), which loads such a table first. (The lock is lib's; the rule is
+ * the collector's.)
  * Prefix: np_build_. */
 #ifndef NP_LIB_BUILD_LOCK_H
 #define NP_LIB_BUILD_LOCK_H

@@ -279,9 +279,11 @@ static void store_failed(struct np_cache_dir *c, const char *why)
 }
 
 int np_cache_dir_store(struct np_cache_dir *c, const char *key, int (*write_fn)(int fd, void *arg, struct np_err *err),
-                       void *arg, struct np_err *err)
+                       void *arg, int *written, struct np_err *err)
 {
 	char name[NP_CACHE_DIR_MAX_KEY + MAX_SUFFIX + 1], tmp[sizeof(name) + 48];
+	if (written)
+		*written = -1;
 	if (file_name(c, key, name, sizeof(name)) < 0)
 		return 0;
 	/* Unique among the agents sharing the directory (pid) and the caches of one agent (several
@@ -294,18 +296,28 @@ int np_cache_dir_store(struct np_cache_dir *c, const char *key, int (*write_fn)(
 		return 0;
 	}
 	struct np_err werr;
-	int rc = write_fn(fd, arg, &werr);
+	int rc = write_fn(fd, arg, &werr), rfd = -1;
 	if (close(fd) < 0 && rc == 0)
 		rc = np_errno(&werr, "close");
+	/* Opened by its temporary name, which only this process uses, before it is renamed. */
+	if (rc == 0 && written && (rfd = openat(c->dirfd, tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		rc = np_errno(&werr, "open what was written");
 	if (rc == 0 && renameat(c->dirfd, tmp, c->dirfd, name) < 0)
 		rc = np_errno(&werr, "rename");
 	if (rc < 0) {
+		if (rfd >= 0)
+			close(rfd);
 		unlinkat(c->dirfd, tmp, 0);
 		store_failed(c, werr.msg);
 		return 0;
 	}
-	if (scan(c, err) < 0)
+	if (scan(c, err) < 0) {
+		if (rfd >= 0)
+			close(rfd);
 		return -1;
+	}
+	if (written)
+		*written = rfd;
 	return 1;
 }
 

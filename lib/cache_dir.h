@@ -63,9 +63,12 @@ void np_cache_dir_touch(int fd);
 
 /* Writes a file for key through write(fd, arg, err) (fd positioned at 0, empty), renames it into
  * place and evicts the least recently used files over max_entries. 1 stored; 0 when it could
- * not be (counted in store_failed, logged once); -1 only on allocation failure. */
+ * not be (counted in store_failed, logged once); -1 only on allocation failure. With written
+ * non-NULL, a stored file is also handed back open for reading in *written (caller closes; -1
+ * when not stored): the file as this process wrote it, which a reader need not check again
+ * (re-opening it by name would find whatever another agent renamed there since). */
 NP_MUST_CHECK int np_cache_dir_store(struct np_cache_dir *d, const char *key,
-                                     int (*write)(int fd, void *arg, struct np_err *err), void *arg,
+                                     int (*write)(int fd, void *arg, struct np_err *err), void *arg, int *written,
                                      struct np_err *err);
 
 void np_cache_dir_stats(const struct np_cache_dir *d, struct np_cache_dir_stats *out);

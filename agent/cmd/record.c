@@ -329,7 +329,8 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 	np_log(NP_DEBUG, "record", "symbol tables", "built", NP_LOG_INT(ss.tables_built), "cache_files_loaded",
 	       NP_LOG_INT(ss.disk_loaded), "cache_files_written", NP_LOG_INT(ss.disk_stored), "cache_files_invalid",
 	       NP_LOG_INT(ss.disk_invalid), "cache_files_evicted", NP_LOG_INT(ss.disk_evicted), "heap_bytes",
-	       NP_LOG_INT(ss.cache_bytes), "mapped_bytes", NP_LOG_INT(ss.mapped_bytes), NULL);
+	       NP_LOG_INT(ss.cache_bytes), "mapped_bytes", NP_LOG_INT(ss.mapped_bytes), "lookups", NP_LOG_INT(ss.lookups),
+	       "lookups_from_memo", NP_LOG_INT(ss.memo_hits), NULL);
 	if (r->kind == NP_EVENT_OFFCPU)
 		np_log(NP_DEBUG, "record", "off-CPU", "switch_seen", NP_LOG_INT(b[NP_OFFCPU_SWITCHES]), "switch_recorded",
 		       NP_LOG_INT(b[NP_OFFCPU_RECORDED]), "return_counted", NP_LOG_INT(b[NP_OFFCPU_COUNTED]),

@@ -53,6 +53,13 @@ static volatile uint32_t *sampler_bss_u32(void *ud, const char *name)
 	return np_sampler_bss_u32(ud, name);
 }
 
+/* A symbol table build's lock: the unwind worker's finished tables loaded first (see
+ * unw_loader_build_lock). */
+static int build_lock(void *ud, struct np_err *err)
+{
+	return unw_loader_build_lock(ud, err);
+}
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -94,6 +101,7 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 		np_collector_close(c);
 		return -1;
 	}
+	symbolizer_set_build_lock(c->sym, build_lock, c->unw);
 	struct rt_env env = { .sym = c->sym,
 			      .demangle = c->opts.demangle,
 			      .name_budget = c->opts.budgets.runtime_names,
@@ -118,6 +126,8 @@ void np_collector_close(struct np_collector *c)
 		return;
 	np_uprobes_free(c->uprobes); /* its links before the program they attach */
 	np_sampler_close(c->sampler);
+	if (c->sym)
+		symbolizer_set_build_lock(c->sym, NULL, NULL); /* its loader goes first */
 	unw_loader_free(c->unw);
 	rt_set_close(&c->rt);
 	np_leaf_checker_reset(&c->leaf);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -275,6 +276,21 @@ int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t fi
 }
 
 /* Sizes the maps and loads the programs asked for. */
+/* The BPF object is embedded in this binary's read-only data (the skeleton's bytes, 440 KB)
+ * and read whole while libbpf opens it; once the programs are loaded libbpf no longer refers to
+ * it, but its pages would stay resident for the agent's life. They are dropped from this process
+ * (a read-only file mapping never written: the pages stay in the page cache, and a read would
+ * fault them back in). */
+static void release_object_bytes(void)
+{
+	size_t sz, page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t p = (uintptr_t)sampler_bpf__elf_bytes(&sz);
+	uintptr_t start = (p + page - 1) & ~(uintptr_t)(page - 1), end = (p + sz) & ~(uintptr_t)(page - 1);
+
+	if (end > start)
+		(void)madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
 static int load_programs(struct np_sampler *s, const struct np_sampler_options *opts, unsigned counts_n,
 			 unsigned stacks_n, struct np_err *err)
 {
@@ -299,6 +315,7 @@ static int load_programs(struct np_sampler *s, const struct np_sampler_options *
 	if (sampler_bpf__load(s->skel))
 		return np_errno(err, "load the BPF sampler (%s; run with --log-level=debug for the verifier log)",
 				errno == EPERM || errno == EACCES ? permission_hint() : "the kernel rejected it");
+	release_object_bytes();
 	return 0;
 }
 

@@ -69,6 +69,7 @@ static void table_free(struct sym_table *t)
 	if (!t)
 		return;
 	sym_symtab_free(t->tab);
+	free(t->memo);
 	free(t->key);
 	free(t);
 }
@@ -151,7 +152,12 @@ static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, El
 	struct sym_symtab *tab = NULL;
 	const char *source = "";
 	/* One build's peak at a time with the unwind worker's (lib/build_lock.h). */
-	np_build_lock();
+	if (!s->build_lock)
+		np_build_lock();
+	else if (s->build_lock(s->build_lock_ud, err) < 0) {
+		*failed = 1;
+		return NULL;
+	}
 	int rc = sym_sources_load(s, e, el, fd, &tab, &source, err);
 	np_build_unlock();
 	if (rc < 0) {

@@ -34,6 +34,22 @@ struct sym_root {
 	struct sym_root *next;
 };
 
+/* A mapped table's recent lookups: a symbol's range and the name handed out for it (in the
+ * mapping, or the demangle cache's copy while its epoch lasts), in the slot of the 64-byte
+ * granule of the address looked up. A frame named in every batch then no longer faults in the
+ * pages the end of the batch released (sym_elf_cache_trim): a binary search and a name, each
+ * fault mapping 64 KiB around it, were a third of a warm recording's CPU with 16 node-sized
+ * tables. Only a range no other symbol starts inside is kept (the lookup's answer is then the
+ * same for every address in it). Direct-mapped, one slot per 4 KiB of the mapping (16 to 512):
+ * under 0.8% of the mapped bytes, counted in the table's heap bytes. */
+struct sym_memo_slot {
+	uint64_t start;    /* the symbol's [start, start + len) */
+	uint32_t len;      /* 0: an empty slot */
+	uint32_t dm_epoch; /* the symbolizer's dm_epoch when stored */
+	const char *name;  /* borrowed: the table's mapping or the demangle cache */
+	uint8_t mode;      /* enum sym_demangle */
+};
+
 struct sym_table {
 	char *key;                /* build ID hex, or "file:DEV:INO:SIZE:MTIME" */
 	struct sym_symtab *tab;   /* never NULL */
@@ -42,6 +58,8 @@ struct sym_table {
 	size_t mapped;            /* bytes of its cache file mapping (tab->map_len), 0 on the heap */
 	uint64_t touch_gen;       /* the symbolizer's touch_gen when last used (mapped tables) */
 	uint64_t last_used;       /* batch number */
+	struct sym_memo_slot *memo; /* owned; mapped tables, from their first lookup; NULL else */
+	size_t memo_slots;        /* a power of two */
 	struct sym_table *next;   /* hash chain */
 };
 
@@ -142,9 +160,13 @@ struct symbolizer {
 	char *symb_path;          /* owned; the directory to open at the first table (sym_symbcache_get) */
 	size_t symb_entries;
 	int symb_tried;
+	sym_build_lock_fn build_lock; /* symbolizer_set_build_lock; NULL: np_build_lock() */
+	void *build_lock_ud;
 
 	struct sym_demangled **dm; /* hash by (mangled, mode) */
 	size_t dm_buckets, dm_bytes;
+	uint32_t dm_epoch; /* bumped when the demangle cache is dropped (memo slots before it are stale) */
+	uint64_t memo_hits;
 
 	struct sym_snapshot *retired; /* freed at end_batch */
 

@@ -67,22 +67,31 @@ static int layout_of(uint64_t n, uint32_t flags, uint64_t key_len, uint64_t sour
 	return 0;
 }
 
-/* The checksum is taken this much at a time; with drop, each piece read is dropped from the
- * process behind it (a read-only file mapping: its pages stay in the page cache), so checking a
- * table does not make the whole file resident at once. */
+/* The checksum is taken this much at a time; with CHECK_DROP, each piece read is dropped from
+ * the process behind it (a read-only file mapping: its pages stay in the page cache), so checking
+ * a table does not make the whole file resident at once. */
 #define CRC_CHUNK ((size_t)256 << 10)
 
+enum check {
+	CHECK_ALL,  /* every check, in memory */
+	CHECK_DROP, /* every check, dropping the mapped pages read */
+	/* The file this process has just written from its own table (sym_symbcache_store): its
+	 * header and layout only. Checksumming it again read all of it back: 6.6 MB for node, a
+	 * tenth of the cost of a new large binary. */
+	CHECK_WRITTEN,
+};
+
 static int parse_image(const void *img, size_t len, const char *key, struct sym_symtab *out, const char **source,
-		       int drop, struct np_err *err);
+		       enum check check, struct np_err *err);
 
 int sym_symbcache_parse(const void *img, size_t len, const char *key, struct sym_symtab *out, const char **source,
 			struct np_err *err)
 {
-	return parse_image(img, len, key, out, source, 0, err);
+	return parse_image(img, len, key, out, source, CHECK_ALL, err);
 }
 
 static int parse_image(const void *img, size_t len, const char *key, struct sym_symtab *out, const char **source,
-		       int drop, struct np_err *err)
+		       enum check check, struct np_err *err)
 {
 	const unsigned char *p = img;
 	struct header h;
@@ -109,16 +118,16 @@ static int parse_image(const void *img, size_t len, const char *key, struct sym_
 	struct header h0 = h;
 	h0.crc = 0;
 	uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)&h0, sizeof(h0));
-	for (size_t off = HEADER_BYTES, dropped = 0; off < len;) {
+	for (size_t off = HEADER_BYTES, dropped = 0; off < len && check != CHECK_WRITTEN;) {
 		size_t chunk = len - off > CRC_CHUNK ? CRC_CHUNK : len - off;
 		crc = (uint32_t)crc32(crc, p + off, (uInt)chunk);
 		off += chunk;
-		if (drop && off / CRC_CHUNK * CRC_CHUNK > dropped) { /* whole chunks (page-aligned) behind */
+		if (check == CHECK_DROP && off / CRC_CHUNK * CRC_CHUNK > dropped) { /* whole chunks (page-aligned) behind */
 			madvise((void *)(p + dropped), off / CRC_CHUNK * CRC_CHUNK - dropped, MADV_DONTNEED);
 			dropped = off / CRC_CHUNK * CRC_CHUNK;
 		}
 	}
-	if (crc != h.crc)
+	if (check != CHECK_WRITTEN && crc != h.crc)
 		return np_errf(err, "checksum mismatch (corrupted)");
 	const char *k = (const char *)p + l.key, *src = (const char *)p + l.source;
 	if (strnlen(k, h.key_len + 1) != h.key_len || strnlen(src, h.source_len + 1) != h.source_len)
@@ -141,7 +150,7 @@ static int parse_image(const void *img, size_t len, const char *key, struct sym_
 		return np_errf(err, "names not NUL-terminated within the pool");
 	if (out->off && out->n && h.base > UINT64_MAX - UINT32_MAX)
 		return np_errf(err, "base address out of range");
-	for (size_t i = 0; i < out->n; i++) {
+	for (size_t i = 0; i < out->n && check != CHECK_WRITTEN; i++) {
 		if (out->name[i] >= out->pool_len)
 			return np_errf(err, "symbol %zu: name offset %u outside the pool", i, out->name[i]);
 		if (i && sym_symtab_addr(out, i) < sym_symtab_addr(out, i - 1))
@@ -227,6 +236,39 @@ void sym_symbcache_free(struct sym_symbcache *c)
 	free(c);
 }
 
+/* Maps fd (len bytes, the file of key) as a table: 1 (*out set), 0 when it is refused (then
+ * removed from the directory, counted and logged) or cannot be mapped, -1 out of memory. fd
+ * stays the caller's. */
+static int map_table(struct sym_symbcache *c, int fd, size_t len, const char *key, enum check check,
+		     struct sym_symtab **out, const char **source, struct np_err *err)
+{
+	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		return 0;
+	/* No readahead on faults: a lookup reads a page, not a window around it. */
+	madvise(m, len, MADV_RANDOM);
+	struct sym_symtab *t = calloc(1, sizeof(*t));
+	if (!t) {
+		munmap(m, len);
+		return np_errf(err, "symbol cache: out of memory");
+	}
+	struct np_err perr;
+	if (parse_image(m, len, key, t, source, check, &perr) < 0) {
+		munmap(m, len);
+		free(t);
+		np_cache_dir_refuse(c->dir, key, perr.msg);
+		return 0;
+	}
+	/* A check read every page: drop them from this process (they stay in the page cache), so
+	 * the table costs only what lookups touch from now on. */
+	if (check != CHECK_WRITTEN)
+		madvise(m, len, MADV_DONTNEED);
+	t->map = m;
+	t->map_len = len;
+	*out = t;
+	return 1;
+}
+
 int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symtab **out, const char **source,
 		       struct np_err *err)
 {
@@ -235,38 +277,13 @@ int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symt
 	uint64_t size;
 	if (np_cache_dir_open_file(c->dir, key, HEADER_BYTES, SYM_SYMBCACHE_MAX_FILE, &fd, &size) <= 0)
 		return 0;
-	size_t len = (size_t)size;
-	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (m == MAP_FAILED) {
-		close(fd);
-		return 0;
+	int rc = map_table(c, fd, (size_t)size, key, CHECK_DROP, out, source, err);
+	if (rc > 0) {
+		np_cache_dir_touch(fd);
+		c->loaded++;
 	}
-	/* No readahead on faults: a lookup reads a page, not a window around it. */
-	madvise(m, len, MADV_RANDOM);
-	struct sym_symtab *t = calloc(1, sizeof(*t));
-	if (!t) {
-		munmap(m, len);
-		close(fd);
-		return np_errf(err, "symbol cache: out of memory");
-	}
-	struct np_err perr;
-	if (parse_image(m, len, key, t, source, 1, &perr) < 0) {
-		munmap(m, len);
-		close(fd);
-		free(t);
-		np_cache_dir_refuse(c->dir, key, perr.msg);
-		return 0;
-	}
-	/* Validation read every page: drop them from this process (they stay in the page cache),
-	 * so the table costs only what lookups touch from now on. */
-	madvise(m, len, MADV_DONTNEED);
-	t->map = m;
-	t->map_len = len;
-	np_cache_dir_touch(fd);
 	close(fd);
-	c->loaded++;
-	*out = t;
-	return 1;
+	return rc;
 }
 
 struct store_arg {
@@ -285,16 +302,17 @@ int sym_symbcache_store(struct sym_symbcache *c, const char *key, const struct s
 {
 	*out = NULL;
 	struct store_arg a = { key, source, t };
-	int rc = np_cache_dir_store(c->dir, key, write_table, &a, err);
+	int fd;
+	int rc = np_cache_dir_store(c->dir, key, write_table, &a, &fd, err);
 	if (rc <= 0)
 		return rc;
 	c->stored++;
 	const char *src;
-	if (sym_symbcache_load(c, key, out, &src, err) < 0)
-		return -1;
-	if (*out)
-		c->loaded--; /* counted as stored, not as a load */
-	return 0;
+	struct stat st;
+	if (fstat(fd, &st) == 0)
+		rc = map_table(c, fd, (size_t)st.st_size, key, CHECK_WRITTEN, out, &src, err);
+	close(fd);
+	return rc < 0 ? -1 : 0;
 }
 
 void sym_symbcache_release(const struct sym_symtab *t)

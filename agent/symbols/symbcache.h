@@ -52,7 +52,8 @@ NP_MUST_CHECK int sym_symbcache_load(struct sym_symbcache *c, const char *key, s
                                      const char **source, struct np_err *err);
 
 /* Writes t under key (a temp file renamed into place), evicts least recently used files over
- * max_entries, and maps the written file: *out the mapped copy (caller frees), NULL when the
+ * max_entries, and maps the written file (the file it opened, not checked again: it holds t as
+ * written): *out the mapped copy (caller frees), NULL when the
  * write failed (counted in store_failed; t is unchanged either way). -1 only on allocation
  * failure. */
 NP_MUST_CHECK int sym_symbcache_store(struct sym_symbcache *c, const char *key, const struct sym_symtab *t,

@@ -98,6 +98,13 @@ static void dm_clear(struct symbolizer *s)
 	if (s->dm)
 		memset(s->dm, 0, s->dm_buckets * sizeof(*s->dm));
 	s->dm_bytes = 0;
+	s->dm_epoch++;
+}
+
+void symbolizer_set_build_lock(struct symbolizer *s, sym_build_lock_fn fn, void *ud)
+{
+	s->build_lock = fn;
+	s->build_lock_ud = ud;
 }
 
 void symbolizer_free(struct symbolizer *s)
@@ -223,14 +230,53 @@ static void frame_init(struct sym_frame *f, uint64_t ip)
 
 /* ---- user frames ---- */
 
+/* t's memo slot for vaddr (see struct sym_memo_slot), or NULL: a heap table, or no memory for
+ * the memo (which only saves time). */
+static struct sym_memo_slot *memo_slot(struct symbolizer *s, struct sym_table *t, uint64_t vaddr)
+{
+	if (!t->mapped)
+		return NULL;
+	if (!t->memo) {
+		size_t n = 16;
+		while (n < 512 && n * 4096 < t->mapped)
+			n *= 2;
+		t->memo = calloc(n, sizeof(*t->memo));
+		if (!t->memo)
+			return NULL;
+		t->memo_slots = n;
+		t->bytes += n * sizeof(*t->memo);
+		s->table_bytes += n * sizeof(*t->memo);
+	}
+	return &t->memo[np_hash_u64(vaddr >> 6) & (t->memo_slots - 1)];
+}
+
 static int name_in_table(struct symbolizer *s, struct sym_table *t, uint64_t vaddr, enum sym_demangle mode,
                          struct sym_frame *f, struct np_err *err, int *failed)
 {
-	ssize_t i = t ? sym_symtab_find(t->tab, vaddr) : -1;
+	if (!t)
+		return 0;
+	struct sym_memo_slot *m = memo_slot(s, t, vaddr);
+	if (m && m->len && vaddr - m->start < m->len && m->mode == (uint8_t)mode &&
+	    m->dm_epoch == s->dm_epoch) {
+		s->memo_hits++;
+		f->name = m->name;
+		f->resolved = 1;
+		return 1;
+	}
+	ssize_t i = sym_symtab_find(t->tab, vaddr);
 	if (i < 0)
 		return 0;
 	f->name = demangled(s, sym_symtab_name(t->tab, (size_t)i), mode, err, failed);
 	f->resolved = 1;
+	if (m && !*failed) {
+		uint64_t start = sym_symtab_addr(t->tab, (size_t)i);
+		uint32_t len = sym_symtab_len(t->tab, (size_t)i);
+		/* Kept only when no later symbol starts inside it: then it is the innermost symbol
+		 * at every address of the range, as sym_symtab_find would answer. */
+		if ((size_t)i + 1 == t->tab->n || sym_symtab_addr(t->tab, (size_t)i + 1) - start >= len)
+			*m = (struct sym_memo_slot){ .start = start, .len = len, .dm_epoch = s->dm_epoch, .name = f->name,
+						     .mode = (uint8_t)mode };
+	}
 	return 1;
 }
 
@@ -593,6 +639,7 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	out->process_bytes = s->plimits.bytes;
 	memcpy(out->limits, s->plimits.refused, sizeof(out->limits));
 	out->lookups = s->lookups;
+	out->memo_hits = s->memo_hits;
 	out->unresolved = s->unresolved;
 	memcpy(out->refused, s->refused, sizeof(out->refused));
 	out->cache_budget = s->cache_limit;

@@ -107,6 +107,14 @@ struct symbolizer;
 NP_MUST_CHECK int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct np_err *err);
 void symbolizer_free(struct symbolizer *s);
 
+/* How a table build takes lib/build_lock.h (one build's peak at a time): fn(ud, err) instead of
+ * np_build_lock(), e.g. to have another thread's finished work taken first (the collector: the
+ * unwind worker's, unw_loader_build_lock); the build releases it with np_build_unlock(). fn
+ * returns 0 with the lock held, or -1 (err set) to fail the build as an allocation failure would.
+ * NULL fn: np_build_lock(). */
+typedef int (*sym_build_lock_fn)(void *ud, struct np_err *err);
+void symbolizer_set_build_lock(struct symbolizer *s, sym_build_lock_fn fn, void *ud);
+
 /* A process appeared (gen 0) or exec'd (gen incremented by the BPF side): snapshot its mappings NOW
  * (cheap: /proc/PID/maps only, no ELF work) so frames can be named even after it exits. Called from
  * the profiler when BPF reports a new (pid, gen); may be called often: a known (pid, gen) is a no-op.
@@ -168,6 +176,7 @@ struct sym_stats {
 	size_t cache_bytes, cached_files, cached_symbols, processes;
 	size_t process_bytes;                /* of cache_bytes: per-process state */
 	uint64_t lookups, unresolved;
+	uint64_t memo_hits;                  /* lookups in mapped tables answered by their memo (internal.h) */
 	uint64_t refused[SYM_REFUSED_N];     /* refusals by reason, since the start */
 	uint64_t limits[SYM_LIMIT_N];        /* refusals by reason, since the start */
 	size_t cache_budget;                 /* the byte budget of cache_bytes (sym_options.cache_bytes) */

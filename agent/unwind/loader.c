@@ -578,6 +578,22 @@ int unw_loader_poll(struct unw_loader *l, struct np_err *err)
 	return rc;
 }
 
+int unw_loader_build_lock(struct unw_loader *l, struct np_err *err)
+{
+	/* The worker takes the lock before it allocates: once this thread has it and nothing
+	 * finished is waiting, the worker holds no table until the lock is released. Each turn
+	 * that finds one more finished table took a queued job: this ends. */
+	for (;;) {
+		unw_worker_wait_busy(l->worker);
+		if (unw_loader_poll(l, err) < 0)
+			return -1;
+		np_build_lock();
+		if (!unw_worker_done(l->worker))
+			return 0;
+		np_build_unlock();
+	}
+}
+
 int unw_loader_settle(struct unw_loader *l, struct np_err *err)
 {
 	while (unw_worker_pending(l->worker)) {
@@ -600,6 +616,7 @@ void unw_loader_stats(const struct unw_loader *l, struct unw_loader_stats *out)
 	out->compile_ns = l->compile_ns;
 	out->swept = l->swept;
 	out->building = unw_worker_pending(l->worker);
+	out->waiting = unw_worker_done(l->worker);
 	if (l->cache)
 		unw_table_cache_stats(l->cache, &out->cache);
 	out->bpf_bytes = l->reg.st.loaded_bytes + l->rules.loaded * sizeof(struct np_unw_rule) +

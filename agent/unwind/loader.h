@@ -51,6 +51,12 @@ NP_MUST_CHECK int unw_loader_need_table(struct unw_loader *l, uint32_t id, struc
 /* Loads the tables the worker finished since the last call (cheap when there are none: call
  * it whenever events are polled). -1 only on allocation failure. */
 NP_MUST_CHECK int unw_loader_poll(struct unw_loader *l, struct np_err *err);
+/* Takes lib/build_lock.h for a build on the loader's thread (a symbol table) with no compiled
+ * table held by the worker: the compile under way is waited for and what the worker finished is
+ * loaded first. A table finished during the other build would wait beside its peak: 16 cold
+ * copies of node took a recording 3 MB higher. The caller releases with np_build_unlock(). -1
+ * (the lock not taken) only on allocation failure. */
+NP_MUST_CHECK int unw_loader_build_lock(struct unw_loader *l, struct np_err *err);
 /* Waits for every compile asked for so far, then polls (tests, and tools that need the tables
  * loaded before they go on). */
 NP_MUST_CHECK int unw_loader_settle(struct unw_loader *l, struct np_err *err);
@@ -64,6 +70,7 @@ struct unw_loader_stats {
 	uint64_t swept;                /* processes forgotten by unw_loader_sweep */
 	uint64_t compile_ns;           /* time spent compiling (the worker thread's CPU) and loading tables */
 	size_t building;               /* compiles asked for and not yet loaded */
+	size_t waiting;                /* of those, compiled and held by the worker until loaded */
 	size_t bpf_bytes;              /* tables + rules + trie entries (estimated for the trie) */
 	struct unw_table_cache_stats cache; /* the on-disk cache (zero when there is none) */
 };

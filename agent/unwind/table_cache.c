@@ -422,7 +422,7 @@ int unw_table_cache_store(struct unw_table_cache *c, const char *key, const stru
                           const struct unw_rule_set *rs, struct np_err *err)
 {
 	struct store_arg a = { key, p, rs };
-	int rc = np_cache_dir_store(c->dir, key, write_table, &a, err);
+	int rc = np_cache_dir_store(c->dir, key, write_table, &a, NULL, err);
 	if (rc > 0)
 		c->stored++;
 	return rc;

@@ -203,6 +203,24 @@ void unw_worker_wait(struct unw_worker *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
+void unw_worker_wait_busy(struct unw_worker *w)
+{
+	pthread_mutex_lock(&w->lock);
+	while (w->busy)
+		pthread_cond_wait(&w->idle, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+size_t unw_worker_done(struct unw_worker *w)
+{
+	pthread_mutex_lock(&w->lock);
+	size_t n = 0;
+	for (const struct unw_build *j = w->done; j; j = j->next)
+		n++;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
 size_t unw_worker_pending(struct unw_worker *w)
 {
 	pthread_mutex_lock(&w->lock);

@@ -53,6 +53,11 @@ struct unw_build *unw_worker_take(struct unw_worker *w);
  * again until none is pending). */
 void unw_worker_wait(struct unw_worker *w);
 
+/* Blocks while the worker holds a job (a compile under way, or about to start). */
+void unw_worker_wait_busy(struct unw_worker *w);
+/* Finished builds waiting to be taken (at most one: the next compile waits for the take). */
+size_t unw_worker_done(struct unw_worker *w);
+
 /* Jobs submitted and not yet taken. */
 size_t unw_worker_pending(struct unw_worker *w);
 

@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -388,6 +390,87 @@ static void demangle_mode_names(void **state)
 	assert_string_equal(sym_demangle_name(SYM_DEMANGLE_SIMPLIFIED), "simplified");
 }
 
+/* A mapped table's memo (agent/symbols/internal.h) answers as the table does: every address of
+ * the first MiB of libstdc++'s code (C++ names, every demangling mode) is named the same by a
+ * symbolizer with heap tables and by one with mapped tables, batch after batch (the pages
+ * released between), and a few hot frames are answered mostly from the memo. */
+static void memo_names_as_the_table(void **state)
+{
+	(void)state;
+	static const char lib[] = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+	enum { N = 4096 };
+	static uint64_t vaddrs[N];
+	static struct sym_frame want[N], got[N];
+	/* The executable segment, from the program headers. */
+	int fd = open(lib, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	Elf64_Ehdr eh;
+	assert_int_equal(pread(fd, &eh, sizeof(eh), 0), sizeof(eh));
+	uint64_t lo = 0, hi = 0;
+	for (int i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		assert_int_equal(pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)), sizeof(ph));
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			lo = ph.p_vaddr;
+			hi = ph.p_vaddr + ph.p_memsz;
+		}
+	}
+	close(fd);
+	assert_true(hi > lo + (1 << 20));
+	for (size_t i = 0; i < N; i++)
+		vaddrs[i] = lo + i * 256 + (i * 37) % 256; /* spread over the first MiB, odd offsets */
+	char dir[] = "/tmp/np-symmemo-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct sym_options heap_o = { 0 }, mapped_o = { .symb_cache_path = dir };
+	struct symbolizer *heap, *mapped;
+	struct np_err err;
+	assert_int_equal(symbolizer_new(&heap_o, &heap, &err), 0);
+	assert_int_equal(symbolizer_new(&mapped_o, &mapped, &err), 0);
+	size_t named = 0;
+	for (int batch = 0; batch < 6; batch++) {
+		enum sym_demangle mode = (enum sym_demangle)(batch % 4);
+		assert_int_equal(symbolizer_file(heap, lib, vaddrs, N, mode, want, &err), 0);
+		assert_int_equal(symbolizer_file(mapped, lib, vaddrs, N, mode, got, &err), 0);
+		for (size_t i = 0; i < N; i++) {
+			assert_int_equal(got[i].resolved, want[i].resolved);
+			assert_string_equal(got[i].name, want[i].name);
+			named += want[i].resolved;
+		}
+		symbolizer_end_batch(heap);
+		symbolizer_end_batch(mapped);
+	}
+	assert_true(named > N * 6 / 2);
+	/* A few hot frames (named ones), as a profile has them: from the second batch on, mostly
+	 * the memo's. */
+	uint64_t hot[16];
+	size_t nhot = 0;
+	for (size_t i = 0; i < N && nhot < 16; i += 97)
+		if (want[i].resolved)
+			hot[nhot++] = vaddrs[i];
+	assert_int_equal(nhot, 16);
+	struct sym_stats st, before;
+	symbolizer_stats(mapped, &before);
+	for (int batch = 0; batch < 3; batch++) {
+		assert_int_equal(symbolizer_file(mapped, lib, hot, 16, SYM_DEMANGLE_SIMPLIFIED, got, &err), 0);
+		symbolizer_end_batch(mapped);
+	}
+	symbolizer_stats(mapped, &st);
+	assert_true(st.mapped_bytes > 0);
+	assert_true(st.memo_hits - before.memo_hits >= 16);
+	symbolizer_stats(heap, &st);
+	assert_int_equal(st.memo_hits, 0);
+	symbolizer_free(heap);
+	symbolizer_free(mapped);
+	/* The directory holds the table files the mapped symbolizer wrote. */
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		if (e->d_name[0] != '.' || strncmp(e->d_name, ".tmp", 4) == 0)
+			assert_int_equal(unlinkat(dirfd(d), e->d_name, 0), 0);
+	closedir(d);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +481,7 @@ int main(void)
 		cmocka_unit_test(names_vdso),
 		cmocka_unit_test(names_frames_of_exited_process),
 		cmocka_unit_test(names_module_offset_when_no_symbol),
+		cmocka_unit_test(memo_names_as_the_table),
 		cmocka_unit_test(names_kernel_frames),
 		cmocka_unit_test(symbolizes_files_by_vaddr),
 		cmocka_unit_test(evicts_and_reloads_tables),

@@ -19,6 +19,7 @@
 
 #include "agent/unwind/loader.h"
 #include "bpf/unwind.h"
+#include "lib/build_lock.h"
 #include "lib/file.h"
 #include "tests/unit/wait_test.h"
 
@@ -222,12 +223,51 @@ static void test_eviction_bumps(void **state)
 	assert_int_equal(epoch(f), st.tables.evictions);
 }
 
+/* The build lock for another build on the loader's thread: taken with every table the worker
+ * finished already loaded, and while it is held no compile goes on (the worker waits for it
+ * before it allocates), so no compiled table sits beside the other build's peak. */
+static void test_build_lock_leaves_no_table_waiting(void **state)
+{
+	struct fixture *f = *state;
+	struct unw_loader *l;
+	struct unw_loader_stats st, held;
+	struct np_err err;
+	uint32_t pid = (uint32_t)f->child;
+
+	assert_int_equal(unw_loader_new(&f->maps, f->sym, 0, &l, &err), 0);
+	assert_int_equal(symbolizer_note_process(f->sym, pid, 1, &err), 0);
+	assert_int_equal(unw_loader_process(l, pid, 1, 0, &err), 0);
+	unw_loader_stats(l, &st);
+	size_t n = st.tables.tables;
+	assert_true(n >= 3);
+	for (uint32_t id = 1; id <= n; id++)
+		assert_int_equal(unw_loader_need_table(l, id, &err), 0);
+	for (int turns = 0;; turns++) {
+		assert_true(turns < 100);
+		assert_int_equal(unw_loader_build_lock(l, &err), 0);
+		unw_loader_stats(l, &held);
+		assert_int_equal(held.tables.loaded + held.tables.failures + held.building, n);
+		assert_int_equal(held.waiting, 0);
+		/* The worker is stopped at the lock: nothing is compiled or finished meanwhile. */
+		usleep(50 * 1000);
+		unw_loader_stats(l, &st);
+		assert_int_equal(st.tables.loaded, held.tables.loaded);
+		assert_int_equal(st.building, held.building);
+		np_build_unlock();
+		if (!held.building)
+			break;
+	}
+	assert_int_equal(held.tables.loaded, n);
+	unw_loader_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_exec_drops_and_bumps_exit_does_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_forgets_only_the_dead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eviction_bumps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_build_lock_leaves_no_table_waiting, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("unwind_loader", tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * given, each with its table or the reason it has none; waiting waits for every job; a worker
  * freed with jobs queued and running stops after the running one and frees the rest (ASan and
  * Valgrind see no leak and no race on the job lists); a finished table waits to be taken before
- * the next compile starts. */
+ * the next compile starts, and wait_busy waits for the one under way only. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "agent/unwind/worker.h"
+#include "tests/unit/wait_test.h"
 
 static const char *const files[] = { "/usr/bin/python3.11", "/lib/x86_64-linux-gnu/libc.so.6" };
 
@@ -89,10 +90,41 @@ static void freed_with_work_left(void **state)
 	unw_worker_free(w);
 }
 
+static int has_done(void *w)
+{
+	return unw_worker_done(w) > 0;
+}
+
+/* wait_busy returns once the job under way is done, which then waits to be taken (has_done),
+ * and the next compile does not start until it is. */
+static void busy_then_done(void **state)
+{
+	(void)state;
+	struct unw_worker *w;
+	struct np_err err;
+	assert_int_equal(unw_worker_new(&w, &err), 0);
+	assert_int_equal(unw_worker_done(w), 0);
+	for (uint32_t i = 0; i < 2; i++)
+		assert_int_equal(unw_worker_submit(w, i + 1, files[i], open_ro(files[i]), -1, &err), 0);
+	for (uint32_t id = 1; id <= 2; id++) {
+		assert_true(np_test_wait_until(has_done, w, 10000));
+		unw_worker_wait_busy(w); /* at once: the next job waits for the take */
+		assert_int_equal(unw_worker_done(w), 1);
+		assert_int_equal(unw_worker_pending(w), 3 - id);
+		struct unw_build *got = unw_worker_take(w);
+		assert_non_null(got);
+		assert_int_equal(got->id, id);
+		assert_int_equal(unw_worker_done(w), 0);
+		unw_build_free(got);
+	}
+	unw_worker_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(jobs_come_back_in_order),
+		cmocka_unit_test(busy_then_done),
 		cmocka_unit_test(freed_with_work_left),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
