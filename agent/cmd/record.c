@@ -18,6 +18,7 @@
 #include "agent/profile/uprobes.h"
 #include "lib/duration.h"
 #include "lib/log.h"
+#include "lib/clock.h"
 
 /* One recording, from its opening to recording_close(). */
 struct recording {
@@ -47,14 +48,6 @@ static enum np_profile_kind profile_kind(uint32_t event_kind)
 	return event_kind == NP_EVENT_OFFCPU ? NP_PROFILE_OFFCPU
 	       : event_kind == NP_EVENT_UPROBE ? NP_PROFILE_UPROBE
 					       : NP_PROFILE_CPU;
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* A process is gone when /proc/PID is missing or it is a zombie waiting to be reaped. */
@@ -154,7 +147,6 @@ static int open_collector(struct recording *r, struct np_err *err)
 
 static int open_recording(struct recording *r, struct np_err *err)
 {
-	struct timespec wall;
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	sigemptyset(&sa.sa_mask);
@@ -164,9 +156,7 @@ static int open_recording(struct recording *r, struct np_err *err)
 	r->pframes = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*r->pframes));
 	if (!r->names || !r->pframes)
 		return np_errf(err, "out of memory");
-	clock_gettime(CLOCK_REALTIME, &wall);
-	if (r->a->pprof && np_pprof_new_kind(profile_kind(r->kind), r->a->rate,
-					     (int64_t)wall.tv_sec * NP_NSEC_PER_SEC + wall.tv_nsec, &r->pprof, err))
+	if (r->a->pprof && np_pprof_new_kind(profile_kind(r->kind), r->a->rate, np_wall_ns(), &r->pprof, err))
 		return -1;
 	return open_collector(r, err);
 }
@@ -194,7 +184,7 @@ static void show_progress(struct recording *r)
 {
 	if (!r->tty)
 		return;
-	fprintf(stderr, "\rnodeprof: recording %.0fs / %.0fs, %llu samples  ", (double)(mono_ns() - r->start_ns) / 1e9,
+	fprintf(stderr, "\rnodeprof: recording %.0fs / %.0fs, %llu samples  ", (double)(np_mono_ns() - r->start_ns) / 1e9,
 		(double)r->a->duration_ns / 1e9, (unsigned long long)recorded_total(r));
 	r->progress_shown = 1;
 }
@@ -220,11 +210,11 @@ static int record_loop(struct recording *r, struct np_err *err)
 {
 	int64_t deadline;
 
-	r->start_ns = mono_ns();
+	r->start_ns = np_mono_ns();
 	deadline = r->start_ns + r->a->duration_ns;
 	np_collector_set_deadline(r->c, deadline);
 	announce(r);
-	while (!stop_requested && mono_ns() < deadline) {
+	while (!stop_requested && np_mono_ns() < deadline) {
 		if (np_collector_step(r->c, &stop_requested, sink, r, err))
 			return -1;
 		show_progress(r);
@@ -237,7 +227,7 @@ static int record_loop(struct recording *r, struct np_err *err)
 	if (np_collector_drain(r->c, sink, r, err))
 		return -1;
 	end_progress(r);
-	r->elapsed_ns = mono_ns() - r->start_ns;
+	r->elapsed_ns = np_mono_ns() - r->start_ns;
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "lib/duration.h"
 #include "lib/log.h"
 #include "lib/targets_json.h"
+#include "lib/clock.h"
 
 enum { OPT_CONFIG = CMD_OPT_LONG, OPT_COMPONENT, OPT_WAIT };
 
@@ -136,12 +137,11 @@ static void status_line(void *ud, const struct cfg_component_status *s)
 
 static int wait_settled(const struct targets_args *a, struct cfg_controller *ctl, struct np_err *err)
 {
-	struct timespec start, now, pause = { 0, 20 * 1000 * 1000 };
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	int64_t start = np_mono_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (!cfg_controller_settled(ctl, a->id)) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - start.tv_sec) * NP_NSEC_PER_SEC + (now.tv_nsec - start.tv_nsec) >= a->wait_ns) {
+		if (np_mono_ns() - start >= a->wait_ns) {
 			np_errf(err, "%s did not settle within %s; components:", a->id, a->wait);
 			cfg_controller_status(ctl, status_line, err);
 			return -1;

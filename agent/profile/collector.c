@@ -11,6 +11,7 @@
 #include "agent/profile/leaf_caller.h"
 #include "agent/unwind/loader.h"
 #include "lib/log.h"
+#include "lib/clock.h"
 
 /* Drains between two looks for processes that exited unnoticed (every 10 s by default). */
 #define SWEEP_EVERY_DRAINS 10
@@ -60,14 +61,6 @@ static int build_lock(void *ud, struct np_err *err)
 	return unw_loader_build_lock(ud, err);
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 int np_collector_open(const struct np_collector_options *opts, struct np_collector **out, struct np_err *err)
 {
 	struct np_collector *c = calloc(1, sizeof(*c));
@@ -115,7 +108,7 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 		return -1;
 	}
 	c->opts.uprobes = NULL; /* the caller's, read above only */
-	c->next_drain_ns = now_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
+	c->next_drain_ns = np_mono_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
 	*out = c;
 	return 0;
 }
@@ -167,7 +160,7 @@ static int handle_event(struct np_collector *c, const struct np_proc_event *ev, 
 		     rt_set_process(&c->rt, ev->tgid, ev->gen, err);
 		break;
 	case NP_UNW_TABLE:
-		if (!c->deadline_ns || now_ns() < c->deadline_ns)
+		if (!c->deadline_ns || np_mono_ns() < c->deadline_ns)
 			rc = unw_loader_need_table(c->unw, ev->arg, err);
 		break;
 	case NP_PROC_EXIT:
@@ -351,16 +344,16 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 int np_collector_step(struct np_collector *c, volatile int *stop, np_collect_sink sink, void *ud, struct np_err *err)
 {
 	for (;;) {
-		int64_t left = c->next_drain_ns - now_ns();
-		if (left <= 0 || (stop && *stop) || (c->deadline_ns && now_ns() >= c->deadline_ns))
+		int64_t left = c->next_drain_ns - np_mono_ns();
+		if (left <= 0 || (stop && *stop) || (c->deadline_ns && np_mono_ns() >= c->deadline_ns))
 			break;
 		if (poll_events(c, left > 100000000LL ? 100 : (int)(left / 1000000LL) + 1, err))
 			return -1;
 	}
 	c->next_drain_ns += (int64_t)c->opts.drain_interval_ms * 1000000LL;
 	/* After a long stall, restart the schedule instead of draining in a burst. */
-	if (c->next_drain_ns < now_ns())
-		c->next_drain_ns = now_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
+	if (c->next_drain_ns < np_mono_ns())
+		c->next_drain_ns = np_mono_ns() + (int64_t)c->opts.drain_interval_ms * 1000000LL;
 	return np_collector_drain(c, sink, ud, err);
 }
 

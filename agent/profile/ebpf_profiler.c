@@ -18,6 +18,7 @@
 #include "lib/intern.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
+#include "lib/clock.h"
 
 /* The kernel maps are drained at least this often, whatever the collect interval:
  * the maps are sized for it, and user space aggregates until the interval ends. */
@@ -82,22 +83,6 @@ void np_ebpf_config_defaults(struct np_ebpf_config *cfg)
 	cfg->name = "pyroscope.ebpf";
 	snprintf(cfg->symb_cache_path, sizeof(cfg->symb_cache_path), "%s", SYM_SYMBCACHE_DEFAULT_PATH);
 	cfg->symb_cache_entries = SYM_SYMBCACHE_DEFAULT_ENTRIES;
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* ---- which processes the BPF program samples ---- */
@@ -456,7 +441,7 @@ static void hand_out(struct np_ebpf_profiler *p, struct slot *sl, const struct n
 /* Hands every profile of the interval to the sinks and starts a new interval. */
 static void flush(struct np_ebpf_profiler *p)
 {
-	int64_t now = wall_ns(), duration = now - p->interval_start_wall;
+	int64_t now = np_wall_ns(), duration = now - p->interval_start_wall;
 	struct np_profile_sink *sinks = NULL;
 	size_t nsinks;
 
@@ -599,7 +584,7 @@ static void *run(void *arg)
 
 	while (!atomic_load(&p->stop_flag)) {
 		if (take_pending_targets(p, &err) ||
-		    (mono_ns() >= p->next_rescan && (p->next_rescan = mono_ns() + p->cfg.rescan_interval_ns, rescan(p, &err))) ||
+		    (np_mono_ns() >= p->next_rescan && (p->next_rescan = np_mono_ns() + p->cfg.rescan_interval_ns, rescan(p, &err))) ||
 		    np_collector_step(p->col, &p->stop, on_sample, p, &err)) {
 			np_log(NP_ERROR, "pyroscope.ebpf", "profiling step failed", "component_id", p->name, "error", err.msg,
 			       NULL);
@@ -611,13 +596,13 @@ static void *run(void *arg)
 			nanosleep(&ts, NULL);
 		}
 		snapshot_stats(p);
-		if (mono_ns() >= p->next_collect) {
+		if (np_mono_ns() >= p->next_collect) {
 			snapshot_symbols(p);
 			census(p, 1);
 			flush(p);
 			p->next_collect += p->cfg.collect_interval_ns;
-			if (p->next_collect < mono_ns())
-				p->next_collect = mono_ns() + p->cfg.collect_interval_ns;
+			if (p->next_collect < np_mono_ns())
+				p->next_collect = np_mono_ns() + p->cfg.collect_interval_ns;
 		}
 	}
 	/* The last partial interval still goes out. */
@@ -696,9 +681,9 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 			goto fail;
 	}
 	p->stats.sessions = 1;
-	p->interval_start_wall = wall_ns();
-	p->next_collect = mono_ns() + p->cfg.collect_interval_ns;
-	p->next_rescan = mono_ns() + p->cfg.rescan_interval_ns;
+	p->interval_start_wall = np_wall_ns();
+	p->next_collect = np_mono_ns() + p->cfg.collect_interval_ns;
+	p->next_rescan = np_mono_ns() + p->cfg.rescan_interval_ns;
 	if (pthread_create(&p->thread, NULL, run, p)) {
 		np_errno(err, "start the profiler thread");
 		goto fail;

@@ -19,6 +19,7 @@
 
 #include "lib/grow.h"
 #include "lib/log.h"
+#include "lib/clock.h"
 #include "sampler.skel.h"
 
 /* Map sizing: room for every sample of SLACK_INTERVALS drain intervals (a drain
@@ -460,7 +461,6 @@ volatile uint32_t *np_sampler_bss_u32(const struct np_sampler *s, const char *na
 int np_sampler_adopt_process(struct np_sampler *s, uint32_t tgid, uint32_t *gen)
 {
 	int fd = bpf_map__fd(s->skel->maps.procs);
-	struct timespec ts;
 	struct np_proc_state st = { 0 };
 
 	if (bpf_map_lookup_elem(fd, &tgid, &st) == 0) {
@@ -469,8 +469,7 @@ int np_sampler_adopt_process(struct np_sampler *s, uint32_t tgid, uint32_t *gen)
 	}
 	/* The program's counter, shared: the same atomic add it does. */
 	st.gen = (uint32_t)__atomic_fetch_add(&s->skel->data->next_gen, 1, __ATOMIC_SEQ_CST);
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns's clock: maps read now */
-	st.maps_req_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	st.maps_req_ns = (uint64_t)np_mono_ns(); /* bpf_ktime_get_ns's clock: maps read now */
 	if (bpf_map_update_elem(fd, &tgid, &st, BPF_NOEXIST) == 0) {
 		*gen = st.gen;
 		return 1;

@@ -2,15 +2,14 @@
  * deflated in blocks (see kallsyms.h for why). */
 #include "agent/symbols/kallsyms.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "agent/symbols/symtab.h" /* sym_rank */
 #include "lib/grow.h"
 #include "lib/hash.h"
+#include "lib/lines.h"
 
 #define MAX_MODULES 4096
 /* The kernel's KSYM_NAME_LEN is 512: anything longer is not a symbol name (and would let
@@ -414,46 +413,21 @@ int sym_kallsyms_parse(const char *text, size_t len, struct sym_kallsyms **out, 
 	return parser_finish(&ps, out, err);
 }
 
+static int kallsyms_line(void *ud, const char *line, size_t len, struct np_err *err)
+{
+	return parser_lines(ud, line, len, err);
+}
+
 int sym_kallsyms_read_fd(int fd, size_t max_bytes, struct sym_kallsyms **out, struct np_err *err)
 {
-	/* Streamed in chunks: the file is ~12 MB on a typical kernel and only a fraction of it is
-	 * kept, so it is never held whole (the agent's peak RSS budget is small). */
-	enum { CHUNK = 64 << 10 };
-	char *buf = malloc(CHUNK);
+	/* Streamed a line at a time (lib/lines.h): the file is ~12 MB on a typical kernel and only
+	 * a fraction of it is kept, so it is never held whole (the agent's peak RSS budget is
+	 * small). A line longer than any symbol line is garbage, skipped. */
+	struct np_lines_opts o = { .max_bytes = max_bytes, .max_line = 64 << 10 };
+	struct np_lines_result res;
 	struct parser ps;
-	if (!buf || parser_begin(&ps, err) < 0) {
-		free(buf);
-		if (buf)
-			parser_abort(&ps);
-		return buf ? -1 : np_errf(err, "kallsyms: out of memory");
-	}
-	size_t have = 0, total = 0;
-	for (;;) {
-		ssize_t r = read(fd, buf + have, CHUNK - have);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || total >= max_bytes)
-			break;
-		total += (size_t)r;
-		have += (size_t)r;
-		char *nl = memrchr(buf, '\n', have);
-		if (!nl) {
-			if (have == CHUNK)
-				have = 0; /* a line longer than the buffer: garbage, drop it */
-			continue;
-		}
-		size_t used = (size_t)(nl + 1 - buf);
-		if (parser_lines(&ps, buf, used, err) < 0) {
-			free(buf);
-			parser_abort(&ps);
-			return -1;
-		}
-		memmove(buf, buf + used, have - used);
-		have -= used;
-	}
-	int rc = have ? parser_lines(&ps, buf, have, err) : 0;
-	free(buf);
-	if (rc < 0) {
+
+	if (parser_begin(&ps, err) < 0 || np_read_lines(fd, &o, kallsyms_line, &ps, &res, err)) {
 		parser_abort(&ps);
 		return -1;
 	}

@@ -18,6 +18,7 @@
 #include "lib/hash.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
+#include "lib/clock.h"
 
 #define UNKNOWN "[unknown]"
 #define KALLSYMS_READ_MAX ((size_t)128 << 20)
@@ -28,13 +29,6 @@
 #define KALLSYMS_RELOAD_MAX_NS (3600ull * 1000000000ull)
 
 static const struct sym_module kernel_fallback = { SYM_KERNEL_PATH, "", 0, 0, 0, 1 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct np_err *err)
 {
@@ -435,7 +429,7 @@ static void read_kernel_build_id(struct symbolizer *s)
 static int load_kallsyms(struct symbolizer *s, struct np_err *err)
 {
 	s->kallsyms_tried = 1;
-	s->kallsyms_loaded_ns = now_ns();
+	s->kallsyms_loaded_ns = np_mono_ns();
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/kallsyms", s->proc_root);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -475,7 +469,7 @@ int symbolizer_kernel(struct symbolizer *s, const uint64_t *ips, size_t n, struc
 		if (!s->kallsyms_reload_after_ns)
 			s->kallsyms_reload_after_ns = KALLSYMS_RELOAD_NS;
 		if (k < 0 && addr >= 0xffff800000000000ull && !s->kallsyms_retired &&
-		    now_ns() - s->kallsyms_loaded_ns > s->kallsyms_reload_after_ns) {
+		    np_mono_ns() - s->kallsyms_loaded_ns > s->kallsyms_reload_after_ns) {
 			/* A module or BPF program loaded since: reload (rate limited). */
 			if (load_kallsyms(s, err) < 0)
 				return -1;

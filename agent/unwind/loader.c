@@ -22,6 +22,7 @@
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/log.h"
+#include "lib/clock.h"
 
 #define PROC_BUCKETS 4096
 #define MAX_VICTIMS 64
@@ -64,13 +65,6 @@ struct unw_loader {
 	size_t nfresh, capfresh;
 	uint32_t pid, gen;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int unw_loader_new(const struct np_unwind_maps *maps, struct symbolizer *sym, size_t budget, struct unw_loader **out,
                    struct np_err *err)
@@ -455,9 +449,9 @@ static void install(struct unw_loader *l, const struct unw_reg_entry *e, uint32_
 	close(fd); /* the outer map holds the table now */
 	size_t bytes = (size_t)n * sizeof(uint64_t);
 	unw_registry_loaded(&l->reg, id, bytes);
-	l->compile_ns += now_ns() - t0;
+	l->compile_ns += np_mono_ns() - t0;
 	np_log(NP_DEBUG, "unwind", "unwind table loaded", "file", e->key, "from", from, "rows", NP_LOG_INT(nrows),
-	       "bytes", NP_LOG_INT(bytes), "us", NP_LOG_INT((now_ns() - t0) / 1000), NULL);
+	       "bytes", NP_LOG_INT(bytes), "us", NP_LOG_INT((np_mono_ns() - t0) / 1000), NULL);
 }
 
 int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
@@ -469,7 +463,7 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 	}
 	if (e->state != UNW_REG_UNLOADED || l->building[id])
 		return 0; /* loaded meanwhile, known not to load, or with the worker */
-	uint64_t t0 = now_ns();
+	uint64_t t0 = np_mono_ns();
 	struct np_err why;
 	struct unw_table_cache *cache = table_cache(l);
 	int fd = -1;
@@ -504,7 +498,7 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 static int load_compiled(struct unw_loader *l, const struct unw_reg_entry *e, struct unw_build *j,
                          struct np_err *err)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = np_mono_ns();
 	struct np_err why;
 	struct unw_packed p;
 	int rc = unw_pack(j->t, &l->rules, &p, &why);

@@ -13,6 +13,7 @@
 #include "agent/unwind/compile.h"
 #include "agent/unwind/elf_cfi.h"
 #include "lib/build_lock.h"
+#include "lib/clock.h"
 
 struct unw_worker {
 	pthread_mutex_t lock;
@@ -25,20 +26,13 @@ struct unw_worker {
 	pthread_t thread;
 };
 
-static uint64_t thread_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Compiles j's file (and debug file), closing them. */
 static void compile_job(struct unw_build *j)
 {
 	Elf *elfs[2] = { NULL, NULL };
 	size_t n = 0;
 	np_build_lock(); /* one build's peak at a time (lib/build_lock.h) */
-	uint64_t t0 = thread_ns();
+	uint64_t t0 = (uint64_t)np_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if ((elfs[0] = unw_elf_begin_fd(j->fd)) != NULL)
 		n = 1;
 	if (n && j->debug_fd >= 0 && (elfs[1] = unw_elf_begin_fd(j->debug_fd)) != NULL)
@@ -53,7 +47,7 @@ static void compile_job(struct unw_build *j)
 	if (j->debug_fd >= 0)
 		close(j->debug_fd);
 	j->fd = j->debug_fd = -1;
-	j->ns = thread_ns() - t0;
+	j->ns = (uint64_t)np_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	np_build_unlock();
 }
 
