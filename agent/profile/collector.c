@@ -380,6 +380,11 @@ void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_s
 	unw_loader_stats(c->unw, out);
 }
 
+size_t np_collector_probe_problem(const struct np_collector *c, const char **first)
+{
+	return np_uprobes_problem(c->uprobes, first);
+}
+
 void np_collector_uprobe_stats(const struct np_collector *c, struct np_uprobes_stats *out)
 {
 	np_uprobes_stats(c->uprobes, out);

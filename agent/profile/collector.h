@@ -118,6 +118,8 @@ NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector
 void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out);
 /* The uprobes attached (zeros without any). Owner thread only. */
 void np_collector_uprobe_stats(const struct np_collector *c, struct np_uprobes_stats *out);
+/* np_uprobes_problem of the collector's probe links (0 and NULL without links). */
+size_t np_collector_probe_problem(const struct np_collector *c, const char **first);
 /* Each runtime's processes and names, by id (zeros for one switched off). Owner thread only. */
 void np_collector_runtime_stats(const struct np_collector *c, struct rt_stats out[NP_RT_MAX]);
 

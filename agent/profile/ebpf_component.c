@@ -46,9 +46,11 @@
  *  - default-on features nodeprof lacks (the .NET unwinder, OBI trace correlation):
  *    accepted, switched off is what nodeprof does anyway; written as true (the
  *    default), one warning says what nodeprof does instead;
- *  - features nodeprof lacks (probe_links' syntax, debug info upload, comm and pid
- *    labels, Go unwinding switched off) and knobs of Alloy's own caches: accepted at
- *    Alloy's default, an error that says why at any other value. */
+ *  - probe_links in Alloy's syntax (uprobe:, uretprobe:; kprobe: and kretprobe: are warned
+ *    about in check and leave the component unhealthy in run), u_probe_links its alias;
+ *  - features nodeprof lacks (debug info upload, Go support switched off) and knobs of
+ *    Alloy's own caches: accepted at Alloy's default, an error that says why at any other
+ *    value. */
 
 /* Each argument's member in the args struct (above). */
 #define EBPF(m) .field = CFG_FIELD(struct cfg_ebpf_args, m)
@@ -109,8 +111,7 @@ static const struct cfg_attr attrs[] = {
 	      .note = "it only locates the maps of trace correlation, which is not implemented"),
 	CFG_A("off_cpu_threshold", &cfg_t_float, CFG_RANGE, "0", .min = 0, .max = 1, EBPF(off_cpu_threshold)),
 	CFG_A("load_probe", &cfg_t_bool, 0, "false", EBPF(load_probe)),
-	CFG_A("probe_links", &cfg_t_list_string, CFG_UNSUPPORTED, "[]",
-	      .note = "its link syntax is not supported yet; use u_probe_links = [\"FILE:SYMBOL\", ...]"),
+	CFG_A("probe_links", &cfg_t_list_string, 0, "[]", EBPF(probe_links)),
 	CFG_A("u_probe_links", &cfg_t_list_string, 0, "[]", EBPF(u_probe_links)),
 	/* Deprecated no-ops of the reference table. */
 	NO_OP_SIZE("build_id_cache_size"),
@@ -137,21 +138,55 @@ static const struct cfg_block_schema blocks[] = {
 	CFG_END,
 };
 
-/* Each u_probe_links entry must name a function in an ELF file of this host: a typo is found
- * by `check`, not after the component started. */
-static void validate(const struct cfg_args *args, struct cfg_diags *d)
+/* The probe links the engine runs: probe_links, else u_probe_links (Alloy's deprecated alias,
+ * whose FILE:SYMBOL entries are uprobes), as Alloy's probeLinks() picks them. */
+static const struct cfg_strs *links_of(const struct cfg_ebpf_args *a)
 {
-	size_t n = cfg_args_list_len(args, "u_probe_links");
+	return a->probe_links.n ? &a->probe_links : &a->u_probe_links;
+}
+
+/* Each link must parse (its syntax is the configuration's); a user-space link whose file or
+ * symbol is missing on this host is a warning, since the configuration may be checked on
+ * another host than the one it runs on (at run time the component is then unhealthy with the
+ * reason while its other links run). */
+static void validate_links(const struct cfg_args *args, const char *name, struct cfg_diags *d)
+{
+	size_t n = cfg_args_list_len(args, name);
 
 	for (size_t i = 0; i < n; i++) {
-		const char *link = cfg_args_list_str(args, "u_probe_links", i);
-		char file[4096], sym[256];
+		const char *link = cfg_args_list_str(args, name, i);
+		char alias[4200];
+		struct np_probe_link pl;
 		uint64_t off;
 		struct np_err err;
-		if (np_uprobe_parse(link, file, sizeof(file), sym, sizeof(sym), &err) ||
-		    np_uprobe_resolve(file, sym, &off, &err))
-			cfg_diag_add(d, CFG_ERROR, cfg_args_pos(args, "u_probe_links"), "u_probe_links: %s", err.msg);
+		if (!link)
+			continue; /* not known before run time */
+		/* u_probe_links' entries are uprobes, as Alloy reads them ("uprobe:" + entry) */
+		if (!strcmp(name, "u_probe_links") && snprintf(alias, sizeof(alias), "uprobe:%s", link) > 0)
+			link = alias;
+		if (np_probe_link_parse(link, &pl, &err))
+			cfg_diag_add(d, CFG_ERROR, cfg_args_pos(args, name), "%s: %s", name, err.msg);
+		else if ((pl.kind == NP_PROBE_UPROBE || pl.kind == NP_PROBE_URETPROBE) &&
+			 np_uprobe_resolve(pl.file, pl.sym, &off, &err))
+			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
+				     "%s: %s on this host; where the agent runs, the link is attached wherever the file "
+				     "is, and the component says which links it could not attach",
+				     name, err.msg);
+		else if (pl.kind == NP_PROBE_KPROBE || pl.kind == NP_PROBE_KRETPROBE)
+			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
+				     "%s: \"%s\": kernel probe links are not supported by nodeprof yet; the component "
+				     "will be unhealthy with that reason while its other links run",
+				     name, link);
 	}
+}
+
+static void validate(const struct cfg_args *args, struct cfg_diags *d)
+{
+	validate_links(args, "probe_links", d);
+	validate_links(args, "u_probe_links", d);
+	if (cfg_args_list_len(args, "probe_links") && cfg_args_list_len(args, "u_probe_links"))
+		cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, "u_probe_links"),
+			     "u_probe_links is ignored when probe_links is set (as in Alloy)");
 }
 
 static const struct cfg_schema schema = {
@@ -402,12 +437,12 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 #undef RUNTIME_ON
 	cfg->offcpu_threshold = a->off_cpu_threshold;
 	cfg->load_probe = a->load_probe;
-	cfg->n_uprobes = a->u_probe_links.n;
+	cfg->n_uprobes = links_of(a)->n;
 	if (cfg->n_uprobes > MAX_UPROBE_LINKS)
-		return np_errf(err, "u_probe_links: at most %d links", MAX_UPROBE_LINKS);
+		return np_errf(err, "probe_links: at most %d links", MAX_UPROBE_LINKS);
 	cfg->uprobes_hash = 0;
 	for (size_t i = 0; i < cfg->n_uprobes; i++) {
-		const char *l = a->u_probe_links.v[i];
+		const char *l = links_of(a)->v[i];
 		cfg->uprobes_hash = cfg->uprobes_hash * 31 + np_hash_bytes(l, strlen(l) + 1);
 	}
 	cfg->container_id_cache_size = (size_t)a->container_id_cache_size;
@@ -452,13 +487,26 @@ static int start_engine(struct ebpf_component *ec, const struct cfg_ebpf_args *a
 	const char *links[MAX_UPROBE_LINKS];
 	int rc;
 
+	const char *problem;
+	size_t problems;
+
 	for (size_t i = 0; i < ec->cfg.n_uprobes && i < MAX_UPROBE_LINKS; i++)
-		links[i] = a->u_probe_links.v[i];
+		links[i] = links_of(a)->v[i];
 	ec->cfg.uprobes = links; /* read while the engine starts only */
 	rc = np_ebpf_profiler_start(&ec->cfg, sinks, nsinks, &ec->engine, err);
 	ec->cfg.uprobes = NULL;
 	if (rc)
 		return -1;
+	/* Links this host cannot attach leave the component unhealthy, saying why; the rest runs. */
+	problems = np_ebpf_profiler_probe_problem(ec->engine, &problem);
+	if (problems) {
+		char msg[1200];
+		snprintf(msg, sizeof(msg), "%zu of %zu probe links could not be attached on this host: %s", problems,
+			 ec->cfg.n_uprobes, problem);
+		cfg_component_set_health(ec->c, CFG_HEALTH_UNHEALTHY, msg);
+	} else {
+		cfg_component_set_health(ec->c, CFG_HEALTH_HEALTHY, NULL);
+	}
 	if (targets && np_ebpf_profiler_set_targets(ec->engine, targets, err)) {
 		np_ebpf_profiler_stop(ec->engine);
 		ec->engine = NULL;

@@ -56,7 +56,7 @@ struct cfg_ebpf_args {
 		NP_RUNTIME_LIST(CFG_RUNTIME_FIELD)
 	} runtime_enabled;
 	double off_cpu_threshold;
-	struct cfg_strs u_probe_links;
+	struct cfg_strs probe_links, u_probe_links; /* probe_links wins; u_probe_links is its old alias */
 	uint64_t container_id_cache_size;
 	const char *symb_cache_path;
 	int64_t symb_cache_size;

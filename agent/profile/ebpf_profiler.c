@@ -329,6 +329,11 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 	return add_to_profile(p, sl->b, s, err);
 }
 
+size_t np_ebpf_profiler_probe_problem(const struct np_ebpf_profiler *p, const char **first)
+{
+	return np_collector_probe_problem(p->col, first);
+}
+
 static void on_event(void *ud, const struct np_proc_event *ev)
 {
 	struct np_ebpf_profiler *p = ud;

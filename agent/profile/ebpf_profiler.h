@@ -48,7 +48,7 @@ struct np_ebpf_config {
 	int verbose;			/* log every profile handed to the sinks */
 	uint32_t runtimes;		/* language runtimes walked: bit NP_RT_*; default every supported one */
 	double offcpu_threshold;	/* default 0 (off): share of voluntary switches recorded */
-	const char *const *uprobes;	/* "FILE:SYMBOL" links, read only by np_ebpf_profiler_start */
+	const char *const *uprobes;	/* probe links (uprobes.h), read only by np_ebpf_profiler_start */
 	size_t n_uprobes;
 	uint64_t uprobes_hash;		/* of the links, to tell a changed list */
 	int load_probe;			/* probe the files of processes that appear later */
@@ -68,6 +68,10 @@ struct np_ebpf_profiler;
  * sinks are copied. */
 NP_MUST_CHECK int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_profile_sink *sinks,
 					 size_t nsinks, struct np_ebpf_profiler **out, struct np_err *err);
+/* The probe links this host could not attach when the engine started (uprobes.h
+ * np_uprobes_problem): how many, and the first one's reason in *first (NULL when none), valid
+ * while the engine runs. Call from the thread that started it, before other calls. */
+size_t np_ebpf_profiler_probe_problem(const struct np_ebpf_profiler *p, const char **first);
 /* Flushes the profiles of the current interval to the sinks, then stops and frees. */
 void np_ebpf_profiler_stop(struct np_ebpf_profiler *p);
 

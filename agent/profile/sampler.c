@@ -262,10 +262,10 @@ static int attach_offcpu(struct np_sampler *s, double threshold, struct np_err *
 	return 0;
 }
 
-int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t file_offset, struct bpf_link **link,
-			     struct np_err *err)
+int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t file_offset, int retprobe,
+			     struct bpf_link **link, struct np_err *err)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts);
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe != 0);
 
 	*link = NULL;
 	if (bpf_program__fd(s->skel->progs.np_uprobe) < 0)

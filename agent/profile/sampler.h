@@ -86,10 +86,11 @@ int np_sampler_adopt_process(struct np_sampler *s, uint32_t tgid, uint32_t *gen)
 
 /* Attaches the uprobe program at file_offset of the ELF file at path (as this process reaches
  * it: a container's file through /proc/PID/root): every call, by any process mapping that
- * file, of a selected process is counted as an NP_EVENT_UPROBE. *link is owned by the caller
- * (bpf_link__destroy detaches). */
+ * file, of a selected process is counted as an NP_EVENT_UPROBE (retprobe: every return from
+ * the function, counted where it returns to). *link is owned by the caller (bpf_link__destroy
+ * detaches). */
 struct bpf_link;
-NP_MUST_CHECK int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t file_offset,
+NP_MUST_CHECK int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t file_offset, int retprobe,
 					   struct bpf_link **link, struct np_err *err);
 
 /* mode: 0 = every process, else NP_FILTER_PIDS | NP_FILTER_CGROUPS. */

@@ -32,6 +32,7 @@ struct probed {
 };
 
 struct link {
+	struct np_probe_link pl;
 	char file[4096], sym[256];
 	struct probed *files;
 	size_t n, cap;
@@ -52,7 +53,50 @@ struct np_uprobes {
 	struct seen *seen; /* processes looked at */
 	size_t nseen, seen_cap;
 	uint64_t failed;
+	size_t problems;	/* links that could not be attached on this host when started */
+	char problem[sizeof(((struct np_err *)0)->msg)]; /* the first one's reason */
 };
+
+int np_probe_link_parse(const char *link, struct np_probe_link *out, struct np_err *err)
+{
+	static const struct {
+		const char *prefix;
+		enum np_probe_kind kind;
+	} kinds[] = { { "uprobe:", NP_PROBE_UPROBE },
+		      { "uretprobe:", NP_PROBE_URETPROBE },
+		      { "kprobe:", NP_PROBE_KPROBE },
+		      { "kretprobe:", NP_PROBE_KRETPROBE } };
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		size_t n = strlen(kinds[i].prefix);
+		if (strncmp(link, kinds[i].prefix, n))
+			continue;
+		out->kind = kinds[i].kind;
+		if (out->kind == NP_PROBE_KPROBE || out->kind == NP_PROBE_KRETPROBE) {
+			if (!link[n] || strchr(link + n, ':') || strchr(link + n, '/') || strlen(link + n) >= sizeof(out->sym))
+				return np_errf(err, "\"%s\": a kernel probe link is %sSYMBOL, e.g. kprobe:do_sys_open", link,
+					       kinds[i].prefix);
+			strcpy(out->sym, link + n);
+			return 0;
+		}
+		return np_uprobe_parse(link + n, out->file, sizeof(out->file), out->sym, sizeof(out->sym), err);
+	}
+	if (link[0] == '/') /* u_probe_links' and `record --uprobe`'s FILE:SYMBOL */
+		return np_uprobe_parse(link, out->file, sizeof(out->file), out->sym, sizeof(out->sym), err);
+	return np_errf(err, "\"%s\": a probe link is uprobe:FILE:SYMBOL, uretprobe:FILE:SYMBOL, kprobe:SYMBOL or "
+			    "kretprobe:SYMBOL", link);
+}
+
+const char *np_probe_kind_name(enum np_probe_kind k)
+{
+	switch (k) {
+	case NP_PROBE_URETPROBE: return "uretprobe";
+	case NP_PROBE_KPROBE: return "kprobe";
+	case NP_PROBE_KRETPROBE: return "kretprobe";
+	default: return "uprobe";
+	}
+}
 
 int np_uprobe_parse(const char *link, char *file, size_t file_len, char *sym, size_t sym_len, struct np_err *err)
 {
@@ -138,7 +182,8 @@ static int attach_at(struct np_uprobes *u, struct link *l, int root_fd, uint32_t
 	/* The kernel resolves the path it is given: this descriptor's is exactly the file checked. */
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 	rc = -1;
-	if (resolve_fd(fd, l->file, l->sym, &off, err) || np_sampler_attach_uprobe(u->s, fdpath, off, &bl, err))
+	if (resolve_fd(fd, l->file, l->sym, &off, err) ||
+	    np_sampler_attach_uprobe(u->s, fdpath, off, l->pl.kind == NP_PROBE_URETPROBE, &bl, err))
 		goto out;
 	if (np_grow((void **)&l->files, &l->cap, l->n + 1, sizeof(*l->files))) {
 		bpf_link__destroy(bl);
@@ -165,6 +210,8 @@ static void attach_process(struct np_uprobes *u, uint32_t pid)
 	if (root < 0)
 		return; /* gone, or a kernel thread */
 	for (size_t i = 0; i < u->n; i++) {
+		if (u->links[i].pl.kind != NP_PROBE_UPROBE && u->links[i].pl.kind != NP_PROBE_URETPROBE)
+			continue;
 		if (attach_at(u, &u->links[i], root, pid, &err) < 0) {
 			u->failed++;
 			np_log(NP_DEBUG, "uprobes", "cannot probe a process's file", "pid", NP_LOG_INT(pid), "err",
@@ -231,18 +278,31 @@ int np_uprobes_new(struct np_sampler *s, const char *const *links, size_t n, int
 	u->load_probe = load_probe;
 	for (size_t i = 0; i < n; i++, u->n++) {
 		struct link *l = &u->links[i];
+		struct np_err why;
 		uint64_t off;
-		/* Checked on this host first, so that the error says what is wrong with the link. */
-		if (np_uprobe_parse(links[i], l->file, sizeof(l->file), l->sym, sizeof(l->sym), err) ||
-		    np_uprobe_resolve(l->file, l->sym, &off, err) || attach_at(u, l, AT_FDCWD, 0, err) < 0)
+		/* A link that does not parse is the configuration's error; one that cannot be attached
+		 * on this host (no such file or symbol here, no kernel probes) is this host's problem:
+		 * said (np_uprobes_problem) and counted, while the other links run, and a user-space
+		 * link still attaches in the containers that have its file. */
+		if (np_probe_link_parse(links[i], &l->pl, err))
 			goto fail;
+		memcpy(l->file, l->pl.file, sizeof(l->file));
+		memcpy(l->sym, l->pl.sym, sizeof(l->sym));
+		if (l->pl.kind == NP_PROBE_KPROBE || l->pl.kind == NP_PROBE_KRETPROBE)
+			np_errf(&why, "%s: kernel probe links are not supported by nodeprof yet", links[i]);
+		else if (np_uprobe_resolve(l->file, l->sym, &off, &why) == 0 && attach_at(u, l, AT_FDCWD, 0, &why) >= 0)
+			continue;
+		if (!u->problems++)
+			snprintf(u->problem, sizeof(u->problem), "%s", why.msg);
+		np_log(NP_WARN, "uprobes", "a probe link cannot be attached on this host; the others run", "link", links[i],
+		       "err", why.msg, NULL);
 	}
 	/* Every running process's own copy of the files (containers). */
 	np_uprobes_rescan(u);
 	*out = u;
 	return 0;
 fail:
-	np_err_wrap(err, "u_probe_links \"%s\"", links[u->n]);
+	np_err_wrap(err, "probe link \"%s\"", links[u->n]);
 	u->n++;
 	np_uprobes_free(u);
 	return -1;
@@ -260,6 +320,12 @@ void np_uprobes_free(struct np_uprobes *u)
 	free(u->links);
 	free(u->seen);
 	free(u);
+}
+
+size_t np_uprobes_problem(const struct np_uprobes *u, const char **first)
+{
+	*first = u && u->problems ? u->problem : NULL;
+	return u ? u->problems : 0;
 }
 
 void np_uprobes_stats(const struct np_uprobes *u, struct np_uprobes_stats *out)

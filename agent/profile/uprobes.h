@@ -23,11 +23,25 @@ NP_MUST_CHECK int np_uprobe_parse(const char *link, char *file, size_t file_len,
  * symbol, or the symbol is not in a loadable segment. */
 NP_MUST_CHECK int np_uprobe_resolve(const char *path, const char *sym, uint64_t *file_offset, struct np_err *err);
 
+/* A probe link as Alloy's probe_links writes it: uprobe:FILE:SYMBOL (calls), uretprobe:FILE:SYMBOL
+ * (returns), kprobe:SYMBOL, kretprobe:SYMBOL; a bare FILE:SYMBOL (u_probe_links, `record
+ * --uprobe`) is an uprobe. */
+enum np_probe_kind { NP_PROBE_UPROBE, NP_PROBE_URETPROBE, NP_PROBE_KPROBE, NP_PROBE_KRETPROBE };
+struct np_probe_link {
+	enum np_probe_kind kind;
+	char file[4096]; /* "" for a kernel probe */
+	char sym[256];
+};
+/* -1 with a message saying what is wrong with the text. */
+NP_MUST_CHECK int np_probe_link_parse(const char *link, struct np_probe_link *out, struct np_err *err);
+const char *np_probe_kind_name(enum np_probe_kind k);
+
 struct np_uprobes;
 
-/* Resolves and attaches every link on the host and in every running process's view of the file.
- * The links are checked first: a link that cannot be resolved on the host is an error (naming
- * the link). */
+/* Parses every link (a link that does not parse is an error naming it) and attaches each on the
+ * host and in every running process's view of its file. A link that cannot be attached on this
+ * host (its file or symbol is missing here, or it is a kernel probe) is no error: the others
+ * run, and np_uprobes_problem says how many and why. */
 NP_MUST_CHECK int np_uprobes_new(struct np_sampler *s, const char *const *links, size_t n, int load_probe,
 				 struct np_uprobes **out, struct np_err *err);
 void np_uprobes_free(struct np_uprobes *u);
@@ -35,6 +49,10 @@ void np_uprobes_free(struct np_uprobes *u);
 /* With load_probe: looks at the processes that appeared since the last call and attaches the
  * links in their view of the files. Bounded work; failures are counted, not errors. */
 void np_uprobes_rescan(struct np_uprobes *u);
+
+/* How many links could not be attached on this host when started, and the first one's reason
+ * (NULL when none); the reason lives as long as u. */
+size_t np_uprobes_problem(const struct np_uprobes *u, const char **first);
 
 struct np_uprobes_stats {
 	size_t links, attached; /* links, and files probed (uprobes attached) */

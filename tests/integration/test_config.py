@@ -183,8 +183,6 @@ pyroscope.write "backend" {
         self.assertEqual(p.stderr.splitlines(), [
             f"{path}:3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized "
             "from their .gopclntab",
-            f"{path}:5:17: probe_links = [...] is not supported by nodeprof yet: its link syntax is not supported "
-            'yet; use u_probe_links = ["FILE:SYMBOL", ...]',
             f"{path}:7:14: upload = true is not supported by nodeprof yet: debug info upload is not implemented"])
 
 

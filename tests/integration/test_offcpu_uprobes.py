@@ -195,19 +195,22 @@ class OffCpuAndUprobes(unittest.TestCase):
         self.assertLessEqual(mine, rounds * 1000 * 1.02, why)
 
     def test_bad_input_says_which_and_why(self):
+        # (argument, what the message says, check's exit status): a link this host cannot attach
+        # is a warning (the configuration may be checked on another host), bad syntax an error
         cases = [
-            (f'u_probe_links = ["{self.libc}:no_such_function_here"]', "has no symbol no_such_function_here"),
-            ('u_probe_links = ["/etc/hostname:malloc"]', "is not an ELF file"),
-            ('u_probe_links = ["malloc"]', "a probe link is FILE:SYMBOL"),
-            ("off_cpu_threshold = 1.5", "off_cpu_threshold"),
+            (f'u_probe_links = ["{self.libc}:no_such_function_here"]', "has no symbol no_such_function_here", 0),
+            ('u_probe_links = ["/etc/hostname:malloc"]', "is not an ELF file", 0),
+            ('u_probe_links = ["malloc"]', "a probe link is FILE:SYMBOL", 1),
+            ('probe_links = ["upr0be:/bin/sh:main"]', "a probe link is uprobe:FILE:SYMBOL", 1),
+            ("off_cpu_threshold = 1.5", "off_cpu_threshold", 1),
         ]
-        for arg, want in cases:
+        for arg, want, status in cases:
             with self.subTest(arg=arg):
                 path = os.path.join(np.tmpdir(self), "bad.alloy")
                 with open(path, "w") as f:
                     f.write(f'pyroscope.ebpf "e" {{\n  forward_to = []\n  {arg}\n}}\n')
                 r = np.nodeprof("check", path)
-                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertEqual(r.returncode, status, r.stdout + r.stderr)
                 self.assertIn(want, r.stdout + r.stderr)
                 self.assertIn("bad.alloy:3:", r.stdout + r.stderr)
         for argv, want in ((["--off-cpu-threshold", "2"], "--off-cpu-threshold"),
@@ -309,6 +312,64 @@ class urllib_get:
 
     def __exit__(self, *exc):
         self.r.close()
+
+
+class ProbeLinks(unittest.TestCase):
+    """Alloy's probe_links: uprobe counts calls, uretprobe returns; a link this host cannot attach
+    (its file missing here; kernel probes, which this build does not support and this kernel
+    lacks) is a warning in `check`, and in `run` leaves the component unhealthy with the reason
+    while the other links run."""
+
+    def test_uprobe_uretprobe_and_links_this_host_cannot_attach(self):
+        import json
+        d = np.tmpdir(self)
+        exe = build(d)
+        libc = libc_of(exe)
+        w = subprocess.Popen([exe, "100000"], stdout=subprocess.DEVNULL)
+        self.addCleanup(lambda: (w.kill(), w.wait()))
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        links = f'["uprobe:{libc}:malloc", "uretprobe:{libc}:malloc", "kprobe:do_sys_open", ' \
+                '"uprobe:/nonexistent/lib.so:f"]'
+        cfg = os.path.join(d, "links.alloy")
+        with open(cfg, "w") as f:
+            f.write(CONFIG.format(libc=libc, url=f"http://127.0.0.1:{srv.port}")
+                    .replace(f'u_probe_links = ["{libc}:malloc"]', f"probe_links = {links}")
+                    .replace("off_cpu_threshold = 1.0", "off_cpu_threshold = 0"))
+        p = np.nodeprof("check", cfg)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("kernel probe links are not supported", p.stderr)
+        self.assertIn("/nonexistent/lib.so", p.stderr)
+        port = np.free_port()
+        log = open(os.path.join(d, "agent.log"), "w+")
+        a = subprocess.Popen([np.NODEPROF, "run", "--config", cfg, "--http-listen", f"127.0.0.1:{port}"],
+                             stdout=log, stderr=subprocess.STDOUT)
+        self.addCleanup(lambda: (a.poll() is None and a.kill(), a.wait(), log.close()))
+        up, deadline = None, time.time() + 40
+        while time.time() < deadline and up is None:
+            for push in srv.pushes():
+                for series in push["series"]:
+                    for prof in series["profiles"]:
+                        if series["labels"].get("service_name") == "rounds" and prof["sample_types"][0][0] == "uprobe":
+                            up = prof
+            self.assertIsNone(a.poll(), "the agent exited")
+            time.sleep(0.5)
+        log.seek(0)
+        self.assertIsNotNone(up, log.read()[-3000:])
+        # calls are counted in malloc (its own frame leaf), returns where malloc returns to
+        calls = sum(s["values"][0] for s in up["stacks"] if s["frames"][-1] == "malloc")
+        returns = sum(s["values"][0] for s in up["stacks"] if s["frames"][-1] == "allocate")
+        self.assertGreater(calls, 0, up["stacks"][:4])
+        self.assertGreater(returns, 0, up["stacks"][:4])
+        with urllib_get(port, "/debug/components?format=json") as body:
+            comps = {c["component"]: c for c in json.loads(body)}
+        ebpf = comps["pyroscope.ebpf.e"]
+        self.assertEqual(ebpf["health"], "unhealthy", ebpf)
+        self.assertIn("2 of 4 probe links could not be attached on this host", ebpf["message"])
+        self.assertIn("kprobe:do_sys_open", ebpf["message"])
+        log.seek(0)
+        text = log.read()
+        self.assertIn("/nonexistent/lib.so", text)
 
 
 if __name__ == "__main__":

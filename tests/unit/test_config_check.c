@@ -352,14 +352,23 @@ static void component_errors(void **state)
 		  "" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  probe_links = [\"kprobe:x\"]\n  load_probe "
 		  "= true\n  debug_info { upload = true }\n}",
-		  "4:17: probe_links = [...] is not supported by nodeprof yet: its link syntax is not supported yet; use "
-		  "u_probe_links = [\"FILE:SYMBOL\", ...]\n"
 		  "6:25: upload = true is not supported by nodeprof yet: debug info upload is not implemented" },
-		/* off-CPU time and uprobes run: a link is checked against this host's files */
+		/* off-CPU time and uprobes run: a link's syntax is an error, a file or symbol this host lacks
+		 * a warning (the configuration may be checked on another host) */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  load_probe = true\n"
 		  "  u_probe_links = [\"x\", \"/nonexistent/lib.so:f\"]\n}",
 		  "5:19: u_probe_links: \"x\": a probe link is FILE:SYMBOL, e.g. /usr/lib/x86_64-linux-gnu/libc.so.6:malloc\n"
-		  "5:19: u_probe_links: /nonexistent/lib.so: No such file or directory" },
+		  "5:19: warning: u_probe_links: /nonexistent/lib.so: No such file or directory on this host; where the "
+		  "agent runs, the link is attached wherever the file is, and the component says which links it could "
+		  "not attach" },
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  probe_links = [\"uretprobe:/nonexistent/lib.so:f\", "
+		  "\"kprobe:a:b\"]\n  u_probe_links = [\"/x:y\"]\n}",
+		  "3:17: warning: probe_links: /nonexistent/lib.so: No such file or directory on this host; where the agent "
+		  "runs, the link is attached wherever the file is, and the component says which links it could not attach\n"
+		  "3:17: probe_links: \"kprobe:a:b\": a kernel probe link is kprobe:SYMBOL, e.g. kprobe:do_sys_open\n"
+		  "4:19: warning: u_probe_links: /x: No such file or directory on this host; where the agent runs, the link "
+		  "is attached wherever the file is, and the component says which links it could not attach\n"
+		  "4:19: warning: u_probe_links is ignored when probe_links is set (as in Alloy)" },
 		/* switched off, not-implemented features are fine */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0\n  probe_links = []\n  load_probe = false\n  "
 		  "python_enabled = false\n}",
