@@ -11,6 +11,7 @@ with php_enabled on (its frames pushed to the test Pyroscope, its /metrics) and 
 process started after the agent. All recordings run at once, so the whole module takes a few
 seconds more than one recording."""
 import os
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -113,6 +114,14 @@ class PhpStacks(unittest.TestCase):
             if p.stdout:
                 p.stdout.close()
         cls.procs = []
+        # php-fpm's workers outlive a killed master (they are reparented, not signalled): each
+        # is stopped by the PID start_fpm found.
+        for pid in getattr(cls, "fpm_workers", []):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        cls.fpm_workers = []
 
     @classmethod
     def start_fpm(cls):
@@ -132,6 +141,7 @@ class PhpStacks(unittest.TestCase):
             except OSError:
                 workers = []
             if len(workers) == 3 and os.path.exists(sock):
+                cls.fpm_workers = workers
                 return sock, workers
             if master.poll() is not None:
                 break
