@@ -76,10 +76,23 @@ static int sink(void *ud, const struct np_collected *s, struct np_err *err)
 		return 0;
 	if (r->pprof) {
 		np_collected_pprof_frames(s, r->pframes);
-		return np_pprof_add(r->pprof, r->pframes, s->n_frames, s->count, err);
+		return np_collected_add_pprof(r->pprof, s, r->pframes, &r->a->extras, err);
 	}
-	/* Folded is root first: user root..leaf, then kernel root..leaf. */
+	/* Folded is root first: the labels asked for as leading frames (pid=, comm=), the comm
+	 * frame, then user root..leaf, then kernel root..leaf. */
 	size_t n = 0, nu = s->n_frames - s->n_kernel;
+	char pid[24], comm[NP_COMM_LEN + 8];
+	int has_comm = s->comm && s->comm[0];
+	if (r->a->extras.pid_label) {
+		snprintf(pid, sizeof(pid), "pid=%u", s->tgid);
+		r->names[n++] = pid;
+	}
+	if (r->a->extras.comm_label && has_comm) {
+		snprintf(comm, sizeof(comm), "comm=%s", s->comm);
+		r->names[n++] = comm;
+	}
+	if (r->a->extras.comm_frame && has_comm)
+		r->names[n++] = s->comm;
 	for (size_t i = nu; i > 0; i--)
 		r->names[n++] = s->frames[s->n_kernel + i - 1].name;
 	for (size_t i = s->n_kernel; i > 0; i--)
@@ -124,6 +137,7 @@ static int open_collector(struct recording *r, struct np_err *err)
 		.uprobes = a->uprobes,
 		.n_uprobes = a->nuprobes,
 		.load_probe = a->nuprobes > 0,
+		.comm = a->extras.comm_label || a->extras.comm_frame,
 		.symb_cache_path = a->symb_cache_path && a->symb_cache_path[0] ? a->symb_cache_path : NULL,
 		.budgets = a->budgets,
 	};
@@ -152,8 +166,8 @@ static int open_recording(struct recording *r, struct np_err *err)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	r->names = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*r->names));
-	r->pframes = calloc(NP_COLLECTED_MAX_FRAMES, sizeof(*r->pframes));
+	r->names = calloc(NP_COLLECTED_MAX_FRAMES + 3, sizeof(*r->names)); /* + pid=, comm=, the comm frame */
+	r->pframes = calloc(NP_COLLECTED_MAX_FRAMES + 1, sizeof(*r->pframes)); /* + the comm frame */
 	if (!r->names || !r->pframes)
 		return np_errf(err, "out of memory");
 	if (r->a->pprof && np_pprof_new_kind(profile_kind(r->kind), r->a->rate, np_wall_ns(), &r->pprof, err))

@@ -8,6 +8,7 @@
 #include "agent/cmd/args.h"
 #include "agent/profile/budgets.h"
 #include "agent/symbols/symbolizer.h"
+#include "agent/profile/collector.h"
 #include "lib/log.h"
 
 #define CMD_RECORD_MAX_PIDS 1024
@@ -23,6 +24,7 @@ struct cmd_record_args {
 	size_t nuprobes;
 	double offcpu; /* the share of switches recorded; 0: CPU samples (or probes) */
 	int pprof, kernel;
+	struct np_sample_extras extras; /* --comm, --pid-label */
 	uint32_t runtimes; /* language runtimes walked: bit NP_RT_* (agent/runtime/runtime.h) */
 	const char *output; /* borrowed from argv; NULL: stdout */
 	enum sym_demangle demangle;

@@ -14,6 +14,8 @@ enum {
 	OPT_OFF_CPU,
 	OPT_OFF_CPU_THRESHOLD,
 	OPT_UPROBE,
+	OPT_COMM,
+	OPT_PID_LABEL,
 	OPT_LOG_LEVEL,
 	OPT_SYMB_CACHE_PATH,
 	OPT_BUDGET, /* + CMD_BUDGET_NOPTS - 1: the --*-memory budgets */
@@ -52,6 +54,13 @@ static const struct cmd_opt record_opts[] = {
 	  "/usr/lib/x86_64-linux-gnu/libc.so.6:malloc, by stack, instead of\n"
 	  "CPU samples; also in processes started later and in containers'\n"
 	  "copies of FILE; folded values are calls" },
+	{ "comm", OPT_COMM, "MODE",
+	  "the sampled thread's name, as pyroscope.ebpf's comm: none (default),\n"
+	  "label, stackframe (the root frame), both; in folded output a label\n"
+	  "is a leading frame comm=NAME" },
+	{ "pid-label", OPT_PID_LABEL, NULL,
+	  "label each sample with its process ID, as pyroscope.ebpf's\n"
+	  "pid_label; in folded output a leading frame pid=PID" },
 	{ "log-level", OPT_LOG_LEVEL, "LEVEL", "debug, info, warn (default), error" },
 	{ "symb-cache-path", OPT_SYMB_CACHE_PATH, "DIR",
 	  "keep symbol tables in files here, built once per binary and\n"
@@ -137,6 +146,18 @@ static int parse_option(int key, const char *v, struct cmd_record_args *out, str
 				    &out->offcpu, err);
 	case OPT_UPROBE:
 		return add_uprobe(out, v, err);
+	case OPT_COMM: {
+		static const char *const modes[] = { "none", "label", "stackframe", "both", NULL };
+		int m;
+		if (cmd_arg_choice("--comm", v, modes, &m, err))
+			return -1;
+		out->extras.comm_label = m == 1 || m == 3;
+		out->extras.comm_frame = m == 2 || m == 3;
+		return 0;
+	}
+	case OPT_PID_LABEL:
+		out->extras.pid_label = 1;
+		return 0;
 	case OPT_LOG_LEVEL:
 		return cmd_arg_log_level("--log-level", v, &out->log_level, err);
 	case OPT_SYMB_CACHE_PATH:

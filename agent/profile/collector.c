@@ -420,6 +420,24 @@ void np_pprof_frame_stub(struct np_pprof_frame *f, char *buf, size_t cap)
 	f->unnamed = 0;
 }
 
+int np_collected_add_pprof(struct np_pprof_builder *b, const struct np_collected *s, struct np_pprof_frame *frames,
+			   const struct np_sample_extras *x, struct np_err *err)
+{
+	struct np_pprof_sample_label labels[2];
+	size_t nl = 0, n = s->n_frames;
+	char pid[16];
+
+	if (x->comm_frame && s->comm && s->comm[0])
+		frames[n++] = (struct np_pprof_frame){ .function = s->comm };
+	if (x->comm_label && s->comm && s->comm[0])
+		labels[nl++] = (struct np_pprof_sample_label){ "comm", s->comm };
+	if (x->pid_label) {
+		snprintf(pid, sizeof(pid), "%u", s->tgid);
+		labels[nl++] = (struct np_pprof_sample_label){ "pid", pid };
+	}
+	return np_pprof_add_labeled(b, frames, n, labels, nl, s->count, err);
+}
+
 void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_frame *out)
 {
 	for (size_t i = 0; i < s->n_frames; i++) {

@@ -46,6 +46,19 @@ void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_fra
 /* Alloy's reporter_unsymbolized_stubs: an unnamed frame (no Line) is named "$ FILE + 0xADDR"
  * (FILE the mapping's base name, ADDR its address in the mapping's space) in buf, which must
  * outlive the frame's use; other frames are left as they are. */
+struct np_pprof_builder;
+/* What Alloy's reporter adds to a sample (reporter/pprof.go): with comm_frame the thread's name
+ * as the root frame (on the mapping of no file), with comm_label a comm sample label, with
+ * pid_label a pid one (the server makes sample labels series labels). */
+struct np_sample_extras {
+	int comm_label, comm_frame, pid_label;
+};
+/* Adds s to b: its frames as np_collected_pprof_frames gave them in frames (which must have room
+ * for one more, the comm frame) and what x asks for, the labels in the key order Go's pprof
+ * encoder writes them. */
+NP_MUST_CHECK int np_collected_add_pprof(struct np_pprof_builder *b, const struct np_collected *s,
+					 struct np_pprof_frame *frames, const struct np_sample_extras *x, struct np_err *err);
+
 #define NP_STUB_NAME_MAX 288 /* "$ " + a 255-byte file name + " + 0x" + 16 digits */
 void np_pprof_frame_stub(struct np_pprof_frame *f, char *buf, size_t cap);
 

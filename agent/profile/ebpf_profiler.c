@@ -238,28 +238,6 @@ static const struct np_target *target_of(struct np_ebpf_profiler *p, const struc
 	return NULL;
 }
 
-/* Adds a sample's frames to its profile as Alloy's reporter does (reporter/pprof.go): with comm
- * = stackframe or both, the thread's name as the root frame (on the mapping of no file); the
- * sample labels comm (label or both) and pid (pid_label), which the server makes series labels,
- * in the key order Go's pprof encoder writes them. */
-static int add_to_profile(struct np_ebpf_profiler *p, struct np_pprof_builder *b, const struct np_collected *s,
-			  struct np_err *err)
-{
-	struct np_pprof_sample_label labels[2];
-	size_t nl = 0, n = s->n_frames;
-	char pid[16];
-
-	if (p->cfg.comm_frame && s->comm && s->comm[0])
-		p->pframes[n++] = (struct np_pprof_frame){ .function = s->comm };
-	if (p->cfg.comm_label && s->comm && s->comm[0])
-		labels[nl++] = (struct np_pprof_sample_label){ "comm", s->comm };
-	if (p->cfg.pid_label) {
-		snprintf(pid, sizeof(pid), "%u", s->tgid);
-		labels[nl++] = (struct np_pprof_sample_label){ "pid", pid };
-	}
-	return np_pprof_add_labeled(b, p->pframes, n, labels, nl, s->count, err);
-}
-
 /* The profile a sample goes into: one per target and kind (CPU, off-CPU, probes), each pushed
  * under its own __name__ as Alloy does. */
 static struct slot *slot_for(struct np_ebpf_profiler *p, const struct np_target *t, uint32_t event_kind,
@@ -326,7 +304,8 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 		np_pprof_frame_stub(&p->pframes[i], p->stubs[i], sizeof(p->stubs[i]));
 	if (s->kind == NP_EVENT_CPU)
 		p->interval_samples += s->count;
-	return add_to_profile(p, sl->b, s, err);
+	struct np_sample_extras x = { p->cfg.comm_label, p->cfg.comm_frame, p->cfg.pid_label };
+	return np_collected_add_pprof(sl->b, s, p->pframes, &x, err);
 }
 
 size_t np_ebpf_profiler_probe_problem(const struct np_ebpf_profiler *p, const char **first)
