@@ -166,13 +166,13 @@ static void validate_links(const struct cfg_args *args, const char *name, struct
 			link = alias;
 		if (np_probe_link_parse(link, &pl, &err))
 			cfg_diag_add(d, CFG_ERROR, cfg_args_pos(args, name), "%s: %s", name, err.msg);
-		else if ((pl.kind == NP_PROBE_UPROBE || pl.kind == NP_PROBE_URETPROBE) &&
+		else if (!np_probe_is_kernel(pl.kind) &&
 			 np_uprobe_resolve(pl.file, pl.sym, &off, &err))
 			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
 				     "%s: %s on this host; where the agent runs, the link is attached wherever the file "
 				     "is, and the component says which links it could not attach",
 				     name, err.msg);
-		else if (pl.kind == NP_PROBE_KPROBE || pl.kind == NP_PROBE_KRETPROBE)
+		else if (np_probe_is_kernel(pl.kind))
 			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
 				     "%s: \"%s\": kernel probe links are not supported by nodeprof yet; the component "
 				     "will be unhealthy with that reason while its other links run",

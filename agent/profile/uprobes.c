@@ -32,8 +32,7 @@ struct probed {
 };
 
 struct link {
-	struct np_probe_link pl;
-	char file[4096], sym[256];
+	struct np_probe_link pl; /* its kind, file and symbol */
 	struct probed *files;
 	size_t n, cap;
 };
@@ -73,7 +72,7 @@ int np_probe_link_parse(const char *link, struct np_probe_link *out, struct np_e
 		if (strncmp(link, kinds[i].prefix, n))
 			continue;
 		out->kind = kinds[i].kind;
-		if (out->kind == NP_PROBE_KPROBE || out->kind == NP_PROBE_KRETPROBE) {
+		if (np_probe_is_kernel(out->kind)) {
 			if (!link[n] || strchr(link + n, ':') || strchr(link + n, '/') || strlen(link + n) >= sizeof(out->sym))
 				return np_errf(err, "\"%s\": a kernel probe link is %sSYMBOL, e.g. kprobe:do_sys_open", link,
 					       kinds[i].prefix);
@@ -86,16 +85,6 @@ int np_probe_link_parse(const char *link, struct np_probe_link *out, struct np_e
 		return np_uprobe_parse(link, out->file, sizeof(out->file), out->sym, sizeof(out->sym), err);
 	return np_errf(err, "\"%s\": a probe link is uprobe:FILE:SYMBOL, uretprobe:FILE:SYMBOL, kprobe:SYMBOL or "
 			    "kretprobe:SYMBOL", link);
-}
-
-const char *np_probe_kind_name(enum np_probe_kind k)
-{
-	switch (k) {
-	case NP_PROBE_URETPROBE: return "uretprobe";
-	case NP_PROBE_KPROBE: return "kprobe";
-	case NP_PROBE_KRETPROBE: return "kretprobe";
-	default: return "uprobe";
-	}
 }
 
 int np_uprobe_parse(const char *link, char *file, size_t file_len, char *sym, size_t sym_len, struct np_err *err)
@@ -158,7 +147,7 @@ int np_uprobe_resolve(const char *path, const char *sym, uint64_t *file_offset, 
 	return rc;
 }
 
-/* Attaches l in the file at l->file inside root_fd (a process's root, so its symlinks resolve
+/* Attaches l in the file at l->pl.file inside root_fd (a process's root, so its symlinks resolve
  * there; AT_FDCWD: this host's view), unless that file is probed already: 1 attached, 0 nothing
  * to do (no such file, or probed), -1 failed (err set). */
 /* pid: the process whose view of the file this is (0: the agent's own), for the log. */
@@ -170,8 +159,8 @@ static int attach_at(struct np_uprobes *u, struct link *l, int root_fd, uint32_t
 	char fdpath[64];
 	int fd, rc = 0;
 
-	fd = root_fd == AT_FDCWD ? sym_open_regular_at(AT_FDCWD, l->file, SYM_MAX_ELF_BYTES, &st)
-				 : sym_open_in_root(root_fd, l->file, SYM_MAX_ELF_BYTES, &st);
+	fd = root_fd == AT_FDCWD ? sym_open_regular_at(AT_FDCWD, l->pl.file, SYM_MAX_ELF_BYTES, &st)
+				 : sym_open_in_root(root_fd, l->pl.file, SYM_MAX_ELF_BYTES, &st);
 	if (fd < 0)
 		return 0;
 	for (size_t i = 0; i < l->n; i++)
@@ -182,7 +171,7 @@ static int attach_at(struct np_uprobes *u, struct link *l, int root_fd, uint32_t
 	/* The kernel resolves the path it is given: this descriptor's is exactly the file checked. */
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 	rc = -1;
-	if (resolve_fd(fd, l->file, l->sym, &off, err) ||
+	if (resolve_fd(fd, l->pl.file, l->pl.sym, &off, err) ||
 	    np_sampler_attach_uprobe(u->s, fdpath, off, l->pl.kind == NP_PROBE_URETPROBE, &bl, err))
 		goto out;
 	if (np_grow((void **)&l->files, &l->cap, l->n + 1, sizeof(*l->files))) {
@@ -191,7 +180,8 @@ static int attach_at(struct np_uprobes *u, struct link *l, int root_fd, uint32_t
 		goto out;
 	}
 	l->files[l->n++] = (struct probed){ (uint64_t)st.st_dev, (uint64_t)st.st_ino, bl };
-	np_log(NP_DEBUG, "uprobes", "probe attached", "file", l->file, "symbol", l->sym, "pid", NP_LOG_INT(pid), NULL);
+	np_log(NP_DEBUG, "uprobes", "probe attached", "file", l->pl.file, "symbol", l->pl.sym, "pid", NP_LOG_INT(pid),
+	       NULL);
 	rc = 1;
 out:
 	close(fd);
@@ -210,7 +200,7 @@ static void attach_process(struct np_uprobes *u, uint32_t pid)
 	if (root < 0)
 		return; /* gone, or a kernel thread */
 	for (size_t i = 0; i < u->n; i++) {
-		if (u->links[i].pl.kind != NP_PROBE_UPROBE && u->links[i].pl.kind != NP_PROBE_URETPROBE)
+		if (np_probe_is_kernel(u->links[i].pl.kind))
 			continue;
 		if (attach_at(u, &u->links[i], root, pid, &err) < 0) {
 			u->failed++;
@@ -286,11 +276,10 @@ int np_uprobes_new(struct np_sampler *s, const char *const *links, size_t n, int
 		 * link still attaches in the containers that have its file. */
 		if (np_probe_link_parse(links[i], &l->pl, err))
 			goto fail;
-		memcpy(l->file, l->pl.file, sizeof(l->file));
-		memcpy(l->sym, l->pl.sym, sizeof(l->sym));
-		if (l->pl.kind == NP_PROBE_KPROBE || l->pl.kind == NP_PROBE_KRETPROBE)
+		if (np_probe_is_kernel(l->pl.kind))
 			np_errf(&why, "%s: kernel probe links are not supported by nodeprof yet", links[i]);
-		else if (np_uprobe_resolve(l->file, l->sym, &off, &why) == 0 && attach_at(u, l, AT_FDCWD, 0, &why) >= 0)
+		else if (np_uprobe_resolve(l->pl.file, l->pl.sym, &off, &why) == 0 &&
+			 attach_at(u, l, AT_FDCWD, 0, &why) >= 0)
 			continue;
 		if (!u->problems++)
 			snprintf(u->problem, sizeof(u->problem), "%s", why.msg);

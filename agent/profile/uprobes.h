@@ -34,7 +34,11 @@ struct np_probe_link {
 };
 /* -1 with a message saying what is wrong with the text. */
 NP_MUST_CHECK int np_probe_link_parse(const char *link, struct np_probe_link *out, struct np_err *err);
-const char *np_probe_kind_name(enum np_probe_kind k);
+/* kprobe: and kretprobe: name a kernel function, not a file. */
+static inline int np_probe_is_kernel(enum np_probe_kind k)
+{
+	return k == NP_PROBE_KPROBE || k == NP_PROBE_KRETPROBE;
+}
 
 struct np_uprobes;
 
