@@ -9,6 +9,7 @@
   libc (another file, so another uprobe: what load_probe is for), is counted too;
 - `nodeprof run` pushes offcpu and uprobe profiles with Alloy's __name__ and sample types;
 - bad links and thresholds are errors that say which and why, in `check` and `record`."""
+import json
 import os
 import re
 import shutil
@@ -321,7 +322,6 @@ class ProbeLinks(unittest.TestCase):
     while the other links run."""
 
     def test_uprobe_uretprobe_and_links_this_host_cannot_attach(self):
-        import json
         d = np.tmpdir(self)
         exe = build(d)
         libc = libc_of(exe)

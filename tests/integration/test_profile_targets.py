@@ -3,15 +3,19 @@ container's samples, a PID target its process's, and everything else is not samp
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
 import unittest
 
+import agent_push
 import cgroups
 import np
 import pprof
+import stacks as st
+from pyroscope import PyroscopeServer  # noqa: E402  (pprof puts tests/servers on sys.path)
 
 HARNESS = os.path.join(np.ROOT, "build", "harness", "ebpf_profile")
 
@@ -167,8 +171,6 @@ class PushedSamples(unittest.TestCase):
 
     def pushed(self, args):
         """{stack: times pushed} and the set of each stack's labels, pushed for the workload."""
-        import agent_push
-        from pyroscope import PyroscopeServer
         d = np.tmpdir(self)
         exe = os.path.join(d, "split-stripped")
         # Stripped, and with a build ID of its own: a symbol table cached for another build of
@@ -197,8 +199,6 @@ class PushedSamples(unittest.TestCase):
         return stacks, labels
 
     def test_stubs_comm_and_pid_label(self):
-        import re
-        import stacks as st
 
         def named(stacks, pattern, skip=0):
             """Whether every frame of the stripped binary in every stack is named by pattern."""
