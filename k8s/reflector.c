@@ -8,9 +8,9 @@
 
 #include "lib/backoff.h"
 #include "lib/clock.h"
-#include "lib/log.h"
 #include "lib/duration.h"
 #include "lib/http_client.h"
+#include "lib/log.h"
 #include "k8s/discovery_impl.h"
 #include "k8s/meta.h"
 #include "k8s/status.h"

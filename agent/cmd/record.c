@@ -16,9 +16,9 @@
 #include "agent/profile/collector.h"
 #include "agent/profile/folded.h"
 #include "agent/profile/uprobes.h"
+#include "lib/clock.h"
 #include "lib/duration.h"
 #include "lib/log.h"
-#include "lib/clock.h"
 
 /* One recording, from its opening to recording_close(). */
 struct recording {

@@ -9,10 +9,10 @@
 
 #include "agent/cmd/commands.h"
 #include "agent/config/controller.h"
+#include "lib/clock.h"
 #include "lib/duration.h"
 #include "lib/log.h"
 #include "lib/targets_json.h"
-#include "lib/clock.h"
 
 enum { OPT_CONFIG = CMD_OPT_LONG, OPT_COMPONENT, OPT_WAIT };
 

@@ -2,10 +2,11 @@
  * the Docker Engine API every refresh_interval
  * (agent/discovery/docker.h), exported as `targets`. New arguments start a new
  * poller, which publishes at once. */
+#include "agent/discovery/docker_component.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/discovery/docker_component.h"
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
 #include "agent/config/replace_on_update.h"

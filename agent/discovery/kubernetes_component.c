@@ -3,10 +3,11 @@
  * list+watch client (k8s/discovery.h) runs for the component's lifetime, and every
  * target list it reports is published as `targets`. New arguments start a new
  * client; the old one stops once the new one is running. */
+#include "agent/discovery/kubernetes_component.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/discovery/kubernetes_component.h"
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
 #include "agent/config/replace_on_update.h"

@@ -1,11 +1,12 @@
 /* discovery.process, the whole component: its schema (below), and at run time a /proc scan every refresh_interval
  * (agent/discovery/process.h), its targets joined with `join`, exported as
  * `targets`. New arguments start a new scanner, which publishes at once. */
+#include "agent/discovery/process_component.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/discovery/process_component.h"
 #include "agent/config/component.h"
 #include "agent/config/replace_on_update.h"
 #include "agent/discovery/periodic.h"

@@ -4,12 +4,13 @@
  * (the compiled rules as a RelabelRules capsule). Unhealthy only on an invalid
  * configuration, keeping the last good exports. The compiled rules are
  * published again only when they changed (compared compiled, relabel_rules_equal). */
+#include "agent/discovery/relabel_component.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/config/component.h"
 #include "agent/config/relabel_rules.h"
-#include "agent/discovery/relabel_component.h"
 #include "lib/log.h"
 #include "lib/strbuf.h"
 

@@ -10,8 +10,8 @@
 #include "agent/pprof/builder.h"
 #include "agent/profile/leaf_caller.h"
 #include "agent/unwind/loader.h"
-#include "lib/log.h"
 #include "lib/clock.h"
+#include "lib/log.h"
 
 /* Drains between two looks for processes that exited unnoticed (every 10 s by default). */
 #define SWEEP_EVERY_DRAINS 10

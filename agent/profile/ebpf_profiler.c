@@ -15,10 +15,10 @@
 #include "agent/profile/collector.h"
 #include "agent/profile/ebpf_metrics.h"
 #include "agent/profile/target_census.h"
+#include "lib/clock.h"
 #include "lib/intern.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
-#include "lib/clock.h"
 
 /* The kernel maps are drained at least this often, whatever the collect interval:
  * the maps are sized for it, and user space aggregates until the interval ends. */

@@ -17,9 +17,9 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "lib/clock.h"
 #include "lib/grow.h"
 #include "lib/log.h"
-#include "lib/clock.h"
 #include "sampler.skel.h"
 
 /* Map sizing: room for every sample of SLACK_INTERVALS drain intervals (a drain

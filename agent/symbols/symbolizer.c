@@ -15,10 +15,10 @@
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
 #include "agent/symbols/perfmap.h"
+#include "lib/clock.h"
 #include "lib/hash.h"
 #include "lib/json_writer.h"
 #include "lib/log.h"
-#include "lib/clock.h"
 
 #define UNKNOWN "[unknown]"
 #define KALLSYMS_READ_MAX ((size_t)128 << 20)

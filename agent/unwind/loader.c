@@ -19,10 +19,10 @@
 #include "agent/unwind/pack.h"
 #include "agent/unwind/table_cache.h"
 #include "lib/build_lock.h"
+#include "lib/clock.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/log.h"
-#include "lib/clock.h"
 
 #define PROC_BUCKETS 4096
 #define MAX_VICTIMS 64

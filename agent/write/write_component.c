@@ -4,10 +4,11 @@
  * capsule holding an np_profile_sink that appends to the writer (what
  * pyroscope.ebpf's forward_to takes). A reload updates the writer in place, so
  * queued profiles survive it. */
+#include "agent/write/write_component.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/write/write_component.h"
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
 #include "agent/pprof/sink.h"
