@@ -201,8 +201,9 @@ class PushedSamples(unittest.TestCase):
     def test_stubs_comm_and_pid_label(self):
 
         def named(stacks, pattern, skip=0):
-            """Whether every frame of the stripped binary in every stack is named by pattern."""
-            return all(re.fullmatch(pattern, f) for k in stacks for f in k.split(";")[skip:] if "split-stripped" in f)
+            """Whether the stripped binary has frames, and every one in every stack is named by pattern."""
+            mine = [f for k in stacks for f in k.split(";")[skip:] if "split-stripped" in f]
+            return bool(mine) and all(re.fullmatch(pattern, f) for f in mine)
         on, labels = self.pushed({"reporter_unsymbolized_stubs": "true", "pid_label": "true", "comm": '"both"'})
         # comm = "both": the thread's name is the root frame and a label
         self.assertTrue(all(k.split(";")[0] == "split-stripped" for k in on), st.top(on))
