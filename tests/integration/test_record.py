@@ -137,6 +137,7 @@ class RecordTest(unittest.TestCase):
         with open(out, "rb") as f:
             p = pprof.decode(f.read())
         st = p["string_table"]
+        self.assertTrue(p["sample"])
         for k in pprof.folded(p):
             self.assertTrue(k.startswith("split;"), k)
         for smp in p["sample"]:
