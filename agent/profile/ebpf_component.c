@@ -423,10 +423,10 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 	cfg->kernel_frames = a->kernel_frames;
 	cfg->targets_only = a->targets_only;
 	cfg->unsymbolized_stubs = a->unsymbolized_stubs;
-	cfg->pid_label = a->pid_label;
+	cfg->extras.pid_label = a->pid_label;
 	/* "" is Alloy's none; both is label and stackframe (args.CommMode) */
-	cfg->comm_label = !strcmp(a->comm, "label") || !strcmp(a->comm, "both");
-	cfg->comm_frame = !strcmp(a->comm, "stackframe") || !strcmp(a->comm, "both");
+	cfg->extras.comm_label = !strcmp(a->comm, "label") || !strcmp(a->comm, "both");
+	cfg->extras.comm_frame = !strcmp(a->comm, "stackframe") || !strcmp(a->comm, "both");
 	cfg->verbose = a->verbose_mode;
 	cfg->runtimes = 0;
 	/* The switches of unsupported runtimes were only warned about. */
@@ -460,7 +460,7 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	return a->sample_rate == b->sample_rate && a->collect_interval_ns == b->collect_interval_ns &&
 	       a->demangle == b->demangle && a->kernel_frames == b->kernel_frames &&
 	       a->targets_only == b->targets_only && a->unsymbolized_stubs == b->unsymbolized_stubs &&
-	       a->pid_label == b->pid_label && a->comm_label == b->comm_label && a->comm_frame == b->comm_frame &&
+	       !memcmp(&a->extras, &b->extras, sizeof(a->extras)) &&
 	       a->container_id_cache_size == b->container_id_cache_size &&
 	       a->verbose == b->verbose && a->runtimes == b->runtimes && a->offcpu_threshold == b->offcpu_threshold &&
 	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash &&

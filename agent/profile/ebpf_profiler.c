@@ -304,8 +304,7 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 		np_pprof_frame_stub(&p->pframes[i], p->stubs[i], sizeof(p->stubs[i]));
 	if (s->kind == NP_EVENT_CPU)
 		p->interval_samples += s->count;
-	struct np_sample_extras x = { p->cfg.comm_label, p->cfg.comm_frame, p->cfg.pid_label };
-	return np_collected_add_pprof(sl->b, s, p->pframes, &x, err);
+	return np_collected_add_pprof(sl->b, s, p->pframes, &p->cfg.extras, err);
 }
 
 size_t np_ebpf_profiler_probe_problem(const struct np_ebpf_profiler *p, const char **first)
@@ -641,7 +640,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	co.uprobes = p->cfg.uprobes;
 	co.n_uprobes = p->cfg.n_uprobes;
 	co.load_probe = p->cfg.load_probe;
-	co.comm = p->cfg.comm_label || p->cfg.comm_frame;
+	co.comm = p->cfg.extras.comm_label || p->cfg.extras.comm_frame;
 	co.symb_cache_path = p->cfg.symb_cache_path[0] ? p->cfg.symb_cache_path : NULL;
 	co.symb_cache_entries = p->cfg.symb_cache_entries;
 	co.budgets = p->cfg.budgets;

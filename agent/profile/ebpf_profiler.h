@@ -21,6 +21,7 @@
 #include "agent/attribution/pid_cache.h"
 #include "agent/pprof/sink.h"
 #include "agent/profile/budgets.h"
+#include "agent/profile/collector.h"
 #include "agent/profile/uprobes.h"
 #include "agent/runtime/runtime.h"
 #include "agent/symbols/symbolizer.h"
@@ -37,8 +38,9 @@ struct np_ebpf_config {
 	int64_t collect_interval_ns;	/* default 15 s */
 	enum sym_demangle demangle;	/* default none */
 	int kernel_frames;		/* default on */
-	int comm_label, comm_frame;	/* Alloy's comm: label, stackframe (both: both); default neither */
-	int pid_label;			/* each sample labelled pid=<process PID> (Alloy's pid_label); default off */
+	/* Alloy's comm (label, stackframe, both) and pid_label: what each sample carries besides
+	 * its stack (collector.h); default nothing */
+	struct np_sample_extras extras;
 	int unsymbolized_stubs;		/* a native frame no symbol names gets a Line "$ FILE + 0xADDR" (Alloy's
 					 * reporter_unsymbolized_stubs) instead of none; default off */
 	size_t container_id_cache_size; /* default 1024 */
