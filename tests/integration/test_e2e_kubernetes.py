@@ -16,6 +16,8 @@ BACKGROUND = True
 # Its workloads spin 15% of the time: enough samples for every check, little CPU taken from the
 # modules it runs beside.
 BUSY = 15
+PERIOD_NS = 1000000000 // 19  # one sample at the default sample_rate
+SPLIT_SAMPLES = 150  # a 3:1 split measured within 12 points: over 3 standard deviations
 
 
 class KubernetesExample(unittest.TestCase):
@@ -36,6 +38,19 @@ class KubernetesExample(unittest.TestCase):
         expected = {"ebpf/shop/cart", "ebpf/shop/web", "ebpf/shop/sidecar"}
         n.wait_for(lambda s: expected <= {l["service_name"] for _, l, _ in s}, INTERVAL + 25,
                    "a series per running container")
+
+        def split_samples(series):
+            """{service: (heavy, light)} nanoseconds over every profile pushed so far."""
+            out = {}
+            for _, l, p in series:
+                a, b = out.get(l["service_name"], (0, 0))
+                out[l["service_name"]] = (a + nodelib.frames_total(p, "heavy"), b + nodelib.frames_total(p, "light"))
+            return out
+        # The share below is measured, so it needs samples: at the default 19 Hz, workloads busy
+        # BUSY% of the time give a few dozen per interval, not enough for a 3:1 split within 12
+        # points every time (24 samples missed it once). Wait for SPLIT_SAMPLES of each.
+        n.wait_for(lambda s: all(sum(v) >= SPLIT_SAMPLES * PERIOD_NS for v in split_samples(s).values()),
+                   6 * INTERVAL, f"{SPLIT_SAMPLES} samples of heavy and light in each service")
         seen = n.series()
         for _, labels, prof in seen:
             self.assertIn(labels["service_name"], expected, labels)
@@ -52,12 +67,7 @@ class KubernetesExample(unittest.TestCase):
             # The workload's known CPU split, in the stacks sent.
             heavy, light = nodelib.frames_total(prof, "heavy"), nodelib.frames_total(prof, "light")
             self.assertGreater(heavy + light, 0)
-        by_service = {}
-        for _, l, p in seen:
-            h, li = nodelib.frames_total(p, "heavy"), nodelib.frames_total(p, "light")
-            a, b = by_service.get(l["service_name"], (0, 0))
-            by_service[l["service_name"]] = (a + h, b + li)
-        for svc, (h, li) in by_service.items():
+        for svc, (h, li) in split_samples(seen).items():
             self.assertLess(abs(100.0 * h / (h + li) - 75), 12, f"{svc}: heavy {h} light {li}")
         self.assertEqual(n.violations(), [])
 
