@@ -29,6 +29,7 @@
 #define NP_RT_RUBY 5
 #define NP_RT_V8 6
 #define NP_RT_DOTNET 7
+#define NP_RT_GO 8 /* no frames of its own: its goroutines' pprof labels (bpf/go_labels.h) */
 #define NP_RT_MAX 32 /* ids fit the 5 bits of a tagged word */
 
 /* A runtime frame word in a native stack. A user address uses at most 47 bits (x86-64's lower

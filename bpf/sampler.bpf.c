@@ -138,6 +138,7 @@ static __always_inline void send_proc_event(__u32 type, __u32 tgid, __u32 gen, _
 
 #include "unwind_walk.h"
 #include "runtimes.h"
+#include "go_labels.h"
 
 static __always_inline __u32 new_gen(void)
 {
@@ -225,6 +226,8 @@ static __always_inline int finish(void *ctx, struct np_unw_state *st, __u32 slot
 		st->key.ustack = put_stack(stacks, &st->stack);
 	}
 	st->key.rtstack = rt_walk_chain(st, slot) > 0 ? put_stack(stacks, &st->rtstack) : 0;
+	/* A goroutine's labels, in the runtime stack's words an interpreter left unused. */
+	st->key.labels = !st->key.rtstack && np_go_labels(slot) > 0 ? put_stack(stacks, &st->rtstack) : 0;
 	/* A sample in user code has no kernel stack: skip the helper (and its zeroing of 1 KiB). */
 	if (st->kstack_ready)
 		st->key.kstack = st->kstack.len ? put_stack(stacks, &st->kstack) : 0;

@@ -39,6 +39,7 @@ struct np_count_key {
 	np_u32 kind;	  /* enum np_event_kind: what the count measures */
 	np_u32 pad;
 	char comm[NP_COMM_LEN]; /* the thread's name when user space asked for it (want_comm), else zeros */
+	np_u64 labels;	  /* hash of the goroutine's pprof labels (bpf/go_labels.h) in the stacks map, 0 = none */
 };
 
 /* What a count in the counts map measures. */
@@ -147,6 +148,10 @@ enum np_stat {
 	NP_PHP_OTHER_THREAD,	   /* samples of another thread than the one that runs PHP code */
 	NP_PHP_LOST_READ,	   /* executor globals or a frame could not be read: the stack ends there */
 	NP_PHP_LOST_DEPTH,	   /* NP_PHP_MAX_FRAMES frames reached: the root end is cut */
+	/* Go pprof labels (bpf/go_labels.h), in samples of Go processes user space knows: */
+	NP_GO_LABELED,		   /* samples whose goroutine had labels, copied */
+	NP_GO_CUT,		   /* of those, with labels left out or cut (docs/specs/go-labels.md §3) */
+	NP_GO_LOST_READ,	   /* g, m or the labels could not be read: the sample has none */
 	NP_STAT_MAX
 };
 

@@ -71,7 +71,7 @@ NP_MUST_CHECK int np_pprof_add(struct np_pprof_builder *b, const struct np_pprof
 struct np_pprof_sample_label {
 	const char *key, *value;
 };
-#define NP_PPROF_MAX_LABELS 8 /* per sample; more are left out */
+#define NP_PPROF_MAX_LABELS 16 /* per sample (comm, pid and 10 Go labels); more are left out */
 /* The same with the sample's labels: samples of one stack with other labels stay apart. */
 NP_MUST_CHECK int np_pprof_add_labeled(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n,
 				       const struct np_pprof_sample_label *labels, size_t nlabels, uint64_t count,

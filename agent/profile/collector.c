@@ -36,6 +36,7 @@ struct np_collector {
 	struct sym_frame jit[NP_COLLECTED_MAX_USER];	 /* the same with JIT runtimes' frames named */
 	uint64_t user_ips[NP_MAX_STACK_DEPTH + 1]; /* a user stack with its recovered leaf caller */
 	uint64_t masked[NP_MAX_STACK_DEPTH + 1];   /* the same with JIT runtimes' tagged words zeroed */
+	struct np_go_label_set go_labels;	   /* the sample's goroutine labels being handed out */
 	struct np_leaf_checker leaf;
 	uint64_t drains, samples, missing_stacks, recovered_callers;
 	size_t last_counts, last_stacks; /* entries read at the last drain */
@@ -288,6 +289,9 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.frames = c->frames,
 			.comm = s->comm,
 		};
+		/* A record that does not decode (never expected: BPF wrote it) leaves the sample unlabeled. */
+		if (s->n_labels && np_go_labels_decode(s->labels, s->n_labels, &c->go_labels) == 0 && c->go_labels.n)
+			out.go_labels = &c->go_labels;
 		/* Tagged words (JIT frames, bpf/runtime.h) are no addresses: the symbolizer gets 0 for them,
 		 * which it names "[unknown]" without looking for a mapping (nor re-reading the maps). */
 		int jit = rt_set_has_jit(&c->rt, user, nu);
@@ -420,10 +424,15 @@ void np_pprof_frame_stub(struct np_pprof_frame *f, char *buf, size_t cap)
 	f->unnamed = 0;
 }
 
+static int label_order(const void *a, const void *b)
+{
+	return strcmp(((const struct np_pprof_sample_label *)a)->key, ((const struct np_pprof_sample_label *)b)->key);
+}
+
 int np_collected_add_pprof(struct np_pprof_builder *b, const struct np_collected *s, struct np_pprof_frame *frames,
 			   const struct np_sample_extras *x, struct np_err *err)
 {
-	struct np_pprof_sample_label labels[2];
+	struct np_pprof_sample_label labels[2 + NP_GO_LABELS_MAX];
 	size_t nl = 0, n = s->n_frames;
 	char pid[16];
 
@@ -435,6 +444,10 @@ int np_collected_add_pprof(struct np_pprof_builder *b, const struct np_collected
 		snprintf(pid, sizeof(pid), "%u", s->tgid);
 		labels[nl++] = (struct np_pprof_sample_label){ "pid", pid };
 	}
+	for (size_t i = 0; s->go_labels && i < s->go_labels->n; i++)
+		labels[nl++] = (struct np_pprof_sample_label){ s->go_labels->l[i].key, s->go_labels->l[i].val };
+	if (s->go_labels)
+		qsort(labels, nl, sizeof(labels[0]), label_order);
 	return np_pprof_add_labeled(b, frames, n, labels, nl, s->count, err);
 }
 

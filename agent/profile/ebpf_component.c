@@ -98,8 +98,6 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("comm", &cfg_t_string, 0, "\"none\"", .one_of = comm_modes, EBPF(comm)),
 	CFG_A("kernel_frames", &cfg_t_bool, 0, "true", EBPF(kernel_frames)),
 	CFG_A("pid_label", &cfg_t_bool, 0, "false", EBPF(pid_label)),
-	CFG_A("go_enabled", &cfg_t_bool, CFG_UNSUPPORTED, "true",
-	      .note = "Go binaries are always symbolized from their .gopclntab"),
 	CFG_A("lazy_mode", &cfg_t_bool, 0, "false", EBPF(lazy_mode)),
 	CFG_A("verbose_mode", &cfg_t_bool, 0, "false", EBPF(verbose_mode)),
 	CFG_A("no_kernel_version_check", &cfg_t_bool, 0, "false"),

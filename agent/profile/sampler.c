@@ -767,14 +767,14 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 	struct np_drain *d = c->d;
 	struct np_count_key k;
 	uint64_t count;
-	uint32_t uoff, ulen, koff, klen, poff, plen;
-	uint64_t usp, ksp, psp;
+	uint32_t uoff, ulen, koff, klen, poff, plen, loff, llen;
+	uint64_t usp, ksp, psp, lsp;
 
 	memcpy(&k, key, sizeof(k));
 	memcpy(&count, value, sizeof(count));
 	d->counts_read++;
 	if (resolve_stack(c, k.ustack, &uoff, &ulen, &usp, err) || resolve_stack(c, k.kstack, &koff, &klen, &ksp, err) ||
-	    resolve_stack(c, k.rtstack, &poff, &plen, &psp, err))
+	    resolve_stack(c, k.rtstack, &poff, &plen, &psp, err) || resolve_stack(c, k.labels, &loff, &llen, &lsp, err))
 		return -1;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 256;
@@ -798,6 +798,8 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 		.n_kernel = klen,
 		.rt = (const uint64_t *)(uintptr_t)poff,
 		.n_rt = plen,
+		.labels = (const uint64_t *)(uintptr_t)loff,
+		.n_labels = llen,
 	};
 	memcpy(d->samples[d->n - 1].comm, k.comm, NP_COMM_LEN);
 	d->samples[d->n - 1].comm[NP_COMM_LEN] = '\0';
@@ -834,6 +836,7 @@ int np_sampler_drain(struct np_sampler *s, struct np_drain *out, struct np_err *
 		smp->user = smp->n_user ? out->frames + (uintptr_t)smp->user : NULL;
 		smp->kernel = smp->n_kernel ? out->frames + (uintptr_t)smp->kernel : NULL;
 		smp->rt = smp->n_rt ? out->frames + (uintptr_t)smp->rt : NULL;
+		smp->labels = smp->n_labels ? out->frames + (uintptr_t)smp->labels : NULL;
 	}
 	return 0;
 }

@@ -41,6 +41,10 @@ struct np_sample {
 	 * the process (bpf/runtime.h). */
 	const uint64_t *rt;
 	uint32_t n_rt;
+	/* The goroutine's pprof labels, a struct np_go_labels copied by BPF (bpf/go_labels.h) as
+	 * n_labels words (untrusted: decode with np_go_labels_decode), or none. */
+	const uint64_t *labels;
+	uint32_t n_labels;
 	char comm[NP_COMM_LEN + 1]; /* the thread's name (np_sampler_options.comm), else "" */
 };
 

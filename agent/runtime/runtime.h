@@ -59,7 +59,10 @@
 	X(v8, NP_RT_V8, "v8", "v8_enabled", SUPPORTED, "no-v8",                                                   \
 	  "name Node.js's JavaScript frames as native code (V8's builtins and\n"                                \
 	  "[unknown]) instead of from V8's heap (V8 8.1 / Node 14 and later)")                                  \
-	X(dotnet, NP_RT_DOTNET, "dotnet", "dotnet_enabled", NOT_YET, NULL, NULL)
+	X(dotnet, NP_RT_DOTNET, "dotnet", "dotnet_enabled", NOT_YET, NULL, NULL)                                   \
+	X(go, NP_RT_GO, "go", "go_enabled", SUPPORTED, "no-go",                                                   \
+	  "leave Go programs' goroutine labels (pprof.Do) off their samples\n"                                  \
+	  "(Go 1.13 to 1.25, statically linked amd64 binaries)")
 
 /* What a runtime's open gets. */
 struct rt_env {
