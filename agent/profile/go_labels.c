@@ -6,8 +6,23 @@
 
 #include "lib/gostr.h"
 
-/* s[0..n) up to its last whole valid rune, NUL-ended, into out (room for n + 1). Invalid bytes
- * inside (a process wrote them) become '?': label values are shown and sent as UTF-8. */
+/* Whether s[0..n) is the start of a multi-byte rune cut short: a lead byte and continuation
+ * bytes, fewer than the lead byte asks for. */
+static int cut_rune(const unsigned char *s, size_t n)
+{
+	size_t need = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4 || n >= need)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return 1;
+}
+
+/* s[0..n), NUL-ended, into out (room for n + 1): a rune cut at the end (the reader cut the
+ * string to its room) is left out; any other invalid byte (the process wrote it) becomes '?', as
+ * label values are shown and sent as UTF-8. */
 static void copy_utf8(char *out, const char *s, size_t n)
 {
 	size_t i = 0, w;
@@ -15,12 +30,8 @@ static void copy_utf8(char *out, const char *s, size_t n)
 	while (i < n) {
 		uint32_t r = np_go_decode_rune(s + i, n - i, &w);
 		if (np_go_rune_invalid(r, w)) {
-			/* A rune cut at the end of the room ends the string; elsewhere the byte is bad. */
-			if ((unsigned char)s[i] >= 0xc0 && n - i < 4) {
-				size_t need = (unsigned char)s[i] >= 0xf0 ? 4 : (unsigned char)s[i] >= 0xe0 ? 3 : 2;
-				if (n - i < need)
-					break;
-			}
+			if (cut_rune((const unsigned char *)s + i, n - i))
+				break;
 			out[i++] = '?';
 			continue;
 		}
