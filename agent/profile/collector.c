@@ -73,7 +73,9 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 	struct sym_options symo = { .cache_bytes = opts->budgets.symbols,
 				    .process_bytes = opts->budgets.processes,
 				    .symb_cache_path = opts->symb_cache_path,
-				    .symb_cache_entries = opts->symb_cache_entries };
+				    .symb_cache_entries = opts->symb_cache_entries,
+				    /* Go off (go_enabled = false): no labels, and no .gopclntab names either */
+				    .no_gopclntab = !(opts->runtimes & (1u << NP_RT_GO)) };
 
 	if (!c)
 		return np_errf(err, "out of memory");

@@ -61,8 +61,9 @@
 	  "[unknown]) instead of from V8's heap (V8 8.1 / Node 14 and later)")                                  \
 	X(dotnet, NP_RT_DOTNET, "dotnet", "dotnet_enabled", NOT_YET, NULL, NULL)                                   \
 	X(go, NP_RT_GO, "go", "go_enabled", SUPPORTED, "no-go",                                                   \
-	  "leave Go programs' goroutine labels (pprof.Do) off their samples\n"                                  \
-	  "(Go 1.13 to 1.25, statically linked amd64 binaries)")
+	  "leave Go programs' goroutine labels (pprof.Do) off their samples, and\n"                             \
+	  "name stripped Go binaries' frames as other stripped files' (not from\n"                             \
+	  ".gopclntab), as pyroscope.ebpf's go_enabled = false")
 
 /* What a runtime's open gets. */
 struct rt_env {
