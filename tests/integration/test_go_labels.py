@@ -17,14 +17,14 @@ import stacks as st
 SRC = os.path.join(np.WORKLOADS, "go_labels")
 
 
-def build(outdir):
-    """Builds the workload into outdir (its Go build cache there too); returns its path."""
-    src = os.path.join(outdir, "src")
+def build(outdir, name="go_labels", ldflags=""):
+    """Builds the workload into outdir/name (its Go build cache there too); returns its path."""
+    src = os.path.join(outdir, "src-" + name)
     shutil.copytree(SRC, src)
-    exe = os.path.join(outdir, "go_labels")
+    exe = os.path.join(outdir, name)
     env = dict(os.environ, HOME=outdir, GOCACHE=os.path.join(outdir, "gocache"), CGO_ENABLED="0",
                GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
-    r = subprocess.run(["go", "build", "-o", exe, "."], cwd=src, env=env, capture_output=True, text=True,
+    r = subprocess.run(["go", "build", "-ldflags=" + ldflags, "-o", exe, "."], cwd=src, env=env, capture_output=True, text=True,
                        timeout=300)
     if r.returncode != 0:
         raise AssertionError(f"go build failed:\n{r.stderr}")
@@ -45,13 +45,15 @@ class GoLabels(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="nodeprof-golabels-")
         cls.exe = build(cls.dir)
+        # Stripped: only .gopclntab names its functions.
+        cls.stripped = build(cls.dir, "go_labels_stripped", "-s -w")
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, True)
 
-    def start(self, *args):
-        p = subprocess.Popen([self.exe, *args], stdout=subprocess.DEVNULL)
+    def start(self, *args, exe=None):
+        p = subprocess.Popen([exe or self.exe, *args], stdout=subprocess.DEVNULL)
         self.addCleanup(lambda: (p.kill(), p.wait()))
         return p
 
@@ -156,6 +158,35 @@ class GoLabels(unittest.TestCase):
         by_fn, fams = self.pushed("two", {"go_enabled": "false"}, 40)
         self.assertEqual({fn: set(d) for fn, d in by_fn.items()}, {"A": {()}, "B": {()}})
         self.assertEqual(agent_push.runtime_metric(self, fams, "go", "nodeprof_runtime_processes"), 0)
+
+
+    def test_no_go_leaves_gopclntab_out(self):
+        """go_enabled = false (--no-go) is the OTel profiler's Go interpreter off: a stripped Go
+        binary's frames are not named from .gopclntab. Its symbol table is cached apart, so the
+        switch back and forth with one cache directory names frames each way."""
+        w = self.start("two", exe=self.stripped)
+        cache = np.tmpdir(self)
+        for no_go in (False, True, False):
+            stacks = self.record(w.pid, "--symb-cache-path", cache, *(["--no-go"] if no_go else []))
+            mine = {k: v for k, v in stacks.items() if "go_labels_stripped" in k or "main." in k}
+            self.assertGreater(st.total(mine), 20, st.top(stacks))
+            named = st.total(mine, lambda f: "main.spin" in f)
+            if no_go:
+                self.assertEqual(named, 0, st.top(mine))
+                self.assertFalse(any("main." in k or "=" in k for k in mine), st.top(mine))
+            else:
+                self.assertGreater(named / st.total(mine), 0.8, st.top(mine))
+
+    def test_run_go_disabled_stripped(self):
+        """Through run: go_enabled = false pushes a stripped Go binary's frames unnamed (the
+        server names them binary!0xADDR), without labels."""
+        by = {}
+        agg, fams = agent_push.run(self, ".*go_labels_stripped.*", "golabels", {"go_enabled": "false"},
+                                   [self.stripped, "two"], lambda k: "go_labels_stripped" in k, 40, with_labels=True)
+        for (stack, labels), v in agg.items():
+            by[labels] = by.get(labels, 0) + v
+            self.assertNotIn("main.", stack)
+        self.assertEqual(set(by), {()})
 
 
 if __name__ == "__main__":
