@@ -170,7 +170,6 @@ pyroscope.write "backend" {
         d = tmpdir(self)
         path = write(os.path.join(d, "off.alloy"), """pyroscope.ebpf "e" {
   forward_to = []
-  go_enabled = false
   off_cpu_threshold = 0.5
   probe_links = ["kprobe:x"]
   debug_info {
@@ -181,9 +180,7 @@ pyroscope.write "backend" {
         p = nodeprof("check", path)
         self.assertEqual(p.returncode, 1)
         self.assertEqual(p.stderr.splitlines(), [
-            f"{path}:3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized "
-            "from their .gopclntab",
-            f"{path}:7:14: upload = true is not supported by nodeprof yet: debug info upload is not implemented"])
+            f"{path}:6:14: upload = true is not supported by nodeprof yet: debug info upload is not implemented"])
 
 
 def first_line(text, needle):

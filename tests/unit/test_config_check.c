@@ -192,7 +192,7 @@ static void documented_defaults(void **state)
 	assert_true(ebf->off_cpu_threshold == 0);
 	assert_string_equal(cfg_args_str(eb, "bpf_fs_root"), "/sys/fs/bpf/");
 	assert_true(ebf->runtime_enabled.python);
-	assert_true(cfg_args_bool(eb, "go_enabled"));
+	assert_true(ebf->runtime_enabled.go);
 	assert_false(ebf->lazy_mode);
 	assert_int_equal(cfg_args_list_len(eb, "probe_links"), 0);
 	assert_int_equal(ebf->forward_to.n, 0);
@@ -558,8 +558,6 @@ static void unsupported_only_off_default(void **state)
 		  "bpf_fs_root = \"/bpf\"\n  reporter_unsymbolized_stubs = true\n  debug_info {\n"
 		  "    on_target_symbolization = false\n    cache_size = 1\n    strip_text_section = true\n    queue_size = 1\n"
 		  "    worker_num = 1\n  }\n}",
-		  "3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized from their "
-		  ".gopclntab\n"
 		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
 		  "which is not implemented\n"
 		  "9:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
