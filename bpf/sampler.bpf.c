@@ -25,8 +25,9 @@
  * mapping: dlopen) and for a table to be loaded (built lazily, evicted when over budget).
  *
  * Only UAPI types and stable helpers are used: the program reads no kernel-internal
- * structure, so there is nothing for CO-RE to relocate, no vmlinux.h to generate
- * or commit, and libbpf never has to parse the kernel's 5+ MB BTF at load time
+ * structure but one field, a Go thread's fs base (bpf/go_labels.h), at an offset user space
+ * found in the kernel's BTF; so there is nothing for CO-RE to relocate, no vmlinux.h to
+ * generate or commit, and libbpf never has to parse the kernel's 5+ MB BTF at load time
  * (which doubled nodeprof's peak memory when the program read task_struct). */
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
