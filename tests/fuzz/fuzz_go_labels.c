@@ -53,6 +53,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (go_parse_version((const char *)data, size, &minor) == 0 && (size < 5 || memcmp(data, "go1.", 4)))
 		abort();
-	(void)go_btf_fsbase(data, size, &off);
+	(void)go_btf_fsbase(go_btf_mem, (void *)data, size, &off);
 	return 0;
 }

@@ -196,12 +196,12 @@ static void btf_fsbase(void **state)
 	uint32_t off = 0;
 
 	(void)state;
-	assert_int_equal(go_btf_fsbase(b, n, &off), 0);
+	assert_int_equal(go_btf_fsbase(go_btf_mem, b, n, &off), 0);
 	assert_int_equal(off, 64 + 8);
 	for (size_t cut = 0; cut < n; cut++)
-		assert_int_equal(go_btf_fsbase(b, cut, &off), -1);
+		assert_int_equal(go_btf_fsbase(go_btf_mem, b, cut, &off), -1);
 	n = mini(b, 1); /* thread is not the thread_struct */
-	assert_int_equal(go_btf_fsbase(b, n, &off), -1);
+	assert_int_equal(go_btf_fsbase(go_btf_mem, b, n, &off), -1);
 }
 
 /* The running kernel's: the same offset as libbpf finds. */
@@ -216,7 +216,7 @@ static void btf_kernel(void **state)
 
 	(void)state;
 	assert_non_null(raw);
-	assert_int_equal(go_btf_fsbase((const uint8_t *)raw, len, &off), 0);
+	assert_int_equal(go_btf_fsbase(go_btf_mem, raw, len, &off), 0);
 	free(raw);
 	btf = btf__load_vmlinux_btf();
 	assert_non_null(btf);

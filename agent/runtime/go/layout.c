@@ -1,6 +1,7 @@
 /* Go binaries' release and runtime offsets, and the kernel's fs base offset: see layout.h. */
 #include "agent/runtime/go/layout.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <linux/btf.h>
@@ -143,22 +144,57 @@ static long btf_extra(unsigned kind, unsigned vlen)
 	}
 }
 
-/* Whether the string at name_off of the string section is want. */
-static int name_is(const uint8_t *strs, size_t n_strs, uint32_t name_off, const char *want)
-{
-	size_t wl = strlen(want) + 1;
+/* The BTF read through a window: the types are scanned once, front to back, a window at a time,
+ * and a name is read only when it must be compared, so the scan holds 64 KiB, not the 5 MiB file. */
+#define BTF_WINDOW ((size_t)64 << 10)
 
-	return name_off < n_strs && n_strs - name_off >= wl && !memcmp(strs + name_off, want, wl);
+struct btf_in {
+	go_btf_read read;
+	void *ud;
+	uint64_t size;
+	uint8_t *win; /* owned: BTF_WINDOW bytes */
+	uint64_t win_off;
+	size_t win_len;
+	uint64_t strs, n_strs; /* the string section */
+};
+
+/* n (<= 16) bytes at off into out, through the window. */
+static int btf_get(struct btf_in *in, uint64_t off, void *out, size_t n)
+{
+	if (off > in->size || n > in->size - off)
+		return -1;
+	if (off < in->win_off || off + n > in->win_off + in->win_len) {
+		size_t len = in->size - off < BTF_WINDOW ? (size_t)(in->size - off) : BTF_WINDOW;
+		if (in->read(in->ud, off, in->win, len))
+			return -1;
+		in->win_off = off;
+		in->win_len = len;
+	}
+	memcpy(out, in->win + (off - in->win_off), n);
+	return 0;
 }
 
-/* The bit offset of member name among a struct's members (at m, vlen of them), and its type. */
-static int member(const uint8_t *m, unsigned vlen, int kflag, const uint8_t *strs, size_t n_strs, const char *name,
-		  uint32_t *bits, uint32_t *type)
+/* Whether the string at name_off of the string section is want (read apart from the window). */
+static int name_is(struct btf_in *in, uint32_t name_off, const char *want)
 {
-	for (unsigned i = 0; i < vlen; i++, m += 12) {
+	size_t wl = strlen(want) + 1;
+	char buf[32];
+
+	if (wl > sizeof(buf) || name_off >= in->n_strs || in->n_strs - name_off < wl ||
+	    in->read(in->ud, in->strs + name_off, buf, wl))
+		return 0;
+	return !memcmp(buf, want, wl);
+}
+
+/* The bit offset of member name among a struct's members (vlen of them at off), and its type. */
+static int member(struct btf_in *in, uint64_t off, unsigned vlen, int kflag, const char *name, uint32_t *bits,
+		  uint32_t *type)
+{
+	for (unsigned i = 0; i < vlen; i++, off += sizeof(struct btf_member)) {
 		struct btf_member bm;
-		memcpy(&bm, m, sizeof(bm));
-		if (name_is(strs, n_strs, bm.name_off, name)) {
+		if (btf_get(in, off, &bm, sizeof(bm)))
+			return -1;
+		if (name_is(in, bm.name_off, name)) {
 			*bits = kflag ? BTF_MEMBER_BIT_OFFSET(bm.offset) : bm.offset;
 			*type = bm.type;
 			return 0;
@@ -167,46 +203,60 @@ static int member(const uint8_t *m, unsigned vlen, int kflag, const uint8_t *str
 	return -1;
 }
 
-int go_btf_fsbase(const uint8_t *btf, size_t len, uint32_t *off)
+int go_btf_fsbase(go_btf_read read, void *ud, uint64_t size, uint32_t *off)
 {
 	struct btf_header h;
-	const uint8_t *types, *strs;
-	size_t pos = 0;
+	struct btf_in in = { .read = read, .ud = ud, .size = size };
+	uint64_t pos, types, end;
 	uint32_t id = 0, thread_type = 0, thread_bits = 0, ts_id = 0, fsbase_bits = 0, t;
-	int have_thread = 0, have_fsbase = 0;
+	int have_thread = 0, have_fsbase = 0, rc = -1;
 
-	if (len < sizeof(h))
+	if (size < sizeof(h) || read(ud, 0, &h, sizeof(h)))
 		return -1;
-	memcpy(&h, btf, sizeof(h));
-	if (h.magic != BTF_MAGIC || h.hdr_len < sizeof(h) || h.hdr_len > len ||
-	    h.type_off > len - h.hdr_len || h.type_len > len - h.hdr_len - h.type_off ||
-	    h.str_off > len - h.hdr_len || h.str_len > len - h.hdr_len - h.str_off)
+	if (h.magic != BTF_MAGIC || h.hdr_len < sizeof(h) || h.hdr_len > size ||
+	    h.type_off > size - h.hdr_len || h.type_len > size - h.hdr_len - h.type_off ||
+	    h.str_off > size - h.hdr_len || h.str_len > size - h.hdr_len - h.str_off)
 		return -1;
-	types = btf + h.hdr_len + h.type_off;
-	strs = btf + h.hdr_len + h.str_off;
-	while (h.type_len - pos >= sizeof(struct btf_type)) {
+	if (!(in.win = malloc(BTF_WINDOW)))
+		return -1;
+	types = (uint64_t)h.hdr_len + h.type_off;
+	end = types + h.type_len;
+	in.strs = (uint64_t)h.hdr_len + h.str_off;
+	in.n_strs = h.str_len;
+	for (pos = types; end - pos >= sizeof(struct btf_type);) {
 		struct btf_type bt;
-		memcpy(&bt, types + pos, sizeof(bt));
+		if (btf_get(&in, pos, &bt, sizeof(bt)))
+			goto out;
 		unsigned kind = BTF_INFO_KIND(bt.info), vlen = BTF_INFO_VLEN(bt.info);
 		long extra = btf_extra(kind, vlen);
 		id++;
 		pos += sizeof(bt);
-		if (extra < 0 || (size_t)extra > h.type_len - pos)
-			return -1;
+		if (extra < 0 || (uint64_t)extra > end - pos)
+			goto out;
 		if (kind == BTF_KIND_STRUCT && bt.size) {
-			const uint8_t *m = types + pos;
 			int kflag = BTF_INFO_KFLAG(bt.info);
-			if (!have_thread && name_is(strs, h.str_len, bt.name_off, "task_struct"))
-				have_thread = !member(m, vlen, kflag, strs, h.str_len, "thread", &thread_bits, &thread_type);
-			else if (!have_fsbase && name_is(strs, h.str_len, bt.name_off, "thread_struct")) {
-				have_fsbase = !member(m, vlen, kflag, strs, h.str_len, "fsbase", &fsbase_bits, &t);
+			if (!have_thread && name_is(&in, bt.name_off, "task_struct"))
+				have_thread = !member(&in, pos, vlen, kflag, "thread", &thread_bits, &thread_type);
+			else if (!have_fsbase && name_is(&in, bt.name_off, "thread_struct")) {
+				have_fsbase = !member(&in, pos, vlen, kflag, "fsbase", &fsbase_bits, &t);
 				ts_id = id;
 			}
+			if (have_thread && have_fsbase)
+				break;
 		}
-		pos += (size_t)extra;
+		pos += (uint64_t)extra;
 	}
-	if (!have_thread || !have_fsbase || thread_type != ts_id || thread_bits % 8 || fsbase_bits % 8)
-		return -1;
-	*off = thread_bits / 8 + fsbase_bits / 8;
+	if (have_thread && have_fsbase && thread_type == ts_id && thread_bits % 8 == 0 && fsbase_bits % 8 == 0) {
+		*off = thread_bits / 8 + fsbase_bits / 8;
+		rc = 0;
+	}
+out:
+	free(in.win);
+	return rc;
+}
+
+int go_btf_mem(void *ud, uint64_t off, void *buf, size_t len)
+{
+	memcpy(buf, (const uint8_t *)ud + off, len);
 	return 0;
 }

@@ -27,9 +27,15 @@ int go_buildinfo(const uint8_t *sec, size_t len, char *out, size_t cap, uint64_t
  * 1.13 to 1.25. */
 int go_layout(unsigned minor, struct np_go_proc *out);
 
-/* The byte offset of task_struct.thread.fsbase in the kernel's BTF (btf[0..len), as
- * /sys/kernel/btf/vmlinux gives it): 0 and *off, or -1 when the BTF is malformed or has no such
- * member (another architecture names it otherwise). */
-int go_btf_fsbase(const uint8_t *btf, size_t len, uint32_t *off);
+/* Reads len bytes at off of a BTF of known size (off + len within it): 0, or -1. */
+typedef int (*go_btf_read)(void *ud, uint64_t off, void *buf, size_t len);
+/* The reader of a BTF in memory (ud: its first byte). */
+int go_btf_mem(void *ud, uint64_t off, void *buf, size_t len);
+
+/* The byte offset of task_struct.thread.fsbase in the kernel's BTF (size bytes read through read,
+ * as /sys/kernel/btf/vmlinux gives it; scanned a 64 KiB window at a time, not held whole): 0 and
+ * *off, or -1 when the BTF is malformed, unreadable or has no such member (another architecture
+ * names it otherwise). Also -1 when out of memory for the window. */
+int go_btf_fsbase(go_btf_read read, void *ud, uint64_t size, uint32_t *off);
 
 #endif
