@@ -56,7 +56,7 @@ struct np_go_proc {
 	np_u32 gen;
 	np_u8 kind; /* NP_GO_LABELS_* */
 	np_u8 pad[3];
-	np_s32 tls_g;	   /* where g is, from the thread's fs base (-8 for static binaries) */
+	np_s32 tls_g;	   /* where g is, from the thread's fs base (-8 unless C thread-locals share the block) */
 	np_u16 g_m;	   /* runtime.g.m */
 	np_u16 m_curg;	   /* runtime.m.curg */
 	np_u16 g_labels;   /* runtime.g.labels */

@@ -17,12 +17,13 @@ import stacks as st
 SRC = os.path.join(np.WORKLOADS, "go_labels")
 
 
-def build(outdir, name="go_labels", ldflags=""):
-    """Builds the workload into outdir/name (its Go build cache there too); returns its path."""
+def build(outdir, name="go_labels", ldflags="", cgo=False):
+    """Builds the workload into outdir/name (its Go build cache there too), with cgo (a dynamic
+    loader, and C thread-locals beside Go's) or without; returns its path."""
     src = os.path.join(outdir, "src-" + name)
     shutil.copytree(SRC, src)
     exe = os.path.join(outdir, name)
-    env = dict(os.environ, HOME=outdir, GOCACHE=os.path.join(outdir, "gocache"), CGO_ENABLED="0",
+    env = dict(os.environ, HOME=outdir, GOCACHE=os.path.join(outdir, "gocache"), CGO_ENABLED="1" if cgo else "0",
                GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
     r = subprocess.run(["go", "build", "-ldflags=" + ldflags, "-o", exe, "."], cwd=src, env=env, capture_output=True, text=True,
                        timeout=300)
@@ -47,6 +48,8 @@ class GoLabels(unittest.TestCase):
         cls.exe = build(cls.dir)
         # Stripped: only .gopclntab names its functions.
         cls.stripped = build(cls.dir, "go_labels_stripped", "-s -w")
+        cls.cgo = build(cls.dir, "go_labels_cgo", cgo=True)
+        cls.cgo_stripped = build(cls.dir, "go_labels_cgo_stripped", "-s -w", cgo=True)
 
     @classmethod
     def tearDownClass(cls):
@@ -85,6 +88,24 @@ class GoLabels(unittest.TestCase):
         self.assertGreater(st.total(stacks), 20, st.top(stacks))
         for k in stacks:
             self.assertEqual(labels_of(k)[0], [], k)
+
+    def test_cgo(self):
+        """A cgo binary (dynamic loader, C thread-locals in its TLS block): g is found through
+        runtime.tlsg's offset in .symtab; stripped of it, the labels are not supported, and said."""
+        w = self.start("two", exe=self.cgo)
+        stacks = self.record(w.pid)
+        a = [k for k in stacks if "main.workA" in k.split(";")]
+        self.assertTrue(a, st.top(stacks))
+        for k in a:
+            self.assertEqual(labels_of(k)[0], ["tier=gold", "worker=alpha"], k)
+        w = self.start("two", exe=self.cgo_stripped)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "2s", timeout=90)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stacks = np.parse_folded(r.stdout)
+        self.assertGreater(st.total(stacks, lambda f: "main.workA" in f), 10, st.top(stacks))
+        for k in stacks:
+            self.assertEqual(labels_of(k)[0], [], k)
+        self.assertIn("no symbol runtime.tlsg", r.stderr)
 
     def test_record_pprof_sample_labels(self):
         w = self.start("two")

@@ -1,6 +1,7 @@
 /* The Go side of the profiler: which sampled processes are Go programs whose goroutine labels the
  * BPF reader can copy (told to it through go_procs, bpf/go_labels.h), with the layout of the Go
- * release that built them (layout.h), and the kernel's fs base offset it reads g through. Go has
+ * release that built them (layout.h), where g lies from the fs base, and the kernel's fs base
+ * offset. Go has
  * no frames of its own to name (the symbolizer names Go code from .gopclntab): no merge, no
  * name_words. Its user-space side is rt_go_ops (agent/runtime/runtime.h). One thread owns it
  * (the collector's). */
@@ -155,12 +156,22 @@ static int binary_release(Elf *e, int fd, const struct sym_elf_info *info, unsig
 	return go_parse_version(v, strlen(v), minor);
 }
 
-/* Where g lies from the fs base: -8 in a statically linked binary, where Go's own linker puts
- * runtime.tlsg alone in the TLS block (its PT_TLS is 8 bytes). A binary with a dynamic loader
- * (cgo) has its TLS block placed by the C library, beside others: not supported (docs/specs/go-labels.md §1). */
-static int tls_g(Elf *e, int32_t *out)
+/* Go's symbol tables are a few MiB; a file claiming more is not searched for runtime.tlsg. */
+#define SYMBOL_BYTES_MAX ((size_t)64 << 20)
+
+/* Where g lies from the fs base (docs/specs/go-labels.md §1). The executable's TLS block sits
+ * right below the thread pointer (x86-64's TLS variant II, the first module: at fs base -
+ * roundup(PT_TLS memsz, align)), a place fixed at link time since the code reaches it with
+ * constant offsets (runtime.stackcheck: mov %fs:-8); g is runtime.tlsg, at its offset in the
+ * block. Go's own linker without cgo writes no PT_TLS and uses -8; a block of 8 bytes holds
+ * runtime.tlsg alone (cgo without C thread-locals): -8 again. A larger block (C __thread
+ * variables beside it) needs runtime.tlsg's offset from .symtab. 0, or -1 (why set). */
+static int tls_g(Elf *e, int fd, int32_t *out, char *why, size_t why_len)
 {
+	GElf_Phdr tls = { 0 };
+	uint64_t tlsg = 0, size, align, block;
 	size_t n;
+	int have = 0;
 
 	if (elf_getphdrnum(e, &n))
 		return -1;
@@ -168,12 +179,26 @@ static int tls_g(Elf *e, int32_t *out)
 		GElf_Phdr ph;
 		if (!gelf_getphdr(e, (int)i, &ph))
 			return -1;
-		if (ph.p_type == PT_INTERP)
-			return -1;
-		if (ph.p_type == PT_TLS && ph.p_memsz > 8)
-			return -1;
+		if (ph.p_type == PT_TLS) {
+			tls = ph;
+			have = 1;
+		}
 	}
-	*out = -8;
+	if (!have || tls.p_memsz <= 8) {
+		*out = -8;
+		return 0;
+	}
+	align = tls.p_align ? tls.p_align : 1;
+	if ((align & (align - 1)) || tls.p_vaddr % align || tls.p_memsz > (1u << 20)) {
+		snprintf(why, why_len, "its TLS segment is not laid out as expected");
+		return -1;
+	}
+	if (sym_elf_find_symbol(e, fd, "runtime.tlsg", SYMBOL_BYTES_MAX, &tlsg, &size) < 0 || tlsg + 8 > tls.p_memsz) {
+		snprintf(why, why_len, "it has C thread-locals and no symbol runtime.tlsg (stripped): g is not at a known place");
+		return -1;
+	}
+	block = (tls.p_memsz + align - 1) & ~(align - 1);
+	*out = (int32_t)((int64_t)tlsg - (int64_t)block);
 	return 0;
 }
 
@@ -206,8 +231,9 @@ static int detect(struct go_tracker *t, uint32_t pid, uint32_t gen, struct np_go
 		snprintf(why, why_len, "Go 1.%u has no layout in this build of nodeprof (1.13 to 1.25 have)", minor);
 		goto out;
 	}
-	if (tls_g(e, &v->tls_g)) {
-		snprintf(why, why_len, "Go 1.%u binary linked with a dynamic loader (cgo): its g is not at a known place", minor);
+	if (tls_g(e, fd, &v->tls_g, why, why_len)) {
+		if (!why[0])
+			snprintf(why, why_len, "its program headers could not be read");
 		goto out;
 	}
 	if (need_fsbase(t)) {
