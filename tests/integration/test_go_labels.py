@@ -1,8 +1,10 @@
 """Go pprof labels (docs/specs/go-labels.md): the labels a Go program sets with pprof.Do go on its
 samples, as pprof sample labels (pushed by `run` to the test Pyroscope, written by `record
 --format pprof`) and as leading KEY=VALUE frames in `record`'s folded output; each goroutine's
-samples carry its own labels; the reader's bounds hold; `record --no-go` and `go_enabled = false`
-leave them off. The workload is built with Debian's golang-go (cgo off: a static binary)."""
+samples carry its own labels; the reader's bounds hold; cgo binaries too; `record --no-go` and
+`go_enabled = false` leave them off, and a stripped Go binary's frames unnamed. The workload is
+built with Debian's golang-go, into a temporary directory with its own Go build cache: cgo off
+(a static binary, stripped or not) and on (with C thread-locals beside Go's, stripped or not)."""
 import os
 import shutil
 import subprocess
