@@ -446,8 +446,14 @@ int np_collected_add_pprof(struct np_pprof_builder *b, const struct np_collected
 		snprintf(pid, sizeof(pid), "%u", s->tgid);
 		labels[nl++] = (struct np_pprof_sample_label){ "pid", pid };
 	}
-	for (size_t i = 0; s->go_labels && i < s->go_labels->n; i++)
-		labels[nl++] = (struct np_pprof_sample_label){ s->go_labels->l[i].key, s->go_labels->l[i].val };
+	/* A goroutine label named like one Alloy's reporter writes (comm, pid) gives way to it. */
+	for (size_t i = 0, m = nl; s->go_labels && i < s->go_labels->n; i++) {
+		size_t j = 0;
+		while (j < m && strcmp(labels[j].key, s->go_labels->l[i].key))
+			j++;
+		if (j == m)
+			labels[nl++] = (struct np_pprof_sample_label){ s->go_labels->l[i].key, s->go_labels->l[i].val };
+	}
 	if (s->go_labels)
 		qsort(labels, nl, sizeof(labels[0]), label_order);
 	return np_pprof_add_labeled(b, frames, n, labels, nl, s->count, err);
