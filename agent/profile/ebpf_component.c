@@ -68,7 +68,7 @@ static const char *const comm_modes[] = { "none", "label", "stackframe", "both",
 
 #define RUNTIME_SUPPORTED(ident, key) CFG_A(key, &cfg_t_bool, 0, "true", EBPF(runtime_enabled.ident)),
 #define RUNTIME_NOT_YET(ident, key) INTERPRETER(key, EBPF(runtime_enabled.ident)),
-#define RUNTIME(ident, id, name, key, support, flag, help) RUNTIME_##support(ident, key)
+#define RUNTIME(ident, ID, num, kind, name, key, support, flag, help) RUNTIME_##support(ident, key)
 
 #define NO_OP_SIZE(name) CFG_A(name, &cfg_t_int, CFG_DEPRECATED, NULL)
 
@@ -430,9 +430,9 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 	cfg->verbose = a->verbose_mode;
 	cfg->runtimes = 0;
 	/* The switches of unsupported runtimes were only warned about. */
-#define RUNTIME_ON(ident, id, name, key, support, flag, help)                                                  \
-	if (a->runtime_enabled.ident && rt_find(id)->ops)                                                      \
-		cfg->runtimes |= 1u << id;
+#define RUNTIME_ON(ident, ID, num, kind, name, key, support, flag, help)                                                  \
+	if (a->runtime_enabled.ident && rt_find(NP_RT_##ID)->ops)                                              \
+		cfg->runtimes |= 1u << NP_RT_##ID;
 	NP_RUNTIME_LIST(RUNTIME_ON)
 #undef RUNTIME_ON
 	cfg->offcpu_threshold = a->off_cpu_threshold;

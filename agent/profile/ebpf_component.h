@@ -51,7 +51,7 @@ struct cfg_ebpf_args {
 	const char *comm; /* none, label, stackframe, both or "" (none) */
 	int kernel_frames, lazy_mode, verbose_mode, load_probe, targets_only, unsymbolized_stubs, pid_label;
 	/* <rt>_enabled of each runtime of the table (agent/runtime/runtime.h): python, hotspot, ... */
-#define CFG_RUNTIME_FIELD(ident, id, name, key, support, flag, help) int ident;
+#define CFG_RUNTIME_FIELD(ident, ID, num, kind, name, key, support, flag, help) int ident;
 	struct {
 		NP_RUNTIME_LIST(CFG_RUNTIME_FIELD)
 	} runtime_enabled;
