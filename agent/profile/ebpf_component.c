@@ -46,8 +46,9 @@
  *  - default-on features nodeprof lacks (the .NET unwinder, OBI trace correlation):
  *    accepted, switched off is what nodeprof does anyway; written as true (the
  *    default), one warning says what nodeprof does instead;
- *  - probe_links in Alloy's syntax (uprobe:, uretprobe:; kprobe: and kretprobe: are warned
- *    about in check and leave the component unhealthy in run), u_probe_links its alias;
+ *  - probe_links in Alloy's syntax (uprobe:, uretprobe:, kprobe:, kretprobe:), u_probe_links
+ *    its alias; a link that cannot attach on the checking host (no such file or symbol, a
+ *    kernel without kprobes) is a warning in check and leaves the component unhealthy in run;
  *  - features nodeprof lacks (debug info upload, Go support switched off) and knobs of
  *    Alloy's own caches: accepted at Alloy's default, an error that says why at any other
  *    value. */
@@ -166,17 +167,16 @@ static void validate_links(const struct cfg_args *args, const char *name, struct
 			link = alias;
 		if (np_probe_link_parse(link, &pl, &err))
 			cfg_diag_add(d, CFG_ERROR, cfg_args_pos(args, name), "%s: %s", name, err.msg);
-		else if (!np_probe_is_kernel(pl.kind) &&
-			 np_uprobe_resolve(pl.file, pl.sym, &off, &err))
+		else if (np_probe_is_kernel(pl.kind) && np_kprobe_check(pl.sym, &err))
+			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
+				     "%s: \"%s\": %s; where the agent runs on such a kernel, the component is unhealthy "
+				     "with that reason while its other links run",
+				     name, link, err.msg);
+		else if (!np_probe_is_kernel(pl.kind) && np_uprobe_resolve(pl.file, pl.sym, &off, &err))
 			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
 				     "%s: %s on this host; where the agent runs, the link is attached wherever the file "
 				     "is, and the component says which links it could not attach",
 				     name, err.msg);
-		else if (np_probe_is_kernel(pl.kind))
-			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
-				     "%s: \"%s\": kernel probe links are not supported by nodeprof yet; the component "
-				     "will be unhealthy with that reason while its other links run",
-				     name, link);
 	}
 }
 

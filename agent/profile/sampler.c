@@ -276,6 +276,20 @@ int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t fi
 	return 0;
 }
 
+int np_sampler_attach_kprobe(struct np_sampler *s, const char *sym, int retprobe, struct bpf_link **link,
+			     struct np_err *err)
+{
+	LIBBPF_OPTS(bpf_kprobe_opts, opts, .retprobe = retprobe != 0);
+
+	*link = NULL;
+	if (bpf_program__fd(s->skel->progs.np_uprobe) < 0)
+		return np_errf(err, "the sampler was opened without probes");
+	*link = bpf_program__attach_kprobe_opts(s->skel->progs.np_uprobe, sym, &opts);
+	if (!*link)
+		return np_errno(err, "attach a %s to kernel function %s", retprobe ? "kretprobe" : "kprobe", sym);
+	return 0;
+}
+
 /* Sizes the maps and loads the programs asked for. */
 /* The BPF object is embedded in this binary's read-only data (the skeleton's bytes, 440 KB)
  * and read whole while libbpf opens it; once the programs are loaded libbpf no longer refers to

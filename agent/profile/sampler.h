@@ -92,6 +92,11 @@ int np_sampler_adopt_process(struct np_sampler *s, uint32_t tgid, uint32_t *gen)
 struct bpf_link;
 NP_MUST_CHECK int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t file_offset, int retprobe,
 					   struct bpf_link **link, struct np_err *err);
+/* The same program on kernel function sym (kretprobe: its returns), for every process: the
+ * program counts only the selected ones, their user stacks walked from the task's registers
+ * and the kernel stack from the probe's. *link is the caller's (bpf_link__destroy). */
+NP_MUST_CHECK int np_sampler_attach_kprobe(struct np_sampler *s, const char *sym, int retprobe, struct bpf_link **link,
+					   struct np_err *err);
 
 /* mode: 0 = every process, else NP_FILTER_PIDS | NP_FILTER_CGROUPS. */
 void np_sampler_set_filter(struct np_sampler *s, uint32_t mode);
