@@ -4,8 +4,9 @@
  * store, when `nodeprof run` serves the UI) are its sinks. New targets or
  * receivers are handed to the running engine; a change of sample_rate,
  * collect_interval, demangle, kernel_frames, targets_only, verbose_mode,
- * container_id_cache_size, symb_cache_path, symb_cache_size, obi_process_context_enabled or bpf_fs_root restarts it (most of those shape the BPF maps and the
- * caches; a restart flushes the current interval first, so nothing is lost).
+ * container_id_cache_size, symb_cache_path, symb_cache_size, obi_process_context_enabled or
+ * bpf_fs_root restarts it (most of those shape the BPF maps and the caches; a restart flushes
+ * the current interval first, so nothing is lost).
  *
  * lazy_mode, as in Alloy (ebpf_linux.go Run/waitForTargets): while the targets list
  * is empty no engine exists, so no BPF program is loaded and nothing is attached;
