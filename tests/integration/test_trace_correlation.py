@@ -31,14 +31,16 @@ class TraceCorrelation(unittest.TestCase):
 
     def start(self, ebpf_args):
         """The workload and the agent pushing to a test Pyroscope; (server, pid, tid of the thread in
-        inside_span, agent log path)."""
+        inside_span); self.agent_log is the agent's log file."""
         d = np.tmpdir(self)
         exe = np.build_workload("span_threads", d)
         tid_file = os.path.join(d, "tid")
         srv = PyroscopeServer().start()
         self.addCleanup(srv.stop)
-        agent_push.start(self, np.process_pipeline_config(".*span_threads.*", "spans", ebpf_args, forward_url=srv.url),
-                         [exe, "60", tid_file])
+        _, agent = agent_push.start(self, np.process_pipeline_config(".*span_threads.*", "spans", ebpf_args,
+                                                                      forward_url=srv.url),
+                                    [exe, "60", tid_file])
+        self.agent_log = os.readlink(f"/proc/{agent.pid}/fd/1")
         tid = int(wait_file(self, tid_file))
         pid = int(open(f"/proc/{tid}/status").read().split("\nTgid:")[1].split()[0])
         return srv, pid, tid
@@ -66,6 +68,10 @@ class TraceCorrelation(unittest.TestCase):
             self.assertGreaterEqual(sum(v.values()), need, (fn, out))
         return out
 
+    def log_lines(self, text):
+        with open(self.agent_log) as f:
+            return [line for line in f if text in line]
+
     def assert_correlated(self, got):
         want = (("span_id", SPAN.hex()), ("trace_id", TRACE.hex()))
         self.assertEqual(set(got["inside_span"]), {want}, got)
@@ -81,6 +87,7 @@ class TraceCorrelation(unittest.TestCase):
         # the interval in progress when the span was set may hold samples of both kinds
         n = len(srv.pushes()) + 1
         self.assert_correlated(self.labels_by_function(srv, after=n))
+        self.assertEqual(len(self.log_lines("using OBI's trace context map")), 1, open(self.agent_log).read())
 
     def test_obi_map_absent_is_created(self):
         """The profiler started first: it creates and pins the map of the spec's layout, which OBI
@@ -97,6 +104,8 @@ class TraceCorrelation(unittest.TestCase):
         obi.set_span(fd, pid, tid, TRACE, SPAN)
         n = len(srv.pushes()) + 1
         self.assert_correlated(self.labels_by_function(srv, after=n))
+        self.assertEqual(len(self.log_lines("created and pinned the trace context map")), 1,
+                         open(self.agent_log).read())
 
     def test_off_or_unavailable_no_labels(self):
         """obi_process_context_enabled = false ignores a filled map; a bpf_fs_root on no BPF file
@@ -109,6 +118,7 @@ class TraceCorrelation(unittest.TestCase):
         obi.set_span(fd, pid, tid, TRACE, SPAN)
         got = self.labels_by_function(srv, after=len(srv.pushes()) + 1)
         self.assertEqual(set(got["inside_span"]) | set(got["outside_span"]), {()}, got)
+        self.assertEqual(self.log_lines("trace context map"), [])
 
         for root, bpffs in ((np.tmpdir(self), False), (obi.bpf_fs_root(self), True)):
             if bpffs:
@@ -117,6 +127,11 @@ class TraceCorrelation(unittest.TestCase):
             srv, pid, tid = self.start({"bpf_fs_root": f'"{root}"'})
             got = self.labels_by_function(srv)
             self.assertEqual(set(got["inside_span"]) | set(got["outside_span"]), {()}, got)
+            # said once, with the reason
+            why = "is not a traces_ctx_v1 map" if bpffs else "is not on a BPF file system"
+            warned = self.log_lines("no trace correlation with OBI")
+            self.assertEqual(len(warned), 1, open(self.agent_log).read())
+            self.assertIn(why, warned[0])
 
 
 if __name__ == "__main__":
