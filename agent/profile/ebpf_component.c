@@ -4,8 +4,9 @@
  * store, when `nodeprof run` serves the UI) are its sinks. New targets or
  * receivers are handed to the running engine; a change of sample_rate,
  * collect_interval, demangle, kernel_frames, targets_only, verbose_mode,
- * container_id_cache_size, symb_cache_path or symb_cache_size restarts it (most of those shape the BPF maps and the
- * caches; a restart flushes the current interval first, so nothing is lost).
+ * container_id_cache_size, symb_cache_path, symb_cache_size, obi_process_context_enabled or
+ * bpf_fs_root restarts it (most of those shape the BPF maps and the caches; a restart flushes
+ * the current interval first, so nothing is lost).
  *
  * lazy_mode, as in Alloy (ebpf_linux.go Run/waitForTargets): while the targets list
  * is empty no engine exists, so no BPF program is loaded and nothing is attached;
@@ -43,7 +44,9 @@
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
  *    it needs the BPF helpers of 5.15 and says so when loading fails);
  *  - deprecated no-ops in Alloy: accepted with a warning;
- *  - default-on features nodeprof lacks (the .NET unwinder, OBI trace correlation):
+ *  - obi_process_context_enabled and bpf_fs_root: trace correlation with OBI's pinned map
+ *    (agent/profile/trace_ctx.h);
+ *  - default-on features nodeprof lacks (the .NET unwinder):
  *    accepted, switched off is what nodeprof does anyway; written as true (the
  *    default), one warning says what nodeprof does instead;
  *  - probe_links in Alloy's syntax (uprobe:, uretprobe:, kprobe:, kretprobe:), u_probe_links
@@ -105,11 +108,12 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("verbose_mode", &cfg_t_bool, 0, "false", EBPF(verbose_mode)),
 	CFG_A("no_kernel_version_check", &cfg_t_bool, 0, "false"),
 	NP_RUNTIME_LIST(RUNTIME)
-	CFG_A("obi_process_context_enabled", &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true",
-	      .note = "nodeprof does not correlate profiles with the traces of OpenTelemetry eBPF Instrumentation; its "
-		      "profiles carry no span IDs"),
-	CFG_A("bpf_fs_root", &cfg_t_string, CFG_UNSUPPORTED, "\"/sys/fs/bpf/\"",
-	      .note = "it only locates the maps of trace correlation, which is not implemented"),
+	CFG_A("obi_process_context_enabled", &cfg_t_bool, 0, "true", EBPF(obi_process_context_enabled),
+	      .note = "with bpf_fs_root: samples taken inside a span of OpenTelemetry eBPF Instrumentation carry its "
+		      "trace_id and span_id (docs/specs/trace-correlation.md)"),
+	CFG_A("bpf_fs_root", &cfg_t_string, 0, "\"/sys/fs/bpf/\"", EBPF(bpf_fs_root),
+	      .note = "where OBI's trace context map is pinned (otel/traces_ctx_v1 under it), or created and pinned; "
+		      "\"\" leaves trace correlation off"),
 	CFG_A("off_cpu_threshold", &cfg_t_float, CFG_RANGE, "0", .min = 0, .max = 1, EBPF(off_cpu_threshold)),
 	CFG_A("load_probe", &cfg_t_bool, 0, "false", EBPF(load_probe)),
 	CFG_A("probe_links", &cfg_t_list_string, 0, "[]", EBPF(probe_links)),
@@ -450,6 +454,10 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 		     a->symb_cache_path ? a->symb_cache_path : "") >= (int)sizeof(cfg->symb_cache_path))
 		return np_errf(err, "symb_cache_path: longer than %zu bytes", sizeof(cfg->symb_cache_path) - 1);
 	cfg->symb_cache_entries = (size_t)a->symb_cache_size;
+	cfg->obi_trace_ctx = a->obi_process_context_enabled;
+	if (snprintf(cfg->bpf_fs_root, sizeof(cfg->bpf_fs_root), "%s", a->bpf_fs_root ? a->bpf_fs_root : "") >=
+	    (int)sizeof(cfg->bpf_fs_root))
+		return np_errf(err, "bpf_fs_root: longer than %zu bytes", sizeof(cfg->bpf_fs_root) - 1);
 	cfg->metrics = metrics;
 	return sym_demangle_parse(a->demangle, &cfg->demangle, err);
 }
@@ -464,7 +472,8 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	       a->container_id_cache_size == b->container_id_cache_size &&
 	       a->verbose == b->verbose && a->runtimes == b->runtimes && a->offcpu_threshold == b->offcpu_threshold &&
 	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash &&
-	       strcmp(a->symb_cache_path, b->symb_cache_path) == 0 && a->symb_cache_entries == b->symb_cache_entries;
+	       strcmp(a->symb_cache_path, b->symb_cache_path) == 0 && a->symb_cache_entries == b->symb_cache_entries &&
+	       a->obi_trace_ctx == b->obi_trace_ctx && strcmp(a->bpf_fs_root, b->bpf_fs_root) == 0;
 }
 
 static size_t read_sinks(const struct ebpf_component *ec, const struct cfg_ebpf_args *a, struct np_profile_sink *out)

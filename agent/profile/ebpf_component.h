@@ -60,6 +60,8 @@ struct cfg_ebpf_args {
 	uint64_t container_id_cache_size;
 	const char *symb_cache_path;
 	int64_t symb_cache_size;
+	int obi_process_context_enabled; /* with bpf_fs_root: OBI trace correlation (agent/profile/trace_ctx.h) */
+	const char *bpf_fs_root;
 };
 
 extern const struct cfg_component_type cfg_type_pyroscope_ebpf;

@@ -318,6 +318,10 @@ static int load_programs(struct np_sampler *s, const struct np_sampler_options *
 		return np_errno(err, "size the BPF maps");
 	if (apply_test_map_sizes(s->skel, err))
 		return -1;
+	/* OBI's map when trace correlation is on, else a one-entry stand-in nobody writes. */
+	if (opts->trace_ctx ? bpf_map__reuse_fd(s->skel->maps.traces_ctx_v1, opts->trace_ctx_fd)
+			    : bpf_map__set_max_entries(s->skel->maps.traces_ctx_v1, 1))
+		return np_errno(err, "set up the trace context map");
 	/* Programs for what is not asked for are not loaded: each carries its own copy of the walker
 	 * for the verifier, which makes loading them the largest part of a short recording's CPU. */
 	if (opts->offcpu_threshold <= 0 && (bpf_program__set_autoload(s->skel->progs.np_offcpu_switch, false) ||
@@ -358,6 +362,7 @@ static int swap_maps(struct np_sampler *s, unsigned counts_n, unsigned stacks_n,
 static int attach_all(struct np_sampler *s, const struct np_sampler_options *opts, struct np_err *err)
 {
 	s->skel->bss->want_comm = opts->comm ? 1 : 0;
+	s->skel->bss->want_trace_ctx = opts->trace_ctx ? 1 : 0;
 	/* One continuation per program type (a tail call stays within its type). */
 	if (install_tail_call(s->skel->maps.unw_progs, s->skel->progs.np_unwind, err) ||
 	    (opts->offcpu_threshold > 0 &&
@@ -815,6 +820,7 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 	};
 	memcpy(d->samples[d->n - 1].comm, k.comm, NP_COMM_LEN);
 	d->samples[d->n - 1].comm[NP_COMM_LEN] = '\0';
+	d->samples[d->n - 1].trace = k.trace;
 	return 0;
 }
 

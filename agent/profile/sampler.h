@@ -21,6 +21,11 @@ struct np_sampler_options {
 	double offcpu_threshold;
 	int uprobes; /* uprobes will be attached (np_sampler_attach_uprobe) */
 	int comm;    /* samples carry their thread's name (np_sample.comm), which splits their counts */
+	/* Trace correlation: with trace_ctx set, trace_ctx_fd is OBI's traces_ctx_v1 map (agent/profile/
+	 * trace_ctx.h; borrowed, the program holds its own reference once loaded), and samples carry
+	 * their thread's trace context (np_sample.trace). */
+	int trace_ctx;
+	int trace_ctx_fd;
 };
 
 /* One distinct (process incarnation, cgroup, user stack, kernel stack) and how
@@ -42,6 +47,7 @@ struct np_sample {
 	const uint64_t *rt;
 	uint32_t n_rt;
 	char comm[NP_COMM_LEN + 1]; /* the thread's name (np_sampler_options.comm), else "" */
+	struct np_trace_ctx trace;  /* the thread's trace context (np_sampler_options.trace_ctx), else zeros */
 };
 
 /* The result of one drain; owns the samples and the frames they point to. */
