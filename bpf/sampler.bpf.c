@@ -140,6 +140,7 @@ static __always_inline void send_proc_event(__u32 type, __u32 tgid, __u32 gen, _
 #include "unwind_walk.h"
 #include "runtimes.h"
 #include "go_labels.h"
+#include "trace_ctx.h"
 
 static __always_inline __u32 new_gen(void)
 {
@@ -344,6 +345,7 @@ static __always_inline struct np_unw_state *begin_event(__u32 slot, __u32 tgid, 
 		bpf_get_current_comm(st->key.comm, sizeof(st->key.comm));
 	else
 		__builtin_memset(st->key.comm, 0, sizeof(st->key.comm));
+	trace_ctx_fill(&st->key.trace);
 	st->value = value;
 	st->kstack_ready = 0;
 	return st;

@@ -25,7 +25,7 @@ enum {
 /* One --no-<flag> per supported runtime, from the runtimes' table. */
 #define RUNTIME_OPT_SUPPORTED(id, flag, help) { flag, OPT_NO_RUNTIME + id, NULL, help },
 #define RUNTIME_OPT_NOT_YET(id, flag, help)
-#define RUNTIME_OPT(ident, id, name, key, support, flag, help) RUNTIME_OPT_##support(id, flag, help)
+#define RUNTIME_OPT(ident, ID, num, kind, name, key, support, flag, help) RUNTIME_OPT_##support(NP_RT_##ID, flag, help)
 
 static const struct cmd_opt record_opts[] = {
 	{ "pid", 'p', "PID",

@@ -96,6 +96,12 @@ void np_pprof_location(const struct np_pprof_builder *b, uint32_t id, struct np_
  * and returns n. */
 size_t np_pprof_sample(const struct np_pprof_builder *b, uint32_t id, uint32_t *locs, size_t cap, uint64_t *count);
 
+/* Sample id's labels (those np_pprof_add_labeled gave it, in its order): copies the first
+ * min(n, cap) into out and returns n (0: none); *set is the id of that label set (0: none),
+ * the same for every sample with the same labels. Strings are borrowed as above. */
+size_t np_pprof_sample_labels(const struct np_pprof_builder *b, uint32_t id, struct np_pprof_sample_label *out,
+			      size_t cap, uint32_t *set);
+
 /* Appends the encoded (uncompressed) profile to out. */
 NP_MUST_CHECK int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct np_buf *out,
 				  struct np_err *err);

@@ -69,7 +69,9 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 					 .drain_interval_ms = opts->drain_interval_ms,
 					 .offcpu_threshold = opts->offcpu_threshold,
 					 .uprobes = opts->n_uprobes > 0,
-					 .comm = opts->comm };
+					 .comm = opts->comm,
+					 .trace_ctx = opts->trace_ctx,
+					 .trace_ctx_fd = opts->trace_ctx_fd };
 	struct sym_options symo = { .cache_bytes = opts->budgets.symbols,
 				    .process_bytes = opts->budgets.processes,
 				    .symb_cache_path = opts->symb_cache_path,
@@ -290,6 +292,7 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.count = s->count,
 			.frames = c->frames,
 			.comm = s->comm,
+			.trace = &s->trace,
 		};
 		/* A record that does not decode (never expected: BPF wrote it) leaves the sample unlabeled. */
 		if (s->n_labels && np_go_labels_decode(s->labels, s->n_labels, &c->go_labels) == 0 && c->go_labels.n)
@@ -431,12 +434,27 @@ static int label_order(const void *a, const void *b)
 	return strcmp(((const struct np_pprof_sample_label *)a)->key, ((const struct np_pprof_sample_label *)b)->key);
 }
 
+/* id in lowercase hex into out (2n + 1 bytes), as Go's hex.EncodeToString; 0 when id is all zeros. */
+static int hex_unless_zero(const uint8_t *id, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	uint8_t any = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		any |= id[i];
+		out[2 * i] = digits[id[i] >> 4];
+		out[2 * i + 1] = digits[id[i] & 15];
+	}
+	out[2 * n] = '\0';
+	return any != 0;
+}
+
 int np_collected_add_pprof(struct np_pprof_builder *b, const struct np_collected *s, struct np_pprof_frame *frames,
 			   const struct np_sample_extras *x, struct np_err *err)
 {
-	struct np_pprof_sample_label labels[2 + NP_GO_LABELS_MAX];
+	struct np_pprof_sample_label labels[4 + NP_GO_LABELS_MAX];
 	size_t nl = 0, n = s->n_frames;
-	char pid[16];
+	char pid[16], span[2 * sizeof(s->trace->span_id) + 1], trace[2 * sizeof(s->trace->trace_id) + 1];
 
 	if (x->comm_frame && s->comm && s->comm[0])
 		frames[n++] = (struct np_pprof_frame){ .function = s->comm };
@@ -446,6 +464,11 @@ int np_collected_add_pprof(struct np_pprof_builder *b, const struct np_collected
 		snprintf(pid, sizeof(pid), "%u", s->tgid);
 		labels[nl++] = (struct np_pprof_sample_label){ "pid", pid };
 	}
+	/* Alloy checks each ID against its invalid (zero) value on its own (reporter/pprof.go). */
+	if (s->trace && hex_unless_zero(s->trace->span_id, sizeof(s->trace->span_id), span))
+		labels[nl++] = (struct np_pprof_sample_label){ "span_id", span };
+	if (s->trace && hex_unless_zero(s->trace->trace_id, sizeof(s->trace->trace_id), trace))
+		labels[nl++] = (struct np_pprof_sample_label){ "trace_id", trace };
 	/* A goroutine label named like one Alloy's reporter writes (comm, pid) gives way to it. */
 	for (size_t i = 0, m = nl; s->go_labels && i < s->go_labels->n; i++) {
 		size_t j = 0;

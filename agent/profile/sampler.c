@@ -276,6 +276,20 @@ int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t fi
 	return 0;
 }
 
+int np_sampler_attach_kprobe(struct np_sampler *s, const char *sym, int retprobe, struct bpf_link **link,
+			     struct np_err *err)
+{
+	LIBBPF_OPTS(bpf_kprobe_opts, opts, .retprobe = retprobe != 0);
+
+	*link = NULL;
+	if (bpf_program__fd(s->skel->progs.np_uprobe) < 0)
+		return np_errf(err, "the sampler was opened without probes");
+	*link = bpf_program__attach_kprobe_opts(s->skel->progs.np_uprobe, sym, &opts);
+	if (!*link)
+		return np_errno(err, "attach a %s to kernel function %s", retprobe ? "kretprobe" : "kprobe", sym);
+	return 0;
+}
+
 /* Sizes the maps and loads the programs asked for. */
 /* The BPF object is embedded in this binary's read-only data (the skeleton's bytes, 440 KB)
  * and read whole while libbpf opens it; once the programs are loaded libbpf no longer refers to
@@ -304,6 +318,10 @@ static int load_programs(struct np_sampler *s, const struct np_sampler_options *
 		return np_errno(err, "size the BPF maps");
 	if (apply_test_map_sizes(s->skel, err))
 		return -1;
+	/* OBI's map when trace correlation is on, else a one-entry stand-in nobody writes. */
+	if (opts->trace_ctx ? bpf_map__reuse_fd(s->skel->maps.traces_ctx_v1, opts->trace_ctx_fd)
+			    : bpf_map__set_max_entries(s->skel->maps.traces_ctx_v1, 1))
+		return np_errno(err, "set up the trace context map");
 	/* Programs for what is not asked for are not loaded: each carries its own copy of the walker
 	 * for the verifier, which makes loading them the largest part of a short recording's CPU. */
 	if (opts->offcpu_threshold <= 0 && (bpf_program__set_autoload(s->skel->progs.np_offcpu_switch, false) ||
@@ -344,6 +362,7 @@ static int swap_maps(struct np_sampler *s, unsigned counts_n, unsigned stacks_n,
 static int attach_all(struct np_sampler *s, const struct np_sampler_options *opts, struct np_err *err)
 {
 	s->skel->bss->want_comm = opts->comm ? 1 : 0;
+	s->skel->bss->want_trace_ctx = opts->trace_ctx ? 1 : 0;
 	/* One continuation per program type (a tail call stays within its type). */
 	if (install_tail_call(s->skel->maps.unw_progs, s->skel->progs.np_unwind, err) ||
 	    (opts->offcpu_threshold > 0 &&
@@ -803,6 +822,7 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 	};
 	memcpy(d->samples[d->n - 1].comm, k.comm, NP_COMM_LEN);
 	d->samples[d->n - 1].comm[NP_COMM_LEN] = '\0';
+	d->samples[d->n - 1].trace = k.trace;
 	return 0;
 }
 

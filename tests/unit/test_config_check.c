@@ -555,17 +555,15 @@ static void unsupported_only_off_default(void **state)
 {
 	static const struct ccase cases[] = {
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  go_enabled = false\n  comm = \"label\"\n  pid_label = true\n  "
-		  "bpf_fs_root = \"/bpf\"\n  reporter_unsymbolized_stubs = true\n  debug_info {\n"
+		  "reporter_unsymbolized_stubs = true\n  debug_info {\n"
 		  "    on_target_symbolization = false\n    cache_size = 1\n    strip_text_section = true\n    queue_size = 1\n"
 		  "    worker_num = 1\n  }\n}",
-		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
-		  "which is not implemented\n"
-		  "9:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
+		  "8:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
 		  "host\n"
-		  "10:18: cache_size = 1 is not supported by nodeprof yet: it sizes Alloy's debug info upload cache\n"
-		  "11:26: strip_text_section = true is not supported by nodeprof yet: debug info upload is not implemented\n"
-		  "12:18: queue_size = 1 is not supported by nodeprof yet: debug info upload is not implemented\n"
-		  "13:18: worker_num = 1 is not supported by nodeprof yet: debug info upload is not implemented" },
+		  "9:18: cache_size = 1 is not supported by nodeprof yet: it sizes Alloy's debug info upload cache\n"
+		  "10:26: strip_text_section = true is not supported by nodeprof yet: debug info upload is not implemented\n"
+		  "11:18: queue_size = 1 is not supported by nodeprof yet: debug info upload is not implemented\n"
+		  "12:18: worker_num = 1 is not supported by nodeprof yet: debug info upload is not implemented" },
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    debug_info_upload_timeout = \"5m\"\n  }\n  "
 		  "endpoint {\n    url = \"http://q\"\n    debug_info_upload_timeout = \"120s\"\n  }\n}",
 		  "4:33: debug_info_upload_timeout = \"5m\" is not supported by nodeprof yet: debug info upload is not "
@@ -573,11 +571,10 @@ static void unsupported_only_off_default(void **state)
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  comm = \"\"\n  no_kernel_version_check = true\n  lazy_mode = true\n"
 		  "  obi_process_context_enabled = false\n  python_enabled = false\n  debug_info {\n    upload = false\n  }\n}",
 		  "" },
-		/* switched on by default in Alloy: accepted, one warning per sentence */
+		/* trace correlation (Alloy's own test configuration, ebpf_linux_test.go): accepted as it is */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  obi_process_context_enabled = true\n  no_kernel_version_check = "
-		  "false\n}",
-		  "3:3: warning: obi_process_context_enabled = true: nodeprof does not correlate profiles with the traces of "
-		  "OpenTelemetry eBPF Instrumentation; its profiles carry no span IDs" },
+		  "false\n  bpf_fs_root = \"/sys/fs/bpf/custom\"\n}",
+		  "" },
 	};
 	RUN(cases);
 }
