@@ -17,18 +17,17 @@ const size_t rt_registry_n = sizeof(rt_registry) / sizeof(rt_registry[0]);
 	_Static_assert(num > 0 && num < NP_RT_MAX, "runtime id of " #ident " out of range");
 NP_RUNTIME_LIST(ID_RANGE)
 #define ID_CASE(ident, ID, num, kind, name, config, support, flag, help) case num:
-static inline int rt_ids_are_unique(int id)
+
+/* An id no row has is refused by the switch (the table's ids as its cases); the rest is a scan: ids are
+ * small and the table short. */
+const struct rt_info *rt_find(uint32_t id)
 {
 	switch (id) {
 		NP_RUNTIME_LIST(ID_CASE)
-		return 1;
+		break;
+	default:
+		return NULL;
 	}
-	return 0;
-}
-
-/* Ids are small and the table short: a scan. */
-const struct rt_info *rt_find(uint32_t id)
-{
 	for (size_t i = 0; i < rt_registry_n; i++)
 		if (rt_registry[i].id == id)
 			return &rt_registry[i];
