@@ -60,6 +60,12 @@ struct cfg_ebpf_args {
 	uint64_t container_id_cache_size;
 	const char *symb_cache_path;
 	int64_t symb_cache_size;
+	const void *debug_info; /* struct cfg_ebpf_debug_info_args; NULL without the block (its defaults) */
+};
+
+/* The debug_info block (Alloy's debuginfo.Arguments). */
+struct cfg_ebpf_debug_info_args {
+	int on_target_symbolization;
 };
 
 extern const struct cfg_component_type cfg_type_pyroscope_ebpf;

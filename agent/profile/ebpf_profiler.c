@@ -281,6 +281,16 @@ static struct slot *slot_for(struct np_ebpf_profiler *p, const struct np_target 
 	return sl;
 }
 
+/* Whether a frame is one Alloy leaves to the server when it does not symbolize on the host
+ * (debug_info's on_target_symbolization = false): a native frame of an ELF file or the vDSO,
+ * which the build ID and the address name on any machine. Not the kernel's (named from
+ * kallsyms in Alloy too), not a runtime's (interpreted or JIT code: only this node can name
+ * it), not a Go executable's (Alloy's Go support names those from .gopclntab on the host). */
+static int left_to_server(const struct sym_frame *f)
+{
+	return f->elf && f->module && !f->module->kernel && !f->module->go && !f->file;
+}
+
 static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 {
 	struct np_ebpf_profiler *p = ud;
@@ -300,6 +310,9 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 	if (!sl)
 		return -1;
 	np_collected_pprof_frames(s, p->pframes);
+	for (size_t i = 0; p->cfg.server_symbolization && i < s->n_frames; i++)
+		if (left_to_server(&s->frames[i]))
+			p->pframes[i].unnamed = 1;
 	for (size_t i = 0; p->stubs && i < s->n_frames; i++)
 		np_pprof_frame_stub(&p->pframes[i], p->stubs[i], sizeof(p->stubs[i]));
 	if (s->kind == NP_EVENT_CPU)

@@ -43,6 +43,10 @@ struct np_ebpf_config {
 	struct np_sample_extras extras;
 	int unsymbolized_stubs;		/* a native frame no symbol names gets a Line "$ FILE + 0xADDR" (Alloy's
 					 * reporter_unsymbolized_stubs) instead of none; default off */
+	int server_symbolization;	/* debug_info's on_target_symbolization = false: native frames of ELF
+					 * files are pushed unnamed (build ID + address, no Line) for Pyroscope
+					 * to name, as Alloy pushes them without its symbolizer; Go executables,
+					 * runtimes' and kernel frames stay named (docs/specs/debuginfo.md) */
 	size_t container_id_cache_size; /* default 1024 */
 	int64_t rescan_interval_ns;	/* how often new cgroups/processes are looked for; default 5 s */
 	int targets_only;		/* default on: processes of no target are not sampled; off: they

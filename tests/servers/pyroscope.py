@@ -333,13 +333,25 @@ def summarize_profile(p, raw, gzipped, uncompressed_len):
                 names.append("%s!0x%x" % (binary or "unknown", loc["address"]))
         return list(reversed(names))  # root first
 
+    def locations(smp):
+        """Each Location of the sample, root first: its mapping's file and build ID, its address,
+        and whether it carries a Line (what the server's symbolizer skips)."""
+        out = []
+        for lid in smp["location_id"]:
+            loc = p["location"][lid]
+            m = p["mapping"].get(loc["mapping_id"])
+            name = (lambda i: st[i] if m and 0 <= i < len(st) else "")
+            out.append({"file": name(m["filename"]) if m else "", "build_id": name(m["build_id"]) if m else "",
+                        "address": loc["address"], "named": bool(loc["line"])})
+        return list(reversed(out))
+
     return {
         "sample_types": [[st[t], st[u]] for t, u in p["sample_type"]],
         "period_type": [st[p["period_type"][0]], st[p["period_type"][1]]] if p["period_type"] else None,
         "period": p["period"],
         "time_nanos": p["time_nanos"],
         "duration_nanos": p["duration_nanos"],
-        "stacks": [{"frames": frames(smp), "values": smp["value"],
+        "stacks": [{"frames": frames(smp), "locations": locations(smp), "values": smp["value"],
                     "labels": {st[l["key"]]: st[l["str"]] for l in smp["label"] if l["str"]}}
                    for smp in p["sample"]],
         "comments": [st[i] for i in p["comment"] if 0 <= i < len(st)],

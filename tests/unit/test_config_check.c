@@ -562,8 +562,6 @@ static void unsupported_only_off_default(void **state)
 		  ".gopclntab\n"
 		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
 		  "which is not implemented\n"
-		  "9:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
-		  "host\n"
 		  "10:18: cache_size = 1 is not supported by nodeprof yet: it sizes Alloy's debug info upload cache\n"
 		  "11:26: strip_text_section = true is not supported by nodeprof yet: debug info upload is not implemented\n"
 		  "12:18: queue_size = 1 is not supported by nodeprof yet: debug info upload is not implemented\n"
