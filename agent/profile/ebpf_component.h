@@ -65,7 +65,9 @@ struct cfg_ebpf_args {
 
 /* The debug_info block (Alloy's debuginfo.Arguments). */
 struct cfg_ebpf_debug_info_args {
-	int on_target_symbolization;
+	int on_target_symbolization, upload;
+	uint64_t cache_size, queue_size;
+	int64_t worker_num;
 };
 
 extern const struct cfg_component_type cfg_type_pyroscope_ebpf;

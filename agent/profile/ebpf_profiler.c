@@ -60,6 +60,7 @@ struct np_ebpf_profiler {
 	int allow_dirty;	       /* the last pass failed part way: the BPF map may differ from the lists */
 	int allow_failure_logged, cgroups_limit_logged;
 	struct np_intern slot_index;   /* key: u64 target fingerprint */
+	struct np_intern offered;      /* build IDs offered for debug info upload this interval */
 	struct slot *slots;
 	size_t slots_cap;
 	struct np_pprof_frame *pframes;
@@ -291,6 +292,35 @@ static int left_to_server(const struct sym_frame *f)
 	return f->elf && f->module && !f->module->kernel && !f->module->go && !f->file;
 }
 
+/* debug_info { upload = true }: the sample's ELF files with a build ID that were not offered this
+ * interval go to the sinks that upload (Alloy reports each executable it sees to its uploader).
+ * The vDSO has no file (Alloy skips it too); the kernel's and runtimes' code are no files. */
+static void offer_debuginfo(struct np_ebpf_profiler *p, const struct np_collected *s)
+{
+	for (size_t i = 0; i < s->n_frames; i++) {
+		const struct sym_module *m = s->frames[i].module;
+		const char *base;
+		char open_path[4200];
+		int added = 0;
+		if (!s->frames[i].elf || !m || m->kernel || !m->build_id[0] || m->path[0] != '/' ||
+		    np_intern_find(&p->offered, m->build_id, strlen(m->build_id)))
+			continue;
+		if (!np_intern_add(&p->offered, m->build_id, strlen(m->build_id), &added))
+			return; /* out of memory: offered again with a later sample */
+		base = strrchr(m->path, '/') + 1;
+		snprintf(open_path, sizeof(open_path), "/proc/%u/root%s", s->tgid, m->path);
+		struct np_debuginfo_offer o = { .build_id = m->build_id, .name = base, .open_path = open_path,
+						.cache_size = p->cfg.debuginfo.cache_size,
+						.queue_size = p->cfg.debuginfo.queue_size,
+						.workers = p->cfg.debuginfo.workers };
+		pthread_mutex_lock(&p->mu);
+		for (size_t k = 0; k < p->nsinks; k++)
+			if (p->sinks[k].offer_debuginfo)
+				p->sinks[k].offer_debuginfo(p->sinks[k].ud, &o);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
 static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 {
 	struct np_ebpf_profiler *p = ud;
@@ -309,6 +339,8 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 	sl = slot_for(p, t, s->kind, err);
 	if (!sl)
 		return -1;
+	if (p->cfg.debuginfo.upload)
+		offer_debuginfo(p, s);
 	np_collected_pprof_frames(s, p->pframes);
 	for (size_t i = 0; p->cfg.server_symbolization && i < s->n_frames; i++)
 		if (left_to_server(&s->frames[i]))
@@ -463,6 +495,7 @@ static void flush(struct np_ebpf_profiler *p)
 	pthread_mutex_unlock(&p->mu);
 	free(sinks);
 	np_intern_free(&p->slot_index);
+	np_intern_free(&p->offered); /* an offer a full queue dropped is made again */
 	p->interval_samples = 0;
 	p->interval_start_wall = now;
 }
@@ -709,6 +742,7 @@ void np_ebpf_profiler_stop(struct np_ebpf_profiler *p)
 	np_intern_free(&p->allowed_cgroups);
 	np_intern_free(&p->allowed_pids);
 	np_intern_free(&p->slot_index);
+	np_intern_free(&p->offered);
 	free(p->cgroup_container);
 	free(p->symbols_json);
 	free(p->target_rows);

@@ -174,7 +174,7 @@ pyroscope.write "backend" {
   off_cpu_threshold = 0.5
   probe_links = ["kprobe:x"]
   debug_info {
-    upload = true
+    strip_text_section = true
   }
 }
 """)
@@ -183,7 +183,8 @@ pyroscope.write "backend" {
         self.assertEqual(p.stderr.splitlines(), [
             f"{path}:3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized "
             "from their .gopclntab",
-            f"{path}:7:14: upload = true is not supported by nodeprof yet: debug info upload is not implemented"])
+            f"{path}:7:26: strip_text_section = true is not supported by nodeprof yet: uploads always send the "
+            "whole file; the copy without .text (Alloy's elfwriter) is not implemented"])
 
 
 def first_line(text, needle):

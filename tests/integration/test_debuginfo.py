@@ -2,7 +2,9 @@
 (docs/specs/debuginfo.md): with on_target_symbolization = false the frames of a native
 binary reach the server unnamed, as Alloy pushes them without its symbolizer: the binary's
 mapping with its build ID and, on each Location, the address in the file that the server's
-symbolizer names from the uploaded debug information; kernel frames stay named."""
+symbolizer names from the uploaded debug information; kernel frames stay named. With upload =
+true each binary seen in samples goes to the server once, through ShouldInitiateUpload, the
+upload and UploadFinished, and a slow or failing server blocks no push."""
 import os
 import subprocess
 import time
@@ -85,6 +87,106 @@ class ServerSymbolization(unittest.TestCase):
         stacks = self.pushed_locations(os.path.join(d, "split-dbg"), {})
         mine = [l for s in stacks for l in s["locations"] if l["file"].endswith("split-dbg")]
         self.assertTrue(all(l["named"] for l in mine), mine[:5])
+
+
+def split_with_build_id(test):
+    """split built with a build ID of its own (no other test or run shares it), as split-dbg."""
+    d = np.tmpdir(test)
+    build_id = os.urandom(20).hex()
+    exe = np.build_workload("split", d, ("-O0", "-fno-omit-frame-pointer", "-g", f"-Wl,--build-id=0x{build_id}"))
+    os.rename(exe, os.path.join(d, "split-dbg"))
+    return os.path.join(d, "split-dbg"), build_id
+
+
+def upload_counts(port):
+    """pyroscope_ebpf_debug_info_uploads_total by result, summed over endpoints."""
+    fam = agent_push.metrics(port).get("pyroscope_ebpf_debug_info_uploads_total")
+    out = {}
+    for _, labels, v in (fam.samples if fam else []):
+        out[labels["result"]] = out.get(labels["result"], 0) + v
+    return out
+
+
+class Upload(unittest.TestCase):
+
+    def start(self, args, srv):
+        exe, build_id = split_with_build_id(self)
+        port, _ = agent_push.start(self, np.process_pipeline_config(".*split-dbg.*", "dbg", args,
+                                                                    forward_url=srv.url), [exe, "60"])
+        return exe, build_id, port
+
+    def wait(self, what, cond, seconds=40):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            got = cond()
+            if got:
+                return got
+            time.sleep(0.5)
+        self.fail(f"no {what} within {seconds} s")
+
+    def calls(self, srv, build_id):
+        return [r["method"] for r in srv.debuginfo_requests() if r["build_id"] == build_id]
+
+    def test_each_binary_uploaded_once(self):
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        exe, build_id, port = self.start({"debug_info": {"upload": "true"}}, srv)
+        self.wait("upload", lambda: srv.debuginfo().get(build_id, {}).get("state") == "uploaded")
+        with open(exe, "rb") as f:
+            self.assertEqual(srv.debuginfo()[build_id]["data"], f.read())
+        self.assertEqual(srv.debuginfo()[build_id]["name"], "split-dbg")
+        self.assertEqual(srv.debuginfo()[build_id]["type"], 1)  # TYPE_EXECUTABLE_FULL
+        # More intervals with the same binary in every one: it is never offered to the server again.
+        n = len(srv.pushes())
+        self.wait("3 more pushes", lambda: len(srv.pushes()) >= n + 3)
+        self.assertEqual(self.calls(srv, build_id), ["ShouldInitiateUpload", "Upload", "UploadFinished"])
+        for r in srv.debuginfo_requests():
+            self.assertEqual(r["violations"], [], r)
+            self.assertEqual(r["status"], 200, r)
+        counts = upload_counts(port)
+        self.assertGreaterEqual(counts.get("uploaded", 0), 1, counts)
+        self.assertEqual(counts.get("failed", 0), 0, counts)
+
+    def test_server_has_it_or_fails(self):
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        # Every first answer of each call fails once: the file is offered again in a later
+        # interval and then uploaded.
+        srv.debuginfo_actions("ShouldInitiateUpload", [{"status": 503}])
+        srv.debuginfo_actions("Upload", [{"status": 500}])
+        exe, build_id, port = self.start({"debug_info": {"upload": "true"}}, srv)
+        self.wait("upload after failures",
+                  lambda: srv.debuginfo().get(build_id, {}).get("state") == "uploaded", seconds=60)
+        counts = upload_counts(port)
+        self.assertGreaterEqual(counts.get("failed", 0), 2, counts)
+        self.assertGreaterEqual(counts.get("uploaded", 0), 1, counts)
+
+    def test_server_wants_none(self):
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        srv.debuginfo_actions("ShouldInitiateUpload", [{"should": False, "reason": "DebugInfo upload disabled"}] * 50)
+        exe, build_id, port = self.start({"debug_info": {"upload": "true"}}, srv)
+        self.wait("ShouldInitiateUpload", lambda: self.calls(srv, build_id))
+        n = len(srv.pushes())
+        self.wait("3 more pushes", lambda: len(srv.pushes()) >= n + 3)
+        # Asked once, answered no, settled: no upload, never asked again.
+        self.assertEqual(self.calls(srv, build_id), ["ShouldInitiateUpload"])
+        self.assertNotIn(build_id, srv.debuginfo())
+        self.assertGreaterEqual(upload_counts(port).get("skipped", 0), 1)
+
+    def test_slow_server_blocks_no_push(self):
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        # One worker, stuck for 30 s in the first call: pushes go on every 2 s meanwhile.
+        srv.debuginfo_actions("ShouldInitiateUpload", [{"slow": 30}])
+        exe, build_id, port = self.start({"debug_info": {"upload": "true", "worker_num": "1", "queue_size": "1"}},
+                                         srv)
+        self.wait("a debug info call", lambda: srv.debuginfo_requests())
+        n = len(srv.pushes())
+        t0 = time.time()
+        self.wait("4 pushes during the slow call", lambda: len(srv.pushes()) >= n + 4, seconds=20)
+        self.assertLess(time.time() - t0, 20)
+        self.assertTrue(any(r["status"] is None for r in srv.debuginfo_requests()))  # still hanging
 
 
 if __name__ == "__main__":

@@ -352,7 +352,8 @@ static void component_errors(void **state)
 		  "" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  probe_links = [\"kprobe:x\"]\n  load_probe "
 		  "= true\n  debug_info { upload = true }\n}",
-		  "6:25: upload = true is not supported by nodeprof yet: debug info upload is not implemented" },
+		  "4:17: warning: probe_links: \"kprobe:x\": kernel probe links are not supported by nodeprof yet; the "
+		  "component will be unhealthy with that reason while its other links run" },
 		/* off-CPU time and uprobes run: a link's syntax is an error, a file or symbol this host lacks
 		 * a warning (the configuration may be checked on another host) */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  load_probe = true\n"
@@ -562,14 +563,11 @@ static void unsupported_only_off_default(void **state)
 		  ".gopclntab\n"
 		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
 		  "which is not implemented\n"
-		  "10:18: cache_size = 1 is not supported by nodeprof yet: it sizes Alloy's debug info upload cache\n"
-		  "11:26: strip_text_section = true is not supported by nodeprof yet: debug info upload is not implemented\n"
-		  "12:18: queue_size = 1 is not supported by nodeprof yet: debug info upload is not implemented\n"
-		  "13:18: worker_num = 1 is not supported by nodeprof yet: debug info upload is not implemented" },
+		  "11:26: strip_text_section = true is not supported by nodeprof yet: uploads always send the whole file; "
+		  "the copy without .text (Alloy's elfwriter) is not implemented" },
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    debug_info_upload_timeout = \"5m\"\n  }\n  "
 		  "endpoint {\n    url = \"http://q\"\n    debug_info_upload_timeout = \"120s\"\n  }\n}",
-		  "4:33: debug_info_upload_timeout = \"5m\" is not supported by nodeprof yet: debug info upload is not "
-		  "implemented" },
+		  "" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  comm = \"\"\n  no_kernel_version_check = true\n  lazy_mode = true\n"
 		  "  obi_process_context_enabled = false\n  python_enabled = false\n  debug_info {\n    upload = false\n  }\n}",
 		  "" },
