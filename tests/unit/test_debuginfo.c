@@ -1,0 +1,144 @@
+/* Unit tests for the debug info upload (agent/write/debuginfo.h): the RPC messages byte for
+ * byte against the proto (debuginfo.v1alpha1), the parser of the server's answer on valid,
+ * foreign and broken bytes, and the uploader's bound: with one worker stuck on a server
+ * that never answers, offers beyond the queue are dropped and counted, a file already queued
+ * is not queued twice, and freeing the uploader aborts the stuck call at once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "agent/write/debuginfo.h"
+#include "agent/write/internal.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/metrics.h"
+
+static void encodes_requests(void **state)
+{
+	(void)state;
+	struct np_buf b = NP_BUF_INIT;
+	/* file (1) { gnu_build_id (1) "ab12", name (4) "libc.so.6", type (5) 1 } */
+	static const uint8_t want[] = { 0x0a, 0x13, 0x0a, 0x04, 'a', 'b', '1', '2', 0x22, 0x09, 'l', 'i', 'b',
+					'c',  '.',  's',  'o',  '.',  '6', 0x28, 0x01 };
+	np_debuginfo_encode_should_initiate(&b, "ab12", "libc.so.6", NP_DEBUGINFO_TYPE_EXECUTABLE_FULL);
+	assert_false(b.failed);
+	assert_int_equal(b.len, sizeof(want));
+	assert_memory_equal(b.p, want, sizeof(want));
+	np_buf_reset(&b);
+	np_debuginfo_encode_upload_finished(&b, "ab12");
+	static const uint8_t fin[] = { 0x0a, 0x04, 'a', 'b', '1', '2' };
+	assert_int_equal(b.len, sizeof(fin));
+	assert_memory_equal(b.p, fin, sizeof(fin));
+	np_buf_free(&b);
+}
+
+static void decodes_answers(void **state)
+{
+	(void)state;
+	struct np_err err;
+	char reason[8];
+	int should;
+
+	/* should_initiate_upload = true, reason "First time" (cut to the buffer) */
+	static const uint8_t yes[] = { 0x08, 0x01, 0x12, 0x0a, 'F', 'i', 'r', 's', 't', ' ', 't', 'i', 'm', 'e' };
+	assert_int_equal(np_debuginfo_decode_should_initiate(yes, sizeof(yes), &should, reason, sizeof(reason), &err), 0);
+	assert_int_equal(should, 1);
+	assert_string_equal(reason, "First t");
+	/* the empty message: false, no reason (proto3 leaves defaults out) */
+	assert_int_equal(np_debuginfo_decode_should_initiate("", 0, &should, reason, sizeof(reason), &err), 0);
+	assert_int_equal(should, 0);
+	assert_string_equal(reason, "");
+	/* unknown fields of every wire type are skipped (a newer server) */
+	static const uint8_t newer[] = { 0x18, 0x05, 0x21, 1, 2, 3, 4, 5, 6, 7, 8, 0x2d, 1, 2, 3, 4, 0x08, 0x02 };
+	assert_int_equal(np_debuginfo_decode_should_initiate(newer, sizeof(newer), &should, reason, sizeof(reason), &err),
+			 0);
+	assert_int_equal(should, 1);
+	/* broken: truncated varint, length past the end, group wire type, field 0, short fixed */
+	static const uint8_t t1[] = { 0x08, 0x80 }, t2[] = { 0x12, 0x05, 'a' }, t3[] = { 0x0b }, t4[] = { 0x00, 0x01 },
+			     t5[] = { 0x21, 1, 2 };
+	const struct {
+		const uint8_t *p;
+		size_t n;
+	} bad[] = { { t1, sizeof(t1) }, { t2, sizeof(t2) }, { t3, sizeof(t3) }, { t4, sizeof(t4) }, { t5, sizeof(t5) } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err.msg[0] = '\0';
+		assert_int_equal(np_debuginfo_decode_should_initiate(bad[i].p, bad[i].n, &should, reason, sizeof(reason), &err),
+				 -1);
+		assert_true(err.msg[0] != '\0');
+	}
+}
+
+/* A listener that accepts connections (in its backlog) and never answers. */
+static int silent_listener(int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void bounded_and_never_blocking(void **state)
+{
+	(void)state;
+	struct np_err merr;
+	struct np_metrics *reg = np_metrics_new(&merr);
+	struct np_write_endpoint ep;
+	struct np_debuginfo_options o = { .cache_size = 16, .queue_size = 1, .workers = 1 };
+	struct np_debuginfo_uploader *u = NULL;
+	struct np_err err;
+	uint64_t c[NP_DEBUGINFO__RESULTS];
+	char url[64];
+	int port, fd = silent_listener(&port);
+
+	assert_non_null(reg);
+	np_write_endpoint_init(&ep);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	ep.url = url;
+	assert_int_equal(np_debuginfo_uploader_new(&ep, &o, reg, &u, &err), 0);
+	ep.url = NULL;
+	const char *ids[] = { "aa01", "aa02", "aa03", "aa04" };
+	for (int round = 0; round < 2; round++)
+		for (size_t i = 0; i < 4; i++) {
+			struct np_debuginfo_file f = { .build_id = ids[i], .name = "x", .open_path = "/nonexistent" };
+			int64_t t0 = np_mono_ns();
+			np_debuginfo_offer(u, &f);
+			assert_true(np_mono_ns() - t0 < 100 * 1000000LL); /* never waits for the server */
+		}
+	np_debuginfo_uploader_counts(u, c);
+	/* One in the worker (or still queued), one queued: at least two of the four dropped in
+	 * the first round; the second round drops again those not held (the held ones are
+	 * neither queued again nor dropped). */
+	assert_true(c[NP_DEBUGINFO_DROPPED] >= 4 && c[NP_DEBUGINFO_DROPPED] <= 6);
+	assert_int_equal(c[NP_DEBUGINFO_UPLOADED] + c[NP_DEBUGINFO_SKIPPED] + c[NP_DEBUGINFO_FAILED], 0);
+	int64_t t0 = np_mono_ns();
+	np_debuginfo_uploader_free(u); /* aborts the call the silent server holds */
+	assert_true(np_mono_ns() - t0 < 3 * NP_NSEC_PER_SEC);
+	close(fd);
+	np_write_endpoint_free(&ep);
+	np_metrics_free(reg);
+}
+
+int main(void)
+{
+	np_log_set_level(NP_ERROR);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(encodes_requests),
+		cmocka_unit_test(decodes_answers),
+		cmocka_unit_test(bounded_and_never_blocking),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
