@@ -27,7 +27,7 @@ typedef int (*np_profile_append_built_fn)(void *ud, const struct np_labels *labe
 struct np_debuginfo_offer {
 	const char *build_id, *name, *open_path;
 	size_t cache_size, queue_size;
-	int workers;
+	int workers, strip_text_section;
 };
 /* Never blocks on the network; borrowed strings, copied when kept. */
 typedef void (*np_debuginfo_offer_fn)(void *ud, const struct np_debuginfo_offer *o);

@@ -40,7 +40,7 @@
  *    symb_cache_path and symb_cache_size
  *    (on-disk symbol tables: docs/specs/symb-cache.md; the size counts files, as Alloy's
  *    SymbCacheSizeEntries; "" keeps tables in memory), debug_info's on_target_symbolization,
- *    upload, cache_size, queue_size and worker_num (docs/specs/debuginfo.md; the uploads go
+ *    upload, cache_size, queue_size, worker_num and strip_text_section (docs/specs/debuginfo.md; the uploads go
  *    to the endpoints of the pyroscope.write components in forward_to, as in Alloy);
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
  *    it needs the BPF helpers of 5.15 and says so when loading fails);
@@ -50,7 +50,7 @@
  *    default), one warning says what nodeprof does instead;
  *  - probe_links in Alloy's syntax (uprobe:, uretprobe:; kprobe: and kretprobe: are warned
  *    about in check and leave the component unhealthy in run), u_probe_links its alias;
- *  - features nodeprof lacks (debug_info's strip_text_section, Go support switched off):
+ *  - features nodeprof lacks (Go support switched off):
  *    accepted at Alloy's default, an error that says why at any other value. */
 
 /* Each argument's member in the args struct (above). */
@@ -73,7 +73,6 @@ static const char *const comm_modes[] = { "none", "label", "stackframe", "both",
 
 #define NO_OP_SIZE(name) CFG_A(name, &cfg_t_int, CFG_DEPRECATED, NULL)
 
-#define NO_STRIP "uploads always send the whole file; the copy without .text (Alloy's elfwriter) is not implemented"
 #define DEBUG_INFO(m) .field = CFG_FIELD(struct cfg_ebpf_debug_info_args, m)
 
 /* Defaults: Alloy's NewDefaultArguments().DebugInfoArguments, which a written block
@@ -82,7 +81,7 @@ static const struct cfg_attr debug_info_attrs[] = {
 	CFG_A("on_target_symbolization", &cfg_t_bool, 0, "true", DEBUG_INFO(on_target_symbolization)),
 	CFG_A("upload", &cfg_t_bool, 0, "false", DEBUG_INFO(upload)),
 	CFG_A("cache_size", &cfg_t_uint, CFG_RANGE, "262144", .min = 1, .max = 4294967295.0, DEBUG_INFO(cache_size)),
-	CFG_A("strip_text_section", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = NO_STRIP),
+	CFG_A("strip_text_section", &cfg_t_bool, 0, "false", DEBUG_INFO(strip_text_section)),
 	CFG_A("queue_size", &cfg_t_uint, CFG_RANGE, "256", .min = 1, .max = 1048576, DEBUG_INFO(queue_size)),
 	CFG_A("worker_num", &cfg_t_int, CFG_RANGE, "16", .min = 1, .max = 256, DEBUG_INFO(worker_num)),
 	CFG_END,
@@ -434,6 +433,7 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 		cfg->debuginfo.cache_size = (size_t)di->cache_size;
 		cfg->debuginfo.queue_size = (size_t)di->queue_size;
 		cfg->debuginfo.workers = (int)di->worker_num;
+		cfg->debuginfo.strip_text_section = di->strip_text_section;
 	}
 	cfg->extras.pid_label = a->pid_label;
 	/* "" is Alloy's none; both is label and stackframe (args.CommMode) */
@@ -475,6 +475,7 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	       a->server_symbolization == b->server_symbolization &&
 	       a->debuginfo.upload == b->debuginfo.upload && a->debuginfo.cache_size == b->debuginfo.cache_size &&
 	       a->debuginfo.queue_size == b->debuginfo.queue_size && a->debuginfo.workers == b->debuginfo.workers &&
+	       a->debuginfo.strip_text_section == b->debuginfo.strip_text_section &&
 	       !memcmp(&a->extras, &b->extras, sizeof(a->extras)) &&
 	       a->container_id_cache_size == b->container_id_cache_size &&
 	       a->verbose == b->verbose && a->runtimes == b->runtimes && a->offcpu_threshold == b->offcpu_threshold &&

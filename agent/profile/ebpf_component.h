@@ -65,7 +65,7 @@ struct cfg_ebpf_args {
 
 /* The debug_info block (Alloy's debuginfo.Arguments). */
 struct cfg_ebpf_debug_info_args {
-	int on_target_symbolization, upload;
+	int on_target_symbolization, upload, strip_text_section;
 	uint64_t cache_size, queue_size;
 	int64_t worker_num;
 };

@@ -312,7 +312,8 @@ static void offer_debuginfo(struct np_ebpf_profiler *p, const struct np_collecte
 		struct np_debuginfo_offer o = { .build_id = m->build_id, .name = base, .open_path = open_path,
 						.cache_size = p->cfg.debuginfo.cache_size,
 						.queue_size = p->cfg.debuginfo.queue_size,
-						.workers = p->cfg.debuginfo.workers };
+						.workers = p->cfg.debuginfo.workers,
+						.strip_text_section = p->cfg.debuginfo.strip_text_section };
 		pthread_mutex_lock(&p->mu);
 		for (size_t k = 0; k < p->nsinks; k++)
 			if (p->sinks[k].offer_debuginfo)

@@ -53,7 +53,7 @@ struct np_ebpf_config {
 	struct {
 		int upload;
 		size_t cache_size, queue_size;
-		int workers;
+		int workers, strip_text_section;
 	} debuginfo;
 	size_t container_id_cache_size; /* default 1024 */
 	int64_t rescan_interval_ns;	/* how often new cgroups/processes are looked for; default 5 s */

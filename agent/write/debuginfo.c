@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/pprof/proto.h"
+#include "agent/write/elf_strip.h"
 #include "agent/write/internal.h"
 #include "lib/clock.h"
 #include "lib/intern.h"
@@ -248,12 +249,31 @@ static int rpc(struct np_debuginfo_uploader *u, struct np_write_http *h, const c
 	return -1;
 }
 
-/* The file's bytes, mapped read-only (the upload reads them straight from the page cache). */
-static int map_file(const char *path, void **data, size_t *len, char *why, size_t why_cap)
+/* The bytes to send, mapped read-only (the upload reads them straight from the page cache): the
+ * file itself, or with strip its copy without .text, written to an anonymous memory file (as
+ * large as what it keeps; gone with the mapping). *strip_failed: the copy could not be made. */
+static int map_file(const char *path, int strip, void **data, size_t *len, int *strip_failed, char *why,
+		    size_t why_cap)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
+	*strip_failed = 0;
+	if (fd >= 0 && strip) {
+		struct np_err err;
+		int copy = -1;
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (copy = memfd_create("nodeprof-debuginfo", MFD_CLOEXEC)) < 0 ||
+		    np_elf_only_keep_debug(fd, copy, &err)) {
+			snprintf(why, why_cap, "%s: %.400s", path, copy < 0 ? "not a regular file, or no memory file" : err.msg);
+			*strip_failed = copy >= 0;
+			close(fd);
+			if (copy >= 0)
+				close(copy);
+			return -1;
+		}
+		close(fd);
+		fd = copy;
+	}
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0) {
 		snprintf(why, why_cap, "%s: not a readable regular file", path);
 		if (fd >= 0)
@@ -278,12 +298,14 @@ static enum np_debuginfo_result attempt(struct np_debuginfo_uploader *u, struct 
 	struct np_write_result r;
 	struct np_err err;
 	char reason[256], path[256];
-	int should = 0;
+	int should = 0, strip_failed = 0;
 	void *data = NULL;
 	size_t len = 0;
 	enum np_debuginfo_result res = NP_DEBUGINFO_FAILED;
 
-	np_debuginfo_encode_should_initiate(&req, j->build_id, j->name, NP_DEBUGINFO_TYPE_EXECUTABLE_FULL);
+	np_debuginfo_encode_should_initiate(&req, j->build_id, j->name,
+					    u->opts.strip_text ? NP_DEBUGINFO_TYPE_EXECUTABLE_NO_TEXT
+							       : NP_DEBUGINFO_TYPE_EXECUTABLE_FULL);
 	if (req.failed) {
 		snprintf(why, why_cap, "out of memory");
 		goto out;
@@ -305,8 +327,14 @@ static enum np_debuginfo_result attempt(struct np_debuginfo_uploader *u, struct 
 		snprintf(why, why_cap, "%s", reason);
 		goto out;
 	}
-	if (map_file(j->path, &data, &len, why, why_cap))
+	if (map_file(j->path, u->opts.strip_text, &data, &len, &strip_failed, why, why_cap)) {
+		if (strip_failed) { /* as Alloy: a file that cannot be copied is not tried again */
+			pthread_mutex_lock(&u->mu);
+			settle(u, j->build_id);
+			pthread_mutex_unlock(&u->mu);
+		}
 		goto out;
+	}
 	snprintf(path, sizeof(path), NP_DEBUGINFO_SERVICE "Upload/%s", j->build_id); /* hex: nothing to escape */
 	np_write_http_call(h, &u->ep, path, 0, data, len, u->ep.debug_info_upload_timeout_ns, &r, NULL);
 	if (r.aborted || r.transport_error || r.local_error || r.status != 200) {

@@ -51,6 +51,7 @@ struct np_debuginfo_options {
 	size_t cache_size; /* build IDs remembered as settled; default 262144 */
 	size_t queue_size; /* offers waiting for a worker; default 256 */
 	int workers;	   /* upload threads; default 16 */
+	int strip_text;	   /* strip_text_section: send the copy of elf_strip.h (TYPE_EXECUTABLE_NO_TEXT) */
 };
 
 /* A file to upload: its build ID (lowercase hex), the name the server keeps (the path in its

@@ -91,7 +91,7 @@ class ServerSymbolization(unittest.TestCase):
 
 class Check(unittest.TestCase):
 
-    def test_the_block_is_accepted_and_strip_text_section_refused(self):
+    def test_the_block_is_accepted_and_checked(self):
         d = np.tmpdir(self)
         ok = os.path.join(d, "ok.alloy")
         with open(ok, "w") as f:
@@ -127,10 +127,7 @@ pyroscope.ebpf "e" {
 """)
         p = np.nodeprof("check", bad)
         self.assertEqual(p.returncode, 1)
-        self.assertEqual(p.stderr.splitlines(), [
-            f"{bad}:5:26: strip_text_section = true is not supported by nodeprof yet: uploads always send the whole "
-            "file; the copy without .text (Alloy's elfwriter) is not implemented",
-            f"{bad}:6:18: worker_num must be between 1 and 256, got 0"])
+        self.assertEqual(p.stderr.splitlines(), [f"{bad}:6:18: worker_num must be between 1 and 256, got 0"])
 
 
 def split_with_build_id(test):
@@ -190,6 +187,31 @@ class Upload(unittest.TestCase):
         counts = upload_counts(port)
         self.assertGreaterEqual(counts.get("uploaded", 0), 1, counts)
         self.assertEqual(counts.get("failed", 0), 0, counts)
+
+    def test_strip_text_section(self):
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        exe, build_id, port = self.start({"debug_info": {"upload": "true", "strip_text_section": "true"}}, srv)
+        self.wait("upload", lambda: srv.debuginfo().get(build_id, {}).get("state") == "uploaded")
+        got = srv.debuginfo()[build_id]
+        self.assertEqual(got["type"], 2)  # TYPE_EXECUTABLE_NO_TEXT
+        copy = os.path.join(np.tmpdir(self), "copy")
+        with open(copy, "wb") as f:
+            f.write(got["data"])
+        self.assertLess(len(got["data"]), os.path.getsize(exe))
+        # binutils read it: .text has no bytes but its address and size; the symbols, DWARF and
+        # build ID are there, so the server names the binary's addresses from it.
+        sections = subprocess.run(["readelf", "-SW", copy], check=True, capture_output=True, text=True)
+        self.assertEqual(sections.stderr, "")
+        text = next(l for l in sections.stdout.splitlines() if " .text " in l)
+        self.assertIn("NOBITS", text)
+        self.assertIn(" .debug_info ", sections.stdout)
+        self.assertEqual(elf_functions(copy), elf_functions(exe))
+        notes = subprocess.run(["readelf", "-nW", copy], check=True, capture_output=True, text=True).stdout
+        self.assertIn(build_id, notes)
+        lines = subprocess.run(["addr2line", "-f", "-e", copy, hex(next(s for s, e, n in elf_functions(exe) if n == "spin"))],
+                               check=True, capture_output=True, text=True).stdout
+        self.assertTrue(lines.startswith("spin\n") and "split.c:" in lines, lines)
 
     def test_server_has_it_or_fails(self):
         srv = PyroscopeServer().start()

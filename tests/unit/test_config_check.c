@@ -562,9 +562,7 @@ static void unsupported_only_off_default(void **state)
 		  "3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized from their "
 		  ".gopclntab\n"
 		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
-		  "which is not implemented\n"
-		  "11:26: strip_text_section = true is not supported by nodeprof yet: uploads always send the whole file; "
-		  "the copy without .text (Alloy's elfwriter) is not implemented" },
+		  "which is not implemented" },
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    debug_info_upload_timeout = \"5m\"\n  }\n  "
 		  "endpoint {\n    url = \"http://q\"\n    debug_info_upload_timeout = \"120s\"\n  }\n}",
 		  "" },

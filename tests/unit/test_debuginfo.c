@@ -2,7 +2,8 @@
  * byte against the proto (debuginfo.v1alpha1), the parser of the server's answer on valid,
  * foreign and broken bytes, and the uploader's bound: with one worker stuck on a server
  * that never answers, offers beyond the queue are dropped and counted, a file already queued
- * is not queued twice, and freeing the uploader aborts the stuck call at once. */
+ * is not queued twice, and freeing the uploader aborts the stuck call at once; the copy without
+ * .text (strip_text_section) of this test's own executable, read back with libelf. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,10 +13,17 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/mman.h>
+
 #include "agent/write/debuginfo.h"
+#include "agent/write/elf_strip.h"
 #include "agent/write/internal.h"
 #include "lib/clock.h"
 #include "lib/log.h"
@@ -132,6 +140,82 @@ static void bounded_and_never_blocking(void **state)
 	np_metrics_free(reg);
 }
 
+/* The section named name in e, or NULL. */
+static Elf_Scn *section(Elf *e, const char *name, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	assert_int_equal(elf_getshdrstrndx(e, &shstrndx), 0);
+	for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
+		const char *n;
+		if (gelf_getshdr(s, sh) && (n = elf_strptr(e, shstrndx, sh->sh_name)) && !strcmp(n, name))
+			return s;
+	}
+	return NULL;
+}
+
+static void strips_text(void **state)
+{
+	(void)state;
+	int src = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), out = memfd_create("strip-test", MFD_CLOEXEC);
+	struct np_err err;
+	GElf_Shdr a, b;
+	struct stat st_src, st_out;
+
+	assert_true(src >= 0 && out >= 0);
+	assert_int_equal(np_elf_only_keep_debug(src, out, &err), 0);
+	assert_int_equal(fstat(src, &st_src), 0);
+	assert_int_equal(fstat(out, &st_out), 0);
+	assert_true(st_out.st_size > 0 && st_out.st_size < st_src.st_size);
+	Elf *e = elf_begin(src, ELF_C_READ, NULL), *c = elf_begin(out, ELF_C_READ, NULL);
+	assert_non_null(e);
+	assert_non_null(c);
+	size_t n_e, n_c;
+	assert_int_equal(elf_getshdrnum(e, &n_e), 0);
+	assert_int_equal(elf_getshdrnum(c, &n_c), 0);
+	assert_int_equal(n_e, n_c); /* every section header stays, with its address and size */
+	assert_non_null(section(e, ".text", &a));
+	assert_non_null(section(c, ".text", &b));
+	assert_int_equal(b.sh_type, SHT_NOBITS);
+	assert_int_equal(a.sh_addr, b.sh_addr);
+	assert_int_equal(a.sh_size, b.sh_size);
+	/* the symbol table and the DWARF (unit tests are built with -g) keep their bytes */
+	const char *kept[] = { ".symtab", ".strtab", ".debug_info", ".note.gnu.build-id" };
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		Elf_Scn *se = section(e, kept[i], &a), *sc = section(c, kept[i], &b);
+		assert_non_null(se);
+		assert_non_null(sc);
+		assert_int_equal(a.sh_type, b.sh_type);
+		Elf_Data *de = elf_rawdata(se, NULL), *dc = elf_rawdata(sc, NULL);
+		assert_non_null(de);
+		assert_non_null(dc);
+		assert_int_equal(de->d_size, dc->d_size);
+		assert_memory_equal(de->d_buf, dc->d_buf, de->d_size);
+	}
+	/* the only program headers left are the notes, at their notes' new place */
+	size_t nph;
+	assert_int_equal(elf_getphdrnum(c, &nph), 0);
+	assert_true(nph >= 1);
+	section(c, ".note.gnu.build-id", &b);
+	int found = 0;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		assert_non_null(gelf_getphdr(c, (int)i, &ph));
+		assert_int_equal(ph.p_type, PT_NOTE);
+		found |= ph.p_offset == b.sh_offset;
+	}
+	assert_true(found);
+	elf_end(c);
+	elf_end(e);
+	/* not an ELF file */
+	int junk = memfd_create("junk", MFD_CLOEXEC), out2 = memfd_create("out", MFD_CLOEXEC);
+	assert_int_equal(write(junk, "#!/bin/sh\n", 10), 10);
+	assert_int_equal(np_elf_only_keep_debug(junk, out2, &err), -1);
+	close(junk);
+	close(out2);
+	close(src);
+	close(out);
+}
+
 int main(void)
 {
 	np_log_set_level(NP_ERROR);
@@ -139,6 +223,7 @@ int main(void)
 		cmocka_unit_test(encodes_requests),
 		cmocka_unit_test(decodes_answers),
 		cmocka_unit_test(bounded_and_never_blocking),
+		cmocka_unit_test(strips_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
