@@ -396,7 +396,6 @@ static void *worker(void *arg)
 static int register_series(struct np_debuginfo_uploader *u, struct np_metrics *reg, struct np_err *err)
 {
 	static const char *const names[] = { "endpoint", "result", NULL };
-	static const char *const ep_only[] = { "endpoint", NULL };
 	char label[256];
 	struct np_metric *uploads, *bytes;
 
@@ -407,8 +406,9 @@ static int register_series(struct np_debuginfo_uploader *u, struct np_metrics *r
 				     "Debug info files offered for upload, by result: uploaded, skipped (the server has "
 				     "it or wants none), failed, dropped (the queue was full).",
 				     names, err);
+	/* Alloy's, without labels: the sum over endpoints */
 	bytes = np_metrics_counter(reg, "pyroscope_ebpf_debug_info_upload_bytes_total",
-				   "Total number of bytes uploaded to the debug info endpoint", ep_only, err);
+				   "Total number of bytes uploaded to the debug info endpoint", NULL, err);
 	if (!uploads || !bytes)
 		return np_err_wrap(err, "debug info upload metrics");
 	for (int i = 0; i < NP_DEBUGINFO__RESULTS; i++) {
@@ -416,8 +416,7 @@ static int register_series(struct np_debuginfo_uploader *u, struct np_metrics *r
 		if (!(u->series[i] = np_metric_series(uploads, v, err)))
 			return np_err_wrap(err, "debug info upload metrics");
 	}
-	const char *v[] = { label };
-	if (!(u->bytes = np_metric_series(bytes, v, err)))
+	if (!(u->bytes = np_metric_series(bytes, NULL, err)))
 		return np_err_wrap(err, "debug info upload metrics");
 	return 0;
 }

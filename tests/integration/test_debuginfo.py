@@ -187,6 +187,8 @@ class Upload(unittest.TestCase):
         counts = upload_counts(port)
         self.assertGreaterEqual(counts.get("uploaded", 0), 1, counts)
         self.assertEqual(counts.get("failed", 0), 0, counts)
+        uploaded = sum(v["size"] for v in srv.debuginfo().values() if v["state"] == "uploaded")
+        self.assertEqual(agent_push.metrics(port)["pyroscope_ebpf_debug_info_upload_bytes_total"].value(), uploaded)
 
     def test_strip_text_section(self):
         srv = PyroscopeServer().start()
