@@ -1,6 +1,7 @@
 /* Debug information upload: see debuginfo.h and docs/specs/debuginfo.md. */
 #include "agent/write/debuginfo.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -252,13 +253,14 @@ static int rpc(struct np_debuginfo_uploader *u, struct np_write_http *h, const c
 /* The bytes to send, mapped read-only (the upload reads them straight from the page cache): the
  * file itself, or with strip its copy without .text, written to an anonymous memory file (as
  * large as what it keeps; gone with the mapping). *strip_failed: the copy could not be made. */
-static int map_file(const char *path, int strip, void **data, size_t *len, int *strip_failed, char *why,
+static int map_file(const char *path, int strip, void **data, size_t *len, int *strip_failed, int *gone, char *why,
 		    size_t why_cap)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	*strip_failed = 0;
+	*gone = fd < 0 && (errno == ENOENT || errno == ESRCH); /* the process exited, or the file went */
 	if (fd >= 0 && strip) {
 		struct np_err err;
 		int copy = -1;
@@ -292,7 +294,7 @@ static int map_file(const char *path, int strip, void **data, size_t *len, int *
 
 /* The three steps for one file (Alloy's attemptUpload). */
 static enum np_debuginfo_result attempt(struct np_debuginfo_uploader *u, struct np_write_http *h, const struct job *j,
-					char *why, size_t why_cap)
+					char *why, size_t why_cap, int *gone)
 {
 	struct np_buf req = NP_BUF_INIT, resp = NP_BUF_INIT;
 	struct np_write_result r;
@@ -327,7 +329,7 @@ static enum np_debuginfo_result attempt(struct np_debuginfo_uploader *u, struct 
 		snprintf(why, why_cap, "%s", reason);
 		goto out;
 	}
-	if (map_file(j->path, u->opts.strip_text, &data, &len, &strip_failed, why, why_cap)) {
+	if (map_file(j->path, u->opts.strip_text, &data, &len, &strip_failed, gone, why, why_cap)) {
 		if (strip_failed) { /* as Alloy: a file that cannot be copied is not tried again */
 			pthread_mutex_lock(&u->mu);
 			settle(u, j->build_id);
@@ -381,8 +383,11 @@ static void *worker(void *arg)
 		u->n--;
 		pthread_mutex_unlock(&u->mu);
 		char why[512] = "";
-		enum np_debuginfo_result r = attempt(u, h, &j, why, sizeof(why));
-		np_log(r == NP_DEBUGINFO_FAILED ? NP_WARN : NP_DEBUG, "pyroscope.write", "debug info upload",
+		int gone = 0;
+		enum np_debuginfo_result r = attempt(u, h, &j, why, sizeof(why), &gone);
+		/* A file gone with its process is no news (Alloy says nothing either): offered again
+		 * when another process maps it. */
+		np_log(r == NP_DEBUGINFO_FAILED && !gone ? NP_WARN : NP_DEBUG, "pyroscope.write", "debug info upload",
 		       "result", result_names[r], "file", j.name, "build_id", j.build_id, "detail", why, NULL);
 		pthread_mutex_lock(&u->mu);
 		count(u, r);
