@@ -2,9 +2,16 @@
 #include "agent/write/elf_strip.h"
 
 #include <gelf.h>
+#include <stdint.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Linked executables and libraries have tens of sections and program headers: more is a hostile
+ * file, refused rather than written (each kept section may cost up to MAX_ALIGN bytes of padding). */
+#define MAX_SECTIONS 4096
+#define MAX_PHDRS 4096
+#define MAX_ALIGN 4096
 
 /* Whether a section keeps its contents (Alloy's KeepSections predicates of OnlyKeepDebug). */
 static int kept(const char *name, const GElf_Shdr *sh)
@@ -41,30 +48,38 @@ static int elf_fail(struct np_err *err, const char *what)
 }
 
 /* Points each PT_NOTE header of dst at the note section that held its bytes in src (the same
- * file offset there), now that libelf laid dst out. */
+ * file offset there), now that libelf laid dst out; 0 when none did. */
 static int place_notes(Elf *src, Elf *dst, size_t nph, struct np_err *err)
 {
-	size_t k = 0;
+	struct moved {
+		uint64_t from, to;
+	} *notes = calloc(MAX_SECTIONS, sizeof(*notes));
+	size_t n = 0, k = 0;
+	int rc = 0;
 
-	for (size_t i = 0; i < nph; i++) {
+	if (!notes)
+		return np_errf(err, "strip_text_section: out of memory");
+	for (Elf_Scn *s = NULL, *d = NULL; n < MAX_SECTIONS && (s = elf_nextscn(src, s)) && (d = elf_nextscn(dst, d));) {
+		GElf_Shdr ss, ds;
+		if (gelf_getshdr(s, &ss) && gelf_getshdr(d, &ds) && ss.sh_type == SHT_NOTE)
+			notes[n++] = (struct moved){ ss.sh_offset, ds.sh_offset };
+	}
+	for (size_t i = 0; i < nph && rc == 0; i++) {
 		GElf_Phdr ph;
 		if (!gelf_getphdr(src, (int)i, &ph) || ph.p_type != PT_NOTE)
 			continue;
 		GElf_Phdr out = ph;
-		Elf_Scn *s = NULL, *d = NULL;
 		out.p_offset = 0;
-		while ((s = elf_nextscn(src, s)) && (d = elf_nextscn(dst, d))) {
-			GElf_Shdr ss, ds;
-			if (gelf_getshdr(s, &ss) && gelf_getshdr(d, &ds) && ss.sh_type == SHT_NOTE &&
-			    ss.sh_offset == ph.p_offset) {
-				out.p_offset = ds.sh_offset;
+		for (size_t j = 0; j < n; j++)
+			if (notes[j].from == ph.p_offset) {
+				out.p_offset = notes[j].to;
 				break;
 			}
-		}
 		if (!gelf_update_phdr(dst, (int)k++, &out))
-			return elf_fail(err, "program header");
+			rc = elf_fail(err, "program header");
 	}
-	return 0;
+	free(notes);
+	return rc;
 }
 
 int np_elf_only_keep_debug(int src_fd, int out_fd, struct np_err *err)
@@ -88,6 +103,11 @@ int np_elf_only_keep_debug(int src_fd, int out_fd, struct np_err *err)
 		np_errf(err, "strip_text_section: extended section numbering is not supported");
 		goto out;
 	}
+	if (eh.e_shnum > MAX_SECTIONS || nph > MAX_PHDRS) {
+		np_errf(err, "strip_text_section: %u sections, %zu program headers: more than an executable has",
+			(unsigned)eh.e_shnum, nph);
+		goto out;
+	}
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 		if (gelf_getphdr(src, (int)i, &ph) && ph.p_type == PT_NOTE)
@@ -109,7 +129,10 @@ int np_elf_only_keep_debug(int src_fd, int out_fd, struct np_err *err)
 		const char *name = elf_strptr(src, shstrndx, sh.sh_name);
 		d->d_type = ELF_T_BYTE;
 		d->d_version = EV_CURRENT;
-		d->d_align = sh.sh_addralign > 1 && !(sh.sh_addralign & (sh.sh_addralign - 1)) ? sh.sh_addralign : 1;
+		/* a power of two up to a page (a hostile alignment would pad the copy without end) */
+		d->d_align = sh.sh_addralign > 1 && sh.sh_addralign <= MAX_ALIGN && !(sh.sh_addralign & (sh.sh_addralign - 1))
+				     ? sh.sh_addralign
+				     : 1;
 		d->d_size = sh.sh_size;
 		if (elf_ndxscn(s) == shstrndx || (kept(name, &sh) && sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL)) {
 			/* the raw bytes, as in the file (compressed sections stay compressed) */
@@ -122,6 +145,9 @@ int np_elf_only_keep_debug(int src_fd, int out_fd, struct np_err *err)
 			d->d_size = raw->d_size;
 		} else if (sh.sh_type != SHT_NULL) {
 			sh.sh_type = SHT_NOBITS;
+			d->d_align = 1; /* no bytes in the file: nothing to align */
+		} else {
+			d->d_size = 0; /* libelf would write a null section's size in zeros */
 		}
 		sh.sh_addralign = d->d_align;
 		if (!gelf_update_shdr(n, &sh)) {
