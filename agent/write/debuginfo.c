@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +21,14 @@
 
 /* ---- messages (debuginfo.v1alpha1, grafana/pyroscope api/debuginfo/v1alpha1/debuginfo.proto) ---- */
 
-void np_debuginfo_encode_should_initiate(struct np_buf *out, const char *build_id, const char *name,
-					 enum np_debuginfo_type type)
+void np_debuginfo_encode_should_initiate(struct np_buf *out, const char *build_id, const char *otel_file_id,
+					 const char *name, enum np_debuginfo_type type)
 {
 	size_t m = pb_begin(out, 1); /* ShouldInitiateUploadRequest.file */
 	pb_string(out, 1, build_id); /* FileMetadata.gnu_build_id */
-	pb_string(out, 4, name);     /* .name */
+	if (otel_file_id && *otel_file_id)
+		pb_string(out, 3, otel_file_id);
+	pb_string(out, 4, name); /* .name */
 	pb_uint64(out, 5, (uint64_t)type);
 	pb_end(out, m);
 }
@@ -84,6 +87,44 @@ int np_debuginfo_decode_should_initiate(const void *data, size_t len, int *shoul
 			return np_errf(err, "ShouldInitiateUploadResponse: field number 0");
 	}
 	return 0;
+}
+
+int np_debuginfo_otel_file_id(int fd, char out[33], struct np_err *err)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t buf[4096], len_be[8], md[EVP_MAX_MD_SIZE];
+	unsigned md_len = 0;
+	struct stat st;
+	EVP_MD_CTX *ctx;
+	ssize_t n;
+	int rc = -1;
+
+	if (fstat(fd, &st) || st.st_size < 0)
+		return np_errno(err, "file ID: stat");
+	if (!(ctx = EVP_MD_CTX_new()))
+		return np_errf(err, "file ID: out of memory");
+	uint64_t size = (uint64_t)st.st_size;
+	uint64_t tail = size < sizeof(buf) ? size : sizeof(buf);
+	for (int i = 0; i < 8; i++)
+		len_be[i] = (uint8_t)(size >> (56 - 8 * i));
+	if (!EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+		goto out;
+	/* the head: up to 4 KiB; the tail: the last min(size, 4 KiB) bytes (the Go code's reads) */
+	if ((n = pread(fd, buf, sizeof(buf), 0)) < 0 || !EVP_DigestUpdate(ctx, buf, (size_t)n))
+		goto out;
+	if ((n = pread(fd, buf, (size_t)tail, (off_t)(size - tail))) != (ssize_t)tail ||
+	    !EVP_DigestUpdate(ctx, buf, (size_t)n) || !EVP_DigestUpdate(ctx, len_be, sizeof(len_be)) ||
+	    !EVP_DigestFinal_ex(ctx, md, &md_len) || md_len < 16)
+		goto out;
+	for (int i = 0; i < 16; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[32] = '\0';
+	rc = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	return rc ? np_errf(err, "file ID: cannot read the file") : 0;
 }
 
 /* ---- the uploader ---- */
@@ -305,7 +346,19 @@ static enum np_debuginfo_result attempt(struct np_debuginfo_uploader *u, struct 
 	size_t len = 0;
 	enum np_debuginfo_result res = NP_DEBUGINFO_FAILED;
 
-	np_debuginfo_encode_should_initiate(&req, j->build_id, j->name,
+	/* The file is opened first: one this agent cannot read is not announced to the server
+	 * (which would then hold it as an upload in progress). */
+	int fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	char file_id[33] = "";
+	if (fd < 0) {
+		*gone = errno == ENOENT || errno == ESRCH;
+		snprintf(why, why_cap, "%s: cannot be opened", j->path);
+		goto out;
+	}
+	if (np_debuginfo_otel_file_id(fd, file_id, &err))
+		file_id[0] = '\0'; /* optional in the request */
+	close(fd);
+	np_debuginfo_encode_should_initiate(&req, j->build_id, file_id, j->name,
 					    u->opts.strip_text ? NP_DEBUGINFO_TYPE_EXECUTABLE_NO_TEXT
 							       : NP_DEBUGINFO_TYPE_EXECUTABLE_FULL);
 	if (req.failed) {

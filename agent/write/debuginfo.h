@@ -34,9 +34,14 @@ enum np_debuginfo_type { NP_DEBUGINFO_TYPE_EXECUTABLE_FULL = 1, NP_DEBUGINFO_TYP
 
 /* ---- the messages (pure; unit tested) ---- */
 
-/* ShouldInitiateUploadRequest{file: FileMetadata{gnu_build_id, name, type}} into out. */
-void np_debuginfo_encode_should_initiate(struct np_buf *out, const char *build_id, const char *name,
-					 enum np_debuginfo_type type);
+/* ShouldInitiateUploadRequest{file: FileMetadata{gnu_build_id, otel_file_id (NULL or "": left
+ * out), name, type}} into out. */
+void np_debuginfo_encode_should_initiate(struct np_buf *out, const char *build_id, const char *otel_file_id,
+					 const char *name, enum np_debuginfo_type type);
+/* The OpenTelemetry profiler's FileID of the file open as fd (libpf.FileIDFromExecutableReader:
+ * SHA-256 of its first 4 KiB, its last 4 KiB and its size as 8 big-endian bytes, the first 16
+ * bytes of it) as 32 lowercase hex digits into out[33]. */
+NP_MUST_CHECK int np_debuginfo_otel_file_id(int fd, char out[33], struct np_err *err);
 /* UploadFinishedRequest{gnu_build_id} into out. */
 void np_debuginfo_encode_upload_finished(struct np_buf *out, const char *build_id);
 /* ShouldInitiateUploadResponse: *should and reason (NUL-terminated, cut to cap) from the server's

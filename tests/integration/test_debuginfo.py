@@ -5,7 +5,9 @@ mapping with its build ID and, on each Location, the address in the file that th
 symbolizer names from the uploaded debug information; kernel frames stay named. With upload =
 true each binary seen in samples goes to the server once, through ShouldInitiateUpload, the
 upload and UploadFinished, and a slow or failing server blocks no push."""
+import hashlib
 import os
+import struct
 import subprocess
 import time
 import unittest
@@ -177,6 +179,11 @@ class Upload(unittest.TestCase):
             self.assertEqual(srv.debuginfo()[build_id]["data"], f.read())
         self.assertEqual(srv.debuginfo()[build_id]["name"], "split-dbg")
         self.assertEqual(srv.debuginfo()[build_id]["type"], 1)  # TYPE_EXECUTABLE_FULL
+        # the OpenTelemetry profiler's FileID (libpf.FileIDFromExecutableReader)
+        with open(exe, "rb") as f:
+            data = f.read()
+        want = hashlib.sha256(data[:4096] + data[-4096:] + struct.pack(">Q", len(data))).hexdigest()[:32]
+        self.assertEqual(srv.debuginfo()[build_id]["otel_file_id"], want)
         # More intervals with the same binary in every one: it is never offered to the server again.
         n = len(srv.pushes())
         self.wait("3 more pushes", lambda: len(srv.pushes()) >= n + 3)

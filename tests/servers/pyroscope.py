@@ -22,7 +22,7 @@ progress or once it finished, 412 for an upload not announced, failed_preconditi
 without the file. Failure injection: a queue per method (srv.debuginfo_actions(method, [...]),
 consumed one per request of that method) of {"status": 503} (Connect error; a plain HTTP error for
 Upload), {"slow": 2}, {"should": false, "reason": "..."} (ShouldInitiateUpload's answer).
-srv.debuginfo() gives {build ID: {"state", "name", "type", "size", "data"}} and
+srv.debuginfo() gives {build ID: {"state", "name", "type", "otel_file_id", "size", "data"}} and
 srv.debuginfo_requests() every call (method, build ID, status, violations).
 Server checks: "require_auth" (exact Authorization value, or a predicate on it such as
 TokenServer.authorization_ok of tests/servers/oauth2.py), "multitenancy" (X-Scope-OrgID required,
@@ -660,7 +660,7 @@ class PyroscopeServer:
         h._send(200, out, "application/proto")
 
     def _di_should(self, record, body, action):
-        md = {"gnu_build_id": "", "name": "", "type": 0}
+        md = {"gnu_build_id": "", "go_build_id": "", "otel_file_id": "", "name": "", "type": 0}
         for num, wt, v in fields(body):
             if num == 1 and wt == 2:
                 for n2, w2, v2 in fields(v):
@@ -689,6 +689,7 @@ class PyroscopeServer:
                     should, reason = False, REASON_EXISTS
                 if should:
                     self._di[bid] = {"state": "uploading", "name": md["name"], "type": md["type"],
+                                     "otel_file_id": md["otel_file_id"],
                                      "started": time.time(), "size": None, "data": None}
         record["answer"] = (should, reason)
         r = reason.encode()

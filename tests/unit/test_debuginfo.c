@@ -1,9 +1,10 @@
 /* Unit tests for the debug info upload (agent/write/debuginfo.h): the RPC messages byte for
  * byte against the proto (debuginfo.v1alpha1), the parser of the server's answer on valid,
- * foreign and broken bytes, and the uploader's bound: with one worker stuck on a server
- * that never answers, offers beyond the queue are dropped and counted, a file already queued
- * is not queued twice, and freeing the uploader aborts the stuck call at once; the copy without
- * .text (strip_text_section) of this test's own executable, read back with libelf. */
+ * foreign and broken bytes, the OpenTelemetry file ID, and the uploader's bound: with one
+ * worker stuck on a server that never answers, offers beyond the queue are dropped and
+ * counted, a file already queued is not queued twice, and freeing the uploader aborts the
+ * stuck call at once; the copy without .text (strip_text_section) of this test's own
+ * executable, read back with libelf. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,10 +37,16 @@ static void encodes_requests(void **state)
 	/* file (1) { gnu_build_id (1) "ab12", name (4) "libc.so.6", type (5) 1 } */
 	static const uint8_t want[] = { 0x0a, 0x13, 0x0a, 0x04, 'a', 'b', '1', '2', 0x22, 0x09, 'l', 'i', 'b',
 					'c',  '.',  's',  'o',  '.',  '6', 0x28, 0x01 };
-	np_debuginfo_encode_should_initiate(&b, "ab12", "libc.so.6", NP_DEBUGINFO_TYPE_EXECUTABLE_FULL);
+	np_debuginfo_encode_should_initiate(&b, "ab12", NULL, "libc.so.6", NP_DEBUGINFO_TYPE_EXECUTABLE_FULL);
 	assert_false(b.failed);
 	assert_int_equal(b.len, sizeof(want));
 	assert_memory_equal(b.p, want, sizeof(want));
+	/* with otel_file_id (3) "f1", type 2 (TYPE_EXECUTABLE_NO_TEXT) */
+	static const uint8_t want2[] = { 0x0a, 0x0d, 0x0a, 0x02, 'a', 'b', 0x1a, 0x02, 'f', '1', 0x22, 0x01, 'x', 0x28, 0x02 };
+	np_buf_reset(&b);
+	np_debuginfo_encode_should_initiate(&b, "ab", "f1", "x", NP_DEBUGINFO_TYPE_EXECUTABLE_NO_TEXT);
+	assert_int_equal(b.len, sizeof(want2));
+	assert_memory_equal(b.p, want2, sizeof(want2));
 	np_buf_reset(&b);
 	np_debuginfo_encode_upload_finished(&b, "ab12");
 	static const uint8_t fin[] = { 0x0a, 0x04, 'a', 'b', '1', '2' };
@@ -84,6 +91,30 @@ static void decodes_answers(void **state)
 	}
 }
 
+/* The OpenTelemetry FileID, against values computed with Python's hashlib: a file shorter than
+ * 4 KiB (head and tail are the whole file) and one longer than 8 KiB. */
+static void otel_file_ids(void **state)
+{
+	(void)state;
+	struct np_err err;
+	char id[33];
+	uint8_t big[10240];
+	int fd = memfd_create("fileid", MFD_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "hello", 5), 5);
+	assert_int_equal(np_debuginfo_otel_file_id(fd, id, &err), 0);
+	assert_string_equal(id, "b2c90e0c61910efa8c079b70039694de");
+	close(fd);
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)i;
+	fd = memfd_create("fileid", MFD_CLOEXEC);
+	assert_int_equal(write(fd, big, sizeof(big)), (ssize_t)sizeof(big));
+	assert_int_equal(np_debuginfo_otel_file_id(fd, id, &err), 0);
+	assert_string_equal(id, "43a0e5b6c86a422f0e8c654be08b31f5");
+	close(fd);
+}
+
 /* A listener that accepts connections (in its backlog) and never answers. */
 static int silent_listener(int *port)
 {
@@ -122,7 +153,7 @@ static void bounded_and_never_blocking(void **state)
 	const char *ids[] = { "aa01", "aa02", "aa03", "aa04" };
 	for (int round = 0; round < 2; round++)
 		for (size_t i = 0; i < 4; i++) {
-			struct np_debuginfo_file f = { .build_id = ids[i], .name = "x", .open_path = "/nonexistent" };
+			struct np_debuginfo_file f = { .build_id = ids[i], .name = "x", .open_path = "/proc/self/exe" };
 			int64_t t0 = np_mono_ns();
 			np_debuginfo_offer(u, &f);
 			/* never waits for the server (2 s: room for Valgrind's thread scheduling) */
@@ -224,6 +255,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(encodes_requests),
 		cmocka_unit_test(decodes_answers),
+		cmocka_unit_test(otel_file_ids),
 		cmocka_unit_test(bounded_and_never_blocking),
 		cmocka_unit_test(strips_text),
 	};
