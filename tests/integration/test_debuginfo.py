@@ -18,6 +18,26 @@ import pprof  # noqa: F401  (puts tests/servers on sys.path)
 from pyroscope import PyroscopeServer  # noqa: E402
 
 
+GO_SPIN = """package main
+
+//go:noinline
+func spin(n int) int {
+	s := 0
+	for i := 0; i < n; i++ {
+		s += i ^ (s >> 3)
+	}
+	return s
+}
+
+func main() {
+	t := 0
+	for {
+		t += spin(1000000)
+	}
+}
+"""
+
+
 def elf_functions(path):
     """[(start, end, name)] of the function symbols of an ELF file, from nm."""
     out = subprocess.run(["nm", "-S", "--defined-only", path], check=True, capture_output=True, text=True).stdout
@@ -81,6 +101,30 @@ class ServerSymbolization(unittest.TestCase):
             elif l["file"] == "[vdso]" or "libc" in os.path.basename(l["file"]):
                 self.assertFalse(l["named"], l)
                 self.assertTrue(l["build_id"], l)
+
+    def test_go_frames_stay_named(self):
+        # Alloy's Go support names a Go executable's frames from .gopclntab on the node even
+        # without its symbolizer; the C frames of the same pushes are left to the server.
+        d = np.tmpdir(self)
+        src = os.path.join(d, "spin.go")
+        with open(src, "w") as f:
+            f.write(GO_SPIN)
+        exe = os.path.join(d, "gospin-dbg")
+        subprocess.run(["go", "build", "-o", exe, src], check=True, capture_output=True, cwd=d,
+                       env=dict(os.environ, CGO_ENABLED="0", GO111MODULE="off", GOCACHE=os.path.join(d, "gocache")))
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        agent_push.start(self, np.process_pipeline_config(".*gospin-dbg.*", "go", {
+            "debug_info": {"on_target_symbolization": "false"}}, forward_url=srv.url), [exe])
+        deadline, stacks = time.time() + 40, []
+        while time.time() < deadline and len(stacks) < 16:
+            stacks = [s for push in srv.pushes() for series in push["series"] for prof in series["profiles"]
+                      for s in prof["stacks"] if any(l["file"].endswith("gospin-dbg") for l in s["locations"])]
+            time.sleep(1)
+        self.assertGreaterEqual(len(stacks), 16, stacks[:3])
+        mine = [l for s in stacks for l in s["locations"] if l["file"].endswith("gospin-dbg")]
+        self.assertTrue(all(l["named"] for l in mine), [l for l in mine if not l["named"]][:5])
+        self.assertTrue(any("main.spin" in s["frames"] for s in stacks), [s["frames"] for s in stacks[:3]])
 
     def test_named_by_default(self):
         d = np.tmpdir(self)
