@@ -102,6 +102,23 @@ class ServerSymbolization(unittest.TestCase):
                 self.assertFalse(l["named"], l)
                 self.assertTrue(l["build_id"], l)
 
+    def test_kernel_frames_stay_named(self):
+        d = np.tmpdir(self)
+        exe = np.build_workload("syscalls", d)
+        os.rename(exe, os.path.join(d, "syscalls-dbg"))
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        agent_push.start(self, np.process_pipeline_config(".*syscalls-dbg.*", "sys", {
+            "debug_info": {"on_target_symbolization": "false"}}, forward_url=srv.url),
+            [os.path.join(d, "syscalls-dbg"), "60"])
+        deadline, kernel = time.time() + 40, []
+        while time.time() < deadline and len(kernel) < 16:
+            kernel = [l for push in srv.pushes() for series in push["series"] for prof in series["profiles"]
+                      for s in prof["stacks"] for l in s["locations"] if l["file"] == "vmlinux"]
+            time.sleep(1)
+        self.assertGreaterEqual(len(kernel), 16)
+        self.assertTrue(all(l["named"] for l in kernel), [l for l in kernel if not l["named"]][:3])
+
     def test_go_frames_stay_named(self):
         # Alloy's Go support names a Go executable's frames from .gopclntab on the node even
         # without its symbolizer; the C frames of the same pushes are left to the server.
