@@ -11,6 +11,7 @@ import struct
 import subprocess
 import time
 import unittest
+import urllib.request
 
 import agent_push
 import np
@@ -215,8 +216,8 @@ class Upload(unittest.TestCase):
 
     def start(self, args, srv):
         exe, build_id = split_with_build_id(self)
-        port, _ = agent_push.start(self, np.process_pipeline_config(".*split-dbg.*", "dbg", args,
-                                                                    forward_url=srv.url), [exe, "60"])
+        port, self.agent = agent_push.start(self, np.process_pipeline_config(".*split-dbg.*", "dbg", args,
+                                                                             forward_url=srv.url), [exe, "60"])
         return exe, build_id, port
 
     def wait(self, what, cond, seconds=40):
@@ -301,6 +302,30 @@ class Upload(unittest.TestCase):
         self.assertGreaterEqual(upload_counts(port).get("uploaded", 0), 1)
         failed = [r for r in srv.debuginfo_requests() if r["status"] not in (200, None)]
         self.assertEqual(sorted(r["method"] for r in failed), ["ShouldInitiateUpload", "Upload", "UploadFinished"])
+
+    def test_reload_of_the_endpoint(self):
+        # A changed pyroscope.write restarts its uploaders: the binary is asked about again, the
+        # server has it, nothing is uploaded twice, and pushes go on.
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        exe, build_id, port = self.start({"debug_info": {"upload": "true"}}, srv)
+        self.wait("upload", lambda: srv.debuginfo().get(build_id, {}).get("state") == "uploaded")
+        cfg = self.agent.args[self.agent.args.index("--config") + 1]
+        with open(cfg) as f:
+            text = f.read()
+        with open(cfg, "w") as f:
+            f.write(text.replace(f'url = "{srv.url}"', f'url = "{srv.url}"\n    remote_timeout = "9s"'))
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/-/reload", data=b"", method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            self.assertEqual(r.status, 200)
+        self.wait("the binary asked about again",
+                  lambda: self.calls(srv, build_id).count("ShouldInitiateUpload") == 2)
+        n = len(srv.pushes())
+        self.wait("2 more pushes", lambda: len(srv.pushes()) >= n + 2)
+        self.assertEqual(self.calls(srv, build_id),
+                         ["ShouldInitiateUpload", "Upload", "UploadFinished", "ShouldInitiateUpload"])
+        self.assertGreaterEqual(upload_counts(port).get("skipped", 0), 1)
 
     def test_server_wants_none(self):
         srv = PyroscopeServer().start()
