@@ -20,6 +20,9 @@
 
 #include <fcntl.h>
 #include <gelf.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <libelf.h>
 #include <sys/mman.h>
 
@@ -29,6 +32,7 @@
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/metrics.h"
+#include "tests/unit/wait_test.h"
 
 static void encodes_requests(void **state)
 {
@@ -249,6 +253,126 @@ static void strips_text(void **state)
 	close(out);
 }
 
+/* A debug info server that answers every ShouldInitiateUpload "no" (an empty message) and counts,
+ * per build ID, how often it was asked. */
+struct no_server {
+	int fd, port;
+	pthread_t thread;
+	atomic_int asked[4]; /* build IDs "bb00".."bb03" */
+	atomic_int total;
+};
+
+static void *no_server_main(void *arg)
+{
+	struct no_server *srv = arg;
+	for (;;) {
+		int c = accept(srv->fd, NULL, NULL);
+		if (c < 0)
+			return NULL;
+		char buf[8192];
+		size_t len = 0;
+		/* keep-alive: one request after another on the connection */
+		for (;;) {
+			char *end = NULL;
+			ssize_t n;
+			while (!(end = memmem(buf, len, "\r\n\r\n", 4)) && len < sizeof(buf) &&
+			       (n = read(c, buf + len, sizeof(buf) - len)) > 0)
+				len += (size_t)n;
+			if (!end)
+				break;
+			char *cl = memmem(buf, (size_t)(end - buf), "Content-Length: ", 16);
+			size_t body = cl ? strtoul(cl + 16, NULL, 10) : 0, have = len - (size_t)(end + 4 - buf);
+			while (have < body && len < sizeof(buf) && (n = read(c, buf + len, sizeof(buf) - len)) > 0) {
+				len += (size_t)n;
+				have += (size_t)n;
+			}
+			for (int i = 0; i < 4; i++) {
+				char id[5] = { 'b', 'b', '0', (char)('0' + i), 0 };
+				if (memmem(end + 4, body, id, 4))
+					atomic_fetch_add(&srv->asked[i], 1);
+			}
+			atomic_fetch_add(&srv->total, 1);
+			static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Type: application/proto\r\nContent-Length: 0\r\n\r\n";
+			if (write(c, ok, sizeof(ok) - 1) < 0)
+				break;
+			size_t used = (size_t)(end + 4 - buf) + body;
+			memmove(buf, buf + used, len - used);
+			len -= used;
+		}
+		close(c);
+	}
+}
+
+struct skipped_at_least {
+	struct np_debuginfo_uploader *u;
+	uint64_t n;
+};
+
+/* The uploader settled n files the server did not want (not just sent the question). */
+static int skipped_reached(void *ud)
+{
+	struct skipped_at_least *t = ud;
+	uint64_t c[NP_DEBUGINFO__RESULTS];
+	np_debuginfo_uploader_counts(t->u, c);
+	return c[NP_DEBUGINFO_SKIPPED] >= t->n;
+}
+
+/* Whether offer i of settled_files_are_remembered reaches the server. */
+static int asked_expected(int small, int i)
+{
+	return i < 3 || small;
+}
+
+/* What the settled set remembers (cache_size): with room for every file, each is asked about
+ * once however often it is offered; with cache_size 2 (two generations of one), the oldest of
+ * three settled files is forgotten and asked about again. */
+static void settled_files_are_remembered(void **state)
+{
+	(void)state;
+	for (int small = 0; small < 2; small++) {
+		struct no_server srv = { 0 };
+		struct np_err err;
+		struct np_metrics *reg = np_metrics_new(&err);
+		struct np_write_endpoint ep;
+		struct np_debuginfo_options o = { .cache_size = small ? 2 : 100, .queue_size = 8, .workers = 1 };
+		struct np_debuginfo_uploader *u = NULL;
+		char url[64];
+		srv.fd = silent_listener(&srv.port);
+		assert_int_equal(pthread_create(&srv.thread, NULL, no_server_main, &srv), 0);
+		np_write_endpoint_init(&ep);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv.port);
+		ep.url = url;
+		assert_int_equal(np_debuginfo_uploader_new(&ep, &o, reg, &u, &err), 0);
+		ep.url = NULL;
+		/* bb00, bb01, bb02 in turn, each answered before the next is offered; then bb00 again */
+		const char *order[] = { "bb00", "bb01", "bb02", "bb00", "bb01" };
+		uint64_t settled = 0;
+		for (int i = 0; i < 5; i++) {
+			struct np_debuginfo_file f = { .build_id = order[i], .name = "x", .open_path = "/proc/self/exe" };
+			np_debuginfo_offer(u, &f);
+			/* a file asked about is settled within the wait; one remembered is never asked */
+			struct skipped_at_least t = { u, settled + 1 };
+			int asked = np_test_wait_until(skipped_reached, &t, asked_expected(small, i) ? 5000 : 300);
+			assert_int_equal(asked, asked_expected(small, i));
+			settled += (uint64_t)asked;
+		}
+		np_debuginfo_uploader_free(u);
+		shutdown(srv.fd, SHUT_RDWR);
+		close(srv.fd);
+		pthread_join(srv.thread, NULL);
+		np_write_endpoint_free(&ep);
+		np_metrics_free(reg);
+		if (small) { /* bb00 forgotten by bb02, then bb01 by bb00's return: each asked twice */
+			assert_int_equal(atomic_load(&srv.asked[0]), 2);
+			assert_int_equal(atomic_load(&srv.asked[1]), 2);
+		} else {
+			assert_int_equal(atomic_load(&srv.asked[0]), 1);
+			assert_int_equal(atomic_load(&srv.asked[1]), 1);
+		}
+		assert_int_equal(atomic_load(&srv.asked[2]), 1);
+	}
+}
+
 int main(void)
 {
 	np_log_set_level(NP_ERROR);
@@ -258,6 +382,7 @@ int main(void)
 		cmocka_unit_test(otel_file_ids),
 		cmocka_unit_test(bounded_and_never_blocking),
 		cmocka_unit_test(strips_text),
+		cmocka_unit_test(settled_files_are_remembered),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
