@@ -129,6 +129,7 @@ out:
 
 /* ---- the uploader ---- */
 
+#define FAIL_LOG_INTERVAL (300 * NP_NSEC_PER_SEC)
 #define LATER_MAX 256			   /* files another agent is uploading, asked about again later */
 #define LATER_NS (300 * NP_NSEC_PER_SEC) /* Alloy's 5 minutes */
 
@@ -161,6 +162,9 @@ struct np_debuginfo_uploader {
 	struct np_write_http **http; /* one per worker, aborted by free */
 	int n_threads;
 	uint64_t counts[NP_DEBUGINFO__RESULTS];
+	/* Failures are warned about at most once per FAIL_LOG_INTERVAL (a server away fails every
+	 * file every interval), with the count of those not logged. Under mu. */
+	struct np_write_lograte fail_log;
 	struct np_series *series[NP_DEBUGINFO__RESULTS], *bytes;
 };
 
@@ -291,9 +295,20 @@ static int rpc(struct np_debuginfo_uploader *u, struct np_write_http *h, const c
 	return -1;
 }
 
+/* An unnamed file for a copy, gone when closed: in $TMPDIR or /tmp, on disk on a node as Alloy
+ * writes its copies in its data directory (an anonymous memory file only where the directory
+ * takes no O_TMPFILE: a copy of a large binary's DWARF is too big for memory times worker_num). */
+static int temp_file(void)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	return fd >= 0 ? fd : memfd_create("nodeprof-debuginfo", MFD_CLOEXEC);
+}
+
 /* The bytes to send, mapped read-only (the upload reads them straight from the page cache): the
- * file itself, or with strip its copy without .text, written to an anonymous memory file (as
- * large as what it keeps; gone with the mapping). *strip_failed: the copy could not be made. */
+ * file itself, or with strip its copy without .text in a temporary file (gone with the mapping).
+ * *strip_failed: the copy could not be made. */
 static int map_file(const char *path, int strip, void **data, size_t *len, int *strip_failed, int *gone, char *why,
 		    size_t why_cap)
 {
@@ -305,9 +320,9 @@ static int map_file(const char *path, int strip, void **data, size_t *len, int *
 	if (fd >= 0 && strip) {
 		struct np_err err;
 		int copy = -1;
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (copy = memfd_create("nodeprof-debuginfo", MFD_CLOEXEC)) < 0 ||
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (copy = temp_file()) < 0 ||
 		    np_elf_only_keep_debug(fd, copy, &err)) {
-			snprintf(why, why_cap, "%s: %.400s", path, copy < 0 ? "not a regular file, or no memory file" : err.msg);
+			snprintf(why, why_cap, "%s: %.400s", path, copy < 0 ? "not a regular file, or no temporary file" : err.msg);
 			*strip_failed = copy >= 0;
 			close(fd);
 			if (copy >= 0)
@@ -438,10 +453,20 @@ static void *worker(void *arg)
 		char why[512] = "";
 		int gone = 0;
 		enum np_debuginfo_result r = attempt(u, h, &j, why, sizeof(why), &gone);
+		uint64_t suppressed = 0;
+		int warn = 0;
+		pthread_mutex_lock(&u->mu);
 		/* A file gone with its process is no news (Alloy says nothing either): offered again
 		 * when another process maps it. */
-		np_log(r == NP_DEBUGINFO_FAILED && !gone ? NP_WARN : NP_DEBUG, "pyroscope.write", "debug info upload",
-		       "result", result_names[r], "file", j.name, "build_id", j.build_id, "detail", why, NULL);
+		if (r == NP_DEBUGINFO_FAILED && !gone)
+			warn = np_write_lograte_allow(&u->fail_log, np_mono_ns(), FAIL_LOG_INTERVAL, &suppressed);
+		pthread_mutex_unlock(&u->mu);
+		if (warn)
+			np_log(NP_WARN, "pyroscope.write", "debug info upload failed", "file", j.name, "build_id", j.build_id,
+			       "error", why, "similar_since_last_log", NP_LOG_INT(suppressed), NULL);
+		else
+			np_log(NP_DEBUG, "pyroscope.write", "debug info upload", "result", result_names[r], "file", j.name,
+			       "build_id", j.build_id, "detail", why, NULL);
 		pthread_mutex_lock(&u->mu);
 		count(u, r);
 		unbusy(u, j.build_id);
