@@ -3,8 +3,9 @@
  * foreign and broken bytes, the OpenTelemetry file ID, and the uploader's bound: with one
  * worker stuck on a server that never answers, offers beyond the queue are dropped and
  * counted, a file already queued is not queued twice, and freeing the uploader aborts the
- * stuck call at once; the copy without .text (strip_text_section) of this test's own
- * executable, read back with libelf. */
+ * stuck call at once; what cache_size remembers, against a local server that wants no file;
+ * the copy without .text (strip_text_section) of this test's own executable, read back with
+ * libelf. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
