@@ -21,11 +21,13 @@ typedef int (*np_profile_append_built_fn)(void *ud, const struct np_labels *labe
 					  const struct np_pprof_builder *b, int64_t duration_ns, struct np_err *err);
 
 /* A binary whose debug information the engine offers for upload (pyroscope.ebpf's
- * debug_info { upload = true }): its GNU build ID (lowercase hex), its path in its process,
- * where this agent reads it, and the offering component's debug_info knobs, which start the
- * receiver's uploader (as Alloy's UploadJob carries its InitArguments). */
+ * debug_info { upload = true }): its GNU build ID (lowercase hex), its base name, where this
+ * agent reads it, the directory where its .gnu_debuglink file would be (/usr/lib/debug plus the
+ * binary's directory, in its process's root; NULL: none), and the offering component's
+ * debug_info knobs, which start the receiver's uploader (as Alloy's UploadJob carries its
+ * InitArguments). */
 struct np_debuginfo_offer {
-	const char *build_id, *name, *open_path;
+	const char *build_id, *name, *open_path, *debuglink_dir;
 	size_t cache_size, queue_size;
 	int workers, strip_text_section;
 };

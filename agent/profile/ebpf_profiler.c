@@ -300,7 +300,7 @@ static void offer_debuginfo(struct np_ebpf_profiler *p, const struct np_collecte
 	for (size_t i = 0; i < s->n_frames; i++) {
 		const struct sym_module *m = s->frames[i].module;
 		const char *base;
-		char open_path[4200];
+		char open_path[4200], debuglink_dir[4300];
 		int added = 0;
 		if (!s->frames[i].elf || !m || m->kernel || !m->build_id[0] || m->path[0] != '/' ||
 		    np_intern_find(&p->offered, m->build_id, strlen(m->build_id)))
@@ -309,7 +309,11 @@ static void offer_debuginfo(struct np_ebpf_profiler *p, const struct np_collecte
 			return; /* out of memory: offered again with a later sample */
 		base = strrchr(m->path, '/') + 1;
 		snprintf(open_path, sizeof(open_path), "/proc/%u/root%s", s->tgid, m->path);
+		/* the OTel profiler's OpenDebugLink: /usr/lib/debug + the binary's directory */
+		snprintf(debuglink_dir, sizeof(debuglink_dir), "/proc/%u/root/usr/lib/debug%.*s", s->tgid,
+			 (int)(base - 1 - m->path), m->path);
 		struct np_debuginfo_offer o = { .build_id = m->build_id, .name = base, .open_path = open_path,
+						.debuglink_dir = debuglink_dir,
 						.cache_size = p->cfg.debuginfo.cache_size,
 						.queue_size = p->cfg.debuginfo.queue_size,
 						.workers = p->cfg.debuginfo.workers,

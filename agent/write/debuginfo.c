@@ -3,7 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <openssl/evp.h>
+#include <zlib.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +130,77 @@ out:
 	return rc ? np_errf(err, "file ID: cannot read the file") : 0;
 }
 
+int np_debuginfo_debuglink(int fd, char *name, size_t cap, uint32_t *crc)
+{
+	Elf *e;
+	size_t shstrndx;
+	int rc = -1;
+
+	(void)elf_version(EV_CURRENT);
+	if (!(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return -1;
+	if (elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx)) {
+		elf_end(e);
+		return -1;
+	}
+	for (Elf_Scn *s = NULL; rc && (s = elf_nextscn(e, s));) {
+		GElf_Shdr sh;
+		const char *n;
+		Elf_Data *d;
+		if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_PROGBITS || !(n = elf_strptr(e, shstrndx, sh.sh_name)) ||
+		    strcmp(n, ".gnu_debuglink") || !(d = elf_rawdata(s, NULL)) || !d->d_buf)
+			continue;
+		/* the name, NUL-padded to 4 bytes, then the CRC in the file's byte order */
+		const uint8_t *p = d->d_buf;
+		size_t len = strnlen(d->d_buf, d->d_size), at = (len + 4) & ~(size_t)3;
+		if (!len || len >= cap || at + 4 > d->d_size || memchr(p, '/', len))
+			break;
+		memcpy(name, p, len);
+		name[len] = '\0';
+		const char *ident = elf_getident(e, NULL);
+		int msb = ident && ident[EI_DATA] == ELFDATA2MSB;
+		*crc = msb ? (uint32_t)p[at] << 24 | (uint32_t)p[at + 1] << 16 | (uint32_t)p[at + 2] << 8 | p[at + 3]
+			   : (uint32_t)p[at + 3] << 24 | (uint32_t)p[at + 2] << 16 | (uint32_t)p[at + 1] << 8 | p[at];
+		rc = 0;
+	}
+	elf_end(e);
+	return rc;
+}
+
+/* The CRC-32 of a whole file (.gnu_debuglink's: zlib's). */
+static int file_crc32(int fd, uint32_t *out)
+{
+	uint8_t buf[65536];
+	uLong crc = crc32(0, NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		crc = crc32(crc, buf, (uInt)n);
+		off += n;
+	}
+	*out = (uint32_t)crc;
+	return n < 0 ? -1 : 0;
+}
+
+/* The binary's debug file by its .gnu_debuglink in dir, when its CRC matches (the OTel
+ * profiler's OpenDebugLink, whose file Alloy uploads instead of the binary): its path into out. */
+static int debuglink_file(int exe_fd, const char *dir, char *out, size_t cap)
+{
+	char name[256];
+	uint32_t want, got;
+	int fd, ok;
+
+	if (!dir || np_debuginfo_debuglink(exe_fd, name, sizeof(name), &want) ||
+	    snprintf(out, cap, "%s/%s", dir, name) >= (int)cap)
+		return -1;
+	if ((fd = open(out, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
+		return -1;
+	ok = !file_crc32(fd, &got) && got == want;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
 /* ---- the uploader ---- */
 
 #define FAIL_LOG_INTERVAL (300 * NP_NSEC_PER_SEC)
@@ -134,7 +208,7 @@ out:
 #define LATER_NS (300 * NP_NSEC_PER_SEC) /* Alloy's 5 minutes */
 
 struct job {
-	char *build_id, *name, *path; /* owned */
+	char *build_id, *name, *path, *debuglink_dir; /* owned; debuglink_dir may be NULL */
 };
 
 struct later {
@@ -175,6 +249,7 @@ static void job_free(struct job *j)
 	free(j->build_id);
 	free(j->name);
 	free(j->path);
+	free(j->debuglink_dir);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -264,8 +339,9 @@ void np_debuginfo_offer(struct np_debuginfo_uploader *u, const struct np_debugin
 	j.build_id = strdup(f->build_id);
 	j.name = strdup(f->name);
 	j.path = strdup(f->open_path);
+	j.debuglink_dir = f->debuglink_dir ? strdup(f->debuglink_dir) : NULL;
 	busy_id = strdup(f->build_id);
-	if (!j.build_id || !j.name || !j.path || !busy_id) {
+	if (!j.build_id || !j.name || !j.path || !busy_id || (f->debuglink_dir && !j.debuglink_dir)) {
 		count(u, NP_DEBUGINFO_DROPPED);
 		pthread_mutex_unlock(&u->mu);
 		job_free(&j);
@@ -322,7 +398,7 @@ static int map_file(const char *path, int strip, void **data, size_t *len, int *
 		int copy = -1;
 		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (copy = temp_file()) < 0 ||
 		    np_elf_only_keep_debug(fd, copy, &err)) {
-			snprintf(why, why_cap, "%s: %.400s", path, copy < 0 ? "not a regular file, or no temporary file" : err.msg);
+			snprintf(why, why_cap, "%.300s: %.180s", path, copy < 0 ? "not a regular file, or no temporary file" : err.msg);
 			*strip_failed = copy >= 0;
 			close(fd);
 			if (copy >= 0)
@@ -333,7 +409,7 @@ static int map_file(const char *path, int strip, void **data, size_t *len, int *
 		fd = copy;
 	}
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0) {
-		snprintf(why, why_cap, "%s: not a readable regular file", path);
+		snprintf(why, why_cap, "%.400s: not a readable regular file", path);
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -342,7 +418,7 @@ static int map_file(const char *path, int strip, void **data, size_t *len, int *
 	*data = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (*data == MAP_FAILED) {
-		snprintf(why, why_cap, "%s: mmap failed", path);
+		snprintf(why, why_cap, "%.400s: mmap failed", path);
 		return -1;
 	}
 	return 0;
@@ -372,6 +448,8 @@ static enum np_debuginfo_result attempt(struct np_debuginfo_uploader *u, struct 
 	}
 	if (np_debuginfo_otel_file_id(fd, file_id, &err))
 		file_id[0] = '\0'; /* optional in the request */
+	char debug_path[4608];
+	const char *send = debuglink_file(fd, j->debuglink_dir, debug_path, sizeof(debug_path)) ? j->path : debug_path;
 	close(fd);
 	np_debuginfo_encode_should_initiate(&req, j->build_id, file_id, j->name,
 					    u->opts.strip_text ? NP_DEBUGINFO_TYPE_EXECUTABLE_NO_TEXT
@@ -397,7 +475,7 @@ static enum np_debuginfo_result attempt(struct np_debuginfo_uploader *u, struct 
 		snprintf(why, why_cap, "%s", reason);
 		goto out;
 	}
-	if (map_file(j->path, u->opts.strip_text, &data, &len, &strip_failed, gone, why, why_cap)) {
+	if (map_file(send, u->opts.strip_text, &data, &len, &strip_failed, gone, why, why_cap)) {
 		if (strip_failed) { /* as Alloy: a file that cannot be copied is not tried again */
 			pthread_mutex_lock(&u->mu);
 			settle(u, j->build_id);

@@ -49,6 +49,11 @@ void np_debuginfo_encode_upload_finished(struct np_buf *out, const char *build_i
 NP_MUST_CHECK int np_debuginfo_decode_should_initiate(const void *data, size_t len, int *should, char *reason,
 						      size_t reason_cap, struct np_err *err);
 
+/* The .gnu_debuglink of the ELF file open as fd (untrusted; fuzzed): the debug file's name
+ * (NUL-terminated, no '/', into name[cap]) and its CRC-32. -1 when the file has none or it is
+ * malformed. */
+int np_debuginfo_debuglink(int fd, char *name, size_t cap, uint32_t *crc);
+
 /* ---- the uploader ---- */
 
 /* debug_info's knobs (Alloy's debuginfo.Arguments; the defaults are Alloy's). */
@@ -59,10 +64,12 @@ struct np_debuginfo_options {
 	int strip_text;	   /* strip_text_section: send the copy of elf_strip.h (TYPE_EXECUTABLE_NO_TEXT) */
 };
 
-/* A file to upload: its build ID (lowercase hex), the name the server keeps (the path in its
- * process), and where this agent reads it (/proc/PID/root/PATH). */
+/* A file to upload: its build ID (lowercase hex), the name the server keeps (its base name),
+ * where this agent reads it (/proc/PID/root/PATH), and where its .gnu_debuglink file would be
+ * (/proc/PID/root/usr/lib/debug/DIR of PATH; NULL: not looked for): that file, when its CRC
+ * matches, is sent instead, as Alloy sends it. */
 struct np_debuginfo_file {
-	const char *build_id, *name, *open_path;
+	const char *build_id, *name, *open_path, *debuglink_dir;
 };
 
 /* Outcomes, counted per endpoint in pyroscope_ebpf_debug_info_uploads_total{result}. */

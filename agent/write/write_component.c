@@ -198,7 +198,8 @@ static void offer_debuginfo(void *ud, const struct np_debuginfo_offer *o)
 	struct write_component *wc = ud;
 	struct np_debuginfo_options opts = { .cache_size = o->cache_size, .queue_size = o->queue_size,
 					     .workers = o->workers, .strip_text = o->strip_text_section };
-	struct np_debuginfo_file f = { .build_id = o->build_id, .name = o->name, .open_path = o->open_path };
+	struct np_debuginfo_file f = { .build_id = o->build_id, .name = o->name, .open_path = o->open_path,
+					.debuglink_dir = o->debuglink_dir };
 
 	np_writer_offer_debuginfo(wc->writer, &opts, &f);
 }

@@ -7,6 +7,7 @@ true each binary seen in samples goes to the server once, through ShouldInitiate
 upload and UploadFinished, and a slow or failing server blocks no push."""
 import hashlib
 import os
+import shutil
 import struct
 import subprocess
 import time
@@ -258,6 +259,32 @@ class Upload(unittest.TestCase):
         self.assertEqual(counts.get("failed", 0), 0, counts)
         uploaded = sum(v["size"] for v in srv.debuginfo().values() if v["state"] == "uploaded")
         self.assertEqual(agent_push.metrics(port)["pyroscope_ebpf_debug_info_upload_bytes_total"].value(), uploaded)
+
+    def test_debuglink_file_sent_instead(self):
+        # As the OTel profiler's OpenDebugLink finds it: /usr/lib/debug + the binary's directory +
+        # the .gnu_debuglink name, when its CRC matches; Alloy uploads that file instead.
+        d = np.tmpdir(self)
+        build_id = os.urandom(20).hex()
+        exe = np.build_workload("split", d, ("-O0", "-fno-omit-frame-pointer", "-g", f"-Wl,--build-id=0x{build_id}"))
+        debug_dir = "/usr/lib/debug" + d
+        parent_made = not os.path.exists(os.path.dirname(debug_dir))
+        os.makedirs(debug_dir)
+        if parent_made:  # e.g. /usr/lib/debug/tmp: removed too when the test made it (and it is empty)
+            self.addCleanup(lambda: os.path.isdir(os.path.dirname(debug_dir)) and not os.listdir(
+                os.path.dirname(debug_dir)) and os.rmdir(os.path.dirname(debug_dir)))
+        self.addCleanup(shutil.rmtree, debug_dir, True)
+        debug = os.path.join(debug_dir, "split-dbg.debug")
+        subprocess.run(["objcopy", "--only-keep-debug", exe, debug], check=True)
+        subprocess.run(["objcopy", "--strip-debug", "--strip-unneeded", f"--add-gnu-debuglink={debug}", exe,
+                        os.path.join(d, "split-dbg")], check=True)
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        agent_push.start(self, np.process_pipeline_config(".*split-dbg.*", "dbg", {"debug_info": {"upload": "true"}},
+                                                          forward_url=srv.url), [os.path.join(d, "split-dbg"), "60"])
+        self.wait("upload", lambda: srv.debuginfo().get(build_id, {}).get("state") == "uploaded")
+        with open(debug, "rb") as f:
+            self.assertEqual(srv.debuginfo()[build_id]["data"], f.read())
+        self.assertEqual(srv.debuginfo()[build_id]["name"], "split-dbg")
 
     def test_strip_text_section(self):
         srv = PyroscopeServer().start()
