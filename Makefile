@@ -178,11 +178,20 @@ $(BUILD)/nodeprof: $(BUILD)/obj/agent/main.o $(BUILD)/libnodeprof.a
 	@$(CC) -o $@ $^ -Wl,--export-dynamic-symbol=_gnutls_global_init_skip $(LDLIBS_ALL)
 
 # BPF: compiled with clang for the bpf target; the skeleton embeds the object in the binary.
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf -I. -I/usr/include/$(shell gcc -dumpmachine)
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf -I. -I$(BUILD)/gen \
+	-I/usr/include/$(shell gcc -dumpmachine)
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/gen/bpf_runtime_headers.h
 	@mkdir -p $(dir $@)
 	@echo "  BPF     $<"
 	@$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# The BPF header of every runtime the table in bpf/runtime.h gives a BPF side (kind CHAIN or
+# JIT), so that adding a runtime is its row, its header and its folder: nothing else to list.
+$(BUILD)/gen/bpf_runtime_headers.h: bpf/runtime.h
+	@mkdir -p $(dir $@)
+	@sed -n 's/^[[:space:]]*X(\([a-z0-9_]*\), *[A-Z0-9_]*, *[0-9]*, *\(CHAIN\|JIT\),.*/#include "\1.h"/p' $< > $@.tmp
+	@test -s $@.tmp || { echo "no runtime rows read from $<" >&2; rm -f $@.tmp; exit 1; }
+	@mv $@.tmp $@
 
 $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@mkdir -p $(dir $@)

@@ -239,7 +239,7 @@ __noinline int np_py_step(__u32 slot)
 /* Walks the sampled thread's Python frames into st->rtstack (emptied by the caller): the number
  * of frames recorded (0: not a Python process or thread, or nothing to record). Global:
  * verified once. */
-__noinline int np_py_walk(__u32 slot)
+__noinline int np_python_walk(__u32 slot)
 {
 	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 	struct np_py_walk *w;

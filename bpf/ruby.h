@@ -227,7 +227,7 @@ __noinline int np_rb_step(__u32 slot)
 /* Walks the sampled thread's Ruby frames into st->rtstack (emptied by the caller): the number of
  * words recorded (0: not a Ruby process, not a thread running Ruby, or nothing to record).
  * Global: verified once. */
-__noinline int np_rb_walk(__u32 slot)
+__noinline int np_ruby_walk(__u32 slot)
 {
 	struct np_unw_state *st = bpf_map_lookup_elem(&unw_state, &slot);
 	struct np_rb_walk *w;

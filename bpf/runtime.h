@@ -1,12 +1,12 @@
 /* What every language runtime shares with the sampler's walk (bpf/unwind_walk.h) and with user
- * space (agent/runtime/runtime.h): runtime ids, how a runtime frame is written into a native
+ * space (agent/runtime/runtime.h): the table of runtimes and their ids, how a runtime frame is written into a native
  * stack, and the per-process code regions of JIT runtimes. Plain fixed-width types only (same
  * layout on bpf and x86-64). The runtimes' own headers (bpf/python.h, ...) and the dispatch to
  * their walkers (bpf/runtimes.h) build on it; docs/design.md "Language runtimes" tells the
  * whole contract.
  *
  * Two kinds of runtime fit:
- *  - interpreter-chain runtimes (Python, PHP; later Ruby, Perl): the VM keeps a chain of its own
+ *  - interpreter-chain runtimes (Python, Perl, PHP, Ruby): the VM keeps a chain of its own
  *    frames in memory. Their walker records that chain, leaf first, into a stack of its own
  *    (np_unw_state.rtstack, counted through np_count_key.rtstack), whose words only the runtime
  *    that wrote them reads; user space finds the runtime from the process (one per process) and
@@ -20,15 +20,54 @@
 
 #include "sampler_types.h"
 
-/* Runtime ids: the tag of a runtime's frame words and the index of its row in the registry
- * (agent/runtime/registry.c); 0 is no runtime. Never renumbered: a tagged word carries one. */
-#define NP_RT_PYTHON 1
-#define NP_RT_PERL 2
-#define NP_RT_PHP 3
-#define NP_RT_HOTSPOT 4
-#define NP_RT_RUBY 5
-#define NP_RT_V8 6
-#define NP_RT_DOTNET 7
+/* The one table of language runtimes, read by the sampler (bpf/runtimes.h: which walker to
+ * call) and by user space (agent/runtime/: ops, switches, flags, metrics). A runtime is a folder
+ * agent/runtime/<ident>/, a BPF header bpf/<ident>.h, and one row here; the build includes the
+ * header of every row whose kind is not NONE into the sampler (the Makefile reads this table).
+ * X(ident, ID, num, kind, name, config, support, flag, flag_help)
+ *   ident      C name: its ops rt_<ident>_ops, its BPF entry np_<ident>_walk (CHAIN) or
+ *              np_<ident>_jit_step (JIT), its header bpf/<ident>.h
+ *   ID, num    its id NP_RT_<ID> = num: the tag of its frame words and the index of its row;
+ *              never renumbered (a tagged word carries one); 0 is no runtime
+ *   kind       CHAIN (an interpreter-chain walker), JIT (a JIT step) or NONE (no walker in the
+ *              common walk: none yet, or a BPF side of its own, as Go's labels)
+ *   name       metric label, log component, prefix of its BPF maps (<name>_procs, ...)
+ *   config     its pyroscope.ebpf switch
+ *   support    SUPPORTED, or NOT_YET: the switch is accepted and warned about, there is no
+ *              record flag, and its processes are profiled as native code
+ *   flag       record's --FLAG that switches it off (supported runtimes)
+ *   flag_help  that flag's help text
+ * Rows are in the order pyroscope.ebpf's reference lists the switches. */
+#define NP_RUNTIME_LIST(X)                                                                                      \
+	X(python, PYTHON, 1, CHAIN, "python", "python_enabled", SUPPORTED, "no-python",                         \
+	  "name CPython's frames as native code (the eval loop) instead of\n"                                    \
+	  "the Python functions it runs (CPython 3.8 and later)")                                                 \
+	X(perl, PERL, 2, CHAIN, "perl", "perl_enabled", SUPPORTED, "no-perl",                                     \
+	  "name perl's frames as native code (the runops loop) instead of\n"                                     \
+	  "the Perl subs it runs (perl 5.28 to 5.40, threaded builds)")                                           \
+	X(php, PHP, 3, CHAIN, "php", "php_enabled", SUPPORTED, "no-php",                                          \
+	  "name PHP's frames as native code (the Zend VM's execute_ex) instead\n"                                \
+	  "of the PHP functions it runs (PHP 7.3 to 8.4, NTS builds)")                                            \
+	X(hotspot, HOTSPOT, 4, JIT, "hotspot", "hotspot_enabled", SUPPORTED, "no-java",                           \
+	  "do not walk through HotSpot JVMs' Java frames (JDK 8 to 25):\n"                                       \
+	  "their stacks then end at the first Java frame")                                                        \
+	X(ruby, RUBY, 5, CHAIN, "ruby", "ruby_enabled", SUPPORTED, "no-ruby",                                     \
+	  "name CRuby's frames as native code (the VM loop) instead of\n"                                        \
+	  "the Ruby methods it runs (Ruby 2.5 to 3.4)")                                                           \
+	X(v8, V8, 6, JIT, "v8", "v8_enabled", SUPPORTED, "no-v8",                                                 \
+	  "name Node.js's JavaScript frames as native code (V8's builtins and\n"                                 \
+	  "[unknown]) instead of from V8's heap (V8 8.1 / Node 14 and later)")                                    \
+	X(dotnet, DOTNET, 7, NONE, "dotnet", "dotnet_enabled", NOT_YET, NULL, NULL)                               \
+	/* Go has no frames of its own to walk: its goroutines' pprof labels (bpf/go_labels.h). */            \
+	X(go, GO, 8, NONE, "go", "go_enabled", SUPPORTED, "no-go",                                                \
+	  "leave Go programs' goroutine labels (pprof.Do) off their samples, and\n"                               \
+	  "name stripped Go binaries' frames as other stripped files' (not from\n"                               \
+	  ".gopclntab), as pyroscope.ebpf's go_enabled = false")
+
+/* Runtime ids, NP_RT_PYTHON ..., from the table. */
+#define NP_RT_ID_ENUM(ident, ID, num, kind, name, config, support, flag, help) NP_RT_##ID = num,
+enum np_rt_id { NP_RUNTIME_LIST(NP_RT_ID_ENUM) };
+#undef NP_RT_ID_ENUM
 #define NP_RT_MAX 32 /* ids fit the 5 bits of a tagged word */
 
 /* A runtime frame word in a native stack. A user address uses at most 47 bits (x86-64's lower

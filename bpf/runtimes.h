@@ -1,7 +1,7 @@
-/* The language runtimes of the sampler, in one table (included by bpf/sampler.bpf.c once, after
- * the native walker): every runtime's header, and the two places the common walk calls them.
- * Adding a runtime is its header here plus one line in one of the dispatches; its user-space
- * side registers under the same id in agent/runtime/registry.c.
+/* The language runtimes in the sampler (included by bpf/sampler.bpf.c once, after the native
+ * walker): the two places the common walk calls them, made from NP_RUNTIME_LIST (bpf/runtime.h).
+ * Every row's header, bpf/<ident>.h, comes in through the include list the build writes from
+ * that table (build/gen/bpf_runtime_headers.h); nothing here changes when a runtime is added.
  *
  * The contract of each kind (bpf/runtime.h says which runtimes are which):
  *  - an interpreter-chain walker, `int np_<rt>_walk(__u32 slot)`, global: for a sample of one of
@@ -21,30 +21,35 @@
 #define NP_BPF_RUNTIMES_H
 
 #include "runtime.h"
-#include "python.h"
-#include "perl.h"
-#include "ruby.h"
-#include "php.h"
-#include "hotspot.h"
-#include "v8.h"
+#include "bpf_runtime_headers.h" /* #include "<ident>.h" per row whose kind is not NONE */
 
 /* The sampled thread's runtime stack into st->rtstack: its length (0: none). One process runs
- * one interpreter-chain runtime; each walker returns at once for a process that is not its own. */
+ * one interpreter-chain runtime; each walker returns at once for a process that is not its own,
+ * so they are tried in the table's order. */
+#define RT_CHAIN_CALL_CHAIN(ident)                                                                             \
+	if (!n)                                                                                                \
+		n = np_##ident##_walk(slot);
+#define RT_CHAIN_CALL_JIT(ident)
+#define RT_CHAIN_CALL_NONE(ident)
+#define RT_CHAIN_CALL(ident, ID, num, kind, name, config, support, flag, help) RT_CHAIN_CALL_##kind(ident)
+
 static __always_inline __u32 rt_walk_chain(struct np_unw_state *st, __u32 slot)
 {
-	int n;
+	int n = 0;
 
 	st->rtstack.len = 0;
 	st->rtstack.sp_word = 0;
-	n = np_py_walk(slot);
-	if (!n)
-		n = np_perl_walk(slot);
-	if (!n)
-		n = np_rb_walk(slot);
-	if (!n)
-		n = np_php_walk(slot);
+	NP_RUNTIME_LIST(RT_CHAIN_CALL)
 	return (__u32)n;
 }
+
+/* The JIT step of the runtime owning the code region the pc lies in. */
+#define RT_JIT_CASE_JIT(ident, ID)                                                                             \
+	case NP_RT_##ID:                                                                                       \
+		return np_##ident##_jit_step(slot);
+#define RT_JIT_CASE_CHAIN(ident, ID)
+#define RT_JIT_CASE_NONE(ident, ID)
+#define RT_JIT_CASE(ident, ID, num, kind, name, config, support, flag, help) RT_JIT_CASE_##kind(ident, ID)
 
 __noinline int np_rt_jit_step(__u32 slot)
 {
@@ -65,11 +70,7 @@ __noinline int np_rt_jit_step(__u32 slot)
 			break;
 		if (pc >= p->start[i] && pc < p->end[i]) {
 			switch (p->runtime) {
-			/* One case per JIT runtime. */
-			case NP_RT_HOTSPOT:
-				return np_hotspot_jit_step(slot);
-			case NP_RT_V8:
-				return np_v8_jit_step(slot);
+				NP_RUNTIME_LIST(RT_JIT_CASE)
 			default:
 				return NP_RT_NATIVE;
 			}

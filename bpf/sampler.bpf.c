@@ -25,8 +25,9 @@
  * mapping: dlopen) and for a table to be loaded (built lazily, evicted when over budget).
  *
  * Only UAPI types and stable helpers are used: the program reads no kernel-internal
- * structure, so there is nothing for CO-RE to relocate, no vmlinux.h to generate
- * or commit, and libbpf never has to parse the kernel's 5+ MB BTF at load time
+ * structure but one field, a Go thread's fs base (bpf/go_labels.h), at an offset user space
+ * found in the kernel's BTF; so there is nothing for CO-RE to relocate, no vmlinux.h to
+ * generate or commit, and libbpf never has to parse the kernel's 5+ MB BTF at load time
  * (which doubled nodeprof's peak memory when the program read task_struct). */
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
@@ -138,6 +139,8 @@ static __always_inline void send_proc_event(__u32 type, __u32 tgid, __u32 gen, _
 
 #include "unwind_walk.h"
 #include "runtimes.h"
+#include "go_labels.h"
+#include "trace_ctx.h"
 
 static __always_inline __u32 new_gen(void)
 {
@@ -225,6 +228,8 @@ static __always_inline int finish(void *ctx, struct np_unw_state *st, __u32 slot
 		st->key.ustack = put_stack(stacks, &st->stack);
 	}
 	st->key.rtstack = rt_walk_chain(st, slot) > 0 ? put_stack(stacks, &st->rtstack) : 0;
+	/* A goroutine's labels, in the runtime stack's words an interpreter left unused. */
+	st->key.labels = !st->key.rtstack && np_go_labels(slot) > 0 ? put_stack(stacks, &st->rtstack) : 0;
 	/* A sample in user code has no kernel stack: skip the helper (and its zeroing of 1 KiB). */
 	if (st->kstack_ready)
 		st->key.kstack = st->kstack.len ? put_stack(stacks, &st->kstack) : 0;
@@ -340,6 +345,7 @@ static __always_inline struct np_unw_state *begin_event(__u32 slot, __u32 tgid, 
 		bpf_get_current_comm(st->key.comm, sizeof(st->key.comm));
 	else
 		__builtin_memset(st->key.comm, 0, sizeof(st->key.comm));
+	trace_ctx_fill(&st->key.trace);
 	st->value = value;
 	st->kstack_ready = 0;
 	return st;

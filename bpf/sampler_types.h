@@ -29,6 +29,15 @@ typedef uint64_t np_u64;
 /* Samples are counted per (process incarnation, cgroup, user stack, kernel stack). */
 #define NP_COMM_LEN 16 /* TASK_COMM_LEN */
 
+/* The value of OBI's traces_ctx_v1 map (bpf/trace_ctx.h, docs/specs/trace-correlation.md): the
+ * trace and span a thread is serving, as they go on the wire (W3C trace context bytes); all
+ * zeros is none. */
+struct np_trace_ctx {
+	np_u8 trace_id[16];
+	np_u8 span_id[8];
+};
+#define NP_TRACE_CTX_ENTRIES (1 << 14) /* the shared map's size in the spec */
+
 struct np_count_key {
 	np_u32 tgid;
 	np_u32 gen;	  /* process incarnation: a new value at first sight and at every exec */
@@ -39,6 +48,8 @@ struct np_count_key {
 	np_u32 kind;	  /* enum np_event_kind: what the count measures */
 	np_u32 pad;
 	char comm[NP_COMM_LEN]; /* the thread's name when user space asked for it (want_comm), else zeros */
+	np_u64 labels;	  /* hash of the goroutine's pprof labels (bpf/go_labels.h) in the stacks map, 0 = none */
+	struct np_trace_ctx trace; /* the thread's OBI trace context when user space asked (want_trace_ctx) */
 };
 
 /* What a count in the counts map measures. */
@@ -147,6 +158,10 @@ enum np_stat {
 	NP_PHP_OTHER_THREAD,	   /* samples of another thread than the one that runs PHP code */
 	NP_PHP_LOST_READ,	   /* executor globals or a frame could not be read: the stack ends there */
 	NP_PHP_LOST_DEPTH,	   /* NP_PHP_MAX_FRAMES frames reached: the root end is cut */
+	/* Go pprof labels (bpf/go_labels.h), in samples of Go processes user space knows: */
+	NP_GO_LABELED,		   /* samples whose goroutine had labels, copied */
+	NP_GO_CUT,		   /* of those, with labels left out or cut (docs/specs/go-labels.md §3) */
+	NP_GO_LOST_READ,	   /* g, m or the labels could not be read: the sample has none */
 	NP_STAT_MAX
 };
 

@@ -78,10 +78,11 @@ static int sink(void *ud, const struct np_collected *s, struct np_err *err)
 		np_collected_pprof_frames(s, r->pframes);
 		return np_collected_add_pprof(r->pprof, s, r->pframes, &r->a->extras, err);
 	}
-	/* Folded is root first: the labels asked for as leading frames (pid=, comm=), the comm
-	 * frame, then user root..leaf, then kernel root..leaf. */
+	/* Folded is root first: the labels asked for as leading frames (pid=, comm=), a Go
+	 * sample's goroutine labels as leading frames KEY=VALUE in key order, the comm frame,
+	 * then user root..leaf, then kernel root..leaf. */
 	size_t n = 0, nu = s->n_frames - s->n_kernel;
-	char pid[24], comm[NP_COMM_LEN + 8];
+	char pid[24], comm[NP_COMM_LEN + 8], gol[NP_GO_LABELS_MAX][NP_GO_LABEL_KEY + NP_GO_LABEL_VAL + 1];
 	int has_comm = s->comm && s->comm[0];
 	if (r->a->extras.pid_label) {
 		snprintf(pid, sizeof(pid), "pid=%u", s->tgid);
@@ -90,6 +91,10 @@ static int sink(void *ud, const struct np_collected *s, struct np_err *err)
 	if (r->a->extras.comm_label && has_comm) {
 		snprintf(comm, sizeof(comm), "comm=%s", s->comm);
 		r->names[n++] = comm;
+	}
+	for (size_t i = 0; s->go_labels && i < s->go_labels->n; i++) {
+		snprintf(gol[i], sizeof(gol[i]), "%s=%s", s->go_labels->l[i].key, s->go_labels->l[i].val);
+		r->names[n++] = gol[i];
 	}
 	if (r->a->extras.comm_frame && has_comm)
 		r->names[n++] = s->comm;
@@ -166,7 +171,7 @@ static int open_recording(struct recording *r, struct np_err *err)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	r->names = calloc(NP_COLLECTED_MAX_FRAMES + 3, sizeof(*r->names)); /* + pid=, comm=, the comm frame */
+	r->names = calloc(NP_COLLECTED_MAX_FRAMES + 3 + NP_GO_LABELS_MAX, sizeof(*r->names)); /* + pid=, comm=, the comm frame, Go labels */
 	r->pframes = calloc(NP_COLLECTED_MAX_FRAMES + 1, sizeof(*r->pframes)); /* + the comm frame */
 	if (!r->names || !r->pframes)
 		return np_errf(err, "out of memory");

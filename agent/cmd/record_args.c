@@ -25,7 +25,7 @@ enum {
 /* One --no-<flag> per supported runtime, from the runtimes' table. */
 #define RUNTIME_OPT_SUPPORTED(id, flag, help) { flag, OPT_NO_RUNTIME + id, NULL, help },
 #define RUNTIME_OPT_NOT_YET(id, flag, help)
-#define RUNTIME_OPT(ident, id, name, key, support, flag, help) RUNTIME_OPT_##support(id, flag, help)
+#define RUNTIME_OPT(ident, ID, num, kind, name, key, support, flag, help) RUNTIME_OPT_##support(NP_RT_##ID, flag, help)
 
 static const struct cmd_opt record_opts[] = {
 	{ "pid", 'p', "PID",
@@ -35,7 +35,9 @@ static const struct cmd_opt record_opts[] = {
 	{ "sample-rate", 'F', "HZ", "samples per second per CPU, 1 to 100000 (default 97)" },
 	{ "format", 'f', "FMT",
 	  "folded (default): \"frame;frame;... count\" lines, root first, user\n"
-	  "frames then kernel frames; pprof: gzipped profile.proto" },
+	  "frames then kernel frames, a Go program's goroutine labels (pprof.Do)\n"
+	  "first as frames KEY=VALUE in key order; pprof: gzipped profile.proto,\n"
+	  "with those labels as sample labels" },
 	{ "output", 'o', "FILE", "write here instead of standard output" },
 	{ "demangle", OPT_DEMANGLE, "MODE",
 	  "C++/Rust names: none, simplified, templates (default: names with\n"

@@ -331,6 +331,27 @@ size_t np_pprof_sample(const struct np_pprof_builder *b, uint32_t id, uint32_t *
 	return n;
 }
 
+size_t np_pprof_sample_labels(const struct np_pprof_builder *b, uint32_t id, struct np_pprof_sample_label *out,
+			      size_t cap, uint32_t *set_out)
+{
+	size_t len, plen, n;
+	const char *key = np_intern_key(&b->samples.keys, id, &len), *pairs;
+	uint32_t set;
+
+	memcpy(&set, key + len - sizeof(set), sizeof(set));
+	*set_out = set;
+	if (!set)
+		return 0;
+	pairs = np_intern_key(&b->label_sets, set, &plen);
+	n = plen / (2 * sizeof(uint32_t));
+	for (size_t i = 0; i < n && i < cap; i++) {
+		uint32_t kv[2];
+		memcpy(kv, pairs + i * sizeof(kv), sizeof(kv));
+		out[i] = (struct np_pprof_sample_label){ string_at(b, kv[0]), string_at(b, kv[1]) };
+	}
+	return n;
+}
+
 static void value_type(struct np_buf *out, uint32_t field, uint32_t type, uint32_t unit)
 {
 	size_t m = pb_begin(out, field);

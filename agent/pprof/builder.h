@@ -71,7 +71,7 @@ NP_MUST_CHECK int np_pprof_add(struct np_pprof_builder *b, const struct np_pprof
 struct np_pprof_sample_label {
 	const char *key, *value;
 };
-#define NP_PPROF_MAX_LABELS 8 /* per sample; more are left out */
+#define NP_PPROF_MAX_LABELS 16 /* per sample (comm, pid and 10 Go labels); more are left out */
 /* The same with the sample's labels: samples of one stack with other labels stay apart. */
 NP_MUST_CHECK int np_pprof_add_labeled(struct np_pprof_builder *b, const struct np_pprof_frame *frames, size_t n,
 				       const struct np_pprof_sample_label *labels, size_t nlabels, uint64_t count,
@@ -95,6 +95,12 @@ void np_pprof_location(const struct np_pprof_builder *b, uint32_t id, struct np_
  * first, into locs, sets *count to what np_pprof_add added up (value = count x period),
  * and returns n. */
 size_t np_pprof_sample(const struct np_pprof_builder *b, uint32_t id, uint32_t *locs, size_t cap, uint64_t *count);
+
+/* Sample id's labels (those np_pprof_add_labeled gave it, in its order): copies the first
+ * min(n, cap) into out and returns n (0: none); *set is the id of that label set (0: none),
+ * the same for every sample with the same labels. Strings are borrowed as above. */
+size_t np_pprof_sample_labels(const struct np_pprof_builder *b, uint32_t id, struct np_pprof_sample_label *out,
+			      size_t cap, uint32_t *set);
 
 /* Appends the encoded (uncompressed) profile to out. */
 NP_MUST_CHECK int np_pprof_encode(struct np_pprof_builder *b, int64_t duration_nanos, struct np_buf *out,

@@ -36,6 +36,7 @@ struct np_collector {
 	struct sym_frame jit[NP_COLLECTED_MAX_USER];	 /* the same with JIT runtimes' frames named */
 	uint64_t user_ips[NP_MAX_STACK_DEPTH + 1]; /* a user stack with its recovered leaf caller */
 	uint64_t masked[NP_MAX_STACK_DEPTH + 1];   /* the same with JIT runtimes' tagged words zeroed */
+	struct np_go_label_set go_labels;	   /* the sample's goroutine labels being handed out */
 	struct np_leaf_checker leaf;
 	uint64_t drains, samples, missing_stacks, recovered_callers;
 	size_t last_counts, last_stacks; /* entries read at the last drain */
@@ -68,11 +69,15 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 					 .drain_interval_ms = opts->drain_interval_ms,
 					 .offcpu_threshold = opts->offcpu_threshold,
 					 .uprobes = opts->n_uprobes > 0,
-					 .comm = opts->comm };
+					 .comm = opts->comm,
+					 .trace_ctx = opts->trace_ctx,
+					 .trace_ctx_fd = opts->trace_ctx_fd };
 	struct sym_options symo = { .cache_bytes = opts->budgets.symbols,
 				    .process_bytes = opts->budgets.processes,
 				    .symb_cache_path = opts->symb_cache_path,
-				    .symb_cache_entries = opts->symb_cache_entries };
+				    .symb_cache_entries = opts->symb_cache_entries,
+				    /* Go off (go_enabled = false): no labels, and no .gopclntab names either */
+				    .no_gopclntab = !(opts->runtimes & (1u << NP_RT_GO)) };
 
 	if (!c)
 		return np_errf(err, "out of memory");
@@ -287,7 +292,11 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 			.count = s->count,
 			.frames = c->frames,
 			.comm = s->comm,
+			.trace = &s->trace,
 		};
+		/* A record that does not decode (never expected: BPF wrote it) leaves the sample unlabeled. */
+		if (s->n_labels && np_go_labels_decode(s->labels, s->n_labels, &c->go_labels) == 0 && c->go_labels.n)
+			out.go_labels = &c->go_labels;
 		/* Tagged words (JIT frames, bpf/runtime.h) are no addresses: the symbolizer gets 0 for them,
 		 * which it names "[unknown]" without looking for a mapping (nor re-reading the maps). */
 		int jit = rt_set_has_jit(&c->rt, user, nu);
@@ -420,12 +429,32 @@ void np_pprof_frame_stub(struct np_pprof_frame *f, char *buf, size_t cap)
 	f->unnamed = 0;
 }
 
+static int label_order(const void *a, const void *b)
+{
+	return strcmp(((const struct np_pprof_sample_label *)a)->key, ((const struct np_pprof_sample_label *)b)->key);
+}
+
+/* id in lowercase hex into out (2n + 1 bytes), as Go's hex.EncodeToString; 0 when id is all zeros. */
+static int hex_unless_zero(const uint8_t *id, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	uint8_t any = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		any |= id[i];
+		out[2 * i] = digits[id[i] >> 4];
+		out[2 * i + 1] = digits[id[i] & 15];
+	}
+	out[2 * n] = '\0';
+	return any != 0;
+}
+
 int np_collected_add_pprof(struct np_pprof_builder *b, const struct np_collected *s, struct np_pprof_frame *frames,
 			   const struct np_sample_extras *x, struct np_err *err)
 {
-	struct np_pprof_sample_label labels[2];
+	struct np_pprof_sample_label labels[4 + NP_GO_LABELS_MAX];
 	size_t nl = 0, n = s->n_frames;
-	char pid[16];
+	char pid[16], span[2 * sizeof(s->trace->span_id) + 1], trace[2 * sizeof(s->trace->trace_id) + 1];
 
 	if (x->comm_frame && s->comm && s->comm[0])
 		frames[n++] = (struct np_pprof_frame){ .function = s->comm };
@@ -435,6 +464,21 @@ int np_collected_add_pprof(struct np_pprof_builder *b, const struct np_collected
 		snprintf(pid, sizeof(pid), "%u", s->tgid);
 		labels[nl++] = (struct np_pprof_sample_label){ "pid", pid };
 	}
+	/* Alloy checks each ID against its invalid (zero) value on its own (reporter/pprof.go). */
+	if (s->trace && hex_unless_zero(s->trace->span_id, sizeof(s->trace->span_id), span))
+		labels[nl++] = (struct np_pprof_sample_label){ "span_id", span };
+	if (s->trace && hex_unless_zero(s->trace->trace_id, sizeof(s->trace->trace_id), trace))
+		labels[nl++] = (struct np_pprof_sample_label){ "trace_id", trace };
+	/* A goroutine label named like one Alloy's reporter writes (comm, pid) gives way to it. */
+	for (size_t i = 0, m = nl; s->go_labels && i < s->go_labels->n; i++) {
+		size_t j = 0;
+		while (j < m && strcmp(labels[j].key, s->go_labels->l[i].key))
+			j++;
+		if (j == m)
+			labels[nl++] = (struct np_pprof_sample_label){ s->go_labels->l[i].key, s->go_labels->l[i].val };
+	}
+	if (s->go_labels)
+		qsort(labels, nl, sizeof(labels[0]), label_order);
 	return np_pprof_add_labeled(b, frames, n, labels, nl, s->count, err);
 }
 

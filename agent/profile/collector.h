@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "agent/profile/budgets.h"
+#include "agent/profile/go_labels.h"
 #include "agent/profile/sampler.h"
 #include "agent/profile/uprobes.h"
 #include "agent/runtime/set.h"
@@ -38,6 +39,10 @@ struct np_collected {
 	const struct sym_frame *frames;
 	size_t n_frames, n_kernel;
 	const char *comm; /* the thread's name (np_collector_options.comm), else "" */
+	/* The goroutine's pprof labels (a Go program, runtime "go" on), or NULL. Valid until the
+	 * sink returns. */
+	const struct np_go_label_set *go_labels;
+	const struct np_trace_ctx *trace; /* the thread's OBI trace context (all zeros: none); may be NULL */
 };
 
 /* The frames of s as the pprof builder takes them (out has room for s->n_frames). */
@@ -49,7 +54,9 @@ void np_collected_pprof_frames(const struct np_collected *s, struct np_pprof_fra
 struct np_pprof_builder;
 /* What Alloy's reporter adds to a sample (reporter/pprof.go): with comm_frame the thread's name
  * as the root frame (on the mapping of no file), with comm_label a comm sample label, with
- * pid_label a pid one (the server makes sample labels series labels). */
+ * pid_label a pid one (the server makes sample labels series labels). A Go sample's goroutine
+ * labels (np_collected.go_labels) are sample labels too, always, and a sample taken inside a
+ * span gets span_id and trace_id labels, lowercase hex, each when it is not all zeros. */
 struct np_sample_extras {
 	int comm_label, comm_frame, pid_label;
 };
@@ -78,6 +85,8 @@ struct np_collector_options {
 	size_t n_uprobes;
 	int load_probe;		    /* probe the files of processes that appear later too */
 	int comm;		    /* samples carry their thread's name (np_collected.comm) */
+	int trace_ctx;		    /* samples carry their thread's trace context, from the map trace_ctx_fd */
+	int trace_ctx_fd;	    /* OBI's traces_ctx_v1 (trace_ctx.h); borrowed, used only by np_collector_open */
 	struct np_budgets budgets;  /* symbol tables, unwind tables, process state, runtime names */
 	const char *symb_cache_path; /* on-disk symbol tables (borrowed, read at open); NULL: memory only */
 	size_t symb_cache_entries;  /* files kept there at most; 0 = the default (2048) */

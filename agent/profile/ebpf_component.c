@@ -4,8 +4,9 @@
  * store, when `nodeprof run` serves the UI) are its sinks. New targets or
  * receivers are handed to the running engine; a change of sample_rate,
  * collect_interval, demangle, kernel_frames, targets_only, verbose_mode,
- * container_id_cache_size, symb_cache_path, symb_cache_size or debug_info's
- * on_target_symbolization restarts it (most of those shape the BPF maps and the caches; a restart flushes the current interval first, so nothing is lost).
+ * container_id_cache_size, symb_cache_path, symb_cache_size, obi_process_context_enabled,
+ * bpf_fs_root or debug_info's on_target_symbolization restarts it (most of those shape the BPF
+ * maps and the caches; a restart flushes the current interval first, so nothing is lost).
  *
  * lazy_mode, as in Alloy (ebpf_linux.go Run/waitForTargets): while the targets list
  * is empty no engine exists, so no BPF program is loaded and nothing is attached;
@@ -45,13 +46,14 @@
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
  *    it needs the BPF helpers of 5.15 and says so when loading fails);
  *  - deprecated no-ops in Alloy: accepted with a warning;
- *  - default-on features nodeprof lacks (the .NET unwinder, OBI trace correlation):
+ *  - obi_process_context_enabled and bpf_fs_root: trace correlation with OBI's pinned map
+ *    (agent/profile/trace_ctx.h);
+ *  - default-on features nodeprof lacks (the .NET unwinder):
  *    accepted, switched off is what nodeprof does anyway; written as true (the
  *    default), one warning says what nodeprof does instead;
- *  - probe_links in Alloy's syntax (uprobe:, uretprobe:; kprobe: and kretprobe: are warned
- *    about in check and leave the component unhealthy in run), u_probe_links its alias;
- *  - features nodeprof lacks (Go support switched off):
- *    accepted at Alloy's default, an error that says why at any other value. */
+ *  - probe_links in Alloy's syntax (uprobe:, uretprobe:, kprobe:, kretprobe:), u_probe_links
+ *    its alias; a link that cannot attach on the checking host (no such file or symbol, a
+ *    kernel without kprobes) is a warning in check and leaves the component unhealthy in run. */
 
 /* Each argument's member in the args struct (above). */
 #define EBPF(m) .field = CFG_FIELD(struct cfg_ebpf_args, m)
@@ -69,7 +71,7 @@ static const char *const comm_modes[] = { "none", "label", "stackframe", "both",
 
 #define RUNTIME_SUPPORTED(ident, key) CFG_A(key, &cfg_t_bool, 0, "true", EBPF(runtime_enabled.ident)),
 #define RUNTIME_NOT_YET(ident, key) INTERPRETER(key, EBPF(runtime_enabled.ident)),
-#define RUNTIME(ident, id, name, key, support, flag, help) RUNTIME_##support(ident, key)
+#define RUNTIME(ident, ID, num, kind, name, key, support, flag, help) RUNTIME_##support(ident, key)
 
 #define NO_OP_SIZE(name) CFG_A(name, &cfg_t_int, CFG_DEPRECATED, NULL)
 
@@ -101,17 +103,16 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("comm", &cfg_t_string, 0, "\"none\"", .one_of = comm_modes, EBPF(comm)),
 	CFG_A("kernel_frames", &cfg_t_bool, 0, "true", EBPF(kernel_frames)),
 	CFG_A("pid_label", &cfg_t_bool, 0, "false", EBPF(pid_label)),
-	CFG_A("go_enabled", &cfg_t_bool, CFG_UNSUPPORTED, "true",
-	      .note = "Go binaries are always symbolized from their .gopclntab"),
 	CFG_A("lazy_mode", &cfg_t_bool, 0, "false", EBPF(lazy_mode)),
 	CFG_A("verbose_mode", &cfg_t_bool, 0, "false", EBPF(verbose_mode)),
 	CFG_A("no_kernel_version_check", &cfg_t_bool, 0, "false"),
 	NP_RUNTIME_LIST(RUNTIME)
-	CFG_A("obi_process_context_enabled", &cfg_t_bool, CFG_WARN_AT_DEFAULT, "true",
-	      .note = "nodeprof does not correlate profiles with the traces of OpenTelemetry eBPF Instrumentation; its "
-		      "profiles carry no span IDs"),
-	CFG_A("bpf_fs_root", &cfg_t_string, CFG_UNSUPPORTED, "\"/sys/fs/bpf/\"",
-	      .note = "it only locates the maps of trace correlation, which is not implemented"),
+	CFG_A("obi_process_context_enabled", &cfg_t_bool, 0, "true", EBPF(obi_process_context_enabled),
+	      .note = "with bpf_fs_root: samples taken inside a span of OpenTelemetry eBPF Instrumentation carry its "
+		      "trace_id and span_id (docs/specs/trace-correlation.md)"),
+	CFG_A("bpf_fs_root", &cfg_t_string, 0, "\"/sys/fs/bpf/\"", EBPF(bpf_fs_root),
+	      .note = "where OBI's trace context map is pinned (otel/traces_ctx_v1 under it), or created and pinned; "
+		      "\"\" leaves trace correlation off"),
 	CFG_A("off_cpu_threshold", &cfg_t_float, CFG_RANGE, "0", .min = 0, .max = 1, EBPF(off_cpu_threshold)),
 	CFG_A("load_probe", &cfg_t_bool, 0, "false", EBPF(load_probe)),
 	CFG_A("probe_links", &cfg_t_list_string, 0, "[]", EBPF(probe_links)),
@@ -169,17 +170,16 @@ static void validate_links(const struct cfg_args *args, const char *name, struct
 			link = alias;
 		if (np_probe_link_parse(link, &pl, &err))
 			cfg_diag_add(d, CFG_ERROR, cfg_args_pos(args, name), "%s: %s", name, err.msg);
-		else if (!np_probe_is_kernel(pl.kind) &&
-			 np_uprobe_resolve(pl.file, pl.sym, &off, &err))
+		else if (np_probe_is_kernel(pl.kind) && np_kprobe_check(pl.sym, &err))
+			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
+				     "%s: \"%s\": %s; where the agent runs on such a kernel, the component is unhealthy "
+				     "with that reason while its other links run",
+				     name, link, err.msg);
+		else if (!np_probe_is_kernel(pl.kind) && np_uprobe_resolve(pl.file, pl.sym, &off, &err))
 			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
 				     "%s: %s on this host; where the agent runs, the link is attached wherever the file "
 				     "is, and the component says which links it could not attach",
 				     name, err.msg);
-		else if (np_probe_is_kernel(pl.kind))
-			cfg_diag_add(d, CFG_WARNING, cfg_args_pos(args, name),
-				     "%s: \"%s\": kernel probe links are not supported by nodeprof yet; the component "
-				     "will be unhealthy with that reason while its other links run",
-				     name, link);
 	}
 }
 
@@ -442,9 +442,9 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 	cfg->verbose = a->verbose_mode;
 	cfg->runtimes = 0;
 	/* The switches of unsupported runtimes were only warned about. */
-#define RUNTIME_ON(ident, id, name, key, support, flag, help)                                                  \
-	if (a->runtime_enabled.ident && rt_find(id)->ops)                                                      \
-		cfg->runtimes |= 1u << id;
+#define RUNTIME_ON(ident, ID, num, kind, name, key, support, flag, help)                                                  \
+	if (a->runtime_enabled.ident && rt_find(NP_RT_##ID)->ops)                                              \
+		cfg->runtimes |= 1u << NP_RT_##ID;
 	NP_RUNTIME_LIST(RUNTIME_ON)
 #undef RUNTIME_ON
 	cfg->offcpu_threshold = a->off_cpu_threshold;
@@ -462,6 +462,10 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 		     a->symb_cache_path ? a->symb_cache_path : "") >= (int)sizeof(cfg->symb_cache_path))
 		return np_errf(err, "symb_cache_path: longer than %zu bytes", sizeof(cfg->symb_cache_path) - 1);
 	cfg->symb_cache_entries = (size_t)a->symb_cache_size;
+	cfg->obi_trace_ctx = a->obi_process_context_enabled;
+	if (snprintf(cfg->bpf_fs_root, sizeof(cfg->bpf_fs_root), "%s", a->bpf_fs_root ? a->bpf_fs_root : "") >=
+	    (int)sizeof(cfg->bpf_fs_root))
+		return np_errf(err, "bpf_fs_root: longer than %zu bytes", sizeof(cfg->bpf_fs_root) - 1);
 	cfg->metrics = metrics;
 	return sym_demangle_parse(a->demangle, &cfg->demangle, err);
 }
@@ -480,7 +484,8 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	       a->container_id_cache_size == b->container_id_cache_size &&
 	       a->verbose == b->verbose && a->runtimes == b->runtimes && a->offcpu_threshold == b->offcpu_threshold &&
 	       a->load_probe == b->load_probe && a->n_uprobes == b->n_uprobes && a->uprobes_hash == b->uprobes_hash &&
-	       strcmp(a->symb_cache_path, b->symb_cache_path) == 0 && a->symb_cache_entries == b->symb_cache_entries;
+	       strcmp(a->symb_cache_path, b->symb_cache_path) == 0 && a->symb_cache_entries == b->symb_cache_entries &&
+	       a->obi_trace_ctx == b->obi_trace_ctx && strcmp(a->bpf_fs_root, b->bpf_fs_root) == 0;
 }
 
 static size_t read_sinks(const struct ebpf_component *ec, const struct cfg_ebpf_args *a, struct np_profile_sink *out)

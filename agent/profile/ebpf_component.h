@@ -51,7 +51,7 @@ struct cfg_ebpf_args {
 	const char *comm; /* none, label, stackframe, both or "" (none) */
 	int kernel_frames, lazy_mode, verbose_mode, load_probe, targets_only, unsymbolized_stubs, pid_label;
 	/* <rt>_enabled of each runtime of the table (agent/runtime/runtime.h): python, hotspot, ... */
-#define CFG_RUNTIME_FIELD(ident, id, name, key, support, flag, help) int ident;
+#define CFG_RUNTIME_FIELD(ident, ID, num, kind, name, key, support, flag, help) int ident;
 	struct {
 		NP_RUNTIME_LIST(CFG_RUNTIME_FIELD)
 	} runtime_enabled;
@@ -60,6 +60,8 @@ struct cfg_ebpf_args {
 	uint64_t container_id_cache_size;
 	const char *symb_cache_path;
 	int64_t symb_cache_size;
+	int obi_process_context_enabled; /* with bpf_fs_root: OBI trace correlation (agent/profile/trace_ctx.h) */
+	const char *bpf_fs_root;
 	const void *debug_info; /* struct cfg_ebpf_debug_info_args; NULL without the block (its defaults) */
 };
 

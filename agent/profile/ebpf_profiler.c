@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/attribution/allow_scan.h"
 #include "agent/pprof/builder.h"
@@ -15,6 +16,7 @@
 #include "agent/profile/collector.h"
 #include "agent/profile/ebpf_metrics.h"
 #include "agent/profile/target_census.h"
+#include "agent/profile/trace_ctx.h"
 #include "lib/clock.h"
 #include "lib/intern.h"
 #include "lib/json_writer.h"
@@ -646,6 +648,32 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* OBI's trace context map when trace correlation is on and the map can be had, else -1: without
+ * it profiles only lack span IDs, as the OpenTelemetry profiler runs on when it cannot pin the map,
+ * so the reason is logged (once per engine start) and nothing fails. */
+static int open_trace_ctx(struct np_ebpf_profiler *p)
+{
+	struct np_err e = { 0 };
+	char path[1100];
+	int created, fd;
+
+	if (!p->cfg.obi_trace_ctx || !p->cfg.bpf_fs_root[0])
+		return -1;
+	fd = np_trace_ctx_open(p->cfg.bpf_fs_root, &created, &e);
+	if (fd < 0) {
+		np_log(NP_WARN, "pyroscope.ebpf", "no trace correlation with OBI: its trace context map cannot be shared; "
+						  "profiles carry no span IDs",
+		       "component_id", p->name, "error", e.msg, NULL);
+		return -1;
+	}
+	if (np_trace_ctx_path(p->cfg.bpf_fs_root, path, sizeof(path), &e) == 0)
+		np_log(NP_INFO, "pyroscope.ebpf",
+		       created ? "created and pinned the trace context map OBI fills (no OBI has run yet)"
+			       : "using OBI's trace context map",
+		       "component_id", p->name, "path", path, NULL);
+	return fd;
+}
+
 int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_profile_sink *sinks, size_t nsinks,
 			   struct np_ebpf_profiler **out, struct np_err *err)
 {
@@ -698,7 +726,12 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	co.on_event = on_event;
 	co.event_ud = p;
 	p->cfg.uprobes = NULL; /* the caller's: read by the collector's opening only */
-	if (np_collector_open(&co, &p->col, err)) {
+	co.trace_ctx_fd = open_trace_ctx(p);
+	co.trace_ctx = co.trace_ctx_fd >= 0;
+	int col_rc = np_collector_open(&co, &p->col, err);
+	if (co.trace_ctx)
+		close(co.trace_ctx_fd); /* the loaded program holds the map */
+	if (col_rc) {
 		pthread_mutex_lock(&p->mu);
 		p->stats.sessions_failing++;
 		pthread_mutex_unlock(&p->mu);

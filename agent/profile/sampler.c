@@ -276,6 +276,20 @@ int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t fi
 	return 0;
 }
 
+int np_sampler_attach_kprobe(struct np_sampler *s, const char *sym, int retprobe, struct bpf_link **link,
+			     struct np_err *err)
+{
+	LIBBPF_OPTS(bpf_kprobe_opts, opts, .retprobe = retprobe != 0);
+
+	*link = NULL;
+	if (bpf_program__fd(s->skel->progs.np_uprobe) < 0)
+		return np_errf(err, "the sampler was opened without probes");
+	*link = bpf_program__attach_kprobe_opts(s->skel->progs.np_uprobe, sym, &opts);
+	if (!*link)
+		return np_errno(err, "attach a %s to kernel function %s", retprobe ? "kretprobe" : "kprobe", sym);
+	return 0;
+}
+
 /* Sizes the maps and loads the programs asked for. */
 /* The BPF object is embedded in this binary's read-only data (the skeleton's bytes, 440 KB)
  * and read whole while libbpf opens it; once the programs are loaded libbpf no longer refers to
@@ -304,6 +318,10 @@ static int load_programs(struct np_sampler *s, const struct np_sampler_options *
 		return np_errno(err, "size the BPF maps");
 	if (apply_test_map_sizes(s->skel, err))
 		return -1;
+	/* OBI's map when trace correlation is on, else a one-entry stand-in nobody writes. */
+	if (opts->trace_ctx ? bpf_map__reuse_fd(s->skel->maps.traces_ctx_v1, opts->trace_ctx_fd)
+			    : bpf_map__set_max_entries(s->skel->maps.traces_ctx_v1, 1))
+		return np_errno(err, "set up the trace context map");
 	/* Programs for what is not asked for are not loaded: each carries its own copy of the walker
 	 * for the verifier, which makes loading them the largest part of a short recording's CPU. */
 	if (opts->offcpu_threshold <= 0 && (bpf_program__set_autoload(s->skel->progs.np_offcpu_switch, false) ||
@@ -344,6 +362,7 @@ static int swap_maps(struct np_sampler *s, unsigned counts_n, unsigned stacks_n,
 static int attach_all(struct np_sampler *s, const struct np_sampler_options *opts, struct np_err *err)
 {
 	s->skel->bss->want_comm = opts->comm ? 1 : 0;
+	s->skel->bss->want_trace_ctx = opts->trace_ctx ? 1 : 0;
 	/* One continuation per program type (a tail call stays within its type). */
 	if (install_tail_call(s->skel->maps.unw_progs, s->skel->progs.np_unwind, err) ||
 	    (opts->offcpu_threshold > 0 &&
@@ -767,14 +786,14 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 	struct np_drain *d = c->d;
 	struct np_count_key k;
 	uint64_t count;
-	uint32_t uoff, ulen, koff, klen, poff, plen;
-	uint64_t usp, ksp, psp;
+	uint32_t uoff, ulen, koff, klen, poff, plen, loff, llen;
+	uint64_t usp, ksp, psp, lsp;
 
 	memcpy(&k, key, sizeof(k));
 	memcpy(&count, value, sizeof(count));
 	d->counts_read++;
 	if (resolve_stack(c, k.ustack, &uoff, &ulen, &usp, err) || resolve_stack(c, k.kstack, &koff, &klen, &ksp, err) ||
-	    resolve_stack(c, k.rtstack, &poff, &plen, &psp, err))
+	    resolve_stack(c, k.rtstack, &poff, &plen, &psp, err) || resolve_stack(c, k.labels, &loff, &llen, &lsp, err))
 		return -1;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 256;
@@ -798,9 +817,12 @@ static int on_count(void *ud, const void *key, const void *value, struct np_err 
 		.n_kernel = klen,
 		.rt = (const uint64_t *)(uintptr_t)poff,
 		.n_rt = plen,
+		.labels = (const uint64_t *)(uintptr_t)loff,
+		.n_labels = llen,
 	};
 	memcpy(d->samples[d->n - 1].comm, k.comm, NP_COMM_LEN);
 	d->samples[d->n - 1].comm[NP_COMM_LEN] = '\0';
+	d->samples[d->n - 1].trace = k.trace;
 	return 0;
 }
 
@@ -834,6 +856,7 @@ int np_sampler_drain(struct np_sampler *s, struct np_drain *out, struct np_err *
 		smp->user = smp->n_user ? out->frames + (uintptr_t)smp->user : NULL;
 		smp->kernel = smp->n_kernel ? out->frames + (uintptr_t)smp->kernel : NULL;
 		smp->rt = smp->n_rt ? out->frames + (uintptr_t)smp->rt : NULL;
+		smp->labels = smp->n_labels ? out->frames + (uintptr_t)smp->labels : NULL;
 	}
 	return 0;
 }

@@ -21,6 +21,11 @@ struct np_sampler_options {
 	double offcpu_threshold;
 	int uprobes; /* uprobes will be attached (np_sampler_attach_uprobe) */
 	int comm;    /* samples carry their thread's name (np_sample.comm), which splits their counts */
+	/* Trace correlation: with trace_ctx set, trace_ctx_fd is OBI's traces_ctx_v1 map (agent/profile/
+	 * trace_ctx.h; borrowed, the program holds its own reference once loaded), and samples carry
+	 * their thread's trace context (np_sample.trace). */
+	int trace_ctx;
+	int trace_ctx_fd;
 };
 
 /* One distinct (process incarnation, cgroup, user stack, kernel stack) and how
@@ -41,7 +46,12 @@ struct np_sample {
 	 * the process (bpf/runtime.h). */
 	const uint64_t *rt;
 	uint32_t n_rt;
+	/* The goroutine's pprof labels, a struct np_go_labels copied by BPF (bpf/go_labels.h) as
+	 * n_labels words (untrusted: decode with np_go_labels_decode), or none. */
+	const uint64_t *labels;
+	uint32_t n_labels;
 	char comm[NP_COMM_LEN + 1]; /* the thread's name (np_sampler_options.comm), else "" */
+	struct np_trace_ctx trace;  /* the thread's trace context (np_sampler_options.trace_ctx), else zeros */
 };
 
 /* The result of one drain; owns the samples and the frames they point to. */
@@ -92,6 +102,11 @@ int np_sampler_adopt_process(struct np_sampler *s, uint32_t tgid, uint32_t *gen)
 struct bpf_link;
 NP_MUST_CHECK int np_sampler_attach_uprobe(struct np_sampler *s, const char *path, uint64_t file_offset, int retprobe,
 					   struct bpf_link **link, struct np_err *err);
+/* The same program on kernel function sym (kretprobe: its returns), for every process: the
+ * program counts only the selected ones, their user stacks walked from the task's registers
+ * and the kernel stack from the probe's. *link is the caller's (bpf_link__destroy). */
+NP_MUST_CHECK int np_sampler_attach_kprobe(struct np_sampler *s, const char *sym, int retprobe, struct bpf_link **link,
+					   struct np_err *err);
 
 /* mode: 0 = every process, else NP_FILTER_PIDS | NP_FILTER_CGROUPS. */
 void np_sampler_set_filter(struct np_sampler *s, uint32_t mode);

@@ -15,7 +15,9 @@
 
 #include "agent/symbols/elf_file.h"
 #include "agent/symbols/fileio.h"
+#include "agent/symbols/kallsyms.h"
 #include "lib/grow.h"
+#include "lib/lines.h"
 #include "lib/log.h"
 
 /* A symbol table larger than this is not read (libc's is about 1 MiB). */
@@ -147,6 +149,63 @@ int np_uprobe_resolve(const char *path, const char *sym, uint64_t *file_offset, 
 	return rc;
 }
 
+/* ---- kernel probes ---- */
+
+static int kprobes_in_kernel(void)
+{
+	/* libbpf attaches through the kprobe PMU (4.17+), older kernels through kprobe_events:
+	 * a kernel without CONFIG_KPROBES has neither. */
+	return !access("/sys/bus/event_source/devices/kprobe", F_OK) || !access("/sys/kernel/tracing/kprobe_events", F_OK) ||
+	       !access("/sys/kernel/debug/tracing/kprobe_events", F_OK);
+}
+
+static int kallsyms_line(void *ud, const char *line, size_t len, struct np_err *err)
+{
+	(void)err;
+	return sym_kallsyms_line_names_function(line, len, ud);
+}
+
+int np_kprobe_check(const char *sym, struct np_err *err)
+{
+	struct np_lines_opts o = { .max_bytes = 64u << 20, .max_line = 4096 };
+	struct np_lines_result res;
+	int fd, rc;
+
+	if (!kprobes_in_kernel())
+		return np_errf(err, "this kernel has no kprobes (it was built without CONFIG_KPROBES), so kernel function "
+				    "%s cannot be probed here",
+			       sym);
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return np_errno(err, "/proc/kallsyms");
+	rc = np_read_lines(fd, &o, kallsyms_line, (void *)sym, &res, err);
+	close(fd);
+	if (rc)
+		return np_err_wrap(err, "/proc/kallsyms");
+	if (!res.stopped)
+		return np_errf(err, "the kernel has no function %s (/proc/kallsyms)", sym);
+	return 0;
+}
+
+/* Attaches kernel probe link l once, for every process (the sampler's program keeps the
+ * selected ones): -1 with err set when it cannot. */
+static int attach_kernel(struct np_uprobes *u, struct link *l, struct np_err *err)
+{
+	struct bpf_link *bl;
+
+	if (np_kprobe_check(l->pl.sym, err) ||
+	    np_sampler_attach_kprobe(u->s, l->pl.sym, l->pl.kind == NP_PROBE_KRETPROBE, &bl, err))
+		return -1;
+	if (!(l->files = calloc(1, sizeof(*l->files)))) {
+		bpf_link__destroy(bl);
+		return np_errf(err, "out of memory");
+	}
+	l->files[0] = (struct probed){ 0, 0, bl };
+	l->n = l->cap = 1;
+	np_log(NP_DEBUG, "uprobes", "kernel probe attached", "symbol", l->pl.sym, NULL);
+	return 0;
+}
+
 /* Attaches l in the file at l->pl.file inside root_fd (a process's root, so its symlinks resolve
  * there; AT_FDCWD: this host's view), unless that file is probed already: 1 attached, 0 nothing
  * to do (no such file, or probed), -1 failed (err set). */
@@ -276,9 +335,11 @@ int np_uprobes_new(struct np_sampler *s, const char *const *links, size_t n, int
 		 * link still attaches in the containers that have its file. */
 		if (np_probe_link_parse(links[i], &l->pl, err))
 			goto fail;
-		if (np_probe_is_kernel(l->pl.kind))
-			np_errf(&why, "%s: kernel probe links are not supported by nodeprof yet", links[i]);
-		else if (np_uprobe_resolve(l->pl.file, l->pl.sym, &off, &why) == 0 &&
+		if (np_probe_is_kernel(l->pl.kind)) {
+			if (!attach_kernel(u, l, &why))
+				continue;
+			np_err_wrap(&why, "%s", links[i]);
+		} else if (np_uprobe_resolve(l->pl.file, l->pl.sym, &off, &why) == 0 &&
 			 attach_at(u, l, AT_FDCWD, 0, &why) >= 0)
 			continue;
 		if (!u->problems++)

@@ -40,12 +40,18 @@ static inline int np_probe_is_kernel(enum np_probe_kind k)
 	return k == NP_PROBE_KPROBE || k == NP_PROBE_KRETPROBE;
 }
 
+/* Whether kernel probe link kprobe:SYM / kretprobe:SYM can attach on this host: -1 with the
+ * reason when this kernel has no kprobes (built without CONFIG_KPROBES: no kprobe PMU and no
+ * kprobe_events) or /proc/kallsyms has no function SYM. */
+NP_MUST_CHECK int np_kprobe_check(const char *sym, struct np_err *err);
+
 struct np_uprobes;
 
-/* Parses every link (a link that does not parse is an error naming it) and attaches each on the
- * host and in every running process's view of its file. A link that cannot be attached on this
- * host (its file or symbol is missing here, or it is a kernel probe) is no error: the others
- * run, and np_uprobes_problem says how many and why. */
+/* Parses every link (a link that does not parse is an error naming it) and attaches each: a
+ * kernel probe once, to the kernel function; a user probe on the host and in every running
+ * process's view of its file. A link that cannot be attached on this host (its file or symbol
+ * is missing here, or the kernel has no kprobes) is no error: the others run, and
+ * np_uprobes_problem says how many and why. */
 NP_MUST_CHECK int np_uprobes_new(struct np_sampler *s, const char *const *links, size_t n, int load_probe,
 				 struct np_uprobes **out, struct np_err *err);
 void np_uprobes_free(struct np_uprobes *u);

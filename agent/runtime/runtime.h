@@ -1,7 +1,7 @@
 /* The language runtime interface: what every runtime (Python; HotSpot next; V8, Ruby, PHP, Perl,
  * .NET later) gives the profiler, and the one table of them (agent/runtime/registry.c). A runtime
- * is a folder under agent/runtime/ (its user-space side) plus one BPF header (bpf/<rt>.h, listed
- * in bpf/runtimes.h), under one id (bpf/runtime.h), registered in NP_RUNTIME_LIST below. The
+ * is a folder under agent/runtime/ (its user-space side), one BPF header (bpf/<rt>.h) and one row
+ * of NP_RUNTIME_LIST (bpf/runtime.h), which gives its id, its BPF entry and its switches. The
  * contract, per process and per sample, is in docs/design.md "Language runtimes":
  *  - recognising a process (ops.process: which mapping, which symbols) and reading once what the
  *    walker needs of it (its layout), told to BPF through the runtime's <rt>_procs map (and,
@@ -30,36 +30,8 @@
 #include "bpf/runtime.h"
 #include "lib/error.h"
 
-/* The table, one row per runtime in the order pyroscope.ebpf's reference lists their switches:
- * X(ident, id, name, config, support, flag, flag_help)
- *   ident      the C name of its ops (rt_<ident>_ops) when supported
- *   id         NP_RT_* (bpf/runtime.h)
- *   name       metric label, log component, prefix of its BPF maps (<name>_procs, ...)
- *   config     its pyroscope.ebpf switch
- *   support    SUPPORTED, or NOT_YET: the switch is accepted and warned about, there is no
- *              record flag, and its processes are profiled as native code
- *   flag       record's --FLAG that switches it off (supported runtimes)
- *   flag_help  that flag's help text */
-#define NP_RUNTIME_LIST(X)                                                                                      \
-	X(python, NP_RT_PYTHON, "python", "python_enabled", SUPPORTED, "no-python",                               \
-	  "name CPython's frames as native code (the eval loop) instead of\n"                                     \
-	  "the Python functions it runs (CPython 3.8 and later)")                                                 \
-	X(perl, NP_RT_PERL, "perl", "perl_enabled", SUPPORTED, "no-perl",                                         \
-	  "name perl's frames as native code (the runops loop) instead of\n"                                     \
-	  "the Perl subs it runs (perl 5.28 to 5.40, threaded builds)")                                                  \
-	X(php, NP_RT_PHP, "php", "php_enabled", SUPPORTED, "no-php",                                              \
-	  "name PHP's frames as native code (the Zend VM's execute_ex) instead\n"                               \
-	  "of the PHP functions it runs (PHP 7.3 to 8.4, NTS builds)")                                          \
-	X(hotspot, NP_RT_HOTSPOT, "hotspot", "hotspot_enabled", SUPPORTED, "no-java",                            \
-	  "do not walk through HotSpot JVMs' Java frames (JDK 8 to 25):\n"                                   \
-	  "their stacks then end at the first Java frame")                                                      \
-	X(ruby, NP_RT_RUBY, "ruby", "ruby_enabled", SUPPORTED, "no-ruby",                                         \
-	  "name CRuby's frames as native code (the VM loop) instead of\n"                                        \
-	  "the Ruby methods it runs (Ruby 2.5 to 3.4)")                                                                 \
-	X(v8, NP_RT_V8, "v8", "v8_enabled", SUPPORTED, "no-v8",                                                   \
-	  "name Node.js's JavaScript frames as native code (V8's builtins and\n"                                \
-	  "[unknown]) instead of from V8's heap (V8 8.1 / Node 14 and later)")                                  \
-	X(dotnet, NP_RT_DOTNET, "dotnet", "dotnet_enabled", NOT_YET, NULL, NULL)
+/* The table of runtimes, NP_RUNTIME_LIST, is in bpf/runtime.h: one row per runtime, read by the
+ * sampler and by user space alike. */
 
 /* What a runtime's open gets. */
 struct rt_env {
@@ -154,7 +126,7 @@ struct rt_info {
 /* Each supported runtime's ops, defined in its folder: rt_python_ops, ... */
 #define RT_DECLARE_SUPPORTED(ident) extern const struct rt_ops rt_##ident##_ops;
 #define RT_DECLARE_NOT_YET(ident)
-#define RT_DECLARE(ident, id, name, config, support, flag, help) RT_DECLARE_##support(ident)
+#define RT_DECLARE(ident, ID, num, kind, name, config, support, flag, help) RT_DECLARE_##support(ident)
 NP_RUNTIME_LIST(RT_DECLARE)
 
 /* The rows of NP_RUNTIME_LIST, in its order; rt_registry_n of them. */

@@ -100,6 +100,20 @@ struct sym_symbcache *sym_symbcache_get(struct symbolizer *s)
 	return s->symb;
 }
 
+/* A file's key is its build ID's hex or its identity (sym_elf_get: at most 96 bytes). */
+#define TABLE_KEY_MAX (2 * SYM_BUILD_ID_MAX + 96 + sizeof(":nogo"))
+
+/* The key e's table is cached under: e->key, or, for a Go file while .gopclntab is no source
+ * (sym_options.no_gopclntab), KEY:nogo, so that a table built with it (by another agent sharing
+ * the on-disk cache, or an earlier run) is never used without it, nor the other way round. */
+static const char *table_key(const struct symbolizer *s, const struct sym_elf *e, char *buf, size_t size)
+{
+	if (!s->no_gopclntab || !(e->info.has_gopclntab || e->info.is_go))
+		return e->key;
+	snprintf(buf, size, "%s:nogo", e->key);
+	return buf;
+}
+
 /* Caches tab (taken: freed on failure) under key in memory. */
 static struct sym_table *insert_table(struct symbolizer *s, const char *key, struct sym_symtab *tab,
                                       const char *source, struct np_err *err, int *failed)
@@ -145,9 +159,9 @@ static struct sym_table *load_cached(struct symbolizer *s, const char *key, stru
 }
 
 /* Builds the table for e from an open libelf handle, writes it to the on-disk cache (then
- * keeps the mapped file instead of the heap copy) and caches it under e->key. */
-static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, Elf *el, int fd, struct np_err *err,
-                                     int *failed)
+ * keeps the mapped file instead of the heap copy) and caches it under key (table_key). */
+static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, const char *key, Elf *el, int fd,
+                                     struct np_err *err, int *failed)
 {
 	struct sym_symtab *tab = NULL;
 	const char *source = "";
@@ -177,7 +191,7 @@ static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, El
 	s->tables_built++;
 	if (sym_symbcache_get(s)) {
 		struct sym_symtab *mapped;
-		if (sym_symbcache_store(s->symb, e->key, tab, source, &mapped, err) < 0) {
+		if (sym_symbcache_store(s->symb, key, tab, source, &mapped, err) < 0) {
 			sym_symtab_free(tab);
 			*failed = 1;
 			return NULL;
@@ -187,7 +201,7 @@ static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, El
 			tab = mapped;
 		}
 	}
-	return insert_table(s, e->key, tab, source, err, failed);
+	return insert_table(s, key, tab, source, err, failed);
 }
 
 /* Releases the pages of every mapped table used since the last release, but keep. */
@@ -221,15 +235,18 @@ static void touch(struct symbolizer *s, struct sym_table *t)
 
 struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err, int *failed)
 {
+	char kbuf[TABLE_KEY_MAX];
+	const char *key = table_key(s, e, kbuf, sizeof(kbuf));
+
 	*failed = 0;
 	e->last_used = s->batch;
 	if (e->table && e->table_epoch == s->table_epoch) {
 		touch(s, e->table);
 		return e->table;
 	}
-	struct sym_table *t = table_find(s, e->key);
+	struct sym_table *t = table_find(s, key);
 	if (!t && e->load_failed_batch != s->batch) {
-		t = load_cached(s, e->key, err, failed);
+		t = load_cached(s, key, err, failed);
 		if (*failed)
 			return NULL;
 	}
@@ -249,7 +266,7 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 		}
 		Elf *el = sym_elf_begin_fd(fd);
 		if (el) {
-			t = build_table(s, e, el, fd, err, failed);
+			t = build_table(s, e, key, el, fd, err, failed);
 			elf_end(el);
 		}
 		if (own_fd >= 0)
@@ -349,10 +366,12 @@ int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, i
 	}
 	/* The file is open now: build its table while we have it, unless the build ID is known. */
 	int failed = 0;
-	if (symbols && !table_find(s, e->key)) {
-		struct sym_table *t = load_cached(s, e->key, err, &failed);
+	char kbuf[TABLE_KEY_MAX];
+	const char *key = table_key(s, e, kbuf, sizeof(kbuf));
+	if (symbols && !table_find(s, key)) {
+		struct sym_table *t = load_cached(s, key, err, &failed);
 		if (!t && !failed)
-			t = build_table(s, e, el, fd, err, &failed);
+			t = build_table(s, e, key, el, fd, err, &failed);
 		if (t) {
 			e->table = t;
 			e->table_epoch = s->table_epoch;

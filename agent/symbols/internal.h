@@ -130,6 +130,7 @@ struct sym_demangled {
 struct symbolizer {
 	size_t cache_limit;
 	size_t table_budget;      /* bytes one table build may hold (sources.c) */
+	int no_gopclntab;         /* sym_options.no_gopclntab */
 	uint64_t refused[SYM_REFUSED_N];
 	unsigned refused_logged;  /* a bit per reason already logged */
 	char *debug_dirs;         /* owned, colon separated */

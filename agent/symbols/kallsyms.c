@@ -418,6 +418,20 @@ static int kallsyms_line(void *ud, const char *line, size_t len, struct np_err *
 	return parser_lines(ud, line, len, err);
 }
 
+int sym_kallsyms_line_names_function(const char *line, size_t len, const char *name)
+{
+	const char *sp = memchr(line, ' ', len);
+	size_t n = strlen(name), at;
+
+	if (!sp || sp == line)
+		return 0;
+	at = (size_t)(sp - line);
+	if (len - at < 3 || (sp[1] != 't' && sp[1] != 'T') || sp[2] != ' ')
+		return 0;
+	at += 3;
+	return len - at >= n && !memcmp(line + at, name, n) && (len - at == n || line[at + n] == '\t');
+}
+
 int sym_kallsyms_read_fd(int fd, size_t max_bytes, struct sym_kallsyms **out, struct np_err *err)
 {
 	/* Streamed a line at a time (lib/lines.h): the file is ~12 MB on a typical kernel and only

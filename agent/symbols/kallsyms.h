@@ -55,6 +55,10 @@ NP_MUST_CHECK int sym_kallsyms_parse(const char *text, size_t len, struct sym_ka
 NP_MUST_CHECK int sym_kallsyms_read_fd(int fd, size_t max_bytes, struct sym_kallsyms **out, struct np_err *err);
 void sym_kallsyms_free(struct sym_kallsyms *k);
 
+/* Whether a kallsyms line ("ADDR TYPE NAME[\t[MODULE]]", without its newline) is function name
+ * (type t or T), for probing a kernel function by name without building the table. */
+int sym_kallsyms_line_names_function(const char *line, size_t len, const char *name);
+
 uint64_t sym_kallsyms_addr(const struct sym_kallsyms *k, size_t i);
 
 /* The symbol containing ip (or -1) and the module holding ip (NULL when outside every module). */

@@ -4,7 +4,8 @@
  *   3. MiniDebugInfo (.gnu_debugdata: an xz-compressed ELF whose .symtab has the local functions);
  *   4. .dynsym, unless 1 or 2 gave a full .symtab (the linker writes every dynamic symbol into
  *      .symtab too; MiniDebugInfo leaves the exported functions in .dynsym only);
- *   5. Go: .gopclntab when no full .symtab was found (stripped Go binaries).
+ *   5. Go: .gopclntab when no full .symtab was found (stripped Go binaries), unless
+ *      sym_options.no_gopclntab.
  * The whole build holds at most s->table_budget bytes (its arrays, names and the input it
  * reads). A source that does not fit is dropped whole (a table missing some of a source's
  * symbols would name their addresses after a neighbour), counted and logged once; the
@@ -199,7 +200,7 @@ int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, int fd, 
 		if (kept(s, elf, &b, &m, "dynsym", &n) && n && !primary)
 			primary = "dynsym";
 	}
-	if (!full && (info->has_gopclntab || info->is_go)) {
+	if (!full && !s->no_gopclntab && (info->has_gopclntab || info->is_go)) {
 		size_t len;
 		m = sym_stb_mark(&b);
 		const uint8_t *pcln = find_pclntab(e, fd, info, &b, &len);

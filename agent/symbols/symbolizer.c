@@ -66,6 +66,7 @@ int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct 
 	s->roots = s->host_root;
 	s->batch = 1;
 	s->touch_gen = 1;
+	s->no_gopclntab = o && o->no_gopclntab;
 	if (o && o->symb_cache_path) {
 		/* Opened at the first table needed: a command that fails before (no BPF rights)
 		 * says only why it failed, and one that names nothing touches no directory. */

@@ -71,6 +71,10 @@ struct sym_options {
 	 * kept at most (0 = SYM_SYMBCACHE_DEFAULT_ENTRIES), least recently used removed first. */
 	const char *symb_cache_path;
 	size_t symb_cache_entries;
+	/* pyroscope.ebpf's go_enabled = false (the OTel profiler's Go interpreter off): Go's
+	 * .gopclntab is no symbol source, so a stripped Go binary's frames stay unnamed as other
+	 * stripped files' do. Its tables are cached under their own key (KEY:nogo). */
+	int no_gopclntab;
 };
 
 #define SYM_DEFAULT_CACHE_BYTES ((size_t)256 << 20)

@@ -519,20 +519,33 @@ static int type_of(const struct np_labels *labels, int kind, char *type, size_t 
 }
 
 /* The series of a profile: its service and its process identity. */
-static void series_of(const struct np_labels *labels, char *service, size_t scap, char *process, size_t pcap,
-		      uint32_t *pid)
+static void series_of(const struct np_labels *labels, const struct np_store_prepared *p, char *service, size_t scap,
+		      char *process, size_t pcap, uint32_t *pid)
 {
 	const char *svc = labels ? np_labels_get(labels, NP_LABEL_SERVICE_NAME) : NULL;
 	const char *cid = labels ? np_labels_get(labels, NP_LABEL_CONTAINER_ID) : NULL;
+	const char *own = strstr(p->sample_labels, NP_STORE_LABEL_SEP "pid=");
+	int n;
 
 	snprintf(service, scap, "%s", svc && *svc ? svc : "unspecified");
 	*pid = labels ? np_target_pid(labels) : 0;
+	if (!*pid && own)
+		*pid = (uint32_t)strtoul(own + 5, NULL, 10);
 	if (*pid)
-		snprintf(process, pcap, "pid:%u", *pid);
+		n = snprintf(process, pcap, "pid:%u", *pid);
 	else if (cid && *cid)
-		snprintf(process, pcap, "container:%.200s", cid);
+		n = snprintf(process, pcap, "container:%.200s", cid);
 	else
-		process[0] = '\0';
+		n = snprintf(process, pcap, "%s", "");
+	/* The other sample labels after it, " key=value" each; the pid one is the process itself
+	 * now. */
+	for (const char *l = p->sample_labels; *l && n >= 0 && (size_t)n < pcap;) {
+		const char *end = strchr(l + 1, NP_STORE_LABEL_SEP[0]);
+		int len = (int)(end ? (size_t)(end - l) : strlen(l)) - 1;
+		if (!(*pid && !strncmp(l + 1, "pid=", 4)))
+			n += snprintf(process + n, pcap - (size_t)n, "%s%.*s", n ? " " : "", len, l + 1);
+		l += len + 1;
+	}
 }
 
 int np_store_reject(struct np_store *s, struct np_err *err)
@@ -597,7 +610,7 @@ int np_store_commit(struct np_store *s, const struct np_labels *labels, const st
 
 	if (type_of(labels, p->kind, type, sizeof(type), err))
 		return np_store_reject(s, err);
-	series_of(labels, service, sizeof(service), process, sizeof(process), &pid);
+	series_of(labels, p, service, sizeof(service), process, sizeof(process), &pid);
 	int64_t end = end_of(s, p);
 
 	pthread_mutex_lock(&s->lock);

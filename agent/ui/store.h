@@ -1,7 +1,9 @@
 /* The local profile store behind the web UI: a profile sink (struct np_profile_sink)
  * that reads every profile the engine built (no encoding to undo) and keeps its values
  * by time bucket and by series (profile type + service_name + process: the
- * __process_pid__ or __container_id__ of the profile's labels), within a fixed memory
+ * __process_pid__ or __container_id__ of the profile's labels, refined by the samples'
+ * own labels as Pyroscope makes each a series label: "pid:42 comm=nginx" for
+ * pyroscope.ebpf's pid_label and comm), within a fixed memory
  * budget, and answers the UI's queries for a profile type, a time range and an optional
  * service/process filter: a flame graph tree, a top-functions table, the services and
  * processes seen, a timeline and a merged pprof for download. Profiles that exist only

@@ -141,61 +141,154 @@ full:
 	return np_tally_add(&p->stacks, lf->stack, n * sizeof(uint32_t), value) ? 0 : -1;
 }
 
+/* A sample's labels as the store's series refinement (store_internal.h). Trace and span IDs
+ * are left out: Pyroscope does not make them series either. A pair that does not fit is left
+ * out, and a separator inside a value (a comm is the process's to choose) becomes '?'. */
+static void labels_text(char *out, size_t cap, const struct np_pprof_sample_label *l, size_t n)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(l[i].key, "trace_id") || !strcmp(l[i].key, "span_id"))
+			continue;
+		int w = snprintf(out + len, cap - len, NP_STORE_LABEL_SEP "%s=%s", l[i].key, l[i].value);
+		if (w < 0 || (size_t)w >= cap - len) {
+			out[len] = '\0';
+			continue;
+		}
+		for (char *c = out + len + 1; *c; c++)
+			if (*c == NP_STORE_LABEL_SEP[0])
+				*c = '?';
+		len += (size_t)w;
+	}
+}
+
+/* A profile's samples, committed one label set at a time, each as its own series: every
+ * group borrows the profile's frames and kind and gets the stacks of its samples only. */
+struct label_groups {
+	size_t nsamples;
+	uint8_t *taken;
+	/* Sample i's labels into group->sample_labels; -1 on allocation failure. */
+	int (*labels)(void *ud, size_t i, struct np_store_prepared *group);
+	/* Adds every sample from i on with the labels of sample first; -1 on allocation failure. */
+	int (*add)(void *ud, size_t first, struct label_groups *g, struct np_store_prepared *group);
+	void *ud;
+};
+
+static int commit_groups(struct np_store *s, const struct np_labels *labels, const struct np_store_prepared *base,
+			 struct label_groups *g, struct np_err *err)
+{
+	int rc = 0;
+
+	if (!g->nsamples)
+		return np_store_commit(s, labels, base, err);
+	for (size_t i = 0; i < g->nsamples && !rc; i++) {
+		struct np_store_prepared group = *base; /* borrows base's frames */
+		if (g->taken[i])
+			continue;
+		group.stacks = (struct np_tally)NP_TALLY_INIT;
+		if (g->labels(g->ud, i, &group) || g->add(g->ud, i, g, &group)) {
+			np_errf(err, "store: out of memory taking a profile in");
+			rc = np_store_reject(s, err);
+		} else {
+			rc = np_store_commit(s, labels, &group, err);
+		}
+		np_tally_free(&group.stacks);
+	}
+	return rc;
+}
+
 /* ---- the engine's profile, as built ---- */
 
-static int prepare_built(struct np_store *s, const struct np_pprof_builder *b, struct np_store_prepared *p)
-{
-	size_t nloc = np_pprof_location_count(b), depth = s->cfg.max_stack_depth;
-	int64_t period = np_pprof_period(b);
-	struct loc_frames lf = { 0 };
-	uint32_t *locs = malloc((depth + 1) * sizeof(uint32_t));
-	int rc = -1;
+struct built {
+	const struct np_pprof_builder *b;
+	struct loc_frames lf;
+	uint32_t *locs, *sets;
+	int64_t period;
+};
 
-	p->kind = np_pprof_kind(b);
-	p->period_ns = p->kind == NP_PROFILE_CPU ? period : 0;
-	if (!locs || loc_frames_init(p, &lf, nloc, nloc, depth))
-		goto out;
-	/* One frame per Location: the builder gives each frame a Location of its own. */
-	for (uint32_t id = 1; id <= nloc; id++) {
-		struct np_pprof_frame m;
-		np_pprof_location(b, id, &m);
-		lf.first[id - 1] = id - 1;
-		if (!(lf.frames[id - 1] = frame_id(p, &m)))
-			goto out;
-	}
-	lf.first[nloc] = (uint32_t)nloc;
-	for (uint32_t id = 1; id <= np_pprof_sample_count(b); id++) {
+static int built_labels(void *ud, size_t i, struct np_store_prepared *group)
+{
+	struct built *bt = ud;
+	struct np_pprof_sample_label l[NP_PPROF_MAX_LABELS];
+	uint32_t set;
+	size_t n = np_pprof_sample_labels(bt->b, (uint32_t)i + 1, l, NP_PPROF_MAX_LABELS, &set);
+
+	labels_text(group->sample_labels, sizeof(group->sample_labels), l, n < NP_PPROF_MAX_LABELS ? n : NP_PPROF_MAX_LABELS);
+	return 0;
+}
+
+static int built_add(void *ud, size_t first, struct label_groups *g, struct np_store_prepared *group)
+{
+	struct built *bt = ud;
+	size_t depth = bt->lf.depth;
+
+	for (size_t i = first; i < g->nsamples; i++) {
 		uint64_t count;
+		if (g->taken[i] || bt->sets[i] != bt->sets[first])
+			continue;
+		g->taken[i] = 1;
 		/* depth + 1 locations are enough to tell a stack that must be cut. */
-		size_t n = np_pprof_sample(b, id, locs, depth + 1, &count);
+		size_t n = np_pprof_sample(bt->b, (uint32_t)i + 1, bt->locs, depth + 1, &count);
 		if (n > depth + 1)
 			n = depth + 1;
 		for (size_t k = 0; k < n; k++)
-			locs[k]--; /* ids to indices */
-		if (count && add_stack(p, &lf, locs, n, count * (uint64_t)period))
-			goto out;
+			bt->locs[k]--; /* ids to indices */
+		if (count && add_stack(group, &bt->lf, bt->locs, n, count * (uint64_t)bt->period))
+			return -1;
 	}
-	rc = 0;
-out:
-	loc_frames_free(&lf);
-	free(locs);
-	return rc;
+	return 0;
+}
+
+/* The profile's frames into p (one per Location: the builder gives each frame a Location of
+ * its own), its samples' label sets into bt->sets. */
+static int prepare_built(struct np_store *s, struct built *bt, struct np_store_prepared *p, size_t nsamples)
+{
+	size_t nloc = np_pprof_location_count(bt->b), depth = s->cfg.max_stack_depth;
+
+	bt->period = np_pprof_period(bt->b);
+	p->kind = np_pprof_kind(bt->b);
+	p->period_ns = p->kind == NP_PROFILE_CPU ? bt->period : 0;
+	bt->locs = malloc((depth + 1) * sizeof(uint32_t));
+	bt->sets = malloc((nsamples + 1) * sizeof(uint32_t));
+	if (!bt->locs || !bt->sets || loc_frames_init(p, &bt->lf, nloc, nloc, depth))
+		return -1;
+	for (uint32_t id = 1; id <= nloc; id++) {
+		struct np_pprof_frame m;
+		np_pprof_location(bt->b, id, &m);
+		bt->lf.first[id - 1] = id - 1;
+		if (!(bt->lf.frames[id - 1] = frame_id(p, &m)))
+			return -1;
+	}
+	bt->lf.first[nloc] = (uint32_t)nloc;
+	for (size_t i = 0; i < nsamples; i++)
+		np_pprof_sample_labels(bt->b, (uint32_t)i + 1, NULL, 0, &bt->sets[i]);
+	return 0;
 }
 
 int np_store_add_built(struct np_store *s, const struct np_labels *labels, const struct np_pprof_builder *b,
 		       int64_t duration_ns, struct np_err *err)
 {
 	struct np_store_prepared p = { .frames = NP_INTERN_INIT, .stacks = NP_TALLY_INIT };
+	struct built bt = { .b = b };
+	size_t n = np_pprof_sample_count(b);
+	struct label_groups g = { .nsamples = n, .taken = calloc(n + 1, 1), .labels = built_labels, .add = built_add,
+				  .ud = &bt };
 	int rc;
 
 	p.time_nanos = np_pprof_time(b);
 	p.duration_nanos = duration_ns;
-	if (prepare_built(s, b, &p)) {
+	if (!g.taken || prepare_built(s, &bt, &p, n)) {
 		np_errf(err, "store: out of memory taking a profile in");
 		rc = np_store_reject(s, err);
 	} else {
-		rc = np_store_commit(s, labels, &p, err);
+		rc = commit_groups(s, labels, &p, &g, err);
 	}
+	loc_frames_free(&bt.lf);
+	free(bt.locs);
+	free(bt.sets);
+	free(g.taken);
 	np_store_prepared_free(&p);
 	return rc;
 }
@@ -278,15 +371,73 @@ static int location_frames(struct np_store_prepared *p, const struct np_pprof_pr
 	return 0;
 }
 
-static int prepare_pprof(struct np_store *s, const struct np_pprof_profile *prof, struct np_store_prepared *p,
-			 struct np_err *err)
-{
-	size_t vidx = 0, total_lines = 0;
-	int64_t mult = 1;
-	struct loc_frames lf = { 0 };
-	int rc = -1;
+struct decoded {
+	const struct np_pprof_profile *prof;
+	struct loc_frames lf;
+	size_t vidx;
+	int64_t mult;
+};
 
-	if (classify(prof, &p->kind, &vidx, &mult, err))
+/* Sample i's string labels (numeric ones are not series labels). */
+static size_t decoded_sample_labels(const struct np_pprof_profile *prof, size_t i, struct np_pprof_sample_label *out)
+{
+	const struct np_pprof_sample *sm = &prof->samples[i];
+	size_t n = 0;
+
+	for (uint32_t k = 0; k < sm->nlabels && n < NP_PPROF_MAX_LABELS; k++) {
+		const struct np_pprof_label *l = &prof->labels[sm->first_label + k];
+		if (l->str)
+			out[n++] = (struct np_pprof_sample_label){ np_pprof_string(prof, l->key), np_pprof_string(prof, l->str) };
+	}
+	return n;
+}
+
+static int decoded_labels(void *ud, size_t i, struct np_store_prepared *group)
+{
+	struct decoded *d = ud;
+	struct np_pprof_sample_label l[NP_PPROF_MAX_LABELS];
+
+	labels_text(group->sample_labels, sizeof(group->sample_labels), l, decoded_sample_labels(d->prof, i, l));
+	return 0;
+}
+
+static int same_labels(const struct np_pprof_profile *prof, size_t a, size_t b)
+{
+	struct np_pprof_sample_label la[NP_PPROF_MAX_LABELS], lb[NP_PPROF_MAX_LABELS];
+	size_t n = decoded_sample_labels(prof, a, la);
+
+	if (n != decoded_sample_labels(prof, b, lb))
+		return 0;
+	for (size_t k = 0; k < n; k++)
+		if (strcmp(la[k].key, lb[k].key) || strcmp(la[k].value, lb[k].value))
+			return 0;
+	return 1;
+}
+
+static int decoded_add(void *ud, size_t first, struct label_groups *g, struct np_store_prepared *group)
+{
+	struct decoded *d = ud;
+	const struct np_pprof_profile *prof = d->prof;
+
+	for (size_t i = first; i < g->nsamples; i++) {
+		const struct np_pprof_sample *sm = &prof->samples[i];
+		if (g->taken[i] || (i != first && !same_labels(prof, first, i)))
+			continue;
+		g->taken[i] = 1;
+		int64_t v = prof->values[sm->first_value + d->vidx];
+		if (v > 0 && add_stack(group, &d->lf, prof->sample_locs + sm->first_loc, sm->nloc, (uint64_t)v * (uint64_t)d->mult))
+			return -1;
+	}
+	return 0;
+}
+
+/* The profile's kind and frames into p; its samples are added per label set (decoded_add). */
+static int prepare_pprof(struct np_store *s, struct decoded *d, struct np_store_prepared *p, struct np_err *err)
+{
+	const struct np_pprof_profile *prof = d->prof;
+	size_t total_lines = 0;
+
+	if (classify(prof, &p->kind, &d->vidx, &d->mult, err))
 		return -1;
 	p->period_ns = p->kind == NP_PROFILE_CPU && !strcmp(np_pprof_string(prof, prof->period_type.unit), "nanoseconds")
 			       ? prof->period
@@ -295,40 +446,37 @@ static int prepare_pprof(struct np_store *s, const struct np_pprof_profile *prof
 	p->duration_nanos = prof->duration_nanos;
 	for (size_t i = 0; i < prof->nlocations; i++)
 		total_lines += prof->locations[i].nlines ? prof->locations[i].nlines : 1;
-	if (loc_frames_init(p, &lf, prof->nlocations, total_lines, s->cfg.max_stack_depth))
-		goto oom;
+	if (loc_frames_init(p, &d->lf, prof->nlocations, total_lines, s->cfg.max_stack_depth))
+		return np_errf(err, "store: out of memory decoding a profile");
 	for (size_t i = 0; i < prof->nlocations; i++) {
-		lf.first[i] = (uint32_t)lf.nframes;
-		if (location_frames(p, prof, &prof->locations[i], &lf))
-			goto oom;
+		d->lf.first[i] = (uint32_t)d->lf.nframes;
+		if (location_frames(p, prof, &prof->locations[i], &d->lf))
+			return np_errf(err, "store: out of memory decoding a profile");
 	}
-	lf.first[prof->nlocations] = (uint32_t)lf.nframes;
-	for (size_t si = 0; si < prof->nsamples; si++) {
-		const struct np_pprof_sample *sm = &prof->samples[si];
-		int64_t v = prof->values[sm->first_value + vidx];
-		if (v > 0 && add_stack(p, &lf, prof->sample_locs + sm->first_loc, sm->nloc, (uint64_t)v * (uint64_t)mult))
-			goto oom;
-	}
-	rc = 0;
-	goto out;
-oom:
-	np_errf(err, "store: out of memory decoding a profile");
-out:
-	loc_frames_free(&lf);
-	return rc;
+	d->lf.first[prof->nlocations] = (uint32_t)d->lf.nframes;
+	return 0;
 }
 
 int np_store_add(struct np_store *s, const struct np_labels *labels, void *pprof, size_t len, struct np_err *err)
 {
 	struct np_pprof_profile *prof = NULL;
 	struct np_store_prepared p = { .frames = NP_INTERN_INIT, .stacks = NP_TALLY_INIT };
+	struct decoded d = { 0 };
+	struct label_groups g = { .labels = decoded_labels, .add = decoded_add, .ud = &d };
 	int rc = np_pprof_decode(pprof, len, s->cfg.max_profile_bytes, &prof, err);
 
 	free(pprof);
-	if (!rc)
-		rc = prepare_pprof(s, prof, &p, err);
-	np_pprof_profile_free(prof); /* the prepared profile holds copies */
-	rc = rc ? np_store_reject(s, err) : np_store_commit(s, labels, &p, err);
+	if (!rc) {
+		d.prof = prof;
+		g.nsamples = prof->nsamples;
+		rc = prepare_pprof(s, &d, &p, err);
+		if (!rc && !(g.taken = calloc(g.nsamples + 1, 1)))
+			rc = np_errf(err, "store: out of memory decoding a profile");
+	}
+	rc = rc ? np_store_reject(s, err) : commit_groups(s, labels, &p, &g, err);
+	loc_frames_free(&d.lf);
+	free(g.taken);
+	np_pprof_profile_free(prof); /* read until the groups are committed */
 	np_store_prepared_free(&p);
 	return rc;
 }

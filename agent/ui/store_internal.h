@@ -78,12 +78,20 @@ int64_t np_store_now(const struct np_store *s);
 /* A profile reduced to its stacks, before it meets the store's tables: built by
  * store_intake.c outside the lock, merged by np_store_commit under it. Owns its tables
  * (np_store_prepared_free). */
+#define NP_STORE_SAMPLE_LABELS_MAX 192
+#define NP_STORE_LABEL_SEP "\x1f"
 struct np_store_prepared {
 	struct np_intern frames; /* local frame keys (np_store_frame_parse) */
 	struct np_tally stacks;	 /* key: local frame ids, leaf first; sum: value in the kind's unit */
 	int kind;		 /* enum np_profile_kind */
 	int64_t period_ns;	 /* CPU: ns per sample, for pprof export; else 0 */
 	int64_t time_nanos, duration_nanos; /* as the profile says; 0 when it does not */
+	/* The samples' own labels (pyroscope.ebpf's comm and pid_label: pprof Sample.label,
+	 * which Pyroscope makes series labels), each as NP_STORE_LABEL_SEP "key=value" (a value
+	 * may hold spaces): they refine the series' process, shown after it as " key=value", and
+	 * a "pid" one gives the series its pid when the profile's labels do not. Empty for
+	 * samples without labels. */
+	char sample_labels[NP_STORE_SAMPLE_LABELS_MAX];
 };
 void np_store_prepared_free(struct np_store_prepared *p);
 

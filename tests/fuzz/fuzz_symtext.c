@@ -38,6 +38,12 @@ static void kallsyms(const char *text, size_t len)
 			abort();
 	}
 	sym_kallsyms_free(k);
+	for (const char *l = text, *end = text + len; l < end;) {
+		const char *eol = memchr(l, '\n', (size_t)(end - l));
+		size_t n = eol ? (size_t)(eol - l) : (size_t)(end - l);
+		(void)sym_kallsyms_line_names_function(l, n, "do_sys_open");
+		l += n + 1;
+	}
 }
 
 static void demangle(const char *text, size_t len)

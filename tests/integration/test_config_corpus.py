@@ -60,6 +60,15 @@ def http_status(port, path):
         return None
 
 
+def components(port):
+    """{component id: its /debug/components row}, {} when the agent does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/debug/components?format=json", timeout=2) as r:
+            return {c["component"]: c for c in json.load(r)}
+    except (OSError, ValueError):
+        return {}
+
+
 def base_env(extra):
     e = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
     e.update(extra)
@@ -224,18 +233,37 @@ class Corpus(unittest.TestCase):
         return proc, port, log_path
 
     def run_one(self, name, workdir):
-        """Runs one file; returns a list of what went wrong (empty when all is well)."""
+        """Runs one file; returns a list of what went wrong (empty when all is well). A file whose
+        entry says a component is unhealthy on this host (its "unhealthy": {component: words of
+        its message}) must run with exactly that component unhealthy, saying why."""
         proc, port, log_path = self.start_agent(name, workdir)
         problems = []
+        unhealthy = FILES[name].get("unhealthy", {})
         try:
             deadline, status = time.time() + READY_TIMEOUT, None
             while time.time() < deadline and proc.poll() is None:
                 status = http_status(port, "/-/ready")
                 if status == 200:
                     break
+                comps = components(port) if unhealthy else {}
+                if comps and all(comps.get(c, {}).get("health") == "unhealthy" for c in unhealthy):
+                    status = "as expected"
+                    break
                 time.sleep(0.2)
             if proc.poll() is not None:
                 problems.append(f"exited {proc.returncode} before it was ready")
+            elif unhealthy:
+                comps = components(port)
+                for c, words in unhealthy.items():
+                    row = comps.get(c, {})
+                    if row.get("health") != "unhealthy" or words not in row.get("message", ""):
+                        problems.append(f"{c} should be unhealthy saying \"{words}\": {row}")
+                for c, row in comps.items():
+                    if c not in unhealthy and row.get("health") != "healthy":
+                        problems.append(f"{c} is {row.get('health')}: {row}")
+                time.sleep(RUN_SECONDS)
+                if proc.poll() is not None:
+                    problems.append(f"exited {proc.returncode} while running")
             elif status != 200:
                 problems.append(f"not ready after {READY_TIMEOUT} s (/-/ready: {status}, "
                                 f"/-/healthy: {http_status(port, '/-/healthy')})")

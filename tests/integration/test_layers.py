@@ -131,6 +131,26 @@ class Layers(unittest.TestCase):
         rooms = {agent_room(p) for p in sources() if p.startswith("agent/")}
         self.assertEqual(sorted(r for r in rooms if agent_floor(r) is None), [])
 
+    def test_a_runtime_is_its_folder_its_header_and_its_row(self):
+        # NP_RUNTIME_LIST (bpf/runtime.h) is the one table of runtimes: a row with a BPF side has
+        # its header bpf/<ident>.h and its folder agent/runtime/<ident>/, and nothing outside
+        # them names a runtime's files, so adding one touches only those three places.
+        rows = re.findall(r"^\s*X\((\w+), (\w+), (\d+), (CHAIN|JIT|NONE),", read_file("bpf/runtime.h"), re.M)
+        self.assertGreaterEqual(len(rows), 6, rows)
+        paths = sources()
+        for ident, _, _, kind in rows:
+            if kind == "NONE":
+                continue
+            self.assertIn("bpf/%s.h" % ident, paths, ident)
+            own = "agent/runtime/%s/" % ident
+            self.assertTrue(any(p.startswith(own) for p in paths), ident)
+            for p in paths:
+                if p.startswith(own) or p.startswith("tests/") or p == "bpf/%s.h" % ident:
+                    continue
+                for inc in INCLUDE.findall(read_file(p)):
+                    self.assertFalse(inc.startswith(own) or inc in ("%s.h" % ident, "bpf/%s.h" % ident),
+                                     "%s includes %s: only the table may name a runtime" % (p, inc))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.request
 
 import agent_push
 import cgroups
@@ -179,8 +180,8 @@ class PushedSamples(unittest.TestCase):
                                                    "-Wl,--build-id=0x" + os.urandom(20).hex())), exe)
         srv = PyroscopeServer().start()
         self.addCleanup(srv.stop)
-        agent_push.start(self, np.process_pipeline_config(".*split-stripped.*", "pushed", args, forward_url=srv.url),
-                         [exe, "60"])
+        self.port, _ = agent_push.start(self, np.process_pipeline_config(".*split-stripped.*", "pushed", args,
+                                                                          forward_url=srv.url), [exe, "60"])
         deadline, stacks, labels = time.time() + 40, {}, set()
         while time.time() < deadline and sum(stacks.values()) < 16:
             stacks, labels = {}, set()
@@ -213,6 +214,12 @@ class PushedSamples(unittest.TestCase):
         self.assertEqual((cname, comm, pname), ("comm", "split-stripped", "pid"))
         with open(f"/proc/{pid}/comm") as f:
             self.assertEqual(f.read().strip(), "split-stripped")
+        # The local UI splits series by the samples' labels as Pyroscope does: the process is
+        # the one pid_label names, with its comm.
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/services", timeout=10) as r:
+            services = {v["name"]: v["processes"] for v in json.load(r)["services"]}
+        self.assertEqual([(p["id"], p["pid"]) for p in services.get("pushed", [])],
+                         [(f"pid:{pid} comm=split-stripped", int(pid))], services)
         off, labels = self.pushed({})
         self.assertTrue(named(off, r"split-stripped!0x[0-9a-f]+"), st.top(off))
         self.assertTrue(all(k.split(";")[0] != "split-stripped" for k in off), st.top(off))

@@ -40,12 +40,13 @@ def metrics(port):
 
 
 def run(test, cmdline_regex, service, ebpf_args, workload, keep, min_samples, hz=97, deadline=40, env=None,
-        after_start=None):
+        after_start=None, with_labels=False):
     """The agent on np.process_pipeline_config(cmdline_regex, service, ebpf_args) forwarding to
     the server; workload the argv of the program profiled; keep(stack) whether a pushed stack
     ("root;...;leaf") counts; after_start(port, agent), when given, runs once the agent started
     (e.g. to let a workload go on only then). Returns ({stack: samples} of the kept stacks,
-    /metrics as promtext families); fails the test when fewer than min_samples were pushed
+    /metrics as promtext families; with_labels: keyed by (stack, sorted (name, value) sample
+    labels) instead); fails the test when fewer than min_samples were pushed
     within deadline seconds or the agent exited."""
     srv = PyroscopeServer().start()
     test.addCleanup(srv.stop)
@@ -62,13 +63,15 @@ def run(test, cmdline_regex, service, ebpf_args, workload, keep, min_samples, hz
                     for s in prof["stacks"]:
                         k = ";".join(s["frames"])
                         if keep(k):
+                            if with_labels:
+                                k = (k, tuple(sorted(s["labels"].items())))
                             agg[k] = agg.get(k, 0) + s["values"][0] // (10**9 // hz)
         test.assertIsNone(a.poll(), "the agent exited")
         time.sleep(1)
     for r in srv.all_requests():
         test.assertEqual(r["violations"], [], r)
     fams = metrics(port)
-    test.assertGreaterEqual(st.total(agg), min_samples, f"few samples pushed:\n{st.top(agg)}")
+    test.assertGreaterEqual(st.total(agg), min_samples, f"few samples pushed:\n{st.top({str(k): v for k, v in agg.items()})}")
     return agg, fams
 
 

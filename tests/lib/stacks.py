@@ -76,9 +76,11 @@ def depth_histogram(stacks, name):
     return dict(h)
 
 
-def top(stacks, n=5):
-    """The n heaviest stacks as text, for failure messages; long stacks are shortened."""
-    rows = sorted(stacks.items(), key=lambda kv: -kv[1])[:n]
+def top(stacks, n=5, where=None):
+    """The n heaviest stacks (of those whose frames satisfy where, when given) as text, for
+    failure messages; long stacks are shortened."""
+    rows = sorted(((s, c) for s, c in stacks.items() if where is None or where(frames(s))),
+                  key=lambda kv: -kv[1])[:n]
 
     def short(s):
         f = frames(s)

@@ -192,7 +192,7 @@ static void documented_defaults(void **state)
 	assert_true(ebf->off_cpu_threshold == 0);
 	assert_string_equal(cfg_args_str(eb, "bpf_fs_root"), "/sys/fs/bpf/");
 	assert_true(ebf->runtime_enabled.python);
-	assert_true(cfg_args_bool(eb, "go_enabled"));
+	assert_true(ebf->runtime_enabled.go);
 	assert_false(ebf->lazy_mode);
 	assert_int_equal(cfg_args_list_len(eb, "probe_links"), 0);
 	assert_int_equal(ebf->forward_to.n, 0);
@@ -350,10 +350,10 @@ static void component_errors(void **state)
 		/* the on-disk symbol cache's arguments are honoured */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  symb_cache_path = \"/var/cache/nodeprof\"\n  symb_cache_size = 4\n}",
 		  "" },
-		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  probe_links = [\"kprobe:x\"]\n  load_probe "
+		/* debug info upload runs */
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  load_probe "
 		  "= true\n  debug_info { upload = true }\n}",
-		  "4:17: warning: probe_links: \"kprobe:x\": kernel probe links are not supported by nodeprof yet; the "
-		  "component will be unhealthy with that reason while its other links run" },
+		  "" },
 		/* off-CPU time and uprobes run: a link's syntax is an error, a file or symbol this host lacks
 		 * a warning (the configuration may be checked on another host) */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  load_probe = true\n"
@@ -556,24 +556,20 @@ static void unsupported_only_off_default(void **state)
 {
 	static const struct ccase cases[] = {
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  go_enabled = false\n  comm = \"label\"\n  pid_label = true\n  "
-		  "bpf_fs_root = \"/bpf\"\n  reporter_unsymbolized_stubs = true\n  debug_info {\n"
+		  "reporter_unsymbolized_stubs = true\n  debug_info {\n"
 		  "    on_target_symbolization = false\n    cache_size = 1\n    strip_text_section = true\n    queue_size = 1\n"
 		  "    worker_num = 1\n  }\n}",
-		  "3:16: go_enabled = false is not supported by nodeprof yet: Go binaries are always symbolized from their "
-		  ".gopclntab\n"
-		  "6:17: bpf_fs_root = \"/bpf\" is not supported by nodeprof yet: it only locates the maps of trace correlation, "
-		  "which is not implemented" },
+		  "" },
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    debug_info_upload_timeout = \"5m\"\n  }\n  "
 		  "endpoint {\n    url = \"http://q\"\n    debug_info_upload_timeout = \"120s\"\n  }\n}",
 		  "" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  comm = \"\"\n  no_kernel_version_check = true\n  lazy_mode = true\n"
 		  "  obi_process_context_enabled = false\n  python_enabled = false\n  debug_info {\n    upload = false\n  }\n}",
 		  "" },
-		/* switched on by default in Alloy: accepted, one warning per sentence */
+		/* trace correlation (Alloy's own test configuration, ebpf_linux_test.go): accepted as it is */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  obi_process_context_enabled = true\n  no_kernel_version_check = "
-		  "false\n}",
-		  "3:3: warning: obi_process_context_enabled = true: nodeprof does not correlate profiles with the traces of "
-		  "OpenTelemetry eBPF Instrumentation; its profiles carry no span IDs" },
+		  "false\n  bpf_fs_root = \"/sys/fs/bpf/custom\"\n}",
+		  "" },
 	};
 	RUN(cases);
 }

@@ -321,6 +321,71 @@ static void store_download_keeps_addresses(void **state)
 	np_buf_free(&down);
 }
 
+/* The labels Alloy's reporter/pprof.go writes (docs/specs/trace-correlation.md §3): span_id and
+ * trace_id in lowercase hex after comm and pid, each only when not all zeros; a sample outside
+ * any span has none, and the same stack in two spans stays two samples. */
+static const char *label_of(const struct np_pprof_profile *d, size_t sample, const char *key)
+{
+	const struct np_pprof_sample *s = &d->samples[sample];
+
+	for (uint32_t i = 0; i < s->nlabels; i++) {
+		const struct np_pprof_label *l = &d->labels[s->first_label + i];
+		if (!strcmp(np_pprof_string(d, l->key), key))
+			return np_pprof_string(d, l->str);
+	}
+	return NULL;
+}
+
+static void trace_labels(void **state)
+{
+	struct sym_frame f[] = { user("x_main", &lib_b, 0x1100, 1) };
+	struct np_trace_ctx in = { .trace_id = { 0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21,
+						 0x1c, 0x80, 0x31, 0x9c },
+				   .span_id = { 0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31 } };
+	struct np_trace_ctx trace_only = { .trace_id = { [15] = 1 } }, none = { 0 };
+	const struct np_trace_ctx *ctx[] = { &in, &trace_only, &none, NULL };
+	struct np_sample_extras x = { .pid_label = 1 };
+	struct np_pprof_frame pf[2];
+	struct np_pprof_builder *b;
+	struct np_buf out = NP_BUF_INIT;
+	struct np_pprof_profile *d;
+	struct np_err err;
+
+	(void)state;
+	assert_int_equal(np_pprof_new(100, 0, &b, &err), 0);
+	for (size_t i = 0; i < 4; i++) {
+		struct np_collected c = { .tgid = 42, .count = i + 1, .frames = f, .n_frames = 1, .trace = ctx[i] };
+		np_collected_pprof_frames(&c, pf);
+		assert_int_equal(np_collected_add_pprof(b, &c, pf, &x, &err), 0);
+	}
+	assert_int_equal(np_pprof_encode(b, 0, &out, &err), 0);
+	assert_int_equal(np_pprof_decode(out.p, out.len, 1 << 20, &d, &err), 0);
+	assert_int_equal(d->nsamples, 3); /* no span and a NULL context are the same sample */
+	int seen = 0;
+	for (size_t i = 0; i < d->nsamples; i++) {
+		int64_t v = d->values[d->samples[i].first_value] / 10000000; /* samples x the 100 Hz period */
+		const char *span = label_of(d, i, "span_id"), *trace = label_of(d, i, "trace_id");
+		assert_string_equal(label_of(d, i, "pid"), "42");
+		if (v == 1) {
+			assert_string_equal(span, "b7ad6b7169203331");
+			assert_string_equal(trace, "0af7651916cd43dd8448eb211c80319c");
+			assert_int_equal(d->samples[i].nlabels, 3);
+		} else if (v == 2) {
+			assert_null(span);
+			assert_string_equal(trace, "00000000000000000000000000000001");
+		} else {
+			assert_int_equal(v, 3 + 4);
+			assert_null(span);
+			assert_null(trace);
+		}
+		seen |= 1 << (v == 7 ? 0 : v);
+	}
+	assert_int_equal(seen, 7);
+	np_pprof_profile_free(d);
+	np_pprof_free(b);
+	np_buf_free(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +393,7 @@ int main(void)
 		cmocka_unit_test(one_mapping_per_file_and_unnamed_frames),
 		cmocka_unit_test(store_download_keeps_addresses),
 		cmocka_unit_test(unsymbolized_stubs),
+		cmocka_unit_test(trace_labels),
 	};
 	return cmocka_run_group_tests_name("pprof_mapping", tests, NULL, NULL);
 }

@@ -236,7 +236,14 @@ static void registry_rows(void **state)
 	assert_null(rt_find(0));
 	assert_null(rt_find(NP_RT_MAX - 1));
 	assert_int_equal(rt_supported_mask(), (1u << NP_RT_PYTHON) | (1u << NP_RT_PERL) | (1u << NP_RT_PHP) |
-						 (1u << NP_RT_HOTSPOT) | (1u << NP_RT_V8) | (1u << NP_RT_RUBY));
+						 (1u << NP_RT_HOTSPOT) | (1u << NP_RT_V8) | (1u << NP_RT_RUBY) |
+						 (1u << NP_RT_GO));
+	/* Go: no frames of its own (neither kind), its goroutines' labels. */
+	assert_string_equal(rt_find(NP_RT_GO)->config, "go_enabled");
+	assert_string_equal(rt_find(NP_RT_GO)->flag, "no-go");
+	assert_ptr_equal(rt_find(NP_RT_GO)->ops, &rt_go_ops);
+	assert_null(rt_find(NP_RT_GO)->ops->merge);
+	assert_null(rt_find(NP_RT_GO)->ops->name_words);
 	assert_string_equal(rt_find(NP_RT_RUBY)->flag, "no-ruby");
 	assert_non_null(rt_find(NP_RT_RUBY)->ops->merge);
 	assert_string_equal(rt_find(NP_RT_PHP)->flag, "no-php");
@@ -250,7 +257,7 @@ static void registry_rows(void **state)
 		seen |= 1u << id;
 		assert_true(!rt_registry[i].ops == !rt_registry[i].flag);
 	}
-	assert_int_equal(rt_registry_n, 7);
+	assert_int_equal(rt_registry_n, 8);
 }
 
 static void word_tags(void **state)

@@ -165,6 +165,50 @@ static void same_answer(struct np_store *a, struct np_store *b, query_fn fn, con
 	np_buf_free(&y);
 }
 
+/* Samples with labels of their own (pyroscope.ebpf's comm and pid_label) are series of their
+ * own, as Pyroscope makes each sample label a series label: the process is the pid label's
+ * when the profile names none, the other labels follow it; trace and span IDs split nothing.
+ * Both intakes agree. */
+static void labelled_samples_are_series_of_their_own(void **state)
+{
+	struct np_store *built = new_store(), *bytes = new_store();
+	struct np_labels ls = NP_LABELS_INIT;
+	struct np_pprof_builder *b;
+	struct np_buf out = NP_BUF_INIT;
+	struct np_err err;
+	struct np_pprof_frame s1[] = { native("hot", 0x1234, 0), bare("main") };
+	const struct np_pprof_sample_label worker[] = { { "comm", "worker" }, { "pid", "4194399" } };
+	const struct np_pprof_sample_label odd[] = { { "comm", "we\x1fird one" }, { "span_id", "00ff" } };
+	const struct np_pprof_sample_label odd_other_span[] = { { "comm", "we\x1fird one" }, { "span_id", "0aff" } };
+	struct np_store_query q = { 0 };
+
+	(void)state;
+	assert_int_equal(np_pprof_new_kind(NP_PROFILE_CPU, 97, T0, &b, &err), 0);
+	assert_int_equal(np_pprof_add(b, s1, 2, 5, &err), 0);
+	assert_int_equal(np_pprof_add_labeled(b, s1, 2, worker, 2, 3, &err), 0);
+	assert_int_equal(np_pprof_add_labeled(b, s1, 1, odd, 2, 2, &err), 0);
+	assert_int_equal(np_pprof_add_labeled(b, s1, 2, odd_other_span, 2, 1, &err), 0);
+	assert_int_equal(np_labels_set(&ls, "service_name", "svc", &err), 0);
+	add_both(built, bytes, &ls, b, 10 * SEC);
+	same_answer(built, bytes, np_store_services_json, &q, "services");
+	assert_int_equal(np_store_services_json(built, &q, &out, &err), 0);
+	np_buf_putc(&out, '\0');
+	if (!strstr(out.p, "\"id\":\"pid:4194399 comm=worker\",\"name\":\"\",\"pid\":4194399"))
+		fail_msg("%s", out.p);
+	assert_non_null(strstr(out.p, "\"id\":\"comm=we?ird one\""));
+	assert_non_null(strstr(out.p, "\"id\":\"\""));
+	assert_null(strstr(out.p, "span"));
+	/* A process of its own: its flame graph holds its samples only. */
+	q.service = "svc";
+	q.process = "pid:4194399 comm=worker"; /* past pid_max: no /proc entry names it */
+	same_answer(built, bytes, flame, &q, "flame graph of a labelled process");
+	np_buf_free(&out);
+	np_labels_free(&ls);
+	np_pprof_free(b);
+	np_store_free(built);
+	np_store_free(bytes);
+}
+
 static void built_profile_answers_as_its_bytes(void **state)
 {
 	struct np_store *built = new_store(), *bytes = new_store();
@@ -267,6 +311,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(built_profile_answers_as_its_bytes),
+		cmocka_unit_test(labelled_samples_are_series_of_their_own),
 		cmocka_unit_test(built_frames_named_as_the_node_names_them),
 		cmocka_unit_test(built_profile_with_a_bad_name_refused),
 	};

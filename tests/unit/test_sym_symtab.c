@@ -460,10 +460,31 @@ static void kallsyms_without_permission(void **state)
 	sym_kallsyms_free(k);
 }
 
+/* A kernel probe checks its function by name, line by line: only a text symbol of exactly that
+ * name, in the kernel or a module. */
+static int names(const char *line)
+{
+	return sym_kallsyms_line_names_function(line, strlen(line), "do_sys_open");
+}
+
+static void kallsyms_line_names_a_function(void **state)
+{
+	(void)state;
+	assert_true(names("ffffffff81234560 T do_sys_open"));
+	assert_true(names("ffffffffc0123000 t do_sys_open\t[ext4]"));
+	assert_false(names("ffffffff81234560 T do_sys_openat2"));
+	assert_false(names("ffffffff81234560 D do_sys_open"));
+	assert_false(names("ffffffff81234560 T do_sys_op"));
+	assert_false(names("do_sys_open"));
+	assert_false(names(" T do_sys_open"));
+	assert_false(names("1 T"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(finds_symbols_by_range),
+		cmocka_unit_test(kallsyms_line_names_a_function),
 		cmocka_unit_test(prefers_the_best_alias),
 		cmocka_unit_test(unsized_symbols_reach_the_next),
 		cmocka_unit_test(nested_symbols_resolve_to_innermost),

@@ -1,0 +1,138 @@
+"""Trace correlation with OpenTelemetry eBPF Instrumentation (OBI), as Alloy's pyroscope.ebpf
+does it (docs/specs/trace-correlation.md): OBI keeps the span each thread serves in the map it
+pins at BPF_FS_ROOT/otel/traces_ctx_v1; samples of a thread inside a span carry trace_id and
+span_id labels (lowercase hex) in the pushes, the others none. Each test plays OBI itself
+(tests/lib/obi.py) on a BPF file system of its own, on a workload whose second
+thread is the one "inside a span"."""
+import os
+import time
+import unittest
+
+import agent_push
+import np
+import obi
+from pyroscope import PyroscopeServer
+
+TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
+SPAN = bytes.fromhex("b7ad6b7169203331")
+
+
+def wait_file(test, path, deadline=20):
+    end = time.time() + deadline
+    while time.time() < end:
+        if os.path.exists(path):
+            with open(path) as f:
+                return f.read()
+        time.sleep(0.1)
+    test.fail(f"{path} never appeared")
+
+
+class TraceCorrelation(unittest.TestCase):
+
+    def start(self, ebpf_args):
+        """The workload and the agent pushing to a test Pyroscope; (server, pid, tid of the thread in
+        inside_span); self.agent_log is the agent's log file."""
+        d = np.tmpdir(self)
+        exe = np.build_workload("span_threads", d)
+        tid_file = os.path.join(d, "tid")
+        srv = PyroscopeServer().start()
+        self.addCleanup(srv.stop)
+        _, agent = agent_push.start(self, np.process_pipeline_config(".*span_threads.*", "spans", ebpf_args,
+                                                                      forward_url=srv.url),
+                                    [exe, "60", tid_file])
+        self.agent_log = os.readlink(f"/proc/{agent.pid}/fd/1")
+        tid = int(wait_file(self, tid_file))
+        pid = int(open(f"/proc/{tid}/status").read().split("\nTgid:")[1].split()[0])
+        return srv, pid, tid
+
+    def labels_by_function(self, srv, after=0, need=8, deadline=40):
+        """{"inside_span"/"outside_span": {labels tuple: samples}} over the pushes after the first
+        `after` ones, once each function has need samples."""
+        end = time.time() + deadline
+        while True:
+            out = {"inside_span": {}, "outside_span": {}}
+            for push in srv.pushes()[after:]:
+                for series in push["series"]:
+                    for prof in series["profiles"]:
+                        for s in prof["stacks"]:
+                            for fn in out:
+                                if any(f == fn or f.startswith(fn + " ") for f in s["frames"]):
+                                    k = tuple(sorted(s["labels"].items()))
+                                    out[fn][k] = out[fn].get(k, 0) + 1
+            if all(sum(v.values()) >= need for v in out.values()) or time.time() > end:
+                break
+            time.sleep(1)
+        for r in srv.all_requests():
+            self.assertEqual(r["violations"], [], r)
+        for fn, v in out.items():
+            self.assertGreaterEqual(sum(v.values()), need, (fn, out))
+        return out
+
+    def log_lines(self, text):
+        with open(self.agent_log) as f:
+            return [line for line in f if text in line]
+
+    def assert_correlated(self, got):
+        want = (("span_id", SPAN.hex()), ("trace_id", TRACE.hex()))
+        self.assertEqual(set(got["inside_span"]), {want}, got)
+        self.assertEqual(set(got["outside_span"]), {()}, got)
+
+    def test_obi_map_found(self):
+        """OBI started first: its map is used; only the span's thread gets the labels."""
+        root = obi.bpf_fs_root(self)
+        fd = obi.create(root)
+        self.addCleanup(os.close, fd)
+        srv, pid, tid = self.start({"bpf_fs_root": f'"{root}"'})
+        obi.set_span(fd, pid, tid, TRACE, SPAN)
+        # the interval in progress when the span was set may hold samples of both kinds
+        n = len(srv.pushes()) + 1
+        self.assert_correlated(self.labels_by_function(srv, after=n))
+        self.assertEqual(len(self.log_lines("using OBI's trace context map")), 1, open(self.agent_log).read())
+
+    def test_obi_map_absent_is_created(self):
+        """The profiler started first: it creates and pins the map of the spec's layout, which OBI
+        (here the test) then fills; the trailing / of Alloy's default root is optional."""
+        root = obi.bpf_fs_root(self)
+        srv, pid, tid = self.start({"bpf_fs_root": f'"{root}/"', "obi_process_context_enabled": "true"})
+        end = time.time() + 20
+        while not os.path.exists(obi.map_path(root)) and time.time() < end:
+            time.sleep(0.2)
+        fd = obi.open_pinned(root)
+        self.addCleanup(os.close, fd)
+        self.assertEqual(obi.info(fd), (obi.MAP_TYPE_LRU_HASH, 8, 24, obi.ENTRIES, "traces_ctx_v1"))
+        self.assertEqual(os.stat(os.path.dirname(obi.map_path(root))).st_mode & 0o7777, 0o1700)
+        obi.set_span(fd, pid, tid, TRACE, SPAN)
+        n = len(srv.pushes()) + 1
+        self.assert_correlated(self.labels_by_function(srv, after=n))
+        self.assertEqual(len(self.log_lines("created and pinned the trace context map")), 1,
+                         open(self.agent_log).read())
+
+    def test_off_or_unavailable_no_labels(self):
+        """obi_process_context_enabled = false ignores a filled map; a bpf_fs_root on no BPF file
+        system, or with a map of another layout at the path, leaves profiles without span IDs and
+        the agent running, with the reason in its log."""
+        root = obi.bpf_fs_root(self)
+        fd = obi.create(root)
+        self.addCleanup(os.close, fd)
+        srv, pid, tid = self.start({"bpf_fs_root": f'"{root}"', "obi_process_context_enabled": "false"})
+        obi.set_span(fd, pid, tid, TRACE, SPAN)
+        got = self.labels_by_function(srv, after=len(srv.pushes()) + 1)
+        self.assertEqual(set(got["inside_span"]) | set(got["outside_span"]), {()}, got)
+        self.assertEqual(self.log_lines("trace context map"), [])
+
+        for root, bpffs in ((np.tmpdir(self), False), (obi.bpf_fs_root(self), True)):
+            if bpffs:
+                bad = obi.create(root, map_type=obi.MAP_TYPE_HASH, value_size=16)
+                self.addCleanup(os.close, bad)
+            srv, pid, tid = self.start({"bpf_fs_root": f'"{root}"'})
+            got = self.labels_by_function(srv)
+            self.assertEqual(set(got["inside_span"]) | set(got["outside_span"]), {()}, got)
+            # said once, with the reason
+            why = "is not a traces_ctx_v1 map" if bpffs else "is not on a BPF file system"
+            warned = self.log_lines("no trace correlation with OBI")
+            self.assertEqual(len(warned), 1, open(self.agent_log).read())
+            self.assertIn(why, warned[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
