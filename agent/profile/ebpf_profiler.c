@@ -288,10 +288,11 @@ static struct slot *slot_for(struct np_ebpf_profiler *p, const struct np_target 
  * (debug_info's on_target_symbolization = false): a native frame of an ELF file or the vDSO,
  * which the build ID and the address name on any machine. Not the kernel's (named from
  * kallsyms in Alloy too), not a runtime's (interpreted or JIT code: only this node can name
- * it), not a Go executable's (Alloy's Go support names those from .gopclntab on the host). */
-static int left_to_server(const struct sym_frame *f)
+ * it), not a Go executable's while Go support is on (go_enabled: Alloy's Go interpreter names
+ * those from .gopclntab on the host; switched off, they are native frames like any other). */
+static int left_to_server(const struct sym_frame *f, int go_support)
 {
-	return f->elf && f->module && !f->module->kernel && !f->module->go && !f->file;
+	return f->elf && f->module && !f->module->kernel && !(go_support && f->module->go) && !f->file;
 }
 
 /* debug_info { upload = true }: the sample's ELF files with a build ID that were not offered this
@@ -350,7 +351,7 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 		offer_debuginfo(p, s);
 	np_collected_pprof_frames(s, p->pframes);
 	for (size_t i = 0; p->cfg.server_symbolization && i < s->n_frames; i++)
-		if (left_to_server(&s->frames[i]))
+		if (left_to_server(&s->frames[i], (p->cfg.runtimes >> NP_RT_GO) & 1))
 			p->pframes[i].unnamed = 1;
 	for (size_t i = 0; p->stubs && i < s->n_frames; i++)
 		np_pprof_frame_stub(&p->pframes[i], p->stubs[i], sizeof(p->stubs[i]));

@@ -131,19 +131,27 @@ class ServerSymbolization(unittest.TestCase):
         exe = os.path.join(d, "gospin-dbg")
         subprocess.run(["go", "build", "-o", exe, src], check=True, capture_output=True, cwd=d,
                        env=dict(os.environ, CGO_ENABLED="0", GO111MODULE="off", GOCACHE=os.path.join(d, "gocache")))
-        srv = PyroscopeServer().start()
-        self.addCleanup(srv.stop)
-        agent_push.start(self, np.process_pipeline_config(".*gospin-dbg.*", "go", {
-            "debug_info": {"on_target_symbolization": "false"}}, forward_url=srv.url), [exe])
-        deadline, stacks = time.time() + 40, []
-        while time.time() < deadline and len(stacks) < 16:
-            stacks = [s for push in srv.pushes() for series in push["series"] for prof in series["profiles"]
-                      for s in prof["stacks"] if any(l["file"].endswith("gospin-dbg") for l in s["locations"])]
-            time.sleep(1)
-        self.assertGreaterEqual(len(stacks), 16, stacks[:3])
-        mine = [l for s in stacks for l in s["locations"] if l["file"].endswith("gospin-dbg")]
+        def pushed(args):
+            srv = PyroscopeServer().start()
+            self.addCleanup(srv.stop)
+            _, agent = agent_push.start(self, np.process_pipeline_config(".*gospin-dbg.*", "go", args,
+                                                                         forward_url=srv.url), [exe])
+            deadline, stacks = time.time() + 40, []
+            while time.time() < deadline and len(stacks) < 16:
+                stacks = [s for push in srv.pushes() for series in push["series"] for prof in series["profiles"]
+                          for s in prof["stacks"] if any(l["file"].endswith("gospin-dbg") for l in s["locations"])]
+                time.sleep(1)
+            agent.kill()
+            agent.wait()
+            self.assertGreaterEqual(len(stacks), 16, stacks[:3])
+            return stacks, [l for s in stacks for l in s["locations"] if l["file"].endswith("gospin-dbg")]
+
+        stacks, mine = pushed({"debug_info": {"on_target_symbolization": "false"}})
         self.assertTrue(all(l["named"] for l in mine), [l for l in mine if not l["named"]][:5])
         self.assertTrue(any("main.spin" in s["frames"] for s in stacks), [s["frames"] for s in stacks[:3]])
+        # go_enabled = false: Alloy has no Go support then, and the Go frames are native ones
+        stacks, mine = pushed({"go_enabled": "false", "debug_info": {"on_target_symbolization": "false"}})
+        self.assertTrue(all(not l["named"] for l in mine), [l for l in mine if l["named"]][:5])
 
     def test_named_by_default(self):
         d = np.tmpdir(self)
