@@ -4,9 +4,9 @@
  * store, when `nodeprof run` serves the UI) are its sinks. New targets or
  * receivers are handed to the running engine; a change of sample_rate,
  * collect_interval, demangle, kernel_frames, targets_only, verbose_mode,
- * container_id_cache_size, symb_cache_path, symb_cache_size, obi_process_context_enabled or
- * bpf_fs_root restarts it (most of those shape the BPF maps and the caches; a restart flushes
- * the current interval first, so nothing is lost).
+ * container_id_cache_size, symb_cache_path, symb_cache_size, obi_process_context_enabled,
+ * bpf_fs_root or debug_info's on_target_symbolization restarts it (most of those shape the BPF
+ * maps and the caches; a restart flushes the current interval first, so nothing is lost).
  *
  * lazy_mode, as in Alloy (ebpf_linux.go Run/waitForTargets): while the targets list
  * is empty no engine exists, so no BPF program is loaded and nothing is attached;
@@ -40,7 +40,9 @@
  *    off_cpu_threshold, u_probe_links, load_probe, reporter_unsymbolized_stubs, pid_label, comm,
  *    symb_cache_path and symb_cache_size
  *    (on-disk symbol tables: docs/specs/symb-cache.md; the size counts files, as Alloy's
- *    SymbCacheSizeEntries; "" keeps tables in memory);
+ *    SymbCacheSizeEntries; "" keeps tables in memory), debug_info's on_target_symbolization,
+ *    upload, cache_size, queue_size, worker_num and strip_text_section (docs/specs/debuginfo.md; the uploads go
+ *    to the endpoints of the pyroscope.write components in forward_to, as in Alloy);
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
  *    it needs the BPF helpers of 5.15 and says so when loading fails);
  *  - deprecated no-ops in Alloy: accepted with a warning;
@@ -51,10 +53,7 @@
  *    default), one warning says what nodeprof does instead;
  *  - probe_links in Alloy's syntax (uprobe:, uretprobe:, kprobe:, kretprobe:), u_probe_links
  *    its alias; a link that cannot attach on the checking host (no such file or symbol, a
- *    kernel without kprobes) is a warning in check and leaves the component unhealthy in run;
- *  - features nodeprof lacks (debug info upload, Go support switched off) and knobs of
- *    Alloy's own caches: accepted at Alloy's default, an error that says why at any other
- *    value. */
+ *    kernel without kprobes) is a warning in check and leaves the component unhealthy in run. */
 
 /* Each argument's member in the args struct (above). */
 #define EBPF(m) .field = CFG_FIELD(struct cfg_ebpf_args, m)
@@ -76,21 +75,23 @@ static const char *const comm_modes[] = { "none", "label", "stackframe", "both",
 
 #define NO_OP_SIZE(name) CFG_A(name, &cfg_t_int, CFG_DEPRECATED, NULL)
 
-#define NO_UPLOAD "debug info upload is not implemented"
+#define DEBUG_INFO(m) .field = CFG_FIELD(struct cfg_ebpf_debug_info_args, m)
 
 /* Defaults: Alloy's NewDefaultArguments().DebugInfoArguments, which a written block
  * starts from (the block is decoded into the defaulted struct). */
 static const struct cfg_attr debug_info_attrs[] = {
-	CFG_A("on_target_symbolization", &cfg_t_bool, CFG_UNSUPPORTED, "true",
-	      .note = "nodeprof always symbolizes on the host"),
-	CFG_A("upload", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = NO_UPLOAD),
-	CFG_A("cache_size", &cfg_t_uint, CFG_UNSUPPORTED, "262144", .note = "it sizes Alloy's debug info upload cache"),
-	CFG_A("strip_text_section", &cfg_t_bool, CFG_UNSUPPORTED, "false", .note = NO_UPLOAD),
-	CFG_A("queue_size", &cfg_t_uint, CFG_UNSUPPORTED, "256", .note = NO_UPLOAD),
-	CFG_A("worker_num", &cfg_t_int, CFG_UNSUPPORTED, "16", .note = NO_UPLOAD),
+	CFG_A("on_target_symbolization", &cfg_t_bool, 0, "true", DEBUG_INFO(on_target_symbolization)),
+	CFG_A("upload", &cfg_t_bool, 0, "false", DEBUG_INFO(upload)),
+	CFG_A("cache_size", &cfg_t_uint, CFG_RANGE, "262144", .min = 1, .max = 4294967295.0, DEBUG_INFO(cache_size)),
+	CFG_A("strip_text_section", &cfg_t_bool, 0, "false", DEBUG_INFO(strip_text_section)),
+	CFG_A("queue_size", &cfg_t_uint, CFG_RANGE, "256", .min = 1, .max = 1048576, DEBUG_INFO(queue_size)),
+	CFG_A("worker_num", &cfg_t_int, CFG_RANGE, "16", .min = 1, .max = 256, DEBUG_INFO(worker_num)),
 	CFG_END,
 };
-static const struct cfg_schema debug_info_schema = { .attrs = debug_info_attrs };
+static const struct cfg_schema debug_info_schema = {
+	.attrs = debug_info_attrs,
+	CFG_ARGS_STRUCT(struct cfg_ebpf_debug_info_args),
+};
 
 static const struct cfg_attr attrs[] = {
 	CFG_A("forward_to", &cfg_t_list_receiver, CFG_REQUIRED, NULL, EBPF(forward_to)),
@@ -137,7 +138,7 @@ static const struct cfg_attr attrs[] = {
 };
 
 static const struct cfg_block_schema blocks[] = {
-	CFG_B("debug_info", &debug_info_schema, 0, NULL),
+	CFG_B("debug_info", &debug_info_schema, 0, NULL, EBPF(debug_info)),
 	CFG_END,
 };
 
@@ -425,6 +426,15 @@ static int read_config(const struct cfg_ebpf_args *a, struct np_ebpf_config *cfg
 	cfg->kernel_frames = a->kernel_frames;
 	cfg->targets_only = a->targets_only;
 	cfg->unsymbolized_stubs = a->unsymbolized_stubs;
+	if (a->debug_info) {
+		const struct cfg_ebpf_debug_info_args *di = a->debug_info;
+		cfg->server_symbolization = !di->on_target_symbolization;
+		cfg->debuginfo.upload = di->upload;
+		cfg->debuginfo.cache_size = (size_t)di->cache_size;
+		cfg->debuginfo.queue_size = (size_t)di->queue_size;
+		cfg->debuginfo.workers = (int)di->worker_num;
+		cfg->debuginfo.strip_text_section = di->strip_text_section;
+	}
 	cfg->extras.pid_label = a->pid_label;
 	/* "" is Alloy's none; both is label and stackframe (args.CommMode) */
 	cfg->extras.comm_label = !strcmp(a->comm, "label") || !strcmp(a->comm, "both");
@@ -466,6 +476,10 @@ static int same_engine(const struct np_ebpf_config *a, const struct np_ebpf_conf
 	return a->sample_rate == b->sample_rate && a->collect_interval_ns == b->collect_interval_ns &&
 	       a->demangle == b->demangle && a->kernel_frames == b->kernel_frames &&
 	       a->targets_only == b->targets_only && a->unsymbolized_stubs == b->unsymbolized_stubs &&
+	       a->server_symbolization == b->server_symbolization &&
+	       a->debuginfo.upload == b->debuginfo.upload && a->debuginfo.cache_size == b->debuginfo.cache_size &&
+	       a->debuginfo.queue_size == b->debuginfo.queue_size && a->debuginfo.workers == b->debuginfo.workers &&
+	       a->debuginfo.strip_text_section == b->debuginfo.strip_text_section &&
 	       !memcmp(&a->extras, &b->extras, sizeof(a->extras)) &&
 	       a->container_id_cache_size == b->container_id_cache_size &&
 	       a->verbose == b->verbose && a->runtimes == b->runtimes && a->offcpu_threshold == b->offcpu_threshold &&

@@ -62,6 +62,14 @@ struct cfg_ebpf_args {
 	int64_t symb_cache_size;
 	int obi_process_context_enabled; /* with bpf_fs_root: OBI trace correlation (agent/profile/trace_ctx.h) */
 	const char *bpf_fs_root;
+	const void *debug_info; /* struct cfg_ebpf_debug_info_args; NULL without the block (its defaults) */
+};
+
+/* The debug_info block (Alloy's debuginfo.Arguments). */
+struct cfg_ebpf_debug_info_args {
+	int on_target_symbolization, upload, strip_text_section;
+	uint64_t cache_size, queue_size;
+	int64_t worker_num;
 };
 
 extern const struct cfg_component_type cfg_type_pyroscope_ebpf;

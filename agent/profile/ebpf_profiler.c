@@ -62,6 +62,7 @@ struct np_ebpf_profiler {
 	int allow_dirty;	       /* the last pass failed part way: the BPF map may differ from the lists */
 	int allow_failure_logged, cgroups_limit_logged;
 	struct np_intern slot_index;   /* key: u64 target fingerprint */
+	struct np_intern offered;      /* build IDs offered for debug info upload this interval */
 	struct slot *slots;
 	size_t slots_cap;
 	struct np_pprof_frame *pframes;
@@ -283,6 +284,51 @@ static struct slot *slot_for(struct np_ebpf_profiler *p, const struct np_target 
 	return sl;
 }
 
+/* Whether a frame is one Alloy leaves to the server when it does not symbolize on the host
+ * (debug_info's on_target_symbolization = false): a native frame of an ELF file or the vDSO,
+ * which the build ID and the address name on any machine. Not the kernel's (named from
+ * kallsyms in Alloy too), not a runtime's (interpreted or JIT code: only this node can name
+ * it), not a Go executable's while Go support is on (go_enabled: Alloy's Go interpreter names
+ * those from .gopclntab on the host; switched off, they are native frames like any other). */
+static int left_to_server(const struct sym_frame *f, int go_support)
+{
+	return f->elf && f->module && !f->module->kernel && !(go_support && f->module->go) && !f->file;
+}
+
+/* debug_info { upload = true }: the sample's ELF files with a build ID that were not offered this
+ * interval go to the sinks that upload (Alloy reports each executable it sees to its uploader).
+ * The vDSO has no file (Alloy skips it too); the kernel's and runtimes' code are no files. */
+static void offer_debuginfo(struct np_ebpf_profiler *p, const struct np_collected *s)
+{
+	for (size_t i = 0; i < s->n_frames; i++) {
+		const struct sym_module *m = s->frames[i].module;
+		const char *base;
+		char open_path[4200], debuglink_dir[4300];
+		int added = 0;
+		if (!s->frames[i].elf || !m || m->kernel || !m->build_id[0] || m->path[0] != '/' ||
+		    np_intern_find(&p->offered, m->build_id, strlen(m->build_id)))
+			continue;
+		if (!np_intern_add(&p->offered, m->build_id, strlen(m->build_id), &added))
+			return; /* out of memory: offered again with a later sample */
+		base = strrchr(m->path, '/') + 1;
+		snprintf(open_path, sizeof(open_path), "/proc/%u/root%s", s->tgid, m->path);
+		/* the OTel profiler's OpenDebugLink: /usr/lib/debug + the binary's directory */
+		snprintf(debuglink_dir, sizeof(debuglink_dir), "/proc/%u/root/usr/lib/debug%.*s", s->tgid,
+			 (int)(base - 1 - m->path), m->path);
+		struct np_debuginfo_offer o = { .build_id = m->build_id, .name = base, .open_path = open_path,
+						.debuglink_dir = debuglink_dir,
+						.cache_size = p->cfg.debuginfo.cache_size,
+						.queue_size = p->cfg.debuginfo.queue_size,
+						.workers = p->cfg.debuginfo.workers,
+						.strip_text_section = p->cfg.debuginfo.strip_text_section };
+		pthread_mutex_lock(&p->mu);
+		for (size_t k = 0; k < p->nsinks; k++)
+			if (p->sinks[k].offer_debuginfo)
+				p->sinks[k].offer_debuginfo(p->sinks[k].ud, &o);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
 static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 {
 	struct np_ebpf_profiler *p = ud;
@@ -301,7 +347,12 @@ static int on_sample(void *ud, const struct np_collected *s, struct np_err *err)
 	sl = slot_for(p, t, s->kind, err);
 	if (!sl)
 		return -1;
+	if (p->cfg.debuginfo.upload)
+		offer_debuginfo(p, s);
 	np_collected_pprof_frames(s, p->pframes);
+	for (size_t i = 0; p->cfg.server_symbolization && i < s->n_frames; i++)
+		if (left_to_server(&s->frames[i], (p->cfg.runtimes >> NP_RT_GO) & 1))
+			p->pframes[i].unnamed = 1;
 	for (size_t i = 0; p->stubs && i < s->n_frames; i++)
 		np_pprof_frame_stub(&p->pframes[i], p->stubs[i], sizeof(p->stubs[i]));
 	if (s->kind == NP_EVENT_CPU)
@@ -452,6 +503,7 @@ static void flush(struct np_ebpf_profiler *p)
 	pthread_mutex_unlock(&p->mu);
 	free(sinks);
 	np_intern_free(&p->slot_index);
+	np_intern_free(&p->offered); /* an offer a full queue dropped is made again */
 	p->interval_samples = 0;
 	p->interval_start_wall = now;
 }
@@ -729,6 +781,7 @@ void np_ebpf_profiler_stop(struct np_ebpf_profiler *p)
 	np_intern_free(&p->allowed_cgroups);
 	np_intern_free(&p->allowed_pids);
 	np_intern_free(&p->slot_index);
+	np_intern_free(&p->offered);
 	free(p->cgroup_container);
 	free(p->symbols_json);
 	free(p->target_rows);

@@ -43,6 +43,18 @@ struct np_ebpf_config {
 	struct np_sample_extras extras;
 	int unsymbolized_stubs;		/* a native frame no symbol names gets a Line "$ FILE + 0xADDR" (Alloy's
 					 * reporter_unsymbolized_stubs) instead of none; default off */
+	int server_symbolization;	/* debug_info's on_target_symbolization = false: native frames of ELF
+					 * files are pushed unnamed (build ID + address, no Line) for Pyroscope
+					 * to name, as Alloy pushes them without its symbolizer; Go executables,
+					 * runtimes' and kernel frames stay named (docs/specs/debuginfo.md) */
+	/* debug_info { upload = true }: every ELF file with a build ID seen in samples is offered to
+	 * the sinks that upload debug information (np_profile_sink.offer_debuginfo), once per collect
+	 * interval at most; cache_size, queue_size and worker_num size their uploaders. */
+	struct {
+		int upload;
+		size_t cache_size, queue_size;
+		int workers, strip_text_section;
+	} debuginfo;
 	size_t container_id_cache_size; /* default 1024 */
 	int64_t rescan_interval_ns;	/* how often new cgroups/processes are looked for; default 5 s */
 	int targets_only;		/* default on: processes of no target are not sampled; off: they

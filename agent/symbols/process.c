@@ -454,6 +454,7 @@ int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 	st->module.limit = m->end;
 	st->module.file_offset = m->pgoff;
 	st->module.kernel = 0;
+	st->module.go = 0;
 	st->state = MAP_FAILED;
 	switch (m->kind) {
 	case SYM_MAP_VDSO:
@@ -507,6 +508,7 @@ int sym_mapping_resolve(struct symbolizer *s, struct sym_proc *p, struct sym_sna
 	if (e) {
 		st->elf = e;
 		st->module.build_id = e->info.build_id;
+		st->module.go = e->info.is_go || e->info.has_gopclntab;
 		st->state = MAP_RESOLVED;
 	}
 	return rc;

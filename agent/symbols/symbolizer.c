@@ -28,7 +28,7 @@
 #define KALLSYMS_RELOAD_NS (60ull * 1000000000ull)
 #define KALLSYMS_RELOAD_MAX_NS (3600ull * 1000000000ull)
 
-static const struct sym_module kernel_fallback = { SYM_KERNEL_PATH, "", 0, 0, 0, 1 };
+static const struct sym_module kernel_fallback = { SYM_KERNEL_PATH, "", 0, 0, 0, 1, 0 };
 
 int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct np_err *err)
 {
@@ -568,6 +568,7 @@ int symbolizer_file(struct symbolizer *s, const char *path, const uint64_t *vadd
 			mod->limit = 0;
 			mod->file_offset = 0;
 			mod->kernel = 0;
+			mod->go = e->info.is_go || e->info.has_gopclntab;
 			for (size_t i = 0; i < e->info.nloads; i++) {
 				const struct sym_load *l = &e->info.loads[i];
 				if (!(l->flags & 1u))

@@ -31,6 +31,10 @@ struct sym_module {             /* a mapped file, [vdso], the kernel or a kernel
 	const char *build_id;       /* lowercase hex, "" when none */
 	uint64_t start, limit, file_offset;  /* of the mapping in the process (for pprof Mapping) */
 	int kernel;
+	int go;                     /* a Go executable (.go.buildinfo, .note.go.buildid or .gopclntab): its
+	                             * frames are named from .gopclntab, as the OTel profiler's Go
+	                             * interpreter names them, even where native frames are left to the
+	                             * server (debug_info's on_target_symbolization = false) */
 };
 
 struct sym_frame {

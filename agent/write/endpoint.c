@@ -477,9 +477,33 @@ fail:
 	return NULL;
 }
 
+void np_endpoint_offer_debuginfo(struct np_endpoint *ep, const struct np_debuginfo_options *opts,
+				 const struct np_debuginfo_file *f, struct np_metrics *reg)
+{
+	struct np_err err;
+
+	pthread_mutex_lock(&ep->lock);
+	if (!ep->debuginfo && !ep->debuginfo_failed && !ep->stopping &&
+	    np_debuginfo_uploader_new(ep->has_next_cfg ? &ep->next_cfg : &ep->cfg, opts, reg, &ep->debuginfo, &err)) {
+		ep->debuginfo_failed = 1;
+		np_log(NP_ERROR, "pyroscope.write", "debug info uploads cannot start", "endpoint", ep->label, "error",
+		       err.msg, NULL);
+	}
+	/* Offered under the lock: a reconfiguration cannot free the uploader meanwhile, and an
+	 * offer only takes the uploader's own lock for a moment. */
+	if (ep->debuginfo)
+		np_debuginfo_offer(ep->debuginfo, f);
+	pthread_mutex_unlock(&ep->lock);
+}
+
 void np_endpoint_reconfigure(struct np_endpoint *ep, struct np_write_endpoint *cfg)
 {
+	struct np_debuginfo_uploader *old;
+
 	pthread_mutex_lock(&ep->lock);
+	old = ep->debuginfo; /* it holds the old settings: the next offer starts one with the new */
+	ep->debuginfo = NULL;
+	ep->debuginfo_failed = 0;
 	if (ep->has_next_cfg)
 		np_write_endpoint_free(&ep->next_cfg);
 	ep->next_cfg = *cfg;
@@ -488,6 +512,7 @@ void np_endpoint_reconfigure(struct np_endpoint *ep, struct np_write_endpoint *c
 	ep->queue_max = ep->next_cfg.queue_max_bytes;
 	pthread_cond_broadcast(&ep->cond);
 	pthread_mutex_unlock(&ep->lock);
+	np_debuginfo_uploader_free(old); /* aborts its transfers: quick */
 }
 
 void np_endpoint_stop(struct np_endpoint *ep, int64_t deadline_ns)
@@ -514,6 +539,7 @@ void np_endpoint_free(struct np_endpoint *ep)
 			np_endpoint_stop(ep, np_mono_ns());
 		pthread_join(ep->thread, NULL);
 	}
+	np_debuginfo_uploader_free(ep->debuginfo);
 	while (ep->head)
 		drop_head(ep, NP_DROP_SHUTDOWN);
 	np_write_http_free(ep->http);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "lib/metrics.h"
+#include "agent/write/debuginfo.h"
 #include "agent/write/internal.h"
 
 /* One encoded PushRequest, shared by every endpoint queue that holds it. */
@@ -105,6 +106,11 @@ struct np_endpoint {
 	int failing; /* the last attempt failed; a success logs the recovery */
 	struct np_ep_cause causes[NP_EP_CAUSES];
 	struct np_write_lograte overflow_log, giveup_log;
+	/* Debug info uploads to this endpoint: started by the first offer, with that offer's
+	 * options (as Alloy starts its uploader); a reconfiguration stops it and the next offer
+	 * starts one with the new settings. Under lock. */
+	struct np_debuginfo_uploader *debuginfo;
+	int debuginfo_failed; /* it could not start (logged once): offers are ignored */
 };
 
 /* Creates an endpoint with a copy of cfg and starts its worker. */
@@ -116,6 +122,10 @@ void np_endpoint_reconfigure(struct np_endpoint *ep, struct np_write_endpoint *c
 void np_endpoint_enqueue(struct np_endpoint *ep, struct np_push_req *req);
 /* Asks the worker to flush until deadline_ns and exit (an earlier deadline wins). */
 void np_endpoint_stop(struct np_endpoint *ep, int64_t deadline_ns);
+/* Offers a file for debug info upload (debuginfo.h); never blocks on the network. reg: the
+ * writer's metrics registry (NULL: global). */
+void np_endpoint_offer_debuginfo(struct np_endpoint *ep, const struct np_debuginfo_options *opts,
+				 const struct np_debuginfo_file *f, struct np_metrics *reg);
 /* Joins the worker (after np_endpoint_stop) and frees everything. */
 void np_endpoint_free(struct np_endpoint *ep);
 /* The identity key for cfg, as stored in ep->key. Caller frees. */

@@ -129,27 +129,31 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 	return len;
 }
 
-/* The push URL: the endpoint's base URL without trailing slashes, then the service path. */
-static int push_url(const struct np_write_endpoint *ep, struct np_buf *url, struct np_err *err)
+/* The call's URL: the endpoint's base URL without trailing slashes, then the service path. */
+static int push_url(const struct np_write_endpoint *ep, const char *path, struct np_buf *url, struct np_err *err)
 {
 	size_t base = strlen(ep->url);
 
 	while (base > 0 && ep->url[base - 1] == '/')
 		base--;
 	np_buf_append(url, ep->url, base);
-	np_buf_puts(url, NP_WRITE_PUSH_PATH);
+	np_buf_puts(url, path);
 	return url->failed ? np_errf(err, "out of memory") : 0;
 }
 
-/* The Connect protocol's headers (connect-go's unary client with the proto codec), then
- * the endpoint's `headers`; curl would wait for 100 Continue on big bodies, Go never asks. */
-static int push_headers(struct np_http_request *req, const struct np_write_endpoint *ep, long timeout_ms,
+/* The Connect protocol's headers (connect-go's unary client with the proto codec), or for a
+ * plain POST (the debug info upload, Go's http.Client with a bare body) no Content-Type at all,
+ * then the endpoint's `headers`; curl would wait for 100 Continue on big bodies, Go never asks. */
+static int push_headers(struct np_http_request *req, const struct np_write_endpoint *ep, int connect, long timeout_ms,
 			struct np_err *err)
 {
 	char value[32];
 
 	snprintf(value, sizeof(value), "%ld", timeout_ms);
-	if (np_http_request_header(req, "Content-Type", "application/proto", err) ||
+	if (!connect) {
+		if (np_http_request_header(req, "Content-Type", "", err) || np_http_request_header(req, "Expect", "", err))
+			return -1;
+	} else if (np_http_request_header(req, "Content-Type", "application/proto", err) ||
 	    np_http_request_header(req, "Connect-Protocol-Version", "1", err) ||
 	    np_http_request_header(req, "Connect-Timeout-Ms", value, err) ||
 	    np_http_request_header(req, "Expect", "", err))
@@ -176,8 +180,8 @@ static int push_transfer(CURL *c, const void *body, size_t len, long timeout_ms,
 /* Sets every option of one attempt on a fresh easy handle: the Connect unary request
  * (docs/specs/pyroscope-push.md §1.3) over the endpoint's HTTP client settings.
  * oauth2_value is the oauth2 Authorization value, or NULL. */
-static int configure(CURL *c, struct np_http_request *req, const struct np_write_endpoint *ep,
-		     const char *oauth2_value, const void *body, size_t len, int64_t timeout_ns,
+static int configure(CURL *c, struct np_http_request *req, const struct np_write_endpoint *ep, const char *path,
+		     int connect, const char *oauth2_value, const void *body, size_t len, int64_t timeout_ns,
 		     struct response *resp, struct np_err *err)
 {
 	long timeout_ms = (long)(timeout_ns / 1000000);
@@ -186,7 +190,7 @@ static int configure(CURL *c, struct np_http_request *req, const struct np_write
 
 	if (timeout_ms < 1)
 		timeout_ms = 1;
-	rc = push_url(ep, &url, err) || push_headers(req, ep, timeout_ms, err) ||
+	rc = push_url(ep, path, &url, err) || push_headers(req, ep, connect, timeout_ms, err) ||
 	     np_http_client_apply(c, &ep->http, url.p, NP_WRITE_USER_AGENT, oauth2_value, req, err) ||
 	     push_transfer(c, body, len, timeout_ms, resp, err);
 	np_buf_free(&url);
@@ -303,6 +307,13 @@ static void read_response(CURL *easy, const struct response *resp, struct np_wri
 void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint *ep, const void *body, size_t len,
 			int64_t timeout_ns, struct np_write_result *r)
 {
+	np_write_http_call(h, ep, NP_WRITE_PUSH_PATH, 1, body, len, timeout_ns, r, NULL);
+}
+
+void np_write_http_call(struct np_write_http *h, const struct np_write_endpoint *ep, const char *path, int connect,
+			const void *body, size_t len, int64_t timeout_ns, struct np_write_result *r,
+			struct np_buf *resp_body)
+{
 	struct np_http_request req = NP_HTTP_REQUEST_INIT;
 	struct response *resp = calloc(1, sizeof(*resp));
 	char *oauth2_value = NULL; /* wiped */
@@ -339,7 +350,7 @@ void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint 
 		snprintf(r->message, sizeof(r->message), "out of memory");
 		goto out;
 	}
-	if (configure(h->easy, &req, ep, oauth2_value, body, len, timeout_ns, resp, &err)) {
+	if (configure(h->easy, &req, ep, path, connect, oauth2_value, body, len, timeout_ns, resp, &err)) {
 		r->local_error = 1; /* the result's message is shorter than an np_err: keep its start */
 		snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(r->message) - 1, err.msg);
 		goto out;
@@ -355,6 +366,8 @@ void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint 
 		goto out;
 	}
 	read_response(h->easy, resp, r);
+	if (resp_body)
+		np_buf_append(resp_body, resp->body, resp->len);
 out:
 	np_http_request_release(h->easy, &req);
 	np_secret_free(oauth2_value);

@@ -98,6 +98,13 @@ void np_write_http_set_deadline(struct np_write_http *h, int64_t deadline_ns);
 void np_write_http_push(struct np_write_http *h, const struct np_write_endpoint *ep, const void *body, size_t len,
 			int64_t timeout_ns, struct np_write_result *r);
 
+/* The same for any call: a Connect unary call (connect: its headers, application/proto) or a
+ * plain POST (no Content-Type) of body to <url><path>; the response body (its first 64 KiB)
+ * is appended to resp_body when given. */
+void np_write_http_call(struct np_write_http *h, const struct np_write_endpoint *ep, const char *path, int connect,
+			const void *body, size_t len, int64_t timeout_ns, struct np_write_result *r,
+			struct np_buf *resp_body);
+
 /* ---- misc ---- */
 
 /* Lets one log line through per interval and counts the ones held back. */

@@ -12,6 +12,7 @@
 #include "agent/config/component.h"
 #include "agent/config/http_client.h"
 #include "agent/pprof/sink.h"
+#include "agent/write/debuginfo.h"
 #include "agent/write/writer.h"
 #include "lib/labels.h"
 #include "lib/strbuf.h"
@@ -69,8 +70,8 @@ static const struct cfg_attr endpoint_attrs[] = {
 	 * endpoint while it is slow or away; the oldest go first when it is full. */
 	CFG_A("queue_max_bytes", &cfg_t_int, CFG_RANGE, "33554432", .min = 4096, .max = 4294967296.0,
 	      ENDPOINT(queue_max_bytes)),
-	CFG_A("debug_info_upload_timeout", &cfg_t_duration, CFG_UNSUPPORTED, "\"2m\"",
-	      .note = "debug info upload is not implemented", ENDPOINT(debug_info_upload_timeout)),
+	CFG_A("debug_info_upload_timeout", &cfg_t_duration, 0, "\"2m\"",
+	      ENDPOINT(debug_info_upload_timeout)),
 	CFG_HTTP_CLIENT_ATTRS(struct cfg_write_endpoint_args, http),
 	CFG_END,
 };
@@ -190,6 +191,19 @@ static int append(void *ud, const struct np_labels *labels, void *pprof_gz, size
 	return np_writer_append(wc->writer, labels, pprof_gz, len, err);
 }
 
+/* pyroscope.ebpf's debug_info { upload = true } offers binaries here: each endpoint uploads them
+ * (Alloy's fanOutClient.Upload). */
+static void offer_debuginfo(void *ud, const struct np_debuginfo_offer *o)
+{
+	struct write_component *wc = ud;
+	struct np_debuginfo_options opts = { .cache_size = o->cache_size, .queue_size = o->queue_size,
+					     .workers = o->workers, .strip_text = o->strip_text_section };
+	struct np_debuginfo_file f = { .build_id = o->build_id, .name = o->name, .open_path = o->open_path,
+					.debuglink_dir = o->debuglink_dir };
+
+	np_writer_offer_debuginfo(wc->writer, &opts, &f);
+}
+
 static int start(struct cfg_component *c, const struct cfg_host *host, const void *args, void **state,
 		 struct np_err *err)
 {
@@ -207,7 +221,7 @@ static int start(struct cfg_component *c, const struct cfg_host *host, const voi
 		free(wc);
 		return -1;
 	}
-	wc->sink = (struct np_profile_sink){ .append = append, .ud = wc };
+	wc->sink = (struct np_profile_sink){ .append = append, .ud = wc, .offer_debuginfo = offer_debuginfo };
 	/* The capsule points into wc, which lives until stop(): no release function. */
 	cap = cfg_capsule("ProfilesReceiver", &wc->sink, NULL);
 	cfg_component_publish(c, "receiver", cap);

@@ -375,6 +375,15 @@ fail:
 	return -1;
 }
 
+void np_writer_offer_debuginfo(struct np_writer *w, const struct np_debuginfo_options *opts,
+			       const struct np_debuginfo_file *f)
+{
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < w->n_eps; i++)
+		np_endpoint_offer_debuginfo(w->eps[i], opts, f, w->cfg.metrics);
+	pthread_mutex_unlock(&w->lock);
+}
+
 void np_writer_free(struct np_writer *w)
 {
 	int64_t deadline;

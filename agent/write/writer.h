@@ -30,7 +30,7 @@ struct np_write_endpoint {
 	char *name; /* optional; identifies the endpoint across reloads. Metrics and logs
 		     * name endpoints by URL (password redacted), as Alloy's metrics do. */
 	int64_t remote_timeout_ns;	      /* per attempt; default 10s */
-	int64_t debug_info_upload_timeout_ns; /* accepted for compatibility; nodeprof uploads no debug info */
+	int64_t debug_info_upload_timeout_ns; /* the POST of one file (debuginfo.h); default 2m */
 	struct np_http_headers headers;	      /* `headers` (map(string)); X-Scope-OrgID carries the tenant */
 	int64_t min_backoff_ns;		      /* default 500ms */
 	int64_t max_backoff_ns;		      /* default 5m */
@@ -105,6 +105,13 @@ NP_MUST_CHECK int np_writer_update(struct np_writer *w, const struct np_write_co
  * rejected) when the labels cannot be made valid, e.g. without __name__. */
 NP_MUST_CHECK int np_writer_append(struct np_writer *w, const struct np_labels *labels, void *pprof_gz, size_t len,
 				   struct np_err *err);
+
+/* Offers a file to every endpoint's debug info uploader (agent/write/debuginfo.h; each starts
+ * with the first offer's options); never blocks on the network. */
+struct np_debuginfo_options;
+struct np_debuginfo_file;
+void np_writer_offer_debuginfo(struct np_writer *w, const struct np_debuginfo_options *opts,
+			       const struct np_debuginfo_file *f);
 
 /* Flushes queued profiles for up to shutdown_flush, then stops. NULL is a no-op. */
 void np_writer_free(struct np_writer *w);

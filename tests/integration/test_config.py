@@ -167,20 +167,33 @@ pyroscope.write "backend" {
         self.assertTrue(warnings[2].startswith(f"{path}:10:11: warning: url is empty"), warnings[2])
 
     def test_what_nodeprof_lacks_is_refused_off_default(self):
+        # Every argument of pyroscope.ebpf runs (debug_info's too); what is still lacking, the
+        # oauth2 JWT bearer grant, is refused with the why only away from its default.
         d = tmpdir(self)
         path = write(os.path.join(d, "off.alloy"), """pyroscope.ebpf "e" {
   forward_to = []
   off_cpu_threshold = 0.5
-  probe_links = ["kprobe:x"]
   debug_info {
+    on_target_symbolization = false
     upload = true
+  }
+}
+pyroscope.write "w" {
+  endpoint {
+    url = "http://127.0.0.1:4040"
+    oauth2 {
+      token_url = "https://idp/token"
+      grant_type = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    }
   }
 }
 """)
         p = nodeprof("check", path)
         self.assertEqual(p.returncode, 1)
-        self.assertEqual(p.stderr.splitlines(), [
-            f"{path}:6:14: upload = true is not supported by nodeprof yet: debug info upload is not implemented"])
+        self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+        self.assertTrue(p.stderr.startswith(
+            f"{path}:14:20: grant_type = \"urn:ietf:params:oauth:grant-type:jwt-bearer\" is not supported by nodeprof "
+            "yet: the JWT bearer grant is not implemented"), p.stderr)
 
 
 def first_line(text, needle):

@@ -96,8 +96,11 @@ def process_pipeline_config(cmdline_regex, service_name, ebpf_args, forward_url=
     """An Alloy configuration that profiles the processes whose command line matches
     cmdline_regex as service_name: discovery.process, a keep rule, pyroscope.ebpf with a 2 s
     interval at 97 Hz plus ebpf_args ({name: Alloy value text}), and a pyroscope.write to
-    forward_url when one is given (else nothing is forwarded)."""
-    args = "".join(f"  {k} = {v}\n" for k, v in ebpf_args.items())
+    forward_url when one is given (else nothing is forwarded). A dict value is a block
+    ({"debug_info": {"upload": "true"}})."""
+    args = "".join(f"  {k} = {v}\n" if not isinstance(v, dict) else
+                   f"  {k} {{\n" + "".join(f"    {bk} = {bv}\n" for bk, bv in v.items()) + "  }\n"
+                   for k, v in ebpf_args.items())
     fwd = "[pyroscope.write.w.receiver]" if forward_url else "[]"
     write = f'pyroscope.write "w" {{\n  endpoint {{\n    url = "{forward_url}"\n  }}\n}}\n' if forward_url else ""
     return f"""discovery.process "p" {{

@@ -14,6 +14,16 @@ Failure injection: a queue of actions consumed one per push request (then `defau
   {"slow": 0.5}                        answer normally after 0.5 s
   {"drop": true}                       read the request, close the connection without a response
   {"redirect": URL, "redirect_status": 307}   answer a redirect to URL
+Debug info API (debuginfo.v1alpha1.DebuginfoService, as pkg/debuginfo/store.go serves it; spec
+docs/specs/debuginfo.md): ShouldInitiateUpload and UploadFinished as Connect unary calls with the
+proto codec, the file itself as a plain POST to .../Upload/<build ID>, with Pyroscope's answers:
+true the first time (and for a stale upload), false with its reason while an upload is in
+progress or once it finished, 412 for an upload not announced, failed_precondition for a finish
+without the file. Failure injection: a queue per method (srv.debuginfo_actions(method, [...]),
+consumed one per request of that method) of {"status": 503} (Connect error; a plain HTTP error for
+Upload), {"slow": 2}, {"should": false, "reason": "..."} (ShouldInitiateUpload's answer).
+srv.debuginfo() gives {build ID: {"state", "name", "type", "otel_file_id", "size", "data"}} and
+srv.debuginfo_requests() every call (method, build ID, status, violations).
 Server checks: "require_auth" (exact Authorization value, or a predicate on it such as
 TokenServer.authorization_ok of tests/servers/oauth2.py), "multitenancy" (X-Scope-OrgID required,
 as -auth.multitenancy-enabled).
@@ -37,6 +47,13 @@ import time
 import zlib
 
 PUSH_PATH = "/push.v1.PusherService/Push"
+DEBUGINFO_PREFIX = "/debuginfo.v1alpha1.DebuginfoService/"
+# pkg/debuginfo/store.go's reasons
+REASON_FIRST_TIME = "First time we see this Build ID, therefore please upload!"
+REASON_STALE = "A previous upload was started but not finished and is now stale, so it can be retried."
+REASON_IN_PROGRESS = "A previous upload is still in-progress and not stale yet (only stale uploads can be retried)."
+REASON_EXISTS = "Debuginfo already exists and is not marked as invalid, therefore no new upload is needed."
+REASON_EMPTY = "Empty GNU build ID, therefore no upload is needed."
 MAX_PROFILE_BYTES = 4 << 20  # validation.max-profile-size-bytes
 MAX_LABELS = 30
 MAX_NAME_LEN = 1024
@@ -333,13 +350,25 @@ def summarize_profile(p, raw, gzipped, uncompressed_len):
                 names.append("%s!0x%x" % (binary or "unknown", loc["address"]))
         return list(reversed(names))  # root first
 
+    def locations(smp):
+        """Each Location of the sample, root first: its mapping's file and build ID, its address,
+        and whether it carries a Line (what the server's symbolizer skips)."""
+        out = []
+        for lid in smp["location_id"]:
+            loc = p["location"][lid]
+            m = p["mapping"].get(loc["mapping_id"])
+            name = (lambda i: st[i] if m and 0 <= i < len(st) else "")
+            out.append({"file": name(m["filename"]) if m else "", "build_id": name(m["build_id"]) if m else "",
+                        "address": loc["address"], "named": bool(loc["line"])})
+        return list(reversed(out))
+
     return {
         "sample_types": [[st[t], st[u]] for t, u in p["sample_type"]],
         "period_type": [st[p["period_type"][0]], st[p["period_type"][1]]] if p["period_type"] else None,
         "period": p["period"],
         "time_nanos": p["time_nanos"],
         "duration_nanos": p["duration_nanos"],
-        "stacks": [{"frames": frames(smp), "values": smp["value"],
+        "stacks": [{"frames": frames(smp), "locations": locations(smp), "values": smp["value"],
                     "labels": {st[l["key"]]: st[l["str"]] for l in smp["label"] if l["str"]}}
                    for smp in p["sample"]],
         "comments": [st[i] for i in p["comment"] if 0 <= i < len(st)],
@@ -465,6 +494,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 owner.push_actions(json.loads(body or b"[]"))
             self._send(200, b"{}", "application/json")
             return
+        if self.path.startswith(DEBUGINFO_PREFIX):
+            owner.handle_debuginfo(self)
+            return
         if self.path != PUSH_PATH:
             self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
             self._send(404, b"404 page not found\n", "text/plain")
@@ -499,6 +531,22 @@ class PyroscopeServer:
             self.actions = []
             self.requests = []   # every push request: headers, answer, violations
             self._pushes = []    # accepted pushes, decoded
+            self._di_actions = {}   # debug info method: [action]
+            self._di_requests = []  # every debug info call
+            self._di = {}           # build ID: {"state", "name", "type", "started", "size", "data"}
+        self.debuginfo_stale_s = 900  # an upload not finished after this is stale (Pyroscope's 15 min)
+
+    def debuginfo_actions(self, method, actions):
+        with self._lock:
+            self._di_actions.setdefault(method, []).extend(actions)
+
+    def debuginfo(self):
+        with self._lock:
+            return {k: dict(v) for k, v in self._di.items()}
+
+    def debuginfo_requests(self):
+        with self._lock:
+            return list(self._di_requests)
 
     def push_actions(self, actions):
         with self._lock:
@@ -555,6 +603,135 @@ class PyroscopeServer:
     def _track(self, conn, add):
         with self._lock:
             (self._conns.add if add else self._conns.discard)(conn)
+
+    # -- the debug info API --
+    def handle_debuginfo(self, h):
+        method, _, arg = h.path[len(DEBUGINFO_PREFIX):].partition("/")
+        headers = {k.lower(): v for k, v in h.headers.items()}
+        record = {"time": time.time(), "method": method, "build_id": arg or None, "headers": headers,
+                  "status": None, "violations": []}
+        with self._lock:
+            self._di_requests.append(record)
+            queue = self._di_actions.get(method) or []
+            action = queue.pop(0) if queue else {}
+        try:
+            body = h._read_body(self.body_limit)
+        except Reject as r:
+            record["status"] = 429
+            h._connect_error(r.code, r.message)
+            return
+        record["size"] = len(body)
+        if action.get("slow"):
+            self._stop_event.wait(float(action["slow"]))
+        if "status" in action:
+            record["status"] = action["status"]
+            if method == "Upload":
+                h._send(action["status"], b"injected\n", "text/plain")
+            else:
+                h._connect_error(action.get("code") or STATUS_CODES.get(action["status"], "unknown"),
+                                 f"injected {action['status']}", action["status"])
+            return
+        if method == "Upload" and arg:
+            return self._di_upload(h, record, arg, body)
+        if method not in ("ShouldInitiateUpload", "UploadFinished") or arg:
+            record["status"] = 404
+            h._send(404, b"404 page not found\n", "text/plain")
+            return
+        # the Connect unary protocol with the proto codec, as connect-go's client sends it
+        if headers.get("content-type") != "application/proto":
+            record["violations"].append(f"content-type {headers.get('content-type')!r}")
+        if headers.get("connect-protocol-version") != "1":
+            record["violations"].append("no connect-protocol-version: 1")
+        try:
+            if method == "ShouldInitiateUpload":
+                out = self._di_should(record, body, action)
+            else:
+                out = self._di_finished(record, body)
+        except Reject as r:
+            record["status"] = CODE_STATUS.get(r.code, 400)
+            h._connect_error(r.code, r.message)
+            return
+        except ValueError as e:
+            record["status"] = 400
+            record["violations"].append(f"unmarshal: {e}")
+            h._connect_error("invalid_argument", f"unmarshal: {e}")
+            return
+        record["status"] = 200
+        h._send(200, out, "application/proto")
+
+    def _di_should(self, record, body, action):
+        md = {"gnu_build_id": "", "go_build_id": "", "otel_file_id": "", "name": "", "type": 0}
+        for num, wt, v in fields(body):
+            if num == 1 and wt == 2:
+                for n2, w2, v2 in fields(v):
+                    if w2 == 2 and n2 in (1, 2, 3, 4):
+                        md[("gnu_build_id", "go_build_id", "otel_file_id", "name")[n2 - 1]] = utf8(v2, "file")
+                    elif n2 == 5 and w2 == 0:
+                        md["type"] = v2
+        record["build_id"], record["file"] = md["gnu_build_id"], md
+        bid = md["gnu_build_id"]
+        with self._lock:
+            if "should" in action:
+                should, reason = bool(action["should"]), action.get("reason", "injected")
+            elif not bid:
+                should, reason = False, REASON_EMPTY
+            elif not all(c in "0123456789abcdef" for c in bid) or md["type"] not in (1, 2):
+                raise Reject("invalid_argument", f"invalid request: build ID {bid!r} type {md['type']}")
+            else:
+                cur = self._di.get(bid)
+                if cur is None:
+                    should, reason = True, REASON_FIRST_TIME
+                elif cur["state"] == "uploading" and time.time() - cur["started"] > self.debuginfo_stale_s:
+                    should, reason = True, REASON_STALE
+                elif cur["state"] == "uploading":
+                    should, reason = False, REASON_IN_PROGRESS
+                else:
+                    should, reason = False, REASON_EXISTS
+                if should:
+                    self._di[bid] = {"state": "uploading", "name": md["name"], "type": md["type"],
+                                     "otel_file_id": md["otel_file_id"],
+                                     "started": time.time(), "size": None, "data": None}
+        record["answer"] = (should, reason)
+        r = reason.encode()
+        n, size = len(r), b""
+        while True:
+            size += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+            n >>= 7
+            if not n:
+                break
+        return (b"\x08\x01" if should else b"") + (b"\x12" + size + r if r else b"")
+
+    def _di_upload(self, h, record, bid, body):
+        if h.headers.get("Content-Type"):
+            record["violations"].append(f"upload with content-type {h.headers.get('Content-Type')!r}")
+        with self._lock:
+            cur = self._di.get(bid)
+            if cur is None or cur["state"] != "uploading":
+                record["status"] = 412
+            else:
+                cur["data"], cur["size"] = body, len(body)
+                record["status"] = 200
+        if record["status"] == 412:
+            h._send(412, b"no pending upload for this build ID\n", "text/plain")
+        else:
+            h._send(200, b"", "text/plain")
+
+    def _di_finished(self, record, body):
+        bid = ""
+        for num, wt, v in fields(body):
+            if num == 1 and wt == 2:
+                bid = utf8(v, "gnu_build_id")
+        record["build_id"] = bid
+        with self._lock:
+            cur = self._di.get(bid)
+            if cur is None:
+                raise Reject("not_found", f"no upload metadata found for build ID {bid}")
+            if cur["state"] != "uploading":
+                raise Reject("failed_precondition", "upload is not in uploading state")
+            if cur["data"] is None:
+                raise Reject("failed_precondition", f"no uploaded file found for build ID {bid}")
+            cur["state"] = "uploaded"
+        return b""
 
     # -- the push handler --
     def handle_push(self, h):

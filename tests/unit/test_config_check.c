@@ -350,9 +350,10 @@ static void component_errors(void **state)
 		/* the on-disk symbol cache's arguments are honoured */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  symb_cache_path = \"/var/cache/nodeprof\"\n  symb_cache_size = 4\n}",
 		  "" },
-		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  probe_links = [\"kprobe:x\"]\n  load_probe "
+		/* debug info upload runs */
+		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  load_probe "
 		  "= true\n  debug_info { upload = true }\n}",
-		  "6:25: upload = true is not supported by nodeprof yet: debug info upload is not implemented" },
+		  "" },
 		/* off-CPU time and uprobes run: a link's syntax is an error, a file or symbol this host lacks
 		 * a warning (the configuration may be checked on another host) */
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  off_cpu_threshold = 0.5\n  load_probe = true\n"
@@ -558,16 +559,10 @@ static void unsupported_only_off_default(void **state)
 		  "reporter_unsymbolized_stubs = true\n  debug_info {\n"
 		  "    on_target_symbolization = false\n    cache_size = 1\n    strip_text_section = true\n    queue_size = 1\n"
 		  "    worker_num = 1\n  }\n}",
-		  "8:31: on_target_symbolization = false is not supported by nodeprof yet: nodeprof always symbolizes on the "
-		  "host\n"
-		  "9:18: cache_size = 1 is not supported by nodeprof yet: it sizes Alloy's debug info upload cache\n"
-		  "10:26: strip_text_section = true is not supported by nodeprof yet: debug info upload is not implemented\n"
-		  "11:18: queue_size = 1 is not supported by nodeprof yet: debug info upload is not implemented\n"
-		  "12:18: worker_num = 1 is not supported by nodeprof yet: debug info upload is not implemented" },
+		  "" },
 		{ "pyroscope.write \"w\" {\n  endpoint {\n    url = \"http://p\"\n    debug_info_upload_timeout = \"5m\"\n  }\n  "
 		  "endpoint {\n    url = \"http://q\"\n    debug_info_upload_timeout = \"120s\"\n  }\n}",
-		  "4:33: debug_info_upload_timeout = \"5m\" is not supported by nodeprof yet: debug info upload is not "
-		  "implemented" },
+		  "" },
 		{ "pyroscope.ebpf \"e\" {\n  forward_to = []\n  comm = \"\"\n  no_kernel_version_check = true\n  lazy_mode = true\n"
 		  "  obi_process_context_enabled = false\n  python_enabled = false\n  debug_info {\n    upload = false\n  }\n}",
 		  "" },

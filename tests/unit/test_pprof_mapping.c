@@ -170,12 +170,12 @@ static void own_frames_carry_elf_address_and_mapping(void **state)
 /* Modules as the symbolizer hands them out: the same library in two processes at
  * different addresses, the kernel, anonymous (JIT) memory. */
 static const struct sym_module lib_a = { "/usr/lib/libx.so.1", "0123456789abcdef0123", 0x7f0000001000, 0x7f0000005000,
-					 0x1000, 0 };
+					 0x1000, 0, 0 };
 static const struct sym_module lib_b = { "/usr/lib/libx.so.1", "0123456789abcdef0123", 0x7f5500001000, 0x7f5500005000,
-					 0x1000, 0 };
+					 0x1000, 0, 0 };
 static const struct sym_module kernel = { SYM_KERNEL_PATH, "feedface00112233", 0xffffffff81000000, 0xffffffff82000000,
-					  0, 1 };
-static const struct sym_module jit = { "[anon]", "", 0x7e0000000000, 0x7e0000100000, 0, 0 };
+					  0, 1, 0 };
+static const struct sym_module jit = { "[anon]", "", 0x7e0000000000, 0x7e0000100000, 0, 0, 0 };
 
 static struct sym_frame user(const char *name, const struct sym_module *m, uint64_t rel, int resolved)
 {
