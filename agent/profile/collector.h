@@ -87,6 +87,7 @@ struct np_collector_options {
 	int comm;		    /* samples carry their thread's name (np_collected.comm) */
 	int trace_ctx;		    /* samples carry their thread's trace context, from the map trace_ctx_fd */
 	int trace_ctx_fd;	    /* OBI's traces_ctx_v1 (trace_ctx.h); borrowed, used only by np_collector_open */
+	int otel_ctx;		    /* samples carry their thread's OpenTelemetry thread context (otel_ctx.h) */
 	struct np_budgets budgets;  /* symbol tables, unwind tables, process state, runtime names */
 	const char *symb_cache_path; /* on-disk symbol tables (borrowed, read at open); NULL: memory only */
 	size_t symb_cache_entries;  /* files kept there at most; 0 = the default (2048) */

@@ -677,6 +677,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	p->cfg.uprobes = NULL; /* the caller's: read by the collector's opening only */
 	co.trace_ctx_fd = open_trace_ctx(p);
 	co.trace_ctx = co.trace_ctx_fd >= 0;
+	co.otel_ctx = p->cfg.obi_trace_ctx; /* the SDK's own context needs no bpf_fs_root */
 	int col_rc = np_collector_open(&co, &p->col, err);
 	if (co.trace_ctx)
 		close(co.trace_ctx_fd); /* the loaded program holds the map */

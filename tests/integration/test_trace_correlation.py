@@ -1,9 +1,11 @@
-"""Trace correlation with OpenTelemetry eBPF Instrumentation (OBI), as Alloy's pyroscope.ebpf
-does it (docs/specs/trace-correlation.md): OBI keeps the span each thread serves in the map it
-pins at BPF_FS_ROOT/otel/traces_ctx_v1; samples of a thread inside a span carry trace_id and
-span_id labels (lowercase hex) in the pushes, the others none. Each test plays OBI itself
-(tests/lib/obi.py) on a BPF file system of its own, on a workload whose second
-thread is the one "inside a span"."""
+"""Trace correlation (docs/specs/trace-correlation.md): with OpenTelemetry eBPF Instrumentation
+(OBI), as Alloy's pyroscope.ebpf does it, OBI keeps the span each thread serves in the map it
+pins at BPF_FS_ROOT/otel/traces_ctx_v1; and with an OpenTelemetry SDK that publishes its process
+context (OTEP 4719) and thread context (OTEP 4947, the thread-local otel_thread_ctx_v1). Samples
+of a thread inside a span carry trace_id and span_id labels (lowercase hex) in the pushes, the
+others none. Each test plays OBI itself (tests/lib/obi.py) on a BPF file system of its own, and
+the SDK is a workload of its own (workloads/otel_thread_ctx.c), whose second thread is the one
+"inside a span"."""
 import os
 import time
 import unittest
@@ -15,6 +17,11 @@ from pyroscope import PyroscopeServer
 
 TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
 SPAN = bytes.fromhex("b7ad6b7169203331")
+# workloads/otel_thread_ctx.c's record
+OTEL_TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
+OTEL_SPAN = bytes.fromhex("00f067aa0ba902b7")
+OTEL_FLAGS = ("-O0", "-fno-omit-frame-pointer", "-g", "-pthread",
+              "-Wl,--export-dynamic-symbol=otel_thread_ctx_v1")
 
 
 def wait_file(test, path, deadline=20):
@@ -29,17 +36,17 @@ def wait_file(test, path, deadline=20):
 
 class TraceCorrelation(unittest.TestCase):
 
-    def start(self, ebpf_args):
-        """The workload and the agent pushing to a test Pyroscope; (server, pid, tid of the thread in
-        inside_span); self.agent_log is the agent's log file."""
+    def start(self, ebpf_args, workload="span_threads", flags=None, extra=()):
+        """The workload (with its extra arguments) and the agent pushing to a test Pyroscope;
+        (server, pid, tid of the thread in inside_span); self.agent_log is the agent's log file."""
         d = np.tmpdir(self)
-        exe = np.build_workload("span_threads", d)
+        exe = np.build_workload(workload, d, *([flags] if flags else []))
         tid_file = os.path.join(d, "tid")
         srv = PyroscopeServer().start()
         self.addCleanup(srv.stop)
-        _, agent = agent_push.start(self, np.process_pipeline_config(".*span_threads.*", "spans", ebpf_args,
+        _, agent = agent_push.start(self, np.process_pipeline_config(f".*{workload}.*", "spans", ebpf_args,
                                                                       forward_url=srv.url),
-                                    [exe, "60", tid_file])
+                                    [exe, "60", tid_file, *extra])
         self.agent_log = os.readlink(f"/proc/{agent.pid}/fd/1")
         tid = int(wait_file(self, tid_file))
         pid = int(open(f"/proc/{tid}/status").read().split("\nTgid:")[1].split()[0])
@@ -132,6 +139,33 @@ class TraceCorrelation(unittest.TestCase):
             warned = self.log_lines("no trace correlation with OBI")
             self.assertEqual(len(warned), 1, open(self.agent_log).read())
             self.assertIn(why, warned[0])
+
+    def test_otel_thread_ctx(self):
+        """An SDK's thread context: the thread whose otel_thread_ctx_v1 points to a valid record
+        gets its IDs, over OBI's entry for the same thread (the SDK's record is authoritative);
+        the thread without a record gets OBI's entry (the fallback)."""
+        root = obi.bpf_fs_root(self)
+        fd = obi.create(root)
+        self.addCleanup(os.close, fd)
+        srv, pid, tid = self.start({"bpf_fs_root": f'"{root}"'}, "otel_thread_ctx", OTEL_FLAGS, ["1"])
+        obi.set_span(fd, pid, tid, TRACE, SPAN)
+        obi.set_span(fd, pid, pid, bytes(reversed(TRACE)), bytes(reversed(SPAN)))
+        n = len(srv.pushes()) + 1
+        got = self.labels_by_function(srv, after=n)
+        self.assertEqual(set(got["inside_span"]), {(("span_id", OTEL_SPAN.hex()), ("trace_id", OTEL_TRACE.hex()))},
+                         got)
+        self.assertEqual(set(got["outside_span"]), {(("span_id", SPAN[::-1].hex()),
+                                                     ("trace_id", TRACE[::-1].hex()))}, got)
+
+    def test_otel_thread_ctx_invalid_or_off(self):
+        """A record whose valid byte is 0 gives no labels; obi_process_context_enabled = false
+        reads no thread context."""
+        for args, valid in (({}, "0"), ({"obi_process_context_enabled": "false"}, "1")):
+            with self.subTest(args=args, valid=valid):
+                args = dict(args, bpf_fs_root=f'"{obi.bpf_fs_root(self)}"')
+                srv, pid, tid = self.start(args, "otel_thread_ctx", OTEL_FLAGS, [valid])
+                got = self.labels_by_function(srv)
+                self.assertEqual(set(got["inside_span"]) | set(got["outside_span"]), {()}, got)
 
 
 if __name__ == "__main__":
