@@ -129,13 +129,13 @@ static int pb_next(struct pb *b, uint32_t *field, struct pb *sub)
 #define PB_LEN(f) ((f) | 0x80000000u)
 
 /* KeyValue { string key = 1; AnyValue value = 2; }, AnyValue { string string_value = 1; ... }:
- * 1 with the string value when the key is key, 0 when it is another key or no string, -1 when
- * malformed. */
+ * 1 when the key is key, with its string value in *val (val->p NULL when the value is no
+ * string), 0 when it is another key, -1 when malformed. */
 static int keyvalue_string(struct pb kv, const char *key, struct pb *val)
 {
 	struct pb k = { 0 }, any = { 0 }, sub;
 	uint32_t f;
-	int have_key = 0, have_any = 0, have_str = 0, r;
+	int have_key = 0, have_str = 0, r;
 
 	while ((r = pb_next(&kv, &f, &sub)) > 0) {
 		if (f == PB_LEN(1)) {
@@ -143,13 +143,14 @@ static int keyvalue_string(struct pb kv, const char *key, struct pb *val)
 			have_key = 1;
 		} else if (f == PB_LEN(2)) {
 			any = sub;
-			have_any = 1;
 		}
 	}
 	if (r < 0)
 		return -1;
-	if (!have_key || !have_any || k.n != strlen(key) || memcmp(k.p, key, k.n) != 0)
+	if (!have_key || k.n != strlen(key) || memcmp(k.p, key, k.n) != 0)
 		return 0;
+	val->p = NULL;
+	val->n = 0;
 	/* AnyValue is a oneof: the last of its members set wins. */
 	while ((r = pb_next(&any, &f, &sub)) > 0) {
 		if (f == PB_LEN(1)) {
@@ -161,7 +162,11 @@ static int keyvalue_string(struct pb kv, const char *key, struct pb *val)
 	}
 	if (r < 0)
 		return -1;
-	return have_str;
+	if (!have_str) {
+		val->p = NULL;
+		val->n = 0;
+	}
+	return 1;
 }
 
 int np_otel_ctx_schema(const uint8_t *p, size_t n, char *schema, size_t cap)
@@ -186,7 +191,7 @@ int np_otel_ctx_schema(const uint8_t *p, size_t n, char *schema, size_t cap)
 	}
 	if (r < 0)
 		return -1;
-	if (!found || val.n >= cap || memchr(val.p, '\0', val.n))
+	if (!found || !val.p || val.n >= cap || memchr(val.p, '\0', val.n))
 		return 0;
 	memcpy(schema, val.p, val.n);
 	schema[val.n] = '\0';
@@ -551,10 +556,4 @@ int np_otel_ctx_poll(struct np_otel_ctx *t, struct np_err *err)
 			i++;
 	}
 	return 0;
-}
-
-void np_otel_ctx_stats(const struct np_otel_ctx *t, size_t *reading, uint64_t *unsupported)
-{
-	*reading = t->procs.live;
-	*unsupported = t->procs.unsupported;
 }

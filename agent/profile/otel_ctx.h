@@ -31,8 +31,9 @@ struct np_otel_ctx_header {
 int np_otel_ctx_header_parse(const uint8_t *b, size_t n, struct np_otel_ctx_header *out);
 
 /* The string value of the attribute threadlocal.schema_version of the protobuf ProcessContext
- * p[0..n) (its last occurrence), NUL-ended into schema (cap bytes): 1, 0 when the payload has no
- * such string attribute (or one of cap bytes or more), -1 when the payload is no valid protobuf. */
+ * p[0..n) (the last attribute of that key decides), NUL-ended into schema (cap bytes): 1, 0 when
+ * the payload has no such attribute, or its value is no string or has cap bytes or more, -1 when
+ * the payload is no valid protobuf. */
 int np_otel_ctx_schema(const uint8_t *p, size_t n, char *schema, size_t cap);
 
 /* OTEP 4719's reading protocol on the header at addr of process pid: header, payload, then the
@@ -71,9 +72,5 @@ NP_MUST_CHECK int np_otel_ctx_process(struct np_otel_ctx *t, uint32_t pid, uint3
 void np_otel_ctx_exit(struct np_otel_ctx *t, uint32_t pid);
 /* Looks again, at most every few seconds, at the processes seen without a context. */
 NP_MUST_CHECK int np_otel_ctx_poll(struct np_otel_ctx *t, struct np_err *err);
-
-/* Processes whose thread contexts are read, and processes seen publishing one that cannot be
- * read (counted once each). */
-void np_otel_ctx_stats(const struct np_otel_ctx *t, size_t *reading, uint64_t *unsupported);
 
 #endif
