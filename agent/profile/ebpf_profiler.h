@@ -60,7 +60,9 @@ struct np_ebpf_config {
 	char symb_cache_path[1024];
 	size_t symb_cache_entries;
 	/* Alloy's obi_process_context_enabled and bpf_fs_root: with both, samples taken inside an OBI
-	 * span carry its trace_id and span_id (agent/profile/trace_ctx.h); default off. */
+	 * span carry its trace_id and span_id (agent/profile/trace_ctx.h); with the first, samples of
+	 * a thread whose OpenTelemetry SDK publishes its context carry that span's
+	 * (agent/profile/otel_ctx.h). Default off. */
 	int obi_trace_ctx;
 	char bpf_fs_root[1024];
 	struct np_budgets budgets;	/* run's --*-memory (0 fields: defaults) */
