@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 
 #include "agent/runtime/fsbase.h"
+#include "agent/runtime/glibc.h"
 #include "agent/runtime/procs.h"
 #include "agent/symbols/elf_file.h"
 #include "bpf/sampler_types.h"
@@ -359,9 +360,10 @@ int np_otel_ctx_exec_tls_off(uint64_t memsz, uint64_t align, uint64_t vaddr, uin
 	return 0;
 }
 
-/* Looks for otel_thread_ctx_v1 in the open file: 1 and, in the program (is_exec), *off; 0 when
- * the file has no such symbol; -1 (why set) when it has one that cannot be read. */
-static int file_tls(int fd, int is_exec, int32_t *off, char *why, size_t why_len)
+/* Looks for otel_thread_ctx_v1 in the open file: 1 and *off in the program (is_exec); 2 and
+ * *value (its offset in the library's TLS segment) in a library; 0 when the file has no such
+ * symbol; -1 (why set) when it has one that cannot be read. */
+static int file_tls(int fd, int is_exec, int32_t *off, uint64_t *lib_value, char *why, size_t why_len)
 {
 	GElf_Phdr tls = { 0 };
 	uint64_t value, size;
@@ -374,11 +376,6 @@ static int file_tls(int fd, int is_exec, int32_t *off, char *why, size_t why_len
 	if (sym_elf_find_symbol(e, fd, TLS_SYMBOL, SYMBOL_BYTES_MAX, &value, &size) < 0)
 		goto out;
 	rc = -1;
-	if (!is_exec) {
-		snprintf(why, why_len, TLS_SYMBOL " is defined in a shared library: not supported yet (only in the "
-					       "program itself)");
-		goto out;
-	}
 	if (elf_getphdrnum(e, &n)) {
 		snprintf(why, why_len, "its program headers cannot be read");
 		goto out;
@@ -390,8 +387,13 @@ static int file_tls(int fd, int is_exec, int32_t *off, char *why, size_t why_len
 			have = 1;
 		}
 	}
-	if (!have || np_otel_ctx_exec_tls_off(tls.p_memsz, tls.p_align, tls.p_vaddr, value, off)) {
-		snprintf(why, why_len, TLS_SYMBOL " is not a pointer in the program's TLS segment");
+	if (!is_exec && have && tls.p_memsz <= (1u << 20) && value <= tls.p_memsz && tls.p_memsz - value >= 8) {
+		*lib_value = value;
+		rc = 2;
+		goto out;
+	}
+	if (!have || !is_exec || np_otel_ctx_exec_tls_off(tls.p_memsz, tls.p_align, tls.p_vaddr, value, off)) {
+		snprintf(why, why_len, TLS_SYMBOL " is not a pointer in its file's TLS segment");
 		goto out;
 	}
 	rc = 1;
@@ -406,8 +408,11 @@ struct scan {
 	size_t files;
 	uint64_t prev_start;
 	const char *prev_key;
-	int found; /* 1 found in the program, -1 found where it cannot be read */
-	int32_t off;
+	int found; /* 1 found in the program, 2 in a library, -1 found where it cannot be read */
+	int32_t off;	 /* found 1: the variable from the thread pointer */
+	uint64_t value;	 /* found 2: the variable in the library's TLS segment */
+	uint64_t lib_bias; /* found 2: the library's load bias (its link_map's l_addr) */
+	uint64_t libc_start, ld_start, ld_bias; /* glibc's C library and loader, 0 when not seen */
 	char *why;
 	size_t why_len;
 };
@@ -419,17 +424,26 @@ static int on_mapping(void *ud, const struct sym_exec_mapping *m, struct np_err 
 	int fd, dfd;
 
 	(void)err;
-	if (s->found || !m->key || !m->path || !m->path[0] || s->files >= FILES_MAX)
+	if (!m->key || !m->path || !m->path[0] || s->files >= FILES_MAX)
 		return 0;
 	int is_exec = s->files++ == 0;
-	if (symbolizer_open_mapping(s->t->sym, s->pid, s->gen, m->start, &fd, &dfd) < 0)
+	const char *base = strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
+	if (!s->libc_start && !strcmp(base, "libc.so.6"))
+		s->libc_start = m->start;
+	if (!s->ld_start && !strncmp(base, "ld-linux-", 9)) {
+		s->ld_start = m->start;
+		s->ld_bias = m->bias;
+	}
+	if (s->found || symbolizer_open_mapping(s->t->sym, s->pid, s->gen, m->start, &fd, &dfd) < 0)
 		return 0;
 	if (dfd >= 0)
 		close(dfd);
-	int r = file_tls(fd, is_exec, &s->off, s->why, s->why_len);
+	int r = file_tls(fd, is_exec, &s->off, &s->value, s->why, s->why_len);
 	close(fd);
 	if (r)
 		s->found = r;
+	if (r == 2)
+		s->lib_bias = m->bias;
 	return 0;
 }
 
@@ -474,6 +488,22 @@ static int add_pending(struct np_otel_ctx *t, uint32_t pid, uint32_t gen, struct
 	return 0;
 }
 
+/* The variable of a library in static TLS from the thread pointer, into s->off: 0, or -1 (why set). */
+static int lib_tls(struct scan *s, char *why, size_t why_len)
+{
+	uint64_t tls_offset;
+	const char *reason = "glibc's C library or dynamic loader is not mapped (musl, a static program)";
+
+	if (s->libc_start && s->ld_start &&
+	    rt_glibc_static_tls(s->t->sym, s->pid, s->gen, s->libc_start, s->ld_start, s->ld_bias, s->lib_bias,
+				rt_process_mem, NULL, &tls_offset, &reason) == 0) {
+		s->off = (int32_t)((int64_t)s->value - (int64_t)tls_offset);
+		return 0;
+	}
+	snprintf(why, why_len, TLS_SYMBOL " is in a library: %s", reason);
+	return -1;
+}
+
 /* 1 when (pid, gen) was told to the sampler, 0 when it has no context (yet), -1 on a hard
  * failure; *unsupported when it publishes one that cannot be read (why set, counted). */
 static int detect(struct np_otel_ctx *t, uint32_t pid, uint32_t gen, int *unsupported, struct np_err *err)
@@ -493,6 +523,8 @@ static int detect(struct np_otel_ctx *t, uint32_t pid, uint32_t gen, int *unsupp
 			return -1;
 		if (s.found == 0)
 			snprintf(why, sizeof(why), "it announces a thread context but exports no " TLS_SYMBOL);
+		else if (s.found == 2 && lib_tls(&s, why, sizeof(why)))
+			; /* why set */
 		else if (s.found > 0 && need_fsbase(t))
 			snprintf(why, sizeof(why), "the kernel's BTF does not give the threads' fs base");
 	}

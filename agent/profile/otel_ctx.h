@@ -1,6 +1,7 @@
 /* The OpenTelemetry process context (OTEP 4719) and thread context (OTEP 4947) of the sampled
  * processes: a process whose SDK publishes a process context announcing a thread-local schema
- * (threadlocal.schema_version) and exports the TLS variable otel_thread_ctx_v1 gets an entry in
+ * (threadlocal.schema_version) and exports the TLS variable otel_thread_ctx_v1 (in the program or
+ * in a library in static TLS) gets an entry in
  * the sampler's otel_procs map (bpf/trace_ctx.h) telling where that variable lies from a thread's
  * fs base; the sampler then reads each sampled thread's record. Layouts and policy:
  * docs/specs/trace-correlation.md §5. The parsers take untrusted bytes (process memory, maps

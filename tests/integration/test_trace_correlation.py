@@ -7,6 +7,7 @@ others none. Each test plays OBI itself (tests/lib/obi.py) on a BPF file system 
 the SDK is a workload of its own (workloads/otel_thread_ctx.c), whose second thread is the one
 "inside a span"."""
 import os
+import subprocess
 import time
 import unittest
 
@@ -37,9 +38,12 @@ def wait_file(test, path, deadline=20):
 class TraceCorrelation(unittest.TestCase):
 
     def start(self, ebpf_args, workload="span_threads", flags=None, extra=()):
-        """The workload (with its extra arguments) and the agent pushing to a test Pyroscope;
-        (server, pid, tid of the thread in inside_span); self.agent_log is the agent's log file."""
+        """The workload (with its extra arguments; flags: gcc's, or a function of the build
+        directory giving them) and the agent pushing to a test Pyroscope; (server, pid, tid of the
+        thread in inside_span); self.agent_log is the agent's log file."""
         d = np.tmpdir(self)
+        if callable(flags):
+            flags = flags(d)
         exe = np.build_workload(workload, d, *([flags] if flags else []))
         tid_file = os.path.join(d, "tid")
         srv = PyroscopeServer().start()
@@ -156,6 +160,22 @@ class TraceCorrelation(unittest.TestCase):
                          got)
         self.assertEqual(set(got["outside_span"]), {(("span_id", SPAN[::-1].hex()),
                                                      ("trace_id", TRACE[::-1].hex()))}, got)
+
+    def test_otel_thread_ctx_in_library(self):
+        """otel_thread_ctx_v1 defined in a library loaded at start-up (its static TLS block, found
+        through ld.so's link_map), accessed with TLS descriptors as OTEP 4947 recommends."""
+        def flags(d):
+            subprocess.run(["gcc", "-O0", "-g", "-shared", "-fPIC", "-mtls-dialect=gnu2", "-o",
+                            os.path.join(d, "libotelctx.so"),
+                            os.path.join(np.WORKLOADS, "otel_thread_ctx_lib.c")], check=True, capture_output=True)
+            return ("-O0", "-fno-omit-frame-pointer", "-g", "-pthread", "-DOTEL_CTX_LIB", "-Wl,--no-as-needed",
+                    f"-L{d}", "-lotelctx", f"-Wl,-rpath,{d}")
+        srv, pid, tid = self.start({"bpf_fs_root": f'"{obi.bpf_fs_root(self)}"'}, "otel_thread_ctx", flags, ["1"])
+        # samples taken before the agent first saw the process carry no context
+        got = self.labels_by_function(srv, after=len(srv.pushes()) + 1)
+        self.assertEqual(set(got["inside_span"]), {(("span_id", OTEL_SPAN.hex()), ("trace_id", OTEL_TRACE.hex()))},
+                         got)
+        self.assertEqual(set(got["outside_span"]), {()}, got)
 
     def test_otel_thread_ctx_invalid_or_off(self):
         """A record whose valid byte is 0 gives no labels; obi_process_context_enabled = false

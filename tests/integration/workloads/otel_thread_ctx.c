@@ -2,7 +2,8 @@
  * test_trace_correlation.py: the process context (a memfd named OTEL_CTX holding the 32-byte
  * header, pointing to a protobuf ProcessContext whose attributes announce the thread-local
  * schema) and the thread-local otel_thread_ctx_v1 (built with
- * -Wl,--export-dynamic-symbol=otel_thread_ctx_v1 so that it is in .dynsym).
+ * -Wl,--export-dynamic-symbol=otel_thread_ctx_v1 so that it is in .dynsym), or, built with
+ * -DOTEL_CTX_LIB, the one of otel_thread_ctx_lib.c, a library it is linked with.
  * Usage: otel_thread_ctx SECONDS TID_FILE VALID. Two threads spin for SECONDS: a second thread in
  * inside_span, whose otel_thread_ctx_v1 points to a record of TRACE/SPAN below with its valid
  * byte VALID (1: valid), and the main thread in outside_span, with no record. The second
@@ -31,7 +32,15 @@ struct __attribute__((packed, aligned(8))) record {
 	uint16_t attrs_size;
 };
 
+#ifdef OTEL_CTX_LIB
+void otel_ctx_attach(void *rec);
+#else
 __thread void *otel_thread_ctx_v1;
+static void otel_ctx_attach(void *rec)
+{
+	otel_thread_ctx_v1 = rec;
+}
+#endif
 
 static volatile unsigned long sink;
 static volatile int stop;
@@ -120,7 +129,7 @@ static void *thread_main(void *arg)
 	rec.trace_flags = 1;
 	rec.valid = (uint8_t)valid;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	otel_thread_ctx_v1 = &rec;
+	otel_ctx_attach(&rec);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", tid_file);
 	f = fopen(tmp, "w");
 	if (!f || fprintf(f, "%d\n", (int)gettid()) < 0 || fclose(f) || rename(tmp, tid_file))
