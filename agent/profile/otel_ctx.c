@@ -29,8 +29,12 @@
 /* A process's maps read for the context: bounded (a process controls their size). */
 #define MAPS_MAX_BYTES ((size_t)16 << 20)
 #define MAPS_MAX_LINE 4096
-/* A process seen without a context is looked at again this often (OTEP 4719: readers poll). */
+/* A process seen without a context is looked at again (OTEP 4719: readers poll), first after
+ * POLL_NS, then at doubling intervals up to POLL_MAX_NS (most processes never publish one: their
+ * maps are not re-read every few seconds), at most POLL_BATCH of them per drain. */
 #define POLL_NS (10LL * 1000000000LL)
+#define POLL_MAX_NS (160LL * 1000000000LL)
+#define POLL_BATCH 32
 /* .dynsym of the files searched for otel_thread_ctx_v1. */
 #define SYMBOL_BYTES_MAX ((size_t)64 << 20)
 /* Files of a process searched for the variable (its program and libraries). */
@@ -285,6 +289,7 @@ int np_otel_ctx_schema_tls(const char *schema)
 
 struct pending {
 	uint32_t pid, gen;
+	int64_t next_ns, wait_ns; /* the next look, and the wait after it */
 };
 
 struct np_otel_ctx {
@@ -295,7 +300,6 @@ struct np_otel_ctx {
 	struct rt_procs procs;	/* otel_procs' processes, and the reasons others cannot be read */
 	struct pending *pending; /* owned: processes seen without a context, looked at again */
 	size_t n_pending, cap_pending;
-	int64_t next_poll_ns;
 };
 
 int np_otel_ctx_new(struct symbolizer *sym, int map_fd, volatile uint32_t *fsbase_off, struct np_otel_ctx **out,
@@ -476,15 +480,16 @@ static void forget_pending(struct np_otel_ctx *t, uint32_t pid)
 
 static int add_pending(struct np_otel_ctx *t, uint32_t pid, uint32_t gen, struct np_err *err)
 {
+	struct pending q = { pid, gen, np_mono_ns() + POLL_NS, 2 * POLL_NS };
+
 	for (size_t i = 0; i < t->n_pending; i++)
 		if (t->pending[i].pid == pid) {
-			t->pending[i].gen = gen;
+			t->pending[i] = q; /* exec'd or mapped files: a fresh start */
 			return 0;
 		}
 	if (np_grow((void **)&t->pending, &t->cap_pending, t->n_pending + 1, sizeof(*t->pending)))
 		return np_errf(err, "out of memory");
-	t->pending[t->n_pending].pid = pid;
-	t->pending[t->n_pending++].gen = gen;
+	t->pending[t->n_pending++] = q;
 	return 0;
 }
 
@@ -573,19 +578,25 @@ void np_otel_ctx_exit(struct np_otel_ctx *t, uint32_t pid)
 int np_otel_ctx_poll(struct np_otel_ctx *t, struct np_err *err)
 {
 	int64_t now = np_mono_ns();
+	int looked = 0;
 
-	if (now < t->next_poll_ns)
-		return 0;
-	t->next_poll_ns = now + POLL_NS;
-	for (size_t i = 0; i < t->n_pending;) {
-		struct pending q = t->pending[i];
-		int unsupported, r = detect(t, q.pid, q.gen, &unsupported, err);
+	for (size_t i = 0; i < t->n_pending && looked < POLL_BATCH;) {
+		struct pending *q = &t->pending[i];
+		if (q->next_ns > now) {
+			i++;
+			continue;
+		}
+		looked++;
+		int unsupported, r = detect(t, q->pid, q->gen, &unsupported, err);
 		if (r < 0)
 			return -1;
-		if (r || unsupported)
+		if (r || unsupported) {
 			t->pending[i] = t->pending[--t->n_pending];
-		else
-			i++;
+			continue;
+		}
+		q->next_ns = now + q->wait_ns;
+		q->wait_ns = q->wait_ns * 2 > POLL_MAX_NS ? POLL_MAX_NS : q->wait_ns * 2;
+		i++;
 	}
 	return 0;
 }

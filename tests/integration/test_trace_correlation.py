@@ -177,6 +177,17 @@ class TraceCorrelation(unittest.TestCase):
                          got)
         self.assertEqual(set(got["outside_span"]), {()}, got)
 
+    def test_otel_thread_ctx_published_late(self):
+        """A process context published after the process was first sampled is found by the
+        agent's next look (10 s after it first saw the process)."""
+        srv, pid, tid = self.start({"bpf_fs_root": f'"{obi.bpf_fs_root(self)}"'}, "otel_thread_ctx", OTEL_FLAGS,
+                                   ["1", "3"])
+        time.sleep(16)
+        got = self.labels_by_function(srv, after=len(srv.pushes()) + 1)
+        self.assertEqual(set(got["inside_span"]), {(("span_id", OTEL_SPAN.hex()), ("trace_id", OTEL_TRACE.hex()))},
+                         got)
+        self.assertEqual(set(got["outside_span"]), {()}, got)
+
     def test_otel_thread_ctx_invalid_or_off(self):
         """A record whose valid byte is 0 gives no labels; obi_process_context_enabled = false
         reads no thread context."""

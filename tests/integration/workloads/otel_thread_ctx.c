@@ -4,10 +4,11 @@
  * schema) and the thread-local otel_thread_ctx_v1 (built with
  * -Wl,--export-dynamic-symbol=otel_thread_ctx_v1 so that it is in .dynsym), or, built with
  * -DOTEL_CTX_LIB, the one of otel_thread_ctx_lib.c, a library it is linked with.
- * Usage: otel_thread_ctx SECONDS TID_FILE VALID. Two threads spin for SECONDS: a second thread in
- * inside_span, whose otel_thread_ctx_v1 points to a record of TRACE/SPAN below with its valid
- * byte VALID (1: valid), and the main thread in outside_span, with no record. The second
- * thread's ID goes to TID_FILE once the context is published and the record set. */
+ * Usage: otel_thread_ctx SECONDS TID_FILE VALID [DELAY]. Two threads spin for SECONDS: a second
+ * thread in inside_span, whose otel_thread_ctx_v1 points to a record of TRACE/SPAN below with its
+ * valid byte VALID (1: valid), and the main thread in outside_span, with no record. The process
+ * context is published first, or DELAY seconds after the threads start (an SDK set up late). The
+ * second thread's ID goes to TID_FILE once its record is set. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -153,10 +154,16 @@ int main(int argc, char **argv)
 		return 2;
 	tid_file = argv[2];
 	valid = atoi(argv[3]);
-	publish();
+	int delay = argc > 4 ? atoi(argv[4]) : 0;
+	if (!delay)
+		publish();
 	if (pthread_create(&tm, NULL, timer, (void *)(long)atoi(argv[1])) ||
 	    pthread_create(&t, NULL, thread_main, NULL))
 		return 1;
+	if (delay) {
+		sleep((unsigned)delay);
+		publish();
+	}
 	outside_span();
 	pthread_join(t, NULL);
 	return 0;
