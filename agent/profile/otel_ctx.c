@@ -520,9 +520,15 @@ static int detect(struct np_otel_ctx *t, uint32_t pid, uint32_t gen, int *unsupp
 	*unsupported = 0;
 	if (!find_mapping(pid, &addr) || np_otel_ctx_read(rt_process_mem, NULL, pid, addr, schema, sizeof(schema)) <= 0)
 		return 0;
+	if (!strcmp(schema, "go_pprof_labels_v1")) {
+		/* A Go program's context is its goroutines' pprof labels, which the Go runtime reader
+		 * reads (go_enabled): nothing for this one to do, and nothing to warn about. */
+		*unsupported = 1;
+		return 0;
+	}
 	if (!np_otel_ctx_schema_tls(schema)) {
-		snprintf(why, sizeof(why), "thread-local schema %s is not read by nodeprof (tls_v1, tlsdesc_v1_dev are)",
-			 schema);
+		/* Not the schema itself in the reason: reasons are kept, and a process chooses it. */
+		snprintf(why, sizeof(why), "its thread-local schema is none of tls_v1, tlsdesc_v1_dev");
 	} else {
 		if (symbolizer_exec_mappings(t->sym, pid, gen, 0, on_mapping, &s, err) < 0)
 			return -1;
