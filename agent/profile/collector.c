@@ -396,6 +396,14 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 	return np_sampler_stats(c->sampler, out->bpf, err);
 }
 
+void np_collector_otel_stats(const struct np_collector *c, size_t *processes, uint64_t *unsupported)
+{
+	*processes = 0;
+	*unsupported = 0;
+	if (c->otel)
+		np_otel_ctx_stats(c->otel, processes, unsupported);
+}
+
 void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out)
 {
 	unw_loader_stats(c->unw, out);

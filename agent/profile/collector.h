@@ -137,6 +137,9 @@ struct np_collector_stats {
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity;
 };
 NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err);
+/* Processes whose OpenTelemetry thread contexts are read, and those publishing one that cannot
+ * be (agent/profile/otel_ctx.h); zeros when off. Owner thread only. */
+void np_collector_otel_stats(const struct np_collector *c, size_t *processes, uint64_t *unsupported);
 /* The unwind tables and mappings in BPF. Owner thread only (unlike np_collector_stats). */
 void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out);
 /* The uprobes attached (zeros without any). Owner thread only. */

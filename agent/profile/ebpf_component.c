@@ -311,6 +311,8 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 		sum->bpf_samples += st.bpf_samples;
 		sum->bpf_lost += st.bpf_lost;
 		sum->recovered_callers += st.recovered_callers;
+		sum->otel_ctx_processes += st.otel_ctx_processes;
+		sum->otel_ctx_unsupported += st.otel_ctx_unsupported;
 		for (int i = 0; i < NP_STAT_MAX; i++)
 			sum->bpf[i] += st.bpf[i];
 		sum->unwind.tables.loaded += st.unwind.tables.loaded;

@@ -526,6 +526,9 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	struct rt_stats rts[NP_RT_MAX];
 	np_collector_unwind_stats(p->col, &us);
 	np_collector_runtime_stats(p->col, rts);
+	size_t otel_procs;
+	uint64_t otel_unsupported;
+	np_collector_otel_stats(p->col, &otel_procs, &otel_unsupported);
 	struct np_uprobes_stats ups;
 	np_collector_uprobe_stats(p->col, &ups);
 	symbolizer_stats(np_collector_symbolizer(p->col), &ss);
@@ -534,6 +537,8 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	p->stats.symbols = ss;
 	p->stats.unwind = us;
 	memcpy(p->stats.runtimes, rts, sizeof(rts));
+	p->stats.otel_ctx_processes = otel_procs;
+	p->stats.otel_ctx_unsupported = otel_unsupported;
 	p->stats.uprobes = ups;
 	p->stats.pid_cache = ps;
 	if (have_cs) {

@@ -106,6 +106,8 @@ struct np_ebpf_stats {
 	struct sym_stats symbols;
 	struct np_pid_cache_stats pid_cache;
 	uint64_t recovered_callers;
+	size_t otel_ctx_processes;	  /* processes whose OpenTelemetry thread contexts are read */
+	uint64_t otel_ctx_unsupported;	  /* processes publishing one that cannot be read */
 	uint64_t bpf[NP_STAT_MAX];	  /* every BPF counter (stack walk ends by reason, frames) */
 	struct unw_loader_stats unwind;	  /* unwind tables and mappings in BPF */
 	struct rt_stats runtimes[NP_RT_MAX]; /* each language runtime's processes and names, by id */

@@ -606,3 +606,9 @@ int np_otel_ctx_poll(struct np_otel_ctx *t, struct np_err *err)
 	}
 	return 0;
 }
+
+void np_otel_ctx_stats(const struct np_otel_ctx *t, size_t *processes, uint64_t *unsupported)
+{
+	*processes = t->procs.live;
+	*unsupported = t->procs.unsupported;
+}

@@ -71,6 +71,10 @@ void np_otel_ctx_free(struct np_otel_ctx *t);
  * or a failing map update. */
 NP_MUST_CHECK int np_otel_ctx_process(struct np_otel_ctx *t, uint32_t pid, uint32_t gen, struct np_err *err);
 void np_otel_ctx_exit(struct np_otel_ctx *t, uint32_t pid);
+/* Processes whose thread contexts the sampler reads, and processes seen publishing one that
+ * cannot be read (each reason logged once). */
+void np_otel_ctx_stats(const struct np_otel_ctx *t, size_t *processes, uint64_t *unsupported);
+
 /* Looks again at processes seen without a context: 10 s after they were seen, then at doubling
  * intervals up to 160 s, at most 32 per call. */
 NP_MUST_CHECK int np_otel_ctx_poll(struct np_otel_ctx *t, struct np_err *err);

@@ -40,7 +40,8 @@ class TraceCorrelation(unittest.TestCase):
     def start(self, ebpf_args, workload="span_threads", flags=None, extra=()):
         """The workload (with its extra arguments; flags: gcc's, or a function of the build
         directory giving them) and the agent pushing to a test Pyroscope; (server, pid, tid of the
-        thread in inside_span); self.agent_log is the agent's log file."""
+        thread in inside_span); self.agent_log is the agent's log file,
+        self.port its HTTP port."""
         d = np.tmpdir(self)
         if callable(flags):
             flags = flags(d)
@@ -48,7 +49,7 @@ class TraceCorrelation(unittest.TestCase):
         tid_file = os.path.join(d, "tid")
         srv = PyroscopeServer().start()
         self.addCleanup(srv.stop)
-        _, agent = agent_push.start(self, np.process_pipeline_config(f".*{workload}.*", "spans", ebpf_args,
+        self.port, agent = agent_push.start(self, np.process_pipeline_config(f".*{workload}.*", "spans", ebpf_args,
                                                                       forward_url=srv.url),
                                     [exe, "60", tid_file, *extra])
         self.agent_log = os.readlink(f"/proc/{agent.pid}/fd/1")
@@ -160,6 +161,9 @@ class TraceCorrelation(unittest.TestCase):
                          got)
         self.assertEqual(set(got["outside_span"]), {(("span_id", SPAN[::-1].hex()),
                                                      ("trace_id", TRACE[::-1].hex()))}, got)
+        m = agent_push.metrics(self.port)
+        self.assertEqual(m["nodeprof_otel_thread_ctx_processes"].value(), 1)
+        self.assertEqual(m["nodeprof_otel_thread_ctx_unsupported_processes_total"].value(), 0)
 
     def test_otel_thread_ctx_in_library(self):
         """otel_thread_ctx_v1 defined in a library loaded at start-up (its static TLS block, found
