@@ -37,7 +37,7 @@ int rt_glibc_threads(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64_
  * bias), whose l_tls_offset is at the place the C library at libc_start describes
  * (_thread_db_link_map_l_tls_offset); the list is read through read. 0, or -1 with *why (a
  * literal): not glibc's, no such entry, or a module whose TLS is dynamic (dlopen'd after
- * start-up without room in the static block). */
+ * start-up and not placed in the static TLS surplus). */
 int rt_glibc_static_tls(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64_t libc_start, uint64_t ld_start,
 			uint64_t ld_bias, uint64_t l_addr, rt_mem_reader read, void *ud, uint64_t *tls_offset,
 			const char **why);

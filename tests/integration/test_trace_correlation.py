@@ -37,7 +37,7 @@ def wait_file(test, path, deadline=20):
 
 class TraceCorrelation(unittest.TestCase):
 
-    def start(self, ebpf_args, workload="span_threads", flags=None, extra=()):
+    def start(self, ebpf_args, workload="span_threads", flags=None, extra=(), env=None):
         """The workload (with its extra arguments; flags: gcc's, or a function of the build
         directory giving them) and the agent pushing to a test Pyroscope; (server, pid, tid of the
         thread in inside_span); self.agent_log is the agent's log file,
@@ -51,7 +51,7 @@ class TraceCorrelation(unittest.TestCase):
         self.addCleanup(srv.stop)
         self.port, agent = agent_push.start(self, np.process_pipeline_config(f".*{workload}.*", "spans", ebpf_args,
                                                                       forward_url=srv.url),
-                                    [exe, "60", tid_file, *extra])
+                                    [exe, "60", tid_file, *extra], env=env)
         self.agent_log = os.readlink(f"/proc/{agent.pid}/fd/1")
         tid = int(wait_file(self, tid_file))
         pid = int(open(f"/proc/{tid}/status").read().split("\nTgid:")[1].split()[0])
@@ -180,6 +180,44 @@ class TraceCorrelation(unittest.TestCase):
         self.assertEqual(set(got["inside_span"]), {(("span_id", OTEL_SPAN.hex()), ("trace_id", OTEL_TRACE.hex()))},
                          got)
         self.assertEqual(set(got["outside_span"]), {()}, got)
+
+    def start_dlopen(self, dialect):
+        """otel_thread_ctx.c with otel_thread_ctx_lib.c built with -mtls-dialect=dialect and
+        dlopen'd at start-up; then as start. One per test: an agent profiles every such workload."""
+        d = np.tmpdir(self)
+        lib = os.path.join(d, "libotelctx.so")
+        subprocess.run(["gcc", "-O0", "-g", "-shared", "-fPIC", f"-mtls-dialect={dialect}", "-o", lib,
+                        os.path.join(np.WORKLOADS, "otel_thread_ctx_lib.c")], check=True, capture_output=True)
+        flags = ("-O0", "-fno-omit-frame-pointer", "-g", "-pthread", "-DOTEL_CTX_DLOPEN", "-Wl,--no-as-needed",
+                 "-ldl")
+        return self.start({"bpf_fs_root": f'"{obi.bpf_fs_root(self)}"'}, "otel_thread_ctx", flags, ["1"],
+                          env=dict(os.environ, OTEL_CTX_LIB=lib))
+
+    def test_otel_thread_ctx_dlopen_static(self):
+        """otel_thread_ctx_v1 in a library dlopen'd after start-up with TLS descriptors: glibc puts
+        its block in the static TLS surplus when there is room, so it has an l_tls_offset, read as
+        for a library loaded at start-up: labels."""
+        srv, pid, tid = self.start_dlopen("gnu2")
+        got = self.labels_by_function(srv, after=len(srv.pushes()) + 1)
+        self.assertEqual(set(got["inside_span"]), {(("span_id", OTEL_SPAN.hex()), ("trace_id", OTEL_TRACE.hex()))},
+                         got)
+        self.assertEqual(set(got["outside_span"]), {()}, got)
+        self.assertEqual(self.log_lines("cannot read this process's OpenTelemetry thread context"), [])
+        self.assertEqual(agent_push.metrics(self.port)["nodeprof_otel_thread_ctx_processes"].value(), 1)
+
+    def test_otel_thread_ctx_dlopen_dynamic_not_supported(self):
+        """The same library with the traditional general dynamic model stays in dynamic TLS (reached
+        through each thread's DTV), which nodeprof does not read yet: no labels, one warning with
+        the reason, the process counted."""
+        srv, pid, tid = self.start_dlopen("gnu")
+        got = self.labels_by_function(srv)
+        self.assertEqual(set(got["inside_span"]) | set(got["outside_span"]), {()}, got)
+        warned = self.log_lines("cannot read this process's OpenTelemetry thread context")
+        self.assertEqual(len(warned), 1, open(self.agent_log).read())
+        self.assertIn("dynamic", warned[0])
+        m = agent_push.metrics(self.port)
+        self.assertEqual(m["nodeprof_otel_thread_ctx_unsupported_processes_total"].value(), 1)
+        self.assertEqual(m["nodeprof_otel_thread_ctx_processes"].value(), 0)
 
     def test_otel_thread_ctx_published_late(self):
         """A process context published after the process was first sampled is found by the

@@ -3,7 +3,8 @@
  * header, pointing to a protobuf ProcessContext whose attributes announce the thread-local
  * schema) and the thread-local otel_thread_ctx_v1 (built with
  * -Wl,--export-dynamic-symbol=otel_thread_ctx_v1 so that it is in .dynsym), or, built with
- * -DOTEL_CTX_LIB, the one of otel_thread_ctx_lib.c, a library it is linked with.
+ * -DOTEL_CTX_LIB, the one of otel_thread_ctx_lib.c, a library it is linked with, or, with
+ * -DOTEL_CTX_DLOPEN, the one of that library dlopen'd at start (path: $OTEL_CTX_LIB; -ldl).
  * Usage: otel_thread_ctx SECONDS TID_FILE VALID [DELAY]. Two threads spin for SECONDS: a second
  * thread in inside_span, whose otel_thread_ctx_v1 points to a record of TRACE/SPAN below with its
  * valid byte VALID (1: valid), and the main thread in outside_span, with no record. The process
@@ -33,8 +34,11 @@ struct __attribute__((packed, aligned(8))) record {
 	uint16_t attrs_size;
 };
 
-#ifdef OTEL_CTX_LIB
+#if defined(OTEL_CTX_LIB)
 void otel_ctx_attach(void *rec);
+#elif defined(OTEL_CTX_DLOPEN)
+#include <dlfcn.h>
+static void (*otel_ctx_attach)(void *rec);
 #else
 __thread void *otel_thread_ctx_v1;
 static void otel_ctx_attach(void *rec)
@@ -155,6 +159,11 @@ int main(int argc, char **argv)
 	tid_file = argv[2];
 	valid = atoi(argv[3]);
 	int delay = argc > 4 ? atoi(argv[4]) : 0;
+#ifdef OTEL_CTX_DLOPEN
+	void *lib = getenv("OTEL_CTX_LIB") ? dlopen(getenv("OTEL_CTX_LIB"), RTLD_NOW) : NULL;
+	if (!lib || !(*(void **)&otel_ctx_attach = dlsym(lib, "otel_ctx_attach")))
+		return 4;
+#endif
 	if (!delay)
 		publish();
 	if (pthread_create(&tm, NULL, timer, (void *)(long)atoi(argv[1])) ||
