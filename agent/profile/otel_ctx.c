@@ -410,8 +410,6 @@ struct scan {
 	struct np_otel_ctx *t;
 	uint32_t pid, gen;
 	size_t files;
-	uint64_t prev_start;
-	const char *prev_key;
 	int found; /* 1 found in the program, 2 in a library, -1 found where it cannot be read */
 	int32_t off;	 /* found 1: the variable from the thread pointer */
 	uint64_t value;	 /* found 2: the variable in the library's TLS segment */
