@@ -38,6 +38,23 @@ struct np_trace_ctx {
 };
 #define NP_TRACE_CTX_ENTRIES (1 << 14) /* the shared map's size in the spec */
 
+/* A process that publishes an OpenTelemetry thread context (OTEP 4947, bpf/trace_ctx.h): where its
+ * threads' otel_thread_ctx_v1 pointer lies, from the thread pointer (fs base). Value of otel_procs,
+ * keyed by u32 tgid. */
+struct np_otel_proc {
+	np_u32 gen;	/* the process incarnation it was read from */
+	np_s32 tls_off; /* otel_thread_ctx_v1 - fs base (static TLS lies below it on x86-64) */
+};
+#define NP_OTEL_PROCS_MAX 4096
+/* The fixed head of OTEP 4947's Thread-Local Context Record (byte-packed, host order). */
+struct np_otel_record {
+	np_u8 trace_id[16];
+	np_u8 span_id[8];
+	np_u8 valid; /* 1: the record may be used */
+	np_u8 trace_flags;
+	np_u16 attrs_size;
+};
+
 struct np_count_key {
 	np_u32 tgid;
 	np_u32 gen;	  /* process incarnation: a new value at first sight and at every exec */

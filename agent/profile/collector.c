@@ -9,6 +9,7 @@
 
 #include "agent/pprof/builder.h"
 #include "agent/profile/leaf_caller.h"
+#include "agent/profile/otel_ctx.h"
 #include "agent/unwind/loader.h"
 #include "lib/clock.h"
 #include "lib/log.h"
@@ -26,6 +27,7 @@ struct np_collector {
 	struct unw_loader *unw; /* the walker's mappings and tables */
 	struct rt_set rt;	/* the language runtimes switched on */
 	struct np_uprobes *uprobes; /* NULL without probe links */
+	struct np_otel_ctx *otel;   /* NULL unless opts.otel_ctx */
 	int64_t next_drain_ns;
 	uint32_t *exited; /* tgids whose EXIT arrived since the last drain */
 	size_t n_exited;
@@ -71,7 +73,8 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 					 .uprobes = opts->n_uprobes > 0,
 					 .comm = opts->comm,
 					 .trace_ctx = opts->trace_ctx,
-					 .trace_ctx_fd = opts->trace_ctx_fd };
+					 .trace_ctx_fd = opts->trace_ctx_fd,
+					 .otel_ctx = opts->otel_ctx };
 	struct sym_options symo = { .cache_bytes = opts->budgets.symbols,
 				    .process_bytes = opts->budgets.processes,
 				    .symb_cache_path = opts->symb_cache_path,
@@ -107,6 +110,8 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 			      .bss_u32 = sampler_bss_u32,
 			      .ud = c->sampler };
 	if (rt_set_open(&c->rt, rt_registry, rt_registry_n, opts->runtimes, &env, err) ||
+	    (opts->otel_ctx && np_otel_ctx_new(c->sym, np_sampler_map_fd(c->sampler, "otel_procs"),
+					       np_sampler_bss_u32(c->sampler, "otel_fsbase_off"), &c->otel, err)) ||
 	    (opts->n_uprobes &&
 	     np_uprobes_new(c->sampler, opts->uprobes, opts->n_uprobes, opts->load_probe, &c->uprobes, err))) {
 		np_collector_close(c);
@@ -128,6 +133,7 @@ void np_collector_close(struct np_collector *c)
 		symbolizer_set_build_lock(c->sym, NULL, NULL); /* its loader goes first */
 	unw_loader_free(c->unw);
 	rt_set_close(&c->rt);
+	np_otel_ctx_free(c->otel);
 	np_leaf_checker_reset(&c->leaf);
 	if (c->sym)
 		symbolizer_free(c->sym);
@@ -158,11 +164,13 @@ static int handle_event(struct np_collector *c, const struct np_proc_event *ev, 
 		 * snapshot also gives the unwinder the process's mappings. */
 		rc = symbolizer_note_process(c->sym, ev->tgid, ev->gen, err) ||
 		     unw_loader_process(c->unw, ev->tgid, ev->gen, 0, err) ||
-		     rt_set_process(&c->rt, ev->tgid, ev->gen, err);
+		     rt_set_process(&c->rt, ev->tgid, ev->gen, err) ||
+		     (c->otel && np_otel_ctx_process(c->otel, ev->tgid, ev->gen, err));
 		break;
 	case NP_PROC_MAPS: /* a pc in no known mapping: a library loaded since (dlopen) */
 		rc = unw_loader_process(c->unw, ev->tgid, ev->gen, 1, err) ||
-		     rt_set_process(&c->rt, ev->tgid, ev->gen, err);
+		     rt_set_process(&c->rt, ev->tgid, ev->gen, err) ||
+		     (c->otel && np_otel_ctx_process(c->otel, ev->tgid, ev->gen, err));
 		break;
 	case NP_UNW_TABLE:
 		if (!c->deadline_ns || np_mono_ns() < c->deadline_ns)
@@ -171,6 +179,8 @@ static int handle_event(struct np_collector *c, const struct np_proc_event *ev, 
 	case NP_PROC_EXIT:
 		unw_loader_exit(c->unw, ev->tgid);
 		rt_set_exit(&c->rt, ev->tgid);
+		if (c->otel)
+			np_otel_ctx_exit(c->otel, ev->tgid);
 		if (c->n_exited < MAX_PENDING_EXITS)
 			c->exited[c->n_exited++] = ev->tgid;
 		else
@@ -347,6 +357,8 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 	c->n_exited = 0;
 	symbolizer_end_batch(c->sym);
 	rt_set_end_batch(&c->rt);
+	if (rc == 0 && c->otel)
+		rc = np_otel_ctx_poll(c->otel, err);
 	return rc;
 }
 
@@ -382,6 +394,14 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 	out->stacks_entries = c->last_stacks;
 	np_sampler_capacity(c->sampler, &out->counts_capacity, &out->stacks_capacity);
 	return np_sampler_stats(c->sampler, out->bpf, err);
+}
+
+void np_collector_otel_stats(const struct np_collector *c, size_t *processes, uint64_t *unsupported)
+{
+	*processes = 0;
+	*unsupported = 0;
+	if (c->otel)
+		np_otel_ctx_stats(c->otel, processes, unsupported);
 }
 
 void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out)

@@ -87,6 +87,7 @@ struct np_collector_options {
 	int comm;		    /* samples carry their thread's name (np_collected.comm) */
 	int trace_ctx;		    /* samples carry their thread's trace context, from the map trace_ctx_fd */
 	int trace_ctx_fd;	    /* OBI's traces_ctx_v1 (trace_ctx.h); borrowed, used only by np_collector_open */
+	int otel_ctx;		    /* samples carry their thread's OpenTelemetry thread context (otel_ctx.h) */
 	struct np_budgets budgets;  /* symbol tables, unwind tables, process state, runtime names */
 	const char *symb_cache_path; /* on-disk symbol tables (borrowed, read at open); NULL: memory only */
 	size_t symb_cache_entries;  /* files kept there at most; 0 = the default (2048) */
@@ -136,6 +137,9 @@ struct np_collector_stats {
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity;
 };
 NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err);
+/* Processes whose OpenTelemetry thread contexts are read, and those publishing one that cannot
+ * be (agent/profile/otel_ctx.h); zeros when off. Owner thread only. */
+void np_collector_otel_stats(const struct np_collector *c, size_t *processes, uint64_t *unsupported);
 /* The unwind tables and mappings in BPF. Owner thread only (unlike np_collector_stats). */
 void np_collector_unwind_stats(const struct np_collector *c, struct unw_loader_stats *out);
 /* The uprobes attached (zeros without any). Owner thread only. */

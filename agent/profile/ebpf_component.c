@@ -46,7 +46,8 @@
  *  - no_kernel_version_check: accepted at either value (nodeprof checks no version,
  *    it needs the BPF helpers of 5.15 and says so when loading fails);
  *  - deprecated no-ops in Alloy: accepted with a warning;
- *  - obi_process_context_enabled and bpf_fs_root: trace correlation with OBI's pinned map
+ *  - obi_process_context_enabled and bpf_fs_root: trace correlation with OBI's pinned map and
+ *    (obi_process_context_enabled alone) with OpenTelemetry SDKs' thread contexts
  *    (agent/profile/trace_ctx.h);
  *  - default-on features nodeprof lacks (the .NET unwinder):
  *    accepted, switched off is what nodeprof does anyway; written as true (the
@@ -108,8 +109,9 @@ static const struct cfg_attr attrs[] = {
 	CFG_A("no_kernel_version_check", &cfg_t_bool, 0, "false"),
 	NP_RUNTIME_LIST(RUNTIME)
 	CFG_A("obi_process_context_enabled", &cfg_t_bool, 0, "true", EBPF(obi_process_context_enabled),
-	      .note = "with bpf_fs_root: samples taken inside a span of OpenTelemetry eBPF Instrumentation carry its "
-		      "trace_id and span_id (docs/specs/trace-correlation.md)"),
+	      .note = "samples taken inside a span carry its trace_id and span_id: the span an OpenTelemetry SDK "
+		      "publishes as the thread's context (OTEP 4947, authoritative), else, with bpf_fs_root, the one "
+		      "OpenTelemetry eBPF Instrumentation put in its map (docs/specs/trace-correlation.md)"),
 	CFG_A("bpf_fs_root", &cfg_t_string, 0, "\"/sys/fs/bpf/\"", EBPF(bpf_fs_root),
 	      .note = "where OBI's trace context map is pinned (otel/traces_ctx_v1 under it), or created and pinned; "
 		      "\"\" leaves trace correlation off"),
@@ -310,6 +312,8 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 		sum->bpf_samples += st.bpf_samples;
 		sum->bpf_lost += st.bpf_lost;
 		sum->recovered_callers += st.recovered_callers;
+		sum->otel_ctx_processes += st.otel_ctx_processes;
+		sum->otel_ctx_unsupported += st.otel_ctx_unsupported;
 		for (int i = 0; i < NP_STAT_MAX; i++)
 			sum->bpf[i] += st.bpf[i];
 		sum->unwind.tables.loaded += st.unwind.tables.loaded;

@@ -36,6 +36,7 @@ enum {
 	C_UNWC_INVALID,
 	C_UNWC_EVICTED,
 	C_UNWC_STORE_FAILED,
+	C_OTEL_UNSUPPORTED,
 	NCOUNTERS
 };
 enum {
@@ -62,6 +63,7 @@ enum {
 	G_UNW_BUDGET,
 	G_PROC_BUDGET,
 	G_UNWC_FILES,
+	G_OTEL_PROCS,
 	NGAUGES
 };
 
@@ -186,6 +188,11 @@ static const struct {
 	  "Samples of processes that matched no target when their interval was collected." },
 	{ 0, C_LEAF, "nodeprof_ebpf_recovered_leaf_callers_total",
 	  "Samples whose frameless leaf function got its caller back from the stack." },
+	{ 0, C_OTEL_UNSUPPORTED, "nodeprof_otel_thread_ctx_unsupported_processes_total",
+	  "Processes whose OpenTelemetry SDK publishes a thread context nodeprof cannot read (a library's "
+	  "dynamic TLS, another schema); logged once per reason." },
+	{ 1, G_OTEL_PROCS, "nodeprof_otel_thread_ctx_processes",
+	  "Processes whose OpenTelemetry thread context (OTEP 4947) the sampler reads at each sample." },
 	{ 1, G_SYM_BYTES, "nodeprof_symbol_cache_bytes",
 	  "Bytes held by the symbol tables cache (bounded)." },
 	{ 1, G_SYM_FILES, "nodeprof_symbol_cache_files",
@@ -566,7 +573,8 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					  st->unwind.cache.stored,
 					  st->unwind.cache.dir.invalid,
 					  st->unwind.cache.dir.evicted,
-					  st->unwind.cache.dir.store_failed };
+					  st->unwind.cache.dir.store_failed,
+					  st->otel_ctx_unsupported };
 	const double gauges[NGAUGES] = { (double)st->active_targets,	  (double)st->allowed_pids,
 					 (double)st->allowed_cgroups,	  (double)st->symbols.cache_bytes,
 					 (double)st->symbols.cached_files, (double)st->pid_cache.entries,
@@ -578,7 +586,7 @@ void np_ebpf_metrics_update(struct np_ebpf_metrics *m, const struct np_ebpf_stat
 					 (double)st->symbols.cache_budget,	  (double)st->symbols.mapped_bytes,
 					 (double)st->symbols.disk_files,	  (double)st->symbols.disk_max_files,
 					 (double)st->unwind.tables.budget,	  (double)st->symbols.process_budget,
-					 (double)st->unwind.cache.dir.files };
+					 (double)st->unwind.cache.dir.files, (double)st->otel_ctx_processes };
 	uint64_t limits[NLIMITS];
 
 	memcpy(limits, st->symbols.limits, sizeof(st->symbols.limits));

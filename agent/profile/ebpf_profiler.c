@@ -578,6 +578,9 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	struct rt_stats rts[NP_RT_MAX];
 	np_collector_unwind_stats(p->col, &us);
 	np_collector_runtime_stats(p->col, rts);
+	size_t otel_procs;
+	uint64_t otel_unsupported;
+	np_collector_otel_stats(p->col, &otel_procs, &otel_unsupported);
 	struct np_uprobes_stats ups;
 	np_collector_uprobe_stats(p->col, &ups);
 	symbolizer_stats(np_collector_symbolizer(p->col), &ss);
@@ -586,6 +589,8 @@ static void snapshot_stats(struct np_ebpf_profiler *p)
 	p->stats.symbols = ss;
 	p->stats.unwind = us;
 	memcpy(p->stats.runtimes, rts, sizeof(rts));
+	p->stats.otel_ctx_processes = otel_procs;
+	p->stats.otel_ctx_unsupported = otel_unsupported;
 	p->stats.uprobes = ups;
 	p->stats.pid_cache = ps;
 	if (have_cs) {
@@ -729,6 +734,7 @@ int np_ebpf_profiler_start(const struct np_ebpf_config *cfg, const struct np_pro
 	p->cfg.uprobes = NULL; /* the caller's: read by the collector's opening only */
 	co.trace_ctx_fd = open_trace_ctx(p);
 	co.trace_ctx = co.trace_ctx_fd >= 0;
+	co.otel_ctx = p->cfg.obi_trace_ctx; /* the SDK's own context needs no bpf_fs_root */
 	int col_rc = np_collector_open(&co, &p->col, err);
 	if (co.trace_ctx)
 		close(co.trace_ctx_fd); /* the loaded program holds the map */

@@ -72,7 +72,9 @@ struct np_ebpf_config {
 	char symb_cache_path[1024];
 	size_t symb_cache_entries;
 	/* Alloy's obi_process_context_enabled and bpf_fs_root: with both, samples taken inside an OBI
-	 * span carry its trace_id and span_id (agent/profile/trace_ctx.h); default off. */
+	 * span carry its trace_id and span_id (agent/profile/trace_ctx.h); with the first, samples of
+	 * a thread whose OpenTelemetry SDK publishes its context carry that span's
+	 * (agent/profile/otel_ctx.h). Default off. */
 	int obi_trace_ctx;
 	char bpf_fs_root[1024];
 	struct np_budgets budgets;	/* run's --*-memory (0 fields: defaults) */
@@ -116,6 +118,8 @@ struct np_ebpf_stats {
 	struct sym_stats symbols;
 	struct np_pid_cache_stats pid_cache;
 	uint64_t recovered_callers;
+	size_t otel_ctx_processes;	  /* processes whose OpenTelemetry thread contexts are read */
+	uint64_t otel_ctx_unsupported;	  /* processes publishing one that cannot be read */
 	uint64_t bpf[NP_STAT_MAX];	  /* every BPF counter (stack walk ends by reason, frames) */
 	struct unw_loader_stats unwind;	  /* unwind tables and mappings in BPF */
 	struct rt_stats runtimes[NP_RT_MAX]; /* each language runtime's processes and names, by id */

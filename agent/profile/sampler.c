@@ -363,6 +363,7 @@ static int attach_all(struct np_sampler *s, const struct np_sampler_options *opt
 {
 	s->skel->bss->want_comm = opts->comm ? 1 : 0;
 	s->skel->bss->want_trace_ctx = opts->trace_ctx ? 1 : 0;
+	s->skel->bss->want_otel_ctx = opts->otel_ctx ? 1 : 0;
 	/* One continuation per program type (a tail call stays within its type). */
 	if (install_tail_call(s->skel->maps.unw_progs, s->skel->progs.np_unwind, err) ||
 	    (opts->offcpu_threshold > 0 &&

@@ -26,6 +26,9 @@ struct np_sampler_options {
 	 * their thread's trace context (np_sample.trace). */
 	int trace_ctx;
 	int trace_ctx_fd;
+	/* Samples of processes in otel_procs carry their thread's OpenTelemetry thread context
+	 * (agent/profile/otel_ctx.h), before OBI's. */
+	int otel_ctx;
 };
 
 /* One distinct (process incarnation, cgroup, user stack, kernel stack) and how

@@ -98,3 +98,54 @@ int rt_glibc_threads(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64_
 	out->key_data_data = kd_data[2];
 	return 0;
 }
+
+/* link_map's public head (elf/link.h): l_addr, l_name, l_ld, l_next. */
+#define LINK_MAP_NEXT 24
+/* Modules walked at most (a process controls its list: a cycle must end). */
+#define LINK_MAPS_MAX 4096
+
+int rt_glibc_static_tls(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64_t libc_start, uint64_t ld_start,
+			uint64_t ld_bias, uint64_t l_addr, rt_mem_reader read, void *ud, uint64_t *tls_offset,
+			const char **why)
+{
+	struct file libc, ld;
+	uint32_t off[3];
+	uint64_t r_debug, size, map, head[4], v;
+	int ok;
+
+	*why = "the C library has no _thread_db_link_map_l_tls_offset (not glibc, or stripped)";
+	if (open_file(sym, pid, gen, libc_start, &libc) < 0)
+		return -1;
+	ok = descriptor(&libc, "_thread_db_link_map_l_tls_offset", off) == 0 && off[0] == 64 && off[2] < 4096;
+	close_file(&libc);
+	if (!ok)
+		return -1;
+	*why = "the dynamic loader has no _r_debug";
+	if (open_file(sym, pid, gen, ld_start, &ld) < 0)
+		return -1;
+	ok = sym_elf_find_symbol(ld.e, ld.fd, "_r_debug", SYMBOL_BYTES_MAX, &r_debug, &size) == 0 && size >= 16;
+	close_file(&ld);
+	if (!ok)
+		return -1;
+	*why = "the library's link_map could not be read";
+	if (read(ud, pid, r_debug + ld_bias + 8, &map, sizeof(map))) /* r_debug.r_map, after an int */
+		return -1;
+	for (int i = 0; map && i < LINK_MAPS_MAX; i++) {
+		if (read(ud, pid, map, head, sizeof(head)))
+			return -1;
+		if (head[0] == l_addr) {
+			if (read(ud, pid, map + off[2], &v, sizeof(v)))
+				return -1;
+			/* glibc's NO_TLS_OFFSET (0) and FORCED_DYNAMIC_TLS_OFFSET (-1, -2 in some
+			 * releases): no place in the static block. */
+			if (v == 0 || v >= ((uint64_t)1 << 31)) {
+				*why = "the library's TLS is dynamic (dlopen'd): not supported yet";
+				return -1;
+			}
+			*tls_offset = v;
+			return 0;
+		}
+		map = head[LINK_MAP_NEXT / 8];
+	}
+	return -1;
+}

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "agent/runtime/mem.h"
 #include "agent/symbols/symbolizer.h"
 
 /* Where a process's thread descriptors are and what they hold. Offsets in bytes. */
@@ -28,5 +29,17 @@ struct rt_glibc_threads {
  * program, a stripped libc): the runtime then cannot tell threads apart this way. */
 int rt_glibc_threads(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64_t libc_start, uint64_t ld_start,
 		     uint64_t ld_bias, struct rt_glibc_threads *out);
+
+/* Where a library loaded at start-up keeps its thread-local variables: its TLS block's offset
+ * below the thread pointer (x86-64 keeps the static TLS blocks there; a variable at value in the
+ * library's PT_TLS is at tp - *tls_offset + value). Found in ld.so's link_map list (_r_debug of
+ * the loader at ld_start, bias ld_bias) as the entry whose l_addr is l_addr (the library's load
+ * bias), whose l_tls_offset is at the place the C library at libc_start describes
+ * (_thread_db_link_map_l_tls_offset); the list is read through read. 0, or -1 with *why (a
+ * literal): not glibc's, no such entry, or a module whose TLS is dynamic (dlopen'd after
+ * start-up and not placed in the static TLS surplus). */
+int rt_glibc_static_tls(struct symbolizer *sym, uint32_t pid, uint32_t gen, uint64_t libc_start, uint64_t ld_start,
+			uint64_t ld_bias, uint64_t l_addr, rt_mem_reader read, void *ud, uint64_t *tls_offset,
+			const char **why);
 
 #endif

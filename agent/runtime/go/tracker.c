@@ -5,16 +5,15 @@
  * no frames of its own to name (the symbolizer names Go code from .gopclntab): no merge, no
  * name_words. Its user-space side is rt_go_ops (agent/runtime/runtime.h). One thread owns it
  * (the collector's). */
-#include <fcntl.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 
+#include "agent/runtime/fsbase.h"
 #include "agent/runtime/go/layout.h"
 #include "agent/runtime/procs.h"
 #include "agent/runtime/runtime.h"
@@ -22,8 +21,6 @@
 #include "bpf/go_labels.h"
 #include "lib/log.h"
 
-/* The kernel's BTF (about 5 MiB), scanned once, when the first Go process is found. */
-#define BTF_PATH "/sys/kernel/btf/vmlinux"
 /* .go.buildinfo is 32 bytes of header and the version and module strings after it. */
 #define BUILDINFO_MAX ((size_t)64 << 10)
 
@@ -68,41 +65,16 @@ static void tracker_close(void *rt)
 	free(t);
 }
 
-/* go_btf_read on an open file (ud: a pointer to its fd). */
-static int pread_all(void *ud, uint64_t off, void *buf, size_t len)
-{
-	int fd = *(const int *)ud;
-
-	while (len) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
-		if (n <= 0)
-			return -1;
-		buf = (uint8_t *)buf + n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The reader's fs base offset, looked up in the kernel's BTF the first time a Go process needs it
  * (a host without Go programs never reads the BTF). 0 when it is known. */
 static int need_fsbase(struct go_tracker *t)
 {
-	struct stat st;
-	uint32_t off = 0;
-	int fd, rc = -1;
-	const char *why = "its BTF has no task_struct.thread.fsbase";
+	uint32_t off;
+	const char *why;
 
 	if (t->fsbase_state)
 		return t->fsbase_state > 0 ? 0 : -1;
-	fd = open(BTF_PATH, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) || st.st_size <= 0)
-		why = "no kernel BTF at " BTF_PATH;
-	else if (go_btf_fsbase(pread_all, &fd, (uint64_t)st.st_size, &off) == 0 && off)
-		rc = 0;
-	if (fd >= 0)
-		close(fd);
-	if (rc) {
+	if (rt_fsbase_off(&off, &why)) {
 		np_log(NP_WARN, "go", "Go labels not supported on this kernel", "reason", why, NULL);
 		t->fsbase_state = -1;
 		return -1;
