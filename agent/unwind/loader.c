@@ -588,6 +588,19 @@ int unw_loader_build_lock(struct unw_loader *l, struct np_err *err)
 	}
 }
 
+void unw_loader_worker_build_lock(struct unw_loader *l)
+{
+	/* A compile holds the lock until its table is in the done list (worker.c): with the lock
+	 * and nothing done, no compiled table waits beside this build, and none can appear. */
+	for (;;) {
+		np_build_lock();
+		if (!unw_worker_done(l->worker))
+			return;
+		np_build_unlock();
+		unw_worker_wait_taken(l->worker); /* the loader's next poll */
+	}
+}
+
 int unw_loader_settle(struct unw_loader *l, struct np_err *err)
 {
 	while (unw_worker_pending(l->worker)) {
