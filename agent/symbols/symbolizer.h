@@ -7,7 +7,9 @@
  * when only the module is known, or "[unknown]".
  *
  * Lifetime: strings and modules handed out stay valid until the next
- * symbolizer_end_batch(); caches are trimmed only there. One thread at a time.
+ * symbolizer_end_batch(); caches are trimmed only there. One thread at a time (the caller's;
+ * the build worker thread symbolizer_user_nowait starts touches nothing the caller sees until
+ * symbolizer_poll_builds takes its tables).
  * Errors are reserved for allocation failure and the like: a missing, unreadable or
  * malformed file yields stub names, never an error. */
 #ifndef NP_SYMBOLS_SYMBOLIZER_H
