@@ -23,7 +23,7 @@
  * np_collector_settle): copies of them held at most this many bytes, and for at most this many
  * drains; past either they are named with what there is (stub names where the table is
  * missing), counted in named_early. */
-#define MAX_DEFERRED_BYTES ((size_t)1 << 20)
+#define MAX_DEFERRED_BYTES ((size_t)2 << 20)
 #define MAX_DEFER_DRAINS 30
 
 /* A deferred sample: the sample with its stacks copied after it (w: user, kernel, runtime). */
@@ -142,10 +142,12 @@ void np_collector_close(struct np_collector *c)
 {
 	if (!c)
 		return;
-	np_uprobes_free(c->uprobes); /* its links before the program they attach */
-	np_sampler_close(c->sampler);
+	/* The symbol build worker stops first: its build may wait for the loader's tables to be
+	 * taken, which needs the sampler's maps (symbolizer_set_build_lock stops it). */
 	if (c->sym)
 		symbolizer_set_build_lock(c->sym, NULL, NULL); /* its loader goes first */
+	np_uprobes_free(c->uprobes); /* its links before the program they attach */
+	np_sampler_close(c->sampler);
 	unw_loader_free(c->unw);
 	rt_set_close(&c->rt);
 	np_leaf_checker_reset(&c->leaf);
@@ -315,22 +317,26 @@ static int name_sample(struct np_collector *c, const struct np_sample *s, const 
 	if (nu && symbolizer_user_nowait(c->sym, s->tgid, s->gen, to_name, nu, c->opts.demangle, c->native, &pending,
 					 err))
 		return -1;
-	if (pending) {
-		if (!early)
-			return 1;
-		c->named_early += s->count;
-	}
+	if (pending && !early)
+		return 1;
+	int named_early = pending > 0;
 	if (nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err))
 		return -1;
 	if (s->kind == NP_EVENT_OFFCPU)
 		nk = skip_tracing_frames(c->frames, nk);
 	size_t n_user = nu;
 	const struct sym_frame *named = c->native;
-	/* JIT frames first (they stand in the native stack), then an interpreter's stack. */
+	/* JIT frames first (they stand in the native stack), then an interpreter's stack. A
+	 * runtime may look up native symbols too (V8's builtins): not waiting for a table either. */
 	if (jit) {
-		if (rt_set_name_jit(&c->rt, s->tgid, s->gen, user, c->native, nu, c->jit, NP_COLLECTED_MAX_USER, &n_user,
-				    err))
+		symbolizer_nowait_begin(c->sym);
+		int rc = rt_set_name_jit(&c->rt, s->tgid, s->gen, user, c->native, nu, c->jit, NP_COLLECTED_MAX_USER,
+					 &n_user, err);
+		pending = symbolizer_nowait_end(c->sym);
+		if (rc)
 			return -1;
+		if (pending && !early)
+			return 1;
 		named = c->jit;
 	}
 	if (s->n_rt) {
@@ -341,6 +347,8 @@ static int name_sample(struct np_collector *c, const struct np_sample *s, const 
 	} else {
 		memcpy(c->frames + nk, named, n_user * sizeof(named[0]));
 	}
+	if (named_early || pending)
+		c->named_early += s->count;
 	out.n_frames = nk + n_user;
 	out.n_kernel = nk;
 	if (s->kind == NP_EVENT_CPU) /* the others count nanoseconds or calls */

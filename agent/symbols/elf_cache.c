@@ -13,6 +13,7 @@
 
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
+#include "lib/clock.h"
 #include "lib/hash.h"
 #include "lib/build_lock.h"
 #include "lib/log.h"
@@ -291,6 +292,28 @@ static void touch(struct symbolizer *s, struct sym_table *t)
 	s->mapped_touched += t->mapped;
 }
 
+/* Waits until the worker's build of key was taken (this thread must name a frame now: a
+ * runtime's stub frame, a file's symbols for a tool). The worker may itself be waiting for
+ * this thread: its build lock function waits until the unwind worker's compiled table was
+ * loaded, which only this thread does. So every 20 ms the lock is taken and released here the
+ * way this thread takes it (the collector's: loading that table first). -1 on failure. */
+static int wait_for_worker(struct symbolizer *s, const char *key, struct np_err *err)
+{
+	while (sym_tw_building(s, key)) {
+		if (!sym_tw_wait(s, np_mono_ns() + 20000000LL)) {
+			if (s->build_lock) {
+				if (s->build_lock(s->build_lock_ud, 0, err) < 0)
+					return -1;
+				np_build_unlock();
+			}
+			continue;
+		}
+		if (sym_tw_poll(s, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err, int *failed)
 {
 	*failed = 0;
@@ -313,17 +336,11 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 				*failed = 1;
 			return NULL;
 		}
-		if (e->building || sym_tw_building(s, e->key)) {
-			/* With the worker: wait for it rather than build the same table twice. */
-			while (sym_tw_building(s, e->key)) {
-				(void)sym_tw_wait(s, 0);
-				if (sym_tw_poll(s, err) < 0) {
-					*failed = 1;
-					return NULL;
-				}
-			}
-			t = table_find(s, e->key);
+		if ((e->building || sym_tw_building(s, e->key)) && wait_for_worker(s, e->key, err) < 0) {
+			*failed = 1;
+			return NULL;
 		}
+		t = table_find(s, e->key);
 	}
 	if (!t) {
 		if (e->load_failed_batch == s->batch)

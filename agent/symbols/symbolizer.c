@@ -404,12 +404,22 @@ unresolved:
 int symbolizer_user_nowait(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint64_t *ips, size_t n,
                            enum sym_demangle mode, struct sym_frame *out, size_t *pending, struct np_err *err)
 {
+	symbolizer_nowait_begin(s);
+	int rc = symbolizer_user(s, pid, gen, ips, n, mode, out, err);
+	*pending = symbolizer_nowait_end(s);
+	return rc;
+}
+
+void symbolizer_nowait_begin(struct symbolizer *s)
+{
 	s->nowait = 1;
 	s->pending = 0;
-	int rc = symbolizer_user(s, pid, gen, ips, n, mode, out, err);
+}
+
+size_t symbolizer_nowait_end(struct symbolizer *s)
+{
 	s->nowait = 0;
-	*pending = s->pending;
-	return rc;
+	return s->pending;
 }
 
 int symbolizer_poll_builds(struct symbolizer *s, struct np_err *err)

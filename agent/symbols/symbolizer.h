@@ -143,6 +143,10 @@ NP_MUST_CHECK int symbolizer_user(struct symbolizer *s, uint32_t pid, uint32_t g
 NP_MUST_CHECK int symbolizer_user_nowait(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint64_t *ips,
                                          size_t n, enum sym_demangle mode, struct sym_frame *out, size_t *pending,
                                          struct np_err *err);
+/* The same for every symbolizer_user call between the two (e.g. a runtime's, naming the
+ * frames of the stack in hand): end returns the frames left pending. Not nested. */
+void symbolizer_nowait_begin(struct symbolizer *s);
+size_t symbolizer_nowait_end(struct symbolizer *s);
 /* Caches the tables the build worker finished (never blocks): how many, or -1 on failure. */
 NP_MUST_CHECK int symbolizer_poll_builds(struct symbolizer *s, struct np_err *err);
 /* Blocks until the build worker can go no further without symbolizer_poll_builds (nothing

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/symbols/internal.h"
+#include "lib/build_lock.h"
 #include "lib/clock.h"
 
 struct sym_build_job {
@@ -225,6 +226,24 @@ void sym_tw_free(struct symbolizer *s)
 	pthread_mutex_lock(&w->lock);
 	w->stop = 1;
 	pthread_cond_broadcast(&w->work);
+	/* The build under way may wait for this thread (its lock function: see wait_for_worker in
+	 * elf_cache.c): that progress is made here every 20 ms until it is done. */
+	while (w->running) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 20000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (pthread_cond_timedwait(&w->idle, &w->lock, &ts) != ETIMEDOUT || !s->build_lock)
+			continue;
+		pthread_mutex_unlock(&w->lock);
+		struct np_err err;
+		if (s->build_lock(s->build_lock_ud, 0, &err) == 0)
+			np_build_unlock();
+		pthread_mutex_lock(&w->lock);
+	}
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
 	for (struct sym_build_job *l[2] = { w->queue, w->done }, **p = l; p < l + 2; p++)
