@@ -287,10 +287,14 @@ static size_t skip_tracing_frames(struct sym_frame *frames, size_t nk)
 	return nk - skip;
 }
 
-/* Names one sample and hands it to the sink: 0. Frames whose symbol table is still being built
- * (symbolizer_user_nowait): 1 without handing it over, unless early (then they keep their
- * stub names, counted). user/nu: the user stack to name; full: the native walk used every
- * frame. -1 on failure. */
+/* How name_sample treats frames whose symbol table is still being built (symbolizer_nowait_begin):
+ * NAME_WAIT returns 1 without handing the sample over (the caller keeps it); NAME_EARLY names
+ * them with stub names (counted in named_early); NAME_FINAL too, and starts no new build (the
+ * last naming of a collector: no one would take it). */
+enum { NAME_WAIT, NAME_EARLY, NAME_FINAL };
+
+/* Names one sample and hands it to the sink: 0; 1 when NAME_WAIT keeps it (early: how). user/nu:
+ * the user stack to name; full: the native walk used every frame. -1 on failure. */
 static int name_sample(struct np_collector *c, const struct np_sample *s, const uint64_t *user, uint32_t nu, int full,
 		       int early, np_collect_sink sink, void *ud, struct np_err *err)
 {
@@ -314,9 +318,13 @@ static int name_sample(struct np_collector *c, const struct np_sample *s, const 
 			c->masked[w] = np_rt_word_id(user[w]) ? 0 : user[w];
 		to_name = c->masked;
 	}
-	if (nu && symbolizer_user_nowait(c->sym, s->tgid, s->gen, to_name, nu, c->opts.demangle, c->native, &pending,
-					 err))
-		return -1;
+	if (nu) {
+		symbolizer_nowait_begin(c->sym, early != NAME_FINAL);
+		int rc = symbolizer_user(c->sym, s->tgid, s->gen, to_name, nu, c->opts.demangle, c->native, err);
+		pending = symbolizer_nowait_end(c->sym);
+		if (rc)
+			return -1;
+	}
 	if (pending && !early)
 		return 1;
 	int named_early = pending > 0;
@@ -329,7 +337,7 @@ static int name_sample(struct np_collector *c, const struct np_sample *s, const 
 	/* JIT frames first (they stand in the native stack), then an interpreter's stack. A
 	 * runtime may look up native symbols too (V8's builtins): not waiting for a table either. */
 	if (jit) {
-		symbolizer_nowait_begin(c->sym);
+		symbolizer_nowait_begin(c->sym, early != NAME_FINAL);
 		int rc = rt_set_name_jit(&c->rt, s->tgid, s->gen, user, c->native, nu, c->jit, NP_COLLECTED_MAX_USER,
 					 &n_user, err);
 		pending = symbolizer_nowait_end(c->sym);
@@ -394,7 +402,7 @@ static int defer_sample(struct np_collector *c, const struct np_sample *s, const
 }
 
 /* Names the deferred samples whose tables are in now; the others wait again (early: none do,
- * nor do those that waited MAX_DEFER_DRAINS drains). */
+ * as name_sample names them; nor do those that waited MAX_DEFER_DRAINS drains). */
 static int name_deferred(struct np_collector *c, int early, np_collect_sink sink, void *ud, struct np_err *err)
 {
 	struct np_deferred *list = c->deferred;
@@ -408,9 +416,8 @@ static int name_deferred(struct np_collector *c, int early, np_collect_sink sink
 		struct np_deferred *d = list;
 		list = d->next;
 		d->next = NULL;
-		int r = rc ? 1
-			   : name_sample(c, &d->s, d->s.user, d->s.n_user, d->full, early || d->drains >= MAX_DEFER_DRAINS,
-					 sink, ud, err);
+		int how = early ? early : d->drains >= MAX_DEFER_DRAINS ? NAME_EARLY : NAME_WAIT;
+		int r = rc ? 1 : name_sample(c, &d->s, d->s.user, d->s.n_user, d->full, how, sink, ud, err);
 		if (r < 0)
 			rc = -1;
 		if (r != 0) { /* waits again (or kept on failure, freed with the collector) */
@@ -474,15 +481,16 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 	c->last_counts = d.counts_read;
 	c->last_stacks = d.stacks_read;
 	if (c->deferred)
-		rc = name_deferred(c, 0, sink, ud, err);
+		rc = name_deferred(c, NAME_WAIT, sink, ud, err);
 	for (size_t i = 0; i < d.n && rc == 0; i++) {
 		const struct np_sample *s = &d.samples[i];
 		uint32_t nu;
 		const uint64_t *user = user_stack(c, s, &nu);
 		int full = s->n_user >= NP_MAX_STACK_DEPTH;
-		rc = name_sample(c, s, user, nu, full, 0, sink, ud, err);
+		rc = name_sample(c, s, user, nu, full, NAME_WAIT, sink, ud, err);
 		if (rc == 1)
-			rc = defer_sample(c, s, user, nu, full) ? 0 : name_sample(c, s, user, nu, full, 1, sink, ud, err);
+			rc = defer_sample(c, s, user, nu, full) ? 0
+								 : name_sample(c, s, user, nu, full, NAME_EARLY, sink, ud, err);
 	}
 	np_drain_free(&d);
 	end_batch(c);
@@ -492,6 +500,9 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 int np_collector_settle(struct np_collector *c, int64_t deadline_ns, int final, np_collect_sink sink, void *ud,
 			struct np_err *err)
 {
+	/* The last naming: builds still going are of no use now (their statistics are kept). */
+	if (final && !c->deferred)
+		symbolizer_stop_builds(c->sym);
 	if (!c->deferred)
 		return 0;
 	/* Builds go one at a time, each waiting for the last to be taken: polled every 20 ms (the
@@ -502,8 +513,10 @@ int np_collector_settle(struct np_collector *c, int64_t deadline_ns, int final, 
 		if (poll_events(c, 0, err))
 			return -1;
 	}
-	int rc = name_deferred(c, final, sink, ud, err);
+	int rc = name_deferred(c, final ? NAME_FINAL : NAME_WAIT, sink, ud, err);
 	end_batch(c);
+	if (final)
+		symbolizer_stop_builds(c->sym);
 	return rc;
 }
 

@@ -116,7 +116,8 @@ NP_MUST_CHECK int np_collector_drain(struct np_collector *c, np_collect_sink sin
  * MAX_DEFER_DRAINS drains, then stub names). Before a profile goes out, this waits until
  * deadline_ns (CLOCK_MONOTONIC) for the builds the kept samples need, polling events
  * meanwhile, and names what it can; final: names every kept sample, with stub names where a
- * table is still missing (a recording's end, an agent's exit). -1 on failure. */
+ * table is still missing, and stops the build worker (a recording's end, an agent's exit: the
+ * collector names nothing more). -1 on failure. */
 NP_MUST_CHECK int np_collector_settle(struct np_collector *c, int64_t deadline_ns, int final, np_collect_sink sink,
 				      void *ud, struct np_err *err);
 

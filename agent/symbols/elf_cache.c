@@ -251,7 +251,7 @@ int sym_elf_take_built(struct symbolizer *s, struct sym_elf *e, struct sym_symta
 static int build_later(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err)
 {
 	s->pending++;
-	if (e->building || sym_tw_building(s, e->key))
+	if (e->building || s->nowait == 2 || sym_tw_building(s, e->key))
 		return 0;
 	int own = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : sym_elf_open(s, e, 0);
 	if (own < 0) {

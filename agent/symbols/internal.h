@@ -165,7 +165,7 @@ struct symbolizer {
 	void *build_lock_ud;
 	struct sym_table_worker *tw; /* owned; started at the first build handed to it (table_worker.c) */
 	size_t tw_pending;        /* builds submitted and not taken */
-	int nowait;               /* inside symbolizer_user_nowait: builds go to the worker */
+	int nowait;               /* symbolizer_nowait_begin: 1 builds go to the worker, 2 none start */
 	size_t pending;           /* frames of that call whose table is being built */
 
 	struct sym_demangled **dm; /* hash by (mangled, mode) */

@@ -404,15 +404,15 @@ unresolved:
 int symbolizer_user_nowait(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint64_t *ips, size_t n,
                            enum sym_demangle mode, struct sym_frame *out, size_t *pending, struct np_err *err)
 {
-	symbolizer_nowait_begin(s);
+	symbolizer_nowait_begin(s, 1);
 	int rc = symbolizer_user(s, pid, gen, ips, n, mode, out, err);
 	*pending = symbolizer_nowait_end(s);
 	return rc;
 }
 
-void symbolizer_nowait_begin(struct symbolizer *s)
+void symbolizer_nowait_begin(struct symbolizer *s, int build)
 {
-	s->nowait = 1;
+	s->nowait = build ? 1 : 2;
 	s->pending = 0;
 }
 
@@ -430,6 +430,11 @@ int symbolizer_poll_builds(struct symbolizer *s, struct np_err *err)
 int symbolizer_wait_builds(struct symbolizer *s, int64_t deadline_ns)
 {
 	return sym_tw_wait(s, deadline_ns);
+}
+
+void symbolizer_stop_builds(struct symbolizer *s)
+{
+	sym_tw_free(s);
 }
 
 size_t symbolizer_builds_pending(const struct symbolizer *s)

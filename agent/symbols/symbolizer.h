@@ -144,8 +144,10 @@ NP_MUST_CHECK int symbolizer_user_nowait(struct symbolizer *s, uint32_t pid, uin
                                          size_t n, enum sym_demangle mode, struct sym_frame *out, size_t *pending,
                                          struct np_err *err);
 /* The same for every symbolizer_user call between the two (e.g. a runtime's, naming the
- * frames of the stack in hand): end returns the frames left pending. Not nested. */
-void symbolizer_nowait_begin(struct symbolizer *s);
+ * frames of the stack in hand): end returns the frames left pending. build 0: no new build is
+ * started either (the stack is named with what there is, e.g. at the very end of a
+ * recording: a build then would be taken by no one). Not nested. */
+void symbolizer_nowait_begin(struct symbolizer *s, int build);
 size_t symbolizer_nowait_end(struct symbolizer *s);
 /* Caches the tables the build worker finished (never blocks): how many, or -1 on failure. */
 NP_MUST_CHECK int symbolizer_poll_builds(struct symbolizer *s, struct np_err *err);
@@ -153,6 +155,10 @@ NP_MUST_CHECK int symbolizer_poll_builds(struct symbolizer *s, struct np_err *er
  * queued or under way, or a finished table waiting), or until deadline_ns (CLOCK_MONOTONIC;
  * 0: no deadline). 1 when it was reached, 0 on the deadline. */
 int symbolizer_wait_builds(struct symbolizer *s, int64_t deadline_ns);
+/* Stops the build worker after the build under way (counted in tables_built, as a finished
+ * table not taken is: they are in the on-disk cache) and drops the builds not started; a later
+ * symbolizer_user_nowait starts it again. For a caller that names nothing more. */
+void symbolizer_stop_builds(struct symbolizer *s);
 /* Builds submitted and not taken yet. */
 size_t symbolizer_builds_pending(const struct symbolizer *s);
 

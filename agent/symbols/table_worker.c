@@ -250,6 +250,8 @@ void sym_tw_free(struct symbolizer *s)
 		while (*p) {
 			struct sym_build_job *j = *p;
 			*p = j->next;
+			if (j->tab) /* built (and written to the cache) though not taken */
+				s->tables_built++;
 			job_free(s, j);
 		}
 	s->tw_pending = 0;
