@@ -188,7 +188,7 @@ struct unw_build *unw_worker_take(struct unw_worker *w)
 	w->done_tail = &w->done;
 	if (list) {
 		pthread_cond_signal(&w->work);    /* the next compile may start */
-		pthread_cond_broadcast(&w->idle); /* unw_worker_wait_taken */
+		pthread_cond_broadcast(&w->idle); /* unw_worker_yield */
 	}
 	pthread_mutex_unlock(&w->lock);
 	return list;
@@ -210,12 +210,16 @@ void unw_worker_wait_busy(struct unw_worker *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
-void unw_worker_wait_taken(struct unw_worker *w)
+int unw_worker_yield(struct unw_worker *w)
 {
 	pthread_mutex_lock(&w->lock);
-	while (w->done && !w->stop)
+	int yielded = 0;
+	while ((w->busy || w->queue || w->done) && !w->stop) {
 		pthread_cond_wait(&w->idle, &w->lock);
+		yielded = 1;
+	}
 	pthread_mutex_unlock(&w->lock);
+	return yielded;
 }
 
 size_t unw_worker_done(struct unw_worker *w)
