@@ -23,7 +23,7 @@
 /* After the last drain, how long samples wait for symbol tables still being built (they are
  * built while the recording runs; only files first sampled in its last moments can be left):
  * then they are named with what there is (np_collector_settle). */
-#define FINAL_SETTLE_NS (2LL * 1000000000LL)
+#define FINAL_SETTLE_NS (1LL * 1000000000LL)
 
 /* One recording, from its opening to recording_close(). */
 struct recording {
