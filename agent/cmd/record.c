@@ -20,6 +20,11 @@
 #include "lib/duration.h"
 #include "lib/log.h"
 
+/* After the last drain, how long samples wait for symbol tables still being built (they are
+ * built while the recording runs; only files first sampled in its last moments can be left):
+ * then they are named with what there is (np_collector_settle). */
+#define FINAL_SETTLE_NS (1LL * 1000000000LL)
+
 /* One recording, from its opening to recording_close(). */
 struct recording {
 	const struct cmd_record_args *a; /* borrowed */
@@ -243,7 +248,9 @@ static int record_loop(struct recording *r, struct np_err *err)
 			break;
 		}
 	}
-	if (np_collector_drain(r->c, sink, r, err))
+	/* Samples whose symbol tables were still being built wait for them, a little. */
+	if (np_collector_drain(r->c, sink, r, err) ||
+	    np_collector_settle(r->c, np_mono_ns() + FINAL_SETTLE_NS, 1, sink, r, err))
 		return -1;
 	end_progress(r);
 	r->elapsed_ns = np_mono_ns() - r->start_ns;
@@ -339,7 +346,9 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 	       NP_LOG_INT(ss.disk_loaded), "cache_files_written", NP_LOG_INT(ss.disk_stored), "cache_files_invalid",
 	       NP_LOG_INT(ss.disk_invalid), "cache_files_evicted", NP_LOG_INT(ss.disk_evicted), "heap_bytes",
 	       NP_LOG_INT(ss.cache_bytes), "mapped_bytes", NP_LOG_INT(ss.mapped_bytes), "lookups", NP_LOG_INT(ss.lookups),
-	       "lookups_from_memo", NP_LOG_INT(ss.memo_hits), NULL);
+	       "lookups_from_memo", NP_LOG_INT(ss.memo_hits), "samples_deferred", NP_LOG_INT(st->deferred_samples),
+	       "samples_named_early", NP_LOG_INT(st->named_early), "max_drain_gap_ms", NP_LOG_INT(st->max_drain_gap_ms),
+	       NULL);
 	if (r->kind == NP_EVENT_OFFCPU)
 		np_log(NP_DEBUG, "record", "off-CPU", "switch_seen", NP_LOG_INT(b[NP_OFFCPU_SWITCHES]), "switch_recorded",
 		       NP_LOG_INT(b[NP_OFFCPU_RECORDED]), "return_counted", NP_LOG_INT(b[NP_OFFCPU_COUNTED]),

@@ -20,6 +20,23 @@
 /* Exited processes wait here until the drain that names their last samples. */
 #define MAX_PENDING_EXITS 65536
 
+/* Samples whose frames wait for a symbol table the build worker is making (see
+ * np_collector_settle): copies of them held at most this many bytes, and for at most this many
+ * drains; past either they are named with what there is (stub names where the table is
+ * missing), counted in named_early. */
+#define MAX_DEFERRED_BYTES ((size_t)2 << 20)
+#define MAX_DEFER_DRAINS 30
+
+/* A deferred sample: the sample with its stacks copied after it (w: user, kernel, runtime). */
+struct np_deferred {
+	struct np_deferred *next;
+	struct np_sample s; /* user stack as named: its leaf's recovered caller already in */
+	int full;           /* the native walk used every frame (rt_set_merge's hint) */
+	unsigned drains;    /* drains it has waited */
+	size_t bytes;
+	uint64_t w[];
+};
+
 struct np_collector {
 	struct np_collector_options opts;
 	struct np_sampler *sampler;
@@ -43,6 +60,10 @@ struct np_collector {
 	uint64_t drains, samples, missing_stacks, recovered_callers;
 	size_t last_counts, last_stacks; /* entries read at the last drain */
 	int64_t deadline_ns; /* np_collector_set_deadline; 0 = none */
+	struct np_deferred *deferred, **deferred_tail; /* owned, oldest first */
+	size_t deferred_bytes, n_deferred;
+	uint64_t deferred_total, named_early;
+	int64_t last_drain_ns, max_drain_gap_ns;
 	struct np_err event_err; /* the first error while handling an event, reported by step */
 	int event_failed;
 };
@@ -57,11 +78,14 @@ static volatile uint32_t *sampler_bss_u32(void *ud, const char *name)
 	return np_sampler_bss_u32(ud, name);
 }
 
-/* A symbol table build's lock: the unwind worker's finished tables loaded first (see
- * unw_loader_build_lock). */
-static int build_lock(void *ud, struct np_err *err)
+/* A symbol table build's lock: the unwind worker's finished tables loaded first on this thread
+ * (see unw_loader_build_lock), waited for from the symbol build worker's. */
+static int build_lock(void *ud, int worker, struct np_err *err)
 {
-	return unw_loader_build_lock(ud, err);
+	if (!worker)
+		return unw_loader_build_lock(ud, err);
+	unw_loader_worker_build_lock(ud);
+	return 0;
 }
 
 int np_collector_open(const struct np_collector_options *opts, struct np_collector **out, struct np_err *err)
@@ -85,6 +109,7 @@ int np_collector_open(const struct np_collector_options *opts, struct np_collect
 	if (!c)
 		return np_errf(err, "out of memory");
 	c->opts = *opts;
+	c->deferred_tail = &c->deferred;
 	if (c->opts.drain_interval_ms == 0)
 		c->opts.drain_interval_ms = 1000;
 	c->exited = calloc(MAX_PENDING_EXITS, sizeof(uint32_t));
@@ -127,16 +152,22 @@ void np_collector_close(struct np_collector *c)
 {
 	if (!c)
 		return;
-	np_uprobes_free(c->uprobes); /* its links before the program they attach */
-	np_sampler_close(c->sampler);
+	/* The symbol build worker stops first: its build may wait for the loader's tables to be
+	 * taken, which needs the sampler's maps (symbolizer_set_build_lock stops it). */
 	if (c->sym)
 		symbolizer_set_build_lock(c->sym, NULL, NULL); /* its loader goes first */
+	np_uprobes_free(c->uprobes); /* its links before the program they attach */
+	np_sampler_close(c->sampler);
 	unw_loader_free(c->unw);
 	rt_set_close(&c->rt);
 	np_otel_ctx_free(c->otel);
 	np_leaf_checker_reset(&c->leaf);
 	if (c->sym)
 		symbolizer_free(c->sym);
+	for (struct np_deferred *d = c->deferred, *n; d; d = n) {
+		n = d->next;
+		free(d);
+	}
 	free(c->exited);
 	free(c);
 }
@@ -226,8 +257,8 @@ static int poll_events(struct np_collector *c, int timeout_ms, struct np_err *er
 {
 	if (np_sampler_poll_events(c->sampler, timeout_ms, on_event, c, err) < 0)
 		return -1;
-	/* Tables the builder thread compiled since: into BPF. */
-	if (unw_loader_poll(c->unw, err) < 0)
+	/* Tables the builder threads made since: into BPF, and into the symbol cache. */
+	if (unw_loader_poll(c->unw, err) < 0 || symbolizer_poll_builds(c->sym, err) < 0)
 		return -1;
 	if (c->event_failed) {
 		c->event_failed = 0;
@@ -271,11 +302,194 @@ static size_t skip_tracing_frames(struct sym_frame *frames, size_t nk)
 	return nk - skip;
 }
 
+/* How name_sample treats frames whose symbol table is still being built (symbolizer_nowait_begin):
+ * NAME_WAIT returns 1 without handing the sample over (the caller keeps it); NAME_EARLY names
+ * them with stub names (counted in named_early); NAME_FINAL too, and starts no new build (the
+ * last naming of a collector: no one would take it). */
+enum { NAME_WAIT, NAME_EARLY, NAME_FINAL };
+
+/* Names one sample and hands it to the sink: 0; 1 when NAME_WAIT keeps it (early: how). user/nu:
+ * the user stack to name; full: the native walk used every frame. -1 on failure. */
+static int name_sample(struct np_collector *c, const struct np_sample *s, const uint64_t *user, uint32_t nu, int full,
+		       int early, np_collect_sink sink, void *ud, struct np_err *err)
+{
+	size_t nk = c->opts.kernel_frames ? s->n_kernel : 0;
+	size_t pending = 0;
+	struct np_collected out = {
+		.tgid = s->tgid,
+		.gen = s->gen,
+		.cgroup_id = s->cgroup_id,
+		.kind = s->kind,
+		.count = s->count,
+		.frames = c->frames,
+		.comm = s->comm,
+		.trace = &s->trace,
+	};
+	/* A record that does not decode (never expected: BPF wrote it) leaves the sample unlabeled. */
+	if (s->n_labels && np_go_labels_decode(s->labels, s->n_labels, &c->go_labels) == 0 && c->go_labels.n)
+		out.go_labels = &c->go_labels;
+	/* Tagged words (JIT frames, bpf/runtime.h) are no addresses: the symbolizer gets 0 for them,
+	 * which it names "[unknown]" without looking for a mapping (nor re-reading the maps). */
+	int jit = rt_set_has_jit(&c->rt, user, nu);
+	const uint64_t *to_name = user;
+	if (jit) {
+		for (uint32_t w = 0; w < nu; w++)
+			c->masked[w] = np_rt_word_id(user[w]) ? 0 : user[w];
+		to_name = c->masked;
+	}
+	if (nu) {
+		symbolizer_nowait_begin(c->sym, early != NAME_FINAL);
+		int rc = symbolizer_user(c->sym, s->tgid, s->gen, to_name, nu, c->opts.demangle, c->native, err);
+		pending = symbolizer_nowait_end(c->sym);
+		if (rc)
+			return -1;
+	}
+	if (pending && !early)
+		return 1;
+	int named_early = pending > 0;
+	if (nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err))
+		return -1;
+	if (s->kind == NP_EVENT_OFFCPU)
+		nk = skip_tracing_frames(c->frames, nk);
+	size_t n_user = nu;
+	const struct sym_frame *named = c->native;
+	/* JIT frames first (they stand in the native stack), then an interpreter's stack. A
+	 * runtime may look up native symbols too (V8's builtins): not waiting for a table either. */
+	if (jit) {
+		symbolizer_nowait_begin(c->sym, early != NAME_FINAL);
+		int rc = rt_set_name_jit(&c->rt, s->tgid, s->gen, user, c->native, nu, c->jit, NP_COLLECTED_MAX_USER,
+					 &n_user, err);
+		pending = symbolizer_nowait_end(c->sym);
+		if (rc)
+			return -1;
+		if (pending && !early)
+			return 1;
+		named = c->jit;
+	}
+	if (s->n_rt) {
+		/* A native walk that used every frame may have lost the root end. */
+		if (rt_set_merge(&c->rt, s->tgid, s->gen, named, n_user, full, s->rt, s->n_rt, c->frames + nk, &n_user,
+				 err))
+			return -1;
+	} else {
+		memcpy(c->frames + nk, named, n_user * sizeof(named[0]));
+	}
+	if (named_early || pending)
+		c->named_early += s->count;
+	out.n_frames = nk + n_user;
+	out.n_kernel = nk;
+	if (s->kind == NP_EVENT_CPU) /* the others count nanoseconds or calls */
+		c->samples += s->count;
+	return sink(ud, &out, err) ? -1 : 0;
+}
+
+/* Keeps a copy of s (user: its stack as named) for a later drain: 0 when it does not fit. */
+static int defer_sample(struct np_collector *c, const struct np_sample *s, const uint64_t *user, uint32_t nu, int full)
+{
+	size_t words = (size_t)nu + s->n_kernel + s->n_rt + s->n_labels;
+	size_t bytes = sizeof(struct np_deferred) + words * sizeof(uint64_t);
+	if (c->deferred_bytes + bytes > MAX_DEFERRED_BYTES)
+		return 0;
+	struct np_deferred *d = malloc(bytes);
+	if (!d)
+		return 0; /* named now instead: no worse than over the bound */
+	d->next = NULL;
+	d->s = *s;
+	d->full = full;
+	d->drains = 0;
+	d->bytes = bytes;
+	uint64_t *w = d->w;
+	if (nu)
+		memcpy(w, user, nu * sizeof(*w));
+	d->s.user = w;
+	d->s.n_user = nu;
+	d->s.user_sp_word = 0; /* the caller is in the copy already */
+	w += nu;
+	if (s->n_kernel)
+		memcpy(w, s->kernel, s->n_kernel * sizeof(*w));
+	d->s.kernel = w;
+	w += s->n_kernel;
+	if (s->n_rt)
+		memcpy(w, s->rt, s->n_rt * sizeof(*w));
+	d->s.rt = w;
+	w += s->n_rt;
+	if (s->n_labels)
+		memcpy(w, s->labels, s->n_labels * sizeof(*w));
+	d->s.labels = w;
+	*c->deferred_tail = d;
+	c->deferred_tail = &d->next;
+	c->deferred_bytes += bytes;
+	c->n_deferred++;
+	c->deferred_total += s->count;
+	return 1;
+}
+
+/* Names the deferred samples whose tables are in now; the others wait again (early: none do,
+ * as name_sample names them; nor do those that waited MAX_DEFER_DRAINS drains). */
+static int name_deferred(struct np_collector *c, int early, np_collect_sink sink, void *ud, struct np_err *err)
+{
+	struct np_deferred *list = c->deferred;
+	int rc = 0;
+
+	c->deferred = NULL;
+	c->deferred_tail = &c->deferred;
+	c->deferred_bytes = 0;
+	c->n_deferred = 0;
+	while (list) {
+		struct np_deferred *d = list;
+		list = d->next;
+		d->next = NULL;
+		int how = early ? early : d->drains >= MAX_DEFER_DRAINS ? NAME_EARLY : NAME_WAIT;
+		int r = rc ? 1 : name_sample(c, &d->s, d->s.user, d->s.n_user, d->full, how, sink, ud, err);
+		if (r < 0)
+			rc = -1;
+		if (r != 0) { /* waits again (or kept on failure, freed with the collector) */
+			d->drains++;
+			*c->deferred_tail = d;
+			c->deferred_tail = &d->next;
+			c->deferred_bytes += d->bytes;
+			c->n_deferred++;
+			continue;
+		}
+		free(d);
+	}
+	return rc;
+}
+
+static int deferred_of(const struct np_collector *c, uint32_t tgid)
+{
+	for (const struct np_deferred *d = c->deferred; d; d = d->next)
+		if (d->s.tgid == tgid)
+			return 1;
+	return 0;
+}
+
+/* The end of a batch: exited processes forgotten, unless samples of theirs wait to be named. */
+static void end_batch(struct np_collector *c)
+{
+	size_t kept = 0;
+
+	np_leaf_checker_reset(&c->leaf);
+	for (size_t i = 0; i < c->n_exited; i++) {
+		if (c->deferred && deferred_of(c, c->exited[i]))
+			c->exited[kept++] = c->exited[i];
+		else
+			symbolizer_forget_process(c->sym, c->exited[i]);
+	}
+	c->n_exited = kept;
+	symbolizer_end_batch(c->sym);
+	rt_set_end_batch(&c->rt);
+}
+
 int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, struct np_err *err)
 {
 	struct np_drain d;
 	int rc = 0;
+	int64_t now = np_mono_ns();
 
+	if (c->last_drain_ns && now - c->last_drain_ns > c->max_drain_gap_ns)
+		c->max_drain_gap_ns = now - c->last_drain_ns;
+	c->last_drain_ns = now;
 	/* Events first: a process that started and sampled since the last poll gets
 	 * its mappings snapshotted before its stacks are named. */
 	if (poll_events(c, 0, err) || np_sampler_drain(c->sampler, &d, err))
@@ -289,76 +503,45 @@ int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, s
 	c->missing_stacks += d.missing_stacks;
 	c->last_counts = d.counts_read;
 	c->last_stacks = d.stacks_read;
+	if (c->deferred)
+		rc = name_deferred(c, NAME_WAIT, sink, ud, err);
 	for (size_t i = 0; i < d.n && rc == 0; i++) {
 		const struct np_sample *s = &d.samples[i];
-		size_t nk = c->opts.kernel_frames ? s->n_kernel : 0;
 		uint32_t nu;
 		const uint64_t *user = user_stack(c, s, &nu);
-		struct np_collected out = {
-			.tgid = s->tgid,
-			.gen = s->gen,
-			.cgroup_id = s->cgroup_id,
-			.kind = s->kind,
-			.count = s->count,
-			.frames = c->frames,
-			.comm = s->comm,
-			.trace = &s->trace,
-		};
-		/* A record that does not decode (never expected: BPF wrote it) leaves the sample unlabeled. */
-		if (s->n_labels && np_go_labels_decode(s->labels, s->n_labels, &c->go_labels) == 0 && c->go_labels.n)
-			out.go_labels = &c->go_labels;
-		/* Tagged words (JIT frames, bpf/runtime.h) are no addresses: the symbolizer gets 0 for them,
-		 * which it names "[unknown]" without looking for a mapping (nor re-reading the maps). */
-		int jit = rt_set_has_jit(&c->rt, user, nu);
-		const uint64_t *to_name = user;
-		if (jit) {
-			for (uint32_t w = 0; w < nu; w++)
-				c->masked[w] = np_rt_word_id(user[w]) ? 0 : user[w];
-			to_name = c->masked;
-		}
-		if ((nk && symbolizer_kernel(c->sym, s->kernel, nk, c->frames, err)) ||
-		    (nu && symbolizer_user(c->sym, s->tgid, s->gen, to_name, nu, c->opts.demangle, c->native, err))) {
-			rc = -1;
-			break;
-		}
-		if (s->kind == NP_EVENT_OFFCPU)
-			nk = skip_tracing_frames(c->frames, nk);
-		size_t n_user = nu;
-		const struct sym_frame *named = c->native;
-		/* JIT frames first (they stand in the native stack), then an interpreter's stack. */
-		if (jit) {
-			if (rt_set_name_jit(&c->rt, s->tgid, s->gen, user, c->native, nu, c->jit, NP_COLLECTED_MAX_USER,
-					    &n_user, err)) {
-				rc = -1;
-				break;
-			}
-			named = c->jit;
-		}
-		if (s->n_rt) {
-			/* A native walk that used every frame may have lost the root end. */
-			if (rt_set_merge(&c->rt, s->tgid, s->gen, named, n_user, s->n_user >= NP_MAX_STACK_DEPTH, s->rt,
-					 s->n_rt, c->frames + nk, &n_user, err)) {
-				rc = -1;
-				break;
-			}
-		} else {
-			memcpy(c->frames + nk, named, n_user * sizeof(named[0]));
-		}
-		out.n_frames = nk + n_user;
-		out.n_kernel = nk;
-		if (s->kind == NP_EVENT_CPU) /* the others count nanoseconds or calls */
-			c->samples += s->count;
-		rc = sink(ud, &out, err);
+		int full = s->n_user >= NP_MAX_STACK_DEPTH;
+		rc = name_sample(c, s, user, nu, full, NAME_WAIT, sink, ud, err);
+		if (rc == 1)
+			rc = defer_sample(c, s, user, nu, full) ? 0
+								 : name_sample(c, s, user, nu, full, NAME_EARLY, sink, ud, err);
 	}
 	np_drain_free(&d);
-	np_leaf_checker_reset(&c->leaf);
-	for (size_t i = 0; i < c->n_exited; i++)
-		symbolizer_forget_process(c->sym, c->exited[i]);
-	c->n_exited = 0;
-	symbolizer_end_batch(c->sym);
-	rt_set_end_batch(&c->rt);
+	end_batch(c);
 	if (rc == 0 && c->otel)
 		rc = np_otel_ctx_poll(c->otel, err);
+	return rc;
+}
+
+int np_collector_settle(struct np_collector *c, int64_t deadline_ns, int final, np_collect_sink sink, void *ud,
+			struct np_err *err)
+{
+	/* The last naming: builds still going are of no use now (their statistics are kept). */
+	if (final && !c->deferred)
+		symbolizer_stop_builds(c->sym);
+	if (!c->deferred)
+		return 0;
+	/* Builds go one at a time, each waiting for the last to be taken: polled every 20 ms (the
+	 * events too, so the event ring buffer does not fill meanwhile). */
+	while (symbolizer_builds_pending(c->sym) && np_mono_ns() < deadline_ns) {
+		int64_t step = np_mono_ns() + 20000000LL;
+		(void)symbolizer_wait_builds(c->sym, step < deadline_ns ? step : deadline_ns);
+		if (poll_events(c, 0, err))
+			return -1;
+	}
+	int rc = name_deferred(c, final ? NAME_FINAL : NAME_WAIT, sink, ud, err);
+	end_batch(c);
+	if (final)
+		symbolizer_stop_builds(c->sym);
 	return rc;
 }
 
@@ -392,6 +575,10 @@ int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, s
 	out->recovered_callers = c->recovered_callers;
 	out->counts_entries = c->last_counts;
 	out->stacks_entries = c->last_stacks;
+	out->deferred = c->n_deferred;
+	out->deferred_samples = c->deferred_total;
+	out->named_early = c->named_early;
+	out->max_drain_gap_ms = (uint64_t)(c->max_drain_gap_ns / 1000000);
 	np_sampler_capacity(c->sampler, &out->counts_capacity, &out->stacks_capacity);
 	return np_sampler_stats(c->sampler, out->bpf, err);
 }

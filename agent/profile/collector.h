@@ -120,6 +120,17 @@ NP_MUST_CHECK int np_collector_step(struct np_collector *c, volatile int *stop, 
 /* Drains now (e.g. a last time before exiting). */
 NP_MUST_CHECK int np_collector_drain(struct np_collector *c, np_collect_sink sink, void *ud, struct np_err *err);
 
+/* Symbol tables are built on the symbolizer's worker thread (symbolizer_user_nowait), so a
+ * drain never waits for one: a sample with a frame whose table is still being built is kept
+ * and named at a later drain, once the table is in (bounded: MAX_DEFERRED_BYTES of copies,
+ * MAX_DEFER_DRAINS drains, then stub names). Before a profile goes out, this waits until
+ * deadline_ns (CLOCK_MONOTONIC) for the builds the kept samples need, polling events
+ * meanwhile, and names what it can; final: names every kept sample, with stub names where a
+ * table is still missing, and stops the build worker (a recording's end, an agent's exit: the
+ * collector names nothing more). -1 on failure. */
+NP_MUST_CHECK int np_collector_settle(struct np_collector *c, int64_t deadline_ns, int final, np_collect_sink sink,
+				      void *ud, struct np_err *err);
+
 /* A recording that ends at mono_ns (CLOCK_MONOTONIC): from then on np_collector_step returns
  * at once (to the caller's final drain) and unwind table requests are dropped, since a table
  * compiled then would walk no sample. Without it a burst of new large binaries (seconds of
@@ -135,6 +146,11 @@ struct np_collector_stats {
 	/* How full the kernel maps were at the last drain (entries read) and their capacity:
 	 * entries near capacity mean the drain interval is too long for the sample rate. */
 	size_t counts_entries, counts_capacity, stacks_entries, stacks_capacity;
+	/* Samples named once their symbol table was built (np_collector_settle): waiting now,
+	 * deferred since the start and named with stub names after all (counts, as samples). */
+	size_t deferred;
+	uint64_t deferred_samples, named_early;
+	uint64_t max_drain_gap_ms; /* the longest time between two drains */
 };
 NP_MUST_CHECK int np_collector_stats(struct np_collector *c, struct np_collector_stats *out, struct np_err *err);
 /* Processes whose OpenTelemetry thread contexts are read, and those publishing one that cannot

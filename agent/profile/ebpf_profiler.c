@@ -24,6 +24,9 @@
 
 /* The kernel maps are drained at least this often, whatever the collect interval:
  * the maps are sized for it, and user space aggregates until the interval ends. */
+/* Before a profile goes out, how long samples wait for symbol tables still being built
+ * (np_collector_settle): the collector's thread waits, polling events, that long at most. */
+#define SETTLE_NS (1000LL * 1000000LL)
 #define MAX_DRAIN_MS 2000
 
 struct slot {
@@ -639,6 +642,11 @@ static void *run(void *arg)
 		}
 		snapshot_stats(p);
 		if (np_mono_ns() >= p->next_collect) {
+			/* Samples that wait for a symbol table being built go in this profile when
+			 * it is in within a second, else in the next one. */
+			if (np_collector_settle(p->col, np_mono_ns() + SETTLE_NS, 0, on_sample, p, &err))
+				np_log(NP_WARN, "pyroscope.ebpf", "naming the samples kept for their symbols failed",
+				       "component_id", p->name, "error", err.msg, NULL);
 			snapshot_symbols(p);
 			census(p, 1);
 			flush(p);
@@ -648,7 +656,8 @@ static void *run(void *arg)
 		}
 	}
 	/* The last partial interval still goes out. */
-	if (np_collector_drain(p->col, on_sample, p, &err))
+	if (np_collector_drain(p->col, on_sample, p, &err) ||
+	    np_collector_settle(p->col, np_mono_ns() + SETTLE_NS, 1, on_sample, p, &err))
 		np_log(NP_WARN, "pyroscope.ebpf", "final drain failed", "component_id", p->name, "error", err.msg, NULL);
 	flush(p);
 	return NULL;

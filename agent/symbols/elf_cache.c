@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/symbols/fileio.h"
 #include "agent/symbols/internal.h"
+#include "lib/clock.h"
 #include "lib/hash.h"
 #include "lib/build_lock.h"
 #include "lib/log.h"
@@ -158,50 +160,125 @@ static struct sym_table *load_cached(struct symbolizer *s, const char *key, stru
 	return rc ? insert_table(s, key, tab, source, err, failed) : NULL;
 }
 
-/* Builds the table for e from an open libelf handle, writes it to the on-disk cache (then
- * keeps the mapped file instead of the heap copy) and caches it under key (table_key). */
-static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, const char *key, Elf *el, int fd,
-                                     struct np_err *err, int *failed)
+/* Test hook, NODEPROF_TEST_SYMBOL_BUILD_DELAY=MS[:BASENAME]: a build (of files of that
+ * basename) takes MS more, on whichever thread builds, so that tests can hold a build under
+ * way while samples keep coming (tests/integration/test_symbol_worker.py). */
+static void test_delay(const struct sym_elf *e)
 {
+	const char *v = getenv("NODEPROF_TEST_SYMBOL_BUILD_DELAY");
+	if (!v || !*v)
+		return;
+	char *end;
+	unsigned long ms = strtoul(v, &end, 10);
+	const char *base = e->path ? strrchr(e->path, '/') : NULL;
+	base = base ? base + 1 : e->path;
+	if (*end == ':' && (!base || strcmp(base, end + 1) != 0))
+		return;
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int sym_build_symtab(struct symbolizer *s, const struct sym_elf *e, int fd, int worker, struct sym_symtab **out,
+                     const char **source, struct np_err *err)
+{
+	test_delay(e);
 	struct sym_symtab *tab = NULL;
-	const char *source = "";
+	*out = NULL;
+	*source = "";
 	/* One build's peak at a time with the unwind worker's (lib/build_lock.h). */
 	if (!s->build_lock)
 		np_build_lock();
-	else if (s->build_lock(s->build_lock_ud, err) < 0) {
-		*failed = 1;
-		return NULL;
-	}
-	int rc = sym_sources_load(s, e, el, fd, &tab, &source, err);
+	else if (s->build_lock(s->build_lock_ud, worker, err) < 0)
+		return -1;
+	Elf *el = sym_elf_begin_fd(fd);
+	int rc = el ? sym_sources_load(s, e, el, fd, &tab, source, err) : 0;
+	if (el)
+		elf_end(el);
 	np_build_unlock();
-	if (rc < 0) {
-		*failed = 1;
-		return NULL;
-	}
+	if (rc < 0 || !el)
+		return rc; /* not an ELF file (any more): no table, *out NULL */
 	if (!tab) {
 		/* No symbols at all: cache an empty table so the file is not re-read every lookup. */
 		struct sym_stb b;
 		sym_stb_init(&b);
-		if (sym_stb_finish(&b, SYM_OVERLAP_KEEP, &tab, err) < 0) {
-			*failed = 1;
-			return NULL;
-		}
-		source = "none";
+		if (sym_stb_finish(&b, SYM_OVERLAP_KEEP, &tab, err) < 0)
+			return -1;
+		*source = "none";
 	}
-	s->tables_built++;
-	if (sym_symbcache_get(s)) {
+	if (s->symb) {
+		/* Written to the cache, then the mapped file kept instead of the heap copy. */
 		struct sym_symtab *mapped;
-		if (sym_symbcache_store(s->symb, key, tab, source, &mapped, err) < 0) {
+		char kbuf[TABLE_KEY_MAX];
+		if (sym_symbcache_store(s->symb, table_key(s, e, kbuf, sizeof(kbuf)), tab, *source, &mapped, err) < 0) {
 			sym_symtab_free(tab);
-			*failed = 1;
-			return NULL;
+			return -1;
 		}
 		if (mapped) {
 			sym_symtab_free(tab);
 			tab = mapped;
 		}
 	}
-	return insert_table(s, key, tab, source, err, failed);
+	*out = tab;
+	return 0;
+}
+
+/* Builds the table for e from fd on this thread and caches it under its table_key. */
+static struct sym_table *build_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err, int *failed)
+{
+	struct sym_symtab *tab;
+	const char *source;
+	(void)sym_symbcache_get(s);
+	if (sym_build_symtab(s, e, fd, 0, &tab, &source, err) < 0) {
+		*failed = 1;
+		return NULL;
+	}
+	if (!tab)
+		return NULL;
+	s->tables_built++;
+	char kbuf[TABLE_KEY_MAX];
+	return insert_table(s, table_key(s, e, kbuf, sizeof(kbuf)), tab, source, err, failed);
+}
+
+int sym_elf_take_built(struct symbolizer *s, struct sym_elf *e, struct sym_symtab *tab, const char *source,
+                       struct np_err *err)
+{
+	if (!tab) {
+		e->load_failed_batch = s->batch;
+		return 0;
+	}
+	s->tables_built++;
+	char kbuf[TABLE_KEY_MAX];
+	const char *key = table_key(s, e, kbuf, sizeof(kbuf));
+	struct sym_table *t = table_find(s, key);
+	if (t) {
+		sym_symtab_free(tab); /* built meanwhile on this thread (a file of the same build ID) */
+	} else {
+		int failed = 0;
+		t = insert_table(s, key, tab, source, err, &failed);
+		if (failed)
+			return -1;
+	}
+	e->table = t;
+	e->table_epoch = s->table_epoch;
+	return 0;
+}
+
+/* The build of e's table was handed to the worker, or is with it: counted as pending. With
+ * fd (-1: none) the file is open already, else it is reopened. -1 only on failure. */
+static int build_later(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err)
+{
+	s->pending++;
+	if (e->building || s->nowait == 2 || sym_tw_building(s, e->key))
+		return 0;
+	int own = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : sym_elf_open(s, e, 0);
+	if (own < 0) {
+		s->pending--;
+		e->load_failed_batch = s->batch;
+		return 0;
+	}
+	(void)sym_symbcache_get(s); /* opened here: the worker only uses it */
+	return sym_tw_submit(s, e, own, err);
 }
 
 /* Releases the pages of every mapped table used since the last release, but keep. */
@@ -233,6 +310,28 @@ static void touch(struct symbolizer *s, struct sym_table *t)
 	s->mapped_touched += t->mapped;
 }
 
+/* Waits until the worker's build of key was taken (this thread must name a frame now: a
+ * runtime's stub frame, a file's symbols for a tool). The worker may itself be waiting for
+ * this thread: its build lock function waits until the unwind worker's compiled table was
+ * loaded, which only this thread does. So every 20 ms the lock is taken and released here the
+ * way this thread takes it (the collector's: loading that table first). -1 on failure. */
+static int wait_for_worker(struct symbolizer *s, const char *key, struct np_err *err)
+{
+	while (sym_tw_building(s, key)) {
+		if (!sym_tw_wait(s, np_mono_ns() + 20000000LL)) {
+			if (s->build_lock) {
+				if (s->build_lock(s->build_lock_ud, 0, err) < 0)
+					return -1;
+				np_build_unlock();
+			}
+			continue;
+		}
+		if (sym_tw_poll(s, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err, int *failed)
 {
 	char kbuf[TABLE_KEY_MAX];
@@ -253,6 +352,20 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 	if (!t) {
 		if (e->load_failed_batch == s->batch)
 			return NULL;
+		if (s->nowait) {
+			if (build_later(s, e, fd, err) < 0)
+				*failed = 1;
+			return NULL;
+		}
+		if ((e->building || sym_tw_building(s, e->key)) && wait_for_worker(s, e->key, err) < 0) {
+			*failed = 1;
+			return NULL;
+		}
+		t = table_find(s, key);
+	}
+	if (!t) {
+		if (e->load_failed_batch == s->batch)
+			return NULL;
 		int own_fd = -1;
 		if (fd < 0) {
 			/* Without a held root (the process's root could not be kept) there is no
@@ -264,11 +377,7 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 			}
 			fd = own_fd;
 		}
-		Elf *el = sym_elf_begin_fd(fd);
-		if (el) {
-			t = build_table(s, e, key, el, fd, err, failed);
-			elf_end(el);
-		}
+		t = build_table(s, e, fd, err, failed);
 		if (own_fd >= 0)
 			close(own_fd);
 		if (!t) {
@@ -364,14 +473,16 @@ int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, i
 		elf_free(s, e);
 		return -1;
 	}
-	/* The file is open now: build its table while we have it, unless the build ID is known. */
+	/* The file is open now: build its table while we have it, unless the build ID is known
+	 * (or the build is to be the worker's: sym_elf_table hands it the open file). */
 	int failed = 0;
+	elf_end(el);
 	char kbuf[TABLE_KEY_MAX];
 	const char *key = table_key(s, e, kbuf, sizeof(kbuf));
-	if (symbols && !table_find(s, key)) {
+	if (symbols && !s->nowait && !table_find(s, key)) {
 		struct sym_table *t = load_cached(s, key, err, &failed);
 		if (!t && !failed)
-			t = build_table(s, e, key, el, fd, err, &failed);
+			t = build_table(s, e, fd, err, &failed);
 		if (t) {
 			e->table = t;
 			e->table_epoch = s->table_epoch;
@@ -379,7 +490,6 @@ int sym_elf_get(struct symbolizer *s, struct sym_root *root, const char *path, i
 			e->load_failed_batch = s->batch;
 		}
 	}
-	elf_end(el);
 	*out = e;
 	return failed ? -1 : 0;
 }

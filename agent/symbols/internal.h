@@ -73,6 +73,7 @@ struct sym_elf {
 	struct sym_table *table;  /* cached; valid while table_epoch == s->table_epoch */
 	uint64_t table_epoch;
 	uint64_t load_failed_batch; /* the table could not be (re)built in this batch: don't retry */
+	int building;             /* its table is with the build worker (a reference held by the job) */
 	unsigned refs;
 	uint64_t last_used;
 	struct sym_elf *next;     /* identity hash chain */
@@ -163,6 +164,10 @@ struct symbolizer {
 	int symb_tried;
 	sym_build_lock_fn build_lock; /* symbolizer_set_build_lock; NULL: np_build_lock() */
 	void *build_lock_ud;
+	struct sym_table_worker *tw; /* owned; started at the first build handed to it (table_worker.c) */
+	size_t tw_pending;        /* builds submitted and not taken */
+	int nowait;               /* symbolizer_nowait_begin: 1 builds go to the worker, 2 none start */
+	size_t pending;           /* frames of that call whose table is being built */
 
 	struct sym_demangled **dm; /* hash by (mangled, mode) */
 	size_t dm_buckets, dm_bytes;
@@ -205,10 +210,33 @@ void sym_elf_cache_trim(struct symbolizer *s);
 struct sym_symbcache *sym_symbcache_get(struct symbolizer *s);
 void sym_elf_cache_free(struct symbolizer *s);
 
+/* Builds e's table from its open file fd (read only) and writes it to the on-disk cache when
+ * there is one (s->symb, opened by the caller): *out is the mapped file then, else the heap
+ * table; NULL when fd is no ELF file. Takes the build lock (worker: from the build worker's
+ * thread) for the build. Runs on either thread (see table_worker.c for what it touches).
+ * -1 only on failure (allocation, the lock function's). */
+NP_MUST_CHECK int sym_build_symtab(struct symbolizer *s, const struct sym_elf *e, int fd, int worker,
+                                   struct sym_symtab **out, const char **source, struct np_err *err);
+/* A table the worker built for e (tab taken; NULL: e is no ELF file now) cached and made e's. */
+NP_MUST_CHECK int sym_elf_take_built(struct symbolizer *s, struct sym_elf *e, struct sym_symtab *tab,
+                                     const char *source, struct np_err *err);
+
+/* table_worker.c: the symbol table build worker. Submit hands it fd (taken, even on failure)
+ * and holds a reference on e until the table is taken by sym_tw_poll, which caches each
+ * finished table (sym_elf_take_built): the number taken, -1 on failure. sym_tw_building: a
+ * build of key is queued, under way or not taken. sym_tw_wait blocks until the worker can go
+ * no further without a poll, or until deadline_ns (CLOCK_MONOTONIC; 0: none): 1 when it can
+ * not. sym_tw_free stops it (after the build under way) and drops every job. */
+NP_MUST_CHECK int sym_tw_submit(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err);
+int sym_tw_building(struct symbolizer *s, const char *key);
+NP_MUST_CHECK int sym_tw_poll(struct symbolizer *s, struct np_err *err);
+int sym_tw_wait(struct symbolizer *s, int64_t deadline_ns);
+void sym_tw_free(struct symbolizer *s);
+
 /* sources.c: builds the table of one ELF file from every symbol source it has; fd is the file
  * e was opened from (-1: an image in memory), read a window at a time. -1 only on allocation
  * failure; *out NULL when no source had symbols. */
-NP_MUST_CHECK int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, int fd, struct sym_symtab **out,
+NP_MUST_CHECK int sym_sources_load(struct symbolizer *s, const struct sym_elf *elf, Elf *e, int fd, struct sym_symtab **out,
                                    const char **source, struct np_err *err);
 
 /* Counts a refused symbol source of path (what: which source) and logs the first of each reason. */

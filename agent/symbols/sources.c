@@ -36,10 +36,11 @@ void sym_refuse(struct symbolizer *s, enum sym_refusal why, const char *path, co
 	};
 	if ((unsigned)why >= SYM_REFUSED_N)
 		return;
-	s->refused[why]++;
-	if (s->refused_logged & (1u << why))
+	/* Atomic: builds run on the build worker's thread (table_worker.c) while the collector
+	 * reads the counters for its metrics. */
+	__atomic_fetch_add(&s->refused[why], 1, __ATOMIC_RELAXED);
+	if (__atomic_fetch_or(&s->refused_logged, 1u << why, __ATOMIC_RELAXED) & (1u << why))
 		return;
-	s->refused_logged |= 1u << why;
 	np_log(NP_WARN, "symbols", "symbols refused (logged once per reason; counted in nodeprof_symbols_refused_total)",
 	       "reason", sym_refusal_name(why), "file", path ? path : "", "source", what, "budget_bytes",
 	       NP_LOG_INT(s->table_budget), "detail", hints[why], NULL);
@@ -150,7 +151,7 @@ static const uint8_t *find_pclntab(Elf *e, int fd, const struct sym_elf_info *in
 	return NULL;
 }
 
-int sym_sources_load(struct symbolizer *s, struct sym_elf *elf, Elf *e, int fd, struct sym_symtab **out, const char **source,
+int sym_sources_load(struct symbolizer *s, const struct sym_elf *elf, Elf *e, int fd, struct sym_symtab **out, const char **source,
                      struct np_err *err)
 {
 	*out = NULL;

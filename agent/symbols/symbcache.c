@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +212,9 @@ static const struct np_cache_dir_kind KIND = {
 };
 
 struct sym_symbcache {
+	/* Loads come from the collector's thread, stores from the symbol build worker's
+	 * (table_worker.c): the directory's index and counters are shared. */
+	pthread_mutex_t lock;
 	struct np_cache_dir *dir; /* owned */
 	uint64_t loaded, stored;
 };
@@ -224,6 +228,7 @@ int sym_symbcache_open(const char *path, size_t max_entries, struct sym_symbcach
 		free(c);
 		return -1;
 	}
+	pthread_mutex_init(&c->lock, NULL);
 	*out = c;
 	return 0;
 }
@@ -233,6 +238,7 @@ void sym_symbcache_free(struct sym_symbcache *c)
 	if (!c)
 		return;
 	np_cache_dir_free(c->dir);
+	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
 
@@ -269,10 +275,9 @@ static int map_table(struct sym_symbcache *c, int fd, size_t len, const char *ke
 	return 1;
 }
 
-int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symtab **out, const char **source,
+static int load_locked(struct sym_symbcache *c, const char *key, struct sym_symtab **out, const char **source,
 		       struct np_err *err)
 {
-	*out = NULL;
 	int fd;
 	uint64_t size;
 	if (np_cache_dir_open_file(c->dir, key, HEADER_BYTES, SYM_SYMBCACHE_MAX_FILE, &fd, &size) <= 0)
@@ -283,6 +288,16 @@ int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symt
 		c->loaded++;
 	}
 	close(fd);
+	return rc;
+}
+
+int sym_symbcache_load(struct sym_symbcache *c, const char *key, struct sym_symtab **out, const char **source,
+		       struct np_err *err)
+{
+	*out = NULL;
+	pthread_mutex_lock(&c->lock);
+	int rc = load_locked(c, key, out, source, err);
+	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
 
@@ -303,15 +318,17 @@ int sym_symbcache_store(struct sym_symbcache *c, const char *key, const struct s
 	*out = NULL;
 	struct store_arg a = { key, source, t };
 	int fd;
+	pthread_mutex_lock(&c->lock);
 	int rc = np_cache_dir_store(c->dir, key, write_table, &a, &fd, err);
-	if (rc <= 0)
-		return rc;
-	c->stored++;
-	const char *src;
-	struct stat st;
-	if (fstat(fd, &st) == 0)
-		rc = map_table(c, fd, (size_t)st.st_size, key, CHECK_WRITTEN, out, &src, err);
-	close(fd);
+	if (rc > 0) {
+		c->stored++;
+		const char *src;
+		struct stat st;
+		if (fstat(fd, &st) == 0)
+			rc = map_table(c, fd, (size_t)st.st_size, key, CHECK_WRITTEN, out, &src, err);
+		close(fd);
+	}
+	pthread_mutex_unlock(&c->lock);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -324,9 +341,13 @@ void sym_symbcache_release(const struct sym_symtab *t)
 void sym_symbcache_stats(const struct sym_symbcache *c, struct sym_symbcache_stats *out)
 {
 	struct np_cache_dir_stats d;
+	pthread_mutex_t *lock = (pthread_mutex_t *)&c->lock; /* stats do not change the cache */
+	pthread_mutex_lock(lock);
 	np_cache_dir_stats(c->dir, &d);
-	*out = (struct sym_symbcache_stats){ .loaded = c->loaded,
-					     .stored = c->stored,
+	uint64_t loaded = c->loaded, stored = c->stored;
+	pthread_mutex_unlock(lock);
+	*out = (struct sym_symbcache_stats){ .loaded = loaded,
+					     .stored = stored,
 					     .invalid = d.invalid,
 					     .evicted = d.evicted,
 					     .store_failed = d.store_failed,

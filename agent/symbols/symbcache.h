@@ -8,7 +8,8 @@
  * and those are page cache the kernel can drop.
  *
  * Ownership: a sym_symbcache owns its directory fd. Tables it returns are the caller's (free
- * with sym_symtab_free, which unmaps). One thread at a time per sym_symbcache; several
+ * with sym_symtab_free, which unmaps). Load, store and stats may be called from several threads
+ * (a lock: the collector loads while the build worker stores); several
  * processes may share one directory (temp file + rename: a reader sees a whole file or none). */
 #ifndef NP_SYMBOLS_SYMBCACHE_H
 #define NP_SYMBOLS_SYMBCACHE_H

@@ -98,6 +98,7 @@ static void dm_clear(struct symbolizer *s)
 
 void symbolizer_set_build_lock(struct symbolizer *s, sym_build_lock_fn fn, void *ud)
 {
+	sym_tw_free(s); /* its build may be calling the old function */
 	s->build_lock = fn;
 	s->build_lock_ud = ud;
 }
@@ -106,6 +107,7 @@ void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
+	sym_tw_free(s); /* first: its jobs hold files of the cache */
 	sym_procs_free(s);
 	sym_elf_cache_free(s);
 	sym_symbcache_free(s->symb);
@@ -386,8 +388,11 @@ int symbolizer_user(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint
 		}
 		if (!m)
 			goto unresolved;
+		size_t pending = s->pending;
 		if (name_user_frame(s, p, snap, (size_t)(m - snap->maps.v), addr, mode, &out[i], err) < 0)
 			return -1;
+		if (s->pending > pending) /* counted once per frame (resolving the mapping asks too) */
+			s->pending = pending + 1;
 		if (!out[i].resolved)
 			s->unresolved++;
 		continue;
@@ -395,6 +400,47 @@ unresolved:
 		s->unresolved++;
 	}
 	return 0;
+}
+
+int symbolizer_user_nowait(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint64_t *ips, size_t n,
+                           enum sym_demangle mode, struct sym_frame *out, size_t *pending, struct np_err *err)
+{
+	symbolizer_nowait_begin(s, 1);
+	int rc = symbolizer_user(s, pid, gen, ips, n, mode, out, err);
+	*pending = symbolizer_nowait_end(s);
+	return rc;
+}
+
+void symbolizer_nowait_begin(struct symbolizer *s, int build)
+{
+	s->nowait = build ? 1 : 2;
+	s->pending = 0;
+}
+
+size_t symbolizer_nowait_end(struct symbolizer *s)
+{
+	s->nowait = 0;
+	return s->pending;
+}
+
+int symbolizer_poll_builds(struct symbolizer *s, struct np_err *err)
+{
+	return sym_tw_poll(s, err);
+}
+
+int symbolizer_wait_builds(struct symbolizer *s, int64_t deadline_ns)
+{
+	return sym_tw_wait(s, deadline_ns);
+}
+
+void symbolizer_stop_builds(struct symbolizer *s)
+{
+	sym_tw_free(s);
+}
+
+size_t symbolizer_builds_pending(const struct symbolizer *s)
+{
+	return s->tw_pending;
 }
 
 /* ---- kernel frames ---- */
@@ -637,7 +683,8 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	out->lookups = s->lookups;
 	out->memo_hits = s->memo_hits;
 	out->unresolved = s->unresolved;
-	memcpy(out->refused, s->refused, sizeof(out->refused));
+	for (size_t i = 0; i < SYM_REFUSED_N; i++) /* the build worker counts them too */
+		out->refused[i] = __atomic_load_n(&s->refused[i], __ATOMIC_RELAXED);
 	out->cache_budget = s->cache_limit;
 	out->process_budget = s->plimits.max_bytes;
 	out->tables_built = s->tables_built;

@@ -7,7 +7,9 @@
  * when only the module is known, or "[unknown]".
  *
  * Lifetime: strings and modules handed out stay valid until the next
- * symbolizer_end_batch(); caches are trimmed only there. One thread at a time.
+ * symbolizer_end_batch(); caches are trimmed only there. One thread at a time (the caller's;
+ * the build worker thread symbolizer_user_nowait starts touches nothing the caller sees until
+ * symbolizer_poll_builds takes its tables).
  * Errors are reserved for allocation failure and the like: a missing, unreadable or
  * malformed file yields stub names, never an error. */
 #ifndef NP_SYMBOLS_SYMBOLIZER_H
@@ -115,12 +117,15 @@ struct symbolizer;
 NP_MUST_CHECK int symbolizer_new(const struct sym_options *o, struct symbolizer **out, struct np_err *err);
 void symbolizer_free(struct symbolizer *s);
 
-/* How a table build takes lib/build_lock.h (one build's peak at a time): fn(ud, err) instead of
- * np_build_lock(), e.g. to have another thread's finished work taken first (the collector: the
- * unwind worker's, unw_loader_build_lock); the build releases it with np_build_unlock(). fn
- * returns 0 with the lock held, or -1 (err set) to fail the build as an allocation failure would.
- * NULL fn: np_build_lock(). */
-typedef int (*sym_build_lock_fn)(void *ud, struct np_err *err);
+/* How a table build takes lib/build_lock.h (one build's peak at a time): fn(ud, worker, err)
+ * instead of np_build_lock(), e.g. to have another thread's finished work taken first (the
+ * collector: the unwind worker's, unw_loader_build_lock). worker: the call comes from the
+ * symbol build worker's thread (symbolizer_user_nowait's builds), not the symbolizer's: fn may
+ * then only wait, not act for the symbolizer's thread. The build releases it with
+ * np_build_unlock(). fn returns 0 with the lock held, or -1 (err set) to fail the build as an
+ * allocation failure would. NULL fn: np_build_lock(). Setting it stops the build worker first
+ * (the builds it had are dropped, and submitted again when their frames are named). */
+typedef int (*sym_build_lock_fn)(void *ud, int worker, struct np_err *err);
 void symbolizer_set_build_lock(struct symbolizer *s, sym_build_lock_fn fn, void *ud);
 
 /* A process appeared (gen 0) or exec'd (gen incremented by the BPF side): snapshot its mappings NOW
@@ -136,6 +141,34 @@ void symbolizer_forget_process(struct symbolizer *s, uint32_t pid);
  * An unknown (pid, gen): snapshot now if alive, else use the newest snapshot of that pid, else [unknown]. */
 NP_MUST_CHECK int symbolizer_user(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint64_t *ips, size_t n,
                                   enum sym_demangle mode, struct sym_frame *out, struct np_err *err);
+
+/* As symbolizer_user, but a table that must be built from its file (not in memory nor in the
+ * on-disk cache) is built on the symbolizer's build worker thread: its frames get the stub
+ * name of a file without symbols for now, and *pending counts them (0: every frame is named as
+ * symbolizer_user would). The caller names the stack again once the build is taken
+ * (symbolizer_poll_builds), or settles for the stub names. One table is built at a time, and
+ * the next waits until the last was taken. */
+NP_MUST_CHECK int symbolizer_user_nowait(struct symbolizer *s, uint32_t pid, uint32_t gen, const uint64_t *ips,
+                                         size_t n, enum sym_demangle mode, struct sym_frame *out, size_t *pending,
+                                         struct np_err *err);
+/* The same for every symbolizer_user call between the two (e.g. a runtime's, naming the
+ * frames of the stack in hand): end returns the frames left pending. build 0: no new build is
+ * started either (the stack is named with what there is, e.g. at the very end of a
+ * recording: a build then would be taken by no one). Not nested. */
+void symbolizer_nowait_begin(struct symbolizer *s, int build);
+size_t symbolizer_nowait_end(struct symbolizer *s);
+/* Caches the tables the build worker finished (never blocks): how many, or -1 on failure. */
+NP_MUST_CHECK int symbolizer_poll_builds(struct symbolizer *s, struct np_err *err);
+/* Blocks until the build worker can go no further without symbolizer_poll_builds (nothing
+ * queued or under way, or a finished table waiting), or until deadline_ns (CLOCK_MONOTONIC;
+ * 0: no deadline). 1 when it was reached, 0 on the deadline. */
+int symbolizer_wait_builds(struct symbolizer *s, int64_t deadline_ns);
+/* Stops the build worker after the build under way (counted in tables_built, as a finished
+ * table not taken is: they are in the on-disk cache) and drops the builds not started; a later
+ * symbolizer_user_nowait starts it again. For a caller that names nothing more. */
+void symbolizer_stop_builds(struct symbolizer *s);
+/* Builds submitted and not taken yet. */
+size_t symbolizer_builds_pending(const struct symbolizer *s);
 
 /* Names n kernel frames from /proc/kallsyms; ips[0] is the interrupted ip, ips[i>0] are return
  * addresses (looked up at ip-1). Kernel symbols are not mangled. */

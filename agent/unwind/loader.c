@@ -588,6 +588,22 @@ int unw_loader_build_lock(struct unw_loader *l, struct np_err *err)
 	}
 }
 
+void unw_loader_worker_build_lock(struct unw_loader *l)
+{
+	/* Unwind tables go first: a sample walked without its table loses its stack for good,
+	 * while a symbol table's samples wait for it (agent/profile/collector.c). So the build
+	 * starts once the unwind worker has nothing queued, under way or waiting to be loaded
+	 * (the loader's next poll). A compile holds the lock until its table is in the done list
+	 * (worker.c): with the lock and nothing done, no compiled table waits beside this build. */
+	for (;;) {
+		(void)unw_worker_yield(l->worker);
+		np_build_lock();
+		if (!unw_worker_done(l->worker))
+			return;
+		np_build_unlock();
+	}
+}
+
 int unw_loader_settle(struct unw_loader *l, struct np_err *err)
 {
 	while (unw_worker_pending(l->worker)) {

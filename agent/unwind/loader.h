@@ -57,6 +57,10 @@ NP_MUST_CHECK int unw_loader_poll(struct unw_loader *l, struct np_err *err);
  * copies of node took a recording 3 MB higher. The caller releases with np_build_unlock(). -1
  * (the lock not taken) only on allocation failure. */
 NP_MUST_CHECK int unw_loader_build_lock(struct unw_loader *l, struct np_err *err);
+/* The same from another thread (the symbol build worker's): waits, without loading anything,
+ * until the worker has no compile queued or under way and holds no compiled table (unwind
+ * tables first), with the lock taken. Never fails. */
+void unw_loader_worker_build_lock(struct unw_loader *l);
 /* Waits for every compile asked for so far, then polls (tests, and tools that need the tables
  * loaded before they go on). */
 NP_MUST_CHECK int unw_loader_settle(struct unw_loader *l, struct np_err *err);

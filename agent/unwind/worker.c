@@ -48,7 +48,8 @@ static void compile_job(struct unw_build *j)
 		close(j->debug_fd);
 	j->fd = j->debug_fd = -1;
 	j->ns = (uint64_t)np_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
-	np_build_unlock();
+	/* The build lock is released by the caller once the table is in the done list: a build
+	 * on another thread that takes the lock then sees it (unw_loader_worker_build_lock). */
 }
 
 static void *worker(void *arg)
@@ -74,6 +75,7 @@ static void *worker(void *arg)
 		w->busy = 0;
 		*w->done_tail = j;
 		w->done_tail = &j->next;
+		np_build_unlock();
 		pthread_cond_broadcast(&w->idle);
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -141,6 +143,7 @@ void unw_worker_free(struct unw_worker *w)
 	pthread_mutex_lock(&w->lock);
 	w->stop = 1;
 	pthread_cond_broadcast(&w->work);
+	pthread_cond_broadcast(&w->idle);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
 	free_list(w->queue);
@@ -183,8 +186,10 @@ struct unw_build *unw_worker_take(struct unw_worker *w)
 		w->pending--;
 	w->done = NULL;
 	w->done_tail = &w->done;
-	if (list)
-		pthread_cond_signal(&w->work); /* the next compile may start */
+	if (list) {
+		pthread_cond_signal(&w->work);    /* the next compile may start */
+		pthread_cond_broadcast(&w->idle); /* unw_worker_yield */
+	}
 	pthread_mutex_unlock(&w->lock);
 	return list;
 }
@@ -203,6 +208,18 @@ void unw_worker_wait_busy(struct unw_worker *w)
 	while (w->busy)
 		pthread_cond_wait(&w->idle, &w->lock);
 	pthread_mutex_unlock(&w->lock);
+}
+
+int unw_worker_yield(struct unw_worker *w)
+{
+	pthread_mutex_lock(&w->lock);
+	int yielded = 0;
+	while ((w->busy || w->queue || w->done) && !w->stop) {
+		pthread_cond_wait(&w->idle, &w->lock);
+		yielded = 1;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return yielded;
 }
 
 size_t unw_worker_done(struct unw_worker *w)

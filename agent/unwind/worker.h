@@ -8,8 +8,8 @@
  * so it never runs beside a symbol table build.
  *
  * Ownership: the worker owns the jobs it was given (their fds) until they are taken; a taken
- * build is the caller's (unw_build_free). Submit, take and wait from one thread (the loader's);
- * the worker touches only its job. */
+ * build is the caller's (unw_build_free). Submit, take and wait from one thread (the loader's;
+ * unw_worker_done and unw_worker_yield from any); the worker touches only its job. */
 #ifndef NP_UNWIND_WORKER_H
 #define NP_UNWIND_WORKER_H
 
@@ -55,6 +55,10 @@ void unw_worker_wait(struct unw_worker *w);
 
 /* Blocks while the worker holds a job (a compile under way, or about to start). */
 void unw_worker_wait_busy(struct unw_worker *w);
+/* Blocks while the worker has anything: a compile under way or queued, or a finished build
+ * waiting to be taken (any thread: the symbol build worker's lock, unw_loader_worker_build_lock,
+ * which lets unwind tables go first). 1 when it waited. */
+int unw_worker_yield(struct unw_worker *w);
 /* Finished builds waiting to be taken (at most one: the next compile waits for the take). */
 size_t unw_worker_done(struct unw_worker *w);
 

@@ -5,33 +5,17 @@ stacks; the next recording builds nothing and compiles nothing (docs/specs/symb-
 The numbers at scale are bench/scale's."""
 import os
 import re
-import shutil
-import struct
 import subprocess
 import time
 import unittest
 
 import np
+from node_copies import BUSY_JS, NODE, copy_with_build_id
 
-NODE = "/usr/bin/node"
 COPIES = 4
 SECONDS = 3
-BUSY_JS = "setInterval(()=>{const t=Date.now(); let x=0; while(Date.now()-t<30) x+=Math.sqrt(x+1);}, 100)"
 SYMBOLS = re.compile(r'msg="symbol tables" built=(\d+) cache_files_loaded=(\d+)')
 UNWIND = re.compile(r'msg="user stack walks" .* cache_files_loaded=(\d+) cache_files_written=(\d+)')
-
-
-def copy_with_build_id(src, dst, i):
-    """A copy of src whose GNU build ID differs in its last 4 bytes."""
-    shutil.copyfile(src, dst)
-    os.chmod(dst, 0o755)
-    with open(dst, "r+b") as f:
-        head = f.read(1 << 20)
-        at = head.find(struct.pack("<III", 4, 20, 3) + b"GNU\0")
-        if at < 0:
-            raise AssertionError(f"{src}: no 20-byte GNU build ID note in its first MiB")
-        f.seek(at + 16 + 16)
-        f.write(struct.pack("<I", 0x7e57c0de + i))
 
 
 class Scale(unittest.TestCase):

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "lib/build_lock.h"
 #include "agent/symbols/symbcache.h"
 #include "agent/symbols/symbolizer.h"
 
@@ -399,6 +401,179 @@ static void unusable_directory_falls_back(void **state)
 	assert_int_equal(st.mapped_bytes, 0);
 }
 
+/* A build lock function that records which thread asked (symbolizer_set_build_lock). */
+static int lock_calls[2];
+static int lock_fn(void *ud, int worker, struct np_err *err)
+{
+	(void)ud;
+	(void)err;
+	lock_calls[worker ? 1 : 0]++;
+	np_build_lock();
+	return 0;
+}
+
+/* symbolizer_user_nowait: the table is built on the worker, its frame is pending (a stub name)
+ * until the build is taken, then named as symbolizer_user names it; built once. With the
+ * on-disk cache (dir) and without (NULL: the table stays on the heap). */
+static void built_off_thread_in(const char *dir)
+{
+	struct symbolizer *s = new_symbolizer(dir);
+	struct np_err err;
+	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+	struct sym_frame f;
+	size_t pending = 0;
+	lock_calls[0] = lock_calls[1] = 0;
+	symbolizer_set_build_lock(s, lock_fn, NULL);
+	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
+			 0);
+	assert_int_equal(pending, 1);
+	assert_int_equal(f.resolved, 0);
+	assert_non_null(strstr(f.name, "+0x")); /* the stub name of a file without symbols */
+	assert_int_equal(symbolizer_builds_pending(s), 1);
+	/* Asked again before it is in: still pending, and not submitted twice. */
+	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
+			 0);
+	assert_int_equal(pending, 1);
+	assert_int_equal(symbolizer_builds_pending(s), 1);
+	symbolizer_end_batch(s);
+	assert_int_equal(symbolizer_wait_builds(s, 0), 1);
+	assert_int_equal(symbolizer_poll_builds(s, &err), 1);
+	assert_int_equal(symbolizer_builds_pending(s), 0);
+	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
+			 0);
+	assert_int_equal(pending, 0);
+	assert_int_equal(f.resolved, 1);
+	assert_string_equal(f.name, "np_test_cached_fn");
+	symbolizer_end_batch(s);
+	struct sym_stats st;
+	symbolizer_stats(s, &st);
+	assert_int_equal(st.tables_built, 1);
+	assert_int_equal(st.disk_stored, dir ? 1 : 0);
+	assert_int_equal(st.mapped_bytes > 0, dir != NULL);
+	/* The build took the lock from the worker's side, and only from there. */
+	assert_int_equal(lock_calls[1], 1);
+	assert_int_equal(lock_calls[0], 0);
+	symbolizer_free(s);
+}
+
+static void built_off_thread(void **state)
+{
+	(void)state;
+	char *dir = make_dir();
+	built_off_thread_in(dir);
+	built_off_thread_in(NULL);
+	remove_dir(dir);
+	free(dir);
+}
+
+/* symbolizer_user while the worker builds the table: waits for that build (no second one). */
+static void sync_lookup_waits_for_the_worker(void **state)
+{
+	(void)state;
+	struct symbolizer *s = new_symbolizer(NULL);
+	struct np_err err;
+	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+	struct sym_frame f;
+	size_t pending;
+	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
+			 0);
+	assert_int_equal(pending, 1);
+	assert_int_equal(symbolizer_user(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &err), 0);
+	assert_string_equal(f.name, "np_test_cached_fn");
+	assert_int_equal(symbolizer_builds_pending(s), 0);
+	symbolizer_end_batch(s);
+	struct sym_stats st;
+	symbolizer_stats(s, &st);
+	assert_int_equal(st.tables_built, 1);
+	symbolizer_free(s);
+}
+
+/* A worker's lock that waits for the caller's thread, as the collector's does (it waits until
+ * the unwind worker's compiled table was loaded, which only the collector's thread does): the
+ * caller's lock call is that thread's progress. */
+static pthread_mutex_t dep_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dep_cv = PTHREAD_COND_INITIALIZER;
+static int dep_progress, dep_waiting;
+static int dependent_lock(void *ud, int worker, struct np_err *err)
+{
+	(void)ud;
+	(void)err;
+	pthread_mutex_lock(&dep_mu);
+	if (worker) {
+		dep_waiting = 1;
+		pthread_cond_broadcast(&dep_cv);
+		while (!dep_progress)
+			pthread_cond_wait(&dep_cv, &dep_mu);
+	} else {
+		dep_progress = 1;
+		pthread_cond_broadcast(&dep_cv);
+	}
+	pthread_mutex_unlock(&dep_mu);
+	np_build_lock();
+	return 0;
+}
+
+/* symbolizer_user while the worker's build waits for the caller's thread: the wait makes that
+ * progress (through the lock function) instead of waiting for ever. */
+static void sync_lookup_lets_a_waiting_worker_go_on(void **state)
+{
+	(void)state;
+	struct symbolizer *s = new_symbolizer(NULL);
+	struct np_err err;
+	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+	struct sym_frame f;
+	size_t pending;
+	dep_progress = 0;
+	symbolizer_set_build_lock(s, dependent_lock, NULL);
+	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
+			 0);
+	assert_int_equal(pending, 1);
+	assert_int_equal(symbolizer_user(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &err), 0);
+	assert_string_equal(f.name, "np_test_cached_fn");
+	assert_int_equal(dep_progress, 1);
+	symbolizer_end_batch(s);
+	symbolizer_free(s);
+}
+
+/* Freed while the worker's build waits for the caller's thread: freeing makes that progress. */
+static void freed_while_the_worker_waits_for_the_caller(void **state)
+{
+	(void)state;
+	struct symbolizer *s = new_symbolizer(NULL);
+	struct np_err err;
+	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+	struct sym_frame f;
+	size_t pending;
+	dep_progress = dep_waiting = 0;
+	symbolizer_set_build_lock(s, dependent_lock, NULL);
+	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
+			 0);
+	assert_int_equal(pending, 1);
+	/* Until the worker is inside the lock function. */
+	pthread_mutex_lock(&dep_mu);
+	while (!dep_waiting)
+		pthread_cond_wait(&dep_cv, &dep_mu);
+	pthread_mutex_unlock(&dep_mu);
+	symbolizer_end_batch(s);
+	symbolizer_free(s);
+}
+
+/* Freed with a build submitted (and maybe under way): nothing leaks (ASan, Valgrind runs). */
+static void freed_with_a_build_under_way(void **state)
+{
+	(void)state;
+	struct symbolizer *s = new_symbolizer(NULL);
+	struct np_err err;
+	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+	struct sym_frame f;
+	size_t pending;
+	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
+			 0);
+	assert_int_equal(pending, 1);
+	symbolizer_end_batch(s);
+	symbolizer_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +585,11 @@ int main(void)
 		cmocka_unit_test(reused_across_restart),
 		cmocka_unit_test(damaged_file_rebuilt),
 		cmocka_unit_test(unusable_directory_falls_back),
+		cmocka_unit_test(built_off_thread),
+		cmocka_unit_test(sync_lookup_waits_for_the_worker),
+		cmocka_unit_test(sync_lookup_lets_a_waiting_worker_go_on),
+		cmocka_unit_test(freed_while_the_worker_waits_for_the_caller),
+		cmocka_unit_test(freed_with_a_build_under_way),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
