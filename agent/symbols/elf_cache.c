@@ -344,7 +344,10 @@ struct sym_table *sym_elf_table(struct symbolizer *s, struct sym_elf *e, int fd,
 		return e->table;
 	}
 	struct sym_table *t = table_find(s, key);
-	if (!t && e->load_failed_batch != s->batch) {
+	/* A table the worker builds is its to write and hand over: the file it may have written
+	 * already is not loaded a second time here. */
+	int with_worker = !t && (e->building || sym_tw_building(s, e->key));
+	if (!t && !with_worker && e->load_failed_batch != s->batch) {
 		t = load_cached(s, key, err, failed);
 		if (*failed)
 			return NULL;
