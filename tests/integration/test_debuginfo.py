@@ -19,6 +19,11 @@ import np
 import pprof  # noqa: F401  (puts tests/servers on sys.path)
 from pyroscope import PyroscopeServer  # noqa: E402
 
+# It mostly waits (pushes, a slow server): it runs beside the other modules (tests/run.py), its
+# split workloads busy 15% of the time so that the modules measuring CPU shares keep the CPUs.
+BACKGROUND = True
+PACED = dict(os.environ, SPLIT_BUSY_PERCENT="15")
+
 
 GO_SPIN = """package main
 
@@ -60,7 +65,7 @@ class ServerSymbolization(unittest.TestCase):
         srv = PyroscopeServer().start()
         self.addCleanup(srv.stop)
         agent_push.start(self, np.process_pipeline_config(".*split-dbg.*", "dbg", args, forward_url=srv.url),
-                         [exe, "60"])
+                         [exe, "60"], env=PACED)
         deadline, stacks = time.time() + 40, []
         while time.time() < deadline and len(stacks) < 16:
             stacks = [s for push in srv.pushes() for series in push["series"] for prof in series["profiles"]
@@ -226,7 +231,8 @@ class Upload(unittest.TestCase):
     def start(self, args, srv):
         exe, build_id = split_with_build_id(self)
         port, self.agent = agent_push.start(self, np.process_pipeline_config(".*split-dbg.*", "dbg", args,
-                                                                             forward_url=srv.url), [exe, "60"])
+                                                                             forward_url=srv.url), [exe, "60"],
+                                            env=PACED)
         return exe, build_id, port
 
     def wait(self, what, cond, seconds=40):
@@ -288,7 +294,8 @@ class Upload(unittest.TestCase):
         srv = PyroscopeServer().start()
         self.addCleanup(srv.stop)
         agent_push.start(self, np.process_pipeline_config(".*split-dbg.*", "dbg", {"debug_info": {"upload": "true"}},
-                                                          forward_url=srv.url), [os.path.join(d, "split-dbg"), "60"])
+                                                          forward_url=srv.url), [os.path.join(d, "split-dbg"), "60"],
+                         env=PACED)
         self.wait("upload", lambda: srv.debuginfo().get(build_id, {}).get("state") == "uploaded")
         with open(debug, "rb") as f:
             self.assertEqual(srv.debuginfo()[build_id]["data"], f.read())

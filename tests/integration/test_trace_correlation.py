@@ -16,6 +16,11 @@ import np
 import obi
 from pyroscope import PyroscopeServer
 
+# It mostly waits for pushes: it runs beside the other modules (tests/run.py), its workloads'
+# threads busy 15% of the time (workloads/pace.h) so that the modules measuring CPU shares keep
+# the CPUs; its BPF file systems are its own temporary mounts.
+BACKGROUND = True
+
 TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
 SPAN = bytes.fromhex("b7ad6b7169203331")
 # workloads/otel_thread_ctx.c's record
@@ -51,7 +56,8 @@ class TraceCorrelation(unittest.TestCase):
         self.addCleanup(srv.stop)
         self.port, agent = agent_push.start(self, np.process_pipeline_config(f".*{workload}.*", "spans", ebpf_args,
                                                                       forward_url=srv.url),
-                                    [exe, "60", tid_file, *extra], env=env)
+                                    [exe, "60", tid_file, *extra],
+                                    env=dict(env or os.environ, WORKLOAD_BUSY_PERCENT="15"))
         self.agent_log = os.readlink(f"/proc/{agent.pid}/fd/1")
         tid = int(wait_file(self, tid_file))
         pid = int(open(f"/proc/{tid}/status").read().split("\nTgid:")[1].split()[0])

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pace.h"
+
 /* The test's IDs (test_trace_correlation.py's OTEL_TRACE, OTEL_SPAN). */
 static const uint8_t TRACE[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
 				   0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36 };
@@ -55,6 +57,7 @@ __attribute__((noipa)) static void spin(void)
 {
 	for (unsigned long i = 0; i < 100000; i++)
 		sink += i;
+	pace();
 }
 
 __attribute__((noipa)) void inside_span(void)
@@ -153,6 +156,8 @@ static void *timer(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t t, tm;
+
+	pace_init();
 
 	if (argc < 4)
 		return 2;

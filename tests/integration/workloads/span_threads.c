@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pace.h"
+
 static volatile unsigned long sink;
 static volatile int stop;
 
@@ -15,6 +17,7 @@ __attribute__((noipa)) static void spin(void)
 {
 	for (unsigned long i = 0; i < 100000; i++)
 		sink += i;
+	pace();
 }
 
 __attribute__((noipa)) void inside_span(void)
@@ -55,6 +58,8 @@ static void *timer(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t t, tm;
+
+	pace_init();
 
 	if (argc < 3)
 		return 2;
