@@ -19,6 +19,12 @@ import stacks as st
 SRC = os.path.join(np.WORKLOADS, "go_labels")
 
 
+# It runs beside the other modules (tests/run.py): its two goroutines spin 15% of the time each
+# (WORKLOAD_BUSY_PERCENT in the workload), so that the modules measuring CPU shares keep the
+# CPUs; it writes only to its own temporary directories.
+BACKGROUND = True
+PACED = dict(os.environ, WORKLOAD_BUSY_PERCENT="15")
+
 def build(outdir, name="go_labels", ldflags="", cgo=False):
     """Builds the workload into outdir/name (its Go build cache there too), with cgo (a dynamic
     loader, and C thread-locals beside Go's) or without; returns its path."""
@@ -58,7 +64,7 @@ class GoLabels(unittest.TestCase):
         shutil.rmtree(cls.dir, True)
 
     def start(self, *args, exe=None):
-        p = subprocess.Popen([exe or self.exe, *args], stdout=subprocess.DEVNULL)
+        p = subprocess.Popen([exe or self.exe, *args], stdout=subprocess.DEVNULL, env=PACED)
         self.addCleanup(lambda: (p.kill(), p.wait()))
         return p
 
@@ -146,7 +152,7 @@ class GoLabels(unittest.TestCase):
         and /metrics. A process's samples taken before the agent looked at it (in its first
         interval) have no labels yet: they are counted under ()."""
         agg, fams = agent_push.run(self, ".*go_labels.*", "golabels", ebpf_args, [self.exe, mode],
-                                   lambda k: "main.work" in k, min_samples, with_labels=True)
+                                   lambda k: "main.work" in k, min_samples, env=PACED, with_labels=True)
         by_fn = {}
         for (stack, labels), v in agg.items():
             fn = "A" if "main.workA" in stack.split(";") else "B"
@@ -205,7 +211,8 @@ class GoLabels(unittest.TestCase):
         server names them binary!0xADDR), without labels."""
         by = {}
         agg, fams = agent_push.run(self, ".*go_labels_stripped.*", "golabels", {"go_enabled": "false"},
-                                   [self.stripped, "two"], lambda k: "go_labels_stripped" in k, 40, with_labels=True)
+                                   [self.stripped, "two"], lambda k: "go_labels_stripped" in k, 40, env=PACED,
+                                   with_labels=True)
         for (stack, labels), v in agg.items():
             by[labels] = by.get(labels, 0) + v
             self.assertNotIn("main.", stack)
