@@ -19,11 +19,11 @@ import stacks as st
 SRC = os.path.join(np.WORKLOADS, "go_labels")
 
 
-# It runs beside the other modules (tests/run.py): its two goroutines spin 15% of the time each
+# It runs beside the other modules (tests/run.py): its two goroutines spin 25% of the time each
 # (WORKLOAD_BUSY_PERCENT in the workload), so that the modules measuring CPU shares keep the
 # CPUs; it writes only to its own temporary directories.
 BACKGROUND = True
-PACED = dict(os.environ, WORKLOAD_BUSY_PERCENT="15")
+PACED = dict(os.environ, WORKLOAD_BUSY_PERCENT="25")
 
 def build(outdir, name="go_labels", ldflags="", cgo=False):
     """Builds the workload into outdir/name (its Go build cache there too), with cgo (a dynamic
@@ -69,7 +69,7 @@ class GoLabels(unittest.TestCase):
         return p
 
     def record(self, pid, *args):
-        r = np.nodeprof("record", "--pid", pid, "--duration", "3s", *args, timeout=90)
+        r = np.nodeprof("record", "--pid", pid, "--duration", "10s", *args, timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
         return np.parse_folded(r.stdout)
 
@@ -107,7 +107,7 @@ class GoLabels(unittest.TestCase):
         for k in a:
             self.assertEqual(labels_of(k)[0], ["tier=gold", "worker=alpha"], k)
         w = self.start("two", exe=self.cgo_stripped)
-        r = np.nodeprof("record", "--pid", w.pid, "--duration", "2s", timeout=90)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "8s", timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
         stacks = np.parse_folded(r.stdout)
         self.assertGreater(st.total(stacks, lambda f: "main.workA" in f), 10, st.top(stacks))
@@ -118,7 +118,7 @@ class GoLabels(unittest.TestCase):
     def test_record_pprof_sample_labels(self):
         w = self.start("two")
         out = os.path.join(np.tmpdir(self), "p.pb.gz")
-        r = np.nodeprof("record", "--pid", w.pid, "--duration", "3s", "--format", "pprof", "-o", out, timeout=90)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "10s", "--format", "pprof", "-o", out, timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(out, "rb") as f:
             p = pprof.decode(f.read())
