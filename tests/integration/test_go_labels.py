@@ -19,12 +19,6 @@ import stacks as st
 SRC = os.path.join(np.WORKLOADS, "go_labels")
 
 
-# It runs beside the other modules (tests/run.py): its two goroutines spin 25% of the time each
-# (WORKLOAD_BUSY_PERCENT in the workload), so that the modules measuring CPU shares keep the
-# CPUs; it writes only to its own temporary directories.
-BACKGROUND = True
-PACED = dict(os.environ, WORKLOAD_BUSY_PERCENT="25")
-
 def build(outdir, name="go_labels", ldflags="", cgo=False):
     """Builds the workload into outdir/name (its Go build cache there too), with cgo (a dynamic
     loader, and C thread-locals beside Go's) or without; returns its path."""
@@ -64,12 +58,12 @@ class GoLabels(unittest.TestCase):
         shutil.rmtree(cls.dir, True)
 
     def start(self, *args, exe=None):
-        p = subprocess.Popen([exe or self.exe, *args], stdout=subprocess.DEVNULL, env=PACED)
+        p = subprocess.Popen([exe or self.exe, *args], stdout=subprocess.DEVNULL)
         self.addCleanup(lambda: (p.kill(), p.wait()))
         return p
 
     def record(self, pid, *args):
-        r = np.nodeprof("record", "--pid", pid, "--duration", "10s", *args, timeout=90)
+        r = np.nodeprof("record", "--pid", pid, "--duration", "3s", *args, timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
         return np.parse_folded(r.stdout)
 
@@ -107,7 +101,7 @@ class GoLabels(unittest.TestCase):
         for k in a:
             self.assertEqual(labels_of(k)[0], ["tier=gold", "worker=alpha"], k)
         w = self.start("two", exe=self.cgo_stripped)
-        r = np.nodeprof("record", "--pid", w.pid, "--duration", "8s", timeout=90)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "2s", timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
         stacks = np.parse_folded(r.stdout)
         self.assertGreater(st.total(stacks, lambda f: "main.workA" in f), 10, st.top(stacks))
@@ -118,7 +112,7 @@ class GoLabels(unittest.TestCase):
     def test_record_pprof_sample_labels(self):
         w = self.start("two")
         out = os.path.join(np.tmpdir(self), "p.pb.gz")
-        r = np.nodeprof("record", "--pid", w.pid, "--duration", "10s", "--format", "pprof", "-o", out, timeout=90)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "3s", "--format", "pprof", "-o", out, timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(out, "rb") as f:
             p = pprof.decode(f.read())
@@ -152,7 +146,7 @@ class GoLabels(unittest.TestCase):
         and /metrics. A process's samples taken before the agent looked at it (in its first
         interval) have no labels yet: they are counted under ()."""
         agg, fams = agent_push.run(self, ".*go_labels.*", "golabels", ebpf_args, [self.exe, mode],
-                                   lambda k: "main.work" in k, min_samples, env=PACED, with_labels=True)
+                                   lambda k: "main.work" in k, min_samples, with_labels=True)
         by_fn = {}
         for (stack, labels), v in agg.items():
             fn = "A" if "main.workA" in stack.split(";") else "B"
@@ -211,8 +205,7 @@ class GoLabels(unittest.TestCase):
         server names them binary!0xADDR), without labels."""
         by = {}
         agg, fams = agent_push.run(self, ".*go_labels_stripped.*", "golabels", {"go_enabled": "false"},
-                                   [self.stripped, "two"], lambda k: "go_labels_stripped" in k, 40, env=PACED,
-                                   with_labels=True)
+                                   [self.stripped, "two"], lambda k: "go_labels_stripped" in k, 40, with_labels=True)
         for (stack, labels), v in agg.items():
             by[labels] = by.get(labels, 0) + v
             self.assertNotIn("main.", stack)

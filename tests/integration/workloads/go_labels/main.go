@@ -13,29 +13,12 @@ import (
 	"time"
 )
 
-// busy is the share of the time each goroutine spins: WORKLOAD_BUSY_PERCENT (1-99), else 100. The
-// test module runs beside others (tests/run.py BACKGROUND) and leaves them the CPUs, as
-// tests/integration/workloads/pace.h does for the C workloads.
-var busy = func() int {
-	p, err := strconv.Atoi(os.Getenv("WORKLOAD_BUSY_PERCENT"))
-	if err != nil || p < 1 || p > 99 {
-		return 100
-	}
-	return p
-}()
-
 func spin(d time.Duration) int {
 	x := 0
 	end := time.Now().Add(d)
-	since := time.Now()
 	for time.Now().Before(end) {
 		for i := 0; i < 100000; i++ {
 			x += i * i
-		}
-		// After every 10 ms of spinning, a sleep: the goroutine keeps its labels meanwhile.
-		if busy < 100 && time.Since(since) >= 10*time.Millisecond {
-			time.Sleep(10 * time.Millisecond * time.Duration(100-busy) / time.Duration(busy))
-			since = time.Now()
 		}
 	}
 	return x
