@@ -27,6 +27,8 @@ PACED = dict(os.environ, SPLIT_BUSY_PERCENT="15")
 
 GO_SPIN = """package main
 
+import "time"
+
 //go:noinline
 func spin(n int) int {
 	s := 0
@@ -36,10 +38,15 @@ func spin(n int) int {
 	return s
 }
 
+// Busy 15% of the time, as the other workloads of this module (PACED): it runs beside the others.
 func main() {
 	t := 0
 	for {
-		t += spin(1000000)
+		start := time.Now()
+		for time.Since(start) < 3*time.Millisecond {
+			t += spin(100000)
+		}
+		time.Sleep(17 * time.Millisecond)
 	}
 }
 """
@@ -73,7 +80,7 @@ class ServerSymbolization(unittest.TestCase):
             time.sleep(1)
         for r in srv.all_requests():
             self.assertEqual(r["violations"], [], r)
-        self.assertGreaterEqual(len(stacks), 16, stacks[:3])
+        self.assertGreaterEqual(len(stacks), 4, (len(srv.pushes()), stacks[:3]))
         return stacks
 
     def test_native_frames_left_to_the_server(self):
@@ -141,14 +148,16 @@ class ServerSymbolization(unittest.TestCase):
             self.addCleanup(srv.stop)
             _, agent = agent_push.start(self, np.process_pipeline_config(".*gospin-dbg.*", "go", args,
                                                                          forward_url=srv.url), [exe])
-            deadline, stacks = time.time() + 40, []
-            while time.time() < deadline and len(stacks) < 16:
+            # A few distinct stacks are enough to see how they are named; a busy machine gets
+            # them more slowly (the workload is paced), hence the long deadline.
+            deadline, stacks = time.time() + 60, []
+            while time.time() < deadline and len(stacks) < 4:
                 stacks = [s for push in srv.pushes() for series in push["series"] for prof in series["profiles"]
                           for s in prof["stacks"] if any(l["file"].endswith("gospin-dbg") for l in s["locations"])]
                 time.sleep(1)
             agent.kill()
             agent.wait()
-            self.assertGreaterEqual(len(stacks), 16, stacks[:3])
+            self.assertGreaterEqual(len(stacks), 4, (len(srv.pushes()), stacks[:3]))
             return stacks, [l for s in stacks for l in s["locations"] if l["file"].endswith("gospin-dbg")]
 
         stacks, mine = pushed({"debug_info": {"on_target_symbolization": "false"}})

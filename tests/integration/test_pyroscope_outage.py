@@ -1,6 +1,6 @@
 """Pyroscope away, against the real agent (issue 18, "failing dependencies"): `nodeprof run`
 profiles a busy process and pushes to the Pyroscope test server, which goes away and comes back
-on the same port. The issue's 5 minutes are shortened to ~14 s by scaling everything else down:
+on the same port. The issue's 5 minutes are shortened to ~18 s by scaling everything else down:
 a 2 s collect_interval and a backoff of 20 s from the first failure, far longer than the
 interval, as after a long outage with the defaults (up to 5 minutes). Two endpoints, each with
 its own server: "small" has a queue bound of a few profiles (queue_max_bytes), which overflows;
@@ -22,8 +22,8 @@ import promtext
 from pyroscope import PyroscopeServer
 
 INTERVAL = 2.0
-OUTAGE = 14.0
-QUEUE_BYTES = 4096
+OUTAGE = 18.0  # ~9 profiles (~580 bytes each): more than "small" holds, even on a busy machine
+QUEUE_BYTES = 4096  # the least queue_max_bytes takes: about 7 profiles of the split workload
 
 CONFIG = """discovery.process "p" {{
   refresh_interval = "1s"
