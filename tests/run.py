@@ -16,7 +16,8 @@ assertions need a quiet machine).
 
 Nothing is skipped for want of root or BPF: those tests fail instead, so CI cannot pass
 without exercising them. Options: --only SUITE[,SUITE], -k SUBSTRING (filters test files),
---fuzz-seconds N, --fuzz-record FILE (`make fuzz`: the campaign's statistics and findings
+--fuzz-seconds N, --fuzz-runs N (a smoke run stops after N mutated inputs or N seconds,
+whichever comes first), --fuzz-record FILE (`make fuzz`: the campaign's statistics and findings
 per target, as a Markdown table, e.g. bench/results/fuzz.md).
 """
 import argparse
@@ -28,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -203,8 +205,9 @@ def write_fuzz_record(path, runs, seconds):
     print(f"fuzz campaign recorded in {path}", flush=True)
 
 
-def run_fuzzer(f, seconds, env):
-    """One libFuzzer run of f for seconds: (ok, failure detail, summary for the record)."""
+def run_fuzzer(f, seconds, env, runs=0):
+    """One libFuzzer run of f for seconds (and at most runs inputs after the seeds, when runs > 0):
+    (ok, failure detail, summary for the record)."""
     name = os.path.basename(f)
     seeds = os.path.join(ROOT, "tests/fuzz/corpus", name)
     work = os.path.join(ROOT, "build/fuzz/corpus", name)
@@ -214,6 +217,8 @@ def run_fuzzer(f, seconds, env):
     os.makedirs(artifacts)
     cmd = [f, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1",
            f"-artifact_prefix={artifacts}/", work]
+    if runs > 0:
+        cmd.insert(1, f"-runs={runs}")
     if os.path.isdir(seeds):
         cmd.append(seeds)
     try:
@@ -227,9 +232,11 @@ def run_fuzzer(f, seconds, env):
     return ok, "" if ok else p.stderr[-6000:], fuzz_summary(name, seconds, p.returncode, p.stderr, artifacts)
 
 
-def suite_fuzz(tally, seconds, filt, record=None):
+def suite_fuzz(tally, seconds, filt, record=None, max_runs=0):
     """Every fuzz target for seconds: two at a time for the smoke run of make test, one at a
-    time for a recorded campaign (its exec/s figures are then each target's own)."""
+    time for a recorded campaign (its exec/s figures are then each target's own). The smoke run
+    also stops after max_runs inputs (its seeds, then max_runs mutations): libFuzzer checks its time limit
+    once a second, so a 1 s limit alone ran 1-2 s a target (47 s for 44 targets)."""
     from concurrent.futures import ThreadPoolExecutor
     fuzzers = [f for f in sorted(glob.glob(os.path.join(ROOT, "build/fuzz/fuzzers/fuzz_*")))
                if not filt or filt in os.path.basename(f)]
@@ -242,11 +249,12 @@ def suite_fuzz(tally, seconds, filt, record=None):
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
     runs = []
     with ThreadPoolExecutor(max_workers=1 if record else 2) as pool:
-        results = [pool.submit(run_fuzzer, f, seconds, env) for f in fuzzers]
+        results = [pool.submit(run_fuzzer, f, seconds, env, 0 if record else max_runs) for f in fuzzers]
         for f, r in zip(fuzzers, results):
             ok, detail, summary = r.result()
             runs.append(summary)
-            tally.record(f"fuzz/{os.path.basename(f)} ({seconds}s)", ok, detail)
+            tally.record(f"fuzz/{os.path.basename(f)} ({seconds}s" + (f", {max_runs} runs)" if max_runs and not record else ")"),
+                         ok, detail)
     if record and runs:
         write_fuzz_record(record, runs, seconds)
 
@@ -255,7 +263,7 @@ def _integration_cmd(f):
     return [sys.executable, os.path.join(ROOT, "tests/lib/unit_runner.py"), f]
 
 
-def _collect(tally, name, stdout, stderr, returncode, started):
+def _collect(tally, name, stdout, stderr, returncode, started, ended=None):
     results = None
     for line in reversed(stdout.splitlines()):
         if line.startswith("@@RESULTS "):
@@ -266,7 +274,10 @@ def _collect(tally, name, stdout, stderr, returncode, started):
         return
     for r in results:
         tally.record(f"integration/{name}/{r['name']}", r["ok"], r.get("detail", ""))
-    print(f"     ({name}: {time.time() - started:.1f}s)", flush=True)
+    if ended is None:
+        print(f"     ({name}: {time.time() - started:.1f}s)", flush=True)
+    else:
+        print(f"     ({name}: {ended - started:.1f}s, in the background)", flush=True)
 
 
 def _is_background(path):
@@ -288,12 +299,20 @@ def start_background(filt):
             # Output goes to files, not pipes: nobody reads a pipe until the module ends, and a
             # module that fills one would block there for as long as the others run.
             outs = tuple(tempfile.TemporaryFile("w+") for _ in range(2))
-            background.append((f, time.time(), outs, subprocess.Popen(_integration_cmd(f), stdout=outs[0],
-                                                                      stderr=outs[1], text=True, cwd=ROOT)))
+            p = subprocess.Popen(_integration_cmd(f), stdout=outs[0], stderr=outs[1], text=True, cwd=ROOT)
+            # Its own end, for the log: modules are collected only after the foreground ones.
+            p.ended = None
+            threading.Thread(target=lambda p=p: (p.wait(), setattr(p, "ended", time.time())), daemon=True).start()
+            background.append((f, time.time(), outs, p))
     return background
 
 
 def suite_integration(tally, filt, background):
+    running = [os.path.basename(b[0])[:-3] for b in background if b[3].poll() is None]
+    if running:
+        # They then share the machine with the foreground modules: worth knowing when one of
+        # those fails on a share of CPU.
+        print(f"still running in the background: {', '.join(running)}", flush=True)
     for f in integration_files(filt):
         if any(f == b[0] for b in background):
             continue
@@ -323,7 +342,7 @@ def suite_integration(tally, filt, background):
         if timed_out:
             tally.record(f"integration/{name} (timeout after 900s)", False, err[-4000:])
             continue
-        _collect(tally, name, out, err, p.returncode, start)
+        _collect(tally, name, out, err, p.returncode, start, p.ended)
 
 
 def main():
@@ -331,6 +350,8 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("-k", default="")
     ap.add_argument("--fuzz-seconds", type=int, default=int(os.environ.get("FUZZ_SMOKE_SECONDS", "1")))
+    ap.add_argument("--fuzz-runs", type=int, default=int(os.environ.get("FUZZ_SMOKE_RUNS", "5000")),
+                    help="a smoke run's bound on mutated inputs (0: time only); not used with --fuzz-record")
     ap.add_argument("--fuzz-record", default="", help="write the fuzz campaign's results to this file")
     args = ap.parse_args()
     only = [s for s in args.only.split(",") if s] or SUITES
@@ -349,7 +370,7 @@ def main():
     if "valgrind" in only:
         suite_valgrind(tally, args.k)
     if "fuzz" in only:
-        suite_fuzz(tally, args.fuzz_seconds, args.k, args.fuzz_record)
+        suite_fuzz(tally, args.fuzz_seconds, args.k, args.fuzz_record, args.fuzz_runs)
     if "integration" in only:
         suite_integration(tally, args.k, background)
     print(f"\ntotal time {time.time() - start:.0f}s", flush=True)

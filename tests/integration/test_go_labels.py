@@ -63,7 +63,7 @@ class GoLabels(unittest.TestCase):
         return p
 
     def record(self, pid, *args):
-        r = np.nodeprof("record", "--pid", pid, "--duration", "3s", *args, timeout=90)
+        r = np.nodeprof("record", "--pid", pid, "--duration", "2s", *args, timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
         return np.parse_folded(r.stdout)
 
@@ -112,7 +112,7 @@ class GoLabels(unittest.TestCase):
     def test_record_pprof_sample_labels(self):
         w = self.start("two")
         out = os.path.join(np.tmpdir(self), "p.pb.gz")
-        r = np.nodeprof("record", "--pid", w.pid, "--duration", "3s", "--format", "pprof", "-o", out, timeout=90)
+        r = np.nodeprof("record", "--pid", w.pid, "--duration", "2s", "--format", "pprof", "-o", out, timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(out, "rb") as f:
             p = pprof.decode(f.read())
