@@ -63,3 +63,27 @@ void np_sort_u64(uint64_t *v, size_t n, uint64_t *tmp)
 	if (src != v)
 		memcpy(v, src, n * sizeof(*v));
 }
+
+void np_permute_by_keys(void *base, size_t n, size_t size, uint64_t *keys)
+{
+	const uint64_t done = 1ULL << 63;
+	unsigned char *v = base, first[64];
+	if (size > sizeof(first))
+		return; /* not for large elements (documented): left as they are */
+	for (size_t i = 0; i < n; i++) {
+		if (keys[i] & done)
+			continue;
+		memcpy(first, v + i * size, size);
+		size_t j = i;
+		for (;;) {
+			size_t src = (size_t)(keys[j] & 0xffffffffu);
+			keys[j] |= done;
+			if (src == i) {
+				memcpy(v + j * size, first, size);
+				break;
+			}
+			memcpy(v + j * size, v + src * size, size);
+			j = src;
+		}
+	}
+}

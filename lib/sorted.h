@@ -23,6 +23,13 @@ size_t np_sorted_find(const void *base, size_t n, size_t size, const void *key,
  * 64 bits. Stable. */
 void np_sort_u64(uint64_t *v, size_t n, uint64_t *tmp);
 
+/* Puts base[0..n) (elements of size bytes, at most 64) in the order of keys[0..n), sorted
+ * words whose low 32 bits are each element's index before the sort (np_sort_u64 of
+ * key << 32 | index): base[i] becomes the old base[keys[i] & 0xffffffff], each element moved
+ * once along its cycle, without a second array. keys is scratch afterwards (bit 63 marks the
+ * places done, so the keys must leave it 0: a key of at most 31 bits). */
+void np_permute_by_keys(void *base, size_t n, size_t size, uint64_t *keys);
+
 /* qsort comparators: arrays of const char * (strcmp order), of uint32_t. */
 int np_cmp_str(const void *a, const void *b);
 int np_cmp_u32(const void *a, const void *b);

@@ -160,6 +160,7 @@ int sym_sources_load(struct symbolizer *s, const struct sym_elf *elf, Elf *e, in
 	struct sym_stb b;
 	sym_stb_init(&b);
 	b.budget = s->table_budget;
+	b.distinct_names = 1; /* ELF symbol tables and .gopclntab */
 	size_t n = 0, full = 0;
 	const char *primary = NULL;
 	struct sym_stb_mark m = sym_stb_mark(&b);

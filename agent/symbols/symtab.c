@@ -150,14 +150,15 @@ int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *nam
 		b->over = 1;
 		return 0;
 	}
-	uint64_t h = np_hash_bytes(name, name_len);
+	uint64_t h = b->distinct_names ? 0 : np_hash_bytes(name, name_len);
 	size_t slot = b->nslots ? slot_of(b, name, name_len, h) : 0;
 	int have = b->nslots && b->slots[slot];
 	size_t cap = grown(b->cap, b->n + 1);
 	size_t pool_cap = have ? b->pool_cap : grown(b->pool_cap, b->pool_len + name_len + 1);
 	/* The index is at most three quarters full (the tags keep probes cheap): node's 85,000 names
 	 * take 131,072 slots, 0.65 MB less at a large file's peak than at half full. */
-	size_t nslots = !have && (b->nnames + 1) * 4 > b->nslots * 3 ? (b->nslots ? b->nslots * 2 : 1024) : b->nslots;
+	size_t nslots = b->distinct_names ? 0
+			: !have && (b->nnames + 1) * 4 > b->nslots * 3 ? (b->nslots ? b->nslots * 2 : 1024) : b->nslots;
 	if (cap == SIZE_MAX || pool_cap == SIZE_MAX ||
 	    (b->budget && bytes_of(cap, pool_cap, nslots, b->charged) > b->budget)) {
 		b->over = 1;
@@ -175,10 +176,10 @@ int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *nam
 		memcpy(b->pool + b->pool_len, name, name_len);
 		b->pool[b->pool_len + name_len] = '\0';
 		b->pool_len += name_len + 1;
-		if (nslots != b->nslots) {
+		if (!b->distinct_names && nslots != b->nslots) {
 			if (reindex(b, nslots) < 0)
 				return np_errf(err, "symbol table: out of memory (%zu names)", b->nnames);
-		} else {
+		} else if (!b->distinct_names) {
 			set_slot(b, slot, name_off, h);
 			b->nnames++;
 		}
@@ -245,32 +246,9 @@ static int cmp_start_seq(const void *pa, const void *pb)
 }
 
 /* ELF policy: one symbol per address (the best ranked); unsized symbols extend to the next. */
-/* b->v[i] = the old b->v[idx[i]], idx being the low 32 bits of k (a permutation of 0..n),
- * moved in place along its cycles; k's bit 63 marks a slot done. */
-static void permute(struct sym_stb_entry *v, uint64_t *k, size_t n)
-{
-	const uint64_t done = 1ULL << 63;
-	for (size_t i = 0; i < n; i++) {
-		if (k[i] & done)
-			continue;
-		struct sym_stb_entry first = v[i];
-		size_t j = i;
-		for (;;) {
-			size_t src = (size_t)(k[j] & 0xffffffffu);
-			k[j] |= done;
-			if (src == i) {
-				v[j] = first;
-				break;
-			}
-			v[j] = v[src];
-			j = src;
-		}
-	}
-}
-
 /* The entries in cmp_keep order: radix-sorted by address (lib/sorted.h: a qsort of node's
  * 78,000 symbols through cmp_keep was a tenth of a cold recording), then cmp_keep within each
- * run of one address. qsort when the addresses span 4 GiB or more, or memory runs short. */
+ * run of one address. qsort when the addresses span 2 GiB or more, or memory runs short. */
 static void sort_keep(struct sym_stb *b)
 {
 	size_t n = b->n;
@@ -279,7 +257,8 @@ static void sort_keep(struct sym_stb *b)
 		lo = b->v[i].addr < lo ? b->v[i].addr : lo;
 		hi = b->v[i].addr > hi ? b->v[i].addr : hi;
 	}
-	uint64_t *k = n >= 2 && n <= UINT32_MAX && hi - lo <= UINT32_MAX ? malloc(2 * n * sizeof(*k)) : NULL;
+	/* Offsets of 31 bits: np_permute_by_keys takes bit 63 for its own. */
+	uint64_t *k = n >= 2 && n <= UINT32_MAX && hi - lo <= INT32_MAX ? malloc(2 * n * sizeof(*k)) : NULL;
 	if (!k) {
 		qsort_r(b->v, n, sizeof(*b->v), cmp_keep, b->pool);
 		return;
@@ -287,7 +266,7 @@ static void sort_keep(struct sym_stb *b)
 	for (size_t i = 0; i < n; i++)
 		k[i] = (b->v[i].addr - lo) << 32 | i;
 	np_sort_u64(k, n, k + n);
-	permute(b->v, k, n);
+	np_permute_by_keys(b->v, n, sizeof(*b->v), k);
 	free(k);
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;

@@ -1,6 +1,6 @@
 /* lib/sorted.h: the binary search over a sorted array, and the radix sort against qsort on keys
  * of every shape the table builds give it (random, few distinct bytes, all equal, already sorted,
- * reversed, the packed key << 32 | index form). */
+ * reversed, the packed key << 32 | index form), and the permutation of elements by sorted keys. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,11 +78,53 @@ static void find_first_not_less(void **state)
 	assert_false(found);
 }
 
+/* Elements of two sizes put in the order of their sorted keys: each lands where the key says,
+ * equal keys keep their order (stable), and nothing is lost or duplicated. */
+struct elem24 {
+	uint64_t key;
+	uint32_t id;
+	unsigned char pad[12];
+};
+
+static void permute_by_sorted_keys(void **state)
+{
+	(void)state;
+	uint64_t seed = 7;
+	size_t sizes[] = { 0, 1, 2, 5, 1000, 50000 };
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s];
+		struct elem24 *v = malloc((n ? n : 1) * sizeof(*v));
+		uint64_t *k = malloc((n ? n : 1) * 2 * sizeof(*k));
+		uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+		for (size_t i = 0; i < n; i++) {
+			v[i] = (struct elem24){ next(&seed) % (n / 3 + 1), (uint32_t)i, { 0 } };
+			k[i] = v[i].key << 32 | i;
+		}
+		np_sort_u64(k, n, k + n);
+		np_permute_by_keys(v, n, sizeof(*v), k);
+		memset(ids, 0, (n ? n : 1) * sizeof(*ids));
+		for (size_t i = 0; i < n; i++) {
+			if (i) {
+				assert_true(v[i - 1].key <= v[i].key);
+				if (v[i - 1].key == v[i].key)
+					assert_true(v[i - 1].id < v[i].id);
+			}
+			ids[v[i].id]++;
+		}
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(ids[i], 1);
+		free(v);
+		free(k);
+		free(ids);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(radix_sort_matches_qsort),
 		cmocka_unit_test(find_first_not_less),
+		cmocka_unit_test(permute_by_sorted_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
