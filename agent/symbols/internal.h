@@ -164,8 +164,7 @@ struct symbolizer {
 	int symb_tried;
 	sym_build_lock_fn build_lock; /* symbolizer_set_build_lock; NULL: np_build_lock() */
 	void *build_lock_ud;
-	struct sym_table_worker *tw; /* owned; started at the first build handed to it (table_worker.c) */
-	size_t tw_pending;        /* builds submitted and not taken */
+	struct np_worker *tw;     /* owned; started at the first build handed to it (table_worker.c) */
 	int nowait;               /* symbolizer_nowait_begin: 1 builds go to the worker, 2 none start */
 	size_t pending;           /* frames of that call whose table is being built */
 
@@ -221,16 +220,18 @@ NP_MUST_CHECK int sym_build_symtab(struct symbolizer *s, const struct sym_elf *e
 NP_MUST_CHECK int sym_elf_take_built(struct symbolizer *s, struct sym_elf *e, struct sym_symtab *tab,
                                      const char *source, struct np_err *err);
 
-/* table_worker.c: the symbol table build worker. Submit hands it fd (taken, even on failure)
- * and holds a reference on e until the table is taken by sym_tw_poll, which caches each
- * finished table (sym_elf_take_built): the number taken, -1 on failure. sym_tw_building: a
- * build of key is queued, under way or not taken. sym_tw_wait blocks until the worker can go
- * no further without a poll, or until deadline_ns (CLOCK_MONOTONIC; 0: none): 1 when it can
- * not. sym_tw_free stops it (after the build under way) and drops every job. */
+/* table_worker.c: the symbol table build worker (on lib/job_worker.h). Submit hands it fd
+ * (taken, even on failure) and holds a reference on e until the table is taken by sym_tw_poll,
+ * which caches each finished table (sym_elf_take_built): the number taken, -1 on failure.
+ * sym_tw_building: a build of key is queued, under way or not taken. sym_tw_wait blocks until
+ * the worker can go no further without a poll, or until deadline_ns (CLOCK_MONOTONIC; 0: none):
+ * 1 when it can not. sym_tw_pending: builds submitted and not taken. sym_tw_free stops it
+ * (after the build under way) and drops every job. */
 NP_MUST_CHECK int sym_tw_submit(struct symbolizer *s, struct sym_elf *e, int fd, struct np_err *err);
 int sym_tw_building(struct symbolizer *s, const char *key);
 NP_MUST_CHECK int sym_tw_poll(struct symbolizer *s, struct np_err *err);
 int sym_tw_wait(struct symbolizer *s, int64_t deadline_ns);
+size_t sym_tw_pending(const struct symbolizer *s);
 void sym_tw_free(struct symbolizer *s);
 
 /* sources.c: builds the table of one ELF file from every symbol source it has; fd is the file

@@ -440,7 +440,7 @@ void symbolizer_stop_builds(struct symbolizer *s)
 
 size_t symbolizer_builds_pending(const struct symbolizer *s)
 {
-	return s->tw_pending;
+	return sym_tw_pending(s);
 }
 
 /* ---- kernel frames ---- */

@@ -1,38 +1,27 @@
-/* The unwind table compile worker (see worker.h). */
+/* The unwind table compile worker (see worker.h): the compile job on lib/job_worker.h. */
 #include "agent/unwind/worker.h"
 
-#include <errno.h>
 #include <libelf.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent/unwind/compile.h"
 #include "agent/unwind/elf_cfi.h"
 #include "lib/build_lock.h"
-#include "lib/clock.h"
 
 struct unw_worker {
-	pthread_mutex_t lock;
-	pthread_cond_t work, idle; /* work: a job or stop for the worker; idle: a job finished */
-	struct unw_build *queue, **queue_tail; /* submitted, not started */
-	struct unw_build *done, **done_tail;   /* finished, not taken */
-	size_t pending;                        /* submitted and not taken */
-	int busy;                              /* the worker holds a job */
-	int stop;
-	pthread_t thread;
+	struct np_worker *jobs; /* owned */
 };
 
-/* Compiles j's file (and debug file), closing them. */
-static void compile_job(struct unw_build *j)
+/* Compiles the job's file (and debug file), closing them; on the worker's thread. */
+static void compile_job(struct np_job *job, void *ud)
 {
+	(void)ud;
+	struct unw_build *j = NP_JOB_OF(job, struct unw_build, job);
 	Elf *elfs[2] = { NULL, NULL };
 	size_t n = 0;
-	np_build_lock(); /* one build's peak at a time (lib/build_lock.h) */
-	uint64_t t0 = (uint64_t)np_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	np_build_lock(); /* one build's peak at a time (lib/build_lock.h); released by finished() */
 	if ((elfs[0] = unw_elf_begin_fd(j->fd)) != NULL)
 		n = 1;
 	if (n && j->debug_fd >= 0 && (elfs[1] = unw_elf_begin_fd(j->debug_fd)) != NULL)
@@ -47,68 +36,32 @@ static void compile_job(struct unw_build *j)
 	if (j->debug_fd >= 0)
 		close(j->debug_fd);
 	j->fd = j->debug_fd = -1;
-	j->ns = (uint64_t)np_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
-	/* The build lock is released by the caller once the table is in the done list: a build
-	 * on another thread that takes the lock then sees it (unw_loader_worker_build_lock). */
 }
 
-static void *worker(void *arg)
+/* The build lock is released once the table is in the finished list: a build on another thread
+ * that takes the lock then sees it (unw_loader_worker_build_lock). */
+static void finished(struct np_job *job, void *ud)
 {
-	struct unw_worker *w = arg;
-	pthread_mutex_lock(&w->lock);
-	for (;;) {
-		/* A finished table waits to be taken before the next compile starts: at most one
-		 * table held here, whatever the number of files asked for. */
-		while ((!w->queue || w->done) && !w->stop)
-			pthread_cond_wait(&w->work, &w->lock);
-		if (w->stop)
-			break;
-		struct unw_build *j = w->queue;
-		w->queue = j->next;
-		if (!w->queue)
-			w->queue_tail = &w->queue;
-		j->next = NULL;
-		w->busy = 1;
-		pthread_mutex_unlock(&w->lock);
-		compile_job(j);
-		pthread_mutex_lock(&w->lock);
-		w->busy = 0;
-		*w->done_tail = j;
-		w->done_tail = &j->next;
-		np_build_unlock();
-		pthread_cond_broadcast(&w->idle);
-	}
-	pthread_mutex_unlock(&w->lock);
-	return NULL;
+	(void)job;
+	(void)ud;
+	np_build_unlock();
+}
+
+static void left(struct np_job *job, void *ud)
+{
+	(void)ud;
+	unw_build_free(NP_JOB_OF(job, struct unw_build, job));
 }
 
 int unw_worker_new(struct unw_worker **out, struct np_err *err)
 {
+	static const struct np_worker_ops ops = { .run = compile_job, .ran = finished, .free = left };
 	struct unw_worker *w = calloc(1, sizeof(*w));
 	if (!w)
 		return np_errf(err, "unwind worker: out of memory");
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->work, NULL);
-	pthread_cond_init(&w->idle, NULL);
-	w->queue_tail = &w->queue;
-	w->done_tail = &w->done;
-	/* The thread starts with every signal blocked: SIGINT and SIGTERM stay the main thread's,
-	 * whose poll they interrupt. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&w->thread, NULL, worker, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc == 0)
-		(void)pthread_setname_np(w->thread, "np-unwind");
-	if (rc) {
-		errno = rc;
-		np_errno(err, "start the unwind table worker thread");
-		pthread_cond_destroy(&w->work);
-		pthread_cond_destroy(&w->idle);
-		pthread_mutex_destroy(&w->lock);
+	if (np_worker_new(&w->jobs, "np-unwind", &ops, NULL, err) < 0) {
 		free(w);
-		return -1;
+		return np_err_wrap(err, "unwind table worker");
 	}
 	*out = w;
 	return 0;
@@ -127,30 +80,11 @@ void unw_build_free(struct unw_build *j)
 	free(j);
 }
 
-static void free_list(struct unw_build *j)
-{
-	while (j) {
-		struct unw_build *next = j->next;
-		unw_build_free(j);
-		j = next;
-	}
-}
-
 void unw_worker_free(struct unw_worker *w)
 {
 	if (!w)
 		return;
-	pthread_mutex_lock(&w->lock);
-	w->stop = 1;
-	pthread_cond_broadcast(&w->work);
-	pthread_cond_broadcast(&w->idle);
-	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->thread, NULL);
-	free_list(w->queue);
-	free_list(w->done);
-	pthread_cond_destroy(&w->work);
-	pthread_cond_destroy(&w->idle);
-	pthread_mutex_destroy(&w->lock);
+	np_worker_free(w->jobs);
 	free(w);
 }
 
@@ -169,73 +103,43 @@ int unw_worker_submit(struct unw_worker *w, uint32_t id, const char *key, int fd
 	j->id = id;
 	j->fd = fd;
 	j->debug_fd = debug_fd;
-	pthread_mutex_lock(&w->lock);
-	*w->queue_tail = j;
-	w->queue_tail = &j->next;
-	w->pending++;
-	pthread_cond_signal(&w->work);
-	pthread_mutex_unlock(&w->lock);
+	np_worker_submit(w->jobs, &j->job);
 	return 0;
 }
 
 struct unw_build *unw_worker_take(struct unw_worker *w)
 {
-	pthread_mutex_lock(&w->lock);
-	struct unw_build *list = w->done;
-	for (struct unw_build *j = list; j; j = j->next)
-		w->pending--;
-	w->done = NULL;
-	w->done_tail = &w->done;
-	if (list) {
-		pthread_cond_signal(&w->work);    /* the next compile may start */
-		pthread_cond_broadcast(&w->idle); /* unw_worker_yield */
+	struct unw_build *list = NULL, **tail = &list;
+	for (struct np_job *job = np_worker_take(w->jobs); job; job = job->next) {
+		struct unw_build *j = NP_JOB_OF(job, struct unw_build, job);
+		j->ns = job->ns;
+		*tail = j;
+		tail = &j->next;
 	}
-	pthread_mutex_unlock(&w->lock);
 	return list;
 }
 
 void unw_worker_wait(struct unw_worker *w)
 {
-	pthread_mutex_lock(&w->lock);
-	while (w->busy || (w->queue && !w->done))
-		pthread_cond_wait(&w->idle, &w->lock);
-	pthread_mutex_unlock(&w->lock);
+	(void)np_worker_wait(w->jobs, 0);
 }
 
 void unw_worker_wait_busy(struct unw_worker *w)
 {
-	pthread_mutex_lock(&w->lock);
-	while (w->busy)
-		pthread_cond_wait(&w->idle, &w->lock);
-	pthread_mutex_unlock(&w->lock);
+	np_worker_wait_busy(w->jobs);
 }
 
 int unw_worker_yield(struct unw_worker *w)
 {
-	pthread_mutex_lock(&w->lock);
-	int yielded = 0;
-	while ((w->busy || w->queue || w->done) && !w->stop) {
-		pthread_cond_wait(&w->idle, &w->lock);
-		yielded = 1;
-	}
-	pthread_mutex_unlock(&w->lock);
-	return yielded;
+	return np_worker_wait_empty(w->jobs);
 }
 
 size_t unw_worker_done(struct unw_worker *w)
 {
-	pthread_mutex_lock(&w->lock);
-	size_t n = 0;
-	for (const struct unw_build *j = w->done; j; j = j->next)
-		n++;
-	pthread_mutex_unlock(&w->lock);
-	return n;
+	return np_worker_finished(w->jobs);
 }
 
 size_t unw_worker_pending(struct unw_worker *w)
 {
-	pthread_mutex_lock(&w->lock);
-	size_t n = w->pending;
-	pthread_mutex_unlock(&w->lock);
-	return n;
+	return np_worker_pending(w->jobs);
 }

@@ -4,7 +4,9 @@
  * the loader takes the finished table at its next poll and packs and loads it (fast, and the
  * rule set and BPF maps stay the collector's alone). One file at a time, and the next compile
  * starts only once the last table was taken, so a burst of new binaries costs one compile's
- * transient memory and one table, not one per binary; a compile also holds lib/build_lock.h,
+ * transient memory and one table, not one per binary (the thread, queue and that rule are
+ * lib/job_worker.h's, shared with the symbol table worker; the job and what taking it means are
+ * this file's); a compile also holds lib/build_lock.h until its table is in the finished list,
  * so it never runs beside a symbol table build.
  *
  * Ownership: the worker owns the jobs it was given (their fds) until they are taken; a taken
@@ -18,15 +20,17 @@
 
 #include "agent/unwind/table.h"
 #include "lib/error.h"
+#include "lib/job_worker.h"
 
 /* A finished compile. */
 struct unw_build {
+	struct np_job job;   /* the worker's links; next and ns below are set when taken */
 	uint32_t id;         /* the registry id it was asked for */
 	char *key;           /* owned: the file's key when it was asked for (the id may be reused) */
 	struct unw_table *t; /* owned; NULL when rc < 0 */
 	int rc;              /* 0, or -1 with err */
 	struct np_err err;
-	uint64_t ns;         /* the worker's time on it */
+	uint64_t ns;         /* CPU time of the worker's thread on it */
 	int fd, debug_fd;    /* owned until compiled; -1 after */
 	struct unw_build *next;
 };

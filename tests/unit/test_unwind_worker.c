@@ -2,13 +2,14 @@
  * given, each with its table or the reason it has none; waiting waits for every job; a worker
  * freed with jobs queued and running stops after the running one and frees the rest (ASan and
  * Valgrind see no leak and no race on the job lists); a finished table waits to be taken before
- * the next compile starts, and wait_busy waits for the one under way only. */
+ * the next compile starts, and wait_busy waits for the one under way only. The queue, the
+ * waits and unw_worker_yield's wait from another thread are lib/job_worker.h's, tested in
+ * tests/unit/test_lib_job_worker.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,48 +122,12 @@ static void busy_then_done(void **state)
 	unw_worker_free(w);
 }
 
-static int taken; /* set just before the take */
-static void *yield_thread(void *arg)
-{
-	static int seen[2];
-	seen[0] = unw_worker_yield(arg);
-	seen[1] = __atomic_load_n(&taken, __ATOMIC_SEQ_CST);
-	return seen;
-}
-
-/* unw_worker_yield (the symbol build worker lets unwind tables go first): at once with nothing
- * to do; with a compile submitted, from another thread, until its table was taken. */
-static void yield_waits_until_taken(void **state)
-{
-	(void)state;
-	struct unw_worker *w;
-	struct np_err err;
-	pthread_t t;
-	void *ret;
-	assert_int_equal(unw_worker_new(&w, &err), 0);
-	assert_int_equal(unw_worker_yield(w), 0);
-	assert_int_equal(unw_worker_submit(w, 1, files[0], open_ro(files[0]), -1, &err), 0);
-	taken = 0;
-	assert_int_equal(pthread_create(&t, NULL, yield_thread, w), 0);
-	assert_true(np_test_wait_until(has_done, w, 10000));
-	usleep(50000); /* the thread is most likely in the wait by now */
-	__atomic_store_n(&taken, 1, __ATOMIC_SEQ_CST);
-	unw_build_free(unw_worker_take(w));
-	assert_int_equal(pthread_join(t, &ret), 0);
-	/* When it waited, it came back only after the take. */
-	if (((int *)ret)[0])
-		assert_int_equal(((int *)ret)[1], 1);
-	assert_int_equal(unw_worker_yield(w), 0);
-	unw_worker_free(w);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(jobs_come_back_in_order),
 		cmocka_unit_test(busy_then_done),
 		cmocka_unit_test(freed_with_work_left),
-		cmocka_unit_test(yield_waits_until_taken),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
