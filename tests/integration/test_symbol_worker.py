@@ -1,6 +1,6 @@
 """Issue 29: symbol tables are built off the collector's thread. A `nodeprof record` of a large
 binary whose symbol table does not exist yet, its build held up 2.5 s by the test hook
-(NODEPROF_TEST_SYMBOL_BUILD_DELAY, agent/symbols/table_worker.c): the collector keeps draining
+(NODEPROF_TEST_SYMBOL_BUILD_DELAY, agent/symbols/elf_cache.c): the collector keeps draining
 samples every second meanwhile, the recording ends on time, and the samples that waited for
 the table are named from it (no stub names), as a recording with the table ready names them."""
 import os

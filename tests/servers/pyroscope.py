@@ -523,6 +523,7 @@ class PyroscopeServer:
         self._conns = set()
         self._srv = None
         self._stop_event = threading.Event()
+        self._answer_lock = threading.Lock()
         self.reset()
 
     # -- control --
@@ -581,10 +582,13 @@ class PyroscopeServer:
         return self
 
     def stop(self):
-        """Stops listening and cuts every open connection, like a crashed server."""
+        """Stops listening and cuts every open connection, like a crashed server (a push being kept
+        and answered is finished first: see _answer_lock)."""
         if not self._srv:
             return
         self._stop_event.set()
+        with self._answer_lock:  # a push being kept and answered is finished first
+            pass
         self._srv.shutdown()
         self._srv.server_close()
         with self._lock:
@@ -798,11 +802,19 @@ class PyroscopeServer:
             record["violations"].append(f"unmarshal: {e}")
             h._connect_error("invalid_argument", f"unmarshal: {e}")
             return
-        record["status"] = 200
-        with self._lock:
-            self._pushes.append(push)
         ctype = headers.get("content-type", "application/proto")
-        h._send(200, b"{}" if ctype.startswith("application/json") else b"", ctype)
+        # Kept and answered as one step that stop() waits for: a push is either kept and its
+        # answer sent, or cut off unkept. (A crash between the two would leave a push kept that
+        # its client counts as failed, which no client can tell apart from a lost one: the
+        # outage tests count pushes against the agent's sent metric.)
+        with self._answer_lock:
+            if self._stop_event.is_set():
+                record["status"] = "cut"
+                return
+            record["status"] = 200
+            with self._lock:
+                self._pushes.append(push)
+            h._send(200, b"{}" if ctype.startswith("application/json") else b"", ctype)
 
     def _decode_and_check(self, headers, body, record):
         ctype = headers.get("content-type", "")
