@@ -121,7 +121,7 @@ void np_worker_free(struct np_worker *w)
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->lock);
-	w->stop = 1;
+	__atomic_store_n(&w->stop, 1, __ATOMIC_RELAXED); /* also read without the lock: cancel flag */
 	pthread_cond_broadcast(&w->work);
 	pthread_cond_broadcast(&w->idle); /* np_worker_wait_empty returns */
 	while (w->running) {
@@ -203,12 +203,16 @@ void np_worker_wait_busy(struct np_worker *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
-int np_worker_wait_empty(struct np_worker *w)
+int np_worker_wait_empty(struct np_worker *w, int64_t deadline_ns)
 {
+	struct timespec ts = np_ns_timespec(deadline_ns > 0 ? deadline_ns : 0);
 	pthread_mutex_lock(&w->lock);
-	int waited = 0;
-	while ((w->running || w->queue || w->done) && !w->stop) {
-		pthread_cond_wait(&w->idle, &w->lock);
+	int waited = 0, timed_out = 0;
+	while ((w->running || w->queue || w->done) && !w->stop && !timed_out) {
+		if (deadline_ns > 0)
+			timed_out = pthread_cond_timedwait(&w->idle, &w->lock, &ts) == ETIMEDOUT;
+		else
+			pthread_cond_wait(&w->idle, &w->lock);
 		waited = 1;
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -247,4 +251,9 @@ size_t np_worker_finished(struct np_worker *w)
 size_t np_worker_pending(const struct np_worker *w)
 {
 	return __atomic_load_n(&w->pending, __ATOMIC_SEQ_CST);
+}
+
+const int *np_worker_cancel_flag(const struct np_worker *w)
+{
+	return &w->stop;
 }

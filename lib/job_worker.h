@@ -75,8 +75,16 @@ int np_worker_wait(struct np_worker *w, int64_t deadline_ns);
 /* Blocks while a job is under way. */
 void np_worker_wait_busy(struct np_worker *w);
 /* Blocks while the worker has anything: a job queued or under way, or a finished job not taken
- * (and the worker is not being freed). 1 when it waited. */
-int np_worker_wait_empty(struct np_worker *w);
+ * (and the worker is not being freed), or until deadline_ns (CLOCK_MONOTONIC; 0: none). 1 when
+ * it waited. */
+int np_worker_wait_empty(struct np_worker *w, int64_t deadline_ns);
+
+/* A flag that becomes non-zero once np_worker_free began (read it with
+ * __atomic_load_n(flag, __ATOMIC_RELAXED)): a long job polls it to give up early, so that an agent
+ * stopping, or a recording ending, does not wait for a table build nobody will use (on a
+ * starved machine a node-sized compile took 15 s of wall time). Valid while the worker lives:
+ * the job's run callback may pass it down. */
+const int *np_worker_cancel_flag(const struct np_worker *w);
 
 /* Whether a job queued, under way or finished and not taken matches: match(job, arg) nonzero.
  * match is called under the worker's lock, also on the job under way: it reads only what

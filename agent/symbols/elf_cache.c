@@ -16,6 +16,7 @@
 #include "lib/clock.h"
 #include "lib/hash.h"
 #include "lib/build_lock.h"
+#include "lib/job_worker.h"
 #include "lib/log.h"
 
 /* Bytes of mapped tables used since their pages were last released, at most (see touch()). */
@@ -192,7 +193,9 @@ int sym_build_symtab(struct symbolizer *s, const struct sym_elf *e, int fd, int 
 	else if (s->build_lock(s->build_lock_ud, worker, err) < 0)
 		return -1;
 	Elf *el = sym_elf_begin_fd(fd);
-	int rc = el ? sym_sources_load(s, e, el, fd, &tab, source, err) : 0;
+	/* On the worker: given up when it is freed (nobody would take the table). */
+	const int *cancel = worker && s->tw ? np_worker_cancel_flag(s->tw) : NULL;
+	int rc = el ? sym_sources_load(s, e, el, fd, cancel, &tab, source, err) : 0;
 	if (el)
 		elf_end(el);
 	np_build_unlock();

@@ -236,9 +236,10 @@ void sym_tw_free(struct symbolizer *s);
 
 /* sources.c: builds the table of one ELF file from every symbol source it has; fd is the file
  * e was opened from (-1: an image in memory), read a window at a time. -1 only on allocation
- * failure; *out NULL when no source had symbols. */
-NP_MUST_CHECK int sym_sources_load(struct symbolizer *s, const struct sym_elf *elf, Elf *e, int fd, struct sym_symtab **out,
-                                   const char **source, struct np_err *err);
+ * failure, or when cancel (NULL: never) became non-zero (sym_stb's cancel); *out NULL when no
+ * source had symbols. */
+NP_MUST_CHECK int sym_sources_load(struct symbolizer *s, const struct sym_elf *elf, Elf *e, int fd, const int *cancel,
+                                   struct sym_symtab **out, const char **source, struct np_err *err);
 
 /* Counts a refused symbol source of path (what: which source) and logs the first of each reason. */
 void sym_refuse(struct symbolizer *s, enum sym_refusal why, const char *path, const char *what);

@@ -416,7 +416,7 @@ static int load_vdso(struct symbolizer *s, uint32_t pid, const struct sym_map *m
 		struct sym_symtab *tab = NULL;
 		const char *source = "";
 		struct sym_table *t = calloc(1, sizeof(*t));
-		if (!t || sym_sources_load(s, e, el, -1, &tab, &source, err) < 0) {
+		if (!t || sym_sources_load(s, e, el, -1, NULL, &tab, &source, err) < 0) {
 			free(t);
 			rc = t ? -1 : np_errf(err, "vdso: out of memory");
 		} else if (tab) {

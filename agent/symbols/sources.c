@@ -151,8 +151,8 @@ static const uint8_t *find_pclntab(Elf *e, int fd, const struct sym_elf_info *in
 	return NULL;
 }
 
-int sym_sources_load(struct symbolizer *s, const struct sym_elf *elf, Elf *e, int fd, struct sym_symtab **out, const char **source,
-                     struct np_err *err)
+int sym_sources_load(struct symbolizer *s, const struct sym_elf *elf, Elf *e, int fd, const int *cancel,
+                     struct sym_symtab **out, const char **source, struct np_err *err)
 {
 	*out = NULL;
 	*source = "";
@@ -161,6 +161,7 @@ int sym_sources_load(struct symbolizer *s, const struct sym_elf *elf, Elf *e, in
 	sym_stb_init(&b);
 	b.budget = s->table_budget;
 	b.distinct_names = 1; /* ELF symbol tables and .gopclntab */
+	b.cancel = cancel;
 	size_t n = 0, full = 0;
 	const char *primary = NULL;
 	struct sym_stb_mark m = sym_stb_mark(&b);

@@ -1,6 +1,7 @@
 /* Compact symbol tables: builder (sort, dedupe, overlap policy) and binary-search lookup. */
 #include "agent/symbols/symtab.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -146,6 +147,11 @@ int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *nam
 	name_len = strnlen(name, name_len);
 	if (name_len == 0)
 		return 0;
+	if ((b->n & 4095) == 0 && b->cancel && __atomic_load_n(b->cancel, __ATOMIC_RELAXED)) {
+		np_errf(err, "cancelled");
+		err->code = ECANCELED;
+		return -1;
+	}
 	if (b->n >= max || name_len >= UINT32_MAX || b->pool_len > UINT32_MAX - name_len - 2) {
 		b->over = 1;
 		return 0;

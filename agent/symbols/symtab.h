@@ -73,6 +73,9 @@ struct sym_stb {
 	 * functions have 85,162 names): names are stored as they come, with no index. Hashing and
 	 * indexing each name to find the 0.7% that repeat was a sixth of a new binary's CPU. */
 	int distinct_names;
+	/* When not NULL: adds fail (-1, "cancelled", code ECANCELED) once *cancel is non-zero, read
+	 * atomically every 4096 symbols (the table worker's cancel flag, lib/job_worker.h). */
+	const int *cancel;
 };
 
 /* Where a builder stood before a source was added: sym_stb_rollback() drops what came after. */

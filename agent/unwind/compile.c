@@ -1,6 +1,7 @@
 /* From CFI sections to a table: collect FDEs, sort, interpret, classify, build. */
 #include "agent/unwind/compile.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +14,7 @@
 #define MAX_SECTIONS 8
 #define CIE_CACHE 16 /* linked files repeat one CIE per object file; a few are live at a time */
 
-const struct unw_limits unw_default_limits = { UNW_MAX_INPUT_BYTES, UNW_MAX_TABLE_BYTES };
+const struct unw_limits unw_default_limits = { UNW_MAX_INPUT_BYTES, UNW_MAX_TABLE_BYTES, NULL };
 
 /* An FDE to interpret, in the order of its start, 16 bytes (node has 76,000: the list was 32
  * bytes an FDE and part of a large binary's compile peak); off < UNW_MAX_INPUT_BYTES (2^26) and
@@ -215,8 +216,14 @@ int unw_compile_sections(const struct unw_cfi_section *secs, size_t n, const str
 		}
 		if (rc == 0 && c->nfdes)
 			sort_fdes(c);
-		for (size_t i = 0; i < c->nfdes && rc == 0; i++)
+		for (size_t i = 0; i < c->nfdes && rc == 0; i++) {
+			if ((i & 1023) == 0 && lim->cancel && __atomic_load_n(lim->cancel, __ATOMIC_RELAXED)) {
+				rc = np_errf(err, "cancelled");
+				err->code = ECANCELED;
+				break;
+			}
 			rc = interpret(c, &c->fdes[i]);
+		}
 		/* The list goes before the table is made beside the rows: one less at the peak. */
 		free(c->fdes);
 		c->fdes = NULL;

@@ -21,6 +21,9 @@
 struct unw_limits {
 	size_t max_input_bytes; /* CFI section bytes read (and decompressed) per table */
 	size_t max_table_bytes; /* the finished table, and the FDE list while compiling */
+	/* When not NULL: the compile gives up (-1, err "cancelled", code ECANCELED) once *cancel is
+	 * non-zero (read atomically: another thread sets it, lib/job_worker.h's cancel flag). */
+	const int *cancel;
 };
 
 /* Compiles sections (priority order). The table (owned by the caller, unw_table_free) is

@@ -26,6 +26,8 @@
 
 #define PROC_BUCKETS 4096
 #define MAX_VICTIMS 64
+/* How long a symbol table build lets unwind compiles go first (unw_loader_worker_build_lock). */
+#define SYMBOLS_WAIT_NS 500000000LL
 /* Tables of the mappings a re-read finds new, loaded at once (see unw_loader_process): a dlopen
  * brings a library and a few of its dependencies; more wait for the walker to ask. */
 #define UNW_EAGER_TABLES 8
@@ -594,11 +596,20 @@ void unw_loader_worker_build_lock(struct unw_loader *l)
 	 * while a symbol table's samples wait for it (agent/profile/collector.c). So the build
 	 * starts once the unwind worker has nothing queued, under way or waiting to be loaded
 	 * (the loader's next poll). A compile holds the lock until its table is in the done list
-	 * (worker.c): with the lock and nothing done, no compiled table waits beside this build. */
+	 * (worker.c): with the lock and nothing done, no compiled table waits beside this build.
+	 * First for at most SYMBOLS_WAIT_NS, though: the unwind worker may never run dry (64 node-sized
+	 * binaries over the unwind budget evict and reload one another), and a symbol build that
+	 * waited for it then never ran (64 copies of node: 1 symbol table in a 20 s recording, every
+	 * frame unnamed, and the recording's end held up 50 s). After that the two builds take
+	 * turns on the lock, still one build's transient memory at a time, beside at most one
+	 * compiled table waiting to be loaded. */
+	int64_t turn = np_mono_ns() + SYMBOLS_WAIT_NS;
 	for (;;) {
-		(void)unw_worker_yield(l->worker);
+		int64_t now = np_mono_ns();
+		if (now < turn)
+			(void)unw_worker_yield(l->worker, turn);
 		np_build_lock();
-		if (!unw_worker_done(l->worker))
+		if (!unw_worker_done(l->worker) || np_mono_ns() >= turn)
 			return;
 		np_build_unlock();
 	}

@@ -17,8 +17,11 @@ struct unw_worker {
 /* Compiles the job's file (and debug file), closing them; on the worker's thread. */
 static void compile_job(struct np_job *job, void *ud)
 {
-	(void)ud;
+	struct unw_worker *w = ud;
 	struct unw_build *j = NP_JOB_OF(job, struct unw_build, job);
+	/* Given up when the worker is freed: nobody would load the table. */
+	struct unw_limits lim = unw_default_limits;
+	lim.cancel = np_worker_cancel_flag(w->jobs);
 	Elf *elfs[2] = { NULL, NULL };
 	size_t n = 0;
 	np_build_lock(); /* one build's peak at a time (lib/build_lock.h); released by finished() */
@@ -26,7 +29,7 @@ static void compile_job(struct np_job *job, void *ud)
 		n = 1;
 	if (n && j->debug_fd >= 0 && (elfs[1] = unw_elf_begin_fd(j->debug_fd)) != NULL)
 		n = 2;
-	j->rc = n ? unw_compile_elf(elfs, n, &unw_default_limits, &j->t, &j->err) : np_errf(&j->err, "not an ELF file");
+	j->rc = n ? unw_compile_elf(elfs, n, &lim, &j->t, &j->err) : np_errf(&j->err, "not an ELF file");
 	if (j->rc < 0)
 		j->t = NULL;
 	for (int i = 0; i < 2; i++)
@@ -59,7 +62,7 @@ int unw_worker_new(struct unw_worker **out, struct np_err *err)
 	struct unw_worker *w = calloc(1, sizeof(*w));
 	if (!w)
 		return np_errf(err, "unwind worker: out of memory");
-	if (np_worker_new(&w->jobs, "np-unwind", &ops, NULL, err) < 0) {
+	if (np_worker_new(&w->jobs, "np-unwind", &ops, w, err) < 0) {
 		free(w);
 		return np_err_wrap(err, "unwind table worker");
 	}
@@ -129,9 +132,9 @@ void unw_worker_wait_busy(struct unw_worker *w)
 	np_worker_wait_busy(w->jobs);
 }
 
-int unw_worker_yield(struct unw_worker *w)
+int unw_worker_yield(struct unw_worker *w, int64_t deadline_ns)
 {
-	return np_worker_wait_empty(w->jobs);
+	return np_worker_wait_empty(w->jobs, deadline_ns);
 }
 
 size_t unw_worker_done(struct unw_worker *w)

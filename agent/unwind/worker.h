@@ -61,8 +61,9 @@ void unw_worker_wait(struct unw_worker *w);
 void unw_worker_wait_busy(struct unw_worker *w);
 /* Blocks while the worker has anything: a compile under way or queued, or a finished build
  * waiting to be taken (any thread: the symbol build worker's lock, unw_loader_worker_build_lock,
- * which lets unwind tables go first). 1 when it waited. */
-int unw_worker_yield(struct unw_worker *w);
+ * which lets unwind tables go first), or until deadline_ns (CLOCK_MONOTONIC; 0: none). 1 when
+ * it waited. */
+int unw_worker_yield(struct unw_worker *w, int64_t deadline_ns);
 /* Finished builds waiting to be taken (at most one: the next compile waits for the take). */
 size_t unw_worker_done(struct unw_worker *w);
 

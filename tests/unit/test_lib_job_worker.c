@@ -230,6 +230,42 @@ static void stop_frees_queued_jobs(void **state)
 	assert_int_equal(get(&fx.freed), 5);  /* the finished one and the four queued */
 }
 
+/* A job that runs until it is cancelled: the free sets the flag the job polls, so it returns
+ * without any other help (no stopping callback). */
+static const int *cancel_flag;
+static int cancel_seen;
+
+static void run_until_cancelled(struct np_job *job, void *ud)
+{
+	(void)job;
+	(void)ud;
+	pthread_mutex_lock(&fx.lock);
+	fx.nrun++;
+	pthread_mutex_unlock(&fx.lock);
+	while (!__atomic_load_n(cancel_flag, __ATOMIC_RELAXED))
+		usleep(1000);
+	cancel_seen = 1;
+}
+
+static void cancel_flag_ends_a_long_job(void **state)
+{
+	(void)state;
+	static const struct np_worker_ops cops = { .run = run_until_cancelled, .free = job_free };
+	struct np_worker *w = NULL;
+	struct np_err err;
+	assert_int_equal(np_worker_new(&w, NAME, &cops, &fx, &err), 0);
+	cancel_flag = np_worker_cancel_flag(w);
+	assert_int_equal(*cancel_flag, 0);
+	cancel_seen = 0;
+	submit(w, 1);
+	submit(w, 2);
+	assert_true(np_test_wait_until(nrun_is_1, NULL, 10000));
+	np_worker_free(w);
+	assert_true(cancel_seen);
+	assert_int_equal(get(&fx.nrun), 1);  /* the second never started */
+	assert_int_equal(get(&fx.freed), 2); /* the cancelled one (finished, not taken) and the queued */
+}
+
 static int matches(const struct np_job *job, const void *arg)
 {
 	return NP_JOB_OF(job, struct tjob, job)->id == *(const int *)arg;
@@ -244,7 +280,7 @@ static int taken; /* set just before the last take */
 static void *wait_empty_thread(void *arg)
 {
 	static int seen[2];
-	seen[0] = np_worker_wait_empty(arg);
+	seen[0] = np_worker_wait_empty(arg, 0);
 	seen[1] = __atomic_load_n(&taken, __ATOMIC_SEQ_CST);
 	return seen;
 }
@@ -254,7 +290,7 @@ static void wait_empty_and_find(void **state)
 	(void)state;
 	fx.gated = 1;
 	struct np_worker *w = worker_new();
-	assert_int_equal(np_worker_wait_empty(w), 0); /* nothing: at once */
+	assert_int_equal(np_worker_wait_empty(w, 0), 0); /* nothing: at once */
 	assert_false(has(w, 1));
 	submit(w, 1);
 	submit(w, 2);
@@ -280,7 +316,7 @@ static void wait_empty_and_find(void **state)
 	/* Something was pending from before the thread started until the last take. */
 	assert_int_equal(((int *)ret)[1], 1);
 	assert_false(has(w, 2));
-	assert_int_equal(np_worker_wait_empty(w), 0);
+	assert_int_equal(np_worker_wait_empty(w, 0), 0);
 	np_worker_free(w);
 }
 
@@ -341,6 +377,7 @@ int main(void)
 		cmocka_unit_test_setup(fifo_and_next_waits_for_take, setup),
 		cmocka_unit_test_setup(wait_deadline_times_out_while_job_held, setup),
 		cmocka_unit_test_setup(stop_frees_queued_jobs, setup),
+		cmocka_unit_test_setup(cancel_flag_ends_a_long_job, setup),
 		cmocka_unit_test_setup(wait_empty_and_find, setup),
 		cmocka_unit_test_setup(jobs_of_another_thread, setup),
 	};

@@ -1,5 +1,6 @@
 /* Unit tests for the compact symbol tables (agent/symbols/symtab.c) and the text sources that
  * feed them: perf maps (perfmap.c) and /proc/kallsyms (kallsyms.c). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -171,6 +172,42 @@ static void equal_names_are_stored_once(void **state)
 	assert_string_equal(lookup(t, 0x1000 + 99999 * 16), name);
 	assert_string_equal(lookup(t, 0x12), "other");
 	sym_symtab_free(t);
+}
+
+/* distinct_names (ELF sources): names stored as they come, a repeated one twice, and looked up
+ * the same; a set cancel flag fails the next add, said so, and leaves the builder freeable. */
+static void distinct_names_and_cancel(void **state)
+{
+	(void)state;
+	struct sym_stb b;
+	struct sym_symtab *t;
+	struct np_err err;
+	sym_stb_init(&b);
+	b.distinct_names = 1;
+	add(&b, 0x1000, 16, "same", SYM_BIND_GLOBAL);
+	add(&b, 0x2000, 16, "same", SYM_BIND_GLOBAL);
+	add(&b, 0x3000, 16, "other", SYM_BIND_GLOBAL);
+	assert_int_equal(b.pool_len, 5 + 5 + 6);
+	assert_int_equal(b.nslots, 0);
+	assert_int_equal(sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err), 0);
+	assert_string_equal(lookup(t, 0x1004), "same");
+	assert_string_equal(lookup(t, 0x2004), "same");
+	assert_string_equal(lookup(t, 0x3004), "other");
+	sym_symtab_free(t);
+
+	int cancel = 0;
+	sym_stb_init(&b);
+	b.cancel = &cancel;
+	for (int i = 0; i < 5000; i++)
+		add(&b, 0x1000 + (uint64_t)i * 16, 16, "f", SYM_BIND_GLOBAL);
+	cancel = 1;
+	int rc = 0;
+	for (int i = 5000; i < 9000 && rc == 0; i++) /* checked every 4096 symbols */
+		rc = sym_stb_add(&b, 0x1000 + (uint64_t)i * 16, 16, "f", 1, 0, 0, &err);
+	assert_int_equal(rc, -1);
+	assert_int_equal(err.code, ECANCELED);
+	assert_int_equal(b.n, 8192);
+	sym_stb_free(&b);
 }
 
 /* Over its budget the builder drops the add and says so; a rollback returns it to the mark
@@ -492,6 +529,7 @@ int main(void)
 		cmocka_unit_test(empty_builder_gives_empty_table),
 		cmocka_unit_test(max_entries_bounds_memory),
 		cmocka_unit_test(equal_names_are_stored_once),
+		cmocka_unit_test(distinct_names_and_cancel),
 		cmocka_unit_test(budget_refuses_and_rollback_restores),
 		cmocka_unit_test(compaction_copies_shared_names_once),
 		cmocka_unit_test(newest_policy_matches_simulation),

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -344,7 +345,7 @@ static void budgets(void **state)
 	}
 	eh_fde(&eh, cie, 0x1000, 0x100, insns, n);
 	struct unw_cfi_section sec = { eh.b, eh.n, 0, UNW_EH_FRAME };
-	struct unw_limits lim = { 1 << 20, 256 };
+	struct unw_limits lim = { 1 << 20, 256, NULL };
 	struct unw_table *t;
 	struct np_err err;
 	assert_int_equal(unw_compile_sections(&sec, 1, &lim, &t, &err), -1);
@@ -361,10 +362,21 @@ static void budgets(void **state)
 	assert_true(fd >= 0);
 	Elf *e = unw_elf_begin_fd(fd);
 	assert_non_null(e);
-	lim = (struct unw_limits){ 1000, 1 << 20 };
+	lim = (struct unw_limits){ 1000, 1 << 20, NULL };
 	assert_int_equal(unw_compile_elf(&e, 1, &lim, &t, &err), -1);
 	assert_non_null(strstr(err.msg, ".eh_frame is"));
 	assert_non_null(strstr(err.msg, "input budget"));
+	/* Cancelled (the worker being freed): no table, and said so; not cancelled, a table. */
+	int cancel = 1;
+	lim = (struct unw_limits){ 1 << 26, 1 << 26, &cancel };
+	assert_int_equal(unw_compile_elf(&e, 1, &lim, &t, &err), -1);
+	assert_null(t);
+	assert_int_equal(err.code, ECANCELED);
+	assert_string_equal(err.msg, "cancelled");
+	cancel = 0;
+	assert_int_equal(unw_compile_elf(&e, 1, &lim, &t, &err), 0);
+	assert_true(t->nrows > 0);
+	unw_table_free(t);
 	elf_end(e);
 	close(fd);
 }
