@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "lib/checksum.h"
 #include "lib/log.h"
 
 #define TMP_PREFIX ".tmp."
@@ -338,7 +338,7 @@ int np_cache_writer_begin(struct np_cache_writer *w, int fd, size_t hdr_len, str
 	static const char zeros[256];
 	if (hdr_len > sizeof(zeros))
 		return np_errf(err, "cache file header of %zu bytes", hdr_len);
-	*w = (struct np_cache_writer){ .fd = fd, .crc = (uint32_t)crc32(0L, Z_NULL, 0), .off = 0, .hdr_len = hdr_len };
+	*w = (struct np_cache_writer){ .fd = fd, .crc = NP_CRC32C_INIT, .off = 0, .hdr_len = hdr_len };
 	/* The header goes last, with the checksum: until then the file has a zero magic. */
 	if (write(fd, zeros, hdr_len) != (ssize_t)hdr_len)
 		return np_errno(err, "write");
@@ -349,25 +349,20 @@ int np_cache_writer_begin(struct np_cache_writer *w, int fd, size_t hdr_len, str
 int np_cache_writer_put(struct np_cache_writer *w, const void *data, size_t len, struct np_err *err)
 {
 	const unsigned char *p = data;
+	w->crc = np_crc32c(w->crc, p, len);
+	w->off += len;
 	while (len) {
-		/* crc32 takes a uInt length. */
-		size_t c = len > (1u << 30) ? (1u << 30) : len;
-		w->crc = (uint32_t)crc32(w->crc, p, (uInt)c);
-		w->off += c;
-		len -= c;
-		while (c) {
-			/* Small writes: the page cache then holds the file in small folios, and a lookup
-			 * through a mapping of it faults in a few pages, not a 2 MiB folio whole (a kernel
-			 * maps a large folio's pages together). */
-			ssize_t r = write(w->fd, p, c < WRITE_PIECE ? c : WRITE_PIECE);
-			if (r < 0) {
-				if (errno == EINTR)
-					continue;
-				return np_errno(err, "write");
-			}
-			p += r;
-			c -= (size_t)r;
+		/* Small writes: the page cache then holds the file in small folios, and a lookup
+		 * through a mapping of it faults in a few pages, not a 2 MiB folio whole (a kernel
+		 * maps a large folio's pages together). */
+		ssize_t r = write(w->fd, p, len < WRITE_PIECE ? len : WRITE_PIECE);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return np_errno(err, "write");
 		}
+		p += r;
+		len -= (size_t)r;
 	}
 	return 0;
 }
@@ -384,8 +379,7 @@ int np_cache_writer_finish(struct np_cache_writer *w, void *hdr, size_t crc_at, 
 	if (crc_at + sizeof(crc) > w->hdr_len)
 		return np_errf(err, "cache file header: crc field outside it");
 	memcpy((char *)hdr + crc_at, &zero, sizeof(zero));
-	crc = (uint32_t)crc32_combine(crc32(crc32(0L, Z_NULL, 0), (const Bytef *)hdr, (uInt)w->hdr_len), w->crc,
-	                              (z_off_t)(w->off - w->hdr_len));
+	crc = np_crc32c_combine(np_crc32c(NP_CRC32C_INIT, hdr, w->hdr_len), w->crc, w->off - w->hdr_len);
 	memcpy((char *)hdr + crc_at, &crc, sizeof(crc));
 	if (pwrite(w->fd, hdr, w->hdr_len, 0) != (ssize_t)w->hdr_len)
 		return np_errno(err, "write header");

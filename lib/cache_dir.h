@@ -73,7 +73,7 @@ NP_MUST_CHECK int np_cache_dir_store(struct np_cache_dir *d, const char *key,
 
 void np_cache_dir_stats(const struct np_cache_dir *d, struct np_cache_dir_stats *out);
 
-/* Writing a cache file: its parts in order, each checksummed (zlib crc32) as it goes, the header
+/* Writing a cache file: its parts in order, each checksummed (CRC-32C, lib/checksum.h) as it goes, the header
  * (hdr_len bytes, zeros until then, so that a torn file has no magic) written last by
  * np_cache_writer_finish with the crc of the whole file, in which the crc field (4 bytes at
  * crc_at in the header) reads as 0. */

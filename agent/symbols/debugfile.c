@@ -7,38 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "agent/symbols/fileio.h"
+#include "lib/checksum.h"
 
-#define CRC_CHUNK ((size_t)1 << 20)
 /* Decoder memory: MiniDebugInfo is written with xz's default preset (8 MiB dictionary, 9 MiB
  * to decode); presets up to -7 fit. */
 #define XZ_MEMLIMIT ((uint64_t)32 << 20)
-
-int sym_crc32_fd(int fd, uint64_t size, uint32_t *crc)
-{
-	unsigned char *buf = malloc(CRC_CHUNK);
-	if (!buf)
-		return -1;
-	uLong c = crc32(0L, Z_NULL, 0);
-	uint64_t off = 0;
-	while (off < size) {
-		size_t want = size - off < CRC_CHUNK ? (size_t)(size - off) : CRC_CHUNK;
-		ssize_t r = pread(fd, buf, want, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) { /* an error, or the file shrank under us: not the file that was checked */
-			free(buf);
-			return -1;
-		}
-		c = crc32(c, buf, (uInt)r);
-		off += (uint64_t)r;
-	}
-	free(buf);
-	*crc = (uint32_t)c;
-	return 0;
-}
 
 void sym_debug_file_close(struct sym_debug_file *d)
 {
@@ -80,7 +55,8 @@ static int try_candidate(struct symbolizer *s, const struct sym_elf *elf, struct
 		goto reject;
 	if (by_crc) {
 		uint32_t crc;
-		if (sym_crc32_fd(fd, (uint64_t)st.st_size, &crc) < 0 || crc != elf->info.debuglink_crc)
+		struct np_err cerr; /* unreadable or shrunk meanwhile: not the file that was checked, no debug file */
+		if (np_crc32_fd(fd, (uint64_t)st.st_size, &crc, &cerr) < 0 || crc != elf->info.debuglink_crc)
 			goto reject;
 	}
 	out->fd = fd;

@@ -28,10 +28,6 @@ void sym_debug_file_close(struct sym_debug_file *d);
  * table's budget); real ones are a few MiB at most. */
 #define SYM_MINIDEBUG_MAX ((size_t)16 << 20)
 
-/* gdb's gnu_debuglink_crc32 over the first size bytes of an open file (zlib's crc32). -1 on a
- * read error or when the file is shorter. */
-int sym_crc32_fd(int fd, uint64_t size, uint32_t *crc);
-
 enum sym_xz_status { SYM_XZ_INVALID, SYM_XZ_TOO_BIG, SYM_XZ_OOM };
 /* Decompresses an xz stream (MiniDebugInfo) into a malloc'd buffer of at most max_out bytes,
  * with at most 32 MiB of decoder memory. NULL when the input is not valid xz (*why

@@ -11,9 +11,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "lib/cache_dir.h"
+#include "lib/checksum.h"
 
 static const char MAGIC[8] = { 'N', 'P', 'S', 'Y', 'M', 'T', 'B', '\n' };
 
@@ -33,7 +33,7 @@ struct header {
 	uint64_t n;
 	uint64_t pool_len;
 	uint64_t file_size;
-	uint32_t crc;	   /* zlib crc32 of the whole file, this field read as 0 */
+	uint32_t crc;	   /* CRC-32C of the whole file, this field read as 0 */
 	uint32_t reserved; /* 0 */
 	uint16_t key_len, source_len;
 	uint32_t reserved2; /* 0 */
@@ -118,10 +118,10 @@ static int parse_image(const void *img, size_t len, const char *key, struct sym_
 		return np_errf(err, "sizes add up to %llu bytes, the file has %zu", (unsigned long long)l.end, len);
 	struct header h0 = h;
 	h0.crc = 0;
-	uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)&h0, sizeof(h0));
+	uint32_t crc = np_crc32c(NP_CRC32C_INIT, &h0, sizeof(h0));
 	for (size_t off = HEADER_BYTES, dropped = 0; off < len && check != CHECK_WRITTEN;) {
 		size_t chunk = len - off > CRC_CHUNK ? CRC_CHUNK : len - off;
-		crc = (uint32_t)crc32(crc, p + off, (uInt)chunk);
+		crc = np_crc32c(crc, p + off, chunk);
 		off += chunk;
 		if (check == CHECK_DROP && off / CRC_CHUNK * CRC_CHUNK > dropped) { /* whole chunks (page-aligned) behind */
 			madvise((void *)(p + dropped), off / CRC_CHUNK * CRC_CHUNK - dropped, MADV_DONTNEED);

@@ -21,7 +21,8 @@
 #include "agent/symbols/symtab.h"
 #include "lib/error.h"
 
-#define SYM_SYMBCACHE_VERSION 1
+/* 2: the checksum is CRC-32C (version 1: zlib crc32); any other version is rebuilt. */
+#define SYM_SYMBCACHE_VERSION 2
 /* Largest cache file opened: bigger ones are foreign (a table of 16M symbols is ~300 MiB). */
 #define SYM_SYMBCACHE_MAX_FILE ((uint64_t)1 << 30)
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "agent/unwind/compile.h"
 #include "agent/unwind/table.h"
+#include "lib/checksum.h"
 
 static const char MAGIC[8] = { 'N', 'P', 'U', 'N', 'W', 'T', 'B', '\n' };
 
@@ -33,7 +33,7 @@ struct header {
 	uint32_t flags; /* 0 */
 	uint32_t npages, nrows, nrules, base_page;
 	uint64_t file_size;
-	uint32_t crc;	   /* zlib crc32 of the whole file, this field read as 0 */
+	uint32_t crc;	   /* CRC-32C of the whole file, this field read as 0 */
 	uint32_t reserved; /* 0 */
 	uint16_t key_len;
 	uint16_t reserved2; /* 0 */
@@ -115,12 +115,12 @@ static int check(const struct src *s, const char *key, struct header *h, struct 
 		               (unsigned long long)s->len);
 	struct header h0 = *h;
 	h0.crc = 0;
-	uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)&h0, sizeof(h0));
+	uint32_t crc = np_crc32c(NP_CRC32C_INIT, &h0, sizeof(h0));
 	for (uint64_t off = HEADER_BYTES; off < s->len;) {
 		size_t c = s->len - off > CHUNK_ELEMS * 8 ? CHUNK_ELEMS * 8 : (size_t)(s->len - off);
 		if (src_read(s, off, buf, c) < 0)
 			return np_errf(err, "unreadable at %llu", (unsigned long long)off);
-		crc = (uint32_t)crc32(crc, (const Bytef *)buf, (uInt)c);
+		crc = np_crc32c(crc, buf, c);
 		off += c;
 	}
 	if (crc != h->crc)

@@ -20,7 +20,8 @@
 #include "lib/cache_dir.h"
 #include "lib/error.h"
 
-#define UNW_TABLE_CACHE_VERSION 1
+/* 2: the checksum is CRC-32C (version 1: zlib crc32); any other version is compiled again. */
+#define UNW_TABLE_CACHE_VERSION 2
 
 struct unw_table_cache;
 

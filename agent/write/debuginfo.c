@@ -6,7 +6,6 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <openssl/evp.h>
-#include <zlib.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "agent/pprof/proto.h"
 #include "agent/write/elf_strip.h"
 #include "agent/write/internal.h"
+#include "lib/checksum.h"
 #include "lib/clock.h"
 #include "lib/intern.h"
 #include "lib/log.h"
@@ -167,22 +167,6 @@ int np_debuginfo_debuglink(int fd, char *name, size_t cap, uint32_t *crc)
 	return rc;
 }
 
-/* The CRC-32 of a whole file (.gnu_debuglink's: zlib's). */
-static int file_crc32(int fd, uint32_t *out)
-{
-	uint8_t buf[65536];
-	uLong crc = crc32(0, NULL, 0);
-	off_t off = 0;
-	ssize_t n;
-
-	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
-		crc = crc32(crc, buf, (uInt)n);
-		off += n;
-	}
-	*out = (uint32_t)crc;
-	return n < 0 ? -1 : 0;
-}
-
 /* The binary's debug file by its .gnu_debuglink in dir, when its CRC matches (the OTel
  * profiler's OpenDebugLink, whose file Alloy uploads instead of the binary): its path into out. */
 static int debuglink_file(int exe_fd, const char *dir, char *out, size_t cap)
@@ -196,7 +180,10 @@ static int debuglink_file(int exe_fd, const char *dir, char *out, size_t cap)
 		return -1;
 	if ((fd = open(out, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
 		return -1;
-	ok = !file_crc32(fd, &got) && got == want;
+	struct stat st;
+	struct np_err err; /* unreadable: no debug file to upload, the binary is */
+	ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && np_crc32_fd(fd, (uint64_t)st.st_size, &got, &err) == 0 &&
+	     got == want;
 	close(fd);
 	return ok ? 0 : -1;
 }

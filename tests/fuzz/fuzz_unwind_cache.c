@@ -1,17 +1,17 @@
 /* Fuzzes the unwind table cache file checks and load (agent/unwind/table_cache.h): cache files
  * sit in a directory on disk, so their bytes are untrusted. Most inputs would stop at the
  * checksum; each input is therefore tried twice, as given and with its checksum field made right
- * (docs/specs/symb-cache.md §6: the crc32 at offset 40, of the whole file with that field as 0),
+ * (docs/specs/symb-cache.md §7: the CRC-32C at offset 40, of the whole file with that field as 0),
  * so the structural checks and the load are fuzzed too. A file that passes is loaded into a
  * table in memory and looked up: every element written within the table, every rule index
  * within the rule set. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "agent/unwind/pack.h"
 #include "agent/unwind/table_cache.h"
+#include "lib/checksum.h"
 
 #define CRC_AT 40
 
@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	try(img, size);
 	if (size >= 64) {
 		memset(img + CRC_AT, 0, 4);
-		uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), img, (uInt)size);
+		uint32_t crc = np_crc32c(NP_CRC32C_INIT, img, size);
 		memcpy(img + CRC_AT, &crc, 4);
 		try(img, size);
 	}

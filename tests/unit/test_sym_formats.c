@@ -1,17 +1,15 @@
 /* Unit tests for the binary symbol formats: .gopclntab in its four layouts (synthesized here
  * exactly as the Go linker lays them out, in both byte orders and pointer sizes), demangling
- * modes (the verified tables of docs/specs/symbols.md §6.3 and §7), xz (MiniDebugInfo) and the
- * debuglink CRC. */
+ * modes (the verified tables of docs/specs/symbols.md §6.3 and §7) and xz (MiniDebugInfo). The
+ * debuglink CRC is lib/checksum's (test_lib_checksum). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <fcntl.h>
 #include <lzma.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "agent/symbols/debugfile.h"
@@ -356,21 +354,6 @@ static void xz_round_trip_and_limits(void **state)
 	assert_int_equal(oom, SYM_XZ_INVALID);
 }
 
-static void debuglink_crc_is_zlib_crc32(void **state)
-{
-	char path[] = "/tmp/np-crc-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "123456789", 9), 9);
-	uint32_t crc;
-	assert_int_equal(sym_crc32_fd(fd, 9, &crc), 0);
-	assert_true(crc == 0xcbf43926u); /* the CRC-32/ISO-HDLC check value */
-	/* A file shorter than it was when checked (truncated meanwhile): an error, not a CRC. */
-	assert_int_equal(sym_crc32_fd(fd, 10, &crc), -1);
-	close(fd);
-	unlink(path);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,7 +363,6 @@ int main(void)
 		cmocka_unit_test(demangle_simplified_keeps_operators),
 		cmocka_unit_test(elf_counts_checked_before_libelf),
 		cmocka_unit_test(xz_round_trip_and_limits),
-		cmocka_unit_test(debuglink_crc_is_zlib_crc32),
 	};
 	return cmocka_run_group_tests_name("sym_formats", tests, NULL, NULL);
 }

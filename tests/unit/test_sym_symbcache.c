@@ -1,7 +1,8 @@
 /* Unit tests for the on-disk symbol table cache (agent/symbols/symbcache.h): the file format
- * round trip, validation of damaged and foreign files, the directory's ownership and mode
- * checks, the size bound, and the symbolizer reusing the files across a restart (proved by
- * its counters: no table built the second time). */
+ * round trip, validation of damaged and foreign files and of files of the previous version
+ * (refused, rebuilt), the directory's ownership and mode checks, the size bound, and the
+ * symbolizer reusing the files across a restart (proved by its counters: no table built the
+ * second time). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include "lib/build_lock.h"
 #include "agent/symbols/symbcache.h"
 #include "agent/symbols/symbolizer.h"
+#include "tests/unit/cache_test.h"
 
 __attribute__((noinline, used)) int np_test_cached_fn(int x)
 {
@@ -350,7 +352,8 @@ static void reused_across_restart(void **state)
 	free(dir);
 }
 
-/* A corrupted or truncated file is refused and rebuilt, with the right names. */
+/* A corrupted or truncated file, or one of the previous version (1: zlib's crc32, as the older
+ * agent wrote it), is refused and rebuilt, with the right names. */
 static void damaged_file_rebuilt(void **state)
 {
 	(void)state;
@@ -360,11 +363,20 @@ static void damaged_file_rebuilt(void **state)
 	name_own_function(dir, &st);
 	size_t n = sym_files(dir, files, 64);
 	assert_true(n >= 1 && n <= 64);
-	for (int round = 0; round < 2; round++) {
+	for (int round = 0; round < 3; round++) {
 		for (size_t i = 0; i < n; i++) {
 			struct stat fs;
 			assert_int_equal(stat(files[i], &fs), 0);
-			if (round == 0) {
+			if (round == 2) {
+				size_t len;
+				unsigned char *img = np_test_cache_file_v1(files[i], 48, &len);
+				struct sym_symtab m;
+				const char *source;
+				struct np_err err;
+				assert_int_equal(sym_symbcache_parse(img, len, NULL, &m, &source, &err), -1);
+				assert_non_null(strstr(err.msg, "version 1"));
+				free(img);
+			} else if (round == 0) {
 				/* One flipped byte in the middle (the names or the arrays). */
 				int fd = open(files[i], O_RDWR);
 				assert_true(fd >= 0);

@@ -1,8 +1,8 @@
 /* The on-disk unwind table cache (agent/unwind/table_cache.h): a real table (python3.11's, packed)
  * written and loaded back into another agent run's rule set gives the same rules for every
- * row; a flipped byte, a truncated file, a file for another key and a symlink are refused,
- * removed and counted; the directory keeps symb_cache_size files of its kind, beside the symbol
- * cache's files. */
+ * row; a flipped byte, a truncated file, a file for another key, a symlink and a file of the
+ * previous version are refused, removed and counted; the directory keeps symb_cache_size files
+ * of its kind, beside the symbol cache's files. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +20,7 @@
 #include "agent/unwind/elf_cfi.h"
 #include "agent/unwind/pack.h"
 #include "agent/unwind/table_cache.h"
+#include "tests/unit/cache_test.h"
 
 #define FILE_WITH_CFI "/usr/bin/python3.11"
 #define KEY "0123456789abcdef0123456789abcdef01234567"
@@ -227,7 +228,7 @@ static void damaged_files_are_refused(void **state)
 	struct unw_packed p;
 	packed_table(&rs, &p);
 	char path[512];
-	for (int kind = 0; kind < 5; kind++) {
+	for (int kind = 0; kind < 6; kind++) {
 		char *dir = make_dir();
 		store(dir, KEY, &p, &rs);
 		snprintf(path, sizeof(path), "%s/%s.unw", dir, KEY);
@@ -254,6 +255,15 @@ static void damaged_files_are_refused(void **state)
 			snprintf(target, sizeof(target), "%s/real", dir);
 			assert_int_equal(rename(path, target), 0);
 			assert_int_equal(symlink(target, path), 0);
+			break;
+		}
+		case 5: { /* the previous version (1: zlib's crc32), as the older agent wrote it */
+			size_t len;
+			unsigned char *img = np_test_cache_file_v1(path, 40, &len);
+			struct np_err err;
+			assert_int_equal(unw_table_cache_parse(img, len, KEY, &rs, NULL, NULL, NULL, NULL, &err), -1);
+			assert_non_null(strstr(err.msg, "version 1"));
+			free(img);
 			break;
 		}
 		}
