@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 2 || size > (1 << 20))
 		return 0;
-	struct unw_limits lim = { 1 << 20, 1 << 20 };
+	struct unw_limits lim = { 1 << 20, 1 << 20, NULL };
 	struct unw_table *t = NULL;
 	struct np_err err;
 	uint8_t mode = data[0] % 4;
