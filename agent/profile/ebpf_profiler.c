@@ -647,6 +647,9 @@ static void *run(void *arg)
 			if (np_collector_settle(p->col, np_mono_ns() + SETTLE_NS, 0, on_sample, p, &err))
 				np_log(NP_WARN, "pyroscope.ebpf", "naming the samples kept for their symbols failed",
 				       "component_id", p->name, "error", err.msg, NULL);
+			/* Again, so that /metrics counts what the settle named before its profile is
+			 * pushed (a runtime's name cache read 0 beside a pushed profile full of its names). */
+			snapshot_stats(p);
 			snapshot_symbols(p);
 			census(p, 1);
 			flush(p);
