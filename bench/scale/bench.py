@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -34,8 +33,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import lib  # noqa: E402
 import np  # noqa: E402
 import promtext  # noqa: E402
+from node_copies import NODE, copy_with_build_id  # noqa: E402
 
-NODE = "/usr/bin/node"
 COPIES = [int(x) for x in os.environ.get("BENCH_COPIES", "1,16,64").split(",") if x]
 SECONDS = int(os.environ.get("BENCH_SECONDS", "60"))
 RECORD = 20
@@ -54,19 +53,6 @@ def busy_ms(n):
     (the kernel shares CPU by process), a node-sized unwind compile took 0.5 s of wall time per
     25 ms of CPU, and the recordings measured that starvation, not the profiler."""
     return 20 if n <= 16 else max(1, 128 // n)
-
-
-def copy_with_build_id(dst, i):
-    """A copy of node whose GNU build ID differs in its last 4 bytes (i + 1)."""
-    shutil.copyfile(NODE, dst)
-    os.chmod(dst, 0o755)
-    with open(dst, "r+b") as f:
-        head = f.read(1 << 20)
-        at = head.find(struct.pack("<III", 4, 20, 3) + b"GNU\0")
-        if at < 0:
-            raise RuntimeError(f"{NODE}: no 20-byte GNU build ID note in its first MiB")
-        f.seek(at + 16 + 16)
-        f.write(struct.pack("<I", 0x5ca1e000 + i + 1))
 
 
 def status(pid, key):
@@ -183,7 +169,7 @@ def main():
         for n in COPIES:
             while len(bins) < n:
                 dst = os.path.join(base, f"node-{len(bins)}")
-                copy_with_build_id(dst, len(bins))
+                copy_with_build_id(NODE, dst, len(bins))
                 bins.append(dst)
             # The copies' own writeback (99 MB each; 6.3 GB for 64) is not the agent's: left
             # running, it throttled the agent's cache file writes (balance_dirty_pages) for minutes.

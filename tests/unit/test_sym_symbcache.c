@@ -310,6 +310,12 @@ static void directory_checks(void **state)
 	free(dir);
 }
 
+/* An address inside this process's own function np_test_cached_fn. */
+static uint64_t cached_fn_ip(void)
+{
+	return (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+}
+
 static struct symbolizer *new_symbolizer(const char *dir)
 {
 	struct sym_options o = { .symb_cache_path = dir };
@@ -324,7 +330,7 @@ static void name_own_function(const char *dir, struct sym_stats *st)
 {
 	struct symbolizer *s = new_symbolizer(dir);
 	struct np_err err;
-	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+	uint64_t ip = cached_fn_ip();
 	struct sym_frame f;
 	assert_int_equal(symbolizer_user(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &err), 0);
 	assert_string_equal(f.name, "np_test_cached_fn");
@@ -424,6 +430,18 @@ static int lock_fn(void *ud, int worker, struct np_err *err)
 	return 0;
 }
 
+/* This process's own function asked for without waiting: its table's build is submitted (or
+ * already is) and its frame pending; f gets the stub name. */
+static void ask_nowait(struct symbolizer *s, struct sym_frame *f)
+{
+	struct np_err err;
+	uint64_t ip = cached_fn_ip();
+	size_t pending = 0;
+	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, f, &pending, &err),
+			 0);
+	assert_int_equal(pending, 1);
+}
+
 /* symbolizer_user_nowait: the table is built on the worker, its frame is pending (a stub name)
  * until the build is taken, then named as symbolizer_user names it; built once. With the
  * on-disk cache (dir) and without (NULL: the table stays on the heap). */
@@ -431,21 +449,17 @@ static void built_off_thread_in(const char *dir)
 {
 	struct symbolizer *s = new_symbolizer(dir);
 	struct np_err err;
-	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+	uint64_t ip = cached_fn_ip();
 	struct sym_frame f;
 	size_t pending = 0;
 	lock_calls[0] = lock_calls[1] = 0;
 	symbolizer_set_build_lock(s, lock_fn, NULL);
-	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
-			 0);
-	assert_int_equal(pending, 1);
+	ask_nowait(s, &f);
 	assert_int_equal(f.resolved, 0);
 	assert_non_null(strstr(f.name, "+0x")); /* the stub name of a file without symbols */
 	assert_int_equal(symbolizer_builds_pending(s), 1);
 	/* Asked again before it is in: still pending, and not submitted twice. */
-	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
-			 0);
-	assert_int_equal(pending, 1);
+	ask_nowait(s, &f);
 	assert_int_equal(symbolizer_builds_pending(s), 1);
 	symbolizer_end_batch(s);
 	assert_int_equal(symbolizer_wait_builds(s, 0), 1);
@@ -484,12 +498,9 @@ static void sync_lookup_waits_for_the_worker(void **state)
 	(void)state;
 	struct symbolizer *s = new_symbolizer(NULL);
 	struct np_err err;
-	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+	uint64_t ip = cached_fn_ip();
 	struct sym_frame f;
-	size_t pending;
-	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
-			 0);
-	assert_int_equal(pending, 1);
+	ask_nowait(s, &f);
 	assert_int_equal(symbolizer_user(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &err), 0);
 	assert_string_equal(f.name, "np_test_cached_fn");
 	assert_int_equal(symbolizer_builds_pending(s), 0);
@@ -532,14 +543,11 @@ static void sync_lookup_lets_a_waiting_worker_go_on(void **state)
 	(void)state;
 	struct symbolizer *s = new_symbolizer(NULL);
 	struct np_err err;
-	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
+	uint64_t ip = cached_fn_ip();
 	struct sym_frame f;
-	size_t pending;
 	dep_progress = 0;
 	symbolizer_set_build_lock(s, dependent_lock, NULL);
-	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
-			 0);
-	assert_int_equal(pending, 1);
+	ask_nowait(s, &f);
 	assert_int_equal(symbolizer_user(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &err), 0);
 	assert_string_equal(f.name, "np_test_cached_fn");
 	assert_int_equal(dep_progress, 1);
@@ -552,15 +560,10 @@ static void freed_while_the_worker_waits_for_the_caller(void **state)
 {
 	(void)state;
 	struct symbolizer *s = new_symbolizer(NULL);
-	struct np_err err;
-	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
 	struct sym_frame f;
-	size_t pending;
 	dep_progress = dep_waiting = 0;
 	symbolizer_set_build_lock(s, dependent_lock, NULL);
-	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
-			 0);
-	assert_int_equal(pending, 1);
+	ask_nowait(s, &f);
 	/* Until the worker is inside the lock function. */
 	pthread_mutex_lock(&dep_mu);
 	while (!dep_waiting)
@@ -575,13 +578,8 @@ static void freed_with_a_build_under_way(void **state)
 {
 	(void)state;
 	struct symbolizer *s = new_symbolizer(NULL);
-	struct np_err err;
-	uint64_t ip = (uint64_t)(uintptr_t)np_test_cached_fn + 2;
 	struct sym_frame f;
-	size_t pending;
-	assert_int_equal(symbolizer_user_nowait(s, (uint32_t)getpid(), 0, &ip, 1, SYM_DEMANGLE_NONE, &f, &pending, &err),
-			 0);
-	assert_int_equal(pending, 1);
+	ask_nowait(s, &f);
 	symbolizer_end_batch(s);
 	symbolizer_free(s);
 }

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pace.h"
+#include "span_work.h"
 
 /* The test's IDs (test_trace_correlation.py's OTEL_TRACE, OTEL_SPAN). */
 static const uint8_t TRACE[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
@@ -49,28 +49,7 @@ static void otel_ctx_attach(void *rec)
 }
 #endif
 
-static volatile unsigned long sink;
-static volatile int stop;
 static struct record rec;
-
-__attribute__((noipa)) static void spin(void)
-{
-	for (unsigned long i = 0; i < 100000; i++)
-		sink += i;
-	pace();
-}
-
-__attribute__((noipa)) void inside_span(void)
-{
-	while (!stop)
-		spin();
-}
-
-__attribute__((noipa)) void outside_span(void)
-{
-	while (!stop)
-		spin();
-}
 
 /* Protobuf: a length-delimited field (lengths here stay below 128: one varint byte). */
 static size_t pb_bytes(uint8_t *out, unsigned field, const void *p, size_t n)
@@ -128,9 +107,6 @@ static int valid;
 
 static void *thread_main(void *arg)
 {
-	char tmp[4096];
-	FILE *f;
-
 	(void)arg;
 	memcpy(rec.trace_id, TRACE, 16);
 	memcpy(rec.span_id, SPAN, 8);
@@ -138,24 +114,14 @@ static void *thread_main(void *arg)
 	rec.valid = (uint8_t)valid;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	otel_ctx_attach(&rec);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", tid_file);
-	f = fopen(tmp, "w");
-	if (!f || fprintf(f, "%d\n", (int)gettid()) < 0 || fclose(f) || rename(tmp, tid_file))
-		exit(2);
+	write_tid_file(tid_file);
 	inside_span();
-	return NULL;
-}
-
-static void *timer(void *arg)
-{
-	sleep((unsigned)(long)arg);
-	stop = 1;
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	pthread_t t, tm;
+	pthread_t t;
 
 	pace_init();
 
@@ -171,8 +137,7 @@ int main(int argc, char **argv)
 #endif
 	if (!delay)
 		publish();
-	if (pthread_create(&tm, NULL, timer, (void *)(long)atoi(argv[1])) ||
-	    pthread_create(&t, NULL, thread_main, NULL))
+	if (start_span_threads(atoi(argv[1]), thread_main, &t))
 		return 1;
 	if (delay) {
 		sleep((unsigned)delay);
