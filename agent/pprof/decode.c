@@ -13,80 +13,15 @@
 
 #define MAX_DECODE_BYTES (1u << 30)
 
-struct rd {
-	const uint8_t *p, *end;
-};
-
-struct field {
-	uint32_t num;
-	int wire;
-	uint64_t v;	     /* varint / fixed value */
-	const uint8_t *sub; /* wire 2 payload */
-	size_t sublen;
-};
-
-static int rd_varint(struct rd *r, uint64_t *out)
-{
-	size_t n = pb_read_varint(r->p, (size_t)(r->end - r->p), out);
-
-	r->p += n;
-	return n ? 0 : -1;
-}
-
-/* 1: a field was read; 0: end of message; -1: malformed. */
-static int rd_field(struct rd *r, struct field *f)
-{
-	uint64_t key;
-
-	if (r->p >= r->end)
-		return 0;
-	if (rd_varint(r, &key) || key >> 3 == 0 || key >> 3 > UINT32_MAX)
-		return -1;
-	f->num = (uint32_t)(key >> 3);
-	f->wire = (int)(key & 7);
-	f->sub = NULL;
-	f->sublen = 0;
-	switch (f->wire) {
-	case 0:
-		return rd_varint(r, &f->v) ? -1 : 1;
-	case 1:
-		if (r->end - r->p < 8)
-			return -1;
-		memcpy(&f->v, r->p, 8);
-		r->p += 8;
-		return 1;
-	case 5: {
-		uint32_t v32;
-		if (r->end - r->p < 4)
-			return -1;
-		memcpy(&v32, r->p, 4);
-		f->v = v32;
-		r->p += 4;
-		return 1;
-	}
-	case 2: {
-		uint64_t n;
-		if (rd_varint(r, &n) || n > (uint64_t)(r->end - r->p))
-			return -1;
-		f->sub = r->p;
-		f->sublen = (size_t)n;
-		r->p += n;
-		return 1;
-	}
-	default:
-		return -1; /* groups are not part of profile.proto */
-	}
-}
-
 /* Number of varints in a packed payload, or -1 when it is malformed. */
 static long count_packed(const uint8_t *p, size_t len)
 {
-	struct rd r = { p, p + len };
+	struct pb_reader r = { p, p + len };
 	uint64_t v;
 	long n = 0;
 
 	while (r.p < r.end) {
-		if (rd_varint(&r, &v))
+		if (pb_reader_varint(&r, &v))
 			return -1;
 		n++;
 	}
@@ -94,7 +29,7 @@ static long count_packed(const uint8_t *p, size_t len)
 }
 
 /* Counts of a repeated scalar field: one varint, or a packed run. */
-static long count_repeated(const struct field *f)
+static long count_repeated(const struct pb_field *f)
 {
 	if (f->wire == 0)
 		return 1;
@@ -110,12 +45,12 @@ struct counts {
 
 static int count_sample(const uint8_t *p, size_t len, struct counts *c)
 {
-	struct rd r = { p, p + len };
-	struct field f;
+	struct pb_reader r = { p, p + len };
+	struct pb_field f;
 	int rc;
 	long n;
 
-	while ((rc = rd_field(&r, &f)) == 1) {
+	while ((rc = pb_read_field(&r, &f)) == 1) {
 		if (f.num == 1 || f.num == 2) {
 			if ((n = count_repeated(&f)) < 0)
 				return -1;
@@ -134,11 +69,11 @@ static int count_sample(const uint8_t *p, size_t len, struct counts *c)
 
 static int count_location(const uint8_t *p, size_t len, struct counts *c)
 {
-	struct rd r = { p, p + len };
-	struct field f;
+	struct pb_reader r = { p, p + len };
+	struct pb_field f;
 	int rc;
 
-	while ((rc = rd_field(&r, &f)) == 1)
+	while ((rc = pb_read_field(&r, &f)) == 1)
 		if (f.num == 4) {
 			if (f.wire != 2)
 				return -1;
@@ -149,11 +84,11 @@ static int count_location(const uint8_t *p, size_t len, struct counts *c)
 
 static int count_all(const uint8_t *p, size_t len, struct counts *c, struct np_err *err)
 {
-	struct rd r = { p, p + len };
-	struct field f;
+	struct pb_reader r = { p, p + len };
+	struct pb_field f;
 	int rc;
 
-	while ((rc = rd_field(&r, &f)) == 1) {
+	while ((rc = pb_read_field(&r, &f)) == 1) {
 		if (f.num >= 1 && f.num <= 6 && f.wire != 2)
 			return np_errf(err, "pprof: field %u has wire type %d, expected a message", f.num, f.wire);
 		switch (f.num) {
@@ -241,12 +176,12 @@ static const struct slot label_slots[] = {
 static int parse_scalars(const struct np_pprof_profile *prof, const uint8_t *p, size_t len, const struct slot *slots,
 			 size_t nslots, void *out, size_t size)
 {
-	struct rd r = { p, p + len };
-	struct field f;
+	struct pb_reader r = { p, p + len };
+	struct pb_field f;
 	int rc;
 
 	memset(out, 0, size);
-	while ((rc = rd_field(&r, &f)) == 1) {
+	while ((rc = pb_read_field(&r, &f)) == 1) {
 		if (f.wire != 0)
 			continue;
 		for (size_t i = 0; i < nslots; i++) {
@@ -275,14 +210,14 @@ static int parse_scalars(const struct np_pprof_profile *prof, const uint8_t *p, 
 static int parse_location(struct np_pprof_profile *prof, const uint8_t *p, size_t len, struct np_pprof_location *loc,
 			  uint64_t *mapping_id, uint64_t *line_fn_ids, size_t *nlines_total)
 {
-	struct rd r = { p, p + len };
-	struct field f;
+	struct pb_reader r = { p, p + len };
+	struct pb_field f;
 	int rc;
 
 	memset(loc, 0, sizeof(*loc));
 	*mapping_id = 0;
 	loc->first_line = (uint32_t)*nlines_total;
-	while ((rc = rd_field(&r, &f)) == 1) {
+	while ((rc = pb_read_field(&r, &f)) == 1) {
 		if (f.num == 1 && f.wire == 0)
 			loc->id = f.v;
 		else if (f.num == 2 && f.wire == 0)
@@ -290,14 +225,14 @@ static int parse_location(struct np_pprof_profile *prof, const uint8_t *p, size_
 		else if (f.num == 3 && f.wire == 0)
 			loc->address = f.v;
 		else if (f.num == 4 && f.wire == 2) {
-			struct rd lr = { f.sub, f.sub + f.sublen };
-			struct field lf;
+			struct pb_reader lr = { f.sub, f.sub + f.sublen };
+			struct pb_field lf;
 			struct np_pprof_line *ln = &prof->lines[*nlines_total];
 			uint64_t fid = 0;
 			int lrc;
 
 			ln->line = 0;
-			while ((lrc = rd_field(&lr, &lf)) == 1) {
+			while ((lrc = pb_read_field(&lr, &lf)) == 1) {
 				if (lf.num == 1 && lf.wire == 0)
 					fid = lf.v;
 				else if (lf.num == 2 && lf.wire == 0)
@@ -314,15 +249,15 @@ static int parse_location(struct np_pprof_profile *prof, const uint8_t *p, size_
 }
 
 /* Reads the varints of a repeated field (packed or not) into out[*n...]. */
-static int read_repeated(const struct field *f, uint64_t *out, size_t *n)
+static int read_repeated(const struct pb_field *f, uint64_t *out, size_t *n)
 {
 	if (f->wire == 0) {
 		out[(*n)++] = f->v;
 		return 0;
 	}
-	struct rd r = { f->sub, f->sub + f->sublen };
+	struct pb_reader r = { f->sub, f->sub + f->sublen };
 	while (r.p < r.end)
-		if (rd_varint(&r, &out[(*n)++]))
+		if (pb_reader_varint(&r, &out[(*n)++]))
 			return -1;
 	return 0;
 }
@@ -430,12 +365,12 @@ struct filling {
 /* Strings first: every other element refers to them. */
 static int fill_strings(struct np_pprof_profile *prof, const uint8_t *data, size_t len, struct np_err *err)
 {
-	struct rd r = { data, data + len };
-	struct field f;
+	struct pb_reader r = { data, data + len };
+	struct pb_field f;
 	size_t arena_off = 0;
 	int rc;
 
-	while ((rc = rd_field(&r, &f)) == 1)
+	while ((rc = pb_read_field(&r, &f)) == 1)
 		if (f.num == 6) {
 			struct np_pprof_str *s = &prof->strings[prof->nstrings++];
 			memcpy(prof->arena + arena_off, f.sub, f.sublen);
@@ -451,19 +386,19 @@ static int fill_strings(struct np_pprof_profile *prof, const uint8_t *data, size
 	return 0;
 }
 
-static int fill_sample(struct np_pprof_profile *prof, const struct field *f, const struct counts *c,
+static int fill_sample(struct np_pprof_profile *prof, const struct pb_field *f, const struct counts *c,
 		       struct filling *fl, struct np_err *err)
 {
 	struct np_pprof_sample *s = &prof->samples[prof->nsamples++];
-	struct rd sr = { f->sub, f->sub + f->sublen };
-	struct field sf;
+	struct pb_reader sr = { f->sub, f->sub + f->sublen };
+	struct pb_field sf;
 	int src;
 	uint64_t *tmpv = (uint64_t *)(void *)prof->values; /* same size as int64_t */
 
 	s->first_loc = (uint32_t)fl->nlocs;
 	s->first_value = (uint32_t)fl->nvalues;
 	s->first_label = (uint32_t)fl->nlabels;
-	while ((src = rd_field(&sr, &sf)) == 1) {
+	while ((src = pb_read_field(&sr, &sf)) == 1) {
 		if (sf.num == 1) {
 			if (read_repeated(&sf, fl->sample_loc_ids, &fl->nlocs))
 				return np_errf(err, "pprof: sample %zu: bad location_id", prof->nsamples - 1);
@@ -486,7 +421,7 @@ static int fill_sample(struct np_pprof_profile *prof, const struct field *f, con
 }
 
 /* One top-level field of the second pass. */
-static int fill_field(struct np_pprof_profile *prof, const struct field *f, const struct counts *c,
+static int fill_field(struct np_pprof_profile *prof, const struct pb_field *f, const struct counts *c,
 		      struct filling *fl, struct np_err *err)
 {
 	switch (f->num) {
@@ -533,13 +468,13 @@ static int fill_field(struct np_pprof_profile *prof, const struct field *f, cons
 static int fill(struct np_pprof_profile *prof, const uint8_t *data, size_t len, const struct counts *c,
 		struct filling *fl, struct np_err *err)
 {
-	struct rd r = { data, data + len };
-	struct field f;
+	struct pb_reader r = { data, data + len };
+	struct pb_field f;
 	int rc;
 
 	if (fill_strings(prof, data, len, err))
 		return -1;
-	while ((rc = rd_field(&r, &f)) == 1)
+	while ((rc = pb_read_field(&r, &f)) == 1)
 		if (fill_field(prof, &f, c, fl, err))
 			return -1;
 	if (rc < 0)
@@ -690,8 +625,8 @@ int np_pprof_decode(const void *data, size_t len, size_t max_bytes, struct np_pp
 int np_pprof_count_samples(const void *data, size_t len, size_t max_bytes, size_t *out, struct np_err *err)
 {
 	struct np_buf plain = NP_BUF_INIT;
-	struct rd r;
-	struct field f;
+	struct pb_reader r;
+	struct pb_field f;
 	size_t n = 0;
 	int rc = 0;
 
@@ -700,7 +635,7 @@ int np_pprof_count_samples(const void *data, size_t len, size_t max_bytes, size_
 		return -1;
 	}
 	r.end = r.p + len;
-	while ((rc = rd_field(&r, &f)) == 1)
+	while ((rc = pb_read_field(&r, &f)) == 1)
 		if (f.num == 2)
 			n++;
 	np_buf_free(&plain);

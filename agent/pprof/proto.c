@@ -1,4 +1,4 @@
-/* Minimal protobuf encoder: see proto.h. */
+/* Minimal protobuf encoder and field reader: see proto.h. */
 #include "agent/pprof/proto.h"
 
 #include <string.h>
@@ -136,4 +136,57 @@ size_t pb_read_varint(const uint8_t *p, size_t len, uint64_t *out)
 		}
 	}
 	return 0;
+}
+
+int pb_reader_varint(struct pb_reader *r, uint64_t *out)
+{
+	size_t n = pb_read_varint(r->p, (size_t)(r->end - r->p), out);
+
+	r->p += n;
+	return n ? 0 : -1;
+}
+
+int pb_read_field(struct pb_reader *r, struct pb_field *f)
+{
+	uint64_t key;
+
+	if (r->p >= r->end)
+		return 0;
+	if (pb_reader_varint(r, &key) || key >> 3 == 0 || key >> 3 > UINT32_MAX)
+		return -1;
+	f->num = (uint32_t)(key >> 3);
+	f->wire = (int)(key & 7);
+	f->v = 0;
+	f->sub = NULL;
+	f->sublen = 0;
+	switch (f->wire) {
+	case PB_VARINT:
+		return pb_reader_varint(r, &f->v) ? -1 : 1;
+	case PB_I64:
+		if (r->end - r->p < 8)
+			return -1;
+		memcpy(&f->v, r->p, 8);
+		r->p += 8;
+		return 1;
+	case PB_I32: {
+		uint32_t v32;
+		if (r->end - r->p < 4)
+			return -1;
+		memcpy(&v32, r->p, 4);
+		f->v = v32;
+		r->p += 4;
+		return 1;
+	}
+	case PB_LEN: {
+		uint64_t n;
+		if (pb_reader_varint(r, &n) || n > (uint64_t)(r->end - r->p))
+			return -1;
+		f->sub = r->p;
+		f->sublen = (size_t)n;
+		r->p += n;
+		return 1;
+	}
+	default:
+		return -1;
+	}
 }

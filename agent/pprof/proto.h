@@ -1,5 +1,5 @@
 /* A minimal protobuf encoder: varints, tags and length-delimited fields written
- * straight into an np_buf. Hand-written because it is on the hot path of every
+ * straight into an np_buf; and the one field reader for what is decoded from outside. Hand-written because it is on the hot path of every
  * collect interval (pprof encoding, push requests) and is ~100 lines; a generated
  * library would add a code generator to the build for no gain.
  *
@@ -35,5 +35,25 @@ void pb_end(struct np_buf *b, size_t marker);
 /* Decoding: the one varint reader (decode.c's hostile input too). Returns bytes consumed, 0
  * when p ends inside the varint or it does not fit 64 bits. */
 size_t pb_read_varint(const uint8_t *p, size_t len, uint64_t *out);
+
+/* The one field reader, for every message decoded from outside (pprof, debuginfo answers, OTEP
+ * 4719 process contexts): a cursor over p..end and the field it read. */
+struct pb_reader {
+	const uint8_t *p, *end;
+};
+
+struct pb_field {
+	uint32_t num;
+	int wire;           /* enum pb_wire */
+	uint64_t v;         /* a varint's or a fixed field's value */
+	const uint8_t *sub; /* a PB_LEN field's bytes (NULL for the others) */
+	size_t sublen;
+};
+
+/* The next field of r: 1, 0 at the end of the message, -1 when malformed (truncated, field
+ * number 0 or past 2^32, a group: proto3 has none). */
+int pb_read_field(struct pb_reader *r, struct pb_field *f);
+/* The next varint of r (a packed field's payload): 0, or -1 when malformed. */
+int pb_reader_varint(struct pb_reader *r, uint64_t *out);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include <bpf/bpf.h>
 
+#include "agent/pprof/proto.h"
 #include "agent/runtime/fsbase.h"
 #include "agent/runtime/glibc.h"
 #include "agent/runtime/procs.h"
@@ -68,125 +69,57 @@ int np_otel_ctx_header_parse(const uint8_t *b, size_t n, struct np_otel_ctx_head
 	return 0;
 }
 
-/* Protobuf wire format: a cursor over p[0..n). */
-struct pb {
-	const uint8_t *p;
-	size_t n;
-};
-
-static int pb_varint(struct pb *b, uint64_t *v)
-{
-	*v = 0;
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		if (!b->n)
-			return -1;
-		uint8_t c = *b->p++;
-		b->n--;
-		*v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80))
-			return 0;
-	}
-	return -1;
-}
-
-/* The next field: its number, wire type and, for a length-delimited one, its bytes in *sub.
- * 1, 0 at the end, -1 when malformed (groups, which proto3 has not, are). */
-static int pb_next(struct pb *b, uint32_t *field, struct pb *sub)
-{
-	uint64_t tag, v;
-
-	if (!b->n)
-		return 0;
-	if (pb_varint(b, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
-		return -1;
-	*field = (uint32_t)(tag >> 3);
-	sub->p = NULL;
-	sub->n = 0;
-	switch (tag & 7) {
-	case 0:
-		return pb_varint(b, &v) ? -1 : 1;
-	case 1:
-		if (b->n < 8)
-			return -1;
-		b->p += 8;
-		b->n -= 8;
-		return 1;
-	case 5:
-		if (b->n < 4)
-			return -1;
-		b->p += 4;
-		b->n -= 4;
-		return 1;
-	case 2:
-		if (pb_varint(b, &v) || v > b->n)
-			return -1;
-		sub->p = b->p;
-		sub->n = (size_t)v;
-		b->p += v;
-		b->n -= (size_t)v;
-		*field |= 0x80000000u; /* marks the field as length-delimited for the callers */
-		return 1;
-	default:
-		return -1;
-	}
-}
-
-#define PB_LEN(f) ((f) | 0x80000000u)
 
 /* KeyValue { string key = 1; AnyValue value = 2; }, AnyValue { string string_value = 1; ... }:
- * 1 when the key is key, with its string value in *val (val->p NULL when the value is no
+ * 1 when the key is key, with its string value in *val (val->sub NULL when the value is no
  * string), 0 when it is another key, -1 when malformed. */
-static int keyvalue_string(struct pb kv, const char *key, struct pb *val)
+static int keyvalue_string(const struct pb_field *kv, const char *key, struct pb_field *val)
 {
-	struct pb k = { 0 }, any = { 0 }, sub;
-	uint32_t f;
-	int have_key = 0, have_str = 0, r;
+	struct pb_reader r = { kv->sub, kv->sub + kv->sublen }, any = { NULL, NULL };
+	struct pb_field f, k = { 0 };
+	int have_key = 0, have_str = 0, rc;
 
-	while ((r = pb_next(&kv, &f, &sub)) > 0) {
-		if (f == PB_LEN(1)) {
-			k = sub;
+	while ((rc = pb_read_field(&r, &f)) > 0) {
+		if (f.num == 1 && f.wire == PB_LEN) {
+			k = f;
 			have_key = 1;
-		} else if (f == PB_LEN(2)) {
-			any = sub;
+		} else if (f.num == 2 && f.wire == PB_LEN) {
+			any = (struct pb_reader){ f.sub, f.sub + f.sublen };
 		}
 	}
-	if (r < 0)
+	if (rc < 0)
 		return -1;
-	if (!have_key || k.n != strlen(key) || memcmp(k.p, key, k.n) != 0)
+	if (!have_key || k.sublen != strlen(key) || memcmp(k.sub, key, k.sublen) != 0)
 		return 0;
-	val->p = NULL;
-	val->n = 0;
 	/* AnyValue is a oneof: the last of its members set wins. */
-	while ((r = pb_next(&any, &f, &sub)) > 0) {
-		if (f == PB_LEN(1)) {
-			*val = sub;
+	while ((rc = pb_read_field(&any, &f)) > 0) {
+		if (f.num == 1 && f.wire == PB_LEN) {
+			*val = f;
 			have_str = 1;
-		} else if ((f & 0x7fffffffu) >= 2 && (f & 0x7fffffffu) <= 7) {
+		} else if (f.num >= 2 && f.num <= 7) {
 			have_str = 0;
 		}
 	}
-	if (r < 0)
+	if (rc < 0)
 		return -1;
-	if (!have_str) {
-		val->p = NULL;
-		val->n = 0;
-	}
+	if (!have_str)
+		*val = (struct pb_field){ 0 };
 	return 1;
 }
 
 int np_otel_ctx_schema(const uint8_t *p, size_t n, char *schema, size_t cap)
 {
-	struct pb b = { p, n }, sub, val = { 0 };
-	uint32_t f;
-	int r, found = 0;
+	struct pb_reader r = { p, p + n };
+	struct pb_field f, val = { 0 };
+	int rc, found = 0;
 
 	if (cap)
 		schema[0] = '\0';
-	while ((r = pb_next(&b, &f, &sub)) > 0) {
-		if (f != PB_LEN(2)) /* ProcessContext.attributes; the resource is not needed here */
+	while ((rc = pb_read_field(&r, &f)) > 0) {
+		if (f.num != 2 || f.wire != PB_LEN) /* ProcessContext.attributes; the resource is not needed here */
 			continue;
-		struct pb kv_val;
-		int k = keyvalue_string(sub, SCHEMA_KEY, &kv_val);
+		struct pb_field kv_val = { 0 };
+		int k = keyvalue_string(&f, SCHEMA_KEY, &kv_val);
 		if (k < 0)
 			return -1;
 		if (k) {
@@ -194,12 +127,12 @@ int np_otel_ctx_schema(const uint8_t *p, size_t n, char *schema, size_t cap)
 			found = 1;
 		}
 	}
-	if (r < 0)
+	if (rc < 0)
 		return -1;
-	if (!found || !val.p || val.n >= cap || memchr(val.p, '\0', val.n))
+	if (!found || !val.sub || val.sublen >= cap || memchr(val.sub, '\0', val.sublen))
 		return 0;
-	memcpy(schema, val.p, val.n);
-	schema[val.n] = '\0';
+	memcpy(schema, val.sub, val.sublen);
+	schema[val.sublen] = '\0';
 	return 1;
 }
 

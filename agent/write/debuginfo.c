@@ -44,51 +44,26 @@ void np_debuginfo_encode_upload_finished(struct np_buf *out, const char *build_i
 int np_debuginfo_decode_should_initiate(const void *data, size_t len, int *should, char *reason, size_t reason_cap,
 					struct np_err *err)
 {
-	const uint8_t *p = data, *end = p + len;
-	uint64_t key, v;
-	size_t n;
+	struct pb_reader r = { data, (const uint8_t *)data + len };
+	struct pb_field f;
+	int rc;
 
 	*should = 0;
 	if (reason_cap)
 		reason[0] = '\0';
-	while (p < end) {
-		if (!(n = pb_read_varint(p, (size_t)(end - p), &key)))
-			return np_errf(err, "ShouldInitiateUploadResponse: truncated field key");
-		p += n;
-		switch (key & 7) {
-		case 0: /* varint */
-			if (!(n = pb_read_varint(p, (size_t)(end - p), &v)))
-				return np_errf(err, "ShouldInitiateUploadResponse: truncated varint");
-			p += n;
-			if (key >> 3 == 1)
-				*should = v != 0;
-			break;
-		case 1: /* 64-bit */
-		case 5: /* 32-bit */
-			n = (key & 7) == 1 ? 8 : 4;
-			if ((size_t)(end - p) < n)
-				return np_errf(err, "ShouldInitiateUploadResponse: truncated fixed field");
-			p += n;
-			break;
-		case 2: /* length-delimited */
-			if (!(n = pb_read_varint(p, (size_t)(end - p), &v)))
-				return np_errf(err, "ShouldInitiateUploadResponse: truncated length");
-			p += n;
-			if (v > (uint64_t)(end - p))
-				return np_errf(err, "ShouldInitiateUploadResponse: field longer than the message");
-			if (key >> 3 == 2 && reason_cap) {
-				size_t k = v < reason_cap - 1 ? (size_t)v : reason_cap - 1;
-				memcpy(reason, p, k);
-				reason[k] = '\0';
-			}
-			p += v;
-			break;
-		default:
-			return np_errf(err, "ShouldInitiateUploadResponse: wire type %u", (unsigned)(key & 7));
+	/* Unknown fields of any wire type are skipped (a newer server). */
+	while ((rc = pb_read_field(&r, &f)) > 0) {
+		if (f.num == 1 && f.wire == PB_VARINT) {
+			*should = f.v != 0;
+		} else if (f.num == 2 && f.wire == PB_LEN && reason_cap) {
+			size_t k = f.sublen < reason_cap - 1 ? f.sublen : reason_cap - 1;
+			memcpy(reason, f.sub, k);
+			reason[k] = '\0';
 		}
-		if ((key >> 3) == 0)
-			return np_errf(err, "ShouldInitiateUploadResponse: field number 0");
 	}
+	if (rc < 0)
+		return np_errf(err, "ShouldInitiateUploadResponse: malformed protobuf at byte %zu",
+			       (size_t)(r.p - (const uint8_t *)data));
 	return 0;
 }
 

@@ -12,33 +12,7 @@
 #include <cmocka.h>
 
 #include "agent/profile/otel_ctx.h"
-
-/* Protobuf, lengths below 128. */
-static size_t pb_bytes(uint8_t *out, unsigned field, const void *p, size_t n)
-{
-	out[0] = (uint8_t)(field << 3 | 2);
-	out[1] = (uint8_t)n;
-	memcpy(out + 2, p, n);
-	return n + 2;
-}
-
-/* KeyValue as field `field`, its AnyValue's string_value v (or, with v NULL, int_value 7). */
-static size_t pb_kv(uint8_t *out, unsigned field, const char *k, const char *v)
-{
-	uint8_t any[128], kv[256];
-	size_t na, nkv;
-
-	if (v) {
-		na = pb_bytes(any, 1, v, strlen(v));
-	} else {
-		any[0] = 3 << 3 | 0;
-		any[1] = 7;
-		na = 2;
-	}
-	nkv = pb_bytes(kv, 1, k, strlen(k));
-	nkv += pb_bytes(kv + nkv, 2, any, na);
-	return pb_bytes(out, field, kv, nkv);
-}
+#include "tests/integration/workloads/otel_pb.h"
 
 static void header(uint8_t *h, const char *sig, uint32_t version, uint32_t size, uint64_t at, uint64_t payload)
 {

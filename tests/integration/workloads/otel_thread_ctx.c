@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "otel_pb.h"
 #include "span_work.h"
 
 /* The test's IDs (test_trace_correlation.py's OTEL_TRACE, OTEL_SPAN). */
@@ -50,25 +51,6 @@ static void otel_ctx_attach(void *rec)
 #endif
 
 static struct record rec;
-
-/* Protobuf: a length-delimited field (lengths here stay below 128: one varint byte). */
-static size_t pb_bytes(uint8_t *out, unsigned field, const void *p, size_t n)
-{
-	out[0] = (uint8_t)(field << 3 | 2);
-	out[1] = (uint8_t)n;
-	memcpy(out + 2, p, n);
-	return n + 2;
-}
-
-/* KeyValue { key = 1; value = 2 (AnyValue { string_value = 1 }) } as field `field`. */
-static size_t pb_kv(uint8_t *out, unsigned field, const char *k, const char *v)
-{
-	uint8_t any[128], kv[256];
-	size_t na = pb_bytes(any, 1, v, strlen(v));
-	size_t nkv = pb_bytes(kv, 1, k, strlen(k));
-	nkv += pb_bytes(kv + nkv, 2, any, na);
-	return pb_bytes(out, field, kv, nkv);
-}
 
 /* OTEP 4719's publishing: the payload, then the header's fields, the signature last. */
 static void publish(void)
