@@ -16,6 +16,7 @@
 #include "agent/runtime/glibc.h"
 #include "agent/runtime/procs.h"
 #include "agent/symbols/elf_file.h"
+#include "agent/symbols/maps.h"
 #include "bpf/sampler_types.h"
 #include "lib/clock.h"
 #include "lib/grow.h"
@@ -163,51 +164,17 @@ int np_otel_ctx_read(rt_mem_reader read, void *ud, uint32_t pid, uint64_t addr, 
 	return rc;
 }
 
-/* The next space-separated field of a maps line. */
-static const char *field(const char **s, const char *end, size_t *n)
-{
-	const char *p = *s;
-
-	while (p < end && *p == ' ')
-		p++;
-	const char *f = p;
-	while (p < end && *p != ' ')
-		p++;
-	*n = (size_t)(p - f);
-	*s = p;
-	return f;
-}
-
 int np_otel_ctx_maps_line(const char *line, size_t len, uint64_t *start)
 {
-	static const char *const names[] = { "/memfd:OTEL_CTX", "/memfd:OTEL_CTX (deleted)", "[anon_shmem:OTEL_CTX]",
-					     "[anon:OTEL_CTX]" };
-	const char *s = line, *end = line + len, *f;
-	size_t n;
-	uint64_t a = 0;
+	/* With the kernel's " (deleted)" taken off a memfd's name (sym_maps_line_parse). */
+	static const char *const names[] = { "/memfd:OTEL_CTX", "[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]" };
+	struct sym_maps_line l;
 
-	f = field(&s, end, &n); /* start-end */
-	size_t i = 0;
-	for (; i < n && f[i] != '-'; i++) {
-		int d = f[i] >= '0' && f[i] <= '9' ? f[i] - '0' : f[i] >= 'a' && f[i] <= 'f' ? f[i] - 'a' + 10 : -1;
-		if (d < 0 || i >= 16)
-			return 0;
-		a = a << 4 | (uint64_t)d;
-	}
-	if (i == 0 || i == n)
+	if (sym_maps_line_parse(line, len, &l) < 0 || l.perms[0] != 'r' || l.perms[2] == 'x')
 		return 0;
-	f = field(&s, end, &n); /* perms */
-	if (n < 4 || f[0] != 'r' || f[2] == 'x')
-		return 0;
-	for (int k = 0; k < 3; k++) /* offset, dev, inode */
-		if (!field(&s, end, &n) || !n)
-			return 0;
-	while (s < end && *s == ' ')
-		s++;
-	n = (size_t)(end - s);
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-		if (n == strlen(names[k]) && memcmp(s, names[k], n) == 0) {
-			*start = a;
+		if (l.path_len == strlen(names[k]) && memcmp(l.path, names[k], l.path_len) == 0) {
+			*start = l.start;
 			return 1;
 		}
 	return 0;

@@ -98,36 +98,43 @@ void sym_maps_builder_init(struct sym_maps_builder *b, size_t max_maps, size_t m
 	b->max_pool = max_pool < UINT32_MAX ? max_pool : UINT32_MAX;
 }
 
-int sym_maps_builder_line(struct sym_maps_builder *b, const char *line, size_t len, struct np_err *err)
+int sym_maps_line_parse(const char *line, size_t len, struct sym_maps_line *l)
 {
 	static const char deleted_suffix[] = " (deleted)";
 	const size_t dsl = sizeof(deleted_suffix) - 1;
-	struct sym_maps *out = &b->maps;
 	const char *q = line, *line_end = line + len;
-	uint64_t start, stop, pgoff, major, minor, inode;
-	char perms[4];
 
-	if (b->over)
-		return 0;
-	if (hex_field(&q, line_end, &start) || expect(&q, line_end, '-') || hex_field(&q, line_end, &stop) ||
+	if (hex_field(&q, line_end, &l->start) || expect(&q, line_end, '-') || hex_field(&q, line_end, &l->end) ||
 	    expect(&q, line_end, ' ') || line_end - q < 5)
-		return 0;
-	memcpy(perms, q, 4);
+		return -1;
+	memcpy(l->perms, q, 4);
 	q += 4;
-	if (expect(&q, line_end, ' ') || hex_field(&q, line_end, &pgoff) || expect(&q, line_end, ' ') ||
-	    hex_field(&q, line_end, &major) || expect(&q, line_end, ':') || hex_field(&q, line_end, &minor) ||
-	    expect(&q, line_end, ' ') || dec_field(&q, line_end, &inode))
-		return 0;
-	if (perms[2] != 'x' || stop <= start)
-		return 0;
+	if (expect(&q, line_end, ' ') || hex_field(&q, line_end, &l->pgoff) || expect(&q, line_end, ' ') ||
+	    hex_field(&q, line_end, &l->major) || expect(&q, line_end, ':') || hex_field(&q, line_end, &l->minor) ||
+	    expect(&q, line_end, ' ') || dec_field(&q, line_end, &l->inode))
+		return -1;
 	skip_spaces(&q, line_end);
-	const char *path = q;
-	size_t plen = (size_t)(line_end - q);
-	int deleted = 0;
-	if (plen >= dsl && memcmp(path + plen - dsl, deleted_suffix, dsl) == 0) {
-		plen -= dsl;
-		deleted = 1;
+	l->path = q;
+	l->path_len = (size_t)(line_end - q);
+	l->deleted = 0;
+	if (l->path_len >= dsl && memcmp(l->path + l->path_len - dsl, deleted_suffix, dsl) == 0) {
+		l->path_len -= dsl;
+		l->deleted = 1;
 	}
+	return 0;
+}
+
+int sym_maps_builder_line(struct sym_maps_builder *b, const char *line, size_t len, struct np_err *err)
+{
+	struct sym_maps *out = &b->maps;
+	struct sym_maps_line l;
+
+	if (b->over || sym_maps_line_parse(line, len, &l) < 0)
+		return 0;
+	if (l.perms[2] != 'x' || l.end <= l.start)
+		return 0;
+	const char *path = l.path;
+	size_t plen = l.path_len;
 	/* Reuse the previous mapping's path: consecutive mappings of one file are the norm. */
 	const struct sym_map *prev = out->n ? &out->v[out->n - 1] : NULL;
 	int same_path = prev && prev->path + plen < out->pool_len &&
@@ -142,14 +149,14 @@ int sym_maps_builder_line(struct sym_maps_builder *b, const char *line, size_t l
 	struct sym_map *m = &out->v[out->n++];
 	int memfd;
 	memset(m, 0, sizeof(*m));
-	m->start = start;
-	m->end = stop;
-	m->pgoff = pgoff;
-	m->dev_major = (uint32_t)major;
-	m->dev_minor = (uint32_t)minor;
-	m->inode = inode;
-	m->deleted = (uint8_t)deleted;
-	m->kind = (uint8_t)classify(path, plen, inode, &memfd);
+	m->start = l.start;
+	m->end = l.end;
+	m->pgoff = l.pgoff;
+	m->dev_major = (uint32_t)l.major;
+	m->dev_minor = (uint32_t)l.minor;
+	m->inode = l.inode;
+	m->deleted = (uint8_t)l.deleted;
+	m->kind = (uint8_t)classify(path, plen, l.inode, &memfd);
 	m->memfd = (uint8_t)memfd;
 	if (same_path) {
 		m->path = m[-1].path;

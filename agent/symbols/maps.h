@@ -46,6 +46,18 @@ NP_MUST_CHECK int sym_maps_parse(const char *text, size_t len, size_t max_maps, 
 NP_MUST_CHECK int sym_maps_read_fd(int fd, size_t max_text, size_t max_maps, size_t max_pool, struct sym_maps *out,
                                    int *over, struct np_err *err);
 
+/* One line of /proc/PID/maps (without its newline), its fields as the kernel writes them; path
+ * points into the line, without the " (deleted)" the kernel appends (then deleted is 1). */
+struct sym_maps_line {
+	uint64_t start, end, pgoff, major, minor, inode;
+	char perms[4];
+	const char *path;
+	size_t path_len;
+	int deleted;
+};
+/* 0, or -1 when the line is malformed. */
+int sym_maps_line_parse(const char *line, size_t len, struct sym_maps_line *out);
+
 /* The incremental parser behind both: one line at a time. */
 struct sym_maps_builder {
 	struct sym_maps maps;    /* unsorted until finish */
