@@ -325,12 +325,14 @@ int unw_exec_cie(const struct unw_cfi_section *s, const struct unw_cie *cie, str
 int unw_exec_fde(const struct unw_cfi_section *s, const struct unw_cie *cie, const struct unw_state *init,
                  const struct unw_fde *fde, unw_row_fn fn, void *ctx, uint64_t *bad_at)
 {
-	struct run x; /* ~1.7 KiB with its remember-state stack: fine on any thread's stack */
-	memset(&x, 0, sizeof(x));
+	/* ~2.3 KiB with its remember-state stack: fine on any thread's stack. Not zeroed whole:
+	 * that was 175 MB of stores for node's 76,000 FDEs, and the stack is only read below depth. */
+	struct run x;
 	x.s = s;
 	x.cie = cie;
 	x.init = init;
 	x.cur = *init;
+	x.depth = 0;
 	x.loc = fde->start;
 	x.end = fde->end;
 	x.fn = fn;

@@ -70,10 +70,10 @@ struct unw_table {
 	uint64_t base;           /* ELF vaddr of pc offset 0 */
 	uint32_t nrows;
 	uint32_t nrules;
-	uint32_t *pc;            /* nrows, strictly ascending */
-	uint16_t *rule;          /* nrows */
-	struct unw_rule *rules;  /* nrules; rules[0] is the UNW_NONE rule */
-	size_t bytes;            /* heap bytes held, all of it in one allocation */
+	uint32_t *pc;            /* nrows, strictly ascending; owned */
+	uint16_t *rule;          /* nrows; owned */
+	struct unw_rule *rules;  /* nrules; rules[0] is the UNW_NONE rule; owned */
+	size_t bytes;            /* heap bytes held: this struct and its three arrays */
 	struct unw_stats stats;
 };
 
@@ -100,8 +100,13 @@ struct unw_builder {
 	uint64_t end;            /* end of the last row added (0 before the first) */
 	struct unw_rule *rules;  /* owned until finish; distinct rules */
 	size_t nrules, cap_rules;
-	uint32_t *hash;          /* open addressing over rules: index + 1, 0 = empty */
+	struct unw_rule_slot {
+		uint64_t key[2];     /* the rule's fields packed (table.c: rule_key) */
+		uint32_t index;      /* into rules, + 1; 0 = empty */
+	} *hash;                 /* open addressing over rules */
 	size_t hash_cap;
+	uint64_t last_key[2];    /* the rule rule_index returned last, tried before hashing */
+	size_t last_rule;
 	size_t max_bytes;        /* budget for the finished table */
 	struct unw_stats stats;
 };

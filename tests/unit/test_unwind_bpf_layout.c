@@ -111,17 +111,35 @@ static void rule_matches(const struct unw_rule_set *rs, long g, const struct unw
 	assert_int_equal(b.rbp_off, r->rbp_off);
 }
 
+/* The last row whose start (from the page base) is at or below off, 0 when none is: the page
+ * bounds by a binary search, as unw_pack found them before it walked the rows once. */
+static uint32_t row_at(const struct unw_table *t, uint64_t delta, int64_t off)
+{
+	uint32_t lo = 0, hi = t->nrows;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if ((int64_t)(t->pc[mid] + delta) <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Every row's first and last byte, and the bytes around the table, find the same rule
  * through the packed layout as through the table; no page needs more search steps than BPF
- * allows. */
+ * allows; each page's bounds are the tightest: its first and last byte's rows. */
 static void check_packed(const struct unw_table *t, const struct unw_packed *p, const struct unw_rule_set *rs)
 {
 	assert_int_equal(p->n, 1 + p->npages + p->nrows);
 	assert_int_equal(p->nrows, t->nrows);
+	const uint64_t page = 1u << NP_UNW_PAGE_SHIFT, delta = t->base - p->base, rows = 1 + p->npages;
 	for (uint32_t pg = 0; pg < p->npages; pg++) {
 		uint32_t lo = (uint32_t)p->elems[1 + pg], hi = (uint32_t)(p->elems[1 + pg] >> 32);
 		assert_true(lo <= hi && hi < p->n && lo >= 1 + p->npages);
 		assert_true(hi - lo < (1u << NP_UNW_MAX_SEARCH));
+		assert_int_equal(lo, rows + row_at(t, delta, (int64_t)(pg * page)));
+		assert_int_equal(hi, rows + row_at(t, delta, (int64_t)((pg + 1) * page - 1)));
 	}
 	for (uint32_t i = 0; i + 1 < t->nrows; i++) {
 		uint64_t a = t->base + t->pc[i], z = t->base + t->pc[i + 1] - 1;
@@ -203,6 +221,56 @@ static void test_pack_unaligned_base(void **state)
 	unw_packed_free(&p);
 	unw_table_free(t);
 	unw_rule_set_free(&rs);
+}
+
+/* Rules dedup to one index each, whichever way the builder finds them (the previous row's
+ * rule, or the hash): rules differing in a single field stay apart, and rule 0 is "no CFI". */
+static void test_builder_dedups_rules(void **state)
+{
+	(void)state;
+	static const struct unw_rule fixed[] = {
+		{ .kind = UNW_CFA_RSP, .cfa_off = 8 },
+		{ .kind = UNW_CFA_RSP, .cfa_off = 16, .rbp = UNW_RBP_AT_CFA, .rbp_off = -16 },
+		{ .kind = UNW_CFA_RSP, .cfa_off = 16, .rbp = UNW_RBP_AT_CFA, .rbp_off = -24 },
+		{ .kind = UNW_CFA_REG, .cfa_off = 16, .cfa_aux = 3 },
+		{ .kind = UNW_CFA_REG, .cfa_off = 16, .cfa_aux = 12 },
+		{ .kind = UNW_CFA_RSP, .cfa_off = -8 },
+		{ .kind = UNW_UNSUPPORTED, .why = UNW_WHY_RA },
+		{ .kind = UNW_UNSUPPORTED, .why = UNW_WHY_RSP },
+	};
+	const size_t nfixed = sizeof(fixed) / sizeof(fixed[0]), nrows = 4000, nother = 300;
+	struct unw_rule *added = calloc(nrows, sizeof(*added));
+	assert_non_null(added);
+	struct unw_builder b;
+	struct np_err err;
+	assert_int_equal(unw_builder_init(&b, 1 << 22, &err), 0);
+	/* Three rows of four fixed rules: twice the same (equal neighbours), then the next one
+	 * (neighbours differing in one field: rbp_off, cfa_aux, why); the fourth row cycles through
+	 * nother more (cfa_off 100.., past the hash's first sizes); every fifth row ends 2 bytes
+	 * early (a gap: rule 0). */
+	for (size_t i = 0, k = 0; i < nrows; i++) {
+		if (i % 4 != 3)
+			added[i] = fixed[(i / 4 + (i % 4 == 2)) % nfixed];
+		else
+			added[i] = (struct unw_rule){ .kind = UNW_CFA_RSP, .cfa_off = (int32_t)(100 + k++ % nother) };
+		uint64_t at = 0x1000 + 4 * i;
+		assert_true(unw_builder_add(&b, at, at + (i % 5 == 4 ? 2 : 4), &added[i], &err) >= 0);
+	}
+	struct unw_table *t;
+	assert_int_equal(unw_builder_finish(&b, &t, &err), 0);
+	assert_int_equal(t->nrules, 1 + nfixed + nother);
+	assert_int_equal(t->rules[0].kind, UNW_NONE);
+	for (uint32_t i = 0; i < t->nrules; i++)
+		for (uint32_t j = i + 1; j < t->nrules; j++)
+			assert_memory_not_equal(&t->rules[i], &t->rules[j], sizeof(struct unw_rule));
+	for (size_t i = 0; i < nrows; i++) {
+		uint64_t at = 0x1000 + 4 * i;
+		assert_memory_equal(unw_table_find(t, at), &added[i], sizeof(struct unw_rule));
+		if (i % 5 == 4)
+			assert_int_equal(unw_table_find(t, at + 2)->kind, UNW_NONE);
+	}
+	unw_table_free(t);
+	free(added);
 }
 
 static void test_pack_refuses_high_base(void **state)
@@ -341,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_pack_real_libraries),
 		cmocka_unit_test(test_pack_unaligned_base),
 		cmocka_unit_test(test_pack_refuses_high_base),
+		cmocka_unit_test(test_builder_dedups_rules),
 		cmocka_unit_test(test_registry_ids_and_refs),
 		cmocka_unit_test(test_registry_eviction_budget),
 		cmocka_unit_test(test_registry_runs_out_of_ids),
