@@ -16,12 +16,16 @@
 
 const struct unw_limits unw_default_limits = { UNW_MAX_INPUT_BYTES, UNW_MAX_TABLE_BYTES, NULL };
 
-/* An FDE to interpret, in the order of its start, 16 bytes (node has 76,000: the list was 32
- * bytes an FDE and part of a large binary's compile peak); off < UNW_MAX_INPUT_BYTES (2^26) and
- * sec < MAX_SECTIONS fit in one word. */
+/* An FDE to interpret, in the order of its start, decoded: pass 2 runs its instructions without
+ * reading its entry again (that second decode was a tenth of a node-sized compile). 24 bytes
+ * (node has 76,000; the list is freed before the table is made, below that peak); offsets
+ * < UNW_MAX_INPUT_BYTES (2^26) and sec < MAX_SECTIONS fit in one word. */
 struct fde_ref {
 	uint64_t start;
-	uint32_t off_sec; /* section offset << SEC_BITS | section index */
+	uint32_t insns_sec; /* section offset of its instructions << SEC_BITS | section index */
+	uint32_t insns_len;
+	uint32_t cie_off;   /* its CIE's section offset */
+	uint32_t len;       /* end - start: an FDE of 4 GiB or more is refused (no table spans it) */
 };
 #define SEC_BITS 3
 _Static_assert(MAX_SECTIONS <= (1 << SEC_BITS), "section indexes fit SEC_BITS");
@@ -86,16 +90,24 @@ static int collect(struct compile *c, uint32_t sec)
 			st->fdes_empty++;
 			continue;
 		}
-		if (e.off >= UNW_MAX_INPUT_BYTES) { /* no section is that large (the input budget) */
-			st->fdes_bad++;
+		size_t insns = (size_t)(fde.insns - s->data);
+		if (insns >= UNW_MAX_INPUT_BYTES || e.cie_off >= UNW_MAX_INPUT_BYTES) {
+			st->fdes_bad++; /* no section is that large (the input budget) */
 			continue;
 		}
+		/* Its last row would end 4 GiB or more past its start: what unw_builder_finish
+		 * refuses once the FDE is interpreted, refused now. */
+		if (fde.end - fde.start > UINT32_MAX)
+			return np_errf(c->err, "CFI spans %#llx bytes, more than an unwind table's 4 GiB",
+			               (unsigned long long)(fde.end - fde.start));
 		/* The FDE list counts against the table budget: it is the other big allocation. */
 		if ((c->nfdes + 1) * sizeof(struct fde_ref) > c->b.max_bytes)
 			return np_errf(c->err, "CFI has more FDEs (%zu) than the unwind table budget allows", c->nfdes + 1);
 		if (np_grow((void **)&c->fdes, &c->cap_fdes, c->nfdes + 1, sizeof(*c->fdes)) < 0)
 			return np_errf(c->err, "unwind table: out of memory (%zu FDEs)", c->nfdes);
-		c->fdes[c->nfdes++] = (struct fde_ref){ fde.start, (uint32_t)(e.off << SEC_BITS | sec) };
+		c->fdes[c->nfdes++] = (struct fde_ref){ fde.start, (uint32_t)(insns << SEC_BITS | sec),
+			                                (uint32_t)(fde.insns_end - fde.insns), (uint32_t)e.cie_off,
+			                                (uint32_t)(fde.end - fde.start) };
 	}
 	if (rc < 0)
 		st->fdes_bad++; /* the entry that stopped the walk */
@@ -137,12 +149,13 @@ static void sort_fdes(struct compile *c)
 static int fde_cmp(const void *a, const void *b)
 {
 	const struct fde_ref *x = a, *y = b;
-	uint32_t xs = x->off_sec & ((1u << SEC_BITS) - 1), ys = y->off_sec & ((1u << SEC_BITS) - 1);
+	uint32_t xs = x->insns_sec & ((1u << SEC_BITS) - 1), ys = y->insns_sec & ((1u << SEC_BITS) - 1);
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	if (xs != ys)
 		return xs < ys ? -1 : 1;
-	return x->off_sec < y->off_sec ? -1 : x->off_sec > y->off_sec;
+	/* Instructions follow their entry's start: the same order as the entries'. */
+	return x->insns_sec < y->insns_sec ? -1 : x->insns_sec > y->insns_sec;
 }
 
 static int add_rule(struct compile *c, uint64_t start, uint64_t end, const struct unw_rule *r)
@@ -170,16 +183,13 @@ static int on_row(void *ctx, uint64_t start, uint64_t end, const struct unw_stat
 /* Pass 2: one FDE's rows into the builder. */
 static int interpret(struct compile *c, const struct fde_ref *f)
 {
-	uint32_t sec = f->off_sec & ((1u << SEC_BITS) - 1);
+	uint32_t sec = f->insns_sec & ((1u << SEC_BITS) - 1);
 	const struct unw_cfi_section *s = &c->secs[sec];
-	struct unw_entry e;
-	struct unw_fde fde;
-	size_t off = f->off_sec >> SEC_BITS;
-	/* Both decoded fine in pass 1; the input has not changed since. */
-	if (unw_entry_next(s, &off, &e) != 1)
-		return 0;
-	const struct cie_slot *cs = cie_get(c, sec, e.cie_off);
-	if (!cs || unw_fde_decode(s, &e, &cs->cie, &fde) < 0)
+	const uint8_t *insns = s->data + (f->insns_sec >> SEC_BITS);
+	const struct unw_fde fde = { 0, f->start, f->start + f->len, insns, insns + f->insns_len };
+	/* Decoded fine in pass 1 (kept in its slot, or decoded the same way again). */
+	const struct cie_slot *cs = cie_get(c, sec, f->cie_off);
+	if (!cs)
 		return 0;
 	c->cie = &cs->cie;
 	c->clipped = 0;

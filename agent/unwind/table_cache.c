@@ -381,10 +381,13 @@ int unw_table_cache_write_fd(int fd, const char *key, const struct unw_packed *p
 	if (np_cache_writer_begin(&w, fd, HEADER_BYTES, err) < 0 || np_cache_writer_put(&w, key, key_len, err) < 0 ||
 	    np_cache_writer_put(&w, &nul, 1, err) < 0 || np_cache_writer_pad_to(&w, l.rules, err) < 0)
 		goto out;
-	for (uint32_t i = 0; i < nrules; i++) {
-		struct np_unw_rule r;
-		unw_rule_set_get(rs, globals[i], &r);
-		if (np_cache_writer_put(&w, &r, sizeof(r), err) < 0)
+	/* Gathered in buf: a write each was a system call per rule. */
+	for (uint32_t first = 0; first < nrules; first += RULES_AT_ONCE) {
+		struct np_unw_rule *r = (struct np_unw_rule *)buf;
+		uint32_t c = nrules - first < RULES_AT_ONCE ? nrules - first : RULES_AT_ONCE;
+		for (uint32_t i = 0; i < c; i++)
+			unw_rule_set_get(rs, globals[first + i], &r[i]);
+		if (np_cache_writer_put(&w, r, (size_t)c * RULE_BYTES, err) < 0)
 			goto out;
 	}
 	if (np_cache_writer_pad_to(&w, l.elems, err) < 0)
