@@ -120,8 +120,10 @@ static int fde_cmp(const void *a, const void *b);
  * so a stable sort by start alone gives it: nothing to do when they are in order already
  * (a linker writes .eh_frame mostly so), else a radix sort of start offsets with the index
  * (lib/sorted.h; qsort through fde_cmp was a fifth of a node-sized compile), or qsort when the
- * starts span 2 GiB or more or memory runs short. */
-static void sort_fdes(struct compile *c)
+ * starts span 2 GiB or more or memory runs short. The radix sort's order is returned (owned,
+ * n words whose low 32 bits index c->fdes) rather than applied: moving 24-byte elements along
+ * their cycles cost more than the sort. NULL: c->fdes is in order itself. */
+static uint64_t *sort_fdes(struct compile *c)
 {
 	size_t n = c->nfdes;
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -133,17 +135,17 @@ static void sort_fdes(struct compile *c)
 			sorted = 0;
 	}
 	if (sorted)
-		return;
+		return NULL;
 	uint64_t *k = n <= UINT32_MAX && hi - lo <= INT32_MAX ? malloc(2 * n * sizeof(*k)) : NULL;
 	if (!k) {
 		qsort(c->fdes, n, sizeof(*c->fdes), fde_cmp);
-		return;
+		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
 		k[i] = (c->fdes[i].start - lo) << 32 | i;
 	np_sort_u64(k, n, k + n);
-	np_permute_by_keys(c->fdes, n, sizeof(*c->fdes), k);
-	free(k);
+	uint64_t *fit = realloc(k, n * sizeof(*k)); /* the scratch half goes */
+	return fit ? fit : k;
 }
 
 static int fde_cmp(const void *a, const void *b)
@@ -224,17 +226,17 @@ int unw_compile_sections(const struct unw_cfi_section *secs, size_t n, const str
 			c->b.stats.input_bytes += secs[i].len;
 			rc = collect(c, i);
 		}
-		if (rc == 0 && c->nfdes)
-			sort_fdes(c);
+		uint64_t *order = rc == 0 && c->nfdes ? sort_fdes(c) : NULL;
 		for (size_t i = 0; i < c->nfdes && rc == 0; i++) {
 			if ((i & 1023) == 0 && lim->cancel && __atomic_load_n(lim->cancel, __ATOMIC_RELAXED)) {
 				rc = np_errf(err, "cancelled");
 				err->code = ECANCELED;
 				break;
 			}
-			rc = interpret(c, &c->fdes[i]);
+			rc = interpret(c, &c->fdes[order ? (uint32_t)order[i] : i]);
 		}
 		/* The list goes before the table is made beside the rows: one less at the peak. */
+		free(order);
 		free(c->fdes);
 		c->fdes = NULL;
 		if (rc == 0)
