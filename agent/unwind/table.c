@@ -9,6 +9,8 @@
 
 #define ROW_BYTES (sizeof(uint32_t) + sizeof(uint16_t))
 #define MAX_RULES 65536 /* rule indexes are u16 */
+/* Out of the per-row paths: what happens once per rule, or on failure. */
+#define RARE __attribute__((noinline, cold))
 
 static const struct unw_rule no_cfi = { .kind = UNW_NONE };
 
@@ -62,10 +64,27 @@ static int rehash(struct unw_builder *b, size_t cap)
 	return 0;
 }
 
+/* Adds r (key k, not in the table) at slot j. -1 when out of memory or out of indexes. */
+static RARE long rule_add(struct unw_builder *b, const struct unw_rule *r, const uint64_t k[2], size_t j,
+                                 struct np_err *err)
+{
+	if (b->nrules >= MAX_RULES)
+		return np_errf(err, "more than %d distinct unwind rules", MAX_RULES);
+	if (np_grow((void **)&b->rules, &b->cap_rules, b->nrules + 1, sizeof(*b->rules)) < 0)
+		return np_errf(err, "unwind table: out of memory (%zu rules)", b->nrules);
+	b->rules[b->nrules] = *r;
+	b->hash[j] = (struct unw_rule_slot){ { k[0], k[1] }, (uint32_t)++b->nrules };
+	/* Keep the load factor at or under 1/2 so that probes stay short. */
+	if (2 * b->nrules > b->hash_cap && rehash(b, 2 * b->hash_cap) < 0)
+		return np_errf(err, "unwind table: out of memory (%zu rules)", b->nrules);
+	return (long)b->nrules - 1;
+}
+
 /* The index of r in b->rules, added when new. -1 when out of memory or out of indexes. The
  * slots hold the keys, so that a lookup compares two words in the slot it lands on rather
- * than following an index into b->rules (a tenth of a node-sized compile with that). */
-static long rule_index(struct unw_builder *b, const struct unw_rule *r, struct np_err *err)
+ * than following an index into b->rules (a tenth of a node-sized compile with that). Once per
+ * row: kept small enough to inline, what happens once per rule out of line. */
+static inline long rule_index(struct unw_builder *b, const struct unw_rule *r, struct np_err *err)
 {
 	uint64_t k[2];
 	rule_key(r, k);
@@ -76,23 +95,13 @@ static long rule_index(struct unw_builder *b, const struct unw_rule *r, struct n
 	for (; b->hash[j].index; j = (j + 1) & (b->hash_cap - 1))
 		if (b->hash[j].key[0] == k[0] && b->hash[j].key[1] == k[1])
 			break;
-	if (!b->hash[j].index) {
-		if (b->nrules >= MAX_RULES)
-			return np_errf(err, "more than %d distinct unwind rules", MAX_RULES);
-		if (np_grow((void **)&b->rules, &b->cap_rules, b->nrules + 1, sizeof(*b->rules)) < 0)
-			return np_errf(err, "unwind table: out of memory (%zu rules)", b->nrules);
-		b->rules[b->nrules] = *r;
-		b->hash[j] = (struct unw_rule_slot){ { k[0], k[1] }, (uint32_t)++b->nrules };
-		/* Keep the load factor at or under 1/2 so that probes stay short. */
-		if (2 * b->nrules > b->hash_cap && rehash(b, 2 * b->hash_cap) < 0)
-			return np_errf(err, "unwind table: out of memory (%zu rules)", b->nrules);
-		b->last_rule = b->nrules - 1;
-	} else {
-		b->last_rule = b->hash[j].index - 1;
+	long idx = b->hash[j].index ? (long)b->hash[j].index - 1 : rule_add(b, r, k, j, err);
+	if (idx >= 0) {
+		b->last_rule = (size_t)idx;
+		b->last_key[0] = k[0];
+		b->last_key[1] = k[1];
 	}
-	b->last_key[0] = k[0];
-	b->last_key[1] = k[1];
-	return (long)b->last_rule;
+	return idx;
 }
 
 int unw_builder_init(struct unw_builder *b, size_t max_bytes, struct np_err *err)
@@ -118,23 +127,40 @@ void unw_builder_free(struct unw_builder *b)
 	*b = (struct unw_builder){ .max_bytes = b->max_bytes, .stats = b->stats };
 }
 
-/* Appends a row starting where the previous one ends (start > previous start always holds:
- * callers only ever move forward). */
-static int push_row(struct unw_builder *b, uint64_t start, uint16_t rule, struct np_err *err)
+/* Why row start cannot be appended (push_row's checks, again, with their messages): -1. */
+static RARE int row_refused(struct unw_builder *b, uint64_t start, struct np_err *err)
 {
-	if (b->n > 0 && b->rule[b->n - 1] == rule)
-		return 0; /* merged into the previous row */
-	/* Budget: the finished table holds every row plus the end row. */
 	if ((b->n + 2) * ROW_BYTES > b->max_bytes)
 		return np_errf(err, "unwind table over its budget of %zu bytes (%zu rows so far)", b->max_bytes, b->n);
-	if (b->n == 0)
-		b->base = start;
 	if (start - b->base > UINT32_MAX)
 		return np_errf(err, "CFI spans %#llx bytes, more than an unwind table's 4 GiB",
 		               (unsigned long long)(start - b->base));
-	if ((b->n >= b->cap_start && np_grow((void **)&b->start, &b->cap_start, b->n + 1, sizeof(*b->start)) < 0) ||
-	    (b->n >= b->cap_rule && np_grow((void **)&b->rule, &b->cap_rule, b->n + 1, sizeof(*b->rule)) < 0))
-		return np_errf(err, "unwind table: out of memory (%zu rows)", b->n);
+	return np_errf(err, "unwind table: out of memory (%zu rows)", b->n);
+}
+
+/* Room for one more row: -1 when memory runs out. */
+static RARE int row_grow(struct unw_builder *b)
+{
+	if (b->n >= b->cap_start && np_grow((void **)&b->start, &b->cap_start, b->n + 1, sizeof(*b->start)) < 0)
+		return -1;
+	if (b->n >= b->cap_rule && np_grow((void **)&b->rule, &b->cap_rule, b->n + 1, sizeof(*b->rule)) < 0)
+		return -1;
+	return 0;
+}
+
+/* Appends a row starting where the previous one ends (start > previous start always holds:
+ * callers only ever move forward). Once or twice per row: small enough to inline, the rare
+ * paths out of line. */
+static inline int push_row(struct unw_builder *b, uint64_t start, uint16_t rule, struct np_err *err)
+{
+	if (b->n > 0 && b->rule[b->n - 1] == rule)
+		return 0; /* merged into the previous row */
+	if (b->n == 0)
+		b->base = start;
+	/* Budget: the finished table holds every row plus the end row. */
+	if ((b->n + 2) * ROW_BYTES > b->max_bytes || start - b->base > UINT32_MAX ||
+	    ((b->n >= b->cap_start || b->n >= b->cap_rule) && row_grow(b) < 0))
+		return row_refused(b, start, err);
 	b->start[b->n] = (uint32_t)(start - b->base);
 	b->rule[b->n] = rule;
 	b->n++;
