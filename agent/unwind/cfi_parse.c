@@ -182,11 +182,19 @@ int unw_fde_decode(const struct unw_cfi_section *s, const struct unw_entry *e, c
 	memset(fde, 0, sizeof(*fde));
 	fde->off = e->off;
 	unw_skip(&r, cie->seg_size);
-	if (unw_read_pointer(s, &r, cie->fde_enc, cie->addr_size, &start) < 0)
-		return -1;
-	/* The range has the encoding's format but is never relative. */
-	if (unw_read_pointer(s, &r, cie->fde_enc & 0x0f, cie->addr_size, &range) < 0)
-		return -1;
+	if (cie->fde_enc == (DW_EH_PE_pcrel | DW_EH_PE_sdata4) && !r.bad && unw_left(&r) >= 8) {
+		/* What GCC and clang write for x86-64, read as unw_read_pointer would without its
+		 * two dispatches (a twentieth of a node-sized compile went to them). */
+		uint64_t field = s->vaddr + (uint64_t)(r.p - s->data);
+		start = field + (uint64_t)unw_sint(&r, 4);
+		range = (uint64_t)unw_sint(&r, 4);
+	} else {
+		if (unw_read_pointer(s, &r, cie->fde_enc, cie->addr_size, &start) < 0)
+			return -1;
+		/* The range has the encoding's format but is never relative. */
+		if (unw_read_pointer(s, &r, cie->fde_enc & 0x0f, cie->addr_size, &range) < 0)
+			return -1;
+	}
 	if (cie->has_z) {
 		uint64_t aug_len = unw_uleb(&r);
 		unw_skip(&r, aug_len);
