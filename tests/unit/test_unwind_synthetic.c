@@ -332,6 +332,39 @@ static void malformed_input(void **state)
 	unw_table_free(t);
 }
 
+/* FDE addresses as GCC and clang write them (pc-relative sdata4, which the FDE decoder reads
+ * without unw_read_pointer): relative to the field, backwards too; a negative length is a range
+ * of 4 GiB or more, which no table can hold: refused, not cut. */
+static void pcrel_sdata4_addresses(void **state)
+{
+	(void)state;
+	struct buf eh = { .n = 0 };
+	size_t cie = eh_cie(&eh, "zR", 1);
+	eh.b[cie + 16] = 0x1b; /* the R data byte: DW_EH_PE_pcrel | DW_EH_PE_sdata4 */
+	const uint64_t vaddr = 0x100000;
+	size_t at = eh.n; /* the FDE's start field is 8 bytes into it */
+	eh_fde(&eh, cie, (uint32_t)(0x2000 - (vaddr + at + 8)), 0x10, (const uint8_t[]){ 0x44, 0x0e, 0x10 }, 3);
+	at = eh.n;
+	eh_fde(&eh, cie, (uint32_t)(vaddr + 0x80000 - (vaddr + at + 8)), 0x20, NULL, 0);
+	struct unw_cfi_section sec = { eh.b, eh.n, vaddr, UNW_EH_FRAME };
+	struct unw_table *t;
+	struct np_err err;
+	assert_int_equal(unw_compile_sections(&sec, 1, &unw_default_limits, &t, &err), 0);
+	row(t, 0x2000, 0x2000, 0x2004, UNW_CFA_RSP, 8);
+	row(t, 0x2004, 0x2004, 0x2010, UNW_CFA_RSP, 16);
+	row(t, vaddr + 0x80000, vaddr + 0x80000, vaddr + 0x80020, UNW_CFA_RSP, 8);
+	assert_int_equal(t->stats.fdes, 2);
+	assert_int_equal(t->stats.fdes_bad, 0);
+	unw_table_free(t);
+
+	at = eh.n;
+	eh_fde(&eh, cie, (uint32_t)(0x3000 - (vaddr + at + 8)), 0x80000000u, NULL, 0);
+	sec.len = eh.n;
+	assert_int_equal(unw_compile_sections(&sec, 1, &unw_default_limits, &t, &err), -1);
+	assert_null(t);
+	assert_non_null(strstr(err.msg, "4 GiB"));
+}
+
 static void budgets(void **state)
 {
 	struct buf eh = { .n = 0 };
@@ -472,6 +505,7 @@ int main(void)
 		cmocka_unit_test(signal_and_end),
 		cmocka_unit_test(debug_frame_formats),
 		cmocka_unit_test(malformed_input),
+		cmocka_unit_test(pcrel_sdata4_addresses),
 		cmocka_unit_test(budgets),
 		cmocka_unit_test(elf_paths),
 	};
