@@ -350,14 +350,24 @@ static int table_fill(int fd, uint32_t first, const uint64_t *elems, uint32_t co
 	return 0;
 }
 
-/* A BPF array holding p, its fd. */
-static int table_map(const struct unw_packed *p, struct np_err *err)
+/* A BPF array holding t packed (plan: unw_pack_begin's), its fd; *p describes the elements,
+ * which stay readable at *mapping (len bytes, for the caller to unmap). Packed straight into
+ * the array's mapping: no packed copy in the agent's memory to fault in, fill and copy over
+ * (3 MB for node). */
+static int table_map(const struct unw_table *t, const struct unw_pack_plan *plan, struct unw_packed *p,
+                     void **mapping, size_t *len, struct np_err *err)
 {
-	int fd = table_create(p->n, err);
-	if (fd >= 0 && table_fill(fd, 0, p->elems, p->n, err) < 0) {
+	int fd = table_create(plan->n, err);
+	if (fd < 0)
+		return -1;
+	*len = ((size_t)plan->n * sizeof(uint64_t) + 4095) & ~(size_t)4095;
+	*mapping = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*mapping == MAP_FAILED) {
+		np_errno(err, "map an unwind table of %u elements", plan->n);
 		close(fd);
 		return -1;
 	}
+	unw_pack_write(t, plan, *mapping, p);
 	return fd;
 }
 
@@ -502,37 +512,37 @@ static int load_compiled(struct unw_loader *l, const struct unw_reg_entry *e, st
 {
 	uint64_t t0 = np_mono_ns();
 	struct np_err why;
+	struct unw_pack_plan plan;
 	struct unw_packed p;
-	int rc = unw_pack(j->t, &l->rules, &p, &why);
-	/* The packed copy is what goes on: the table goes now, not at the peak of loading it. */
+	void *m = NULL;
+	size_t len = 0;
+	/* The rules first, so that a table the rule set cannot take evicts nothing; then room,
+	 * then the BPF array, packed into. */
+	int fd = -1, rc = unw_pack_begin(j->t, &l->rules, &plan, &why);
+	if (rc == 0 && make_room(l, j->id, (size_t)plan.n * sizeof(uint64_t)) < 0)
+		rc = 1;
+	if (rc == 0 && (fd = table_map(j->t, &plan, &p, &m, &len, &why)) < 0) {
+		np_log(NP_WARN, "unwind", "cannot load an unwind table", "file", e->key, "err", why.msg, NULL);
+		rc = -1;
+	}
+	unw_pack_end(&plan);
+	/* The packed copy is what goes on: the table goes now. */
 	unw_table_free(j->t);
 	j->t = NULL;
-	if (rc < 0) {
-		failed(l, j->id, why.msg);
-		return 0;
-	}
-	if (make_room(l, j->id, (size_t)p.n * sizeof(uint64_t)) < 0) {
-		unw_packed_free(&p);
-		failed(l, j->id, "over the unwind tables' BPF budget");
-		return 0;
-	}
-	int fd = table_map(&p, &why);
-	if (fd < 0) {
-		np_log(NP_WARN, "unwind", "cannot load an unwind table", "file", e->key, "err", why.msg, NULL);
-		unw_packed_free(&p);
-		failed(l, j->id, why.msg);
+	if (rc != 0) {
+		failed(l, j->id, rc > 0 ? "over the unwind tables' BPF budget" : why.msg);
 		return 0;
 	}
 	/* Written before it is installed: the walker is not kept waiting long (a node-sized table
 	 * is written in a few ms), and a table that cannot be written still loads. */
 	struct unw_table_cache *cache = table_cache(l);
-	if (cache && unw_table_cache_store(cache, e->key, &p, &l->rules, err) < 0) {
-		unw_packed_free(&p);
+	rc = cache ? unw_table_cache_store(cache, e->key, &p, &l->rules, err) : 0;
+	munmap(m, len);
+	if (rc < 0) {
 		close(fd);
 		return -1;
 	}
 	install(l, e, j->id, fd, p.n, p.nrows, t0, "compiled");
-	unw_packed_free(&p);
 	return 0;
 }
 

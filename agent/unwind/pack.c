@@ -82,9 +82,9 @@ static uint32_t last_row_at(const uint32_t *pc, uint32_t nrows, uint32_t *i, uin
 	return *i;
 }
 
-int unw_pack(const struct unw_table *t, struct unw_rule_set *rs, struct unw_packed *out, struct np_err *err)
+int unw_pack_begin(const struct unw_table *t, struct unw_rule_set *rs, struct unw_pack_plan *plan, struct np_err *err)
 {
-	memset(out, 0, sizeof(*out));
+	memset(plan, 0, sizeof(*plan));
 	uint64_t base = t->base & ~(PAGE - 1), delta = t->base - base;
 	if (t->base >= MAX_BASE)
 		return np_errf(err, "unwind table at %#llx: above the walker's 2^44 address range",
@@ -97,37 +97,62 @@ int unw_pack(const struct unw_table *t, struct unw_rule_set *rs, struct unw_pack
 	uint64_t n = 1 + npages + t->nrows;
 	if (n > UINT32_MAX)
 		return np_errf(err, "unwind table too large (%llu elements)", (unsigned long long)n);
-	out->elems = malloc(n * sizeof(uint64_t));
-	if (!out->elems)
-		return np_errf(err, "unwind table: out of memory packing %u rows", t->nrows);
-	out->n = (uint32_t)n;
-	out->npages = (uint32_t)npages;
+	/* Each of the table's own rules interned once (node: 390,000 rows, a few hundred rules). */
+	plan->global = malloc((t->nrules ? t->nrules : 1) * sizeof(*plan->global));
+	if (!plan->global)
+		return np_errf(err, "unwind table: out of memory packing %u rules", t->nrules);
+	for (uint32_t r = 0; r < t->nrules; r++)
+		if (rule_index(rs, &t->rules[r], &plan->global[r], err) < 0) {
+			unw_pack_end(plan);
+			return -1;
+		}
+	plan->n = (uint32_t)n;
+	plan->npages = (uint32_t)npages;
+	plan->base = base;
+	return 0;
+}
+
+void unw_pack_write(const struct unw_table *t, const struct unw_pack_plan *plan, uint64_t *elems,
+                    struct unw_packed *out)
+{
+	const uint64_t delta = t->base - plan->base, npages = plan->npages;
+	out->elems = elems;
+	out->n = plan->n;
+	out->npages = plan->npages;
 	out->nrows = t->nrows;
-	out->base = base;
-	out->elems[0] = elem((uint32_t)npages, (uint32_t)(base >> NP_UNW_PAGE_SHIFT));
-	uint32_t rows = 1 + (uint32_t)npages, at = 0;
+	out->base = plan->base;
+	elems[0] = elem(plan->npages, (uint32_t)(plan->base >> NP_UNW_PAGE_SHIFT));
+	uint32_t rows = 1 + plan->npages, at = 0;
 	for (uint64_t p = 0; p < npages; p++) {
 		/* t->pc is relative to t->base, delta past the page base: a row covers off when
 		 * pc + delta <= off. Only page 0 starts before the first row (then row 0 it is). */
 		uint32_t lo = p * PAGE < delta ? 0 : last_row_at(t->pc, t->nrows, &at, p * PAGE - delta);
 		uint32_t hi = last_row_at(t->pc, t->nrows, &at, (p + 1) * PAGE - 1 - delta);
-		out->elems[1 + p] = elem(rows + lo, rows + hi);
+		elems[1 + p] = elem(rows + lo, rows + hi);
 	}
-	/* Each of the table's own rules interned once (node: 390,000 rows, a few hundred rules). */
-	uint32_t *global = malloc((t->nrules ? t->nrules : 1) * sizeof(*global));
-	if (!global) {
-		unw_packed_free(out);
-		return np_errf(err, "unwind table: out of memory packing %u rules", t->nrules);
-	}
-	for (uint32_t r = 0; r < t->nrules; r++)
-		if (rule_index(rs, &t->rules[r], &global[r], err) < 0) {
-			free(global);
-			unw_packed_free(out);
-			return -1;
-		}
 	for (uint32_t i = 0; i < t->nrows; i++)
-		out->elems[rows + i] = elem((uint32_t)(t->pc[i] + delta), global[t->rule[i]]);
-	free(global);
+		elems[rows + i] = elem((uint32_t)(t->pc[i] + delta), plan->global[t->rule[i]]);
+}
+
+void unw_pack_end(struct unw_pack_plan *plan)
+{
+	free(plan->global);
+	plan->global = NULL;
+}
+
+int unw_pack(const struct unw_table *t, struct unw_rule_set *rs, struct unw_packed *out, struct np_err *err)
+{
+	struct unw_pack_plan plan;
+	memset(out, 0, sizeof(*out));
+	if (unw_pack_begin(t, rs, &plan, err) < 0)
+		return -1;
+	uint64_t *elems = malloc((size_t)plan.n * sizeof(uint64_t));
+	if (!elems) {
+		unw_pack_end(&plan);
+		return np_errf(err, "unwind table: out of memory packing %u rows", t->nrows);
+	}
+	unw_pack_write(t, &plan, elems, out);
+	unw_pack_end(&plan);
 	return 0;
 }
 

@@ -46,6 +46,22 @@ NP_MUST_CHECK int unw_pack(const struct unw_table *t, struct unw_rule_set *rs, s
                            struct np_err *err);
 void unw_packed_free(struct unw_packed *p);
 
+/* unw_pack in two steps, for a caller that packs straight into memory of its own (the loader:
+ * the BPF array, mapped, rather than an array it would copy there). begin checks t, interns its
+ * rules into rs and says how many elements it packs to (plan->n); write fills elems (plan->n
+ * of them) and points out at them (out->elems is the caller's then: no unw_packed_free); end
+ * frees the plan (after a failed begin too). */
+struct unw_pack_plan {
+	uint32_t n, npages;
+	uint64_t base;
+	uint32_t *global; /* owned: the rule set's index of each of t's rules */
+};
+NP_MUST_CHECK int unw_pack_begin(const struct unw_table *t, struct unw_rule_set *rs, struct unw_pack_plan *plan,
+                                 struct np_err *err);
+void unw_pack_write(const struct unw_table *t, const struct unw_pack_plan *plan, uint64_t *elems,
+                    struct unw_packed *out);
+void unw_pack_end(struct unw_pack_plan *plan);
+
 /* The lookup the BPF walker does (page index, then at most NP_UNW_MAX_SEARCH halvings), for
  * tests and tools: the global rule index covering vaddr, or -1 outside the table (frame
  * pointers), or -2 when the table is inconsistent (the walker's NP_UNW_LOST_TABLE). */
