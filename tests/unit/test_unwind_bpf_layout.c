@@ -174,6 +174,21 @@ static void test_pack_real_libraries(void **state)
 		size_t before = unw_rule_set_count(&rs);
 		assert_int_equal(unw_pack(t, &rs, &p, &err), 0);
 		check_packed(t, &p, &rs);
+		/* In steps into memory of the caller's (the loader's BPF array), the same elements. */
+		struct unw_pack_plan plan;
+		struct unw_packed q;
+		assert_int_equal(unw_pack_begin(t, &rs, &plan, &err), 0);
+		assert_int_equal(plan.n, p.n);
+		uint64_t *mine = malloc((size_t)plan.n * sizeof(uint64_t));
+		assert_non_null(mine);
+		unw_pack_write(t, &plan, mine, &q);
+		unw_pack_end(&plan);
+		assert_ptr_equal(q.elems, mine);
+		assert_int_equal(q.n, p.n);
+		assert_int_equal(q.npages, p.npages);
+		assert_int_equal(q.base, p.base);
+		assert_memory_equal(mine, p.elems, (size_t)p.n * sizeof(uint64_t));
+		free(mine);
 		/* 8 bytes per element: the rows plus one element per 4 KiB of covered text. */
 		assert_true(p.npages <= (t->pc[t->nrows - 1] >> NP_UNW_PAGE_SHIFT) + 2);
 		rules_sum += t->nrules;
