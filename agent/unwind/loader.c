@@ -353,7 +353,7 @@ static int table_fill(int fd, uint32_t first, const uint64_t *elems, uint32_t co
 /* A BPF array holding t packed (plan: unw_pack_begin's), its fd; *p describes the elements,
  * which stay readable at *mapping (len bytes, for the caller to unmap). Packed straight into
  * the array's mapping: no packed copy in the agent's memory to fault in, fill and copy over
- * (3 MB for node). */
+ * (3 MB for node; the mapping counts in the agent's RSS while it is held, as that copy did). */
 static int table_map(const struct unw_table *t, const struct unw_pack_plan *plan, struct unw_packed *p,
                      void **mapping, size_t *len, struct np_err *err)
 {
