@@ -66,7 +66,7 @@ static int rehash(struct unw_builder *b, size_t cap)
 
 /* Adds r (key k, not in the table) at slot j. -1 when out of memory or out of indexes. */
 static RARE long rule_add(struct unw_builder *b, const struct unw_rule *r, const uint64_t k[2], size_t j,
-                                 struct np_err *err)
+                          struct np_err *err)
 {
 	if (b->nrules >= MAX_RULES)
 		return np_errf(err, "more than %d distinct unwind rules", MAX_RULES);
