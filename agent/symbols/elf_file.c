@@ -440,7 +440,7 @@ static int stream_batch(struct stream *st, const Elf64_Sym *batch, size_t n, str
 {
 	for (size_t j = 0; j < n; j++)
 		st->keys[j] = (uint64_t)batch[j].st_name << 32 | j;
-	np_sort_u64(st->keys, n, st->keys + STREAM_BATCH);
+	np_sort_by_key32(st->keys, n, st->keys + STREAM_BATCH);
 	for (size_t j = 0; j < n; j++) {
 		const Elf64_Sym *v = &batch[(uint32_t)st->keys[j]];
 		int rc = st->fn(st->ud, v, window_name(st->w, v->st_name), err);

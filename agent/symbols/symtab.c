@@ -271,7 +271,7 @@ static void sort_keep(struct sym_stb *b)
 	}
 	for (size_t i = 0; i < n; i++)
 		k[i] = (b->v[i].addr - lo) << 32 | i;
-	np_sort_u64(k, n, k + n);
+	np_sort_by_key32(k, n, k + n);
 	np_permute_by_keys(b->v, n, sizeof(*b->v), k);
 	free(k);
 	for (size_t i = 0; i < n;) {
@@ -434,25 +434,29 @@ static int set_names(struct sym_stb *b, struct sym_symtab *t, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		keys[i] = (uint64_t)b->v[i].name << 32 | i;
-	np_sort_u64(keys, n, keys + n);
+	np_sort_by_key32(keys, n, keys + n);
+	/* Each key's high half becomes its name's length (0: the previous key's name again), so
+	 * that the move below does not measure every name a second time. */
 	size_t names = 0;
 	for (size_t k = 0; k < n; k++) {
-		const struct sym_stb_entry *e = &b->v[(uint32_t)keys[k]];
-		if (k == 0 || e->name != b->v[(uint32_t)keys[k - 1]].name)
-			names += strlen(b->pool + e->name) + 1;
+		uint32_t i = (uint32_t)keys[k];
+		const struct sym_stb_entry *e = &b->v[i];
+		size_t l = k == 0 || e->name != b->v[(uint32_t)keys[k - 1]].name ? strlen(b->pool + e->name) + 1 : 0;
+		names += l;
+		keys[k] = (uint64_t)l << 32 | i;
 	}
 	int adopt = names >= b->pool_len / 10 * 9;
 	size_t p = 0;
 	for (size_t k = 0; k < n; k++) {
 		uint32_t i = (uint32_t)keys[k], prev = k ? (uint32_t)keys[k - 1] : 0;
+		size_t l = (size_t)(keys[k] >> 32);
 		const struct sym_stb_entry *e = &b->v[i];
 		if (adopt) {
 			t->name[i] = e->name;
-		} else if (k && e->name == b->v[prev].name) {
+		} else if (l == 0) {
 			t->name[i] = t->name[prev];
 		} else {
 			/* Kept names go in increasing offset order: p never passes the name moved. */
-			size_t l = strlen(b->pool + e->name) + 1;
 			memmove(b->pool + p, b->pool + e->name, l);
 			t->name[i] = (uint32_t)p;
 			p += l;

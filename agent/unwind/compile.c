@@ -129,7 +129,7 @@ static void sort_fdes(struct compile *c)
 	}
 	for (size_t i = 0; i < n; i++)
 		k[i] = (c->fdes[i].start - lo) << 32 | i;
-	np_sort_u64(k, n, k + n);
+	np_sort_by_key32(k, n, k + n);
 	np_permute_by_keys(c->fdes, n, sizeof(*c->fdes), k);
 	free(k);
 }
