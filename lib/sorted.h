@@ -18,8 +18,8 @@ size_t np_sorted_find(const void *base, size_t n, size_t size, const void *key,
 
 /* Sorts v[0..n), words key << 32 | index whose indexes ascend as given (each element's
  * place), by key, equal keys in index order, with tmp (n elements) as scratch: the order of the
- * whole words. An LSD radix sort, 11 bits at a time, of the key half only (stable, so the
- * indexes need no passes) and skipping the digits every key shares. For the large sorts of
+ * whole words. An LSD radix sort of the key half only (stable, so the indexes need no
+ * passes), over the bits some keys differ in, at most 12 at a time. For the large sorts of
  * table builds (symbols by address or name offset, FDEs by start: 80,000-400,000 keys each),
  * where qsort's comparator calls cost a third of a cold recording's CPU. */
 void np_sort_by_key32(uint64_t *v, size_t n, uint64_t *tmp);

@@ -159,25 +159,31 @@ int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *nam
 	uint64_t h = b->distinct_names ? 0 : np_hash_bytes(name, name_len);
 	size_t slot = b->nslots ? slot_of(b, name, name_len, h) : 0;
 	int have = b->nslots && b->slots[slot];
-	size_t cap = grown(b->cap, b->n + 1);
-	size_t pool_cap = have ? b->pool_cap : grown(b->pool_cap, b->pool_len + name_len + 1);
-	/* The index is at most three quarters full (the tags keep probes cheap): node's 85,000 names
-	 * take 131,072 slots, 0.65 MB less at a large file's peak than at half full. */
-	size_t nslots = b->distinct_names ? 0
-			: !have && (b->nnames + 1) * 4 > b->nslots * 3 ? (b->nslots ? b->nslots * 2 : 1024) : b->nslots;
-	if (cap == SIZE_MAX || pool_cap == SIZE_MAX ||
-	    (b->budget && bytes_of(cap, pool_cap, nslots, b->charged) > b->budget)) {
-		b->over = 1;
-		return 0;
+	/* The common case of a file's names: room for the entry and the name, so nothing grows
+	 * and the budget, checked when something last did, still holds. */
+	int room = b->distinct_names && b->n < b->cap && b->pool_len + name_len + 1 <= b->pool_cap;
+	size_t nslots = b->nslots;
+	if (!room) {
+		size_t cap = grown(b->cap, b->n + 1);
+		size_t pool_cap = have ? b->pool_cap : grown(b->pool_cap, b->pool_len + name_len + 1);
+		/* The index is at most three quarters full (the tags keep probes cheap): node's 85,000
+		 * names take 131,072 slots, 0.65 MB less at a large file's peak than at half full. */
+		if (!b->distinct_names && !have && (b->nnames + 1) * 4 > b->nslots * 3)
+			nslots = b->nslots ? b->nslots * 2 : 1024;
+		if (cap == SIZE_MAX || pool_cap == SIZE_MAX ||
+		    (b->budget && bytes_of(cap, pool_cap, nslots, b->charged) > b->budget)) {
+			b->over = 1;
+			return 0;
+		}
+		if (np_grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0 ||
+		    (!have && np_grow((void **)&b->pool, &b->pool_cap, b->pool_len + name_len + 1, 1) < 0))
+			return np_errf(err, "symbol table: out of memory (%zu symbols, %zu bytes of names)", b->n,
+			               b->pool_len);
 	}
-	if (np_grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0)
-		return np_errf(err, "symbol table: out of memory (%zu symbols)", b->n);
 	uint32_t name_off;
 	if (have) {
 		name_off = b->slots[slot] - 1;
 	} else {
-		if (np_grow((void **)&b->pool, &b->pool_cap, b->pool_len + name_len + 1, 1) < 0)
-			return np_errf(err, "symbol table: out of memory (%zu bytes of names)", b->pool_len);
 		name_off = (uint32_t)b->pool_len;
 		memcpy(b->pool + b->pool_len, name, name_len);
 		b->pool[b->pool_len + name_len] = '\0';
