@@ -144,7 +144,6 @@ int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *nam
                 unsigned rank, uint16_t tag, struct np_err *err)
 {
 	size_t max = b->max_entries ? b->max_entries : DEFAULT_MAX_ENTRIES;
-	name_len = strnlen(name, name_len);
 	if (name_len == 0)
 		return 0;
 	if ((b->n & 4095) == 0 && b->cancel && __atomic_load_n(b->cancel, __ATOMIC_RELAXED)) {
