@@ -48,7 +48,9 @@ void unw_loader_exit(struct unw_loader *l, uint32_t pid);
 size_t unw_loader_sweep(struct unw_loader *l);
 /* The walker asked for table id: loaded from the on-disk cache at once, else handed to the
  * worker thread (worker.h) to compile, loaded by a later unw_loader_poll. A file that cannot
- * be read or compiled is marked so the walker stops asking; -1 only on allocation failure. */
+ * be read or compiled is marked so the walker stops asking; a table that finds the budget held
+ * by resident tables (registry.h) waits, and the walker asks again when room may have
+ * appeared. -1 only on allocation failure. */
 NP_MUST_CHECK int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err);
 /* Loads the tables the worker finished since the last call (cheap when there are none: call
  * it whenever events are polled). -1 only on allocation failure. */
