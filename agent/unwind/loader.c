@@ -640,10 +640,11 @@ void unw_loader_worker_build_lock(struct unw_loader *l)
 	 * starts once the unwind worker has nothing queued, under way or waiting to be loaded
 	 * (the loader's next poll). A compile holds the lock until its table is in the done list
 	 * (worker.c): with the lock and nothing done, no compiled table waits beside this build.
-	 * First for at most SYMBOLS_WAIT_NS, though: the unwind worker may never run dry (64 node-sized
-	 * binaries over the unwind budget evict and reload one another), and a symbol build that
-	 * waited for it then never ran (64 copies of node: 1 symbol table in a 20 s recording, every
-	 * frame unnamed, and the recording's end held up 50 s). After that the two builds take
+	 * First for at most SYMBOLS_WAIT_NS, though: the unwind worker may stay busy for long (64
+	 * node-sized binaries appearing at once are 64 compiles, 1.5 s of CPU; before tables over
+	 * the budget waited for room, they evicted and reloaded one another without end), and a
+	 * symbol build that waited for it then never ran (64 copies of node: 1 symbol table in a
+	 * 20 s recording, every frame unnamed, and the recording's end held up 50 s). After that the two builds take
 	 * turns on the lock, still one build's transient memory at a time, beside at most one
 	 * compiled table waiting to be loaded. */
 	int64_t turn = np_mono_ns() + SYMBOLS_WAIT_NS;
