@@ -34,34 +34,52 @@ int np_cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void np_sort_u64(uint64_t *v, size_t n, uint64_t *tmp)
+/* Digits of at most 12 bits: 4096 counters (32 KB) stay in L1. A key's varying bits are split
+ * into as few passes as that allows, evenly: node's symbol addresses (27 bits) take 3 passes of 9,
+ * its name offsets (23 bits) 2 of 12 where bytes took 3 and 4. */
+#define DIGIT_BITS_MAX 12
+
+/* LSD radix sort of v by bits [from, 64), only over the bits some keys differ in. */
+static void radix_from(uint64_t *v, size_t n, uint64_t *tmp, unsigned from)
 {
 	uint64_t all_or = 0, all_and = ~(uint64_t)0;
 	for (size_t i = 0; i < n; i++) {
 		all_or |= v[i];
 		all_and &= v[i];
 	}
+	uint64_t diff = (all_or ^ all_and) >> from << from;
+	if (!diff)
+		return; /* every key is the same: already in order */
+	unsigned lo = (unsigned)__builtin_ctzll(diff), hi = 63 - (unsigned)__builtin_clzll(diff);
+	unsigned span = hi - lo + 1, passes = (span + DIGIT_BITS_MAX - 1) / DIGIT_BITS_MAX;
+	unsigned bits = (span + passes - 1) / passes;
+	uint64_t mask = ((uint64_t)1 << bits) - 1;
 	uint64_t *src = v, *dst = tmp;
-	for (unsigned shift = 0; shift < 64; shift += 8) {
-		if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
-			continue; /* every key has the same byte here */
-		size_t count[256] = { 0 };
+	for (unsigned shift = lo; shift <= hi; shift += bits) {
+		size_t count[1u << DIGIT_BITS_MAX] = { 0 };
 		for (size_t i = 0; i < n; i++)
-			count[(src[i] >> shift) & 0xff]++;
+			count[(src[i] >> shift) & mask]++;
 		size_t at = 0;
-		for (unsigned b = 0; b < 256; b++) {
+		for (size_t b = 0; b <= mask; b++) {
 			size_t c = count[b];
 			count[b] = at;
 			at += c;
 		}
 		for (size_t i = 0; i < n; i++)
-			dst[count[(src[i] >> shift) & 0xff]++] = src[i];
+			dst[count[(src[i] >> shift) & mask]++] = src[i];
 		uint64_t *t = src;
 		src = dst;
 		dst = t;
 	}
 	if (src != v)
 		memcpy(v, src, n * sizeof(*v));
+}
+
+void np_sort_by_key32(uint64_t *v, size_t n, uint64_t *tmp)
+{
+	/* LSD radix is stable: indexes given in ascending order stay so within a key without
+	 * passes of their own. */
+	radix_from(v, n, tmp, 32);
 }
 
 void np_permute_by_keys(void *base, size_t n, size_t size, uint64_t *keys)

@@ -339,7 +339,9 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 	       NP_LOG_INT(us.tables.loaded_bytes), "mapping_entries", NP_LOG_INT(us.mapping_keys), "unwind_bpf_bytes",
 	       NP_LOG_INT(us.bpf_bytes), "compile_ms", NP_LOG_INT(us.compile_ns / 1000000), "cache_files_loaded",
 	       NP_LOG_INT(us.cache.loaded), "cache_files_written", NP_LOG_INT(us.cache.stored), "cache_files_invalid",
-	       NP_LOG_INT(us.cache.dir.invalid), NULL);
+	       NP_LOG_INT(us.cache.dir.invalid), "table_loads", NP_LOG_INT(us.tables.loads), "table_evictions",
+	       NP_LOG_INT(us.tables.evictions), "table_loads_deferred", NP_LOG_INT(us.tables.deferred), "table_failures",
+	       NP_LOG_INT(us.tables.failures), NULL);
 	struct sym_stats ss;
 	symbolizer_stats(np_collector_symbolizer(r->c), &ss);
 	np_log(NP_DEBUG, "record", "symbol tables", "built", NP_LOG_INT(ss.tables_built), "cache_files_loaded",
@@ -348,7 +350,7 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 	       NP_LOG_INT(ss.cache_bytes), "mapped_bytes", NP_LOG_INT(ss.mapped_bytes), "lookups", NP_LOG_INT(ss.lookups),
 	       "lookups_from_memo", NP_LOG_INT(ss.memo_hits), "samples_deferred", NP_LOG_INT(st->deferred_samples),
 	       "samples_named_early", NP_LOG_INT(st->named_early), "max_drain_gap_ms", NP_LOG_INT(st->max_drain_gap_ms),
-	       NULL);
+	       "tables_evicted", NP_LOG_INT(ss.tables_evicted), NULL);
 	if (r->kind == NP_EVENT_OFFCPU)
 		np_log(NP_DEBUG, "record", "off-CPU", "switch_seen", NP_LOG_INT(b[NP_OFFCPU_SWITCHES]), "switch_recorded",
 		       NP_LOG_INT(b[NP_OFFCPU_RECORDED]), "return_counted", NP_LOG_INT(b[NP_OFFCPU_COUNTED]),

@@ -319,6 +319,7 @@ size_t np_ebpf_components_stats(struct np_ebpf_running *r, struct np_ebpf_stats 
 		sum->unwind.tables.loaded += st.unwind.tables.loaded;
 		sum->unwind.tables.loads += st.unwind.tables.loads;
 		sum->unwind.tables.evictions += st.unwind.tables.evictions;
+		sum->unwind.tables.deferred += st.unwind.tables.deferred;
 		sum->unwind.tables.failures += st.unwind.tables.failures;
 		sum->unwind.mapping_keys += st.unwind.mapping_keys;
 		sum->unwind.processes += st.unwind.processes;

@@ -352,7 +352,8 @@ static int is_function(const GElf_Sym *s)
 
 /* Adds one function (is_function) to b when its name is usable: 1 added, 0 not, -1 out of
  * memory. */
-static int add_one(struct sym_stb *b, const GElf_Sym *s, const char *name, int thumb, struct np_err *err)
+static int add_one(struct sym_stb *b, const GElf_Sym *s, const char *name, size_t len, int thumb,
+                   struct np_err *err)
 {
 	if (!name || !usable_name(name))
 		return 0;
@@ -361,8 +362,9 @@ static int add_one(struct sym_stb *b, const GElf_Sym *s, const char *name, int t
 	                                                  : SYM_BIND_LOCAL;
 	uint64_t value = thumb ? s->st_value & ~(uint64_t)1 : s->st_value;
 	/* Symbol versions (".symver" definitions keep "name@@VER" in .symtab): not part of the name. */
-	const char *at = strchr(name, '@');
-	size_t len = at && at > name ? (size_t)(at - name) : strlen(name);
+	const char *at = memchr(name, '@', len);
+	if (at && at > name)
+		len = (size_t)(at - name);
 	if (sym_stb_add(b, value, s->st_size, name, len, sym_rank(s->st_size, bind, name), 0, err) < 0)
 		return -1;
 	return b->over ? 0 : 1;
@@ -390,14 +392,18 @@ struct str_window {
 	char buf[STREAM_STR];
 };
 
-/* The NUL-terminated name at off in the string table, or NULL (out of the table, unreadable,
- * longer than the window). */
-static const char *window_name(struct str_window *w, uint64_t off)
+/* The NUL-terminated name at off in the string table and its length (*len), or NULL (out of the
+ * table, unreadable, longer than the window). */
+static const char *window_name(struct str_window *w, uint64_t off, size_t *len)
 {
 	if (off >= w->size)
 		return NULL;
-	if (off >= w->at && off < w->at + w->len && memchr(w->buf + (off - w->at), '\0', w->len - (off - w->at)))
+	const char *nul;
+	if (off >= w->at && off < w->at + w->len &&
+	    (nul = memchr(w->buf + (off - w->at), '\0', w->len - (off - w->at)))) {
+		*len = (size_t)(nul - (w->buf + (off - w->at)));
 		return w->buf + (off - w->at);
+	}
 	for (size_t read = STREAM_STR_READ;; read = STREAM_STR) {
 		size_t want = w->size - off < read ? (size_t)(w->size - off) : read;
 		ssize_t r = pread(w->fd, w->buf, want, (off_t)(w->off + off));
@@ -406,8 +412,10 @@ static const char *window_name(struct str_window *w, uint64_t off)
 			return NULL;
 		w->at = off;
 		w->len = (size_t)r;
-		if (memchr(w->buf, '\0', w->len))
+		if ((nul = memchr(w->buf, '\0', w->len))) {
+			*len = (size_t)(nul - w->buf);
 			return w->buf;
+		}
 		if (read == STREAM_STR || (size_t)r < want)
 			return NULL;
 	}
@@ -423,9 +431,9 @@ static int streamable(Elf *e, int fd, const GElf_Shdr *sh)
 	       sh->sh_type != SHT_NOBITS && sh->sh_entsize == sizeof(Elf64_Sym);
 }
 
-/* What a streamed walk does with each symbol keep() let through, with its name (NULL when it
- * cannot be read): 0 go on, 1 stop, -1 fail (err set). */
-typedef int (*stream_fn)(void *ud, const Elf64_Sym *s, const char *name, struct np_err *err);
+/* What a streamed walk does with each symbol keep() let through, with its name and the name's
+ * length (NULL when it cannot be read): 0 go on, 1 stop, -1 fail (err set). */
+typedef int (*stream_fn)(void *ud, const Elf64_Sym *s, const char *name, size_t len, struct np_err *err);
 
 struct stream {
 	struct str_window *w;
@@ -440,10 +448,12 @@ static int stream_batch(struct stream *st, const Elf64_Sym *batch, size_t n, str
 {
 	for (size_t j = 0; j < n; j++)
 		st->keys[j] = (uint64_t)batch[j].st_name << 32 | j;
-	np_sort_u64(st->keys, n, st->keys + STREAM_BATCH);
+	np_sort_by_key32(st->keys, n, st->keys + STREAM_BATCH);
 	for (size_t j = 0; j < n; j++) {
 		const Elf64_Sym *v = &batch[(uint32_t)st->keys[j]];
-		int rc = st->fn(st->ud, v, window_name(st->w, v->st_name), err);
+		size_t len = 0;
+		const char *name = window_name(st->w, v->st_name, &len);
+		int rc = st->fn(st->ud, v, name, len, err);
 		if (rc)
 			return rc;
 	}
@@ -519,12 +529,12 @@ struct add_ctx {
 	size_t *added;
 };
 
-static int add_streamed_one(void *ud, const Elf64_Sym *v, const char *name, struct np_err *err)
+static int add_streamed_one(void *ud, const Elf64_Sym *v, const char *name, size_t len, struct np_err *err)
 {
 	struct add_ctx *c = ud;
 	GElf_Sym s = { .st_name = v->st_name, .st_info = v->st_info, .st_other = v->st_other,
 		       .st_shndx = v->st_shndx, .st_value = v->st_value, .st_size = v->st_size };
-	int got = add_one(c->b, &s, name, c->thumb, err);
+	int got = add_one(c->b, &s, name, len, c->thumb, err);
 	if (got < 0)
 		return -1;
 	*c->added += (size_t)got;
@@ -571,7 +581,8 @@ int sym_elf_add_symbols(Elf *e, int fd, unsigned sh_type, struct sym_stb *b, siz
 			break;
 		if (!is_function(&s))
 			continue;
-		int got = add_one(b, &s, elf_strptr(e, sh.sh_link, s.st_name), thumb, err);
+		const char *name = elf_strptr(e, sh.sh_link, s.st_name);
+		int got = add_one(b, &s, name, name ? strlen(name) : 0, thumb, err);
 		if (got < 0)
 			return -1;
 		if (b->over)
@@ -662,9 +673,10 @@ static int keep_defined(const Elf64_Sym *v, const void *ud)
 	return v->st_shndx != SHN_UNDEF && (!c->only_size || v->st_size == c->only_size);
 }
 
-static int find_one(void *ud, const Elf64_Sym *s, const char *name, struct np_err *err)
+static int find_one(void *ud, const Elf64_Sym *s, const char *name, size_t len, struct np_err *err)
 {
 	struct find_ctx *c = ud;
+	(void)len;
 	(void)err;
 	if (!name || strcmp(name, c->name) != 0)
 		return 0;
@@ -674,9 +686,10 @@ static int find_one(void *ud, const Elf64_Sym *s, const char *name, struct np_er
 	return 1;
 }
 
-static int each_one(void *ud, const Elf64_Sym *s, const char *name, struct np_err *err)
+static int each_one(void *ud, const Elf64_Sym *s, const char *name, size_t len, struct np_err *err)
 {
 	struct find_ctx *c = ud;
+	(void)len;
 	(void)err;
 	if (!name || strncmp(name, c->prefix, c->plen) != 0)
 		return 0;

@@ -85,7 +85,8 @@ struct sym_stb_mark {
 
 void sym_stb_init(struct sym_stb *b);
 void sym_stb_free(struct sym_stb *b);
-/* Copies name[0..name_len) (no NUL needed) unless the pool has it already. Empty names are
+/* Copies name[0..name_len) unless the pool has it already: a name the caller measured, with
+ * no NUL inside (none is needed after it). Empty names are
  * ignored; an add over the budget or max_entries is dropped and sets b->over. -1 only on
  * allocation failure. */
 NP_MUST_CHECK int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *name, size_t name_len,

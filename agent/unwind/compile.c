@@ -120,12 +120,10 @@ static int fde_cmp(const void *a, const void *b);
  * so a stable sort by start alone gives it: nothing to do when they are in order already
  * (a linker writes .eh_frame mostly so), else a radix sort of start offsets with the index
  * (lib/sorted.h; qsort through fde_cmp was a fifth of a node-sized compile), or qsort when the
- * starts span 2 GiB or more or memory runs short. The index takes only the bits n needs, so
- * that the keys are narrower and the sort makes fewer passes. The radix sort's order is
- * returned (owned, n words whose low *bits bits index c->fdes) rather than applied: moving
- * 24-byte elements along their cycles cost more than the sort. NULL: c->fdes is in order
- * itself. */
-static uint64_t *sort_fdes(struct compile *c, unsigned *bits)
+ * starts span 2 GiB or more or memory runs short. The radix sort's order is returned (owned,
+ * n words whose low 32 bits index c->fdes) rather than applied: moving 24-byte elements along
+ * their cycles cost more than the sort. NULL: c->fdes is in order itself. */
+static uint64_t *sort_fdes(struct compile *c)
 {
 	size_t n = c->nfdes;
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -143,13 +141,9 @@ static uint64_t *sort_fdes(struct compile *c, unsigned *bits)
 		qsort(c->fdes, n, sizeof(*c->fdes), fde_cmp);
 		return NULL;
 	}
-	/* Offsets below 2^31 and indexes below 2^bits <= 2^32: the key fits 63 bits. */
-	*bits = 1;
-	while (*bits < 32 && (n - 1) >> *bits)
-		++*bits;
 	for (size_t i = 0; i < n; i++)
-		k[i] = (c->fdes[i].start - lo) << *bits | i;
-	np_sort_u64(k, n, k + n);
+		k[i] = (c->fdes[i].start - lo) << 32 | i;
+	np_sort_by_key32(k, n, k + n);
 	uint64_t *fit = realloc(k, n * sizeof(*k)); /* the scratch half goes */
 	return fit ? fit : k;
 }
@@ -232,16 +226,14 @@ int unw_compile_sections(const struct unw_cfi_section *secs, size_t n, const str
 			c->b.stats.input_bytes += secs[i].len;
 			rc = collect(c, i);
 		}
-		unsigned bits = 0;
-		uint64_t *order = rc == 0 && c->nfdes ? sort_fdes(c, &bits) : NULL;
-		const uint64_t index = ((uint64_t)1 << bits) - 1;
+		uint64_t *order = rc == 0 && c->nfdes ? sort_fdes(c) : NULL;
 		for (size_t i = 0; i < c->nfdes && rc == 0; i++) {
 			if ((i & 1023) == 0 && lim->cancel && __atomic_load_n(lim->cancel, __ATOMIC_RELAXED)) {
 				rc = np_errf(err, "cancelled");
 				err->code = ECANCELED;
 				break;
 			}
-			rc = interpret(c, &c->fdes[order ? order[i] & index : i]);
+			rc = interpret(c, &c->fdes[order ? (uint32_t)order[i] : i]);
 		}
 		/* The list goes before the table is made beside the rows: one less at the peak. */
 		free(order);

@@ -26,6 +26,10 @@
 
 #define PROC_BUCKETS 4096
 #define MAX_VICTIMS 64
+/* A table refused for now (DEFERRED) is asked for again when the first resident table's
+ * residency ends, but after this long at most: a process exit frees room without any residency
+ * ending, and the loader does not look for the tables that wait for it. */
+#define UNW_DEFER_RETRY_NS (5 * 1000000000LL)
 /* How long a symbol table build lets unwind compiles go first (unw_loader_worker_build_lock). */
 #define SYMBOLS_WAIT_NS 500000000LL
 /* Tables of the mappings a re-read finds new, loaded at once (see unw_loader_process): a dlopen
@@ -382,23 +386,48 @@ static void evict(struct unw_loader *l, uint32_t id)
 static void failed(struct unw_loader *l, uint32_t id, const char *why)
 {
 	struct unw_reg_entry *e = unw_registry_get(&l->reg, id);
+	/* make_room deferred it and set when the walker asks again; its callers (the pack and load
+	 * of a compiled table, the on-disk cache's sink) report that as their failure. */
+	if (e && e->state == UNW_REG_DEFERRED)
+		return;
 	np_log(NP_DEBUG, "unwind", "no unwind table: frame pointers only", "file", e ? e->key : "?", "reason", why,
 	       NULL);
 	unw_registry_failed(&l->reg, id);
 	set_requested(l, id, NP_UNW_NEVER);
 }
 
-/* Makes room for bytes more of tables in BPF for id, evicting: -1 when they cannot fit. */
+/* Id needs bytes that resident tables hold: it waits (DEFERRED, not NEVER: it loads when room
+ * appears), and the walker asks for it again at `later` (a request time in the future holds
+ * off its next request until that time plus NP_UNW_REQUEST_NS: bpf/unwind_walk.h's unw_due). */
+static void defer(struct unw_loader *l, uint32_t id, size_t bytes, int64_t now, int64_t later)
+{
+	struct unw_reg_entry *e = unw_registry_get(&l->reg, id);
+	if (!e)
+		return;
+	if (e->state != UNW_REG_DEFERRED)
+		np_log(NP_DEBUG, "unwind", "unwind table deferred: the budget is held by resident tables", "file", e->key,
+		       "bytes", NP_LOG_INT(bytes), "loaded_bytes", NP_LOG_INT(l->reg.st.loaded_bytes), NULL);
+	unw_registry_deferred(&l->reg, id, bytes);
+	if (later < now + (int64_t)NP_UNW_REQUEST_NS)
+		later = now + (int64_t)NP_UNW_REQUEST_NS;
+	if (later > now + UNW_DEFER_RETRY_NS)
+		later = now + UNW_DEFER_RETRY_NS;
+	set_requested(l, id, (uint64_t)(later - (int64_t)NP_UNW_REQUEST_NS));
+}
+
+/* Makes room for bytes more of tables in BPF for id, evicting: -1 when they cannot fit, either
+ * never (larger than the budget: the caller marks it failed) or not now (deferred here). */
 static int make_room(struct unw_loader *l, uint32_t id, size_t bytes)
 {
 	uint32_t victims[MAX_VICTIMS];
-	int fits;
-	size_t nv = unw_registry_victims(&l->reg, bytes, id, victims, MAX_VICTIMS, &fits);
-	if (!fits)
-		return -1;
+	enum unw_room room;
+	int64_t now = np_mono_ns(), later;
+	size_t nv = unw_registry_victims(&l->reg, bytes, id, now, victims, MAX_VICTIMS, &room, &later);
 	for (size_t i = 0; i < nv; i++)
 		evict(l, victims[i]);
-	return 0;
+	if (room == UNW_ROOM_LATER)
+		defer(l, id, bytes, now, later);
+	return room == UNW_ROOM_NOW ? 0 : -1;
 }
 
 /* The on-disk cache's BPF side: room is made before the array is created. */
@@ -460,7 +489,7 @@ static void install(struct unw_loader *l, const struct unw_reg_entry *e, uint32_
 	}
 	close(fd); /* the outer map holds the table now */
 	size_t bytes = (size_t)n * sizeof(uint64_t);
-	unw_registry_loaded(&l->reg, id, bytes);
+	unw_registry_loaded(&l->reg, id, bytes, np_mono_ns());
 	l->compile_ns += np_mono_ns() - t0;
 	np_log(NP_DEBUG, "unwind", "unwind table loaded", "file", e->key, "from", from, "rows", NP_LOG_INT(nrows),
 	       "bytes", NP_LOG_INT(bytes), "us", NP_LOG_INT((np_mono_ns() - t0) / 1000), NULL);
@@ -472,6 +501,20 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 	if (!e) {
 		set_requested(l, id, NP_UNW_NEVER); /* a stale id: nobody maps it any more */
 		return 0;
+	}
+	if (e->state == UNW_REG_DEFERRED) {
+		/* Its size is known: while resident tables still hold the room, it waits again
+		 * without being read or compiled a second time. (Room made a few victims at a time,
+		 * later == now, is made by loading it.) */
+		uint32_t victims[MAX_VICTIMS];
+		enum unw_room room;
+		int64_t now = np_mono_ns(), later;
+		(void)unw_registry_victims(&l->reg, e->bytes, id, now, victims, MAX_VICTIMS, &room, &later);
+		if (room == UNW_ROOM_LATER && later > now) {
+			defer(l, id, e->bytes, now, later);
+			return 0;
+		}
+		unw_registry_retry(&l->reg, id);
 	}
 	if (e->state != UNW_REG_UNLOADED || l->building[id])
 		return 0; /* loaded meanwhile, known not to load, or with the worker */
@@ -607,10 +650,11 @@ void unw_loader_worker_build_lock(struct unw_loader *l)
 	 * starts once the unwind worker has nothing queued, under way or waiting to be loaded
 	 * (the loader's next poll). A compile holds the lock until its table is in the done list
 	 * (worker.c): with the lock and nothing done, no compiled table waits beside this build.
-	 * First for at most SYMBOLS_WAIT_NS, though: the unwind worker may never run dry (64 node-sized
-	 * binaries over the unwind budget evict and reload one another), and a symbol build that
-	 * waited for it then never ran (64 copies of node: 1 symbol table in a 20 s recording, every
-	 * frame unnamed, and the recording's end held up 50 s). After that the two builds take
+	 * First for at most SYMBOLS_WAIT_NS, though: the unwind worker may stay busy for long (64
+	 * node-sized binaries appearing at once are 64 compiles, 1.5 s of CPU; before tables over
+	 * the budget waited for room, they evicted and reloaded one another without end), and a
+	 * symbol build that waited for it then never ran (64 copies of node: 1 symbol table in a
+	 * 20 s recording, every frame unnamed, and the recording's end held up 50 s). After that the two builds take
 	 * turns on the lock, still one build's transient memory at a time, beside at most one
 	 * compiled table waiting to be loaded. */
 	int64_t turn = np_mono_ns() + SYMBOLS_WAIT_NS;
@@ -635,6 +679,10 @@ int unw_loader_settle(struct unw_loader *l, struct np_err *err)
 	return 0;
 }
 
+void unw_loader_set_residency(struct unw_loader *l, int64_t ns)
+{
+	l->reg.residency_ns = ns;
+}
 
 void unw_loader_stats(const struct unw_loader *l, struct unw_loader_stats *out)
 {

@@ -3,9 +3,11 @@
  *     the table id of its file (registry.h) and its load bias; a pc the walker finds in no
  *     mapping (dlopen) re-reads the maps; exit and exec remove them;
  *   - a table is loaded into its own BPF array only when the walker asks for it, within a byte
- *     budget, LRU-evicted: from the on-disk cache (table_cache.h) when it was compiled before,
- *     else compiled on the worker thread (worker.h, compile.h), then packed (pack.h), loaded
- *     and written to the cache on the collector's. The agent keeps no table once it is in BPF:
+ *     budget (registry.h: least recently used evicted first, a live process's table only after
+ *     its residency; else the new table waits and the walker asks again later): from the
+ *     on-disk cache (table_cache.h) when it was compiled before, else compiled on the worker
+ *     thread (worker.h, compile.h), then packed (pack.h), loaded and written to the cache on
+ *     the collector's. The agent keeps no table once it is in BPF:
  *     compile, pack and load are transient.
  * Files are reached through the symbolizer's snapshot and root-safe opener, read with pread. */
 #ifndef NP_UNWIND_LOADER_H
@@ -46,7 +48,9 @@ void unw_loader_exit(struct unw_loader *l, uint32_t pid);
 size_t unw_loader_sweep(struct unw_loader *l);
 /* The walker asked for table id: loaded from the on-disk cache at once, else handed to the
  * worker thread (worker.h) to compile, loaded by a later unw_loader_poll. A file that cannot
- * be read or compiled is marked so the walker stops asking; -1 only on allocation failure. */
+ * be read or compiled is marked so the walker stops asking; a table that finds the budget held
+ * by resident tables (registry.h) waits, and the walker asks again when room may have
+ * appeared. -1 only on allocation failure. */
 NP_MUST_CHECK int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err);
 /* Loads the tables the worker finished since the last call (cheap when there are none: call
  * it whenever events are polled). -1 only on allocation failure. */
@@ -64,9 +68,12 @@ void unw_loader_worker_build_lock(struct unw_loader *l);
 /* Waits for every compile asked for so far, then polls (tests, and tools that need the tables
  * loaded before they go on). */
 NP_MUST_CHECK int unw_loader_settle(struct unw_loader *l, struct np_err *err);
+/* How long a table a live process maps stays loaded before another may take its place
+ * (UNW_RESIDENCY_NS unless set; tests shorten it). */
+void unw_loader_set_residency(struct unw_loader *l, int64_t ns);
 
 struct unw_loader_stats {
-	struct unw_reg_stats tables;   /* ids, loaded tables and their BPF bytes, loads, evictions */
+	struct unw_reg_stats tables;   /* ids, loaded tables and their BPF bytes, loads, evictions, deferrals */
 	size_t rules;                  /* distinct rules in the global BPF array */
 	size_t processes;              /* processes with mappings in the trie */
 	size_t mapping_keys;           /* trie entries */

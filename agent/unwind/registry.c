@@ -1,6 +1,7 @@
 /* Table ids, states and the eviction policy: see registry.h. */
 #include "agent/unwind/registry.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@ int unw_registry_init(struct unw_registry *r, size_t budget, struct np_err *err)
 		return np_errf(err, "unwind registry: out of memory");
 	}
 	r->budget = r->st.budget = budget;
+	r->residency_ns = UNW_RESIDENCY_NS;
 	return 0;
 }
 
@@ -104,30 +106,49 @@ static int before(const struct unw_reg_entry *a, const struct unw_reg_entry *b)
 	return a->last_used < b->last_used;
 }
 
-size_t unw_registry_victims(struct unw_registry *r, size_t need, uint32_t keep, uint32_t *out, size_t max,
-                            int *fits)
+/* A table a live process maps, loaded too recently to give its place to another. */
+static int resident(const struct unw_registry *r, const struct unw_reg_entry *e, int64_t now)
+{
+	return e->refs && now - e->loaded_ns < r->residency_ns;
+}
+
+size_t unw_registry_victims(struct unw_registry *r, size_t need, uint32_t keep, int64_t now, uint32_t *out,
+                            size_t max, enum unw_room *room, int64_t *later)
 {
 	size_t n = 0, have = r->st.loaded_bytes;
-	*fits = 1;
+	*room = UNW_ROOM_NOW;
+	*later = now;
 	if (need > r->budget) {
-		*fits = 0;
+		*room = UNW_ROOM_NEVER;
 		return 0;
 	}
 	/* Selection by repeated minimum: evictions are rare and max is small. */
 	while (have + need > r->budget) {
 		uint32_t best = 0;
+		int64_t ends = INT64_MAX;
 		for (uint32_t id = 1; id < NP_UNW_MAX_TABLES; id++) {
 			const struct unw_reg_entry *e = &r->e[id];
 			int taken = 0;
 			if (!e->key || e->state != UNW_REG_LOADED || id == keep)
 				continue;
+			if (resident(r, e, now)) {
+				if (e->loaded_ns + r->residency_ns < ends)
+					ends = e->loaded_ns + r->residency_ns;
+				continue;
+			}
 			for (size_t i = 0; i < n && !taken; i++)
 				taken = out[i] == id;
 			if (!taken && (!best || before(e, &r->e[best])))
 				best = id;
 		}
-		if (!best || n == max) {
-			*fits = 0;
+		if (!best) {
+			/* What is left holds the room until a residency ends (or a process exits). */
+			*room = UNW_ROOM_LATER;
+			*later = ends == INT64_MAX ? now : ends;
+			return 0;
+		}
+		if (n == max) {
+			*room = UNW_ROOM_LATER;
 			return n;
 		}
 		out[n++] = best;
@@ -136,7 +157,7 @@ size_t unw_registry_victims(struct unw_registry *r, size_t need, uint32_t keep, 
 	return n;
 }
 
-void unw_registry_loaded(struct unw_registry *r, uint32_t id, size_t bytes)
+void unw_registry_loaded(struct unw_registry *r, uint32_t id, size_t bytes, int64_t now)
 {
 	struct unw_reg_entry *e = unw_registry_get(r, id);
 	if (!e || e->state == UNW_REG_LOADED)
@@ -144,9 +165,29 @@ void unw_registry_loaded(struct unw_registry *r, uint32_t id, size_t bytes)
 	e->state = UNW_REG_LOADED;
 	e->bytes = bytes;
 	e->last_used = ++r->tick;
+	e->loaded_ns = now;
 	r->st.loaded++;
 	r->st.loaded_bytes += bytes;
 	r->st.loads++;
+}
+
+void unw_registry_deferred(struct unw_registry *r, uint32_t id, size_t bytes)
+{
+	struct unw_reg_entry *e = unw_registry_get(r, id);
+	if (!e || e->state == UNW_REG_LOADED)
+		return;
+	e->state = UNW_REG_DEFERRED;
+	e->bytes = bytes;
+	r->st.deferred++;
+}
+
+void unw_registry_retry(struct unw_registry *r, uint32_t id)
+{
+	struct unw_reg_entry *e = unw_registry_get(r, id);
+	if (!e || e->state != UNW_REG_DEFERRED)
+		return;
+	e->state = UNW_REG_UNLOADED;
+	e->bytes = 0;
 }
 
 void unw_registry_evicted(struct unw_registry *r, uint32_t id)
@@ -157,10 +198,13 @@ void unw_registry_evicted(struct unw_registry *r, uint32_t id)
 	r->st.loaded--;
 	r->st.loaded_bytes -= e->bytes;
 	r->st.evictions++;
-	e->state = UNW_REG_UNLOADED;
-	e->bytes = 0;
-	if (!e->refs)
+	if (!e->refs) {
 		release(r, id);
+		return;
+	}
+	/* Evicted for another table while mapped: it waits for room, and its size tells when there
+	 * is some without reading or compiling it again. */
+	e->state = UNW_REG_DEFERRED;
 }
 
 void unw_registry_failed(struct unw_registry *r, uint32_t id)

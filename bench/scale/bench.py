@@ -105,6 +105,7 @@ def run_agent(workdir):
             fams = promtext.parse(r.read().decode())
         for key, name in (("unwind_bpf", "nodeprof_unwind_bpf_bytes"), ("unwind_tables", "nodeprof_unwind_tables"),
                           ("unwind_evictions", "nodeprof_unwind_table_evictions_total"),
+                          ("unwind_deferred", "nodeprof_unwind_table_deferred_total"),
                           ("sym_bytes", "nodeprof_symbol_cache_bytes"),
                           ("sym_mapped", "nodeprof_symbol_cache_mapped_bytes"),
                           ("built", "nodeprof_symbol_tables_built_total"),
@@ -214,13 +215,13 @@ def main():
                 + ("" if OLD else " with `symb_cache_path` set to an empty directory (cold: every table is built)")
                 + ". RSS at the end, anonymous and file-backed (RssAnon, RssFile).\n")
     text.append("\n| N | peak RSS (VmHWM) MB | RssAnon MB | RssFile MB | CPU s (after the first 2 s) | unwind BPF MB "
-                "(tables, evictions) | symbol heap MB | symbol mapped MB | tables built | from disk | evicted |")
+                "(tables, evictions, deferred) | symbol heap MB | symbol mapped MB | tables built | from disk | evicted |")
     text.append("\n|---|---|---|---|---|---|---|---|---|---|---|")
     for n, r in rows_run:
         mb = lambda v: fmt(None if v is None else v / 1048576, ".1f")  # noqa: E731
         text.append(f"\n| {n} | {r['hwm']:.1f} | {r['anon']:.1f} | {r['file']:.1f} | {r['cpu']:.2f} "
                     f"({r['cpu_after_start']:.2f}) | {mb(r['unwind_bpf'])} ({fmt(r['unwind_tables'])}, "
-                    f"{fmt(r['unwind_evictions'])}) | {mb(r['sym_bytes'])} | {mb(r['sym_mapped'])} | "
+                    f"{fmt(r['unwind_evictions'])}, {fmt(r['unwind_deferred'])}) | {mb(r['sym_bytes'])} | {mb(r['sym_mapped'])} | "
                     f"{fmt(r['built'])} | {fmt(r['loaded'])} | {fmt(r['sym_evicted'])} |")
     text.append("\n")
     lib.write_result("scale" + ("-" + LABEL if LABEL else ""), "".join(text))

@@ -239,6 +239,10 @@ class Run(unittest.TestCase):
         self.assertGreater(kept_out(fams), 0)
         self.assertLessEqual(fams["nodeprof_symbol_cache_bytes"].value(), 3 * mib)
         self.assertLessEqual(fams["nodeprof_unwind_bpf_bytes"].value(), 2 * mib)
+        # Loads put off while resident tables hold the unwind budget (test_unwind_budget) are counted
+        # beside its evictions.
+        for name in ("nodeprof_unwind_table_evictions_total", "nodeprof_unwind_table_deferred_total"):
+            self.assertIn(name, fams)
         self.assertLessEqual(fams["nodeprof_process_state_bytes"].value(), 4 * mib)
 
     def test_memory_budget_below_the_minimum(self):

@@ -1,6 +1,6 @@
-/* lib/sorted.h: the binary search over a sorted array, and the radix sort against qsort on keys
- * of every shape the table builds give it (random, few distinct bytes, all equal, already sorted,
- * reversed, the packed key << 32 | index form), and the permutation of elements by sorted keys. */
+/* lib/sorted.h: the binary search over a sorted array, and the radix sort against qsort on
+ * key << 32 | index words of every shape the table builds give it (random, few distinct digits,
+ * all equal, already sorted, reversed, many equal keys), and the permutation of elements by sorted keys. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,7 +30,7 @@ static void check_against_qsort(uint64_t *v, size_t n)
 	uint64_t *a = malloc((n ? n : 1) * sizeof(*a)), *tmp = malloc((n ? n : 1) * sizeof(*tmp));
 	memcpy(a, v, n * sizeof(*a));
 	qsort(v, n, sizeof(*v), cmp_u64);
-	np_sort_u64(a, n, tmp);
+	np_sort_by_key32(a, n, tmp);
 	assert_memory_equal(a, v, n * sizeof(*a));
 	free(a);
 	free(tmp);
@@ -46,15 +46,16 @@ static void radix_sort_matches_qsort(void **state)
 		uint64_t *v = malloc((n ? n : 1) * sizeof(*v));
 		for (int shape = 0; shape < 6; shape++) {
 			for (size_t i = 0; i < n; i++) {
-				uint64_t r = next(&seed);
+				uint64_t r = next(&seed), key;
 				switch (shape) {
-				case 0: v[i] = r; break;                                  /* random */
-				case 1: v[i] = r & 0x0f000000000000f0ULL; break;           /* few bytes differ */
-				case 2: v[i] = 0x1234; break;                              /* all equal */
-				case 3: v[i] = i * 3; break;                               /* sorted */
-				case 4: v[i] = (n - i) << 20; break;                       /* reversed */
-				default: v[i] = (r & 0xffffff) << 32 | (uint64_t)i; break; /* key << 32 | index */
+				case 0: key = r; break;                      /* random */
+				case 1: key = r & 0x0f0000f0ULL; break;      /* few digits differ */
+				case 2: key = 0x1234; break;                 /* all equal */
+				case 3: key = i * 3; break;                  /* sorted */
+				case 4: key = (n - i) << 20; break;          /* reversed */
+				default: key = r % (n / 4 + 1); break;       /* many equal keys */
 				}
+				v[i] = (key & 0xffffffffu) << 32 | (uint64_t)i;
 			}
 			check_against_qsort(v, n);
 		}
@@ -100,7 +101,7 @@ static void permute_by_sorted_keys(void **state)
 			v[i] = (struct elem24){ next(&seed) % (n / 3 + 1), (uint32_t)i, { 0 } };
 			k[i] = v[i].key << 32 | i;
 		}
-		np_sort_u64(k, n, k + n);
+		np_sort_by_key32(k, n, k + n);
 		np_permute_by_keys(v, n, sizeof(*v), k);
 		memset(ids, 0, (n ? n : 1) * sizeof(*ids));
 		for (size_t i = 0; i < n; i++) {

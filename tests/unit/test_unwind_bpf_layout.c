@@ -1,7 +1,7 @@
 /* The unwinder's user-space pieces that shape what BPF reads: LPM prefix splitting of process
  * mappings, tables packed with a page index and global rules (checked against the compiled
  * table at every row boundary of real Debian libraries, with the same bounded search the BPF
- * walker does), and the registry's ids, references and eviction budget. */
+ * walker does). The registry's ids and budget are test_unwind_registry.c's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +18,6 @@
 #include "agent/unwind/elf_cfi.h"
 #include "agent/unwind/lpm.h"
 #include "agent/unwind/pack.h"
-#include "agent/unwind/registry.h"
 
 /* ---- LPM ---- */
 
@@ -306,116 +305,6 @@ static void test_pack_refuses_high_base(void **state)
 	unw_rule_set_free(&rs);
 }
 
-/* ---- registry ---- */
-
-static void test_registry_ids_and_refs(void **state)
-{
-	(void)state;
-	struct unw_registry r;
-	struct np_err err;
-	int fresh;
-	assert_int_equal(unw_registry_init(&r, 1000, &err), 0);
-	uint32_t a = unw_registry_ref(&r, "aaaa", 10, 1, 0x1000, &fresh);
-	assert_true(a > 0 && fresh);
-	uint32_t a2 = unw_registry_ref(&r, "aaaa", 11, 1, 0x2000, &fresh);
-	assert_int_equal(a2, a);
-	assert_false(fresh);
-	assert_int_equal(unw_registry_get(&r, a)->pid, 11); /* the newest mapping is where to read it */
-	uint32_t b = unw_registry_ref(&r, "bbbb", 10, 1, 0x3000, &fresh);
-	assert_true(b > 0 && b != a && fresh);
-	assert_int_equal(r.st.tables, 2);
-	/* Not loaded and no longer mapped: the id is freed and reused. */
-	unw_registry_unref(&r, b);
-	assert_null(unw_registry_get(&r, b));
-	assert_int_equal(unw_registry_ref(&r, "cccc", 10, 1, 0x3000, &fresh), b);
-	/* A failed file is asked for again when mapped anew. */
-	unw_registry_failed(&r, a);
-	assert_int_equal(unw_registry_get(&r, a)->state, UNW_REG_FAILED);
-	assert_int_equal(unw_registry_ref(&r, "aaaa", 12, 1, 0x1000, &fresh), a);
-	assert_true(fresh);
-	assert_int_equal(unw_registry_get(&r, a)->state, UNW_REG_UNLOADED);
-	assert_int_equal(unw_registry_get(&r, a)->refs, 3);
-	/* Loaded tables outlive their last mapping until evicted. */
-	unw_registry_loaded(&r, a, 100);
-	unw_registry_unref(&r, a);
-	unw_registry_unref(&r, a);
-	unw_registry_unref(&r, a);
-	assert_non_null(unw_registry_get(&r, a));
-	unw_registry_evicted(&r, a);
-	assert_null(unw_registry_get(&r, a));
-	assert_int_equal(r.st.loaded_bytes, 0);
-	assert_int_equal(r.st.evictions, 1);
-	unw_registry_free(&r);
-}
-
-static void test_registry_eviction_budget(void **state)
-{
-	(void)state;
-	struct unw_registry r;
-	struct np_err err;
-	int fresh, fits;
-	uint32_t v[8];
-	assert_int_equal(unw_registry_init(&r, 1000, &err), 0);
-	uint32_t a = unw_registry_ref(&r, "a", 1, 1, 0, &fresh);
-	uint32_t b = unw_registry_ref(&r, "b", 1, 1, 0, &fresh);
-	uint32_t c = unw_registry_ref(&r, "c", 1, 1, 0, &fresh);
-	uint32_t d = unw_registry_ref(&r, "d", 1, 1, 0, &fresh);
-	unw_registry_loaded(&r, a, 300);
-	unw_registry_loaded(&r, b, 300);
-	unw_registry_loaded(&r, c, 300);
-	assert_int_equal(r.st.loaded_bytes, 900);
-	/* Fits without evicting. */
-	assert_int_equal(unw_registry_victims(&r, 100, d, v, 8, &fits), 0);
-	assert_true(fits);
-	/* All mapped: the least recently used goes first (a, then b). */
-	assert_int_equal(unw_registry_victims(&r, 200, d, v, 8, &fits), 1);
-	assert_true(fits);
-	assert_int_equal(v[0], a);
-	assert_int_equal(unw_registry_victims(&r, 500, d, v, 8, &fits), 2);
-	assert_int_equal(v[0], a);
-	assert_int_equal(v[1], b);
-	/* A table no live process maps goes before any mapped one, however recent. */
-	unw_registry_unref(&r, c);
-	assert_int_equal(unw_registry_victims(&r, 200, d, v, 8, &fits), 1);
-	assert_int_equal(v[0], c);
-	/* A loaded table named as kept is never a victim (its bytes stay counted); more than the
-	 * budget never fits. */
-	assert_int_equal(unw_registry_victims(&r, 700, a, v, 8, &fits), 2);
-	assert_true(fits);
-	unw_registry_victims(&r, 701, a, v, 8, &fits);
-	assert_false(fits);
-	for (int i = 0; i < 2; i++)
-		assert_int_not_equal(v[i], a);
-	unw_registry_victims(&r, 1001, d, v, 8, &fits);
-	assert_false(fits);
-	/* Room limited by max: reported as not fitting. */
-	unw_registry_victims(&r, 1000, d, v, 1, &fits);
-	assert_false(fits);
-	unw_registry_evicted(&r, c);
-	assert_int_equal(r.st.loaded_bytes, 600);
-	assert_null(unw_registry_get(&r, c)); /* unmapped and evicted: the id is free */
-	unw_registry_free(&r);
-}
-
-static void test_registry_runs_out_of_ids(void **state)
-{
-	(void)state;
-	struct unw_registry r;
-	struct np_err err;
-	int fresh;
-	char key[32];
-	assert_int_equal(unw_registry_init(&r, 1000, &err), 0);
-	for (int i = 1; i < NP_UNW_MAX_TABLES; i++) {
-		snprintf(key, sizeof(key), "k%d", i);
-		assert_int_equal(unw_registry_ref(&r, key, 1, 1, 0, &fresh), (uint32_t)i);
-	}
-	assert_int_equal(unw_registry_ref(&r, "one too many", 1, 1, 0, &fresh), 0);
-	assert_int_equal(r.st.no_id, 1);
-	/* Known keys still resolve through the hash. */
-	assert_int_equal(unw_registry_ref(&r, "k4095", 1, 1, 0, &fresh), 4095);
-	unw_registry_free(&r);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,9 +314,6 @@ int main(void)
 		cmocka_unit_test(test_pack_unaligned_base),
 		cmocka_unit_test(test_pack_refuses_high_base),
 		cmocka_unit_test(test_builder_dedups_rules),
-		cmocka_unit_test(test_registry_ids_and_refs),
-		cmocka_unit_test(test_registry_eviction_budget),
-		cmocka_unit_test(test_registry_runs_out_of_ids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* The unwind loader against real BPF maps (the sampler's layout, created here) and a real
  * process: what it puts into the mapping trie, when it bumps the epoch that invalidates the
  * walker's per-CPU rule cache (a live process's mapping leaving the trie, a table evicted; not
- * an exit, whose pid comes back only as a new incarnation), and the sweep that forgets a
+ * an exit, whose pid comes back only as a new incarnation), how a table over the budget waits
+ * for the residency of the others instead of evicting them, and the sweep that forgets a
  * process whose exit event never arrived. Needs root and BPF, like the integration tests. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "agent/unwind/loader.h"
 #include "bpf/unwind.h"
 #include "lib/build_lock.h"
+#include "lib/clock.h"
 #include "lib/file.h"
 #include "tests/unit/wait_test.h"
 
@@ -208,19 +210,79 @@ static void load_all(struct fixture *f, size_t budget, struct unw_loader_stats *
 	unw_loader_free(l);
 }
 
-static void test_eviction_bumps(void **state)
+/* The tables whose BPF request time is set in the future (deferred), into out; how many. */
+static size_t deferred_ids(const struct fixture *f, size_t n, uint32_t *out)
+{
+	size_t k = 0;
+	for (uint32_t id = 1; id <= n; id++) {
+		uint64_t when = 0;
+		assert_int_equal(bpf_map_lookup_elem(f->maps.requested, &id, &when), 0);
+		if (when) {
+			assert_true(when < NP_UNW_NEVER); /* not given up on */
+			out[k++] = id;
+		}
+	}
+	return k;
+}
+
+/* Over the budget, the tables a live process maps and that were just loaded stay: the table
+ * that does not fit waits (deferred, counted, asked for again later by the walker) instead of
+ * evicting one of them; once their residency is over, it loads, evicting, and the epoch bumps. */
+static void test_budget_defers_then_evicts(void **state)
 {
 	struct fixture *f = *state;
+	struct unw_loader *l;
 	struct unw_loader_stats st;
+	struct np_err err;
+	uint32_t pid = (uint32_t)f->child, waiting[64];
 
 	load_all(f, 0, &st);
 	assert_int_equal(st.tables.failures, 0);
 	assert_int_equal(st.tables.evictions, 0);
+	assert_int_equal(st.tables.deferred, 0);
 	assert_int_equal(epoch(f), 0);
-	/* One byte short of all of them: the last load evicts at least one. */
-	load_all(f, st.tables.loaded_bytes - 1, &st);
+	size_t all = st.tables.loaded_bytes, n = st.tables.tables;
+	assert_true(n < 64);
+
+	/* One byte short of all of them. */
+	assert_int_equal(unw_loader_new(&f->maps, f->sym, all - 1, &l, &err), 0);
+	assert_int_equal(symbolizer_note_process(f->sym, pid, 1, &err), 0);
+	assert_int_equal(unw_loader_process(l, pid, 1, 0, &err), 0);
+	int64_t t0 = np_mono_ns();
+	for (uint32_t id = 1; id <= n; id++)
+		assert_int_equal(unw_loader_need_table(l, id, &err), 0);
+	assert_int_equal(unw_loader_settle(l, &err), 0);
+	unw_loader_stats(l, &st);
+	assert_int_equal(st.tables.evictions, 0);
+	assert_int_equal(st.tables.failures, 0);
+	assert_int_equal(st.tables.deferred, 1);
+	assert_int_equal(st.tables.loaded, n - 1);
+	assert_true(st.tables.loaded_bytes <= all - 1);
+	assert_int_equal(epoch(f), 0);
+	assert_int_equal(deferred_ids(f, n, waiting), 1);
+	uint64_t when = 0;
+	assert_int_equal(bpf_map_lookup_elem(f->maps.requested, &waiting[0], &when), 0);
+	assert_true((int64_t)when >= t0); /* the walker's next request comes a second after it at the earliest */
+
+	/* Asked again while the others are resident: refused at once (its size is known), nothing
+	 * read or compiled. */
+	assert_int_equal(unw_loader_need_table(l, waiting[0], &err), 0);
+	unw_loader_stats(l, &st);
+	assert_int_equal(st.tables.deferred, 2);
+	assert_int_equal(st.building, 0);
+	assert_int_equal(st.tables.loaded, n - 1);
+
+	/* The residency over, the next request loads it, evicting the least recently used. */
+	unw_loader_set_residency(l, 0);
+	assert_int_equal(unw_loader_need_table(l, waiting[0], &err), 0);
+	assert_int_equal(unw_loader_settle(l, &err), 0);
+	unw_loader_stats(l, &st);
 	assert_true(st.tables.evictions >= 1);
+	assert_int_equal(st.tables.loads, n);
+	assert_int_equal(st.tables.failures, 0);
+	assert_true(st.tables.loaded_bytes <= all - 1);
 	assert_int_equal(epoch(f), st.tables.evictions);
+	unw_loader_free(l);
 }
 
 /* The build lock for another build on the loader's thread: taken with every table the worker
@@ -266,7 +328,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_exec_drops_and_bumps_exit_does_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_forgets_only_the_dead, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_eviction_bumps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_budget_defers_then_evicts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_build_lock_leaves_no_table_waiting, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("unwind_loader", tests, NULL, NULL);
