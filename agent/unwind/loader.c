@@ -549,6 +549,29 @@ int unw_loader_need_table(struct unw_loader *l, uint32_t id, struct np_err *err)
 	return 0;
 }
 
+/* Compiled table t of entry e, deferred (resident tables hold the budget): written to the
+ * on-disk cache all the same, so that the load once room appears reads it back (a few ms)
+ * rather than compiling it again (node: ~15 ms of CPU, each time a host over its budget turns
+ * its set of tables over). Packed into memory for that, as the BPF array it is not loaded into
+ * would have held it. -1 only when memory runs out (err set); a file that cannot be written is
+ * counted by the cache and skipped. */
+static int store_deferred(struct unw_loader *l, const struct unw_reg_entry *e, const struct unw_table *t,
+                          struct np_err *err)
+{
+	struct unw_table_cache *cache = table_cache(l);
+	struct unw_packed p;
+	struct np_err why;
+	if (!cache)
+		return 0;
+	if (unw_pack(t, &l->rules, &p, &why) < 0) {
+		np_log(NP_DEBUG, "unwind", "deferred unwind table not cached", "file", e->key, "err", why.msg, NULL);
+		return 0;
+	}
+	int rc = unw_table_cache_store(cache, e->key, &p, &l->rules, err);
+	unw_packed_free(&p);
+	return rc < 0 ? -1 : 0;
+}
+
 /* Compiled table j of entry e: packed, loaded and written to the on-disk cache. */
 static int load_compiled(struct unw_loader *l, const struct unw_reg_entry *e, struct unw_build *j,
                          struct np_err *err)
@@ -569,9 +592,13 @@ static int load_compiled(struct unw_loader *l, const struct unw_reg_entry *e, st
 		rc = -1;
 	}
 	unw_pack_end(&plan);
+	if (rc > 0 && e->state == UNW_REG_DEFERRED && store_deferred(l, e, j->t, err) < 0)
+		rc = -2;
 	/* The packed copy is what goes on: the table goes now. */
 	unw_table_free(j->t);
 	j->t = NULL;
+	if (rc == -2)
+		return -1;
 	if (rc != 0) {
 		failed(l, j->id, rc > 0 ? "over the unwind tables' BPF budget" : why.msg);
 		return 0;

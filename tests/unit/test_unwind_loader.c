@@ -285,6 +285,51 @@ static void test_budget_defers_then_evicts(void **state)
 	unw_loader_free(l);
 }
 
+/* A deferred table was compiled all the same: it goes to the on-disk cache, and once room
+ * appears it is loaded from there, not compiled again. */
+static void test_deferred_table_cached(void **state)
+{
+	struct fixture *f = *state;
+	struct unw_loader *l;
+	struct unw_loader_stats st;
+	struct np_err err;
+	uint32_t pid = (uint32_t)f->child, waiting[64];
+	char dir[] = "/tmp/np-unw-deferred-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct sym_options so = { .symb_cache_path = dir };
+	struct symbolizer *sym;
+	assert_int_equal(symbolizer_new(&so, &sym, &err), 0);
+
+	load_all(f, 0, &st);
+	size_t all = st.tables.loaded_bytes, n = st.tables.tables;
+	assert_true(n < 64);
+	assert_int_equal(unw_loader_new(&f->maps, sym, all - 1, &l, &err), 0);
+	assert_int_equal(symbolizer_note_process(sym, pid, 1, &err), 0);
+	assert_int_equal(unw_loader_process(l, pid, 1, 0, &err), 0);
+	for (uint32_t id = 1; id <= n; id++)
+		assert_int_equal(unw_loader_need_table(l, id, &err), 0);
+	assert_int_equal(unw_loader_settle(l, &err), 0);
+	unw_loader_stats(l, &st);
+	assert_int_equal(st.tables.deferred, 1);
+	assert_int_equal(st.tables.loaded, n - 1);
+	assert_int_equal(st.cache.stored, n); /* the deferred one too */
+	assert_int_equal(st.cache.loaded, 0);
+	assert_int_equal(deferred_ids(f, n, waiting), 1);
+
+	unw_loader_set_residency(l, 0);
+	assert_int_equal(unw_loader_need_table(l, waiting[0], &err), 0);
+	unw_loader_stats(l, &st);
+	assert_int_equal(st.building, 0); /* loaded at once, from the file */
+	assert_int_equal(st.cache.loaded, 1);
+	assert_int_equal(st.tables.loads, n);
+	assert_true(st.tables.loaded_bytes <= all - 1);
+	unw_loader_free(l);
+	symbolizer_free(sym);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* The build lock for another build on the loader's thread: taken with every table the worker
  * finished already loaded, and while it is held no compile goes on (the worker waits for it
  * before it allocates), so no compiled table sits beside the other build's peak. */
@@ -329,6 +374,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_exec_drops_and_bumps_exit_does_not, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_forgets_only_the_dead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_budget_defers_then_evicts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deferred_table_cached, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_build_lock_leaves_no_table_waiting, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("unwind_loader", tests, NULL, NULL);
