@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import lib  # noqa: E402
 import np  # noqa: E402
 import promtext  # noqa: E402
-from node_copies import NODE, copy_with_build_id  # noqa: E402
+from node_copies import NODE, busy_js, copy_with_build_id  # noqa: E402
 
 COPIES = [int(x) for x in os.environ.get("BENCH_COPIES", "1,16,64").split(",") if x]
 SECONDS = int(os.environ.get("BENCH_SECONDS", "60"))
@@ -43,7 +43,6 @@ LABEL = os.environ.get("BENCH_LABEL", "")
 # A build without the on-disk symbol cache (before issue 29): no --symb-cache-path, and `run`
 # with its embedded default.
 OLD = os.environ.get("BENCH_OLD") == "1"
-BUSY_JS = "setInterval(()=>{const t=Date.now(); let x=0; while(Date.now()-t<%d) x+=Math.sqrt(x+1);}, 100)"
 
 
 def busy_ms(n):
@@ -175,7 +174,7 @@ def main():
             # The copies' own writeback (99 MB each; 6.3 GB for 64) is not the agent's: left
             # running, it throttled the agent's cache file writes (balance_dirty_pages) for minutes.
             os.sync()
-            procs = [subprocess.Popen([b, "-e", BUSY_JS % busy_ms(n)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs = [subprocess.Popen([b, "-e", busy_js(busy_ms(n))], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                      for b in bins[:n]]
             try:
                 time.sleep(3)

@@ -5,12 +5,11 @@ stacks; the next recording builds nothing and compiles nothing (docs/specs/symb-
 The numbers at scale are bench/scale's."""
 import os
 import re
-import subprocess
 import time
 import unittest
 
 import np
-from node_copies import BUSY_JS, NODE, copy_with_build_id
+from node_copies import start_busy_copies
 
 COPIES = 4
 SECONDS = 3
@@ -21,14 +20,7 @@ UNWIND = re.compile(r'msg="user stack walks" .* cache_files_loaded=(\d+) cache_f
 class Scale(unittest.TestCase):
     def setUp(self):
         self.dir = np.tmpdir(self)
-        self.procs = []
-        for i in range(COPIES):
-            exe = os.path.join(self.dir, f"node{i}")
-            copy_with_build_id(NODE, exe, i)
-            p = subprocess.Popen([exe, "-e", BUSY_JS], cwd=self.dir, stdout=subprocess.DEVNULL)
-            self.procs.append(p)
-            self.addCleanup(lambda p=p: (p.kill(), p.wait()))
-        time.sleep(0.5)
+        self.procs = start_busy_copies(self, self.dir, COPIES)
 
     def record(self, cache):
         args = ["record", "--duration", f"{SECONDS}s", "--symb-cache-path", cache, "--log-level", "debug"]

@@ -10,7 +10,7 @@ import time
 import unittest
 
 import np
-from node_copies import BUSY_JS, NODE, copy_with_build_id
+from node_copies import NODE, busy_js, copy_with_build_id
 
 SECONDS = 5
 DELAY_MS = 2500
@@ -22,7 +22,7 @@ class SymbolWorker(unittest.TestCase):
         self.dir = np.tmpdir(self)
         self.exe = os.path.join(self.dir, "nodesw")
         copy_with_build_id(NODE, self.exe, 29)
-        self.proc = subprocess.Popen([self.exe, "-e", BUSY_JS], cwd=self.dir, stdout=subprocess.DEVNULL)
+        self.proc = subprocess.Popen([self.exe, "-e", busy_js(30)], cwd=self.dir, stdout=subprocess.DEVNULL)
         self.addCleanup(lambda: (self.proc.kill(), self.proc.wait()))
         time.sleep(0.5)
 

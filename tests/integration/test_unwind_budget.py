@@ -7,17 +7,16 @@ process asking for it again at once (before: 145 loads, nearly each after an evi
 still ends on time and stays within the budget."""
 import os
 import re
-import subprocess
 import time
 import unittest
 
 import np
-from node_copies import NODE, copy_with_build_id
+from node_copies import start_busy_copies
 
 COPIES = 4
 SECONDS = 6
 # Busy 10 ms of every 100 ms: light on a shared machine, still sampled every interval.
-BUSY_JS = "setInterval(()=>{const t=Date.now(); while(Date.now()-t<10);},100)"
+BUSY_MS = 10
 # About two node tables (3.0 MB each) and the small libraries the walks meet.
 BUDGET = 7 << 20
 WALKS = re.compile(r'msg="user stack walks" .*\btables=(\d+) table_bytes=(\d+) .*\btable_loads=(\d+) '
@@ -27,14 +26,7 @@ WALKS = re.compile(r'msg="user stack walks" .*\btables=(\d+) table_bytes=(\d+) .
 class UnwindBudget(unittest.TestCase):
     def setUp(self):
         self.dir = np.tmpdir(self)
-        self.procs = []
-        for i in range(COPIES):
-            exe = os.path.join(self.dir, f"node{i}")
-            copy_with_build_id(NODE, exe, i)
-            p = subprocess.Popen([exe, "-e", BUSY_JS], cwd=self.dir, stdout=subprocess.DEVNULL)
-            self.procs.append(p)
-            self.addCleanup(lambda p=p: (p.kill(), p.wait()))
-        time.sleep(0.5)
+        self.procs = start_busy_copies(self, self.dir, COPIES, busy_ms=BUSY_MS)
 
     def test_over_the_budget_a_stable_set_of_tables(self):
         cache = os.path.join(self.dir, "cache")

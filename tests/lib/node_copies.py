@@ -1,13 +1,33 @@
 """Copies of the node binary, each with a build ID of its own: the shape of a node running many
 different large programs (issue 29), for the tests of table builds (test_scale,
-test_symbol_worker)."""
+test_symbol_worker, test_unwind_budget) and bench/scale."""
 import shutil
 import os
 import struct
+import subprocess
+import time
 
 NODE = "/usr/bin/node"
-# Busy 30 ms of every 100 ms.
-BUSY_JS = "setInterval(()=>{const t=Date.now(); let x=0; while(Date.now()-t<30) x+=Math.sqrt(x+1);}, 100)"
+
+
+def busy_js(ms):
+    """A script that keeps node busy ms milliseconds of every 100."""
+    return ("setInterval(()=>{const t=Date.now(); let x=0; while(Date.now()-t<%d) x+=Math.sqrt(x+1);}, 100)"
+            % ms)
+
+
+def start_busy_copies(test, directory, count, busy_ms=30):
+    """count copies of node in directory (node0...), each with its own build ID and running
+    busy_js(busy_ms), stopped by their PIDs when the test ends: their Popen objects."""
+    procs = []
+    for i in range(count):
+        exe = os.path.join(directory, f"node{i}")
+        copy_with_build_id(NODE, exe, i)
+        p = subprocess.Popen([exe, "-e", busy_js(busy_ms)], cwd=directory, stdout=subprocess.DEVNULL)
+        procs.append(p)
+        test.addCleanup(lambda p=p: (p.kill(), p.wait()))
+    time.sleep(0.5)
+    return procs
 
 
 def copy_with_build_id(src, dst, i):
