@@ -350,7 +350,7 @@ static void log_details(const struct recording *r, const struct np_collector_sta
 	       NP_LOG_INT(ss.cache_bytes), "mapped_bytes", NP_LOG_INT(ss.mapped_bytes), "lookups", NP_LOG_INT(ss.lookups),
 	       "lookups_from_memo", NP_LOG_INT(ss.memo_hits), "samples_deferred", NP_LOG_INT(st->deferred_samples),
 	       "samples_named_early", NP_LOG_INT(st->named_early), "max_drain_gap_ms", NP_LOG_INT(st->max_drain_gap_ms),
-	       "tables_evicted", NP_LOG_INT(ss.tables_evicted), NULL);
+	       "tables_evicted", NP_LOG_INT(ss.tables_evicted), "loaded_known", NP_LOG_INT(ss.disk_loaded_known), NULL);
 	if (r->kind == NP_EVENT_OFFCPU)
 		np_log(NP_DEBUG, "record", "off-CPU", "switch_seen", NP_LOG_INT(b[NP_OFFCPU_SWITCHES]), "switch_recorded",
 		       NP_LOG_INT(b[NP_OFFCPU_RECORDED]), "return_counted", NP_LOG_INT(b[NP_OFFCPU_COUNTED]),

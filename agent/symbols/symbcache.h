@@ -30,6 +30,7 @@ struct sym_symbcache;
 
 struct sym_symbcache_stats {
 	uint64_t loaded;       /* tables mapped from a cache file: no build */
+	uint64_t loaded_known; /* of those, files checked whole earlier and unchanged since: header only */
 	uint64_t stored;       /* tables written after a build */
 	uint64_t invalid;      /* files refused when opened (truncated, corrupted, foreign, unsafe): removed */
 	uint64_t evicted;      /* files removed to keep the directory within max_entries */

@@ -695,6 +695,7 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 		sym_symbcache_stats(s->symb, &cs);
 		out->disk_cache = 1;
 		out->disk_loaded = cs.loaded;
+		out->disk_loaded_known = cs.loaded_known;
 		out->disk_stored = cs.stored;
 		out->disk_invalid = cs.invalid;
 		out->disk_evicted = cs.evicted;

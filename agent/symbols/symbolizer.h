@@ -228,6 +228,7 @@ struct sym_stats {
 	                                      * file-backed, resident only where lookups touched them) */
 	int disk_cache;                      /* the on-disk cache is in use; then: */
 	uint64_t disk_loaded, disk_stored, disk_invalid, disk_evicted, disk_store_failed;
+	uint64_t disk_loaded_known; /* of disk_loaded: files checked whole before, unchanged (header only) */
 	size_t disk_files, disk_max_files;
 };
 void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out);

@@ -214,6 +214,53 @@ static void store_and_load(void **state)
 	free(dir);
 }
 
+/* A file loaded again, unchanged, is not checked whole again; one written since (in place,
+ * its size the same) is, and refused when damaged. */
+static void reload_checked_once(void **state)
+{
+	(void)state;
+	char *dir = make_dir();
+	struct sym_symbcache *c;
+	struct np_err err;
+	struct sym_symtab *t = make_table(0, 0), *mapped = NULL, *loaded = NULL;
+	const char *source;
+	struct sym_symbcache_stats st;
+	assert_int_equal(sym_symbcache_open(dir, 0, &c, &err), 0);
+	assert_int_equal(sym_symbcache_store(c, "0123abcd", t, "symtab", &mapped, &err), 0);
+	sym_symtab_free(mapped);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sym_symbcache_load(c, "0123abcd", &loaded, &source, &err), 1);
+		same_lookups(t, loaded);
+		sym_symtab_free(loaded);
+	}
+	sym_symbcache_stats(c, &st);
+	assert_int_equal(st.loaded, 3);
+	assert_int_equal(st.loaded_known, 2); /* the first load checked it whole */
+	/* A byte of the names flipped in place, a tick of the file clock later. */
+	usleep(20 * 1000);
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/0123abcd.sym", dir);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	struct stat fs;
+	assert_int_equal(fstat(fd, &fs), 0);
+	unsigned char b;
+	assert_int_equal(pread(fd, &b, 1, fs.st_size - 2), 1);
+	b ^= 0x20;
+	assert_int_equal(pwrite(fd, &b, 1, fs.st_size - 2), 1);
+	close(fd);
+	loaded = NULL;
+	assert_int_equal(sym_symbcache_load(c, "0123abcd", &loaded, &source, &err), 0);
+	assert_null(loaded);
+	sym_symbcache_stats(c, &st);
+	assert_int_equal(st.invalid, 1);
+	assert_int_equal(st.loaded_known, 2);
+	sym_symtab_free(t);
+	sym_symbcache_free(c);
+	remove_dir(dir);
+	free(dir);
+}
+
 /* The bound: max_entries files at most, the least recently used removed first and counted. */
 static void size_bound_evicts_lru(void **state)
 {
@@ -590,6 +637,7 @@ int main(void)
 		cmocka_unit_test(round_trip),
 		cmocka_unit_test(damaged_images_refused),
 		cmocka_unit_test(store_and_load),
+		cmocka_unit_test(reload_checked_once),
 		cmocka_unit_test(size_bound_evicts_lru),
 		cmocka_unit_test(directory_checks),
 		cmocka_unit_test(reused_across_restart),
