@@ -5,11 +5,10 @@ stacks; the next recording builds nothing and compiles nothing (docs/specs/symb-
 The numbers at scale are bench/scale's."""
 import os
 import re
-import time
 import unittest
 
 import np
-from node_copies import start_busy_copies
+from node_copies import record_copies, start_busy_copies
 
 COPIES = 4
 SECONDS = 3
@@ -23,12 +22,7 @@ class Scale(unittest.TestCase):
         self.procs = start_busy_copies(self, self.dir, COPIES)
 
     def record(self, cache):
-        args = ["record", "--duration", f"{SECONDS}s", "--symb-cache-path", cache, "--log-level", "debug"]
-        for p in self.procs:
-            args += ["--pid", str(p.pid)]
-        t0 = time.monotonic()
-        r = np.nodeprof(*args, timeout=60)
-        wall = time.monotonic() - t0
+        r, wall = record_copies(self.procs, SECONDS, "--symb-cache-path", cache, "--log-level", "debug")
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         sym, unw = SYMBOLS.search(r.stderr), UNWIND.search(r.stderr)
         self.assertIsNotNone(sym, r.stderr[-2000:])

@@ -7,11 +7,10 @@ process asking for it again at once (before: 145 loads, nearly each after an evi
 still ends on time and stays within the budget."""
 import os
 import re
-import time
 import unittest
 
 import np
-from node_copies import start_busy_copies
+from node_copies import record_copies, start_busy_copies
 
 COPIES = 4
 SECONDS = 6
@@ -30,13 +29,8 @@ class UnwindBudget(unittest.TestCase):
 
     def test_over_the_budget_a_stable_set_of_tables(self):
         cache = os.path.join(self.dir, "cache")
-        args = ["record", "--duration", f"{SECONDS}s", "--unwind-memory", f"{BUDGET >> 20}MiB",
-                "--symb-cache-path", cache, "--log-level", "debug"]
-        for p in self.procs:
-            args += ["--pid", str(p.pid)]
-        t0 = time.monotonic()
-        r = np.nodeprof(*args, timeout=60)
-        wall = time.monotonic() - t0
+        r, wall = record_copies(self.procs, SECONDS, "--unwind-memory", f"{BUDGET >> 20}MiB",
+                                "--symb-cache-path", cache, "--log-level", "debug")
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         m = WALKS.search(r.stderr)
         self.assertIsNotNone(m, r.stderr[-2000:])

@@ -41,3 +41,15 @@ def copy_with_build_id(src, dst, i):
             raise AssertionError(f"{src}: no 20-byte GNU build ID note in its first MiB")
         f.seek(at + 16 + 16)
         f.write(struct.pack("<I", 0x7e57c0de + i))
+
+
+def record_copies(procs, seconds, *options):
+    """`nodeprof record` of the processes procs for seconds, with options: its result (returncode
+    checked by the caller) and its wall time."""
+    import np  # tests/lib/np.py: imported here, bench/scale uses this module without it
+    args = ["record", "--duration", f"{seconds}s", *options]
+    for p in procs:
+        args += ["--pid", str(p.pid)]
+    t0 = time.monotonic()
+    r = np.nodeprof(*args, timeout=60)
+    return r, time.monotonic() - t0
