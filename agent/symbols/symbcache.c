@@ -335,9 +335,9 @@ static int load_locked(struct sym_symbcache *c, const char *key, struct sym_symt
 		c->loaded++;
 		c->loaded_known += known;
 		/* Checked whole now, or known with this checksum: recorded as it is after the touch. */
-		struct header h;
-		memcpy(&h, (*out)->map, sizeof(h));
 		if (slot && identity(fd, &id) == 0) {
+			struct header h;
+			memcpy(&h, (*out)->map, sizeof(h));
 			id.crc = h.crc;
 			*slot = id;
 		}

@@ -592,12 +592,11 @@ static int load_compiled(struct unw_loader *l, const struct unw_reg_entry *e, st
 		rc = -1;
 	}
 	unw_pack_end(&plan);
-	if (rc > 0 && e->state == UNW_REG_DEFERRED && store_deferred(l, e, j->t, err) < 0)
-		rc = -2;
+	int stored = rc > 0 && e->state == UNW_REG_DEFERRED ? store_deferred(l, e, j->t, err) : 0;
 	/* The packed copy is what goes on: the table goes now. */
 	unw_table_free(j->t);
 	j->t = NULL;
-	if (rc == -2)
+	if (stored < 0)
 		return -1;
 	if (rc != 0) {
 		failed(l, j->id, rc > 0 ? "over the unwind tables' BPF budget" : why.msg);
