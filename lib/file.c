@@ -81,6 +81,22 @@ char *np_read_file(const char *path, size_t max, size_t *len, struct np_err *err
 	return buf;
 }
 
+int np_pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+	for (size_t got = 0; got < n;) {
+		ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = 0;
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	return 0;
+}
+
 #define MAX_SECRET_FILE (64u << 10)
 
 char *np_read_secret_file(const char *path, struct np_err *err)

@@ -5,6 +5,7 @@
 #define NP_LIB_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lib/error.h"
 
@@ -19,6 +20,10 @@ NP_MUST_CHECK char *np_read_file(const char *path, size_t max, size_t *len, stru
  * cut at max bytes with *truncated set. what names the file in messages. */
 NP_MUST_CHECK char *np_read_fd(int fd, const char *what, size_t max, int truncate, size_t *len, int *truncated,
 			       struct np_err *err);
+
+/* n bytes of fd at off, through short reads and EINTR: 0, or -1 with errno (an error, or 0
+ * when the file ended first). */
+int np_pread_all(int fd, void *buf, size_t n, uint64_t off);
 
 /* A secret file as Prometheus reads one (a token, a password, a client secret): the
  * whole file, at most 64 KiB, surrounding white space trimmed (Go's strings.TrimSpace

@@ -222,6 +222,15 @@ int sym_build_symtab(struct symbolizer *s, const struct sym_elf *e, int fd, int 
 			tab = mapped;
 		}
 	}
+	/* Not stored: the names still in the file are read now, while fd is open. */
+	if (sym_symtab_materialize(tab, err) < 0) {
+		sym_symtab_free(tab);
+		if (err->code == ENOMEM)
+			return -1;
+		np_log(NP_DEBUG, "symbols", "string table changed while the table was built: no table", "file",
+		       e->path ? e->path : "", "error", err->msg, NULL);
+		return 0;
+	}
 	*out = tab;
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/file.h"
 #include "lib/sorted.h"
 
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
@@ -28,20 +29,6 @@ struct image {
 	uint64_t size;
 };
 
-/* n bytes of fd at off, through short reads and EINTR: 0, or -1 (an error, or the end first). */
-static int pread_all(int fd, void *buf, size_t n, uint64_t off)
-{
-	for (size_t got = 0; got < n;) {
-		ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 static int image_read(const struct image *im, uint64_t off, void *buf, size_t n)
 {
 	if (off > im->size || im->size - off < n)
@@ -50,7 +37,7 @@ static int image_read(const struct image *im, uint64_t off, void *buf, size_t n)
 		memcpy(buf, im->mem + off, n);
 		return 0;
 	}
-	return pread_all(im->fd, buf, n, off);
+	return np_pread_all(im->fd, buf, n, off);
 }
 
 static uint64_t field(const unsigned char *p, size_t n, int big)
@@ -350,6 +337,13 @@ static int is_function(const GElf_Sym *s)
 	return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_shndx != SHN_UNDEF && s->st_value != 0;
 }
 
+static int bind_of(unsigned char st_info)
+{
+	return GELF_ST_BIND(st_info) == STB_GLOBAL ? SYM_BIND_GLOBAL
+	       : GELF_ST_BIND(st_info) == STB_WEAK ? SYM_BIND_WEAK
+	                                           : SYM_BIND_LOCAL;
+}
+
 /* Adds one function (is_function) to b when its name is usable: 1 added, 0 not, -1 out of
  * memory. */
 static int add_one(struct sym_stb *b, const GElf_Sym *s, const char *name, size_t len, int thumb,
@@ -357,70 +351,24 @@ static int add_one(struct sym_stb *b, const GElf_Sym *s, const char *name, size_
 {
 	if (!name || !usable_name(name))
 		return 0;
-	int bind = GELF_ST_BIND(s->st_info) == STB_GLOBAL ? SYM_BIND_GLOBAL
-	           : GELF_ST_BIND(s->st_info) == STB_WEAK ? SYM_BIND_WEAK
-	                                                  : SYM_BIND_LOCAL;
 	uint64_t value = thumb ? s->st_value & ~(uint64_t)1 : s->st_value;
 	/* Symbol versions (".symver" definitions keep "name@@VER" in .symtab): not part of the name. */
-	const char *at = memchr(name, '@', len);
-	if (at && at > name)
-		len = (size_t)(at - name);
-	if (sym_stb_add(b, value, s->st_size, name, len, sym_rank(s->st_size, bind, name), 0, err) < 0)
+	len = sym_name_unversioned(name, len);
+	if (sym_stb_add(b, value, s->st_size, name, len, sym_rank(s->st_size, bind_of(s->st_info), name), 0, err) < 0)
 		return -1;
 	return b->over ? 0 : 1;
 }
 
 /* Reading a file's symbols with pread, a window at a time, rather than through libelf, which
- * reads a section and its strings whole: node's .symtab and .strtab are 10 MiB, and the names
- * are copied into the table's pool anyway. Entries are read STREAM_SYMS at a time; the
- * functions among them are kept, up to STREAM_BATCH, and their names then fetched in string
- * table order through a window of STREAM_STR_READ bytes, each window read once per batch. In
- * symbol order node's names jump back and forth across its 7.5 MiB .strtab: a window per name
- * (72,000 reads, 1.2 GB copied per file, a quarter of a cold recording's CPU); in string order,
- * one sweep per batch (6 for node's 85,800 functions). A name longer than the window is read
- * again with up to STREAM_STR. */
+ * reads a section and its strings whole: node's .symtab and .strtab are 10 MiB. Entries are
+ * read STREAM_SYMS at a time; the ones kept are then, up to STREAM_BATCH, handed on with their
+ * names fetched in string table order through a sym_strwin (symtab.h), each window read once
+ * per batch. In symbol order node's names jump back and forth across its 7.5 MiB .strtab: a
+ * window per name (72,000 reads, 1.2 GB copied per file, a quarter of a cold recording's CPU);
+ * in string order, one sweep per batch (6 for node's 85,800 functions). A table's own build
+ * reads no name at all when it keeps the string table whole (add_strtab_one). */
 #define STREAM_SYMS 1024
 #define STREAM_BATCH 16384
-#define STREAM_STR_READ ((size_t)16 << 10)
-#define STREAM_STR ((size_t)128 << 10)
-
-struct str_window {
-	int fd;
-	uint64_t off, size; /* the string table's place in the file */
-	uint64_t at;        /* the table offset of buf[0] */
-	size_t len;
-	char buf[STREAM_STR];
-};
-
-/* The NUL-terminated name at off in the string table and its length (*len), or NULL (out of the
- * table, unreadable, longer than the window). */
-static const char *window_name(struct str_window *w, uint64_t off, size_t *len)
-{
-	if (off >= w->size)
-		return NULL;
-	const char *nul;
-	if (off >= w->at && off < w->at + w->len &&
-	    (nul = memchr(w->buf + (off - w->at), '\0', w->len - (off - w->at)))) {
-		*len = (size_t)(nul - (w->buf + (off - w->at)));
-		return w->buf + (off - w->at);
-	}
-	for (size_t read = STREAM_STR_READ;; read = STREAM_STR) {
-		size_t want = w->size - off < read ? (size_t)(w->size - off) : read;
-		ssize_t r = pread(w->fd, w->buf, want, (off_t)(w->off + off));
-		w->len = 0;
-		if (r <= 0)
-			return NULL;
-		w->at = off;
-		w->len = (size_t)r;
-		if ((nul = memchr(w->buf, '\0', w->len))) {
-			*len = (size_t)(nul - w->buf);
-			return w->buf;
-		}
-		if (read == STREAM_STR || (size_t)r < want)
-			return NULL;
-	}
-}
-
 /* Whether the section sh of e (string table strsh) can be read from fd by add_streamed: a
  * 64-bit file of this machine's byte order, with entries of Elf64_Sym's size. */
 static int streamable(Elf *e, int fd, const GElf_Shdr *sh)
@@ -436,7 +384,7 @@ static int streamable(Elf *e, int fd, const GElf_Shdr *sh)
 typedef int (*stream_fn)(void *ud, const Elf64_Sym *s, const char *name, size_t len, struct np_err *err);
 
 struct stream {
-	struct str_window *w;
+	struct sym_strwin *w;
 	uint64_t *keys; /* 2 * STREAM_BATCH: name offset << 32 | index in the batch, and scratch */
 	stream_fn fn;
 	void *ud;
@@ -452,7 +400,7 @@ static int stream_batch(struct stream *st, const Elf64_Sym *batch, size_t n, str
 	for (size_t j = 0; j < n; j++) {
 		const Elf64_Sym *v = &batch[(uint32_t)st->keys[j]];
 		size_t len = 0;
-		const char *name = window_name(st->w, v->st_name, &len);
+		const char *name = sym_strwin_name(st->w, v->st_name, &len);
 		int rc = st->fn(st->ud, v, name, len, err);
 		if (rc)
 			return rc;
@@ -462,30 +410,31 @@ static int stream_batch(struct stream *st, const Elf64_Sym *batch, size_t n, str
 
 /* Bytes a streamed walk holds. */
 #define STREAM_BYTES                                                                                      \
-	(sizeof(struct str_window) + (STREAM_SYMS + STREAM_BATCH) * sizeof(Elf64_Sym) +                       \
+	(sizeof(struct sym_strwin) + (STREAM_SYMS + STREAM_BATCH) * sizeof(Elf64_Sym) +                       \
 	 2 * STREAM_BATCH * sizeof(uint64_t))
 
 /* Walks the symbols of section sh (strings strsh) of fd that keep() accepts, their names
- * fetched in string-table order a batch at a time (see above). 0 (fn stopped it, or the end),
- * -1 with err. */
+ * fetched in string-table order a batch at a time (see above); with strsh NULL, in symbol
+ * order and without names (fn gets NULL). 0 (fn stopped it, or the end), -1 with err. */
 static int stream_symbols(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh,
                           int (*keep)(const Elf64_Sym *, const void *ud), stream_fn fn, void *ud, struct np_err *err)
 {
-	struct str_window *w = malloc(sizeof(*w));
-	Elf64_Sym *v = malloc(STREAM_SYMS * sizeof(*v)), *batch = malloc(STREAM_BATCH * sizeof(*batch));
-	uint64_t *keys = malloc(2 * STREAM_BATCH * sizeof(*keys));
+	struct sym_strwin *w = strsh ? malloc(sizeof(*w)) : NULL;
+	Elf64_Sym *v = malloc(STREAM_SYMS * sizeof(*v)), *batch = strsh ? malloc(STREAM_BATCH * sizeof(*batch)) : NULL;
+	uint64_t *keys = strsh ? malloc(2 * STREAM_BATCH * sizeof(*keys)) : NULL;
 	struct stream st = { w, keys, fn, ud };
 	size_t nbatch = 0;
 	int rc = 0;
 
-	if (!w || !v || !batch || !keys) {
+	if (!v || (strsh && (!w || !batch || !keys))) {
 		free(w);
 		free(v);
 		free(batch);
 		free(keys);
 		return np_errf(err, "symbols: out of memory");
 	}
-	*w = (struct str_window){ .fd = fd, .off = strsh->sh_offset, .size = strsh->sh_size };
+	if (w)
+		*w = (struct sym_strwin){ .fd = fd, .off = strsh->sh_offset, .size = strsh->sh_size };
 	uint64_t count = sh->sh_size / sizeof(Elf64_Sym);
 	for (uint64_t i = 1; i < count && i <= INT_MAX && rc == 0;) {
 		size_t k = count - i < STREAM_SYMS ? (size_t)(count - i) : STREAM_SYMS;
@@ -496,6 +445,10 @@ static int stream_symbols(int fd, const GElf_Shdr *sh, const GElf_Shdr *strsh,
 		for (size_t j = 0; j < k && rc == 0; j++) {
 			if (!keep(&v[j], ud))
 				continue; /* skipped before its name is looked for */
+			if (!w) {
+				rc = fn(ud, &v[j], NULL, 0, err);
+				continue;
+			}
 			batch[nbatch++] = v[j];
 			if (nbatch == STREAM_BATCH) {
 				rc = stream_batch(&st, batch, nbatch, err);
@@ -541,6 +494,20 @@ static int add_streamed_one(void *ud, const Elf64_Sym *v, const char *name, size
 	return c->b->over ? 1 : 0;
 }
 
+/* A function named in the string table the builder keeps whole (add_kept_strtab). */
+static int add_strtab_one(void *ud, const Elf64_Sym *v, const char *name, size_t len, struct np_err *err)
+{
+	struct add_ctx *c = ud;
+	size_t before = c->b->n;
+	(void)name;
+	(void)len;
+	if (sym_stb_add_strtab(c->b, v->st_value, v->st_size, v->st_name, sym_rank(v->st_size, bind_of(v->st_info), ""),
+	                       err) < 0)
+		return -1;
+	*c->added += c->b->n - before;
+	return c->b->over ? 1 : 0;
+}
+
 int sym_elf_add_symbols(Elf *e, int fd, unsigned sh_type, struct sym_stb *b, size_t *added, struct np_err *err)
 {
 	*added = 0;
@@ -559,7 +526,14 @@ int sym_elf_add_symbols(Elf *e, int fd, unsigned sh_type, struct sym_stb *b, siz
 			return 0;
 		}
 		struct add_ctx c = { b, thumb, added };
-		int rc = stream_symbols(fd, &sh, &strsh, keep_function, add_streamed_one, &c, err);
+		/* The first source of a table from the file it is built from: its string table is
+		 * kept whole as the table's names and none is read now (docs/specs/symb-cache.md §3).
+		 * Not for Thumb, whose function addresses are adjusted and names checked for
+		 * mapping symbols. */
+		int whole = !thumb && fd == b->ext_fd && strsh.sh_type == SHT_STRTAB &&
+		            sym_stb_keep_strtab(b, strsh.sh_offset, strsh.sh_size) == 0;
+		int rc = whole ? stream_symbols(fd, &sh, NULL, keep_function, add_strtab_one, &c, err)
+		               : stream_symbols(fd, &sh, &strsh, keep_function, add_streamed_one, &c, err);
 		sym_stb_uncharge(b, STREAM_BYTES);
 		return rc;
 	}
@@ -618,14 +592,14 @@ static int gnu_hash_find(Elf *e, int fd, const char *name, uint64_t *value, uint
 	if (!str || !gelf_getshdr(str, &ss) || ss.sh_type == SHT_NOBITS)
 		return -1;
 	uint32_t hdr[4]; /* nbuckets, symoffset, bloom words, bloom shift */
-	if (hs.sh_size < sizeof(hdr) || pread_all(fd, hdr, sizeof(hdr), hs.sh_offset) < 0 || hdr[0] == 0)
+	if (hs.sh_size < sizeof(hdr) || np_pread_all(fd, hdr, sizeof(hdr), hs.sh_offset) < 0 || hdr[0] == 0)
 		return -1;
 	uint64_t nsyms = ds.sh_size / sizeof(Elf64_Sym), buckets = sizeof(hdr) + (uint64_t)hdr[2] * 8;
 	uint64_t chain = buckets + (uint64_t)hdr[0] * 4;
 	if (chain > hs.sh_size)
 		return -1;
 	uint32_t h = gnu_hash(name), idx;
-	if (pread_all(fd, &idx, 4, hs.sh_offset + buckets + (uint64_t)(h % hdr[0]) * 4) < 0)
+	if (np_pread_all(fd, &idx, 4, hs.sh_offset + buckets + (uint64_t)(h % hdr[0]) * 4) < 0)
 		return -1;
 	if (idx == 0)
 		return 0;
@@ -636,14 +610,14 @@ static int gnu_hash_find(Elf *e, int fd, const char *name, uint64_t *value, uint
 	for (; idx < nsyms; idx++) {
 		uint32_t hv;
 		uint64_t at = chain + (uint64_t)(idx - hdr[1]) * 4;
-		if (at + 4 > hs.sh_size || pread_all(fd, &hv, 4, hs.sh_offset + at) < 0)
+		if (at + 4 > hs.sh_size || np_pread_all(fd, &hv, 4, hs.sh_offset + at) < 0)
 			return -1;
 		if ((hv | 1) == (h | 1)) {
 			Elf64_Sym sym;
-			if (pread_all(fd, &sym, sizeof(sym), ds.sh_offset + idx * sizeof(sym)) < 0)
+			if (np_pread_all(fd, &sym, sizeof(sym), ds.sh_offset + idx * sizeof(sym)) < 0)
 				return -1;
 			if (sym.st_shndx != SHN_UNDEF && len < sizeof(buf) && sym.st_name < ss.sh_size &&
-			    ss.sh_size - sym.st_name > len && pread_all(fd, buf, len + 1, ss.sh_offset + sym.st_name) == 0 &&
+			    ss.sh_size - sym.st_name > len && np_pread_all(fd, buf, len + 1, ss.sh_offset + sym.st_name) == 0 &&
 			    memcmp(buf, name, len) == 0 && buf[len] == '\0') {
 				*value = sym.st_value;
 				*size = sym.st_size;
@@ -801,7 +775,7 @@ int sym_elf_read_vaddr(int fd, const struct sym_elf_info *info, uint64_t vaddr, 
 		}
 		if (l->filesz - in < len)
 			return -1; /* straddles the end of the file's bytes: not a value we read */
-		return pread_all(fd, buf, len, l->offset + in);
+		return np_pread_all(fd, buf, len, l->offset + in);
 	}
 	return -1;
 }

@@ -162,6 +162,7 @@ int sym_sources_load(struct symbolizer *s, const struct sym_elf *elf, Elf *e, in
 	b.budget = s->table_budget;
 	b.distinct_names = 1; /* ELF symbol tables and .gopclntab */
 	b.cancel = cancel;
+	b.ext_fd = fd; /* open until the table is stored or materialized (sym_build_symtab) */
 	size_t n = 0, full = 0;
 	const char *primary = NULL;
 	struct sym_stb_mark m = sym_stb_mark(&b);

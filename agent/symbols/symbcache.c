@@ -2,6 +2,7 @@
  * and docs/specs/symb-cache.md). */
 #include "agent/symbols/symbcache.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -14,11 +15,12 @@
 
 #include "lib/cache_dir.h"
 #include "lib/checksum.h"
+#include "lib/file.h"
 #include "lib/hash.h"
 
 static const char MAGIC[8] = { 'N', 'P', 'S', 'Y', 'M', 'T', 'B', '\n' };
 
-enum { FLAG_WIDE = 1, FLAG_TAGS = 2, KNOWN_FLAGS = 3 };
+enum { FLAG_WIDE = 1, FLAG_TAGS = 2, FLAG_RAW_NAMES = 4, KNOWN_FLAGS = 7 };
 
 #define HEADER_BYTES 64
 #define MAX_KEY NP_CACHE_DIR_MAX_KEY
@@ -149,6 +151,7 @@ static int parse_image(const void *img, size_t len, const char *key, struct sym_
 	out->len = (uint32_t *)(p + l.len);
 	out->name = (uint32_t *)(p + l.name);
 	out->tag = (h.flags & FLAG_TAGS) ? (uint16_t *)(p + l.tag) : NULL;
+	out->flags = (h.flags & FLAG_RAW_NAMES) ? SYM_TAB_RAW_NAMES : 0;
 	if (h.flags & FLAG_WIDE)
 		out->addr64 = (uint64_t *)(p + l.addr);
 	else
@@ -170,6 +173,25 @@ static int parse_image(const void *img, size_t len, const char *key, struct sym_
 
 /* ---- writing ---- */
 
+/* The part of a pool still in its file (sym_symtab.ext), copied a piece at a time. The file
+ * is not ours: its last byte must still be the NUL it was when the table was built, since the
+ * file written is mapped without being checked again. */
+static int put_ext(struct np_cache_writer *w, const struct sym_ext_strtab *ext, struct np_err *err)
+{
+	char buf[64 << 10];
+	for (uint64_t done = 0; done < ext->len;) {
+		size_t n = ext->len - done < sizeof(buf) ? (size_t)(ext->len - done) : sizeof(buf);
+		if (np_pread_all(ext->fd, buf, n, ext->off + done) < 0)
+			return errno ? np_errno(err, "read the string table") : np_errf(err, "string table: the file is shorter");
+		done += n;
+		if (done == ext->len && buf[n - 1] != '\0')
+			return np_errf(err, "string table: changed since the table was built");
+		if (np_cache_writer_put(w, buf, n, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int sym_symbcache_write_fd(int fd, const char *key, const struct sym_symtab *t, const char *source,
 			   struct np_err *err)
 {
@@ -180,7 +202,8 @@ int sym_symbcache_write_fd(int fd, const char *key, const struct sym_symtab *t, 
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, MAGIC, sizeof(MAGIC));
 	h.version = SYM_SYMBCACHE_VERSION;
-	h.flags = (t->addr64 ? FLAG_WIDE : 0) | (t->tag ? FLAG_TAGS : 0);
+	h.flags = (t->addr64 ? FLAG_WIDE : 0) | (t->tag ? FLAG_TAGS : 0) |
+		  ((t->flags & SYM_TAB_RAW_NAMES) ? FLAG_RAW_NAMES : 0);
 	h.base = t->base;
 	h.n = t->n;
 	h.pool_len = t->pool_len;
@@ -201,7 +224,8 @@ int sym_symbcache_write_fd(int fd, const char *key, const struct sym_symtab *t, 
 	    np_cache_writer_pad_to(&w, l.name, err) < 0 || np_cache_writer_put(&w, t->name, t->n * 4, err) < 0 ||
 	    np_cache_writer_pad_to(&w, l.tag, err) < 0 ||
 	    (t->tag && np_cache_writer_put(&w, t->tag, t->n * 2, err) < 0) ||
-	    np_cache_writer_pad_to(&w, l.pool, err) < 0 || np_cache_writer_put(&w, t->pool, t->pool_len, err) < 0)
+	    np_cache_writer_pad_to(&w, l.pool, err) < 0 || put_ext(&w, &t->ext, err) < 0 ||
+	    np_cache_writer_put(&w, t->pool, t->pool_len - t->ext.len, err) < 0)
 		return -1;
 	return np_cache_writer_finish(&w, &h, offsetof(struct header, crc), err);
 }

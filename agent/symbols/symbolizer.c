@@ -136,13 +136,15 @@ void symbolizer_free(struct symbolizer *s)
 
 /* ---- naming helpers ---- */
 
-/* The demangled form of name, cached across batches (names repeat every collect interval). */
-static const char *demangled(struct symbolizer *s, const char *name, enum sym_demangle mode, struct np_err *err,
-                             int *failed)
+/* The demangled form of name[0..len), cached across batches (names repeat every collect
+ * interval). A name cut short of its NUL (a symbol version dropped, sym_symtab_shown) is
+ * copied into the cache whether it is demangled or not. */
+static const char *demangled(struct symbolizer *s, const char *name, size_t len, enum sym_demangle mode,
+                             struct np_err *err, int *failed)
 {
-	if (mode == SYM_DEMANGLE_NONE || !sym_is_mangled(name))
+	int cut = name[len] != '\0';
+	if (!cut && (mode == SYM_DEMANGLE_NONE || !sym_is_mangled(name)))
 		return name;
-	size_t len = strlen(name);
 	uint64_t h = np_hash_seeded(name, len, (uint64_t)mode + 7);
 	if (!s->dm) {
 		s->dm = calloc(4096, sizeof(*s->dm));
@@ -155,14 +157,16 @@ static const char *demangled(struct symbolizer *s, const char *name, enum sym_de
 	}
 	size_t b = h & (s->dm_buckets - 1);
 	for (struct sym_demangled *d = s->dm[b]; d; d = d->next)
-		if (d->hash == h && d->mode == mode && strcmp(d->mangled, name) == 0)
-			return d->out ? d->out : name;
+		if (d->hash == h && d->mode == mode && strncmp(d->mangled, name, len) == 0 && d->mangled[len] == '\0')
+			return d->out ? d->out : cut ? d->mangled : name;
 	int oom = 0;
-	char *out = sym_demangle(name, mode, &oom);
-	struct sym_demangled *d = oom ? NULL : calloc(1, sizeof(*d));
-	if (d)
-		d->mangled = strdup(name);
-	if (!d || !d->mangled) {
+	struct sym_demangled *d = calloc(1, sizeof(*d));
+	char *out = NULL;
+	if (d && (d->mangled = strndup(name, len)) && mode != SYM_DEMANGLE_NONE && sym_is_mangled(d->mangled))
+		out = sym_demangle(d->mangled, mode, &oom);
+	if (!d || !d->mangled || oom) {
+		if (d)
+			free(d->mangled);
 		free(d);
 		free(out);
 		*failed = 1;
@@ -175,7 +179,7 @@ static const char *demangled(struct symbolizer *s, const char *name, enum sym_de
 	d->next = s->dm[b];
 	s->dm[b] = d;
 	s->dm_bytes += sizeof(*d) + len + 1 + (out ? strlen(out) + 1 : 0);
-	return out ? out : name;
+	return out ? out : cut ? d->mangled : name;
 }
 
 static const char *base_name(const char *path)
@@ -261,9 +265,11 @@ static int name_in_table(struct symbolizer *s, struct sym_table *t, uint64_t vad
 		return 1;
 	}
 	ssize_t i = sym_symtab_find(t->tab, vaddr);
-	if (i < 0)
-		return 0;
-	f->name = demangled(s, sym_symtab_name(t->tab, (size_t)i), mode, err, failed);
+	size_t name_len = 0;
+	const char *name = i < 0 ? NULL : sym_symtab_shown(t->tab, (size_t)i, &name_len);
+	if (!name || !name_len)
+		return 0; /* an empty name (a raw string table can hold one): not a name */
+	f->name = demangled(s, name, name_len, mode, err, failed);
 	f->resolved = 1;
 	if (m && !*failed) {
 		uint64_t start = sym_symtab_addr(t->tab, (size_t)i);
@@ -296,7 +302,7 @@ static int name_user_frame(struct symbolizer *s, struct sym_proc *p, struct sym_
 			if (sym_perfmap_lookup(s, p, snap, addr, &jit, err) < 0)
 				return -1;
 			if (jit) {
-				f->name = demangled(s, jit, mode, err, &failed);
+				f->name = demangled(s, jit, strlen(jit), mode, err, &failed);
 				f->resolved = 1;
 			}
 			return failed ? -1 : 0;

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include "lib/file.h"
 #include "lib/grow.h"
 #include "lib/intern.h"
 #include "lib/sorted.h"
@@ -29,6 +31,7 @@ unsigned sym_rank(uint64_t size, int bind, const char *name)
 void sym_stb_init(struct sym_stb *b)
 {
 	memset(b, 0, sizeof(*b));
+	b->ext_fd = -1;
 }
 
 void sym_stb_free(struct sym_stb *b)
@@ -140,18 +143,39 @@ static int reindex(struct sym_stb *b, size_t nslots)
 	return 0;
 }
 
+/* Whether the build was cancelled (b->cancel): then err says so, with code ECANCELED. */
+static int cancelled(const struct sym_stb *b, struct np_err *err)
+{
+	if (!b->cancel || !__atomic_load_n(b->cancel, __ATOMIC_RELAXED))
+		return 0;
+	np_errf(err, "cancelled");
+	err->code = ECANCELED;
+	return 1;
+}
+
+static void put_entry(struct sym_stb *b, uint64_t addr, uint64_t size, uint32_t name, unsigned rank, uint16_t tag)
+{
+	struct sym_stb_entry *e = &b->v[b->n];
+	e->addr = addr;
+	e->size = size > SYM_LEN_MAX ? SYM_LEN_MAX : (uint32_t)size;
+	e->name = name;
+	e->seq = (uint32_t)b->n;
+	e->tag = tag;
+	e->rank = (uint8_t)rank;
+	if (tag)
+		b->has_tags = 1;
+	b->n++;
+}
+
 int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *name, size_t name_len,
                 unsigned rank, uint16_t tag, struct np_err *err)
 {
 	size_t max = b->max_entries ? b->max_entries : DEFAULT_MAX_ENTRIES;
 	if (name_len == 0)
 		return 0;
-	if ((b->n & 4095) == 0 && b->cancel && __atomic_load_n(b->cancel, __ATOMIC_RELAXED)) {
-		np_errf(err, "cancelled");
-		err->code = ECANCELED;
+	if ((b->n & 4095) == 0 && cancelled(b, err))
 		return -1;
-	}
-	if (b->n >= max || name_len >= UINT32_MAX || b->pool_len > UINT32_MAX - name_len - 2) {
+	if (b->n >= max || name_len >= UINT32_MAX || b->ext.len + b->pool_len > UINT32_MAX - name_len - 2) {
 		b->over = 1;
 		return 0;
 	}
@@ -195,22 +219,53 @@ int sym_stb_add(struct sym_stb *b, uint64_t addr, uint64_t size, const char *nam
 			b->nnames++;
 		}
 	}
-	struct sym_stb_entry *e = &b->v[b->n];
-	e->addr = addr;
-	e->size = size > SYM_LEN_MAX ? SYM_LEN_MAX : (uint32_t)size;
-	e->name = name_off;
-	e->seq = (uint32_t)b->n;
-	e->tag = tag;
-	e->rank = (uint8_t)rank;
-	if (tag)
-		b->has_tags = 1;
-	b->n++;
+	put_entry(b, addr, size, (uint32_t)b->ext.len + name_off, rank, tag);
+	return 0;
+}
+
+int sym_stb_keep_strtab(struct sym_stb *b, uint64_t off, uint64_t len)
+{
+	char last;
+	/* Charged as the table will hold it (in memory or in its file); when that does not fit,
+	 * copying the names of the functions alone may. */
+	if (b->ext_fd < 0 || b->n || b->pool_len || b->ext.len || len == 0 || len > INT32_MAX ||
+	    off > (uint64_t)INT64_MAX - len || len > SIZE_MAX - b->charged ||
+	    (b->budget && bytes_of(b->cap, b->pool_cap, b->nslots, b->charged + (size_t)len) > b->budget) ||
+	    np_pread_all(b->ext_fd, &last, 1, off + len - 1) < 0 || last != '\0')
+		return -1;
+	b->charged += (size_t)len;
+	b->ext = (struct sym_ext_strtab){ .fd = b->ext_fd, .off = off, .len = len };
+	return 0;
+}
+
+int sym_stb_add_strtab(struct sym_stb *b, uint64_t addr, uint64_t size, uint32_t name_off, unsigned rank,
+                       struct np_err *err)
+{
+	size_t max = b->max_entries ? b->max_entries : DEFAULT_MAX_ENTRIES;
+	if (name_off == 0 || name_off >= b->ext.len) /* 0: the empty name */
+		return 0;
+	if ((b->n & 4095) == 0 && cancelled(b, err))
+		return -1;
+	if (b->n >= max) {
+		b->over = 1;
+		return 0;
+	}
+	if (b->n == b->cap) {
+		size_t cap = grown(b->cap, b->n + 1);
+		if (cap == SIZE_MAX || (b->budget && bytes_of(cap, b->pool_cap, b->nslots, b->charged) > b->budget)) {
+			b->over = 1;
+			return 0;
+		}
+		if (np_grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0)
+			return np_errf(err, "symbol table: out of memory (%zu symbols)", b->n);
+	}
+	put_entry(b, addr, size, name_off, rank, 0);
 	return 0;
 }
 
 struct sym_stb_mark sym_stb_mark(const struct sym_stb *b)
 {
-	return (struct sym_stb_mark){ b->n, b->pool_len, b->charged };
+	return (struct sym_stb_mark){ b->n, b->pool_len, b->charged, b->ext.len };
 }
 
 void sym_stb_rollback(struct sym_stb *b, const struct sym_stb_mark *mark)
@@ -219,6 +274,8 @@ void sym_stb_rollback(struct sym_stb *b, const struct sym_stb_mark *mark)
 	b->charged = mark->charged;
 	if (b->n > mark->n)
 		b->n = mark->n;
+	if (!mark->ext_len)
+		b->ext = (struct sym_ext_strtab){ .fd = -1 }; /* the source that kept it is dropped */
 	if (b->pool_len <= mark->pool_len)
 		return;
 	b->pool_len = mark->pool_len;
@@ -231,23 +288,6 @@ void sym_stb_rollback(struct sym_stb *b, const struct sym_stb_mark *mark)
 	}
 }
 
-static int cmp_keep(const void *pa, const void *pb, void *arg)
-{
-	const struct sym_stb_entry *a = pa, *b = pb;
-	const char *pool = arg;
-	if (a->addr != b->addr)
-		return a->addr < b->addr ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank > b->rank ? -1 : 1;
-	size_t la = strlen(pool + a->name), lb = strlen(pool + b->name);
-	if (la != lb) /* perf's last tie-break: the longest name */
-		return la > lb ? -1 : 1;
-	int c = strcmp(pool + a->name, pool + b->name);
-	if (c)
-		return c;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
 static int cmp_start_seq(const void *pa, const void *pb)
 {
 	const struct sym_stb_entry *a = pa, *b = pb;
@@ -256,11 +296,10 @@ static int cmp_start_seq(const void *pa, const void *pb)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* ELF policy: one symbol per address (the best ranked); unsized symbols extend to the next. */
-/* The entries in cmp_keep order: radix-sorted by address (lib/sorted.h: a qsort of node's
- * 78,000 symbols through cmp_keep was a tenth of a cold recording), then cmp_keep within each
- * run of one address. qsort when the addresses span 2 GiB or more, or memory runs short. */
-static void sort_keep(struct sym_stb *b)
+/* The entries by address, in insertion order at one address: radix-sorted (lib/sorted.h: a
+ * qsort of node's 78,000 symbols was a tenth of a cold recording); qsort when the addresses
+ * span 2 GiB or more, or memory runs short. */
+static void sort_by_address(struct sym_stb *b)
 {
 	size_t n = b->n;
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -271,40 +310,165 @@ static void sort_keep(struct sym_stb *b)
 	/* Offsets of 31 bits: np_permute_by_keys takes bit 63 for its own. */
 	uint64_t *k = n >= 2 && n <= UINT32_MAX && hi - lo <= INT32_MAX ? malloc(2 * n * sizeof(*k)) : NULL;
 	if (!k) {
-		qsort_r(b->v, n, sizeof(*b->v), cmp_keep, b->pool);
+		qsort(b->v, n, sizeof(*b->v), cmp_start_seq);
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
-		k[i] = (b->v[i].addr - lo) << 32 | i;
+		k[i] = (b->v[i].addr - lo) << 32 | i; /* i is the insertion order: the sort is stable */
 	np_sort_by_key32(k, n, k + n);
 	np_permute_by_keys(b->v, n, sizeof(*b->v), k);
 	free(k);
-	for (size_t i = 0; i < n;) {
-		size_t j = i + 1;
-		while (j < n && b->v[j].addr == b->v[i].addr)
-			j++;
-		if (j - i > 1)
-			qsort_r(b->v + i, j - i, sizeof(*b->v), cmp_keep, b->pool);
-		i = j;
-	}
 }
 
-static size_t resolve_keep(struct sym_stb *b, uint64_t zero_max)
+/* The names of the symbols that share their address with another and are named in the kept
+ * string table: read in string table order through a window (the names of node's 6,500
+ * aliased addresses are spread over its 7.5 MiB .strtab), each cut at its version as a copied
+ * name is. */
+struct run_names {
+	uint64_t *key;  /* per such symbol, by position in b->v: position << 32 | offset + 1 in pool (0: unreadable) */
+	size_t n, next; /* keys, and the next one a walk in position order reaches */
+	char *pool;     /* the names, NUL-terminated */
+};
+
+static int in_run(const struct sym_stb *b, size_t i)
 {
-	sort_keep(b);
-	size_t w = 0;
-	for (size_t r = 0; r < b->n; r++) {
-		if (w && b->v[w - 1].addr == b->v[r].addr)
-			continue;
-		b->v[w++] = b->v[r];
+	return (i && b->v[i - 1].addr == b->v[i].addr) || (i + 1 < b->n && b->v[i + 1].addr == b->v[i].addr);
+}
+
+static int read_run_names(const struct sym_stb *b, struct run_names *r)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < b->n; i++)
+		m += b->v[i].name < b->ext.len && in_run(b, i);
+	memset(r, 0, sizeof(*r));
+	if (!m)
+		return 0;
+	r->key = malloc(2 * m * sizeof(*r->key));
+	struct sym_strwin *w = malloc(sizeof(*w));
+	/* At most as many bytes as the string table, read and copied: overlapping names of a
+	 * hostile one could add up to far more, and are unreadable past it. */
+	size_t cap = (size_t)b->ext.len, used = 0, scanned = 0;
+	r->pool = malloc(cap + 1);
+	if (!r->key || !w || !r->pool) {
+		free(w);
+		free(r->key);
+		free(r->pool);
+		return -1;
 	}
+	for (size_t i = 0; i < b->n; i++)
+		if (b->v[i].name < b->ext.len && in_run(b, i))
+			r->key[r->n++] = (uint64_t)b->v[i].name << 32 | i;
+	np_sort_by_key32(r->key, m, r->key + m);
+	*w = (struct sym_strwin){ .fd = b->ext.fd, .off = b->ext.off, .size = b->ext.len };
+	uint64_t prev_name = UINT64_MAX, prev_at = 0;
+	for (size_t k = 0; k < m; k++) {
+		uint64_t name = r->key[k] >> 32, at = 0;
+		if (name == prev_name) {
+			at = prev_at;
+		} else if (scanned < cap) {
+			size_t len = 0;
+			const char *s = sym_strwin_name(w, name, &len);
+			scanned += s ? len + 1 : SYM_STRWIN_MAX;
+			len = s ? sym_name_unversioned(s, len) : 0;
+			if (len && cap - used > len) {
+				memcpy(r->pool + used, s, len);
+				r->pool[used + len] = '\0';
+				at = used + 1;
+				used += len + 1;
+			}
+		}
+		prev_name = name;
+		prev_at = at;
+		r->key[k] = (uint64_t)(uint32_t)r->key[k] << 32 | at;
+	}
+	free(w);
+	np_sort_by_key32(r->key, m, r->key + m);
+	return 0;
+}
+
+/* What ranks a symbol among those at its address: its name (NULL when unreadable or empty:
+ * then it ranks last), the name's length, its rank with the name's underscores counted. */
+struct ranked {
+	const char *name;
+	size_t len;
+	unsigned rank;
+	uint32_t seq;
+};
+
+/* Symbol i's ranking; r's keys are consumed in position order. */
+static struct ranked ranked_of(const struct sym_stb *b, size_t i, struct run_names *r)
+{
+	const struct sym_stb_entry *e = &b->v[i];
+	struct ranked x = { .rank = e->rank, .seq = e->seq };
+	if (e->name >= b->ext.len) {
+		x.name = b->pool + (e->name - b->ext.len);
+	} else {
+		while (r->next < r->n && (uint32_t)(r->key[r->next] >> 32) < i)
+			r->next++;
+		if (r->next < r->n && (uint32_t)(r->key[r->next] >> 32) == i && (uint32_t)r->key[r->next])
+			x.name = r->pool + (uint32_t)r->key[r->next] - 1;
+		/* Added with the rank of an empty name: its underscores now count. */
+		if (x.name)
+			x.rank = (e->rank & ~3u) | (sym_rank(0, SYM_BIND_LOCAL, x.name) & 3u);
+	}
+	x.len = x.name ? strlen(x.name) : 0;
+	if (!x.len)
+		x.name = NULL;
+	return x;
+}
+
+/* Whether a ranks before b, as perf chooses: a name, then rank, the longest name, the first
+ * name in byte order, the first added. */
+static int ranks_before(const struct ranked *a, const struct ranked *b)
+{
+	if (!a->name != !b->name)
+		return a->name != NULL;
+	if (a->rank != b->rank)
+		return a->rank > b->rank;
+	if (a->len != b->len)
+		return a->len > b->len;
+	int c = a->name ? memcmp(a->name, b->name, a->len) : 0;
+	if (c)
+		return c < 0;
+	return a->seq < b->seq;
+}
+
+/* ELF policy: one symbol per address (the best ranked); unsized symbols extend to the next.
+ * -1 when memory runs out. */
+static int resolve_keep(struct sym_stb *b, uint64_t zero_max, size_t *kept)
+{
+	sort_by_address(b);
+	struct run_names names;
+	if (read_run_names(b, &names) < 0)
+		return -1;
+	size_t w = 0;
+	for (size_t i = 0; i < b->n;) {
+		size_t j = i + 1, best = i;
+		while (j < b->n && b->v[j].addr == b->v[i].addr)
+			j++;
+		if (j - i > 1) {
+			struct ranked top = ranked_of(b, i, &names);
+			for (size_t k = i + 1; k < j; k++) {
+				struct ranked x = ranked_of(b, k, &names);
+				if (ranks_before(&x, &top)) {
+					top = x;
+					best = k;
+				}
+			}
+		}
+		b->v[w++] = b->v[best];
+		i = j;
+	}
+	free(names.key);
+	free(names.pool);
 	for (size_t i = 0; i < w; i++) {
 		if (b->v[i].size)
 			continue;
 		uint64_t gap = i + 1 < w ? b->v[i + 1].addr - b->v[i].addr : zero_max;
 		b->v[i].size = (uint32_t)(gap < zero_max ? gap : zero_max);
 	}
-	return w;
+	*kept = w;
+	return 0;
 }
 
 /* Max-heap of entry indexes by seq, for the sweep in resolve_newest. */
@@ -422,37 +586,45 @@ static int resolve_newest(struct sym_stb *b, size_t *kept)
 	return 0;
 }
 
-/* The names of the n kept symbols: t->name and t->pool, each distinct name once. The
- * builder's pool becomes the table's: as it is when nearly every name in it is kept
- * (kallsyms, most ELF files), else with the kept names moved down over the dropped ones, in
- * their order. Either way no second copy of the names is made: for node, whose aliases (C1/C2
- * constructors) drop a tenth of the pool, the copy was 5.6 MB on top of a cold recording's
- * peak. -1 when memory runs out. */
+/* The names of the n kept symbols: t->name and t->pool, each distinct name once. Names in a
+ * kept string table stay where they are (t->ext). The builder's pool becomes the table's: as
+ * it is when nearly every name in it is kept (kallsyms, most ELF files), else with the kept
+ * names moved down over the dropped ones, in their order. Either way no second copy of the
+ * names is made: for node, whose aliases (C1/C2 constructors) drop a tenth of the pool, the
+ * copy was 5.6 MB on top of a cold recording's peak. -1 when memory runs out. */
 static int set_names(struct sym_stb *b, struct sym_symtab *t, size_t n)
 {
-	/* The kept symbols in the order of their names in the pool: each key's low half. */
-	uint64_t *keys = malloc((n ? n : 1) * 2 * sizeof(*keys));
+	uint32_t ext = (uint32_t)b->ext.len;
+	size_t m = 0; /* symbols named in the pool */
+	for (size_t i = 0; i < n; i++)
+		m += b->v[i].name >= ext;
+	/* Those symbols in the order of their names in the pool: each key's low half. */
+	uint64_t *keys = malloc((m ? m : 1) * 2 * sizeof(*keys));
 	t->name = malloc((n ? n : 1) * sizeof(*t->name));
 	if (!keys || !t->name) {
 		free(keys);
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++)
-		keys[i] = (uint64_t)b->v[i].name << 32 | i;
-	np_sort_by_key32(keys, n, keys + n);
+	for (size_t i = 0, k = 0; i < n; i++) {
+		if (b->v[i].name < ext)
+			t->name[i] = b->v[i].name;
+		else
+			keys[k++] = (uint64_t)(b->v[i].name - ext) << 32 | i;
+	}
+	np_sort_by_key32(keys, m, keys + m);
 	/* Each key's high half becomes its name's length (0: the previous key's name again), so
 	 * that the move below does not measure every name a second time. */
 	size_t names = 0;
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < m; k++) {
 		uint32_t i = (uint32_t)keys[k];
 		const struct sym_stb_entry *e = &b->v[i];
-		size_t l = k == 0 || e->name != b->v[(uint32_t)keys[k - 1]].name ? strlen(b->pool + e->name) + 1 : 0;
+		size_t l = k == 0 || e->name != b->v[(uint32_t)keys[k - 1]].name ? strlen(b->pool + (e->name - ext)) + 1 : 0;
 		names += l;
 		keys[k] = (uint64_t)l << 32 | i;
 	}
 	int adopt = names >= b->pool_len / 10 * 9;
 	size_t p = 0;
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < m; k++) {
 		uint32_t i = (uint32_t)keys[k], prev = k ? (uint32_t)keys[k - 1] : 0;
 		size_t l = (size_t)(keys[k] >> 32);
 		const struct sym_stb_entry *e = &b->v[i];
@@ -462,18 +634,23 @@ static int set_names(struct sym_stb *b, struct sym_symtab *t, size_t n)
 			t->name[i] = t->name[prev];
 		} else {
 			/* Kept names go in increasing offset order: p never passes the name moved. */
-			memmove(b->pool + p, b->pool + e->name, l);
-			t->name[i] = (uint32_t)p;
+			memmove(b->pool + p, b->pool + (e->name - ext), l);
+			t->name[i] = ext + (uint32_t)p;
 			p += l;
 		}
 	}
 	free(keys);
-	t->pool_len = adopt ? b->pool_len : p;
+	t->pool_len = ext + (adopt ? b->pool_len : p);
 	t->pool = b->pool;
 	b->pool = NULL;
-	char *shrunk = realloc(t->pool, t->pool_len ? t->pool_len : 1);
+	size_t own = t->pool_len - ext;
+	char *shrunk = realloc(t->pool, own ? own : 1);
 	if (shrunk)
 		t->pool = shrunk;
+	if (ext) {
+		t->ext = b->ext;
+		t->flags |= SYM_TAB_RAW_NAMES;
+	}
 	return t->pool ? 0 : -1;
 }
 
@@ -511,7 +688,8 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 			if (resolve_newest(b, &n) < 0)
 				goto oom;
 		} else {
-			n = resolve_keep(b, b->zero_size_max ? b->zero_size_max : DEFAULT_ZERO_SIZE_MAX);
+			if (resolve_keep(b, b->zero_size_max ? b->zero_size_max : DEFAULT_ZERO_SIZE_MAX, &n) < 0)
+				goto oom;
 		}
 	}
 	t->n = n;
@@ -548,7 +726,7 @@ int sym_stb_finish(struct sym_stb *b, enum sym_overlap policy, struct sym_symtab
 		if (t->tag)
 			t->tag[i] = e->tag;
 	}
-	t->bytes = sizeof(*t) + n * (sizeof(uint32_t) * 2 + (wide ? 8 : 4) + (t->tag ? 2 : 0)) + t->pool_len;
+	t->bytes = sizeof(*t) + n * (sizeof(uint32_t) * 2 + (wide ? 8 : 4) + (t->tag ? 2 : 0)) + (t->pool_len - t->ext.len);
 	sym_stb_free(b);
 	*out = t;
 	return 0;
@@ -556,6 +734,71 @@ oom:
 	sym_symtab_free(t);
 	sym_stb_free(b);
 	return np_errf(err, "symbol table: out of memory");
+}
+
+int sym_symtab_materialize(struct sym_symtab *t, struct np_err *err)
+{
+	if (!t->ext.len)
+		return 0;
+	size_t ext = (size_t)t->ext.len, own = t->pool_len - ext;
+	char *pool = malloc(t->pool_len);
+	if (!pool) {
+		np_errf(err, "symbol table: out of memory (%zu bytes of names)", t->pool_len);
+		err->code = ENOMEM;
+		return -1;
+	}
+	if (np_pread_all(t->ext.fd, pool, ext, t->ext.off) < 0 || pool[ext - 1] != '\0') {
+		free(pool);
+		return np_errf(err, "string table of %zu bytes: %s", ext,
+		               errno ? strerror(errno) : "the file is shorter or changed since it was read");
+	}
+	memcpy(pool + ext, t->pool, own);
+	free(t->pool);
+	t->pool = pool;
+	t->bytes += ext;
+	t->ext = (struct sym_ext_strtab){ .fd = -1 };
+	return 0;
+}
+
+size_t sym_name_unversioned(const char *name, size_t len)
+{
+	const char *at = memchr(name, '@', len);
+	return at && at > name ? (size_t)(at - name) : len;
+}
+
+const char *sym_symtab_shown(const struct sym_symtab *t, size_t i, size_t *len)
+{
+	const char *name = t->pool + t->name[i];
+	size_t l = strlen(name);
+	*len = t->flags & SYM_TAB_RAW_NAMES ? sym_name_unversioned(name, l) : l;
+	return name;
+}
+
+const char *sym_strwin_name(struct sym_strwin *w, uint64_t off, size_t *len)
+{
+	if (off >= w->size)
+		return NULL;
+	const char *nul;
+	if (off >= w->at && off < w->at + w->len &&
+	    (nul = memchr(w->buf + (off - w->at), '\0', w->len - (off - w->at)))) {
+		*len = (size_t)(nul - (w->buf + (off - w->at)));
+		return w->buf + (off - w->at);
+	}
+	for (size_t read = SYM_STRWIN_READ;; read = SYM_STRWIN_MAX) {
+		size_t want = w->size - off < read ? (size_t)(w->size - off) : read;
+		ssize_t r = pread(w->fd, w->buf, want, (off_t)(w->off + off));
+		w->len = 0;
+		if (r <= 0)
+			return NULL;
+		w->at = off;
+		w->len = (size_t)r;
+		if ((nul = memchr(w->buf, '\0', w->len))) {
+			*len = (size_t)(nul - w->buf);
+			return w->buf;
+		}
+		if (read == SYM_STRWIN_MAX || (size_t)r < want)
+			return NULL;
+	}
 }
 
 void sym_symtab_free(struct sym_symtab *t)

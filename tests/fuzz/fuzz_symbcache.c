@@ -23,8 +23,9 @@ static void check(const unsigned char *img, size_t len)
 	if (strlen(source) > 63)
 		abort();
 	for (size_t i = 0; i < t.n; i++) {
-		const char *name = sym_symtab_name(&t, i);
-		if (name < t.pool || name + strlen(name) >= t.pool + t.pool_len)
+		size_t shown;
+		const char *name = sym_symtab_shown(&t, i, &shown);
+		if (name < t.pool || name + strlen(name) >= t.pool + t.pool_len || shown > strlen(name))
 			abort();
 		uint64_t a = sym_symtab_addr(&t, i);
 		ssize_t j = sym_symtab_find(&t, a);

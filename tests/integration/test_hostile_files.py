@@ -1,7 +1,8 @@
 """Files a hostile container ships, mapped and executed by a real process while the real
 binary profiles it (tests/lib/hostile_elf.py writes them): a Go-looking file whose pclntab
 symbols point through a segment offset that wraps (read outside the file before), a symbol-table
-bomb and a MiniDebugInfo bomb (hundreds of MiB of names from a few MiB, before), and a library
+bomb (kept whole, or with names that would be copied, or all at one address) and a MiniDebugInfo
+bomb (hundreds of MiB of names from a few MiB, before), and a library
 truncated and rewritten while it is read (SIGBUS through a mapping, before). After each the
 agent is alive, exits 0 (also on SIGTERM), stayed under 64 MB peak RSS and names the process's
 other frames."""
@@ -159,11 +160,41 @@ class HostileFiles(unittest.TestCase):
         self.assertIn("source=" + reason_source, refusals[0])
         return peak
 
+    def kept_bomb(self, image):
+        """The file's string table is kept whole as the table's names (docs/specs/symbols.md
+        §1): the table costs what the file holds, so it is built, and names the spinning code
+        within the 3 s recording."""
+        self.assertLess(len(image), 4 << 20)
+        lib = hostile_elf.write(os.path.join(self.rootfs(), "libbomb.so"), image)
+        w = self.start_mapper(lib)
+        rc, folded, err, peak = self.record([w.pid], sigterm_after=3)
+        self.assertEqual(rc, 0, err)
+        self.assertLess(peak, PEAK_RSS_LIMIT_KB, "peak RSS %d KiB" % peak)
+        stacks = np.parse_folded(folded)
+        hits = sum(c for s, c in stacks.items() if s.endswith("main;spin_loop;hostile_spin"))
+        self.assertGreater(hits, 10, folded[:3000])
+        self.assertNotIn("symbols refused", err)
+        self.assertIsNone(w.poll())
+        return peak
+
     def test_symbol_table_bomb(self):
         image = hostile_elf.symbol_bomb_image()  # 100k symbols, 4,000-byte distinct names
-        self.assertLess(len(image), 4 << 20)
+        peak = self.kept_bomb(image)
+        print("symbol table bomb (%d bytes), kept whole: record peak RSS %d KiB" % (len(image), peak))
+
+    def test_symbol_table_bomb_aliased(self):
+        """All 100k at one address: ranking them reads their names, at most the string table's
+        size of them (the rest rank last), not 100k names of 4,000 bytes."""
+        image = hostile_elf.symbol_bomb_image(aliased=True)
+        peak = self.kept_bomb(image)
+        print("aliased symbol table bomb (%d bytes): record peak RSS %d KiB" % (len(image), peak))
+
+    def test_symbol_table_bomb_copied(self):
+        """The same bomb with a string table that cannot be kept whole (no NUL at its end): its
+        names would be copied, hundreds of MiB of them, and the source is refused instead."""
+        image = hostile_elf.symbol_bomb_image(terminated=False)
         peak = self.bomb(image, "libbomb.so", "symtab")
-        print("symbol table bomb (%d bytes): record peak RSS %d KiB" % (len(image), peak))
+        print("symbol table bomb (%d bytes), names copied: record peak RSS %d KiB" % (len(image), peak))
 
     def test_minidebuginfo_bomb(self):
         image = hostile_elf.minidebuginfo_bomb_image()  # 200k such names inside .gnu_debugdata

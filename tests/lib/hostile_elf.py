@@ -93,14 +93,17 @@ def overlapping_names(count, length, distinct=True):
     return bytes(strtab), offsets
 
 
-def symbol_bomb_image(count=100_000, length=4000, distinct=True):
+def symbol_bomb_image(count=100_000, length=4000, distinct=True, terminated=True, aliased=False):
     """count function symbols with ~length-byte names in a file of a few MiB; plus 'hostile_spin'
-    naming SPIN_CODE, which only a table that kept this .symtab can name."""
+    naming SPIN_CODE, which only a table that kept this .symtab can name. terminated=False: the
+    string table's last byte is not a NUL (a table cannot keep it whole, and copies its names).
+    aliased: all of them at one address (a table ranks aliases by their names)."""
     strtab, offsets = overlapping_names(count, length, distinct)
     spin_name = len(strtab)
-    strtab += b"hostile_spin\0"
+    strtab += b"hostile_spin\0" + (b"" if terminated else b"x")
     entries = [(spin_name, TEXT_OFFSET, len(SPIN_CODE), STT_FUNC, STB_GLOBAL)]
-    entries += [(off, 0x100000 + 16 * i, 16, STT_FUNC, STB_GLOBAL) for i, off in enumerate(offsets)]
+    entries += [(off, 0x100000 + (0 if aliased else 16 * i), 16, STT_FUNC, STB_GLOBAL)
+                for i, off in enumerate(offsets)]
     return build([_text(), Section(".symtab", SHT_SYMTAB, build_symtab(entries, strtab, 1), link=3, info=1,
                                    entsize=24, align=8),
                   Section(".strtab", SHT_STRTAB, strtab)])
