@@ -238,10 +238,11 @@ static const struct {
 	{ 0, C_SYM_BUILT, "nodeprof_symbol_tables_built_total",
 	  "Symbol tables built from ELF files (a table found in symb_cache_path is not built again)." },
 	{ 0, C_SYM_EVICTED, "nodeprof_symbol_table_evictions_total",
-	  "Symbol tables dropped from memory to stay within nodeprof_symbol_cache_budget_bytes." },
+	  "Symbol tables dropped from memory to stay within nodeprof_symbol_cache_budget_bytes (mapped "
+	  "tables: within symb_cache_size of them)." },
 	{ 1, G_SYM_BUDGET, "nodeprof_symbol_cache_budget_bytes",
-	  "The byte budget of the symbol cache in memory (nodeprof_symbol_cache_bytes, and on its own "
-	  "nodeprof_symbol_cache_mapped_bytes): run's --symbol-memory." },
+	  "The byte budget of the symbol cache in memory (nodeprof_symbol_cache_bytes): run's "
+	  "--symbol-memory. Tables mapped from symb_cache_path are bounded by number (symb_cache_size)." },
 	{ 1, G_SYM_MAPPED, "nodeprof_symbol_cache_mapped_bytes",
 	  "Bytes of symbol cache files mapped read-only (file-backed: resident only where lookups read)." },
 	{ 0, C_SYMB_LOADED, "nodeprof_symbol_cache_files_loaded_total",

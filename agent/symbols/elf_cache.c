@@ -63,6 +63,7 @@ static int table_insert(struct symbolizer *s, struct sym_table *t, struct np_err
 	s->ntables++;
 	s->table_bytes += t->bytes;
 	s->table_mapped += t->mapped;
+	s->table_nmapped += t->mapped != 0;
 	s->table_symbols += t->tab->n;
 	return 0;
 }
@@ -528,8 +529,11 @@ void sym_elf_cache_trim(struct symbolizer *s)
 	if (s->mapped_touched)
 		release_touched(s, NULL);
 	/* Tables: least recently used first, down to 90% of the budget so trimming is not
-	 * needed again at the very next batch. */
-	if ((s->table_bytes > s->cache_limit || s->table_mapped > s->cache_limit) && s->ntables) {
+	 * needed again at the very next batch. Mapped tables count by number: their pages are
+	 * released after each batch, and over a byte bound 64 node-sized binaries (8.6 MB files)
+	 * were unmapped and mapped again in every batch, 800 times a minute. */
+	size_t nmapped_max = s->symb_entries ? s->symb_entries : SYM_SYMBCACHE_DEFAULT_ENTRIES;
+	if ((s->table_bytes > s->cache_limit || s->table_nmapped > nmapped_max) && s->ntables) {
 		struct sym_table **all = malloc(s->ntables * sizeof(*all));
 		if (all) {
 			size_t n = 0;
@@ -537,8 +541,8 @@ void sym_elf_cache_trim(struct symbolizer *s)
 				for (struct sym_table *t = s->tables[b]; t; t = t->next)
 					all[n++] = t;
 			qsort(all, n, sizeof(*all), cmp_last_used);
-			size_t target = s->cache_limit / 10 * 9;
-			for (size_t i = 0; i < n && (s->table_bytes > target || s->table_mapped > target); i++) {
+			size_t target = s->cache_limit / 10 * 9, nmapped_target = nmapped_max * 9 / 10;
+			for (size_t i = 0; i < n && (s->table_bytes > target || s->table_nmapped > nmapped_target); i++) {
 				struct sym_table *t = all[i];
 				size_t b = table_hash(t) & (s->table_buckets - 1);
 				struct sym_table **pp = &s->tables[b];
@@ -548,6 +552,7 @@ void sym_elf_cache_trim(struct symbolizer *s)
 				s->ntables--;
 				s->table_bytes -= t->bytes;
 				s->table_mapped -= t->mapped;
+				s->table_nmapped -= t->mapped != 0;
 				s->table_symbols -= t->tab->n;
 				s->tables_evicted++;
 				table_free(t);
@@ -594,5 +599,5 @@ void sym_elf_cache_free(struct symbolizer *s)
 		}
 	free(s->tables);
 	s->tables = NULL;
-	s->table_buckets = s->ntables = s->table_bytes = s->table_symbols = s->table_mapped = 0;
+	s->table_buckets = s->ntables = s->table_bytes = s->table_symbols = s->table_mapped = s->table_nmapped = 0;
 }

@@ -151,7 +151,10 @@ struct symbolizer {
 
 	struct sym_table **tables; /* hash by key */
 	size_t table_buckets, ntables, table_bytes, table_symbols;
-	size_t table_mapped;      /* bytes of mapped cache files, bounded by cache_limit on their own */
+	size_t table_mapped;      /* bytes of mapped cache files */
+	/* Mapped tables: at most the cache directory's number of files (symb_entries). What they
+	 * hold resident is bounded by the release of their pages (touch()), not by their sizes. */
+	size_t table_nmapped;
 	/* Mapped tables used since the last release of their pages (elf_cache.c touch()): those
 	 * whose touch_gen is this, and their file sizes added up. */
 	uint64_t touch_gen;

@@ -696,6 +696,7 @@ void symbolizer_stats(const struct symbolizer *s, struct sym_stats *out)
 	out->tables_built = s->tables_built;
 	out->tables_evicted = s->tables_evicted;
 	out->mapped_bytes = s->table_mapped;
+	out->mapped_tables = s->table_nmapped;
 	if (s->symb) {
 		struct sym_symbcache_stats cs;
 		sym_symbcache_stats(s->symb, &cs);

@@ -226,6 +226,7 @@ struct sym_stats {
 	uint64_t tables_evicted;             /* tables dropped from memory by the budget, since the start */
 	size_t mapped_bytes;                 /* of tables mapped from cache files (not in cache_bytes:
 	                                      * file-backed, resident only where lookups touched them) */
+	size_t mapped_tables;                /* those tables: at most symb_cache_entries after a batch */
 	int disk_cache;                      /* the on-disk cache is in use; then: */
 	uint64_t disk_loaded, disk_stored, disk_invalid, disk_evicted, disk_store_failed;
 	uint64_t disk_loaded_known; /* of disk_loaded: files checked whole before, unchanged (header only) */

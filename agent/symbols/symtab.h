@@ -4,7 +4,9 @@
  * size, name offset into one string pool), 12 bytes per symbol plus the name, so
  * a lookup is a binary search over one dense u32 array. Every symbol source (ELF
  * .symtab/.dynsym, debug files, MiniDebugInfo, gopclntab, perf maps, kallsyms) feeds
- * a builder; the builder resolves duplicates and overlaps once, at finish time. */
+ * a builder; the builder resolves duplicates and overlaps once, at finish time. A table built
+ * from a file may keep the file's string table whole as its pool (sym_stb_keep_strtab), so that
+ * its names are read only when shown. */
 #ifndef NP_SYMBOLS_SYMTAB_H
 #define NP_SYMBOLS_SYMTAB_H
 
@@ -126,7 +128,7 @@ int sym_stb_keep_strtab(struct sym_stb *b, uint64_t off, uint64_t len);
 /* Adds a symbol named by the string at name_off of the kept string table (< b->ext.len, whose
  * bytes are not read here). rank: sym_rank() of its size and binding with an empty name (its
  * underscores are counted if it shares its address). Over the budget or max_entries: dropped
- * and b->over set. -1 only when cancelled. */
+ * and b->over set. -1 when cancelled or out of memory. */
 NP_MUST_CHECK int sym_stb_add_strtab(struct sym_stb *b, uint64_t addr, uint64_t size, uint32_t name_off,
                                      unsigned rank, struct np_err *err);
 /* Bytes the builder holds now, its charges included. */

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -620,6 +621,47 @@ static void freed_while_the_worker_waits_for_the_caller(void **state)
 	symbolizer_free(s);
 }
 
+/* Mapped tables are bounded by number, symb_cache_entries of them (the directory's bound), not
+ * by their bytes: four files of this process named in one batch stay mapped under the default,
+ * and with a bound of 2 the least recently used go at the end of the batch, counted. The names
+ * are right either way. */
+static void mapped_tables_bounded_by_number(void **state)
+{
+	(void)state;
+	const char *fns[] = { "np_test_cached_fn", "qsort", "_cmocka_run_group_tests", "elf_version" };
+	uint64_t ips[4];
+	ips[0] = cached_fn_ip(); /* this program's own: not in its dynamic symbols */
+	for (size_t i = 1; i < 4; i++) {
+		void *p = dlsym(RTLD_DEFAULT, fns[i]);
+		assert_non_null(p);
+		ips[i] = (uint64_t)(uintptr_t)p + 1;
+	}
+	for (int bounded = 0; bounded < 2; bounded++) {
+		char *dir = make_dir();
+		struct sym_options o = { .symb_cache_path = dir, .symb_cache_entries = bounded ? 2 : 0 };
+		struct symbolizer *s = NULL;
+		struct np_err err;
+		assert_int_equal(symbolizer_new(&o, &s, &err), 0);
+		struct sym_frame f[4];
+		assert_int_equal(symbolizer_user(s, (uint32_t)getpid(), 0, ips, 4, SYM_DEMANGLE_NONE, f, &err), 0);
+		for (size_t i = 0; i < 4; i++)
+			assert_non_null(strstr(f[i].name, fns[i] + (fns[i][0] == '_' ? 1 : 0)));
+		symbolizer_end_batch(s);
+		struct sym_stats st;
+		symbolizer_stats(s, &st);
+		if (bounded) {
+			assert_true(st.mapped_tables <= 2);
+			assert_true(st.tables_evicted >= 2);
+		} else {
+			assert_true(st.mapped_tables >= 4);
+			assert_int_equal(st.tables_evicted, 0);
+		}
+		symbolizer_free(s);
+		remove_dir(dir);
+		free(dir);
+	}
+}
+
 /* Freed with a build submitted (and maybe under way): nothing leaks (ASan, Valgrind runs). */
 static void freed_with_a_build_under_way(void **state)
 {
@@ -648,6 +690,7 @@ int main(void)
 		cmocka_unit_test(sync_lookup_lets_a_waiting_worker_go_on),
 		cmocka_unit_test(freed_while_the_worker_waits_for_the_caller),
 		cmocka_unit_test(freed_with_a_build_under_way),
+		cmocka_unit_test(mapped_tables_bounded_by_number),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
