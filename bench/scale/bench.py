@@ -83,13 +83,7 @@ def run_agent(workdir):
     log = open(os.path.join(workdir, "run.log"), "w")
     argv = [NODEPROF, "run", "--http-listen", f"127.0.0.1:{port}"]
     if not OLD:
-        cfg = subprocess.run([NODEPROF, "run", "--print-default-config"], capture_output=True, text=True,
-                             check=True).stdout
-        cfg = cfg.replace('pyroscope.ebpf "host" {',
-                          f'pyroscope.ebpf "host" {{\n  symb_cache_path = "{workdir}/run-cache"', 1)
-        path = os.path.join(workdir, "run.alloy")
-        with open(path, "w") as f:
-            f.write(cfg)
+        path = np.default_config_file(workdir, f"{workdir}/run-cache")
         argv += ["--config", path, "--ui-memory", "64MiB"]  # the embedded default's UI budget
     p = subprocess.Popen(argv, stdout=log, stderr=log)
     try:

@@ -53,6 +53,20 @@ def tmpdir(test):
     return d
 
 
+def default_config_file(directory, symb_cache_path):
+    """The embedded default configuration (`run --print-default-config`) with pyroscope.ebpf's
+    symb_cache_path set, written to directory/run.alloy: its path."""
+    cfg = subprocess.run([NODEPROF, "run", "--print-default-config"], capture_output=True, text=True,
+                         check=True).stdout
+    head = 'pyroscope.ebpf "host" {'
+    assert head in cfg, cfg
+    cfg = cfg.replace(head, f'{head}\n  symb_cache_path = "{symb_cache_path}"', 1)
+    path = os.path.join(directory, "run.alloy")
+    with open(path, "w") as f:
+        f.write(cfg)
+    return path
+
+
 def compile_c(test, source, name="workload", flags=("-O0", "-fno-omit-frame-pointer", "-g"), libs=()):
     """Compiles a C source string with gcc; returns the path of the executable."""
     d = tmpdir(test)
