@@ -40,13 +40,11 @@ static int teardown(void **state)
 	return system(cmd);
 }
 
-/* The table of path's .symtab (else .dynsym) as sym_sources_load makes it: with keep, its
- * string table kept whole (*kept: whether it was), else every name copied. */
-static struct sym_symtab *build(const char *path, int keep, int *kept)
+/* The table of fd's .symtab (else .dynsym) as sym_sources_load makes it, not yet stored or
+ * materialized: with keep, its string table kept whole, else every name copied. */
+static struct sym_symtab *finished(int fd, int keep)
 {
 	struct np_err err;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
 	Elf *e = sym_elf_begin_fd(fd);
 	assert_non_null(e);
 	struct sym_stb b;
@@ -60,10 +58,20 @@ static struct sym_symtab *build(const char *path, int keep, int *kept)
 	assert_true(n > 0);
 	struct sym_symtab *t;
 	assert_int_equal(sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err), 0);
+	elf_end(e);
+	return t;
+}
+
+/* The table of path, materialized (*kept: whether its string table was kept whole). */
+static struct sym_symtab *build(const char *path, int keep, int *kept)
+{
+	struct np_err err;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct sym_symtab *t = finished(fd, keep);
 	*kept = t->ext.len > 0;
 	assert_int_equal(sym_symtab_materialize(t, &err), 0);
 	assert_int_equal(t->ext.len, 0);
-	elf_end(e);
 	close(fd);
 	return t;
 }
@@ -219,15 +227,7 @@ static void changed_file_refused(void **state)
 		struct np_err err;
 		int fd = open(copy, O_RDWR | O_CLOEXEC);
 		assert_true(fd >= 0);
-		Elf *e = sym_elf_begin_fd(fd);
-		struct sym_stb b;
-		sym_stb_init(&b);
-		b.distinct_names = 1;
-		b.ext_fd = fd;
-		size_t n;
-		assert_int_equal(sym_elf_add_symbols(e, fd, SHT_SYMTAB, &b, &n, &err), 0);
-		struct sym_symtab *t;
-		assert_int_equal(sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err), 0);
+		struct sym_symtab *t = finished(fd, 1);
 		assert_true(t->ext.len > 0);
 		if (how == 0)
 			assert_int_equal(pwrite(fd, "x", 1, (off_t)(t->ext.off + t->ext.len - 1)), 1);
@@ -244,7 +244,6 @@ static void changed_file_refused(void **state)
 		assert_int_not_equal(err.code, ENOMEM);
 		assert_true(t->ext.len > 0); /* unchanged */
 		sym_symtab_free(t);
-		elf_end(e);
 		close(fd);
 	}
 }
@@ -259,15 +258,8 @@ static void cache_file_round_trip(void **state)
 	snprintf(img, sizeof(img), "%s/img", dir);
 	struct np_err err;
 	int fd = open(lib, O_RDONLY | O_CLOEXEC);
-	Elf *e = sym_elf_begin_fd(fd);
-	struct sym_stb b;
-	sym_stb_init(&b);
-	b.distinct_names = 1;
-	b.ext_fd = fd;
-	size_t n;
-	assert_int_equal(sym_elf_add_symbols(e, fd, SHT_SYMTAB, &b, &n, &err), 0);
-	struct sym_symtab *t;
-	assert_int_equal(sym_stb_finish(&b, SYM_OVERLAP_KEEP, &t, &err), 0);
+	assert_true(fd >= 0);
+	struct sym_symtab *t = finished(fd, 1);
 	int out = open(img, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(out >= 0);
 	assert_int_equal(sym_symbcache_write_fd(out, "k", t, "symtab", &err), 0);
@@ -284,7 +276,6 @@ static void cache_file_round_trip(void **state)
 	same_table(&back, t);
 	free(buf);
 	sym_symtab_free(t);
-	elf_end(e);
 	close(fd);
 }
 
