@@ -311,7 +311,9 @@ discovery.docker "d" {
         self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
         deadline = time.time() + 30
         while time.time() < deadline and not pyro.pushes():
-            self.assertIsNone(p.poll(), "nodeprof run exited")
+            if p.poll() is not None:
+                log.seek(0)
+                self.fail("nodeprof run exited %d:\n%s" % (p.returncode, log.read()[-3000:]))
             time.sleep(0.5)
         log.seek(0)
         pushes = pyro.pushes()
